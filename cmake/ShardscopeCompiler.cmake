@@ -1,0 +1,31 @@
+# Warnings, sanitizers and ccache for Shardscope's own targets (never for third-party code:
+# Qt, LibTorch and Debian's headers come in as SYSTEM includes through their imported targets).
+find_program(SHARDSCOPE_CCACHE ccache)
+if(SHARDSCOPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_C_COMPILER_LAUNCHER ${SHARDSCOPE_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${SHARDSCOPE_CCACHE})
+endif()
+
+add_library(shardscope_warnings INTERFACE)
+target_compile_options(shardscope_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
+  -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough -Wno-missing-field-initializers
+  $<$<BOOL:${SHARDSCOPE_WERROR}>:-Werror>)
+
+if(SHARDSCOPE_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# shardscope_layer(TARGET) marks a target as ours: warnings on, includes rooted at the repo so
+# every include names its layer ("trainer/spec/events.h"), which tests/tools/check_layers.py reads.
+function(shardscope_layer target)
+  target_link_libraries(${target} PRIVATE shardscope_warnings)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/generated)
+  else()
+    target_include_directories(${target} PUBLIC
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>)
+  endif()
+endfunction()

@@ -1,0 +1,53 @@
+# shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s]
+#                     [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
+# One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen and
+# single-threaded per process: OpenMP spinning makes oversubscribed ranks crawl on 2 cores.
+function(shardscope_add_test name)
+  cmake_parse_arguments(T "" "PROCESSORS;TIMEOUT"
+                        "SOURCES;LIBS;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
+  if(NOT T_LABELS)
+    message(FATAL_ERROR "shardscope_add_test(${name}): give LABELS (unit, integration, gui, reference, slow, cuda-build)")
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  shardscope_layer(${name})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/bin
+                                           AUTOMOC ON)
+  target_link_libraries(${name} PRIVATE Qt6::Test Qt6::Core ${T_LIBS})
+  target_compile_definitions(${name} PRIVATE
+    SHARDSCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SHARDSCOPE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  if(T_DEPENDS)
+    add_dependencies(${name} ${T_DEPENDS})
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  _shardscope_test_properties(${name})
+endfunction()
+
+# shardscope_add_script_test(NAME COMMAND... LABELS... [...same options]): a test that runs a
+# command (a Python or shell checker) rather than a Qt Test executable.
+function(shardscope_add_script_test name)
+  cmake_parse_arguments(T "WILL_FAIL" "PROCESSORS;TIMEOUT;PASS_REGULAR_EXPRESSION"
+                        "COMMAND;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
+  add_test(NAME ${name} COMMAND ${T_COMMAND} WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+  _shardscope_test_properties(${name})
+  if(T_WILL_FAIL)
+    set_tests_properties(${name} PROPERTIES WILL_FAIL ON)
+  endif()
+  if(T_PASS_REGULAR_EXPRESSION)
+    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${T_PASS_REGULAR_EXPRESSION}")
+  endif()
+endfunction()
+
+macro(_shardscope_test_properties name)
+  if(NOT T_PROCESSORS)
+    set(T_PROCESSORS 1)
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" PROCESSORS ${T_PROCESSORS}
+    TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OMP_NUM_THREADS=1;MKL_NUM_THREADS=1;${T_ENVIRONMENT}")
+  if(T_FIXTURES_REQUIRED)
+    set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${T_FIXTURES_REQUIRED}")
+  endif()
+endmacro()

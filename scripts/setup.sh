@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs what Shardscope needs on a fresh Debian 12 machine, and nothing twice.
+#   scripts/setup.sh           build + run dependencies (Debian packages, LibTorch venv)
+#   scripts/setup.sh --tests   also the test-only servers and Python references
+# Safe to run again: every step checks before it installs.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+want_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) want_tests=1 ;;
+    *) echo "setup.sh: unknown option '$arg' (use --tests or nothing)" >&2; exit 2 ;;
+  esac
+done
+
+# Build and runtime packages. Kept in one list so the README, CI and packaging agree.
+build_pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git file dpkg-dev zstd
+  qt6-base-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
+  libqcustomplot-dev libqcustomplot2.1-qt6
+  libsqlite3-dev sqlite3 libssh-dev
+  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev
+  libpcre2-dev libutf8proc-dev libbenchmark-dev
+  clang-format clang-tidy
+)
+# Servers the integration tests start on loopback (never as system services).
+test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc)
+
+missing_pkgs() {
+  local p
+  for p in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      echo "$p"
+    fi
+  done
+}
+
+pkgs=("${build_pkgs[@]}")
+if ((want_tests)); then pkgs+=("${test_pkgs[@]}"); fi
+mapfile -t todo < <(missing_pkgs "${pkgs[@]}")
+if ((${#todo[@]})); then
+  echo "setup: installing ${#todo[@]} Debian packages: ${todo[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  # Debian's service scripts must not start sshd/slurm/munge as system services here.
+  export DEBIAN_FRONTEND=noninteractive RUNLEVEL=1
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${todo[@]}" >/dev/null
+else
+  echo "setup: Debian packages present"
+fi
+
+# LibTorch comes from the CPU wheel of PyTorch in a project venv; its share/cmake/Torch
+# serves find_package(Torch). The product never runs Python: the venv only carries the library
+# (and, with --tests, the reference implementations the tests compare against).
+venv="$root/.venv"
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "setup: creating $venv"
+  python3 -m venv "$venv"
+fi
+req="$root/requirements-torch.txt"
+if ((want_tests)); then req="$root/requirements-test.txt"; fi
+stamp="$venv/.installed-$(basename "$req" .txt)-$(sha256sum "$req" | cut -c1-16)"
+if [[ ! -f "$stamp" ]]; then
+  echo "setup: pip install -r $(basename "$req")"
+  "$venv/bin/python" -m pip install -q -r "$req"
+  touch "$stamp"
+else
+  echo "setup: Python packages present ($(basename "$req"))"
+fi
