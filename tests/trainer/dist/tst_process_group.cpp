@@ -1,0 +1,197 @@
+// Toolchain proof 1: real shardtrain processes form a Gloo process group through a TCPStore on
+// loopback (rank 0 listens on port 0 and publishes the port through a file) and check
+// all-gather-into-tensor and reduce-scatter-tensor on fp32 and bf16 element by element; a rank
+// that leaves or hangs makes the others fail within the timeout with a clear error event.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "trainer/spec/events.h"
+
+using namespace shardscope::spec;
+
+namespace {
+
+const QString kShardtrain = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardtrain");
+
+struct RankRun {
+  int exitCode = -1;
+  std::vector<Event> events;
+  QString stderrText;
+};
+
+// Parses every stdout line as a strict protocol v1 event; a bad line fails the test.
+std::vector<Event> parseEvents(const QByteArray& out) {
+  std::vector<Event> events;
+  for (const QByteArray& line : out.split('\n')) {
+    if (line.trimmed().isEmpty()) continue;
+    auto event = parse_event(line.toStdString());
+    if (!event) qFatal("bad event line %s: %s", line.constData(), event.message().c_str());
+    events.push_back(std::move(event).value());
+  }
+  return events;
+}
+
+QProcessEnvironment rankEnv(int rank, int world, const QString& portFile, int port = 0) {
+  auto env = QProcessEnvironment::systemEnvironment();
+  env.insert("RANK", QString::number(rank));
+  env.insert("WORLD_SIZE", QString::number(world));
+  env.insert("LOCAL_RANK", QString::number(rank));
+  env.insert("LOCAL_WORLD_SIZE", QString::number(world));
+  env.insert("MASTER_ADDR", "127.0.0.1");
+  env.insert("MASTER_PORT", QString::number(port));
+  env.insert("SHARDSCOPE_RDZV_FILE", portFile);
+  return env;
+}
+
+// Starts one process per environment, waits (bounded) and collects what each wrote. Rank 0 gets
+// `waitMs`; the others `othersWaitMs` more (a deliberately hung rank is killed after it).
+std::vector<RankRun> runRanks(const std::vector<QProcessEnvironment>& envs, const QStringList& args,
+                              int waitMs = 60000, int othersWaitMs = 60000) {
+  std::vector<std::unique_ptr<QProcess>> procs;
+  for (const auto& env : envs) {
+    auto p = std::make_unique<QProcess>();
+    p->setProcessEnvironment(env);
+    p->start(kShardtrain, QStringList{"selftest"} + args);
+    if (!p->waitForStarted()) qFatal("cannot start %s", qPrintable(kShardtrain));
+    procs.push_back(std::move(p));
+  }
+  std::vector<RankRun> runs;
+  for (auto& p : procs) {
+    RankRun run;
+    if (p->waitForFinished(p == procs.front() ? waitMs : othersWaitMs)) run.exitCode = p->exitCode();
+    else p->kill(), p->waitForFinished();
+    run.events = parseEvents(p->readAllStandardOutput());
+    run.stderrText = QString::fromUtf8(p->readAllStandardError());
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+template <class T>
+std::vector<T> eventsOf(const RankRun& run) {
+  std::vector<T> out;
+  for (const auto& e : run.events) {
+    if (auto* body = std::get_if<T>(&e.body)) out.push_back(*body);
+  }
+  return out;
+}
+
+}  // namespace
+
+class TestProcessGroup : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void collectivesMatchElementByElement_data() {
+    QTest::addColumn<int>("world");
+    QTest::newRow("2 ranks") << 2;
+    QTest::newRow("3 ranks") << 3;
+  }
+  void collectivesMatchElementByElement() {
+    QFETCH(int, world);
+    QTemporaryDir dir;
+    std::vector<QProcessEnvironment> envs;
+    for (int r = 0; r < world; ++r) envs.push_back(rankEnv(r, world, dir.filePath("port")));
+    auto runs = runRanks(envs, {"--timeout-s", "30"});
+    for (int r = 0; r < world; ++r) {
+      const auto& run = runs[static_cast<std::size_t>(r)];
+      QVERIFY2(run.exitCode == 0, qPrintable(run.stderrText));
+      auto logs = eventsOf<LogEvent>(run);
+      QCOMPARE(logs.size(), std::size_t{2});
+      QVERIFY(QString::fromStdString(logs[0].message).contains("Float ok"));
+      QVERIFY(QString::fromStdString(logs[1].message).contains("BFloat16 ok"));
+      auto hello = eventsOf<HelloEvent>(run);
+      QCOMPARE(hello.size(), std::size_t{1});
+      QCOMPARE(hello[0].world_size, world);
+      QCOMPARE(hello[0].versions.at("backend"), std::string("gloo"));
+      auto done = eventsOf<DoneEvent>(run);
+      QCOMPARE(done.size(), std::size_t{1});
+      QCOMPARE(done[0].status, DoneStatus::complete);
+      for (std::size_t i = 0; i < run.events.size(); ++i) {
+        QCOMPARE(run.events[i].env.rank, r);
+        QCOMPARE(run.events[i].env.seq, static_cast<std::int64_t>(i));
+      }
+    }
+  }
+
+  void launcherModeStartsTwoLocalRanks() {
+    QProcess p;
+    p.start(kShardtrain, {"selftest"});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    RankRun all;
+    all.events = parseEvents(p.readAllStandardOutput());
+    std::map<int, int> doneByRank;
+    for (const auto& e : all.events) {
+      if (std::holds_alternative<DoneEvent>(e.body)) ++doneByRank[e.env.rank];
+    }
+    QCOMPARE(doneByRank, (std::map<int, int>{{0, 1}, {1, 1}}));
+  }
+
+  void peerThatLeavesIsReported_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<QString>("cause");
+    QTest::newRow("exit") << "exit" << "rank 0: all_gather_into_tensor failed";
+    QTest::newRow("hang") << "hang" << "Timed out";
+  }
+  void peerThatLeavesIsReported() {
+    QFETCH(QString, mode);
+    QFETCH(QString, cause);
+    QTemporaryDir dir;
+    const QString port = dir.filePath("port");
+    auto runs = runRanks({rankEnv(0, 2, port), rankEnv(1, 2, port)},
+                         {"--timeout-s", "5", "--fault-rank", "1", "--fault-mode", mode}, 30000, 2000);
+    const RankRun& survivor = runs[0];
+    QCOMPARE(survivor.exitCode, 1);
+    auto errors = eventsOf<ErrorEvent>(survivor);
+    QCOMPARE(errors.size(), std::size_t{1});
+    QCOMPARE(errors[0].kind, ErrorKind::peer_lost);
+    QVERIFY2(QString::fromStdString(errors[0].message).contains(cause), errors[0].message.c_str());
+    QVERIFY(!errors[0].hint.empty());
+    QVERIFY(eventsOf<DoneEvent>(survivor).empty());
+    QVERIFY(survivor.stderrText.contains("hint:"));
+  }
+
+  void worldSizeMismatchIsAConfigError() {
+    QTemporaryDir dir;
+    const QString port = dir.filePath("port");
+    auto runs = runRanks({rankEnv(0, 2, port), rankEnv(1, 3, port)}, {"--timeout-s", "5"}, 30000);
+    QCOMPARE(runs[0].exitCode, 2);
+    auto errors = eventsOf<ErrorEvent>(runs[0]);
+    QCOMPARE(errors.size(), std::size_t{1});
+    QCOMPARE(errors[0].kind, ErrorKind::config);
+    QVERIFY2(QString::fromStdString(errors[0].message).contains("WORLD_SIZE mismatch: rank 0 has 2, rank 1 has 3"),
+             errors[0].message.c_str());
+    QVERIFY(runs[1].exitCode != 0);  // rank 1 waits for a rank 2 that never comes
+  }
+
+  void takenPortIsAConfigError() {
+    int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+    QVERIFY(fd >= 0);
+    sockaddr_in6 addr{};
+    addr.sin6_family = AF_INET6;
+    addr.sin6_addr = in6addr_any;
+    QVERIFY(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    QVERIFY(::listen(fd, 1) == 0);
+    socklen_t len = sizeof addr;
+    QVERIFY(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const int taken = ntohs(addr.sin6_port);
+    QTemporaryDir dir;
+    auto runs = runRanks({rankEnv(0, 2, dir.filePath("port"), taken)}, {"--timeout-s", "5"}, 30000);
+    ::close(fd);
+    QCOMPARE(runs[0].exitCode, 2);
+    auto errors = eventsOf<ErrorEvent>(runs[0]);
+    QCOMPARE(errors.size(), std::size_t{1});
+    QVERIFY2(QString::fromStdString(errors[0].message).contains("the port is taken"), errors[0].message.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestProcessGroup)
+#include "tst_process_group.moc"

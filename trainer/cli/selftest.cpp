@@ -1,0 +1,163 @@
+#include "trainer/cli/selftest.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include "trainer/dist/process_group.h"
+#include "trainer/run/fatal.h"
+#include "trainer/spec/version.h"
+
+extern char** environ;
+
+namespace shardscope::trainer {
+namespace {
+
+using spec::ErrorKind;
+
+// Value of global element g of the test vector: 1-based, padding (g >= n) is 0.
+double expected_value(std::int64_t g, std::int64_t n) { return g < n ? static_cast<double>(g + 1) : 0.0; }
+
+void check_equal(const at::Tensor& got, const std::vector<double>& want, const std::string& what) {
+  auto values = got.to(at::kDouble).contiguous();
+  const double* data = values.data_ptr<double>();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SHARD_CHECK(data[i] == want[i], ErrorKind::internal,
+                "selftest: " + what + " element " + std::to_string(i) + " is " + std::to_string(data[i]) +
+                    ", expected " + std::to_string(want[i]),
+                "the collective library gave wrong results: check the LibTorch build");
+  }
+}
+
+// One dtype: all-gather each rank's shard of 1..n (padded), then reduce-scatter (rank+1)*(1..n).
+void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int64_t n) {
+  const std::int64_t world = group.size();
+  const std::int64_t shard = (n + world - 1) / world;  // elements per rank after padding
+  const std::int64_t padded = shard * world;
+  const std::string name = std::string(c10::toString(dtype));
+
+  auto index = at::arange(padded, at::kLong);  // (padded,) global element index
+  auto full = at::where(index < n, index + 1, at::zeros_like(index)).to(dtype);  // (padded,)
+  auto mine = full.narrow(0, group.rank() * shard, shard).clone();              // (shard,)
+  auto gathered = at::empty({padded}, mine.options());                          // (padded,)
+  group.all_gather(gathered, mine);
+  std::vector<double> want(static_cast<std::size_t>(padded));
+  for (std::int64_t g = 0; g < padded; ++g) want[static_cast<std::size_t>(g)] = expected_value(g, n);
+  check_equal(gathered, want, "all_gather_into_tensor " + name);
+
+  auto contribution = (full.to(at::kDouble) * (group.rank() + 1)).to(dtype);  // (padded,)
+  auto reduced = at::empty({shard}, contribution.options());                  // (shard,)
+  group.reduce_scatter(reduced, contribution);
+  const double rank_sum = static_cast<double>(world * (world + 1) / 2);  // sum of (r+1)
+  std::vector<double> want_rs(static_cast<std::size_t>(shard));
+  for (std::int64_t i = 0; i < shard; ++i) {
+    want_rs[static_cast<std::size_t>(i)] = rank_sum * expected_value(group.rank() * shard + i, n);
+  }
+  check_equal(reduced, want_rs, "reduce_scatter_tensor " + name);
+  events().write(spec::LogEvent{"info", "selftest: all_gather_into_tensor and reduce_scatter_tensor " +
+                                            name + " ok (" + std::to_string(n) + " elements, " +
+                                            std::to_string(padded - n) + " padding)"});
+}
+
+int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
+  set_event_rank(rdzv.rank);
+  auto group = dist::ProcessGroup::create(rdzv, {std::chrono::seconds(options.timeout_s)});
+  events().write(spec::HelloEvent{rdzv.world_size, rdzv.local_world_size, "selftest",
+                                  {{"shardtrain", kVersion}, {"torch", TORCH_VERSION}, {"backend", group.backend_name()}},
+                                  0, 0, 0});
+  if (rdzv.rank == options.fault_rank) {
+    if (options.fault_mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+    std::fprintf(stderr, "shardtrain selftest: rank %d leaves early (--fault-rank)\n", rdzv.rank);
+    std::_Exit(3);  // as a crash would: no done event, no goodbye to the peers
+  }
+  const std::int64_t n = 2 * group.size() + 1;  // odd: the last shard carries padding
+  check_collectives(group, at::kFloat, n);
+  check_collectives(group, at::kBFloat16, n);
+  group.barrier();
+  events().write(spec::DoneEvent{spec::DoneStatus::complete, {}, false, 0});
+  return kExitOk;
+}
+
+// Waits for every rank. After the first failure the others get `grace` to notice it and report
+// their own error event (a lost peer is detected within the collective timeout), then SIGTERM.
+int wait_ranks(std::vector<pid_t> pids, std::chrono::seconds grace) {
+  int worst = kExitOk;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (!pids.empty()) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      std::erase(pids, pid);
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (code != 0 && worst == kExitOk) {
+        worst = kExitFailed;
+        deadline = std::chrono::steady_clock::now() + grace;
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (pid_t other : pids) ::kill(other, SIGTERM);
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return worst;
+}
+
+// Starts world_size copies of this program as local ranks and waits for all of them; when one
+// fails the others get SIGTERM, so a broken selftest never hangs.
+int launch_local(const SelftestOptions& options) {
+  auto dir = std::filesystem::temp_directory_path() / ("shardtrain-selftest-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < options.world_size; ++rank) {
+    std::vector<std::string> env_strings{
+        "RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(options.world_size),
+        "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(options.world_size),
+        "MASTER_ADDR=127.0.0.1", "MASTER_PORT=0", "SHARDSCOPE_RDZV_FILE=" + (dir / "port").string(),
+        "OMP_NUM_THREADS=1"};
+    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args{exe, "selftest", "--timeout-s", std::to_string(options.timeout_s),
+                                  "--fault-rank", std::to_string(options.fault_rank), "--fault-mode", options.fault_mode};
+    std::vector<char*> argv;
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    SHARD_CHECK(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) == 0,
+                ErrorKind::internal, "cannot start rank " + std::to_string(rank) + " of the selftest", "");
+    pids.push_back(pid);
+  }
+  const int worst = wait_ranks(pids, std::chrono::seconds(options.timeout_s + 5));
+  std::filesystem::remove_all(dir);
+  return worst;
+}
+
+}  // namespace
+
+int run_selftest(const SelftestOptions& options) {
+  at::set_num_threads(1);
+  auto rdzv = dist::rendezvous_from_env();
+  SHARD_CHECK(rdzv.ok(), ErrorKind::config, rdzv.ok() ? "" : rdzv.message(), "");
+  if (rdzv->source == "single") {
+    SHARD_CHECK(options.world_size >= 1, ErrorKind::config, "--world-size must be at least 1", "");
+    return launch_local(options);
+  }
+  return run_rank(*rdzv, options);
+}
+
+}  // namespace shardscope::trainer

@@ -1,0 +1,22 @@
+// `shardtrain selftest`: proves this machine can run shardtrain's collectives. Without a
+// rendezvous in the environment it starts `world_size` local ranks of itself; each rank meets
+// the others through a TCPStore, checks all-gather and reduce-scatter into tensors (fp32 and
+// bf16, an odd element count so the last shard is padded) element by element, and writes
+// `hello`, `log` and `done` events on stdout.
+#pragma once
+
+#include <string>
+
+namespace shardscope::trainer {
+
+struct SelftestOptions {
+  int world_size = 2;                // ranks to start when no rendezvous is in the environment
+  int timeout_s = 30;                // rendezvous and collective timeout
+  int fault_rank = -1;               // this rank misbehaves, to check failure detection
+  std::string fault_mode = "exit";   // exit: leaves before the collectives; hang: never answers
+};
+
+/// Runs the selftest; returns the process exit code.
+int run_selftest(const SelftestOptions& options);
+
+}  // namespace shardscope::trainer

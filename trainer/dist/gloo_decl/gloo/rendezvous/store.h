@@ -1,0 +1,20 @@
+// Declaration only; see README.md in the parent folder. ProcessGroupGloo::GlooStore overrides
+// these four functions inline; we never instantiate GlooStore, so no vtable is emitted here.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace gloo::rendezvous {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, const std::vector<char>& data) = 0;
+  virtual std::vector<char> get(const std::string& key) = 0;
+  virtual void wait(const std::vector<std::string>& keys) = 0;
+  virtual void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) = 0;
+};
+
+}  // namespace gloo::rendezvous

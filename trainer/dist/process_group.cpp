@@ -1,0 +1,151 @@
+#include "trainer/dist/process_group.h"
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "trainer/dist/gloo_backend.h"
+#include "trainer/run/fatal.h"
+
+namespace shardscope::dist {
+namespace {
+
+using spec::ErrorKind;
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+std::string where(const Rendezvous& r) {
+  return r.master_addr + ":" + std::to_string(r.master_port);
+}
+
+// Rank 0 listens (on MASTER_PORT, or on a free port it publishes), the others connect.
+c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.isServer = r.rank == 0;
+  opts.numWorkers = r.world_size;
+  opts.waitWorkers = false;  // we check arrivals ourselves, with a message that says who is missing
+  opts.timeout = timeout;
+  if (r.rank != 0 && r.master_port == 0) {
+    auto port = wait_for_port(r.port_file, timeout);
+    SHARD_CHECK(port.ok(), ErrorKind::peer_lost, port.ok() ? "" : port.message(),
+                "rank 0 publishes its port once it listens; start all ranks together");
+    r.master_port = *port;
+  }
+  opts.port = static_cast<std::uint16_t>(r.master_port);
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(r.master_addr, opts);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (r.rank == 0 && what.find("EADDRINUSE") != std::string::npos) {
+      SHARD_FAIL(ErrorKind::config, "rank 0 cannot listen on MASTER_PORT=" + std::to_string(r.master_port) +
+                                        ": the port is taken on this host",
+                 "choose a free MASTER_PORT, or MASTER_PORT=0 with SHARDSCOPE_RDZV_FILE");
+    }
+    SHARD_FAIL(ErrorKind::peer_lost,
+               "rank " + std::to_string(r.rank) + " could not reach the rendezvous at " + where(r) +
+                   " within " + std::to_string(timeout.count() / 1000) + " s (" + what.substr(0, 200) + ")",
+               "check that rank 0 is running and that MASTER_ADDR and MASTER_PORT are the same on every rank");
+  }
+  if (r.rank == 0 && r.master_port == 0) {
+    r.master_port = store->getPort();
+    auto published = publish_port(r.port_file, r.master_port);
+    SHARD_CHECK(published.ok(), ErrorKind::io, published.ok() ? "" : published.message(), "");
+  }
+  return store;
+}
+
+// Every rank announces its world size; all must arrive and agree before the backend is built.
+void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::milliseconds timeout) {
+  const std::string mine = std::to_string(r.world_size);
+  std::int64_t claims = store.add("shardscope/rank/" + std::to_string(r.rank), 1);
+  SHARD_CHECK(claims == 1, ErrorKind::config,
+              "two processes started as rank " + std::to_string(r.rank),
+              "give every process its own RANK (0.." + std::to_string(r.world_size - 1) + ")");
+  store.set("shardscope/world/" + std::to_string(r.rank), std::vector<std::uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> keys;
+  for (int i = 0; i < r.world_size; ++i) keys.push_back("shardscope/world/" + std::to_string(i));
+  try {
+    store.wait(keys, timeout);
+  } catch (const std::exception&) {
+    std::string missing;
+    for (const auto& key : keys) {
+      if (!store.check({key})) missing += (missing.empty() ? "" : ", ") + key.substr(key.rfind('/') + 1);
+    }
+    SHARD_FAIL(ErrorKind::peer_lost,
+               "rank " + std::to_string(r.rank) + ": ranks " + missing + " of WORLD_SIZE=" + mine +
+                   " did not arrive within " + std::to_string(timeout.count() / 1000) + " s",
+               "start WORLD_SIZE ranks with the same MASTER_ADDR/MASTER_PORT; check WORLD_SIZE is the same on every rank");
+  }
+  for (int i = 0; i < r.world_size; ++i) {
+    auto value = store.get(keys[static_cast<std::size_t>(i)]);
+    std::string theirs(value.begin(), value.end());
+    SHARD_CHECK(theirs == mine, ErrorKind::config,
+                "WORLD_SIZE mismatch: rank " + std::to_string(r.rank) + " has " + mine + ", rank " +
+                    std::to_string(i) + " has " + theirs,
+                "set the same WORLD_SIZE for every rank");
+  }
+}
+
+}  // namespace
+
+ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& options) {
+  Rendezvous r = rdzv;
+  ProcessGroup group;
+  group.m_rank = r.rank;
+  group.m_size = r.world_size;
+  group.m_store = connect_store(r, options.timeout);
+  check_arrivals(*group.m_store, r, options.timeout);
+  const std::string bind = is_loopback(r.master_addr) ? "127.0.0.1" : "";
+  try {
+    group.m_backend = make_gloo_backend(group.m_store, r.rank, r.world_size, bind, options.timeout);
+  } catch (const std::exception& e) {
+    SHARD_FAIL(ErrorKind::peer_lost,
+               "rank " + std::to_string(r.rank) + ": Gloo could not connect to its peers (" +
+                   std::string(e.what()).substr(0, 300) + ")",
+               "check that every host can reach the others (set GLOO_SOCKET_IFNAME to the interface to use)");
+  }
+  group.m_backend_name = "gloo";
+  return group;
+}
+
+void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    auto kind = trainer::classify_exception(e.what());
+    if (kind == ErrorKind::internal) kind = ErrorKind::peer_lost;
+    SHARD_FAIL(kind,
+               "rank " + std::to_string(m_rank) + ": " + what + " failed: " + std::string(e.what()).substr(0, 300),
+               "another rank exited or stopped answering: read the other ranks' rank-N.log for the first error");
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, at::Tensor& in) {
+  m_counters.all_gather_bytes += static_cast<std::int64_t>(out.nbytes());
+  return m_backend->_allgather_base(out, in);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& out, at::Tensor& in) {
+  m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(in.nbytes());
+  return m_backend->_reduce_scatter_base(out, in);
+}
+
+void ProcessGroup::all_gather(at::Tensor& out, at::Tensor& in) {
+  wait(all_gather_async(out, in), "all_gather_into_tensor");
+}
+
+void ProcessGroup::reduce_scatter(at::Tensor& out, at::Tensor& in) {
+  wait(reduce_scatter_async(out, in), "reduce_scatter_tensor");
+}
+
+void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors{tensor};
+  wait(m_backend->allreduce(tensors), "all_reduce");
+}
+
+void ProcessGroup::barrier() { wait(m_backend->barrier(), "barrier"); }
+
+}  // namespace shardscope::dist

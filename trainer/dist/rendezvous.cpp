@@ -1,0 +1,163 @@
+#include "trainer/dist/rendezvous.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+namespace shardscope::dist {
+namespace {
+
+Result<int> parse_int(const std::string& name, const std::string& text, int min_value) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) {
+    return fail(name + "=\"" + text + "\" is not an integer; set it to a whole number");
+  }
+  if (value < min_value) {
+    return fail(name + "=" + text + " must be at least " + std::to_string(min_value));
+  }
+  return value;
+}
+
+// Reads an integer variable, or `fallback` when it is unset.
+Result<int> int_var(const EnvLookup& env, const std::string& name, int fallback, int min_value) {
+  auto text = env(name);
+  if (!text) return fallback;
+  return parse_int(name, *text, min_value);
+}
+
+// SLURM_NTASKS_PER_NODE may be absent; SLURM_TASKS_PER_NODE looks like "4(x2)" or "4,4".
+int slurm_tasks_per_node(const EnvLookup& env, int world_size) {
+  for (const char* name : {"SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+    if (auto text = env(name)) {
+      int value = std::atoi(text->c_str());
+      if (value > 0) return value;
+    }
+  }
+  return world_size;
+}
+
+Result<Rendezvous> from_torchrun(const EnvLookup& env) {
+  Rendezvous r;
+  r.source = "torchrun";
+  auto rank = int_var(env, "RANK", 0, 0);
+  auto world = int_var(env, "WORLD_SIZE", 1, 1);
+  if (!rank) return rank.error();
+  if (!world) return world.error();
+  r.rank = *rank;
+  r.world_size = *world;
+  auto local_rank = int_var(env, "LOCAL_RANK", r.rank, 0);
+  auto local_world = int_var(env, "LOCAL_WORLD_SIZE", r.world_size, 1);
+  if (!local_rank) return local_rank.error();
+  if (!local_world) return local_world.error();
+  r.local_rank = *local_rank;
+  r.local_world_size = *local_world;
+  if (auto addr = env("MASTER_ADDR")) r.master_addr = *addr;
+  auto port = int_var(env, "MASTER_PORT", 29500, 0);
+  if (!port) return port.error();
+  r.master_port = *port;
+  return r;
+}
+
+Result<Rendezvous> from_slurm(const EnvLookup& env) {
+  Rendezvous r;
+  r.source = "slurm";
+  auto rank = int_var(env, "SLURM_PROCID", 0, 0);
+  auto world = int_var(env, "SLURM_NTASKS", 1, 1);
+  if (!rank) return rank.error();
+  if (!world) return world.error();
+  r.rank = *rank;
+  r.world_size = *world;
+  auto local_rank = int_var(env, "SLURM_LOCALID", 0, 0);
+  if (!local_rank) return local_rank.error();
+  r.local_rank = *local_rank;
+  r.local_world_size = slurm_tasks_per_node(env, r.world_size);
+  if (auto addr = env("MASTER_ADDR")) r.master_addr = *addr;
+  else if (auto node = env("SLURM_LAUNCH_NODE_IPADDR")) r.master_addr = *node;
+  auto port = int_var(env, "MASTER_PORT", 29500, 0);
+  if (!port) return port.error();
+  r.master_port = *port;
+  return r;
+}
+
+Result<void> validate(const Rendezvous& r) {
+  const bool slurm = r.source == "slurm";
+  const std::string rank = slurm ? "SLURM_PROCID" : "RANK";
+  const std::string world = slurm ? "SLURM_NTASKS" : "WORLD_SIZE";
+  if (r.rank >= r.world_size) {
+    return fail(rank + "=" + std::to_string(r.rank) + " is not below " + world + "=" +
+                std::to_string(r.world_size) + "; ranks count from 0 to world size - 1");
+  }
+  if (r.local_rank >= r.local_world_size) {
+    return fail("LOCAL_RANK=" + std::to_string(r.local_rank) + " is not below LOCAL_WORLD_SIZE=" +
+                std::to_string(r.local_world_size));
+  }
+  if (r.world_size % r.local_world_size != 0) {
+    return fail(world + "=" + std::to_string(r.world_size) + " is not a multiple of LOCAL_WORLD_SIZE=" +
+                std::to_string(r.local_world_size) + "; every node must run the same number of ranks");
+  }
+  if (r.master_port > 65535) {
+    return fail("MASTER_PORT=" + std::to_string(r.master_port) + " is not a TCP port (0-65535)");
+  }
+  if (r.master_port == 0 && r.world_size > 1 && r.port_file.empty()) {
+    return fail("MASTER_PORT=0 needs SHARDSCOPE_RDZV_FILE: rank 0 writes the port it picked there");
+  }
+  return ok();
+}
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+Result<Rendezvous> rendezvous_from_env(const EnvLookup& env) {
+  Result<Rendezvous> r = env("RANK") || env("WORLD_SIZE") ? from_torchrun(env)
+                         : env("SLURM_PROCID")            ? from_slurm(env)
+                                                          : from_torchrun(env);
+  if (!r) return r;
+  if (!env("RANK") && !env("WORLD_SIZE") && !env("SLURM_PROCID")) r->source = "single";
+  if (auto file = env("SHARDSCOPE_RDZV_FILE")) r->port_file = *file;
+  if (auto v = validate(*r); !v) return v.error();
+  return r;
+}
+
+Result<void> publish_port(const std::string& port_file, int port) {
+  const std::string tmp = port_file + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!(out << port << '\n')) {
+      return fail(port_file + ": cannot write the rendezvous port (" + std::strerror(errno) +
+                  "); check SHARDSCOPE_RDZV_FILE points into a writable folder");
+    }
+  }
+  if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
+    return fail(port_file + ": cannot rename " + tmp + " (" + std::strerror(errno) + ")");
+  }
+  return ok();
+}
+
+Result<int> wait_for_port(const std::string& port_file, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::ifstream in(port_file);
+    int port = 0;
+    if (in >> port && port > 0) return port;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return fail(port_file + ": rank 0 did not publish its port within " +
+                  std::to_string(timeout.count() / 1000) + " s; check that rank 0 started (its rank-0.log)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace shardscope::dist

@@ -1,0 +1,57 @@
+// Fail fast and loudly: a trainer error names what failed and what to do, is written as an
+// `error` event on stdout (the backend's channel) and as a line on stderr (rank-N.log), and
+// ends the process with a non-zero code. Everything below main() throws TrainerError; main()
+// catches it once (run_guarded), together with LibTorch's own exceptions.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "trainer/spec/events.h"
+
+namespace shardscope::trainer {
+
+/// Exit codes of shardtrain.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitConfig = 2;  // bad command line or configuration
+
+class TrainerError : public std::runtime_error {
+ public:
+  TrainerError(spec::ErrorKind kind, const std::string& message, std::string hint)
+      : std::runtime_error(message), m_kind(kind), m_hint(std::move(hint)) {}
+  spec::ErrorKind kind() const { return m_kind; }
+  const std::string& hint() const { return m_hint; }
+
+ private:
+  spec::ErrorKind m_kind;
+  std::string m_hint;
+};
+
+[[noreturn]] void raise(spec::ErrorKind kind, const std::string& message, const std::string& hint,
+                        const char* file, int line);
+
+/// The rank's event stream; set once the rank knows its number (before that, rank 0 is used).
+spec::EventWriter& events();
+void set_event_rank(int rank);
+
+/// Runs `body`, turning any exception into an `error` event, a stderr line and an exit code.
+int run_guarded(const std::function<int()>& body);
+
+/// Classifies an exception message from LibTorch/Gloo: a lost peer, out of memory, or internal.
+spec::ErrorKind classify_exception(const std::string& what);
+
+}  // namespace shardscope::trainer
+
+/// SHARD_CHECK(cond, kind, message, hint): raises a TrainerError with file:line when cond fails.
+#define SHARD_CHECK(cond, kind, message, hint)                                  \
+  do {                                                                          \
+    if (!(cond)) {                                                              \
+      ::shardscope::trainer::raise((kind), (message), (hint), __FILE__, __LINE__); \
+    }                                                                           \
+  } while (false)
+
+/// SHARD_FAIL(kind, message, hint): raises unconditionally.
+#define SHARD_FAIL(kind, message, hint) \
+  ::shardscope::trainer::raise((kind), (message), (hint), __FILE__, __LINE__)
