@@ -2,8 +2,13 @@
 # Qt, LibTorch and Debian's headers come in as SYSTEM includes through their imported targets).
 find_program(SHARDSCOPE_CCACHE ccache)
 if(SHARDSCOPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  set(CMAKE_C_COMPILER_LAUNCHER ${SHARDSCOPE_CCACHE})
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${SHARDSCOPE_CCACHE})
+  # ccache caches compiles that use a precompiled header only with this sloppiness; the base dir
+  # lets build trees in different folders share hits.
+  set(_ccache ${CMAKE_COMMAND} -E env
+      CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+      CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} ${SHARDSCOPE_CCACHE})
+  set(CMAKE_C_COMPILER_LAUNCHER ${_ccache})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${_ccache})
 endif()
 
 add_library(shardscope_warnings INTERFACE)

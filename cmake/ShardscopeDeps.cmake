@@ -2,8 +2,15 @@
 # names what is missing and the command that installs it (scripts/setup.sh installs all).
 set(SHARDSCOPE_SETUP_HINT "run scripts/setup.sh, or")
 
+# Stops the configure step with one unwrapped line (CMake keeps a paragraph that starts with a
+# space as it is), so the message and its fix stay together in a terminal or a CI log.
+function(shardscope_fatal)
+  string(JOIN "" text ${ARGN})
+  message(FATAL_ERROR " Shardscope: ${text}")
+endfunction()
+
 macro(shardscope_missing what pkgs)
-  message(FATAL_ERROR "Shardscope: ${what} not found: ${SHARDSCOPE_SETUP_HINT} apt-get install ${pkgs}")
+  shardscope_fatal("${what} not found: ${SHARDSCOPE_SETUP_HINT} apt-get install ${pkgs}")
 endmacro()
 
 # Packages every layer needs, the torch-free trainer/spec and trainer/data included.
@@ -45,7 +52,7 @@ macro(shardscope_find_qt)
     find_package(Qt6 QUIET COMPONENTS ${component})
     if(NOT Qt6${component}_FOUND)
       if(CMAKE_DISABLE_FIND_PACKAGE_Qt6)
-        message(FATAL_ERROR "Shardscope: Qt is disabled (CMAKE_DISABLE_FIND_PACKAGE_Qt6) but the "
+        shardscope_fatal("Qt is disabled (CMAKE_DISABLE_FIND_PACKAGE_Qt6) but the "
                             "backend or GUI needs it: add -DSHARDSCOPE_BUILD_BACKEND=OFF -DSHARDSCOPE_BUILD_GUI=OFF for a trainer-only build")
       endif()
       set(_pkg qt6-base-dev)
@@ -55,7 +62,7 @@ macro(shardscope_find_qt)
       shardscope_missing("Qt 6 module ${component} (Qt6${component})" ${_pkg})
     endif()
     if(Qt6${component}_VERSION VERSION_LESS 6.4)
-      message(FATAL_ERROR "Shardscope: Qt ${Qt6${component}_VERSION} is too old (need >= 6.4): "
+      shardscope_fatal("Qt ${Qt6${component}_VERSION} is too old (need >= 6.4): "
                           "${SHARDSCOPE_SETUP_HINT} apt-get install qt6-base-dev (Debian 12 has 6.4)")
     endif()
   endforeach()

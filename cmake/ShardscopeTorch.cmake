@@ -23,17 +23,17 @@ macro(shardscope_find_torch)
   endif()
   set(_fix "run scripts/setup.sh (installs torch==2.13.0 into .venv) or pass -DSHARDSCOPE_LIBTORCH_DIR=/path/to/libtorch")
   if(NOT _torch_root OR NOT EXISTS "${_torch_root}/share/cmake/Torch/TorchConfig.cmake")
-    message(FATAL_ERROR "Shardscope: LibTorch not found (no share/cmake/Torch under "
+    shardscope_fatal("LibTorch not found (no share/cmake/Torch under "
                         "'${_torch_root}'): ${_fix}")
   endif()
   # Wheels expect CUDA's own CMake support to find the toolkit; we only need the libraries.
   set(CAFFE2_USE_CUDNN ON)
   find_package(Torch CONFIG QUIET PATHS "${_torch_root}/share/cmake/Torch" NO_DEFAULT_PATH)
   if(NOT Torch_FOUND)
-    message(FATAL_ERROR "Shardscope: LibTorch at '${_torch_root}' did not load: ${_fix}")
+    shardscope_fatal("LibTorch at '${_torch_root}' did not load: ${_fix}")
   endif()
   if(Torch_VERSION VERSION_LESS SHARDSCOPE_TORCH_MIN_VERSION)
-    message(FATAL_ERROR "Shardscope: LibTorch ${Torch_VERSION} at '${_torch_root}' is too old "
+    shardscope_fatal("LibTorch ${Torch_VERSION} at '${_torch_root}' is too old "
                         "(need >= ${SHARDSCOPE_TORCH_MIN_VERSION}: older Gloo lacks the tensor "
                         "collectives): ${_fix}")
   endif()
@@ -43,7 +43,7 @@ macro(shardscope_find_torch)
     get_target_property(_defs torch_cpu INTERFACE_COMPILE_DEFINITIONS)
   endif()
   if(NOT EXISTS "${_c10d}/ProcessGroupGloo.hpp" OR NOT "USE_C10D_GLOO" IN_LIST _defs)
-    message(FATAL_ERROR "Shardscope: LibTorch ${Torch_VERSION} at '${_torch_root}' has no c10d "
+    shardscope_fatal("LibTorch ${Torch_VERSION} at '${_torch_root}' has no c10d "
                         "Gloo backend (built without USE_DISTRIBUTED/USE_GLOO): ${_fix}")
   endif()
   # PyTorch wheels ship ProcessGroupGloo.hpp but not the gloo headers it includes. Ours in

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test command (README, and what .ci/run calls): installs what is missing (Debian packages,
+# test servers, the LibTorch venv and the Python references), builds build/, and runs every CTest
+# test with 2 jobs. Exits non-zero on any failure. Safe to run again.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+step() { printf '\n== %s (%s) ==\n' "$1" "$(date +%T)"; }
+t0=$SECONDS
+step "setup"
+scripts/setup.sh --tests
+t1=$SECONDS
+step "build"
+scripts/build.sh
+t2=$SECONDS
+step "tests"
+status=0
+(cd build && ctest -j2 --output-on-failure --timeout 900 "$@") || status=$?
+t3=$SECONDS
+printf '\n== times: setup %ss, build %ss, tests %ss, total %ss ==\n' \
+  $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t3 - t0))
+exit "$status"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Configures and builds one of the reduced build trees the README promises, and checks that it
+# holds what it should and nothing it must not:
+#   trainer-only  shardtrain with Qt disabled (a GPU node); must not link any Qt library
+#   no-torch      dashboard, CLI and backend without LibTorch (a laptop); must not link LibTorch
+# Usage: check_alt_build.sh SOURCE_DIR BUILD_ROOT trainer-only|no-torch [LIBTORCH_DIR]
+set -euo pipefail
+src=$1 root=$2 mode=$3 libtorch=${4:-}
+tree="$root/alt-$mode"
+args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DSHARDSCOPE_WERROR=ON)
+case "$mode" in
+  trainer-only)
+    args+=(-DSHARDSCOPE_BUILD_BACKEND=OFF -DSHARDSCOPE_BUILD_GUI=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Qt6=ON)
+    [[ -n "$libtorch" ]] && args+=("-DSHARDSCOPE_LIBTORCH_DIR=$libtorch")
+    targets=(shardtrain) ;;
+  no-torch)
+    args+=(-DSHARDSCOPE_BUILD_TRAINER=OFF)
+    targets=(shardscope shardscope-cli) ;;
+  *) echo "check_alt_build.sh: unknown mode '$mode' (trainer-only or no-torch)" >&2; exit 2 ;;
+esac
+start=$SECONDS
+cmake -S "$src" -B "$tree" "${args[@]}" >"$tree.configure.log" 2>&1 || {
+  cat "$tree.configure.log"; echo "FAILED: $mode: configure"; exit 1; }
+cmake --build "$tree" -j2 --target "${targets[@]}"
+for t in "${targets[@]}"; do
+  bin="$tree/bin/$t"
+  [[ -x "$bin" ]] || { echo "FAILED: $mode: $bin was not built"; exit 1; }
+  libs=$(ldd "$bin")
+  if [[ $mode == trainer-only ]] && grep -q "libQt6" <<<"$libs"; then
+    echo "FAILED: $mode: $t links Qt:"; grep libQt6 <<<"$libs"; exit 1
+  fi
+  if [[ $mode == no-torch ]] && grep -qE "libtorch|libc10" <<<"$libs"; then
+    echo "FAILED: $mode: $t links LibTorch"; exit 1
+  fi
+  QT_QPA_PLATFORM=offscreen "$bin" --version
+done
+if [[ $mode == trainer-only ]]; then
+  OMP_NUM_THREADS=1 "$tree/bin/shardtrain" selftest --world-size 2 >"$tree.selftest.log"
+  [[ $(grep -c '"ev":"done"' "$tree.selftest.log") -eq 2 ]] || { echo "FAILED: selftest"; exit 1; }
+fi
+echo "ok: $mode build configured, built and ran in $((SECONDS - start)) s"
