@@ -27,15 +27,17 @@ namespace {
 using spec::ErrorKind;
 
 // Value of global element g of the test vector: 1-based, padding (g >= n) is 0.
-double expected_value(std::int64_t g, std::int64_t n) { return g < n ? static_cast<double>(g + 1) : 0.0; }
+double expected_value(std::int64_t g, std::int64_t n) {
+  return g < n ? static_cast<double>(g + 1) : 0.0;
+}
 
 void check_equal(const at::Tensor& got, const std::vector<double>& want, const std::string& what) {
   auto values = got.to(at::kDouble).contiguous();
   const double* data = values.data_ptr<double>();
   for (std::size_t i = 0; i < want.size(); ++i) {
     SHARD_CHECK(data[i] == want[i], ErrorKind::internal,
-                "selftest: " + what + " element " + std::to_string(i) + " is " + std::to_string(data[i]) +
-                    ", expected " + std::to_string(want[i]),
+                "selftest: " + what + " element " + std::to_string(i) + " is " +
+                    std::to_string(data[i]) + ", expected " + std::to_string(want[i]),
                 "the collective library gave wrong results: check the LibTorch build");
   }
 }
@@ -49,11 +51,12 @@ void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int
 
   auto index = at::arange(padded, at::kLong);  // (padded,) global element index
   auto full = at::where(index < n, index + 1, at::zeros_like(index)).to(dtype);  // (padded,)
-  auto mine = full.narrow(0, group.rank() * shard, shard).clone();              // (shard,)
-  auto gathered = at::empty({padded}, mine.options());                          // (padded,)
+  auto mine = full.narrow(0, group.rank() * shard, shard).clone();               // (shard,)
+  auto gathered = at::empty({padded}, mine.options());                           // (padded,)
   group.all_gather(gathered, mine);
   std::vector<double> want(static_cast<std::size_t>(padded));
-  for (std::int64_t g = 0; g < padded; ++g) want[static_cast<std::size_t>(g)] = expected_value(g, n);
+  for (std::int64_t g = 0; g < padded; ++g)
+    want[static_cast<std::size_t>(g)] = expected_value(g, n);
   check_equal(gathered, want, "all_gather_into_tensor " + name);
 
   auto contribution = (full.to(at::kDouble) * (group.rank() + 1)).to(dtype);  // (padded,)
@@ -65,17 +68,22 @@ void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int
     want_rs[static_cast<std::size_t>(i)] = rank_sum * expected_value(group.rank() * shard + i, n);
   }
   check_equal(reduced, want_rs, "reduce_scatter_tensor " + name);
-  events().write(spec::LogEvent{"info", "selftest: all_gather_into_tensor and reduce_scatter_tensor " +
-                                            name + " ok (" + std::to_string(n) + " elements, " +
-                                            std::to_string(padded - n) + " padding)"});
+  events().write(spec::LogEvent{
+      "info", "selftest: all_gather_into_tensor and reduce_scatter_tensor " + name + " ok (" +
+                  std::to_string(n) + " elements, " + std::to_string(padded - n) + " padding)"});
 }
 
 int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
   set_event_rank(rdzv.rank);
   auto group = dist::ProcessGroup::create(rdzv, {std::chrono::seconds(options.timeout_s)});
-  events().write(spec::HelloEvent{rdzv.world_size, rdzv.local_world_size, "selftest",
-                                  {{"shardtrain", kVersion}, {"torch", TORCH_VERSION}, {"backend", group.backend_name()}},
-                                  0, 0, 0});
+  events().write(spec::HelloEvent{
+      rdzv.world_size,
+      rdzv.local_world_size,
+      "selftest",
+      {{"shardtrain", kVersion}, {"torch", TORCH_VERSION}, {"backend", group.backend_name()}},
+      0,
+      0,
+      0});
   if (rdzv.rank == options.fault_rank) {
     if (options.fault_mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
     std::fprintf(stderr, "shardtrain selftest: rank %d leaves early (--fault-rank)\n", rdzv.rank);
@@ -118,28 +126,39 @@ int wait_ranks(std::vector<pid_t> pids, std::chrono::seconds grace) {
 // Starts world_size copies of this program as local ranks and waits for all of them; when one
 // fails the others get SIGTERM, so a broken selftest never hangs.
 int launch_local(const SelftestOptions& options) {
-  auto dir = std::filesystem::temp_directory_path() / ("shardtrain-selftest-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ("shardtrain-selftest-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < options.world_size; ++rank) {
-    std::vector<std::string> env_strings{
-        "RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(options.world_size),
-        "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(options.world_size),
-        "MASTER_ADDR=127.0.0.1", "MASTER_PORT=0", "SHARDSCOPE_RDZV_FILE=" + (dir / "port").string(),
-        "OMP_NUM_THREADS=1"};
+    std::vector<std::string> env_strings{"RANK=" + std::to_string(rank),
+                                         "WORLD_SIZE=" + std::to_string(options.world_size),
+                                         "LOCAL_RANK=" + std::to_string(rank),
+                                         "LOCAL_WORLD_SIZE=" + std::to_string(options.world_size),
+                                         "MASTER_ADDR=127.0.0.1",
+                                         "MASTER_PORT=0",
+                                         "SHARDSCOPE_RDZV_FILE=" + (dir / "port").string(),
+                                         "OMP_NUM_THREADS=1"};
     for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
-    std::vector<std::string> args{exe, "selftest", "--timeout-s", std::to_string(options.timeout_s),
-                                  "--fault-rank", std::to_string(options.fault_rank), "--fault-mode", options.fault_mode};
+    std::vector<std::string> args{exe,
+                                  "selftest",
+                                  "--timeout-s",
+                                  std::to_string(options.timeout_s),
+                                  "--fault-rank",
+                                  std::to_string(options.fault_rank),
+                                  "--fault-mode",
+                                  options.fault_mode};
     std::vector<char*> argv;
     for (auto& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
     SHARD_CHECK(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) == 0,
-                ErrorKind::internal, "cannot start rank " + std::to_string(rank) + " of the selftest", "");
+                ErrorKind::internal,
+                "cannot start rank " + std::to_string(rank) + " of the selftest", "");
     pids.push_back(pid);
   }
   const int worst = wait_ranks(pids, std::chrono::seconds(options.timeout_s + 5));

@@ -10,10 +10,10 @@
 namespace shardscope::trainer {
 
 struct SelftestOptions {
-  int world_size = 2;                // ranks to start when no rendezvous is in the environment
-  int timeout_s = 30;                // rendezvous and collective timeout
-  int fault_rank = -1;               // this rank misbehaves, to check failure detection
-  std::string fault_mode = "exit";   // exit: leaves before the collectives; hang: never answers
+  int world_size = 2;               // ranks to start when no rendezvous is in the environment
+  int timeout_s = 30;               // rendezvous and collective timeout
+  int fault_rank = -1;              // this rank misbehaves, to check failure detection
+  std::string fault_mode = "exit";  // exit: leaves before the collectives; hang: never answers
 };
 
 /// Runs the selftest; returns the process exit code.

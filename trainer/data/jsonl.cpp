@@ -11,7 +11,8 @@ namespace shardscope::data {
 Result<std::int64_t> read_jsonl(const std::string& path, const JsonlVisitor& visit) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return fail(path + ": cannot open (" + std::strerror(errno) + "); check the path in the experiment file");
+    return fail(path + ": cannot open (" + std::strerror(errno) +
+                "); check the path in the experiment file");
   }
   std::string text;
   JsonlPosition where{path, 0, 0};
@@ -26,7 +27,8 @@ Result<std::int64_t> read_jsonl(const std::string& path, const JsonlVisitor& vis
     auto record = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     const std::string at = path + ":" + std::to_string(where.line) + ": ";
     if (record.is_discarded() || !record.is_object()) {
-      return fail(at + "not a JSON object (" + text.substr(0, 60) + "); each line must be one {...} record");
+      return fail(at + "not a JSON object (" + text.substr(0, 60) +
+                  "); each line must be one {...} record");
     }
     if (auto r = visit(record, where); !r) return fail(at + r.message());
     ++records;

@@ -21,7 +21,8 @@ struct JsonlPosition {
 
 /// Called once per non-blank line; return an error to stop reading (it is prefixed with
 /// "path:line: ").
-using JsonlVisitor = std::function<Result<void>(const nlohmann::json& record, const JsonlPosition& where)>;
+using JsonlVisitor =
+    std::function<Result<void>(const nlohmann::json& record, const JsonlPosition& where)>;
 
 /// Reads every line of a JSON Lines file, in order. A line that is not a JSON object stops
 /// the read with "data/train.jsonl:12: not a JSON object (...)"; blank lines are skipped.

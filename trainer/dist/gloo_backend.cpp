@@ -7,7 +7,8 @@
 namespace shardscope::dist {
 
 c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store,
-                                                    int rank, int size, const std::string& bind_address,
+                                                    int rank, int size,
+                                                    const std::string& bind_address,
                                                     std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {

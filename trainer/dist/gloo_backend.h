@@ -17,7 +17,8 @@ namespace shardscope::dist {
 /// A Gloo backend over `store` bound to GLOO_SOCKET_IFNAME when set, else to `bind_address`,
 /// else (empty) to this host's resolved address.
 c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store,
-                                                    int rank, int size, const std::string& bind_address,
+                                                    int rank, int size,
+                                                    const std::string& bind_address,
                                                     std::chrono::milliseconds timeout);
 
 }  // namespace shardscope::dist

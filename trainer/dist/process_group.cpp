@@ -40,14 +40,17 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::mil
   } catch (const std::exception& e) {
     const std::string what = e.what();
     if (r.rank == 0 && what.find("EADDRINUSE") != std::string::npos) {
-      SHARD_FAIL(ErrorKind::config, "rank 0 cannot listen on MASTER_PORT=" + std::to_string(r.master_port) +
-                                        ": the port is taken on this host",
+      SHARD_FAIL(ErrorKind::config,
+                 "rank 0 cannot listen on MASTER_PORT=" + std::to_string(r.master_port) +
+                     ": the port is taken on this host",
                  "choose a free MASTER_PORT, or MASTER_PORT=0 with SHARDSCOPE_RDZV_FILE");
     }
     SHARD_FAIL(ErrorKind::peer_lost,
                "rank " + std::to_string(r.rank) + " could not reach the rendezvous at " + where(r) +
-                   " within " + std::to_string(timeout.count() / 1000) + " s (" + what.substr(0, 200) + ")",
-               "check that rank 0 is running and that MASTER_ADDR and MASTER_PORT are the same on every rank");
+                   " within " + std::to_string(timeout.count() / 1000) + " s (" +
+                   what.substr(0, 200) + ")",
+               "check that rank 0 is running and that MASTER_ADDR and MASTER_PORT are the same on "
+               "every rank");
   }
   if (r.rank == 0 && r.master_port == 0) {
     r.master_port = store->getPort();
@@ -64,7 +67,8 @@ void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::millis
   SHARD_CHECK(claims == 1, ErrorKind::config,
               "two processes started as rank " + std::to_string(r.rank),
               "give every process its own RANK (0.." + std::to_string(r.world_size - 1) + ")");
-  store.set("shardscope/world/" + std::to_string(r.rank), std::vector<std::uint8_t>(mine.begin(), mine.end()));
+  store.set("shardscope/world/" + std::to_string(r.rank),
+            std::vector<std::uint8_t>(mine.begin(), mine.end()));
   std::vector<std::string> keys;
   for (int i = 0; i < r.world_size; ++i) keys.push_back("shardscope/world/" + std::to_string(i));
   try {
@@ -72,12 +76,14 @@ void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::millis
   } catch (const std::exception&) {
     std::string missing;
     for (const auto& key : keys) {
-      if (!store.check({key})) missing += (missing.empty() ? "" : ", ") + key.substr(key.rfind('/') + 1);
+      if (!store.check({key}))
+        missing += (missing.empty() ? "" : ", ") + key.substr(key.rfind('/') + 1);
     }
     SHARD_FAIL(ErrorKind::peer_lost,
                "rank " + std::to_string(r.rank) + ": ranks " + missing + " of WORLD_SIZE=" + mine +
                    " did not arrive within " + std::to_string(timeout.count() / 1000) + " s",
-               "start WORLD_SIZE ranks with the same MASTER_ADDR/MASTER_PORT; check WORLD_SIZE is the same on every rank");
+               "start WORLD_SIZE ranks with the same MASTER_ADDR/MASTER_PORT; check WORLD_SIZE is "
+               "the same on every rank");
   }
   for (int i = 0; i < r.world_size; ++i) {
     auto value = store.get(keys[static_cast<std::size_t>(i)]);
@@ -105,7 +111,8 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
     SHARD_FAIL(ErrorKind::peer_lost,
                "rank " + std::to_string(r.rank) + ": Gloo could not connect to its peers (" +
                    std::string(e.what()).substr(0, 300) + ")",
-               "check that every host can reach the others (set GLOO_SOCKET_IFNAME to the interface to use)");
+               "check that every host can reach the others (set GLOO_SOCKET_IFNAME to the "
+               "interface to use)");
   }
   group.m_backend_name = "gloo";
   return group;
@@ -118,8 +125,10 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* 
     auto kind = trainer::classify_exception(e.what());
     if (kind == ErrorKind::internal) kind = ErrorKind::peer_lost;
     SHARD_FAIL(kind,
-               "rank " + std::to_string(m_rank) + ": " + what + " failed: " + std::string(e.what()).substr(0, 300),
-               "another rank exited or stopped answering: read the other ranks' rank-N.log for the first error");
+               "rank " + std::to_string(m_rank) + ": " + what +
+                   " failed: " + std::string(e.what()).substr(0, 300),
+               "another rank exited or stopped answering: read the other ranks' rank-N.log for the "
+               "first error");
   }
 }
 

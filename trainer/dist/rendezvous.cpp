@@ -77,8 +77,10 @@ Result<Rendezvous> from_slurm(const EnvLookup& env) {
   if (!local_rank) return local_rank.error();
   r.local_rank = *local_rank;
   r.local_world_size = slurm_tasks_per_node(env, r.world_size);
-  if (auto addr = env("MASTER_ADDR")) r.master_addr = *addr;
-  else if (auto node = env("SLURM_LAUNCH_NODE_IPADDR")) r.master_addr = *node;
+  if (auto addr = env("MASTER_ADDR"))
+    r.master_addr = *addr;
+  else if (auto node = env("SLURM_LAUNCH_NODE_IPADDR"))
+    r.master_addr = *node;
   auto port = int_var(env, "MASTER_PORT", 29500, 0);
   if (!port) return port.error();
   r.master_port = *port;
@@ -94,12 +96,13 @@ Result<void> validate(const Rendezvous& r) {
                 std::to_string(r.world_size) + "; ranks count from 0 to world size - 1");
   }
   if (r.local_rank >= r.local_world_size) {
-    return fail("LOCAL_RANK=" + std::to_string(r.local_rank) + " is not below LOCAL_WORLD_SIZE=" +
-                std::to_string(r.local_world_size));
+    return fail("LOCAL_RANK=" + std::to_string(r.local_rank) +
+                " is not below LOCAL_WORLD_SIZE=" + std::to_string(r.local_world_size));
   }
   if (r.world_size % r.local_world_size != 0) {
-    return fail(world + "=" + std::to_string(r.world_size) + " is not a multiple of LOCAL_WORLD_SIZE=" +
-                std::to_string(r.local_world_size) + "; every node must run the same number of ranks");
+    return fail(world + "=" + std::to_string(r.world_size) +
+                " is not a multiple of LOCAL_WORLD_SIZE=" + std::to_string(r.local_world_size) +
+                "; every node must run the same number of ranks");
   }
   if (r.master_port > 65535) {
     return fail("MASTER_PORT=" + std::to_string(r.master_port) + " is not a TCP port (0-65535)");
@@ -154,7 +157,8 @@ Result<int> wait_for_port(const std::string& port_file, std::chrono::millisecond
     if (in >> port && port > 0) return port;
     if (std::chrono::steady_clock::now() > deadline) {
       return fail(port_file + ": rank 0 did not publish its port within " +
-                  std::to_string(timeout.count() / 1000) + " s; check that rank 0 started (its rank-0.log)");
+                  std::to_string(timeout.count() / 1000) +
+                  " s; check that rank 0 started (its rank-0.log)");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

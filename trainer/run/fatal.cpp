@@ -31,7 +31,8 @@ std::string hint_for(spec::ErrorKind kind) {
       return "lower train.micro_batch_size or the sequence length, or turn on activation "
              "checkpointing or CPU offload ([shard])";
     default:
-      return "this is a bug in shardtrain if the message does not say otherwise: report it with rank-N.log";
+      return "this is a bug in shardtrain if the message does not say otherwise: report it with "
+             "rank-N.log";
   }
 }
 
@@ -45,13 +46,12 @@ void raise(spec::ErrorKind kind, const std::string& message, const std::string& 
 
 spec::EventWriter& events() { return *writer_slot(); }
 
-void set_event_rank(int rank) {
-  writer_slot() = std::make_unique<spec::EventWriter>(rank, stdout);
-}
+void set_event_rank(int rank) { writer_slot() = std::make_unique<spec::EventWriter>(rank, stdout); }
 
 spec::ErrorKind classify_exception(const std::string& what) {
-  for (const char* lost : {"Connection reset", "Connection closed", "connection closed", "Broken pipe",
-                           "Timed out", "timed out", "Socket closed", "EPIPE", "ECONNRESET"}) {
+  for (const char* lost :
+       {"Connection reset", "Connection closed", "connection closed", "Broken pipe", "Timed out",
+        "timed out", "Socket closed", "EPIPE", "ECONNRESET"}) {
     if (what.find(lost) != std::string::npos) return spec::ErrorKind::peer_lost;
   }
   for (const char* oom : {"out of memory", "can't allocate memory", "CUDA out of memory"}) {

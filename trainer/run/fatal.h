@@ -45,11 +45,11 @@ spec::ErrorKind classify_exception(const std::string& what);
 }  // namespace shardscope::trainer
 
 /// SHARD_CHECK(cond, kind, message, hint): raises a TrainerError with file:line when cond fails.
-#define SHARD_CHECK(cond, kind, message, hint)                                  \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
+#define SHARD_CHECK(cond, kind, message, hint)                                     \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
       ::shardscope::trainer::raise((kind), (message), (hint), __FILE__, __LINE__); \
-    }                                                                           \
+    }                                                                              \
   } while (false)
 
 /// SHARD_FAIL(kind, message, hint): raises unconditionally.

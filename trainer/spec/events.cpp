@@ -92,8 +92,11 @@ class Reader {
     return &*it;
   }
 
-  std::int64_t integer(const char* key, bool required = true) { return integer_in(m_obj, "", key, required); }
-  std::int64_t integer_in(const Json& obj, std::string_view path, const char* key, bool required = true) {
+  std::int64_t integer(const char* key, bool required = true) {
+    return integer_in(m_obj, "", key, required);
+  }
+  std::int64_t integer_in(const Json& obj, std::string_view path, const char* key,
+                          bool required = true) {
     const Json* v = field(obj, path, key, required);
     if (!v) return 0;
     if (v->is_number_integer()) return v->get<std::int64_t>();
@@ -152,8 +155,10 @@ HelloEvent read_hello(Reader& r, const Json& obj) {
   e.config_hash = r.text("config_hash");
   if (const Json* versions = r.object("versions")) {
     for (const auto& [name, value] : versions->items()) {
-      if (!value.is_string()) r.set_error("versions", name, "expected a string, got " + value.dump());
-      else e.versions[name] = value.get<std::string>();
+      if (!value.is_string())
+        r.set_error("versions", name, "expected a string, got " + value.dump());
+      else
+        e.versions[name] = value.get<std::string>();
     }
   }
   if (const Json* params = r.object("params")) {
@@ -231,9 +236,12 @@ DoneEvent read_done(Reader& r, const Json& obj) {
     if (it->is_array()) {
       e.objective_is_array = true;
       for (const auto& v : *it) {
-        if (v.is_null()) e.objective.push_back(kNaN);
-        else if (v.is_number()) e.objective.push_back(v.get<double>());
-        else r.set_error("", "objective", "expected numbers in the array, got " + v.dump());
+        if (v.is_null())
+          e.objective.push_back(kNaN);
+        else if (v.is_number())
+          e.objective.push_back(v.get<double>());
+        else
+          r.set_error("", "objective", "expected numbers in the array, got " + v.dump());
       }
     } else if (it->is_number()) {
       e.objective.push_back(it->get<double>());
@@ -251,7 +259,8 @@ ErrorEvent read_error(Reader& r) {
   if (auto k = parse_error_kind(kind)) {
     e.kind = *k;
   } else if (!r.failed()) {
-    r.set_error("", "kind", "expected oom, peer_lost, config, data, io or internal, got \"" + kind + "\"");
+    r.set_error("", "kind",
+                "expected oom, peer_lost, config, data, io or internal, got \"" + kind + "\"");
   }
   e.message = r.text("message");
   e.hint = r.text("hint", false);
@@ -260,15 +269,25 @@ ErrorEvent read_error(Reader& r) {
 
 Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj) {
   Payload body;
-  if (kind == "hello") body = read_hello(r, obj);
-  else if (kind == "step") body = read_step(r);
-  else if (kind == "eval") body = read_eval(r);
-  else if (kind == "mem") body = read_mem(r);
-  else if (kind == "ckpt") body = read_ckpt(r);
-  else if (kind == "log") body = read_log(r);
-  else if (kind == "done") body = read_done(r, obj);
-  else if (kind == "error") body = read_error(r);
-  else return fail("ev: unknown event kind \"" + kind + "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error)");
+  if (kind == "hello")
+    body = read_hello(r, obj);
+  else if (kind == "step")
+    body = read_step(r);
+  else if (kind == "eval")
+    body = read_eval(r);
+  else if (kind == "mem")
+    body = read_mem(r);
+  else if (kind == "ckpt")
+    body = read_ckpt(r);
+  else if (kind == "log")
+    body = read_log(r);
+  else if (kind == "done")
+    body = read_done(r, obj);
+  else if (kind == "error")
+    body = read_error(r);
+  else
+    return fail("ev: unknown event kind \"" + kind +
+                "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error)");
   if (r.failed()) return fail(r.error());
   return body;
 }
@@ -307,7 +326,8 @@ Result<Event> parse_event(std::string_view line, ParseMode mode) {
   event.env.v = static_cast<int>(obj.contains("v") || strict ? r.integer("v") : kProtocolVersion);
   if (!r.failed() && event.env.v != kProtocolVersion) {
     return fail(kind + ".v: protocol v" + std::to_string(event.env.v) + " is not v" +
-                std::to_string(kProtocolVersion) + "; use a shardtrain and a backend of one release");
+                std::to_string(kProtocolVersion) +
+                "; use a shardtrain and a backend of one release");
   }
   event.env.rank = static_cast<int>(obj.contains("rank") || strict ? r.integer("rank") : 0);
   event.env.seq = obj.contains("seq") || strict ? r.integer("seq") : -1;

@@ -29,21 +29,21 @@ inline constexpr int kProtocolVersion = 1;
 struct HelloEvent {
   int world_size = 0;
   int local_world_size = 0;
-  std::string config_hash;                     // sha256 of the resolved config, hex
+  std::string config_hash;                      // sha256 of the resolved config, hex
   std::map<std::string, std::string> versions;  // "shardtrain", "torch", "backend" (gloo/nccl)
-  std::int64_t params_total = 0;               // parameter count of the whole model
-  std::int64_t params_trainable = 0;           // those that receive gradients
-  std::int64_t mem_estimate = 0;               // bytes per rank, from trainer/spec's estimate
+  std::int64_t params_total = 0;                // parameter count of the whole model
+  std::int64_t params_trainable = 0;            // those that receive gradients
+  std::int64_t mem_estimate = 0;                // bytes per rank, from trainer/spec's estimate
 };
 
 /// `step`: one optimizer step finished (rank 0 only).
 struct StepEvent {
-  std::int64_t step = 0;          // optimizer steps done, from 1
-  double loss = 0;                // mean training loss of the step
-  double lr = 0;                  // learning rate used by the step
-  double grad_norm = 0;           // global norm before clipping
-  double tokens_per_s = 0;        // tokens of all ranks per wall second
-  double mfu = 0;                 // model FLOPs utilisation, 0..1
+  std::int64_t step = 0;                  // optimizer steps done, from 1
+  double loss = 0;                        // mean training loss of the step
+  double lr = 0;                          // learning rate used by the step
+  double grad_norm = 0;                   // global norm before clipping
+  double tokens_per_s = 0;                // tokens of all ranks per wall second
+  double mfu = 0;                         // model FLOPs utilisation, 0..1
   std::int64_t all_gather_bytes = 0;      // bytes this rank all-gathered in the step
   std::int64_t reduce_scatter_bytes = 0;  // bytes this rank reduce-scattered in the step
 };

@@ -19,8 +19,10 @@ inline Error fail(std::string message) { return Error{std::move(message)}; }
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : m_state(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  Result(Error error) : m_state(std::in_place_index<1>, std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value)
+      : m_state(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error)
+      : m_state(std::in_place_index<1>, std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return m_state.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -44,7 +46,8 @@ template <>
 class [[nodiscard]] Result<void> {
  public:
   Result() = default;
-  Result(Error error) : m_error(std::move(error)), m_ok(false) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error)
+      : m_error(std::move(error)), m_ok(false) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return m_ok; }
   explicit operator bool() const { return m_ok; }

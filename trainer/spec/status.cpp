@@ -48,9 +48,15 @@ std::optional<E> value_of(const Names<E, N>& names, std::string_view name) {
 std::string_view to_string(RunStatus status) { return name_of(kRunStatus, status); }
 std::string_view to_string(ErrorKind kind) { return name_of(kErrorKind, kind); }
 std::string_view to_string(DoneStatus status) { return name_of(kDoneStatus, status); }
-std::optional<RunStatus> parse_run_status(std::string_view name) { return value_of(kRunStatus, name); }
-std::optional<ErrorKind> parse_error_kind(std::string_view name) { return value_of(kErrorKind, name); }
-std::optional<DoneStatus> parse_done_status(std::string_view name) { return value_of(kDoneStatus, name); }
+std::optional<RunStatus> parse_run_status(std::string_view name) {
+  return value_of(kRunStatus, name);
+}
+std::optional<ErrorKind> parse_error_kind(std::string_view name) {
+  return value_of(kErrorKind, name);
+}
+std::optional<DoneStatus> parse_done_status(std::string_view name) {
+  return value_of(kDoneStatus, name);
+}
 
 bool is_final(RunStatus status) {
   return status != RunStatus::queued && status != RunStatus::running;

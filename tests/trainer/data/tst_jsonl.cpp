@@ -36,24 +36,29 @@ class TestJsonl : public QObject {
 
   void badLineNamesFileAndLine() {
     std::string path = write("bad.jsonl", "{\"a\":1}\n{oops\n");
-    auto n = data::read_jsonl(path, [](const nlohmann::json&, const data::JsonlPosition&) { return ok(); });
+    auto n = data::read_jsonl(
+        path, [](const nlohmann::json&, const data::JsonlPosition&) { return ok(); });
     QVERIFY(!n.ok());
-    QVERIFY2(n.message().find("bad.jsonl:2: not a JSON object") != std::string::npos, n.message().c_str());
+    QVERIFY2(n.message().find("bad.jsonl:2: not a JSON object") != std::string::npos,
+             n.message().c_str());
   }
 
   void visitorErrorStopsWithPosition() {
     std::string path = write("v.jsonl", "{\"a\":1}\n{\"b\":1}\n");
-    auto n = data::read_jsonl(path, [](const nlohmann::json& r, const data::JsonlPosition&) -> Result<void> {
-      if (!r.contains("a")) return fail("field a is missing");
-      return ok();
-    });
+    auto n = data::read_jsonl(
+        path, [](const nlohmann::json& r, const data::JsonlPosition&) -> Result<void> {
+          if (!r.contains("a")) return fail("field a is missing");
+          return ok();
+        });
     QVERIFY(!n.ok());
-    QVERIFY2(n.message().find("v.jsonl:2: field a is missing") != std::string::npos, n.message().c_str());
+    QVERIFY2(n.message().find("v.jsonl:2: field a is missing") != std::string::npos,
+             n.message().c_str());
   }
 
   void missingFileSaysSo() {
-    auto n = data::read_jsonl(m_dir.filePath("none.jsonl").toStdString(),
-                              [](const nlohmann::json&, const data::JsonlPosition&) { return ok(); });
+    auto n =
+        data::read_jsonl(m_dir.filePath("none.jsonl").toStdString(),
+                         [](const nlohmann::json&, const data::JsonlPosition&) { return ok(); });
     QVERIFY(!n.ok());
     QVERIFY2(n.message().find("cannot open") != std::string::npos, n.message().c_str());
   }

@@ -65,8 +65,10 @@ std::vector<RankRun> runRanks(const std::vector<QProcessEnvironment>& envs, cons
   std::vector<RankRun> runs;
   for (auto& p : procs) {
     RankRun run;
-    if (p->waitForFinished(p == procs.front() ? waitMs : othersWaitMs)) run.exitCode = p->exitCode();
-    else p->kill(), p->waitForFinished();
+    if (p->waitForFinished(p == procs.front() ? waitMs : othersWaitMs))
+      run.exitCode = p->exitCode();
+    else
+      p->kill(), p->waitForFinished();
     run.events = parseEvents(p->readAllStandardOutput());
     run.stderrText = QString::fromUtf8(p->readAllStandardError());
     runs.push_back(std::move(run));
@@ -138,16 +140,19 @@ class TestProcessGroup : public QObject {
   void peerThatLeavesIsReported_data() {
     QTest::addColumn<QString>("mode");
     QTest::addColumn<QString>("cause");
-    QTest::newRow("exit") << "exit" << "rank 0: all_gather_into_tensor failed";
-    QTest::newRow("hang") << "hang" << "Timed out";
+    QTest::newRow("exit") << "exit"
+                          << "rank 0: all_gather_into_tensor failed";
+    QTest::newRow("hang") << "hang"
+                          << "Timed out";
   }
   void peerThatLeavesIsReported() {
     QFETCH(QString, mode);
     QFETCH(QString, cause);
     QTemporaryDir dir;
     const QString port = dir.filePath("port");
-    auto runs = runRanks({rankEnv(0, 2, port), rankEnv(1, 2, port)},
-                         {"--timeout-s", "5", "--fault-rank", "1", "--fault-mode", mode}, 30000, 2000);
+    auto runs =
+        runRanks({rankEnv(0, 2, port), rankEnv(1, 2, port)},
+                 {"--timeout-s", "5", "--fault-rank", "1", "--fault-mode", mode}, 30000, 2000);
     const RankRun& survivor = runs[0];
     QCOMPARE(survivor.exitCode, 1);
     auto errors = eventsOf<ErrorEvent>(survivor);
@@ -167,7 +172,8 @@ class TestProcessGroup : public QObject {
     auto errors = eventsOf<ErrorEvent>(runs[0]);
     QCOMPARE(errors.size(), std::size_t{1});
     QCOMPARE(errors[0].kind, ErrorKind::config);
-    QVERIFY2(QString::fromStdString(errors[0].message).contains("WORLD_SIZE mismatch: rank 0 has 2, rank 1 has 3"),
+    QVERIFY2(QString::fromStdString(errors[0].message)
+                 .contains("WORLD_SIZE mismatch: rank 0 has 2, rank 1 has 3"),
              errors[0].message.c_str());
     QVERIFY(runs[1].exitCode != 0);  // rank 1 waits for a rank 2 that never comes
   }
@@ -189,7 +195,8 @@ class TestProcessGroup : public QObject {
     QCOMPARE(runs[0].exitCode, 2);
     auto errors = eventsOf<ErrorEvent>(runs[0]);
     QCOMPARE(errors.size(), std::size_t{1});
-    QVERIFY2(QString::fromStdString(errors[0].message).contains("the port is taken"), errors[0].message.c_str());
+    QVERIFY2(QString::fromStdString(errors[0].message).contains("the port is taken"),
+             errors[0].message.c_str());
   }
 };
 

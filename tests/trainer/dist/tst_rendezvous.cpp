@@ -26,8 +26,11 @@ class TestRendezvous : public QObject {
 
  private slots:
   void torchrunVariables() {
-    auto r = rendezvous_from_env(envOf({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
-                                        {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.5"},
+    auto r = rendezvous_from_env(envOf({{"RANK", "3"},
+                                        {"WORLD_SIZE", "8"},
+                                        {"LOCAL_RANK", "1"},
+                                        {"LOCAL_WORLD_SIZE", "2"},
+                                        {"MASTER_ADDR", "10.0.0.5"},
                                         {"MASTER_PORT", "29555"}}));
     QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
     QCOMPARE(r->source, std::string("torchrun"));
@@ -41,8 +44,11 @@ class TestRendezvous : public QObject {
   }
 
   void slurmVariablesWhenTorchrunsAreAbsent() {
-    auto r = rendezvous_from_env(envOf({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
-                                        {"SLURM_TASKS_PER_NODE", "4(x2)"}, {"MASTER_ADDR", "node1"}}));
+    auto r = rendezvous_from_env(envOf({{"SLURM_PROCID", "5"},
+                                        {"SLURM_NTASKS", "8"},
+                                        {"SLURM_LOCALID", "1"},
+                                        {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                                        {"MASTER_ADDR", "node1"}}));
     QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
     QCOMPARE(r->source, std::string("slurm"));
     QCOMPARE(r->rank, 5);
@@ -52,7 +58,8 @@ class TestRendezvous : public QObject {
   }
 
   void torchrunWinsOverSlurm() {
-    auto r = rendezvous_from_env(envOf({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}}));
+    auto r = rendezvous_from_env(
+        envOf({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}}));
     QVERIFY(r.ok());
     QCOMPARE(r->source, std::string("torchrun"));
     QCOMPARE(r->rank, 0);
@@ -69,18 +76,31 @@ class TestRendezvous : public QObject {
     QTest::addColumn<QString>("name");
     QTest::addColumn<QString>("value");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("rank too big") << "RANK" << "2" << "RANK=2 is not below WORLD_SIZE=2";
-    QTest::newRow("not a number") << "RANK" << "one" << "RANK=\"one\" is not an integer";
-    QTest::newRow("negative") << "RANK" << "-1" << "RANK=-1 must be at least 0";
-    QTest::newRow("port") << "MASTER_PORT" << "70000" << "MASTER_PORT=70000 is not a TCP port";
-    QTest::newRow("uneven nodes") << "LOCAL_WORLD_SIZE" << "3" << "WORLD_SIZE=2 is not a multiple of LOCAL_WORLD_SIZE=3";
-    QTest::newRow("port 0 without file") << "MASTER_PORT" << "0" << "MASTER_PORT=0 needs SHARDSCOPE_RDZV_FILE";
+    QTest::newRow("rank too big") << "RANK"
+                                  << "2"
+                                  << "RANK=2 is not below WORLD_SIZE=2";
+    QTest::newRow("not a number") << "RANK"
+                                  << "one"
+                                  << "RANK=\"one\" is not an integer";
+    QTest::newRow("negative") << "RANK"
+                              << "-1"
+                              << "RANK=-1 must be at least 0";
+    QTest::newRow("port") << "MASTER_PORT"
+                          << "70000"
+                          << "MASTER_PORT=70000 is not a TCP port";
+    QTest::newRow("uneven nodes") << "LOCAL_WORLD_SIZE"
+                                  << "3"
+                                  << "WORLD_SIZE=2 is not a multiple of LOCAL_WORLD_SIZE=3";
+    QTest::newRow("port 0 without file") << "MASTER_PORT"
+                                         << "0"
+                                         << "MASTER_PORT=0 needs SHARDSCOPE_RDZV_FILE";
   }
   void errorsNameTheVariable() {
     QFETCH(QString, name);
     QFETCH(QString, value);
     QFETCH(QString, expected);
-    std::map<std::string, std::string> vars{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}};
+    std::map<std::string, std::string> vars{
+        {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}};
     vars[name.toStdString()] = value.toStdString();
     auto r = rendezvous_from_env(envOf(vars));
     QVERIFY(!r.ok());
@@ -98,7 +118,8 @@ class TestRendezvous : public QObject {
     writer.join();
     QVERIFY(port.ok());
     QCOMPARE(*port, 40123);
-    auto missing = wait_for_port(dir.filePath("none").toStdString(), std::chrono::milliseconds(100));
+    auto missing =
+        wait_for_port(dir.filePath("none").toStdString(), std::chrono::milliseconds(100));
     QVERIFY(!missing.ok());
     QVERIFY(QString::fromStdString(missing.message()).contains("rank 0 did not publish its port"));
   }

@@ -14,7 +14,8 @@ namespace {
 
 QList<QByteArray> goldenLines() {
   QFile file(SHARDSCOPE_SOURCE_DIR "/tests/trainer/spec/golden/events-v1.jsonl");
-  if (!file.open(QIODevice::ReadOnly)) qFatal("cannot open the golden file %s", qPrintable(file.fileName()));
+  if (!file.open(QIODevice::ReadOnly))
+    qFatal("cannot open the golden file %s", qPrintable(file.fileName()));
   QList<QByteArray> lines;
   for (const QByteArray& line : file.readAll().split('\n')) {
     if (!line.isEmpty()) lines << line;
@@ -35,8 +36,11 @@ class TestEvents : public QObject {
 
  private slots:
   void encodesEveryKindAsTheGoldenLine() {
-    HelloEvent hello{2, 2, "9f2c", {{"shardtrain", "0.1.0"}, {"torch", "2.13.0"}, {"backend", "gloo"}},
-                     2208985600, 18464768, 6442450944};
+    HelloEvent hello{
+        2,          2,
+        "9f2c",     {{"shardtrain", "0.1.0"}, {"torch", "2.13.0"}, {"backend", "gloo"}},
+        2208985600, 18464768,
+        6442450944};
     StepEvent step{1, 2.25, 1e-4, 1.5, 1024.5, 0.125, 4194304, 2097152};
     EvalEvent eval{10, {{"loss", 1.5}, {"accuracy", 0.75}}};
     MemEvent mem{10, 1073741824, 2147483648, 1610612736, 3221225472};
@@ -55,7 +59,8 @@ class TestEvents : public QObject {
     const auto golden = goldenLines();
     QCOMPARE(golden.size(), static_cast<qsizetype>(events.size()));
     for (std::size_t i = 0; i < events.size(); ++i) {
-      QCOMPARE(QByteArray::fromStdString(encode_event(events[i])), golden[static_cast<qsizetype>(i)]);
+      QCOMPARE(QByteArray::fromStdString(encode_event(events[i])),
+               golden[static_cast<qsizetype>(i)]);
     }
   }
 
@@ -92,20 +97,30 @@ class TestEvents : public QObject {
     QTest::newRow("no ev") << QByteArray(R"({"v":1})") << "ev: missing";
     QTest::newRow("unknown kind") << QByteArray(R"({"v":1,"ev":"bogus","rank":0,"seq":0,"t":1})")
                                   << "unknown event kind \"bogus\"";
-    QTest::newRow("newer protocol") << QByteArray(R"({"v":2,"ev":"log","rank":0,"seq":0,"t":1,"level":"info","message":"x"})")
-                                    << "log.v: protocol v2 is not v1";
-    QTest::newRow("missing seq") << QByteArray(R"({"v":1,"ev":"log","rank":0,"t":1,"level":"info","message":"x"})")
-                                 << "log.seq: is missing";
-    QTest::newRow("string loss") << QByteArray(R"({"v":1,"ev":"step","rank":0,"seq":0,"t":1,"step":1,"loss":"abc","lr":1,"grad_norm":1,"tokens_per_s":1,"mfu":0,"comm_bytes":{"all_gather":0,"reduce_scatter":0}})")
-                                 << "step.loss: expected a number, got \"abc\"";
-    QTest::newRow("nested") << QByteArray(R"({"v":1,"ev":"step","rank":0,"seq":0,"t":1,"step":1,"loss":1,"lr":1,"grad_norm":1,"tokens_per_s":1,"mfu":0,"comm_bytes":{"all_gather":1.5,"reduce_scatter":0}})")
-                            << "step.comm_bytes.all_gather: expected an integer, got 1.5";
-    QTest::newRow("bad done status") << QByteArray(R"({"v":1,"ev":"done","rank":0,"seq":0,"t":1,"status":"ok"})")
-                                     << "done.status: expected complete, stopped or failed";
-    QTest::newRow("bad error kind") << QByteArray(R"({"v":1,"ev":"error","rank":0,"seq":0,"t":1,"kind":"boom","message":"m"})")
-                                    << "error.kind: expected oom, peer_lost";
-    QTest::newRow("bad ckpt kind") << QByteArray(R"({"v":1,"ev":"ckpt","rank":0,"seq":0,"t":1,"step":1,"path":"p","kind":"zip"})")
-                                   << "ckpt.kind: expected sharded, full or adapter";
+    QTest::newRow("newer protocol")
+        << QByteArray(R"({"v":2,"ev":"log","rank":0,"seq":0,"t":1,"level":"info","message":"x"})")
+        << "log.v: protocol v2 is not v1";
+    QTest::newRow("missing seq")
+        << QByteArray(R"({"v":1,"ev":"log","rank":0,"t":1,"level":"info","message":"x"})")
+        << "log.seq: is missing";
+    QTest::newRow("string loss")
+        << QByteArray(
+               R"({"v":1,"ev":"step","rank":0,"seq":0,"t":1,"step":1,"loss":"abc","lr":1,"grad_norm":1,"tokens_per_s":1,"mfu":0,"comm_bytes":{"all_gather":0,"reduce_scatter":0}})")
+        << "step.loss: expected a number, got \"abc\"";
+    QTest::newRow("nested")
+        << QByteArray(
+               R"({"v":1,"ev":"step","rank":0,"seq":0,"t":1,"step":1,"loss":1,"lr":1,"grad_norm":1,"tokens_per_s":1,"mfu":0,"comm_bytes":{"all_gather":1.5,"reduce_scatter":0}})")
+        << "step.comm_bytes.all_gather: expected an integer, got 1.5";
+    QTest::newRow("bad done status")
+        << QByteArray(R"({"v":1,"ev":"done","rank":0,"seq":0,"t":1,"status":"ok"})")
+        << "done.status: expected complete, stopped or failed";
+    QTest::newRow("bad error kind")
+        << QByteArray(R"({"v":1,"ev":"error","rank":0,"seq":0,"t":1,"kind":"boom","message":"m"})")
+        << "error.kind: expected oom, peer_lost";
+    QTest::newRow("bad ckpt kind")
+        << QByteArray(
+               R"({"v":1,"ev":"ckpt","rank":0,"seq":0,"t":1,"step":1,"path":"p","kind":"zip"})")
+        << "ckpt.kind: expected sharded, full or adapter";
   }
   void errorsNameTheField() {
     QFETCH(QByteArray, line);
@@ -119,7 +134,8 @@ class TestEvents : public QObject {
     // A program used as a search trial may print just {"ev":"done","status":...,"objective":...}.
     auto strict = parse_event(R"({"ev":"done","status":"complete","objective":0.5})");
     QVERIFY(!strict.ok());
-    auto event = parse_event(R"({"ev":"done","status":"complete","objective":0.5})", ParseMode::lenient);
+    auto event =
+        parse_event(R"({"ev":"done","status":"complete","objective":0.5})", ParseMode::lenient);
     QVERIFY2(event.ok(), event.ok() ? "" : event.message().c_str());
     QCOMPARE(event->env.v, 1);
     QCOMPARE(event->env.rank, 0);

@@ -9,7 +9,8 @@ class TestStatus : public QObject {
 
  private slots:
   void namesRoundTrip() {
-    const char* names[] = {"queued", "running", "complete", "stopped", "pruned", "failed", "oom", "infeasible"};
+    const char* names[] = {"queued", "running", "complete", "stopped",
+                           "pruned", "failed",  "oom",      "infeasible"};
     for (const char* name : names) {
       auto status = parse_run_status(name);
       QVERIFY2(status.has_value(), name);
