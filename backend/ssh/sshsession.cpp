@@ -58,21 +58,21 @@ Result<void> SshSession::apply(const SshTarget& target) {
   const int port = target.port;  // libssh reads SSH_OPTIONS_PORT through an int*
   const long timeout = target.connectTimeoutSec;
   struct Option {
-    ssh_options_e option;
     const char* name;
     const void* value;
+    ssh_options_e option;
     bool given;
   };
   // Host first: "user@host" sets the user, and an explicit user must win over it.
   const Option options[] = {
-      {SSH_OPTIONS_HOST, "host", target.host.c_str(), true},
-      {SSH_OPTIONS_PORT, "port", &port, true},
-      {SSH_OPTIONS_USER, "user", target.user.c_str(), !target.user.empty()},
-      {SSH_OPTIONS_KNOWNHOSTS, "knownHostsFile", target.knownHostsFile.c_str(),
+      {"host", target.host.c_str(), SSH_OPTIONS_HOST, true},
+      {"port", &port, SSH_OPTIONS_PORT, true},
+      {"user", target.user.c_str(), SSH_OPTIONS_USER, !target.user.empty()},
+      {"knownHostsFile", target.knownHostsFile.c_str(), SSH_OPTIONS_KNOWNHOSTS,
        !target.knownHostsFile.empty()},
-      {SSH_OPTIONS_TIMEOUT, "connectTimeoutSec", &timeout, true},
+      {"connectTimeoutSec", &timeout, SSH_OPTIONS_TIMEOUT, true},
       // libssh 0.10 puts an added identity at the front, ahead of the default ~/.ssh/id_*.
-      {SSH_OPTIONS_ADD_IDENTITY, "identityFile", target.identityFile.c_str(),
+      {"identityFile", target.identityFile.c_str(), SSH_OPTIONS_ADD_IDENTITY,
        !target.identityFile.empty()},
   };
   for (const Option& option : options) {

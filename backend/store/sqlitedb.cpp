@@ -12,9 +12,11 @@ namespace shardscope::backend {
 
 namespace {
 
-// SQLITE_TRANSIENT is an old-style cast in a macro; this is the same value, spelt for C++.
+// SQLITE_TRANSIENT is an old-style cast in a macro; this is the same value, spelt for C++. The
+// int-to-pointer cast is SQLite's documented sentinel ("copy the value"), never dereferenced.
 const sqlite3_destructor_type kTransient =
-    reinterpret_cast<sqlite3_destructor_type>(static_cast<std::intptr_t>(-1));
+    reinterpret_cast<sqlite3_destructor_type>(  // NOLINT(performance-no-int-to-ptr)
+        static_cast<std::intptr_t>(-1));
 
 // What the user can do about the common failures; SQLite's own text says what happened.
 const char* hintFor(int rc) {
