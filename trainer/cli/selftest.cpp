@@ -62,7 +62,7 @@ void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int
   auto contribution = (full.to(at::kDouble) * (group.rank() + 1)).to(dtype);  // (padded,)
   auto reduced = at::empty({shard}, contribution.options());                  // (shard,)
   group.reduce_scatter(reduced, contribution);
-  const double rank_sum = static_cast<double>(world * (world + 1) / 2);  // sum of (r+1)
+  const double rank_sum = static_cast<double>(world * (world + 1)) / 2.0;  // sum of (r+1)
   std::vector<double> want_rs(static_cast<std::size_t>(shard));
   for (std::int64_t i = 0; i < shard; ++i) {
     want_rs[static_cast<std::size_t>(i)] = rank_sum * expected_value(group.rank() * shard + i, n);
@@ -123,43 +123,55 @@ int wait_ranks(std::vector<pid_t> pids, std::chrono::seconds grace) {
   return worst;
 }
 
-// Starts world_size copies of this program as local ranks and waits for all of them; when one
-// fails the others get SIGTERM, so a broken selftest never hangs.
+// argv/envp for posix_spawn: pointers into `strings`, which must outlive the call.
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Starts `exe selftest` as local rank `rank`, rendezvousing through `port_file`.
+pid_t spawn_rank(const std::string& exe, int rank, const SelftestOptions& options,
+                 const std::string& port_file) {
+  const std::string world = std::to_string(options.world_size);
+  std::vector<std::string> env{"RANK=" + std::to_string(rank),
+                               "WORLD_SIZE=" + world,
+                               "LOCAL_RANK=" + std::to_string(rank),
+                               "LOCAL_WORLD_SIZE=" + world,
+                               "MASTER_ADDR=127.0.0.1",
+                               "MASTER_PORT=0",
+                               "SHARDSCOPE_RDZV_FILE=" + port_file,
+                               "OMP_NUM_THREADS=1"};
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  std::vector<std::string> args{exe,
+                                "selftest",
+                                "--timeout-s",
+                                std::to_string(options.timeout_s),
+                                "--fault-rank",
+                                std::to_string(options.fault_rank),
+                                "--fault-mode",
+                                options.fault_mode};
+  auto argv = c_strings(args);
+  auto envp = c_strings(env);
+  pid_t pid = 0;
+  SHARD_CHECK(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) == 0,
+              ErrorKind::internal, "cannot start rank " + std::to_string(rank) + " of the selftest",
+              "check that " + exe + " is executable");
+  return pid;
+}
+
+// Starts world_size copies of this program as local ranks and waits for all of them.
 int launch_local(const SelftestOptions& options) {
   auto dir = std::filesystem::temp_directory_path() /
              ("shardtrain-selftest-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<pid_t> pids;
+  pids.reserve(static_cast<std::size_t>(options.world_size));
   for (int rank = 0; rank < options.world_size; ++rank) {
-    std::vector<std::string> env_strings{"RANK=" + std::to_string(rank),
-                                         "WORLD_SIZE=" + std::to_string(options.world_size),
-                                         "LOCAL_RANK=" + std::to_string(rank),
-                                         "LOCAL_WORLD_SIZE=" + std::to_string(options.world_size),
-                                         "MASTER_ADDR=127.0.0.1",
-                                         "MASTER_PORT=0",
-                                         "SHARDSCOPE_RDZV_FILE=" + (dir / "port").string(),
-                                         "OMP_NUM_THREADS=1"};
-    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> args{exe,
-                                  "selftest",
-                                  "--timeout-s",
-                                  std::to_string(options.timeout_s),
-                                  "--fault-rank",
-                                  std::to_string(options.fault_rank),
-                                  "--fault-mode",
-                                  options.fault_mode};
-    std::vector<char*> argv;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    SHARD_CHECK(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) == 0,
-                ErrorKind::internal,
-                "cannot start rank " + std::to_string(rank) + " of the selftest", "");
-    pids.push_back(pid);
+    pids.push_back(spawn_rank(exe, rank, options, (dir / "port").string()));
   }
   const int worst = wait_ranks(pids, std::chrono::seconds(options.timeout_s + 5));
   std::filesystem::remove_all(dir);
