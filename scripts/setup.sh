@@ -64,7 +64,8 @@ if ((want_tests)); then req="$root/requirements-test.txt"; fi
 stamp="$venv/.installed-$(basename "$req" .txt)-$(sha256sum "$req" | cut -c1-16)"
 if [[ ! -f "$stamp" ]]; then
   echo "setup: pip install -r $(basename "$req")"
-  "$venv/bin/python" -m pip install -q -r "$req"
+  # pip warns once per package about this machine's optional local indexes; that is noise here.
+  "$venv/bin/python" -m pip install -q -r "$req" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   touch "$stamp"
 else
   echo "setup: Python packages present ($(basename "$req"))"

@@ -42,48 +42,56 @@ int slurm_tasks_per_node(const EnvLookup& env, int world_size) {
   return world_size;
 }
 
-Result<Rendezvous> from_torchrun(const EnvLookup& env) {
+// The variables one launcher family sets, and where the master address comes from.
+struct Family {
+  const char* source;
+  const char* rank;
+  const char* world;
+  const char* local_rank;
+  const char* addr_fallback;  // read when MASTER_ADDR is unset (or nullptr)
+};
+constexpr Family kTorchrun{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", nullptr};
+constexpr Family kSlurm{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+                        "SLURM_LAUNCH_NODE_IPADDR"};
+
+// Reads rank, world size, local rank and the master address/port of one family. The local
+// world size is the caller's (it differs between families).
+Result<Rendezvous> read_family(const EnvLookup& env, const Family& f, bool local_rank_is_rank) {
   Rendezvous r;
-  r.source = "torchrun";
-  auto rank = int_var(env, "RANK", 0, 0);
-  auto world = int_var(env, "WORLD_SIZE", 1, 1);
+  r.source = f.source;
+  auto rank = int_var(env, f.rank, 0, 0);
   if (!rank) return rank.error();
+  auto world = int_var(env, f.world, 1, 1);
   if (!world) return world.error();
   r.rank = *rank;
   r.world_size = *world;
-  auto local_rank = int_var(env, "LOCAL_RANK", r.rank, 0);
-  auto local_world = int_var(env, "LOCAL_WORLD_SIZE", r.world_size, 1);
+  auto local_rank = int_var(env, f.local_rank, local_rank_is_rank ? r.rank : 0, 0);
   if (!local_rank) return local_rank.error();
-  if (!local_world) return local_world.error();
   r.local_rank = *local_rank;
-  r.local_world_size = *local_world;
-  if (auto addr = env("MASTER_ADDR")) r.master_addr = *addr;
+  if (auto addr = env("MASTER_ADDR")) {
+    r.master_addr = *addr;
+  } else if (f.addr_fallback) {
+    if (auto node = env(f.addr_fallback)) r.master_addr = *node;
+  }
   auto port = int_var(env, "MASTER_PORT", 29500, 0);
   if (!port) return port.error();
   r.master_port = *port;
   return r;
 }
 
+Result<Rendezvous> from_torchrun(const EnvLookup& env) {
+  auto r = read_family(env, kTorchrun, /*local_rank_is_rank=*/true);
+  if (!r) return r;
+  auto local_world = int_var(env, "LOCAL_WORLD_SIZE", r->world_size, 1);
+  if (!local_world) return local_world.error();
+  r->local_world_size = *local_world;
+  return r;
+}
+
 Result<Rendezvous> from_slurm(const EnvLookup& env) {
-  Rendezvous r;
-  r.source = "slurm";
-  auto rank = int_var(env, "SLURM_PROCID", 0, 0);
-  auto world = int_var(env, "SLURM_NTASKS", 1, 1);
-  if (!rank) return rank.error();
-  if (!world) return world.error();
-  r.rank = *rank;
-  r.world_size = *world;
-  auto local_rank = int_var(env, "SLURM_LOCALID", 0, 0);
-  if (!local_rank) return local_rank.error();
-  r.local_rank = *local_rank;
-  r.local_world_size = slurm_tasks_per_node(env, r.world_size);
-  if (auto addr = env("MASTER_ADDR"))
-    r.master_addr = *addr;
-  else if (auto node = env("SLURM_LAUNCH_NODE_IPADDR"))
-    r.master_addr = *node;
-  auto port = int_var(env, "MASTER_PORT", 29500, 0);
-  if (!port) return port.error();
-  r.master_port = *port;
+  auto r = read_family(env, kSlurm, /*local_rank_is_rank=*/false);
+  if (!r) return r;
+  r->local_world_size = slurm_tasks_per_node(env, r->world_size);
   return r;
 }
 
