@@ -21,9 +21,10 @@ clang-format --dry-run --Werror "${files[@]}"
 echo "lint: clang-format clean (${#files[@]} files)"
 ((format_only)) && exit 0
 
-tree=build-lint
+tree=${SHARDSCOPE_LINT_TREE:-build-lint}  # its own tree: no precompiled headers
 if [[ ! -f $tree/compile_commands.json ]]; then
-  cmake -S . -B "$tree" -G Ninja -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+  cmake -S . -B "$tree" -G Ninja -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+    -DBUILD_TESTING=OFF >/dev/null
 fi
 cmake --build "$tree" --target shardscope_spec >/dev/null  # generates headers the sources include
 mapfile -t units < <(git ls-files '*.cpp' | grep -v '^tests/')

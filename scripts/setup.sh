@@ -2,15 +2,17 @@
 # Installs what Shardscope needs on a fresh Debian 12 machine, and nothing twice.
 #   scripts/setup.sh           build + run dependencies (Debian packages, LibTorch venv)
 #   scripts/setup.sh --tests   also the test-only servers and Python references
+#   scripts/setup.sh --cuda    also a CUDA LibTorch in .venv-cuda (for the cuda-build test)
 # Safe to run again: every step checks before it installs.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-want_tests=0
+want_tests=0 want_cuda=0
 for arg in "$@"; do
   case "$arg" in
     --tests) want_tests=1 ;;
-    *) echo "setup.sh: unknown option '$arg' (use --tests or nothing)" >&2; exit 2 ;;
+    --cuda) want_cuda=1 ;;
+    *) echo "setup.sh: unknown option '$arg' (use --tests, --cuda or nothing)" >&2; exit 2 ;;
   esac
 done
 
@@ -54,19 +56,29 @@ fi
 # LibTorch comes from the CPU wheel of PyTorch in a project venv; its share/cmake/Torch
 # serves find_package(Torch). The product never runs Python: the venv only carries the library
 # (and, with --tests, the reference implementations the tests compare against).
-venv="$root/.venv"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "setup: creating $venv"
-  python3 -m venv "$venv"
-fi
-req="$root/requirements-torch.txt"
-if ((want_tests)); then req="$root/requirements-test.txt"; fi
-stamp="$venv/.installed-$(basename "$req" .txt)-$(sha256sum "$req" | cut -c1-16)"
-if [[ ! -f "$stamp" ]]; then
-  echo "setup: pip install -r $(basename "$req")"
+
+# install_venv DIR REQUIREMENTS: a venv with those packages, skipped when already installed.
+install_venv() {
+  local venv=$1 req=$2
+  if [[ ! -x "$venv/bin/python" ]]; then
+    echo "setup: creating $venv"
+    python3 -m venv "$venv"
+  fi
+  local stamp
+  stamp="$venv/.installed-$(basename "$req" .txt)-$(sha256sum "$req" | cut -c1-16)"
+  if [[ -f "$stamp" ]]; then
+    echo "setup: Python packages present ($(basename "$req") in $(basename "$venv"))"
+    return
+  fi
+  echo "setup: pip install -r $(basename "$req") into $(basename "$venv")"
   # pip warns once per package about this machine's optional local indexes; that is noise here.
   "$venv/bin/python" -m pip install -q -r "$req" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   touch "$stamp"
-else
-  echo "setup: Python packages present ($(basename "$req"))"
+}
+
+req="$root/requirements-torch.txt"
+if ((want_tests)); then req="$root/requirements-test.txt"; fi
+install_venv "$root/.venv" "$req"
+if ((want_cuda)); then
+  install_venv "$root/.venv-cuda" "$root/requirements-cuda.txt"
 fi

@@ -8,7 +8,7 @@ cd "$root"
 step() { printf '\n== %s (%s) ==\n' "$1" "$(date +%T)"; }
 t0=$SECONDS
 step "setup"
-scripts/setup.sh --tests
+scripts/setup.sh --tests --cuda
 t1=$SECONDS
 step "build"
 scripts/build.sh

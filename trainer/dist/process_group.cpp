@@ -60,6 +60,14 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::mil
   return store;
 }
 
+[[noreturn]] void report_world_mismatch(int rank, const std::string& mine, int other,
+                                        const std::string& theirs) {
+  SHARD_FAIL(ErrorKind::config,
+             "WORLD_SIZE mismatch: rank " + std::to_string(rank) + " has " + mine + ", rank " +
+                 std::to_string(other) + " has " + theirs,
+             "set the same WORLD_SIZE for every rank");
+}
+
 // Every rank announces its world size; all must arrive and agree before the backend is built.
 void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::milliseconds timeout) {
   const std::string mine = std::to_string(r.world_size);
@@ -70,6 +78,7 @@ void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::millis
   store.set("shardscope/world/" + std::to_string(r.rank),
             std::vector<std::uint8_t>(mine.begin(), mine.end()));
   std::vector<std::string> keys;
+  keys.reserve(static_cast<std::size_t>(r.world_size));
   for (int i = 0; i < r.world_size; ++i) keys.push_back("shardscope/world/" + std::to_string(i));
   try {
     store.wait(keys, timeout);
@@ -88,10 +97,7 @@ void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::millis
   for (int i = 0; i < r.world_size; ++i) {
     auto value = store.get(keys[static_cast<std::size_t>(i)]);
     std::string theirs(value.begin(), value.end());
-    SHARD_CHECK(theirs == mine, ErrorKind::config,
-                "WORLD_SIZE mismatch: rank " + std::to_string(r.rank) + " has " + mine + ", rank " +
-                    std::to_string(i) + " has " + theirs,
-                "set the same WORLD_SIZE for every rank");
+    if (theirs != mine) report_world_mismatch(r.rank, mine, i, theirs);
   }
 }
 
