@@ -7,4 +7,4 @@ cd "$root"
 if [[ ! -f build/CMakeCache.txt ]]; then
   cmake --preset release
 fi
-cmake --build build -j "$(nproc)"
+cmake --build build -j "$(getconf _NPROCESSORS_ONLN)"

@@ -28,6 +28,6 @@ if [[ ! -f $tree/compile_commands.json ]]; then
 fi
 cmake --build "$tree" --target shardscope_spec >/dev/null  # generates headers the sources include
 mapfile -t units < <(git ls-files '*.cpp' | grep -v '^tests/')
-printf '%s\n' "${units[@]}" | xargs -P "$(nproc)" -n 2 clang-tidy -p "$tree" --quiet \
+printf '%s\n' "${units[@]}" | xargs -P "$(getconf _NPROCESSORS_ONLN)" -n 2 clang-tidy -p "$tree" --quiet \
   --extra-arg=-Wno-unknown-warning-option $( ((fix)) && echo --fix )
 echo "lint: clang-tidy clean (${#units[@]} translation units)"

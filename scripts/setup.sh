@@ -27,7 +27,7 @@ build_pkgs=(
   clang-format clang-tidy
 )
 # Servers the integration tests start on loopback (never as system services).
-test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc)
+test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc desktop-file-utils)
 
 missing_pkgs() {
   local p
