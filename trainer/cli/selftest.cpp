@@ -183,7 +183,7 @@ int launch_local(const SelftestOptions& options) {
 int run_selftest(const SelftestOptions& options) {
   at::set_num_threads(1);
   auto rdzv = dist::rendezvous_from_env();
-  SHARD_CHECK(rdzv.ok(), ErrorKind::config, rdzv.ok() ? "" : rdzv.message(), "");
+  SHARD_CHECK_OK(rdzv, ErrorKind::config, "");
   if (rdzv->source == "single") {
     SHARD_CHECK(options.world_size >= 1, ErrorKind::config, "--world-size must be at least 1", "");
     return launch_local(options);

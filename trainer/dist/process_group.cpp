@@ -29,8 +29,8 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::mil
   opts.timeout = timeout;
   if (r.rank != 0 && r.master_port == 0) {
     auto port = wait_for_port(r.port_file, timeout);
-    SHARD_CHECK(port.ok(), ErrorKind::peer_lost, port.ok() ? "" : port.message(),
-                "rank 0 publishes its port once it listens; start all ranks together");
+    SHARD_CHECK_OK(port, ErrorKind::peer_lost,
+                   "rank 0 publishes its port once it listens; start all ranks together");
     r.master_port = *port;
   }
   opts.port = static_cast<std::uint16_t>(r.master_port);
@@ -55,7 +55,7 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::mil
   if (r.rank == 0 && r.master_port == 0) {
     r.master_port = store->getPort();
     auto published = publish_port(r.port_file, r.master_port);
-    SHARD_CHECK(published.ok(), ErrorKind::io, published.ok() ? "" : published.message(), "");
+    SHARD_CHECK_OK(published, ErrorKind::io, "");
   }
   return store;
 }

@@ -132,11 +132,11 @@ EnvLookup process_env() {
 }
 
 Result<Rendezvous> rendezvous_from_env(const EnvLookup& env) {
-  Result<Rendezvous> r = env("RANK") || env("WORLD_SIZE") ? from_torchrun(env)
-                         : env("SLURM_PROCID")            ? from_slurm(env)
-                                                          : from_torchrun(env);
+  const bool torchrun = env("RANK") || env("WORLD_SIZE");
+  const bool slurm = !torchrun && env("SLURM_PROCID");
+  Result<Rendezvous> r = slurm ? from_slurm(env) : from_torchrun(env);
   if (!r) return r;
-  if (!env("RANK") && !env("WORLD_SIZE") && !env("SLURM_PROCID")) r->source = "single";
+  if (!torchrun && !slurm) r->source = "single";
   if (auto file = env("SHARDSCOPE_RDZV_FILE")) r->port_file = *file;
   if (auto v = validate(*r); !v) return v.error();
   return r;

@@ -13,9 +13,11 @@ std::unique_ptr<spec::EventWriter>& writer_slot() {
   return writer;
 }
 
-int report(spec::ErrorKind kind, const std::string& message, const std::string& hint) {
-  std::fprintf(stderr, "shardtrain: error (%s): %s\n", std::string(spec::to_string(kind)).c_str(),
-               message.c_str());
+int report(spec::ErrorKind kind, const std::string& message, const std::string& hint,
+           const std::string& where = {}) {
+  std::fprintf(stderr, "shardtrain: error (%s)%s%s: %s\n",
+               std::string(spec::to_string(kind)).c_str(), where.empty() ? "" : " at ",
+               where.c_str(), message.c_str());
   if (!hint.empty()) std::fprintf(stderr, "shardtrain: hint: %s\n", hint.c_str());
   std::fflush(stderr);
   events().write(spec::ErrorEvent{kind, message, hint});
@@ -40,8 +42,7 @@ std::string hint_for(spec::ErrorKind kind) {
 
 void raise(spec::ErrorKind kind, const std::string& message, const std::string& hint,
            const char* file, int line) {
-  std::fprintf(stderr, "shardtrain: %s:%d: %s\n", file, line, message.c_str());
-  throw TrainerError(kind, message, hint);
+  throw TrainerError(kind, message, hint, std::string(file) + ":" + std::to_string(line));
 }
 
 spec::EventWriter& events() { return *writer_slot(); }
@@ -64,7 +65,7 @@ int run_guarded(const std::function<int()>& body) {
   try {
     return body();
   } catch (const TrainerError& e) {
-    return report(e.kind(), e.what(), e.hint());
+    return report(e.kind(), e.what(), e.hint(), e.where());
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
     auto kind = classify_exception(what);

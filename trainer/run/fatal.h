@@ -19,14 +19,21 @@ inline constexpr int kExitConfig = 2;  // bad command line or configuration
 
 class TrainerError : public std::runtime_error {
  public:
-  TrainerError(spec::ErrorKind kind, const std::string& message, std::string hint)
-      : std::runtime_error(message), m_kind(kind), m_hint(std::move(hint)) {}
+  TrainerError(spec::ErrorKind kind, const std::string& message, std::string hint,
+               std::string where = {})
+      : std::runtime_error(message),
+        m_kind(kind),
+        m_hint(std::move(hint)),
+        m_where(std::move(where)) {}
   spec::ErrorKind kind() const { return m_kind; }
   const std::string& hint() const { return m_hint; }
+  /// file:line of the check that raised it (stderr only; the event carries message and hint).
+  const std::string& where() const { return m_where; }
 
  private:
   spec::ErrorKind m_kind;
   std::string m_hint;
+  std::string m_where;
 };
 
 [[noreturn]] void raise(spec::ErrorKind kind, const std::string& message, const std::string& hint,
@@ -51,6 +58,10 @@ spec::ErrorKind classify_exception(const std::string& what);
       ::shardscope::trainer::raise((kind), (message), (hint), __FILE__, __LINE__); \
     }                                                                              \
   } while (false)
+
+/// SHARD_CHECK_OK(result, kind, hint): raises with the Result's own message when it failed.
+#define SHARD_CHECK_OK(result, kind, hint) \
+  SHARD_CHECK((result).ok(), (kind), (result).message(), (hint))
 
 /// SHARD_FAIL(kind, message, hint): raises unconditionally.
 #define SHARD_FAIL(kind, message, hint) \

@@ -148,7 +148,7 @@ class Reader {
   std::string m_error;
 };
 
-HelloEvent read_hello(Reader& r, const Json& obj) {
+HelloEvent read_hello(Reader& r) {
   HelloEvent e;
   e.world_size = static_cast<int>(r.integer("world_size"));
   e.local_world_size = static_cast<int>(r.integer("local_world_size"));
@@ -166,7 +166,6 @@ HelloEvent read_hello(Reader& r, const Json& obj) {
     e.params_trainable = r.integer_in(*params, "params", "trainable");
   }
   e.mem_estimate = r.integer("mem_estimate");
-  (void)obj;
   return e;
 }
 
@@ -270,7 +269,7 @@ ErrorEvent read_error(Reader& r) {
 Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj) {
   Payload body;
   if (kind == "hello")
-    body = read_hello(r, obj);
+    body = read_hello(r);
   else if (kind == "step")
     body = read_step(r);
   else if (kind == "eval")
