@@ -6,6 +6,7 @@
 
 #include "trainer/cli/selftest.h"
 #include "trainer/run/fatal.h"
+#include "trainer/run/train.h"
 #include "trainer/spec/version.h"
 
 int main(int argc, char** argv) {
@@ -27,11 +28,28 @@ int main(int argc, char** argv) {
                   "exit: leave before the collectives; hang: never answer")
       ->check(CLI::IsMember({"exit", "hang"}));
 
+  TrainOptions train;
+  auto* train_cmd = app.add_subcommand("train", "Train one rank (torchrun/Slurm environment)");
+  train_cmd->add_option("config", train.config, "Experiment TOML (trial.toml)")->required();
+  train_cmd->add_option("--resume", train.resume,
+                        "auto: the newest complete checkpoint of the run, or a checkpoint folder");
+  train_cmd->add_option("--trace", train.trace,
+                        "Write every collective's issue/wait and state placement to FILE "
+                        "(FILE.rank-N on other ranks)");
+  train_cmd->add_option("--set", train.overrides, "Override a field: --set train.lr=1e-3");
+  train_cmd->add_option("--run-dir", train.run_dir, "Run directory (checkpoints go to ckpt/)")
+      ->capture_default_str();
+  train_cmd->add_option("--dump-params", train.dump_params,
+                        "Write the final full parameters to FILE (safetensors), for tests");
+  train_cmd->add_flag("--reference", train.reference,
+                      "Unsharded plain-autograd reference (one process), for parity tests");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitConfig;
   }
   if (cmd->parsed()) return run_guarded([&] { return run_selftest(selftest); });
+  if (train_cmd->parsed()) return run_guarded([&] { return run_train(train); });
   return kExitConfig;
 }

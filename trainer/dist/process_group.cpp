@@ -1,6 +1,7 @@
 #include "trainer/dist/process_group.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -111,6 +112,8 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
   group.m_store = connect_store(r, options.timeout);
   check_arrivals(*group.m_store, r, options.timeout);
   const std::string bind = is_loopback(r.master_addr) ? "127.0.0.1" : "";
+  group.m_options = options;
+  group.m_bind = bind;
   try {
     group.m_backend = make_gloo_backend(group.m_store, r.rank, r.world_size, bind, options.timeout);
   } catch (const std::exception& e) {
@@ -124,7 +127,48 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
   return group;
 }
 
+ProcessGroup ProcessGroup::single() {
+  ProcessGroup group;
+  group.m_backend_name = "local";
+  return group;
+}
+
+ProcessGroup ProcessGroup::subgroup(const std::string& name, const std::vector<int>& ranks) const {
+  ProcessGroup sub;
+  sub.m_size = static_cast<int>(ranks.size());
+  sub.m_rank = -1;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == m_rank) sub.m_rank = static_cast<int>(i);
+  }
+  SHARD_CHECK(sub.m_rank >= 0, ErrorKind::internal,
+              "rank " + std::to_string(m_rank) + " is not a member of group " + name, "");
+  if (sub.m_size == 1) {
+    sub.m_backend_name = "local";
+    sub.m_rank = 0;
+    return sub;
+  }
+  std::string key = "shardscope/group/" + name;
+  for (int r : ranks) {
+    key.push_back('/');
+    key.append(std::to_string(r));
+  }
+  sub.m_store = c10::make_intrusive<c10d::PrefixStore>(key, m_store);
+  sub.m_options = m_options;
+  sub.m_bind = m_bind;
+  try {
+    sub.m_backend = make_gloo_backend(sub.m_store, sub.m_rank, sub.m_size, m_bind, m_options.timeout);
+  } catch (const std::exception& e) {
+    SHARD_FAIL(ErrorKind::peer_lost,
+               "rank " + std::to_string(m_rank) + ": Gloo could not connect group " + name + " (" +
+                   std::string(e.what()).substr(0, 300) + ")",
+               "a peer of this group did not arrive; read the other ranks' rank-N.log");
+  }
+  sub.m_backend_name = m_backend_name;
+  return sub;
+}
+
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
+  if (!work) return;  // a one-process group finished the collective inline
   try {
     work->wait();
   } catch (const std::exception& e) {
@@ -139,11 +183,19 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* 
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, at::Tensor& in) {
+  if (m_size == 1) {
+    out.copy_(in.view(out.sizes()));
+    return {};
+  }
   m_counters.all_gather_bytes += static_cast<std::int64_t>(out.nbytes());
   return m_backend->_allgather_base(out, in);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& out, at::Tensor& in) {
+  if (m_size == 1) {
+    out.copy_(in.view(out.sizes()));
+    return {};
+  }
   m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(in.nbytes());
   return m_backend->_reduce_scatter_base(out, in);
 }
@@ -156,11 +208,29 @@ void ProcessGroup::reduce_scatter(at::Tensor& out, at::Tensor& in) {
   wait(reduce_scatter_async(out, in), "reduce_scatter_tensor");
 }
 
-void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
+c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_sum_async(at::Tensor& tensor) {
+  if (m_size == 1) return {};
+  m_counters.all_gather_bytes += static_cast<std::int64_t>(tensor.nbytes());
+  m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(tensor.nbytes());
   std::vector<at::Tensor> tensors{tensor};
-  wait(m_backend->allreduce(tensors), "all_reduce");
+  return m_backend->allreduce(tensors);
 }
 
-void ProcessGroup::barrier() { wait(m_backend->barrier(), "barrier"); }
+void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
+  wait(all_reduce_sum_async(tensor), "all_reduce");
+}
+
+void ProcessGroup::all_reduce_max(at::Tensor& tensor) {
+  if (m_size == 1) return;
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::MAX;
+  wait(m_backend->allreduce(tensors, opts), "all_reduce(max)");
+}
+
+void ProcessGroup::barrier() {
+  if (m_size == 1) return;
+  wait(m_backend->barrier(), "barrier");
+}
 
 }  // namespace shardscope::dist

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
@@ -21,6 +22,8 @@ struct GroupOptions {
 };
 
 /// Collective traffic of this rank since construction, in bytes (what `step` events report).
+/// An all-reduce of N bytes counts as N all-gathered plus N reduce-scattered (what a ring moves),
+/// so NO_SHARD and the sharded strategies are compared in the same units.
 struct CommCounters {
   std::int64_t all_gather_bytes = 0;      // bytes received by all-gathers
   std::int64_t reduce_scatter_bytes = 0;  // bytes sent into reduce-scatters
@@ -30,6 +33,11 @@ class ProcessGroup {
  public:
   /// Meets the other ranks and builds the group; raises TrainerError (peer_lost/config/io).
   static ProcessGroup create(const Rendezvous& rdzv, const GroupOptions& options = {});
+  /// A group of one process: collectives are local copies, nothing listens.
+  static ProcessGroup single();
+  /// A group of the given global ranks (this rank among them), built over this group's store
+  /// under its own key prefix; every member must call it with the same name and ranks.
+  ProcessGroup subgroup(const std::string& name, const std::vector<int>& ranks) const;
 
   int rank() const { return m_rank; }
   int size() const { return m_size; }
@@ -44,6 +52,9 @@ class ProcessGroup {
   void reduce_scatter(at::Tensor& out, at::Tensor& in);
   /// In-place element-wise sum over ranks.
   void all_reduce_sum(at::Tensor& tensor);
+  c10::intrusive_ptr<c10d::Work> all_reduce_sum_async(at::Tensor& tensor);
+  /// In-place element-wise maximum over ranks (control flags, e.g. "a rank asked to stop").
+  void all_reduce_max(at::Tensor& tensor);
   void barrier();
 
   /// Waits for `work`, turning a Gloo/NCCL failure into a peer_lost TrainerError naming `what`.
@@ -58,6 +69,8 @@ class ProcessGroup {
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<c10d::Backend> m_backend;
   CommCounters m_counters;
+  GroupOptions m_options;
+  std::string m_bind;
 };
 
 }  // namespace shardscope::dist

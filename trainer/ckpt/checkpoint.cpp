@@ -1,0 +1,187 @@
+#include "trainer/ckpt/checkpoint.h"
+
+#include <ATen/ATen.h>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "trainer/ckpt/safetensors.h"
+#include "trainer/run/fatal.h"
+
+namespace shardscope::ckpt {
+namespace fs = std::filesystem;
+namespace {
+
+using spec::ErrorKind;
+
+std::string step_name(std::int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step-%06lld", static_cast<long long>(step));
+  return buf;
+}
+
+// This rank's shard index: its rank inside the shard group.
+int shard_index(const shard::ShardEngine& engine) { return engine.groups().shard->rank(); }
+
+nlohmann::json layout_json(shard::ShardEngine& engine) {
+  nlohmann::json flats = nlohmann::json::array();
+  for (const auto& unit : engine.units()) {
+    for (const auto& flat : unit.flats) {
+      flats.push_back({{"name", flat.name},
+                       {"numel", flat.numel},
+                       {"padded", flat.padded},
+                       {"shard_numel", flat.shard_numel},
+                       {"trainable", flat.trainable}});
+    }
+  }
+  return flats;
+}
+
+void prune(const fs::path& root, std::int64_t keep) {
+  if (keep <= 0) return;
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root)) {
+    const auto name = e.path().filename().string();
+    if (e.is_directory() && name.rfind("step-", 0) == 0) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < dirs.size(); ++i) {
+    std::error_code ec;
+    fs::remove_all(dirs[i], ec);
+  }
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engine,
+                            optim::ShardedAdamW& optimizer, const TrainPosition& position,
+                            const std::string& config_hash, dist::ProcessGroup& world,
+                            std::int64_t keep) {
+  const fs::path root = fs::path(run_dir) / "ckpt";
+  const std::string name = step_name(position.step);
+  const fs::path tmp = root / ("." + name + ".tmp");
+  if (world.rank() == 0) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    SHARD_CHECK(!ec, ErrorKind::io, "cannot create " + tmp.string() + ": " + ec.message(),
+                "check the run directory is writable and has space");
+  }
+  world.barrier();
+  NamedTensors tensors;
+  auto& params = optimizer.params();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    tensors.emplace_back(params[i]->name + ".exp_avg", optimizer.exp_avg()[i]);
+    tensors.emplace_back(params[i]->name + ".exp_avg_sq", optimizer.exp_avg_sq()[i]);
+  }
+  for (const auto& unit : engine.units())
+    for (const auto& flat : unit.flats) tensors.emplace_back(flat.name + ".master", flat.master);
+  write_safetensors((tmp / ("rank-" + std::to_string(world.rank()) + ".safetensors")).string(),
+                    tensors,
+                    {{"rank", std::to_string(world.rank())},
+                     {"shard_index", std::to_string(shard_index(engine))}});
+  world.barrier();
+  const std::string rel = "ckpt/" + name;
+  if (world.rank() == 0) {
+    nlohmann::json meta{{"format", "shardscope-sharded-v1"},
+                        {"step", position.step},
+                        {"data_offset", position.data_offset},
+                        {"grad_scale", position.grad_scale},
+                        {"optimizer_steps", optimizer.steps()},
+                        {"world_size", world.size()},
+                        {"shard_size", engine.groups().shard->size()},
+                        {"config_hash", config_hash},
+                        {"flats", layout_json(engine)}};
+    {
+      std::ofstream out(tmp / "meta.json");
+      out << meta.dump(1) << '\n';
+      SHARD_CHECK(out.good(), ErrorKind::io, "cannot write " + (tmp / "meta.json").string(),
+                  "free disk space");
+    }
+    std::error_code ec;
+    fs::remove_all(root / name, ec);
+    fs::rename(tmp, root / name, ec);
+    SHARD_CHECK(!ec, ErrorKind::io, "cannot complete checkpoint " + rel + ": " + ec.message(), "");
+    prune(root, keep);
+  }
+  world.barrier();
+  return rel;
+}
+
+std::string find_latest_checkpoint(const std::string& run_dir) {
+  const fs::path root = fs::path(run_dir) / "ckpt";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return {};
+  std::string best;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const auto name = e.path().filename().string();
+    if (e.is_directory() && name.rfind("step-", 0) == 0 && fs::exists(e.path() / "meta.json") &&
+        name > best)
+      best = name;
+  }
+  return best.empty() ? std::string() : (root / best).string();
+}
+
+TrainPosition load_checkpoint(const std::string& dir, shard::ShardEngine& engine,
+                              optim::ShardedAdamW& optimizer) {
+  std::ifstream in(fs::path(dir) / "meta.json");
+  SHARD_CHECK(in.good(), ErrorKind::io, dir + "/meta.json: cannot read",
+              "give --resume a complete ckpt/step-NNNNNN directory, or --resume auto");
+  auto meta = nlohmann::json::parse(in, nullptr, false);
+  SHARD_CHECK(!meta.is_discarded(), ErrorKind::data, dir + "/meta.json: not valid JSON",
+              "the checkpoint is damaged; resume from an older one");
+  std::map<std::string, nlohmann::json> old_flats;
+  for (const auto& f : meta.at("flats")) old_flats[f.at("name").get<std::string>()] = f;
+  const int old_shards = meta.at("shard_size").get<int>();
+  // Shard s of the old layout lives in the file of a rank whose shard index is s: ranks
+  // 0..shard_size-1 (the first node for HYBRID_SHARD, rank 0 alone for NO_SHARD).
+  std::map<int, SafetensorsFile> files;
+  auto file_of = [&](int s) -> const SafetensorsFile& {
+    auto it = files.find(s);
+    if (it == files.end())
+      it = files.emplace(s, read_safetensors(dir + "/rank-" + std::to_string(s) + ".safetensors")).first;
+    return it->second;
+  };
+  auto copy_range = [&](const shard::FlatParam& flat, const std::string& suffix, at::Tensor dst) {
+    const auto& old = old_flats.at(flat.name);
+    const auto old_n = old.at("shard_numel").get<std::int64_t>();
+    dst.zero_();
+    const auto begin = flat.shard_offset;
+    const auto end = std::min(flat.shard_offset + flat.shard_numel, flat.numel);
+    for (int s = 0; s < old_shards; ++s) {
+      const auto lo = std::max(begin, s * old_n);
+      const auto hi = std::min(end, (s + 1) * old_n);
+      if (lo >= hi) continue;
+      const auto* src = file_of(s).find(flat.name + suffix);
+      SHARD_CHECK(src != nullptr, ErrorKind::data,
+                  dir + ": rank-" + std::to_string(s) + ".safetensors lacks " + flat.name + suffix,
+                  "the checkpoint is incomplete; resume from an older one");
+      dst.narrow(0, lo - begin, hi - lo).copy_(src->narrow(0, lo - s * old_n, hi - lo));
+    }
+  };
+  at::NoGradGuard no_grad;
+  for (auto& unit : engine.units()) {
+    for (auto& flat : unit.flats) {
+      auto it = old_flats.find(flat.name);
+      SHARD_CHECK(it != old_flats.end() && it->second.at("numel").get<std::int64_t>() == flat.numel,
+                  ErrorKind::config,
+                  dir + ": no flat parameter " + flat.name + " with " + std::to_string(flat.numel) +
+                      " elements in this checkpoint",
+                  "resume with the same [model] and shard.wrap_policy the checkpoint was made with");
+      copy_range(flat, ".master", flat.master.detach());
+    }
+  }
+  auto& params = optimizer.params();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    copy_range(*params[i], ".exp_avg", optimizer.exp_avg()[i]);
+    copy_range(*params[i], ".exp_avg_sq", optimizer.exp_avg_sq()[i]);
+  }
+  optimizer.set_steps(meta.at("optimizer_steps").get<std::int64_t>());
+  return {meta.at("step").get<std::int64_t>(), meta.at("data_offset").get<std::int64_t>(),
+          meta.at("grad_scale").get<double>()};
+}
+
+}  // namespace shardscope::ckpt

@@ -1,0 +1,69 @@
+// A model as the sharding engine sees it: an ordered list of layers (the embedding, each
+// transformer block, the head), each with named parameters and a functional forward. The engine
+// owns every parameter's storage (flat, sharded) and hands a layer views of the gathered values,
+// so a model never holds weights itself. Names follow Hugging Face checkpoints.
+//
+// Shapes: B batch, T sequence, C hidden, V vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace shardscope::model {
+
+/// One parameter of a layer.
+struct ParamDef {
+  std::string name;            // full HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::vector<std::int64_t> shape;
+  bool decay = true;           // AdamW weight decay applies (false for norms and biases)
+  bool trainable = true;       // false: frozen (a LoRA base weight); never gets gradients
+};
+
+/// The smallest piece the engine runs and wraps.
+struct LayerDef {
+  std::string name;  // "embed", "layers.3", "head"
+  std::vector<ParamDef> params;
+  bool is_block = false;  // a transformer block: the "block" wrap policy gives it its own unit
+};
+
+/// Inputs of one micro-batch, shared by every layer.
+struct Batch {
+  at::Tensor input_ids;  // (B, T) int64
+  at::Tensor labels;     // (B, T) int64, -100 where no loss; position t is predicted from < t
+};
+
+/// Per-micro-batch state a model computes once (rotary tables...) plus the loss scale.
+struct LayerContext {
+  const Batch* batch = nullptr;
+  at::Tensor rope_cos;   // (T, D) in the buffer dtype
+  at::Tensor rope_sin;   // (T, D)
+  double loss_scale = 1.0;  // the head returns sum(token losses) * loss_scale
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const std::vector<LayerDef>& layers() const = 0;
+  /// Fills the (full, unsharded, fp32) parameters of `layer` with their initial values; the same
+  /// seed gives the same values on every rank and world size.
+  virtual void init_layer(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const = 0;
+  /// Builds the context of a batch; buffers in `buffer_dtype`.
+  virtual LayerContext context(const Batch& batch, at::ScalarType buffer_dtype) const = 0;
+  /// Runs `layer`. The first layer reads ctx.batch->input_ids and ignores `x`; middle layers map
+  /// hidden (B, T, C) to hidden; the last returns the scaled summed loss, a scalar (float32).
+  virtual at::Tensor forward_layer(int layer, const std::vector<at::Tensor>& params,
+                                   const at::Tensor& x, const LayerContext& ctx) const = 0;
+  /// Training FLOPs per token at sequence length `seq_len` (6N + 12 L H Q T, torchtitan's formula
+  /// with N the non-embedding parameter count).
+  virtual double flops_per_token(std::int64_t seq_len) const = 0;
+  /// Counted parameters: all, and those that receive gradients.
+  std::int64_t params_total() const;
+  std::int64_t params_trainable() const;
+};
+
+std::int64_t numel(const std::vector<std::int64_t>& shape);
+
+}  // namespace shardscope::model

@@ -1,0 +1,59 @@
+// Qwen2 decoder-only transformer (Hugging Face's Qwen2ForCausalLM, same parameter names and
+// math): RMSNorm, rotary attention with q/k/v biases and grouped KV heads, SwiGLU MLP. The "tiny"
+// test model of [model] is this architecture at small dimensions, so the engine's parity suite
+// and the FSDP2 benchmark (transformers' Qwen2 as the peer) run on the real thing.
+//
+// Legend: B batch, T sequence, C hidden, H heads, K kv heads, D head dim (C / H), I MLP width,
+// V vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trainer/model/model.h"
+#include "trainer/spec/experiment.h"
+
+namespace shardscope::model {
+
+struct Qwen2Config {
+  std::int64_t vocab_size = 256;
+  std::int64_t hidden_size = 64;         // C
+  std::int64_t intermediate_size = 256;  // I
+  std::int64_t num_layers = 2;
+  std::int64_t num_heads = 4;     // H
+  std::int64_t num_kv_heads = 4;  // K, divides H
+  std::int64_t max_position = 512;
+  double rope_theta = 10000.0;
+  double rms_eps = 1e-6;
+  double init_std = 0.02;
+};
+
+/// The tiny model's configuration from [model] tiny_* fields.
+Qwen2Config tiny_config(const spec::ModelSection& model);
+
+class Qwen2Model final : public Model {
+ public:
+  explicit Qwen2Model(Qwen2Config config);
+  const Qwen2Config& config() const { return m_config; }
+
+  const std::vector<LayerDef>& layers() const override { return m_layers; }
+  void init_layer(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const override;
+  LayerContext context(const Batch& batch, at::ScalarType buffer_dtype) const override;
+  at::Tensor forward_layer(int layer, const std::vector<at::Tensor>& params, const at::Tensor& x,
+                           const LayerContext& ctx) const override;
+  double flops_per_token(std::int64_t seq_len) const override;
+
+ private:
+  at::Tensor block(const std::vector<at::Tensor>& p, const at::Tensor& x,
+                   const LayerContext& ctx) const;
+  at::Tensor head(const std::vector<at::Tensor>& p, const at::Tensor& x,
+                  const LayerContext& ctx) const;
+
+  Qwen2Config m_config;
+  std::vector<LayerDef> m_layers;
+};
+
+/// x * rsqrt(mean(x^2) + eps) * weight, computed in float32 and cast back (as HF does).
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+}  // namespace shardscope::model

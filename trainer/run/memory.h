@@ -1,0 +1,22 @@
+// What the trainer holds: a counting CPU allocator (c10::SetCPUAllocator) that wraps LibTorch's
+// own and tracks live and peak bytes, plus the process RSS. `mem` events report these; the
+// memory test compares them with the estimate of trainer/spec.
+#pragma once
+
+#include <cstdint>
+
+namespace shardscope::trainer {
+
+struct MemoryStats {
+  std::int64_t allocated = 0;  // live tensor bytes now
+  std::int64_t peak = 0;       // max of allocated since the last reset_peak()
+  std::int64_t rss = 0;        // resident set size of the process
+};
+
+/// Installs the counting allocator (idempotent); call before any tensor is made.
+void install_counting_allocator();
+MemoryStats memory_stats();
+void reset_peak_memory();
+std::int64_t current_rss_bytes();
+
+}  // namespace shardscope::trainer

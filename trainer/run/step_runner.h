@@ -1,0 +1,34 @@
+// What the training loop needs from whatever holds the parameters: the sharding engine, or (for
+// parity tests) a plain unsharded autograd model with torch::optim::AdamW.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "trainer/ckpt/safetensors.h"
+#include "trainer/model/model.h"
+#include "trainer/spec/experiment.h"
+
+namespace shardscope::trainer {
+
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  /// One micro-batch; returns this rank's scaled loss contribution.
+  virtual double micro_step(const model::Batch& batch, double loss_scale, bool reduce) = 0;
+  virtual double eval_step(const model::Batch& batch, double loss_scale) = 0;
+  virtual double grad_norm() = 0;
+  virtual void scale_grads(double factor) = 0;
+  virtual bool grads_nonfinite() = 0;
+  virtual void optimizer_step(double lr) = 0;
+  virtual void zero_grads() = 0;
+  /// Full fp32 parameters by HF name (collective for the engine).
+  virtual ckpt::NamedTensors full_state() = 0;
+};
+
+/// The unsharded reference: every parameter a plain leaf tensor, torch::optim::AdamW with a
+/// no-decay group for norms and biases, clip_grad_norm_ for clipping.
+std::unique_ptr<StepRunner> make_reference_runner(const model::Model& model,
+                                                  const spec::Experiment& exp);
+
+}  // namespace shardscope::trainer

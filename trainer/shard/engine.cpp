@@ -1,0 +1,594 @@
+#include "trainer/shard/engine.h"
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <cmath>
+
+#include "trainer/run/fatal.h"
+
+namespace shardscope::shard {
+namespace {
+
+using spec::ErrorKind;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+template <class T>
+T* from_int(std::int64_t v) {
+  return reinterpret_cast<T*>(v);  // NOLINT(performance-no-int-to-ptr)
+}
+template <class T>
+std::int64_t to_int(T* p) {
+  return reinterpret_cast<std::int64_t>(p);
+}
+
+// The gathered flat buffer enters autograd here: forward hands out the buffer the engine
+// all-gathered; backward receives the gradient of the whole flat buffer (the views' gradients
+// concatenated by split's backward) and gives it to the engine to reduce. The master shard gets
+// no autograd gradient: the engine accumulates the sharded gradient itself.
+struct GatherFn : public torch::autograd::Function<GatherFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& /*master*/, std::int64_t engine,
+                            std::int64_t unit, std::int64_t flat) {
+    ctx->saved_data["engine"] = engine;
+    ctx->saved_data["unit"] = unit;
+    ctx->saved_data["flat"] = flat;
+    return from_int<FlatParam>(flat)->full;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto* engine = from_int<ShardEngine>(ctx->saved_data["engine"].toInt());
+    auto* unit = from_int<Unit>(ctx->saved_data["unit"].toInt());
+    auto* flat = from_int<FlatParam>(ctx->saved_data["flat"].toInt());
+    if (grads[0].defined()) engine->on_flat_grad(*unit, *flat, grads[0]);
+    return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// Views of a unit's layers' parameters into its flat buffers (one list per layer).
+void build_views(const Unit& unit, const std::vector<at::Tensor>& fulls,
+                 std::vector<std::vector<at::Tensor>>& layer_params) {
+  for (std::size_t f = 0; f < unit.flats.size(); ++f) {
+    const auto& flat = unit.flats[f];
+    auto parts = at::split_with_sizes(fulls[f], flat.split_sizes());
+    for (std::size_t i = 0; i < flat.slots.size(); ++i) {
+      const auto& slot = flat.slots[i];
+      layer_params[static_cast<std::size_t>(slot.layer)][static_cast<std::size_t>(slot.index)] =
+          parts[i].view(slot.shape);
+    }
+  }
+}
+
+struct AutocastScope {
+  explicit AutocastScope(const spec::PrecisionDTypes& prec) : m_on(prec.autocast) {
+    if (!m_on) return;
+    m_prev_enabled = at::autocast::is_autocast_enabled(at::kCPU);
+    m_prev_dtype = at::autocast::get_autocast_dtype(at::kCPU);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    at::autocast::set_autocast_dtype(at::kCPU, to_scalar_type(prec.autocast_dtype));
+  }
+  ~AutocastScope() {
+    if (!m_on) return;
+    at::autocast::set_autocast_enabled(at::kCPU, m_prev_enabled);
+    at::autocast::set_autocast_dtype(at::kCPU, m_prev_dtype);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool m_on;
+  bool m_prev_enabled = false;
+  at::ScalarType m_prev_dtype = at::kFloat;
+};
+
+// Activation checkpointing of one unit: forward runs its layers without saving activations;
+// backward (after the pre-backward hook re-gathered the unit) recomputes them and returns the
+// gradients of the input and of the unit's flat buffers.
+struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList fulls,
+                            std::int64_t model, std::int64_t unit, std::int64_t lctx,
+                            std::int64_t prec) {
+    ctx->save_for_backward(variable_list{x});
+    ctx->saved_data["fulls"] = c10::List<at::Tensor>(fulls.vec());
+    ctx->saved_data["model"] = model;
+    ctx->saved_data["unit"] = unit;
+    ctx->saved_data["ctx"] = lctx;
+    ctx->saved_data["prec"] = prec;
+    return run(*from_int<model::Model>(model), *from_int<Unit>(unit), x, fulls.vec(),
+               *from_int<model::LayerContext>(lctx));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto x = ctx->get_saved_variables()[0];
+    auto fulls_list = ctx->saved_data["fulls"].toTensorList();
+    const auto& unit = *from_int<Unit>(ctx->saved_data["unit"].toInt());
+    const auto& prec = *from_int<spec::PrecisionDTypes>(ctx->saved_data["prec"].toInt());
+    at::AutoGradMode grad_on(true);
+    auto xd = x.detach().requires_grad_(x.requires_grad());
+    std::vector<at::Tensor> fulls;
+    variable_list inputs;
+    if (xd.requires_grad()) inputs.push_back(xd);
+    for (std::size_t f = 0; f < fulls_list.size(); ++f) {
+      auto t = at::Tensor(fulls_list.get(f)).detach();
+      if (unit.flats[f].trainable) {
+        t.requires_grad_(true);
+        inputs.push_back(t);
+      }
+      fulls.push_back(t);
+    }
+    at::Tensor out;
+    {
+      AutocastScope autocast(prec);
+      out = run(*from_int<model::Model>(ctx->saved_data["model"].toInt()), unit, xd, fulls,
+                *from_int<model::LayerContext>(ctx->saved_data["ctx"].toInt()));
+    }
+    auto got = torch::autograd::grad({out}, inputs, {grads[0]});
+    variable_list result;
+    std::size_t k = 0;
+    result.push_back(xd.requires_grad() ? got[k++] : at::Tensor());
+    for (std::size_t f = 0; f < fulls.size(); ++f)
+      result.push_back(unit.flats[f].trainable ? got[k++] : at::Tensor());
+    for (int i = 0; i < 4; ++i) result.emplace_back();
+    return result;
+  }
+  static at::Tensor run(const model::Model& model, const Unit& unit, const at::Tensor& x,
+                        const std::vector<at::Tensor>& fulls, const model::LayerContext& lctx) {
+    std::vector<std::vector<at::Tensor>> params(model.layers().size());
+    for (int l : unit.layers)
+      params[static_cast<std::size_t>(l)].resize(model.layers()[static_cast<std::size_t>(l)].params.size());
+    build_views(unit, fulls, params);
+    at::Tensor h = x;
+    for (int l : unit.layers) h = model.forward_layer(l, params[static_cast<std::size_t>(l)], h, lctx);
+    return h;
+  }
+};
+
+std::string dtype_name(at::ScalarType t) { return c10::toString(t); }
+
+}  // namespace
+
+at::ScalarType to_scalar_type(spec::DType dtype) {
+  switch (dtype) {
+    case spec::DType::bf16:
+      return at::kBFloat16;
+    case spec::DType::fp16:
+      return at::kHalf;
+    case spec::DType::fp32:
+      break;
+  }
+  return at::kFloat;
+}
+
+ShardEngine::ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
+                         Trace* trace)
+    : m_model(model),
+      m_shard(shard),
+      m_prec(spec::resolve_precision(shard)),
+      m_groups(groups),
+      m_trace(trace) {
+  build_units(shard);
+  m_layer_params.resize(model.layers().size());
+  for (std::size_t l = 0; l < model.layers().size(); ++l)
+    m_layer_params[l].resize(model.layers()[l].params.size());
+}
+
+void ShardEngine::build_units(const spec::ShardSection& shard) {
+  const auto& layers = m_model.layers();
+  m_units.push_back(Unit{"root", {}, true, {}, false, false, false, 0, {}});
+  std::vector<int> group;
+  std::int64_t group_params = 0;
+  auto close_group = [&] {
+    if (group.empty()) return;
+    std::string name = layers[static_cast<std::size_t>(group.front())].name;
+    if (group.size() > 1) name += "-" + layers[static_cast<std::size_t>(group.back())].name;
+    m_units.push_back(Unit{name, group, false, {}, false, false, false, 0, {}});
+    group.clear();
+    group_params = 0;
+  };
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const auto& layer = layers[l];
+    const bool wrap = layer.is_block && shard.wrap_policy != spec::WrapPolicy::none;
+    if (!wrap) {
+      close_group();
+      m_units[0].layers.push_back(static_cast<int>(l));
+      continue;
+    }
+    group.push_back(static_cast<int>(l));
+    for (const auto& p : layer.params) group_params += model::numel(p.shape);
+    if (shard.wrap_policy == spec::WrapPolicy::block || group_params >= shard.wrap_min_params)
+      close_group();
+  }
+  // A size-policy tail below the minimum stays in the root, as FSDP's size policy leaves it.
+  for (int l : group) m_units[0].layers.push_back(l);
+  std::sort(m_units[0].layers.begin(), m_units[0].layers.end());
+
+  m_unit_of_layer.assign(layers.size(), 0);
+  const int shard_size = m_groups.shard->size();
+  const int shard_rank = m_groups.shard->rank();
+  for (std::size_t u = 0; u < m_units.size(); ++u) {
+    auto& unit = m_units[u];
+    FlatParam trainable{unit.name + "/trainable"};
+    FlatParam frozen{unit.name + "/frozen"};
+    frozen.trainable = false;
+    for (int l : unit.layers) {
+      m_unit_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(u);
+      const auto& defs = layers[static_cast<std::size_t>(l)].params;
+      for (std::size_t i = 0; i < defs.size(); ++i) {
+        FlatSlot slot{l, static_cast<int>(i), defs[i].name, defs[i].shape, 0, 0, defs[i].decay};
+        (defs[i].trainable ? trainable : frozen).slots.push_back(std::move(slot));
+      }
+    }
+    for (auto* flat : {&trainable, &frozen}) {
+      if (flat->slots.empty()) continue;
+      layout_flat(*flat, shard_size, shard_rank);
+      unit.flats.push_back(std::move(*flat));
+    }
+  }
+}
+
+void ShardEngine::init_params(std::uint64_t seed) {
+  const auto& layers = m_model.layers();
+  std::vector<std::vector<at::Tensor>> values(layers.size());
+  for (auto& unit : m_units) {
+    for (int l : unit.layers) {
+      auto& v = values[static_cast<std::size_t>(l)];
+      for (const auto& p : layers[static_cast<std::size_t>(l)].params)
+        v.push_back(at::zeros(p.shape, at::kFloat));
+      m_model.init_layer(l, v, seed);
+    }
+    for (auto& flat : unit.flats) {
+      auto full = at::zeros({flat.padded}, at::kFloat);  // (P)
+      auto mask = at::zeros({flat.padded}, at::kFloat);  // (P)
+      for (const auto& slot : flat.slots) {
+        full.narrow(0, slot.offset, slot.numel)
+            .copy_(values[static_cast<std::size_t>(slot.layer)][static_cast<std::size_t>(slot.index)]
+                       .reshape({-1}));
+        if (slot.decay) mask.narrow(0, slot.offset, slot.numel).fill_(1.0);
+      }
+      flat.master = full.narrow(0, flat.shard_offset, flat.shard_numel).clone();  // (N)
+      flat.master.requires_grad_(flat.trainable);
+      flat.decay_mask = mask.narrow(0, flat.shard_offset, flat.shard_numel).clone();  // (N)
+      if (m_trace) {
+        const std::string where = "cpu";  // offload_params keeps masters on the CPU; so does a CPU run
+        m_trace->placement(flat.name, "master", m_shard.offload_params ? "cpu" : where, "float32",
+                           static_cast<std::int64_t>(flat.master.nbytes()));
+        m_trace->placement(flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
+                           flat.padded * static_cast<std::int64_t>(
+                                             c10::elementSize(to_scalar_type(m_prec.param))));
+      }
+    }
+    for (int l : unit.layers) values[static_cast<std::size_t>(l)].clear();
+  }
+}
+
+std::vector<FlatParam*> ShardEngine::trainable_flats() {
+  std::vector<FlatParam*> out;
+  for (auto& unit : m_units)
+    for (auto& flat : unit.flats)
+      if (flat.trainable) out.push_back(&flat);
+  return out;
+}
+
+void ShardEngine::issue_gather(Unit& unit, const char* phase) {
+  bool live = true;
+  for (const auto& flat : unit.flats) live = live && flat.storage_live;
+  if (unit.gathering || (unit.active && live) || (!unit.active && unit.flats.empty())) return;
+  while (static_cast<int>(m_inflight.size()) >= m_shard.max_inflight_gathers)
+    wait_gather(*m_inflight.front(), phase);
+  const auto dtype = to_scalar_type(m_prec.param);
+  std::int64_t bytes = 0;
+  for (auto& flat : unit.flats) {
+    if (flat.storage_live) continue;
+    const auto nbytes = static_cast<std::size_t>(flat.padded) * c10::elementSize(dtype);
+    if (!unit.active) {
+      flat.full = at::empty({flat.padded}, at::TensorOptions().dtype(dtype));  // (P)
+      flat.full_data = flat.full.variable_data();
+    } else {
+      alloc_storage(flat.full_data, nbytes);
+    }
+    auto send = flat.master.detach();  // (N) fp32
+    if (send.scalar_type() != dtype) send = send.to(dtype);
+    unit.works.push_back(m_groups.shard->all_gather_async(flat.full_data, send));
+    flat.storage_live = true;
+    bytes += static_cast<std::int64_t>(nbytes);
+  }
+  unit.gathering = true;
+  m_inflight.push_back(&unit);
+  if (m_trace)
+    m_trace->collective("all_gather", "issue", unit.name, phase, bytes,
+                        static_cast<int>(m_inflight.size()));
+}
+
+void ShardEngine::wait_gather(Unit& unit, const char* phase) {
+  if (!unit.gathering) return;
+  for (auto& work : unit.works) m_groups.shard->wait(work, "all_gather_into_tensor");
+  unit.works.clear();
+  unit.gathering = false;
+  for (auto it = m_inflight.begin(); it != m_inflight.end(); ++it) {
+    if (*it == &unit) {
+      m_inflight.erase(it);
+      break;
+    }
+  }
+  if (m_trace)
+    m_trace->collective("all_gather", "wait", unit.name, phase, 0,
+                        static_cast<int>(m_inflight.size()));
+}
+
+void ShardEngine::ensure_gathered(Unit& unit, const char* phase) {
+  issue_gather(unit, phase);
+  wait_gather(unit, phase);
+}
+
+void ShardEngine::free_unit(Unit& unit, const char* phase) {
+  wait_gather(unit, phase);
+  bool freed = false;
+  for (auto& flat : unit.flats) {
+    if (!flat.storage_live) continue;
+    free_storage(flat.full_data);
+    flat.storage_live = false;
+    freed = true;
+  }
+  if (freed && m_trace) m_trace->collective("free", "done", unit.name, phase, 0, 0);
+}
+
+void ShardEngine::activate(Unit& unit) {
+  std::vector<at::Tensor> fulls;
+  unit.trainable_pending = 0;
+  for (auto& flat : unit.flats) {
+    if (m_grad_enabled && flat.trainable) {
+      flat.full = GatherFn::apply(flat.master, to_int(this), to_int(&unit), to_int(&flat));
+      ++unit.trainable_pending;
+    }
+    fulls.push_back(flat.full);
+  }
+  build_views(unit, fulls, m_layer_params);
+  unit.active = true;
+  unit.backward_done = false;
+}
+
+Unit* ShardEngine::next_forward(const Unit& unit) {
+  Unit* best = nullptr;
+  for (auto& u : m_units) {
+    if (u.root || u.layers.front() <= (unit.root ? -1 : unit.layers.front())) continue;
+    if (!best || u.layers.front() < best->layers.front()) best = &u;
+  }
+  return best;
+}
+
+Unit* ShardEngine::next_backward(const Unit& unit) {
+  if (unit.root) return nullptr;
+  Unit* best = nullptr;
+  for (auto& u : m_units) {
+    if (u.root || u.layers.front() >= unit.layers.front()) continue;
+    if (!best || u.layers.front() > best->layers.front()) best = &u;
+  }
+  return best;
+}
+
+at::Tensor ShardEngine::run_unit_layers(Unit& unit, std::size_t& layer_pos, at::Tensor x,
+                                        const model::LayerContext& ctx) {
+  const bool checkpoint = m_shard.activation_checkpointing && !unit.root && m_grad_enabled;
+  if (checkpoint) {
+    std::vector<at::Tensor> fulls;
+    for (auto& flat : unit.flats) fulls.push_back(flat.full);
+    layer_pos += unit.layers.size();
+    return CheckpointFn::apply(x, at::TensorList(fulls), to_int(&m_model), to_int(&unit),
+                               to_int(&ctx), to_int(&m_prec));
+  }
+  const auto n = m_model.layers().size();
+  while (layer_pos < n && m_unit_of_layer[layer_pos] == m_unit_of_layer[static_cast<std::size_t>(unit.layers.front())]) {
+    x = m_model.forward_layer(static_cast<int>(layer_pos), m_layer_params[layer_pos], x, ctx);
+    ++layer_pos;
+  }
+  return x;
+}
+
+at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale) {
+  auto ctx = m_model.context(batch, to_scalar_type(m_prec.buffer));
+  ctx.loss_scale = loss_scale;
+  m_ctx = ctx;
+  AutocastScope autocast(m_prec);
+  const bool full_shard = m_shard.strategy == spec::ShardStrategy::full_shard ||
+                          m_shard.strategy == spec::ShardStrategy::hybrid_shard;
+  at::Tensor x;
+  Unit* prev = nullptr;
+  std::size_t l = 0;
+  const auto n = m_model.layers().size();
+  while (l < n) {
+    Unit& unit = m_units[static_cast<std::size_t>(m_unit_of_layer[l])];
+    if (!unit.active) {
+      ensure_gathered(unit, "forward");
+      activate(unit);
+      if (m_shard.forward_prefetch) {
+        if (Unit* next = next_forward(unit)) issue_gather(*next, "forward");
+      }
+    }
+    if (prev && prev != &unit && x.defined() && x.requires_grad()) {
+      // The gradient of this boundary arrives when `unit`'s backward is done and `prev`'s begins.
+      Unit* consumer = unit.root ? nullptr : &unit;
+      Unit* producer = (prev->root || !full_shard) ? nullptr : prev;
+      if (consumer || producer) {
+        x.register_hook([this, consumer, producer](const at::Tensor&) {
+          if (consumer) on_unit_backward_done(*consumer);
+          if (producer) on_pre_backward(*producer);
+        });
+      }
+    }
+    x = run_unit_layers(unit, l, x, m_ctx);
+    if (!unit.root && full_shard) free_unit(unit, "forward");
+    prev = &unit;
+  }
+  return x;
+}
+
+double ShardEngine::forward_backward(const model::Batch& batch, double loss_scale, bool reduce) {
+  m_reduce = reduce;
+  m_grad_enabled = true;
+  auto loss = run_forward(batch, loss_scale);
+  const double value = loss.item<double>();
+  loss.backward();
+  for (auto it = m_units.rbegin(); it != m_units.rend(); ++it) on_unit_backward_done(*it);
+  if (reduce) finish_reductions();
+  reset_micro_state();
+  return value;
+}
+
+double ShardEngine::forward_only(const model::Batch& batch, double loss_scale) {
+  at::NoGradGuard no_grad;
+  m_grad_enabled = false;
+  auto loss = run_forward(batch, loss_scale);
+  const double value = loss.item<double>();
+  for (auto& unit : m_units) free_unit(unit, "forward");
+  reset_micro_state();
+  m_grad_enabled = true;
+  return value;
+}
+
+void ShardEngine::on_pre_backward(Unit& unit) {
+  ensure_gathered(unit, "backward");
+  if (m_shard.backward_prefetch == spec::BackwardPrefetch::pre) {
+    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward");
+  }
+}
+
+void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& grad) {
+  const auto rdtype = to_scalar_type(m_prec.reduce);
+  auto g = grad.to(rdtype).contiguous();  // (P)
+  if (!m_reduce) {
+    if (flat.accum.defined()) {
+      flat.accum.add_(g);
+    } else {
+      flat.accum = g.data_ptr() == grad.data_ptr() ? g.clone() : g;
+    }
+  } else {
+    if (flat.accum.defined()) {
+      g = g + flat.accum;
+      flat.accum.reset();
+    }
+    PendingReduce pending{&flat, &unit, {}, {}, false};
+    const auto bytes = static_cast<std::int64_t>(g.nbytes());
+    if (m_groups.shard->size() > 1) {
+      pending.out = at::empty({flat.shard_numel}, g.options());  // (N)
+      pending.work = m_groups.shard->reduce_scatter_async(pending.out, g);
+      if (m_trace) m_trace->collective("reduce_scatter", "issue", unit.name, "backward", bytes, 0);
+    } else {
+      pending.out = g;  // (P): NO_SHARD or a single rank, the replicas all-reduce it
+      if (m_groups.replicate->size() > 1) {
+        pending.work = m_groups.replicate->all_reduce_sum_async(pending.out);
+        if (m_trace) m_trace->collective("all_reduce", "issue", unit.name, "backward", bytes, 0);
+      }
+      pending.second_stage = true;
+    }
+    m_reductions.push_back(std::move(pending));
+    // Bound the gradients held in flight (two units' worth), as FSDP's rate limit does.
+    while (m_reductions.size() > 2) {
+      finish_one_reduction();
+    }
+  }
+  if (flat.storage_live) {
+    free_storage(flat.full_data);
+    flat.storage_live = false;
+    if (m_trace) m_trace->collective("free", "done", unit.name, "backward", 0, 0);
+  }
+  if (--unit.trainable_pending == 0 &&
+      m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
+    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward");
+  }
+}
+
+void ShardEngine::finish_one_reduction() {
+  auto p = std::move(m_reductions.front());
+  m_reductions.pop_front();
+  m_groups.shard->wait(p.work, p.second_stage ? "all_reduce" : "reduce_scatter_tensor");
+  if (!p.second_stage && m_groups.replicate->size() > 1) {
+    m_groups.replicate->all_reduce_sum(p.out);  // HYBRID_SHARD: sum the shard across nodes
+  }
+  if (m_trace) m_trace->collective(p.second_stage ? "all_reduce" : "reduce_scatter", "wait",
+                                   p.unit->name, "backward", 0, 0);
+  auto& flat = *p.flat;
+  auto shard = p.out.numel() == flat.shard_numel ? p.out : p.out.narrow(0, flat.shard_offset, flat.shard_numel);
+  if (flat.grad.defined()) {
+    flat.grad.add_(shard.to(at::kFloat));
+  } else {
+    flat.grad = shard.to(at::kFloat).clone();  // (N) fp32
+  }
+}
+
+void ShardEngine::finish_reductions() {
+  while (!m_reductions.empty()) finish_one_reduction();
+}
+
+void ShardEngine::on_unit_backward_done(Unit& unit) {
+  if (!unit.active || unit.backward_done) return;
+  unit.backward_done = true;
+  free_unit(unit, "backward");
+  if (unit.trainable_pending > 0 && m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
+    // No gradient arrived for this unit (frozen, or unused): prefetching cannot wait for one.
+    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward");
+  }
+}
+
+void ShardEngine::reset_micro_state() {
+  for (auto& unit : m_units) {
+    wait_gather(unit, "forward");
+    for (auto& flat : unit.flats) {
+      if (flat.storage_live) free_storage(flat.full_data);
+      flat.storage_live = false;
+      flat.full.reset();
+      flat.full_data.reset();
+    }
+    unit.active = false;
+    unit.backward_done = false;
+    unit.trainable_pending = 0;
+  }
+  for (auto& params : m_layer_params)
+    for (auto& p : params) p.reset();
+  m_inflight.clear();
+}
+
+double ShardEngine::grad_norm() {
+  auto total = at::zeros({1}, at::kDouble);
+  for (auto* flat : trainable_flats()) {
+    if (flat->grad.defined()) total += flat->grad.to(at::kDouble).pow(2).sum();
+  }
+  m_groups.shard->all_reduce_sum(total);
+  return std::sqrt(total.item<double>());
+}
+
+void ShardEngine::scale_grads(double factor) {
+  for (auto* flat : trainable_flats())
+    if (flat->grad.defined()) flat->grad.mul_(factor);
+}
+
+bool ShardEngine::grads_nonfinite() {
+  auto flag = at::zeros({1}, at::kFloat);
+  for (auto* flat : trainable_flats()) {
+    if (flat->grad.defined() && !at::isfinite(flat->grad).all().item<bool>()) flag.fill_(1.0);
+  }
+  m_groups.world->all_reduce_max(flag);
+  return flag.item<float>() > 0.0F;
+}
+
+void ShardEngine::zero_grads() {
+  for (auto* flat : trainable_flats()) {
+    if (flat->grad.defined()) flat->grad.zero_();
+  }
+}
+
+std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_state() {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (auto& unit : m_units) {
+    for (auto& flat : unit.flats) {
+      auto full = at::empty({flat.padded}, at::kFloat);  // (P)
+      auto send = flat.master.detach();
+      m_groups.shard->all_gather(full, send);
+      for (const auto& slot : flat.slots)
+        out.emplace_back(slot.name, full.narrow(0, slot.offset, slot.numel).view(slot.shape).clone());
+    }
+  }
+  return out;
+}
+
+}  // namespace shardscope::shard

@@ -1,0 +1,133 @@
+// The sharding engine: FSDP semantics over c10d collectives for a model::Model.
+//
+// Wrap units (by policy) each own one flat parameter per requires-grad group. Forward:
+// all-gather a unit before its first layer (optionally prefetching the next unit), free it after
+// its last layer (FULL_SHARD) or keep it (SHARD_GRAD_OP); the root unit (everything no policy
+// wrapped: embedding and head) stays gathered from forward to the end of backward. Backward: a
+// hook on a unit's output gradient gathers it again (prefetching the next unit in backward order
+// when backward_prefetch = pre), the gradient of its flat buffer is reduce-scattered within the
+// shard group (then all-reduced across replicas for HYBRID_SHARD; NO_SHARD all-reduces) and added
+// to the fp32 sharded gradient. See docs/ARCHITECTURE.md, "The sharding engine".
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "trainer/dist/process_group.h"
+#include "trainer/model/model.h"
+#include "trainer/shard/flat_param.h"
+#include "trainer/shard/trace.h"
+#include "trainer/spec/experiment.h"
+
+namespace shardscope::shard {
+
+/// The process groups one rank uses.
+struct Groups {
+  dist::ProcessGroup* world = nullptr;      // every rank (loss token counts, control flags)
+  dist::ProcessGroup* shard = nullptr;      // parameters are sharded across these ranks
+  dist::ProcessGroup* replicate = nullptr;  // holders of the same shard (gradient all-reduce)
+};
+
+/// One wrap unit.
+struct Unit {
+  std::string name;
+  std::vector<int> layers;  // model layer indices, ascending
+  bool root = false;
+  std::vector<FlatParam> flats;
+  // Per micro-step state.
+  bool active = false;          // views built for this micro-step
+  bool gathering = false;       // an all-gather was issued and not yet waited
+  bool backward_done = false;
+  int trainable_pending = 0;    // trainable flats whose gradient has not arrived yet
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+};
+
+class ShardEngine {
+ public:
+  ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
+              Trace* trace);
+  ShardEngine(const ShardEngine&) = delete;
+  ShardEngine& operator=(const ShardEngine&) = delete;
+
+  /// Every rank computes the initial values layer by layer and keeps its own shards.
+  void init_params(std::uint64_t seed);
+
+  /// One micro-batch forward and backward. `loss_scale` multiplies the summed token loss (1 /
+  /// the global loss-token count); `reduce` is false on micro-steps that only accumulate.
+  /// Returns this rank's scaled loss contribution.
+  double forward_backward(const model::Batch& batch, double loss_scale, bool reduce);
+  /// Forward only (evaluation): returns this rank's scaled loss contribution.
+  double forward_only(const model::Batch& batch, double loss_scale);
+
+  /// Global L2 norm of the sharded gradients (every rank gets the same value).
+  double grad_norm();
+  /// Multiplies every sharded gradient by `factor` (clipping, unscaling).
+  void scale_grads(double factor);
+  /// True on every rank when any rank's gradient has an inf or NaN (the fp16 scaler's check).
+  bool grads_nonfinite();
+  void zero_grads();
+
+  std::vector<Unit>& units() { return m_units; }
+  const std::vector<Unit>& units() const { return m_units; }
+  /// Trainable flat parameters (the optimizer's parameters), unit order.
+  std::vector<FlatParam*> trainable_flats();
+  const spec::PrecisionDTypes& precision() const { return m_prec; }
+  const Groups& groups() const { return m_groups; }
+  /// Full fp32 value of every parameter by HF name (a collective: every rank calls it).
+  std::vector<std::pair<std::string, at::Tensor>> full_state();
+
+  // Called by the autograd pieces (engine.cpp); not for other users.
+  void on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& grad);
+  void on_pre_backward(Unit& unit);
+  void on_unit_backward_done(Unit& unit);
+
+ private:
+  void build_units(const spec::ShardSection& shard);
+  void issue_gather(Unit& unit, const char* phase);
+  void wait_gather(Unit& unit, const char* phase);
+  void ensure_gathered(Unit& unit, const char* phase);
+  void free_unit(Unit& unit, const char* phase);
+  void activate(Unit& unit);
+  at::Tensor run_unit_layers(Unit& unit, std::size_t& layer_pos, at::Tensor x,
+                             const model::LayerContext& ctx);
+  Unit* next_backward(const Unit& unit);
+  Unit* next_forward(const Unit& unit);
+  void finish_reductions();
+  void finish_one_reduction();
+  void reset_micro_state();
+  at::Tensor run_forward(const model::Batch& batch, double loss_scale);
+
+  const model::Model& m_model;
+  spec::ShardSection m_shard;
+  spec::PrecisionDTypes m_prec;
+  Groups m_groups;
+  Trace* m_trace = nullptr;
+  std::vector<Unit> m_units;
+  std::vector<int> m_unit_of_layer;
+  std::vector<int> m_order;                  // unit activation order of this micro-step
+  std::deque<Unit*> m_inflight;              // units with an issued, un-waited all-gather
+  bool m_reduce = true;
+  bool m_grad_enabled = true;
+  std::vector<std::vector<at::Tensor>> m_layer_params;  // views per layer, this micro-step
+  model::LayerContext m_ctx;  // this micro-step's context (checkpointed units read it in backward)
+
+  struct PendingReduce {
+    FlatParam* flat;
+    Unit* unit;
+    at::Tensor out;    // (N) reduce dtype, or (P) for NO_SHARD
+    c10::intrusive_ptr<c10d::Work> work;
+    bool second_stage = false;  // HYBRID: the replica all-reduce was issued
+  };
+  std::deque<PendingReduce> m_reductions;
+};
+
+at::ScalarType to_scalar_type(spec::DType dtype);
+
+}  // namespace shardscope::shard

@@ -1,0 +1,43 @@
+#include "trainer/shard/flat_param.h"
+
+#include <c10/core/StorageImpl.h>
+
+namespace shardscope::shard {
+
+std::vector<std::int64_t> FlatParam::split_sizes() const {
+  std::vector<std::int64_t> sizes;
+  sizes.reserve(slots.size() + 1);
+  for (const auto& s : slots) sizes.push_back(s.numel);
+  if (padded > numel) sizes.push_back(padded - numel);
+  return sizes;
+}
+
+void layout_flat(FlatParam& flat, int group_size, int group_rank) {
+  std::int64_t offset = 0;
+  for (auto& s : flat.slots) {
+    s.numel = 1;
+    for (auto d : s.shape) s.numel *= d;
+    s.offset = offset;
+    offset += s.numel;
+  }
+  flat.numel = offset;
+  flat.shard_numel = (offset + group_size - 1) / group_size;
+  flat.padded = flat.shard_numel * group_size;
+  flat.shard_offset = flat.shard_numel * group_rank;
+}
+
+void free_storage(const at::Tensor& t) {
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  if (impl->nbytes() == 0) return;
+  impl->set_data_ptr_noswap(at::DataPtr(nullptr, impl->device()));
+  impl->set_nbytes(0);
+}
+
+void alloc_storage(const at::Tensor& t, std::size_t nbytes) {
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  if (impl->nbytes() == nbytes) return;
+  impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
+  impl->set_nbytes(nbytes);
+}
+
+}  // namespace shardscope::shard

@@ -1,0 +1,61 @@
+// A flat parameter: the parameters of one wrap unit that share dtype and requires-grad,
+// concatenated into one 1-D buffer, padded to a multiple of the shard group size and split in
+// equal shards. Each rank keeps its shard as fp32 master weights (the optimizer's parameter)
+// plus its sharded gradient; the full buffer exists only while gathered.
+//
+// Legend: P padded numel (multiple of S), S shard group size, N = P / S shard numel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace shardscope::shard {
+
+/// Where one model parameter sits inside its flat parameter.
+struct FlatSlot {
+  int layer = 0;        // model layer index
+  int index = 0;        // parameter index within the layer
+  std::string name;     // HF name
+  std::vector<std::int64_t> shape;
+  std::int64_t numel = 0;
+  std::int64_t offset = 0;  // element offset in the unpadded flat buffer
+  bool decay = true;
+};
+
+struct FlatParam {
+  std::string name;  // "<unit>/trainable" or "<unit>/frozen"
+  std::vector<FlatSlot> slots;
+  bool trainable = true;
+  std::int64_t numel = 0;         // sum of slot numels
+  std::int64_t padded = 0;        // P
+  std::int64_t shard_numel = 0;   // N
+  std::int64_t shard_offset = 0;  // shard rank * N: first element of this rank's shard
+
+  at::Tensor master;      // (N) fp32 leaf; requires grad when trainable (optimizer parameter)
+  at::Tensor grad;        // (N) fp32 sharded gradient; undefined before the first reduction
+  at::Tensor decay_mask;  // (N) fp32, 1 where weight decay applies, 0 on norms, biases, padding
+  at::Tensor accum;       // (P) reduce dtype: gradients of micro-steps not yet reduced
+
+  // Gathered state of the current micro-step.
+  at::Tensor full;       // (P) param dtype, the autograd output the views come from
+  at::Tensor full_data;  // same storage, own version counter: gathers write through it
+  bool storage_live = false;  // full's storage currently holds the gathered values
+
+  /// Sizes for split_with_sizes: every slot, then the padding (if any).
+  std::vector<std::int64_t> split_sizes() const;
+};
+
+/// Lays out `slots` (offsets filled in) for a shard group of `group_size`, this rank at
+/// `group_rank`.
+void layout_flat(FlatParam& flat, int group_size, int group_rank);
+
+/// Frees a tensor's storage (its bytes go back to the allocator; views and autograd's saved
+/// tensors keep pointing at the empty storage).
+void free_storage(const at::Tensor& t);
+/// Re-allocates a freed storage to `nbytes`; every tensor sharing it sees the new memory.
+void alloc_storage(const at::Tensor& t, std::size_t nbytes);
+
+}  // namespace shardscope::shard
