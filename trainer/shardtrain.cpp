@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trainer/cli/estimate.h"
 #include "trainer/cli/selftest.h"
 #include "trainer/run/fatal.h"
 #include "trainer/run/train.h"
@@ -44,12 +45,23 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--reference", train.reference,
                       "Unsharded plain-autograd reference (one process), for parity tests");
 
+  EstimateOptions estimate;
+  auto* est_cmd = app.add_subcommand("estimate", "Per-rank memory estimate of an experiment");
+  est_cmd->add_option("config", estimate.config, "Experiment TOML")->required();
+  est_cmd->add_option("--world-size", estimate.world_size,
+                      "Ranks (default launch.nnodes * launch.nproc_per_node)");
+  est_cmd->add_option("--local-world-size", estimate.local_world_size,
+                      "Ranks per node (default launch.nproc_per_node)");
+  est_cmd->add_option("--set", estimate.overrides, "Override a field: --set train.lr=1e-3");
+  est_cmd->add_flag("--json", estimate.json, "One JSON object (bytes)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitConfig;
   }
   if (cmd->parsed()) return run_guarded([&] { return run_selftest(selftest); });
+  if (est_cmd->parsed()) return run_guarded([&] { return run_estimate(estimate); });
   if (train_cmd->parsed()) return run_guarded([&] { return run_train(train); });
   return kExitConfig;
 }

@@ -142,7 +142,8 @@ TrainPosition load_checkpoint(const std::string& dir, shard::ShardEngine& engine
   auto file_of = [&](int s) -> const SafetensorsFile& {
     auto it = files.find(s);
     if (it == files.end())
-      it = files.emplace(s, read_safetensors(dir + "/rank-" + std::to_string(s) + ".safetensors")).first;
+      it = files.emplace(s, read_safetensors(dir + "/rank-" + std::to_string(s) + ".safetensors"))
+               .first;
     return it->second;
   };
   auto copy_range = [&](const shard::FlatParam& flat, const std::string& suffix, at::Tensor dst) {
@@ -166,11 +167,12 @@ TrainPosition load_checkpoint(const std::string& dir, shard::ShardEngine& engine
   for (auto& unit : engine.units()) {
     for (auto& flat : unit.flats) {
       auto it = old_flats.find(flat.name);
-      SHARD_CHECK(it != old_flats.end() && it->second.at("numel").get<std::int64_t>() == flat.numel,
-                  ErrorKind::config,
-                  dir + ": no flat parameter " + flat.name + " with " + std::to_string(flat.numel) +
-                      " elements in this checkpoint",
-                  "resume with the same [model] and shard.wrap_policy the checkpoint was made with");
+      SHARD_CHECK(
+          it != old_flats.end() && it->second.at("numel").get<std::int64_t>() == flat.numel,
+          ErrorKind::config,
+          dir + ": no flat parameter " + flat.name + " with " + std::to_string(flat.numel) +
+              " elements in this checkpoint",
+          "resume with the same [model] and shard.wrap_policy the checkpoint was made with");
       copy_range(flat, ".master", flat.master.detach());
     }
   }

@@ -19,15 +19,24 @@ using spec::ErrorKind;
 
 const char* dtype_code(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return "F32";
-    case at::kBFloat16: return "BF16";
-    case at::kHalf: return "F16";
-    case at::kDouble: return "F64";
-    case at::kLong: return "I64";
-    case at::kInt: return "I32";
-    case at::kByte: return "U8";
-    case at::kBool: return "BOOL";
-    default: break;
+    case at::kFloat:
+      return "F32";
+    case at::kBFloat16:
+      return "BF16";
+    case at::kHalf:
+      return "F16";
+    case at::kDouble:
+      return "F64";
+    case at::kLong:
+      return "I64";
+    case at::kInt:
+      return "I32";
+    case at::kByte:
+      return "U8";
+    case at::kBool:
+      return "BOOL";
+    default:
+      break;
   }
   SHARD_FAIL(ErrorKind::internal, std::string("safetensors: unsupported dtype ") + c10::toString(t),
              "");

@@ -1,11 +1,20 @@
 #include "trainer/dist/process_group.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "trainer/dist/gloo_backend.h"
+#include "trainer/dist/nccl_backend.h"
 #include "trainer/run/fatal.h"
 
 namespace shardscope::dist {
@@ -102,18 +111,71 @@ void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::millis
   }
 }
 
+// Every rank publishes "host pid"; all read the table once, while rank 0's store still lives.
+std::vector<std::pair<std::string, long>> exchange_peers(c10d::Store& store, const Rendezvous& r) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::ostringstream mine;
+  mine << host << ' ' << ::getpid();
+  const std::string text = mine.str();
+  store.set("shardscope/peer/" + std::to_string(r.rank),
+            std::vector<std::uint8_t>(text.begin(), text.end()));
+  std::vector<std::pair<std::string, long>> peers;
+  for (int i = 0; i < r.world_size; ++i) {
+    auto value = store.get("shardscope/peer/" + std::to_string(i));
+    std::istringstream in(std::string(value.begin(), value.end()));
+    std::pair<std::string, long> peer;
+    in >> peer.first >> peer.second;
+    peers.push_back(peer);
+  }
+  return peers;
+}
+
+// False once `pid` has exited: gone, or a zombie its parent has not reaped yet.
+bool process_alive(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
 }  // namespace
+
+std::string ProcessGroup::lost_peers() const {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string lost;
+  for (std::size_t i = 0; i < m_peers.size(); ++i) {
+    const auto& p = m_peers[i];
+    if (p.host != host || p.pid <= 0) continue;
+    if (!process_alive(p.pid)) {
+      lost += (lost.empty() ? "" : ", ") + std::to_string(i) + " (pid " + std::to_string(p.pid) +
+              " exited)";
+    }
+  }
+  return lost;
+}
 
 ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& options) {
   Rendezvous r = rdzv;
   ProcessGroup group;
   group.m_rank = r.rank;
+  group.m_global_rank = r.rank;
   group.m_size = r.world_size;
   group.m_store = connect_store(r, options.timeout);
   check_arrivals(*group.m_store, r, options.timeout);
+  for (auto& [host, pid] : exchange_peers(*group.m_store, r)) group.m_peers.push_back({host, pid});
   const std::string bind = is_loopback(r.master_addr) ? "127.0.0.1" : "";
   group.m_options = options;
   group.m_bind = bind;
+  const char* wanted = std::getenv("SHARDSCOPE_DIST_BACKEND");
+  if (wanted && std::string(wanted) == "nccl") {
+    group.m_backend = make_nccl_backend(group.m_store, r.rank, r.world_size, options.timeout);
+    group.m_backend_name = "nccl";
+    return group;
+  }
   try {
     group.m_backend = make_gloo_backend(group.m_store, r.rank, r.world_size, bind, options.timeout);
   } catch (const std::exception& e) {
@@ -138,7 +200,7 @@ ProcessGroup ProcessGroup::subgroup(const std::string& name, const std::vector<i
   sub.m_size = static_cast<int>(ranks.size());
   sub.m_rank = -1;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] == m_rank) sub.m_rank = static_cast<int>(i);
+    if (ranks[i] == m_global_rank) sub.m_rank = static_cast<int>(i);
   }
   SHARD_CHECK(sub.m_rank >= 0, ErrorKind::internal,
               "rank " + std::to_string(m_rank) + " is not a member of group " + name, "");
@@ -155,8 +217,11 @@ ProcessGroup ProcessGroup::subgroup(const std::string& name, const std::vector<i
   sub.m_store = c10::make_intrusive<c10d::PrefixStore>(key, m_store);
   sub.m_options = m_options;
   sub.m_bind = m_bind;
+  sub.m_peers = m_peers;
+  sub.m_global_rank = m_global_rank;
   try {
-    sub.m_backend = make_gloo_backend(sub.m_store, sub.m_rank, sub.m_size, m_bind, m_options.timeout);
+    sub.m_backend =
+        make_gloo_backend(sub.m_store, sub.m_rank, sub.m_size, m_bind, m_options.timeout);
   } catch (const std::exception& e) {
     SHARD_FAIL(ErrorKind::peer_lost,
                "rank " + std::to_string(m_rank) + ": Gloo could not connect group " + name + " (" +
@@ -174,9 +239,16 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* 
   } catch (const std::exception& e) {
     auto kind = trainer::classify_exception(e.what());
     if (kind == ErrorKind::internal) kind = ErrorKind::peer_lost;
+    // Give a dying peer's process a moment to be reaped before naming it.
+    std::string lost = lost_peers();
+    for (int i = 0; i < 20 && lost.empty(); ++i) {
+      ::usleep(50'000);
+      lost = lost_peers();
+    }
     SHARD_FAIL(kind,
-               "rank " + std::to_string(m_rank) + ": " + what +
-                   " failed: " + std::string(e.what()).substr(0, 300),
+               "rank " + std::to_string(m_global_rank) + ": " + what + " failed" +
+                   (lost.empty() ? std::string() : "; lost rank " + lost) + ": " +
+                   std::string(e.what()).substr(0, 300),
                "another rank exited or stopped answering: read the other ranks' rank-N.log for the "
                "first error");
   }

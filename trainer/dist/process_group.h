@@ -64,6 +64,7 @@ class ProcessGroup {
   ProcessGroup() = default;
 
   int m_rank = 0;
+  int m_global_rank = 0;  // this process's rank in the world (messages)
   int m_size = 1;
   std::string m_backend_name;
   c10::intrusive_ptr<c10d::Store> m_store;
@@ -71,6 +72,13 @@ class ProcessGroup {
   CommCounters m_counters;
   GroupOptions m_options;
   std::string m_bind;
+  /// Host name and pid of every global rank, read at creation, to name a lost peer.
+  struct Peer {
+    std::string host;
+    long pid = 0;
+  };
+  std::vector<Peer> m_peers;
+  std::string lost_peers() const;
 };
 
 }  // namespace shardscope::dist

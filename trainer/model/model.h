@@ -12,22 +12,14 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "trainer/spec/model_shape.h"
+
 namespace shardscope::model {
 
-/// One parameter of a layer.
-struct ParamDef {
-  std::string name;            // full HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
-  std::vector<std::int64_t> shape;
-  bool decay = true;           // AdamW weight decay applies (false for norms and biases)
-  bool trainable = true;       // false: frozen (a LoRA base weight); never gets gradients
-};
-
-/// The smallest piece the engine runs and wraps.
-struct LayerDef {
-  std::string name;  // "embed", "layers.3", "head"
-  std::vector<ParamDef> params;
-  bool is_block = false;  // a transformer block: the "block" wrap policy gives it its own unit
-};
+/// One parameter of a layer, and a layer (the smallest piece the engine runs and wraps): the
+/// torch-free shapes of trainer/spec, so the memory estimate counts the same parameters.
+using ParamDef = spec::ParamShape;
+using LayerDef = spec::LayerShape;
 
 /// Inputs of one micro-batch, shared by every layer.
 struct Batch {
@@ -38,8 +30,8 @@ struct Batch {
 /// Per-micro-batch state a model computes once (rotary tables...) plus the loss scale.
 struct LayerContext {
   const Batch* batch = nullptr;
-  at::Tensor rope_cos;   // (T, D) in the buffer dtype
-  at::Tensor rope_sin;   // (T, D)
+  at::Tensor rope_cos;      // (T, D) in the buffer dtype
+  at::Tensor rope_sin;      // (T, D)
   double loss_scale = 1.0;  // the head returns sum(token losses) * loss_scale
 };
 
@@ -64,6 +56,6 @@ class Model {
   std::int64_t params_trainable() const;
 };
 
-std::int64_t numel(const std::vector<std::int64_t>& shape);
+using spec::numel;
 
 }  // namespace shardscope::model

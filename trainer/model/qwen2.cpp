@@ -10,10 +10,20 @@ namespace {
 // Block parameter order (forward_layer relies on it).
 enum BlockParam {
   kInputNorm,
-  kQw, kQb, kKw, kKb, kVw, kVb, kOw,
+  kQw,
+  kQb,
+  kKw,
+  kKb,
+  kVw,
+  kVb,
+  kOw,
   kPostNorm,
-  kGate, kUp, kDown,
+  kGate,
+  kUp,
+  kDown,
 };
+
+constexpr double kInitStd = 0.02;  // HF initializer_range
 
 at::Tensor rotate_half(const at::Tensor& x) {  // (B, H, T, D)
   const auto half = x.size(-1) / 2;
@@ -23,12 +33,6 @@ at::Tensor rotate_half(const at::Tensor& x) {  // (B, H, T, D)
 }
 
 }  // namespace
-
-std::int64_t numel(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
 
 std::int64_t Model::params_total() const {
   std::int64_t n = 0;
@@ -45,53 +49,13 @@ std::int64_t Model::params_trainable() const {
   return n;
 }
 
-Qwen2Config tiny_config(const spec::ModelSection& model) {
-  Qwen2Config c;
-  c.vocab_size = model.tiny_vocab_size;
-  c.hidden_size = model.tiny_hidden_size;
-  c.intermediate_size =
-      model.tiny_intermediate_size > 0 ? model.tiny_intermediate_size : 4 * model.tiny_hidden_size;
-  c.num_layers = model.tiny_layers;
-  c.num_heads = model.tiny_heads;
-  c.num_kv_heads = model.tiny_heads;
-  c.max_position = model.tiny_max_seq_len;
-  return c;
-}
-
-Qwen2Model::Qwen2Model(Qwen2Config config) : m_config(std::move(config)) {
-  const auto C = m_config.hidden_size;
-  const auto I = m_config.intermediate_size;
-  const auto D = C / m_config.num_heads;
-  const auto KD = m_config.num_kv_heads * D;
-  m_layers.push_back({"embed", {{"model.embed_tokens.weight", {m_config.vocab_size, C}, true}}, false});
-  for (std::int64_t i = 0; i < m_config.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    m_layers.push_back({"layers." + std::to_string(i),
-                        {
-                            {p + "input_layernorm.weight", {C}, false},
-                            {p + "self_attn.q_proj.weight", {C, C}, true},
-                            {p + "self_attn.q_proj.bias", {C}, false},
-                            {p + "self_attn.k_proj.weight", {KD, C}, true},
-                            {p + "self_attn.k_proj.bias", {KD}, false},
-                            {p + "self_attn.v_proj.weight", {KD, C}, true},
-                            {p + "self_attn.v_proj.bias", {KD}, false},
-                            {p + "self_attn.o_proj.weight", {C, C}, true},
-                            {p + "post_attention_layernorm.weight", {C}, false},
-                            {p + "mlp.gate_proj.weight", {I, C}, true},
-                            {p + "mlp.up_proj.weight", {I, C}, true},
-                            {p + "mlp.down_proj.weight", {C, I}, true},
-                        },
-                        true});
-  }
-  m_layers.push_back({"head",
-                      {{"model.norm.weight", {C}, false},
-                       {"lm_head.weight", {m_config.vocab_size, C}, true}},
-                      false});
-}
+Qwen2Model::Qwen2Model(Qwen2Config config)
+    : m_config(std::move(config)), m_layers(spec::qwen2_layers(m_config)) {}
 
 void Qwen2Model::init_layer(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const {
   // One generator per layer: a layer's values do not depend on how layers are grouped or sharded.
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ULL + static_cast<std::uint64_t>(layer));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ULL +
+                                                      static_cast<std::uint64_t>(layer));
   const auto& defs = m_layers[static_cast<std::size_t>(layer)].params;
   for (std::size_t i = 0; i < defs.size(); ++i) {
     const auto& name = defs[i].name;
@@ -102,7 +66,7 @@ void Qwen2Model::init_layer(int layer, std::vector<at::Tensor>& params, std::uin
     } else if (defs[i].shape.size() == 1) {
       t.zero_();  // biases
     } else {
-      t.normal_(0.0, m_config.init_std, gen);
+      t.normal_(0.0, kInitStd, gen);
     }
   }
 }
@@ -111,10 +75,11 @@ LayerContext Qwen2Model::context(const Batch& batch, at::ScalarType buffer_dtype
   const auto T = batch.input_ids.size(1);
   const auto D = m_config.hidden_size / m_config.num_heads;
   auto opts = at::TensorOptions().dtype(at::kFloat);
-  auto inv_freq = 1.0 / at::pow(m_config.rope_theta, at::arange(0, D, 2, opts) / static_cast<double>(D));  // (D/2)
-  auto pos = at::arange(T, opts);                              // (T)
-  auto freqs = at::outer(pos, inv_freq);                       // (T, D/2)
-  auto emb = at::cat({freqs, freqs}, -1);                      // (T, D)
+  auto inv_freq = 1.0 / at::pow(m_config.rope_theta,
+                                at::arange(0, D, 2, opts) / static_cast<double>(D));  // (D/2)
+  auto pos = at::arange(T, opts);                                                     // (T)
+  auto freqs = at::outer(pos, inv_freq);                                              // (T, D/2)
+  auto emb = at::cat({freqs, freqs}, -1);                                             // (T, D)
   LayerContext ctx;
   ctx.batch = &batch;
   ctx.rope_cos = emb.cos().to(buffer_dtype);
@@ -136,11 +101,11 @@ at::Tensor Qwen2Model::block(const std::vector<at::Tensor>& p, const at::Tensor&
   const auto H = m_config.num_heads;
   const auto K = m_config.num_kv_heads;
   const auto D = m_config.hidden_size / H;
-  auto h = rms_norm(x, p[kInputNorm], m_config.rms_eps);                 // (B, T, C)
+  auto h = rms_norm(x, p[kInputNorm], m_config.rms_eps);                      // (B, T, C)
   auto q = at::linear(h, p[kQw], p[kQb]).view({B, T, H, D}).transpose(1, 2);  // (B, H, T, D)
   auto k = at::linear(h, p[kKw], p[kKb]).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
   auto v = at::linear(h, p[kVw], p[kVb]).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
-  auto cos = ctx.rope_cos.to(q.scalar_type());                           // (T, D)
+  auto cos = ctx.rope_cos.to(q.scalar_type());                                // (T, D)
   auto sin = ctx.rope_sin.to(q.scalar_type());
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
@@ -150,7 +115,7 @@ at::Tensor Qwen2Model::block(const std::vector<at::Tensor>& p, const at::Tensor&
   }
   auto a = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);  // (B, H, T, D)
   a = a.transpose(1, 2).reshape({B, T, H * D});
-  auto x1 = x + at::linear(a, p[kOw]);                                     // (B, T, C)
+  auto x1 = x + at::linear(a, p[kOw]);  // (B, T, C)
   auto h2 = rms_norm(x1, p[kPostNorm], m_config.rms_eps);
   auto mlp = at::linear(at::silu(at::linear(h2, p[kGate])) * at::linear(h2, p[kUp]), p[kDown]);
   return x1 + mlp;
@@ -158,9 +123,9 @@ at::Tensor Qwen2Model::block(const std::vector<at::Tensor>& p, const at::Tensor&
 
 at::Tensor Qwen2Model::head(const std::vector<at::Tensor>& p, const at::Tensor& x,
                             const LayerContext& ctx) const {
-  auto h = rms_norm(x, p[0], m_config.rms_eps);  // (B, T, C)
+  auto h = rms_norm(x, p[0], m_config.rms_eps);                                  // (B, T, C)
   auto logits = at::linear(h.narrow(1, 0, h.size(1) - 1), p[1]).to(at::kFloat);  // (B, T-1, V)
-  auto labels = ctx.batch->labels.narrow(1, 1, h.size(1) - 1);                 // (B, T-1)
+  auto labels = ctx.batch->labels.narrow(1, 1, h.size(1) - 1);                   // (B, T-1)
   auto loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
                                      {}, at::Reduction::Sum, -100);
   return loss * ctx.loss_scale;

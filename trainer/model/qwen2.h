@@ -12,24 +12,14 @@
 
 #include "trainer/model/model.h"
 #include "trainer/spec/experiment.h"
+#include "trainer/spec/model_shape.h"
 
 namespace shardscope::model {
 
-struct Qwen2Config {
-  std::int64_t vocab_size = 256;
-  std::int64_t hidden_size = 64;         // C
-  std::int64_t intermediate_size = 256;  // I
-  std::int64_t num_layers = 2;
-  std::int64_t num_heads = 4;     // H
-  std::int64_t num_kv_heads = 4;  // K, divides H
-  std::int64_t max_position = 512;
-  double rope_theta = 10000.0;
-  double rms_eps = 1e-6;
-  double init_std = 0.02;
-};
+using Qwen2Config = spec::Qwen2Dims;
 
 /// The tiny model's configuration from [model] tiny_* fields.
-Qwen2Config tiny_config(const spec::ModelSection& model);
+inline Qwen2Config tiny_config(const spec::ModelSection& model) { return spec::tiny_dims(model); }
 
 class Qwen2Model final : public Model {
  public:

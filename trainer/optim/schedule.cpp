@@ -11,9 +11,9 @@ double lr_at(const spec::TrainSection& train, std::int64_t step) {
     return train.lr * static_cast<double>(step + 1) / static_cast<double>(train.lr_warmup_steps);
   }
   const auto decay_steps = std::max<std::int64_t>(1, train.max_steps - train.lr_warmup_steps);
-  const double progress =
-      std::clamp(static_cast<double>(step - train.lr_warmup_steps) / static_cast<double>(decay_steps),
-                 0.0, 1.0);
+  const double progress = std::clamp(
+      static_cast<double>(step - train.lr_warmup_steps) / static_cast<double>(decay_steps), 0.0,
+      1.0);
   switch (train.lr_schedule) {
     case spec::LrSchedule::constant:
       return train.lr;

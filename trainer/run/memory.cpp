@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -14,40 +15,39 @@ namespace {
 std::atomic<std::int64_t> g_live{0};
 std::atomic<std::int64_t> g_peak{0};
 
-// The wrapped allocation: the inner DataPtr (freed with it) and its size.
-struct Counted {
-  c10::DataPtr inner;
-  std::int64_t bytes;
-};
+c10::Allocator* g_inner = nullptr;
 
-void release(void* ctx) {
-  auto* counted = static_cast<Counted*>(ctx);
-  g_live.fetch_sub(counted->bytes, std::memory_order_relaxed);
-  delete counted;  // NOLINT(cppcoreguidelines-owning-memory): the DataPtr deleter owns it
+// Each block carries its size in a header in front of the data, so the data pointer is also the
+// deleter's context (LibTorch's raw_allocate() requires that) and freeing needs no lookup table.
+// 64 bytes keep the data 64-byte aligned, like the default CPU allocator.
+constexpr std::size_t kHeader = 64;
+
+void counted_delete(void* data) {
+  if (!data) return;
+  auto* base = static_cast<char*>(data) - kHeader;
+  std::int64_t bytes = 0;
+  std::memcpy(&bytes, base, sizeof bytes);
+  g_live.fetch_sub(bytes, std::memory_order_relaxed);
+  g_inner->raw_deallocate(base);
 }
 
 class CountingAllocator final : public c10::Allocator {
  public:
-  explicit CountingAllocator(c10::Allocator* inner) : m_inner(inner) {}
-
   c10::DataPtr allocate(std::size_t n) override {
-    auto inner = m_inner->allocate(n);
-    void* data = inner.get();
-    const auto device = inner.device();
-    auto* counted = new Counted{std::move(inner), static_cast<std::int64_t>(n)};  // NOLINT
-    const auto live = g_live.fetch_add(counted->bytes, std::memory_order_relaxed) + counted->bytes;
+    auto* base = static_cast<char*>(g_inner->raw_allocate(n + kHeader));
+    const auto bytes = static_cast<std::int64_t>(n);
+    std::memcpy(base, &bytes, sizeof bytes);
+    const auto live = g_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     auto peak = g_peak.load(std::memory_order_relaxed);
     while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
-    return {data, counted, &release, device};
+    void* data = base + kHeader;
+    return {data, data, &counted_delete, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &counted_delete; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
-
- private:
-  c10::Allocator* m_inner;
 };
 
 }  // namespace
@@ -56,13 +56,12 @@ void install_counting_allocator() {
   static bool installed = false;
   if (installed) return;
   installed = true;
-  static CountingAllocator allocator(c10::GetDefaultCPUAllocator());
+  g_inner = c10::GetDefaultCPUAllocator();
+  static CountingAllocator allocator;
   c10::SetCPUAllocator(&allocator, /*priority=*/1);
 }
 
-MemoryStats memory_stats() {
-  return {g_live.load(), g_peak.load(), current_rss_bytes()};
-}
+MemoryStats memory_stats() { return {g_live.load(), g_peak.load(), current_rss_bytes()}; }
 
 void reset_peak_memory() { g_peak.store(g_live.load()); }
 

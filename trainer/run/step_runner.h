@@ -16,6 +16,8 @@ class StepRunner {
   virtual ~StepRunner() = default;
   /// One micro-batch; returns this rank's scaled loss contribution.
   virtual double micro_step(const model::Batch& batch, double loss_scale, bool reduce) = 0;
+  /// Labels what follows with its optimizer step (from 1) and micro-step (trace records).
+  virtual void set_position(std::int64_t /*step*/, int /*micro*/) {}
   virtual double eval_step(const model::Batch& batch, double loss_scale) = 0;
   virtual double grad_norm() = 0;
   virtual void scale_grads(double factor) = 0;

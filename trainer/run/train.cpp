@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "trainer/ckpt/checkpoint.h"
@@ -21,6 +23,7 @@
 #include "trainer/run/memory.h"
 #include "trainer/run/step_runner.h"
 #include "trainer/shard/engine.h"
+#include "trainer/spec/estimate.h"
 #include "trainer/spec/version.h"
 
 namespace shardscope::trainer {
@@ -40,10 +43,12 @@ class EngineRunner final : public StepRunner {
       : m_engine(model, exp.shard, groups, trace) {
     m_engine.init_params(exp.train.seed);
     m_optimizer = std::make_unique<optim::ShardedAdamW>(m_engine.trainable_flats(), exp.train);
+    m_engine.trace_optimizer_state(m_optimizer->exp_avg(), m_optimizer->exp_avg_sq());
   }
   double micro_step(const model::Batch& b, double scale, bool reduce) override {
     return m_engine.forward_backward(b, scale, reduce);
   }
+  void set_position(std::int64_t step, int micro) override { m_engine.set_position(step, micro); }
   double eval_step(const model::Batch& b, double scale) override {
     return m_engine.forward_only(b, scale);
   }
@@ -142,7 +147,12 @@ struct Loop {
   RankGroups& groups;
   const dist::Rendezvous& rdzv;
   std::vector<data::TokenSample>& samples;
+  std::vector<data::TokenSample>& eval_samples;
   std::string config_hash;
+  spec::PrecisionDTypes precision;
+  double grad_scale = 1.0;  // fp16 gradient scaler: the loss is multiplied by it
+  int good_steps = 0;       // steps since the scale last changed
+  bool skipped = false;     // the last step found inf/NaN gradients and did not update
 
   std::int64_t micro_batch() const {
     const auto per_rank = exp.train.batch_size / rdzv.world_size;
@@ -153,20 +163,42 @@ struct Loop {
   double train_step(data::SampleOrder& order, std::int64_t base, double& grad_norm) {
     auto mine = rank_samples(order, base, exp.train.batch_size, rdzv.rank, rdzv.world_size);
     auto count = at::zeros({1}, at::kDouble);
-    for (auto i : mine) count += static_cast<double>(data::loss_tokens(samples[static_cast<std::size_t>(i)]));
+    for (auto i : mine)
+      count += static_cast<double>(data::loss_tokens(samples[static_cast<std::size_t>(i)]));
     groups.world.all_reduce_sum(count);
     const double tokens = std::max(1.0, count.item<double>());
     const auto mb = micro_batch();
     double local = 0;
     for (std::size_t start = 0; start < mine.size(); start += static_cast<std::size_t>(mb)) {
-      std::vector<std::int64_t> part(mine.begin() + static_cast<std::ptrdiff_t>(start),
-                                     mine.begin() + static_cast<std::ptrdiff_t>(std::min(mine.size(), start + static_cast<std::size_t>(mb))));
+      std::vector<std::int64_t> part(
+          mine.begin() + static_cast<std::ptrdiff_t>(start),
+          mine.begin() + static_cast<std::ptrdiff_t>(
+                             std::min(mine.size(), start + static_cast<std::size_t>(mb))));
       const bool last = start + static_cast<std::size_t>(mb) >= mine.size();
-      local += runner.micro_step(make_batch(samples, part), 1.0 / tokens,
+      runner.set_position(base / exp.train.batch_size + 1,
+                          static_cast<int>(start / static_cast<std::size_t>(mb)));
+      local += runner.micro_step(make_batch(samples, part), grad_scale / tokens,
                                  last || exp.shard.reduce_every_microstep);
     }
-    auto loss = at::full({1}, local, at::kDouble);
+    auto loss = at::full({1}, local / grad_scale, at::kDouble);
     groups.world.all_reduce_sum(loss);
+    skipped = false;
+    if (precision.grad_scaler) {
+      // A sharded scaler: every rank checks its own shards, the flag is all-reduced.
+      if (runner.grads_nonfinite()) {
+        skipped = true;
+        grad_scale /= 2.0;
+        good_steps = 0;
+        runner.zero_grads();
+        grad_norm = std::nan("");
+        return loss.item<double>();
+      }
+      runner.scale_grads(1.0 / grad_scale);
+      if (++good_steps == 2000) {
+        grad_scale *= 2.0;
+        good_steps = 0;
+      }
+    }
     grad_norm = runner.grad_norm();
     if (exp.train.grad_clip > 0) {
       const double coef = exp.train.grad_clip / (grad_norm + 1e-6);
@@ -174,6 +206,29 @@ struct Loop {
     }
     return loss.item<double>();
   }
+
+  // eval.batches batches of batch_size samples from the start of the eval file, the loss
+  // normalized like training's. Only "loss" is reported so far ("accuracy" needs the logits).
+  void evaluate(std::int64_t step) {
+    data::SampleOrder order(static_cast<std::int64_t>(eval_samples.size()), 0, false);
+    double sum = 0;
+    double count_all = 0;
+    for (std::int64_t b = 0; b < exp.eval.batches; ++b) {
+      auto mine = rank_samples(order, b * exp.train.batch_size, exp.train.batch_size, rdzv.rank,
+                               rdzv.world_size);
+      double count = 0;
+      for (auto i : mine)
+        count += static_cast<double>(data::loss_tokens(eval_samples[static_cast<std::size_t>(i)]));
+      sum += runner.eval_step(make_batch(eval_samples, mine), 1.0);
+      count_all += count;
+    }
+    auto totals = at::tensor({sum, count_all}, at::kDouble);
+    groups.world.all_reduce_sum(totals);
+    const double loss = totals[0].item<double>() / std::max(1.0, totals[1].item<double>());
+    if (rdzv.rank == 0) events().write(spec::EvalEvent{step, {{"loss", loss}}});
+    last_eval = loss;
+  }
+  double last_eval = std::nan("");
 
   bool stop_agreed() {
     auto flag = at::full({1}, g_stop_requested.load() ? 1.0F : 0.0F);
@@ -190,9 +245,9 @@ struct Loop {
 
   void checkpoint(std::int64_t step, std::int64_t offset) {
     if (!engine_runner) return;
-    auto rel = ckpt::save_checkpoint(options.run_dir, engine_runner->engine(),
-                                     engine_runner->optimizer(), {step, offset, 1.0}, config_hash,
-                                     groups.world, exp.train.ckpt_keep);
+    auto rel =
+        ckpt::save_checkpoint(options.run_dir, engine_runner->engine(), engine_runner->optimizer(),
+                              {step, offset, 1.0}, config_hash, groups.world, exp.train.ckpt_keep);
     if (rdzv.rank == 0) events().write(spec::CkptEvent{step, rel, "sharded"});
   }
 
@@ -201,13 +256,13 @@ struct Loop {
                             exp.data.shuffle);
     std::int64_t step = 0;
     if (!options.resume.empty() && engine_runner) {
-      std::string dir = options.resume == "auto" ? ckpt::find_latest_checkpoint(options.run_dir)
-                                                 : options.resume;
+      std::string dir =
+          options.resume == "auto" ? ckpt::find_latest_checkpoint(options.run_dir) : options.resume;
       if (!dir.empty()) {
         auto pos = ckpt::load_checkpoint(dir, engine_runner->engine(), engine_runner->optimizer());
         step = pos.step;
-        events().write(spec::LogEvent{"info", "resumed from " + dir + " at step " +
-                                                  std::to_string(step)});
+        events().write(
+            spec::LogEvent{"info", "resumed from " + dir + " at step " + std::to_string(step)});
       }
     }
     const double peak = rdzv.rank == 0 ? gemm_peak_flops() : 0.0;
@@ -221,7 +276,7 @@ struct Loop {
       double grad_norm = 0;
       const double loss = train_step(order, step * exp.train.batch_size, grad_norm);
       const double lr = optim::lr_at(exp.train, step);
-      runner.optimizer_step(lr);
+      if (!skipped) runner.optimizer_step(lr);
       runner.zero_grads();
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       ++step;
@@ -236,7 +291,9 @@ struct Loop {
         auto m = memory_stats();
         events().write(spec::MemEvent{step, m.allocated, m.allocated, m.peak, m.rss});
       }
-      if (exp.train.ckpt_every > 0 && step % exp.train.ckpt_every == 0 && step < exp.train.max_steps)
+      if (exp.eval.every > 0 && !eval_samples.empty() && step % exp.eval.every == 0) evaluate(step);
+      if (exp.train.ckpt_every > 0 && step % exp.train.ckpt_every == 0 &&
+          step < exp.train.max_steps)
         checkpoint(step, step * exp.train.batch_size);
       if (stop_agreed()) {
         stopped = true;
@@ -250,20 +307,28 @@ struct Loop {
       if (rdzv.rank == 0) ckpt::write_safetensors(options.dump_params, state);
     }
     groups.world.barrier();
+    const double objective = std::isnan(last_eval) ? last_loss : last_eval;
     events().write(spec::DoneEvent{stopped ? spec::DoneStatus::stopped : spec::DoneStatus::complete,
-                                   {last_loss}, false, step});
+                                   {objective},
+                                   false,
+                                   step});
     return kExitOk;
   }
 };
 
-std::vector<data::TokenSample> load_data(const spec::Experiment& exp) {
+std::vector<data::TokenSample> load_data(const spec::Experiment& exp, const std::string& path) {
   SHARD_CHECK(exp.data.format == "tokens", ErrorKind::config,
               "data.format = \"" + exp.data.format + "\" is not supported by this trainer yet",
               "use data.format = \"tokens\" (pre-tokenized JSONL)");
-  auto samples = data::load_token_samples(exp.data.train_path, exp.data.seq_len,
-                                          exp.model.tiny_vocab_size);
-  SHARD_CHECK_OK(samples, ErrorKind::data, "fix the line, or point data.train_path at another file");
+  auto samples = data::load_token_samples(path, exp.data.seq_len, exp.model.tiny_vocab_size);
+  SHARD_CHECK_OK(samples, ErrorKind::data,
+                 "fix the line, or point data.train_path at another file");
   return std::move(*samples);
+}
+
+std::int64_t estimate_total(const spec::Experiment& exp, const dist::Rendezvous& r) {
+  auto e = spec::estimate_memory(exp, r.world_size, r.local_world_size);
+  return e ? e->total : 0;
 }
 
 }  // namespace
@@ -273,7 +338,9 @@ int run_train(const TrainOptions& options) {
   auto exp = spec::load_experiment(options.config, options.overrides);
   SHARD_CHECK_OK(exp, ErrorKind::config, "fix the experiment file and start again");
   auto rdzv = dist::rendezvous_from_env();
-  SHARD_CHECK_OK(rdzv, ErrorKind::config, "");
+  SHARD_CHECK_OK(rdzv, ErrorKind::config,
+                 "set RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE consistently (torchrun "
+                 "and srun do), or none of them for a single process");
   set_event_rank(rdzv->rank);
   // Everything that can be checked without peers is checked before the first collective.
   auto valid = spec::validate_for_world(*exp, rdzv->world_size, rdzv->local_world_size);
@@ -287,7 +354,10 @@ int run_train(const TrainOptions& options) {
   std::signal(SIGINT, on_stop_signal);
 
   model::Qwen2Model model(model::tiny_config(exp->model));
-  auto samples = load_data(*exp);
+  auto samples = load_data(*exp, exp->data.train_path);
+  std::vector<data::TokenSample> eval_samples;
+  if (exp->eval.every > 0 && !exp->data.eval_path.empty())
+    eval_samples = load_data(*exp, exp->data.eval_path);
   auto groups = make_groups(*rdzv, exp->shard.strategy, 60);
   shard::Trace trace;
   if (!options.trace.empty()) trace.open(options.trace, rdzv->rank);
@@ -313,8 +383,19 @@ int run_train(const TrainOptions& options) {
                                    {"backend", groups.world.backend_name()}},
                                   model.params_total(),
                                   model.params_trainable(),
-                                  0});
-  Loop loop{*exp, options, model, *runner, engine_runner, groups, *rdzv, samples, hash};
+                                  estimate_total(*exp, *rdzv)});
+  Loop loop{*exp,
+            options,
+            model,
+            *runner,
+            engine_runner,
+            groups,
+            *rdzv,
+            samples,
+            eval_samples,
+            hash,
+            spec::resolve_precision(exp->shard)};
+  if (loop.precision.grad_scaler) loop.grad_scale = 65536.0;
   return loop.run();
 }
 

@@ -136,15 +136,27 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
                         const std::vector<at::Tensor>& fulls, const model::LayerContext& lctx) {
     std::vector<std::vector<at::Tensor>> params(model.layers().size());
     for (int l : unit.layers)
-      params[static_cast<std::size_t>(l)].resize(model.layers()[static_cast<std::size_t>(l)].params.size());
+      params[static_cast<std::size_t>(l)].resize(
+          model.layers()[static_cast<std::size_t>(l)].params.size());
     build_views(unit, fulls, params);
     at::Tensor h = x;
-    for (int l : unit.layers) h = model.forward_layer(l, params[static_cast<std::size_t>(l)], h, lctx);
+    for (int l : unit.layers)
+      h = model.forward_layer(l, params[static_cast<std::size_t>(l)], h, lctx);
     return h;
   }
 };
 
-std::string dtype_name(at::ScalarType t) { return c10::toString(t); }
+// The dtype names the trace uses (PyTorch's: float32, bfloat16, float16).
+std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kHalf:
+      return "float16";
+    default:
+      return "float32";
+  }
+}
 
 }  // namespace
 
@@ -175,34 +187,15 @@ ShardEngine::ShardEngine(const model::Model& model, const spec::ShardSection& sh
 
 void ShardEngine::build_units(const spec::ShardSection& shard) {
   const auto& layers = m_model.layers();
-  m_units.push_back(Unit{"root", {}, true, {}, false, false, false, 0, {}});
-  std::vector<int> group;
-  std::int64_t group_params = 0;
-  auto close_group = [&] {
-    if (group.empty()) return;
-    std::string name = layers[static_cast<std::size_t>(group.front())].name;
-    if (group.size() > 1) name += "-" + layers[static_cast<std::size_t>(group.back())].name;
-    m_units.push_back(Unit{name, group, false, {}, false, false, false, 0, {}});
-    group.clear();
-    group_params = 0;
-  };
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    const auto& layer = layers[l];
-    const bool wrap = layer.is_block && shard.wrap_policy != spec::WrapPolicy::none;
-    if (!wrap) {
-      close_group();
-      m_units[0].layers.push_back(static_cast<int>(l));
-      continue;
+  for (auto& plan : spec::plan_units(layers, shard.wrap_policy, shard.wrap_min_params)) {
+    const bool root = m_units.empty();
+    std::string name = "root";
+    if (!root) {
+      name = layers[static_cast<std::size_t>(plan.front())].name;
+      if (plan.size() > 1) name += "-" + layers[static_cast<std::size_t>(plan.back())].name;
     }
-    group.push_back(static_cast<int>(l));
-    for (const auto& p : layer.params) group_params += model::numel(p.shape);
-    if (shard.wrap_policy == spec::WrapPolicy::block || group_params >= shard.wrap_min_params)
-      close_group();
+    m_units.push_back(Unit{name, std::move(plan), root, {}, false, false, false, 0, {}});
   }
-  // A size-policy tail below the minimum stays in the root, as FSDP's size policy leaves it.
-  for (int l : group) m_units[0].layers.push_back(l);
-  std::sort(m_units[0].layers.begin(), m_units[0].layers.end());
-
   m_unit_of_layer.assign(layers.size(), 0);
   const int shard_size = m_groups.shard->size();
   const int shard_rank = m_groups.shard->rank();
@@ -242,15 +235,17 @@ void ShardEngine::init_params(std::uint64_t seed) {
       auto mask = at::zeros({flat.padded}, at::kFloat);  // (P)
       for (const auto& slot : flat.slots) {
         full.narrow(0, slot.offset, slot.numel)
-            .copy_(values[static_cast<std::size_t>(slot.layer)][static_cast<std::size_t>(slot.index)]
-                       .reshape({-1}));
+            .copy_(
+                values[static_cast<std::size_t>(slot.layer)][static_cast<std::size_t>(slot.index)]
+                    .reshape({-1}));
         if (slot.decay) mask.narrow(0, slot.offset, slot.numel).fill_(1.0);
       }
       flat.master = full.narrow(0, flat.shard_offset, flat.shard_numel).clone();  // (N)
       flat.master.requires_grad_(flat.trainable);
       flat.decay_mask = mask.narrow(0, flat.shard_offset, flat.shard_numel).clone();  // (N)
       if (m_trace) {
-        const std::string where = "cpu";  // offload_params keeps masters on the CPU; so does a CPU run
+        const std::string where =
+            "cpu";  // offload_params keeps masters on the CPU; so does a CPU run
         m_trace->placement(flat.name, "master", m_shard.offload_params ? "cpu" : where, "float32",
                            static_cast<std::int64_t>(flat.master.nbytes()));
         m_trace->placement(flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
@@ -270,7 +265,7 @@ std::vector<FlatParam*> ShardEngine::trainable_flats() {
   return out;
 }
 
-void ShardEngine::issue_gather(Unit& unit, const char* phase) {
+void ShardEngine::issue_gather(Unit& unit, const char* phase, bool prefetch) {
   bool live = true;
   for (const auto& flat : unit.flats) live = live && flat.storage_live;
   if (unit.gathering || (unit.active && live) || (!unit.active && unit.flats.empty())) return;
@@ -297,7 +292,20 @@ void ShardEngine::issue_gather(Unit& unit, const char* phase) {
   m_inflight.push_back(&unit);
   if (m_trace)
     m_trace->collective("all_gather", "issue", unit.name, phase, bytes,
-                        static_cast<int>(m_inflight.size()));
+                        static_cast<int>(m_inflight.size()), prefetch);
+}
+
+void ShardEngine::trace_optimizer_state(const std::vector<at::Tensor>& exp_avg,
+                                        const std::vector<at::Tensor>& exp_avg_sq) {
+  if (!m_trace) return;
+  auto flats = trainable_flats();
+  for (std::size_t i = 0; i < flats.size() && i < exp_avg.size(); ++i) {
+    // offload_optimizer keeps the moments on the CPU; on a CPU run they are there anyway.
+    for (const auto& [what, t] :
+         {std::pair{"exp_avg", exp_avg[i]}, std::pair{"exp_avg_sq", exp_avg_sq[i]}})
+      m_trace->placement(flats[i]->name, what, t.device().is_cpu() ? "cpu" : "cuda", "float32",
+                         static_cast<std::int64_t>(t.nbytes()));
+  }
 }
 
 void ShardEngine::wait_gather(Unit& unit, const char* phase) {
@@ -378,7 +386,8 @@ at::Tensor ShardEngine::run_unit_layers(Unit& unit, std::size_t& layer_pos, at::
                                to_int(&ctx), to_int(&m_prec));
   }
   const auto n = m_model.layers().size();
-  while (layer_pos < n && m_unit_of_layer[layer_pos] == m_unit_of_layer[static_cast<std::size_t>(unit.layers.front())]) {
+  while (layer_pos < n && m_unit_of_layer[layer_pos] ==
+                              m_unit_of_layer[static_cast<std::size_t>(unit.layers.front())]) {
     x = m_model.forward_layer(static_cast<int>(layer_pos), m_layer_params[layer_pos], x, ctx);
     ++layer_pos;
   }
@@ -402,7 +411,7 @@ at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale
       ensure_gathered(unit, "forward");
       activate(unit);
       if (m_shard.forward_prefetch) {
-        if (Unit* next = next_forward(unit)) issue_gather(*next, "forward");
+        if (Unit* next = next_forward(unit)) issue_gather(*next, "forward", true);
       }
     }
     if (prev && prev != &unit && x.defined() && x.requires_grad()) {
@@ -449,7 +458,7 @@ double ShardEngine::forward_only(const model::Batch& batch, double loss_scale) {
 void ShardEngine::on_pre_backward(Unit& unit) {
   ensure_gathered(unit, "backward");
   if (m_shard.backward_prefetch == spec::BackwardPrefetch::pre) {
-    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward");
+    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward", true);
   }
 }
 
@@ -492,9 +501,8 @@ void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& gr
     flat.storage_live = false;
     if (m_trace) m_trace->collective("free", "done", unit.name, "backward", 0, 0);
   }
-  if (--unit.trainable_pending == 0 &&
-      m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
-    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward");
+  if (--unit.trainable_pending == 0 && m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
+    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward", true);
   }
 }
 
@@ -505,10 +513,13 @@ void ShardEngine::finish_one_reduction() {
   if (!p.second_stage && m_groups.replicate->size() > 1) {
     m_groups.replicate->all_reduce_sum(p.out);  // HYBRID_SHARD: sum the shard across nodes
   }
-  if (m_trace) m_trace->collective(p.second_stage ? "all_reduce" : "reduce_scatter", "wait",
-                                   p.unit->name, "backward", 0, 0);
+  if (m_trace)
+    m_trace->collective(p.second_stage ? "all_reduce" : "reduce_scatter", "wait", p.unit->name,
+                        "backward", 0, 0);
   auto& flat = *p.flat;
-  auto shard = p.out.numel() == flat.shard_numel ? p.out : p.out.narrow(0, flat.shard_offset, flat.shard_numel);
+  auto shard = p.out.numel() == flat.shard_numel
+                   ? p.out
+                   : p.out.narrow(0, flat.shard_offset, flat.shard_numel);
   if (flat.grad.defined()) {
     flat.grad.add_(shard.to(at::kFloat));
   } else {
@@ -526,7 +537,7 @@ void ShardEngine::on_unit_backward_done(Unit& unit) {
   free_unit(unit, "backward");
   if (unit.trainable_pending > 0 && m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
     // No gradient arrived for this unit (frozen, or unused): prefetching cannot wait for one.
-    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward");
+    if (Unit* next = next_backward(unit)) issue_gather(*next, "backward", true);
   }
 }
 
@@ -585,7 +596,8 @@ std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_state() {
       auto send = flat.master.detach();
       m_groups.shard->all_gather(full, send);
       for (const auto& slot : flat.slots)
-        out.emplace_back(slot.name, full.narrow(0, slot.offset, slot.numel).view(slot.shape).clone());
+        out.emplace_back(slot.name,
+                         full.narrow(0, slot.offset, slot.numel).view(slot.shape).clone());
     }
   }
   return out;

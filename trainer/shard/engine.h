@@ -42,10 +42,10 @@ struct Unit {
   bool root = false;
   std::vector<FlatParam> flats;
   // Per micro-step state.
-  bool active = false;          // views built for this micro-step
-  bool gathering = false;       // an all-gather was issued and not yet waited
+  bool active = false;     // views built for this micro-step
+  bool gathering = false;  // an all-gather was issued and not yet waited
   bool backward_done = false;
-  int trainable_pending = 0;    // trainable flats whose gradient has not arrived yet
+  int trainable_pending = 0;  // trainable flats whose gradient has not arrived yet
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
 };
 
@@ -63,6 +63,13 @@ class ShardEngine {
   /// the global loss-token count); `reduce` is false on micro-steps that only accumulate.
   /// Returns this rank's scaled loss contribution.
   double forward_backward(const model::Batch& batch, double loss_scale, bool reduce);
+  /// Labels trace records with the optimizer step and micro-step they belong to.
+  void set_position(std::int64_t step, int micro) {
+    if (m_trace) m_trace->set_position(step, micro);
+  }
+  /// Records where the optimizer state of each trainable flat lives (the trace's placement).
+  void trace_optimizer_state(const std::vector<at::Tensor>& exp_avg,
+                             const std::vector<at::Tensor>& exp_avg_sq);
   /// Forward only (evaluation): returns this rank's scaled loss contribution.
   double forward_only(const model::Batch& batch, double loss_scale);
 
@@ -90,7 +97,7 @@ class ShardEngine {
 
  private:
   void build_units(const spec::ShardSection& shard);
-  void issue_gather(Unit& unit, const char* phase);
+  void issue_gather(Unit& unit, const char* phase, bool prefetch = false);
   void wait_gather(Unit& unit, const char* phase);
   void ensure_gathered(Unit& unit, const char* phase);
   void free_unit(Unit& unit, const char* phase);
@@ -111,8 +118,8 @@ class ShardEngine {
   Trace* m_trace = nullptr;
   std::vector<Unit> m_units;
   std::vector<int> m_unit_of_layer;
-  std::vector<int> m_order;                  // unit activation order of this micro-step
-  std::deque<Unit*> m_inflight;              // units with an issued, un-waited all-gather
+  std::vector<int> m_order;      // unit activation order of this micro-step
+  std::deque<Unit*> m_inflight;  // units with an issued, un-waited all-gather
   bool m_reduce = true;
   bool m_grad_enabled = true;
   std::vector<std::vector<at::Tensor>> m_layer_params;  // views per layer, this micro-step
@@ -121,7 +128,7 @@ class ShardEngine {
   struct PendingReduce {
     FlatParam* flat;
     Unit* unit;
-    at::Tensor out;    // (N) reduce dtype, or (P) for NO_SHARD
+    at::Tensor out;  // (N) reduce dtype, or (P) for NO_SHARD
     c10::intrusive_ptr<c10d::Work> work;
     bool second_stage = false;  // HYBRID: the replica all-reduce was issued
   };

@@ -16,9 +16,9 @@ namespace shardscope::shard {
 
 /// Where one model parameter sits inside its flat parameter.
 struct FlatSlot {
-  int layer = 0;        // model layer index
-  int index = 0;        // parameter index within the layer
-  std::string name;     // HF name
+  int layer = 0;     // model layer index
+  int index = 0;     // parameter index within the layer
+  std::string name;  // HF name
   std::vector<std::int64_t> shape;
   std::int64_t numel = 0;
   std::int64_t offset = 0;  // element offset in the unpadded flat buffer
@@ -40,8 +40,8 @@ struct FlatParam {
   at::Tensor accum;       // (P) reduce dtype: gradients of micro-steps not yet reduced
 
   // Gathered state of the current micro-step.
-  at::Tensor full;       // (P) param dtype, the autograd output the views come from
-  at::Tensor full_data;  // same storage, own version counter: gathers write through it
+  at::Tensor full;            // (P) param dtype, the autograd output the views come from
+  at::Tensor full_data;       // same storage, own version counter: gathers write through it
   bool storage_live = false;  // full's storage currently holds the gathered values
 
   /// Sizes for split_with_sizes: every slot, then the padding (if any).

@@ -21,7 +21,7 @@ void Trace::open(const std::string& path, int rank) {
 }
 
 void Trace::collective(std::string_view op, std::string_view stage, const std::string& unit,
-                       std::string_view phase, std::int64_t bytes, int inflight) {
+                       std::string_view phase, std::int64_t bytes, int inflight, bool prefetch) {
   if (!m_file) return;
   nlohmann::json j{{"t", spec::unix_time_now()},
                    {"step", m_step},
@@ -31,7 +31,8 @@ void Trace::collective(std::string_view op, std::string_view stage, const std::s
                    {"unit", unit},
                    {"phase", phase},
                    {"bytes", bytes},
-                   {"inflight", inflight}};
+                   {"inflight", inflight},
+                   {"prefetch", prefetch}};
   line(j.dump());
 }
 

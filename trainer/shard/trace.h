@@ -3,7 +3,9 @@
 // to check prefetch order, the in-flight limit and placement; users read it to see overlap.
 //
 //   {"t":1.25,"step":3,"micro":0,"op":"all_gather","stage":"issue","unit":"layers.1",
-//    "phase":"forward","bytes":4096,"inflight":2}
+//    "phase":"forward","bytes":4096,"inflight":2,"prefetch":true}
+// `prefetch` marks an all-gather issued ahead of need (forward prefetch, backward pre/post),
+// as opposed to one issued by the unit that is about to run.
 //   {"op":"placement","flat":"layers.1/trainable","what":"master","device":"cpu","dtype":"float32",
 //    "bytes":1024}
 #pragma once
@@ -32,7 +34,7 @@ class Trace {
 
   /// op: all_gather, reduce_scatter, all_reduce, free; stage: issue, wait, done.
   void collective(std::string_view op, std::string_view stage, const std::string& unit,
-                  std::string_view phase, std::int64_t bytes, int inflight);
+                  std::string_view phase, std::int64_t bytes, int inflight, bool prefetch = false);
   void placement(const std::string& flat, std::string_view what, std::string_view device,
                  std::string_view dtype, std::int64_t bytes);
 

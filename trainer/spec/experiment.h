@@ -28,7 +28,14 @@ enum class WrapPolicy { block, size, none };
 enum class BackwardPrefetch { pre, post, none };
 /// The five named mixed-precision modes; `custom` takes param/reduce/buffer dtypes from the
 /// explicit fields.
-enum class PrecisionMode { fp32, bf16, fp16_autocast, bf16_autocast, bf16_buffers_autocast, custom };
+enum class PrecisionMode {
+  fp32,
+  bf16,
+  fp16_autocast,
+  bf16_autocast,
+  bf16_buffers_autocast,
+  custom
+};
 enum class DType { fp32, bf16, fp16 };
 /// Learning-rate schedule after the linear warmup.
 enum class LrSchedule { constant, linear, cosine };
@@ -38,6 +45,8 @@ enum class LaunchKind { local, ssh, slurm };
 struct ExperimentSection {
   std::string name = "experiment";  // shown in run tables; runs are named NAME-<id>
   std::string description;
+
+  bool operator==(const ExperimentSection&) const = default;
 };
 
 /// [model]
@@ -47,12 +56,14 @@ struct ModelSection {
   /// Hugging Face checkpoint folder (config.json + *.safetensors); empty for "tiny", whose
   /// dimensions come from the tiny_* fields and whose weights come from train.seed.
   std::string path;
-  std::int64_t tiny_vocab_size = 256;     // tokens
-  std::int64_t tiny_hidden_size = 64;     // model width
-  std::int64_t tiny_layers = 2;           // transformer blocks
-  std::int64_t tiny_heads = 4;            // attention heads; divides tiny_hidden_size
+  std::int64_t tiny_vocab_size = 256;       // tokens
+  std::int64_t tiny_hidden_size = 64;       // model width
+  std::int64_t tiny_layers = 2;             // transformer blocks
+  std::int64_t tiny_heads = 4;              // attention heads; divides tiny_hidden_size
   std::int64_t tiny_intermediate_size = 0;  // MLP width; 0 means 4 * tiny_hidden_size
-  std::int64_t tiny_max_seq_len = 512;    // positions
+  std::int64_t tiny_max_seq_len = 512;      // positions
+
+  bool operator==(const ModelSection&) const = default;
 };
 
 /// [data]
@@ -64,6 +75,8 @@ struct DataSection {
   std::string format = "tokens";
   std::int64_t seq_len = 128;  // tokens per sample after packing/padding/truncation
   bool shuffle = true;         // shuffle sample order each epoch with train.seed
+
+  bool operator==(const DataSection&) const = default;
 };
 
 /// [train]. The global batch is fixed: rank r of W takes samples r, r+W, ...; the loss is the
@@ -77,19 +90,21 @@ struct TrainSection {
   double lr_min = 0.0;                // floor of linear/cosine decay
   std::int64_t lr_warmup_steps = 0;   // linear warmup from 0 to lr
   LrSchedule lr_schedule = LrSchedule::cosine;
-  double weight_decay = 0.0;          // AdamW decoupled decay; never on norms and biases
+  double weight_decay = 0.0;  // AdamW decoupled decay; never on norms and biases
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_eps = 1e-8;
-  double grad_clip = 1.0;             // max global grad norm; 0 disables clipping
-  std::uint64_t seed = 1234;          // weights (tiny), data order, dropout
-  bool deterministic = false;         // bitwise-reproducible kernels (slower)
-  std::int64_t log_every = 1;         // steps between `step` events
-  std::int64_t mem_every = 10;        // steps between `mem` events
-  std::int64_t ckpt_every = 0;        // steps between sharded checkpoints; 0 = only at the end
-  std::int64_t ckpt_keep = 2;         // newest checkpoints kept; 0 keeps all
-  bool ckpt_at_end = true;            // write a sharded checkpoint when the run completes
-  int threads = 0;                    // intra-op threads per rank; 0 = OMP_NUM_THREADS or 1
+  double grad_clip = 1.0;       // max global grad norm; 0 disables clipping
+  std::uint64_t seed = 1234;    // weights (tiny), data order, dropout
+  bool deterministic = false;   // bitwise-reproducible kernels (slower)
+  std::int64_t log_every = 1;   // steps between `step` events
+  std::int64_t mem_every = 10;  // steps between `mem` events
+  std::int64_t ckpt_every = 0;  // steps between sharded checkpoints; 0 = only at the end
+  std::int64_t ckpt_keep = 2;   // newest checkpoints kept; 0 keeps all
+  bool ckpt_at_end = true;      // write a sharded checkpoint when the run completes
+  int threads = 0;              // intra-op threads per rank; 0 = OMP_NUM_THREADS or 1
+
+  bool operator==(const TrainSection&) const = default;
 };
 
 /// [shard]
@@ -98,25 +113,29 @@ struct ShardSection {
   WrapPolicy wrap_policy = WrapPolicy::block;
   std::int64_t wrap_min_params = 100'000'000;  // size policy: minimum parameters per unit
   BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
-  bool forward_prefetch = false;     // issue unit i+1's all-gather before unit i's forward
-  int max_inflight_gathers = 2;      // all-gathers issued and not yet consumed (>= 1)
+  bool forward_prefetch = false;  // issue unit i+1's all-gather before unit i's forward
+  int max_inflight_gathers = 2;   // all-gathers issued and not yet consumed (>= 1)
   PrecisionMode precision = PrecisionMode::fp32;
-  DType param_dtype = DType::fp32;   // compute dtype of gathered params (custom mode)
-  DType reduce_dtype = DType::fp32;  // gradient reduce-scatter dtype (custom mode)
-  DType buffer_dtype = DType::fp32;  // buffers (rotary tables, norms' eps-free state) (custom)
-  bool offload_params = false;       // keep parameter shards (fp32 masters) on the CPU
-  bool offload_optimizer = false;    // keep AdamW state on the CPU
+  DType param_dtype = DType::fp32;        // compute dtype of gathered params (custom mode)
+  DType reduce_dtype = DType::fp32;       // gradient reduce-scatter dtype (custom mode)
+  DType buffer_dtype = DType::fp32;       // buffers (rotary tables, norms' eps-free state) (custom)
+  bool offload_params = false;            // keep parameter shards (fp32 masters) on the CPU
+  bool offload_optimizer = false;         // keep AdamW state on the CPU
   bool activation_checkpointing = false;  // recompute each unit's activations in backward
   bool reduce_every_microstep = false;    // reduce-scatter on every micro-step (else only last)
+
+  bool operator==(const ShardSection&) const = default;
 };
 
 /// [lora]
 struct LoraSection {
   bool enabled = false;
-  std::int64_t r = 8;             // rank of the update
-  double alpha = 16.0;            // scale = alpha / r
-  double dropout = 0.0;           // on the LoRA input path
+  std::int64_t r = 8;    // rank of the update
+  double alpha = 16.0;   // scale = alpha / r
+  double dropout = 0.0;  // on the LoRA input path
   std::vector<std::string> target_modules = {"q_proj", "k_proj", "v_proj", "o_proj"};
+
+  bool operator==(const LoraSection&) const = default;
 };
 
 /// [eval]
@@ -124,6 +143,8 @@ struct EvalSection {
   std::int64_t every = 0;    // steps between evaluations; 0 disables
   std::int64_t batches = 4;  // eval batches per evaluation (each batch_size samples)
   std::vector<std::string> metrics = {"loss"};  // "loss", "accuracy" (token accuracy)
+
+  bool operator==(const EvalSection&) const = default;
 };
 
 /// [launch] (backend): where and how the ranks start. torchrun's names.
@@ -135,22 +156,26 @@ struct LaunchSection {
   std::vector<int> gpus;           // local: CUDA_VISIBLE_DEVICES pool; empty = none/all
   std::vector<std::string> hosts;  // ssh: host aliases from ~/.ssh/config, first = MASTER_ADDR
   std::string remote_dir;          // ssh/slurm: runs root on the remote side ("~/shardscope-runs")
-  std::string trainer = "shardtrain";  // trainer executable on the target machine
+  std::string trainer = "shardtrain";      // trainer executable on the target machine
   std::map<std::string, std::string> env;  // extra environment for every rank
-  int grace_s = 5;                 // seconds from SIGTERM to SIGKILL when stopping
+  int grace_s = 5;                         // seconds from SIGTERM to SIGKILL when stopping
   // Slurm
   std::string slurm_partition;
   std::string slurm_account;
-  std::string slurm_time;           // "HH:MM:SS" or "D-HH:MM:SS"; empty = partition default
+  std::string slurm_time;  // "HH:MM:SS" or "D-HH:MM:SS"; empty = partition default
   int slurm_gpus_per_node = 0;
   std::vector<std::string> slurm_extra;  // extra "#SBATCH" directives, without the prefix
-  std::string slurm_host;           // submit over SSH to this host; empty = locally
+  std::string slurm_host;                // submit over SSH to this host; empty = locally
+
+  bool operator==(const LaunchSection&) const = default;
 };
 
 /// [search] (backend, #6): kept as its raw TOML text until the search layer parses it.
 struct SearchSection {
   bool present = false;
   std::string toml;  // the [search] table re-serialized
+
+  bool operator==(const SearchSection&) const = default;
 };
 
 /// A whole experiment, after defaults, overrides and validation.
@@ -165,6 +190,10 @@ struct Experiment {
   EvalSection eval;
   LaunchSection launch;
   SearchSection search;
+
+  /// Equal settings: every section; `source` (where it was read from) is not compared, so
+  /// load(write(x)) == x holds.
+  bool operator==(const Experiment& other) const;
 };
 
 /// The dtypes a precision mode resolves to.
@@ -174,9 +203,19 @@ struct PrecisionDTypes {
   DType buffer = DType::fp32;  // buffers
   bool autocast = false;       // run forward under autocast to `autocast_dtype`
   DType autocast_dtype = DType::fp32;
-  bool grad_scaler = false;    // fp16 needs a (sharded) gradient scaler
+  bool grad_scaler = false;  // fp16 needs a (sharded) gradient scaler
+
+  bool operator==(const PrecisionDTypes&) const = default;
 };
 PrecisionDTypes resolve_precision(const ShardSection& shard);
+
+/// How load_experiment treats the files an experiment names.
+struct LoadOptions {
+  /// Check that data.train_path, data.eval_path and model.path exist on this machine. The
+  /// backend passes false when the ranks run elsewhere (ssh, slurm over ssh): those paths are
+  /// checked by the trainer on the target machine.
+  bool check_paths = true;
+};
 
 /// Reads and validates an experiment file. `overrides` are "dotted.key=value" strings (the CLI's
 /// --set, a search trial's sampled values) applied before validation; a value is parsed as TOML
@@ -186,9 +225,31 @@ Result<Experiment> load_experiment(const std::string& path,
 /// Same, from TOML text; `source_name` is used in messages.
 Result<Experiment> parse_experiment(std::string_view toml_text, const std::string& source_name,
                                     const std::vector<std::string>& overrides = {});
+/// Same as above with explicit options.
+Result<Experiment> load_experiment(const std::string& path,
+                                   const std::vector<std::string>& overrides,
+                                   const LoadOptions& options);
+/// Same as above with explicit options.
+Result<Experiment> parse_experiment(std::string_view toml_text, const std::string& source_name,
+                                    const std::vector<std::string>& overrides,
+                                    const LoadOptions& options);
 /// Validation for a world size: everything load_experiment checks plus what depends on the
 /// number of ranks (batch divisibility, HYBRID_SHARD node shape).
+/// It does not touch the file system (load_experiment checked the paths). Checked here:
+/// world_size >= 1, 1 <= local_world_size <= world_size; train.batch_size divisible by
+/// micro_batch_size x world_size (every rank is a data-parallel rank); HYBRID_SHARD needs
+/// world_size a multiple of local_world_size, more than one rank per node and more than one node.
 Result<void> validate_for_world(const Experiment& exp, int world_size, int local_world_size);
+/// validate_for_world with the shape [launch] asks for: world size launch.nnodes x
+/// launch.nproc_per_node, local world size launch.nproc_per_node (what the backend starts).
+Result<void> validate_for_launch(const Experiment& exp);
+/// launch.nnodes x launch.nproc_per_node.
+int launch_world_size(const LaunchSection& launch);
+/// Samples per rank per forward at this world size: train.micro_batch_size, or when it is 0
+/// batch_size / world_size. Meaningful after validate_for_world succeeded.
+std::int64_t micro_batch_size_for(const TrainSection& train, int world_size);
+/// Micro-steps per optimizer step: batch_size / (micro_batch_size_for(...) x world_size).
+std::int64_t grad_accumulation_steps(const TrainSection& train, int world_size);
 /// The resolved experiment as TOML (every field, defaults included): the run directory's
 /// trial.toml. load(write(x)) == x.
 std::string write_experiment_toml(const Experiment& exp);

@@ -1,0 +1,259 @@
+// Range and cross-field rules of an experiment. Every rule names the field, what is wrong and
+// the fix; a demanding FSDP user never gets a silent fallback (a field that the chosen mode
+// would ignore is an error too, unless it keeps its default).
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "trainer/spec/experiment_schema.h"
+
+namespace shardscope::spec::detail {
+namespace {
+
+std::string num(double v) { return format_double(v); }
+std::string num(std::int64_t v) { return std::to_string(v); }
+// Built by appending: GCC 12's -Wrestrict misfires on "\"" + std::string(s) at -O3.
+std::string quoted(std::string_view s) {
+  std::string out(1, '"');
+  out.append(s);
+  out.push_back('"');
+  return out;
+}
+
+// Adds "WHERE: FIELD: MESSAGE" when a rule fails.
+struct Check {
+  const Locator& loc;
+  Diagnostics& diag;
+  void operator()(bool ok, std::string_view field, const std::string& message) const {
+    if (!ok) diag.field(loc, field, message);
+  }
+  // Integer lower bound: "must be >= 1 (got 0); use e.g. 8".
+  void at_least(std::int64_t v, std::int64_t min, std::string_view field,
+                std::string_view example) const {
+    (*this)(v >= min, field,
+            "must be >= " + num(min) + " (got " + num(v) + "); use e.g. " + std::string(example));
+  }
+  void finite(double v, std::string_view field) const {
+    (*this)(std::isfinite(v), field, "must be a finite number (got " + num(v) + ")");
+  }
+};
+
+void check_experiment(const ExperimentSection& e, const Check& check) {
+  check(!e.name.empty(), "experiment.name", "must not be empty; use e.g. name = \"qwen2vl-sft\"");
+  const bool clean = std::none_of(e.name.begin(), e.name.end(), [](char c) {
+    return c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  check(clean, "experiment.name",
+        "must not contain '/' or control characters (it names run directories); use letters, "
+        "digits, '-', '_' and '.'");
+  check(e.name.size() <= 100, "experiment.name",
+        "is " + std::to_string(e.name.size()) + " characters long; keep it to 100");
+}
+
+void check_tiny(const ModelSection& m, const Check& check) {
+  check.at_least(m.tiny_vocab_size, 2, "model.tiny_vocab_size", "256");
+  check.at_least(m.tiny_hidden_size, 1, "model.tiny_hidden_size", "64");
+  check.at_least(m.tiny_layers, 1, "model.tiny_layers", "2");
+  check.at_least(m.tiny_heads, 1, "model.tiny_heads", "4");
+  check.at_least(m.tiny_intermediate_size, 0, "model.tiny_intermediate_size",
+                 "256 (0 = 4 x width)");
+  check.at_least(m.tiny_max_seq_len, 1, "model.tiny_max_seq_len", "512");
+  if (m.tiny_heads < 1 || m.tiny_hidden_size < 1) return;
+  check(m.tiny_hidden_size % m.tiny_heads == 0, "model.tiny_heads",
+        "must divide model.tiny_hidden_size (" + num(m.tiny_hidden_size) +
+            " is not a multiple of " + num(m.tiny_heads) +
+            "); use e.g. tiny_heads = 4 with tiny_hidden_size = 64");
+  // Rotary embeddings rotate pairs of channels, so each head needs an even width.
+  check(m.tiny_hidden_size % m.tiny_heads != 0 || (m.tiny_hidden_size / m.tiny_heads) % 2 == 0,
+        "model.tiny_heads",
+        "with model.tiny_hidden_size gives an odd head width (" +
+            num(m.tiny_hidden_size / m.tiny_heads) +
+            "); rotary embeddings need an even one: change tiny_heads or tiny_hidden_size");
+}
+
+void check_model(const ModelSection& m, const Check& check) {
+  static const std::vector<std::string> kArchs = {"tiny", "qwen2", "qwen2_vl"};
+  if (std::find(kArchs.begin(), kArchs.end(), m.arch) == kArchs.end()) {
+    const std::string near = closest(m.arch, kArchs);
+    check(false, "model.arch",
+          "unknown value " + quoted(m.arch) + "; use one of tiny, qwen2, qwen2_vl" +
+              (near.empty() ? "" : " (did you mean " + quoted(near) + "?)"));
+    return;
+  }
+  if (m.arch == "tiny") {
+    check(m.path.empty(), "model.path",
+          "is not used by model.arch = \"tiny\" (its weights come from train.seed); remove it, or "
+          "set "
+          "arch = \"qwen2\" or \"qwen2_vl\" to load a checkpoint");
+    check_tiny(m, check);
+    return;
+  }
+  check(!m.path.empty(), "model.path",
+        "is required for model.arch = " + quoted(m.arch) +
+            "; set it to the Hugging Face checkpoint folder (config.json + *.safetensors)");
+  const ModelSection d;
+  const std::pair<std::string_view, bool> tiny[] = {
+      {"tiny_vocab_size", m.tiny_vocab_size == d.tiny_vocab_size},
+      {"tiny_hidden_size", m.tiny_hidden_size == d.tiny_hidden_size},
+      {"tiny_layers", m.tiny_layers == d.tiny_layers},
+      {"tiny_heads", m.tiny_heads == d.tiny_heads},
+      {"tiny_intermediate_size", m.tiny_intermediate_size == d.tiny_intermediate_size},
+      {"tiny_max_seq_len", m.tiny_max_seq_len == d.tiny_max_seq_len}};
+  for (const auto& [key, is_default] : tiny) {
+    check(is_default, "model." + std::string(key),
+          "is only used by model.arch = \"tiny\" (" + m.arch +
+              " takes its shape from config.json); remove it");
+  }
+}
+
+void check_data(const DataSection& d, const ModelSection& m, const Check& check) {
+  check(!d.train_path.empty(), "data.train_path",
+        "is required; set it to a JSONL file of training samples, e.g. train_path = "
+        "\"data/train.jsonl\"");
+  static const std::vector<std::string> kFormats = {"tokens", "text", "chat"};
+  if (std::find(kFormats.begin(), kFormats.end(), d.format) == kFormats.end()) {
+    const std::string near = closest(d.format, kFormats);
+    check(false, "data.format",
+          "unknown value " + quoted(d.format) + "; use one of tokens, text, chat" +
+              (near.empty() ? "" : " (did you mean " + quoted(near) + "?)"));
+  }
+  check.at_least(d.seq_len, 1, "data.seq_len", "128");
+  if (m.arch == "tiny" && m.tiny_max_seq_len >= 1) {
+    check(d.seq_len <= m.tiny_max_seq_len, "data.seq_len",
+          "is " + num(d.seq_len) + " but the tiny model has " + num(m.tiny_max_seq_len) +
+              " positions (model.tiny_max_seq_len); lower seq_len or raise tiny_max_seq_len");
+  }
+}
+
+void check_train_counts(const TrainSection& t, const Check& check) {
+  check.at_least(t.max_steps, 1, "train.max_steps", "100");
+  check.at_least(t.batch_size, 1, "train.batch_size", "8");
+  check.at_least(t.micro_batch_size, 0, "train.micro_batch_size", "0 (batch_size / ranks)");
+  check(t.micro_batch_size <= t.batch_size, "train.micro_batch_size",
+        "is " + num(t.micro_batch_size) + ", more than train.batch_size (" + num(t.batch_size) +
+            "); it counts samples per rank per forward: use a divisor of batch_size / ranks");
+  check.at_least(t.lr_warmup_steps, 0, "train.lr_warmup_steps", "100");
+  check(t.lr_warmup_steps <= t.max_steps, "train.lr_warmup_steps",
+        "is " + num(t.lr_warmup_steps) + ", more than train.max_steps (" + num(t.max_steps) +
+            "); the peak lr would never be reached: lower it");
+  check(t.seed <= static_cast<std::uint64_t>(INT64_MAX), "train.seed",
+        "must fit a TOML integer (<= 9223372036854775807)");
+  check.at_least(t.log_every, 1, "train.log_every", "1");
+  check.at_least(t.mem_every, 1, "train.mem_every", "10");
+  check.at_least(t.ckpt_every, 0, "train.ckpt_every", "500 (0 = only at the end)");
+  check.at_least(t.ckpt_keep, 0, "train.ckpt_keep", "2 (0 keeps all)");
+  check.at_least(t.threads, 0, "train.threads", "0 (follow OMP_NUM_THREADS)");
+}
+
+void check_train_optim(const TrainSection& t, const Check& check) {
+  check.finite(t.lr, "train.lr");
+  check(!(t.lr <= 0), "train.lr", "must be > 0 (got " + num(t.lr) + "); use e.g. 3e-4");
+  check.finite(t.lr_min, "train.lr_min");
+  check(t.lr_min >= 0, "train.lr_min", "must be >= 0 (got " + num(t.lr_min) + "); use e.g. 0");
+  check(t.lr_min <= t.lr || !(t.lr > 0), "train.lr_min",
+        "is " + num(t.lr_min) + ", above train.lr (" + num(t.lr) +
+            "); the decay floor must be <= the peak: use e.g. lr_min = lr / 10");
+  check(t.lr_schedule != LrSchedule::constant || t.lr_min == 0, "train.lr_min",
+        "is not used by train.lr_schedule = \"constant\"; remove it, or use \"linear\" or "
+        "\"cosine\"");
+  check.finite(t.weight_decay, "train.weight_decay");
+  check(t.weight_decay >= 0, "train.weight_decay",
+        "must be >= 0 (got " + num(t.weight_decay) + "); use e.g. 0.01");
+  for (const auto& [field, beta] :
+       {std::pair{"train.adam_beta1", t.adam_beta1}, std::pair{"train.adam_beta2", t.adam_beta2}}) {
+    check(beta >= 0 && beta < 1, field,
+          std::string("must be in [0, 1) (got ") + num(beta) + "); use e.g. 0.9 and 0.999");
+  }
+  check(t.adam_eps > 0 && std::isfinite(t.adam_eps), "train.adam_eps",
+        "must be > 0 (got " + num(t.adam_eps) + "); use e.g. 1e-8");
+  check(t.grad_clip >= 0 && std::isfinite(t.grad_clip), "train.grad_clip",
+        "must be >= 0 (got " + num(t.grad_clip) + "); use e.g. 1.0, or 0 to disable clipping");
+}
+
+void check_shard(const ShardSection& s, const Check& check) {
+  const ShardSection d;
+  check.at_least(s.max_inflight_gathers, 1, "shard.max_inflight_gathers", "2");
+  check.at_least(s.wrap_min_params, 1, "shard.wrap_min_params", "100000000");
+  check(s.wrap_policy == WrapPolicy::size || s.wrap_min_params == d.wrap_min_params,
+        "shard.wrap_min_params",
+        "is only used by shard.wrap_policy = \"size\" (got \"" +
+            std::string(to_string(s.wrap_policy)) + "\"); remove it or set wrap_policy = \"size\"");
+  check(s.wrap_policy != WrapPolicy::none || !s.activation_checkpointing,
+        "shard.activation_checkpointing",
+        "checkpoints per wrap unit, and shard.wrap_policy = \"none\" makes none; use wrap_policy = "
+        "\"block\" or turn activation_checkpointing off");
+  if (s.precision != PrecisionMode::custom) {
+    const std::pair<std::string_view, DType> dtypes[] = {{"shard.param_dtype", s.param_dtype},
+                                                         {"shard.reduce_dtype", s.reduce_dtype},
+                                                         {"shard.buffer_dtype", s.buffer_dtype}};
+    for (const auto& [field, dtype] : dtypes) {
+      check(dtype == DType::fp32, field,
+            "is only used by shard.precision = \"custom\" (precision \"" +
+                std::string(to_string(s.precision)) +
+                "\" fixes the dtypes); remove it or set precision = \"custom\"");
+    }
+    return;
+  }
+  // bf16 and fp16 have different exponent ranges: mixing them between compute and reduction
+  // loses values silently, and no FSDP recipe does it.
+  const bool mixes = (s.param_dtype == DType::bf16 && s.reduce_dtype == DType::fp16) ||
+                     (s.param_dtype == DType::fp16 && s.reduce_dtype == DType::bf16);
+  check(!mixes, "shard.reduce_dtype",
+        "mixes bf16 and fp16 (shard.param_dtype \"" + std::string(to_string(s.param_dtype)) +
+            "\", reduce_dtype \"" + std::string(to_string(s.reduce_dtype)) +
+            "\"); use the param dtype or fp32 for reduction");
+}
+
+void check_lora(const LoraSection& l, const Check& check) {
+  if (!l.enabled) return;
+  check.at_least(l.r, 1, "lora.r", "8");
+  check(l.alpha > 0 && std::isfinite(l.alpha), "lora.alpha",
+        "must be > 0 (got " + num(l.alpha) + "); use e.g. 16 (scale = alpha / r)");
+  check(l.dropout >= 0 && l.dropout < 1, "lora.dropout",
+        "must be in [0, 1) (got " + num(l.dropout) + "); use e.g. 0.05");
+  check(!l.target_modules.empty(), "lora.target_modules",
+        "is empty, so LoRA would train nothing; use e.g. [\"q_proj\", \"v_proj\"]");
+  std::set<std::string> seen;
+  for (const auto& name : l.target_modules) {
+    const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '.';
+    });
+    check(ok, "lora.target_modules",
+          "entry " + quoted(name) + " is not a module name; use names like \"q_proj\"");
+    check(seen.insert(name).second, "lora.target_modules",
+          "lists " + quoted(name) + " twice; remove the duplicate");
+  }
+}
+
+void check_eval(const EvalSection& e, const DataSection& d, const Check& check) {
+  check.at_least(e.every, 0, "eval.every", "100 (0 = never)");
+  check.at_least(e.batches, 1, "eval.batches", "4");
+  check(e.every == 0 || !d.eval_path.empty(), "eval.every",
+        "evaluation every " + num(e.every) +
+            " steps needs data.eval_path; set data.eval_path or eval.every = 0");
+  check(!e.metrics.empty(), "eval.metrics", "is empty; use e.g. [\"loss\"]");
+  std::set<std::string> seen;
+  for (const auto& m : e.metrics) {
+    check(m == "loss" || m == "accuracy", "eval.metrics",
+          "unknown metric " + quoted(m) + "; use \"loss\" or \"accuracy\"");
+    check(seen.insert(m).second, "eval.metrics", "lists " + quoted(m) + " twice");
+  }
+}
+
+}  // namespace
+
+void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& diag) {
+  const Check check{loc, diag};
+  check_experiment(exp.experiment, check);
+  check_model(exp.model, check);
+  check_data(exp.data, exp.model, check);
+  check_train_counts(exp.train, check);
+  check_train_optim(exp.train, check);
+  check_shard(exp.shard, check);
+  check_lora(exp.lora, check);
+  check_eval(exp.eval, exp.data, check);
+  validate_launch(exp, loc, diag);
+}
+
+}  // namespace shardscope::spec::detail

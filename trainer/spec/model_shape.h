@@ -1,0 +1,59 @@
+// Torch-free model shapes: the layers and parameters of a model from its configuration, how the
+// wrap policy groups them into units, and how a flat parameter pads. The trainer builds its
+// engine from these, and the memory estimate counts from the same numbers, so the estimate's
+// parameter, gradient and optimizer terms are exact.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/spec/experiment.h"
+
+namespace shardscope::spec {
+
+struct ParamShape {
+  std::string name;  // Hugging Face name
+  std::vector<std::int64_t> shape;
+  bool decay = true;      // AdamW weight decay applies (false for norms and biases)
+  bool trainable = true;  // false: frozen (LoRA base weights)
+};
+
+struct LayerShape {
+  std::string name;  // "embed", "layers.3", "head"
+  std::vector<ParamShape> params;
+  bool is_block = false;
+};
+
+/// Qwen2 dimensions (config.json names in comments).
+struct Qwen2Dims {
+  std::int64_t vocab_size = 256;         // vocab_size
+  std::int64_t hidden_size = 64;         // hidden_size (C)
+  std::int64_t intermediate_size = 256;  // intermediate_size (I)
+  std::int64_t num_layers = 2;           // num_hidden_layers
+  std::int64_t num_heads = 4;            // num_attention_heads (H)
+  std::int64_t num_kv_heads = 4;         // num_key_value_heads (K)
+  std::int64_t max_position = 512;       // max_position_embeddings
+  double rope_theta = 10000.0;           // rope_theta
+  double rms_eps = 1e-6;                 // rms_norm_eps
+};
+
+/// The tiny test model's dimensions from [model] tiny_* fields.
+Qwen2Dims tiny_dims(const ModelSection& model);
+/// Embedding, blocks, head, with HF parameter names.
+std::vector<LayerShape> qwen2_layers(const Qwen2Dims& dims);
+
+std::int64_t numel(const std::vector<std::int64_t>& shape);
+
+/// Wrap units: the root's layers first (everything no policy wrapped), then each wrapped unit's
+/// layers, ascending. Block policy: one unit per block; size policy: consecutive blocks until
+/// the unit has at least `min_params` parameters (a smaller tail stays in the root); none: root.
+std::vector<std::vector<int>> plan_units(const std::vector<LayerShape>& layers, WrapPolicy policy,
+                                         std::int64_t min_params);
+
+/// Elements per shard of a flat parameter of `numel` elements over `shard_size` ranks.
+inline std::int64_t shard_numel(std::int64_t numel, int shard_size) {
+  return (numel + shard_size - 1) / shard_size;
+}
+
+}  // namespace shardscope::spec
