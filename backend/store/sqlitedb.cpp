@@ -34,7 +34,9 @@ const char* hintFor(int rc) {
     case SQLITE_CORRUPT:
       return " (the file is damaged: restore it from a backup)";
     case SQLITE_FULL:
-      return " (the disk is full: free some space)";
+      return " (the disk that holds the run log is full, or the file reached its size limit: "
+             "free space on that disk, e.g. delete old checkpoints or run directories, or move the "
+             "run log elsewhere with --db; the rows committed so far are safe)";
     default:
       return "";
   }

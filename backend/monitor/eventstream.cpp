@@ -1,0 +1,132 @@
+#include "backend/monitor/eventstream.h"
+
+#include <QLoggingCategory>
+
+#include <cmath>
+#include <string_view>
+
+Q_LOGGING_CATEGORY(lcEventStream, "shardscope.backend.eventstream")
+
+namespace shardscope::backend {
+
+namespace {
+
+void addMetric(std::vector<MetricRow>& rows, qint64 runId, const spec::Event& event, qint64 step,
+               const char* key, double value) {
+  rows.push_back({runId, step, QString::fromLatin1(key), value, event.env.rank, event.env.t});
+}
+
+// Seq bookkeeping: a gap (lines lost) or a repeat (lines written twice) becomes an anomaly.
+void checkSeq(qint64 runId, qint64 offset, const spec::Event& event, EventStream& stream,
+              FileChunk& chunk) {
+  const qint64 seq = event.env.seq;
+  if (seq < 0) return;  // a lenient line without seq
+  const qint64 expected = stream.lastSeq + 1;
+  if (seq > expected) {
+    chunk.anomalies.push_back({runId, stream.rank, Anomaly::Kind::gap, seq, offset,
+                               QString("expected seq %1, got %2: %3 events missing")
+                                   .arg(expected)
+                                   .arg(seq)
+                                   .arg(seq - expected)});
+  } else if (seq < expected) {
+    chunk.anomalies.push_back(
+        {runId, stream.rank, Anomaly::Kind::repeat, seq, offset,
+         QString("seq %1 again (already saw up to %2)").arg(seq).arg(stream.lastSeq)});
+  }
+  stream.lastSeq = std::max(stream.lastSeq, seq);
+}
+
+void noteEvent(const spec::Event& event, EventStream& stream) {
+  if (std::holds_alternative<spec::HelloEvent>(event.body)) stream.hello = true;
+  if (const auto* done = std::get_if<spec::DoneEvent>(&event.body)) stream.done = *done;
+  if (const auto* error = std::get_if<spec::ErrorEvent>(&event.body)) stream.lastError = *error;
+}
+
+void keepLastWords(EventStream& stream, const QString& line) {
+  stream.lastLogLines << line;
+  while (stream.lastLogLines.size() > kLastWordsLines) stream.lastLogLines.removeFirst();
+}
+
+}  // namespace
+
+std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event) {
+  std::vector<MetricRow> rows;
+  if (const auto* s = std::get_if<spec::StepEvent>(&event.body)) {
+    addMetric(rows, runId, event, s->step, "loss", s->loss);
+    addMetric(rows, runId, event, s->step, "lr", s->lr);
+    addMetric(rows, runId, event, s->step, "grad_norm", s->grad_norm);
+    addMetric(rows, runId, event, s->step, "tokens_per_s", s->tokens_per_s);
+    addMetric(rows, runId, event, s->step, "mfu", s->mfu);
+    addMetric(rows, runId, event, s->step, "comm.all_gather", double(s->all_gather_bytes));
+    addMetric(rows, runId, event, s->step, "comm.reduce_scatter", double(s->reduce_scatter_bytes));
+  } else if (const auto* e = std::get_if<spec::EvalEvent>(&event.body)) {
+    for (const auto& [name, value] : e->metrics) {
+      rows.push_back({runId, e->step, QString::fromStdString("eval." + name), value, event.env.rank,
+                      event.env.t});
+    }
+  } else if (const auto* m = std::get_if<spec::MemEvent>(&event.body)) {
+    addMetric(rows, runId, event, m->step, "mem.allocated", double(m->allocated));
+    addMetric(rows, runId, event, m->step, "mem.reserved", double(m->reserved));
+    addMetric(rows, runId, event, m->step, "mem.peak", double(m->peak));
+    addMetric(rows, runId, event, m->step, "mem.rss", double(m->rss));
+  }
+  return rows;
+}
+
+FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream) {
+  FileChunk chunk;
+  chunk.runId = runId;
+  chunk.rank = stream.rank;
+  chunk.file = RankFile::events;
+  chunk.startOffset = stream.eventsOffset;
+  qint64 at = 0;
+  for (;;) {
+    const qint64 end = bytes.indexOf('\n', at);
+    if (end < 0) break;  // a partial line waits for its newline
+    const qint64 offset = stream.eventsOffset + at;
+    const QByteArray line = bytes.mid(at, end - at);
+    at = end + 1;
+    auto event = spec::parse_event(std::string_view(line.constData(), size_t(line.size())));
+    if (!event) {
+      // Kept verbatim as a log line, never dropped: it may be a crash message on stdout.
+      ++stream.malformed;
+      const QString text = QString::fromUtf8(line);
+      chunk.logs.push_back({runId, stream.rank, RankFile::events, offset, text});
+      chunk.anomalies.push_back({runId, stream.rank, Anomaly::Kind::malformed, -1, offset,
+                                 QString::fromStdString(event.message())});
+      keepLastWords(stream, text);
+      continue;
+    }
+    checkSeq(runId, offset, *event, stream, chunk);
+    noteEvent(*event, stream);
+    chunk.events.push_back({0, runId, stream.rank, event->env.seq,
+                            QString::fromUtf8(spec::kind_name(event->body)), line, offset});
+    std::vector<MetricRow> metrics = metricsOf(runId, *event);
+    chunk.metrics.insert(chunk.metrics.end(), metrics.begin(), metrics.end());
+  }
+  stream.eventsOffset += at;
+  chunk.endOffset = stream.eventsOffset;
+  return chunk;
+}
+
+FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream) {
+  FileChunk chunk;
+  chunk.runId = runId;
+  chunk.rank = stream.rank;
+  chunk.file = RankFile::log;
+  chunk.startOffset = stream.logOffset;
+  qint64 at = 0;
+  for (;;) {
+    const qint64 end = bytes.indexOf('\n', at);
+    if (end < 0) break;
+    const QString text = QString::fromUtf8(bytes.mid(at, end - at));
+    chunk.logs.push_back({runId, stream.rank, RankFile::log, stream.logOffset + at, text});
+    keepLastWords(stream, text);
+    at = end + 1;
+  }
+  stream.logOffset += at;
+  chunk.endOffset = stream.logOffset;
+  return chunk;
+}
+
+}  // namespace shardscope::backend

@@ -1,0 +1,44 @@
+// EventStream: what the monitor knows about one rank's files, and the parser that turns bytes
+// read from them into a FileChunk for the run log. Pure logic: no I/O, no Qt event loop.
+//
+// Every complete line becomes exactly one row: an event (it parsed) or a log line (it did not;
+// counted as malformed). A partial last line (no newline yet) is left for the next read. seq
+// gaps and repeats are recorded as anomalies; the line itself is still stored.
+#pragma once
+
+#include <QByteArray>
+#include <QStringList>
+
+#include <optional>
+
+#include "backend/store/runrecords.h"
+#include "trainer/spec/events.h"
+
+namespace shardscope::backend {
+
+/// One rank's state, carried from chunk to chunk (and rebuilt from the run log on takeover).
+struct EventStream {
+  int rank = 0;
+  qint64 eventsOffset = 0;  ///< bytes of events-rank-N.jsonl already stored
+  qint64 logOffset = 0;     ///< bytes of rank-N.log already stored
+  qint64 lastSeq = -1;      ///< highest seq seen
+  int malformed = 0;        ///< lines that did not parse (this process's count)
+  bool hello = false;
+  std::optional<spec::DoneEvent> done;
+  std::optional<spec::ErrorEvent> lastError;
+  QStringList lastLogLines;  ///< the newest stderr lines, oldest first (its "last words")
+};
+
+/// How many stderr lines EventStream keeps as last words.
+inline constexpr int kLastWordsLines = 10;
+
+/// Parses the complete lines of `bytes`, read from events-rank-N.jsonl at stream.eventsOffset,
+/// and advances `stream`. The chunk ends after the last newline.
+FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream);
+/// The same for rank-N.log: each complete line becomes a log line.
+FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream);
+
+/// The metric rows of one event (step, eval and mem events; none for the others).
+std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event);
+
+}  // namespace shardscope::backend

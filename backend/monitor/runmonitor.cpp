@@ -1,0 +1,292 @@
+#include "backend/monitor/runmonitor.h"
+
+#include <QLoggingCategory>
+#include <QSysInfo>
+#include <QUuid>
+
+#include <unistd.h>
+
+#include <string>
+
+Q_LOGGING_CATEGORY(lcRunMonitor, "shardscope.backend.runmonitor")
+
+namespace shardscope::backend {
+
+namespace {
+
+template <class T>
+std::optional<T> payloadOf(const std::optional<EventRow>& row) {
+  if (!row) return std::nullopt;
+  auto event = spec::parse_event(std::string_view(row->json.constData(), size_t(row->json.size())));
+  if (!event) return std::nullopt;
+  if (const auto* body = std::get_if<T>(&event->body)) return *body;
+  return std::nullopt;
+}
+
+QString errorText(int rank, const spec::ErrorEvent& error) {
+  QString text = QString("rank %1: %2: %3")
+                     .arg(rank)
+                     .arg(QString::fromUtf8(spec::to_string(error.kind)))
+                     .arg(QString::fromStdString(error.message));
+  if (!error.hint.empty()) text += QString(" (%1)").arg(QString::fromStdString(error.hint));
+  return text;
+}
+
+}  // namespace
+
+RunMonitor::RunMonitor(RunStore& store, qint64 runId, RunHandle& handle, const Options& options,
+                       QObject* parent)
+    : QObject(parent), m_store(store), m_runId(runId), m_handle(handle), m_options(options) {
+  m_pollTimer.setInterval(options.pollMs);
+  m_heartbeatTimer.setInterval(options.heartbeatMs);
+  connect(&m_pollTimer, &QTimer::timeout, this, &RunMonitor::poll);
+  connect(&m_heartbeatTimer, &QTimer::timeout, this, &RunMonitor::heartbeat);
+  connect(&m_handle, &RunHandle::filesGrew, this, &RunMonitor::poll);
+  connect(&m_handle, &RunHandle::ranksChanged, this, &RunMonitor::poll);
+}
+
+RunMonitor::RunMonitor(RunStore& store, qint64 runId, RunHandle& handle, QObject* parent)
+    : RunMonitor(store, runId, handle, Options{}, parent) {}
+
+RunMonitor::~RunMonitor() {
+  // A monitor that goes away before its run ends lets the next one take over at once.
+  if (m_active) (void)m_store.releaseLease(m_lease).get();
+}
+
+int RunMonitor::malformedLines() const {
+  int count = 0;
+  for (const EventStream& stream : m_streams) count += stream.malformed;
+  return count;
+}
+
+int RunMonitor::worldSize() const {
+  const int fromLocation = m_handle.location().worldSize;
+  return fromLocation > 0 ? fromLocation : int(m_handle.ranks().size());
+}
+
+Result<void> RunMonitor::start() {
+  m_lease = {m_runId, ::getpid(), QSysInfo::machineHostName(),
+             QUuid::createUuid().toString(QUuid::WithoutBraces), 0};
+  auto outcome = m_store.acquireLease(m_lease, m_options.staleAfterS).get();
+  if (!outcome) return outcome.error();
+  if (!outcome->acquired) {
+    const LeaseRecord& holder = *outcome->holder;
+    return fail("run " + std::to_string(m_runId) + " is already followed by process " +
+                std::to_string(holder.pid) + " on " + holder.host.toStdString() +
+                ": stop that backend first, or wait " + std::to_string(int(m_options.staleAfterS)) +
+                " s after it died");
+  }
+  m_tookOver = outcome->tookOver;
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  m_reader.emplace(std::move(*reader));
+  if (auto r = restoreStreams(); !r) return r;
+  m_active = true;
+  m_pollTimer.start();
+  m_heartbeatTimer.start();
+  qCInfo(lcRunMonitor, "following run %lld (%s)", static_cast<long long>(m_runId),
+         m_tookOver ? "took over a stale lease" : "new lease");
+  poll();
+  return ok();
+}
+
+// The monitor's memory of each rank, rebuilt from the run log: where to read on, the last seq,
+// and the hello/done/error events and last log lines the status decisions need.
+Result<void> RunMonitor::restoreStreams() {
+  auto run = m_reader->run(m_runId);
+  if (!run) return run.error();
+  if (!*run) return fail("run " + std::to_string(m_runId) + " is not in the run log");
+  m_status = (*run)->status;
+  m_streams.clear();
+  for (int rank = 0; rank < worldSize(); ++rank) {
+    EventStream stream;
+    stream.rank = rank;
+    auto events = m_reader->offset(m_runId, rank, RankFile::events);
+    auto log = m_reader->offset(m_runId, rank, RankFile::log);
+    auto seq = m_reader->maxSeq(m_runId, rank);
+    auto hello = m_reader->lastEvent(m_runId, rank, "hello");
+    auto done = m_reader->lastEvent(m_runId, rank, "done");
+    auto error = m_reader->lastEvent(m_runId, rank, "error");
+    auto words = m_reader->logLines(m_runId, rank, kLastWordsLines);
+    for (const std::string* message :
+         {events ? nullptr : &events.message(), log ? nullptr : &log.message(),
+          seq ? nullptr : &seq.message(), hello ? nullptr : &hello.message(),
+          done ? nullptr : &done.message(), error ? nullptr : &error.message(),
+          words ? nullptr : &words.message()}) {
+      if (message) return fail(*message);
+    }
+    stream.eventsOffset = *events;
+    stream.logOffset = *log;
+    stream.lastSeq = *seq;
+    stream.hello = hello->has_value();
+    stream.done = payloadOf<spec::DoneEvent>(*done);
+    stream.lastError = payloadOf<spec::ErrorEvent>(*error);
+    for (const LogLine& line : *words) stream.lastLogLines << line.text;
+    m_streams.push_back(std::move(stream));
+  }
+  return ok();
+}
+
+// Reads what is new in one rank's two files and queues the chunks; true when both files were
+// read to their current end.
+Result<bool> RunMonitor::readRank(EventStream& stream,
+                                  std::vector<RunStore::Pending<IngestReceipt>>& out) {
+  auto events = m_handle.readEvents(stream.rank, stream.eventsOffset, m_options.maxReadBytes);
+  if (!events) return events.error();
+  auto log = m_handle.readLog(stream.rank, stream.logOffset, m_options.maxReadBytes);
+  if (!log) return log.error();
+  FileChunk eventsChunk = parseEventsChunk(m_runId, *events, stream);
+  if (eventsChunk.endOffset > eventsChunk.startOffset) {
+    out.push_back(m_store.ingest(std::move(eventsChunk)));
+  }
+  FileChunk logChunk = parseLogChunk(m_runId, *log, stream);
+  if (logChunk.endOffset > logChunk.startOffset) out.push_back(m_store.ingest(std::move(logChunk)));
+  return events->size() < m_options.maxReadBytes && log->size() < m_options.maxReadBytes;
+}
+
+void RunMonitor::poll() {
+  if (!m_active || m_polling) return;
+  m_polling = true;
+  // Rank states first: a rank seen exited here has written everything the reads below get.
+  const QList<RankState> ranks = m_handle.ranks();
+  bool caughtUp = true;
+  std::vector<RunStore::Pending<IngestReceipt>> pending;
+  for (EventStream& stream : m_streams) {
+    auto complete = readRank(stream, pending);
+    if (!complete) {
+      qCWarning(lcRunMonitor, "run %lld rank %d: %s", static_cast<long long>(m_runId), stream.rank,
+                complete.message().c_str());
+      caughtUp = false;
+    } else if (!*complete) {
+      caughtUp = false;
+    }
+  }
+  bool stored = true;
+  for (auto& receipt : pending) {
+    auto r = receipt.get();
+    if (!r) {
+      qCWarning(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId), r.message().c_str());
+      stored = false;
+    }
+  }
+  if (!stored) {
+    // The run log refused a chunk (a full disk, another writer): read again from what it has.
+    if (auto r = restoreStreams(); !r) qCWarning(lcRunMonitor, "%s", r.message().c_str());
+    m_polling = false;
+    return;
+  }
+  decide(ranks, caughtUp);
+  m_polling = false;
+  if (m_active && !caughtUp) QTimer::singleShot(0, this, &RunMonitor::poll);
+}
+
+RunMonitor::Failure RunMonitor::describeDeath(const RankState& rank,
+                                              const EventStream& stream) const {
+  Failure failure;
+  if (stream.lastError) {
+    failure.error = errorText(rank.rank, *stream.lastError);
+    if (stream.lastError->kind == spec::ErrorKind::oom) failure.status = spec::RunStatus::oom;
+    return failure;
+  }
+  QString how = "exited";
+  if (rank.signal != 0) {
+    how = QString("was killed by signal %1").arg(rank.signal);
+  } else if (rank.exitCode >= 0) {
+    how = QString("exited with code %1").arg(rank.exitCode);
+  }
+  failure.error = QString("rank %1 %2 without `done`").arg(rank.rank).arg(how);
+  const QStringList words = stream.lastLogLines.mid(
+      std::max<qsizetype>(0, stream.lastLogLines.size() - m_options.lastWordsLines));
+  if (!words.isEmpty()) failure.error += "; last words:\n" + words.join('\n');
+  return failure;
+}
+
+void RunMonitor::decide(const QList<RankState>& ranks, bool caughtUp) {
+  const bool anyHello =
+      std::any_of(m_streams.begin(), m_streams.end(), [](const auto& s) { return s.hello; });
+  if (m_status == spec::RunStatus::queued && anyHello) setStatus(spec::RunStatus::running, {});
+  bool allExited = !ranks.isEmpty() && int(ranks.size()) >= int(m_streams.size());
+  for (const RankState& rank : ranks) {
+    if (rank.phase != RankState::Phase::exited) {
+      allExited = false;
+      continue;
+    }
+    if (rank.rank < 0 || rank.rank >= int(m_streams.size()) || !caughtUp) continue;
+    const EventStream& stream = m_streams[std::size_t(rank.rank)];
+    const bool died = !stream.done || stream.done->status == spec::DoneStatus::failed;
+    if (died && !m_failure && !stream.done) {
+      m_failure = describeDeath(rank, stream);
+      qCInfo(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId),
+             qPrintable(m_failure->error));
+      setStatus(m_failure->status, m_failure->error);
+    }
+    if (died && !m_stopSent) {
+      m_stopSent = true;  // one dead rank stops the others (they would hang in a collective)
+      m_handle.stop();
+    }
+  }
+  if (allExited && caughtUp) finish();
+}
+
+RunMonitor::Failure RunMonitor::finalOutcome() const {
+  // oom wins: a peer that lost its partner to an oom reports peer_lost, not the cause.
+  for (const EventStream& stream : m_streams) {
+    if (stream.lastError && stream.lastError->kind == spec::ErrorKind::oom) {
+      return {spec::RunStatus::oom, errorText(stream.rank, *stream.lastError)};
+    }
+  }
+  if (m_failure) return *m_failure;
+  Failure outcome{spec::RunStatus::complete, {}};
+  for (const EventStream& stream : m_streams) {
+    if (!stream.done) continue;  // not reached: a rank without done is m_failure
+    if (stream.done->status == spec::DoneStatus::failed) {
+      return {spec::RunStatus::failed, stream.lastError
+                                           ? errorText(stream.rank, *stream.lastError)
+                                           : QString("rank %1 reported failed").arg(stream.rank)};
+    }
+    if (stream.done->status == spec::DoneStatus::stopped) outcome.status = spec::RunStatus::stopped;
+  }
+  return outcome;
+}
+
+void RunMonitor::finish() {
+  const Failure outcome = finalOutcome();
+  std::optional<double> objective;
+  if (!m_streams.empty() && m_streams.front().done && !m_streams.front().done->objective.empty()) {
+    objective = m_streams.front().done->objective.front();
+  }
+  setStatus(outcome.status, outcome.error, objective);
+  m_finished = true;
+  stopFollowing();
+  (void)m_store.releaseLease(m_lease).get();
+  qCInfo(lcRunMonitor, "run %lld ended: %s", static_cast<long long>(m_runId),
+         spec::to_string(outcome.status).data());
+  emit finished(outcome.status, outcome.error);
+}
+
+void RunMonitor::setStatus(spec::RunStatus status, const QString& error,
+                           std::optional<double> objective) {
+  auto r = m_store.setRunStatus(m_runId, status, error, objective).get();
+  if (!r)
+    qCWarning(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId), r.message().c_str());
+  if (status == m_status) return;
+  m_status = status;
+  emit statusChanged(status);
+}
+
+void RunMonitor::heartbeat() {
+  if (!m_active) return;
+  auto r = m_store.renewLease(m_lease).get();
+  if (r) return;
+  stopFollowing();
+  qCWarning(lcRunMonitor, "%s", r.message().c_str());
+  emit leaseLost(QString::fromStdString(r.message()));
+}
+
+void RunMonitor::stopFollowing() {
+  m_active = false;
+  m_pollTimer.stop();
+  m_heartbeatTimer.stop();
+}
+
+}  // namespace shardscope::backend

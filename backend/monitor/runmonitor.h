@@ -1,0 +1,101 @@
+// RunMonitor: follows one run through its RunHandle. It tails every rank's events and log files
+// from the offsets stored in the run log, stores each chunk's rows with its new offset (so a
+// kill -9 of the monitor loses and duplicates nothing), and decides the run's status:
+//   running   on the first `hello`
+//   failed    as soon as a rank exits without `done` (with its last error event or last log
+//             lines); the monitor then stops the other ranks
+//   oom       when any rank reported an `error` of kind oom
+//   complete / stopped / failed from the ranks' `done` events once every rank has exited.
+// A monitor holds a lease on its run (pid + heartbeat); a second one refuses to follow a run
+// whose holder is alive, and takes over (catching up from the stored offsets) when it is not.
+#pragma once
+
+#include <QObject>
+#include <QTimer>
+
+#include <optional>
+#include <vector>
+
+#include "backend/launch/launcher.h"
+#include "backend/monitor/eventstream.h"
+#include "backend/store/runstore.h"
+#include "trainer/spec/result.h"
+#include "trainer/spec/status.h"
+
+namespace shardscope::backend {
+
+class RunMonitor : public QObject {
+  Q_OBJECT
+ public:
+  struct Options {
+    int pollMs = 200;               ///< file poll interval (the handle's filesGrew also polls)
+    int heartbeatMs = 2000;         ///< lease heartbeat interval
+    double staleAfterS = 10;        ///< a holder silent this long is taken over
+    qint64 maxReadBytes = 1 << 20;  ///< bytes read per file per poll
+    int lastWordsLines = 5;         ///< stderr lines quoted when a rank dies without an error
+  };
+
+  /// `store` and `handle` must outlive the monitor.
+  RunMonitor(RunStore& store, qint64 runId, RunHandle& handle, const Options& options,
+             QObject* parent = nullptr);
+  RunMonitor(RunStore& store, qint64 runId, RunHandle& handle, QObject* parent = nullptr);
+  ~RunMonitor() override;
+
+  /// Takes the lease and starts following from the stored offsets. Fails when another live
+  /// monitor follows the run (the message names its pid and host).
+  [[nodiscard]] Result<void> start();
+  /// True when the lease was taken from a stale or dead holder.
+  bool tookOver() const { return m_tookOver; }
+  bool isFinished() const { return m_finished; }
+  spec::RunStatus status() const { return m_status; }
+  /// Malformed event lines seen by this monitor (each also stored as a log line).
+  int malformedLines() const;
+
+ public slots:
+  /// Reads what is new and updates the status (also runs on the poll timer).
+  void poll();
+
+ signals:
+  void statusChanged(spec::RunStatus status);
+  /// Every rank has exited and every line is stored.
+  void finished(spec::RunStatus status, const QString& error);
+  /// Another monitor took the lease; this one stopped following.
+  void leaseLost(const QString& message);
+
+ private:
+  struct Failure {
+    spec::RunStatus status = spec::RunStatus::failed;
+    QString error;
+  };
+
+  Result<void> restoreStreams();
+  Result<bool> readRank(EventStream& stream, std::vector<RunStore::Pending<IngestReceipt>>& out);
+  void decide(const QList<RankState>& ranks, bool caughtUp);
+  void setStatus(spec::RunStatus status, const QString& error,
+                 std::optional<double> objective = std::nullopt);
+  Failure describeDeath(const RankState& rank, const EventStream& stream) const;
+  Failure finalOutcome() const;
+  void finish();
+  void heartbeat();
+  void stopFollowing();
+  int worldSize() const;
+
+  RunStore& m_store;
+  qint64 m_runId;
+  RunHandle& m_handle;
+  Options m_options;
+  LeaseRecord m_lease;
+  std::optional<RunReader> m_reader;
+  std::vector<EventStream> m_streams;
+  QTimer m_pollTimer;
+  QTimer m_heartbeatTimer;
+  spec::RunStatus m_status = spec::RunStatus::queued;
+  std::optional<Failure> m_failure;
+  bool m_active = false;
+  bool m_finished = false;
+  bool m_stopSent = false;
+  bool m_tookOver = false;
+  bool m_polling = false;
+};
+
+}  // namespace shardscope::backend

@@ -1,0 +1,321 @@
+#include "backend/store/runreader.h"
+
+#include <QJsonDocument>
+#include <QLoggingCategory>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+Q_LOGGING_CATEGORY(lcRunReader, "shardscope.backend.runreader")
+
+namespace shardscope::backend {
+
+QString rankFileName(RankFile file) { return file == RankFile::events ? "events" : "log"; }
+
+QString anomalyKindName(Anomaly::Kind kind) {
+  switch (kind) {
+    case Anomaly::Kind::gap:
+      return "gap";
+    case Anomaly::Kind::repeat:
+      return "repeat";
+    case Anomaly::Kind::malformed:
+      break;
+  }
+  return "malformed";
+}
+
+namespace {
+
+QString text(const Statement& stmt, int column) {
+  return QString::fromStdString(stmt.columnText(column));
+}
+
+std::optional<double> optionalReal(const Statement& stmt, int column) {
+  if (stmt.columnIsNull(column)) return std::nullopt;
+  return stmt.columnDouble(column);
+}
+
+QJsonObject jsonObject(const Statement& stmt, int column) {
+  const std::string raw = stmt.columnText(column);
+  return QJsonDocument::fromJson(QByteArray::fromStdString(raw)).object();
+}
+
+constexpr const char* kRunColumns =
+    "SELECT id, experiment_id, name, status, run_dir, location, params, objective, error, "
+    "created_at, started_at, ended_at, world_size FROM runs ";
+
+RunRecord runFromRow(const Statement& stmt) {
+  RunRecord run;
+  run.id = stmt.columnInt64(0);
+  if (!stmt.columnIsNull(1)) run.experimentId = stmt.columnInt64(1);
+  run.name = text(stmt, 2);
+  const std::string status = stmt.columnText(3);
+  // The CHECK constraint keeps this list closed; an unknown name would mean a newer schema.
+  run.status = spec::parse_run_status(status).value_or(spec::RunStatus::failed);
+  run.runDir = text(stmt, 4);
+  run.location = jsonObject(stmt, 5);
+  run.params = jsonObject(stmt, 6);
+  run.objective = optionalReal(stmt, 7);
+  run.error = text(stmt, 8);
+  run.createdAt = stmt.columnDouble(9);
+  run.startedAt = optionalReal(stmt, 10);
+  run.endedAt = optionalReal(stmt, 11);
+  run.worldSize = static_cast<int>(stmt.columnInt64(12));
+  return run;
+}
+
+EventRow eventFromRow(const Statement& stmt) {
+  EventRow row;
+  row.id = stmt.columnInt64(0);
+  row.runId = stmt.columnInt64(1);
+  row.rank = static_cast<int>(stmt.columnInt64(2));
+  row.seq = stmt.columnInt64(3);
+  row.kind = text(stmt, 4);
+  row.json = QByteArray::fromStdString(stmt.columnText(5));
+  row.offset = stmt.columnInt64(6);
+  return row;
+}
+
+Anomaly::Kind anomalyKind(const std::string& name) {
+  if (name == "gap") return Anomaly::Kind::gap;
+  if (name == "repeat") return Anomaly::Kind::repeat;
+  return Anomaly::Kind::malformed;
+}
+
+Result<qint64> singleInt(SqliteDb& db, const std::string& sql, qint64 a, qint64 b = 0) {
+  auto stmt = db.prepare(sql);
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, a); !r) return r.error();
+  if (sql.find("?2") != std::string::npos) {
+    if (auto r = stmt->bindInt64(2, b); !r) return r.error();
+  }
+  auto row = stmt->step();
+  if (!row) return row.error();
+  return *row ? stmt->columnInt64(0) : 0;
+}
+
+}  // namespace
+
+Result<RunReader> RunReader::open(const QString& path) {
+  OpenMode mode;
+  mode.readOnly = true;
+  auto db = SqliteDb::open(path, mode);
+  if (!db) return db.error();
+  return RunReader(std::move(*db));
+}
+
+Result<std::vector<RunRecord>> RunReader::queryRuns(const std::string& where, qint64 id,
+                                                    const QString& name) {
+  auto stmt = m_db.prepare(std::string(kRunColumns) + where);
+  if (!stmt) return stmt.error();
+  if (where.find("?1") != std::string::npos) {
+    auto bound = name.isNull() ? stmt->bindInt64(1, id) : stmt->bindText(1, name.toStdString());
+    if (!bound) return bound.error();
+  }
+  std::vector<RunRecord> runs;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    runs.push_back(runFromRow(*stmt));
+  }
+  return runs;
+}
+
+Result<std::vector<RunRecord>> RunReader::listRuns() {
+  return queryRuns("ORDER BY id DESC", 0, QString());
+}
+
+Result<std::optional<RunRecord>> RunReader::run(qint64 id) {
+  auto runs = queryRuns("WHERE id = ?1", id, QString());
+  if (!runs) return runs.error();
+  if (runs->empty()) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(runs->front());
+}
+
+Result<std::optional<RunRecord>> RunReader::runByName(const QString& name) {
+  auto runs = queryRuns("WHERE name = ?1", 0, name.isNull() ? QString("") : name);
+  if (!runs) return runs.error();
+  if (runs->empty()) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(runs->front());
+}
+
+Result<QStringList> RunReader::metricKeys(qint64 runId) {
+  auto stmt = m_db.prepare(
+      "SELECT name FROM metric_keys WHERE id IN "
+      "(SELECT DISTINCT key_id FROM metrics WHERE run_id = ?1) ORDER BY name");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  QStringList keys;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    keys << text(*stmt, 0);
+  }
+  return keys;
+}
+
+Result<std::vector<MetricPoint>> RunReader::metric(qint64 runId, const QString& key,
+                                                   qint64 afterStep) {
+  auto stmt = m_db.prepare(
+      "SELECT m.step, m.value, m.rank, m.time FROM metrics m JOIN metric_keys k ON k.id = "
+      "m.key_id WHERE m.run_id = ?1 AND k.name = ?2 AND m.step > ?3 ORDER BY m.step, m.id");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindText(2, key.toStdString()); !r) return r.error();
+  if (auto r = stmt->bindInt64(3, afterStep); !r) return r.error();
+  std::vector<MetricPoint> points;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    // A NULL value is a non-finite number the trainer wrote as null (a diverged loss).
+    const double value =
+        stmt->columnIsNull(1) ? std::numeric_limits<double>::quiet_NaN() : stmt->columnDouble(1);
+    points.push_back({stmt->columnInt64(0), value, static_cast<int>(stmt->columnInt64(2)),
+                      stmt->columnDouble(3)});
+  }
+  return points;
+}
+
+Result<qint64> RunReader::metricCount(qint64 runId) {
+  return singleInt(m_db, "SELECT count(*) FROM metrics WHERE run_id = ?1", runId);
+}
+
+Result<std::vector<EventRow>> RunReader::events(qint64 runId, int rank, qint64 afterId) {
+  auto stmt = m_db.prepare(
+      "SELECT id, run_id, rank, seq, kind, json, file_offset FROM events WHERE run_id = ?1 AND "
+      "rank = ?2 AND id > ?3 ORDER BY file_offset");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
+  if (auto r = stmt->bindInt64(3, afterId); !r) return r.error();
+  std::vector<EventRow> rows;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    rows.push_back(eventFromRow(*stmt));
+  }
+  return rows;
+}
+
+Result<qint64> RunReader::eventCount(qint64 runId, int rank) {
+  return singleInt(m_db, "SELECT count(*) FROM events WHERE run_id = ?1 AND rank = ?2", runId,
+                   rank);
+}
+
+Result<qint64> RunReader::maxSeq(qint64 runId, int rank) {
+  return singleInt(m_db,
+                   "SELECT coalesce(max(seq), -1) FROM events WHERE run_id = ?1 AND rank = ?2",
+                   runId, rank);
+}
+
+Result<std::optional<EventRow>> RunReader::lastEvent(qint64 runId, int rank, const QString& kind) {
+  auto stmt = m_db.prepare(
+      "SELECT id, run_id, rank, seq, kind, json, file_offset FROM events WHERE run_id = ?1 AND "
+      "rank = ?2 AND kind = ?3 ORDER BY file_offset DESC LIMIT 1");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
+  if (auto r = stmt->bindText(3, kind.toStdString()); !r) return r.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<EventRow>();
+  return std::optional<EventRow>(eventFromRow(*stmt));
+}
+
+Result<std::vector<LogLine>> RunReader::logLines(qint64 runId, int rank, int limit) {
+  // The last `limit` lines: newest first with LIMIT, then reversed into file order.
+  auto stmt = m_db.prepare(
+      "SELECT run_id, rank, file, file_offset, text FROM log_lines WHERE run_id = ?1 AND "
+      "rank = ?2 ORDER BY id DESC LIMIT ?3");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
+  if (auto r = stmt->bindInt64(3, limit > 0 ? limit : -1); !r) return r.error();
+  std::vector<LogLine> lines;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    LogLine line;
+    line.runId = stmt->columnInt64(0);
+    line.rank = static_cast<int>(stmt->columnInt64(1));
+    line.file = stmt->columnText(2) == "events" ? RankFile::events : RankFile::log;
+    line.offset = stmt->columnInt64(3);
+    line.text = text(*stmt, 4);
+    lines.push_back(std::move(line));
+  }
+  std::reverse(lines.begin(), lines.end());
+  return lines;
+}
+
+Result<std::vector<Anomaly>> RunReader::anomalies(qint64 runId) {
+  auto stmt = m_db.prepare(
+      "SELECT run_id, rank, kind, seq, file_offset, detail FROM anomalies WHERE run_id = ?1 "
+      "ORDER BY id");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  std::vector<Anomaly> found;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    Anomaly a;
+    a.runId = stmt->columnInt64(0);
+    a.rank = static_cast<int>(stmt->columnInt64(1));
+    a.kind = anomalyKind(stmt->columnText(2));
+    a.seq = stmt->columnInt64(3);
+    a.offset = stmt->columnInt64(4);
+    a.detail = text(*stmt, 5);
+    found.push_back(std::move(a));
+  }
+  return found;
+}
+
+Result<qint64> RunReader::offset(qint64 runId, int rank, RankFile file) {
+  auto stmt =
+      m_db.prepare("SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
+  if (auto r = stmt->bindText(3, rankFileName(file).toStdString()); !r) return r.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  return *row ? stmt->columnInt64(0) : 0;
+}
+
+Result<std::optional<LeaseRecord>> RunReader::lease(qint64 runId) {
+  auto stmt =
+      m_db.prepare("SELECT run_id, pid, host, token, heartbeat FROM leases WHERE run_id = ?1");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<LeaseRecord>();
+  LeaseRecord lease{stmt->columnInt64(0), stmt->columnInt64(1), text(*stmt, 2), text(*stmt, 3),
+                    stmt->columnDouble(4)};
+  return std::optional<LeaseRecord>(lease);
+}
+
+Result<std::vector<HostRecord>> RunReader::hosts() {
+  auto stmt = m_db.prepare(
+      "SELECT alias, hostname, port, user, fingerprint, trusted_at FROM hosts ORDER BY alias");
+  if (!stmt) return stmt.error();
+  std::vector<HostRecord> hosts;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    hosts.push_back({text(*stmt, 0), text(*stmt, 1), static_cast<int>(stmt->columnInt64(2)),
+                     text(*stmt, 3), text(*stmt, 4), optionalReal(*stmt, 5)});
+  }
+  return hosts;
+}
+
+Result<std::string> RunReader::integrityCheck() { return m_db.queryText("PRAGMA integrity_check"); }
+
+}  // namespace shardscope::backend

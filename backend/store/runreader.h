@@ -1,0 +1,71 @@
+// RunReader: a read-only connection to the run log, for one thread. Every query sees whole
+// committed transactions and never blocks the writer (WAL).
+#pragma once
+
+#include <QList>
+#include <QString>
+
+#include <optional>
+#include <vector>
+
+#include "backend/store/runrecords.h"
+#include "backend/store/sqlitedb.h"
+#include "trainer/spec/result.h"
+
+namespace shardscope::backend {
+
+/// A point of a metric curve.
+struct MetricPoint {
+  qint64 step = 0;
+  double value = 0;
+  int rank = 0;
+  double time = 0;
+};
+
+class RunReader {
+ public:
+  /// Opens `path` read-only; the file must exist (RunStore::open creates it).
+  [[nodiscard]] static Result<RunReader> open(const QString& path);
+
+  /// Every run, newest first.
+  [[nodiscard]] Result<std::vector<RunRecord>> listRuns();
+  [[nodiscard]] Result<std::optional<RunRecord>> run(qint64 id);
+  [[nodiscard]] Result<std::optional<RunRecord>> runByName(const QString& name);
+
+  /// Names of the metrics a run has.
+  [[nodiscard]] Result<QStringList> metricKeys(qint64 runId);
+  /// One metric of a run in step order; afterStep: only steps > afterStep.
+  [[nodiscard]] Result<std::vector<MetricPoint>> metric(qint64 runId, const QString& key,
+                                                        qint64 afterStep = -1);
+  [[nodiscard]] Result<qint64> metricCount(qint64 runId);
+
+  /// Events of one rank in file order; afterId: only rows with a larger id.
+  [[nodiscard]] Result<std::vector<EventRow>> events(qint64 runId, int rank, qint64 afterId = 0);
+  [[nodiscard]] Result<qint64> eventCount(qint64 runId, int rank);
+  /// The highest seq stored for a rank (-1 when none).
+  [[nodiscard]] Result<qint64> maxSeq(qint64 runId, int rank);
+  /// The last `kind` event of a rank (e.g. its last "error").
+  [[nodiscard]] Result<std::optional<EventRow>> lastEvent(qint64 runId, int rank,
+                                                          const QString& kind);
+  /// Log lines of one rank in file order (both files); the last `limit` when limit > 0.
+  [[nodiscard]] Result<std::vector<LogLine>> logLines(qint64 runId, int rank, int limit = 0);
+  [[nodiscard]] Result<std::vector<Anomaly>> anomalies(qint64 runId);
+
+  /// The stored read offset of a rank's file (0 when none).
+  [[nodiscard]] Result<qint64> offset(qint64 runId, int rank, RankFile file);
+  [[nodiscard]] Result<std::optional<LeaseRecord>> lease(qint64 runId);
+  [[nodiscard]] Result<std::vector<HostRecord>> hosts();
+
+  /// PRAGMA integrity_check's answer ("ok" when the file is sound).
+  [[nodiscard]] Result<std::string> integrityCheck();
+  SqliteDb& db() { return m_db; }
+
+ private:
+  explicit RunReader(SqliteDb db) : m_db(std::move(db)) {}
+  Result<std::vector<RunRecord>> queryRuns(const std::string& where, qint64 id,
+                                           const QString& name);
+
+  SqliteDb m_db;
+};
+
+}  // namespace shardscope::backend

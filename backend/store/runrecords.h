@@ -1,0 +1,149 @@
+// The rows of the run log as plain values: what RunStore writes and RunReader returns. Times are
+// unix seconds (with fractions), offsets are byte offsets into a rank's file.
+#pragma once
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+
+#include <optional>
+#include <vector>
+
+#include "trainer/spec/status.h"
+
+namespace shardscope::backend {
+
+/// Which file of a rank a row or an offset belongs to.
+enum class RankFile { events, log };
+
+/// "events" or "log", as stored in the read_offsets and log_lines tables.
+QString rankFileName(RankFile file);
+
+/// An experiment: the file a run (trial) was resolved from.
+struct ExperimentRecord {
+  qint64 id = 0;
+  QString name;
+  QString source;  ///< path of the experiment file ("" when built in memory)
+  QString toml;    ///< the resolved experiment as TOML
+  double createdAt = 0;
+};
+
+/// What a new run needs; the store fills in id, status (queued) and created time.
+struct NewRun {
+  std::optional<qint64> experimentId;
+  QString name;  ///< unique in the store
+  QString runDir;
+  QJsonObject params;  ///< the trial's parameters (sampled values, overrides)
+  int worldSize = 0;
+};
+
+/// One run (a trial) as the store knows it.
+struct RunRecord {
+  qint64 id = 0;
+  std::optional<qint64> experimentId;
+  QString name;
+  spec::RunStatus status = spec::RunStatus::queued;
+  QString runDir;
+  QJsonObject location;  ///< RunLocation::toJson() of its launcher (backend/launch/launcher.h)
+  QJsonObject params;
+  std::optional<double> objective;
+  QString error;  ///< why it failed; empty otherwise
+  double createdAt = 0;
+  std::optional<double> startedAt;
+  std::optional<double> endedAt;
+  int worldSize = 0;
+};
+
+/// One value of one metric at one step on one rank.
+struct MetricRow {
+  qint64 runId = 0;
+  qint64 step = 0;
+  QString key;  ///< "loss", "lr", "mem.peak", "eval.accuracy", ...
+  double value = 0;
+  int rank = 0;
+  double time = 0;
+};
+
+/// One parsed event line, kept verbatim.
+struct EventRow {
+  qint64 id = 0;  ///< set by the store
+  qint64 runId = 0;
+  int rank = 0;
+  qint64 seq = 0;
+  QString kind;       ///< "hello", "step", ...
+  QByteArray json;    ///< the line as the rank wrote it, without the newline
+  qint64 offset = 0;  ///< byte offset of the line in events-rank-N.jsonl
+};
+
+/// One line of a rank's stderr log, or an events line that did not parse.
+struct LogLine {
+  qint64 runId = 0;
+  int rank = 0;
+  RankFile file = RankFile::log;  ///< events: a malformed events line kept as text
+  qint64 offset = 0;
+  QString text;
+};
+
+/// Something wrong in a rank's event stream, recorded for the user (schema v2).
+struct Anomaly {
+  enum class Kind { gap, repeat, malformed };
+  qint64 runId = 0;
+  int rank = 0;
+  Kind kind = Kind::malformed;
+  qint64 seq = -1;  ///< the seq that was seen (gap, repeat); -1 for malformed
+  qint64 offset = 0;
+  QString detail;
+};
+
+/// "gap", "repeat", "malformed".
+QString anomalyKindName(Anomaly::Kind kind);
+
+/// A chunk of one rank's file, parsed: its rows are stored together with the file's new offset
+/// in one transaction, so a crash never loses or duplicates a line.
+struct FileChunk {
+  qint64 runId = 0;
+  int rank = 0;
+  RankFile file = RankFile::events;
+  qint64 startOffset = 0;  ///< must equal the stored offset (else the chunk is refused)
+  qint64 endOffset = 0;    ///< offset just past the chunk's last complete line
+  std::vector<EventRow> events;
+  std::vector<MetricRow> metrics;
+  std::vector<LogLine> logs;
+  std::vector<Anomaly> anomalies;
+};
+
+/// What ingesting a chunk did.
+struct IngestReceipt {
+  bool applied = false;    ///< false: the stored offset was already at or past endOffset
+  qint64 lastEventId = 0;  ///< id of the chunk's last event row (0: none)
+  qint64 offset = 0;       ///< the stored offset after the call
+};
+
+/// An SSH host the user added.
+struct HostRecord {
+  QString alias;
+  QString hostname;
+  int port = 22;
+  QString user;
+  QString fingerprint;  ///< "SHA256:..." as ssh-keygen -lf prints it; empty: not trusted
+  std::optional<double> trustedAt;
+};
+
+/// Who follows a run: a monitor's process and its last sign of life.
+struct LeaseRecord {
+  qint64 runId = 0;
+  qint64 pid = 0;
+  QString host;   ///< the machine of pid (schema v2; "" for leases written by v1)
+  QString token;  ///< distinguishes two monitors in one process
+  double heartbeat = 0;
+};
+
+/// The answer to a lease request.
+struct LeaseOutcome {
+  bool acquired = false;
+  bool tookOver = false;              ///< the previous holder was stale or dead
+  std::optional<LeaseRecord> holder;  ///< the holder that refused us (when !acquired)
+};
+
+}  // namespace shardscope::backend

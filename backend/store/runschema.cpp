@@ -1,0 +1,176 @@
+#include "backend/store/runschema.h"
+
+#include <QLoggingCategory>
+
+#include <array>
+#include <string>
+#include <string_view>
+
+Q_LOGGING_CATEGORY(lcRunSchema, "shardscope.backend.runschema")
+
+namespace shardscope::backend {
+
+namespace {
+
+// Version 1: the run log as first released. Times are unix seconds (REAL); JSON columns hold
+// compact JSON text; metric names are interned in metric_keys so a metric row is five numbers.
+// metrics, the hot table, has no foreign keys (two lookups per row would halve the ingest rate):
+// the writer only stores ids it read or created, and a trigger deletes a run's rows with it.
+constexpr std::string_view kVersion1 = R"sql(
+CREATE TABLE schema_version(version INTEGER NOT NULL);
+INSERT INTO schema_version(version) VALUES (0);
+CREATE TABLE experiments(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL DEFAULT '',
+  toml TEXT NOT NULL DEFAULT '',
+  created_at REAL NOT NULL);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  experiment_id INTEGER REFERENCES experiments(id) ON DELETE SET NULL,
+  name TEXT NOT NULL UNIQUE,
+  status TEXT NOT NULL CHECK(status IN ('queued','running','complete','stopped','pruned',
+                                        'failed','oom','infeasible')),
+  run_dir TEXT NOT NULL DEFAULT '',
+  location TEXT NOT NULL DEFAULT '{}',
+  params TEXT NOT NULL DEFAULT '{}',
+  objective REAL,
+  error TEXT NOT NULL DEFAULT '',
+  created_at REAL NOT NULL,
+  started_at REAL,
+  ended_at REAL,
+  world_size INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX runs_by_experiment ON runs(experiment_id);
+CREATE TABLE params(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY(run_id, key)) WITHOUT ROWID;
+CREATE TABLE metric_keys(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE metrics(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  key_id INTEGER NOT NULL,
+  value REAL,
+  rank INTEGER NOT NULL,
+  time REAL NOT NULL);
+CREATE INDEX metrics_by_run_key ON metrics(run_id, key_id, step);
+CREATE TRIGGER runs_delete_metrics AFTER DELETE ON runs BEGIN
+  DELETE FROM metrics WHERE run_id = old.id;
+END;
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  json TEXT NOT NULL,
+  file_offset INTEGER NOT NULL,
+  UNIQUE(run_id, rank, file_offset));
+CREATE TABLE log_lines(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  file TEXT NOT NULL CHECK(file IN ('events','log')),
+  file_offset INTEGER NOT NULL,
+  text TEXT NOT NULL,
+  UNIQUE(run_id, rank, file, file_offset));
+CREATE TABLE hosts(
+  alias TEXT PRIMARY KEY,
+  hostname TEXT NOT NULL,
+  port INTEGER NOT NULL DEFAULT 22,
+  user TEXT NOT NULL DEFAULT '',
+  fingerprint TEXT NOT NULL DEFAULT '',
+  trusted_at REAL);
+CREATE TABLE leases(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  pid INTEGER NOT NULL,
+  token TEXT NOT NULL,
+  heartbeat REAL NOT NULL);
+CREATE TABLE read_offsets(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  file TEXT NOT NULL CHECK(file IN ('events','log')),
+  offset INTEGER NOT NULL,
+  PRIMARY KEY(run_id, rank, file)) WITHOUT ROWID;
+)sql";
+
+// Version 2 (the live monitor): anomalies of the event streams (seq gaps and repeats, malformed
+// lines), the host of a lease's pid (a pid is only checked for life on its own machine), and an
+// index for "the last error event of a rank".
+constexpr std::string_view kVersion2 = R"sql(
+CREATE TABLE anomalies(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK(kind IN ('gap','repeat','malformed')),
+  seq INTEGER NOT NULL,
+  file_offset INTEGER NOT NULL,
+  detail TEXT NOT NULL DEFAULT '');
+CREATE INDEX anomalies_by_run ON anomalies(run_id, rank);
+ALTER TABLE leases ADD COLUMN host TEXT NOT NULL DEFAULT '';
+CREATE INDEX events_by_kind ON events(run_id, rank, kind, seq);
+)sql";
+
+// kSteps[i] takes a database from version i to i + 1.
+constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {kVersion1, kVersion2};
+
+Result<bool> hasVersionTable(SqliteDb& db) {
+  auto stmt = db.prepare(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+  if (!stmt) return stmt.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  return *row && stmt->columnInt64(0) > 0;
+}
+
+Result<void> runStep(SqliteDb& db, int from) {
+  auto txn = db.transaction();
+  if (!txn) return txn.error();
+  // Re-read inside the write lock: another process may have migrated meanwhile.
+  auto current = runSchemaVersion(db);
+  if (!current) return current.error();
+  if (*current != from) return ok();
+  if (auto r = db.exec(kSteps[static_cast<std::size_t>(from)]); !r) {
+    return fail(r.message() + " (migrating the run log from schema " + std::to_string(from) +
+                " to " + std::to_string(from + 1) + ")");
+  }
+  if (auto r = db.exec("UPDATE schema_version SET version = " + std::to_string(from + 1)); !r) {
+    return r;
+  }
+  if (auto r = txn->commit(); !r) return r;
+  qCInfo(lcRunSchema, "%s: schema %d -> %d", qPrintable(db.path()), from, from + 1);
+  return ok();
+}
+
+}  // namespace
+
+Result<int> runSchemaVersion(SqliteDb& db) {
+  auto exists = hasVersionTable(db);
+  if (!exists) return exists.error();
+  if (!*exists) return 0;
+  auto text = db.queryText("SELECT version FROM schema_version");
+  if (!text) return text.error();
+  return std::stoi(*text);
+}
+
+Result<void> migrateRunSchema(SqliteDb& db, int target) {
+  if (target < 1 || target > kRunSchemaVersion) {
+    return fail("run log schema " + std::to_string(target) + " does not exist (1.." +
+                std::to_string(kRunSchemaVersion) + ")");
+  }
+  for (;;) {
+    auto version = runSchemaVersion(db);
+    if (!version) return version.error();
+    if (*version > kRunSchemaVersion) {
+      return fail(db.path().toStdString() + ": the run log has schema " + std::to_string(*version) +
+                  " but this Shardscope reads up to " + std::to_string(kRunSchemaVersion) +
+                  ": upgrade Shardscope, or choose another file with --db");
+    }
+    if (*version >= target) return ok();
+    if (auto r = runStep(db, *version); !r) return r;
+  }
+}
+
+}  // namespace shardscope::backend

@@ -1,0 +1,21 @@
+// The run log's schema and its forward migrations. Version N is reached from N-1 by one list of
+// statements; a database made by any released version opens through the same path (the assets
+// under tests/backend/store/assets/ prove it). Never edit a released step: add the next one.
+#pragma once
+
+#include "backend/store/sqlitedb.h"
+#include "trainer/spec/result.h"
+
+namespace shardscope::backend {
+
+/// The version this build writes.
+inline constexpr int kRunSchemaVersion = 2;
+
+/// The version stored in `db` (0 for an empty file).
+[[nodiscard]] Result<int> runSchemaVersion(SqliteDb& db);
+
+/// Migrates `db` forward to `target` (default: kRunSchemaVersion) in one transaction per step.
+/// A file from a newer build is refused with a message that says to upgrade.
+[[nodiscard]] Result<void> migrateRunSchema(SqliteDb& db, int target = kRunSchemaVersion);
+
+}  // namespace shardscope::backend

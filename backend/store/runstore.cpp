@@ -1,0 +1,494 @@
+#include "backend/store/runstore.h"
+
+#include <sqlite3.h>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+#include <QStandardPaths>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "backend/store/runschema.h"
+#include "trainer/spec/events.h"
+
+Q_LOGGING_CATEGORY(lcRunStore, "shardscope.backend.runstore")
+
+namespace shardscope::backend {
+
+namespace {
+
+std::string compactJson(const QJsonObject& object) {
+  return QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString();
+}
+
+// Steps a write statement to its end.
+Result<void> execute(Statement& stmt) {
+  auto row = stmt.step();
+  if (!row) return row.error();
+  return ok();
+}
+
+int changes(WriteContext& context) { return sqlite3_changes(context.db().handle()); }
+
+Result<void> insertMetrics(WriteContext& context, const std::vector<MetricRow>& rows) {
+  if (rows.empty()) return ok();
+  auto stmt = context.statement(
+      "INSERT INTO metrics(run_id, step, key_id, value, rank, time) VALUES (?1,?2,?3,?4,?5,?6)");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  qint64 lastRun = -1;
+  for (const MetricRow& row : rows) {
+    auto keyId = context.metricKeyId(row.key);
+    if (!keyId) return keyId.error();
+    insert.reset();
+    if (auto r = insert.bindInt64(1, row.runId); !r) return r;
+    if (auto r = insert.bindInt64(2, row.step); !r) return r;
+    if (auto r = insert.bindInt64(3, *keyId); !r) return r;
+    // NaN (a diverged loss) is stored as NULL, as the protocol writes it.
+    if (auto r = row.value == row.value ? insert.bindDouble(4, row.value) : insert.bindNull(4); !r)
+      return r;
+    if (auto r = insert.bindInt64(5, row.rank); !r) return r;
+    if (auto r = insert.bindDouble(6, row.time); !r) return r;
+    if (auto r = execute(insert); !r) return r;
+    if (row.runId != lastRun) context.changes().metricRuns.insert(row.runId);
+    lastRun = row.runId;
+  }
+  return ok();
+}
+
+Result<qint64> insertEvents(WriteContext& context, const std::vector<EventRow>& rows) {
+  auto stmt = context.statement(
+      "INSERT INTO events(run_id, rank, seq, kind, json, file_offset) VALUES (?1,?2,?3,?4,?5,?6)");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  qint64 lastId = 0;
+  for (const EventRow& row : rows) {
+    insert.reset();
+    if (auto r = insert.bindInt64(1, row.runId); !r) return r.error();
+    if (auto r = insert.bindInt64(2, row.rank); !r) return r.error();
+    if (auto r = insert.bindInt64(3, row.seq); !r) return r.error();
+    if (auto r = insert.bindText(4, row.kind.toStdString()); !r) return r.error();
+    if (auto r = insert.bindText(5, std::string_view(row.json.constData(), row.json.size())); !r)
+      return r.error();
+    if (auto r = insert.bindInt64(6, row.offset); !r) return r.error();
+    if (auto r = execute(insert); !r) return r.error();
+    lastId = context.db().lastInsertRowId();
+    context.changes().eventRuns.insert(row.runId);
+  }
+  return lastId;
+}
+
+Result<void> insertLogs(WriteContext& context, const std::vector<LogLine>& lines) {
+  auto stmt = context.statement(
+      "INSERT INTO log_lines(run_id, rank, file, file_offset, text) VALUES (?1,?2,?3,?4,?5)");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  for (const LogLine& line : lines) {
+    insert.reset();
+    if (auto r = insert.bindInt64(1, line.runId); !r) return r;
+    if (auto r = insert.bindInt64(2, line.rank); !r) return r;
+    if (auto r = insert.bindText(3, rankFileName(line.file).toStdString()); !r) return r;
+    if (auto r = insert.bindInt64(4, line.offset); !r) return r;
+    if (auto r = insert.bindText(5, line.text.toStdString()); !r) return r;
+    if (auto r = execute(insert); !r) return r;
+    context.changes().eventRuns.insert(line.runId);
+  }
+  return ok();
+}
+
+Result<void> insertAnomalies(WriteContext& context, const std::vector<Anomaly>& found) {
+  auto stmt = context.statement(
+      "INSERT INTO anomalies(run_id, rank, kind, seq, file_offset, detail) "
+      "VALUES (?1,?2,?3,?4,?5,?6)");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  for (const Anomaly& a : found) {
+    insert.reset();
+    if (auto r = insert.bindInt64(1, a.runId); !r) return r;
+    if (auto r = insert.bindInt64(2, a.rank); !r) return r;
+    if (auto r = insert.bindText(3, anomalyKindName(a.kind).toStdString()); !r) return r;
+    if (auto r = insert.bindInt64(4, a.seq); !r) return r;
+    if (auto r = insert.bindInt64(5, a.offset); !r) return r;
+    if (auto r = insert.bindText(6, a.detail.toStdString()); !r) return r;
+    if (auto r = execute(insert); !r) return r;
+  }
+  return ok();
+}
+
+Result<qint64> storedOffset(WriteContext& context, const FileChunk& chunk) {
+  auto stmt = context.statement(
+      "SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3");
+  if (!stmt) return stmt.error();
+  Statement& select = **stmt;
+  if (auto r = select.bindInt64(1, chunk.runId); !r) return r.error();
+  if (auto r = select.bindInt64(2, chunk.rank); !r) return r.error();
+  if (auto r = select.bindText(3, rankFileName(chunk.file).toStdString()); !r) return r.error();
+  auto row = select.step();
+  if (!row) return row.error();
+  const qint64 offset = *row ? select.columnInt64(0) : 0;
+  select.reset();
+  return offset;
+}
+
+Result<void> storeOffset(WriteContext& context, const FileChunk& chunk) {
+  auto stmt = context.statement(
+      "INSERT INTO read_offsets(run_id, rank, file, offset) VALUES (?1,?2,?3,?4) "
+      "ON CONFLICT(run_id, rank, file) DO UPDATE SET offset = excluded.offset");
+  if (!stmt) return stmt.error();
+  Statement& upsert = **stmt;
+  if (auto r = upsert.bindInt64(1, chunk.runId); !r) return r;
+  if (auto r = upsert.bindInt64(2, chunk.rank); !r) return r;
+  if (auto r = upsert.bindText(3, rankFileName(chunk.file).toStdString()); !r) return r;
+  if (auto r = upsert.bindInt64(4, chunk.endOffset); !r) return r;
+  return execute(upsert);
+}
+
+Result<IngestReceipt> ingestChunk(WriteContext& context, const FileChunk& chunk) {
+  auto stored = storedOffset(context, chunk);
+  if (!stored) return stored.error();
+  if (chunk.endOffset <= *stored && chunk.startOffset <= *stored) {
+    return IngestReceipt{false, 0, *stored};  // already stored: a replay after a crash
+  }
+  if (chunk.startOffset != *stored) {
+    return fail("run " + std::to_string(chunk.runId) + " rank " + std::to_string(chunk.rank) + " " +
+                rankFileName(chunk.file).toStdString() + " file: the chunk starts at byte " +
+                std::to_string(chunk.startOffset) + " but the run log has read up to byte " +
+                std::to_string(*stored) + ": read the file again from the stored offset");
+  }
+  auto lastId = insertEvents(context, chunk.events);
+  if (!lastId) return lastId.error();
+  if (auto r = insertMetrics(context, chunk.metrics); !r) return r.error();
+  if (auto r = insertLogs(context, chunk.logs); !r) return r.error();
+  if (auto r = insertAnomalies(context, chunk.anomalies); !r) return r.error();
+  if (auto r = storeOffset(context, chunk); !r) return r.error();
+  return IngestReceipt{true, *lastId, chunk.endOffset};
+}
+
+Result<void> insertParams(WriteContext& context, qint64 runId, const QJsonObject& params) {
+  auto stmt = context.statement("INSERT INTO params(run_id, key, value) VALUES (?1,?2,?3)");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    insert.reset();
+    // Each value as JSON text, so 1e-3 and "1e-3" stay apart.
+    const QByteArray value =
+        QJsonDocument(QJsonArray{it.value()}).toJson(QJsonDocument::Compact).mid(1).chopped(1);
+    if (auto r = insert.bindInt64(1, runId); !r) return r;
+    if (auto r = insert.bindText(2, it.key().toStdString()); !r) return r;
+    if (auto r = insert.bindText(3, value.toStdString()); !r) return r;
+    if (auto r = execute(insert); !r) return r;
+  }
+  return ok();
+}
+
+// A lease holder is alive unless its heartbeat is stale or, on this machine, its pid is gone.
+bool holderAlive(const LeaseRecord& holder, const LeaseRecord& me, double staleAfterS) {
+  if (spec::unix_time_now() - holder.heartbeat > staleAfterS) return false;
+  if (holder.host == me.host && holder.pid > 0) {
+    if (::kill(static_cast<pid_t>(holder.pid), 0) != 0 && errno == ESRCH) return false;
+  }
+  return true;
+}
+
+Result<std::optional<LeaseRecord>> currentLease(WriteContext& context, qint64 runId) {
+  auto stmt =
+      context.statement("SELECT run_id, pid, host, token, heartbeat FROM leases WHERE run_id = ?1");
+  if (!stmt) return stmt.error();
+  Statement& select = **stmt;
+  if (auto r = select.bindInt64(1, runId); !r) return r.error();
+  auto row = select.step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<LeaseRecord>();
+  LeaseRecord holder{select.columnInt64(0), select.columnInt64(1),
+                     QString::fromStdString(select.columnText(2)),
+                     QString::fromStdString(select.columnText(3)), select.columnDouble(4)};
+  select.reset();
+  return std::optional<LeaseRecord>(holder);
+}
+
+Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, double staleAfterS) {
+  auto holder = currentLease(context, me.runId);
+  if (!holder) return holder.error();
+  LeaseOutcome outcome;
+  if (*holder && (*holder)->token != me.token) {
+    if (holderAlive(**holder, me, staleAfterS)) {
+      outcome.holder = **holder;
+      return outcome;
+    }
+    outcome.tookOver = true;
+  }
+  auto stmt = context.statement(
+      "INSERT INTO leases(run_id, pid, host, token, heartbeat) VALUES (?1,?2,?3,?4,?5) "
+      "ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, "
+      "token = excluded.token, heartbeat = excluded.heartbeat");
+  if (!stmt) return stmt.error();
+  Statement& upsert = **stmt;
+  if (auto r = upsert.bindInt64(1, me.runId); !r) return r.error();
+  if (auto r = upsert.bindInt64(2, me.pid); !r) return r.error();
+  if (auto r = upsert.bindText(3, me.host.toStdString()); !r) return r.error();
+  if (auto r = upsert.bindText(4, me.token.toStdString()); !r) return r.error();
+  if (auto r = upsert.bindDouble(5, spec::unix_time_now()); !r) return r.error();
+  if (auto r = execute(upsert); !r) return r.error();
+  context.changes().runs = true;
+  outcome.acquired = true;
+  return outcome;
+}
+
+}  // namespace
+
+QString RunStore::defaultPath() {
+  return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+         "/shardscope/runs.db";
+}
+
+Result<std::unique_ptr<RunStore>> RunStore::open(const QString& path) {
+  return open(path, Options{});
+}
+
+Result<std::unique_ptr<RunStore>> RunStore::open(const QString& path, const Options& options) {
+  const QString folder = QFileInfo(path).absolutePath();
+  if (!QDir().mkpath(folder)) {
+    return fail(folder.toStdString() +
+                ": cannot create the run log's folder: check its permissions, or choose another "
+                "file with --db");
+  }
+  auto db = SqliteDb::open(path);
+  if (!db) return db.error();
+  if (auto r = migrateRunSchema(*db); !r) return r.error();
+  // A larger page cache (in KiB) keeps the metrics index in memory while ingesting.
+  if (auto r = db->exec("PRAGMA cache_size=-32768"); !r) return r.error();
+  if (options.maxPageCount > 0) {
+    if (auto r = db->exec("PRAGMA max_page_count=" + std::to_string(options.maxPageCount)); !r)
+      return r.error();
+  }
+  return std::unique_ptr<RunStore>(new RunStore(path, options, std::move(*db)));
+}
+
+RunStore::RunStore(QString path, const Options& options, SqliteDb writerDb)
+    : m_path(std::move(path)), m_options(options) {
+  m_notifyTimer.setSingleShot(true);
+  m_notifyTimer.setInterval(options.notifyIntervalMs);
+  connect(&m_notifyTimer, &QTimer::timeout, this, &RunStore::emitPending);
+  StoreWriter::Options writerOptions;
+  writerOptions.maxBatchRows = options.maxBatchRows;
+  writerOptions.flushIntervalMs = options.flushIntervalMs;
+  m_writer =
+      std::make_unique<StoreWriter>(std::move(writerDb), writerOptions,
+                                    [this](const ChangeSet& changes) { onCommitted(changes); });
+}
+
+RunStore::~RunStore() {
+  m_writer.reset();  // commits what is queued; no commit hook runs after this line
+}
+
+Result<RunReader> RunStore::reader() const { return RunReader::open(m_path); }
+
+void RunStore::flush() { m_writer->flush(); }
+
+void RunStore::onCommitted(const ChangeSet& changes) {
+  const std::lock_guard lock(m_changesMutex);
+  m_pending.runs = m_pending.runs || changes.runs;
+  m_pending.hosts = m_pending.hosts || changes.hosts;
+  m_pending.metricRuns.unite(changes.metricRuns);
+  m_pending.eventRuns.unite(changes.eventRuns);
+  if (m_wakePosted) return;  // a signal is already on its way: these changes join it
+  m_wakePosted = true;
+  QMetaObject::invokeMethod(
+      this,
+      [this] {
+        if (!m_notifyTimer.isActive()) m_notifyTimer.start();
+      },
+      Qt::QueuedConnection);
+}
+
+void RunStore::emitPending() {
+  ChangeSet changes;
+  {
+    const std::lock_guard lock(m_changesMutex);
+    changes = std::exchange(m_pending, {});
+    m_wakePosted = false;
+  }
+  if (changes.runs) emit runsChanged();
+  if (changes.hosts) emit hostsChanged();
+  for (const qint64 runId : std::as_const(changes.metricRuns)) emit metricsAppended(runId);
+  for (const qint64 runId : std::as_const(changes.eventRuns)) emit eventsAppended(runId);
+}
+
+RunStore::Pending<qint64> RunStore::createExperiment(const ExperimentRecord& experiment) {
+  return submit<qint64>(1, [experiment](WriteContext& context) -> Result<qint64> {
+    auto stmt = context.statement(
+        "INSERT INTO experiments(name, source, toml, created_at) VALUES (?1,?2,?3,?4)");
+    if (!stmt) return stmt.error();
+    Statement& insert = **stmt;
+    if (auto r = insert.bindText(1, experiment.name.toStdString()); !r) return r.error();
+    if (auto r = insert.bindText(2, experiment.source.toStdString()); !r) return r.error();
+    if (auto r = insert.bindText(3, experiment.toml.toStdString()); !r) return r.error();
+    if (auto r = insert.bindDouble(4, spec::unix_time_now()); !r) return r.error();
+    if (auto r = execute(insert); !r) return r.error();
+    return context.db().lastInsertRowId();
+  });
+}
+
+RunStore::Pending<qint64> RunStore::createRun(const NewRun& run) {
+  return submit<qint64>(1, [run](WriteContext& context) -> Result<qint64> {
+    auto stmt = context.statement(
+        "INSERT INTO runs(experiment_id, name, status, run_dir, params, created_at, world_size) "
+        "VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?6)");
+    if (!stmt) return stmt.error();
+    Statement& insert = **stmt;
+    auto id = run.experimentId ? insert.bindInt64(1, *run.experimentId) : insert.bindNull(1);
+    if (!id) return id.error();
+    if (auto r = insert.bindText(2, run.name.toStdString()); !r) return r.error();
+    if (auto r = insert.bindText(3, run.runDir.toStdString()); !r) return r.error();
+    if (auto r = insert.bindText(4, compactJson(run.params)); !r) return r.error();
+    if (auto r = insert.bindDouble(5, spec::unix_time_now()); !r) return r.error();
+    if (auto r = insert.bindInt64(6, run.worldSize); !r) return r.error();
+    if (auto r = execute(insert); !r) {
+      if (r.message().find("UNIQUE") != std::string::npos) {
+        return fail("run name '" + run.name.toStdString() +
+                    "' is taken in the run log: choose another name");
+      }
+      return r.error();
+    }
+    const qint64 runId = context.db().lastInsertRowId();
+    if (auto r = insertParams(context, runId, run.params); !r) return r.error();
+    context.changes().runs = true;
+    return runId;
+  });
+}
+
+RunStore::Pending<void> RunStore::setRunLocation(qint64 runId, const QJsonObject& location) {
+  return submit<void>(1, [runId, location](WriteContext& context) -> Result<void> {
+    auto stmt = context.statement("UPDATE runs SET location = ?2 WHERE id = ?1");
+    if (!stmt) return stmt.error();
+    if (auto r = (*stmt)->bindInt64(1, runId); !r) return r;
+    if (auto r = (*stmt)->bindText(2, compactJson(location)); !r) return r;
+    if (auto r = execute(**stmt); !r) return r;
+    if (changes(context) == 0)
+      return fail("run " + std::to_string(runId) + " is not in the run log");
+    context.changes().runs = true;
+    return ok();
+  });
+}
+
+RunStore::Pending<void> RunStore::setRunStatus(qint64 runId, spec::RunStatus status,
+                                               const QString& error,
+                                               std::optional<double> objective) {
+  return submit<void>(1, [=](WriteContext& context) -> Result<void> {
+    auto stmt = context.statement(
+        "UPDATE runs SET status = ?2, error = ?3, objective = coalesce(?4, objective), "
+        "started_at = CASE WHEN ?5 THEN coalesce(started_at, ?7) ELSE started_at END, "
+        "ended_at = CASE WHEN ?6 THEN coalesce(ended_at, ?7) ELSE ended_at END WHERE id = ?1");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    const bool final = spec::is_final(status);
+    if (auto r = update.bindInt64(1, runId); !r) return r;
+    if (auto r = update.bindText(2, spec::to_string(status)); !r) return r;
+    if (auto r = update.bindText(3, error.toStdString()); !r) return r;
+    if (auto r = objective ? update.bindDouble(4, *objective) : update.bindNull(4); !r) return r;
+    if (auto r = update.bindInt64(5, status == spec::RunStatus::running || final); !r) return r;
+    if (auto r = update.bindInt64(6, final); !r) return r;
+    if (auto r = update.bindDouble(7, spec::unix_time_now()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    if (changes(context) == 0)
+      return fail("run " + std::to_string(runId) + " is not in the run log");
+    context.changes().runs = true;
+    return ok();
+  });
+}
+
+RunStore::Pending<void> RunStore::appendMetrics(std::vector<MetricRow> rows) {
+  const std::size_t count = rows.size();
+  return submit<void>(
+      count,
+      [rows = std::move(rows)](WriteContext& context) { return insertMetrics(context, rows); },
+      false);
+}
+
+RunStore::Pending<IngestReceipt> RunStore::ingest(FileChunk chunk) {
+  const std::size_t rows =
+      chunk.events.size() + chunk.metrics.size() + chunk.logs.size() + chunk.anomalies.size();
+  return submit<IngestReceipt>(
+      rows,
+      [chunk = std::move(chunk)](WriteContext& context) { return ingestChunk(context, chunk); },
+      false);
+}
+
+RunStore::Pending<void> RunStore::saveHost(const HostRecord& host) {
+  return submit<void>(1, [host](WriteContext& context) -> Result<void> {
+    auto stmt = context.statement(
+        "INSERT INTO hosts(alias, hostname, port, user) VALUES (?1,?2,?3,?4) "
+        "ON CONFLICT(alias) DO UPDATE SET hostname = excluded.hostname, port = excluded.port, "
+        "user = excluded.user");
+    if (!stmt) return stmt.error();
+    Statement& upsert = **stmt;
+    if (auto r = upsert.bindText(1, host.alias.toStdString()); !r) return r;
+    if (auto r = upsert.bindText(2, host.hostname.toStdString()); !r) return r;
+    if (auto r = upsert.bindInt64(3, host.port); !r) return r;
+    if (auto r = upsert.bindText(4, host.user.toStdString()); !r) return r;
+    if (auto r = execute(upsert); !r) return r;
+    context.changes().hosts = true;
+    return ok();
+  });
+}
+
+RunStore::Pending<void> RunStore::trustHost(const QString& alias, const QString& fingerprint) {
+  return submit<void>(1, [alias, fingerprint](WriteContext& context) -> Result<void> {
+    auto stmt =
+        context.statement("UPDATE hosts SET fingerprint = ?2, trusted_at = ?3 WHERE alias = ?1");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    if (auto r = update.bindText(1, alias.toStdString()); !r) return r;
+    if (auto r = update.bindText(2, fingerprint.toStdString()); !r) return r;
+    if (auto r = update.bindDouble(3, spec::unix_time_now()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    if (changes(context) == 0) {
+      return fail("host '" + alias.toStdString() + "' is not known: add it first (hosts add)");
+    }
+    context.changes().hosts = true;
+    return ok();
+  });
+}
+
+RunStore::Pending<LeaseOutcome> RunStore::acquireLease(const LeaseRecord& me, double staleAfterS) {
+  return submit<LeaseOutcome>(
+      1, [me, staleAfterS](WriteContext& context) { return takeLease(context, me, staleAfterS); });
+}
+
+RunStore::Pending<void> RunStore::renewLease(const LeaseRecord& me) {
+  return submit<void>(1, [me](WriteContext& context) -> Result<void> {
+    auto stmt =
+        context.statement("UPDATE leases SET heartbeat = ?3 WHERE run_id = ?1 AND token = ?2");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    if (auto r = update.bindInt64(1, me.runId); !r) return r;
+    if (auto r = update.bindText(2, me.token.toStdString()); !r) return r;
+    if (auto r = update.bindDouble(3, spec::unix_time_now()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    if (changes(context) == 0) {
+      return fail("run " + std::to_string(me.runId) +
+                  ": another monitor took over this run's lease: stop following it here");
+    }
+    return ok();
+  });
+}
+
+RunStore::Pending<void> RunStore::releaseLease(const LeaseRecord& me) {
+  return submit<void>(1, [me](WriteContext& context) -> Result<void> {
+    auto stmt = context.statement("DELETE FROM leases WHERE run_id = ?1 AND token = ?2");
+    if (!stmt) return stmt.error();
+    if (auto r = (*stmt)->bindInt64(1, me.runId); !r) return r;
+    if (auto r = (*stmt)->bindText(2, me.token.toStdString()); !r) return r;
+    if (auto r = execute(**stmt); !r) return r;
+    context.changes().runs = true;
+    return ok();
+  });
+}
+
+}  // namespace shardscope::backend

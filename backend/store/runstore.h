@@ -1,0 +1,104 @@
+// RunStore: the run log (SQLite, WAL). One writer thread takes every write as a queued job and
+// commits them in batches; each call returns a future that is ready once its rows are committed
+// (or failed). Readers open their own read-only connections (reader()), so they never block the
+// writer and always see whole transactions. Changes are announced as coalesced Qt signals, at
+// most one of each kind per notifyIntervalMs.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "backend/store/runreader.h"
+#include "backend/store/runrecords.h"
+#include "backend/store/storewriter.h"
+#include "trainer/spec/result.h"
+#include "trainer/spec/status.h"
+
+namespace shardscope::backend {
+
+class RunStore : public QObject {
+  Q_OBJECT
+ public:
+  struct Options {
+    int notifyIntervalMs = 50;         ///< shortest time between two signals of one kind
+    std::size_t maxBatchRows = 50000;  ///< rows per transaction before a commit is forced
+    int flushIntervalMs = 2;           ///< longest wait for more rows before a commit
+    /// Cap on the file size in pages (PRAGMA max_page_count); 0: none. Simulates a full disk.
+    qint64 maxPageCount = 0;
+  };
+  template <class T>
+  using Pending = std::future<Result<T>>;
+
+  /// $XDG_DATA_HOME/shardscope/runs.db (the user's data folder).
+  static QString defaultPath();
+  /// Opens (creating it and its folder) and migrates the run log at `path`.
+  [[nodiscard]] static Result<std::unique_ptr<RunStore>> open(const QString& path,
+                                                              const Options& options);
+  [[nodiscard]] static Result<std::unique_ptr<RunStore>> open(const QString& path);
+  ~RunStore() override;
+
+  const QString& path() const { return m_path; }
+  /// A read-only connection for the calling thread (keep one per thread).
+  [[nodiscard]] Result<RunReader> reader() const;
+
+  Pending<qint64> createExperiment(const ExperimentRecord& experiment);
+  /// A queued run; fails when the name is taken.
+  Pending<qint64> createRun(const NewRun& run);
+  Pending<void> setRunLocation(qint64 runId, const QJsonObject& location);
+  /// Sets the status; running stamps started_at, a final status stamps ended_at.
+  Pending<void> setRunStatus(qint64 runId, spec::RunStatus status, const QString& error = {},
+                             std::optional<double> objective = std::nullopt);
+  Pending<void> appendMetrics(std::vector<MetricRow> rows);
+  /// Stores a chunk's rows and the file's new offset in one transaction. A chunk that starts
+  /// before the stored offset but ends at or before it was already stored (applied = false); one
+  /// that starts elsewhere is refused, so no line is stored twice or skipped.
+  Pending<IngestReceipt> ingest(FileChunk chunk);
+  Pending<void> saveHost(const HostRecord& host);
+  /// Records the fingerprint the user accepted for `alias`.
+  Pending<void> trustHost(const QString& alias, const QString& fingerprint);
+
+  /// Takes the lease on `runId` for `me` unless another holder is alive: a holder whose
+  /// heartbeat is older than staleAfterS, or whose pid is dead on this machine, is taken over.
+  Pending<LeaseOutcome> acquireLease(const LeaseRecord& me, double staleAfterS);
+  /// Heartbeat; fails when `me` no longer holds the lease.
+  Pending<void> renewLease(const LeaseRecord& me);
+  Pending<void> releaseLease(const LeaseRecord& me);
+
+  /// Waits until every write queued before the call is committed.
+  void flush();
+
+ signals:
+  void runsChanged();
+  void metricsAppended(qint64 runId);
+  void eventsAppended(qint64 runId);
+  void hostsChanged();
+
+ private:
+  RunStore(QString path, const Options& options, SqliteDb writerDb);
+  void onCommitted(const ChangeSet& changes);  // writer thread
+  void emitPending();                          // this object's thread
+
+  // Control writes are urgent (their callers usually wait); bulk rows may wait for a batch.
+  template <class T>
+  Pending<T> submit(std::size_t rows, std::function<Result<T>(WriteContext&)> fn,
+                    bool urgent = true) {
+    return m_writer->submit<T>(rows, std::move(fn), urgent);
+  }
+
+  QString m_path;
+  Options m_options;
+  QTimer m_notifyTimer;
+  std::mutex m_changesMutex;
+  ChangeSet m_pending;                    // guarded by m_changesMutex
+  bool m_wakePosted = false;              // guarded by m_changesMutex
+  std::unique_ptr<StoreWriter> m_writer;  // last: its thread may call onCommitted
+};
+
+}  // namespace shardscope::backend

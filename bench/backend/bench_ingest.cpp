@@ -1,0 +1,121 @@
+// bench_ingest: how fast the run log takes metric rows (at 1, 100 and 1000 rows per call), how
+// long listing 10k runs takes, and the peak RSS. Prints a table; not a test.
+//   bench_ingest [FOLDER]   (default: a temporary folder; the files are removed afterwards)
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backend/store/runstore.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+
+namespace {
+
+constexpr qint64 kRowsPerRate = 1'000'000;
+constexpr int kRunsToList = 10'000;
+
+// User + system CPU seconds of the whole process (producer and writer threads).
+double cpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// Rows per wall second, and per CPU second (less sensitive to a loaded machine).
+struct Rate {
+  double wall = 0;
+  double cpu = 0;
+};
+
+double peakRssMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Rows per second when callers hand the store `batch` rows per appendMetrics call.
+Result<Rate> ingestRate(const QString& path, int batch) {
+  auto store = RunStore::open(path);
+  if (!store) return store.error();
+  auto run = (*store)->createRun({std::nullopt, QString("bench-%1").arg(batch), "", {}, 1}).get();
+  if (!run) return run.error();
+  const qint64 rows = batch == 1 ? kRowsPerRate / 10 : kRowsPerRate;
+  const QString keys[] = {"loss", "lr", "grad_norm", "tokens_per_s"};
+  std::vector<RunStore::Pending<void>> pending;
+  pending.reserve(static_cast<std::size_t>(rows / batch));
+  QElapsedTimer timer;
+  timer.start();
+  const double cpuStart = cpuSeconds();
+  for (qint64 done = 0; done < rows; done += batch) {
+    std::vector<MetricRow> chunk;
+    chunk.reserve(static_cast<std::size_t>(batch));
+    for (int i = 0; i < batch; ++i) {
+      const qint64 n = done + i;
+      chunk.push_back({*run, n / 4, keys[n % 4], 1.0 / double(n + 1), 0, 1.7e9});
+    }
+    pending.push_back((*store)->appendMetrics(std::move(chunk)));
+  }
+  for (auto& p : pending) {
+    if (auto r = p.get(); !r) return r.error();
+  }
+  return Rate{double(rows) / (double(timer.nsecsElapsed()) / 1e9),
+              double(rows) / (cpuSeconds() - cpuStart)};
+}
+
+// Seconds to list every run after kRunsToList were created.
+Result<double> listTime(const QString& path) {
+  auto store = RunStore::open(path);
+  if (!store) return store.error();
+  std::vector<RunStore::Pending<qint64>> pending;
+  for (int i = 0; i < kRunsToList; ++i) {
+    const QJsonObject params{{"train.lr", 1e-4 * i}, {"lora.rank", 8}};
+    pending.push_back(
+        (*store)->createRun({std::nullopt, QString("run-%1").arg(i), "/runs/x", params, 2}));
+  }
+  for (auto& p : pending) {
+    if (auto r = p.get(); !r) return r.error();
+  }
+  auto reader = (*store)->reader();
+  if (!reader) return reader.error();
+  QElapsedTimer timer;
+  timer.start();
+  auto runs = reader->listRuns();
+  if (!runs) return runs.error();
+  if (runs->size() != std::size_t(kRunsToList)) return fail("listed a wrong number of runs");
+  return double(timer.nsecsElapsed()) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  QTemporaryDir temp;
+  const QString folder = app.arguments().size() > 1 ? app.arguments().at(1) : temp.path();
+  std::printf("%-34s %14s %14s\n", "measure", "value", "per CPU s");
+  for (const int batch : {1, 100, 1000}) {
+    auto rate = ingestRate(folder + QString("/ingest-%1.db").arg(batch), batch);
+    if (!rate) {
+      std::fprintf(stderr, "bench_ingest: %s\n", rate.message().c_str());
+      return 1;
+    }
+    std::printf("%-34s %14.0f %14.0f\n",
+                qPrintable(QString("metric rows/s, %1 per call").arg(batch)), rate->wall,
+                rate->cpu);
+  }
+  auto list = listTime(folder + "/list.db");
+  if (!list) {
+    std::fprintf(stderr, "bench_ingest: %s\n", list.message().c_str());
+    return 1;
+  }
+  std::printf("%-34s %14.1f\n", "list 10k runs, ms", *list * 1000);
+  std::printf("%-34s %14.1f\n", "peak RSS, MiB", peakRssMiB());
+  return 0;
+}

@@ -1,0 +1,111 @@
+// The monitor's parser on real protocol lines: partial lines wait for their newline, malformed
+// lines become log lines and anomalies, seq gaps and repeats are recorded, metrics come out.
+#include <QTest>
+
+#include "backend/monitor/eventstream.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+
+namespace {
+
+QByteArray line(int rank, qint64 seq, const spec::Payload& body) {
+  return QByteArray::fromStdString(spec::encode_event({{1, rank, seq, 1.7e9}, body})) + "\n";
+}
+
+QByteArray stepLine(qint64 seq, qint64 step) {
+  return line(0, seq, spec::StepEvent{step, 1.5, 1e-3, 0.5, 100, 0.1, 8, 16});
+}
+
+}  // namespace
+
+class TestEventStream : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void partialLineWaitsForNewline() {
+    EventStream stream;
+    const QByteArray whole = stepLine(0, 1);
+    FileChunk first = parseEventsChunk(7, whole.left(20), stream);
+    QCOMPARE(first.endOffset, 0);  // nothing consumed
+    QVERIFY(first.events.empty() && first.logs.empty());
+    QCOMPARE(stream.eventsOffset, 0);
+    // The next read starts again at the stored offset and now sees the whole line.
+    FileChunk second = parseEventsChunk(7, whole + stepLine(1, 2).left(5), stream);
+    QCOMPARE(second.startOffset, 0);
+    QCOMPARE(second.endOffset, whole.size());
+    QCOMPARE(second.events.size(), std::size_t(1));
+    QCOMPARE(second.events[0].json + "\n", whole);
+    QCOMPARE(stream.eventsOffset, whole.size());
+  }
+
+  void malformedLinesAreKeptAndCounted() {
+    EventStream stream;
+    const QByteArray good = stepLine(0, 1);
+    const QByteArray bytes = good + "Traceback: not json\n" + "{\"v\":1,\"ev\":\"step\"}\n";
+    FileChunk chunk = parseEventsChunk(7, bytes, stream);
+    QCOMPARE(chunk.events.size(), std::size_t(1));
+    QCOMPARE(chunk.logs.size(), std::size_t(2));
+    QCOMPARE(chunk.logs[0].text, "Traceback: not json");
+    QCOMPARE(chunk.logs[0].offset, good.size());
+    QCOMPARE(chunk.logs[0].file, RankFile::events);
+    QCOMPARE(stream.malformed, 2);
+    QCOMPARE(chunk.anomalies.size(), std::size_t(2));
+    QCOMPARE(chunk.anomalies[1].kind, Anomaly::Kind::malformed);
+    QVERIFY2(chunk.anomalies[1].detail.contains("rank"), qPrintable(chunk.anomalies[1].detail));
+    QCOMPARE(chunk.endOffset, bytes.size());
+  }
+
+  void seqGapsAndRepeatsAreRecorded() {
+    EventStream stream;
+    const QByteArray bytes =
+        stepLine(0, 1) + stepLine(1, 2) + stepLine(3, 3) + stepLine(3, 4) + stepLine(4, 5);
+    FileChunk chunk = parseEventsChunk(7, bytes, stream);
+    QCOMPARE(chunk.events.size(), std::size_t(5));  // every line is stored, anomalies or not
+    QCOMPARE(chunk.anomalies.size(), std::size_t(2));
+    QCOMPARE(chunk.anomalies[0].kind, Anomaly::Kind::gap);
+    QCOMPARE(chunk.anomalies[0].seq, 3);
+    QVERIFY(chunk.anomalies[0].detail.contains("1 events missing"));
+    QCOMPARE(chunk.anomalies[1].kind, Anomaly::Kind::repeat);
+    QCOMPARE(chunk.anomalies[1].seq, 3);
+    QCOMPARE(stream.lastSeq, 4);
+    // Across chunks: the stream remembers the last seq.
+    FileChunk next = parseEventsChunk(7, stepLine(6, 6), stream);
+    QCOMPARE(next.anomalies.size(), std::size_t(1));
+    QCOMPARE(next.anomalies[0].kind, Anomaly::Kind::gap);
+  }
+
+  void statusEventsAndMetrics() {
+    EventStream stream;
+    stream.rank = 1;
+    const QByteArray bytes =
+        line(1, 0, spec::HelloEvent{2, 2, "h", {}, 10, 1, 100}) +
+        line(1, 1, spec::MemEvent{1, 10, 20, 30, 40}) +
+        line(1, 2, spec::EvalEvent{1, {{"loss", 0.5}, {"accuracy", 0.75}}}) +
+        line(1, 3, spec::ErrorEvent{spec::ErrorKind::oom, "out of memory", "smaller batch"}) +
+        line(1, 4, spec::DoneEvent{spec::DoneStatus::failed, {}, false, std::nullopt});
+    FileChunk chunk = parseEventsChunk(7, bytes, stream);
+    QVERIFY(stream.hello);
+    QVERIFY(stream.lastError && stream.lastError->kind == spec::ErrorKind::oom);
+    QVERIFY(stream.done && stream.done->status == spec::DoneStatus::failed);
+    QCOMPARE(chunk.metrics.size(), std::size_t(6));  // 4 mem + 2 eval
+    QCOMPARE(chunk.metrics[3].key, "mem.rss");
+    QCOMPARE(chunk.metrics[3].value, 40.0);
+    QCOMPARE(chunk.metrics[3].rank, 1);
+    QCOMPARE(chunk.metrics[4].key, "eval.accuracy");
+  }
+
+  void logLinesKeepLastWords() {
+    EventStream stream;
+    QByteArray bytes;
+    for (int i = 0; i < 15; ++i) bytes += "line " + QByteArray::number(i) + "\n";
+    FileChunk chunk = parseLogChunk(7, bytes + "partial", stream);
+    QCOMPARE(chunk.logs.size(), std::size_t(15));
+    QCOMPARE(chunk.endOffset, bytes.size());
+    QCOMPARE(stream.lastLogLines.size(), kLastWordsLines);
+    QCOMPARE(stream.lastLogLines.last(), "line 14");
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEventStream)
+#include "tst_eventstream.moc"

@@ -1,0 +1,316 @@
+// RunMonitor with real rank processes (fake_rank) writing real files into a real run log:
+// statuses (complete, oom, failed with last words), one dead rank stopping the others, leases,
+// and a follower process killed with SIGKILL mid-run whose successor catches up with nothing
+// lost and nothing stored twice (issue #5, "Must hold").
+#include <QFile>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/monitor/runmonitor.h"
+#include "tests/backend/monitor/dirrunhandle.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+
+namespace {
+
+template <class R>
+std::string why(const R& result) {
+  return result.ok() ? std::string() : result.message();
+}
+
+#define VERIFY_OK(expr)                           \
+  do {                                            \
+    const auto& result_ = (expr);                 \
+    QVERIFY2(result_.ok(), why(result_).c_str()); \
+  } while (false)
+
+const QString kBin = QStringLiteral(SHARDSCOPE_BINARY_DIR) + "/tests/bin/";
+constexpr int kDeadlineMs = 60000;
+
+qint64 lineCount(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return 0;
+  return file.readAll().count('\n');
+}
+
+qint64 queryInt(RunReader& reader, const QString& sql) {
+  auto text = reader.db().queryText(sql.toStdString());
+  return text ? std::stoll(*text) : -1;
+}
+
+RunMonitor::Options fastOptions() {
+  RunMonitor::Options options;
+  options.pollMs = 50;
+  options.heartbeatMs = 200;
+  return options;
+}
+
+}  // namespace
+
+class TestRunMonitor : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void init();
+  void cleanup();
+  void completeRunStoresEveryLine();
+  void garbageLinesAreCountedAndKept();
+  void oomIsItsOwnStatus();
+  void deadRankFailsTheRunAndStopsTheOthers();
+  void killNineOfARank();
+  void secondMonitorIsRefused();
+  void followerKilledMidRunIsTakenOver();
+
+ private:
+  // Starts rank `rank` of the current run: stdout and stderr go to the run directory's files.
+  QProcess* startRank(int rank, const QStringList& args);
+  QList<qint64> pids() const;
+  qint64 createRun(int worldSize);
+  // Every line of every rank file is exactly one row (event, or log line).
+  void checkRowsEqualLines(qint64 runId, int worldSize);
+  void waitForRanksToEnd();
+
+  std::unique_ptr<QTemporaryDir> m_dir;
+  std::unique_ptr<RunStore> m_store;
+  std::vector<std::unique_ptr<QProcess>> m_ranks;
+};
+
+void TestRunMonitor::init() {
+  m_dir = std::make_unique<QTemporaryDir>();
+  QVERIFY(m_dir->isValid());
+  auto store = RunStore::open(m_dir->filePath("runs.db"));
+  VERIFY_OK(store);
+  m_store = std::move(*store);
+}
+
+void TestRunMonitor::cleanup() {
+  for (auto& rank : m_ranks) {
+    rank->kill();
+    rank->waitForFinished(5000);
+  }
+  m_ranks.clear();
+  m_store.reset();
+  m_dir.reset();
+}
+
+QProcess* TestRunMonitor::startRank(int rank, const QStringList& args) {
+  auto process = std::make_unique<QProcess>();
+  process->setStandardOutputFile(m_dir->filePath(QString("events-rank-%1.jsonl").arg(rank)));
+  process->setStandardErrorFile(m_dir->filePath(QString("rank-%1.log").arg(rank)));
+  process->start(kBin + "fake_rank", QStringList{QString::number(rank)} + args);
+  if (!process->waitForStarted(10000)) return nullptr;
+  m_ranks.push_back(std::move(process));
+  return m_ranks.back().get();
+}
+
+QList<qint64> TestRunMonitor::pids() const {
+  QList<qint64> list;
+  for (const auto& rank : m_ranks) list << rank->processId();
+  return list;
+}
+
+qint64 TestRunMonitor::createRun(int worldSize) {
+  auto id = m_store->createRun({std::nullopt, "run", m_dir->path(), {}, worldSize}).get();
+  return id ? *id : -1;
+}
+
+void TestRunMonitor::checkRowsEqualLines(qint64 runId, int worldSize) {
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  for (int rank = 0; rank < worldSize; ++rank) {
+    const qint64 eventLines = lineCount(m_dir->filePath(QString("events-rank-%1.jsonl").arg(rank)));
+    const qint64 logLines = lineCount(m_dir->filePath(QString("rank-%1.log").arg(rank)));
+    QVERIFY(eventLines > 0);
+    const QString where = QString("run_id = %1 AND rank = %2").arg(runId).arg(rank);
+    QCOMPARE(
+        queryInt(*reader, "SELECT count(*) FROM events WHERE " + where) +
+            queryInt(*reader, "SELECT count(*) FROM log_lines WHERE file = 'events' AND " + where),
+        eventLines);
+    QCOMPARE(queryInt(*reader, "SELECT count(*) FROM log_lines WHERE file = 'log' AND " + where),
+             logLines);
+    // No offset was stored twice (a line stored twice would repeat one).
+    QCOMPARE(queryInt(*reader, "SELECT count(DISTINCT file_offset) FROM events WHERE " + where),
+             queryInt(*reader, "SELECT count(*) FROM events WHERE " + where));
+  }
+}
+
+void TestRunMonitor::waitForRanksToEnd() {
+  for (auto& rank : m_ranks) {
+    QVERIFY(rank->state() == QProcess::NotRunning || rank->waitForFinished(kDeadlineMs));
+  }
+}
+
+void TestRunMonitor::completeRunStoresEveryLine() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"normal", "30", "5"}));
+  QVERIFY(startRank(1, {"normal", "30", "5"}));
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  QSignalSpy changed(&monitor, &RunMonitor::statusChanged);
+  VERIFY_OK(monitor.start());
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::complete);
+  QCOMPARE(changed.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::running);
+  checkRowsEqualLines(runId, 2);
+  auto reader = m_store->reader();
+  auto run = reader->run(runId);
+  QCOMPARE((*run)->status, spec::RunStatus::complete);
+  QCOMPARE((*run)->objective.value_or(-1), 0.25);
+  QVERIFY((*run)->startedAt && (*run)->endedAt);
+  QCOMPARE(reader->metric(runId, "loss")->size(), std::size_t(30));
+  QCOMPARE(reader->metric(runId, "mem.peak")->size(), std::size_t(60));  // both ranks
+  QVERIFY(reader->anomalies(runId)->empty());
+  QVERIFY(!reader->lease(runId)->has_value());  // released at the end
+  QCOMPARE(handle.stopCalls(), 0);
+}
+
+void TestRunMonitor::garbageLinesAreCountedAndKept() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"garbage", "30", "5"}));
+  QVERIFY(startRank(1, {"partial", "10", "20"}));  // every line arrives in two writes
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  VERIFY_OK(monitor.start());
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::complete);
+  QCOMPARE(monitor.malformedLines(), 4);  // steps 7, 14, 21, 28
+  checkRowsEqualLines(runId, 2);
+  auto anomalies = m_store->reader()->anomalies(runId);
+  VERIFY_OK(anomalies);
+  QCOMPARE(anomalies->size(), std::size_t(4));
+  for (const Anomaly& a : *anomalies) QCOMPARE(a.kind, Anomaly::Kind::malformed);
+}
+
+void TestRunMonitor::oomIsItsOwnStatus() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"hang", "0", "10"}));
+  QVERIFY(startRank(1, {"oom", "100", "10", "5"}));
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  VERIFY_OK(monitor.start());
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::oom);
+  const QString error = finished.at(0).at(1).toString();
+  QVERIFY2(error.contains("rank 1: oom: CUDA out of memory (lower the batch size)"),
+           qPrintable(error));
+  QCOMPARE(handle.stopCalls(), 1);  // the hanging rank 0 was stopped...
+  waitForRanksToEnd();
+  QCOMPARE((*m_store->reader()->run(runId))->status, spec::RunStatus::oom);
+  auto done = m_store->reader()->lastEvent(runId, 0, "done");  // ...and ended gracefully
+  VERIFY_OK(done);
+  QVERIFY(done->has_value());
+  QVERIFY((*done)->json.contains("\"stopped\""));
+  checkRowsEqualLines(runId, 2);
+}
+
+void TestRunMonitor::deadRankFailsTheRunAndStopsTheOthers() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"hang", "0", "10"}));
+  QVERIFY(startRank(1, {"crash", "100", "10", "5"}));
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  QSignalSpy changed(&monitor, &RunMonitor::statusChanged);
+  VERIFY_OK(monitor.start());
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::failed);
+  const QString error = finished.at(0).at(1).toString();
+  QVERIFY2(error.startsWith("rank 1 exited without `done`; last words:"), qPrintable(error));
+  QVERIFY2(error.contains("rank 1: fatal: segmentation fault in step 5"), qPrintable(error));
+  // failed was recorded when the exit was seen, before the other rank had ended.
+  QCOMPARE(changed.last().at(0).value<spec::RunStatus>(), spec::RunStatus::failed);
+  QCOMPARE(handle.stopCalls(), 1);
+  waitForRanksToEnd();
+  QCOMPARE(m_ranks[0]->exitCode(), 0);  // rank 0 took SIGTERM and ended with done stopped
+  QCOMPARE((*m_store->reader()->run(runId))->error, error);
+  checkRowsEqualLines(runId, 2);
+}
+
+void TestRunMonitor::killNineOfARank() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"hang", "0", "10"}));
+  QProcess* victim = startRank(1, {"hang", "0", "10"});
+  QVERIFY(victim);
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  VERIFY_OK(monitor.start());
+  QTRY_VERIFY_WITH_TIMEOUT(lineCount(m_dir->filePath("rank-1.log")) >= 3, kDeadlineMs);
+  victim->kill();  // SIGKILL
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::failed);
+  const QString error = finished.at(0).at(1).toString();
+  QVERIFY2(error.contains("rank 1 exited without `done`"), qPrintable(error));
+  QVERIFY2(error.contains("rank 1: step"), qPrintable(error));  // its last stderr lines
+  waitForRanksToEnd();  // the other rank is gone too: nothing orphaned
+  QCOMPARE(m_ranks[0]->exitStatus(), QProcess::NormalExit);
+  checkRowsEqualLines(runId, 2);
+}
+
+void TestRunMonitor::secondMonitorIsRefused() {
+  const qint64 runId = createRun(1);
+  QVERIFY(startRank(0, {"hang", "0", "10"}));
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor first(*m_store, runId, handle, fastOptions());
+  VERIFY_OK(first.start());
+  RunMonitor second(*m_store, runId, handle, fastOptions());
+  auto refused = second.start();
+  QVERIFY(!refused);
+  QVERIFY2(refused.message().find("already followed by process") != std::string::npos,
+           refused.message().c_str());
+  handle.stop();
+  QSignalSpy finished(&first, &RunMonitor::finished);
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::stopped);
+}
+
+// The backend dies (SIGKILL) while it follows a live run; the ranks keep running; a second
+// follower is refused while the first is alive; a third takes over after the kill, catches up,
+// and the run's rows equal the files' lines.
+void TestRunMonitor::followerKilledMidRunIsTakenOver() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"normal", "150", "10"}));
+  QVERIFY(startRank(1, {"garbage", "150", "10"}));
+  QStringList args{m_dir->filePath("runs.db"), QString::number(runId), m_dir->path()};
+  for (const qint64 pid : pids()) args << QString::number(pid);
+  QProcess first;
+  first.start(kBin + "monitor_follower", args);
+  QVERIFY(first.waitForReadyRead(kDeadlineMs));
+  QVERIFY(first.readLine().startsWith("following took-over=0"));
+  QProcess second;
+  second.start(kBin + "monitor_follower", args);
+  QVERIFY(second.waitForFinished(kDeadlineMs));
+  QCOMPARE(second.exitCode(), 3);
+  QVERIFY(second.readAllStandardOutput().contains("already followed by process"));
+  QTRY_VERIFY_WITH_TIMEOUT(lineCount(m_dir->filePath("rank-0.log")) >= 40, kDeadlineMs);
+  first.kill();  // kill -9 of the backend mid-run
+  QVERIFY(first.waitForFinished(kDeadlineMs));
+  for (const auto& rank : m_ranks) QCOMPARE(rank->state(), QProcess::Running);
+  QProcess third;
+  third.start(kBin + "monitor_follower", args);
+  QVERIFY(third.waitForFinished(kDeadlineMs));
+  const QByteArray out = third.readAllStandardOutput();
+  QVERIFY2(out.contains("following took-over=1"), out.constData());
+  QVERIFY2(out.contains("finished complete"), out.constData());
+  checkRowsEqualLines(runId, 2);
+  auto reader = m_store->reader();
+  QCOMPARE(reader->metric(runId, "loss")->size(), std::size_t(150));
+  auto anomalies = reader->anomalies(runId);
+  VERIFY_OK(anomalies);
+  for (const Anomaly& a : *anomalies) {
+    QCOMPARE(a.kind, Anomaly::Kind::malformed);  // no gap or repeat from the takeover
+  }
+}
+
+QTEST_GUILESS_MAIN(TestRunMonitor)
+#include "tst_runmonitor.moc"

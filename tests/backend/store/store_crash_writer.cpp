@@ -1,0 +1,160 @@
+// Helper of tst_runstore_crash (and maker of the schema assets): ingests an events file into a
+// run log as fast as it can, the way the monitor does, and prints "committed ID" after each
+// chunk's COMMIT returned, where ID is the chunk's last event row. The test kills it with
+// SIGKILL at random moments and checks that every printed id survived.
+//
+//   store_crash_writer DB EVENTS_FILE         ingest into runs crash-0, crash-1, ... until killed
+//   store_crash_writer --make-asset V PATH    write a small run log of schema version V
+#include <QCoreApplication>
+#include <QFile>
+
+#include <cstdio>
+#include <deque>
+#include <string>
+
+#include "backend/store/runschema.h"
+#include "backend/store/runstore.h"
+#include "trainer/spec/events.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+
+namespace {
+
+constexpr int kLinesPerChunk = 200;
+constexpr std::size_t kInFlight = 4;  // chunks queued before the oldest one is awaited
+constexpr int kMaxRuns = 1000;        // a writer that is never killed still ends
+
+int die(const std::string& message) {
+  std::fprintf(stderr, "store_crash_writer: %s\n", message.c_str());
+  return 1;
+}
+
+// The chunk of `data` from `offset`: up to kLinesPerChunk complete lines, parsed.
+FileChunk makeChunk(qint64 runId, const QByteArray& data, qint64 offset) {
+  FileChunk chunk;
+  chunk.runId = runId;
+  chunk.startOffset = offset;
+  qint64 at = offset;
+  for (int n = 0; n < kLinesPerChunk && at < data.size(); ++n) {
+    const qint64 end = data.indexOf('\n', at);
+    if (end < 0) break;
+    const QByteArray line = data.mid(at, end - at);
+    auto event = spec::parse_event(std::string_view(line.constData(), line.size()));
+    if (event) {
+      chunk.events.push_back(
+          {0, runId, 0, event->env.seq, QString::fromUtf8(spec::kind_name(event->body)), line, at});
+      if (const auto* step = std::get_if<spec::StepEvent>(&event->body)) {
+        chunk.metrics.push_back({runId, step->step, "loss", step->loss, 0, event->env.t});
+        chunk.metrics.push_back({runId, step->step, "lr", step->lr, 0, event->env.t});
+      }
+    } else {
+      chunk.logs.push_back({runId, 0, RankFile::events, at, QString::fromUtf8(line)});
+    }
+    at = end + 1;
+  }
+  chunk.endOffset = at;
+  return chunk;
+}
+
+// The first run crash-N whose file is not fully ingested (created when missing).
+Result<std::pair<qint64, qint64>> nextRun(RunStore& store, RunReader& reader, qint64 fileSize) {
+  for (int n = 0; n < kMaxRuns; ++n) {
+    const QString name = QString("crash-%1").arg(n);
+    auto run = reader.runByName(name);
+    if (!run) return run.error();
+    qint64 runId = 0;
+    if (*run) {
+      runId = (*run)->id;
+    } else {
+      auto created = store.createRun({std::nullopt, name, "", {}, 1}).get();
+      if (!created) return created.error();
+      runId = *created;
+    }
+    auto offset = reader.offset(runId, 0, RankFile::events);
+    if (!offset) return offset.error();
+    if (*offset < fileSize) return std::make_pair(runId, *offset);
+  }
+  return fail("every run is complete");
+}
+
+int ingestLoop(const QString& dbPath, const QString& eventsPath) {
+  QFile file(eventsPath);
+  if (!file.open(QIODevice::ReadOnly)) return die(eventsPath.toStdString() + ": cannot read");
+  const QByteArray data = file.readAll();
+  auto store = RunStore::open(dbPath);
+  if (!store) return die(store.message());
+  auto reader = (*store)->reader();
+  if (!reader) return die(reader.message());
+  std::printf("ready\n");
+  std::fflush(stdout);
+  std::deque<RunStore::Pending<IngestReceipt>> inFlight;
+  for (;;) {
+    auto run = nextRun(**store, *reader, data.size());
+    if (!run) break;
+    auto [runId, offset] = *run;
+    while (offset < data.size() || !inFlight.empty()) {
+      if (offset < data.size()) {
+        FileChunk chunk = makeChunk(runId, data, offset);
+        if (chunk.endOffset == offset) return die(eventsPath.toStdString() + ": no newline at end");
+        offset = chunk.endOffset;
+        inFlight.push_back((*store)->ingest(std::move(chunk)));
+      }
+      if (inFlight.size() >= kInFlight || offset >= data.size()) {
+        auto receipt = inFlight.front().get();
+        inFlight.pop_front();
+        if (!receipt) return die(receipt.message());
+        std::printf("committed %lld\n", static_cast<long long>(receipt->lastEventId));
+        std::fflush(stdout);
+      }
+    }
+  }
+  std::printf("done\n");
+  return 0;
+}
+
+// A run log of schema `version` with one of everything, for tests/backend/store/assets/.
+int makeAsset(int version, const QString& path) {
+  QFile::remove(path);
+  auto db = SqliteDb::open(path);
+  if (!db) return die(db.message());
+  if (auto r = migrateRunSchema(*db, version); !r) return die(r.message());
+  const char* rows = R"sql(
+INSERT INTO experiments(id, name, source, toml, created_at) VALUES
+  (1, 'demo', 'examples/demo.toml', '[train]\nlr = 0.001\n', 1760000000.0);
+INSERT INTO runs(id, experiment_id, name, status, run_dir, location, params, objective, error,
+                 created_at, started_at, ended_at, world_size) VALUES
+  (1, 1, 'demo-1', 'complete', '/tmp/runs/demo-1', '{"kind":"local","worldSize":2}',
+   '{"train.lr":0.001}', 0.25, '', 1760000000.0, 1760000001.0, 1760000060.0, 2),
+  (2, 1, 'demo-2', 'oom', '/tmp/runs/demo-2', '{}', '{"train.lr":0.01}', NULL,
+   'rank 1: CUDA out of memory', 1760000100.0, 1760000101.0, 1760000130.0, 2);
+INSERT INTO params(run_id, key, value) VALUES (1, 'train.lr', '0.001'), (2, 'train.lr', '0.01');
+INSERT INTO metric_keys(id, name) VALUES (1, 'loss'), (2, 'lr');
+INSERT INTO metrics(run_id, step, key_id, value, rank, time) VALUES
+  (1, 1, 1, 2.5, 0, 1760000002.0), (1, 2, 1, 1.25, 0, 1760000003.0),
+  (1, 1, 2, 0.001, 0, 1760000002.0);
+INSERT INTO events(run_id, rank, seq, kind, json, file_offset) VALUES
+  (1, 0, 0, 'hello', '{"v":1,"ev":"hello","rank":0,"seq":0}', 0),
+  (1, 0, 1, 'done', '{"v":1,"ev":"done","rank":0,"seq":1,"status":"complete"}', 40);
+INSERT INTO log_lines(run_id, rank, file, file_offset, text) VALUES
+  (2, 1, 'log', 0, 'CUDA out of memory. Tried to allocate 2.00 GiB');
+INSERT INTO hosts(alias, hostname, port, user, fingerprint, trusted_at) VALUES
+  ('gpu1', 'gpu1.example.org', 22, 'alice', 'SHA256:abc', 1760000000.0);
+INSERT INTO leases(run_id, pid, token, heartbeat) VALUES (1, 4242, 'v1-token', 1760000050.0);
+INSERT INTO read_offsets(run_id, rank, file, offset) VALUES (1, 0, 'events', 97);
+)sql";
+  if (auto r = db->exec(rows); !r) return die(r.message());
+  if (auto r = db->exec("PRAGMA wal_checkpoint(TRUNCATE)"); !r) return die(r.message());
+  if (auto r = db->exec("VACUUM"); !r) return die(r.message());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  const QStringList args = app.arguments();
+  if (args.size() == 4 && args[1] == "--make-asset") return makeAsset(args[2].toInt(), args[3]);
+  if (args.size() == 3) return ingestLoop(args[1], args[2]);
+  return die("usage: store_crash_writer DB EVENTS_FILE | --make-asset VERSION PATH");
+}

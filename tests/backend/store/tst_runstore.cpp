@@ -1,0 +1,386 @@
+// RunStore on real SQLite files: schema and migrations (with the schema-1 asset), ingest
+// idempotence, readers during writes, coalesced notifications, a full disk, and leases.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "backend/store/runschema.h"
+#include "backend/store/runstore.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+
+namespace {
+
+template <class R>
+std::string why(const R& result) {
+  return result.ok() ? std::string() : result.message();
+}
+
+#define VERIFY_OK(expr)                           \
+  do {                                            \
+    const auto& result_ = (expr);                 \
+    QVERIFY2(result_.ok(), why(result_).c_str()); \
+  } while (false)
+
+// A chunk of `lines` fake step events of rank 0 starting at byte `offset`, each line 10 bytes.
+FileChunk stepChunk(qint64 runId, qint64 offset, int lines) {
+  FileChunk chunk;
+  chunk.runId = runId;
+  chunk.startOffset = offset;
+  for (int i = 0; i < lines; ++i) {
+    const qint64 at = offset + 10LL * i;
+    chunk.events.push_back({0, runId, 0, at / 10, "step", "{\"x\":123}", at});
+    chunk.metrics.push_back({runId, at / 10, "loss", 1.0 / (1 + at), 0, 0.0});
+  }
+  chunk.endOffset = offset + 10LL * lines;
+  return chunk;
+}
+
+qint64 countRows(SqliteDb& db, const std::string& sql) {
+  auto text = db.queryText(sql);
+  return text ? std::stoll(*text) : -1;
+}
+
+}  // namespace
+
+class TestRunStore : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void createsFileAndFolderAtDefaultPath();
+  void freshSchemaIsCurrent();
+  void migratesSchemaOneAsset();
+  void refusesNewerSchema();
+  void runsAndStatuses();
+  void ingestIsIdempotent();
+  void readersSeeWholeTransactionsDuringWrites();
+  void notificationsCoalesce();
+  void fullDiskIsClearAndFileStaysSound();
+  void leases();
+
+ private:
+  QTemporaryDir m_dir;
+};
+
+void TestRunStore::createsFileAndFolderAtDefaultPath() {
+  const QByteArray old = qgetenv("XDG_DATA_HOME");
+  qputenv("XDG_DATA_HOME", (m_dir.path() + "/xdg").toUtf8());
+  const QString path = RunStore::defaultPath();
+  if (old.isNull())
+    qunsetenv("XDG_DATA_HOME");
+  else
+    qputenv("XDG_DATA_HOME", old);
+  QCOMPARE(path, m_dir.path() + "/xdg/shardscope/runs.db");
+  QVERIFY(!QFile::exists(path));
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  QVERIFY(QFile::exists(path));
+}
+
+void TestRunStore::freshSchemaIsCurrent() {
+  auto store = RunStore::open(m_dir.filePath("fresh.db"));
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  auto version = runSchemaVersion(reader->db());
+  VERIFY_OK(version);
+  QCOMPARE(*version, kRunSchemaVersion);
+  for (const char* table : {"experiments", "runs", "params", "metrics", "events", "log_lines",
+                            "hosts", "leases", "read_offsets", "anomalies", "schema_version"}) {
+    const std::string sql =
+        std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'";
+    QVERIFY2(countRows(reader->db(), sql) == 1, table);
+  }
+  QCOMPARE(QString::fromStdString(*reader->db().queryText("PRAGMA journal_mode")), "wal");
+}
+
+// The asset was written by schema 1 (store_crash_writer --make-asset 1); it must open through
+// the migration path in every later version with its rows intact.
+void TestRunStore::migratesSchemaOneAsset() {
+  const QString asset =
+      QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v1.db";
+  const QString path = m_dir.filePath("v1.db");
+  QVERIFY(QFile::copy(asset, path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  {
+    auto db = SqliteDb::open(path);
+    VERIFY_OK(db);
+    QCOMPARE(*runSchemaVersion(*db), 1);
+  }
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
+  auto runs = reader->listRuns();
+  VERIFY_OK(runs);
+  QCOMPARE(runs->size(), std::size_t(2));
+  const RunRecord& oom = runs->at(0);
+  QCOMPARE(oom.name, "demo-2");
+  QCOMPARE(oom.status, spec::RunStatus::oom);
+  QCOMPARE(oom.error, "rank 1: CUDA out of memory");
+  const RunRecord& done = runs->at(1);
+  QCOMPARE(done.objective.value_or(-1), 0.25);
+  QCOMPARE(done.location.value("kind").toString(), "local");
+  auto loss = reader->metric(done.id, "loss");
+  VERIFY_OK(loss);
+  QCOMPARE(loss->size(), std::size_t(2));
+  QCOMPARE(loss->at(1).value, 1.25);
+  QCOMPARE(*reader->offset(done.id, 0, RankFile::events), 97);
+  auto lease = reader->lease(done.id);
+  VERIFY_OK(lease);
+  QVERIFY(lease->has_value());
+  QCOMPARE((*lease)->host, "");  // a v1 lease has no host column: the v2 default
+  auto hosts = reader->hosts();
+  QCOMPARE(hosts->at(0).fingerprint, "SHA256:abc");
+  // The v2 table works on the migrated file.
+  FileChunk chunk = stepChunk(done.id, 97, 1);
+  chunk.anomalies.push_back({done.id, 0, Anomaly::Kind::gap, 5, 97, "expected seq 2"});
+  VERIFY_OK((*store)->ingest(chunk).get());
+  QCOMPARE(reader->anomalies(done.id)->size(), std::size_t(1));
+}
+
+void TestRunStore::refusesNewerSchema() {
+  const QString path = m_dir.filePath("newer.db");
+  { VERIFY_OK(RunStore::open(path)); }
+  {
+    auto db = SqliteDb::open(path);
+    VERIFY_OK(db->exec("UPDATE schema_version SET version = 99"));
+  }
+  auto store = RunStore::open(path);
+  QVERIFY(!store);
+  QVERIFY2(store.message().find("schema 99") != std::string::npos, store.message().c_str());
+  QVERIFY2(store.message().find("upgrade Shardscope") != std::string::npos,
+           store.message().c_str());
+}
+
+void TestRunStore::runsAndStatuses() {
+  auto store = RunStore::open(m_dir.filePath("runs.db"));
+  VERIFY_OK(store);
+  auto exp = (*store)->createExperiment({0, "demo", "demo.toml", "[train]\n", 0}).get();
+  VERIFY_OK(exp);
+  const QJsonObject params{{"train.lr", 0.001}, {"shard.strategy", "full_shard"}};
+  auto id = (*store)->createRun({*exp, "trial-1", "/runs/trial-1", params, 2}).get();
+  VERIFY_OK(id);
+  auto dup = (*store)->createRun({*exp, "trial-1", "/runs/x", {}, 2}).get();
+  QVERIFY(!dup);
+  QVERIFY2(dup.message().find("'trial-1' is taken") != std::string::npos, dup.message().c_str());
+  VERIFY_OK((*store)->setRunStatus(*id, spec::RunStatus::running).get());
+  VERIFY_OK((*store)->setRunLocation(*id, QJsonObject{{"kind", "local"}}).get());
+  VERIFY_OK((*store)->setRunStatus(*id, spec::RunStatus::failed, "rank 1 exited", 0.5).get());
+  auto missing = (*store)->setRunStatus(*id + 100, spec::RunStatus::failed).get();
+  QVERIFY(!missing);
+  auto reader = (*store)->reader();
+  auto run = reader->runByName("trial-1");
+  VERIFY_OK(run);
+  QVERIFY(run->has_value());
+  const RunRecord& r = **run;
+  QCOMPARE(r.status, spec::RunStatus::failed);
+  QCOMPARE(r.error, "rank 1 exited");
+  QCOMPARE(r.objective.value_or(-1), 0.5);
+  QVERIFY(r.startedAt && r.endedAt && *r.endedAt >= *r.startedAt);
+  QCOMPARE(r.params, params);
+  QCOMPARE(r.location.value("kind").toString(), "local");
+  QCOMPARE(r.experimentId.value_or(-1), *exp);
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM params WHERE value = '0.001'"), 1);
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM params WHERE value = '\"full_shard\"'"),
+           1);
+}
+
+void TestRunStore::ingestIsIdempotent() {
+  auto store = RunStore::open(m_dir.filePath("ingest.db"));
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
+  VERIFY_OK(run);
+  const FileChunk first = stepChunk(*run, 0, 50);
+  auto applied = (*store)->ingest(first).get();
+  VERIFY_OK(applied);
+  QVERIFY(applied->applied);
+  QCOMPARE(applied->offset, 500);
+  QVERIFY(applied->lastEventId > 0);
+  // A replay (a monitor that crashed before it saw the commit) stores nothing twice.
+  auto replay = (*store)->ingest(first).get();
+  VERIFY_OK(replay);
+  QVERIFY(!replay->applied);
+  QCOMPARE(replay->offset, 500);
+  // A chunk that skips bytes (or overlaps) is refused, naming the stored offset.
+  auto skip = (*store)->ingest(stepChunk(*run, 600, 5)).get();
+  QVERIFY(!skip);
+  QVERIFY2(skip.message().find("read up to byte 500") != std::string::npos, skip.message().c_str());
+  auto overlap = (*store)->ingest(stepChunk(*run, 490, 5)).get();
+  QVERIFY(!overlap);
+  VERIFY_OK((*store)->ingest(stepChunk(*run, 500, 30)).get());
+  auto reader = (*store)->reader();
+  QCOMPARE(*reader->eventCount(*run, 0), 80);
+  QCOMPARE(*reader->metricCount(*run), 80);
+  QCOMPARE(*reader->offset(*run, 0, RankFile::events), 800);
+  auto events = reader->events(*run, 0);
+  VERIFY_OK(events);
+  for (std::size_t i = 0; i < events->size(); ++i) QCOMPARE(events->at(i).offset, qint64(i) * 10);
+}
+
+// A reader thread counts rows while the writer commits 1000-row jobs in batches: it never
+// fails, never waits, and only ever sees whole jobs (a count divisible by 1000).
+void TestRunStore::readersSeeWholeTransactionsDuringWrites() {
+  auto store = RunStore::open(m_dir.filePath("readers.db"));
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
+  VERIFY_OK(run);
+  std::atomic<bool> writing{true};
+  std::string readerError;
+  std::vector<qint64> seen;
+  std::thread reader([&] {
+    auto r = (*store)->reader();
+    if (!r) {
+      readerError = r.message();
+      return;
+    }
+    while (writing.load()) {
+      auto count = r->metricCount(*run);
+      if (!count) {
+        readerError = count.message();
+        return;
+      }
+      seen.push_back(*count);
+    }
+  });
+  constexpr int kJobs = 200;
+  std::vector<RunStore::Pending<void>> pending;
+  pending.reserve(kJobs);
+  for (int job = 0; job < kJobs; ++job) {
+    std::vector<MetricRow> rows;
+    rows.reserve(1000);
+    for (int i = 0; i < 1000; ++i) rows.push_back({*run, job * 1000 + i, "loss", 1.0, 0, 0.0});
+    pending.push_back((*store)->appendMetrics(std::move(rows)));
+  }
+  for (auto& p : pending) VERIFY_OK(p.get());
+  writing = false;
+  reader.join();
+  QVERIFY2(readerError.empty(), readerError.c_str());
+  QVERIFY(!seen.empty());
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    QCOMPARE(seen[i] % 1000, 0);
+    if (i > 0) QVERIFY(seen[i] >= seen[i - 1]);
+  }
+  QCOMPARE(*(*store)->reader()->metricCount(*run), kJobs * 1000);
+}
+
+// 300 commits while the event loop is busy become one signal of each kind per run.
+void TestRunStore::notificationsCoalesce() {
+  RunStore::Options options;
+  options.flushIntervalMs = 0;  // every job its own transaction, as far as the writer can
+  auto store = RunStore::open(m_dir.filePath("notify.db"), options);
+  VERIFY_OK(store);
+  auto a = (*store)->createRun({std::nullopt, "a", "", {}, 1}).get();
+  auto b = (*store)->createRun({std::nullopt, "b", "", {}, 1}).get();
+  VERIFY_OK(a);
+  VERIFY_OK(b);
+  QSignalSpy runs(store->get(), &RunStore::runsChanged);
+  QSignalSpy metrics(store->get(), &RunStore::metricsAppended);
+  QVERIFY(runs.wait(5000));  // the two createRun commits: one signal
+  QCOMPARE(runs.count(), 1);
+  runs.clear();
+  for (int i = 0; i < 150; ++i) {
+    VERIFY_OK((*store)->appendMetrics({{*a, i, "loss", 1.0, 0, 0.0}}).get());
+    VERIFY_OK((*store)->appendMetrics({{*b, i, "loss", 1.0, 0, 0.0}}).get());
+  }
+  QVERIFY(metrics.wait(5000));
+  QTest::qWait(3 * options.notifyIntervalMs);  // would let a second signal arrive
+  QCOMPARE(metrics.count(), 2);
+  QSet<qint64> announced{metrics.at(0).at(0).toLongLong(), metrics.at(1).at(0).toLongLong()};
+  QCOMPARE(announced, (QSet<qint64>{*a, *b}));
+  QCOMPARE(runs.count(), 0);  // metrics alone do not change the run list
+}
+
+void TestRunStore::fullDiskIsClearAndFileStaysSound() {
+  const QString path = m_dir.filePath("full.db");
+  qint64 committed = 0;
+  qint64 runId = 0;
+  {
+    RunStore::Options options;
+    options.maxPageCount = 200;  // 200 pages of 4 KiB: fills after some thousands of rows
+    auto store = RunStore::open(path, options);
+    VERIFY_OK(store);
+    auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
+    VERIFY_OK(run);
+    runId = *run;
+    std::string error;
+    for (int job = 0; job < 1000 && error.empty(); ++job) {
+      std::vector<MetricRow> rows;
+      rows.reserve(500);
+      for (int i = 0; i < 500; ++i) rows.push_back({runId, job * 500 + i, "loss", 1.0, 0, 0.0});
+      auto r = (*store)->appendMetrics(std::move(rows)).get();
+      if (r)
+        committed += 500;
+      else
+        error = r.message();
+    }
+    QVERIFY2(!error.empty(), "200 pages never filled up");
+    QVERIFY2(error.find("full") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("free space") != std::string::npos, error.c_str());
+    QVERIFY2(error.find(path.toStdString()) != std::string::npos, error.c_str());
+  }
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
+  QCOMPARE(*reader->metricCount(runId), committed);
+  VERIFY_OK((*store)->appendMetrics({{runId, -1, "loss", 1.0, 0, 0.0}}).get());
+  QCOMPARE(*reader->metricCount(runId), committed + 1);
+}
+
+void TestRunStore::leases() {
+  auto store = RunStore::open(m_dir.filePath("lease.db"));
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
+  VERIFY_OK(run);
+  const qint64 me = ::getpid();
+  const LeaseRecord first{*run, me, "here", "first", 0};
+  const LeaseRecord second{*run, me, "here", "second", 0};
+  auto got = (*store)->acquireLease(first, 30).get();
+  VERIFY_OK(got);
+  QVERIFY(got->acquired && !got->tookOver);
+  // A fresh, live holder keeps the run.
+  auto refused = (*store)->acquireLease(second, 30).get();
+  VERIFY_OK(refused);
+  QVERIFY(!refused->acquired);
+  QCOMPARE(refused->holder->token, "first");
+  QCOMPARE(refused->holder->pid, me);
+  VERIFY_OK((*store)->renewLease(first).get());
+  // A stale heartbeat is taken over (staleAfterS < 0: any heartbeat is stale).
+  auto stale = (*store)->acquireLease(second, -1).get();
+  VERIFY_OK(stale);
+  QVERIFY(stale->acquired && stale->tookOver);
+  auto lost = (*store)->renewLease(first).get();
+  QVERIFY(!lost);
+  QVERIFY2(lost.message().find("took over") != std::string::npos, lost.message().c_str());
+  // A dead pid on this host is taken over at once, even with a fresh heartbeat.
+  const LeaseRecord dead{*run, 999999999, "here", "dead", 0};
+  VERIFY_OK((*store)->acquireLease(dead, -1).get());
+  auto third = (*store)->acquireLease({*run, me, "here", "third", 0}, 30).get();
+  VERIFY_OK(third);
+  QVERIFY(third->acquired && third->tookOver);
+  // ...but a pid on another host can only go stale.
+  VERIFY_OK((*store)->acquireLease({*run, 999999999, "elsewhere", "remote", 0}, -1).get());
+  auto fourth = (*store)->acquireLease({*run, me, "here", "fourth", 0}, 30).get();
+  VERIFY_OK(fourth);
+  QVERIFY(!fourth->acquired);
+  VERIFY_OK((*store)->releaseLease({*run, 999999999, "elsewhere", "remote", 0}).get());
+  QVERIFY(!(*store)->reader()->lease(*run)->has_value());
+}
+
+QTEST_GUILESS_MAIN(TestRunStore)
+#include "tst_runstore.moc"
