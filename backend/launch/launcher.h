@@ -24,8 +24,8 @@ namespace shardscope::backend {
 /// Everything needed to start one run (a trial).
 struct LaunchRequest {
   qint64 runId = 0;
-  QString runName;     // unique; appears in remote paths and job names, so always quoted
-  QString localRunDir; // this machine's run directory; trial.toml is already written there
+  QString runName;      // unique; appears in remote paths and job names, so always quoted
+  QString localRunDir;  // this machine's run directory; trial.toml is already written there
   spec::LaunchSection launch;
   /// Trainer arguments after the executable (launch.trainer), e.g. {"train", "trial.toml"}.
   QStringList trainerArgs;
@@ -35,12 +35,15 @@ struct LaunchRequest {
 
 /// Where a run's ranks are: persisted as JSON in the run log so any backend can reattach.
 struct RunLocation {
-  QString kind;      // "local", "ssh", "slurm"
-  QString host;      // ssh alias or Slurm submit host; empty when local
-  QStringList hosts; // ssh multi-node: one entry per node, node order
-  QString runDir;    // run directory where the ranks run (remote path for ssh)
-  QString jobId;     // Slurm job id
+  QString kind;        // "local", "ssh", "slurm"
+  QString host;        // ssh alias or Slurm submit host; empty when local
+  QStringList hosts;   // ssh multi-node: one entry per node, node order
+  QString runDir;      // run directory where the ranks run (remote path for ssh)
+  QString jobId;       // Slurm job id
   QList<qint64> pids;  // local/ssh: rank process ids (each a session leader), rank order
+  /// local: each pid's start time (/proc/PID/stat field 22, clock ticks after boot), so that
+  /// attach() tells a rank from a later process that reuses its pid; empty when unknown.
+  QList<qint64> startTicks;
   int worldSize = 0;
 
   QJsonObject toJson() const;
