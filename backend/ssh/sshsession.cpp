@@ -13,24 +13,36 @@ std::string libsshError(ssh_session session) {
 
 }  // namespace
 
-SshSession::SshSession(ssh_session session, long connectTimeoutSec)
-    : m_session(session), m_connectTimeoutSec(connectTimeoutSec) {}
+SshSession::SshSession(ssh_session session, SshTarget target)
+    : m_session(session),
+      m_connectTimeoutSec(target.connectTimeoutSec),
+      m_target(std::move(target)) {}
 
 SshSession::SshSession(SshSession&& other) noexcept
     : m_session(std::exchange(other.m_session, nullptr)),
-      m_connectTimeoutSec(other.m_connectTimeoutSec) {}
+      m_sftp(std::exchange(other.m_sftp, nullptr)),
+      m_connectTimeoutSec(other.m_connectTimeoutSec),
+      m_target(std::move(other.m_target)) {}
 
 SshSession& SshSession::operator=(SshSession&& other) noexcept {
   if (this != &other) {
-    if (m_session) ssh_free(m_session);
+    freeAll();
     m_session = std::exchange(other.m_session, nullptr);
+    m_sftp = std::exchange(other.m_sftp, nullptr);
     m_connectTimeoutSec = other.m_connectTimeoutSec;
+    m_target = std::move(other.m_target);
   }
   return *this;
 }
 
-SshSession::~SshSession() {
-  if (m_session) ssh_free(m_session);
+SshSession::~SshSession() { freeAll(); }
+
+void SshSession::freeAll() {
+  if (m_sftp) sftp_free(std::exchange(m_sftp, nullptr));
+  if (m_session) {
+    if (ssh_is_connected(m_session)) ssh_disconnect(m_session);
+    ssh_free(std::exchange(m_session, nullptr));
+  }
 }
 
 Result<SshSession> SshSession::create(const SshTarget& target) {
@@ -49,7 +61,7 @@ Result<SshSession> SshSession::create(const SshTarget& target) {
   }
   ssh_session raw = ssh_new();
   if (!raw) return fail("ssh target " + target.host + ": libssh could not allocate a session");
-  SshSession session(raw, target.connectTimeoutSec);
+  SshSession session(raw, target);
   if (auto applied = session.apply(target); !applied) return applied.error();
   return session;
 }
@@ -74,7 +86,16 @@ Result<void> SshSession::apply(const SshTarget& target) {
       // libssh 0.10 puts an added identity at the front, ahead of the default ~/.ssh/id_*.
       {"identityFile", target.identityFile.c_str(), SSH_OPTIONS_ADD_IDENTITY,
        !target.identityFile.empty()},
+      {"proxyCommand", target.proxyCommand.c_str(), SSH_OPTIONS_PROXYCOMMAND,
+       !target.proxyCommand.empty()},
   };
+  // Shardscope reads ~/.ssh/config itself (SshConfig); libssh must not apply it a second time
+  // to the resolved HostName at connect time.
+  const int processConfig = 0;
+  if (ssh_options_set(m_session, SSH_OPTIONS_PROCESS_CONFIG, &processConfig) != SSH_OK) {
+    return fail("ssh target " + target.host +
+                ": libssh rejected processConfig: " + libsshError(m_session));
+  }
   for (const Option& option : options) {
     if (!option.given) continue;
     if (ssh_options_set(m_session, option.option, option.value) != SSH_OK) {
@@ -113,6 +134,154 @@ Result<std::string> SshSession::identityFile() const {
 
 Result<std::string> SshSession::knownHostsFile() const {
   return stringOption(SSH_OPTIONS_KNOWNHOSTS, "knownHostsFile");
+}
+
+std::string SshSession::displayName() const {
+  if (!m_target.alias.empty()) return m_target.alias;
+  return m_target.port == 22 ? m_target.host : m_target.host + ":" + std::to_string(m_target.port);
+}
+
+std::string SshSession::error() const { return libsshError(m_session); }
+
+bool SshSession::isConnected() const { return m_session && ssh_is_connected(m_session) != 0; }
+
+void SshSession::disconnect() {
+  if (m_sftp) sftp_free(std::exchange(m_sftp, nullptr));
+  if (m_session && ssh_is_connected(m_session)) ssh_disconnect(m_session);
+}
+
+Result<void> SshSession::open() {
+  if (auto connected = connectTransport(); !connected) return connected;
+  if (auto verified = verifyHostKey(); !verified) {
+    disconnect();
+    return verified;
+  }
+  if (auto authenticated = authenticate(); !authenticated) {
+    disconnect();
+    return authenticated;
+  }
+  return ok();
+}
+
+Result<void> SshSession::connectTransport() {
+  if (isConnected()) return ok();
+  if (ssh_connect(m_session) != SSH_OK) {
+    const std::string why = error();
+    // A failed ssh_connect leaves the session unusable for another attempt.
+    ssh_disconnect(m_session);
+    return fail(displayName() + ": cannot connect to " + m_target.host + " port " +
+                std::to_string(m_target.port) + ": " + why +
+                ". Check the host name, that sshd runs there and that the port is reachable.");
+  }
+  return ok();
+}
+
+Result<std::string> SshSession::serverFingerprint() const {
+  ssh_key key = nullptr;
+  if (ssh_get_server_publickey(m_session, &key) != SSH_OK || !key) {
+    return fail(displayName() + ": the server sent no host key: " + error());
+  }
+  unsigned char* hash = nullptr;
+  size_t length = 0;
+  const int rc = ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &length);
+  ssh_key_free(key);
+  if (rc != SSH_OK) return fail(displayName() + ": cannot hash the server's host key");
+  // "SHA256:" + unpadded base64, exactly as `ssh-keygen -lf` prints it.
+  char* text = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, length);
+  ssh_clean_pubkey_hash(&hash);
+  if (!text) return fail(displayName() + ": cannot format the host key fingerprint");
+  std::string fingerprint(text);
+  ssh_string_free_char(text);
+  return fingerprint;
+}
+
+Result<void> SshSession::verifyHostKey() const {
+  const ssh_known_hosts_e state = ssh_session_is_known_server(m_session);
+  if (state == SSH_KNOWN_HOSTS_OK) return ok();
+  auto fingerprint = serverFingerprint();
+  return fail(describeKnownHostsState(state, displayName(),
+                                      fingerprint ? *fingerprint : std::string("SHA256:...")));
+}
+
+Result<void> SshSession::authenticate() {
+  // publickey_auto tries the agent ($SSH_AUTH_SOCK) and then each identity file; a key with a
+  // passphrase needs the agent, since Shardscope never prompts for or stores secrets.
+  int rc = ssh_userauth_publickey_auto(m_session, nullptr, nullptr);
+  if (rc == SSH_AUTH_SUCCESS) return ok();
+  const std::string why = rc == SSH_AUTH_ERROR ? error() : "the server accepted none of the keys";
+  std::string user = "the local user";
+  if (auto name = this->user(); name) user = *name;
+  return fail(displayName() + ": key authentication as " + user + " failed (" + why +
+              "). Load your key into ssh-agent (ssh-add) or set IdentityFile for this host in "
+              "~/.ssh/config, and check that its public key is in the server's "
+              "authorized_keys. Shardscope never uses passwords.");
+}
+
+namespace {
+
+// Appends what is available on one stream without blocking; false on a channel error.
+bool drain(ssh_channel channel, int isStderr, std::string& into) {
+  char buffer[16384];
+  for (;;) {
+    const int n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, isStderr);
+    if (n == SSH_ERROR) return false;
+    if (n <= 0) return true;
+    into.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+Result<ExecResult> SshSession::exec(const std::string& command, int timeoutMs) {
+  if (!isConnected()) return fail(displayName() + ": not connected");
+  ssh_channel channel = ssh_channel_new(m_session);
+  if (!channel) return fail(displayName() + ": cannot open a channel: " + error());
+  struct Closer {
+    ssh_channel c;
+    ~Closer() {
+      ssh_channel_close(c);
+      ssh_channel_free(c);
+    }
+  } closer{channel};
+  if (ssh_channel_open_session(channel) != SSH_OK ||
+      ssh_channel_request_exec(channel, command.c_str()) != SSH_OK) {
+    return fail(displayName() + ": cannot run a remote command: " + error());
+  }
+  ExecResult result;
+  int waitedMs = 0;
+  while (!ssh_channel_is_eof(channel)) {
+    const int ready = ssh_channel_poll_timeout(channel, 100, 0);
+    if (ready == SSH_ERROR) return fail(displayName() + ": connection lost: " + error());
+    if (!drain(channel, 0, result.out) || !drain(channel, 1, result.err)) {
+      return fail(displayName() + ": connection lost: " + error());
+    }
+    if (ready == 0 || ready == SSH_EOF) waitedMs += 100;
+    if (!isConnected()) return fail(displayName() + ": connection lost: " + error());
+    if (waitedMs > timeoutMs) {
+      return fail(displayName() + ": the remote command did not finish within " +
+                  std::to_string(timeoutMs / 1000) + " s: " + command);
+    }
+  }
+  if (!drain(channel, 0, result.out) || !drain(channel, 1, result.err)) {
+    return fail(displayName() + ": connection lost: " + error());
+  }
+  ssh_channel_send_eof(channel);
+  result.exitStatus = ssh_channel_get_exit_status(channel);
+  return result;
+}
+
+Result<sftp_session> SshSession::sftp() {
+  if (m_sftp) return m_sftp;
+  if (!isConnected()) return fail(displayName() + ": not connected");
+  sftp_session sftp = sftp_new(m_session);
+  if (!sftp) return fail(displayName() + ": cannot open an SFTP channel: " + error());
+  if (sftp_init(sftp) != SSH_OK) {
+    sftp_free(sftp);
+    return fail(displayName() + ": the server refused SFTP (is `Subsystem sftp` configured in " +
+                "its sshd_config?): " + error());
+  }
+  m_sftp = sftp;
+  return m_sftp;
 }
 
 std::string describeKnownHostsState(ssh_known_hosts_e state, std::string_view host,
