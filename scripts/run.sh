@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The main job (README): installs what is missing, builds, and runs Shardscope's demo.
-# Until the dashboard lands this is `shardtrain selftest`: 2 local ranks meet over Gloo, check
-# all-gather and reduce-scatter, and print their `hello`/`log`/`done` events (JSON Lines).
+# Until the dashboard lands (#7) this is its headless fallback: `shardscope-cli run` of the demo
+# experiment (examples/demo.toml: the tiny Qwen2-architecture model, FULL_SHARD on 2 local
+# ranks), with a progress line, then the run table. The run log is build/demo/runs.db, so the
+# demo never touches your own run log; run it again and it adds a run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
-echo "== shardtrain selftest (2 local ranks, Gloo) =="
-OMP_NUM_THREADS=1 "$root/build/bin/shardtrain" selftest --world-size 2
+db="$root/build/demo/runs.db"
+mkdir -p "$(dirname "$db")"
+echo "== shardscope-cli run examples/demo.toml (2 local ranks of shardtrain, FULL_SHARD) =="
+"$root/build/bin/shardscope-cli" --db "$db" run "$root/examples/demo.toml"
+echo "== shardscope-cli ls =="
+"$root/build/bin/shardscope-cli" --db "$db" ls

@@ -1,32 +1,49 @@
-// shardscope-cli: the headless front end (a GPU login node has no display). Verbs arrive with
-// the backend pieces they drive; this main() only wires the command line to them.
-// Exit codes: 0 ok, 1 error, 2 usage.
+// shardscope-cli: the headless front end (a GPU login node has no display). This main() only
+// wires the command line to the verbs (app/cli/cmd_*.cpp); docs/cli.md documents them.
+// Exit codes: 0 ok, 1 error, 2 usage or validation, 3 run failed or oom, 4 stopped or pruned.
 #include <CLI/CLI.hpp>
+#include <QCoreApplication>
+#include <QLoggingCategory>
 
 #include <iostream>
 #include <string>
 
+#include "app/cli/cli_common.h"
 #include "trainer/spec/version.h"
 
-namespace {
-
-enum ExitCode : int { kExitOk = 0, kExitError = 1, kExitUsage = 2 };
-
-}  // namespace
+using namespace shardscope::cli;
 
 int main(int argc, char** argv) {
+  QCoreApplication qapp(argc, argv);  // the store's and launchers' timers need an event loop
+  // The backend's info lines (schema migrations, rank exits) are for the GUI's log, not for a
+  // terminal; QT_LOGGING_RULES brings them back.
+  if (qEnvironmentVariableIsEmpty("QT_LOGGING_RULES")) {
+    QLoggingCategory::setFilterRules(QStringLiteral("*.info=false"));
+  }
   CLI::App app{"Shardscope: sharded fine-tuning experiments and sweeps, without the GUI.",
                "shardscope-cli"};
   app.set_version_flag("--version", std::string("shardscope-cli ") + shardscope::kVersion);
-  // Verbs inherit fallthrough, so the top-level --db is accepted before or after a verb.
+  // Verbs inherit fallthrough, so --db and --json are accepted before or after a verb.
   app.fallthrough();
   app.require_subcommand(0, 1);
-  std::string dbPath;
-  app.add_option("--db", dbPath, "Run store (SQLite file); default: in the user's data folder")
+  Globals g;
+  g.self = QCoreApplication::applicationFilePath().toStdString();
+  app.add_option("--db", g.dbPath, "Run store (SQLite file); default: in the user's data folder")
       ->type_name("PATH");
+  app.add_flag("--json", g.json, "Machine-readable output (one JSON object a line)");
+  addRunVerbs(app, g);
+  addLsVerb(app, g);
+  addShowVerb(app, g);
+  addLogsVerb(app, g);
+  addStopVerb(app, g);
+  addExportVerb(app, g);
+  addEstimateVerb(app, g);
+  addHostsVerb(app, g);
 
   try {
     app.parse(argc, argv);
+  } catch (const VerbExit& e) {
+    return e.code;
   } catch (const CLI::ParseError& e) {
     // --help and --version arrive here too, with exit code 0; exit() prints what each needs.
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
@@ -37,7 +54,5 @@ int main(int argc, char** argv) {
     std::cerr << app.help();
     return kExitUsage;
   }
-  // A verb runs from its callback inside parse() and reports failure by throwing
-  // CLI::RuntimeError(kExitError); reaching this line means it succeeded.
-  return kExitOk;
+  return kExitOk;  // a verb that returns from its callback succeeded
 }

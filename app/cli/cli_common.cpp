@@ -1,0 +1,113 @@
+#include "app/cli/cli_common.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QStandardPaths>
+
+#include <cmath>
+#include <iostream>
+
+#include "app/cli/verbexit.h"
+
+namespace shardscope::cli {
+
+using backend::RunReader;
+using backend::RunRecord;
+using backend::RunStore;
+
+void exitWith(int code, const std::string& message) {
+  if (!message.empty()) std::cerr << "error: " << message << '\n';
+  throw VerbExit{code};
+}
+
+QString dbPath(const Globals& g) {
+  return g.dbPath.empty() ? RunStore::defaultPath() : QString::fromStdString(g.dbPath);
+}
+
+std::unique_ptr<RunStore> openStore(const Globals& g) { return orExit(RunStore::open(dbPath(g))); }
+
+RunReader openReader(const Globals& g) {
+  const QString path = dbPath(g);
+  if (!QFileInfo::exists(path)) {
+    exitWith(kExitError, "run log " + path.toStdString() +
+                             " does not exist yet; start a run first or pass --db PATH");
+  }
+  return orExit(RunReader::open(path));
+}
+
+RunRecord findRun(RunReader& reader, const std::string& run) {
+  const QString text = QString::fromStdString(run);
+  bool numeric = false;
+  const qint64 id = text.toLongLong(&numeric);
+  std::optional<RunRecord> found;
+  if (numeric) found = orExit(reader.run(id));
+  if (!found) found = orExit(reader.runByName(text));
+  if (!found) {
+    exitWith(kExitError, "no run with id or name \"" + run +
+                             "\" in this run log; `shardscope-cli ls` lists the runs");
+  }
+  return *found;
+}
+
+QString runsRoot(const Globals& g) {
+  if (!g.dbPath.empty()) {
+    return QFileInfo(QString::fromStdString(g.dbPath)).absoluteDir().filePath("runs");
+  }
+  return QDir(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation))
+      .filePath("shardscope/runs");
+}
+
+namespace {
+
+QJsonValue optionalNumber(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v)) return QJsonValue(QJsonValue::Null);
+  return *v;
+}
+
+}  // namespace
+
+QJsonObject runToJson(const RunRecord& run) {
+  QJsonObject o;
+  o["id"] = run.id;
+  o["name"] = run.name;
+  o["status"] = QString::fromUtf8(spec::to_string(run.status).data(),
+                                  static_cast<qsizetype>(spec::to_string(run.status).size()));
+  o["run_dir"] = run.runDir;
+  o["params"] = run.params;
+  o["objective"] = optionalNumber(run.objective);
+  o["error"] = run.error.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(run.error);
+  o["world_size"] = run.worldSize;
+  o["experiment_id"] = run.experimentId ? QJsonValue(*run.experimentId) : QJsonValue();
+  o["location"] = run.location;
+  o["created_at"] = run.createdAt;
+  o["started_at"] = optionalNumber(run.startedAt);
+  o["ended_at"] = optionalNumber(run.endedAt);
+  return o;
+}
+
+void printJson(const QJsonObject& object) {
+  std::cout << QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString() << '\n';
+}
+
+int exitCodeFor(spec::RunStatus status) {
+  using spec::RunStatus;
+  switch (status) {
+    case RunStatus::complete:
+      return kExitOk;
+    case RunStatus::stopped:
+    case RunStatus::pruned:
+      return kExitStopped;
+    case RunStatus::failed:
+    case RunStatus::oom:
+    case RunStatus::infeasible:
+      return kExitFailed;
+    case RunStatus::queued:
+    case RunStatus::running:
+      break;
+  }
+  return kExitOk;
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,279 @@
+// `run EXP.toml [--set k=v ...] [--detach]` and the hidden `supervise RUN` that a detached run
+// leaves behind. A run: validate (nothing starts on an error: exit 2), create the run in the
+// store, write trial.toml into its run directory, start the ranks, then follow them to the end
+// (attached) or hand them to a supervisor in its own session (detached).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QSaveFile>
+#include <QTimer>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/demodata.h"
+#include "app/cli/follower.h"
+#include "app/cli/launching.h"
+
+namespace shardscope::cli {
+namespace {
+
+using backend::RunRecord;
+using backend::RunStore;
+
+struct RunArgs {
+  std::string experiment;
+  std::vector<std::string> overrides;
+  bool detach = false;
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void onInterrupt(int /*sig*/) { g_interrupted = true; }
+
+// Loads and validates; the demo's data is written first when it is missing. Exits 2 on errors.
+spec::Experiment loadForRun(const RunArgs& args) {
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto shape = spec::load_experiment(args.experiment, args.overrides, noPaths);
+  if (!shape) exitWith(kExitUsage, shape.message());
+  const bool local = shape->launch.kind == spec::LaunchKind::local;
+  if (local && isDemo(*shape) &&
+      !QFileInfo::exists(QString::fromStdString(shape->data.train_path))) {
+    std::cerr << "generating the demo data in " << shape->data.train_path << '\n';
+    auto written = writeDemoData(*shape);
+    if (!written) exitWith(kExitError, written.message());
+  }
+  spec::LoadOptions options;
+  options.check_paths = local;
+  auto exp = spec::load_experiment(args.experiment, args.overrides, options);
+  if (!exp) exitWith(kExitUsage, exp.message());
+  auto valid = spec::validate_for_launch(*exp);
+  if (!valid) exitWith(kExitUsage, args.experiment + ": " + valid.message());
+  return std::move(exp).value();
+}
+
+// A bare launch.trainer name: the one built beside this executable wins over PATH.
+void preferSiblingTrainer(spec::Experiment& exp) {
+  const QString name = QString::fromStdString(exp.launch.trainer);
+  if (exp.launch.kind != spec::LaunchKind::local || name.contains('/')) return;
+  const QString sibling = QDir(QCoreApplication::applicationDirPath()).filePath(name);
+  if (QFileInfo(sibling).isExecutable()) exp.launch.trainer = sibling.toStdString();
+}
+
+QJsonObject overridesAsParams(const std::vector<std::string>& overrides) {
+  QJsonObject params;
+  for (const auto& o : overrides) {
+    const QString text = QString::fromStdString(o);
+    const qsizetype eq = text.indexOf('=');
+    if (eq <= 0) continue;
+    const QString value = text.mid(eq + 1).trimmed();
+    bool numeric = false;
+    const double number = value.toDouble(&numeric);
+    params[text.left(eq).trimmed()] = numeric ? QJsonValue(number) : QJsonValue(value);
+  }
+  return params;
+}
+
+// Creates the experiment and the run rows; the run is named NAME-<n> with the next free n.
+RunRecord createRun(RunStore& store, const Globals& g, const spec::Experiment& exp,
+                    const RunArgs& args) {
+  const QString toml = QString::fromStdString(spec::write_experiment_toml(exp));
+  const QString expName = QString::fromStdString(exp.experiment.name);
+  const qint64 expId = orExit(
+      store
+          .createExperiment({0, expName,
+                             QFileInfo(QString::fromStdString(args.experiment)).absoluteFilePath(),
+                             toml, 0})
+          .get());
+  auto reader = orExit(store.reader());
+  qint64 next = 1;
+  for (const auto& r : orExit(reader.listRuns())) next = std::max(next, r.id + 1);
+  for (int attempt = 0; attempt < 1000; ++attempt, ++next) {
+    const QString name = QStringLiteral("%1-%2").arg(expName).arg(next);
+    if (orExit(reader.runByName(name))) continue;
+    backend::NewRun run{expId, name, QDir(runsRoot(g)).filePath(name),
+                        overridesAsParams(args.overrides), spec::launch_world_size(exp.launch)};
+    auto id = store.createRun(run).get();
+    if (!id) continue;  // taken by a concurrent run: try the next number
+    auto created = orExit(reader.run(*id));
+    if (!created) exitWith(kExitError, "run " + name.toStdString() + " vanished after creation");
+    return *created;
+  }
+  exitWith(kExitError, "could not find a free run name for " + expName.toStdString());
+}
+
+void writeTrial(const RunRecord& run, const spec::Experiment& exp) {
+  if (!QDir().mkpath(run.runDir)) {
+    exitWith(kExitError, "cannot create the run directory " + run.runDir.toStdString());
+  }
+  QSaveFile file(QDir(run.runDir).filePath("trial.toml"));
+  if (!file.open(QIODevice::WriteOnly) ||
+      file.write(QByteArray::fromStdString(spec::write_experiment_toml(exp))) < 0 ||
+      !file.commit()) {
+    exitWith(kExitError, "cannot write trial.toml in " + run.runDir.toStdString() + ": " +
+                             file.errorString().toStdString());
+  }
+}
+
+// Double fork: the supervisor is in its own session, a child of init, with stdio on a log file.
+void spawnSupervisor(const Globals& g, const RunRecord& run) {
+  const std::string db = dbPath(g).toStdString();
+  const std::string id = std::to_string(run.id);
+  const std::string log = QDir(run.runDir).filePath("supervisor.log").toStdString();
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) exitWith(kExitError, "fork failed: cannot start the supervisor");
+  if (child == 0) {
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in >= 0) ::dup2(in, 0);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    const char* argv[] = {g.self.c_str(), "--db", db.c_str(), "supervise", id.c_str(), nullptr};
+    ::execv(g.self.c_str(), const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+}
+
+void printProgress(const Progress& p) {
+  static const bool tty = ::isatty(2) != 0;
+  static qint64 lastPrinted = -1;
+  char line[160];
+  const long eta = p.etaS < 0 ? -1 : std::lround(p.etaS);
+  if (eta < 0) {
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  ETA --:--",
+                  static_cast<long long>(p.step), static_cast<long long>(p.maxSteps), p.loss);
+  } else {
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  ETA %ld:%02ld",
+                  static_cast<long long>(p.step), static_cast<long long>(p.maxSteps), p.loss,
+                  eta / 60, eta % 60);
+  }
+  if (tty) {
+    std::cerr << '\r' << line << "   " << std::flush;
+  } else if (p.step == p.maxSteps || p.step - lastPrinted >= std::max<qint64>(1, p.maxSteps / 20)) {
+    std::cerr << line << '\n';
+    lastPrinted = p.step;
+  }
+}
+
+// Follows a run to its end in this process; prints the outcome; returns the exit code.
+int follow(const Globals& g, RunStore& store, backend::RunHandle& handle, const RunRecord& run,
+           qint64 maxSteps, bool showProgress) {
+  RunFollower follower(store, handle, run.id, maxSteps);
+  if (showProgress) follower.onProgress = printProgress;
+  if (!orExit(follower.begin())) {
+    exitWith(kExitError, "run " + run.name.toStdString() + " is followed by another process");
+  }
+  QTimer interrupts;
+  QObject::connect(&interrupts, &QTimer::timeout, [&] {
+    if (g_interrupted.exchange(false)) {
+      std::cerr << "\nstopping " << run.name.toStdString() << " (graceful)...\n";
+      follower.requestStop();
+    }
+  });
+  interrupts.start(100);
+  std::signal(SIGINT, onInterrupt);
+  std::signal(SIGTERM, onInterrupt);
+  const spec::RunStatus status = follower.followToEnd();
+  auto reader = orExit(store.reader());
+  const auto final = orExit(reader.run(run.id));
+  if (showProgress && ::isatty(2)) std::cerr << '\n';
+  if (g.json && final) {
+    printJson(runToJson(*final));
+  } else if (final) {
+    std::cout << final->name.toStdString() << " (id " << final->id
+              << "): " << spec::to_string(status);
+    if (final->objective) std::cout << ", objective " << *final->objective;
+    if (!final->error.isEmpty()) std::cout << ": " << final->error.toStdString();
+    std::cout << '\n';
+  }
+  return exitCodeFor(status);
+}
+
+void runVerb(const Globals& g, const RunArgs& args) {
+  spec::Experiment exp = loadForRun(args);
+  preferSiblingTrainer(exp);
+  auto launcher =
+      orExit(launcherFor(QString::fromStdString(std::string(spec::to_string(exp.launch.kind))),
+                         exp.launch.grace_s),
+             kExitUsage);
+  auto store = openStore(g);
+  const RunRecord run = createRun(*store, g, exp, args);
+  writeTrial(run, exp);
+  backend::LaunchRequest request;
+  request.runId = run.id;
+  request.runName = run.name;
+  request.localRunDir = run.runDir;
+  request.launch = exp.launch;
+  request.trainerArgs = {"train", "trial.toml"};
+  auto handle = launcher->start(request);
+  if (!handle) {
+    (void)store
+        ->setRunStatus(run.id, spec::RunStatus::failed, QString::fromStdString(handle.message()))
+        .get();
+    exitWith(kExitError, handle.message());
+  }
+  orExit(store->setRunLocation(run.id, (*handle)->location().toJson()).get());
+  orExit(store->setRunStatus(run.id, spec::RunStatus::running).get());
+  if (args.detach) {
+    store->flush();
+    spawnSupervisor(g, run);
+    if (g.json) {
+      printJson({{"id", run.id}, {"name", run.name}, {"run_dir", run.runDir}});
+    } else {
+      std::cout << run.id << '\n';
+    }
+    throw VerbExit{kExitOk};
+  }
+  std::cerr << "run " << run.name.toStdString() << " (id " << run.id << ") in "
+            << run.runDir.toStdString() << '\n';
+  throw VerbExit{follow(g, *store, **handle, run, exp.train.max_steps, true)};
+}
+
+void superviseVerb(const Globals& g, const std::string& runArg) {
+  auto store = openStore(g);
+  auto reader = orExit(store->reader());
+  const RunRecord run = findRun(reader, runArg);
+  if (spec::is_final(run.status)) throw VerbExit{exitCodeFor(run.status)};
+  auto handle = orExit(attachRun(run));
+  std::cerr << "supervising " << run.name.toStdString() << " (id " << run.id << ")\n";
+  throw VerbExit{follow(g, *store, *handle, run, 0, false)};
+}
+
+}  // namespace
+
+void addRunVerbs(CLI::App& app, Globals& g) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand("run", "Start a run of an experiment and follow it");
+  run->add_option("EXP", args->experiment, "Experiment file (TOML)")->required();
+  run->add_option("--set", args->overrides, "Override a field: dotted.key=value (repeatable)")
+      ->type_name("K=V")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run->add_flag("--detach", args->detach,
+                "Print only the run id and leave a supervisor that follows the run");
+  run->callback([&g, args] { runVerb(g, *args); });
+
+  auto runArg = std::make_shared<std::string>();
+  CLI::App* supervise =
+      app.add_subcommand("supervise", "Follow a started run to its end (used by run --detach)");
+  supervise->group("");  // hidden from --help
+  supervise->add_option("RUN", *runArg, "Run id or name")->required();
+  supervise->callback([&g, runArg] { superviseVerb(g, *runArg); });
+}
+
+}  // namespace shardscope::cli

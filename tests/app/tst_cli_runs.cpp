@@ -1,0 +1,271 @@
+// shardscope-cli end to end (#5): real runs of the fake trainer (and of the real shardtrain when
+// SHARDSCOPE_SHARDTRAIN names it) through the local launcher, into a real run log; then ls, show,
+// export and logs on them; exit codes for failed and stopped runs; bad experiment files start
+// nothing; --detach leaves a supervisor that records the end of a run stopped with `stop`.
+#include <signal.h>
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QTest>
+
+namespace {
+
+const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+const QString kFake = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/bin/faketrainer");
+
+struct Run {
+  int exitCode = -1;
+  QString out;
+  QString err;
+};
+
+Run cli(const QStringList& args,
+        const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
+        int timeoutMs = 120000) {
+  QProcess process;
+  process.setProcessEnvironment(env);
+  process.start(kCli, args);
+  Run result;
+  if (!process.waitForStarted(10000) || !process.waitForFinished(timeoutMs)) {
+    process.kill();
+    process.waitForFinished();
+    result.err = QStringLiteral("did not finish: ") + process.errorString();
+    return result;
+  }
+  result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+  result.out = QString::fromUtf8(process.readAllStandardOutput());
+  result.err = QString::fromUtf8(process.readAllStandardError());
+  return result;
+}
+
+QJsonObject json(const QString& text) { return QJsonDocument::fromJson(text.toUtf8()).object(); }
+
+// The field names of the table after `<!-- json-fields: SECTION -->` in docs/cli.md.
+QSet<QString> documentedFields(const QString& section) {
+  QFile file(QStringLiteral(SHARDSCOPE_SOURCE_DIR "/docs/cli.md"));
+  if (!file.open(QIODevice::ReadOnly)) return {};
+  const QString text = QString::fromUtf8(file.readAll());
+  const qsizetype at = text.indexOf("<!-- json-fields: " + section + " -->");
+  if (at < 0) return {};
+  QSet<QString> fields;
+  const QStringList lines = text.mid(at).split('\n');
+  static const QRegularExpression row(QStringLiteral("^\\| `([a-z_]+)` \\|"));
+  for (int i = 1; i < lines.size(); ++i) {
+    if (lines[i].trimmed().isEmpty()) break;
+    const auto m = row.match(lines[i]);
+    if (m.hasMatch()) fields.insert(m.captured(1));
+  }
+  return fields;
+}
+
+QSet<QString> keys(const QJsonObject& o) {
+  const QStringList k = o.keys();
+  return {k.begin(), k.end()};
+}
+
+bool alive(qint64 pid) {
+  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+  if (!stat.open(QIODevice::ReadOnly)) return false;
+  const QByteArray s = stat.readAll();
+  const qsizetype close = s.lastIndexOf(')');
+  return close > 0 && s.size() > close + 2 && s[close + 2] != 'Z';  // a zombie has ended
+}
+
+}  // namespace
+
+class TestCliRuns : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir m_dir;
+  QString db() const { return m_dir.filePath("runs.db"); }
+
+  // A small experiment for the fake trainer: 2 local ranks.
+  QString writeExperiment(const QString& name, const QString& trainer, const QString& extra = {}) {
+    QFile data(m_dir.filePath("train.jsonl"));
+    if (!data.exists() && data.open(QIODevice::WriteOnly)) {
+      for (int i = 0; i < 64; ++i) {
+        QByteArray line = "{\"input_ids\": [";
+        for (int t = 0; t < 16; ++t)
+          line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
+        data.write(line + "]}\n");
+      }
+      data.close();
+    }
+    QString path = m_dir.filePath(name + ".toml");
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) return {};
+    file.write(QStringLiteral("[experiment]\nname = \"%1\"\n[model]\narch = \"tiny\"\n"
+                              "tiny_hidden_size = 16\ntiny_layers = 1\n"
+                              "[data]\ntrain_path = \"train.jsonl\"\nseq_len = 16\n"
+                              "[train]\nmax_steps = 10\nbatch_size = 4\nckpt_at_end = false\n%3"
+                              "[launch]\nkind = \"local\"\nnproc_per_node = 2\ntrainer = \"%2\"\n")
+                   .arg(name, trainer, extra)
+                   .toUtf8());
+    return path;
+  }
+
+  QProcessEnvironment fakeMode(const QString& mode) {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_FAKE_MODE", mode);
+    return env;
+  }
+
+ private slots:
+  void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+  void runCompletesAndIsListedShownExportedLogged() {
+    const QString exp = writeExperiment("ok", kFake);
+    const Run r = cli({"run", exp, "--db", db(), "--set", "train.lr=1e-3"}, fakeMode("--steps 12"));
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QVERIFY2(r.out.contains("complete"), qPrintable(r.out));
+    QVERIFY2(r.err.contains(QRegularExpression("step 12/10  loss [0-9.]+  ETA")) ||
+                 r.err.contains(QRegularExpression("step [0-9]+/10  loss [0-9.]+  ETA")),
+             qPrintable(r.err));
+
+    const Run ls = cli({"--json", "ls", "--db", db()});
+    QCOMPARE(ls.exitCode, 0);
+    const QJsonArray runs = json(ls.out)["runs"].toArray();
+    QVERIFY(!runs.isEmpty());
+    const QString name = runs.first().toObject()["name"].toString();
+    QVERIFY2(name.startsWith("ok-"), qPrintable(name));
+
+    const Run show = cli({"show", name, "--json", "--db", db()});  // --json after the verb
+    QCOMPARE(show.exitCode, 0);
+    const QJsonObject o = json(show.out);
+    QCOMPARE(o["status"].toString(), QString("complete"));
+    QCOMPARE(o["params"].toObject()["train.lr"].toDouble(), 1e-3);
+    QVERIFY(o["objective"].isDouble());
+    QVERIFY(o["error"].isNull());
+    QVERIFY(QFile::exists(QDir(o["run_dir"].toString()).filePath("trial.toml")));
+    QVERIFY(o["metrics"].toObject().contains("loss"));
+
+    const Run csv = cli({"--db", db(), "export", name, "--format", "csv"});
+    QCOMPARE(csv.exitCode, 0);
+    const QStringList lines = csv.out.trimmed().split('\n');
+    QCOMPARE(lines.first(), QString("run,step,key,value,rank,time"));
+    const QString id = QString::number(o["id"].toInteger());
+    QVERIFY(lines.filter(QRegularExpression("^" + id + ",12,loss,[0-9.e-]+,0,[0-9.]+$")).size() ==
+            1);
+    const Run js = cli({"--db", db(), "export", id, "--format", "json"});
+    QCOMPARE(js.exitCode, 0);
+    QCOMPARE(json(js.out)["metrics"].toArray().size(), lines.size() - 1);
+
+    const Run logs = cli({"--db", db(), "logs", name, "--rank", "1"});
+    QCOMPARE(logs.exitCode, 0);
+    QVERIFY2(logs.out.contains("rank 1/2"), qPrintable(logs.out));
+    QCOMPARE(cli({"--db", db(), "logs", name, "--rank", "2"}).exitCode, 2);
+  }
+
+  void showJsonHasEveryDocumentedFieldAndNoOther() {
+    const Run show = cli({"--json", "--db", db(), "show", "1"});
+    QCOMPARE(show.exitCode, 0);
+    const QSet<QString> documented = documentedFields("show");
+    QVERIFY(documented.contains("objective") && documented.contains("run_dir"));
+    QCOMPARE(keys(json(show.out)), documented);
+    const Run exported = cli({"--db", db(), "export", "1", "--format", "json"});
+    QCOMPARE(keys(json(exported.out)), documentedFields("export"));
+    const Run logs = cli({"--json", "--db", db(), "logs", "1"});
+    QCOMPARE(keys(json(logs.out.section('\n', 0, 0))), documentedFields("logs"));
+    const Run est = cli({"--json", "estimate", writeExperiment("est", kFake)});
+    QCOMPARE(est.exitCode, 0);
+    QCOMPARE(keys(json(est.out)), documentedFields("estimate"));
+  }
+
+  void crashedRankMakesTheRunFailedWithExitCode3() {
+    const QString exp = writeExperiment("crash", kFake);
+    const Run r = cli({"--db", db(), "--json", "run", exp},
+                      fakeMode("crash --fail-step 3 --rank-only 1 --steps 50"));
+    QCOMPARE(r.exitCode, 3);
+    const QJsonObject o = json(r.out.trimmed().split('\n').last());
+    QCOMPARE(o["status"].toString(), QString("failed"));
+    QVERIFY2(o["error"].toString().contains("rank 1"), qPrintable(o["error"].toString()));
+  }
+
+  void oomIsItsOwnStatusWithExitCode3() {
+    const QString exp = writeExperiment("oom", kFake);
+    const Run r = cli({"--db", db(), "--json", "run", exp}, fakeMode("oom --fail-step 2"));
+    QCOMPARE(r.exitCode, 3);
+    QCOMPARE(json(r.out.trimmed().split('\n').last())["status"].toString(), QString("oom"));
+  }
+
+  void badExperimentNamesFileLineFieldAndStartsNothing() {
+    QTemporaryDir dir;
+    const QString store = dir.filePath("runs.db");
+    const QString exp = writeExperiment("bad", kFake, "lr = -0.1\n");
+    const Run r = cli({"--db", store, "run", exp});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QRegularExpression("bad\\.toml:[0-9]+:[0-9]+: train\\.lr: ")),
+             qPrintable(r.err));
+    QVERIFY(!QFile::exists(store));                 // no run log, so no run row
+    QVERIFY(!QDir(dir.filePath("runs")).exists());  // no run directory, so no process
+    // Also with an existing run log: no row appears.
+    const Run ok = cli({"--db", db(), "--json", "ls"});
+    const qsizetype before = json(ok.out)["runs"].toArray().size();
+    QCOMPARE(cli({"--db", db(), "run", exp, "--set", "train.max_steps=0"}).exitCode, 2);
+    QCOMPARE(json(cli({"--db", db(), "--json", "ls"}).out)["runs"].toArray().size(), before);
+    const Run unknownKey = cli({"--db", db(), "run", writeExperiment("typo", kFake, "lrr = 1\n")});
+    QCOMPARE(unknownKey.exitCode, 2);
+    QVERIFY2(unknownKey.err.contains("train.lrr"), qPrintable(unknownKey.err));
+  }
+
+  void detachedRunIsStoppedAndRecordedBySupervisor() {
+    const QString exp = writeExperiment("det", kFake);
+    const Run started = cli({"--db", db(), "run", exp, "--detach"}, fakeMode("--steps 100000"));
+    QCOMPARE(started.exitCode, 0);
+    const QString id = started.out.trimmed();
+    QVERIFY2(QRegularExpression("^[0-9]+$").match(id).hasMatch(), qPrintable(started.out));
+    const QJsonObject running = json(cli({"--db", db(), "--json", "show", id}).out);
+    QCOMPARE(running["status"].toString(), QString("running"));
+    QList<qint64> pids;
+    for (const auto& p : running["location"].toObject()["pids"].toArray()) pids << p.toInteger();
+    QCOMPARE(pids.size(), 2);
+    // The ranks make progress with nobody attached: the supervisor stores their rows.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        json(cli({"--db", db(), "--json", "show", id}).out)["metrics"].toObject().contains("loss"),
+        60000);
+    const Run stop = cli({"--db", db(), "stop", id});
+    QVERIFY2(stop.exitCode == 0, qPrintable(stop.out + stop.err));
+    QCOMPARE(json(cli({"--db", db(), "--json", "show", id}).out)["status"].toString(),
+             QString("stopped"));
+    for (qint64 pid : pids) QTRY_VERIFY_WITH_TIMEOUT(!alive(pid), 30000);
+    QCOMPARE(cli({"--db", db(), "stop", id}).exitCode, 1);  // nothing left to stop
+  }
+
+  void interruptedAttachedRunIsStoppedWithExitCode4() {
+    const QString exp = writeExperiment("int", kFake);
+    QProcess process;
+    process.setProcessEnvironment(fakeMode("--steps 100000"));
+    process.start(kCli, {"--db", db(), "run", exp});
+    QVERIFY(process.waitForStarted());
+    QByteArray err;
+    QTRY_VERIFY_WITH_TIMEOUT((err += process.readAllStandardError()).contains("step 2/"), 60000);
+    ::kill(static_cast<pid_t>(process.processId()), SIGINT);
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 4);
+    QVERIFY(process.readAllStandardOutput().contains("stopped"));
+  }
+
+  void realShardtrainRunCompletes() {
+    const QString trainer = qEnvironmentVariable("SHARDSCOPE_SHARDTRAIN");
+    if (trainer.isEmpty() || !QFile::exists(trainer)) {
+      QSKIP("set SHARDSCOPE_SHARDTRAIN to a built shardtrain to run the real trainer");
+    }
+    const QString exp = writeExperiment("real", trainer);
+    const Run r = cli({"--db", db(), "--json", "run", exp, "--set", "train.max_steps=5"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    const QJsonObject o = json(r.out.trimmed().split('\n').last());
+    QCOMPARE(o["status"].toString(), QString("complete"));
+    const Run csv = cli({"--db", db(), "export", o["name"].toString()});
+    QVERIFY(csv.out.contains(QRegularExpression(",5,loss,[0-9.e-]+,0,")));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliRuns)
+#include "tst_cli_runs.moc"
