@@ -84,7 +84,7 @@ std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engi
                     {{"rank", std::to_string(world.rank())},
                      {"shard_index", std::to_string(shard_index(engine))}});
   world.barrier();
-  const std::string rel = "ckpt/" + name;
+  std::string rel = "ckpt/" + name;
   if (world.rank() == 0) {
     nlohmann::json meta{{"format", "shardscope-sharded-v1"},
                         {"step", position.step},
@@ -146,7 +146,8 @@ TrainPosition load_checkpoint(const std::string& dir, shard::ShardEngine& engine
                .first;
     return it->second;
   };
-  auto copy_range = [&](const shard::FlatParam& flat, const std::string& suffix, at::Tensor dst) {
+  auto copy_range = [&](const shard::FlatParam& flat, const std::string& suffix,
+                        const at::Tensor& dst) {
     const auto& old = old_flats.at(flat.name);
     const auto old_n = old.at("shard_numel").get<std::int64_t>();
     dst.zero_();
@@ -156,9 +157,14 @@ TrainPosition load_checkpoint(const std::string& dir, shard::ShardEngine& engine
       const auto lo = std::max(begin, s * old_n);
       const auto hi = std::min(end, (s + 1) * old_n);
       if (lo >= hi) continue;
-      const auto* src = file_of(s).find(flat.name + suffix);
-      SHARD_CHECK(src != nullptr, ErrorKind::data,
-                  dir + ": rank-" + std::to_string(s) + ".safetensors lacks " + flat.name + suffix,
+      const std::string tensor = flat.name + suffix;
+      const auto* src = file_of(s).find(tensor);
+      std::string where = dir;
+      where.append(": rank-")
+          .append(std::to_string(s))
+          .append(".safetensors lacks ")
+          .append(tensor);
+      SHARD_CHECK(src != nullptr, ErrorKind::data, where,
                   "the checkpoint is incomplete; resume from an older one");
       dst.narrow(0, lo - begin, hi - lo).copy_(src->narrow(0, lo - s * old_n, hi - lo));
     }

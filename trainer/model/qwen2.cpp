@@ -50,7 +50,7 @@ std::int64_t Model::params_trainable() const {
 }
 
 Qwen2Model::Qwen2Model(Qwen2Config config)
-    : m_config(std::move(config)), m_layers(spec::qwen2_layers(m_config)) {}
+    : m_config(config), m_layers(spec::qwen2_layers(m_config)) {}
 
 void Qwen2Model::init_layer(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const {
   // One generator per layer: a layer's values do not depend on how layers are grouped or sharded.
@@ -144,7 +144,8 @@ double Qwen2Model::flops_per_token(std::int64_t seq_len) const {
   const double n = static_cast<double>(params_total() - m_config.vocab_size * m_config.hidden_size);
   const double L = static_cast<double>(m_config.num_layers);
   const double H = static_cast<double>(m_config.num_heads);
-  const double Q = static_cast<double>(m_config.hidden_size / m_config.num_heads);
+  const double Q =
+      static_cast<double>(m_config.hidden_size) / static_cast<double>(m_config.num_heads);
   return 6.0 * n + 12.0 * L * H * Q * static_cast<double>(seq_len);
 }
 

@@ -1,6 +1,7 @@
 #include "trainer/optim/adamw.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <cmath>
 
 namespace shardscope::optim {

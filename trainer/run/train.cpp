@@ -86,6 +86,8 @@ RankGroups make_groups(const dist::Rendezvous& r, spec::ShardStrategy strategy, 
     case spec::ShardStrategy::hybrid_shard: {
       std::vector<int> node;
       std::vector<int> replicas;
+      node.reserve(static_cast<std::size_t>(L));
+      replicas.reserve(static_cast<std::size_t>(W / L));
       for (int i = 0; i < L; ++i) node.push_back(r.node_rank() * L + i);
       for (int n = 0; n < W / L; ++n) replicas.push_back(n * L + r.local_rank);
       auto shard = world.subgroup("node", node);

@@ -12,7 +12,6 @@
 namespace shardscope::shard {
 namespace {
 
-using spec::ErrorKind;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
