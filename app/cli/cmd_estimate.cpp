@@ -36,8 +36,8 @@ void estimateVerb(const Globals& g, const std::string& path,
   if (estimate) {
     o["params_total"] = qint64(estimate->params_total);
     o["mem_per_rank"] = qint64(estimate->total);
-    o["memory"] = QJsonDocument::fromJson(QByteArray::fromStdString(spec::estimate_json(*estimate)))
-                      .object();
+    o["memory"] =
+        QJsonDocument::fromJson(QByteArray::fromStdString(spec::estimate_json(*estimate))).object();
   } else {
     o["pending"] = QString::fromStdString(estimate.message());
   }
