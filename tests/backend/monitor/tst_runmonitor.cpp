@@ -14,22 +14,12 @@
 
 #include "backend/monitor/runmonitor.h"
 #include "tests/backend/monitor/dirrunhandle.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 
 namespace {
-
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
-
-#define VERIFY_OK(expr)                           \
-  do {                                            \
-    const auto& result_ = (expr);                 \
-    QVERIFY2(result_.ok(), why(result_).c_str()); \
-  } while (false)
 
 const QString kBin = QStringLiteral(SHARDSCOPE_BINARY_DIR) + "/tests/bin/";
 constexpr int kDeadlineMs = 60000;

@@ -16,22 +16,12 @@
 
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 
 namespace {
-
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
-
-#define VERIFY_OK(expr)                           \
-  do {                                            \
-    const auto& result_ = (expr);                 \
-    QVERIFY2(result_.ok(), why(result_).c_str()); \
-  } while (false)
 
 // A chunk of `lines` fake step events of rank 0 starting at byte `offset`, each line 10 bytes.
 FileChunk stepChunk(qint64 runId, qint64 offset, int lines) {

@@ -15,9 +15,11 @@
 #include <thread>
 
 #include "backend/store/sqlitedb.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
+using shardscope::testing::why;
 
 namespace {
 
@@ -25,17 +27,6 @@ constexpr int kCommitted = 1000;
 constexpr int kUncommitted = 5000;  // x 200-byte notes: far beyond the 64 KiB page cache
 
 // The error text of a failed Result, for QVERIFY2 (empty when it succeeded).
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
-
-#define VERIFY_OK(expr)                           \
-  do {                                            \
-    const auto& result_ = (expr);                 \
-    QVERIFY2(result_.ok(), why(result_).c_str()); \
-  } while (false)
-
 Result<void> insertSteps(SqliteDb& db, int first, int count) {
   auto stmt = db.prepare("INSERT INTO step(id, loss, note) VALUES (?1, ?2, ?3)");
   if (!stmt) return stmt.error();
