@@ -258,6 +258,8 @@ void TestRunMonitor::secondMonitorIsRefused() {
   QVERIFY(!refused);
   QVERIFY2(refused.message().find("already followed by process") != std::string::npos,
            refused.message().c_str());
+  // The rank installs its SIGTERM handler before its first line; a stop sent earlier kills it.
+  QTRY_VERIFY_WITH_TIMEOUT(lineCount(m_dir->filePath("rank-0.log")) >= 1, kDeadlineMs);
   handle.stop();
   QSignalSpy finished(&first, &RunMonitor::finished);
   QVERIFY(finished.wait(kDeadlineMs));
