@@ -1,0 +1,1 @@
+# Image decoding, smart resize, normalisation and patchify (issue #4).

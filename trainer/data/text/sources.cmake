@@ -1,0 +1,1 @@
+# Tokenizer, chat template and SFT samples (issue #4).

@@ -1,0 +1,2 @@
+# The models (issue #4): Qwen2 and Qwen2-VL over the Model interface of model.h.
+target_sources(shardscope_trainer PRIVATE ${CMAKE_CURRENT_LIST_DIR}/qwen2.cpp)
