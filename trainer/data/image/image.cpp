@@ -1,0 +1,139 @@
+// PNG/JPEG decoding to RGB8 with PIL's conversion rules (what transformers' convert_to_rgb does
+// before the Qwen2-VL image processor sees the pixels).
+#include "trainer/data/image/image.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include "trainer/data/image/stb/stb_codec.h"
+
+namespace shardscope::data {
+
+namespace {
+
+bool starts_with(const std::vector<std::uint8_t>& bytes, std::size_t at, const char* magic) {
+  std::size_t n = std::strlen(magic);
+  if (bytes.size() < at + n) return false;
+  return std::memcmp(bytes.data() + at, magic, n) == 0;
+}
+
+// The container a file's first bytes announce; empty for PNG/JPEG (decodable) and "unknown" for
+// anything unrecognised.
+std::string foreign_format(const std::vector<std::uint8_t>& bytes) {
+  if (starts_with(bytes, 0, "\x89PNG") || starts_with(bytes, 0, "\xFF\xD8\xFF")) return "";
+  if (starts_with(bytes, 0, "GIF8")) return "GIF";
+  if (starts_with(bytes, 0, "BM")) return "BMP";
+  if (starts_with(bytes, 0, "RIFF") && starts_with(bytes, 8, "WEBP")) return "WebP";
+  if (starts_with(bytes, 0, "II*") || starts_with(bytes, 0, "MM\x00*")) return "TIFF";
+  return "unknown";
+}
+
+// PIL's Image.alpha_composite of a pixel over opaque white, in PIL's integer arithmetic
+// (AlphaComposite.c: 7 extra bits of precision, rounded divisions by 255), then convert("RGB").
+void composite_over_white(const std::uint8_t* rgba, std::uint8_t* rgb) {
+  constexpr std::uint32_t kBits = 7;
+  const std::uint32_t alpha = rgba[3];
+  if (alpha == 0) {
+    rgb[0] = rgb[1] = rgb[2] = 255;
+    return;
+  }
+  const std::uint32_t blend = 255 * (255 - alpha);
+  const std::uint32_t out_a255 = alpha * 255 + blend;
+  const std::uint32_t coef1 = alpha * 255 * 255 * (1U << kBits) / out_a255;
+  const std::uint32_t coef2 = 255 * (1U << kBits) - coef1;
+  for (int c = 0; c < 3; ++c) {
+    std::uint32_t tmp = rgba[c] * coef1 + 255 * coef2 + (0x80U << kBits);
+    rgb[c] = static_cast<std::uint8_t>((((tmp >> 8) + tmp) >> 8) >> kBits);
+  }
+}
+
+std::int64_t big_endian16(const std::vector<std::uint8_t>& b, std::size_t at) {
+  return (std::int64_t{b[at]} << 8) | b[at + 1];
+}
+
+// (width, height) from a PNG's IHDR or a JPEG's start-of-frame, read before stb so a
+// decompression bomb is refused by its header; (0, 0) when the header is not found.
+std::pair<std::int64_t, std::int64_t> header_size(const std::vector<std::uint8_t>& b) {
+  if (starts_with(b, 0, "\x89PNG") && b.size() >= 24) {
+    return {(big_endian16(b, 16) << 16) | big_endian16(b, 18),
+            (big_endian16(b, 20) << 16) | big_endian16(b, 22)};
+  }
+  std::size_t at = 2;  // after the JPEG SOI marker: segments of FF, marker, 16-bit length
+  while (at + 9 < b.size() && b[at] == 0xFF) {
+    const std::uint8_t marker = b[at + 1];
+    const bool frame =
+        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (frame) return {big_endian16(b, at + 7), big_endian16(b, at + 5)};
+    at += 2 + static_cast<std::size_t>(big_endian16(b, at + 2));
+  }
+  return {0, 0};
+}
+
+}  // namespace
+
+Result<RgbImage> decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name,
+                              std::int64_t max_pixels) {
+  if (bytes.empty()) return fail(name + ": the image file is empty; replace it with a PNG or JPEG");
+  std::string format = foreign_format(bytes);
+  if (format == "unknown")
+    return fail(name + ": not a PNG or JPEG image; convert it to PNG or JPEG");
+  if (!format.empty())
+    return fail(name + ": " + format + " images are not supported; convert it to PNG or JPEG");
+  if (auto size = header_size(bytes); size.first > 0) {
+    const std::int64_t pixels = size.first * size.second;
+    if (pixels > max_pixels) {
+      return fail(
+          name + ": " + std::to_string(size.first) + "x" + std::to_string(size.second) + " = " +
+          std::to_string(pixels) + " pixels is above the decode limit of " +
+          std::to_string(max_pixels) +
+          " pixels; downscale the image (Qwen2-VL resizes it to at most max_pixels anyway)");
+    }
+  }
+  detail::StbInfo info;
+  std::string why;
+  if (!detail::stb_info(bytes, info, why))
+    return fail(name + ": corrupt image header (" + why + "); re-export the image");
+  detail::StbPixels rgba = detail::stb_decode(bytes, 4, info, why);
+  if (!rgba) return fail(name + ": corrupt or truncated image (" + why + "); re-export the image");
+  const std::size_t n =
+      static_cast<std::size_t>(info.width) * static_cast<std::size_t>(info.height);
+  std::vector<std::uint8_t> rgb(n * 3, std::uint8_t{0});
+  for (std::size_t i = 0; i < n; ++i) composite_over_white(rgba.get() + i * 4, rgb.data() + i * 3);
+  return RgbImage{info.width, info.height, std::move(rgb)};
+}
+
+Result<RgbImage> read_image(const std::string& path, std::int64_t max_pixels) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return fail(path + ": cannot open the image (" + std::strerror(errno) +
+                "); check the path (relative paths are resolved against the JSONL file's folder)");
+  }
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  std::vector<std::uint8_t> bytes(size > 0 ? static_cast<std::size_t>(size) : 0);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size())))
+    return fail(path + ": cannot read the image (" + std::strerror(errno) + ")");
+  return decode_image(bytes, path, max_pixels);
+}
+
+std::vector<std::uint8_t> encode_png(const RgbImage& image) {
+  return detail::stb_encode_png(image.pixels.data(), image.width, image.height, 3);
+}
+
+Result<void> write_png(const std::string& path, const RgbImage& image) {
+  std::vector<std::uint8_t> png = encode_png(image);
+  if (png.empty()) return fail(path + ": could not encode the image as PNG");
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+  out.close();
+  if (!out) {
+    return fail(path + ": cannot write the PNG (" + std::strerror(errno) +
+                "); check that the folder exists and is writable");
+  }
+  return ok();
+}
+
+}  // namespace shardscope::data
