@@ -1,7 +1,12 @@
 #include "trainer/ckpt/safetensors.h"
 
 #include <ATen/ATen.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <cstdio>
@@ -100,44 +105,140 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  SHARD_CHECK(in.good(), ErrorKind::io, "cannot read " + path + ": " + std::strerror(errno),
-              "check the path");
-  unsigned char len[8];
-  in.read(reinterpret_cast<char*>(len), 8);
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-  const auto size = std::filesystem::file_size(path);
-  SHARD_CHECK(in.good() && n + 8 <= size, ErrorKind::data,
-              path + ": not a safetensors file (bad header length)", "re-export the file");
-  std::string text(n, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(n));
-  auto header = nlohmann::json::parse(text, nullptr, false);
-  SHARD_CHECK(!header.is_discarded() && header.is_object(), ErrorKind::data,
-              path + ": the safetensors header is not a JSON object", "re-export the file");
+  MappedSafetensors map(path);
   SafetensorsFile file;
-  const auto base = static_cast<std::streamoff>(8 + n);
+  file.metadata = map.metadata();
+  for (const auto& e : map.entries()) file.tensors.emplace_back(e.name, map.read(e));
+  return file;
+}
+
+namespace {
+
+std::int64_t element_size(at::ScalarType t) {
+  return static_cast<std::int64_t>(c10::elementSize(t));
+}
+
+// One header entry, checked against the file: `data_begin` is where the data region starts.
+TensorEntry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& v,
+                        std::int64_t data_begin, std::int64_t file_size) {
+  const std::string where = path + ": tensor " + name;
+  const char* fix = "the file is truncated or corrupt; re-download or re-export it";
+  SHARD_CHECK(v.is_object() && v.contains("dtype") && v["dtype"].is_string() &&
+                  v.contains("shape") && v["shape"].is_array() && v.contains("data_offsets") &&
+                  v["data_offsets"].is_array() && v["data_offsets"].size() == 2,
+              ErrorKind::data, where + ": header entry needs dtype, shape and data_offsets", fix);
+  TensorEntry e;
+  e.name = name;
+  e.dtype = dtype_from(v["dtype"].get<std::string>(), path);
+  std::int64_t numel = 1;
+  for (const auto& d : v["shape"]) {
+    SHARD_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, ErrorKind::data,
+                where + ": shape has a bad dimension", fix);
+    e.shape.push_back(d.get<std::int64_t>());
+    numel *= e.shape.back();
+  }
+  const auto& off = v["data_offsets"];
+  SHARD_CHECK(off[0].is_number_integer() && off[1].is_number_integer(), ErrorKind::data,
+              where + ": data_offsets must be two integers", fix);
+  const auto begin = off[0].get<std::int64_t>();
+  const auto end = off[1].get<std::int64_t>();
+  SHARD_CHECK(
+      begin >= 0 && end >= begin && end - begin == numel * element_size(e.dtype), ErrorKind::data,
+      where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+          ") do not hold a " + std::string(v["dtype"].get<std::string>()) + " tensor of its shape",
+      fix);
+  SHARD_CHECK(data_begin + end <= file_size, ErrorKind::data,
+              where + ": data ends at byte " + std::to_string(data_begin + end) +
+                  " but the file has " + std::to_string(file_size) + " bytes",
+              fix);
+  e.begin = data_begin + begin;
+  e.end = data_begin + end;
+  return e;
+}
+
+}  // namespace
+
+MappedSafetensors::MappedSafetensors(const std::string& path) : m_path(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  SHARD_CHECK(fd >= 0, ErrorKind::io, "cannot read " + path + ": " + std::strerror(errno),
+              "check the path and its permissions");
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  m_size = stat_ok ? static_cast<std::size_t>(st.st_size) : 0;
+  void* addr = m_size > 0 ? ::mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  SHARD_CHECK(m_size >= 8 && addr != MAP_FAILED, ErrorKind::data,
+              path + ": not a safetensors file (shorter than its 8-byte header length)",
+              "re-download or re-export the file");
+  m_data = static_cast<const std::byte*>(addr);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint64_t>(m_data[i]);
+  if (n > m_size - 8) {
+    ::munmap(const_cast<std::byte*>(m_data),
+             m_size);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+    m_data = nullptr;
+    SHARD_FAIL(ErrorKind::data,
+               path + ": header length " + std::to_string(n) + " exceeds the file size " +
+                   std::to_string(m_size),
+               "the file is truncated or not a safetensors file; re-download or re-export it");
+  }
+  const auto* text = reinterpret_cast<const char*>(m_data + 8);
+  auto header = nlohmann::json::parse(text, text + n, nullptr, false);
+  SHARD_CHECK(!header.is_discarded() && header.is_object(), ErrorKind::data,
+              path + ": the safetensors header is not a JSON object",
+              "the file is truncated or corrupt; re-download or re-export it");
+  const auto data_begin = static_cast<std::int64_t>(8 + n);
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
       for (auto m = it.value().begin(); m != it.value().end(); ++m)
-        file.metadata[m.key()] = m.value().get<std::string>();
+        if (m.value().is_string()) m_metadata[m.key()] = m.value().get<std::string>();
       continue;
     }
-    const auto& v = it.value();
-    const auto dtype = dtype_from(v.at("dtype").get<std::string>(), path);
-    const auto shape = v.at("shape").get<std::vector<std::int64_t>>();
-    const auto begin = v.at("data_offsets")[0].get<std::int64_t>();
-    const auto end = v.at("data_offsets")[1].get<std::int64_t>();
-    auto t = at::empty(shape, at::TensorOptions().dtype(dtype));
-    SHARD_CHECK(static_cast<std::int64_t>(t.nbytes()) == end - begin &&
-                    static_cast<std::uint64_t>(base + end) <= size,
-                ErrorKind::data, path + ": tensor " + it.key() + " has inconsistent data_offsets",
-                "the file is truncated or corrupt; re-export it");
-    in.seekg(base + begin);
-    in.read(static_cast<char*>(t.data_ptr()), end - begin);
-    file.tensors.emplace_back(it.key(), std::move(t));
+    m_index[it.key()] = m_entries.size();
+    m_entries.push_back(
+        parse_entry(path, it.key(), it.value(), data_begin, static_cast<std::int64_t>(m_size)));
   }
-  return file;
+  std::sort(m_entries.begin(), m_entries.end(),
+            [](const TensorEntry& a, const TensorEntry& b) { return a.begin < b.begin; });
+  for (std::size_t i = 0; i < m_entries.size(); ++i) m_index[m_entries[i].name] = i;
+}
+
+MappedSafetensors::~MappedSafetensors() {
+  if (m_data != nullptr)
+    ::munmap(const_cast<std::byte*>(m_data),
+             m_size);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+}
+
+const TensorEntry* MappedSafetensors::find(const std::string& name) const {
+  auto it = m_index.find(name);
+  return it == m_index.end() ? nullptr : &m_entries[it->second];
+}
+
+const std::byte* MappedSafetensors::bytes(const TensorEntry& entry, std::int64_t begin,
+                                          std::int64_t end) const {
+  SHARD_CHECK(begin >= 0 && begin <= end && entry.begin + end <= entry.end, ErrorKind::internal,
+              m_path + ": byte range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                  ") is outside tensor " + entry.name,
+              "");
+  return m_data + entry.begin + begin;
+}
+
+at::Tensor MappedSafetensors::read(const TensorEntry& entry) const {
+  auto t = at::empty(entry.shape, at::TensorOptions().dtype(entry.dtype));
+  if (entry.end > entry.begin)
+    std::memcpy(t.data_ptr(), bytes(entry, 0, entry.end - entry.begin),
+                static_cast<std::size_t>(entry.end - entry.begin));
+  return t;
+}
+
+at::Tensor MappedSafetensors::read_elements(const TensorEntry& entry, std::int64_t first,
+                                            std::int64_t count) const {
+  const auto es = element_size(entry.dtype);
+  auto t = at::empty({count}, at::TensorOptions().dtype(entry.dtype));
+  if (count > 0)
+    std::memcpy(t.data_ptr(), bytes(entry, first * es, (first + count) * es),
+                static_cast<std::size_t>(count * es));
+  return t;
 }
 
 }  // namespace shardscope::ckpt

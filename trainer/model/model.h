@@ -25,14 +25,22 @@ using LayerDef = spec::LayerShape;
 struct Batch {
   at::Tensor input_ids;  // (B, T) int64
   at::Tensor labels;     // (B, T) int64, -100 where no loss; position t is predicted from < t
+  // Optional (undefined when absent):
+  at::Tensor attention_mask;  // (B, T) int64, 1 = token, 0 = padding
+  at::Tensor pixel_values;    // (N, C*tp*p*p) float: every image's patches, in token order
+  at::Tensor image_grid_thw;  // (I, 3) int64: each image's t, h, w in patches, in token order
 };
 
 /// Per-micro-batch state a model computes once (rotary tables...) plus the loss scale.
 struct LayerContext {
   const Batch* batch = nullptr;
-  at::Tensor rope_cos;      // (T, D) in the buffer dtype
-  at::Tensor rope_sin;      // (T, D)
+  at::Tensor rope_cos;      // (T, D) in the buffer dtype; (B, 1, T, D) with M-RoPE
+  at::Tensor rope_sin;      // (T, D); (B, 1, T, D) with M-RoPE
   double loss_scale = 1.0;  // the head returns sum(token losses) * loss_scale
+  at::Tensor attn_mask;     // (B, 1, T, T) bool, true = attend; undefined: causal only
+  at::Tensor vision_cos;    // (N, Dv) float32: the vision tower's 2-D rotary tables
+  at::Tensor vision_sin;    // (N, Dv)
+  std::vector<std::int64_t> vision_seqlens;  // patches per image frame (attention stays inside)
 };
 
 class Model {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainer/model/model.h"
+#include "trainer/model/text_layers.h"
 #include "trainer/spec/experiment.h"
 #include "trainer/spec/model_shape.h"
 
@@ -34,16 +35,8 @@ class Qwen2Model final : public Model {
   double flops_per_token(std::int64_t seq_len) const override;
 
  private:
-  at::Tensor block(const std::vector<at::Tensor>& p, const at::Tensor& x,
-                   const LayerContext& ctx) const;
-  at::Tensor head(const std::vector<at::Tensor>& p, const at::Tensor& x,
-                  const LayerContext& ctx) const;
-
   Qwen2Config m_config;
   std::vector<LayerDef> m_layers;
 };
-
-/// x * rsqrt(mean(x^2) + eps) * weight, computed in float32 and cast back (as HF does).
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
 }  // namespace shardscope::model

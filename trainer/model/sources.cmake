@@ -1,2 +1,6 @@
 # The models (issue #4): Qwen2 and Qwen2-VL over the Model interface of model.h.
-target_sources(shardscope_trainer PRIVATE ${CMAKE_CURRENT_LIST_DIR}/qwen2.cpp)
+target_sources(shardscope_trainer PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/text_layers.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/qwen2.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/qwen2vl.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/hf_weights.cpp)

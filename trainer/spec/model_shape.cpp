@@ -23,11 +23,24 @@ Qwen2Dims tiny_dims(const ModelSection& model) {
   return d;
 }
 
+std::int64_t count_params(const std::vector<LayerShape>& layers) {
+  std::int64_t n = 0;
+  for (const auto& layer : layers)
+    for (const auto& p : layer.params)
+      if (p.tied_to.empty()) n += numel(p.shape);
+  return n;
+}
+
 std::vector<LayerShape> qwen2_layers(const Qwen2Dims& d) {
+  std::vector<LayerShape> layers;
+  append_qwen2_text_layers(layers, d);
+  return layers;
+}
+
+void append_qwen2_text_layers(std::vector<LayerShape>& layers, const Qwen2Dims& d) {
   const auto C = d.hidden_size;
   const auto I = d.intermediate_size;
   const auto KD = d.num_kv_heads * (C / d.num_heads);
-  std::vector<LayerShape> layers;
   layers.push_back({"embed", {{"model.embed_tokens.weight", {d.vocab_size, C}, true}}, false});
   for (std::int64_t i = 0; i < d.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -48,11 +61,9 @@ std::vector<LayerShape> qwen2_layers(const Qwen2Dims& d) {
                       },
                       true});
   }
-  layers.push_back(
-      {"head",
-       {{"model.norm.weight", {C}, false}, {"lm_head.weight", {d.vocab_size, C}, true}},
-       false});
-  return layers;
+  ParamShape head{"lm_head.weight", {d.vocab_size, C}, true};
+  if (d.tie_word_embeddings) head.tied_to = "model.embed_tokens.weight";
+  layers.push_back({"head", {{"model.norm.weight", {C}, false}, head}, false});
 }
 
 std::vector<std::vector<int>> plan_units(const std::vector<LayerShape>& layers, WrapPolicy policy,

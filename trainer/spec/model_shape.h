@@ -17,6 +17,10 @@ struct ParamShape {
   std::vector<std::int64_t> shape;
   bool decay = true;      // AdamW weight decay applies (false for norms and biases)
   bool trainable = true;  // false: frozen (LoRA base weights)
+  /// Non-empty: this parameter is the same tensor as the named parameter of an earlier layer
+  /// (lm_head.weight tied to model.embed_tokens.weight); it is not counted twice and whoever owns
+  /// storage must hand the layer the owner's values (and sum both gradients into it).
+  std::string tied_to;
 };
 
 struct LayerShape {
@@ -36,6 +40,7 @@ struct Qwen2Dims {
   std::int64_t max_position = 512;       // max_position_embeddings
   double rope_theta = 10000.0;           // rope_theta
   double rms_eps = 1e-6;                 // rms_norm_eps
+  bool tie_word_embeddings = false;      // tie_word_embeddings: lm_head shares the embedding
 };
 
 /// The tiny test model's dimensions from [model] tiny_* fields.
@@ -44,6 +49,10 @@ Qwen2Dims tiny_dims(const ModelSection& model);
 std::vector<LayerShape> qwen2_layers(const Qwen2Dims& dims);
 
 std::int64_t numel(const std::vector<std::int64_t>& shape);
+/// Parameters of `layers`, a tied parameter counted once (transformers' num_parameters()).
+std::int64_t count_params(const std::vector<LayerShape>& layers);
+/// The text stack's layers appended to `layers`: embed, blocks, head (names `prefix`-free HF).
+void append_qwen2_text_layers(std::vector<LayerShape>& layers, const Qwen2Dims& dims);
 
 /// Wrap units: the root's layers first (everything no policy wrapped), then each wrapped unit's
 /// layers, ascending. Block policy: one unit per block; size policy: consecutive blocks until

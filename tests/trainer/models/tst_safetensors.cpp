@@ -1,0 +1,91 @@
+// The memory-mapped safetensors reader: whole tensors and element ranges (a rank's slice of a
+// flat unit) read back what write_safetensors wrote, in each dtype; truncated files and headers
+// whose offsets disagree with the shape fail naming the file and tensor.
+#include <ATen/ATen.h>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "trainer/ckpt/safetensors.h"
+#include "trainer/run/fatal.h"
+
+using namespace shardscope;
+
+namespace {
+
+// The message of the TrainerError `fn` raises ("" when it raises none).
+template <class F>
+std::string error_of(F fn) {
+  try {
+    fn();
+  } catch (const trainer::TrainerError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestSafetensors : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void readsTensorsAndRanges() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("a.safetensors").toStdString();
+    auto f32 = at::arange(24, at::kFloat).reshape({4, 6});
+    auto bf16 = at::linspace(-2, 2, 10, at::kFloat).to(at::kBFloat16);
+    auto i64 = at::arange(5, at::kLong) * 7;
+    ckpt::write_safetensors(path, {{"w", f32}, {"b", bf16}, {"ids", i64}}, {{"format", "pt"}});
+    ckpt::MappedSafetensors map(path);
+    QCOMPARE(map.entries().size(), std::size_t{3});
+    QCOMPARE(map.metadata().at("format"), std::string("pt"));
+    const auto* w = map.find("w");
+    QVERIFY(w != nullptr);
+    QVERIFY(at::equal(map.read(*w), f32));
+    QVERIFY(at::equal(map.read_elements(*w, 7, 9), at::arange(7, 16, at::kFloat)));
+    const auto* b = map.find("b");
+    QVERIFY(at::equal(map.read(*b), bf16));
+    QVERIFY(at::equal(map.read_elements(*b, 3, 4), bf16.narrow(0, 3, 4)));
+    QVERIFY(at::equal(map.read(*map.find("ids")), i64));
+    QVERIFY(map.find("missing") == nullptr);
+    const auto outside = error_of([&] { map.read_elements(*w, 20, 5); });
+    QVERIFY2(outside.find("outside tensor w") != std::string::npos, outside.c_str());
+    // read_safetensors goes through the map too.
+    auto file = ckpt::read_safetensors(path);
+    QVERIFY(at::equal(*file.find("w"), f32));
+  }
+
+  void truncatedAndLyingFilesFail() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("t.safetensors").toStdString();
+    ckpt::write_safetensors(path, {{"x", at::ones({64}, at::kFloat)}});
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) - 16);
+    const auto truncated = error_of([&] { ckpt::MappedSafetensors map(path); });
+    QVERIFY2(truncated.find(path + ": tensor x: data ends at byte") != std::string::npos,
+             truncated.c_str());
+
+    const std::string shortfile = dir.filePath("s.safetensors").toStdString();
+    std::ofstream(shortfile) << "abc";
+    const auto tiny = error_of([&] { ckpt::MappedSafetensors map(shortfile); });
+    QVERIFY2(tiny.find(shortfile + ": not a safetensors file") != std::string::npos, tiny.c_str());
+
+    const std::string lying = dir.filePath("l.safetensors").toStdString();
+    const std::string header = R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})";
+    std::ofstream out(lying, std::ios::binary);
+    const std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xFF));
+    out << header << std::string(12, '\0');
+    out.close();
+    const auto wrong = error_of([&] { ckpt::MappedSafetensors map(lying); });
+    QVERIFY2(wrong.find(lying + ": tensor x: data_offsets [0, 8) do not hold a F32 tensor") !=
+                 std::string::npos,
+             wrong.c_str());
+  }
+};
+
+QTEST_APPLESS_MAIN(TestSafetensors)
+#include "tst_safetensors.moc"

@@ -1,0 +1,330 @@
+#include "trainer/model/qwen2vl.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "trainer/model/text_layers.h"
+#include "trainer/run/fatal.h"
+
+namespace shardscope::model {
+namespace {
+
+using spec::ErrorKind;
+
+constexpr double kInitStd = 0.02;     // HF initializer_range
+constexpr double kVisionEps = 1e-6;   // LayerNorm eps of the vision blocks and the merger
+constexpr double kQuickGelu = 1.702;  // QuickGELU: x * sigmoid(1.702 x)
+
+// Vision block parameter order (spec::qwen2vl_layers).
+enum VisionParam {
+  kNorm1W,
+  kNorm1B,
+  kQkvW,
+  kQkvB,
+  kProjW,
+  kProjB,
+  kNorm2W,
+  kNorm2B,
+  kFc1W,
+  kFc1B,
+  kFc2W,
+  kFc2B,
+};
+
+at::Tensor activation(const std::string& name, const at::Tensor& x) {
+  if (name == "quick_gelu") return x * at::sigmoid(kQuickGelu * x);
+  if (name == "gelu") return at::gelu(x);
+  return at::silu(x);
+}
+
+// The vision tower's 2-D rotary tables (N, Dv) in float32: each patch's (h, w) in the order the
+// image processor emits patches (merge-size blocks, row-major inside each block), frequencies of
+// Dv/2 split into an h half and a w half.
+std::pair<at::Tensor, at::Tensor> vision_rope(const at::Tensor& grid_thw, std::int64_t head_dim,
+                                              std::int64_t merge, double theta) {
+  auto grid = grid_thw.to(at::kLong).contiguous();
+  auto g = grid.accessor<std::int64_t, 2>();
+  std::vector<at::Tensor> rows;
+  auto lopts = at::TensorOptions().dtype(at::kLong);
+  for (std::int64_t i = 0; i < grid.size(0); ++i) {
+    const auto t = g[i][0];
+    const auto h = g[i][1];
+    const auto w = g[i][2];
+    auto hpos = at::arange(h, lopts).view({h, 1}).expand({h, w});
+    auto wpos = at::arange(w, lopts).view({1, w}).expand({h, w});
+    auto block = [&](const at::Tensor& pos) {
+      return pos.reshape({h / merge, merge, w / merge, merge}).transpose(1, 2).flatten();
+    };
+    rows.push_back(at::stack({block(hpos), block(wpos)}, -1).repeat({t, 1}));  // (t*h*w, 2)
+  }
+  auto pos = at::cat(rows, 0).to(at::kFloat);  // (N, 2)
+  const auto half = head_dim / 2;
+  auto fopts = at::TensorOptions().dtype(at::kFloat);
+  auto inv = 1.0 / at::pow(theta, at::arange(0, half, 2, fopts) / static_cast<double>(half));
+  auto freqs = pos.unsqueeze(-1) * inv;                             // (N, 2, Dv/4)
+  auto hw = at::cat({freqs.select(1, 0), freqs.select(1, 1)}, -1);  // (N, Dv/2)
+  auto emb = at::cat({hw, hw}, -1);                                 // (N, Dv)
+  return {emb.cos(), emb.sin()};
+}
+
+}  // namespace
+
+Qwen2VLModel::Qwen2VLModel(spec::HfModelConfig config, std::shared_ptr<const HfWeights> weights)
+    : m_config(std::move(config)),
+      m_weights(std::move(weights)),
+      m_layers(spec::hf_layers(m_config)) {
+  m_embed = m_config.has_vision ? static_cast<int>(m_config.vision.depth) + 2 : 0;
+  m_head = static_cast<int>(m_layers.size()) - 1;
+}
+
+void Qwen2VLModel::random_init(int layer, std::vector<at::Tensor>& params,
+                               std::uint64_t seed) const {
+  // One generator per layer: a layer's values do not depend on how layers are grouped or sharded.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ULL +
+                                                      static_cast<std::uint64_t>(layer));
+  const auto& defs = m_layers[static_cast<std::size_t>(layer)].params;
+  at::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < defs.size(); ++i) {
+    const auto& name = defs[i].name;
+    auto& t = params[i];
+    const bool norm =
+        name.find("norm") != std::string::npos || name.find("ln_q") != std::string::npos;
+    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (norm && !bias) {
+      t.fill_(1.0);
+    } else if (bias || defs[i].shape.size() == 1) {
+      t.zero_();
+    } else {
+      t.normal_(0.0, kInitStd, gen);
+    }
+  }
+}
+
+void Qwen2VLModel::init_layer(int layer, std::vector<at::Tensor>& params,
+                              std::uint64_t seed) const {
+  const auto& defs = m_layers[static_cast<std::size_t>(layer)].params;
+  if (!m_weights) {
+    random_init(layer, params, seed);
+    // A tied parameter handed over as its own tensor gets its owner's values.
+    for (std::size_t i = 0; i < defs.size(); ++i) {
+      if (defs[i].tied_to.empty()) continue;
+      std::vector<at::Tensor> owner{at::empty_like(params[i])};
+      random_init(m_embed, owner, seed);
+      at::NoGradGuard no_grad;
+      params[i].copy_(owner[0]);
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < defs.size(); ++i) {
+    const auto& name = defs[i].name;
+    const bool use_owner = !defs[i].tied_to.empty() && !m_weights->has(name);
+    m_weights->load(use_owner ? defs[i].tied_to : name, params[i]);
+  }
+}
+
+at::Tensor mrope_positions(const Batch& batch, std::int64_t image_token_id,
+                           std::int64_t spatial_merge_size) {
+  auto ids = batch.input_ids.to(at::kLong).contiguous();
+  const auto B = ids.size(0);
+  const auto T = ids.size(1);
+  auto mask = batch.attention_mask.defined() ? batch.attention_mask.to(at::kLong).contiguous()
+                                             : at::ones({B, T}, at::kLong);
+  auto grid = batch.image_grid_thw.defined() ? batch.image_grid_thw.to(at::kLong).contiguous()
+                                             : at::zeros({0, 3}, at::kLong);
+  auto pos = at::zeros({3, B, T}, at::kLong);
+  auto p = pos.accessor<std::int64_t, 3>();
+  auto id = ids.accessor<std::int64_t, 2>();
+  auto m = mask.accessor<std::int64_t, 2>();
+  auto g = grid.accessor<std::int64_t, 2>();
+  std::int64_t image = 0;
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<std::int64_t> cols;  // unpadded positions of row b
+    for (std::int64_t t = 0; t < T; ++t)
+      if (m[b][t] != 0) cols.push_back(t);
+    std::int64_t cur = 0;
+    for (std::size_t i = 0; i < cols.size();) {
+      if (id[b][cols[i]] != image_token_id) {
+        for (int a = 0; a < 3; ++a) p[a][b][cols[i]] = cur;
+        ++cur;
+        ++i;
+        continue;
+      }
+      SHARD_CHECK(image < grid.size(0), ErrorKind::data,
+                  "sample " + std::to_string(b) +
+                      " has more <|image_pad|> runs than "
+                      "image_grid_thw has images",
+                  "expand each image to t*h*w/merge^2 pad tokens as the processor does");
+      const auto gt = g[image][0];
+      const auto gh = g[image][1] / spatial_merge_size;
+      const auto gw = g[image][2] / spatial_merge_size;
+      const auto n = static_cast<std::size_t>(gt * gh * gw);
+      for (std::size_t k = 0; k < n; ++k) {
+        SHARD_CHECK(i + k < cols.size() && id[b][cols[i + k]] == image_token_id, ErrorKind::data,
+                    "sample " + std::to_string(b) + ": image " + std::to_string(image) + " needs " +
+                        std::to_string(n) + " <|image_pad|> tokens in a row",
+                    "expand each image to t*h*w/merge^2 pad tokens as the processor does");
+        const auto s = static_cast<std::int64_t>(k);
+        p[0][b][cols[i + k]] = cur + s / (gh * gw);
+        p[1][b][cols[i + k]] = cur + (s / gw) % gh;
+        p[2][b][cols[i + k]] = cur + s % gw;
+      }
+      cur += std::max(gh, gw);
+      i += n;
+      ++image;
+    }
+  }
+  SHARD_CHECK(image == grid.size(0), ErrorKind::data,
+              "image_grid_thw has " + std::to_string(grid.size(0)) +
+                  " images but the tokens hold " + std::to_string(image),
+              "give one <|image_pad|> run per image");
+  return pos;
+}
+
+LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dtype) const {
+  const auto& t = m_config.text;
+  const auto D = t.hidden_size / t.num_heads;
+  LayerContext ctx;
+  ctx.batch = &batch;
+  std::pair<at::Tensor, at::Tensor> rope;
+  if (m_config.has_vision) {
+    auto pos = mrope_positions(batch, m_config.image_token_id, m_config.vision.spatial_merge_size);
+    rope = mrope_tables(pos, D, t.rope_theta, m_config.mrope_section);
+    if (batch.image_grid_thw.defined() && batch.image_grid_thw.size(0) > 0) {
+      const auto& v = m_config.vision;
+      auto [vcos, vsin] = vision_rope(batch.image_grid_thw, v.embed_dim / v.num_heads,
+                                      v.spatial_merge_size, v.rope_theta);
+      ctx.vision_cos = vcos;
+      ctx.vision_sin = vsin;
+      auto grid = batch.image_grid_thw.to(at::kLong).contiguous();
+      auto g = grid.accessor<std::int64_t, 2>();
+      for (std::int64_t i = 0; i < grid.size(0); ++i)
+        for (std::int64_t f = 0; f < g[i][0]; ++f) ctx.vision_seqlens.push_back(g[i][1] * g[i][2]);
+    }
+  } else {
+    rope = rope_tables(batch.input_ids.size(1), D, t.rope_theta);
+  }
+  ctx.rope_cos = rope.first.to(buffer_dtype);
+  ctx.rope_sin = rope.second.to(buffer_dtype);
+  ctx.attn_mask = padding_causal_mask(batch.attention_mask);
+  return ctx;
+}
+
+at::Tensor Qwen2VLModel::patch_embed(const std::vector<at::Tensor>& p,
+                                     const LayerContext& ctx) const {
+  const auto& v = m_config.vision;
+  at::Tensor pixels = ctx.batch->pixel_values;
+  if (!pixels.defined()) pixels = at::zeros({0, v.patch_dim()}, p[0].options());
+  SHARD_CHECK(pixels.dim() == 2 && pixels.size(1) == v.patch_dim(), ErrorKind::data,
+              "pixel_values must be (patches, " + std::to_string(v.patch_dim()) + "), got " +
+                  c10::str(pixels.sizes()),
+              "patchify images with the model's patch_size and temporal_patch_size");
+  std::int64_t expected = 0;
+  for (auto n : ctx.vision_seqlens) expected += n;
+  SHARD_CHECK(pixels.size(0) == expected, ErrorKind::data,
+              "pixel_values has " + std::to_string(pixels.size(0)) +
+                  " patches but image_grid_thw gives " + std::to_string(expected),
+              "pass the image_grid_thw of the same images");
+  return at::linear(pixels.to(p[0].scalar_type()), p[0].reshape({v.embed_dim, -1}));  // (N, E)
+}
+
+at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at::Tensor& x,
+                                      const LayerContext& ctx) const {
+  const auto& v = m_config.vision;
+  const auto N = x.size(0);
+  const auto E = v.embed_dim;
+  const auto nh = v.num_heads;
+  const auto hd = E / nh;
+  auto h = at::layer_norm(x, {E}, p[kNorm1W], p[kNorm1B], kVisionEps);
+  auto qkv = at::linear(h, p[kQkvW], p[kQkvB]).view({N, 3, nh, hd}).permute({1, 0, 2, 3});
+  auto q = qkv[0];  // (N, nh, hd)
+  auto k = qkv[1];
+  auto val = qkv[2];
+  if (N > 0) {                                // rotary in float32, as HF does
+    auto cos = ctx.vision_cos.unsqueeze(-2);  // (N, 1, hd)
+    auto sin = ctx.vision_sin.unsqueeze(-2);
+    auto qf = q.to(at::kFloat);
+    auto kf = k.to(at::kFloat);
+    q = (qf * cos + rotate_half(qf) * sin).to(x.scalar_type());
+    k = (kf * cos + rotate_half(kf) * sin).to(x.scalar_type());
+  }
+  std::vector<at::Tensor> outs;
+  std::int64_t start = 0;
+  for (auto n : ctx.vision_seqlens) {  // full attention within each image frame
+    auto piece = [&](const at::Tensor& t) {
+      return t.narrow(0, start, n).transpose(0, 1).unsqueeze(0);
+    };
+    auto a = at::scaled_dot_product_attention(piece(q), piece(k), piece(val), {}, 0.0, false);
+    outs.push_back(a.squeeze(0).transpose(0, 1));  // (n, nh, hd)
+    start += n;
+  }
+  auto a = outs.empty() ? at::zeros({0, E}, x.options()) : at::cat(outs, 0).reshape({N, E});
+  auto x1 = x + at::linear(a, p[kProjW], p[kProjB]);
+  auto h2 = at::layer_norm(x1, {E}, p[kNorm2W], p[kNorm2B], kVisionEps);
+  auto mlp =
+      at::linear(activation(v.hidden_act, at::linear(h2, p[kFc1W], p[kFc1B])), p[kFc2W], p[kFc2B]);
+  return x1 + mlp;  // (N, E)
+}
+
+at::Tensor Qwen2VLModel::merger(const std::vector<at::Tensor>& p, const at::Tensor& x) const {
+  const auto& v = m_config.vision;
+  const auto width = v.embed_dim * v.spatial_merge_size * v.spatial_merge_size;
+  auto h = at::layer_norm(x, {v.embed_dim}, p[0], p[1], kVisionEps).reshape({-1, width});
+  return at::linear(at::gelu(at::linear(h, p[2], p[3])), p[4], p[5]);  // (N / merge^2, C)
+}
+
+at::Tensor Qwen2VLModel::embed(const std::vector<at::Tensor>& p, const at::Tensor& x,
+                               const LayerContext& ctx) const {
+  const auto& ids = ctx.batch->input_ids;
+  auto e = at::embedding(p[0], ids);  // (B, T, C)
+  if (!m_config.has_vision) return e;
+  auto mask = (ids == m_config.image_token_id).unsqueeze(-1);  // (B, T, 1)
+  const auto n = mask.sum().item<std::int64_t>();
+  SHARD_CHECK(n == x.size(0), ErrorKind::data,
+              "the batch has " + std::to_string(n) + " <|image_pad|> tokens but its images give " +
+                  std::to_string(x.size(0)) + " features",
+              "expand each image to t*h*w/merge^2 pad tokens as the processor does");
+  if (n == 0) return e + x.sum().to(e.scalar_type()) * 0.0;  // keeps the vision graph connected
+  return e.masked_scatter(mask, x.to(e.scalar_type()));
+}
+
+at::Tensor Qwen2VLModel::forward_layer(int layer, const std::vector<at::Tensor>& params,
+                                       const at::Tensor& x, const LayerContext& ctx) const {
+  if (layer < m_embed) {
+    if (layer == 0) return patch_embed(params, ctx);
+    if (layer == m_embed - 1) return merger(params, x);
+    return vision_block(params, x, ctx);
+  }
+  if (layer == m_embed) return embed(params, x, ctx);
+  if (layer == m_head) return qwen2_loss(m_config.text, params, x, ctx);
+  return qwen2_block(m_config.text, params, x, ctx);
+}
+
+at::Tensor Qwen2VLModel::logits(const std::vector<at::Tensor>& head_params,
+                                const at::Tensor& x) const {
+  return qwen2_logits(m_config.text, head_params, x);
+}
+
+double Qwen2VLModel::flops_per_token(std::int64_t seq_len) const {
+  const auto& t = m_config.text;
+  std::int64_t n = 0;
+  for (int l = m_embed + 1; l <= m_head; ++l)
+    for (const auto& p : m_layers[static_cast<std::size_t>(l)].params) n += numel(p.shape);
+  const double L = static_cast<double>(t.num_layers);
+  const double H = static_cast<double>(t.num_heads);
+  const double Q = static_cast<double>(t.hidden_size) / static_cast<double>(t.num_heads);
+  return 6.0 * static_cast<double>(n) + 12.0 * L * H * Q * static_cast<double>(seq_len);
+}
+
+std::unique_ptr<Qwen2VLModel> load_hf_model(const std::string& dir) {
+  auto config = spec::read_hf_config(dir);
+  SHARD_CHECK(config.ok(), ErrorKind::config, config.ok() ? "" : config.message(),
+              "fix config.json or point --model at a Hugging Face model directory");
+  auto weights = std::make_shared<const HfWeights>(dir);
+  return std::make_unique<Qwen2VLModel>(std::move(config).value(), std::move(weights));
+}
+
+}  // namespace shardscope::model

@@ -1,0 +1,124 @@
+#include "trainer/model/text_layers.h"
+
+#include <ATen/ATen.h>
+
+namespace shardscope::model {
+namespace {
+
+// Block parameter order (spec::append_qwen2_text_layers).
+enum BlockParam {
+  kInputNorm,
+  kQw,
+  kQb,
+  kKw,
+  kKb,
+  kVw,
+  kVb,
+  kOw,
+  kPostNorm,
+  kGate,
+  kUp,
+  kDown,
+};
+
+at::Tensor inv_freq(std::int64_t D, double theta) {  // (D/2)
+  auto opts = at::TensorOptions().dtype(at::kFloat);
+  return 1.0 / at::pow(theta, at::arange(0, D, 2, opts) / static_cast<double>(D));
+}
+
+}  // namespace
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  auto h = x.to(at::kFloat);
+  auto var = h.pow(2).mean(-1, true);
+  h = h * at::rsqrt(var + eps);
+  return weight * h.to(x.scalar_type());
+}
+
+at::Tensor rotate_half(const at::Tensor& x) {
+  const auto half = x.size(-1) / 2;
+  auto x1 = x.narrow(-1, 0, half);
+  auto x2 = x.narrow(-1, half, half);
+  return at::cat({-x2, x1}, -1);
+}
+
+std::pair<at::Tensor, at::Tensor> rope_tables(std::int64_t T, std::int64_t D, double theta) {
+  auto pos = at::arange(T, at::TensorOptions().dtype(at::kFloat));  // (T)
+  auto freqs = at::outer(pos, inv_freq(D, theta));                  // (T, D/2)
+  auto emb = at::cat({freqs, freqs}, -1);                           // (T, D)
+  return {emb.cos(), emb.sin()};
+}
+
+std::pair<at::Tensor, at::Tensor> mrope_tables(const at::Tensor& positions, std::int64_t D,
+                                               double theta,
+                                               const std::vector<std::int64_t>& sections) {
+  auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq(D, theta);  // (3, B, T, D/2)
+  std::vector<at::Tensor> parts;
+  std::int64_t start = 0;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    parts.push_back(freqs[static_cast<std::int64_t>(i % 3)].narrow(-1, start, sections[i]));
+    start += sections[i];
+  }
+  auto f = at::cat(parts, -1);                  // (B, T, D/2)
+  auto emb = at::cat({f, f}, -1).unsqueeze(1);  // (B, 1, T, D)
+  return {emb.cos(), emb.sin()};
+}
+
+at::Tensor padding_causal_mask(const at::Tensor& attention_mask) {
+  if (!attention_mask.defined()) return {};
+  const auto T = attention_mask.size(1);
+  auto causal = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).tril();  // (T, T)
+  auto keys = attention_mask.to(at::kBool).view({-1, 1, 1, T});                 // (B, 1, 1, T)
+  auto eye = at::eye(T, at::TensorOptions().dtype(at::kBool));
+  return (causal & keys) | eye;  // (B, 1, T, T)
+}
+
+at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
+                       const at::Tensor& x, const LayerContext& ctx) {
+  const auto B = x.size(0);
+  const auto T = x.size(1);
+  const auto H = d.num_heads;
+  const auto K = d.num_kv_heads;
+  const auto D = d.hidden_size / H;
+  auto h = rms_norm(x, p[kInputNorm], d.rms_eps);                             // (B, T, C)
+  auto q = at::linear(h, p[kQw], p[kQb]).view({B, T, H, D}).transpose(1, 2);  // (B, H, T, D)
+  auto k = at::linear(h, p[kKw], p[kKb]).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
+  auto v = at::linear(h, p[kVw], p[kVb]).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
+  auto cos = ctx.rope_cos.to(q.scalar_type());  // (T, D) or (B, 1, T, D)
+  auto sin = ctx.rope_sin.to(q.scalar_type());
+  q = q * cos + rotate_half(q) * sin;
+  k = k * cos + rotate_half(k) * sin;
+  if (K != H) {
+    k = k.repeat_interleave(H / K, 1);  // (B, H, T, D)
+    v = v.repeat_interleave(H / K, 1);
+  }
+  at::Tensor a;  // (B, H, T, D)
+  if (ctx.attn_mask.defined()) {
+    a = at::scaled_dot_product_attention(q, k, v, ctx.attn_mask, 0.0, /*is_causal=*/false);
+  } else {
+    a = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  }
+  a = a.transpose(1, 2).reshape({B, T, H * D});
+  auto x1 = x + at::linear(a, p[kOw]);  // (B, T, C)
+  auto h2 = rms_norm(x1, p[kPostNorm], d.rms_eps);
+  auto mlp = at::linear(at::silu(at::linear(h2, p[kGate])) * at::linear(h2, p[kUp]), p[kDown]);
+  return x1 + mlp;
+}
+
+at::Tensor qwen2_logits(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
+                        const at::Tensor& x) {
+  return at::linear(rms_norm(x, p[0], d.rms_eps), p[1]).to(at::kFloat);  // (B, T, V)
+}
+
+at::Tensor qwen2_loss(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
+                      const at::Tensor& x, const LayerContext& ctx) {
+  const auto T = x.size(1);
+  auto h = rms_norm(x.narrow(1, 0, T - 1), p[0], d.rms_eps);  // (B, T-1, C)
+  auto logits = at::linear(h, p[1]).to(at::kFloat);           // (B, T-1, V)
+  auto labels = ctx.batch->labels.narrow(1, 1, T - 1);        // (B, T-1)
+  auto loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
+                                     {}, at::Reduction::Sum, -100);
+  return loss * ctx.loss_scale;
+}
+
+}  // namespace shardscope::model

@@ -1,0 +1,44 @@
+// The Qwen2 text stack's math, shared by Qwen2Model and Qwen2VLModel: RMSNorm, rotary position
+// embedding (1-D, or M-RoPE's three sections), a decoder block (GQA attention with q/k/v biases,
+// SwiGLU MLP), and the head's logits and loss. Parameters come in the order of
+// spec::append_qwen2_text_layers.
+//
+// Legend: B batch, T sequence, C hidden, H heads, K kv heads, D head dim, V vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "trainer/model/model.h"
+#include "trainer/spec/model_shape.h"
+
+namespace shardscope::model {
+
+/// x * rsqrt(mean(x^2) + eps) * weight, computed in float32 and cast back (as HF does).
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+/// (x1, x2) -> (-x2, x1) over the last dimension's halves.
+at::Tensor rotate_half(const at::Tensor& x);
+/// Rotary tables (T, D) for positions 0..T-1, in float32.
+std::pair<at::Tensor, at::Tensor> rope_tables(std::int64_t T, std::int64_t D, double theta);
+/// M-RoPE tables (B, 1, T, D) in float32 from positions (3, B, T): frequency i of D/2 takes
+/// its angle from the t, h or w position according to `sections` (which sum to D/2).
+std::pair<at::Tensor, at::Tensor> mrope_tables(const at::Tensor& positions, std::int64_t D,
+                                               double theta,
+                                               const std::vector<std::int64_t>& sections);
+/// Causal attention mask with padding keys masked: (B, 1, T, T) bool, every row keeps its own
+/// position so a padding row has no empty softmax. Undefined when `attention_mask` is.
+at::Tensor padding_causal_mask(const at::Tensor& attention_mask);
+/// One decoder block (B, T, C) -> (B, T, C).
+at::Tensor qwen2_block(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
+                       const at::Tensor& x, const LayerContext& ctx);
+/// Final norm and lm_head: logits (B, T, V) in float32.
+at::Tensor qwen2_logits(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
+                        const at::Tensor& x);
+/// sum over label tokens of the cross entropy of position t-1's logits for label t, times
+/// ctx.loss_scale.
+at::Tensor qwen2_loss(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
+                      const at::Tensor& x, const LayerContext& ctx);
+
+}  // namespace shardscope::model
