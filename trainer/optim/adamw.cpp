@@ -29,8 +29,9 @@ void ShardedAdamW::step(double lr) {
     auto param = p->master.detach();  // (N)
     const auto& grad = p->grad;       // (N)
     if (m_weight_decay != 0.0) {
-      // p *= 1 - lr * wd where the mask is 1; unchanged elsewhere.
-      param.mul_((p->decay_mask * (-lr * m_weight_decay)).add_(1.0));
+      // p *= 1 - lr * wd on the decayed slots; norms, biases and padding unchanged.
+      for (const auto& [begin, end] : p->decay_ranges)
+        param.narrow(0, begin, end - begin).mul_(1.0 - lr * m_weight_decay);
     }
     m_exp_avg[i].lerp_(grad, 1.0 - m_beta1);
     m_exp_avg_sq[i].mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);

@@ -1,6 +1,7 @@
 // Sharded AdamW: each rank updates only its fp32 master shards with its sharded gradients, so
-// optimizer state is sharded like the parameters (ZeRO). Decoupled weight decay is masked per
-// element (never on norms, biases or padding). The update is torch.optim.AdamW's, op for op.
+// optimizer state is sharded like the parameters (ZeRO). Decoupled weight decay applies per
+// contiguous decayed range of the shard (never on norms, biases or padding). The update is
+// torch.optim.AdamW's, op for op.
 #pragma once
 
 #include <cstdint>

@@ -9,11 +9,13 @@ namespace shardscope::trainer {
 
 struct MemoryStats {
   std::int64_t allocated = 0;  // live tensor bytes now
+  std::int64_t reserved = 0;   // allocated plus freed large blocks kept for reuse
   std::int64_t peak = 0;       // max of allocated since the last reset_peak()
   std::int64_t rss = 0;        // resident set size of the process
 };
 
-/// Installs the counting allocator (idempotent); call before any tensor is made.
+/// Installs the counting allocator (idempotent) and fixes glibc's mmap threshold so freed
+/// large blocks go back to the system; call before any tensor is made.
 void install_counting_allocator();
 MemoryStats memory_stats();
 void reset_peak_memory();

@@ -172,12 +172,13 @@ at::ScalarType to_scalar_type(spec::DType dtype) {
 }
 
 ShardEngine::ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
-                         Trace* trace)
+                         Trace* trace, std::vector<std::string> freeze)
     : m_model(model),
       m_shard(shard),
       m_prec(spec::resolve_precision(shard)),
       m_groups(groups),
       m_trace(trace) {
+  m_freeze.freeze = std::move(freeze);
   build_units(shard);
   m_layer_params.resize(model.layers().size());
   for (std::size_t l = 0; l < model.layers().size(); ++l)
@@ -208,7 +209,8 @@ void ShardEngine::build_units(const spec::ShardSection& shard) {
       const auto& defs = layers[static_cast<std::size_t>(l)].params;
       for (std::size_t i = 0; i < defs.size(); ++i) {
         FlatSlot slot{l, static_cast<int>(i), defs[i].name, defs[i].shape, 0, 0, defs[i].decay};
-        (defs[i].trainable ? trainable : frozen).slots.push_back(std::move(slot));
+        const bool trains = defs[i].trainable && !spec::frozen_by(m_freeze, defs[i].name);
+        (trains ? trainable : frozen).slots.push_back(std::move(slot));
       }
     }
     for (auto* flat : {&trainable, &frozen}) {
@@ -231,22 +233,19 @@ void ShardEngine::init_params(std::uint64_t seed) {
     }
     for (auto& flat : unit.flats) {
       auto full = at::zeros({flat.padded}, at::kFloat);  // (P)
-      auto mask = at::zeros({flat.padded}, at::kFloat);  // (P)
       for (const auto& slot : flat.slots) {
         full.narrow(0, slot.offset, slot.numel)
             .copy_(
                 values[static_cast<std::size_t>(slot.layer)][static_cast<std::size_t>(slot.index)]
                     .reshape({-1}));
-        if (slot.decay) mask.narrow(0, slot.offset, slot.numel).fill_(1.0);
       }
       flat.master = full.narrow(0, flat.shard_offset, flat.shard_numel).clone();  // (N)
       flat.master.requires_grad_(flat.trainable);
-      flat.decay_mask = mask.narrow(0, flat.shard_offset, flat.shard_numel).clone();  // (N)
       if (m_trace) {
-        const std::string where =
-            "cpu";  // offload_params keeps masters on the CPU; so does a CPU run
-        m_trace->placement(flat.name, "master", m_shard.offload_params ? "cpu" : where, "float32",
-                           static_cast<std::int64_t>(flat.master.nbytes()));
+        // offload_params keeps masters on the CPU; a CPU run keeps them there anyway.
+        m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda",
+                           "float32", static_cast<std::int64_t>(flat.master.nbytes()),
+                           m_shard.offload_params);
         m_trace->placement(flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
                            flat.padded * static_cast<std::int64_t>(
                                              c10::elementSize(to_scalar_type(m_prec.param))));
@@ -254,6 +253,14 @@ void ShardEngine::init_params(std::uint64_t seed) {
     }
     for (int l : unit.layers) values[static_cast<std::size_t>(l)].clear();
   }
+}
+
+std::int64_t ShardEngine::params_trainable() const {
+  std::int64_t n = 0;
+  for (const auto& unit : m_units)
+    for (const auto& flat : unit.flats)
+      if (flat.trainable) n += flat.numel;
+  return n;
 }
 
 std::vector<FlatParam*> ShardEngine::trainable_flats() {
@@ -269,7 +276,7 @@ void ShardEngine::issue_gather(Unit& unit, const char* phase, bool prefetch) {
   for (const auto& flat : unit.flats) live = live && flat.storage_live;
   if (unit.gathering || (unit.active && live) || (!unit.active && unit.flats.empty())) return;
   while (static_cast<int>(m_inflight.size()) >= m_shard.max_inflight_gathers)
-    wait_gather(*m_inflight.front(), phase);
+    wait_gather(*m_inflight.front(), phase, "limit");
   const auto dtype = to_scalar_type(m_prec.param);
   std::int64_t bytes = 0;
   for (auto& flat : unit.flats) {
@@ -303,11 +310,11 @@ void ShardEngine::trace_optimizer_state(const std::vector<at::Tensor>& exp_avg,
     for (const auto& [what, t] :
          {std::pair{"exp_avg", exp_avg[i]}, std::pair{"exp_avg_sq", exp_avg_sq[i]}})
       m_trace->placement(flats[i]->name, what, t.device().is_cpu() ? "cpu" : "cuda", "float32",
-                         static_cast<std::int64_t>(t.nbytes()));
+                         static_cast<std::int64_t>(t.nbytes()), m_shard.offload_optimizer);
   }
 }
 
-void ShardEngine::wait_gather(Unit& unit, const char* phase) {
+void ShardEngine::wait_gather(Unit& unit, const char* phase, const char* reason) {
   if (!unit.gathering) return;
   for (auto& work : unit.works) m_groups.shard->wait(work, "all_gather_into_tensor");
   unit.works.clear();
@@ -320,12 +327,7 @@ void ShardEngine::wait_gather(Unit& unit, const char* phase) {
   }
   if (m_trace)
     m_trace->collective("all_gather", "wait", unit.name, phase, 0,
-                        static_cast<int>(m_inflight.size()));
-}
-
-void ShardEngine::ensure_gathered(Unit& unit, const char* phase) {
-  issue_gather(unit, phase);
-  wait_gather(unit, phase);
+                        static_cast<int>(m_inflight.size()), false, reason);
 }
 
 void ShardEngine::free_unit(Unit& unit, const char* phase) {
@@ -407,11 +409,14 @@ at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale
   while (l < n) {
     Unit& unit = m_units[static_cast<std::size_t>(m_unit_of_layer[l])];
     if (!unit.active) {
-      ensure_gathered(unit, "forward");
-      activate(unit);
+      // The next unit's gather is issued before this one is waited, so both travel together
+      // when the limit allows; with max_inflight_gathers = 1 the limit waits this one first.
+      issue_gather(unit, "forward");
       if (m_shard.forward_prefetch) {
         if (Unit* next = next_forward(unit)) issue_gather(*next, "forward", true);
       }
+      wait_gather(unit, "forward");
+      activate(unit);
     }
     if (prev && prev != &unit && x.defined() && x.requires_grad()) {
       // The gradient of this boundary arrives when `unit`'s backward is done and `prev`'s begins.
@@ -455,10 +460,11 @@ double ShardEngine::forward_only(const model::Batch& batch, double loss_scale) {
 }
 
 void ShardEngine::on_pre_backward(Unit& unit) {
-  ensure_gathered(unit, "backward");
+  issue_gather(unit, "backward");
   if (m_shard.backward_prefetch == spec::BackwardPrefetch::pre) {
     if (Unit* next = next_backward(unit)) issue_gather(*next, "backward", true);
   }
+  wait_gather(unit, "backward");
 }
 
 void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& grad) {
@@ -519,10 +525,18 @@ void ShardEngine::finish_one_reduction() {
   auto shard = p.out.numel() == flat.shard_numel
                    ? p.out
                    : p.out.narrow(0, flat.shard_offset, flat.shard_numel);
+  auto value = shard.to(at::kFloat);  // (N) fp32
   if (flat.grad.defined()) {
-    flat.grad.add_(shard.to(at::kFloat));
+    flat.grad.add_(value);
+  } else if (value.is_same(shard) && shard.numel() != p.out.numel()) {
+    flat.grad = value.clone();  // a slice of a full (P) buffer: keep only the shard
   } else {
-    flat.grad = shard.to(at::kFloat).clone();  // (N) fp32
+    flat.grad = std::move(value);  // the reduction's own buffer: no copy
+  }
+  if (m_trace && !flat.grad_traced) {
+    flat.grad_traced = true;
+    m_trace->placement(flat.name, "grad", flat.grad.device().is_cpu() ? "cpu" : "cuda", "float32",
+                       static_cast<std::int64_t>(flat.grad.nbytes()));
   }
 }
 
@@ -560,8 +574,15 @@ void ShardEngine::reset_micro_state() {
 
 double ShardEngine::grad_norm() {
   auto total = at::zeros({1}, at::kDouble);
+  // In chunks, so the double-precision temporaries stay small next to the gradients.
+  constexpr std::int64_t kChunk = 1 << 20;
   for (auto* flat : trainable_flats()) {
-    if (flat->grad.defined()) total += flat->grad.to(at::kDouble).pow(2).sum();
+    if (!flat->grad.defined()) continue;
+    for (std::int64_t b = 0; b < flat->grad.numel(); b += kChunk)
+      total += flat->grad.narrow(0, b, std::min(kChunk, flat->grad.numel() - b))
+                   .to(at::kDouble)
+                   .pow(2)
+                   .sum();
   }
   m_groups.shard->all_reduce_sum(total);
   return std::sqrt(total.item<double>());
@@ -582,9 +603,9 @@ bool ShardEngine::grads_nonfinite() {
 }
 
 void ShardEngine::zero_grads() {
-  for (auto* flat : trainable_flats()) {
-    if (flat->grad.defined()) flat->grad.zero_();
-  }
+  // Freed, not zeroed (torch's zero_grad(set_to_none=True)): the next step's backward allocates
+  // them as the reductions land, so its activation peak does not also hold every gradient.
+  for (auto* flat : trainable_flats()) flat->grad.reset();
 }
 
 std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_state() {

@@ -51,8 +51,9 @@ struct Unit {
 
 class ShardEngine {
  public:
+  /// `freeze`: train.freeze's globs; matching parameters go to their unit's frozen flat.
   ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
-              Trace* trace);
+              Trace* trace, std::vector<std::string> freeze = {});
   ShardEngine(const ShardEngine&) = delete;
   ShardEngine& operator=(const ShardEngine&) = delete;
 
@@ -79,6 +80,7 @@ class ShardEngine {
   void scale_grads(double factor);
   /// True on every rank when any rank's gradient has an inf or NaN (the fp16 scaler's check).
   bool grads_nonfinite();
+  /// Drops every sharded gradient (set to none, like torch's zero_grad(set_to_none=True)).
   void zero_grads();
 
   std::vector<Unit>& units() { return m_units; }
@@ -87,6 +89,8 @@ class ShardEngine {
   std::vector<FlatParam*> trainable_flats();
   const spec::PrecisionDTypes& precision() const { return m_prec; }
   const Groups& groups() const { return m_groups; }
+  /// Parameters that receive gradients (model trainable and not frozen by train.freeze).
+  std::int64_t params_trainable() const;
   /// Full fp32 value of every parameter by HF name (a collective: every rank calls it).
   std::vector<std::pair<std::string, at::Tensor>> full_state();
 
@@ -98,8 +102,8 @@ class ShardEngine {
  private:
   void build_units(const spec::ShardSection& shard);
   void issue_gather(Unit& unit, const char* phase, bool prefetch = false);
-  void wait_gather(Unit& unit, const char* phase);
-  void ensure_gathered(Unit& unit, const char* phase);
+  /// `reason`: "need" (the unit is about to run or be freed) or "limit" (max_inflight_gathers).
+  void wait_gather(Unit& unit, const char* phase, const char* reason = "need");
   void free_unit(Unit& unit, const char* phase);
   void activate(Unit& unit);
   at::Tensor run_unit_layers(Unit& unit, std::size_t& layer_pos, at::Tensor x,
@@ -113,6 +117,7 @@ class ShardEngine {
 
   const model::Model& m_model;
   spec::ShardSection m_shard;
+  spec::TrainSection m_freeze;  // only `freeze` is used
   spec::PrecisionDTypes m_prec;
   Groups m_groups;
   Trace* m_trace = nullptr;

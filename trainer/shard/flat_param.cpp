@@ -2,6 +2,8 @@
 
 #include <c10/core/StorageImpl.h>
 
+#include <algorithm>
+
 namespace shardscope::shard {
 
 std::vector<std::int64_t> FlatParam::split_sizes() const {
@@ -24,6 +26,19 @@ void layout_flat(FlatParam& flat, int group_size, int group_rank) {
   flat.shard_numel = (offset + group_size - 1) / group_size;
   flat.padded = flat.shard_numel * group_size;
   flat.shard_offset = flat.shard_numel * group_rank;
+  flat.decay_ranges.clear();
+  const auto lo = flat.shard_offset;
+  const auto hi = flat.shard_offset + flat.shard_numel;
+  for (const auto& s : flat.slots) {
+    const auto b = std::max(lo, s.offset);
+    const auto e = std::min(hi, s.offset + s.numel);
+    if (!s.decay || b >= e) continue;
+    if (!flat.decay_ranges.empty() && flat.decay_ranges.back().second == b - lo) {
+      flat.decay_ranges.back().second = e - lo;
+    } else {
+      flat.decay_ranges.emplace_back(b - lo, e - lo);
+    }
+  }
 }
 
 void free_storage(const at::Tensor& t) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -34,22 +35,25 @@ struct FlatParam {
   std::int64_t shard_numel = 0;   // N
   std::int64_t shard_offset = 0;  // shard rank * N: first element of this rank's shard
 
-  at::Tensor master;      // (N) fp32 leaf; requires grad when trainable (optimizer parameter)
-  at::Tensor grad;        // (N) fp32 sharded gradient; undefined before the first reduction
-  at::Tensor decay_mask;  // (N) fp32, 1 where weight decay applies, 0 on norms, biases, padding
-  at::Tensor accum;       // (P) reduce dtype: gradients of micro-steps not yet reduced
+  at::Tensor master;  // (N) fp32 leaf; requires grad when trainable (optimizer parameter)
+  at::Tensor grad;    // (N) fp32 sharded gradient; undefined before the first reduction
+  /// [begin, end) element ranges of this rank's shard where weight decay applies (slots with
+  /// decay, clipped to the shard, adjacent ranges merged); norms, biases and padding are outside.
+  std::vector<std::pair<std::int64_t, std::int64_t>> decay_ranges;
+  at::Tensor accum;  // (P) reduce dtype: gradients of micro-steps not yet reduced
 
   // Gathered state of the current micro-step.
   at::Tensor full;            // (P) param dtype, the autograd output the views come from
   at::Tensor full_data;       // same storage, own version counter: gathers write through it
   bool storage_live = false;  // full's storage currently holds the gathered values
+  bool grad_traced = false;   // the trace has a placement record of `grad`
 
   /// Sizes for split_with_sizes: every slot, then the padding (if any).
   std::vector<std::int64_t> split_sizes() const;
 };
 
 /// Lays out `slots` (offsets filled in) for a shard group of `group_size`, this rank at
-/// `group_rank`.
+/// `group_rank`, and computes the shard's decay ranges.
 void layout_flat(FlatParam& flat, int group_size, int group_rank);
 
 /// Frees a tensor's storage (its bytes go back to the allocator; views and autograd's saved

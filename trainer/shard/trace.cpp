@@ -21,7 +21,8 @@ void Trace::open(const std::string& path, int rank) {
 }
 
 void Trace::collective(std::string_view op, std::string_view stage, const std::string& unit,
-                       std::string_view phase, std::int64_t bytes, int inflight, bool prefetch) {
+                       std::string_view phase, std::int64_t bytes, int inflight, bool prefetch,
+                       std::string_view reason) {
   if (!m_file) return;
   nlohmann::json j{{"t", spec::unix_time_now()},
                    {"step", m_step},
@@ -33,14 +34,16 @@ void Trace::collective(std::string_view op, std::string_view stage, const std::s
                    {"bytes", bytes},
                    {"inflight", inflight},
                    {"prefetch", prefetch}};
+  if (!reason.empty()) j["reason"] = reason;
   line(j.dump());
 }
 
 void Trace::placement(const std::string& flat, std::string_view what, std::string_view device,
-                      std::string_view dtype, std::int64_t bytes) {
+                      std::string_view dtype, std::int64_t bytes, bool offloaded) {
   if (!m_file) return;
-  nlohmann::json j{{"op", "placement"}, {"flat", flat},   {"what", what},
-                   {"device", device},  {"dtype", dtype}, {"bytes", bytes}};
+  nlohmann::json j{{"op", "placement"},     {"flat", flat},   {"what", what},
+                   {"device", device},      {"dtype", dtype}, {"bytes", bytes},
+                   {"offloaded", offloaded}};
   line(j.dump());
 }
 

@@ -5,9 +5,13 @@
 //   {"t":1.25,"step":3,"micro":0,"op":"all_gather","stage":"issue","unit":"layers.1",
 //    "phase":"forward","bytes":4096,"inflight":2,"prefetch":true}
 // `prefetch` marks an all-gather issued ahead of need (forward prefetch, backward pre/post),
-// as opposed to one issued by the unit that is about to run.
+// as opposed to one issued by the unit that is about to run. All-gather waits carry
+// `"reason"`: "need" (the unit runs or is freed next) or "limit" (max_inflight_gathers was
+// reached, so the oldest gather was waited before issuing another).
 //   {"op":"placement","flat":"layers.1/trainable","what":"master","device":"cpu","dtype":"float32",
-//    "bytes":1024}
+//    "bytes":1024,"offloaded":false}
+// `offloaded` says the state was put on the CPU by offload_params / offload_optimizer (rather
+// than living there because the CPU is the compute device).
 #pragma once
 
 #include <cstdint>
@@ -34,9 +38,10 @@ class Trace {
 
   /// op: all_gather, reduce_scatter, all_reduce, free; stage: issue, wait, done.
   void collective(std::string_view op, std::string_view stage, const std::string& unit,
-                  std::string_view phase, std::int64_t bytes, int inflight, bool prefetch = false);
+                  std::string_view phase, std::int64_t bytes, int inflight, bool prefetch = false,
+                  std::string_view reason = {});
   void placement(const std::string& flat, std::string_view what, std::string_view device,
-                 std::string_view dtype, std::int64_t bytes);
+                 std::string_view dtype, std::int64_t bytes, bool offloaded = false);
 
  private:
   void line(const std::string& json);

@@ -76,7 +76,9 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   const auto a_bytes = prec.autocast ? dtype_bytes(prec.autocast_dtype) : p_bytes;
 
   const auto dims = tiny_dims(exp.model);
-  const auto layers = qwen2_layers(dims);
+  auto layers = qwen2_layers(dims);
+  for (auto& l : layers)
+    for (auto& p : l.params) p.trainable = p.trainable && !frozen_by(exp.train, p.name);
   for (const auto& l : layers)
     for (const auto& p : l.params) {
       e.params_total += numel(p.shape);
@@ -121,11 +123,12 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
                       ? exp.train.micro_batch_size
                       : std::max<std::int64_t>(1, exp.train.batch_size / dp);
   const auto micro_steps = std::max<std::int64_t>(1, exp.train.batch_size / dp / e.micro_batch);
-  // The gradient of the unit in backward (param dtype), its reduce-dtype copy and two reductions
-  // in flight; micro-steps without reduction keep every unit's unsharded gradient.
-  e.grad_buffers = max_flat_padded * (p_bytes + 3 * r_bytes);
-  if (micro_steps > 1 && !exp.shard.reduce_every_microstep)
-    e.grad_buffers += trainable_padded * r_bytes;
+  // The largest flat's unsharded gradient (param dtype), its reduce-dtype copy and its reduced
+  // shard; micro-steps without reduction keep every unit's unsharded gradient.
+  e.grad_buffers = max_flat_padded * (p_bytes + r_bytes) + max_flat_padded / e.shard_size * r_bytes;
+  std::int64_t accum = 0;
+  if (micro_steps > 1 && !exp.shard.reduce_every_microstep) accum = trainable_padded * r_bytes;
+  e.grad_buffers += accum;
 
   const auto tokens = e.micro_batch * exp.data.seq_len;
   const auto C = dims.hidden_size;
@@ -137,9 +140,15 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
     e.activations = dims.num_layers * block;
   }
   e.activations += 3 * tokens * C * a_bytes;  // embedding output and the final norm
-  e.logits = kLogitCopies * e.micro_batch * (exp.data.seq_len - 1) * dims.vocab_size * 4;
-  e.total =
-      e.params + e.grads + e.optimizer + e.gathered + e.grad_buffers + e.activations + e.logits;
+  // Logits' copies plus lm_head's weight gradient, held until the root unit's backward ends.
+  e.logits = kLogitCopies * e.micro_batch * (exp.data.seq_len - 1) * dims.vocab_size * 4 +
+             dims.vocab_size * C * p_bytes;
+  // Gradients are freed after each optimizer step, so the peak is the larger of two moments:
+  // the head's backward (every saved activation, the logits, the gathered units) and the end of
+  // backward (every sharded gradient, the root still gathered, its gradient being reduced).
+  const auto head_backward = e.gathered + e.activations + e.logits + accum;
+  const auto backward_end = e.grads + root_padded * p_bytes + e.grad_buffers;
+  e.total = e.params + e.optimizer + std::max(head_backward, backward_end);
   return e;
 }
 

@@ -103,6 +103,9 @@ struct TrainSection {
   std::int64_t ckpt_keep = 2;   // newest checkpoints kept; 0 keeps all
   bool ckpt_at_end = true;      // write a sharded checkpoint when the run completes
   int threads = 0;              // intra-op threads per rank; 0 = OMP_NUM_THREADS or 1
+  /// Hugging Face parameter-name globs (`*`, `?`, `[...]`, as fnmatch) whose parameters are
+  /// frozen: no gradient, no optimizer state; each must match at least one parameter.
+  std::vector<std::string> freeze;
 
   bool operator==(const TrainSection&) const = default;
 };
@@ -255,6 +258,9 @@ std::int64_t grad_accumulation_steps(const TrainSection& train, int world_size);
 std::string write_experiment_toml(const Experiment& exp);
 /// sha256 of write_experiment_toml(exp), hex: the `hello` event's config_hash.
 std::string config_hash(const Experiment& exp);
+
+/// True when `hf_name` matches one of train.freeze's globs.
+bool frozen_by(const TrainSection& train, std::string_view hf_name);
 
 std::string_view to_string(ShardStrategy v);
 std::string_view to_string(WrapPolicy v);

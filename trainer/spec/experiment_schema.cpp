@@ -60,6 +60,7 @@ const Field<TS> kTrainFields[] = {
     {"ckpt_keep", &TS::ckpt_keep, "newest checkpoints kept; 0 = all"},
     {"ckpt_at_end", &TS::ckpt_at_end, "checkpoint when the run completes"},
     {"threads", &TS::threads, "intra-op threads per rank; 0 = OMP_NUM_THREADS or 1"},
+    {"freeze", &TS::freeze, "HF parameter-name globs to freeze (no grads, no optimizer state)"},
 };
 
 using SS = ShardSection;

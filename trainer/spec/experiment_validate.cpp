@@ -1,11 +1,14 @@
 // Range and cross-field rules of an experiment. Every rule names the field, what is wrong and
 // the fix; a demanding FSDP user never gets a silent fallback (a field that the chosen mode
 // would ignore is an error too, unless it keeps its default).
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "trainer/spec/experiment_schema.h"
+#include "trainer/spec/model_shape.h"
 
 namespace shardscope::spec::detail {
 namespace {
@@ -170,6 +173,31 @@ void check_train_optim(const TrainSection& t, const Check& check) {
         "must be >= 0 (got " + num(t.grad_clip) + "); use e.g. 1.0, or 0 to disable clipping");
 }
 
+// train.freeze: well-formed globs; for the tiny model (whose names are known without a
+// checkpoint) each must match a parameter. The trainer checks other models when it loads them.
+void check_freeze(const TrainSection& t, const ModelSection& m, const Check& check) {
+  std::set<std::string> seen;
+  for (const auto& glob : t.freeze) {
+    check(!glob.empty(), "train.freeze", "has an empty pattern; remove it");
+    check(seen.insert(glob).second, "train.freeze",
+          "lists " + quoted(glob) + " twice; remove the duplicate");
+  }
+  const bool tiny_ok = m.arch == "tiny" && m.tiny_heads >= 1 && m.tiny_hidden_size >= 1 &&
+                       m.tiny_hidden_size % m.tiny_heads == 0 && m.tiny_layers >= 1 &&
+                       m.tiny_vocab_size >= 2 && m.tiny_intermediate_size >= 0;
+  if (!tiny_ok || t.freeze.empty()) return;
+  const auto layers = qwen2_layers(tiny_dims(m));
+  for (const auto& glob : t.freeze) {
+    bool any = false;
+    for (const auto& layer : layers)
+      for (const auto& p : layer.params) any = any || fnmatch(glob.c_str(), p.name.c_str(), 0) == 0;
+    check(any || glob.empty(), "train.freeze",
+          "pattern " + quoted(glob) +
+              " matches no parameter of the model; use Hugging Face names such as "
+              "\"model.embed_tokens.*\" or \"model.layers.0.*\"");
+  }
+}
+
 void check_shard(const ShardSection& s, const Check& check) {
   const ShardSection d;
   check.at_least(s.max_inflight_gathers, 1, "shard.max_inflight_gathers", "2");
@@ -250,6 +278,7 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
   check_data(exp.data, exp.model, check);
   check_train_counts(exp.train, check);
   check_train_optim(exp.train, check);
+  check_freeze(exp.train, exp.model, check);
   check_shard(exp.shard, check);
   check_lora(exp.lora, check);
   check_eval(exp.eval, exp.data, check);
@@ -257,3 +286,14 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
 }
 
 }  // namespace shardscope::spec::detail
+
+namespace shardscope::spec {
+
+bool frozen_by(const TrainSection& train, std::string_view hf_name) {
+  const std::string name(hf_name);
+  return std::any_of(train.freeze.begin(), train.freeze.end(), [&](const std::string& glob) {
+    return fnmatch(glob.c_str(), name.c_str(), 0) == 0;
+  });
+}
+
+}  // namespace shardscope::spec
