@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Search benchmark: our TPE (bench_search) against Optuna's TPE on the same functions, in one
+script (#6). Prints, per function, the mean normalised regret of both (regret of the best observed
+trial divided by random search's mean regret with the same budget), their ratio and a two-sided
+Mann-Whitney U p-value; then CPU time per suggestion at 100/1,000/10,000 finished trials against
+Optuna at 1,000. A benchmark, not a test: it prints figures.
+
+  .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search [--seeds 20]
+"""
+import argparse
+import math
+import random
+import statistics
+import subprocess
+import time
+
+import optuna
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState, create_trial
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+# -- the functions, as bench_search.cpp defines them -----------------------------------------
+
+HART_A = [[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8],
+          [17, 8, 0.05, 10, 0.1, 14]]
+HART_P = [[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+          [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]]
+HART_ALPHA = [1.0, 1.2, 3.0, 3.2]
+
+
+def branin(p):
+    x1, x2 = p["x0"], p["x1"]
+    b, c, t = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
+    return (x2 - b * x1 * x1 + c * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10
+
+
+def hartmann6(p):
+    x = [p[f"x{i}"] for i in range(6)]
+    return -sum(HART_ALPHA[i] * math.exp(-sum(HART_A[i][j] * (x[j] - 1e-4 * HART_P[i][j]) ** 2
+                                               for j in range(6))) for i in range(4))
+
+
+def rosenbrock10(p):
+    x = [p[f"x{i}"] for i in range(10)]
+    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(9))
+
+
+def styblinski8(p):
+    return sum(0.5 * (v ** 4 - 16 * v ** 2 + 5 * v) for v in (p[f"x{i}"] for i in range(8)))
+
+
+def ackley5(p):
+    x = [p[f"x{i}"] for i in range(5)]
+    n = len(x)
+    return (-20 * math.exp(-0.2 * math.sqrt(sum(v * v for v in x) / n))
+            - math.exp(sum(math.cos(2 * math.pi * v) for v in x) / n) + 20 + math.e)
+
+
+def mixed(p):
+    shift = {"a": 1.0, "b": -2.0, "c": 3.0, "d": 0.0}[p["kind"]]
+    offset = {"a": 0.5, "b": 0.0, "c": 1.0, "d": 2.0}[p["kind"]]
+    return (p["x0"] - shift) ** 2 + (p["x1"] + shift) ** 2 + offset + 0.1 * (p["n"] - 7) ** 2
+
+
+def conditional(p):
+    if p["model"] == "linear":
+        return (math.log10(p["lr"]) + 2) ** 2 + (p["reg"] - 0.3) ** 2 + 0.2
+    return ((p["depth"] - 6) / 3) ** 2 + 2 * (p["frac"] - 0.7) ** 2
+
+
+def box(trial, d, lo, hi):
+    return {f"x{i}": trial.suggest_float(f"x{i}", lo, hi) for i in range(d)}
+
+
+def space_mixed(trial):
+    p = {"kind": trial.suggest_categorical("kind", ["a", "b", "c", "d"])}
+    p.update(box(trial, 2, -5, 5))
+    p["n"] = trial.suggest_int("n", 0, 10)
+    return p
+
+
+def space_conditional(trial):
+    p = {"model": trial.suggest_categorical("model", ["linear", "tree"])}
+    if p["model"] == "linear":
+        p["lr"] = trial.suggest_float("lr", 1e-4, 1.0, log=True)
+        p["reg"] = trial.suggest_float("reg", 0.0, 1.0)
+    else:
+        p["depth"] = trial.suggest_int("depth", 1, 12)
+        p["frac"] = trial.suggest_float("frac", 0.1, 1.0)
+    return p
+
+
+# name: (space, function, optimum, noise sd)
+FUNCS = {
+    "branin": (lambda t: {"x0": t.suggest_float("x0", -5, 10), "x1": t.suggest_float("x1", 0, 15)},
+               branin, 0.397887357729738, 0.0),
+    "hartmann6": (lambda t: box(t, 6, 0, 1), hartmann6, -3.32236801141551, 0.0),
+    "rosenbrock10": (lambda t: box(t, 10, -5, 10), rosenbrock10, 0.0, 0.0),
+    "styblinski_tang8": (lambda t: box(t, 8, -5, 5), styblinski8, -39.16616570377142 * 8, 0.0),
+    "ackley5": (lambda t: box(t, 5, -32.768, 32.768), ackley5, 0.0, 0.0),
+    "mixed": (space_mixed, mixed, 0.0, 0.0),
+    "conditional": (space_conditional, conditional, 0.0, 0.0),
+    "noisy_hartmann6": (lambda t: box(t, 6, 0, 1), hartmann6, -3.32236801141551, 0.1),
+}
+
+
+def optuna_run(name, seed, n_trials):
+    space, f, _, noise = FUNCS[name]
+    rng = random.Random(seed)
+    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                         n_startup_trials=10, n_ei_candidates=24)
+    study = optuna.create_study(sampler=sampler)
+    best_obs, best_true = math.inf, math.inf
+    for _ in range(n_trials):
+        trial = study.ask()
+        p = space(trial)
+        truth = f(p)
+        obs = truth + noise * rng.gauss(0, 1)
+        study.tell(trial, obs)
+        if obs < best_obs:
+            best_obs, best_true = obs, truth
+    return best_true
+
+
+def ours(tool, name, sampler, seeds, n_trials):
+    out = subprocess.run([tool, "run", "--func", name, "--sampler", sampler, "--seeds", "0",
+                          str(seeds), "--trials", str(n_trials)], check=True, capture_output=True,
+                         text=True).stdout.split()
+    return [float(v) for v in out[2::3]]
+
+
+def check_same_functions(tool):
+    """Both sides must optimise the same functions: compare values at random points."""
+    for name, (space, f, _, _) in FUNCS.items():
+        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+        for _ in range(3):
+            trial = study.ask()
+            p = space(trial)
+            study.tell(trial, 0.0)
+            args = [f"{k}={v!r}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items()]
+            theirs = float(subprocess.run([tool, "eval", "--func", name, *args], check=True,
+                                          capture_output=True, text=True).stdout)
+            if abs(theirs - f(p)) > 1e-9 * max(1.0, abs(f(p))):
+                raise SystemExit(f"{name}: bench_search says {theirs}, Python {f(p)} at {p}")
+
+
+def mann_whitney_p(a, b):
+    """Two-sided Mann-Whitney U p-value (normal approximation, tie-corrected)."""
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    ranks = [0.0] * len(pooled)
+    i, ties = 0, 0.0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        t = j - i + 1
+        ties += t ** 3 - t
+        i = j + 1
+    n1, n2 = len(a), len(b)
+    r1 = sum(r for r, (_, g) in zip(ranks, pooled) if g == 0)
+    u = r1 - n1 * (n1 + 1) / 2
+    mu = n1 * n2 / 2
+    n = n1 + n2
+    sd = math.sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))))
+    if sd == 0:
+        return 1.0
+    z = (abs(u - mu) - 0.5) / sd
+    return math.erfc(max(z, 0) / math.sqrt(2))
+
+
+def quality(tool, seeds, n_trials, names):
+    print(f"\n== Quality: {n_trials} trials, {seeds} seeds, TPE multivariate+group, 10 startup ==")
+    print("normalised regret = (best - optimum) / mean random-search regret at the same budget")
+    print(f"{'function':18} {'ours':>9} {'optuna':>9} {'ratio':>7} {'MWU p':>7}  verdict"
+          f"   (ours s, optuna s)")
+    ratios = []
+    for name in names:
+        opt = FUNCS[name][2]
+        t0 = time.process_time()
+        ours_v = ours(tool, name, "tpe", seeds, n_trials)
+        t_ours = time.process_time() - t0
+        rand_v = ours(tool, name, "random", seeds, n_trials)
+        t0 = time.process_time()
+        theirs_v = [optuna_run(name, s, n_trials) for s in range(seeds)]
+        t_theirs = time.process_time() - t0
+        norm = statistics.mean(v - opt for v in rand_v) or 1.0
+        a = [(v - opt) / norm for v in ours_v]
+        b = [(v - opt) / norm for v in theirs_v]
+        ratio = statistics.mean(a) / statistics.mean(b) if statistics.mean(b) > 0 else float("nan")
+        ratios.append(ratio)
+        p = mann_whitney_p(a, b)
+        verdict = "same" if p >= 0.05 else ("BETTER" if statistics.median(a) < statistics.median(b)
+                                            else "WORSE")
+        print(f"{name:18} {statistics.mean(a):9.4f} {statistics.mean(b):9.4f} {ratio:7.3f} "
+              f"{p:7.3f}  {verdict:7}  ({t_ours:.1f}, {t_theirs:.1f})", flush=True)
+    print(f"mean ratio over the suite: {statistics.mean(ratios):.3f} (target <= 0.9)")
+
+
+def optuna_speed(n_finished, reps):
+    rng = random.Random(1)
+    dists = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(6)}
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=1, multivariate=True))
+    trials = []
+    for _ in range(n_finished):
+        p = {k: rng.random() for k in dists}
+        trials.append(create_trial(params=p, distributions=dists, value=hartmann6(p),
+                                   state=TrialState.COMPLETE))
+    study.add_trials(trials)
+    t0 = time.process_time()
+    for _ in range(reps):
+        trial = study.ask(fixed_distributions=dists)
+        study.tell(trial, state=TrialState.FAIL)  # not counted by TPE: the history stays n
+    return (time.process_time() - t0) / reps * 1000
+
+
+def speed(tool):
+    print("\n== Speed: CPU ms per suggestion, Hartmann-6, multivariate TPE, n finished trials ==")
+    out = subprocess.run([tool, "speed", "100", "1000", "10000"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    ours_ms = {int(out[i]): float(out[i + 1]) for i in range(0, len(out), 2)}
+    theirs = optuna_speed(1000, 10)
+    for n, ms in ours_ms.items():
+        print(f"ours at {n:6}: {ms:9.4f} ms")
+    print(f"optuna at  1000: {theirs:9.4f} ms  -> ours is {theirs / ours_ms[1000]:.0f}x faster "
+          f"at 1,000 (target >= 100x)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--only", nargs="*", default=list(FUNCS))
+    ap.add_argument("--skip-quality", action="store_true")
+    args = ap.parse_args()
+    check_same_functions(args.tool)
+    print("functions agree between bench_search and this script")
+    speed(args.tool)
+    if not args.skip_quality:
+        quality(args.tool, args.seeds, args.trials, args.only)
+
+
+if __name__ == "__main__":
+    main()

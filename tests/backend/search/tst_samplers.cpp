@@ -1,0 +1,387 @@
+// Tests backend/search/samplers.cpp and tpe.cpp: every sampler stays in the space and honours
+// conditions, steps and log scales; grid visits every point once; seeds reproduce; Sobol points
+// are stratified; TPE's constant liar spreads concurrent proposals on Branin (#6).
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+
+#include "backend/search/sampler.h"
+#include "backend/search/space.h"
+#include "backend/search/tpe.h"
+
+using namespace shardscope::search;
+
+namespace {
+
+const char* kMixed = R"([search]
+seed = 5
+[search.space."train.lr"]
+type = "float"
+low = 1e-5
+high = 1e-1
+log = true
+[search.space."train.batch"]
+type = "int"
+low = 8
+high = 64
+step = 8
+[search.space."train.warmup"]
+type = "float"
+low = 0.0
+high = 0.3
+step = 0.05
+[search.space."train.optimizer"]
+type = "categorical"
+choices = ["adamw", "sgd", "lion"]
+[search.space."lora.enabled"]
+type = "bool"
+[search.space."lora.r"]
+type = "int"
+low = 2
+high = 256
+log = true
+when = {"lora.enabled" = true}
+[search.space."lora.dropout"]
+type = "float"
+low = 0.0
+high = 0.5
+when = {"lora.enabled" = true}
+[search.space."train.momentum"]
+type = "float"
+low = 0.5
+high = 0.99
+when = {"train.optimizer" = "sgd"}
+)";
+
+SearchSpace space_of(const std::string& text, const std::string& sampler) {
+  auto s = parse_search_space(text, "t.toml");
+  if (!s) qFatal("%s", s.message().c_str());
+  s->sampler.type = sampler;
+  return *s;
+}
+
+double num(const ParamValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;
+  return static_cast<double>(std::get<std::string>(v).size());
+}
+
+const char* kGrid = R"([search.space.opt]
+type = "categorical"
+choices = ["adamw", "sgd"]
+[search.space.lr]
+type = "float"
+low = 0.1
+high = 0.5
+step = 0.1
+[search.space.mom]
+type = "int"
+low = 1
+high = 3
+when = {opt = "sgd"}
+)";
+
+// A smooth objective over the mixed space with its optimum inside: lr near 1e-3, batch 32, ...
+double mixed_objective(const TrialParams& p) {
+  if (p.count("train.lr") == 0)
+    return num(p.at("lr")) + (p.count("mom") != 0 ? num(p.at("mom")) : 0.0);
+  double f = std::pow(std::log10(num(p.at("train.lr"))) + 3.0, 2) +
+             std::pow((num(p.at("train.batch")) - 32.0) / 16.0, 2) +
+             std::abs(num(p.at("train.warmup")) - 0.1) +
+             (std::get<std::string>(p.at("train.optimizer")) == "lion" ? 0.0 : 0.5);
+  if (p.count("lora.r") != 0) f += 0.2 * std::abs(std::log2(num(p.at("lora.r"))) - 4.0);
+  if (p.count("train.momentum") != 0) f += num(p.at("train.momentum"));
+  return f;
+}
+
+// Runs `n` sequential trials; returns them all.
+std::vector<Trial> run(const SearchSpace& space, int n, std::uint64_t seed) {
+  auto sampler = make_sampler(space);
+  if (!sampler) qFatal("%s", sampler.message().c_str());
+  Rng rng(seed);
+  std::vector<Trial> done;
+  for (int i = 0; i < n; ++i) {
+    auto p = (*sampler)->sample(space, done, {}, rng);
+    if (!p) qFatal("%s", p.message().c_str());
+    Trial t;
+    t.number = i;
+    t.state = TrialState::Complete;
+    t.params = *p;
+    t.values = {mixed_objective(*p)};
+    done.push_back(std::move(t));
+  }
+  return done;
+}
+
+double branin(double x1, double x2) {
+  const double b = 5.1 / (4.0 * M_PI * M_PI);
+  const double c = 5.0 / M_PI;
+  const double t = 1.0 / (8.0 * M_PI);
+  return std::pow(x2 - b * x1 * x1 + c * x1 - 6.0, 2) + 10.0 * (1.0 - t) * std::cos(x1) + 10.0;
+}
+
+const char* kBranin = R"([search.space.x1]
+type = "float"
+low = -5.0
+high = 10.0
+[search.space.x2]
+type = "float"
+low = 0.0
+high = 15.0
+)";
+
+double mean_pairwise(const std::vector<std::pair<double, double>>& pts) {
+  double sum = 0.0;
+  int n = 0;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    for (std::size_t j = i + 1; j < pts.size(); ++j) {
+      sum += std::hypot(pts[i].first - pts[j].first, pts[i].second - pts[j].second);
+      ++n;
+    }
+  }
+  return sum / n;
+}
+
+// 20 finished random trials on Branin, then 8 TPE proposals while the earlier ones are pending;
+// the mean pairwise distance of the 8 in unit coordinates.
+double liar_spread(bool liar, std::uint64_t seed) {
+  SearchSpace space = space_of(kBranin, "tpe");
+  space.sampler.constant_liar = liar;
+  Rng rng(seed);
+  RandomSampler random;
+  std::vector<Trial> finished;
+  for (int i = 0; i < 20; ++i) {
+    Trial t;
+    t.number = i;
+    t.state = TrialState::Complete;
+    t.params = *random.sample(space, finished, {}, rng);
+    t.values = {branin(num(t.params["x1"]), num(t.params["x2"]))};
+    finished.push_back(std::move(t));
+  }
+  TpeSampler tpe(space.sampler, Direction::Minimize);
+  std::vector<Trial> pending;
+  std::vector<std::pair<double, double>> pts;
+  for (int i = 0; i < 8; ++i) {
+    Trial t;
+    t.number = 20 + i;
+    t.params = *tpe.sample(space, finished, pending, rng);
+    pts.emplace_back((num(t.params["x1"]) + 5.0) / 15.0, num(t.params["x2"]) / 15.0);
+    pending.push_back(std::move(t));
+  }
+  return mean_pairwise(pts);
+}
+
+}  // namespace
+
+class TestSamplers : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void staysInSpaceAndHonoursConditions_data() {
+    QTest::addColumn<QString>("sampler");
+    for (const char* s : {"random", "qmc", "tpe"}) QTest::newRow(s) << s;
+  }
+  void staysInSpaceAndHonoursConditions() {
+    QFETCH(QString, sampler);
+    const SearchSpace space = space_of(kMixed, sampler.toStdString());
+    const auto trials = run(space, 120, 11);
+    int lora_on = 0;
+    int sgd = 0;
+    for (const Trial& t : trials) {
+      // check(): exactly the active parameters, each legal (type, bounds, step grid, choices).
+      auto ok = space.check(t.params);
+      QVERIFY2(ok.ok(), ok.message().c_str());
+      lora_on += std::get<bool>(t.params.at("lora.enabled")) ? 1 : 0;
+      sgd += std::get<std::string>(t.params.at("train.optimizer")) == "sgd" ? 1 : 0;
+    }
+    // Both branches of each condition were explored.
+    QVERIFY(lora_on > 5 && lora_on < 115);
+    QVERIFY(sgd > 3);
+  }
+
+  // Log scale: the first 20 (random / qmc) trials put about as many lr values in [1e-5, 1e-3]
+  // as in [1e-3, 1e-1]; a linear sampler would put 1% there.
+  void honoursLogScale_data() {
+    QTest::addColumn<QString>("sampler");
+    for (const char* s : {"random", "qmc"}) QTest::newRow(s) << s;
+  }
+  void honoursLogScale() {
+    QFETCH(QString, sampler);
+    const SearchSpace space = space_of(kMixed, sampler.toStdString());
+    const auto trials = run(space, 64, 2);
+    int low = 0;
+    for (const Trial& t : trials) low += num(t.params.at("train.lr")) < 1e-3 ? 1 : 0;
+    QVERIFY2(low > 20 && low < 44, qPrintable(QString::number(low)));
+  }
+
+  // TPE concentrates near the optimum: its last 40 of 120 trials beat random's on average.
+  void tpeBeatsRandom() {
+    double tpe_sum = 0.0;
+    double rnd_sum = 0.0;
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      for (const auto& [name, sum] : {std::pair{"tpe", &tpe_sum}, std::pair{"random", &rnd_sum}}) {
+        const auto trials = run(space_of(kMixed, name), 120, seed);
+        for (std::size_t i = 80; i < trials.size(); ++i) *sum += trials[i].values[0];
+      }
+    }
+    qInfo("mean of the last 40 trials: tpe %.3f, random %.3f", tpe_sum / 120, rnd_sum / 120);
+    QVERIFY(tpe_sum < 0.6 * rnd_sum);
+  }
+
+  void sameSeedSameSequence_data() {
+    QTest::addColumn<QString>("sampler");
+    for (const char* s : {"random", "qmc", "tpe", "grid"}) QTest::newRow(s) << s;
+  }
+  void sameSeedSameSequence() {
+    QFETCH(QString, sampler);
+    const SearchSpace space = space_of(sampler == "grid" ? kGrid : kMixed, sampler.toStdString());
+    const int n = sampler == "grid" ? 20 : 40;
+    const auto a = run(space, n, 77);
+    const auto b = run(space, n, 77);
+    const auto c = run(space, n, 78);
+    bool differs = false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      QVERIFY(a[i].params == b[i].params);
+      differs = differs || a[i].params != c[i].params;
+    }
+    if (sampler != "qmc") QVERIFY(differs);  // qmc's scramble is fixed by space.seed instead
+  }
+
+  void qmcScrambleFollowsSeed() {
+    QmcSampler a(1);
+    QmcSampler b(2);
+    QVERIFY(a.point(3, 4, true) != b.point(3, 4, true));
+    QVERIFY(a.point(3, 4, false) == b.point(3, 4, false));
+  }
+
+  // The first 2^m Sobol points put exactly one point in each of 2^m equal intervals of every
+  // dimension, and (dims 1-2) in each elementary box; a linear scramble with a digital shift
+  // keeps both properties. Wrong direction numbers or a broken scramble fail this.
+  void sobolIsStratified() {
+    QmcSampler q(12345);
+    const int m = 8;
+    const int n = 1 << m;
+    for (bool scramble : {false, true}) {
+      std::vector<std::vector<double>> pts;
+      pts.reserve(n);
+      for (int i = 0; i < n; ++i)
+        pts.push_back(q.point(static_cast<std::uint64_t>(i), QmcSampler::kMaxDims, scramble));
+      for (int d = 0; d < QmcSampler::kMaxDims; ++d) {
+        std::set<int> cells;
+        for (const auto& p : pts) {
+          QVERIFY(p[static_cast<std::size_t>(d)] >= 0.0 && p[static_cast<std::size_t>(d)] < 1.0);
+          cells.insert(static_cast<int>(p[static_cast<std::size_t>(d)] * n));
+        }
+        QVERIFY2(static_cast<int>(cells.size()) == n, qPrintable(QString("dim %1").arg(d)));
+      }
+      for (int a = 0; a <= m; ++a) {  // boxes 2^-a x 2^-(m-a)
+        std::set<std::pair<int, int>> boxes;
+        for (const auto& p : pts)
+          boxes.insert(
+              {static_cast<int>(p[0] * (1 << a)), static_cast<int>(p[1] * (1 << (m - a)))});
+        QCOMPARE(static_cast<int>(boxes.size()), n);
+      }
+    }
+  }
+
+  void gridVisitsEveryPointOnce() {
+    const SearchSpace space = space_of(kGrid, "grid");
+    const auto pts = GridSampler::points(space);
+    QVERIFY(pts.ok());
+    QCOMPARE(pts->size(), std::size_t{5 + 5 * 3});  // adamw x 5 lr, sgd x 5 lr x 3 mom
+    auto sampler = make_sampler(space).value();
+    Rng rng(1);
+    std::vector<Trial> finished;
+    std::vector<Trial> pending;
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < pts->size(); ++i) {
+      auto p = sampler->sample(space, finished, pending, rng);
+      QVERIFY(p.ok());
+      QVERIFY(space.check(*p).ok());
+      std::string key;
+      for (const auto& [k, v] : *p) key += k + "=" + format_value(v) + ";";
+      QVERIFY2(seen.insert(key).second, key.c_str());
+      Trial t;
+      t.number = static_cast<std::int64_t>(i);
+      t.params = *p;
+      // Half stay pending: they count as taken too.
+      (i % 2 == 0 ? pending : finished).push_back(t);
+    }
+    auto extra = sampler->sample(space, finished, pending, rng);
+    QVERIFY(!extra.ok());
+    QVERIFY(QString::fromStdString(extra.message()).contains("n_trials"));
+  }
+
+  void gridRejectsContinuous() {
+    auto s = make_sampler(space_of(kBranin, "grid"));
+    QVERIFY(!s.ok());
+    QVERIFY2(QString::fromStdString(s.message()).contains("search.space.\"x1\""),
+             s.message().c_str());
+  }
+
+  void tpeRejectsSeveralObjectives() {
+    SearchSpace space = space_of(kBranin, "tpe");
+    space.objectives.push_back({"b", Direction::Maximize});
+    auto s = make_sampler(space);
+    QVERIFY(!s.ok());
+    QVERIFY(QString::fromStdString(s.message()).contains("nsga2"));
+  }
+
+  // Infeasible / oom trials are constraint violations: TPE keeps away from the region where
+  // they happened even though it has no objective value there.
+  void tpeLearnsConstraints() {
+    const SearchSpace space = space_of(kBranin, "tpe");
+    Rng rng(4);
+    TpeSampler tpe(space.sampler, Direction::Minimize);
+    std::vector<Trial> done;
+    int late_bad = 0;
+    for (int i = 0; i < 80; ++i) {
+      Trial t;
+      t.number = i;
+      t.params = *tpe.sample(space, done, {}, rng);
+      const double x1 = num(t.params["x1"]);
+      // Branin's optima: (-pi, 12.275), (pi, 2.275), (9.42, 2.475); x1 > 0 runs "out of memory".
+      if (x1 > 0.0) {
+        t.state = i % 2 == 0 ? TrialState::Oom : TrialState::Infeasible;
+        late_bad += i >= 40 ? 1 : 0;
+      } else {
+        t.state = TrialState::Complete;
+        t.values = {branin(x1, num(t.params["x2"]))};
+      }
+      done.push_back(t);
+    }
+    QVERIFY2(late_bad < 12, qPrintable(QString::number(late_bad)));  // random: ~27 of 40
+  }
+
+  // #6: 8 pending TPE proposals on Branin after 20 random trials spread to at least half of
+  // random sampling's mean pairwise distance with the constant liar, and collapse without it
+  // (to the spread between the few best trials: under 60% of the liar's spread).
+  void constantLiarSpreadsProposals() {
+    double random_spread = 0.0;
+    Rng rng(99);
+    const int sets = 200;
+    for (int s = 0; s < sets; ++s) {
+      std::vector<std::pair<double, double>> pts;
+      pts.reserve(8);
+      for (int i = 0; i < 8; ++i) pts.emplace_back(rng.uniform(), rng.uniform());
+      random_spread += mean_pairwise(pts) / sets;
+    }
+    double with = 0.0;
+    double without = 0.0;
+    const int seeds = 10;
+    for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+      with += liar_spread(true, seed) / seeds;
+      without += liar_spread(false, seed) / seeds;
+    }
+    qInfo("mean pairwise distance: random %.3f, tpe+liar %.3f, tpe without liar %.3f",
+          random_spread, with, without);
+    QVERIFY(with >= 0.5 * random_spread);
+    // Without the liar the 8 proposals pile onto the few "below" points: clearly less spread.
+    QVERIFY(without < 0.6 * with);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSamplers)
+#include "tst_samplers.moc"
