@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/launching.h"
 
 namespace shardscope::cli {
 namespace {
@@ -15,6 +16,7 @@ std::string statusName(spec::RunStatus s) { return std::string(spec::to_string(s
 void lsVerb(const Globals& g) {
   auto reader = openReader(g);
   const auto runs = orExit(reader.listRuns());
+  adoptOrphans(g, reader, runs);
   if (g.json) {
     QJsonArray array;
     for (const auto& r : runs) array.append(runToJson(r));
@@ -47,6 +49,7 @@ QJsonObject lastMetrics(backend::RunReader& reader, qint64 runId) {
 void showVerb(const Globals& g, const std::string& runArg) {
   auto reader = openReader(g);
   const auto run = findRun(reader, runArg);
+  adoptOrphans(g, reader, {run});
   QJsonObject o = runToJson(run);
   o["metrics"] = lastMetrics(reader, run.id);
   if (g.json) {

@@ -2,25 +2,22 @@
 // leaves behind. A run: validate (nothing starts on an error: exit 2), create the run in the
 // store, write trial.toml into its run directory, start the ranks, then follow them to the end
 // (attached) or hand them to a supervisor in its own session (detached).
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <QCoreApplication>
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QSaveFile>
+#include <QThread>
 #include <QTimer>
 
-#include <atomic>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/demodata.h"
-#include "app/cli/follower.h"
 #include "app/cli/launching.h"
 
 namespace shardscope::cli {
@@ -34,9 +31,6 @@ struct RunArgs {
   std::vector<std::string> overrides;
   bool detach = false;
 };
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void onInterrupt(int /*sig*/) { g_interrupted = true; }
 
 // Loads and validates; the demo's data is written first when it is missing. Exits 2 on errors.
 spec::Experiment loadForRun(const RunArgs& args) {
@@ -123,32 +117,6 @@ void writeTrial(const RunRecord& run, const spec::Experiment& exp) {
   }
 }
 
-// Double fork: the supervisor is in its own session, a child of init, with stdio on a log file.
-void spawnSupervisor(const Globals& g, const RunRecord& run) {
-  const std::string db = dbPath(g).toStdString();
-  const std::string id = std::to_string(run.id);
-  const std::string log = QDir(run.runDir).filePath("supervisor.log").toStdString();
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) exitWith(kExitError, "fork failed: cannot start the supervisor");
-  if (child == 0) {
-    ::setsid();
-    if (::fork() != 0) ::_exit(0);
-    const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in >= 0) ::dup2(in, 0);
-    if (out >= 0) {
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-    }
-    const char* argv[] = {g.self.c_str(), "--db", db.c_str(), "supervise", id.c_str(), nullptr};
-    ::execv(g.self.c_str(), const_cast<char* const*>(argv));
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-}
-
 void printProgress(const Progress& p) {
   static const bool tty = ::isatty(2) != 0;
   static qint64 lastPrinted = -1;
@@ -170,38 +138,48 @@ void printProgress(const Progress& p) {
   }
 }
 
-// Follows a run to its end in this process; prints the outcome; returns the exit code.
+// Follows a run to its end in this process through the monitor; prints the outcome; returns
+// the exit code.
 int follow(const Globals& g, RunStore& store, backend::RunHandle& handle, const RunRecord& run,
-           qint64 maxSteps, bool showProgress) {
-  RunFollower follower(store, handle, run.id, maxSteps);
-  if (showProgress) follower.onProgress = printProgress;
-  if (!orExit(follower.begin())) {
+           qint64 maxSteps, bool attached, const std::function<void()>& onFollowing = {}) {
+  FollowOptions options;
+  options.onFollowing = onFollowing;
+  options.maxSteps = maxSteps;
+  options.stopOnInterrupt = true;
+  if (attached) options.onStep = printProgress;
+  const FollowOutcome outcome = orExit(followRun(store, handle, run.id, options));
+  if (!outcome.followed) {
     exitWith(kExitError, "run " + run.name.toStdString() + " is followed by another process");
   }
-  QTimer interrupts;
-  QObject::connect(&interrupts, &QTimer::timeout, [&] {
-    if (g_interrupted.exchange(false)) {
-      std::cerr << "\nstopping " << run.name.toStdString() << " (graceful)...\n";
-      follower.requestStop();
-    }
-  });
-  interrupts.start(100);
-  std::signal(SIGINT, onInterrupt);
-  std::signal(SIGTERM, onInterrupt);
-  const spec::RunStatus status = follower.followToEnd();
   auto reader = orExit(store.reader());
   const auto final = orExit(reader.run(run.id));
-  if (showProgress && ::isatty(2)) std::cerr << '\n';
+  if (attached && ::isatty(2)) std::cerr << '\n';
   if (g.json && final) {
     printJson(runToJson(*final));
   } else if (final) {
     std::cout << final->name.toStdString() << " (id " << final->id
-              << "): " << spec::to_string(status);
+              << "): " << spec::to_string(outcome.status);
     if (final->objective) std::cout << ", objective " << *final->objective;
     if (!final->error.isEmpty()) std::cout << ": " << final->error.toStdString();
     std::cout << '\n';
   }
-  return exitCodeFor(status);
+  return exitCodeFor(outcome.status);
+}
+
+// Waits (at most 10 s) until the supervisor holds the run's lease, so that once `run --detach`
+// returns no other process takes the run for an orphan. A supervisor that is slower only leaves
+// a window in which a concurrent `ls` may start a second one; the lease lets one of them follow.
+void waitForSupervisor(RunStore& store, qint64 runId, qint64 supervisor) {
+  auto reader = store.reader();
+  if (!reader) return;
+  QDeadlineTimer deadline(10000);
+  while (!deadline.hasExpired()) {
+    auto lease = reader->lease(runId);
+    if (!lease || (*lease && (*lease)->pid == supervisor)) return;
+    QThread::msleep(20);
+  }
+  std::cerr << "warning: the supervisor (pid " << supervisor
+            << ") has not taken the run yet; see supervisor.log in the run directory\n";
 }
 
 void runVerb(const Globals& g, const RunArgs& args) {
@@ -227,11 +205,13 @@ void runVerb(const Globals& g, const RunArgs& args) {
         .get();
     exitWith(kExitError, handle.message());
   }
-  orExit(store->setRunLocation(run.id, (*handle)->location().toJson()).get());
   orExit(store->setRunStatus(run.id, spec::RunStatus::running).get());
+  const QJsonObject location = (*handle)->location().toJson();
   if (args.detach) {
+    orExit(store->setRunLocation(run.id, location).get());
     store->flush();
-    spawnSupervisor(g, run);
+    const qint64 supervisor = orExit(spawnSupervisor(g, run));
+    waitForSupervisor(*store, run.id, supervisor);
     if (g.json) {
       printJson({{"id", run.id}, {"name", run.name}, {"run_dir", run.runDir}});
     } else {
@@ -241,7 +221,10 @@ void runVerb(const Globals& g, const RunArgs& args) {
   }
   std::cerr << "run " << run.name.toStdString() << " (id " << run.id << ") in "
             << run.runDir.toStdString() << '\n';
-  throw VerbExit{follow(g, *store, **handle, run, exp.train.max_steps, true)};
+  // The location is recorded once this process holds the lease: before that, a concurrent `ls`
+  // could take the run for an orphan.
+  throw VerbExit{follow(g, *store, **handle, run, exp.train.max_steps, true,
+                        [&] { orExit(store->setRunLocation(run.id, location).get()); })};
 }
 
 void superviseVerb(const Globals& g, const std::string& runArg) {
@@ -250,7 +233,8 @@ void superviseVerb(const Globals& g, const std::string& runArg) {
   const RunRecord run = findRun(reader, runArg);
   if (spec::is_final(run.status)) throw VerbExit{exitCodeFor(run.status)};
   auto handle = orExit(attachRun(run));
-  std::cerr << "supervising " << run.name.toStdString() << " (id " << run.id << ")\n";
+  std::cerr << "supervising " << run.name.toStdString() << " (id " << run.id << ") as pid "
+            << ::getpid() << std::endl;
   throw VerbExit{follow(g, *store, *handle, run, 0, false)};
 }
 

@@ -9,7 +9,6 @@
 #include <iostream>
 
 #include "app/cli/cli_common.h"
-#include "app/cli/follower.h"
 #include "app/cli/launching.h"
 #include "app/cli/verbexit.h"
 
@@ -43,14 +42,14 @@ void stopVerb(const Globals& g, const std::string& runArg) {
                              std::string(spec::to_string(run.status)) + "); nothing to stop");
   }
   auto handle = orExit(attachRun(run));
-  RunFollower follower(*store, *handle, run.id, 0);
-  const bool followHere = orExit(follower.begin());
-  follower.requestStop();
+  FollowOptions options;
+  options.stopAtOnce = true;
+  const FollowOutcome outcome = orExit(followRun(*store, *handle, run.id, options));
   std::optional<backend::RunRecord> final;
-  if (followHere) {
-    (void)follower.followToEnd();
+  if (outcome.followed) {
     final = orExit(reader.run(run.id));
   } else {
+    handle->stop();  // the process that follows the run records its end
     final = waitForFinal(reader, run.id);
   }
   if (!final || !spec::is_final(final->status)) {

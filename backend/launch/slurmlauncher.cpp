@@ -1,5 +1,7 @@
 #include "backend/launch/slurmlauncher.h"
 
+#include "backend/ssh/knownhosts.h"
+
 #include <QDir>
 #include <QFile>
 #include <QProcess>
@@ -227,7 +229,11 @@ Result<std::unique_ptr<SlurmTransport>> SlurmLauncher::transportFor(const QStrin
   }
   auto config = SshConfig::load(str(m_options.ssh.sshConfigPath));
   if (!config) return config.error();
-  SshTarget target = config->target(str(host), str(m_options.ssh.knownHostsPath));
+  // Empty: the known_hosts of $HOME (libssh alone would take the passwd entry's home).
+  const QString knownHosts = m_options.ssh.knownHostsPath.isEmpty()
+                                 ? QString::fromStdString(KnownHosts::defaultPath())
+                                 : m_options.ssh.knownHostsPath;
+  SshTarget target = config->target(str(host), str(knownHosts));
   target.alias = str(host);
   auto session = SshSession::create(target);
   if (!session) return session.error();

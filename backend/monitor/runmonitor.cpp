@@ -69,7 +69,9 @@ Result<void> RunMonitor::start() {
              QUuid::createUuid().toString(QUuid::WithoutBraces), 0};
   auto outcome = m_store.acquireLease(m_lease, m_options.staleAfterS).get();
   if (!outcome) return outcome.error();
+  m_refusedBy.reset();
   if (!outcome->acquired) {
+    m_refusedBy = outcome->holder;
     const LeaseRecord& holder = *outcome->holder;
     return fail("run " + std::to_string(m_runId) + " is already followed by process " +
                 std::to_string(holder.pid) + " on " + holder.host.toStdString() +
@@ -136,12 +138,19 @@ Result<bool> RunMonitor::readRank(EventStream& stream,
   auto log = m_handle.readLog(stream.rank, stream.logOffset, m_options.maxReadBytes);
   if (!log) return log.error();
   FileChunk eventsChunk = parseEventsChunk(m_runId, *events, stream);
+  if (stream.rank == 0) emitSteps(eventsChunk);
   if (eventsChunk.endOffset > eventsChunk.startOffset) {
     out.push_back(m_store.ingest(std::move(eventsChunk)));
   }
   FileChunk logChunk = parseLogChunk(m_runId, *log, stream);
   if (logChunk.endOffset > logChunk.startOffset) out.push_back(m_store.ingest(std::move(logChunk)));
   return events->size() < m_options.maxReadBytes && log->size() < m_options.maxReadBytes;
+}
+
+void RunMonitor::emitSteps(const FileChunk& chunk) {
+  for (const MetricRow& row : chunk.metrics) {
+    if (row.key == QLatin1String("loss")) emit stepReached(row.step, row.value, row.time);
+  }
 }
 
 void RunMonitor::poll() {

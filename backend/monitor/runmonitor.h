@@ -44,6 +44,8 @@ class RunMonitor : public QObject {
   /// Takes the lease and starts following from the stored offsets. Fails when another live
   /// monitor follows the run (the message names its pid and host).
   [[nodiscard]] Result<void> start();
+  /// The live monitor that refused us the lease in the last start(), if that was the reason.
+  const std::optional<LeaseRecord>& refusedBy() const { return m_refusedBy; }
   /// True when the lease was taken from a stale or dead holder.
   bool tookOver() const { return m_tookOver; }
   bool isFinished() const { return m_finished; }
@@ -61,6 +63,9 @@ class RunMonitor : public QObject {
   void finished(spec::RunStatus status, const QString& error);
   /// Another monitor took the lease; this one stopped following.
   void leaseLost(const QString& message);
+  /// Rank 0 reported a training step, once per step event in file order (its loss, and the event's
+  /// unix time `t`).
+  void stepReached(qint64 step, double loss, double t);
 
  private:
   struct Failure {
@@ -70,6 +75,7 @@ class RunMonitor : public QObject {
 
   Result<void> restoreStreams();
   Result<bool> readRank(EventStream& stream, std::vector<RunStore::Pending<IngestReceipt>>& out);
+  void emitSteps(const FileChunk& chunk);
   void decide(const QList<RankState>& ranks, bool caughtUp);
   void setStatus(spec::RunStatus status, const QString& error,
                  std::optional<double> objective = std::nullopt);
@@ -91,6 +97,7 @@ class RunMonitor : public QObject {
   QTimer m_heartbeatTimer;
   spec::RunStatus m_status = spec::RunStatus::queued;
   std::optional<Failure> m_failure;
+  std::optional<LeaseRecord> m_refusedBy;
   bool m_active = false;
   bool m_finished = false;
   bool m_stopSent = false;

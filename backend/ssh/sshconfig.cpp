@@ -238,6 +238,7 @@ SshTarget SshConfig::target(const std::string& alias, const std::string& knownHo
   target.user = host.user;
   if (!host.identityFiles.empty()) target.identityFile = host.identityFiles.front();
   target.knownHostsFile = knownHostsFile;
+  target.alias = alias;
   if (!host.proxyJump.empty()) {
     // OpenSSH's client does the jump (it reads this same config for the jump host); libssh
     // talks to the target through its stdin/stdout. BatchMode: never a password prompt.

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -36,26 +37,50 @@ Result<void> execute(Statement& stmt) {
 
 int changes(WriteContext& context) { return sqlite3_changes(context.db().handle()); }
 
+// Rows per multi-row INSERT: one statement step stores this many metric rows (6 values each).
+constexpr std::size_t kMetricRowsPerInsert = 64;
+
+// "INSERT INTO metrics(...) VALUES (?,?,?,?,?,?),..." for `rows` rows.
+std::string metricInsertSql(std::size_t rows) {
+  std::string sql = "INSERT INTO metrics(run_id, step, key_id, value, rank, time) VALUES ";
+  for (std::size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?)" : ",(?,?,?,?,?,?)";
+  return sql;
+}
+
+// Binds one metric row to the six parameters after `base`.
+Result<void> bindMetric(WriteContext& context, Statement& insert, int base, const MetricRow& row) {
+  auto keyId = context.metricKeyId(row.key);
+  if (!keyId) return keyId.error();
+  if (auto r = insert.bindInt64(base + 1, row.runId); !r) return r;
+  if (auto r = insert.bindInt64(base + 2, row.step); !r) return r;
+  if (auto r = insert.bindInt64(base + 3, *keyId); !r) return r;
+  // NaN (a diverged loss) is stored as NULL, as the protocol writes it.
+  if (auto r = row.value == row.value ? insert.bindDouble(base + 4, row.value)
+                                      : insert.bindNull(base + 4);
+      !r)
+    return r;
+  if (auto r = insert.bindInt64(base + 5, row.rank); !r) return r;
+  return insert.bindDouble(base + 6, row.time);
+}
+
 Result<void> insertMetrics(WriteContext& context, const std::vector<MetricRow>& rows) {
   if (rows.empty()) return ok();
-  auto stmt = context.statement(
-      "INSERT INTO metrics(run_id, step, key_id, value, rank, time) VALUES (?1,?2,?3,?4,?5,?6)");
-  if (!stmt) return stmt.error();
-  Statement& insert = **stmt;
+  static const std::string kManySql = metricInsertSql(kMetricRowsPerInsert);
+  static const std::string kOneSql = metricInsertSql(1);
+  std::size_t at = 0;
+  while (at < rows.size()) {
+    const std::size_t n = rows.size() - at >= kMetricRowsPerInsert ? kMetricRowsPerInsert : 1;
+    auto stmt = context.statement(n == 1 ? kOneSql : kManySql);
+    if (!stmt) return stmt.error();
+    Statement& insert = **stmt;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (auto r = bindMetric(context, insert, int(i) * 6, rows[at + i]); !r) return r;
+    }
+    if (auto r = execute(insert); !r) return r;
+    at += n;
+  }
   qint64 lastRun = -1;
   for (const MetricRow& row : rows) {
-    auto keyId = context.metricKeyId(row.key);
-    if (!keyId) return keyId.error();
-    insert.reset();
-    if (auto r = insert.bindInt64(1, row.runId); !r) return r;
-    if (auto r = insert.bindInt64(2, row.step); !r) return r;
-    if (auto r = insert.bindInt64(3, *keyId); !r) return r;
-    // NaN (a diverged loss) is stored as NULL, as the protocol writes it.
-    if (auto r = row.value == row.value ? insert.bindDouble(4, row.value) : insert.bindNull(4); !r)
-      return r;
-    if (auto r = insert.bindInt64(5, row.rank); !r) return r;
-    if (auto r = insert.bindDouble(6, row.time); !r) return r;
-    if (auto r = execute(insert); !r) return r;
     if (row.runId != lastRun) context.changes().metricRuns.insert(row.runId);
     lastRun = row.runId;
   }
@@ -191,7 +216,7 @@ Result<void> insertParams(WriteContext& context, qint64 runId, const QJsonObject
 bool holderAlive(const LeaseRecord& holder, const LeaseRecord& me, double staleAfterS) {
   if (spec::unix_time_now() - holder.heartbeat > staleAfterS) return false;
   if (holder.host == me.host && holder.pid > 0) {
-    if (::kill(static_cast<pid_t>(holder.pid), 0) != 0 && errno == ESRCH) return false;
+    if (!RunStore::processAlive(holder.pid)) return false;
   }
   return true;
 }
@@ -241,6 +266,17 @@ Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, dou
 }
 
 }  // namespace
+
+bool RunStore::processAlive(qint64 pid) {
+  if (pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  // A zombie has ended (its parent has not reaped it yet; an init that never reaps keeps it).
+  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+  if (!stat.open(QIODevice::ReadOnly)) return true;  // no procfs: kill() is all we know
+  const QByteArray text = stat.read(4096);
+  const qsizetype close = text.lastIndexOf(')');
+  return close < 0 || text.size() <= close + 2 || text[close + 2] != 'Z';
+}
 
 QString RunStore::defaultPath() {
   return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +

@@ -36,6 +36,9 @@ class RunStore : public QObject {
   template <class T>
   using Pending = std::future<Result<T>>;
 
+  /// True when process `pid` runs on this machine (a zombie counts as ended): the liveness test
+  /// of a lease holder on this host.
+  static bool processAlive(qint64 pid);
   /// $XDG_DATA_HOME/shardscope/runs.db (the user's data folder).
   static QString defaultPath();
   /// Opens (creating it and its folder) and migrates the run log at `path`.

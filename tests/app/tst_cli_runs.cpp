@@ -69,12 +69,59 @@ QSet<QString> keys(const QJsonObject& o) {
   return {k.begin(), k.end()};
 }
 
+bool isFinal(const QJsonObject& run) {
+  static const QSet<QString> final{"complete", "stopped", "pruned", "failed", "oom", "infeasible"};
+  return final.contains(run["status"].toString());
+}
+
 bool alive(qint64 pid) {
   QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
   if (!stat.open(QIODevice::ReadOnly)) return false;
   const QByteArray s = stat.readAll();
   const qsizetype close = s.lastIndexOf(')');
   return close > 0 && s.size() > close + 2 && s[close + 2] != 'Z';  // a zombie has ended
+}
+
+// Per rank: the step events in its events file, and the `loss` rows `export` has for it, each
+// step once (a step stored twice or missing shows as a difference).
+struct StepCount {
+  QList<int> fileLines;
+  QList<int> rows;
+  bool duplicates = false;
+};
+
+StepCount countSteps(const QString& runDir, const QString& csv, int worldSize) {
+  StepCount c;
+  QList<QSet<qint64>> seen(worldSize);
+  c.rows = QList<int>(worldSize, 0);
+  for (int rank = 0; rank < worldSize; ++rank) {
+    QFile file(QDir(runDir).filePath(QStringLiteral("events-rank-%1.jsonl").arg(rank)));
+    c.fileLines << (file.open(QIODevice::ReadOnly) ? int(file.readAll().count("\"ev\":\"step\""))
+                                                   : -1);
+  }
+  for (const QString& line : csv.split('\n')) {
+    const QStringList f = line.split(',');
+    if (f.size() != 6 || f[2] != "loss") continue;
+    const int rank = f[4].toInt();
+    if (rank < 0 || rank >= worldSize) continue;
+    ++c.rows[rank];
+    if (seen[rank].contains(f[1].toLongLong())) c.duplicates = true;
+    seen[rank].insert(f[1].toLongLong());
+  }
+  return c;
+}
+
+// The pid the supervisor wrote into supervisor.log ("... as pid P"); 0 until it is there.
+qint64 supervisorPid(const QString& runDir, int nth = 0) {
+  QFile log(QDir(runDir).filePath("supervisor.log"));
+  if (!log.open(QIODevice::ReadOnly)) return 0;
+  static const QRegularExpression pid(QStringLiteral("as pid ([0-9]+)"));
+  auto it = pid.globalMatch(QString::fromUtf8(log.readAll()));
+  for (int i = 0; it.hasNext(); ++i) {
+    const auto m = it.next();
+    if (i == nth) return m.captured(1).toLongLong();
+  }
+  return 0;
 }
 
 }  // namespace
@@ -236,6 +283,64 @@ class TestCliRuns : public QObject {
              QString("stopped"));
     for (qint64 pid : pids) QTRY_VERIFY_WITH_TIMEOUT(!alive(pid), 30000);
     QCOMPARE(cli({"--db", db(), "stop", id}).exitCode, 1);  // nothing left to stop
+  }
+
+  void detachedRunIsFollowedToItsEndBySupervisor() {
+    const QString exp = writeExperiment("solo", kFake);
+    const Run started =
+        cli({"--db", db(), "--json", "run", exp, "--detach"}, fakeMode("--steps 40 --step-ms 50"));
+    QVERIFY2(started.exitCode == 0, qPrintable(started.out + started.err));
+    const QJsonObject o = json(started.out);
+    QCOMPARE(keys(o), documentedFields("run-detach"));
+    const QString id = QString::number(o["id"].toInteger());
+    // Nobody is attached and nothing is killed: the supervisor records the end.
+    QJsonObject shown;
+    QTRY_VERIFY_WITH_TIMEOUT(isFinal(shown = json(cli({"--db", db(), "--json", "show", id}).out)),
+                             60000);
+    QCOMPARE(shown["status"].toString(), QString("complete"));
+    QVERIFY(shown["objective"].isDouble());
+    const qint64 pid = supervisorPid(o["run_dir"].toString());
+    QVERIFY(pid > 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(pid), 30000);  // it ends with the run
+    const StepCount steps =
+        countSteps(o["run_dir"].toString(), cli({"--db", db(), "export", id}).out, 2);
+    QCOMPARE(steps.rows, steps.fileLines);
+    QCOMPARE(steps.fileLines.first(), 40);
+    QVERIFY(!steps.duplicates);
+  }
+
+  void killedSupervisorIsReplacedAndLosesNoRow() {
+    const QString exp = writeExperiment("orphan", kFake);
+    const Run started =
+        cli({"--db", db(), "--json", "run", exp, "--detach"}, fakeMode("--steps 150 --step-ms 60"));
+    QVERIFY2(started.exitCode == 0, qPrintable(started.out + started.err));
+    const QJsonObject o = json(started.out);
+    const QString id = QString::number(o["id"].toInteger());
+    const QString runDir = o["run_dir"].toString();
+    const qint64 first = supervisorPid(runDir);
+    QVERIFY(first > 0);
+    QTRY_VERIFY_WITH_TIMEOUT(json(cli({"--db", db(), "--json", "show", id}).out)["metrics"]
+                                     .toObject()["loss"]
+                                     .toObject()["step"]
+                                     .toInteger() >= 5,
+                             60000);
+    QCOMPARE(::kill(pid_t(first), SIGKILL), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(first), 10000);
+    // The ranks keep running; the next `show` finds the run without a live follower and leaves
+    // a new supervisor that takes the lease and catches up from the stored offsets.
+    const Run show = cli({"--db", db(), "--json", "show", id});
+    QCOMPARE(json(show.out)["status"].toString(), QString("running"));
+    QVERIFY2(show.err.contains("took it over"), qPrintable(show.err));
+    QTRY_VERIFY_WITH_TIMEOUT(supervisorPid(runDir, 1) > 0, 30000);
+    QVERIFY(supervisorPid(runDir, 1) != first);
+    QJsonObject shown;
+    QTRY_VERIFY_WITH_TIMEOUT(isFinal(shown = json(cli({"--db", db(), "--json", "show", id}).out)),
+                             60000);
+    QCOMPARE(shown["status"].toString(), QString("complete"));
+    const StepCount steps = countSteps(runDir, cli({"--db", db(), "export", id}).out, 2);
+    QCOMPARE(steps.rows, steps.fileLines);
+    QCOMPARE(steps.fileLines.first(), 150);
+    QVERIFY(!steps.duplicates);
   }
 
   void interruptedAttachedRunIsStoppedWithExitCode4() {

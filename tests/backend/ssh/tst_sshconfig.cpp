@@ -99,6 +99,7 @@ class TestSshConfig : public QObject {
     QVERIFY2(config, why(config).c_str());
     const SshTarget target = config->target("behind", "/kh");
     QCOMPARE(target.host, std::string("10.1.0.5"));
+    QCOMPARE(target.alias, std::string("behind"));  // messages name the host as the user does
     QCOMPARE(target.proxyCommand,
              "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -F '" + path.toStdString() +
                  "' -o UserKnownHostsFile='/kh' -W '10.1.0.5:22' 'jumpuser@bastion:2222'");

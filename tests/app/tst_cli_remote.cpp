@@ -1,0 +1,113 @@
+// shardscope-cli end to end on the real remote engines with the real trainer: `run` of a tiny
+// 2-rank experiment with launch.kind = "ssh" (through the sshd fixture) and "slurm" (the Slurm
+// fixture, submitted locally and over SSH), each to `complete`, its rows in the run log.
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "clitest.h"
+
+using namespace clitest;
+
+namespace {
+
+const QString kShardtrain = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardtrain");
+
+}  // namespace
+
+class TestCliRemote : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir m_dir;
+  QProcessEnvironment m_env;
+  QString m_lastName;  // the name of the run runToComplete started
+  QString db() const { return m_dir.filePath("runs.db"); }
+
+  // The tiny model, 2 ranks, 4 steps; `launch` is the [launch] table's body.
+  QString writeExperiment(const QString& name, const QByteArray& launch) {
+    const QString data = m_dir.filePath("train.jsonl");
+    if (!QFile::exists(data)) {
+      QByteArray lines;
+      for (int i = 0; i < 64; ++i) {
+        QByteArray line = "{\"input_ids\": [";
+        for (int t = 0; t < 16; ++t)
+          line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
+        lines += line + "]}\n";
+      }
+      writeFile(data, lines);
+    }
+    const QString path = m_dir.filePath(name + ".toml");
+    writeFile(path, "[experiment]\nname = \"" + name.toUtf8() +
+                        "\"\n[model]\narch = \"tiny\"\ntiny_hidden_size = 16\ntiny_layers = 1\n"
+                        "[data]\ntrain_path = \"" +
+                        data.toUtf8() +
+                        "\"\nseq_len = 16\n[train]\nmax_steps = 4\nbatch_size = 4\n"
+                        "ckpt_at_end = false\n[launch]\nnproc_per_node = 2\ntrainer = \"" +
+                        kShardtrain.toUtf8() + "\"\n" + launch);
+    return path;
+  }
+
+  // Runs `exp` attached to its end and checks the run in the run log.
+  void runToComplete(const QString& exp, const QString& kind) {
+    const Run r = cli({"--db", db(), "--json", "run", exp}, m_env, 90000);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QVERIFY2(r.err.contains(QRegularExpression("step [0-9]+/4  loss [0-9.]+  ETA")),
+             qPrintable(r.err));
+    const QJsonObject o = json(r.out.trimmed().split('\n').last());
+    QCOMPARE(o["status"].toString(), QString("complete"));
+    QVERIFY(o["objective"].isDouble());
+    QCOMPARE(o["location"].toObject()["kind"].toString(), kind);
+    const QString name = o["name"].toString();
+    m_lastName = name;
+    const QJsonObject shown = json(cli({"--db", db(), "--json", "show", name}, m_env).out);
+    QCOMPARE(shown["status"].toString(), QString("complete"));
+    QCOMPARE(shown["metrics"].toObject()["loss"].toObject()["step"].toInt(), 4);
+    const QString csv = cli({"--db", db(), "export", name}, m_env).out;
+    // shardtrain reports steps on rank 0; `complete` needed both ranks' done events.
+    QVERIFY2(csv.contains(QRegularExpression(",4,loss,[0-9.e-]+,0,")), qPrintable(csv));
+    const QString rank1 = cli({"--db", db(), "--json", "logs", name, "--rank", "1"}, m_env).out;
+    QVERIFY2(shown["error"].isNull(), qPrintable(shown["error"].toString()));
+    QVERIFY(!rank1.contains("\"file\":\"events\""));  // rank 1's events lines all parsed
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_dir.isValid());
+    QVERIFY2(QFile::exists(kShardtrain), "build the shardtrain target first");
+    const QString home = m_dir.filePath("home");
+    QVERIFY2(writeSshConfig(home, "node1"), "the sshd fixture is not running (fixture sshd)");
+    QVERIFY(QFile::copy(fixtureEnv("sshd").value("SSHD_KNOWN_HOSTS"), home + "/.ssh/known_hosts"));
+    const QMap<QString, QString> slurm = fixtureEnv("slurm");
+    QVERIFY2(slurm.contains("SLURM_CONF"), "the Slurm fixture is not running (fixture slurm)");
+    m_env = QProcessEnvironment::systemEnvironment();
+    m_env.insert("HOME", home);
+    m_env.insert("SLURM_CONF", slurm.value("SLURM_CONF"));
+    m_env.remove("SSH_AUTH_SOCK");
+  }
+
+  void sshRunCompletes() {
+    const QByteArray remote = m_dir.filePath("ssh-remote").toUtf8();
+    runToComplete(writeExperiment("viassh", "kind = \"ssh\"\nhosts = [\"node1\"]\nremote_dir = \"" +
+                                                remote + "\"\n"),
+                  "ssh");
+    QVERIFY(QFile::exists(m_dir.filePath("ssh-remote/" + m_lastName + "/events-rank-1.jsonl")));
+  }
+
+  void slurmRunCompletes() {
+    runToComplete(writeExperiment("viaslurm", "kind = \"slurm\"\n"), "slurm");
+  }
+
+  void slurmRunOverSshCompletes() {
+    const QByteArray remote = m_dir.filePath("slurm-remote").toUtf8();
+    runToComplete(writeExperiment("slurmssh",
+                                  "kind = \"slurm\"\nslurm_host = \"node1\"\n"
+                                  "remote_dir = \"" +
+                                      remote + "\"\n"),
+                  "slurm");
+    QVERIFY(QFile::exists(m_dir.filePath("slurm-remote/" + m_lastName + "/job.sbatch")));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliRemote)
+#include "tst_cli_remote.moc"
