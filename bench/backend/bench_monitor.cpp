@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_monitor FAKETRAINER [RUNS_FOR_LATENCY] [LIVE_RUNS]\n");
     return 2;
   }
-  const QString fake = args.at(1);
+  const QString& fake = args.at(1);
   const int latencyRuns = args.size() > 2 ? args.at(2).toInt() : 7;
   const int liveRuns = args.size() > 3 ? args.at(3).toInt() : 100;
   QTemporaryDir temp;
