@@ -51,13 +51,13 @@ class TestCliHosts : public QObject {
 
     // An ssh run to the unknown host starts nothing and says how to trust it.
     const QString exp = m_dir.filePath("remote.toml");
-    QVERIFY(writeFile(exp,
-                      "[experiment]\nname = \"remote\"\n[model]\narch = \"tiny\"\n"
-                      "[data]\ntrain_path = \"/nonexistent/train.jsonl\"\nseq_len = 16\n"
-                      "[train]\nmax_steps = 3\n[launch]\nkind = \"ssh\"\n"
-                      "hosts = [\"gpu1\"]\nnproc_per_node = 1\ntrainer = \"/bin/true\"\n"
-                      "remote_dir = \"" +
-                          m_dir.filePath("remote").toUtf8() + "\"\n"));
+    QVERIFY(writeAll(exp,
+                     "[experiment]\nname = \"remote\"\n[model]\narch = \"tiny\"\n"
+                     "[data]\ntrain_path = \"/nonexistent/train.jsonl\"\nseq_len = 16\n"
+                     "[train]\nmax_steps = 3\n[launch]\nkind = \"ssh\"\n"
+                     "hosts = [\"gpu1\"]\nnproc_per_node = 1\ntrainer = \"/bin/true\"\n"
+                     "remote_dir = \"" +
+                         m_dir.filePath("remote").toUtf8() + "\"\n"));
     const Run run = cli({"--db", db(), "run", exp}, m_env);
     QCOMPARE(run.exitCode, 1);
     QVERIFY2(run.err.contains(fingerprint), qPrintable(run.err));
@@ -73,7 +73,7 @@ class TestCliHosts : public QObject {
     QCOMPARE(refused.exitCode, 1);
     QVERIFY2(refused.err.contains(fingerprint) && refused.err.contains(wrong),
              qPrintable(refused.err));
-    QVERIFY(!readFile(knownHosts()).contains("ssh-"));
+    QVERIFY(!readAll(knownHosts()).contains("ssh-"));
 
     const Run trusted = hosts({"trust", "gpu1", fingerprint});
     QVERIFY2(trusted.exitCode == 0, qPrintable(trusted.out + trusted.err));
@@ -90,11 +90,10 @@ class TestCliHosts : public QObject {
     QProcess keygen;
     keygen.start("ssh-keygen", {"-q", "-t", "ed25519", "-N", "", "-f", m_dir.filePath("other")});
     QVERIFY(keygen.waitForFinished(30000) && keygen.exitCode() == 0);
-    const QByteArray other = readFile(m_dir.filePath("other.pub")).trimmed();
+    const QByteArray other = readAll(m_dir.filePath("other.pub")).trimmed();
     const QByteArray port = fixtureEnv("sshd").value("SSHD_PORT").toUtf8();
     const QList<QByteArray> words = other.split(' ');
-    QVERIFY(
-        writeFile(knownHosts(), "[127.0.0.1]:" + port + " " + words[0] + " " + words[1] + "\n"));
+    QVERIFY(writeAll(knownHosts(), "[127.0.0.1]:" + port + " " + words[0] + " " + words[1] + "\n"));
     const Run check = cli({"--db", db(), "--json", "hosts", "check", "gpu1"}, m_env);
     QCOMPARE(check.exitCode, 1);
     const QString message = json(check.out)["message"].toString();
@@ -104,7 +103,7 @@ class TestCliHosts : public QObject {
     // `trust` does not paper over a changed key, even with the right fingerprint.
     const Run trust = hosts({"trust", "gpu1", fixtureFingerprint()});
     QCOMPARE(trust.exitCode, 1);
-    QCOMPARE(readFile(knownHosts()).count('\n'), 1);
+    QCOMPARE(readAll(knownHosts()).count('\n'), 1);
   }
 };
 

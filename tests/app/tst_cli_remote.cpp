@@ -35,16 +35,16 @@ class TestCliRemote : public QObject {
           line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
         lines += line + "]}\n";
       }
-      writeFile(data, lines);
+      writeAll(data, lines);
     }
     const QString path = m_dir.filePath(name + ".toml");
-    writeFile(path, "[experiment]\nname = \"" + name.toUtf8() +
-                        "\"\n[model]\narch = \"tiny\"\ntiny_hidden_size = 16\ntiny_layers = 1\n"
-                        "[data]\ntrain_path = \"" +
-                        data.toUtf8() +
-                        "\"\nseq_len = 16\n[train]\nmax_steps = 4\nbatch_size = 4\n"
-                        "ckpt_at_end = false\n[launch]\nnproc_per_node = 2\ntrainer = \"" +
-                        kShardtrain.toUtf8() + "\"\n" + launch);
+    writeAll(path, "[experiment]\nname = \"" + name.toUtf8() +
+                       "\"\n[model]\narch = \"tiny\"\ntiny_hidden_size = 16\ntiny_layers = 1\n"
+                       "[data]\ntrain_path = \"" +
+                       data.toUtf8() +
+                       "\"\nseq_len = 16\n[train]\nmax_steps = 4\nbatch_size = 4\n"
+                       "ckpt_at_end = false\n[launch]\nnproc_per_node = 2\ntrainer = \"" +
+                       kShardtrain.toUtf8() + "\"\n" + launch);
     return path;
   }
 

@@ -14,37 +14,16 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "clitest.h"
+
+using clitest::cli;
+using clitest::json;
+using clitest::kCli;
+using clitest::Run;
+
 namespace {
 
-const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
 const QString kFake = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/bin/faketrainer");
-
-struct Run {
-  int exitCode = -1;
-  QString out;
-  QString err;
-};
-
-Run cli(const QStringList& args,
-        const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
-        int timeoutMs = 120000) {
-  QProcess process;
-  process.setProcessEnvironment(env);
-  process.start(kCli, args);
-  Run result;
-  if (!process.waitForStarted(10000) || !process.waitForFinished(timeoutMs)) {
-    process.kill();
-    process.waitForFinished();
-    result.err = QStringLiteral("did not finish: ") + process.errorString();
-    return result;
-  }
-  result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-  result.out = QString::fromUtf8(process.readAllStandardOutput());
-  result.err = QString::fromUtf8(process.readAllStandardError());
-  return result;
-}
-
-QJsonObject json(const QString& text) { return QJsonDocument::fromJson(text.toUtf8()).object(); }
 
 // The field names of the table after `<!-- json-fields: SECTION -->` in docs/cli.md.
 QSet<QString> documentedFields(const QString& section) {

@@ -7,17 +7,15 @@
 
 #include "backend/launch/slurmlauncher.h"
 #include "remotetest.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 using namespace remotetest;
 
-namespace {
+using shardscope::testing::why;
 
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
+namespace {
 
 bool allExited(const RunHandle& handle) {
   const QList<RankState> ranks = handle.ranks();

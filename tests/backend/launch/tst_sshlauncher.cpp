@@ -15,17 +15,15 @@
 
 #include "backend/launch/sshlauncher.h"
 #include "remotetest.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 using namespace remotetest;
 
-namespace {
+using shardscope::testing::why;
 
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
+namespace {
 
 bool groupAlive(qint64 pgid) { return ::kill(static_cast<pid_t>(-pgid), 0) == 0 || errno == EPERM; }
 

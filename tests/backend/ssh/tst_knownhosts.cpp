@@ -10,17 +10,15 @@
 #include "backend/ssh/knownhosts.h"
 #include "backend/ssh/sftp.h"
 #include "backend/ssh/sshconfig.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 using namespace remotetest;
 
-namespace {
+using shardscope::testing::why;
 
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
+namespace {
 
 bool contains(const std::string& text, const char* part) {
   return text.find(part) != std::string::npos;

@@ -5,16 +5,14 @@
 #include <QTest>
 
 #include "backend/ssh/sshconfig.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 
-namespace {
+using shardscope::testing::why;
 
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
+namespace {
 
 const char* kConfig = R"(# comment
 User fallback-before-any-host

@@ -6,16 +6,14 @@
 #include <string>
 
 #include "backend/ssh/sshsession.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 
-namespace {
+using shardscope::testing::why;
 
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
+namespace {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -14,19 +14,17 @@
 #include <vector>
 
 #include "backend/store/runstore.h"
+#include "tests/support/verify_ok.h"
 #include "trainer/spec/events.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
 
+using shardscope::testing::why;
+
 namespace {
 
 // The error text of a failed Result, for QVERIFY2 (which evaluates its message even on success).
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
-
 constexpr int kKills = 200;
 constexpr int kKillsPerFile = 10;
 constexpr int kSteps = 5000;

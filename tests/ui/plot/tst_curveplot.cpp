@@ -9,21 +9,19 @@
 #include <cmath>
 #include <set>
 
+#include "tests/support/verify_ok.h"
 #include "ui/plot/curveplot.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
+
+using shardscope::testing::why;
 
 namespace {
 
 constexpr int kWidth = 800;
 constexpr int kHeight = 500;
 constexpr int kTolerance = 3;  // pixels between where a point should be and where it is drawn
-
-template <class R>
-std::string why(const R& result) {
-  return result.ok() ? std::string() : result.message();
-}
 
 QString artifactDir() {
   const QString dir = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
