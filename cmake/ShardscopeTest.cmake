@@ -37,6 +37,36 @@ function(shardscope_add_script_test name)
   endif()
 endfunction()
 
+# shardscope_add_test_tool(NAME SOURCES... LIBS...): a helper executable that script tests
+# drive (the C++ side of a reference comparison), built into tests/bin.
+function(shardscope_add_test_tool name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  shardscope_layer(${name})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/bin)
+  target_link_libraries(${name} PRIVATE ${T_LIBS})
+endfunction()
+
+# shardscope_reference_python(VAR MODULE...): VAR is the project's .venv Python when it imports
+# every MODULE (scripts/setup.sh --tests installs the pinned references), else empty, and a
+# status line says which tests of this folder are off.
+function(shardscope_reference_python var)
+  set(py "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+  set(rc 1)
+  if(EXISTS "${py}")
+    list(JOIN ARGN ", " modules)
+    execute_process(COMMAND "${py}" -c "import ${modules}" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  endif()
+  if(rc EQUAL 0)
+    set(${var} "${py}" PARENT_SCOPE)
+  else()
+    file(RELATIVE_PATH where "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
+    message(STATUS "Shardscope: ${where}: reference tests off (.venv lacks ${ARGN}; "
+                   "scripts/setup.sh --tests)")
+    set(${var} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
 macro(_shardscope_test_properties name)
   if(NOT T_PROCESSORS)
     set(T_PROCESSORS 1)
