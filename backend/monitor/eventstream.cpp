@@ -73,19 +73,36 @@ std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event) {
   return rows;
 }
 
-FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream) {
+namespace {
+
+// Calls fn(line, position of the line in `bytes`) for each complete line; returns the bytes
+// consumed (a partial last line waits for its newline).
+template <class Fn>
+qint64 forEachLine(const QByteArray& bytes, Fn&& fn) {
+  qint64 at = 0;
+  for (qint64 end = bytes.indexOf('\n'); end >= 0; end = bytes.indexOf('\n', at)) {
+    fn(bytes.mid(at, end - at), at);
+    at = end + 1;
+  }
+  return at;
+}
+
+FileChunk emptyChunk(qint64 runId, const EventStream& stream, RankFile file, qint64 offset) {
   FileChunk chunk;
   chunk.runId = runId;
   chunk.rank = stream.rank;
-  chunk.file = RankFile::events;
-  chunk.startOffset = stream.eventsOffset;
-  qint64 at = 0;
-  for (;;) {
-    const qint64 end = bytes.indexOf('\n', at);
-    if (end < 0) break;  // a partial line waits for its newline
+  chunk.file = file;
+  chunk.startOffset = offset;
+  chunk.endOffset = offset;
+  return chunk;
+}
+
+}  // namespace
+
+FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream) {
+  FileChunk chunk = emptyChunk(runId, stream, RankFile::events, stream.eventsOffset);
+  const qint64 consumed = forEachLine(bytes, [&](const QByteArray& line, qint64 at) {
     const qint64 offset = stream.eventsOffset + at;
-    const QByteArray line = bytes.mid(at, end - at);
-    at = end + 1;
     auto event = spec::parse_event(std::string_view(line.constData(), size_t(line.size())));
     if (!event) {
       // Kept verbatim as a log line, never dropped: it may be a crash message on stdout.
@@ -95,7 +112,7 @@ FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& s
       chunk.anomalies.push_back({runId, stream.rank, Anomaly::Kind::malformed, -1, offset,
                                  QString::fromStdString(event.message())});
       keepLastWords(stream, text);
-      continue;
+      return;
     }
     checkSeq(runId, offset, *event, stream, chunk);
     noteEvent(*event, stream);
@@ -103,28 +120,20 @@ FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& s
                             QString::fromUtf8(spec::kind_name(event->body)), line, offset});
     std::vector<MetricRow> metrics = metricsOf(runId, *event);
     chunk.metrics.insert(chunk.metrics.end(), metrics.begin(), metrics.end());
-  }
-  stream.eventsOffset += at;
+  });
+  stream.eventsOffset += consumed;
   chunk.endOffset = stream.eventsOffset;
   return chunk;
 }
 
 FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream) {
-  FileChunk chunk;
-  chunk.runId = runId;
-  chunk.rank = stream.rank;
-  chunk.file = RankFile::log;
-  chunk.startOffset = stream.logOffset;
-  qint64 at = 0;
-  for (;;) {
-    const qint64 end = bytes.indexOf('\n', at);
-    if (end < 0) break;
-    const QString text = QString::fromUtf8(bytes.mid(at, end - at));
+  FileChunk chunk = emptyChunk(runId, stream, RankFile::log, stream.logOffset);
+  const qint64 consumed = forEachLine(bytes, [&](const QByteArray& line, qint64 at) {
+    const QString text = QString::fromUtf8(line);
     chunk.logs.push_back({runId, stream.rank, RankFile::log, stream.logOffset + at, text});
     keepLastWords(stream, text);
-    at = end + 1;
-  }
-  stream.logOffset += at;
+  });
+  stream.logOffset += consumed;
   chunk.endOffset = stream.logOffset;
   return chunk;
 }
