@@ -26,17 +26,8 @@ namespace shardscope::cli {
 
 namespace {
 
-constexpr double kStaleLeaseS = 10;  // RunMonitor's default: a holder silent this long is gone
-
 std::atomic<bool> g_interrupted{false};
 extern "C" void onInterrupt(int /*sig*/) { g_interrupted = true; }
-
-// True when some live process follows the run (holds a fresh lease).
-bool followedByLiveProcess(const backend::LeaseRecord& lease) {
-  if (spec::unix_time_now() - lease.heartbeat > kStaleLeaseS) return false;
-  if (lease.host == QSysInfo::machineHostName()) return backend::RunStore::processAlive(lease.pid);
-  return true;  // another machine's holder with a fresh heartbeat
-}
 
 }  // namespace
 
@@ -171,7 +162,9 @@ int adoptOrphans(const Globals& g, backend::RunReader& reader,
                 lease.message().c_str());
       continue;
     }
-    if (*lease && followedByLiveProcess(**lease)) continue;
+    if (*lease && backend::RunStore::leaseHolderAlive(**lease, QSysInfo::machineHostName(),
+                                                      backend::RunMonitor::Options{}.staleAfterS))
+      continue;
     auto pid = spawnSupervisor(g, run);
     if (!pid) {
       std::cerr << "warning: " << pid.message() << '\n';

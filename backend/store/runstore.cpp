@@ -212,15 +212,6 @@ Result<void> insertParams(WriteContext& context, qint64 runId, const QJsonObject
   return ok();
 }
 
-// A lease holder is alive unless its heartbeat is stale or, on this machine, its pid is gone.
-bool holderAlive(const LeaseRecord& holder, const LeaseRecord& me, double staleAfterS) {
-  if (spec::unix_time_now() - holder.heartbeat > staleAfterS) return false;
-  if (holder.host == me.host && holder.pid > 0) {
-    if (!RunStore::processAlive(holder.pid)) return false;
-  }
-  return true;
-}
-
 Result<std::optional<LeaseRecord>> currentLease(WriteContext& context, qint64 runId) {
   auto stmt =
       context.statement("SELECT run_id, pid, host, token, heartbeat FROM leases WHERE run_id = ?1");
@@ -242,7 +233,7 @@ Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, dou
   if (!holder) return holder.error();
   LeaseOutcome outcome;
   if (*holder && (*holder)->token != me.token) {
-    if (holderAlive(**holder, me, staleAfterS)) {
+    if (RunStore::leaseHolderAlive(**holder, me.host, staleAfterS)) {
       outcome.holder = **holder;
       return outcome;
     }
@@ -276,6 +267,12 @@ bool RunStore::processAlive(qint64 pid) {
   const QByteArray text = stat.read(4096);
   const qsizetype close = text.lastIndexOf(')');
   return close < 0 || text.size() <= close + 2 || text[close + 2] != 'Z';
+}
+
+bool RunStore::leaseHolderAlive(const LeaseRecord& holder, const QString& host,
+                                double staleAfterS) {
+  if (spec::unix_time_now() - holder.heartbeat > staleAfterS) return false;
+  return holder.host != host || holder.pid <= 0 || processAlive(holder.pid);
 }
 
 QString RunStore::defaultPath() {

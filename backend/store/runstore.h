@@ -39,6 +39,10 @@ class RunStore : public QObject {
   /// True when process `pid` runs on this machine (a zombie counts as ended): the liveness test
   /// of a lease holder on this host.
   static bool processAlive(qint64 pid);
+  /// True when a lease's holder still follows its run: a heartbeat newer than staleAfterS and,
+  /// when the holder runs on `host` (this machine), a live pid. acquireLease() takes over
+  /// exactly the holders for which this is false.
+  static bool leaseHolderAlive(const LeaseRecord& holder, const QString& host, double staleAfterS);
   /// $XDG_DATA_HOME/shardscope/runs.db (the user's data folder).
   static QString defaultPath();
   /// Opens (creating it and its folder) and migrates the run log at `path`.
