@@ -59,9 +59,17 @@ class Model {
   /// Training FLOPs per token at sequence length `seq_len` (6N + 12 L H Q T, torchtitan's formula
   /// with N the non-embedding parameter count).
   virtual double flops_per_token(std::int64_t seq_len) const = 0;
+  /// Freezes the parameters train.freeze matches (before an engine or optimizer is built);
+  /// returns the globs that match none.
+  std::vector<std::string> freeze(const spec::TrainSection& train) {
+    return spec::apply_freeze(train, mutable_layers());
+  }
   /// Counted parameters: all, and those that receive gradients.
   std::int64_t params_total() const;
   std::int64_t params_trainable() const;
+
+ protected:
+  virtual std::vector<LayerDef>& mutable_layers() = 0;
 };
 
 using spec::numel;

@@ -34,6 +34,9 @@ class Qwen2Model final : public Model {
                            const LayerContext& ctx) const override;
   double flops_per_token(std::int64_t seq_len) const override;
 
+ protected:
+  std::vector<LayerDef>& mutable_layers() override { return m_layers; }
+
  private:
   Qwen2Config m_config;
   std::vector<LayerDef> m_layers;

@@ -45,6 +45,9 @@ class Qwen2VLModel final : public Model {
   /// Index of the text embedding layer (0 without a vision tower).
   int embed_layer() const { return m_embed; }
 
+ protected:
+  std::vector<LayerDef>& mutable_layers() override { return m_layers; }
+
  private:
   void random_init(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const;
   at::Tensor patch_embed(const std::vector<at::Tensor>& p, const LayerContext& ctx) const;

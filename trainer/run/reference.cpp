@@ -20,8 +20,7 @@ class ReferenceRunner final : public StepRunner {
       for (const auto& p : layers[l].params) values.push_back(at::zeros(p.shape, at::kFloat));
       model.init_layer(static_cast<int>(l), values, exp.train.seed);
       for (std::size_t i = 0; i < values.size(); ++i) {
-        const bool trains =
-            layers[l].params[i].trainable && !spec::frozen_by(exp.train, layers[l].params[i].name);
+        const bool trains = layers[l].params[i].trainable;
         values[i].requires_grad_(trains);
         if (trains) {
           (layers[l].params[i].decay ? decay : no_decay).push_back(values[i]);

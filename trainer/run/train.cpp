@@ -40,7 +40,7 @@ class EngineRunner final : public StepRunner {
  public:
   EngineRunner(const model::Model& model, const spec::Experiment& exp, shard::Groups groups,
                shard::Trace* trace)
-      : m_engine(model, exp.shard, groups, trace, exp.train.freeze) {
+      : m_engine(model, exp.shard, groups, trace) {
     m_engine.init_params(exp.train.seed);
     m_optimizer = std::make_unique<optim::ShardedAdamW>(m_engine.trainable_flats(), exp.train);
     m_engine.trace_optimizer_state(m_optimizer->exp_avg(), m_optimizer->exp_avg_sq());
@@ -328,30 +328,6 @@ std::vector<data::TokenSample> load_data(const spec::Experiment& exp, const std:
   return std::move(*samples);
 }
 
-/// train.freeze against the model's names (validation checked the tiny model already; this covers
-/// models whose names come from a checkpoint). Before any collective.
-void check_freeze_matches(const spec::Experiment& exp, const model::Model& model) {
-  for (const auto& glob : exp.train.freeze) {
-    spec::TrainSection one;
-    one.freeze = {glob};
-    bool any = false;
-    for (const auto& layer : model.layers())
-      for (const auto& p : layer.params) any = any || spec::frozen_by(one, p.name);
-    SHARD_CHECK(any, ErrorKind::config,
-                "train.freeze: pattern \"" + glob + "\" matches no parameter of the model",
-                "use Hugging Face names such as \"model.layers.0.*\"");
-  }
-}
-
-/// Parameters that get gradients: the model's trainable ones not frozen by train.freeze.
-std::int64_t trainable_params(const model::Model& model, const spec::TrainSection& train) {
-  std::int64_t n = 0;
-  for (const auto& layer : model.layers())
-    for (const auto& p : layer.params)
-      if (p.trainable && !spec::frozen_by(train, p.name)) n += model::numel(p.shape);
-  return n;
-}
-
 std::int64_t estimate_total(const spec::Experiment& exp, const dist::Rendezvous& r) {
   auto e = spec::estimate_memory(exp, r.world_size, r.local_world_size);
   return e ? e->total : 0;
@@ -380,11 +356,16 @@ int run_train(const TrainOptions& options) {
   std::signal(SIGINT, on_stop_signal);
 
   model::Qwen2Model model(model::tiny_config(exp->model));
+  // Validation checked train.freeze against the tiny model; a checkpoint's names are known here,
+  // before any collective.
+  for (const auto& glob : model.freeze(exp->train))
+    SHARD_FAIL(ErrorKind::config,
+               "train.freeze: pattern \"" + glob + "\" matches no parameter of the model",
+               "use Hugging Face names such as \"model.layers.0.*\"");
   auto samples = load_data(*exp, exp->data.train_path);
   std::vector<data::TokenSample> eval_samples;
   if (exp->eval.every > 0 && !exp->data.eval_path.empty())
     eval_samples = load_data(*exp, exp->data.eval_path);
-  check_freeze_matches(*exp, model);
   auto groups = make_groups(*rdzv, exp->shard.strategy, 60);
   shard::Trace trace;
   if (!options.trace.empty()) trace.open(options.trace, rdzv->rank);
@@ -409,7 +390,7 @@ int run_train(const TrainOptions& options) {
                                    {"torch", TORCH_VERSION},
                                    {"backend", groups.world.backend_name()}},
                                   model.params_total(),
-                                  trainable_params(model, exp->train),
+                                  model.params_trainable(),
                                   estimate_total(*exp, *rdzv)});
   Loop loop{*exp,
             options,

@@ -172,13 +172,12 @@ at::ScalarType to_scalar_type(spec::DType dtype) {
 }
 
 ShardEngine::ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
-                         Trace* trace, std::vector<std::string> freeze)
+                         Trace* trace)
     : m_model(model),
       m_shard(shard),
       m_prec(spec::resolve_precision(shard)),
       m_groups(groups),
       m_trace(trace) {
-  m_freeze.freeze = std::move(freeze);
   build_units(shard);
   m_layer_params.resize(model.layers().size());
   for (std::size_t l = 0; l < model.layers().size(); ++l)
@@ -209,8 +208,7 @@ void ShardEngine::build_units(const spec::ShardSection& shard) {
       const auto& defs = layers[static_cast<std::size_t>(l)].params;
       for (std::size_t i = 0; i < defs.size(); ++i) {
         FlatSlot slot{l, static_cast<int>(i), defs[i].name, defs[i].shape, 0, 0, defs[i].decay};
-        const bool trains = defs[i].trainable && !spec::frozen_by(m_freeze, defs[i].name);
-        (trains ? trainable : frozen).slots.push_back(std::move(slot));
+        (defs[i].trainable ? trainable : frozen).slots.push_back(std::move(slot));
       }
     }
     for (auto* flat : {&trainable, &frozen}) {

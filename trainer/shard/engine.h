@@ -51,9 +51,9 @@ struct Unit {
 
 class ShardEngine {
  public:
-  /// `freeze`: train.freeze's globs; matching parameters go to their unit's frozen flat.
+  /// Parameters the model marks frozen (train.freeze, LoRA bases) go to their unit's frozen flat.
   ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
-              Trace* trace, std::vector<std::string> freeze = {});
+              Trace* trace);
   ShardEngine(const ShardEngine&) = delete;
   ShardEngine& operator=(const ShardEngine&) = delete;
 
@@ -89,7 +89,7 @@ class ShardEngine {
   std::vector<FlatParam*> trainable_flats();
   const spec::PrecisionDTypes& precision() const { return m_prec; }
   const Groups& groups() const { return m_groups; }
-  /// Parameters that receive gradients (model trainable and not frozen by train.freeze).
+  /// Parameters that receive gradients (in trainable flats).
   std::int64_t params_trainable() const;
   /// Full fp32 value of every parameter by HF name (a collective: every rank calls it).
   std::vector<std::pair<std::string, at::Tensor>> full_state();
@@ -117,7 +117,6 @@ class ShardEngine {
 
   const model::Model& m_model;
   spec::ShardSection m_shard;
-  spec::TrainSection m_freeze;  // only `freeze` is used
   spec::PrecisionDTypes m_prec;
   Groups m_groups;
   Trace* m_trace = nullptr;

@@ -77,8 +77,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
 
   const auto dims = tiny_dims(exp.model);
   auto layers = qwen2_layers(dims);
-  for (auto& l : layers)
-    for (auto& p : l.params) p.trainable = p.trainable && !frozen_by(exp.train, p.name);
+  apply_freeze(exp.train, layers);  // validation reported unmatched globs
   for (const auto& l : layers)
     for (const auto& p : l.params) {
       e.params_total += numel(p.shape);

@@ -259,9 +259,6 @@ std::string write_experiment_toml(const Experiment& exp);
 /// sha256 of write_experiment_toml(exp), hex: the `hello` event's config_hash.
 std::string config_hash(const Experiment& exp);
 
-/// True when `hf_name` matches one of train.freeze's globs.
-bool frozen_by(const TrainSection& train, std::string_view hf_name);
-
 std::string_view to_string(ShardStrategy v);
 std::string_view to_string(WrapPolicy v);
 std::string_view to_string(BackwardPrefetch v);

@@ -1,7 +1,6 @@
 // Range and cross-field rules of an experiment. Every rule names the field, what is wrong and
 // the fix; a demanding FSDP user never gets a silent fallback (a field that the chosen mode
 // would ignore is an error too, unless it keeps its default).
-#include <fnmatch.h>
 
 #include <algorithm>
 #include <cmath>
@@ -186,12 +185,9 @@ void check_freeze(const TrainSection& t, const ModelSection& m, const Check& che
                        m.tiny_hidden_size % m.tiny_heads == 0 && m.tiny_layers >= 1 &&
                        m.tiny_vocab_size >= 2 && m.tiny_intermediate_size >= 0;
   if (!tiny_ok || t.freeze.empty()) return;
-  const auto layers = qwen2_layers(tiny_dims(m));
-  for (const auto& glob : t.freeze) {
-    bool any = false;
-    for (const auto& layer : layers)
-      for (const auto& p : layer.params) any = any || fnmatch(glob.c_str(), p.name.c_str(), 0) == 0;
-    check(any || glob.empty(), "train.freeze",
+  auto layers = qwen2_layers(tiny_dims(m));
+  for (const auto& glob : apply_freeze(t, layers)) {
+    check(glob.empty(), "train.freeze",
           "pattern " + quoted(glob) +
               " matches no parameter of the model; use Hugging Face names such as "
               "\"model.embed_tokens.*\" or \"model.layers.0.*\"");
@@ -286,14 +282,3 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
 }
 
 }  // namespace shardscope::spec::detail
-
-namespace shardscope::spec {
-
-bool frozen_by(const TrainSection& train, std::string_view hf_name) {
-  const std::string name(hf_name);
-  return std::any_of(train.freeze.begin(), train.freeze.end(), [&](const std::string& glob) {
-    return fnmatch(glob.c_str(), name.c_str(), 0) == 0;
-  });
-}
-
-}  // namespace shardscope::spec

@@ -1,5 +1,7 @@
 #include "trainer/spec/model_shape.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 
 namespace shardscope::spec {
@@ -94,6 +96,21 @@ std::vector<std::vector<int>> plan_units(const std::vector<LayerShape>& layers, 
   for (int l : group) units[0].push_back(l);
   std::sort(units[0].begin(), units[0].end());
   return units;
+}
+
+std::vector<std::string> apply_freeze(const TrainSection& train, std::vector<LayerShape>& layers) {
+  std::vector<std::string> unmatched;
+  for (const auto& glob : train.freeze) {
+    bool any = false;
+    for (auto& layer : layers)
+      for (auto& p : layer.params)
+        if (fnmatch(glob.c_str(), p.name.c_str(), 0) == 0) {
+          p.trainable = false;
+          any = true;
+        }
+    if (!any) unmatched.push_back(glob);
+  }
+  return unmatched;
 }
 
 }  // namespace shardscope::spec

@@ -49,6 +49,10 @@ Qwen2Dims tiny_dims(const ModelSection& model);
 std::vector<LayerShape> qwen2_layers(const Qwen2Dims& dims);
 
 std::int64_t numel(const std::vector<std::int64_t>& shape);
+
+/// Marks the parameters that train.freeze's globs match (fnmatch on the Hugging Face name)
+/// frozen; returns the globs that match no parameter (a configuration error for the caller).
+std::vector<std::string> apply_freeze(const TrainSection& train, std::vector<LayerShape>& layers);
 /// Parameters of `layers`, a tied parameter counted once (transformers' num_parameters()).
 std::int64_t count_params(const std::vector<LayerShape>& layers);
 /// The text stack's layers appended to `layers`: embed, blocks, head (names `prefix`-free HF).
