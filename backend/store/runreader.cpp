@@ -1,5 +1,6 @@
 #include "backend/store/runreader.h"
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>
 
@@ -25,6 +26,25 @@ QString anomalyKindName(Anomaly::Kind kind) {
   return "malformed";
 }
 
+QString studyStatusName(StudyStatus status) {
+  switch (status) {
+    case StudyStatus::running:
+      return "running";
+    case StudyStatus::complete:
+      return "complete";
+    case StudyStatus::stopped:
+      break;
+  }
+  return "stopped";
+}
+
+std::optional<StudyStatus> parseStudyStatus(const QString& name) {
+  for (const StudyStatus s : {StudyStatus::running, StudyStatus::complete, StudyStatus::stopped}) {
+    if (studyStatusName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 QString text(const Statement& stmt, int column) {
@@ -43,7 +63,34 @@ QJsonObject jsonObject(const Statement& stmt, int column) {
 
 constexpr const char* kRunColumns =
     "SELECT id, experiment_id, name, status, run_dir, location, params, objective, error, "
-    "created_at, started_at, ended_at, world_size FROM runs ";
+    "created_at, started_at, ended_at, world_size, study_id, trial_number, objective_values, "
+    "attempt FROM runs ";
+
+// A JSON array of numbers as doubles (null: NaN); nullopt for SQL NULL.
+std::optional<std::vector<double>> numberArray(const Statement& stmt, int column) {
+  if (stmt.columnIsNull(column)) return std::nullopt;
+  const QJsonArray array =
+      QJsonDocument::fromJson(QByteArray::fromStdString(stmt.columnText(column))).array();
+  std::vector<double> values;
+  values.reserve(static_cast<std::size_t>(array.size()));
+  for (const auto& v : array) {
+    values.push_back(v.isDouble() ? v.toDouble() : std::numeric_limits<double>::quiet_NaN());
+  }
+  return values;
+}
+
+QStringList stringArray(const Statement& stmt, int column) {
+  QStringList list;
+  const QJsonArray array =
+      QJsonDocument::fromJson(QByteArray::fromStdString(stmt.columnText(column))).array();
+  for (const auto& v : array) list << v.toString();
+  return list;
+}
+
+std::optional<qint64> optionalInt(const Statement& stmt, int column) {
+  if (stmt.columnIsNull(column)) return std::nullopt;
+  return stmt.columnInt64(column);
+}
 
 RunRecord runFromRow(const Statement& stmt) {
   RunRecord run;
@@ -62,7 +109,33 @@ RunRecord runFromRow(const Statement& stmt) {
   run.startedAt = optionalReal(stmt, 10);
   run.endedAt = optionalReal(stmt, 11);
   run.worldSize = static_cast<int>(stmt.columnInt64(12));
+  run.studyId = optionalInt(stmt, 13);
+  run.trialNumber = optionalInt(stmt, 14);
+  run.objectiveValues = numberArray(stmt, 15);
+  run.attempt = static_cast<int>(stmt.columnInt64(16));
   return run;
+}
+
+constexpr const char* kStudyColumns =
+    "SELECT id, name, experiment_id, config, objectives, directions, sampler, seed, status, "
+    "created_at, ended_at, state FROM studies ";
+
+StudyRecord studyFromRow(const Statement& stmt) {
+  StudyRecord study;
+  study.id = stmt.columnInt64(0);
+  study.name = text(stmt, 1);
+  study.experimentId = optionalInt(stmt, 2);
+  study.config = text(stmt, 3);
+  study.objectives = stringArray(stmt, 4);
+  study.directions = stringArray(stmt, 5);
+  study.sampler = text(stmt, 6);
+  study.seed = optionalInt(stmt, 7);
+  // The CHECK constraint keeps the list closed.
+  study.status = parseStudyStatus(text(stmt, 8)).value_or(StudyStatus::stopped);
+  study.createdAt = stmt.columnDouble(9);
+  study.endedAt = optionalReal(stmt, 10);
+  study.state = jsonObject(stmt, 11);
+  return study;
 }
 
 EventRow eventFromRow(const Statement& stmt) {
@@ -143,8 +216,8 @@ Result<std::optional<RunRecord>> RunReader::runByName(const QString& name) {
 
 Result<QStringList> RunReader::metricKeys(qint64 runId) {
   auto stmt = m_db.prepare(
-      "SELECT name FROM metric_keys WHERE id IN "
-      "(SELECT DISTINCT key_id FROM metrics WHERE run_id = ?1) ORDER BY name");
+      "SELECT name FROM metric_keys k WHERE EXISTS "
+      "(SELECT 1 FROM metrics m WHERE m.run_id = ?1 AND m.key_id = k.id) ORDER BY name");
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   QStringList keys;
@@ -161,7 +234,7 @@ Result<std::vector<MetricPoint>> RunReader::metric(qint64 runId, const QString& 
                                                    qint64 afterStep) {
   auto stmt = m_db.prepare(
       "SELECT m.step, m.value, m.rank, m.time FROM metrics m JOIN metric_keys k ON k.id = "
-      "m.key_id WHERE m.run_id = ?1 AND k.name = ?2 AND m.step > ?3 ORDER BY m.step, m.id");
+      "m.key_id WHERE m.run_id = ?1 AND k.name = ?2 AND m.step > ?3 ORDER BY m.step, m.rank");
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   if (auto r = stmt->bindText(2, key.toStdString()); !r) return r.error();
@@ -314,6 +387,46 @@ Result<std::vector<HostRecord>> RunReader::hosts() {
                      text(*stmt, 3), text(*stmt, 4), optionalReal(*stmt, 5)});
   }
   return hosts;
+}
+
+Result<std::vector<StudyRecord>> RunReader::queryStudies(const std::string& where, qint64 id,
+                                                         const QString& name) {
+  auto stmt = m_db.prepare(std::string(kStudyColumns) + where);
+  if (!stmt) return stmt.error();
+  if (where.find("?1") != std::string::npos) {
+    auto bound = name.isNull() ? stmt->bindInt64(1, id) : stmt->bindText(1, name.toStdString());
+    if (!bound) return bound.error();
+  }
+  std::vector<StudyRecord> studies;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    studies.push_back(studyFromRow(*stmt));
+  }
+  return studies;
+}
+
+Result<std::vector<StudyRecord>> RunReader::listStudies() {
+  return queryStudies("ORDER BY id DESC", 0, QString());
+}
+
+Result<std::optional<StudyRecord>> RunReader::study(qint64 id) {
+  auto studies = queryStudies("WHERE id = ?1", id, QString());
+  if (!studies) return studies.error();
+  if (studies->empty()) return std::optional<StudyRecord>();
+  return std::optional<StudyRecord>(studies->front());
+}
+
+Result<std::optional<StudyRecord>> RunReader::studyByName(const QString& name) {
+  auto studies = queryStudies("WHERE name = ?1", 0, name.isNull() ? QString("") : name);
+  if (!studies) return studies.error();
+  if (studies->empty()) return std::optional<StudyRecord>();
+  return std::optional<StudyRecord>(studies->front());
+}
+
+Result<std::vector<RunRecord>> RunReader::trials(qint64 studyId) {
+  return queryRuns("WHERE study_id = ?1 ORDER BY trial_number", studyId, QString());
 }
 
 Result<std::string> RunReader::integrityCheck() { return m_db.queryText("PRAGMA integrity_check"); }

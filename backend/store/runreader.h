@@ -56,6 +56,13 @@ class RunReader {
   [[nodiscard]] Result<std::optional<LeaseRecord>> lease(qint64 runId);
   [[nodiscard]] Result<std::vector<HostRecord>> hosts();
 
+  /// Every study, newest first (schema v3).
+  [[nodiscard]] Result<std::vector<StudyRecord>> listStudies();
+  [[nodiscard]] Result<std::optional<StudyRecord>> study(qint64 id);
+  [[nodiscard]] Result<std::optional<StudyRecord>> studyByName(const QString& name);
+  /// The runs of a study in trial-number order (params, status, objective values filled in).
+  [[nodiscard]] Result<std::vector<RunRecord>> trials(qint64 studyId);
+
   /// PRAGMA integrity_check's answer ("ok" when the file is sound).
   [[nodiscard]] Result<std::string> integrityCheck();
   SqliteDb& db() { return m_db; }
@@ -64,6 +71,8 @@ class RunReader {
   explicit RunReader(SqliteDb db) : m_db(std::move(db)) {}
   Result<std::vector<RunRecord>> queryRuns(const std::string& where, qint64 id,
                                            const QString& name);
+  Result<std::vector<StudyRecord>> queryStudies(const std::string& where, qint64 id,
+                                                const QString& name);
 
   SqliteDb m_db;
 };

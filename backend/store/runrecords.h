@@ -6,6 +6,7 @@
 #include <QJsonObject>
 #include <QList>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 #include <vector>
@@ -27,6 +28,42 @@ struct ExperimentRecord {
   QString source;  ///< path of the experiment file ("" when built in memory)
   QString toml;    ///< the resolved experiment as TOML
   double createdAt = 0;
+};
+
+/// Where a study (a search of #6) stands.
+enum class StudyStatus { running, complete, stopped };
+
+/// "running", "complete", "stopped", as stored in studies.status.
+QString studyStatusName(StudyStatus status);
+/// The status named `name`; nullopt for any other text.
+std::optional<StudyStatus> parseStudyStatus(const QString& name);
+
+/// What a new study needs; the store fills in id, status (running) and created time (schema v3).
+struct NewStudy {
+  QString name;  ///< unique in the store
+  std::optional<qint64> experimentId;
+  QString config;          ///< the experiment TOML as given (with its [search] section)
+  QStringList objectives;  ///< metric names ("eval.loss", "objective", ...)
+  QStringList directions;  ///< "minimize" or "maximize", one per objective
+  QString sampler;         ///< "tpe", "random", ...
+  std::optional<qint64> seed;
+  QJsonObject state;  ///< sampler/scheduler state
+};
+
+/// One study as the store knows it.
+struct StudyRecord {
+  qint64 id = 0;
+  QString name;
+  std::optional<qint64> experimentId;
+  QString config;
+  QStringList objectives;
+  QStringList directions;
+  QString sampler;
+  std::optional<qint64> seed;
+  StudyStatus status = StudyStatus::running;
+  double createdAt = 0;
+  std::optional<double> endedAt;
+  QJsonObject state;
 };
 
 /// What a new run needs; the store fills in id, status (queued) and created time.
@@ -53,6 +90,28 @@ struct RunRecord {
   std::optional<double> startedAt;
   std::optional<double> endedAt;
   int worldSize = 0;
+  // A trial of a study (schema v3); all empty for a run outside a study.
+  std::optional<qint64> studyId;
+  std::optional<qint64> trialNumber;  ///< unique in its study
+  /// One value per objective of the study (NaN where not finite); nullopt until known.
+  std::optional<std::vector<double>> objectiveValues;
+  int attempt = 0;  ///< retries of the same trial number
+};
+
+/// What a new trial run needs: a queued run of a study (schema v3).
+struct NewTrial {
+  qint64 studyId = 0;
+  std::optional<qint64> trialNumber;  ///< nullopt: the next free number of the study
+  QString name;                       ///< "" : "<study name>-<trial number>"
+  QString runDir;
+  QJsonObject params;
+  int worldSize = 0;
+};
+
+/// The run a trial got and its number.
+struct TrialId {
+  qint64 runId = 0;
+  qint64 number = 0;
 };
 
 /// One value of one metric at one step on one rank.

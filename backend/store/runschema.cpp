@@ -113,8 +113,58 @@ ALTER TABLE leases ADD COLUMN host TEXT NOT NULL DEFAULT '';
 CREATE INDEX events_by_kind ON events(run_id, rank, kind, seq);
 )sql";
 
+// Version 3 (ingest speed, studies of #6):
+// - metrics becomes one WITHOUT ROWID B-tree keyed by (run_id, key_id, step, rank): a row is
+//   stored once instead of in a table and an index, and a curve is one range of the key. An
+//   exact duplicate of (run, key, step, rank), which schema 2 allowed (a rank that re-emitted a
+//   step after a resume), keeps its latest row (highest v2 id): the copy runs in id order per key
+//   with INSERT OR REPLACE, as the writer's own INSERT OR REPLACE does from now on.
+// - studies (a search of #6) and, on runs, the study a trial belongs to, its trial number (unique
+//   in the study), its objective values (JSON array, NULL until known) and its attempt (retries of
+//   the same trial number re-queue the same run). Deleting a study deletes its runs (and, through
+//   the trigger, their metrics).
+constexpr std::string_view kVersion3 = R"sql(
+DROP TRIGGER runs_delete_metrics;
+DROP INDEX metrics_by_run_key;
+ALTER TABLE metrics RENAME TO metrics_v2;
+CREATE TABLE metrics(
+  run_id INTEGER NOT NULL,
+  key_id INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  value REAL,
+  time REAL NOT NULL,
+  PRIMARY KEY(run_id, key_id, step, rank)) WITHOUT ROWID;
+INSERT OR REPLACE INTO metrics(run_id, key_id, step, rank, value, time)
+  SELECT run_id, key_id, step, rank, value, time FROM metrics_v2
+  ORDER BY run_id, key_id, step, rank, id;
+DROP TABLE metrics_v2;
+CREATE TRIGGER runs_delete_metrics AFTER DELETE ON runs BEGIN
+  DELETE FROM metrics WHERE run_id = old.id;
+END;
+CREATE TABLE studies(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  experiment_id INTEGER REFERENCES experiments(id) ON DELETE SET NULL,
+  config TEXT NOT NULL DEFAULT '',
+  directions TEXT NOT NULL DEFAULT '[]',
+  objectives TEXT NOT NULL DEFAULT '[]',
+  sampler TEXT NOT NULL DEFAULT '',
+  seed INTEGER,
+  status TEXT NOT NULL DEFAULT 'running' CHECK(status IN ('running','complete','stopped')),
+  created_at REAL NOT NULL,
+  ended_at REAL,
+  state TEXT NOT NULL DEFAULT '{}');
+ALTER TABLE runs ADD COLUMN study_id INTEGER REFERENCES studies(id) ON DELETE CASCADE;
+ALTER TABLE runs ADD COLUMN trial_number INTEGER;
+ALTER TABLE runs ADD COLUMN objective_values TEXT;
+ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+CREATE UNIQUE INDEX runs_by_study_trial ON runs(study_id, trial_number);
+)sql";
+
 // kSteps[i] takes a database from version i to i + 1.
-constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {kVersion1, kVersion2};
+constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {kVersion1, kVersion2,
+                                                                    kVersion3};
 
 Result<bool> hasVersionTable(SqliteDb& db) {
   auto stmt = db.prepare(

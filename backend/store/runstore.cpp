@@ -9,26 +9,28 @@
 #include <QLoggingCategory>
 #include <QStandardPaths>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "backend/store/runschema.h"
+#include "backend/store/storesql.h"
 #include "trainer/spec/events.h"
 
 Q_LOGGING_CATEGORY(lcRunStore, "shardscope.backend.runstore")
 
 namespace shardscope::backend {
 
-namespace {
+namespace storesql {
 
 std::string compactJson(const QJsonObject& object) {
   return QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString();
 }
 
-// Steps a write statement to its end.
 Result<void> execute(Statement& stmt) {
   auto row = stmt.step();
   if (!row) return row.error();
@@ -37,44 +39,93 @@ Result<void> execute(Statement& stmt) {
 
 int changes(WriteContext& context) { return sqlite3_changes(context.db().handle()); }
 
+Result<void> insertParams(WriteContext& context, qint64 runId, const QJsonObject& params) {
+  auto stmt = context.statement("INSERT INTO params(run_id, key, value) VALUES (?1,?2,?3)");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    insert.reset();
+    // Each value as JSON text, so 1e-3 and "1e-3" stay apart.
+    const QByteArray value =
+        QJsonDocument(QJsonArray{it.value()}).toJson(QJsonDocument::Compact).mid(1).chopped(1);
+    if (auto r = insert.bindInt64(1, runId); !r) return r;
+    if (auto r = insert.bindText(2, it.key().toStdString()); !r) return r;
+    if (auto r = insert.bindText(3, value.toStdString()); !r) return r;
+    if (auto r = execute(insert); !r) return r;
+  }
+  return ok();
+}
+
+}  // namespace storesql
+
+namespace {
+
+using storesql::changes;
+using storesql::compactJson;
+using storesql::execute;
+using storesql::insertParams;
+
 // Rows per multi-row INSERT: one statement step stores this many metric rows (6 values each).
 constexpr std::size_t kMetricRowsPerInsert = 64;
 
-// "INSERT INTO metrics(...) VALUES (?,?,?,?,?,?),..." for `rows` rows.
+// "INSERT OR REPLACE INTO metrics(...) VALUES (?,?,?,?,?,?),..." for `rows` rows. A repeated
+// (run, key, step, rank) replaces the stored row (the latest value wins, as in the v3 migration)
+// instead of failing the batch.
 std::string metricInsertSql(std::size_t rows) {
-  std::string sql = "INSERT INTO metrics(run_id, step, key_id, value, rank, time) VALUES ";
+  std::string sql =
+      "INSERT OR REPLACE INTO metrics(run_id, step, key_id, value, rank, time) VALUES ";
   for (std::size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?)" : ",(?,?,?,?,?,?)";
   return sql;
 }
 
+// A metric row with its interned key, in the order of the metrics table's primary key.
+struct KeyedMetric {
+  qint64 runId;
+  qint64 keyId;
+  qint64 step;
+  int rank;
+  const MetricRow* row;
+  auto order() const { return std::tie(runId, keyId, step, rank); }
+};
+
 // Binds one metric row to the six parameters after `base`.
-Result<void> bindMetric(WriteContext& context, Statement& insert, int base, const MetricRow& row) {
-  auto keyId = context.metricKeyId(row.key);
-  if (!keyId) return keyId.error();
-  if (auto r = insert.bindInt64(base + 1, row.runId); !r) return r;
-  if (auto r = insert.bindInt64(base + 2, row.step); !r) return r;
-  if (auto r = insert.bindInt64(base + 3, *keyId); !r) return r;
+Result<void> bindMetric(Statement& insert, int base, const KeyedMetric& m) {
+  if (auto r = insert.bindInt64(base + 1, m.runId); !r) return r;
+  if (auto r = insert.bindInt64(base + 2, m.step); !r) return r;
+  if (auto r = insert.bindInt64(base + 3, m.keyId); !r) return r;
   // NaN (a diverged loss) is stored as NULL, as the protocol writes it.
-  if (auto r = row.value == row.value ? insert.bindDouble(base + 4, row.value)
-                                      : insert.bindNull(base + 4);
-      !r)
+  const double value = m.row->value;
+  if (auto r = value == value ? insert.bindDouble(base + 4, value) : insert.bindNull(base + 4); !r)
     return r;
-  if (auto r = insert.bindInt64(base + 5, row.rank); !r) return r;
-  return insert.bindDouble(base + 6, row.time);
+  if (auto r = insert.bindInt64(base + 5, m.rank); !r) return r;
+  return insert.bindDouble(base + 6, m.row->time);
 }
 
 Result<void> insertMetrics(WriteContext& context, const std::vector<MetricRow>& rows) {
   if (rows.empty()) return ok();
+  // Callers interleave keys (loss, lr, ... of one step); inserted in primary-key order each row
+  // lands beside the previous one in the B-tree, which halves the CPU time per row. The sort is
+  // stable, so of two rows with the same key the later one still replaces the earlier.
+  std::vector<KeyedMetric> sorted;
+  sorted.reserve(rows.size());
+  for (const MetricRow& row : rows) {
+    auto keyId = context.metricKeyId(row.key);
+    if (!keyId) return keyId.error();
+    sorted.push_back({row.runId, *keyId, row.step, row.rank, &row});
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](const KeyedMetric& a, const KeyedMetric& b) {
+    return a.order() < b.order();
+  });
   static const std::string kManySql = metricInsertSql(kMetricRowsPerInsert);
   static const std::string kOneSql = metricInsertSql(1);
   std::size_t at = 0;
-  while (at < rows.size()) {
-    const std::size_t n = rows.size() - at >= kMetricRowsPerInsert ? kMetricRowsPerInsert : 1;
+  while (at < sorted.size()) {
+    const std::size_t n = sorted.size() - at >= kMetricRowsPerInsert ? kMetricRowsPerInsert : 1;
     auto stmt = context.statement(n == 1 ? kOneSql : kManySql);
     if (!stmt) return stmt.error();
     Statement& insert = **stmt;
     for (std::size_t i = 0; i < n; ++i) {
-      if (auto r = bindMetric(context, insert, int(i) * 6, rows[at + i]); !r) return r;
+      if (auto r = bindMetric(insert, int(i) * 6, sorted[at + i]); !r) return r;
     }
     if (auto r = execute(insert); !r) return r;
     at += n;
@@ -195,23 +246,6 @@ Result<IngestReceipt> ingestChunk(WriteContext& context, const FileChunk& chunk)
   return IngestReceipt{true, *lastId, chunk.endOffset};
 }
 
-Result<void> insertParams(WriteContext& context, qint64 runId, const QJsonObject& params) {
-  auto stmt = context.statement("INSERT INTO params(run_id, key, value) VALUES (?1,?2,?3)");
-  if (!stmt) return stmt.error();
-  Statement& insert = **stmt;
-  for (auto it = params.begin(); it != params.end(); ++it) {
-    insert.reset();
-    // Each value as JSON text, so 1e-3 and "1e-3" stay apart.
-    const QByteArray value =
-        QJsonDocument(QJsonArray{it.value()}).toJson(QJsonDocument::Compact).mid(1).chopped(1);
-    if (auto r = insert.bindInt64(1, runId); !r) return r;
-    if (auto r = insert.bindText(2, it.key().toStdString()); !r) return r;
-    if (auto r = insert.bindText(3, value.toStdString()); !r) return r;
-    if (auto r = execute(insert); !r) return r;
-  }
-  return ok();
-}
-
 Result<std::optional<LeaseRecord>> currentLease(WriteContext& context, qint64 runId) {
   auto stmt =
       context.statement("SELECT run_id, pid, host, token, heartbeat FROM leases WHERE run_id = ?1");
@@ -328,6 +362,7 @@ void RunStore::onCommitted(const ChangeSet& changes) {
   const std::lock_guard lock(m_changesMutex);
   m_pending.runs = m_pending.runs || changes.runs;
   m_pending.hosts = m_pending.hosts || changes.hosts;
+  m_pending.studies = m_pending.studies || changes.studies;
   m_pending.metricRuns.unite(changes.metricRuns);
   m_pending.eventRuns.unite(changes.eventRuns);
   if (m_wakePosted) return;  // a signal is already on its way: these changes join it
@@ -349,6 +384,7 @@ void RunStore::emitPending() {
   }
   if (changes.runs) emit runsChanged();
   if (changes.hosts) emit hostsChanged();
+  if (changes.studies) emit studiesChanged();
   for (const qint64 runId : std::as_const(changes.metricRuns)) emit metricsAppended(runId);
   for (const qint64 runId : std::as_const(changes.eventRuns)) emit eventsAppended(runId);
 }

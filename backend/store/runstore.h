@@ -78,6 +78,19 @@ class RunStore : public QObject {
   Pending<void> renewLease(const LeaseRecord& me);
   Pending<void> releaseLease(const LeaseRecord& me);
 
+  // Studies (schema v3, the search of #6); see runstore_study.cpp.
+  /// A running study; fails when the name is taken or directions and objectives disagree.
+  Pending<qint64> createStudy(const NewStudy& study);
+  /// Sets the status; complete or stopped stamps ended_at, running (a resume) clears it.
+  Pending<void> setStudyStatus(qint64 studyId, StudyStatus status);
+  /// Replaces the sampler/scheduler state.
+  Pending<void> setStudyState(qint64 studyId, const QJsonObject& state);
+  /// A queued run of the study with its trial number and params. Without a number it takes the
+  /// study's next free one inside the write transaction, so two processes get distinct trials.
+  Pending<TrialId> createTrialRun(const NewTrial& trial);
+  /// Records a trial's objective values (one per objective of its study; NaN stored as null).
+  Pending<void> setRunObjectives(qint64 runId, std::vector<double> values);
+
   /// Waits until every write queued before the call is committed.
   void flush();
 
@@ -86,6 +99,7 @@ class RunStore : public QObject {
   void metricsAppended(qint64 runId);
   void eventsAppended(qint64 runId);
   void hostsChanged();
+  void studiesChanged();
 
  private:
   RunStore(QString path, const Options& options, SqliteDb writerDb);

@@ -30,7 +30,10 @@ struct ChangeSet {
   QSet<qint64> metricRuns;  ///< runs that got metric rows
   QSet<qint64> eventRuns;   ///< runs that got event or log rows
   bool hosts = false;
-  bool empty() const { return !runs && !hosts && metricRuns.isEmpty() && eventRuns.isEmpty(); }
+  bool studies = false;  ///< a study was created or changed (schema v3)
+  bool empty() const {
+    return !runs && !hosts && !studies && metricRuns.isEmpty() && eventRuns.isEmpty();
+  }
 };
 
 /// The writer connection as a job sees it: cached statements and metric-key ids.

@@ -1,5 +1,6 @@
-// bench_ingest: how fast the run log takes metric rows (at 1, 100 and 1000 rows per call), how
-// long listing 10k runs takes, and the peak RSS. Prints a table; not a test.
+// bench_ingest: how fast the run log takes metric rows (at 1, 100 and 1000 rows per call), the
+// metrics table of schema 2 (rowid table + index) against schema 3 (one WITHOUT ROWID B-tree) on
+// the same SQL path, how long listing 10k runs takes, and the peak RSS. Prints a table; not a test.
 //   bench_ingest [FOLDER]   (default: a temporary folder; the files are removed afterwards)
 #include <QCoreApplication>
 #include <QElapsedTimer>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
 
 using namespace shardscope;
@@ -70,6 +72,45 @@ Result<Rate> ingestRate(const QString& path, int batch) {
               double(rows) / (cpuSeconds() - cpuStart)};
 }
 
+// The metrics table of one schema, bare: rows bound into 64-row INSERTs in 1000-row
+// transactions, as the writer does, without the store's queue (the table layout alone).
+Result<Rate> layoutRate(const QString& path, int schema) {
+  auto db = SqliteDb::open(path);
+  if (!db) return db.error();
+  if (auto r = migrateRunSchema(*db, schema); !r) return r.error();
+  if (auto r = db->exec("INSERT INTO runs(id, name, status, created_at) "
+                        "VALUES (1, 'bench', 'running', 0)");
+      !r)
+    return r.error();
+  std::string sql = schema >= 3 ? "INSERT OR REPLACE" : "INSERT";
+  sql += " INTO metrics(run_id, step, key_id, value, rank, time) VALUES (?,?,?,?,?,?)";
+  for (int i = 1; i < 64; ++i) sql += ",(?,?,?,?,?,?)";
+  auto insert = db->prepare(sql);
+  if (!insert) return insert.error();
+  QElapsedTimer timer;
+  timer.start();
+  const double cpuStart = cpuSeconds();
+  for (qint64 n = 0; n < kRowsPerRate;) {
+    auto txn = db->transaction();
+    if (!txn) return txn.error();
+    for (int call = 0; call < 1000 / 64 + 1 && n < kRowsPerRate; ++call) {
+      insert->reset();
+      for (int i = 0; i < 64; ++i, ++n) {
+        const int base = i * 6;
+        if (!insert->bindInt64(base + 1, 1) || !insert->bindInt64(base + 2, n / 4) ||
+            !insert->bindInt64(base + 3, n % 4 + 1) ||
+            !insert->bindDouble(base + 4, 1.0 / (n + 1)) || !insert->bindInt64(base + 5, 0) ||
+            !insert->bindDouble(base + 6, 1.7e9))
+          return fail("bind failed");
+      }
+      if (auto r = insert->step(); !r) return r.error();
+    }
+    if (auto r = txn->commit(); !r) return r.error();
+  }
+  return Rate{double(kRowsPerRate) / (double(timer.nsecsElapsed()) / 1e9),
+              double(kRowsPerRate) / (cpuSeconds() - cpuStart)};
+}
+
 // Seconds to list every run after kRunsToList were created.
 Result<double> listTime(const QString& path) {
   auto store = RunStore::open(path);
@@ -110,6 +151,20 @@ int main(int argc, char** argv) {
                 qPrintable(QString("metric rows/s, %1 per call").arg(batch)), rate->wall,
                 rate->cpu);
   }
+  Rate layouts[2];
+  for (const int schema : {2, 3}) {
+    auto rate = layoutRate(folder + QString("/layout-%1.db").arg(schema), schema);
+    if (!rate) {
+      std::fprintf(stderr, "bench_ingest: %s\n", rate.message().c_str());
+      return 1;
+    }
+    layouts[schema - 2] = *rate;
+    std::printf("%-34s %14.0f %14.0f\n",
+                qPrintable(QString("metrics table v%1, bare rows/s").arg(schema)), rate->wall,
+                rate->cpu);
+  }
+  std::printf("%-34s %14.2f %14.2f\n", "v3 / v2 bare table", layouts[1].wall / layouts[0].wall,
+              layouts[1].cpu / layouts[0].cpu);
   auto list = listTime(folder + "/list.db");
   if (!list) {
     std::fprintf(stderr, "bench_ingest: %s\n", list.message().c_str());

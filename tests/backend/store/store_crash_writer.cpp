@@ -113,13 +113,8 @@ int ingestLoop(const QString& dbPath, const QString& eventsPath) {
   return 0;
 }
 
-// A run log of schema `version` with one of everything, for tests/backend/store/assets/.
-int makeAsset(int version, const QString& path) {
-  QFile::remove(path);
-  auto db = SqliteDb::open(path);
-  if (!db) return die(db.message());
-  if (auto r = migrateRunSchema(*db, version); !r) return die(r.message());
-  const char* rows = R"sql(
+// The rows of runs-v1.db (schema 1 and later): one of everything.
+constexpr const char* kAssetRowsV1 = R"sql(
 INSERT INTO experiments(id, name, source, toml, created_at) VALUES
   (1, 'demo', 'examples/demo.toml', '[train]\nlr = 0.001\n', 1760000000.0);
 INSERT INTO runs(id, experiment_id, name, status, run_dir, location, params, objective, error,
@@ -143,7 +138,45 @@ INSERT INTO hosts(alias, hostname, port, user, fingerprint, trusted_at) VALUES
 INSERT INTO leases(run_id, pid, token, heartbeat) VALUES (1, 4242, 'v1-token', 1760000050.0);
 INSERT INTO read_offsets(run_id, rank, file, offset) VALUES (1, 0, 'events', 97);
 )sql";
-  if (auto r = db->exec(rows); !r) return die(r.message());
+
+// Added in runs-v2.db (schema 2 and later): a live run with a leased host, anomalies, a NaN
+// metric (NULL) and an exact duplicate of (run, key, step, rank), which schema 2 allowed: the
+// v3 migration keeps the later row (value 0.75, time 1760000206.0).
+constexpr const char* kAssetRowsV2 = R"sql(
+INSERT INTO runs(id, experiment_id, name, status, run_dir, location, params, objective, error,
+                 created_at, started_at, ended_at, world_size) VALUES
+  (3, NULL, 'live-3', 'running', '/tmp/runs/live-3', '{"kind":"ssh","host":"gpu1"}',
+   '{"train.lr":0.0003,"lora.r":16}', NULL, '', 1760000200.0, 1760000201.0, NULL, 2);
+INSERT INTO params(run_id, key, value) VALUES (3, 'train.lr', '0.0003'), (3, 'lora.r', '16');
+INSERT INTO metric_keys(id, name) VALUES (3, 'mem.peak');
+INSERT INTO metrics(run_id, step, key_id, value, rank, time) VALUES
+  (3, 1, 1, 3.0, 0, 1760000202.0), (3, 2, 1, NULL, 0, 1760000203.0),
+  (3, 3, 1, 0.5, 0, 1760000204.0), (3, 3, 1, 0.75, 0, 1760000206.0),
+  (3, 1, 3, 1048576, 0, 1760000202.0), (3, 1, 3, 2097152, 1, 1760000202.0);
+INSERT INTO events(run_id, rank, seq, kind, json, file_offset) VALUES
+  (3, 0, 0, 'hello', '{"v":1,"ev":"hello","rank":0,"seq":0}', 0),
+  (3, 0, 2, 'step', '{"v":1,"ev":"step","rank":0,"seq":2,"step":1}', 40),
+  (3, 1, 0, 'error', '{"v":1,"ev":"error","rank":1,"seq":0,"kind":"io"}', 0);
+INSERT INTO log_lines(run_id, rank, file, file_offset, text) VALUES
+  (3, 0, 'events', 90, 'not json'), (3, 1, 'log', 0, 'rank 1 starting');
+INSERT INTO anomalies(run_id, rank, kind, seq, file_offset, detail) VALUES
+  (3, 0, 'gap', 2, 40, 'expected seq 1'), (3, 0, 'malformed', -1, 90, 'not JSON');
+INSERT INTO leases(run_id, pid, host, token, heartbeat) VALUES
+  (3, 4343, 'login1', 'v2-token', 1760000250.0);
+INSERT INTO read_offsets(run_id, rank, file, offset) VALUES
+  (3, 0, 'events', 99), (3, 1, 'events', 52), (3, 1, 'log', 16);
+)sql";
+
+// A run log of schema `version` with one of everything, for tests/backend/store/assets/.
+int makeAsset(int version, const QString& path) {
+  QFile::remove(path);
+  auto db = SqliteDb::open(path);
+  if (!db) return die(db.message());
+  if (auto r = migrateRunSchema(*db, version); !r) return die(r.message());
+  if (auto r = db->exec(kAssetRowsV1); !r) return die(r.message());
+  if (version >= 2) {
+    if (auto r = db->exec(kAssetRowsV2); !r) return die(r.message());
+  }
   if (auto r = db->exec("PRAGMA wal_checkpoint(TRUNCATE)"); !r) return die(r.message());
   if (auto r = db->exec("VACUUM"); !r) return die(r.message());
   return 0;

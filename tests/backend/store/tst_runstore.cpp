@@ -1,5 +1,6 @@
-// RunStore on real SQLite files: schema and migrations (with the schema-1 asset), ingest
-// idempotence, readers during writes, coalesced notifications, a full disk, and leases.
+// RunStore on real SQLite files: schema and migrations (with the schema-1 and schema-2 assets),
+// ingest idempotence, repeated metric rows, readers during writes, coalesced notifications, a full
+// disk, leases, and studies with their trials (schema 3).
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -10,7 +11,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <string>
 #include <thread>
 
@@ -51,13 +54,20 @@ class TestRunStore : public QObject {
   void createsFileAndFolderAtDefaultPath();
   void freshSchemaIsCurrent();
   void migratesSchemaOneAsset();
+  void migratesSchemaTwoAsset();
   void refusesNewerSchema();
+  void repeatedMetricRowReplacesNeverFails();
   void runsAndStatuses();
   void ingestIsIdempotent();
   void readersSeeWholeTransactionsDuringWrites();
   void notificationsCoalesce();
   void fullDiskIsClearAndFileStaysSound();
   void leases();
+  void studies();
+  void studyRejectsBadObjectives();
+  void trialsAndObjectives();
+  void concurrentWritersGetDistinctTrialNumbers();
+  void deletingStudyDeletesItsRuns();
 
  private:
   QTemporaryDir m_dir;
@@ -86,8 +96,9 @@ void TestRunStore::freshSchemaIsCurrent() {
   auto version = runSchemaVersion(reader->db());
   VERIFY_OK(version);
   QCOMPARE(*version, kRunSchemaVersion);
-  for (const char* table : {"experiments", "runs", "params", "metrics", "events", "log_lines",
-                            "hosts", "leases", "read_offsets", "anomalies", "schema_version"}) {
+  for (const char* table :
+       {"experiments", "runs", "params", "metrics", "events", "log_lines", "hosts", "leases",
+        "read_offsets", "anomalies", "schema_version", "studies"}) {
     const std::string sql =
         std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'";
     QVERIFY2(countRows(reader->db(), sql) == 1, table);
@@ -370,6 +381,291 @@ void TestRunStore::leases() {
   QVERIFY(!fourth->acquired);
   VERIFY_OK((*store)->releaseLease({*run, 999999999, "elsewhere", "remote", 0}).get());
   QVERIFY(!(*store)->reader()->lease(*run)->has_value());
+}
+
+// The asset was written by schema 2 (store_crash_writer --make-asset 2, see assets/README.md): it
+// opens through the v2 -> v3 migration with every row, and the duplicate metric row is reduced to
+// the later one. // #5
+void TestRunStore::migratesSchemaTwoAsset() {
+  const QString asset =
+      QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v2.db";
+  const QString path = m_dir.filePath("v2.db");
+  QVERIFY(QFile::copy(asset, path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  {
+    auto db = SqliteDb::open(path);
+    VERIFY_OK(db);
+    QCOMPARE(*runSchemaVersion(*db), 2);
+    QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics"), 9);
+  }
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), 3);
+  QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
+  // One B-tree: no rowid, no second index.
+  QVERIFY(!reader->db().prepare("SELECT rowid FROM metrics"));
+  QCOMPARE(countRows(reader->db(),
+                     "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                     "tbl_name = 'metrics'"),
+           0);
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM metrics"), 8);
+  auto runs = reader->listRuns();
+  VERIFY_OK(runs);
+  QCOMPARE(runs->size(), std::size_t(3));
+  const RunRecord& live = runs->at(0);
+  QCOMPARE(live.name, "live-3");
+  QCOMPARE(live.status, spec::RunStatus::running);
+  QCOMPARE(live.params.value("lora.r").toInt(), 16);
+  QVERIFY(!live.studyId && !live.trialNumber && !live.objectiveValues);
+  QCOMPARE(live.attempt, 0);
+  auto loss = reader->metric(live.id, "loss");
+  VERIFY_OK(loss);
+  QCOMPARE(loss->size(), std::size_t(3));
+  QVERIFY(std::isnan(loss->at(1).value));  // stored as NULL
+  QCOMPARE(loss->at(2).value, 0.75);       // the later of the two step-3 rows
+  QCOMPARE(loss->at(2).time, 1760000206.0);
+  auto peak = reader->metric(live.id, "mem.peak");
+  QCOMPARE(peak->size(), std::size_t(2));
+  QCOMPARE(peak->at(1).rank, 1);
+  QCOMPARE(*reader->metricKeys(live.id), (QStringList{"loss", "mem.peak"}));
+  QCOMPARE(reader->metric(runs->at(2).id, "loss")->size(), std::size_t(2));
+  QCOMPARE(*reader->eventCount(live.id, 0), 2);
+  QCOMPARE((*reader->lastEvent(live.id, 1, "error"))->seq, 0);
+  QCOMPARE(reader->logLines(live.id, 0)->at(0).file, RankFile::events);
+  QCOMPARE(reader->anomalies(live.id)->size(), std::size_t(2));
+  QCOMPARE(*reader->offset(live.id, 1, RankFile::log), 16);
+  QCOMPARE((*reader->lease(live.id))->host, "login1");
+  QCOMPARE(reader->hosts()->size(), std::size_t(1));
+  // The migrated file takes new rows, and a run's delete still takes its metrics (the trigger).
+  VERIFY_OK((*store)->ingest(stepChunk(live.id, 99, 3)).get());
+  QCOMPARE(*reader->metricCount(live.id), 5 + 3);
+  auto db = SqliteDb::open(path);
+  VERIFY_OK(db->exec("DELETE FROM runs WHERE name = 'demo-1'"));
+  QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics"), 8);
+}
+
+// A rank that re-emits steps (a resume) sends (run, key, step, rank) again: the batch never
+// fails, the latest value wins, and no row is stored twice. // #5
+void TestRunStore::repeatedMetricRowReplacesNeverFails() {
+  auto store = RunStore::open(m_dir.filePath("repeat.db"));
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
+  VERIFY_OK(run);
+  VERIFY_OK((*store)
+                ->appendMetrics({{*run, 1, "loss", 2.0, 0, 1.0},
+                                 {*run, 2, "loss", 1.5, 0, 2.0},
+                                 {*run, 1, "loss", 2.5, 0, 3.0}})
+                .get());
+  std::vector<MetricRow> many;
+  for (int i = 0; i < 200; ++i) many.push_back({*run, i % 3, "loss", double(i), 0, 4.0});
+  VERIFY_OK((*store)->appendMetrics(std::move(many)).get());  // more than one multi-row insert
+  auto reader = (*store)->reader();
+  auto loss = reader->metric(*run, "loss");
+  VERIFY_OK(loss);
+  QCOMPARE(loss->size(), std::size_t(3));
+  QCOMPARE(loss->at(0).value, 198.0);
+  QCOMPARE(loss->at(1).value, 199.0);
+  QCOMPARE(loss->at(2).value, 197.0);
+  QCOMPARE(*reader->metricCount(*run), 3);
+}
+
+void TestRunStore::studies() {
+  auto store = RunStore::open(m_dir.filePath("studies.db"));
+  VERIFY_OK(store);
+  auto exp = (*store)->createExperiment({0, "sweep", "sweep.toml", "[search]\n", 0}).get();
+  VERIFY_OK(exp);
+  QSignalSpy changed(store->get(), &RunStore::studiesChanged);
+  NewStudy study{"sweep",
+                 *exp,
+                 "[search]\nsampler = \"tpe\"\n",
+                 {"eval.loss", "eval.accuracy"},
+                 {"minimize", "maximize"},
+                 "tpe",
+                 42,
+                 QJsonObject{{"startup", 10}}};
+  auto id = (*store)->createStudy(study).get();
+  VERIFY_OK(id);
+  QVERIFY(changed.wait(5000));
+  auto taken = (*store)->createStudy(study).get();
+  QVERIFY(!taken);
+  QVERIFY2(taken.message().find("'sweep' is taken") != std::string::npos, taken.message().c_str());
+  VERIFY_OK(
+      (*store)
+          ->createStudy(
+              {"other", std::nullopt, "", {"objective"}, {"minimize"}, "random", std::nullopt, {}})
+          .get());
+  auto reader = (*store)->reader();
+  auto byName = reader->studyByName("sweep");
+  VERIFY_OK(byName);
+  QVERIFY(byName->has_value());
+  const StudyRecord& s = **byName;
+  QCOMPARE(s.id, *id);
+  QCOMPARE(s.experimentId.value_or(-1), *exp);
+  QCOMPARE(s.config, study.config);
+  QCOMPARE(s.objectives, study.objectives);
+  QCOMPARE(s.directions, study.directions);
+  QCOMPARE(s.sampler, "tpe");
+  QCOMPARE(s.seed.value_or(-1), 42);
+  QCOMPARE(s.status, StudyStatus::running);
+  QVERIFY(s.createdAt > 0 && !s.endedAt);
+  QCOMPARE(s.state.value("startup").toInt(), 10);
+  QVERIFY(!(*reader->studyByName("missing")).has_value());
+  auto all = reader->listStudies();
+  VERIFY_OK(all);
+  QCOMPARE(all->size(), std::size_t(2));
+  QCOMPARE(all->at(0).name, "other");  // newest first
+  QVERIFY(!all->at(0).seed);
+  VERIFY_OK((*store)->setStudyState(*id, QJsonObject{{"pending", QJsonArray{3, 4}}}).get());
+  VERIFY_OK((*store)->setStudyStatus(*id, StudyStatus::stopped).get());
+  auto stopped = reader->study(*id);
+  VERIFY_OK(stopped);
+  QCOMPARE((*stopped)->status, StudyStatus::stopped);
+  QVERIFY((*stopped)->endedAt.has_value());
+  QCOMPARE((*stopped)->state.value("pending").toArray().size(), 2);
+  QVERIFY(!(*stopped)->state.contains("startup"));
+  VERIFY_OK((*store)->setStudyStatus(*id, StudyStatus::running).get());  // resumed
+  QVERIFY(!(*reader->study(*id))->endedAt);
+  auto missing = (*store)->setStudyStatus(*id + 100, StudyStatus::complete).get();
+  QVERIFY(!missing);
+  QVERIFY2(missing.message().find("not in the run log") != std::string::npos,
+           missing.message().c_str());
+}
+
+void TestRunStore::studyRejectsBadObjectives() {
+  auto store = RunStore::open(m_dir.filePath("badstudy.db"));
+  VERIFY_OK(store);
+  auto mismatch =
+      (*store)->createStudy({"a", std::nullopt, "", {"eval.loss"}, {}, "tpe", 1, {}}).get();
+  QVERIFY(!mismatch);
+  QVERIFY2(mismatch.message().find("search.objectives") != std::string::npos,
+           mismatch.message().c_str());
+  auto bad =
+      (*store)->createStudy({"b", std::nullopt, "", {"eval.loss"}, {"lower"}, "tpe", 1, {}}).get();
+  QVERIFY(!bad);
+  QVERIFY2(bad.message().find("'lower'") != std::string::npos, bad.message().c_str());
+  auto none = (*store)->createStudy({"c", std::nullopt, "", {}, {}, "tpe", 1, {}}).get();
+  QVERIFY(!none);
+  QVERIFY((*store)->reader()->listStudies()->empty());
+}
+
+void TestRunStore::trialsAndObjectives() {
+  auto store = RunStore::open(m_dir.filePath("trials.db"));
+  VERIFY_OK(store);
+  auto study = (*store)
+                   ->createStudy({"lr",
+                                  std::nullopt,
+                                  "",
+                                  {"eval.loss", "eval.accuracy"},
+                                  {"minimize", "maximize"},
+                                  "tpe",
+                                  7,
+                                  {}})
+                   .get();
+  VERIFY_OK(study);
+  const QJsonObject p0{{"train.lr", 0.001}};
+  auto t0 = (*store)->createTrialRun({*study, std::nullopt, "", "/runs/lr-0", p0, 2}).get();
+  VERIFY_OK(t0);
+  QCOMPARE(t0->number, 0);
+  auto t1 = (*store)->createTrialRun({*study, std::nullopt, "", "", {{"train.lr", 0.01}}, 2}).get();
+  VERIFY_OK(t1);
+  QCOMPARE(t1->number, 1);
+  auto t5 = (*store)->createTrialRun({*study, 5, "lr-five", "", {{"train.lr", 0.1}}, 2}).get();
+  VERIFY_OK(t5);
+  auto again = (*store)->createTrialRun({*study, 5, "lr-again", "", {}, 2}).get();
+  QVERIFY(!again);
+  QVERIFY2(again.message().find("already has trial 5") != std::string::npos,
+           again.message().c_str());
+  auto next = (*store)->createTrialRun({*study, std::nullopt, "", "", {}, 2}).get();
+  VERIFY_OK(next);
+  QCOMPARE(next->number, 6);  // after the highest number, never a reused one
+  auto noStudy = (*store)->createTrialRun({*study + 9, std::nullopt, "", "", {}, 2}).get();
+  QVERIFY(!noStudy);
+  QVERIFY2(noStudy.message().find("not in the run log") != std::string::npos,
+           noStudy.message().c_str());
+  VERIFY_OK((*store)->setRunStatus(t0->runId, spec::RunStatus::complete).get());
+  VERIFY_OK((*store)->setRunObjectives(t0->runId, {0.25, 0.9}).get());
+  VERIFY_OK((*store)->setRunObjectives(t1->runId, {std::nan(""), 0.5}).get());
+  QVERIFY(!(*store)->setRunObjectives(t0->runId + 100, {1.0}).get());
+  auto reader = (*store)->reader();
+  auto trials = reader->trials(*study);
+  VERIFY_OK(trials);
+  QCOMPARE(trials->size(), std::size_t(4));
+  const RunRecord& first = trials->at(0);
+  QCOMPARE(first.name, "lr-0");
+  QCOMPARE(first.runDir, "/runs/lr-0");
+  QCOMPARE(first.studyId.value_or(-1), *study);
+  QCOMPARE(first.trialNumber.value_or(-1), 0);
+  QCOMPARE(first.status, spec::RunStatus::complete);
+  QCOMPARE(first.params, p0);
+  QCOMPARE(first.objectiveValues.value_or(std::vector<double>{}), (std::vector<double>{0.25, 0.9}));
+  QCOMPARE(first.attempt, 0);
+  QCOMPARE(first.worldSize, 2);
+  QVERIFY(std::isnan(trials->at(1).objectiveValues->at(0)));  // stored as null
+  QCOMPARE(trials->at(1).objectiveValues->at(1), 0.5);
+  QCOMPARE(trials->at(2).name, "lr-five");
+  QCOMPARE(trials->at(2).status, spec::RunStatus::queued);
+  QVERIFY(!trials->at(2).objectiveValues);  // not known yet
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM params WHERE key = 'train.lr'"), 3);
+  QCOMPARE(reader->listRuns()->size(), std::size_t(4));  // trials are runs
+}
+
+// Two writers (two processes' stores) asking for trials at once get distinct numbers: the next
+// number is taken inside each writer's BEGIN IMMEDIATE transaction. // #6
+void TestRunStore::concurrentWritersGetDistinctTrialNumbers() {
+  const QString path = m_dir.filePath("concurrent.db");
+  auto a = RunStore::open(path);
+  VERIFY_OK(a);
+  auto b = RunStore::open(path);
+  VERIFY_OK(b);
+  auto study =
+      (*a)->createStudy({"race", std::nullopt, "", {"objective"}, {"minimize"}, "random", 1, {}})
+          .get();
+  VERIFY_OK(study);
+  constexpr int kEach = 40;
+  std::vector<RunStore::Pending<TrialId>> pending;
+  for (int i = 0; i < kEach; ++i) {
+    pending.push_back((*a)->createTrialRun({*study, std::nullopt, "", "", {}, 1}));
+    pending.push_back((*b)->createTrialRun({*study, std::nullopt, "", "", {}, 1}));
+  }
+  QSet<qint64> numbers;
+  for (auto& p : pending) {
+    auto id = p.get();
+    VERIFY_OK(id);
+    numbers.insert(id->number);
+  }
+  QCOMPARE(numbers.size(), 2 * kEach);
+  QCOMPARE(*std::max_element(numbers.begin(), numbers.end()), 2 * kEach - 1);
+}
+
+// Deleting a study deletes its trials, their params and (through the trigger) their metrics;
+// other runs stay.
+void TestRunStore::deletingStudyDeletesItsRuns() {
+  const QString path = m_dir.filePath("cascade.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto study =
+      (*store)
+          ->createStudy({"gone", std::nullopt, "", {"objective"}, {"minimize"}, "tpe", 1, {}})
+          .get();
+  VERIFY_OK(study);
+  auto trial = (*store)->createTrialRun({*study, std::nullopt, "", "", {{"x", 1}}, 1}).get();
+  VERIFY_OK(trial);
+  auto other = (*store)->createRun({std::nullopt, "kept", "", {{"x", 2}}, 1}).get();
+  VERIFY_OK(other);
+  VERIFY_OK((*store)
+                ->appendMetrics(
+                    {{trial->runId, 1, "loss", 1.0, 0, 0.0}, {*other, 1, "loss", 2.0, 0, 0.0}})
+                .get());
+  auto db = SqliteDb::open(path);
+  VERIFY_OK(db);
+  VERIFY_OK(db->exec("DELETE FROM studies WHERE name = 'gone'"));
+  QCOMPARE(countRows(*db, "SELECT count(*) FROM runs"), 1);
+  QCOMPARE(countRows(*db, "SELECT count(*) FROM params"), 1);
+  QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics"), 1);
+  QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics WHERE run_id = " + std::to_string(*other)),
+           1);
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

@@ -1,0 +1,197 @@
+// RunStore's writes of studies and trials (schema v3; the search of #6 drives them).
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+
+#include <cmath>
+#include <string>
+
+#include "backend/store/runstore.h"
+#include "backend/store/storesql.h"
+#include "trainer/spec/events.h"
+
+Q_LOGGING_CATEGORY(lcRunStoreStudy, "shardscope.backend.runstore.study")
+
+namespace shardscope::backend {
+
+namespace {
+
+using storesql::changes;
+using storesql::compactJson;
+using storesql::execute;
+
+std::string jsonText(const QJsonArray& array) {
+  return QJsonDocument(array).toJson(QJsonDocument::Compact).toStdString();
+}
+
+// The study's fields that must hold before it is stored, with the field and the fix named.
+Result<void> validateStudy(const NewStudy& study) {
+  if (study.name.trimmed().isEmpty()) {
+    return fail("search.name: a study needs a name (default: the experiment file's stem)");
+  }
+  if (study.objectives.isEmpty()) {
+    return fail("search.objectives: study '" + study.name.toStdString() +
+                "' names no objective: add one, e.g. objectives = {\"eval.loss\" = \"minimize\"}");
+  }
+  if (study.directions.size() != study.objectives.size()) {
+    return fail("search.objectives: study '" + study.name.toStdString() + "' has " +
+                std::to_string(study.objectives.size()) + " objectives but " +
+                std::to_string(study.directions.size()) + " directions: give one per objective");
+  }
+  for (const QString& direction : study.directions) {
+    if (direction != "minimize" && direction != "maximize") {
+      return fail("search.objectives: direction '" + direction.toStdString() +
+                  "' is neither \"minimize\" nor \"maximize\"");
+    }
+  }
+  return ok();
+}
+
+Result<qint64> insertStudy(WriteContext& context, const NewStudy& study) {
+  if (auto r = validateStudy(study); !r) return r.error();
+  auto stmt = context.statement(
+      "INSERT INTO studies(name, experiment_id, config, objectives, directions, sampler, seed, "
+      "status, created_at, state) VALUES (?1,?2,?3,?4,?5,?6,?7,'running',?8,?9)");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  if (auto r = insert.bindText(1, study.name.toStdString()); !r) return r.error();
+  if (auto r = study.experimentId ? insert.bindInt64(2, *study.experimentId) : insert.bindNull(2);
+      !r)
+    return r.error();
+  if (auto r = insert.bindText(3, study.config.toStdString()); !r) return r.error();
+  if (auto r = insert.bindText(4, jsonText(QJsonArray::fromStringList(study.objectives))); !r)
+    return r.error();
+  if (auto r = insert.bindText(5, jsonText(QJsonArray::fromStringList(study.directions))); !r)
+    return r.error();
+  if (auto r = insert.bindText(6, study.sampler.toStdString()); !r) return r.error();
+  if (auto r = study.seed ? insert.bindInt64(7, *study.seed) : insert.bindNull(7); !r)
+    return r.error();
+  if (auto r = insert.bindDouble(8, spec::unix_time_now()); !r) return r.error();
+  if (auto r = insert.bindText(9, compactJson(study.state)); !r) return r.error();
+  if (auto r = execute(insert); !r) {
+    if (r.message().find("UNIQUE") != std::string::npos) {
+      return fail("study name '" + study.name.toStdString() +
+                  "' is taken in the run log: choose another search.name, or resume that study");
+    }
+    return r.error();
+  }
+  context.changes().studies = true;
+  return context.db().lastInsertRowId();
+}
+
+// The study's name and its next free trial number; fails when the study does not exist.
+Result<std::pair<std::string, qint64>> studyForTrial(WriteContext& context, qint64 studyId) {
+  auto stmt = context.statement(
+      "SELECT s.name, (SELECT coalesce(max(trial_number) + 1, 0) FROM runs WHERE study_id = s.id) "
+      "FROM studies s WHERE s.id = ?1");
+  if (!stmt) return stmt.error();
+  Statement& select = **stmt;
+  if (auto r = select.bindInt64(1, studyId); !r) return r.error();
+  auto row = select.step();
+  if (!row) return row.error();
+  if (!*row) return fail("study " + std::to_string(studyId) + " is not in the run log");
+  std::pair<std::string, qint64> found{select.columnText(0), select.columnInt64(1)};
+  select.reset();
+  return found;
+}
+
+Result<TrialId> insertTrial(WriteContext& context, const NewTrial& trial) {
+  auto study = studyForTrial(context, trial.studyId);
+  if (!study) return study.error();
+  const qint64 number = trial.trialNumber.value_or(study->second);
+  const std::string name =
+      trial.name.isEmpty() ? study->first + "-" + std::to_string(number) : trial.name.toStdString();
+  auto stmt = context.statement(
+      "INSERT INTO runs(experiment_id, name, status, run_dir, params, created_at, world_size, "
+      "study_id, trial_number) SELECT experiment_id, ?2, 'queued', ?3, ?4, ?5, ?6, id, ?7 "
+      "FROM studies WHERE id = ?1");
+  if (!stmt) return stmt.error();
+  Statement& insert = **stmt;
+  if (auto r = insert.bindInt64(1, trial.studyId); !r) return r.error();
+  if (auto r = insert.bindText(2, name); !r) return r.error();
+  if (auto r = insert.bindText(3, trial.runDir.toStdString()); !r) return r.error();
+  if (auto r = insert.bindText(4, compactJson(trial.params)); !r) return r.error();
+  if (auto r = insert.bindDouble(5, spec::unix_time_now()); !r) return r.error();
+  if (auto r = insert.bindInt64(6, trial.worldSize); !r) return r.error();
+  if (auto r = insert.bindInt64(7, number); !r) return r.error();
+  if (auto r = execute(insert); !r) {
+    if (r.message().find("trial_number") != std::string::npos) {
+      return fail("study '" + study->first + "' already has trial " + std::to_string(number) +
+                  ": leave the number out to take the next free one");
+    }
+    if (r.message().find("runs.name") != std::string::npos) {
+      return fail("run name '" + name + "' is taken in the run log: choose another name");
+    }
+    return r.error();
+  }
+  const qint64 runId = context.db().lastInsertRowId();
+  if (auto r = storesql::insertParams(context, runId, trial.params); !r) return r.error();
+  context.changes().runs = true;
+  context.changes().studies = true;
+  return TrialId{runId, number};
+}
+
+// Updates one row of `sql` (?1 = id, ?2 = a text value); fails naming `what` when none matched.
+Result<void> updateOne(WriteContext& context, const char* sql, qint64 id, const std::string& value,
+                       const std::string& what) {
+  auto stmt = context.statement(sql);
+  if (!stmt) return stmt.error();
+  if (auto r = (*stmt)->bindInt64(1, id); !r) return r;
+  if (auto r = (*stmt)->bindText(2, value); !r) return r;
+  if (auto r = execute(**stmt); !r) return r;
+  if (changes(context) == 0)
+    return fail(what + " " + std::to_string(id) + " is not in the run log");
+  return ok();
+}
+
+}  // namespace
+
+RunStore::Pending<qint64> RunStore::createStudy(const NewStudy& study) {
+  return submit<qint64>(1, [study](WriteContext& context) { return insertStudy(context, study); });
+}
+
+RunStore::Pending<void> RunStore::setStudyStatus(qint64 studyId, StudyStatus status) {
+  return submit<void>(1, [studyId, status](WriteContext& context) -> Result<void> {
+    // Only a final status keeps an end time; a resumed (running) study has none.
+    auto stmt = context.statement(
+        "UPDATE studies SET status = ?2, ended_at = CASE WHEN ?2 = 'running' THEN NULL "
+        "ELSE coalesce(ended_at, ?3) END WHERE id = ?1");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    if (auto r = update.bindInt64(1, studyId); !r) return r;
+    if (auto r = update.bindText(2, studyStatusName(status).toStdString()); !r) return r;
+    if (auto r = update.bindDouble(3, spec::unix_time_now()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    if (changes(context) == 0) {
+      return fail("study " + std::to_string(studyId) + " is not in the run log");
+    }
+    context.changes().studies = true;
+    return ok();
+  });
+}
+
+RunStore::Pending<void> RunStore::setStudyState(qint64 studyId, const QJsonObject& state) {
+  return submit<void>(1, [studyId, state](WriteContext& context) -> Result<void> {
+    auto r = updateOne(context, "UPDATE studies SET state = ?2 WHERE id = ?1", studyId,
+                       compactJson(state), "study");
+    if (r) context.changes().studies = true;
+    return r;
+  });
+}
+
+RunStore::Pending<TrialId> RunStore::createTrialRun(const NewTrial& trial) {
+  return submit<TrialId>(1, [trial](WriteContext& context) { return insertTrial(context, trial); });
+}
+
+RunStore::Pending<void> RunStore::setRunObjectives(qint64 runId, std::vector<double> values) {
+  return submit<void>(1, [runId, values = std::move(values)](WriteContext& context) {
+    QJsonArray array;
+    for (const double v : values) array.append(std::isfinite(v) ? QJsonValue(v) : QJsonValue());
+    auto r = updateOne(context, "UPDATE runs SET objective_values = ?2 WHERE id = ?1", runId,
+                       jsonText(array), "run");
+    if (r) context.changes().runs = true;
+    return r;
+  });
+}
+
+}  // namespace shardscope::backend
