@@ -23,6 +23,7 @@ struct EventStream {
   qint64 logOffset = 0;     ///< bytes of rank-N.log already stored
   qint64 lastSeq = -1;      ///< highest seq seen
   int malformed = 0;        ///< lines that did not parse (this process's count)
+  int failedReads = 0;      ///< reads failed in a row (host unreachable); 0 once a read works
   bool hello = false;
   std::optional<spec::DoneEvent> done;
   std::optional<spec::ErrorEvent> lastError;

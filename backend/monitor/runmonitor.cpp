@@ -158,17 +158,14 @@ void RunMonitor::poll() {
   m_polling = true;
   // Rank states first: a rank seen exited here has written everything the reads below get.
   const QList<RankState> ranks = m_handle.ranks();
-  bool caughtUp = true;
+  bool caughtUp = true;     // every file read to its current end
+  bool moreToRead = false;  // a read stopped at maxReadBytes: read on at once
   std::vector<RunStore::Pending<IngestReceipt>> pending;
   for (EventStream& stream : m_streams) {
     auto complete = readRank(stream, pending);
-    if (!complete) {
-      qCWarning(lcRunMonitor, "run %lld rank %d: %s", static_cast<long long>(m_runId), stream.rank,
-                complete.message().c_str());
-      caughtUp = false;
-    } else if (!*complete) {
-      caughtUp = false;
-    }
+    noteReadOutcome(stream, complete);
+    if (!complete || !*complete) caughtUp = false;
+    if (complete && !*complete) moreToRead = true;
   }
   bool stored = true;
   for (auto& receipt : pending) {
@@ -186,7 +183,27 @@ void RunMonitor::poll() {
   }
   decide(ranks, caughtUp);
   m_polling = false;
-  if (m_active && !caughtUp) QTimer::singleShot(0, this, &RunMonitor::poll);
+  // Only a read cut short re-polls at once. A failed read (host unreachable while the handle
+  // reconnects) waits for the poll timer: re-polling at once would spin on the error. #5
+  if (m_active && moreToRead) QTimer::singleShot(0, this, &RunMonitor::poll);
+}
+
+// One warning when a rank's files become unreadable and one line when they are readable again,
+// not one per poll: an SSH outage can last minutes.
+void RunMonitor::noteReadOutcome(EventStream& stream, const Result<bool>& outcome) {
+  const auto run = static_cast<long long>(m_runId);
+  if (!outcome) {
+    if (stream.failedReads++ == 0) {
+      qCWarning(lcRunMonitor, "run %lld rank %d: %s (retrying every poll)", run, stream.rank,
+                outcome.message().c_str());
+    }
+    return;
+  }
+  if (stream.failedReads > 0) {
+    qCInfo(lcRunMonitor, "run %lld rank %d: reading again after %d failed reads", run, stream.rank,
+           stream.failedReads);
+  }
+  stream.failedReads = 0;
 }
 
 RunMonitor::Failure RunMonitor::describeDeath(const RankState& rank,

@@ -76,6 +76,7 @@ class RunMonitor : public QObject {
   Result<void> restoreStreams();
   Result<bool> readRank(EventStream& stream, std::vector<RunStore::Pending<IngestReceipt>>& out);
   void emitSteps(const FileChunk& chunk);
+  void noteReadOutcome(EventStream& stream, const Result<bool>& outcome);
   void decide(const QList<RankState>& ranks, bool caughtUp);
   void setStatus(spec::RunStatus status, const QString& error,
                  std::optional<double> objective = std::nullopt);
