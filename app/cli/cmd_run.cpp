@@ -19,6 +19,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/demodata.h"
 #include "app/cli/launching.h"
+#include "backend/launch/launchers.h"
 
 namespace shardscope::cli {
 namespace {
@@ -185,10 +186,10 @@ void waitForSupervisor(RunStore& store, qint64 runId, qint64 supervisor) {
 void runVerb(const Globals& g, const RunArgs& args) {
   spec::Experiment exp = loadForRun(args);
   preferSiblingTrainer(exp);
-  auto launcher =
-      orExit(launcherFor(QString::fromStdString(std::string(spec::to_string(exp.launch.kind))),
-                         exp.launch.grace_s),
-             kExitUsage);
+  auto launcher = orExit(
+      backend::makeLauncher(QString::fromStdString(std::string(spec::to_string(exp.launch.kind))),
+                            exp.launch.grace_s),
+      kExitUsage);
   auto store = openStore(g);
   const RunRecord run = createRun(*store, g, exp, args);
   writeTrial(run, exp);

@@ -6,7 +6,6 @@
 #include <QDir>
 #include <QEventLoop>
 #include <QLoggingCategory>
-#include <QProcessEnvironment>
 #include <QSysInfo>
 #include <QTimer>
 
@@ -15,9 +14,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "backend/launch/locallauncher.h"
-#include "backend/launch/slurmlauncher.h"
-#include "backend/launch/sshlauncher.h"
+#include "backend/launch/launchers.h"
 #include "backend/monitor/runmonitor.h"
 
 Q_LOGGING_CATEGORY(lcCliLaunching, "shardscope.cli.launching")
@@ -31,26 +28,6 @@ extern "C" void onInterrupt(int /*sig*/) { g_interrupted = true; }
 
 }  // namespace
 
-Result<std::unique_ptr<backend::Launcher>> launcherFor(const QString& kind, int graceS) {
-  if (kind == QLatin1String("local")) {
-    return std::unique_ptr<backend::Launcher>(std::make_unique<backend::LocalLauncher>(graceS));
-  }
-  if (kind == QLatin1String("ssh")) {
-    backend::SshLauncherOptions options;
-    options.graceS = graceS;
-    return std::unique_ptr<backend::Launcher>(std::make_unique<backend::SshLauncher>(options));
-  }
-  if (kind == QLatin1String("slurm")) {
-    backend::SlurmLauncherOptions options;
-    options.ssh.graceS = graceS;
-    const QString conf = QProcessEnvironment::systemEnvironment().value("SLURM_CONF");
-    if (!conf.isEmpty()) options.commandEnv.insert("SLURM_CONF", conf);
-    return std::unique_ptr<backend::Launcher>(std::make_unique<backend::SlurmLauncher>(options));
-  }
-  return fail("launch.kind: \"" + kind.toStdString() +
-              "\" is not a launcher of this build; use \"local\", \"ssh\" or \"slurm\"");
-}
-
 Result<std::unique_ptr<backend::RunHandle>> attachRun(const backend::RunRecord& run) {
   if (run.location.isEmpty()) {
     return fail("run " + run.name.toStdString() +
@@ -58,7 +35,7 @@ Result<std::unique_ptr<backend::RunHandle>> attachRun(const backend::RunRecord& 
   }
   auto location = backend::RunLocation::fromJson(run.location);
   if (!location) return location.error();
-  auto launcher = launcherFor(location->kind);
+  auto launcher = backend::makeLauncher(location->kind);
   if (!launcher) return launcher.error();
   return (*launcher)->attach(*location);
 }

@@ -15,10 +15,6 @@
 
 namespace shardscope::cli {
 
-/// The launcher for `kind` ("local", "ssh", "slurm"); an error naming launch.kind for others.
-/// Slurm commands get SLURM_CONF of this process (also when they run over SSH).
-[[nodiscard]] Result<std::unique_ptr<backend::Launcher>> launcherFor(const QString& kind,
-                                                                     int graceS = 5);
 /// Re-attaches to the ranks of a stored run through its recorded location.
 [[nodiscard]] Result<std::unique_ptr<backend::RunHandle>> attachRun(const backend::RunRecord& run);
 
