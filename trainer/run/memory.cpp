@@ -1,6 +1,7 @@
 #include "trainer/run/memory.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include <c10/core/Allocator.h>
@@ -27,12 +29,28 @@ c10::Allocator* g_inner = nullptr;
 // 64 bytes keep the data 64-byte aligned, like the default CPU allocator.
 constexpr std::size_t kHeader = 64;
 
-// Large blocks (gathered units, activations, gradients) recur with the same sizes every step.
-// glibc maps each one freshly (the fixed mmap threshold below) and every first touch of a fresh
-// mapping is a page fault: a freed large block is kept for the next request of the same size
-// instead, like PyTorch's CUDA caching allocator. Live plus cached bytes never exceed the live
-// peak, so the cache costs no memory at the peak; it is emptied from its largest blocks first.
-constexpr std::size_t kLargeBlock = 1 << 20;
+// Large blocks (gathered units, activations, gradients, optimizer temporaries) recur with the
+// same sizes every step. Each is its own anonymous mapping (never glibc's heap, which fragments
+// and keeps freed middle-sized blocks resident), and a freed one is kept for the next request of
+// the same size, like PyTorch's CUDA caching allocator: a fresh mapping costs a page fault and a
+// page clear per 4 KiB on first touch. The cache never raises the resident peak: before a new
+// block is mapped, cached blocks are unmapped (largest first) until live + cached + the new block
+// fits under the live peak (or the cache is empty), so resident large bytes stay at most the
+// counted peak. Blocks >= 2 MiB ask for transparent huge pages, and every new block is populated
+// in one call instead of one fault per page.
+constexpr std::size_t kLargeBlock = 256 << 10;
+constexpr std::size_t kHugeBlock = 2 << 20;
+constexpr std::size_t kPage = 4096;
+
+void* map_block(std::size_t total) {
+  void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if (total >= kHugeBlock) madvise(p, total, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+  madvise(p, total, MADV_POPULATE_WRITE);  // best effort: first touch faults in what is left
+#endif
+  return p;
+}
 
 class BlockCache {
  public:
@@ -45,22 +63,20 @@ class BlockCache {
     m_cached -= static_cast<std::int64_t>(total);
     return base;
   }
-  /// Keeps `base` (when given), then returns the blocks to drop so the cache holds at most
-  /// `limit` bytes, largest first.
-  std::vector<void*> give(void* base, std::size_t total, std::int64_t limit) {
+  void give(void* base, std::size_t total) {
     const std::lock_guard lock(m_mutex);
-    if (base) {
-      m_free[total].push_back(base);
-      m_cached += static_cast<std::int64_t>(total);
-    }
-    std::vector<void*> drop;
+    m_free[total].push_back(base);
+    m_cached += static_cast<std::int64_t>(total);
+  }
+  /// Unmaps cached blocks, largest first, until the cache holds at most `limit` bytes.
+  void trim(std::int64_t limit) {
+    const std::lock_guard lock(m_mutex);
     for (auto it = m_free.rbegin(); m_cached > limit && it != m_free.rend(); ++it)
       while (m_cached > limit && !it->second.empty()) {
-        drop.push_back(it->second.back());
+        munmap(it->second.back(), it->first);
         it->second.pop_back();
         m_cached -= static_cast<std::int64_t>(it->first);
       }
-    return drop;
   }
   std::int64_t cached() const {
     const std::lock_guard lock(m_mutex);
@@ -69,7 +85,7 @@ class BlockCache {
 
  private:
   mutable std::mutex m_mutex;
-  std::map<std::size_t, std::vector<void*>> m_free;  // by total size (header included)
+  std::map<std::size_t, std::vector<void*>> m_free;  // by mapped size (header included)
   std::int64_t m_cached = 0;
 };
 
@@ -78,13 +94,7 @@ BlockCache& block_cache() {
   return *cache;
 }
 
-/// Caches `base` (when given) and frees cached blocks until live + cached <= the live peak.
-void release_beyond_peak(void* base, std::size_t total) {
-  const auto headroom =
-      g_peak.load(std::memory_order_relaxed) - g_live.load(std::memory_order_relaxed);
-  for (void* dropped : block_cache().give(base, total, std::max<std::int64_t>(0, headroom)))
-    g_inner->raw_deallocate(dropped);
-}
+std::size_t mapped_size(std::size_t total) { return (total + kPage - 1) / kPage * kPage; }
 
 void counted_delete(void* data) {
   if (!data) return;
@@ -97,23 +107,38 @@ void counted_delete(void* data) {
     g_inner->raw_deallocate(base);
     return;
   }
-  release_beyond_peak(base, total);
+  block_cache().give(base, mapped_size(total));  // live + cached is unchanged: within the peak
+}
+
+/// A large block of `total` bytes (header included): cached, or freshly mapped after trimming
+/// the cache so that the resident total stays within max(peak, live + this block).
+void* large_block(std::size_t total, std::int64_t bytes) {
+  const auto size = mapped_size(total);
+  if (void* cached = block_cache().take(size)) return cached;
+  const auto live = g_live.load(std::memory_order_relaxed) + bytes;
+  const auto peak = std::max(g_peak.load(std::memory_order_relaxed), live);
+  block_cache().trim(std::max<std::int64_t>(0, peak - live));
+  void* p = map_block(size);
+  if (!p) {  // out of address space or memory: give the cache back and try once more
+    block_cache().trim(0);
+    p = map_block(size);
+  }
+  return p;
 }
 
 class CountingAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(std::size_t n) override {
     const auto total = n + kHeader;
-    const bool large = total >= kLargeBlock;
-    void* cached = large ? block_cache().take(total) : nullptr;
-    auto* base = static_cast<char*>(cached ? cached : g_inner->raw_allocate(total));
     const auto bytes = static_cast<std::int64_t>(n);
+    auto* base = static_cast<char*>(total >= kLargeBlock ? large_block(total, bytes)
+                                                         : g_inner->raw_allocate(total));
+    if (!base) throw std::bad_alloc();
     std::memcpy(base, &bytes, sizeof bytes);
     const auto live = g_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     auto peak = g_peak.load(std::memory_order_relaxed);
     while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
-    if (large && !cached) release_beyond_peak(nullptr, 0);  // a new block: keep within the peak
     void* data = base + kHeader;
     return {data, data, &counted_delete, c10::Device(c10::DeviceType::CPU)};
   }
@@ -129,10 +154,9 @@ void install_counting_allocator() {
   static bool installed = false;
   if (installed) return;
   installed = true;
-  // glibc raises its mmap threshold after each large free (up to 32 MiB), after which blocks of
-  // gathered units and activations come from the heap and fragment it: RSS grew to 1.5x the
-  // live peak. A fixed threshold keeps every block >= 8 MiB in its own mapping, returned to
-  // the system when freed, so RSS follows what the engine holds.
+  // Blocks >= kLargeBlock never reach glibc (large_block maps them). For the small ones glibc
+  // would raise its mmap threshold after each large free (up to 32 MiB); fixed, it keeps the
+  // heap's behaviour the same from the first step to the last.
   mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
   mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
   g_inner = c10::GetDefaultCPUAllocator();

@@ -3,6 +3,8 @@
 #include <torch/optim/adamw.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "trainer/run/step_runner.h"
 
@@ -20,6 +22,11 @@ class ReferenceRunner final : public StepRunner {
       for (const auto& p : layers[l].params) values.push_back(at::zeros(p.shape, at::kFloat));
       model.init_layer(static_cast<int>(l), values, exp.train.seed);
       for (std::size_t i = 0; i < values.size(); ++i) {
+        if (!layers[l].params[i].tied_to.empty()) {
+          // One tensor for a tied pair: both uses' gradients sum into the owner (#3).
+          values[i] = owner_of(layers[l].params[i].tied_to);
+          continue;
+        }
         const bool trains = layers[l].params[i].trainable;
         values[i].requires_grad_(trains);
         if (trains) {
@@ -88,6 +95,15 @@ class ReferenceRunner final : public StepRunner {
     for (std::size_t l = 0; l < m_params.size(); ++l)
       x = m_model.forward_layer(static_cast<int>(l), m_params[l], x, ctx);
     return x;
+  }
+
+  /// The tensor of an earlier layer's parameter named `name` (a tied parameter's owner).
+  at::Tensor owner_of(const std::string& name) const {
+    const auto& layers = m_model.layers();
+    for (std::size_t l = 0; l < m_params.size(); ++l)
+      for (std::size_t i = 0; i < m_params[l].size(); ++i)
+        if (layers[l].params[i].name == name) return m_params[l][i];
+    throw std::runtime_error("reference: tied parameter's owner " + name + " is not defined yet");
   }
 
   const model::Model& m_model;

@@ -57,6 +57,10 @@ void build_views(const Unit& unit, const std::vector<at::Tensor>& fulls,
           parts[i].view(slot.shape);
     }
   }
+  for (const auto& t : unit.tied)
+    layer_params[static_cast<std::size_t>(t.layer)][static_cast<std::size_t>(t.index)] =
+        layer_params[static_cast<std::size_t>(t.owner_layer)]
+                    [static_cast<std::size_t>(t.owner_index)];
 }
 
 struct AutocastScope {
@@ -193,7 +197,7 @@ void ShardEngine::build_units(const spec::ShardSection& shard) {
       name = layers[static_cast<std::size_t>(plan.front())].name;
       if (plan.size() > 1) name += "-" + layers[static_cast<std::size_t>(plan.back())].name;
     }
-    m_units.push_back(Unit{name, std::move(plan), root, {}, false, false, false, 0, {}});
+    m_units.push_back(Unit{name, std::move(plan), root, {}, {}, false, false, false, 0, {}});
   }
   m_unit_of_layer.assign(layers.size(), 0);
   const int shard_size = m_groups.shard->size();
@@ -207,6 +211,7 @@ void ShardEngine::build_units(const spec::ShardSection& shard) {
       m_unit_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(u);
       const auto& defs = layers[static_cast<std::size_t>(l)].params;
       for (std::size_t i = 0; i < defs.size(); ++i) {
+        if (!defs[i].tied_to.empty()) continue;  // tie_params() points it at its owner
         FlatSlot slot{l, static_cast<int>(i), defs[i].name, defs[i].shape, 0, 0, defs[i].decay};
         (defs[i].trainable ? trainable : frozen).slots.push_back(std::move(slot));
       }
@@ -215,6 +220,38 @@ void ShardEngine::build_units(const spec::ShardSection& shard) {
       if (flat->slots.empty()) continue;
       layout_flat(*flat, shard_size, shard_rank);
       unit.flats.push_back(std::move(*flat));
+    }
+  }
+  tie_params();
+}
+
+void ShardEngine::tie_params() {
+  const auto& layers = m_model.layers();
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const auto& defs = layers[l].params;
+    for (std::size_t i = 0; i < defs.size(); ++i) {
+      if (defs[i].tied_to.empty()) continue;
+      TiedParam tied{static_cast<int>(l), static_cast<int>(i), defs[i].name, -1, -1,
+                     defs[i].tied_to};
+      for (std::size_t ol = 0; ol < l && tied.owner_layer < 0; ++ol)
+        for (std::size_t oi = 0; oi < layers[ol].params.size(); ++oi)
+          if (layers[ol].params[oi].name == defs[i].tied_to) {
+            tied.owner_layer = static_cast<int>(ol);
+            tied.owner_index = static_cast<int>(oi);
+          }
+      SHARD_CHECK(tied.owner_layer >= 0, spec::ErrorKind::internal,
+                  defs[i].name + " is tied to " + defs[i].tied_to +
+                      ", which no earlier layer of the model has",
+                  "report this model definition as a bug");
+      // One storage for both: the owner's unit must run both layers while gathered (FSDP keeps
+      // tied parameters in one unit for the same reason).
+      auto& unit = m_units[static_cast<std::size_t>(m_unit_of_layer[l])];
+      SHARD_CHECK(m_unit_of_layer[l] == m_unit_of_layer[static_cast<std::size_t>(tied.owner_layer)],
+                  spec::ErrorKind::config,
+                  defs[i].name + " is tied to " + defs[i].tied_to +
+                      " but the wrap policy puts them in different units",
+                  "use shard.wrap_policy = \"block\" or \"none\" (the root keeps both)");
+      unit.tied.push_back(std::move(tied));
     }
   }
 }
@@ -616,6 +653,13 @@ std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_state() {
       for (const auto& slot : flat.slots)
         out.emplace_back(slot.name,
                          full.narrow(0, slot.offset, slot.numel).view(slot.shape).clone());
+    }
+    for (const auto& tied : unit.tied) {  // the same values under the tied name too
+      for (std::size_t k = 0; k < out.size(); ++k)
+        if (out[k].first == tied.owner) {
+          out.emplace_back(tied.name, out[k].second.clone());
+          break;
+        }
     }
   }
   return out;

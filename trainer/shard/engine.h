@@ -35,12 +35,25 @@ struct Groups {
   dist::ProcessGroup* replicate = nullptr;  // holders of the same shard (gradient all-reduce)
 };
 
+/// A parameter tied to another of the same unit (lm_head.weight to model.embed_tokens.weight):
+/// it has no storage of its own; its layer gets the owner's view, so both uses' gradients sum
+/// into the owner's slot of the flat buffer.
+struct TiedParam {
+  int layer = 0;  // the tied parameter's layer and index
+  int index = 0;
+  std::string name;  // its HF name
+  int owner_layer = 0;
+  int owner_index = 0;
+  std::string owner;  // the owner's HF name
+};
+
 /// One wrap unit.
 struct Unit {
   std::string name;
   std::vector<int> layers;  // model layer indices, ascending
   bool root = false;
   std::vector<FlatParam> flats;
+  std::vector<TiedParam> tied;  // parameters that view an owner's slot instead of having one
   // Per micro-step state.
   bool active = false;     // views built for this micro-step
   bool gathering = false;  // an all-gather was issued and not yet waited
@@ -101,6 +114,7 @@ class ShardEngine {
 
  private:
   void build_units(const spec::ShardSection& shard);
+  void tie_params();
   void issue_gather(Unit& unit, const char* phase, bool prefetch = false);
   /// `reason`: "need" (the unit is about to run or be freed) or "limit" (max_inflight_gathers).
   void wait_gather(Unit& unit, const char* phase, const char* reason = "need");
