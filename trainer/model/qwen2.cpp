@@ -32,6 +32,7 @@ void Qwen2Model::init_layer(int layer, std::vector<at::Tensor>& params, std::uin
   for (std::size_t i = 0; i < defs.size(); ++i) {
     const auto& name = defs[i].name;
     auto& t = params[i];
+    if (spec::is_lora_param(name)) continue;  // after the base, from their own generator
     const bool norm = name.find("norm") != std::string::npos;
     if (norm) {
       t.fill_(1.0);
@@ -41,6 +42,13 @@ void Qwen2Model::init_layer(int layer, std::vector<at::Tensor>& params, std::uin
       t.normal_(0.0, kInitStd, gen);
     }
   }
+  init_lora(m_layers[static_cast<std::size_t>(layer)], layer, params, seed);
+}
+
+std::vector<std::string> Qwen2Model::add_lora(const spec::LoraSection& lora) {
+  auto unmatched = spec::apply_lora(lora, m_layers);
+  m_lora = LoraLinks(m_layers, lora);
+  return unmatched;
 }
 
 LayerContext Qwen2Model::context(const Batch& batch, at::ScalarType buffer_dtype) const {
@@ -59,7 +67,7 @@ at::Tensor Qwen2Model::forward_layer(int layer, const std::vector<at::Tensor>& p
                                      const at::Tensor& x, const LayerContext& ctx) const {
   const auto& def = m_layers[static_cast<std::size_t>(layer)];
   if (layer == 0) return at::embedding(params[0], ctx.batch->input_ids);  // (B, T, C)
-  if (def.is_block) return qwen2_block(m_config, params, x, ctx);
+  if (def.is_block) return qwen2_block(m_config, params, x, ctx, m_lora.layer(layer));
   return qwen2_loss(m_config, params, x, ctx);
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "trainer/model/lora.h"
 #include "trainer/model/model.h"
 #include "trainer/model/text_layers.h"
 #include "trainer/spec/experiment.h"
@@ -33,6 +34,8 @@ class Qwen2Model final : public Model {
   at::Tensor forward_layer(int layer, const std::vector<at::Tensor>& params, const at::Tensor& x,
                            const LayerContext& ctx) const override;
   double flops_per_token(std::int64_t seq_len) const override;
+  /// Adds LoRA adapters and freezes the base (model::apply_lora); returns unmatched targets.
+  std::vector<std::string> add_lora(const spec::LoraSection& lora);
 
  protected:
   std::vector<LayerDef>& mutable_layers() override { return m_layers; }
@@ -40,6 +43,7 @@ class Qwen2Model final : public Model {
  private:
   Qwen2Config m_config;
   std::vector<LayerDef> m_layers;
+  LoraLinks m_lora;
 };
 
 }  // namespace shardscope::model

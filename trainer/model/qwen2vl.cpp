@@ -91,6 +91,7 @@ void Qwen2VLModel::random_init(int layer, std::vector<at::Tensor>& params,
   for (std::size_t i = 0; i < defs.size(); ++i) {
     const auto& name = defs[i].name;
     auto& t = params[i];
+    if (spec::is_lora_param(name)) continue;  // init_lora, from their own generator
     const bool norm =
         name.find("norm") != std::string::npos || name.find("ln_q") != std::string::npos;
     const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
@@ -106,7 +107,8 @@ void Qwen2VLModel::random_init(int layer, std::vector<at::Tensor>& params,
 
 void Qwen2VLModel::init_layer(int layer, std::vector<at::Tensor>& params,
                               std::uint64_t seed) const {
-  const auto& defs = m_layers[static_cast<std::size_t>(layer)].params;
+  const auto& defs_layer = m_layers[static_cast<std::size_t>(layer)];
+  const auto& defs = defs_layer.params;
   if (!m_weights) {
     random_init(layer, params, seed);
     // A tied parameter handed over as its own tensor gets its owner's values.
@@ -117,13 +119,22 @@ void Qwen2VLModel::init_layer(int layer, std::vector<at::Tensor>& params,
       at::NoGradGuard no_grad;
       params[i].copy_(owner[0]);
     }
+    init_lora(defs_layer, layer, params, seed);
     return;
   }
   for (std::size_t i = 0; i < defs.size(); ++i) {
     const auto& name = defs[i].name;
+    if (spec::is_lora_param(name)) continue;
     const bool use_owner = !defs[i].tied_to.empty() && !m_weights->has(name);
     m_weights->load(use_owner ? defs[i].tied_to : name, params[i]);
   }
+  init_lora(defs_layer, layer, params, seed);
+}
+
+std::vector<std::string> Qwen2VLModel::add_lora(const spec::LoraSection& lora) {
+  auto unmatched = spec::apply_lora(lora, m_layers);
+  m_lora = LoraLinks(m_layers, lora);
+  return unmatched;
 }
 
 at::Tensor mrope_positions(const Batch& batch, std::int64_t image_token_id,
@@ -232,14 +243,14 @@ at::Tensor Qwen2VLModel::patch_embed(const std::vector<at::Tensor>& p,
 }
 
 at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at::Tensor& x,
-                                      const LayerContext& ctx) const {
+                                      const LayerContext& ctx, const LayerLora* lora) const {
   const auto& v = m_config.vision;
   const auto N = x.size(0);
   const auto E = v.embed_dim;
   const auto nh = v.num_heads;
   const auto hd = E / nh;
   auto h = at::layer_norm(x, {E}, p[kNorm1W], p[kNorm1B], kVisionEps);
-  auto qkv = at::linear(h, p[kQkvW], p[kQkvB]).view({N, 3, nh, hd}).permute({1, 0, 2, 3});
+  auto qkv = lora_linear(h, p, kQkvW, kQkvB, lora).view({N, 3, nh, hd}).permute({1, 0, 2, 3});
   auto q = qkv[0];  // (N, nh, hd)
   auto k = qkv[1];
   auto val = qkv[2];
@@ -262,10 +273,10 @@ at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at
     start += n;
   }
   auto a = outs.empty() ? at::zeros({0, E}, x.options()) : at::cat(outs, 0).reshape({N, E});
-  auto x1 = x + at::linear(a, p[kProjW], p[kProjB]);
+  auto x1 = x + lora_linear(a, p, kProjW, kProjB, lora);
   auto h2 = at::layer_norm(x1, {E}, p[kNorm2W], p[kNorm2B], kVisionEps);
-  auto mlp =
-      at::linear(activation(v.hidden_act, at::linear(h2, p[kFc1W], p[kFc1B])), p[kFc2W], p[kFc2B]);
+  auto fc1 = activation(v.hidden_act, lora_linear(h2, p, kFc1W, kFc1B, lora));
+  auto mlp = lora_linear(fc1, p, kFc2W, kFc2B, lora);
   return x1 + mlp;  // (N, E)
 }
 
@@ -296,11 +307,11 @@ at::Tensor Qwen2VLModel::forward_layer(int layer, const std::vector<at::Tensor>&
   if (layer < m_embed) {
     if (layer == 0) return patch_embed(params, ctx);
     if (layer == m_embed - 1) return merger(params, x);
-    return vision_block(params, x, ctx);
+    return vision_block(params, x, ctx, m_lora.layer(layer));
   }
   if (layer == m_embed) return embed(params, x, ctx);
   if (layer == m_head) return qwen2_loss(m_config.text, params, x, ctx);
-  return qwen2_block(m_config.text, params, x, ctx);
+  return qwen2_block(m_config.text, params, x, ctx, m_lora.layer(layer));
 }
 
 at::Tensor Qwen2VLModel::logits(const std::vector<at::Tensor>& head_params,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "trainer/model/hf_weights.h"
+#include "trainer/model/lora.h"
 #include "trainer/model/model.h"
 #include "trainer/spec/hf_config.h"
 
@@ -44,6 +45,8 @@ class Qwen2VLModel final : public Model {
   at::Tensor logits(const std::vector<at::Tensor>& head_params, const at::Tensor& x) const;
   /// Index of the text embedding layer (0 without a vision tower).
   int embed_layer() const { return m_embed; }
+  /// Adds LoRA adapters and freezes the base (model::apply_lora); returns unmatched targets.
+  std::vector<std::string> add_lora(const spec::LoraSection& lora);
 
  protected:
   std::vector<LayerDef>& mutable_layers() override { return m_layers; }
@@ -52,7 +55,7 @@ class Qwen2VLModel final : public Model {
   void random_init(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const;
   at::Tensor patch_embed(const std::vector<at::Tensor>& p, const LayerContext& ctx) const;
   at::Tensor vision_block(const std::vector<at::Tensor>& p, const at::Tensor& x,
-                          const LayerContext& ctx) const;
+                          const LayerContext& ctx, const LayerLora* lora) const;
   at::Tensor merger(const std::vector<at::Tensor>& p, const at::Tensor& x) const;
   at::Tensor embed(const std::vector<at::Tensor>& p, const at::Tensor& x,
                    const LayerContext& ctx) const;
@@ -60,6 +63,7 @@ class Qwen2VLModel final : public Model {
   spec::HfModelConfig m_config;
   std::shared_ptr<const HfWeights> m_weights;
   std::vector<LayerDef> m_layers;
+  LoraLinks m_lora;
   int m_embed = 0;  // text embed layer; vision layers are [0, m_embed)
   int m_head = 0;
 };

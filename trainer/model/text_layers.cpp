@@ -74,16 +74,16 @@ at::Tensor padding_causal_mask(const at::Tensor& attention_mask) {
 }
 
 at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
-                       const at::Tensor& x, const LayerContext& ctx) {
+                       const at::Tensor& x, const LayerContext& ctx, const LayerLora* lora) {
   const auto B = x.size(0);
   const auto T = x.size(1);
   const auto H = d.num_heads;
   const auto K = d.num_kv_heads;
   const auto D = d.hidden_size / H;
-  auto h = rms_norm(x, p[kInputNorm], d.rms_eps);                             // (B, T, C)
-  auto q = at::linear(h, p[kQw], p[kQb]).view({B, T, H, D}).transpose(1, 2);  // (B, H, T, D)
-  auto k = at::linear(h, p[kKw], p[kKb]).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
-  auto v = at::linear(h, p[kVw], p[kVb]).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
+  auto h = rms_norm(x, p[kInputNorm], d.rms_eps);                                 // (B, T, C)
+  auto q = lora_linear(h, p, kQw, kQb, lora).view({B, T, H, D}).transpose(1, 2);  // (B, H, T, D)
+  auto k = lora_linear(h, p, kKw, kKb, lora).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
+  auto v = lora_linear(h, p, kVw, kVb, lora).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
   auto cos = ctx.rope_cos.to(q.scalar_type());  // (T, D) or (B, 1, T, D)
   auto sin = ctx.rope_sin.to(q.scalar_type());
   q = q * cos + rotate_half(q) * sin;
@@ -99,9 +99,10 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
     a = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
   }
   a = a.transpose(1, 2).reshape({B, T, H * D});
-  auto x1 = x + at::linear(a, p[kOw]);  // (B, T, C)
+  auto x1 = x + lora_linear(a, p, kOw, -1, lora);  // (B, T, C)
   auto h2 = rms_norm(x1, p[kPostNorm], d.rms_eps);
-  auto mlp = at::linear(at::silu(at::linear(h2, p[kGate])) * at::linear(h2, p[kUp]), p[kDown]);
+  auto act = at::silu(lora_linear(h2, p, kGate, -1, lora)) * lora_linear(h2, p, kUp, -1, lora);
+  auto mlp = lora_linear(act, p, kDown, -1, lora);
   return x1 + mlp;
 }
 

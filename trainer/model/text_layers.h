@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "trainer/model/lora.h"
 #include "trainer/model/model.h"
 #include "trainer/spec/model_shape.h"
 
@@ -30,9 +31,10 @@ std::pair<at::Tensor, at::Tensor> mrope_tables(const at::Tensor& positions, std:
 /// Causal attention mask with padding keys masked: (B, 1, T, T) bool, every row keeps its own
 /// position so a padding row has no empty softmax. Undefined when `attention_mask` is.
 at::Tensor padding_causal_mask(const at::Tensor& attention_mask);
-/// One decoder block (B, T, C) -> (B, T, C).
+/// One decoder block (B, T, C) -> (B, T, C); `lora` adds the adapters of its Linears.
 at::Tensor qwen2_block(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
-                       const at::Tensor& x, const LayerContext& ctx);
+                       const at::Tensor& x, const LayerContext& ctx,
+                       const LayerLora* lora = nullptr);
 /// Final norm and lm_head: logits (B, T, V) in float32.
 at::Tensor qwen2_logits(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
                         const at::Tensor& x);

@@ -34,7 +34,8 @@ std::vector<std::vector<FlatSizes>> unit_flats(const std::vector<LayerShape>& la
     std::int64_t frozen = 0;
     for (int l : unit)
       for (const auto& p : layers[static_cast<std::size_t>(l)].params)
-        (p.trainable ? trainable : frozen) += numel(p.shape);
+        if (p.tied_to.empty())  // a tied parameter is its owner's storage (counted once)
+          (p.trainable ? trainable : frozen) += numel(p.shape);
     std::vector<FlatSizes> flats;
     for (auto [n, t] : {std::pair{trainable, true}, std::pair{frozen, false}}) {
       if (n == 0) continue;
@@ -77,9 +78,11 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
 
   const auto dims = tiny_dims(exp.model);
   auto layers = qwen2_layers(dims);
-  apply_freeze(exp.train, layers);  // validation reported unmatched globs
+  (void)apply_lora(exp.lora, layers);  // validation reported targets that select nothing
+  apply_freeze(exp.train, layers);     // validation reported unmatched globs
   for (const auto& l : layers)
     for (const auto& p : l.params) {
+      if (!p.tied_to.empty()) continue;  // one storage for a tied pair
       e.params_total += numel(p.shape);
       if (p.trainable) e.params_trainable += numel(p.shape);
     }

@@ -228,7 +228,7 @@ void check_shard(const ShardSection& s, const Check& check) {
             "\"); use the param dtype or fp32 for reduction");
 }
 
-void check_lora(const LoraSection& l, const Check& check) {
+void check_lora(const LoraSection& l, const ModelSection& m, const Check& check) {
   if (!l.enabled) return;
   check.at_least(l.r, 1, "lora.r", "8");
   check(l.alpha > 0 && std::isfinite(l.alpha), "lora.alpha",
@@ -238,16 +238,31 @@ void check_lora(const LoraSection& l, const Check& check) {
   check(!l.target_modules.empty(), "lora.target_modules",
         "is empty, so LoRA would train nothing; use e.g. [\"q_proj\", \"v_proj\"]");
   std::set<std::string> seen;
+  bool names_ok = true;
   for (const auto& name : l.target_modules) {
-    const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '_' || c == '.';
-    });
+    // PEFT's rule: an entry is a module path suffix ("q_proj", "self_attn.q_proj",
+    // "model.layers.0.mlp.down_proj"); its last part must name a Linear LoRA can adapt.
+    const auto dot = name.rfind('.');
+    const auto last = dot == std::string::npos ? name : name.substr(dot + 1);
+    const auto& valid = lora_module_names();
+    const bool ok = std::find(valid.begin(), valid.end(), last) != valid.end();
+    names_ok = names_ok && ok;
     check(ok, "lora.target_modules",
-          "entry " + quoted(name) + " is not a module name; use names like \"q_proj\"");
+          "entry " + quoted(name) + " is not a module LoRA can adapt; use one of " +
+              lora_module_list() + " (qkv, proj, fc1, fc2 are the vision tower's)");
     check(seen.insert(name).second, "lora.target_modules",
           "lists " + quoted(name) + " twice; remove the duplicate");
   }
+  const bool tiny_ok = m.arch == "tiny" && m.tiny_heads >= 1 && m.tiny_hidden_size >= 1 &&
+                       m.tiny_hidden_size % m.tiny_heads == 0 && m.tiny_layers >= 1 &&
+                       m.tiny_vocab_size >= 2 && m.tiny_intermediate_size >= 0;
+  if (!tiny_ok || !names_ok || l.r < 1) return;
+  auto layers = qwen2_layers(tiny_dims(m));
+  for (const auto& target : apply_lora(l, layers))
+    check(target.empty(), "lora.target_modules",
+          "entry " + quoted(target) +
+              " selects no module of the tiny (text-only) model; use q_proj, k_proj, v_proj, "
+              "o_proj, gate_proj, up_proj or down_proj");
 }
 
 void check_eval(const EvalSection& e, const DataSection& d, const Check& check) {
@@ -276,7 +291,7 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
   check_train_optim(exp.train, check);
   check_freeze(exp.train, exp.model, check);
   check_shard(exp.shard, check);
-  check_lora(exp.lora, check);
+  check_lora(exp.lora, exp.model, check);
   check_eval(exp.eval, exp.data, check);
   validate_launch(exp, loc, diag);
 }

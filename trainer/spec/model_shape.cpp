@@ -113,4 +113,79 @@ std::vector<std::string> apply_freeze(const TrainSection& train, std::vector<Lay
   return unmatched;
 }
 
+namespace {
+
+constexpr const char* kLoraPrefix = "base_model.model.";
+constexpr const char* kLoraA = ".lora_A.weight";
+constexpr const char* kLoraB = ".lora_B.weight";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The module path of a Linear weight "<module>.weight", or "" for any other parameter.
+std::string linear_module(const ParamShape& p) {
+  static const std::string kWeight = ".weight";
+  if (p.shape.size() != 2 || !p.tied_to.empty() || !ends_with(p.name, kWeight)) return {};
+  auto module = p.name.substr(0, p.name.size() - kWeight.size());
+  const auto dot = module.rfind('.');
+  const auto last = dot == std::string::npos ? module : module.substr(dot + 1);
+  const auto& names = lora_module_names();
+  return std::find(names.begin(), names.end(), last) != names.end() ? module : std::string();
+}
+
+}  // namespace
+
+const std::vector<std::string>& lora_module_names() {
+  static const std::vector<std::string> kNames = {"q_proj",    "k_proj",  "v_proj",    "o_proj",
+                                                  "gate_proj", "up_proj", "down_proj", "qkv",
+                                                  "proj",      "fc1",     "fc2"};
+  return kNames;
+}
+
+std::string lora_module_list() {
+  std::string out;
+  for (const auto& n : lora_module_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string lora_param_name(const std::string& module, char which) {
+  return kLoraPrefix + module + (which == 'A' ? kLoraA : kLoraB);
+}
+
+bool is_lora_param(const std::string& name) {
+  return name.rfind(kLoraPrefix, 0) == 0 && (ends_with(name, kLoraA) || ends_with(name, kLoraB));
+}
+
+bool lora_target_matches(const std::string& target, const std::string& module) {
+  return module == target || ends_with(module, "." + target);
+}
+
+std::vector<std::string> apply_lora(const LoraSection& lora, std::vector<LayerShape>& layers) {
+  if (!lora.enabled) return {};
+  std::vector<bool> used(lora.target_modules.size(), false);
+  for (auto& layer : layers) {
+    std::vector<ParamShape> adapters;
+    for (auto& p : layer.params) {
+      p.trainable = false;
+      const auto module = linear_module(p);
+      if (module.empty()) continue;
+      bool selected = false;
+      for (std::size_t t = 0; t < lora.target_modules.size(); ++t)
+        if (lora_target_matches(lora.target_modules[t], module)) used[t] = selected = true;
+      if (!selected) continue;
+      const auto out = p.shape[0];
+      const auto in = p.shape[1];
+      adapters.push_back({lora_param_name(module, 'A'), {lora.r, in}, true, true, {}});
+      adapters.push_back({lora_param_name(module, 'B'), {out, lora.r}, true, true, {}});
+    }
+    for (auto& a : adapters) layer.params.push_back(std::move(a));
+  }
+  std::vector<std::string> unmatched;
+  for (std::size_t t = 0; t < used.size(); ++t)
+    if (!used[t]) unmatched.push_back(lora.target_modules[t]);
+  return unmatched;
+}
+
 }  // namespace shardscope::spec

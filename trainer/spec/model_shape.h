@@ -53,6 +53,25 @@ std::int64_t numel(const std::vector<std::int64_t>& shape);
 /// Marks the parameters that train.freeze's globs match (fnmatch on the Hugging Face name)
 /// frozen; returns the globs that match no parameter (a configuration error for the caller).
 std::vector<std::string> apply_freeze(const TrainSection& train, std::vector<LayerShape>& layers);
+/// The Linear modules LoRA can target, by the last part of their module path: the text stack's
+/// q_proj k_proj v_proj o_proj gate_proj up_proj down_proj and the vision tower's qkv proj fc1
+/// fc2 (a vision block's attn.qkv, attn.proj, mlp.fc1, mlp.fc2).
+const std::vector<std::string>& lora_module_names();
+/// The names of lora_module_names() joined by ", " (for error messages).
+std::string lora_module_list();
+/// PEFT's name of an adapter parameter of `module`: "base_model.model.<module>.lora_A.weight"
+/// (`which` 'A') or ".lora_B.weight" ('B'), without PEFT's adapter name (".default").
+std::string lora_param_name(const std::string& module, char which);
+/// True for a name lora_param_name() makes.
+bool is_lora_param(const std::string& name);
+/// True when LoRA target `target` selects module path `module` (PEFT's rule for a list entry: the
+/// path equals the target or ends with "." + target).
+bool lora_target_matches(const std::string& target, const std::string& module);
+/// With lora.enabled: for every 2-D "<module>.weight" whose module a target selects, appends
+/// lora_A (r, in) and lora_B (out, r) to that parameter's layer (after its base parameters, so
+/// base indices stay put), and freezes every other parameter (PEFT trains adapters only). Returns
+/// the targets that select no module (a configuration error for the caller). No-op when disabled.
+std::vector<std::string> apply_lora(const LoraSection& lora, std::vector<LayerShape>& layers);
 /// Parameters of `layers`, a tied parameter counted once (transformers' num_parameters()).
 std::int64_t count_params(const std::vector<LayerShape>& layers);
 /// The text stack's layers appended to `layers`: embed, blocks, head (names `prefix`-free HF).

@@ -1,0 +1,112 @@
+#include "trainer/model/lora.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
+
+#include <cmath>
+#include <string_view>
+
+#include "trainer/model/qwen2.h"
+#include "trainer/model/qwen2vl.h"
+#include "trainer/run/fatal.h"
+
+namespace shardscope::model {
+namespace {
+
+// Separates the adapters' random stream from the base init's (seed * 1000003 + layer).
+constexpr std::uint64_t kLoraStream = 0x4c6f5241ULL;  // "LoRA"
+constexpr std::string_view kPrefix = "base_model.model.";
+constexpr std::string_view kSuffixA = ".lora_A.weight";
+constexpr std::string_view kSuffixB = ".lora_B.weight";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+const LoraPair* LayerLora::find(int weight) const {
+  if (weight < 0 || static_cast<std::size_t>(weight) >= by_weight.size()) return nullptr;
+  const auto& pair = by_weight[static_cast<std::size_t>(weight)];
+  return pair.a >= 0 ? &pair : nullptr;
+}
+
+LoraLinks::LoraLinks(const std::vector<LayerDef>& layers, const spec::LoraSection& lora) {
+  if (!lora.enabled) return;
+  for (const auto& layer : layers) {
+    LayerLora ll;
+    ll.scale = lora.alpha / static_cast<double>(lora.r);
+    ll.dropout = lora.dropout;
+    ll.by_weight.resize(layer.params.size());
+    bool any = false;
+    for (std::size_t i = 0; i < layer.params.size(); ++i) {
+      const auto& name = layer.params[i].name;
+      if (!spec::is_lora_param(name) || !ends_with(name, std::string(kSuffixA))) continue;
+      // "base_model.model.<module>.lora_A.weight" -> "<module>.weight" and "...lora_B.weight"
+      const std::string module =
+          name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffixA.size());
+      int base = -1;
+      int b = -1;
+      for (std::size_t j = 0; j < layer.params.size(); ++j) {
+        if (layer.params[j].name == module + ".weight") base = static_cast<int>(j);
+        if (layer.params[j].name == spec::lora_param_name(module, 'B')) b = static_cast<int>(j);
+      }
+      SHARD_CHECK(base >= 0 && b >= 0, spec::ErrorKind::internal,
+                  "LoRA parameter " + name + " has no base weight or lora_B in layer " + layer.name,
+                  "add adapters with spec::apply_lora only");
+      ll.by_weight[static_cast<std::size_t>(base)] = {static_cast<int>(i), b};
+      any = true;
+    }
+    m_layers.push_back(std::move(ll));
+    m_any.push_back(any);
+  }
+}
+
+const LayerLora* LoraLinks::layer(int layer) const {
+  if (layer < 0 || static_cast<std::size_t>(layer) >= m_layers.size()) return nullptr;
+  return m_any[static_cast<std::size_t>(layer)] ? &m_layers[static_cast<std::size_t>(layer)]
+                                                : nullptr;
+}
+
+at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, int w, int b,
+                       const LayerLora* lora) {
+  auto y = b >= 0 ? at::linear(x, p[static_cast<std::size_t>(w)], p[static_cast<std::size_t>(b)])
+                  : at::linear(x, p[static_cast<std::size_t>(w)]);
+  const LoraPair* pair = lora != nullptr ? lora->find(w) : nullptr;
+  if (pair == nullptr) return y;
+  const auto& A = p[static_cast<std::size_t>(pair->a)];  // (r, in)
+  const auto& B = p[static_cast<std::size_t>(pair->b)];  // (out, r)
+  auto h = x.to(A.scalar_type());
+  if (lora->dropout > 0 && at::GradMode::is_enabled()) h = at::dropout(h, lora->dropout, true);
+  auto delta = at::linear(at::linear(h, A), B) * lora->scale;  // (..., out)
+  return y + delta.to(y.scalar_type());
+}
+
+void init_lora(const LayerDef& layer, int index, std::vector<at::Tensor>& params,
+               std::uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>((seed ^ kLoraStream) * 1000003ULL +
+                                                      static_cast<std::uint64_t>(index));
+  at::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < layer.params.size(); ++i) {
+    const auto& def = layer.params[i];
+    if (!spec::is_lora_param(def.name)) continue;
+    if (ends_with(def.name, std::string(kSuffixB))) {
+      params[i].zero_();
+      continue;
+    }
+    // kaiming_uniform_(a=sqrt(5)): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / fan_in).
+    const double bound = 1.0 / std::sqrt(static_cast<double>(def.shape[1]));
+    params[i].uniform_(-bound, bound, gen);
+  }
+}
+
+std::vector<std::string> apply_lora(Model& model, const spec::LoraSection& lora) {
+  if (auto* q = dynamic_cast<Qwen2Model*>(&model)) return q->add_lora(lora);
+  if (auto* v = dynamic_cast<Qwen2VLModel*>(&model)) return v->add_lora(lora);
+  SHARD_FAIL(spec::ErrorKind::config, "lora.enabled: this model type has no LoRA support",
+             "use a Qwen2 or Qwen2-VL model, or set lora.enabled = false");
+}
+
+}  // namespace shardscope::model
