@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include "trainer/cli/estimate.h"
+#include "trainer/cli/forward.h"
 #include "trainer/cli/selftest.h"
+#include "trainer/cli/tokenize.h"
 #include "trainer/run/fatal.h"
 #include "trainer/run/train.h"
 #include "trainer/spec/version.h"
@@ -44,6 +46,20 @@ int main(int argc, char** argv) {
                         "Write the final full parameters to FILE (safetensors), for tests");
   train_cmd->add_flag("--reference", train.reference,
                       "Unsharded plain-autograd reference (one process), for parity tests");
+  train_cmd->add_option("--export", train.export_dir,
+                        "After the last step, write the model as a Hugging Face folder to DIR "
+                        "(with LoRA: merged weights, and the PEFT adapter in DIR/adapter)");
+
+  TrainOptions exporting;
+  auto* export_cmd = app.add_subcommand(
+      "export", "Write a checkpoint as a Hugging Face folder (one process, any world size saved)");
+  export_cmd->add_option("config", exporting.config, "Experiment TOML of the run")->required();
+  export_cmd->add_option("--checkpoint", exporting.resume, "Checkpoint folder, or auto: the newest")
+      ->required();
+  export_cmd->add_option("--out", exporting.export_dir, "Output folder")->required();
+  export_cmd->add_option("--run-dir", exporting.run_dir, "Run directory (for --checkpoint auto)")
+      ->capture_default_str();
+  export_cmd->add_option("--set", exporting.overrides, "Override a field: --set lora.r=16");
 
   EstimateOptions estimate;
   auto* est_cmd = app.add_subcommand("estimate", "Per-rank memory estimate of an experiment");
@@ -55,6 +71,24 @@ int main(int argc, char** argv) {
   est_cmd->add_option("--set", estimate.overrides, "Override a field: --set train.lr=1e-3");
   est_cmd->add_flag("--json", estimate.json, "One JSON object (bytes)");
 
+  ForwardOptions forward;
+  auto* fwd_cmd =
+      app.add_subcommand("forward", "Logits and loss of every SFT sample (one process, unsharded)");
+  fwd_cmd->add_option("--model", forward.model, "Hugging Face model folder")->required();
+  fwd_cmd->add_option("--data", forward.data, "SFT JSONL file")->required();
+  fwd_cmd->add_option("--out", forward.out, "Output safetensors file")->required();
+  fwd_cmd->add_option("--dtype", forward.dtype, "Compute dtype")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+
+  TokenizeOptions tokenize;
+  auto* tok_cmd =
+      app.add_subcommand("tokenize", "Token ids of stdin (one string) as one JSON array");
+  tok_cmd
+      ->add_option("--tokenizer", tokenize.tokenizer,
+                   "Model folder with tokenizer.json, or the file")
+      ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -62,6 +96,11 @@ int main(int argc, char** argv) {
   }
   if (cmd->parsed()) return run_guarded([&] { return run_selftest(selftest); });
   if (est_cmd->parsed()) return run_guarded([&] { return run_estimate(estimate); });
+  // forward's contract: bad input of any kind exits 1 (after its `error` event).
+  if (fwd_cmd->parsed())
+    return run_guarded([&] { return run_forward(forward); }) == kExitOk ? kExitOk : kExitFailed;
+  if (tok_cmd->parsed()) return run_guarded([&] { return run_tokenize(tokenize); });
   if (train_cmd->parsed()) return run_guarded([&] { return run_train(train); });
+  if (export_cmd->parsed()) return run_guarded([&] { return run_export(exporting); });
   return kExitConfig;
 }

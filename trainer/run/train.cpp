@@ -11,12 +11,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "trainer/ckpt/checkpoint.h"
+#include "trainer/ckpt/export.h"
+#include "trainer/cli/sft_batch.h"
+#include "trainer/data/text/sft_prepare.h"
 #include "trainer/data/tokens.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/rendezvous.h"
+#include "trainer/model/lora.h"
 #include "trainer/model/qwen2.h"
+#include "trainer/model/qwen2vl.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/optim/schedule.h"
 #include "trainer/run/fatal.h"
@@ -116,6 +122,26 @@ model::Batch make_batch(const std::vector<data::TokenSample>& samples,
   return {ids, labels};
 }
 
+/// Training or eval samples: pre-tokenised rows (data.format = "tokens", padded to seq_len) or
+/// SFT conversations (data.format = "chat": ids, labels and image patches, padded per batch).
+struct Dataset {
+  std::vector<data::TokenSample> tokens;
+  std::vector<data::PreparedSample> chat;
+  std::int64_t pad_id = 0;  // chat padding id (masked)
+
+  std::int64_t size() const {
+    return static_cast<std::int64_t>(chat.empty() ? tokens.size() : chat.size());
+  }
+  bool empty() const { return size() == 0; }
+  std::int64_t loss_tokens(std::int64_t i) const {
+    const auto k = static_cast<std::size_t>(i);
+    return chat.empty() ? data::loss_tokens(tokens[k]) : data::loss_tokens(chat[k]);
+  }
+  model::Batch batch(const std::vector<std::int64_t>& indices) const {
+    return chat.empty() ? make_batch(tokens, indices) : make_sft_batch(chat, indices, pad_id);
+  }
+};
+
 /// Peak fp32 GEMM FLOP/s of this process's threads, measured (or SHARDSCOPE_PEAK_FLOPS).
 double gemm_peak_flops() {
   if (const char* env = std::getenv("SHARDSCOPE_PEAK_FLOPS"); env && *env) return std::atof(env);
@@ -148,8 +174,8 @@ struct Loop {
   EngineRunner* engine_runner;  // null for the reference
   RankGroups& groups;
   const dist::Rendezvous& rdzv;
-  std::vector<data::TokenSample>& samples;
-  std::vector<data::TokenSample>& eval_samples;
+  const Dataset& samples;
+  const Dataset& eval_samples;
   std::string config_hash;
   spec::PrecisionDTypes precision;
   double grad_scale = 1.0;  // fp16 gradient scaler: the loss is multiplied by it
@@ -165,8 +191,7 @@ struct Loop {
   double train_step(data::SampleOrder& order, std::int64_t base, double& grad_norm) {
     auto mine = rank_samples(order, base, exp.train.batch_size, rdzv.rank, rdzv.world_size);
     auto count = at::zeros({1}, at::kDouble);
-    for (auto i : mine)
-      count += static_cast<double>(data::loss_tokens(samples[static_cast<std::size_t>(i)]));
+    for (auto i : mine) count += static_cast<double>(samples.loss_tokens(i));
     groups.world.all_reduce_sum(count);
     const double tokens = std::max(1.0, count.item<double>());
     const auto mb = micro_batch();
@@ -179,7 +204,7 @@ struct Loop {
       const bool last = start + static_cast<std::size_t>(mb) >= mine.size();
       runner.set_position(base / exp.train.batch_size + 1,
                           static_cast<int>(start / static_cast<std::size_t>(mb)));
-      local += runner.micro_step(make_batch(samples, part), grad_scale / tokens,
+      local += runner.micro_step(samples.batch(part), grad_scale / tokens,
                                  last || exp.shard.reduce_every_microstep);
     }
     auto loss = at::full({1}, local / grad_scale, at::kDouble);
@@ -212,16 +237,15 @@ struct Loop {
   // eval.batches batches of batch_size samples from the start of the eval file, the loss
   // normalized like training's. Only "loss" is reported so far ("accuracy" needs the logits).
   void evaluate(std::int64_t step) {
-    data::SampleOrder order(static_cast<std::int64_t>(eval_samples.size()), 0, false);
+    data::SampleOrder order(eval_samples.size(), 0, false);
     double sum = 0;
     double count_all = 0;
     for (std::int64_t b = 0; b < exp.eval.batches; ++b) {
       auto mine = rank_samples(order, b * exp.train.batch_size, exp.train.batch_size, rdzv.rank,
                                rdzv.world_size);
       double count = 0;
-      for (auto i : mine)
-        count += static_cast<double>(data::loss_tokens(eval_samples[static_cast<std::size_t>(i)]));
-      sum += runner.eval_step(make_batch(eval_samples, mine), 1.0);
+      for (auto i : mine) count += static_cast<double>(eval_samples.loss_tokens(i));
+      sum += runner.eval_step(eval_samples.batch(mine), 1.0);
       count_all += count;
     }
     auto totals = at::tensor({sum, count_all}, at::kDouble);
@@ -254,12 +278,14 @@ struct Loop {
   }
 
   int run() {
-    data::SampleOrder order(static_cast<std::int64_t>(samples.size()), exp.train.seed,
-                            exp.data.shuffle);
+    data::SampleOrder order(samples.size(), exp.train.seed, exp.data.shuffle);
     std::int64_t step = 0;
     if (!options.resume.empty() && engine_runner) {
       std::string dir =
           options.resume == "auto" ? ckpt::find_latest_checkpoint(options.run_dir) : options.resume;
+      SHARD_CHECK(!dir.empty() || !options.export_only, ErrorKind::io,
+                  "no complete checkpoint under " + options.run_dir + "/ckpt to export",
+                  "pass --checkpoint with a checkpoint folder (ckpt/step-NNNNNN of a run)");
       if (!dir.empty()) {
         auto pos = ckpt::load_checkpoint(dir, engine_runner->engine(), engine_runner->optimizer());
         step = pos.step;
@@ -271,7 +297,7 @@ struct Loop {
     const double flops_token = model.flops_per_token(exp.data.seq_len);
     double last_loss = 0;
     bool stopped = false;
-    while (step < exp.train.max_steps) {
+    while (!options.export_only && step < exp.train.max_steps) {
       const auto ag0 = comm_bytes(true);
       const auto rs0 = comm_bytes(false);
       const auto t0 = Clock::now();
@@ -302,11 +328,18 @@ struct Loop {
         break;
       }
     }
-    if (exp.train.ckpt_at_end || (stopped && exp.train.ckpt_every > 0))
+    if (!options.export_only && (exp.train.ckpt_at_end || (stopped && exp.train.ckpt_every > 0)))
       checkpoint(step, step * exp.train.batch_size);
     if (!options.dump_params.empty()) {
       auto state = runner.full_state();
       if (rdzv.rank == 0) ckpt::write_safetensors(options.dump_params, state);
+    }
+    if (!options.export_dir.empty()) {
+      auto state = runner.full_state();  // collective: every rank gathers, rank 0 writes
+      if (rdzv.rank == 0) {
+        for (const auto& part : ckpt::export_model(options.export_dir, state, exp))
+          events().write(spec::CkptEvent{step, part.path, part.kind});
+      }
     }
     groups.world.barrier();
     const double objective = std::isnan(last_eval) ? last_loss : last_eval;
@@ -318,14 +351,49 @@ struct Loop {
   }
 };
 
-std::vector<data::TokenSample> load_data(const spec::Experiment& exp, const std::string& path) {
+/// The samples of `path` in data.format; every line is read and checked (images decoded) before
+/// the first collective, so a bad line fails every rank before step 1.
+Dataset load_data(const spec::Experiment& exp, const std::string& path,
+                  const data::SftPreparer* preparer, std::int64_t vocab_size) {
+  Dataset out;
+  if (exp.data.format == "chat") {
+    SHARD_CHECK(preparer != nullptr, ErrorKind::config,
+                "data.format = \"chat\" needs a Hugging Face model (its tokenizer)",
+                "set model.arch = \"qwen2\" or \"qwen2_vl\" with model.path, or use "
+                "data.format = \"tokens\"");
+    auto chat = data::load_prepared_sft(path, *preparer, exp.data.seq_len, vocab_size);
+    SHARD_CHECK_OK(chat, ErrorKind::data, "fix the line, or point the data path at another file");
+    out.chat = std::move(*chat);
+    out.pad_id = preparer->pad_id();
+    return out;
+  }
   SHARD_CHECK(exp.data.format == "tokens", ErrorKind::config,
               "data.format = \"" + exp.data.format + "\" is not supported by this trainer yet",
-              "use data.format = \"tokens\" (pre-tokenized JSONL)");
-  auto samples = data::load_token_samples(path, exp.data.seq_len, exp.model.tiny_vocab_size);
+              "use data.format = \"chat\" (SFT conversations) or \"tokens\" (pre-tokenized)");
+  auto samples = data::load_token_samples(path, exp.data.seq_len, vocab_size);
   SHARD_CHECK_OK(samples, ErrorKind::data,
                  "fix the line, or point data.train_path at another file");
-  return std::move(*samples);
+  out.tokens = std::move(*samples);
+  return out;
+}
+
+/// The model of [model]: the tiny test transformer, or a Hugging Face folder whose config.json
+/// must describe the architecture model.arch names.
+std::unique_ptr<model::Model> build_model(const spec::ModelSection& m) {
+  if (m.arch == "tiny") return std::make_unique<model::Qwen2Model>(model::tiny_config(m));
+  auto hf = model::load_hf_model(m.path);
+  const bool vision = hf->config().has_vision;
+  SHARD_CHECK(vision == (m.arch == "qwen2_vl"), ErrorKind::config,
+              "model.arch = \"" + m.arch + "\" but " + m.path + "/config.json describes a " +
+                  (vision ? "Qwen2-VL" : "text-only Qwen2") + " model",
+              std::string("set model.arch = \"") + (vision ? "qwen2_vl" : "qwen2") +
+                  "\", or point model.path at another checkpoint");
+  return hf;
+}
+
+std::int64_t vocab_size_of(const spec::ModelSection& m, const model::Model& built) {
+  if (m.arch == "tiny") return m.tiny_vocab_size;
+  return static_cast<const model::Qwen2VLModel&>(built).config().text.vocab_size;
 }
 
 std::int64_t estimate_total(const spec::Experiment& exp, const dist::Rendezvous& r) {
@@ -347,25 +415,38 @@ int run_train(const TrainOptions& options) {
   // Everything that can be checked without peers is checked before the first collective.
   auto valid = spec::validate_for_world(*exp, rdzv->world_size, rdzv->local_world_size);
   SHARD_CHECK_OK(valid, ErrorKind::config, "fix the experiment file or the launch shape");
-  SHARD_CHECK(exp->model.arch == "tiny", ErrorKind::config,
-              "model.arch = \"" + exp->model.arch + "\" is not available in this build yet",
-              "use model.arch = \"tiny\"");
   at::set_num_threads(exp->train.threads > 0 ? exp->train.threads : at::get_num_threads());
   if (exp->train.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
 
-  model::Qwen2Model model(model::tiny_config(exp->model));
-  // Validation checked train.freeze against the tiny model; a checkpoint's names are known here,
-  // before any collective.
+  // Every rank maps the checkpoint; the engine reads each layer whole and keeps its own shard.
+  auto model_ptr = build_model(exp->model);
+  auto& model = *model_ptr;
+  // LoRA first (it freezes every base weight and adds the adapters), so train.freeze may name
+  // adapters too. Validation checked both against the tiny model; a checkpoint's names are known
+  // here, before any collective.
+  for (const auto& target : model::apply_lora(model, exp->lora))
+    SHARD_FAIL(ErrorKind::config,
+               "lora.target_modules: entry \"" + target + "\" selects no module of the model",
+               "use q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (qkv, proj, "
+               "fc1, fc2 for the vision tower)");
   for (const auto& glob : model.freeze(exp->train))
     SHARD_FAIL(ErrorKind::config,
                "train.freeze: pattern \"" + glob + "\" matches no parameter of the model",
                "use Hugging Face names such as \"model.layers.0.*\"");
-  auto samples = load_data(*exp, exp->data.train_path);
-  std::vector<data::TokenSample> eval_samples;
+  std::optional<data::SftPreparer> preparer;
+  if (exp->model.arch != "tiny" && exp->data.format == "chat") {
+    auto opened = data::SftPreparer::open(exp->model.path);
+    SHARD_CHECK_OK(opened, ErrorKind::data, "fix model.path's tokenizer/processor files");
+    preparer.emplace(std::move(*opened));
+  }
+  const auto vocab = vocab_size_of(exp->model, model);
+  const auto* prep = preparer ? &*preparer : nullptr;
+  auto samples = load_data(*exp, exp->data.train_path, prep, vocab);
+  Dataset eval_samples;
   if (exp->eval.every > 0 && !exp->data.eval_path.empty())
-    eval_samples = load_data(*exp, exp->data.eval_path);
+    eval_samples = load_data(*exp, exp->data.eval_path, prep, vocab);
   auto groups = make_groups(*rdzv, exp->shard.strategy, 60);
   shard::Trace trace;
   if (!options.trace.empty()) trace.open(options.trace, rdzv->rank);
@@ -405,6 +486,14 @@ int run_train(const TrainOptions& options) {
             spec::resolve_precision(exp->shard)};
   if (loop.precision.grad_scaler) loop.grad_scale = 65536.0;
   return loop.run();
+}
+
+int run_export(TrainOptions options) {
+  SHARD_CHECK(!options.resume.empty() && !options.export_dir.empty(), ErrorKind::config,
+              "export needs a checkpoint and an output folder",
+              "shardtrain export CONFIG --checkpoint DIR|auto --out DIR");
+  options.export_only = true;
+  return run_train(options);
 }
 
 }  // namespace shardscope::trainer

@@ -13,11 +13,17 @@ struct TrainOptions {
   std::string resume;                  // "", "auto" or a checkpoint directory
   std::string trace;                   // --trace FILE
   std::string dump_params;             // --dump-params FILE: final full state (safetensors)
+  std::string export_dir;              // --export DIR: the model as a Hugging Face folder
+  bool export_only = false;            // `shardtrain export`: resume, no steps, export
   std::vector<std::string> overrides;  // --set key=value
   bool reference = false;              // --reference: plain autograd, no engine (tests)
   std::string run_dir = ".";           // checkpoints go to run_dir/ckpt
 };
 
 int run_train(const TrainOptions& options);
+
+/// `shardtrain export CONFIG --checkpoint DIR|auto --out DIR`: one process loads a sharded
+/// checkpoint (resharded to world size 1) and writes the export folder.
+int run_export(TrainOptions options);
 
 }  // namespace shardscope::trainer
