@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "backend/search/cmaes.h"
+#include "backend/search/nsga2.h"
 #include "backend/search/sampler.h"
 #include "backend/search/tpe.h"
 
@@ -218,14 +220,27 @@ Result<std::unique_ptr<Sampler>> make_sampler(const SearchSpace& space) {
     }
     return std::unique_ptr<Sampler>(std::make_unique<QmcSampler>(space.seed));
   }
+  if ((type == "tpe" || type == "cmaes") && space.objectives.size() != 1) {
+    return fail("search.sampler: " + type +
+                " optimises one objective; several objectives need sampler = \"nsga2\" (or "
+                "random or qmc)");
+  }
   if (type == "tpe") {
-    if (space.objectives.size() != 1) {
-      return fail(
-          "search.sampler: tpe optimises one objective; several objectives need nsga2, "
-          "which is not implemented yet (use random or qmc)");
-    }
     return std::unique_ptr<Sampler>(
         std::make_unique<TpeSampler>(space.sampler, space.objectives.front().direction));
+  }
+  if (type == "cmaes") {
+    if (CmaEsSampler::driven(space).empty()) {
+      return fail(
+          "search.sampler: cmaes needs at least one float or int parameter without `when`; "
+          "this space has none, so use tpe");
+    }
+    return std::unique_ptr<Sampler>(
+        std::make_unique<CmaEsSampler>(space.sampler, space.objectives.front().direction));
+  }
+  if (type == "nsga2") {
+    return std::unique_ptr<Sampler>(
+        std::make_unique<Nsga2Sampler>(space.sampler, space.objectives));
   }
   return fail("search.sampler: unknown sampler \"" + type + "\"");
 }

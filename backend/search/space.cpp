@@ -282,6 +282,70 @@ Result<void> parse_objectives(const toml::table& s, SearchSpace& space, const Ct
   return ok();
 }
 
+// The probability-like sampler settings: each in [0, 1].
+Result<void> parse_sampler_probs(const toml::table& t, SamplerConfig& c, const Ctx& ctx) {
+  for (auto [key, field] :
+       {std::pair<std::string_view, double*>{"crossover_prob", &c.crossover_prob},
+        {"swapping_prob", &c.swapping_prob},
+        {"mutation_prob", &c.mutation_prob}}) {
+    const std::string f = "search.sampler." + std::string(key);
+    auto v = get_number(t, key, *field, f, ctx);
+    if (!v) return v.error();
+    if (*v < 0.0 || *v > 1.0) return ctx.err(f, "must be in [0, 1] (got " + num(*v) + ")");
+    *field = *v;
+  }
+  auto s0 = get_number(t, "sigma0", c.sigma0, "search.sampler.sigma0", ctx);
+  if (!s0) return s0.error();
+  if (*s0 < 0.0 || *s0 > 1.0) {
+    return ctx.err("search.sampler.sigma0",
+                   "must be in (0, 1], a step size in the unit box (0 = the default 1/6)");
+  }
+  c.sigma0 = *s0;
+  return ok();
+}
+
+Result<void> parse_sampler_table(const toml::table& t, SamplerConfig& c, const Ctx& ctx) {
+  if (auto r = check_keys(t,
+                          {"type", "n_startup_trials", "n_ei_candidates", "multivariate", "group",
+                           "constant_liar", "prior_weight", "magic_clip", "population_size",
+                           "sigma0", "crossover_prob", "swapping_prob", "mutation_prob"},
+                          "search.sampler", ctx);
+      !r) {
+    return r;
+  }
+  c.type = t.get("type") != nullptr ? t.get("type")->value_or(std::string()) : c.type;
+  if (c.type == "cmaes") c.n_startup_trials = 1;  // Optuna's CmaEsSampler default
+  auto a =
+      get_int(t, "n_startup_trials", c.n_startup_trials, 0, "search.sampler.n_startup_trials", ctx);
+  auto b =
+      get_int(t, "n_ei_candidates", c.n_ei_candidates, 1, "search.sampler.n_ei_candidates", ctx);
+  auto m = get_bool(t, "multivariate", c.multivariate, "search.sampler.multivariate", ctx);
+  auto g = get_bool(t, "group", c.group, "search.sampler.group", ctx);
+  auto l = get_bool(t, "constant_liar", c.constant_liar, "search.sampler.constant_liar", ctx);
+  auto w = get_number(t, "prior_weight", c.prior_weight, "search.sampler.prior_weight", ctx);
+  auto k = get_bool(t, "magic_clip", c.magic_clip, "search.sampler.magic_clip", ctx);
+  auto ps =
+      get_int(t, "population_size", c.population_size, 0, "search.sampler.population_size", ctx);
+  if (!a) return a.error();
+  if (!b) return b.error();
+  if (!m) return m.error();
+  if (!g) return g.error();
+  if (!l) return l.error();
+  if (!w) return w.error();
+  if (!k) return k.error();
+  if (!ps) return ps.error();
+  if (*ps == 1) return ctx.err("search.sampler.population_size", "must be 0 (automatic) or >= 2");
+  c.n_startup_trials = static_cast<int>(*a);
+  c.n_ei_candidates = static_cast<int>(*b);
+  c.multivariate = *m;
+  c.group = *g;
+  c.constant_liar = *l;
+  c.prior_weight = *w;
+  c.magic_clip = *k;
+  c.population_size = static_cast<int>(*ps);
+  return parse_sampler_probs(t, c, ctx);
+}
+
 Result<void> parse_sampler(const toml::table& s, SamplerConfig& c, const Ctx& ctx) {
   const toml::node* n = s.get("sampler");
   if (n == nullptr) return ok();
@@ -289,37 +353,14 @@ Result<void> parse_sampler(const toml::table& s, SamplerConfig& c, const Ctx& ct
   if (t == nullptr) {
     if (!n->is_string()) return ctx.err("search.sampler", "must be a name or a table");
     c.type = n->value_or(std::string());
-  } else {
-    if (auto r = check_keys(*t,
-                            {"type", "n_startup_trials", "n_ei_candidates", "multivariate", "group",
-                             "constant_liar", "prior_weight", "magic_clip"},
-                            "search.sampler", ctx);
-        !r) {
-      return r;
-    }
-    c.type = t->get("type") != nullptr ? t->get("type")->value_or(std::string()) : c.type;
-    auto a = get_int(*t, "n_startup_trials", c.n_startup_trials, 0,
-                     "search.sampler.n_startup_trials", ctx);
-    auto b =
-        get_int(*t, "n_ei_candidates", c.n_ei_candidates, 1, "search.sampler.n_ei_candidates", ctx);
-    auto m = get_bool(*t, "multivariate", c.multivariate, "search.sampler.multivariate", ctx);
-    auto g = get_bool(*t, "group", c.group, "search.sampler.group", ctx);
-    auto l = get_bool(*t, "constant_liar", c.constant_liar, "search.sampler.constant_liar", ctx);
-    auto w = get_number(*t, "prior_weight", c.prior_weight, "search.sampler.prior_weight", ctx);
-    auto k = get_bool(*t, "magic_clip", c.magic_clip, "search.sampler.magic_clip", ctx);
-    if (!a) return a.error();
-    if (!b) return b.error();
-    if (!m) return m.error();
-    if (!g) return g.error();
-    if (!l) return l.error();
-    if (!w) return w.error();
-    if (!k) return k.error();
-    c = {c.type, static_cast<int>(*a), static_cast<int>(*b), *m, *g, *l, *w, *k};
+    if (c.type == "cmaes") c.n_startup_trials = 1;  // Optuna's CmaEsSampler default
+  } else if (auto r = parse_sampler_table(*t, c, ctx); !r) {
+    return r;
   }
-  static const std::vector<std::string_view> kTypes = {"random", "grid", "qmc", "tpe"};
+  static const std::vector<std::string_view> kTypes = {"random", "grid",  "qmc",
+                                                       "tpe",    "cmaes", "nsga2"};
   if (std::find(kTypes.begin(), kTypes.end(), c.type) == kTypes.end()) {
-    return ctx.err("search.sampler", "unknown sampler \"" + c.type + "\"; use " + keys_of(kTypes) +
-                                         " (cmaes and nsga2 are not implemented yet)");
+    return ctx.err("search.sampler", "unknown sampler \"" + c.type + "\"; use " + keys_of(kTypes));
   }
   return ok();
 }

@@ -144,9 +144,9 @@ class TestSpace : public QObject {
                                 << "search.space.\"x\".low"
                                 << "whole";
     QTest::newRow("unknown sampler")
-        << "[search]\nsampler = \"cmaes\"\n" + lr + "low = 0\nhigh = 1\n"
+        << "[search]\nsampler = \"cobyla\"\n" + lr + "low = 0\nhigh = 1\n"
         << "search.sampler"
-        << "not implemented";
+        << "cmaes, nsga2";
     QTest::newRow("bad direction")
         << "[search]\nobjectives = {loss = \"min\"}\n" + lr + "low = 0\nhigh = 1\n"
         << "search.objectives.\"loss\""
