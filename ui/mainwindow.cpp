@@ -1,17 +1,283 @@
 #include "ui/mainwindow.h"
 
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLoggingCategory>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
 #include <QStatusBar>
+#include <QToolBar>
 
-#include "ui/plot/curveplot.h"
+#include <algorithm>
+
+#include "ui/builder/buildercontroller.h"
+#include "ui/builder/builderpanel.h"
+#include "ui/compare/comparepanel.h"
+#include "ui/data/runlog.h"
+#include "ui/hosts/hostspanel.h"
+#include "ui/plots/plotspanel.h"
+#include "ui/runs/runspanel.h"
+#include "ui/runs/runtablemodel.h"
+
+Q_LOGGING_CATEGORY(lcMainWindow, "shardscope.ui.mainwindow")
 
 namespace shardscope::ui {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_curvePlot(new CurvePlot(this)) {
+namespace {
+constexpr int kMaxRecent = 8;
+const char* const kRecentKey = "recentRunLogs";
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent, int pollMs)
+    : QMainWindow(parent), m_runLog(new RunLog(pollMs, this)) {
   setWindowTitle(QStringLiteral("Shardscope"));
-  m_curvePlot->setAxisLabels(tr("step"), tr("loss"));
-  setCentralWidget(m_curvePlot);
+  setObjectName(QStringLiteral("MainWindow"));
+  setDockNestingEnabled(true);
+  m_runs = new RunsPanel(*m_runLog, this);
+  m_plots = new PlotsPanel(*m_runLog, this);
+  m_compare = new ComparePanel(*m_runLog, this);
+  m_hosts = new HostsPanel(*m_runLog, this);
+  m_builder = new BuilderPanel(this);
+
+  QDockWidget* runs = addPanel("runs", tr("Runs"), m_runs, Qt::TopDockWidgetArea);
+  QDockWidget* builder = addPanel("builder", tr("Builder"), m_builder, Qt::TopDockWidgetArea);
+  QDockWidget* hosts = addPanel("hosts", tr("Hosts"), m_hosts, Qt::TopDockWidgetArea);
+  QDockWidget* plots = addPanel("plots", tr("Plots"), m_plots, Qt::BottomDockWidgetArea);
+  QDockWidget* compare = addPanel("compare", tr("Compare"), m_compare, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(runs, builder);
+  tabifyDockWidget(runs, hosts);
+  tabifyDockWidget(plots, compare);
+  runs->raise();
+  plots->raise();
+  resizeDocks({runs, plots}, {35, 65}, Qt::Vertical);
+
+  buildMenus();
   statusBar()->showMessage(tr("No run log opened yet"));
-  resize(1000, 640);
+  resize(1400, 900);
+  restoreLayout();
+
+  connect(m_runs, &RunsPanel::selectionChanged, this, &MainWindow::onSelection);
+  connect(m_runs, &RunsPanel::stopRequested, this, &MainWindow::stopRequested);
+  connect(m_runs, &RunsPanel::cloneRequested, this, &MainWindow::cloneRequested);
+  connect(m_builder->controller(), &BuilderController::launchRequested, this,
+          &MainWindow::launchRequested);
+  connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
+    m_runCount = static_cast<int>(list.size());
+    statusBar()->showMessage(tr("%n run(s) in %1", nullptr, m_runCount).arg(m_runLog->path()));
+    // First load: show the newest run, so the plots are never empty when there is data.
+    if (!m_autoSelected && !list.isEmpty() && m_runs->selectedRunIds().isEmpty()) {
+      m_autoSelected = true;
+      m_runs->selectRuns({list.first().record.id});
+    }
+    emit loadedChanged();
+  });
+  connect(m_runLog, &RunLog::failed, this,
+          [this](const QString& message) { statusBar()->showMessage(message); });
+  connect(m_runLog, &RunLog::opened, this, [this](bool ok, const QString& message) {
+    if (!ok) statusBar()->showMessage(message);
+  });
+  for (auto* source : {static_cast<QObject*>(m_plots), static_cast<QObject*>(m_compare),
+                       static_cast<QObject*>(m_hosts)}) {
+    connect(source, SIGNAL(loaded()), this, SIGNAL(loadedChanged()));
+  }
+}
+
+MainWindow::~MainWindow() = default;
+
+QStringList MainWindow::panelNames() {
+  return {QStringLiteral("builder"), QStringLiteral("runs"), QStringLiteral("plots"),
+          QStringLiteral("compare"), QStringLiteral("hosts")};
+}
+
+QDockWidget* MainWindow::addPanel(const QString& name, const QString& title, QWidget* widget,
+                                  Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, this);
+  dock->setObjectName(name);  // saveState() keys the layout by it
+  widget->setObjectName(name + QStringLiteral("Panel"));
+  dock->setWidget(widget);
+  addDockWidget(area, dock);
+  m_docks.append(dock);
+  return dock;
+}
+
+QDockWidget* MainWindow::dock(const QString& name) const {
+  const auto it = std::find_if(m_docks.begin(), m_docks.end(),
+                               [&](const QDockWidget* d) { return d->objectName() == name; });
+  return it == m_docks.end() ? nullptr : *it;
+}
+
+QWidget* MainWindow::panel(const QString& name) const {
+  QDockWidget* d = dock(name);
+  return d == nullptr ? nullptr : d->widget();
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open run log…"), this, &MainWindow::chooseRunLog);
+  open->setShortcut(QKeySequence::Open);
+  QAction* openExp = file->addAction(tr("Open &experiment…"), this, &MainWindow::chooseExperiment);
+  openExp->setShortcut(QKeySequence(tr("Ctrl+Shift+O")));
+  m_recentMenu = file->addMenu(tr("Open &recent"));
+  rebuildRecentMenu();
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  int key = 1;
+  for (QDockWidget* d : std::as_const(m_docks)) {
+    QAction* toggle = d->toggleViewAction();
+    toggle->setShortcut(QKeySequence(QStringLiteral("Alt+%1").arg(key++)));
+    view->addAction(toggle);
+  }
+  view->addSeparator();
+  QAction* refresh = view->addAction(tr("&Refresh"), m_runLog, &RunLog::refresh);
+  refresh->setShortcut(QKeySequence::Refresh);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  m_runs->stopAction()->setShortcut(QKeySequence(tr("Ctrl+.")));
+  m_runs->cloneAction()->setShortcut(QKeySequence(tr("Ctrl+D")));
+  run->addAction(m_runs->stopAction());
+  run->addAction(m_runs->cloneAction());
+  QAction* filter = run->addAction(tr("&Filter runs"), this, [this] {
+    dock(QStringLiteral("runs"))->raise();
+    m_runs->filterEdit()->setFocus();
+  });
+  filter->setShortcut(QKeySequence::Find);
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About Shardscope"), this, [this] {
+    QMessageBox::about(this, tr("About Shardscope"),
+                       tr("Shardscope %1: a dashboard for sharded fine-tuning runs and sweeps.")
+                           .arg(QApplication::applicationVersion()));
+  });
+
+  QToolBar* bar = addToolBar(tr("Main"));
+  bar->setObjectName(QStringLiteral("mainToolBar"));
+  bar->addAction(open);
+  bar->addAction(refresh);
+  bar->addSeparator();
+  bar->addAction(m_runs->stopAction());
+  bar->addAction(m_runs->cloneAction());
+}
+
+QStringList MainWindow::recentFiles() const { return QSettings().value(kRecentKey).toStringList(); }
+
+void MainWindow::addRecent(const QString& path) {
+  QStringList recent = recentFiles();
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  recent.removeAll(absolute);
+  recent.prepend(absolute);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  QSettings().setValue(kRecentKey, recent);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  m_recentMenu->clear();
+  const QStringList recent = recentFiles();
+  for (const QString& path : recent) {
+    m_recentMenu->addAction(path, this, [this, path] { openRunLog(path); });
+  }
+  m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::restoreLayout() {
+  QSettings settings;
+  restoreGeometry(settings.value("mainWindow/geometry").toByteArray());
+  restoreState(settings.value("mainWindow/state").toByteArray());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue("mainWindow/geometry", saveGeometry());
+  settings.setValue("mainWindow/state", saveState());
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::chooseRunLog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open run log"), QString(),
+                                                    tr("Run logs (*.db);;All files (*)"));
+  if (!path.isEmpty()) openRunLog(path);
+}
+
+void MainWindow::chooseExperiment() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), QString(),
+                                                    tr("Experiments (*.toml)"));
+  if (path.isEmpty()) return;
+  if (auto opened = openExperiment(path); !opened) {
+    QMessageBox::warning(this, tr("Open experiment"), QString::fromStdString(opened.message()));
+  }
+}
+
+void MainWindow::openRunLog(const QString& path) {
+  m_runCount = -1;
+  m_autoSelected = false;
+  setWindowTitle(QStringLiteral("Shardscope — %1").arg(QFileInfo(path).fileName()));
+  statusBar()->showMessage(tr("Reading %1…").arg(path));
+  m_runLog->open(path);
+  m_compare->showSweep(-1);
+  addRecent(path);
+}
+
+Result<void> MainWindow::openExperiment(const QString& path) {
+  QString error;
+  if (!m_builder->controller()->openFile(path, &error)) return fail(error.toStdString());
+  if (QDockWidget* builder = dock(QStringLiteral("builder"))) builder->raise();
+  return ok();
+}
+
+void MainWindow::onSelection(const QList<qint64>& ids) {
+  QVector<RunSummary> runs;
+  for (qint64 id : ids) {
+    if (const RunSummary* run = m_runs->model()->runById(id)) runs.append(*run);
+  }
+  m_plots->setRuns(ids, runs);
+  if (!runs.isEmpty() && runs.first().record.experimentId) {
+    m_compare->showSweep(*runs.first().record.experimentId);
+  }
+  emit loadedChanged();
+}
+
+bool MainWindow::isLoaded() const {
+  const bool plotsReady = m_runs->selectedRunIds().isEmpty() || m_plots->isLoaded();
+  return m_runs->isLoaded() && plotsReady && m_compare->isLoaded() && m_hosts->isLoaded();
+}
+
+QString MainWindow::selectShowcase() {
+  const RunTableModel* model = m_runs->model();
+  std::optional<qint64> sweep;
+  QMap<qint64, int> sizes;
+  for (int row = 0; row < model->rowCount(); ++row) {
+    if (const auto& id = model->runAt(row)->record.experimentId) ++sizes[*id];
+  }
+  for (auto it = sizes.cbegin(); it != sizes.cend(); ++it) {
+    if (!sweep || it.value() >= sizes.value(*sweep)) sweep = it.key();
+  }
+  QList<QPair<double, qint64>> ranked;
+  for (int row = 0; row < model->rowCount(); ++row) {
+    const auto& r = model->runAt(row)->record;
+    if (sweep && r.experimentId == sweep && r.objective) ranked.append({*r.objective, r.id});
+  }
+  std::sort(ranked.begin(), ranked.end());
+  QList<qint64> ids;
+  for (qsizetype i = 0; i < std::min<qsizetype>(3, ranked.size()); ++i)
+    ids.append(ranked[i].second);
+  if (ids.isEmpty() && model->rowCount() > 0) ids.append(model->runAt(0)->record.id);
+  m_runs->selectRuns(ids);
+  if (sweep) m_compare->showSweep(*sweep);
+  QStringList names;
+  for (qint64 id : ids) names.append(model->runById(id)->record.name);
+  return names.join(QStringLiteral(", "));
 }
 
 }  // namespace shardscope::ui

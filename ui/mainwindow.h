@@ -1,23 +1,92 @@
-// MainWindow: the dashboard's top-level window. For now one curve plot and a status line; the
-// run table, experiment builder and trial comparison arrive as panels with their own controllers.
+// MainWindow: the dashboard's frame. It owns the run log reader (RunLog, a worker thread) and
+// five dockable panels, each with its own controller: builder, runs, plots, compare, hosts. It
+// keeps the layout and recent files in QSettings and offers menus, a toolbar and shortcuts.
+// Stopping and cloning runs leave as signals: the app wires them to the backend and the builder.
 #pragma once
 
 #include <QMainWindow>
+#include <QStringList>
+
+#include "trainer/spec/result.h"
+
+class QDockWidget;
+class QMenu;
 
 namespace shardscope::ui {
 
-class CurvePlot;
+class BuilderPanel;
+class ComparePanel;
+class HostsPanel;
+class PlotsPanel;
+class RunLog;
+class RunsPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  explicit MainWindow(QWidget* parent = nullptr);
+  /// pollMs: how often the run log file is checked for commits by other processes.
+  explicit MainWindow(QWidget* parent = nullptr, int pollMs = 250);
+  ~MainWindow() override;
 
-  CurvePlot* curvePlot() const { return m_curvePlot; }
+  /// The panel names, in the order of the View menu and the screenshot set.
+  static QStringList panelNames();
+  /// The widget of panel `name` (one of panelNames()), or nullptr.
+  QWidget* panel(const QString& name) const;
+  QDockWidget* dock(const QString& name) const;
+
+  /// Opens the run log at `path` (read-only); the panels fill as data arrives.
+  void openRunLog(const QString& path);
+  /// Opens the experiment file in the builder panel; an error names the file and the field.
+  [[nodiscard]] Result<void> openExperiment(const QString& path);
+  /// True when every panel has shown the data asked for last.
+  bool isLoaded() const;
+  /// Runs in the run log as last loaded (-1 before the first load).
+  int runCount() const { return m_runCount; }
+  /// Selects what a screenshot should show: the best trials of the largest sweep, else the
+  /// newest run. Returns a description for index.json.
+  QString selectShowcase();
+
+  RunLog& runLog() const { return *m_runLog; }
+  RunsPanel* runsPanel() const { return m_runs; }
+  PlotsPanel* plotsPanel() const { return m_plots; }
+  ComparePanel* comparePanel() const { return m_compare; }
+  HostsPanel* hostsPanel() const { return m_hosts; }
+  BuilderPanel* builderPanel() const { return m_builder; }
+  QStringList recentFiles() const;
+
+ signals:
+  /// Every panel has loaded its data (emitted after each change of what is shown).
+  void loadedChanged();
+  void stopRequested(qint64 runId, const QString& runName);
+  void cloneRequested(qint64 runId, const QJsonObject& params);
+  /// The builder's Launch: the saved experiment file to start.
+  void launchRequested(const QString& experimentPath);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
 
  private:
-  CurvePlot* m_curvePlot = nullptr;
+  QDockWidget* addPanel(const QString& name, const QString& title, QWidget* widget,
+                        Qt::DockWidgetArea area);
+  void buildMenus();
+  void rebuildRecentMenu();
+  void addRecent(const QString& path);
+  void onSelection(const QList<qint64>& ids);
+  void chooseRunLog();
+  void chooseExperiment();
+  void restoreLayout();
+
+  RunLog* m_runLog = nullptr;
+  RunsPanel* m_runs = nullptr;
+  PlotsPanel* m_plots = nullptr;
+  ComparePanel* m_compare = nullptr;
+  HostsPanel* m_hosts = nullptr;
+  BuilderPanel* m_builder = nullptr;
+  QMenu* m_recentMenu = nullptr;
+  QList<QDockWidget*> m_docks;
+  int m_runCount = -1;
+  bool m_autoSelected = false;
 };
 
 }  // namespace shardscope::ui

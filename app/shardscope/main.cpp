@@ -1,28 +1,78 @@
-// shardscope: the dashboard. main() only wires the application to the main window.
+// shardscope: the dashboard. main() only wires the application, the main window, the run
+// control (stop requests) and the screenshot mode.
+//   shardscope [--db PATH] [EXP.toml]
+//   shardscope --screenshot DIR [--db PATH] [--size WxH]   (no display needed)
 #include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
 #include <QIcon>
+#include <QStatusBar>
 
 #include <cstdio>
 #include <cstring>
 
+#include "app/shardscope/runcontrol.h"
+#include "backend/store/runstore.h"
 #include "trainer/spec/version.h"
 #include "ui/mainwindow.h"
+#include "ui/screenshot.h"
 
-int main(int argc, char** argv) {
-  // Answered before QApplication exists, so they work on a machine without a display.
+namespace {
+
+const char* const kUsage =
+    "Usage: shardscope [--db PATH] [EXP.toml]\n"
+    "       shardscope --screenshot DIR [--db PATH] [--size WxH]\n"
+    "The dashboard for sharded fine-tuning runs; shardscope-cli is its headless twin.\n"
+    "  --db PATH         run log to open (default: the user's, as shardscope-cli uses)\n"
+    "  --screenshot DIR  write DIR/{builder,runs,plots,compare,hosts}.png and DIR/index.json,\n"
+    "                    then exit (0; 1 when the run log has no runs or DIR is not writable)\n"
+    "  --size WxH        screenshot size in pixels (default 1600x1000)\n"
+    "  --version, -h/--help\n";
+
+// Answered before QApplication exists, so they work on a machine without a display; a
+// screenshot needs no display either, so it selects the offscreen platform up front.
+int earlyArguments(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--version") == 0) {
       std::printf("shardscope %s\n", shardscope::kVersion);
       return 0;
     }
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf(
-          "Usage: shardscope [--version] [Qt options such as -platform NAME]\n"
-          "The dashboard for sharded fine-tuning runs; shardscope-cli is its headless "
-          "twin.\n");
+      std::printf("%s", kUsage);
       return 0;
     }
+    if (std::strcmp(argv[i], "--screenshot") == 0) qputenv("QT_QPA_PLATFORM", "offscreen");
   }
+  return -1;
+}
+
+int screenshot(shardscope::ui::MainWindow& window, const QString& dir, const QString& size) {
+  shardscope::ui::ScreenshotOptions options;
+  options.dir = dir;
+  if (!size.isEmpty()) {
+    auto parsed = shardscope::ui::parseSize(size);
+    if (!parsed) {
+      std::fprintf(stderr, "shardscope: %s\n", parsed.message().c_str());
+      return 2;
+    }
+    options.size = *parsed;
+  }
+  window.resize(options.size);
+  window.show();
+  auto index = shardscope::ui::writeScreenshots(window, options);
+  if (!index) {
+    std::fprintf(stderr, "shardscope: %s\n", index.message().c_str());
+    return 1;
+  }
+  std::printf("screenshots of %s written to %s\n",
+              qPrintable(index->value("runs_shown").toString()), qPrintable(dir));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const int early = earlyArguments(argc, argv); early >= 0) return early;
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("Shardscope"));
   QApplication::setApplicationVersion(QString::fromLatin1(shardscope::kVersion));
@@ -30,7 +80,47 @@ int main(int argc, char** argv) {
   QApplication::setDesktopFileName(QStringLiteral("shardscope"));
   QApplication::setWindowIcon(QIcon(QStringLiteral(":/shardscope/shardscope.svg")));
 
+  QCommandLineParser parser;
+  const QCommandLineOption db("db", "Run log to open.", "PATH");
+  const QCommandLineOption shot("screenshot", "Write the panels' screenshots to DIR.", "DIR");
+  const QCommandLineOption size("size", "Screenshot size (default 1600x1000).", "WxH");
+  parser.addOptions({db, shot, size});
+  parser.addPositionalArgument("EXP.toml", "Experiment file to open in the builder.");
+  if (!parser.parse(QApplication::arguments())) {
+    std::fprintf(stderr, "shardscope: %s\n%s", qPrintable(parser.errorText()), kUsage);
+    return 2;
+  }
+  if (parser.isSet(size)) {  // a usage error is reported before anything is opened
+    if (auto parsed = shardscope::ui::parseSize(parser.value(size)); !parsed) {
+      std::fprintf(stderr, "shardscope: %s\n", parsed.message().c_str());
+      return 2;
+    }
+  }
+  const QString dbPath =
+      parser.isSet(db) ? parser.value(db) : shardscope::backend::RunStore::defaultPath();
+  if (!QFileInfo::exists(dbPath)) {
+    std::fprintf(stderr,
+                 "shardscope: %s: no run log there; start a run with shardscope-cli first "
+                 "or pass --db PATH\n",
+                 qPrintable(dbPath));
+    if (parser.isSet(shot)) return 1;
+  }
+
   shardscope::ui::MainWindow window;
+  shardscope::app::RunControl control(dbPath, 5);
+  QObject::connect(&window, &shardscope::ui::MainWindow::stopRequested, &control,
+                   &shardscope::app::RunControl::stop);
+  QObject::connect(&window, &shardscope::ui::MainWindow::launchRequested, &control,
+                   &shardscope::app::RunControl::launch);
+  QObject::connect(&control, &shardscope::app::RunControl::message, &window,
+                   [&window](const QString& text) { window.statusBar()->showMessage(text, 8000); });
+  window.openRunLog(dbPath);
+  if (!parser.positionalArguments().isEmpty()) {
+    if (auto opened = window.openExperiment(parser.positionalArguments().first()); !opened) {
+      std::fprintf(stderr, "shardscope: %s\n", opened.message().c_str());
+    }
+  }
+  if (parser.isSet(shot)) return screenshot(window, parser.value(shot), parser.value(size));
   window.show();
   return QApplication::exec();
 }

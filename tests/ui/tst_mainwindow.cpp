@@ -1,26 +1,228 @@
-// The main window is honest about what it shows: a title, the curve plot, and a status line
-// saying no run log is open.
-#include <QStatusBar>
+// The dashboard on a real run log (tests/ui/runlogfixture.h), offscreen: what the runs, plots,
+// compare and hosts panels hold, that rows written while the window is open appear, and the
+// exports.
+#include <qcustomplot.h>
+#include <QDockWidget>
+#include <QFile>
+#include <QImage>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 
+#include "tests/ui/runlogfixture.h"
+#include "ui/compare/comparepanel.h"
+#include "ui/compare/compareplots.h"
+#include "ui/hosts/hostspanel.h"
 #include "ui/mainwindow.h"
 #include "ui/plot/curveplot.h"
+#include "ui/plots/logview.h"
+#include "ui/plots/plotspanel.h"
+#include "ui/runs/runspanel.h"
+#include "ui/runs/runtablemodel.h"
 
+using namespace shardscope;
 using namespace shardscope::ui;
+
+namespace {
+constexpr int kWaitMs = 20000;  // generous: the reader polls every 50 ms here
+
+QString statusOf(RunsPanel* runs, const QString& name) {
+  auto* model = runs->model();
+  for (int row = 0; row < model->rowCount(); ++row) {
+    if (model->runAt(row)->record.name == name) {
+      return model->index(row, RunTableModel::StatusCol).data().toString();
+    }
+  }
+  return {};
+}
+}  // namespace
 
 class TestMainWindow : public QObject {
   Q_OBJECT
 
+ private:
+  QTemporaryDir m_dir;
+  testing::SweepFixture m_fixture;
+  std::unique_ptr<MainWindow> m_window;
+
  private slots:
-  void showsTitlePlotAndStatus() {
-    MainWindow window;
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
-    QCOMPARE(window.windowTitle(), QString("Shardscope"));
-    QVERIFY(window.curvePlot() != nullptr);
-    QCOMPARE(window.centralWidget(), static_cast<QWidget*>(window.curvePlot()));
-    QCOMPARE(window.statusBar()->currentMessage(), QString("No run log opened yet"));
-    QCOMPARE(window.curvePlot()->seriesCount(), 0);
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // QSettings in a test location
+    QVERIFY(m_dir.isValid());
+    m_fixture = testing::makeSweep(m_dir.filePath("runs.db"));
+    m_window = std::make_unique<MainWindow>(nullptr, 50);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    m_window->openRunLog(m_dir.filePath("runs.db"));
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->isLoaded() && m_window->runCount() == 9, kWaitMs);
+  }
+
+  void hasEveryPanelAsADock() {
+    for (const QString& name : MainWindow::panelNames()) {
+      QVERIFY2(m_window->dock(name) != nullptr, qPrintable(name));
+      QVERIFY(m_window->panel(name) != nullptr);
+    }
+    QVERIFY(
+        m_window->recentFiles().contains(QFileInfo(m_dir.filePath("runs.db")).absoluteFilePath()));
+  }
+
+  void runTableShowsRowsAndStatuses() {
+    RunsPanel* runs = m_window->runsPanel();
+    QCOMPARE(runs->model()->rowCount(), 9);
+    QCOMPARE(statusOf(runs, "sweep-3"), QString("pruned"));
+    QCOMPARE(statusOf(runs, "sweep-6"), QString("failed"));
+    QCOMPARE(statusOf(runs, "sweep-0"), QString("complete"));
+    QCOMPARE(statusOf(runs, "live"), QString("running"));
+    const int row = runs->model()->rowOf(m_fixture.trialIds[6]);
+    QCOMPARE(runs->model()->index(row, RunTableModel::StepCol).data().toString(), QString("11"));
+    QVERIFY(runs->model()
+                ->index(row, RunTableModel::ParamsCol)
+                .data()
+                .toString()
+                .contains("lr=0.0008"));
+    QCOMPARE(runs->model()->index(row, 0).data(Qt::ToolTipRole).toString(),
+             QString("rank 1 exited with signal 9"));
+    // Filtering by text narrows the table; clearing it restores every row.
+    runs->filterEdit()->setText("sweep-3");
+    QCOMPARE(runs->visibleRowCount(), 1);
+    runs->filterEdit()->clear();
+    QCOMPARE(runs->visibleRowCount(), 9);
+  }
+
+  void selectionDrivesThePlots() {
+    m_window->runsPanel()->selectRuns({m_fixture.trialIds[0], m_fixture.trialIds[3]});
+    PlotsPanel* plots = m_window->plotsPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(plots->isLoaded(), kWaitMs);
+    QCOMPARE(plots->plot("loss")->pointCount("sweep-0 train"), 40);
+    QCOMPARE(plots->plot("loss")->pointCount("sweep-0 eval"), 4);
+    QCOMPARE(plots->plot("loss")->pointCount("sweep-3 train"), 20);
+    QCOMPARE(plots->plot("lr")->pointCount("sweep-0"), 40);
+    QCOMPARE(plots->plot("memory")->pointCount("sweep-0 r1 peak"), 40);
+    QCOMPARE(plots->plot("memory")->pointCount("sweep-3 r0 allocated"), 20);
+    // 2 runs x 2 ranks x 3 memory series.
+    CurvePlot* memory = plots->plot("memory");
+    QVERIFY(memory != nullptr);
+    QCOMPARE(memory->seriesCount(), 12);
+    // Stop is for live runs only; both selected runs have ended.
+    QVERIFY(!m_window->runsPanel()->stopAction()->isEnabled());
+  }
+
+  void compareShowsTheSweep() {
+    ComparePanel* compare = m_window->comparePanel();
+    QTRY_COMPARE_WITH_TIMEOUT(compare->sweep().trials.size(), qsizetype(8), kWaitMs);
+    QCOMPARE(compare->sweep().experimentId, m_fixture.experimentId);
+    QCOMPARE(compare->sweep().objectiveKey, QString("eval.loss"));
+    QVector<double> expected;
+    for (const auto& objective : m_fixture.objectives) {
+      if (!objective) continue;
+      expected.append(expected.isEmpty() ? *objective : std::min(expected.last(), *objective));
+    }
+    QCOMPARE(compare->bestSoFar(), expected);
+    QCOMPARE(compare->dimmedTrials(), 1);   // sweep-3, pruned
+    QCOMPARE(compare->parallelLines(), 6);  // every trial with an objective
+    QCOMPARE(compare->slicePoints(), 6);
+    compare->setMinimize(false);
+    double highest = -1e9;
+    for (const auto& objective : m_fixture.objectives)
+      highest = std::max(highest, objective.value_or(-1e9));
+    QCOMPARE(compare->bestSoFar().last(), highest);
+    compare->setMinimize(true);
+    // Config diff: the differing parameters first, highlighted.
+    compare->setDiffRuns(m_fixture.trialIds[0], m_fixture.trialIds[1]);
+    QTableWidget* diff = compare->diffTable();
+    QCOMPARE(diff->item(0, 0)->text(), QString("lora_rank"));
+    QCOMPARE(diff->item(0, 1)->text(), QString("4"));
+    QCOMPARE(diff->item(0, 2)->text(), QString("8"));
+    QCOMPARE(diff->item(diff->rowCount() - 1, 0)->text(), QString("objective"));
+  }
+
+  void bestSoFarIsARunningMinimum() {
+    QCOMPARE(compare::bestSoFar({3, 1, 2, 0.5}, true), QVector<double>({3, 1, 1, 0.5}));
+    QCOMPARE(compare::bestSoFar({3, 1, 4, 2}, false), QVector<double>({3, 3, 4, 4}));
+  }
+
+  void rowsWrittenWhileOpenAppear() {
+    m_window->runsPanel()->selectRuns({m_fixture.liveId});
+    PlotsPanel* plots = m_window->plotsPanel();
+    QTRY_COMPARE_WITH_TIMEOUT(plots->plot("loss")->pointCount("live train"), 10, kWaitMs);
+    QVERIFY(m_window->runsPanel()->stopAction()->isEnabled());
+    testing::waitOk(
+        m_fixture.store->appendMetrics(testing::stepRows(m_fixture.liveId, 10, 25, 1.0)));
+    QTRY_COMPARE_WITH_TIMEOUT(plots->plot("loss")->pointCount("live train"), 25, kWaitMs);
+    QCOMPARE(plots->plot("memory")->pointCount("live r1 reserved"), 25);
+    RunsPanel* runs = m_window->runsPanel();
+    QTRY_COMPARE_WITH_TIMEOUT(
+        runs->model()
+            ->index(runs->model()->rowOf(m_fixture.liveId), RunTableModel::StepCol)
+            .data()
+            .toString(),
+        QString("24"), kWaitMs);
+    backend::NewRun extra;
+    extra.name = "late-arrival";
+    extra.runDir = "/tmp/none/late";
+    extra.worldSize = 1;
+    testing::waitOk(m_fixture.store->createRun(extra));
+    QTRY_COMPARE_WITH_TIMEOUT(runs->model()->rowCount(), 10, kWaitMs);
+    QCOMPARE(runs->selectedRunIds(), QList<qint64>({m_fixture.liveId}));  // selection survives
+  }
+
+  void logViewFollowsAndSearches() {
+    backend::FileChunk chunk;
+    chunk.runId = m_fixture.liveId;
+    chunk.rank = 1;
+    chunk.file = backend::RankFile::log;
+    QByteArray bytes;
+    for (int i = 0; i < 30; ++i) {
+      const QString text =
+          QStringLiteral("rank 1: step %1 %2").arg(i).arg(i % 10 == 0 ? "checkpoint" : "ok");
+      chunk.logs.push_back({m_fixture.liveId, 1, backend::RankFile::log, bytes.size(), text});
+      bytes += text.toUtf8() + '\n';
+    }
+    chunk.endOffset = bytes.size();
+    QVERIFY(testing::waitOk(m_fixture.store->ingest(chunk)).applied);
+    LogView* log = m_window->plotsPanel()->logView();
+    QCOMPARE(log->runId(), m_fixture.liveId);
+    log->setRank(1);
+    QTRY_COMPARE_WITH_TIMEOUT(log->lineCount(), 30, kWaitMs);
+    QCOMPARE(log->search("checkpoint"), 3);
+    QCOMPARE(log->search("no such text"), 0);
+    QVERIFY(log->textEdit()->toPlainText().endsWith("rank 1: step 29 ok"));
+  }
+
+  void exportsPlotsAndCsv() {
+    PlotsPanel* plots = m_window->plotsPanel();
+    for (const char* suffix : {"png", "svg", "pdf"}) {
+      const QString path = m_dir.filePath(QStringLiteral("loss.%1").arg(suffix));
+      auto written = plots->exportPlot("loss", path, 800, 500);
+      QVERIFY2(written.ok(), written.ok() ? "" : written.message().c_str());
+      QVERIFY2(QFileInfo(path).size() > 500, qPrintable(path));
+    }
+    QCOMPARE(QImage(m_dir.filePath("loss.png")).size(), QSize(800, 500));
+    QVERIFY(!plots->exportPlot("loss", m_dir.filePath("loss.bmp"), 10, 10).ok());
+    const QString csv = m_dir.filePath("loss.csv");
+    QVERIFY(plots->exportCsv("loss", csv).ok());
+    QFile file(csv);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = file.readAll().trimmed().split('\n');
+    QCOMPARE(lines.first(), QByteArray("series,step,value"));
+    // live train (25 points) + live eval (2 evaluations: steps 9 and 19).
+    QCOMPARE(lines.size(), 1 + 25 + 2);
+  }
+
+  void hostsPanelLoads() {
+    testing::waitOk(
+        m_fixture.store->saveHost({"gpu-a", "10.0.0.5", 2222, "alice", "", std::nullopt}));
+    QTRY_COMPARE_WITH_TIMEOUT(m_window->hostsPanel()->table()->rowCount(), 1, kWaitMs);
+    QCOMPARE(m_window->hostsPanel()->table()->item(0, 1)->text(), QString("alice@10.0.0.5:2222"));
+  }
+
+  void cleanupTestCase() {
+    m_window.reset();
+    m_fixture.store.reset();
   }
 };
 

@@ -1,0 +1,226 @@
+// The builder's state, undo commands and validation.
+#include "ui/builder/buildercontroller.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QLoggingCategory>
+#include <QSaveFile>
+#include <QUndoCommand>
+
+#include "backend/search/space.h"
+#include "trainer/spec/field_catalog.h"
+
+Q_LOGGING_CATEGORY(lcBuilderController, "shardscope.ui.builder.controller")
+
+namespace shardscope::ui {
+namespace {
+
+constexpr int kValidateDelayMs = 150;  // coalesces a burst of edits into one validation
+
+// One field edit: redo sets the new text, undo the old one.
+class FieldEditCommand : public QUndoCommand {
+ public:
+  FieldEditCommand(BuilderController* c, QString path, QString before, QString after)
+      : m_c(c), m_path(std::move(path)), m_before(std::move(before)), m_after(std::move(after)) {
+    setText(QStringLiteral("Set %1 = %2").arg(m_path, m_after));
+  }
+  void redo() override { m_c->applyField(m_path, m_after); }
+  void undo() override { m_c->applyField(m_path, m_before); }
+
+ private:
+  BuilderController* m_c;
+  QString m_path;
+  QString m_before;
+  QString m_after;
+};
+
+class SearchEditCommand : public QUndoCommand {
+ public:
+  SearchEditCommand(BuilderController* c, QString before, QString after)
+      : m_c(c), m_before(std::move(before)), m_after(std::move(after)) {
+    setText(QStringLiteral("Edit [search]"));
+  }
+  void redo() override { m_c->applySearch(m_after); }
+  void undo() override { m_c->applySearch(m_before); }
+
+ private:
+  BuilderController* m_c;
+  QString m_before;
+  QString m_after;
+};
+
+}  // namespace
+
+BuilderController::BuilderController(QObject* parent) : QObject(parent) {
+  m_validateTimer.setSingleShot(true);
+  m_validateTimer.setInterval(kValidateDelayMs);
+  connect(&m_validateTimer, &QTimer::timeout, this, &BuilderController::validateNow);
+  validateNow();
+}
+
+QString BuilderController::fieldText(const QString& path) const {
+  auto text = spec::get_field(m_exp, path.toStdString());
+  return text ? QString::fromStdString(*text) : QString();
+}
+
+bool BuilderController::setField(const QString& path, const QString& text) {
+  const QString before = fieldText(path);
+  if (before == text) return true;
+  spec::Experiment probe = m_exp;
+  if (auto r = spec::set_field(probe, path.toStdString(), text.toStdString()); !r) {
+    qCDebug(lcBuilderController) << "refused" << path << text;
+    emit editRejected(path, QString::fromStdString(r.message()));
+    return false;
+  }
+  m_undo.push(new FieldEditCommand(this, path, before, text));
+  return true;
+}
+
+void BuilderController::applyField(const QString& path, const QString& text) {
+  if (auto r = spec::set_field(m_exp, path.toStdString(), text.toStdString()); !r) {
+    qCWarning(lcBuilderController) << "cannot apply" << path << text << r.message().c_str();
+    return;
+  }
+  emit fieldChanged(path);
+  scheduleValidation();
+}
+
+QString BuilderController::searchToml() const { return QString::fromStdString(m_exp.search.toml); }
+
+void BuilderController::setSearchToml(const QString& toml) {
+  if (toml == searchToml()) return;
+  m_undo.push(new SearchEditCommand(this, searchToml(), toml));
+}
+
+void BuilderController::applySearch(const QString& toml) {
+  m_exp.search.toml = toml.toStdString();
+  m_exp.search.present = !toml.trimmed().isEmpty();
+  emit fieldChanged(QStringLiteral("search"));
+  scheduleValidation();
+}
+
+bool BuilderController::openFile(const QString& path, QString* error) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) {
+    *error = path + QStringLiteral(": cannot open (") + file.errorString() +
+             QStringLiteral("); check the path");
+    return false;
+  }
+  auto exp = spec::read_experiment_unvalidated(file.readAll().toStdString(), path.toStdString());
+  if (!exp) {
+    *error = QString::fromStdString(exp.message());
+    return false;
+  }
+  replaceExperiment(std::move(*exp), path);
+  return true;
+}
+
+bool BuilderController::saveFile(const QString& path, QString* error) {
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) {
+    *error = path + QStringLiteral(": cannot write (") + file.errorString() +
+             QStringLiteral("); choose another folder");
+    return false;
+  }
+  file.write(tomlText().toUtf8());
+  if (!file.commit()) {
+    *error = path + QStringLiteral(": write failed (") + file.errorString() + QStringLiteral(")");
+    return false;
+  }
+  m_exp.source = path.toStdString();
+  m_path = path;
+  m_undo.setClean();
+  emit filePathChanged(path);
+  scheduleValidation();
+  return true;
+}
+
+bool BuilderController::loadText(const QString& text, const QString& sourceName, QString* error) {
+  auto exp = spec::read_experiment_unvalidated(text.toStdString(), sourceName.toStdString());
+  if (!exp) {
+    *error = QString::fromStdString(exp.message());
+    return false;
+  }
+  exp->source.clear();
+  replaceExperiment(std::move(*exp), QString());
+  return true;
+}
+
+QStringList BuilderController::templateNames() {
+  return {QStringLiteral("demo"), QStringLiteral("qwen2-vl-2b-lora"),
+          QStringLiteral("full-finetune")};
+}
+
+bool BuilderController::loadTemplate(const QString& name, QString* error) {
+  QFile file(QStringLiteral(":/builder/templates/%1.toml").arg(name));
+  if (!file.open(QIODevice::ReadOnly)) {
+    *error = QStringLiteral("template %1 not found; choose one of %2")
+                 .arg(name, templateNames().join(QStringLiteral(", ")));
+    return false;
+  }
+  return loadText(QString::fromUtf8(file.readAll()), name + QStringLiteral(".toml"), error);
+}
+
+void BuilderController::replaceExperiment(spec::Experiment exp, const QString& path) {
+  m_exp = std::move(exp);
+  m_path = path;
+  m_undo.clear();
+  emit filePathChanged(path);
+  emit fieldChanged(QString());
+  validateNow();
+}
+
+QString BuilderController::tomlText() const {
+  return QString::fromStdString(spec::write_experiment_toml(m_exp));
+}
+
+QString BuilderController::commandLine() const {
+  const QString file = m_path.isEmpty() ? QStringLiteral("<unsaved>.toml") : m_path;
+  return QStringLiteral("shardscope-cli run ") + file;
+}
+
+int BuilderController::issueCount() const {
+  int n = 0;
+  for (const auto& list : m_issues) n += static_cast<int>(list.size());
+  return n;
+}
+
+void BuilderController::scheduleValidation() { m_validateTimer.start(); }
+
+void BuilderController::validateNow() {
+  m_validateTimer.stop();
+  QMap<QString, QStringList> issues;
+  for (const auto& issue : spec::check_experiment(m_exp, true)) {
+    issues[QString::fromStdString(issue.field)].append(QString::fromStdString(issue.message));
+  }
+  if (m_exp.search.present) {
+    auto space = search::parse_search_space(m_exp.search.toml, m_exp.source);
+    if (!space) issues[QStringLiteral("search")].append(QString::fromStdString(space.message()));
+  }
+  m_issues = issues;
+  emit issuesChanged();
+  const bool allowed = m_issues.isEmpty();
+  if (allowed != m_launchAllowed) {
+    m_launchAllowed = allowed;
+    emit launchAllowedChanged(allowed);
+  }
+}
+
+void BuilderController::requestLaunch() {
+  validateNow();
+  if (!m_launchAllowed) return;
+  if (!m_path.isEmpty() && !m_undo.isClean()) {
+    QString error;
+    if (!saveFile(m_path, &error)) {
+      qCWarning(lcBuilderController) << error;
+      return;
+    }
+  }
+  if (m_path.isEmpty()) {
+    qCWarning(lcBuilderController) << "save the experiment before launching it";
+    return;
+  }
+  emit launchRequested(m_path);
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,88 @@
+// The experiment builder's state: one spec::Experiment edited field by field (each edit one
+// QUndoStack command), validated by trainer/spec after every edit (debounced), serialised to the
+// exact TOML the CLI reads. The panel's widgets only talk to this class.
+#pragma once
+
+#include <QMap>
+#include <QObject>
+#include <QStringList>
+#include <QTimer>
+#include <QUndoStack>
+
+#include "trainer/spec/experiment.h"
+
+namespace shardscope::ui {
+
+class BuilderController : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit BuilderController(QObject* parent = nullptr);
+
+  const spec::Experiment& experiment() const { return m_exp; }
+  /// A field's value as text (spec::get_field), "" for an unknown path.
+  QString fieldText(const QString& path) const;
+  /// Sets a field through the undo stack. A value the spec cannot read (a word in a number
+  /// field) is refused: returns false and emits editRejected with the spec's message.
+  bool setField(const QString& path, const QString& text);
+  /// The [search] table as TOML ("" removes it), through the undo stack.
+  void setSearchToml(const QString& toml);
+  QString searchToml() const;
+
+  /// Opens an experiment file (range errors are kept and shown, syntax/type errors refuse).
+  bool openFile(const QString& path, QString* error);
+  /// Writes tomlText() to `path`; later commands name it.
+  bool saveFile(const QString& path, QString* error);
+  /// Replaces the experiment with TOML text (a template); the file path becomes "".
+  bool loadText(const QString& text, const QString& sourceName, QString* error);
+  /// Built-in templates (resources): "demo", "qwen2-vl-2b-lora", "full-finetune".
+  static QStringList templateNames();
+  bool loadTemplate(const QString& name, QString* error);
+
+  QString filePath() const { return m_path; }
+  /// The exact file content Save writes (trainer/spec's writer).
+  QString tomlText() const;
+  /// `shardscope-cli run FILE` for the current file ("<unsaved>.toml" before a save).
+  QString commandLine() const;
+  QUndoStack* undoStack() { return &m_undo; }
+
+  /// Validation messages by field ("" holds messages that name no field).
+  QMap<QString, QStringList> issues() const { return m_issues; }
+  int issueCount() const;
+  /// False while any validation message stands.
+  bool launchAllowed() const { return m_launchAllowed; }
+  /// Runs validation now (normally debounced after edits).
+  void validateNow();
+
+  /// Applies a field without the undo stack (the undo command's redo/undo).
+  void applyField(const QString& path, const QString& text);
+  /// Applies [search] text without the undo stack.
+  void applySearch(const QString& toml);
+
+ public slots:
+  /// Saves to the current file when there is one and emits launchRequested(path) if allowed.
+  void requestLaunch();
+
+ signals:
+  /// One field changed ("" after a whole new experiment was loaded).
+  void fieldChanged(const QString& path);
+  void editRejected(const QString& path, const QString& message);
+  void issuesChanged();
+  void launchAllowedChanged(bool allowed);
+  /// The user asked to run the saved experiment file `path`.
+  void launchRequested(const QString& path);
+  void filePathChanged(const QString& path);
+
+ private:
+  void replaceExperiment(spec::Experiment exp, const QString& path);
+  void scheduleValidation();
+
+  spec::Experiment m_exp;
+  QString m_path;
+  QUndoStack m_undo;
+  QTimer m_validateTimer;
+  QMap<QString, QStringList> m_issues;
+  bool m_launchAllowed = true;
+};
+
+}  // namespace shardscope::ui

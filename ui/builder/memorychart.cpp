@@ -1,0 +1,196 @@
+// Memory panel: QCustomPlot stacked bars from spec::estimate_memory.
+#include "ui/builder/memorychart.h"
+
+#include <qcustomplot.h>
+
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLoggingCategory>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "trainer/spec/estimate.h"
+
+Q_LOGGING_CATEGORY(lcMemoryChart, "shardscope.ui.builder.memory")
+
+namespace shardscope::ui {
+namespace {
+
+constexpr int kMaxBars = 16;  // more ranks share one shape: the first 16 are drawn
+constexpr double kDefaultBudgetGiB = 24.0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kOffScale = 20.0;  // a budget this many times the stack is not drawn to scale
+
+const char* const kNames[] = {"params",   "grads",       "optimizer",
+                              "gathered", "activations", "logits + grad buffers"};
+const QColor kColors[] = {QColor(0x4c, 0x72, 0xb0), QColor(0x55, 0xa8, 0x68),
+                          QColor(0xdd, 0x84, 0x52), QColor(0x81, 0x72, 0xb3),
+                          QColor(0x93, 0x78, 0x60), QColor(0x8c, 0x8c, 0x8c)};
+const QColor kOverColors[] = {QColor(0x9b, 0x1c, 0x1c), QColor(0xb9, 0x2b, 0x27),
+                              QColor(0xd3, 0x3f, 0x3a), QColor(0xe5, 0x5a, 0x55),
+                              QColor(0xef, 0x7f, 0x7a), QColor(0xf5, 0xa3, 0xa0)};
+
+// The unit the axis counts in, so tick labels stay short.
+std::pair<double, QString> axisUnit(double bytes) {
+  if (bytes >= kGiB) return {kGiB, QStringLiteral("GiB")};
+  if (bytes >= 1024.0 * 1024.0) return {1024.0 * 1024.0, QStringLiteral("MiB")};
+  if (bytes >= 1024.0) return {1024.0, QStringLiteral("KiB")};
+  return {1.0, QStringLiteral("B")};
+}
+
+}  // namespace
+
+QString formatBytes(double bytes) {
+  const auto [scale, unit] = axisUnit(bytes);
+  const double v = bytes / scale;
+  return QString::number(v, 'f', v >= 100 ? 0 : (v >= 10 ? 1 : 2)) + QLatin1Char(' ') + unit;
+}
+
+MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
+  m_plot = new QCustomPlot(this);
+  m_plot->setMinimumHeight(200);
+  m_plot->legend->setVisible(true);
+  m_plot->legend->setFont(QFont(font().family(), 8));
+  m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  QCPBars* below = nullptr;
+  for (int c = 0; c < CategoryCount; ++c) {
+    auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
+    bars->setName(QString::fromLatin1(kNames[c]));
+    bars->setWidth(0.6);
+    bars->setStackingGap(0);
+    if (below) bars->moveAbove(below);
+    below = bars;
+    m_bars[static_cast<std::size_t>(c)] = bars;
+  }
+  m_budgetLine = new QCPItemStraightLine(m_plot);
+  m_budgetLine->setPen(QPen(Qt::red, 2, Qt::DashLine));
+  m_budgetLabel = new QCPItemText(m_plot);
+  m_budgetLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+  m_budgetLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+  m_budgetLabel->position->setCoords(0.99, 0.08);
+  m_budgetLabel->setColor(Qt::red);
+
+  m_budget = new QDoubleSpinBox(this);
+  m_budget->setRange(0.001, 4096);
+  m_budget->setDecimals(3);
+  m_budget->setSuffix(QStringLiteral(" GiB"));
+  m_budget->setValue(kDefaultBudgetGiB);
+  m_budget->setToolTip(tr("Memory of one device (GPU, or the host for CPU ranks); the red line"));
+  m_status = new QLabel(this);
+  m_status->setWordWrap(true);
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel(tr("Device budget"), this));
+  row->addWidget(m_budget);
+  row->addStretch();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(row);
+  layout->addWidget(m_plot, 1);
+  layout->addWidget(m_status);
+  connect(m_budget, &QDoubleSpinBox::valueChanged, this, [this] { replot(); });
+}
+
+void MemoryChart::setBudgetGiB(double gib) { m_budget->setValue(gib); }
+
+double MemoryChart::budgetBytes() const { return m_budget->value() * kGiB; }
+
+void MemoryChart::setExperiment(const spec::Experiment& exp) {
+  m_perRank.fill(0);
+  m_ranks = 0;
+  m_error.clear();
+  const int world = spec::launch_world_size(exp.launch);
+  auto est = spec::estimate_memory(exp, world, exp.launch.nproc_per_node);
+  if (!est) {
+    m_error = QString::fromStdString(est.message());
+    qCDebug(lcMemoryChart) << "no estimate:" << m_error;
+  } else {
+    const auto& e = *est;
+    m_ranks = e.world_size;
+    // estimate_memory's total is a peak: params + optimizer + the larger of two moments, the
+    // head's backward (gathered units, activations, logits, accumulation buffers) and the end of
+    // backward (sharded grads, the root unit still gathered, grad buffers). The bars show the
+    // moment that makes the peak, so each stack equals the estimate's total.
+    const std::int64_t peak = e.total - e.params - e.optimizer;
+    const std::int64_t headOther = peak - e.gathered - e.activations;
+    const std::int64_t endRoot = peak - e.grads - e.grad_buffers;
+    const bool head = headOther >= e.logits || endRoot < 0;
+    m_headMoment = head;
+    if (head) {
+      m_perRank = {e.params, 0, e.optimizer, e.gathered, e.activations, headOther};
+    } else {
+      m_perRank = {e.params, e.grads, e.optimizer, endRoot, 0, e.grad_buffers};
+    }
+  }
+  replot();
+}
+
+std::int64_t MemoryChart::barBytes(Category c, int rank) const {
+  if (rank < 0 || rank >= std::min(m_ranks, kMaxBars)) return 0;
+  return m_perRank[static_cast<std::size_t>(c)];
+}
+
+std::int64_t MemoryChart::stackBytes(int rank) const {
+  std::int64_t total = 0;
+  for (int c = 0; c < CategoryCount; ++c) total += barBytes(static_cast<Category>(c), rank);
+  return total;
+}
+
+bool MemoryChart::overBudget() const {
+  return m_ranks > 0 && static_cast<double>(stackBytes(0)) > budgetBytes();
+}
+
+QString MemoryChart::statusText() const { return m_status->text(); }
+
+void MemoryChart::replot() {
+  const int shown = std::min(m_ranks, kMaxBars);
+  const double total = static_cast<double>(stackBytes(0));
+  const double budget = budgetBytes();
+  const bool toScale = total > 0 && budget < total * kOffScale;
+  const auto [scale, unit] = axisUnit(toScale ? std::max(total, budget) : total);
+  const bool over = overBudget();
+  QVector<double> keys;
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int r = 0; r < shown; ++r) {
+    keys.append(r);
+    ticker->addTick(r, QStringLiteral("rank %1").arg(r));
+  }
+  for (int c = 0; c < CategoryCount; ++c) {
+    QVector<double> values(shown,
+                           static_cast<double>(m_perRank[static_cast<std::size_t>(c)]) / scale);
+    auto* bars = m_bars[static_cast<std::size_t>(c)];
+    bars->setData(keys, values, true);
+    const QColor color = over ? kOverColors[c] : kColors[c];
+    bars->setBrush(color);
+    bars->setPen(QPen(color.darker(130)));
+  }
+  m_plot->xAxis->setTicker(ticker);
+  m_plot->xAxis->setRange(-0.7, std::max(shown, 1) - 0.3);
+  m_plot->yAxis->setLabel(tr("bytes per rank (%1)").arg(unit));
+  const double top = toScale ? std::max(total, budget) * 1.15 : std::max(total * 1.3, 1.0);
+  m_plot->yAxis->setRange(0, top / scale);
+  m_budgetLine->setVisible(toScale);
+  m_budgetLine->point1->setCoords(-1, budget / scale);
+  m_budgetLine->point2->setCoords(1, budget / scale);
+  m_budgetLabel->setText(toScale ? tr("budget %1").arg(formatBytes(budget))
+                                 : tr("budget %1 (far above the bars)").arg(formatBytes(budget)));
+  QString text;
+  if (!m_error.isEmpty()) {
+    text = tr("No estimate: %1").arg(m_error);
+  } else {
+    text = tr("Peak %1 per rank on %2 ranks, at %6 (%3 of the %4 budget)%5")
+               .arg(formatBytes(total))
+               .arg(m_ranks)
+               .arg(QString::number(100.0 * total / budget, 'f', total / budget < 0.01 ? 4 : 1) +
+                    QLatin1Char('%'))
+               .arg(formatBytes(budget))
+               .arg(over ? tr(": OVER BUDGET") : QString())
+               .arg(m_headMoment ? tr("the head's backward") : tr("the end of backward"));
+  }
+  m_status->setText(text);
+  m_status->setStyleSheet(over || !m_error.isEmpty() ? QStringLiteral("color: #b92b27;")
+                                                     : QString());
+  m_plot->replot();
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,66 @@
+// The builder's memory panel: trainer/spec's per-rank estimate for the configured world size as
+// one stacked bar per rank (params, grads, optimizer, gathered, activations, other), with the
+// device budget as a line; everything turns red when a rank is over the budget.
+#pragma once
+
+#include <QVector>
+#include <QWidget>
+#include <array>
+#include <cstdint>
+
+#include "trainer/spec/experiment.h"
+
+class QCustomPlot;
+class QCPBars;
+class QCPItemStraightLine;
+class QCPItemText;
+class QDoubleSpinBox;
+class QLabel;
+
+namespace shardscope::ui {
+
+class MemoryChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  /// Stacked categories, bottom to top, at the moment of the peak; "other" is logits and
+  /// accumulation buffers (head's backward) or gradient buffers (end of backward).
+  enum Category { Params, Grads, Optimizer, Gathered, Activations, Other, CategoryCount };
+
+  explicit MemoryChart(QWidget* parent = nullptr);
+
+  /// Recomputes the estimate for launch.nnodes x launch.nproc_per_node ranks and replots.
+  void setExperiment(const spec::Experiment& exp);
+  void setBudgetGiB(double gib);
+  double budgetBytes() const;
+  /// Bytes of one category on one rank's bar (0 when there is no estimate).
+  std::int64_t barBytes(Category c, int rank) const;
+  /// The top of a rank's stack in bytes.
+  std::int64_t stackBytes(int rank) const;
+  int rankCount() const { return m_ranks; }
+  bool overBudget() const;
+  /// "Estimate: 1.2 MiB per rank ..." or the reason there is none.
+  QString statusText() const;
+  QCustomPlot* plot() const { return m_plot; }
+  /// True when the bars show the head's backward (activations held), false for backward's end.
+  bool headMoment() const { return m_headMoment; }
+
+ private:
+  void replot();
+
+  QCustomPlot* m_plot = nullptr;
+  std::array<QCPBars*, CategoryCount> m_bars{};
+  QCPItemStraightLine* m_budgetLine = nullptr;
+  QCPItemText* m_budgetLabel = nullptr;
+  QDoubleSpinBox* m_budget = nullptr;
+  QLabel* m_status = nullptr;
+  int m_ranks = 0;
+  std::array<std::int64_t, CategoryCount> m_perRank{};
+  QString m_error;
+  bool m_headMoment = true;  // the peak is at the head's backward (else at the end of backward)
+};
+
+/// "1.50 GiB", "12.0 MiB", "640 B".
+QString formatBytes(double bytes);
+
+}  // namespace shardscope::ui

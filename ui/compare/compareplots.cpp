@@ -1,0 +1,273 @@
+#include "ui/compare/compareplots.h"
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ui/plot/curveplot.h"
+
+namespace shardscope::ui::compare {
+
+namespace {
+
+// Objective colour: good (blue) to bad (orange), t in [0, 1] with 0 the best.
+QColor rankColor(double t) {
+  const QColor good(0x2c, 0x6f, 0xbb);
+  const QColor bad(0xf0, 0x8a, 0x24);
+  t = std::clamp(t, 0.0, 1.0);
+  return QColor::fromRgbF(float(good.redF() + t * (bad.redF() - good.redF())),
+                          float(good.greenF() + t * (bad.greenF() - good.greenF())),
+                          float(good.blueF() + t * (bad.blueF() - good.blueF())));
+}
+
+void resetPlot(QCustomPlot* plot) {
+  plot->clearGraphs();
+  plot->clearPlottables();
+  plot->clearItems();
+  plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+}
+
+void placeholder(QCustomPlot* plot, const QString& text) {
+  auto* label = new QCPItemText(plot);
+  label->position->setType(QCPItemPosition::ptAxisRectRatio);
+  label->position->setCoords(0.5, 0.5);
+  label->setText(text);
+  label->setColor(QColor(0x80, 0x80, 0x80));
+}
+
+}  // namespace
+
+void setupPlot(QCustomPlot* plot, const QString& title) {
+  plot->setBackground(Qt::white);
+  plot->axisRect()->setupFullAxesBox(true);
+  plot->xAxis2->setTickLabels(false);
+  plot->yAxis2->setTickLabels(false);
+  for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
+    axis->grid()->setPen(QPen(QColor(0xdd, 0xdd, 0xdd), 1));
+  }
+  plot->plotLayout()->insertRow(0);
+  plot->plotLayout()->addElement(
+      0, 0, new QCPTextElement(plot, title, QFont(plot->font().family(), 10, QFont::Bold)));
+  plot->legend->setFont(QFont(plot->font().family(), 8));
+  plot->legend->setBrush(QColor(255, 255, 255, 220));
+  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+}
+
+QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize) {
+  QVector<double> best;
+  best.reserve(objectives.size());
+  for (double value : objectives) {
+    if (best.isEmpty()) {
+      best.append(value);
+    } else {
+      best.append(minimize ? std::min(best.last(), value) : std::max(best.last(), value));
+    }
+  }
+  return best;
+}
+
+QStringList paramNames(const SweepData& sweep) {
+  QStringList names;
+  for (const SweepTrial& trial : sweep.trials) {
+    for (const QString& key : trial.params.keys()) {
+      if (!names.contains(key)) names.append(key);
+    }
+  }
+  names.sort();
+  return names;
+}
+
+double paramNumber(const QJsonValue& value, QStringList& categories) {
+  if (value.isDouble()) return value.toDouble();
+  if (value.isBool()) return value.toBool() ? 1.0 : 0.0;
+  const QString text = value.isString() ? value.toString() : QStringLiteral("(none)");
+  qsizetype index = categories.indexOf(text);
+  if (index < 0) {
+    categories.append(text);
+    index = categories.size() - 1;
+  }
+  return double(index);
+}
+
+History history(const SweepData& sweep, bool minimize) {
+  History h;
+  for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
+    if (!sweep.trials[i].objective) continue;
+    h.trialNumbers.append(double(i + 1));
+    h.objectives.append(*sweep.trials[i].objective);
+  }
+  h.best = bestSoFar(h.objectives, minimize);
+  return h;
+}
+
+void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
+  resetPlot(plot);
+  const History h = history(sweep, minimize);
+  plot->xAxis->setLabel(QObject::tr("trial"));
+  plot->yAxis->setLabel(sweep.objectiveKey.isEmpty()
+                            ? QObject::tr("objective")
+                            : QObject::tr("objective (%1)").arg(sweep.objectiveKey));
+  if (h.objectives.isEmpty())
+    placeholder(plot, QObject::tr("No finished trial with an objective yet"));
+  QCPGraph* dots = plot->addGraph();
+  dots->setName(QObject::tr("objective"));
+  dots->setLineStyle(QCPGraph::lsNone);
+  dots->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, CurvePlot::seriesColor(0), 7));
+  dots->setData(h.trialNumbers, h.objectives, true);
+  QCPGraph* best = plot->addGraph();
+  best->setName(minimize ? QObject::tr("best so far (min)") : QObject::tr("best so far (max)"));
+  best->setLineStyle(QCPGraph::lsStepLeft);
+  best->setPen(QPen(CurvePlot::seriesColor(2), 2));
+  best->setData(h.trialNumbers, h.best, true);
+  plot->legend->setVisible(true);
+  plot->rescaleAxes();
+  plot->xAxis->setRange(0.5, std::max<double>(2, double(sweep.trials.size())) + 0.5);
+  plot->yAxis->scaleRange(1.15, plot->yAxis->range().center());
+  plot->replot();
+}
+
+int drawIntermediate(QCustomPlot* plot, const SweepData& sweep) {
+  resetPlot(plot);
+  plot->xAxis->setLabel(QObject::tr("step"));
+  plot->yAxis->setLabel(sweep.objectiveKey);
+  int dimmed = 0;
+  int colour = 0;
+  for (const SweepTrial& trial : sweep.trials) {
+    QCPGraph* graph = plot->addGraph();
+    graph->setName(trial.name);
+    const bool pruned = trial.status == spec::RunStatus::pruned;
+    QColor c = pruned ? QColor(0x99, 0x99, 0x99, 110) : CurvePlot::seriesColor(colour++);
+    graph->setPen(QPen(c, pruned ? 1.2 : 1.8, pruned ? Qt::DashLine : Qt::SolidLine));
+    graph->setData(trial.steps, trial.values, true);
+    if (pruned) {
+      ++dimmed;
+      // The last value before pruning marked with a cross: where the pruner cut it.
+      graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssNone));
+      if (!trial.steps.isEmpty()) {
+        QCPGraph* cut = plot->addGraph();
+        cut->setLineStyle(QCPGraph::lsNone);
+        cut->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0x70, 0x70, 0x70), 8));
+        cut->setData({trial.steps.last()}, {trial.values.last()});
+        cut->removeFromLegend();
+      }
+    }
+  }
+  plot->legend->setVisible(sweep.trials.size() <= 12);
+  if (sweep.trials.isEmpty()) placeholder(plot, QObject::tr("No trials"));
+  plot->rescaleAxes();
+  plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());
+  plot->replot();
+  return dimmed;
+}
+
+int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
+  resetPlot(plot);
+  plot->legend->setVisible(false);
+  QStringList axes = paramNames(sweep);
+  axes.append(QObject::tr("objective"));
+  QVector<const SweepTrial*> done;
+  for (const SweepTrial& trial : sweep.trials) {
+    if (trial.objective) done.append(&trial);
+  }
+  // Raw values per axis (categorical ones as category indices), then min-max per axis.
+  const qsizetype n = axes.size();
+  QVector<QVector<double>> raw(done.size(), QVector<double>(n, 0.0));
+  QVector<QStringList> categories(n);
+  for (qsizetype t = 0; t < done.size(); ++t) {
+    for (qsizetype a = 0; a + 1 < n; ++a) {
+      raw[t][a] = paramNumber(done[t]->params.value(axes[a]), categories[a]);
+    }
+    raw[t][n - 1] = *done[t]->objective;
+  }
+  QVector<double> lo(n, qInf()), hi(n, -qInf());
+  for (const auto& row : raw) {
+    for (qsizetype a = 0; a < n; ++a) {
+      lo[a] = std::min(lo[a], row[a]);
+      hi[a] = std::max(hi[a], row[a]);
+    }
+  }
+  const auto norm = [&](qsizetype a, double v) {
+    return hi[a] > lo[a] ? (v - lo[a]) / (hi[a] - lo[a]) : 0.5;
+  };
+  // Draw the worst first so the best lines end up on top.
+  QVector<qsizetype> order(done.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](qsizetype x, qsizetype y) {
+    return minimize ? raw[x][n - 1] > raw[y][n - 1] : raw[x][n - 1] < raw[y][n - 1];
+  });
+  for (qsizetype t : order) {
+    auto* curve = new QCPCurve(plot->xAxis, plot->yAxis);
+    QVector<double> xs, ys;
+    for (qsizetype a = 0; a < n; ++a) {
+      xs.append(double(a));
+      ys.append(norm(a, raw[t][a]));
+    }
+    curve->setData(xs, ys);
+    const double goodness = norm(n - 1, raw[t][n - 1]);
+    curve->setPen(QPen(rankColor(minimize ? goodness : 1.0 - goodness), 1.8));
+  }
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (qsizetype a = 0; a < n; ++a) {
+    ticker->addTick(double(a), axes[a]);
+    if (done.isEmpty()) continue;
+    for (bool top : {false, true}) {
+      auto* label = new QCPItemText(plot);
+      label->position->setCoords(double(a), top ? 1.04 : -0.04);
+      const double v = top ? hi[a] : lo[a];
+      const bool categorical = !categories[a].isEmpty();
+      label->setText(categorical ? categories[a].value(qsizetype(v)) : QString::number(v, 'g', 3));
+      label->setFont(QFont(plot->font().family(), 7));
+      label->setColor(QColor(0x50, 0x50, 0x50));
+    }
+  }
+  plot->xAxis->setTicker(ticker);
+  plot->xAxis->grid()->setPen(QPen(QColor(0x70, 0x70, 0x70), 1));
+  plot->xAxis->setRange(-0.3, double(n - 1) + 0.3);
+  plot->yAxis->setRange(-0.1, 1.1);
+  plot->yAxis->setTickLabels(false);
+  plot->yAxis->setLabel(QObject::tr("min → max per axis"));
+  if (done.isEmpty()) placeholder(plot, QObject::tr("No finished trial with an objective yet"));
+  plot->replot();
+  return static_cast<int>(done.size());
+}
+
+int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param) {
+  resetPlot(plot);
+  plot->legend->setVisible(false);
+  QStringList categories;
+  QVector<double> xs, ys, trialNumbers;
+  for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
+    const SweepTrial& trial = sweep.trials[i];
+    if (!trial.objective || !trial.params.contains(param)) continue;
+    xs.append(paramNumber(trial.params.value(param), categories));
+    ys.append(*trial.objective);
+    trialNumbers.append(double(i + 1));
+  }
+  plot->xAxis->setLabel(param);
+  plot->yAxis->setLabel(QObject::tr("objective"));
+  // One graph per point so each dot gets its trial's colour (later trials darker).
+  for (qsizetype i = 0; i < xs.size(); ++i) {
+    QCPGraph* dot = plot->addGraph();
+    dot->setLineStyle(QCPGraph::lsNone);
+    const double t = sweep.trials.isEmpty() ? 0 : trialNumbers[i] / double(sweep.trials.size());
+    dot->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, rankColor(1.0 - t), 8));
+    dot->setData({xs[i]}, {ys[i]});
+  }
+  if (!categories.isEmpty()) {
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (qsizetype c = 0; c < categories.size(); ++c) ticker->addTick(double(c), categories[c]);
+    plot->xAxis->setTicker(ticker);
+  }
+  if (xs.isEmpty()) placeholder(plot, QObject::tr("No finished trial sets %1").arg(param));
+  plot->rescaleAxes();
+  plot->xAxis->scaleRange(1.15, plot->xAxis->range().center());
+  plot->yAxis->scaleRange(1.15, plot->yAxis->range().center());
+  plot->replot();
+  return static_cast<int>(xs.size());
+}
+
+}  // namespace shardscope::ui::compare

@@ -1,0 +1,44 @@
+// Drawing of the Compare panel's plots from a SweepData, as free functions over a QCustomPlot so
+// the panel's controller stays small. Trials without an objective (pruned, failed, running) are
+// left out of the history, slice and parallel coordinates; the intermediate values show every
+// trial, pruned ones dimmed.
+#pragma once
+
+#include <QJsonValue>
+#include <QStringList>
+#include <QVector>
+
+#include "ui/data/runlogtypes.h"
+
+class QCustomPlot;
+
+namespace shardscope::ui::compare {
+
+/// The running best of `objectives` (each entry the best of the entries up to it).
+QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize);
+/// Parameter names that occur in any trial, sorted.
+QStringList paramNames(const SweepData& sweep);
+/// A parameter value as a number: numbers as they are, booleans 0/1, other values the index of
+/// their text in `categories` (appended when new).
+double paramNumber(const QJsonValue& value, QStringList& categories);
+
+/// Objective per finished trial in trial order, and each one's trial number (1-based).
+struct History {
+  QVector<double> trialNumbers;
+  QVector<double> objectives;
+  QVector<double> best;
+};
+History history(const SweepData& sweep, bool minimize);
+
+void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize);
+/// Returns how many trials were drawn dimmed (pruned).
+int drawIntermediate(QCustomPlot* plot, const SweepData& sweep);
+/// Returns how many trials were drawn (one polyline each).
+int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize);
+/// Returns how many points were drawn.
+int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param);
+
+/// Styles a compare plot: white, light grid, a bold title row.
+void setupPlot(QCustomPlot* plot, const QString& title);
+
+}  // namespace shardscope::ui::compare

@@ -1,0 +1,60 @@
+#include "ui/data/runlog.h"
+
+#include <QLoggingCategory>
+
+#include "ui/data/runlogworker.h"
+
+Q_LOGGING_CATEGORY(lcRunLog, "shardscope.ui.runlog")
+
+namespace shardscope::ui {
+
+RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunLogWorker(pollMs)) {
+  qRegisterMetaType<QVector<RunSummary>>();
+  qRegisterMetaType<QVector<SeriesChunk>>();
+  qRegisterMetaType<LogSnapshot>();
+  qRegisterMetaType<SweepData>();
+  qRegisterMetaType<QVector<HostSummary>>();
+  m_thread.setObjectName(QStringLiteral("runlog-reader"));
+  m_worker->moveToThread(&m_thread);
+  connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+  connect(m_worker, &RunLogWorker::opened, this, &RunLog::opened);
+  connect(m_worker, &RunLogWorker::runsLoaded, this, &RunLog::runsLoaded);
+  connect(m_worker, &RunLogWorker::seriesLoaded, this, &RunLog::seriesLoaded);
+  connect(m_worker, &RunLogWorker::seriesPassDone, this, &RunLog::seriesPassDone);
+  connect(m_worker, &RunLogWorker::logLoaded, this, &RunLog::logLoaded);
+  connect(m_worker, &RunLogWorker::sweepLoaded, this, &RunLog::sweepLoaded);
+  connect(m_worker, &RunLogWorker::hostsLoaded, this, &RunLog::hostsLoaded);
+  connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
+  m_thread.start();
+}
+
+RunLog::~RunLog() {
+  m_thread.quit();
+  m_thread.wait();
+}
+
+void RunLog::open(const QString& path) {
+  m_path = path;
+  qCInfo(lcRunLog, "opening %s", qPrintable(path));
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, path] { w->open(path); });
+}
+
+void RunLog::watchRuns(const QList<qint64>& runIds) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, runIds] { w->watchRuns(runIds); });
+}
+
+void RunLog::watchLog(qint64 runId, int rank, int limit) {
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, runId, rank, limit] { w->watchLog(runId, rank, limit); });
+}
+
+void RunLog::watchSweep(qint64 experimentId) {
+  QMetaObject::invokeMethod(m_worker,
+                            [w = m_worker, experimentId] { w->watchSweep(experimentId); });
+}
+
+void RunLog::refresh() {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->refresh(); });
+}
+
+}  // namespace shardscope::ui

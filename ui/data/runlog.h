@@ -1,0 +1,50 @@
+// RunLog: the GUI thread's handle on the run log. It owns a worker thread (RunLogWorker) that does
+// every read; its methods only post requests, and results arrive as the worker's signals,
+// re-emitted here. So the GUI thread never blocks on SQL and never touches the store's writer.
+#pragma once
+
+#include <QObject>
+#include <QThread>
+
+#include "ui/data/runlogtypes.h"
+
+namespace shardscope::ui {
+
+class RunLogWorker;
+
+class RunLog : public QObject {
+  Q_OBJECT
+
+ public:
+  /// pollMs: how often the worker checks the file for commits by any process.
+  explicit RunLog(int pollMs = 250, QObject* parent = nullptr);
+  ~RunLog() override;
+
+  /// Opens `path` (read-only) in the worker; opened() tells how it went.
+  void open(const QString& path);
+  const QString& path() const { return m_path; }
+  /// The runs whose curves the worker keeps delivering (seriesLoaded).
+  void watchRuns(const QList<qint64>& runIds);
+  /// The rank whose last `limit` log lines the worker keeps delivering (logLoaded).
+  void watchLog(qint64 runId, int rank, int limit = 2000);
+  /// The sweep the worker keeps delivering (sweepLoaded); -1: the largest one.
+  void watchSweep(qint64 experimentId);
+  void refresh();
+
+ signals:
+  void opened(bool ok, const QString& message);
+  void runsLoaded(const QVector<shardscope::ui::RunSummary>& runs);
+  void seriesLoaded(const QVector<shardscope::ui::SeriesChunk>& chunks);
+  void seriesPassDone(const QList<qint64>& runIds);
+  void logLoaded(const shardscope::ui::LogSnapshot& log);
+  void sweepLoaded(const shardscope::ui::SweepData& sweep);
+  void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
+  void failed(const QString& message);
+
+ private:
+  QThread m_thread;
+  RunLogWorker* m_worker = nullptr;  // lives in m_thread; deleted when it finishes
+  QString m_path;
+};
+
+}  // namespace shardscope::ui

@@ -1,0 +1,77 @@
+// Plain values the run-log worker thread sends to the panels (by queued signals): what a panel
+// shows, already read from the store, so the GUI thread never runs a query.
+#pragma once
+
+#include <QJsonObject>
+#include <QList>
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <optional>
+
+#include "backend/store/runrecords.h"
+
+namespace shardscope::ui {
+
+/// One row of the run table: the stored run plus what the table derives from its metrics.
+struct RunSummary {
+  backend::RunRecord record;
+  qint64 lastStep = -1;  ///< highest step of rank 0's "loss" (-1: no step yet)
+  QString host;          ///< where it runs ("local" when the launcher was local)
+};
+
+/// New points of one metric of one run and rank (reset: they replace what the plot holds).
+struct SeriesChunk {
+  qint64 runId = 0;
+  QString runName;
+  QString key;  ///< "loss", "mem.peak", ...
+  int rank = 0;
+  bool reset = false;
+  QVector<double> steps;
+  QVector<double> values;
+};
+
+/// The last lines of one rank's log (both files, in file order).
+struct LogSnapshot {
+  qint64 runId = 0;
+  int rank = 0;
+  QStringList lines;
+};
+
+/// One trial of a sweep with its intermediate values of the objective key.
+struct SweepTrial {
+  qint64 runId = 0;
+  QString name;
+  spec::RunStatus status = spec::RunStatus::queued;
+  QJsonObject params;
+  std::optional<double> objective;
+  double createdAt = 0;
+  QVector<double> steps;   ///< intermediate values: steps ...
+  QVector<double> values;  ///< ... and the objective key's value at each
+};
+
+/// The runs of one experiment or sweep, in creation order.
+struct SweepData {
+  qint64 experimentId = -1;     ///< -1: no sweep in the run log
+  QString objectiveKey;         ///< the metric read as intermediate values ("eval.loss")
+  QList<qint64> experimentIds;  ///< every experiment that has runs, oldest first
+  QVector<SweepTrial> trials;
+};
+
+/// An SSH host as the Hosts panel lists it.
+struct HostSummary {
+  QString alias;
+  QString address;  ///< user@hostname:port
+  QString fingerprint;
+  bool trusted = false;
+};
+
+}  // namespace shardscope::ui
+
+Q_DECLARE_METATYPE(shardscope::ui::RunSummary)
+Q_DECLARE_METATYPE(shardscope::ui::SeriesChunk)
+Q_DECLARE_METATYPE(shardscope::ui::LogSnapshot)
+Q_DECLARE_METATYPE(shardscope::ui::SweepData)
+Q_DECLARE_METATYPE(shardscope::ui::HostSummary)

@@ -1,0 +1,203 @@
+#include "ui/data/runlogworker.h"
+
+#include <QFileInfo>
+#include <QLoggingCategory>
+
+#include <algorithm>
+#include <limits>
+
+Q_LOGGING_CATEGORY(lcRunLogWorker, "shardscope.ui.runlogworker")
+
+namespace shardscope::ui {
+
+namespace {
+
+bool perRank(const QString& key) { return key.startsWith(QStringLiteral("mem.")); }
+
+QString hostOf(const backend::RunRecord& run) {
+  const QString kind = run.location.value(QStringLiteral("kind")).toString();
+  const QString host = run.location.value(QStringLiteral("host")).toString();
+  if (!host.isEmpty()) return host;
+  return kind.isEmpty() ? QString() : QStringLiteral("local");
+}
+
+}  // namespace
+
+RunLogWorker::RunLogWorker(int pollMs, QObject* parent) : QObject(parent), m_pollMs(pollMs) {}
+
+QStringList RunLogWorker::plottedKeys() {
+  return {
+      QStringLiteral("loss"),          QStringLiteral("eval.loss"),    QStringLiteral("lr"),
+      QStringLiteral("grad_norm"),     QStringLiteral("tokens_per_s"), QStringLiteral("mfu"),
+      QStringLiteral("mem.allocated"), QStringLiteral("mem.reserved"), QStringLiteral("mem.peak")};
+}
+
+void RunLogWorker::open(const QString& path) {
+  m_path = path;
+  auto reader = backend::RunReader::open(path);
+  if (!reader) {
+    emit opened(false, QString::fromStdString(reader.message()));
+    return;
+  }
+  m_reader.emplace(std::move(*reader));
+  if (m_pollTimer == nullptr) {
+    // Created here, in the worker's thread, so its timeouts run here too.
+    m_pollTimer = new QTimer(this);
+    connect(m_pollTimer, &QTimer::timeout, this, &RunLogWorker::poll);
+  }
+  m_pollTimer->start(m_pollMs);
+  emit opened(true, path);
+  m_lastSignature = signature();
+  refresh();
+}
+
+RunLogWorker::Signature RunLogWorker::signature() const {
+  const QFileInfo main(m_path);
+  const QFileInfo wal(m_path + QStringLiteral("-wal"));
+  return {main.size(), wal.exists() ? wal.size() : -1, main.lastModified(),
+          wal.exists() ? wal.lastModified() : QDateTime()};
+}
+
+void RunLogWorker::poll() {
+  Signature now = signature();
+  if (now == m_lastSignature) return;
+  m_lastSignature = now;
+  refresh();
+}
+
+void RunLogWorker::refresh() {
+  if (!m_reader) return;
+  loadRuns();
+  loadSeries();
+  loadLog();
+  loadSweep();
+  loadHosts();
+}
+
+void RunLogWorker::report(const Error& error) {
+  const QString message = QString::fromStdString(error.message);
+  qCWarning(lcRunLogWorker, "%s: %s", qPrintable(m_path), qPrintable(message));
+  if (message != m_lastError) emit failed(message);
+  m_lastError = message;
+}
+
+void RunLogWorker::loadRuns() {
+  auto runs = m_reader->listRuns();
+  if (!runs) return report(runs.error());
+  m_runs = std::move(*runs);
+  QVector<RunSummary> out;
+  out.reserve(static_cast<qsizetype>(m_runs.size()));
+  for (const auto& run : m_runs) {
+    const qint64 after = m_lastLossStep.value(run.id, -1);
+    auto points = m_reader->metric(run.id, QStringLiteral("loss"), after);
+    if (!points) return report(points.error());
+    qint64 last = after;
+    for (const auto& point : *points) last = std::max(last, point.step);
+    m_lastLossStep.insert(run.id, last);
+    out.append({run, last, hostOf(run)});
+  }
+  emit runsLoaded(out);
+}
+
+void RunLogWorker::watchRuns(const QList<qint64>& runIds) {
+  m_watchedRuns = runIds;
+  for (auto it = m_seen.begin(); it != m_seen.end();) {
+    it = runIds.contains(it.key()) ? std::next(it) : m_seen.erase(it);
+  }
+  loadSeries();
+}
+
+void RunLogWorker::loadSeries() {
+  if (!m_reader) return;
+  QVector<SeriesChunk> chunks;
+  for (qint64 id : std::as_const(m_watchedRuns)) {
+    auto it =
+        std::find_if(m_runs.begin(), m_runs.end(), [id](const auto& r) { return r.id == id; });
+    if (it != m_runs.end()) loadSeriesOf(*it, chunks);
+  }
+  if (!chunks.isEmpty()) emit seriesLoaded(chunks);
+  emit seriesPassDone(m_watchedRuns);
+}
+
+// Ranks store their rows in separate transactions, so rank 1 may lag rank 0: ask from the lowest
+// step any rank has reached and keep, per rank, only the steps it has not delivered yet.
+void RunLogWorker::loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out) {
+  auto keys = m_reader->metricKeys(run.id);
+  if (!keys) return report(keys.error());
+  const bool fresh = !m_seen.contains(run.id);
+  auto& seenKeys = m_seen[run.id];
+  for (const QString& key : plottedKeys()) {
+    if (!keys->contains(key)) continue;
+    auto& seen = seenKeys[key];
+    const int ranks = perRank(key) ? std::max(1, run.worldSize) : 1;
+    qint64 after = std::numeric_limits<qint64>::max();
+    for (int rank = 0; rank < ranks; ++rank) after = std::min(after, seen.value(rank, -1));
+    auto points = m_reader->metric(run.id, key, after);
+    if (!points) return report(points.error());
+    QHash<int, SeriesChunk> byRank;
+    for (const auto& point : *points) {
+      if (point.rank >= ranks || point.step <= seen.value(point.rank, -1)) continue;
+      SeriesChunk& chunk = byRank[point.rank];
+      chunk.steps.append(double(point.step));
+      chunk.values.append(point.value);
+    }
+    for (auto c = byRank.begin(); c != byRank.end(); ++c) {
+      seen[c.key()] = qint64(c->steps.last());
+      c->runId = run.id;
+      c->runName = run.name;
+      c->key = key;
+      c->rank = c.key();
+      c->reset = fresh;
+      out.append(std::move(c.value()));
+    }
+  }
+}
+
+void RunLogWorker::watchLog(qint64 runId, int rank, int limit) {
+  m_logRun = runId;
+  m_logRank = rank;
+  m_logLimit = limit;
+  loadLog();
+}
+
+void RunLogWorker::loadLog() {
+  if (!m_reader || m_logRun < 0) return;
+  auto lines = m_reader->logLines(m_logRun, m_logRank, m_logLimit);
+  if (!lines) return report(lines.error());
+  LogSnapshot snapshot{m_logRun, m_logRank, {}};
+  for (const auto& line : *lines) snapshot.lines.append(line.text);
+  emit logLoaded(snapshot);
+}
+
+void RunLogWorker::watchSweep(qint64 experimentId) {
+  m_sweep = experimentId;
+  loadSweep();
+}
+
+void RunLogWorker::loadSweep() {
+  if (!m_reader || m_sweep == -2) return;
+  const qint64 id = m_sweep >= 0 ? m_sweep : ExperimentSweepSource::largest(m_runs);
+  if (id < 0) {
+    SweepData none;
+    none.experimentIds = m_sweepSource.sweepIds(m_runs);
+    emit sweepLoaded(none);
+    return;
+  }
+  auto sweep = m_sweepSource.load(*m_reader, m_runs, id);
+  if (!sweep) return report(sweep.error());
+  emit sweepLoaded(*sweep);
+}
+
+void RunLogWorker::loadHosts() {
+  auto hosts = m_reader->hosts();
+  if (!hosts) return report(hosts.error());
+  QVector<HostSummary> out;
+  for (const auto& host : *hosts) {
+    QString address = host.hostname + QLatin1Char(':') + QString::number(host.port);
+    if (!host.user.isEmpty()) address.prepend(host.user + QLatin1Char('@'));
+    out.append({host.alias, address, host.fingerprint, host.trustedAt.has_value()});
+  }
+  emit hostsLoaded(out);
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,51 @@
+// LogView: one rank's log lines (both the stderr log and malformed event lines) with follow (keep
+// the newest line in view) and search (every match highlighted, Enter jumps to the next).
+#pragma once
+
+#include <QWidget>
+
+#include "ui/data/runlogtypes.h"
+
+class QCheckBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QSpinBox;
+
+namespace shardscope::ui {
+
+class RunLog;
+
+class LogView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit LogView(RunLog& runLog, QWidget* parent = nullptr);
+
+  /// Shows the log of `runId` (rank from the spin box); -1 shows nothing.
+  void setRun(qint64 runId, int worldSize);
+  qint64 runId() const { return m_runId; }
+  int rank() const;
+  void setRank(int rank);
+  /// Lines shown now.
+  int lineCount() const;
+  /// Highlights every match of `text`; returns how many there are.
+  int search(const QString& text);
+  QPlainTextEdit* textEdit() const { return m_text; }
+  QCheckBox* followBox() const { return m_follow; }
+
+ private:
+  void onLogLoaded(const LogSnapshot& log);
+  void findNext();
+
+  RunLog& m_runLog;
+  QSpinBox* m_rank = nullptr;
+  QCheckBox* m_follow = nullptr;
+  QLineEdit* m_search = nullptr;
+  QLabel* m_matches = nullptr;
+  QPlainTextEdit* m_text = nullptr;
+  qint64 m_runId = -1;
+  QStringList m_lines;
+};
+
+}  // namespace shardscope::ui

@@ -1,0 +1,253 @@
+#include "ui/plots/plotspanel.h"
+
+#include <qcustomplot.h>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QLoggingCategory>
+#include <QMenu>
+#include <QSplitter>
+#include <QSvgGenerator>
+#include <QTextStream>
+#include <QVBoxLayout>
+
+#include "ui/data/runlog.h"
+#include "ui/plot/curveplot.h"
+#include "ui/plots/logview.h"
+
+Q_LOGGING_CATEGORY(lcPlotsPanel, "shardscope.ui.plotspanel")
+
+namespace shardscope::ui {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct PlotSpec {
+  QString id;
+  QString title;
+  QString yLabel;
+};
+
+QList<PlotSpec> plotSpecs() {
+  return {{"loss", QObject::tr("Loss"), QObject::tr("loss (train, eval)")},
+          {"lr", QObject::tr("Learning rate"), QObject::tr("lr")},
+          {"grad_norm", QObject::tr("Gradient norm"), QObject::tr("grad norm")},
+          {"tokens_per_s", QObject::tr("Throughput"), QObject::tr("tokens/s")},
+          {"mfu", QObject::tr("Model FLOPs utilisation"), QObject::tr("MFU")},
+          {"memory", QObject::tr("Memory per rank"), QObject::tr("MiB")}};
+}
+
+}  // namespace
+
+PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
+    : QWidget(parent), m_runLog(runLog), m_log(new LogView(runLog, this)) {
+  auto* grid = new QWidget(this);
+  auto* gridLayout = new QGridLayout(grid);
+  gridLayout->setContentsMargins(0, 0, 0, 0);
+  int index = 0;
+  for (const PlotSpec& spec : plotSpecs()) {
+    auto* plot = new CurvePlot(grid);
+    plot->setObjectName(spec.id);
+    plot->setAxisLabels(tr("step"), spec.yLabel);
+    plot->setLineWidth(1.5);
+    auto* title = new QCPTextElement(plot->customPlot(), spec.title,
+                                     QFont(font().family(), font().pointSize() + 1, QFont::Bold));
+    plot->customPlot()->plotLayout()->insertRow(0);
+    plot->customPlot()->plotLayout()->addElement(0, 0, title);
+    plot->customPlot()->legend->setFont(QFont(font().family(), font().pointSize() - 1));
+    plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    plot->customPlot()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(plot->customPlot(), &QWidget::customContextMenuRequested, this,
+            [this, id = spec.id](const QPoint& at) { showPlotMenu(id, at); });
+    m_plots.insert(spec.id, plot);
+    gridLayout->addWidget(plot, index / 3, index % 3);
+    ++index;
+  }
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  splitter->addWidget(grid);
+  splitter->addWidget(m_log);
+  splitter->setStretchFactor(0, 4);
+  splitter->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(splitter);
+
+  m_replotTimer.setSingleShot(true);
+  m_replotTimer.setInterval(40);
+  connect(&m_replotTimer, &QTimer::timeout, this, &PlotsPanel::replotNow);
+  connect(&runLog, &RunLog::seriesLoaded, this, &PlotsPanel::onSeries);
+  connect(&runLog, &RunLog::seriesPassDone, this, &PlotsPanel::onPassDone);
+}
+
+QStringList PlotsPanel::plotIds() {
+  QStringList ids;
+  for (const PlotSpec& spec : plotSpecs()) ids.append(spec.id);
+  return ids;
+}
+
+QString PlotsPanel::plotFor(const QString& key) {
+  if (key == QLatin1String("loss") || key == QLatin1String("eval.loss"))
+    return QStringLiteral("loss");
+  if (key.startsWith(QLatin1String("mem."))) return QStringLiteral("memory");
+  return plotIds().contains(key) ? key : QString();
+}
+
+QString PlotsPanel::seriesName(const QString& runName, const QString& key, int rank) {
+  if (key == QLatin1String("loss")) return runName + QStringLiteral(" train");
+  if (key == QLatin1String("eval.loss")) return runName + QStringLiteral(" eval");
+  if (key.startsWith(QLatin1String("mem."))) {
+    return QStringLiteral("%1 r%2 %3").arg(runName).arg(rank).arg(key.mid(4));
+  }
+  return runName;
+}
+
+void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs) {
+  m_runIds = runIds;
+  m_loaded = false;
+  for (CurvePlot* plot : std::as_const(m_plots)) {
+    plot->clear();
+    plot->replot();
+  }
+  qint64 logRun = -1;
+  int worldSize = 1;
+  for (const RunSummary& run : runs) {
+    if (!runIds.isEmpty() && run.record.id == runIds.first()) {
+      logRun = run.record.id;
+      worldSize = run.record.worldSize;
+    }
+  }
+  m_log->setRun(logRun, worldSize);
+  m_runLog.watchRuns(runIds);
+}
+
+void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
+  for (const SeriesChunk& chunk : chunks) {
+    if (!m_runIds.contains(chunk.runId)) continue;  // sent before the selection changed
+    const QString id = plotFor(chunk.key);
+    CurvePlot* plot = m_plots.value(id);
+    if (plot == nullptr) continue;
+    QVector<double> values = chunk.values;
+    if (id == QLatin1String("memory")) {
+      for (double& v : values) v /= kMiB;
+    }
+    const QString name = seriesName(chunk.runName, chunk.key, chunk.rank);
+    if (chunk.reset) {
+      plot->setSeries(name, chunk.steps, values);
+    } else {
+      plot->appendPoints(name, chunk.steps, values);
+    }
+    if (chunk.key == QLatin1String("eval.loss")) {
+      // Evaluations are sparse: dots joined by a dashed line read as "measured here".
+      if (auto* graph = plot->customPlot()->graph(plot->customPlot()->graphCount() - 1);
+          graph != nullptr && graph->name() == name) {
+        QPen pen = graph->pen();
+        pen.setStyle(Qt::DashLine);
+        graph->setPen(pen);
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+      }
+    }
+    m_dirty.insert(id);
+  }
+  scheduleReplot();
+}
+
+void PlotsPanel::onPassDone(const QList<qint64>& runIds) {
+  if (runIds != m_runIds) return;
+  if (!m_loaded) {
+    m_loaded = true;
+    replotNow();
+    emit loaded();
+  }
+}
+
+void PlotsPanel::scheduleReplot() {
+  if (!m_replotTimer.isActive()) m_replotTimer.start();
+}
+
+void PlotsPanel::replotNow() {
+  m_replotTimer.stop();
+  for (const QString& id : std::as_const(m_dirty)) m_plots.value(id)->rescale();
+  m_dirty.clear();
+  emit replotted();
+}
+
+Result<void> PlotsPanel::exportPlot(const QString& id, const QString& path, int width,
+                                    int height) const {
+  CurvePlot* plot = m_plots.value(id);
+  if (plot == nullptr) {
+    return fail("plot \"" + id.toStdString() + "\" does not exist; use one of " +
+                plotIds().join(", ").toStdString());
+  }
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  QCustomPlot* cp = plot->customPlot();
+  bool written = false;
+  if (suffix == QLatin1String("png")) return plot->savePng(path, width, height);
+  if (suffix == QLatin1String("pdf")) {
+    written = cp->savePdf(path, width, height);
+  } else if (suffix == QLatin1String("svg")) {
+    QSvgGenerator svg;
+    svg.setFileName(path);
+    svg.setSize(QSize(width, height));
+    svg.setViewBox(QRect(0, 0, width, height));
+    QCPPainter painter;
+    written = painter.begin(&svg);
+    if (written) {
+      cp->toPainter(&painter, width, height);
+      painter.end();
+      written = QFileInfo(path).size() > 0;
+    }
+  } else {
+    return fail(path.toStdString() + ": unknown plot format \"" + suffix.toStdString() +
+                "\"; name the file .png, .svg or .pdf");
+  }
+  if (!written)
+    return fail(path.toStdString() + ": could not write the plot (is the folder writable?)");
+  return ok();
+}
+
+Result<void> PlotsPanel::exportCsv(const QString& id, const QString& path) const {
+  CurvePlot* plot = m_plots.value(id);
+  if (plot == nullptr) return fail("plot \"" + id.toStdString() + "\" does not exist");
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+    return fail(path.toStdString() + ": cannot write the CSV: " + file.errorString().toStdString());
+  }
+  QTextStream out(&file);
+  out << "series,step,value\n";
+  QCustomPlot* cp = plot->customPlot();
+  for (int g = 0; g < cp->graphCount(); ++g) {
+    const QCPGraph* graph = cp->graph(g);
+    QString name = graph->name();
+    name.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+      out << '"' << name << "\"," << it->key << ',' << QString::number(it->value, 'g', 10) << '\n';
+    }
+  }
+  out.flush();
+  if (file.error() != QFileDevice::NoError) {
+    return fail(path.toStdString() +
+                ": writing the CSV failed: " + file.errorString().toStdString());
+  }
+  return ok();
+}
+
+void PlotsPanel::showPlotMenu(const QString& id, const QPoint& where) {
+  CurvePlot* plot = m_plots.value(id);
+  QMenu menu(this);
+  QAction* image = menu.addAction(tr("Export plot (PNG, SVG, PDF)…"));
+  QAction* csv = menu.addAction(tr("Export data as CSV…"));
+  QAction* chosen = menu.exec(plot->customPlot()->mapToGlobal(where));
+  if (chosen == nullptr) return;
+  const bool asCsv = chosen == csv;
+  const QString path = QFileDialog::getSaveFileName(
+      this, chosen->text(), id + (asCsv ? QStringLiteral(".csv") : QStringLiteral(".png")),
+      asCsv ? tr("CSV (*.csv)") : tr("Images (*.png *.svg *.pdf)"));
+  if (path.isEmpty()) return;
+  const Result<void> done = asCsv ? exportCsv(id, path) : exportPlot(id, path, 1200, 800);
+  if (!done) qCWarning(lcPlotsPanel, "%s", done.message().c_str());
+  (void)image;
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,68 @@
+// PlotsPanel: live curves of the selected runs, one CurvePlot per quantity (train/eval loss, lr,
+// grad norm, tokens/s, MFU, memory per rank), and the selected run's log. Points arrive
+// incrementally from the run log's worker; replots are coalesced to one per 40 ms.
+#pragma once
+
+#include <QHash>
+#include <QSet>
+#include <QTimer>
+#include <QWidget>
+
+#include "trainer/spec/result.h"
+#include "ui/data/runlogtypes.h"
+
+namespace shardscope::ui {
+
+class CurvePlot;
+class LogView;
+class RunLog;
+
+class PlotsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit PlotsPanel(RunLog& runLog, QWidget* parent = nullptr);
+
+  /// The plot ids, in the order shown: loss, lr, grad_norm, tokens_per_s, mfu, memory.
+  static QStringList plotIds();
+  /// The series name a metric row is drawn as ("run-3 train", "run-3 r1 peak").
+  static QString seriesName(const QString& runName, const QString& key, int rank);
+  /// The plot a metric key is drawn in ("" when none).
+  static QString plotFor(const QString& key);
+
+  CurvePlot* plot(const QString& id) const { return m_plots.value(id); }
+  LogView* logView() const { return m_log; }
+  /// Shows these runs (names and world sizes come from `runs`).
+  void setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs);
+  const QList<qint64>& runs() const { return m_runIds; }
+  /// True once the series of the current selection have been read at least once.
+  bool isLoaded() const { return m_loaded; }
+
+  /// Writes plot `id` as PNG, SVG or PDF (by the file's suffix) at width x height.
+  [[nodiscard]] Result<void> exportPlot(const QString& id, const QString& path, int width,
+                                        int height) const;
+  /// Writes every series of plot `id` as CSV: series,step,value.
+  [[nodiscard]] Result<void> exportCsv(const QString& id, const QString& path) const;
+
+ signals:
+  void loaded();
+  /// Points were added (after the coalesced replot).
+  void replotted();
+
+ private:
+  void onSeries(const QVector<SeriesChunk>& chunks);
+  void onPassDone(const QList<qint64>& runIds);
+  void scheduleReplot();
+  void replotNow();
+  void showPlotMenu(const QString& id, const QPoint& where);
+
+  RunLog& m_runLog;
+  QHash<QString, CurvePlot*> m_plots;
+  LogView* m_log = nullptr;
+  QList<qint64> m_runIds;
+  QTimer m_replotTimer;
+  QSet<QString> m_dirty;
+  bool m_loaded = false;
+};
+
+}  // namespace shardscope::ui

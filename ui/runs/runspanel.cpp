@@ -1,0 +1,181 @@
+#include "ui/runs/runspanel.h"
+
+#include <QComboBox>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLoggingCategory>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include "ui/data/runlog.h"
+#include "ui/runs/runtablemodel.h"
+
+Q_LOGGING_CATEGORY(lcRunsPanel, "shardscope.ui.runspanel")
+
+namespace shardscope::ui {
+
+namespace {
+
+// Matches the filter text against name, parameters and host; the status combo against status.
+class RunFilterProxy : public QSortFilterProxyModel {
+ public:
+  using QSortFilterProxyModel::QSortFilterProxyModel;
+  QString status;  // "" = every status
+
+ protected:
+  bool filterAcceptsRow(int row, const QModelIndex& parent) const override {
+    auto* model = sourceModel();
+    const auto text = [&](int column) {
+      return model->index(row, column, parent).data().toString();
+    };
+    if (!status.isEmpty() && text(RunTableModel::StatusCol) != status) return false;
+    const QRegularExpression pattern = filterRegularExpression();
+    if (pattern.pattern().isEmpty()) return true;
+    for (int column : {int(RunTableModel::NameCol), int(RunTableModel::ParamsCol),
+                       int(RunTableModel::HostCol)}) {
+      if (pattern.match(text(column)).hasMatch()) return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
+    : QWidget(parent), m_model(new RunTableModel(this)), m_view(new QTableView(this)) {
+  auto* proxy = new RunFilterProxy(this);
+  m_proxy = proxy;
+  m_proxy->setSourceModel(m_model);
+  m_proxy->setSortRole(RunTableModel::SortRole);
+  m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+
+  auto* bar = new QToolBar(this);
+  m_filter = new QLineEdit(this);
+  m_filter->setPlaceholderText(tr("Filter by name, parameter or host"));
+  m_filter->setClearButtonEnabled(true);
+  m_statusFilter = new QComboBox(this);
+  m_statusFilter->addItem(tr("All statuses"), QString());
+  for (auto s : {spec::RunStatus::queued, spec::RunStatus::running, spec::RunStatus::complete,
+                 spec::RunStatus::stopped, spec::RunStatus::pruned, spec::RunStatus::failed,
+                 spec::RunStatus::oom, spec::RunStatus::infeasible}) {
+    const QString name = QString::fromLatin1(spec::to_string(s).data());
+    m_statusFilter->addItem(RunTableModel::statusIcon(s), name, name);
+  }
+  m_stop = new QAction(tr("Stop"), this);
+  m_stop->setToolTip(tr("Stop the selected running runs gracefully (checkpoint, then exit)"));
+  m_clone = new QAction(tr("Clone and edit"), this);
+  m_clone->setToolTip(tr("Open the selected run's parameters in the experiment builder"));
+  bar->addWidget(m_filter);
+  bar->addWidget(m_statusFilter);
+  bar->addSeparator();
+  bar->addAction(m_stop);
+  bar->addAction(m_clone);
+
+  m_view->setModel(m_proxy);
+  m_view->setSortingEnabled(true);
+  m_view->sortByColumn(RunTableModel::NameCol, Qt::AscendingOrder);
+  m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  m_view->setAlternatingRowColors(true);
+  m_view->verticalHeader()->hide();
+  m_view->horizontalHeader()->setStretchLastSection(false);
+  m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_view->horizontalHeader()->setSectionResizeMode(RunTableModel::ParamsCol, QHeaderView::Stretch);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(bar);
+  layout->addWidget(m_view);
+
+  connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& text) {
+    m_proxy->setFilterRegularExpression(QRegularExpression(
+        QRegularExpression::escape(text), QRegularExpression::CaseInsensitiveOption));
+  });
+  connect(m_statusFilter, &QComboBox::currentIndexChanged, this, &RunsPanel::applyStatusFilter);
+  connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          &RunsPanel::onSelectionChanged);
+  connect(&runLog, &RunLog::runsLoaded, this, &RunsPanel::onRunsLoaded);
+  connect(m_stop, &QAction::triggered, this, [this] {
+    for (qint64 id : selectedRunIds()) {
+      const RunSummary* run = m_model->runById(id);
+      if (run != nullptr && !spec::is_final(run->record.status)) {
+        emit stopRequested(id, run->record.name);
+      }
+    }
+  });
+  connect(m_clone, &QAction::triggered, this, [this] {
+    const auto ids = selectedRunIds();
+    if (const RunSummary* run = ids.isEmpty() ? nullptr : m_model->runById(ids.first())) {
+      emit cloneRequested(run->record.id, run->record.params);
+    }
+  });
+  updateActions();
+}
+
+void RunsPanel::applyStatusFilter() {
+  static_cast<RunFilterProxy*>(m_proxy)->status = m_statusFilter->currentData().toString();
+  m_proxy->invalidate();
+}
+
+void RunsPanel::onRunsLoaded(const QVector<RunSummary>& runs) {
+  // A reset forgets the selection: put the same runs back without telling the plots.
+  m_restoring = true;
+  const QList<qint64> keep = m_selected;
+  m_model->setRuns(runs);
+  selectRuns(keep);
+  m_restoring = false;
+  updateActions();
+  if (!m_loaded) {
+    m_loaded = true;
+    emit loaded();
+  }
+}
+
+QList<qint64> RunsPanel::selectedRunIds() const {
+  QList<qint64> ids;
+  const auto rows = m_view->selectionModel()->selectedRows();
+  for (const QModelIndex& index : rows)
+    ids.append(index.data(RunTableModel::RunIdRole).toLongLong());
+  return ids;
+}
+
+void RunsPanel::selectRuns(const QList<qint64>& runIds) {
+  QItemSelection selection;
+  for (qint64 id : runIds) {
+    const int row = m_model->rowOf(id);
+    if (row < 0) continue;
+    const QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
+    if (index.isValid()) selection.select(index, index);
+  }
+  m_view->selectionModel()->select(selection,
+                                   QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+int RunsPanel::visibleRowCount() const { return m_proxy->rowCount(); }
+
+void RunsPanel::onSelectionChanged() {
+  updateActions();
+  if (m_restoring) return;
+  const QList<qint64> ids = selectedRunIds();
+  if (ids == m_selected) return;
+  m_selected = ids;
+  qCDebug(lcRunsPanel, "%lld runs selected", static_cast<long long>(ids.size()));
+  emit selectionChanged(ids);
+}
+
+void RunsPanel::updateActions() {
+  bool anyLive = false;
+  const auto ids = selectedRunIds();
+  for (qint64 id : ids) {
+    const RunSummary* run = m_model->runById(id);
+    anyLive = anyLive || (run != nullptr && !spec::is_final(run->record.status));
+  }
+  m_stop->setEnabled(anyLive);
+  m_clone->setEnabled(ids.size() == 1);
+}
+
+}  // namespace shardscope::ui

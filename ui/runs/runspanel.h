@@ -1,0 +1,67 @@
+// RunsPanel: the run table's controller. Sorting and filtering (text over name, parameters and
+// host; a status choice), selection drives the plots, and the actions ask for a stop or a
+// clone-and-edit by signals: the app wires them to the backend and the builder.
+#pragma once
+
+#include <QAction>
+#include <QWidget>
+
+#include "ui/data/runlogtypes.h"
+
+class QComboBox;
+class QLineEdit;
+class QSortFilterProxyModel;
+class QTableView;
+
+namespace shardscope::ui {
+
+class RunLog;
+class RunTableModel;
+
+class RunsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit RunsPanel(RunLog& runLog, QWidget* parent = nullptr);
+
+  /// True once the first list of runs arrived.
+  bool isLoaded() const { return m_loaded; }
+  RunTableModel* model() const { return m_model; }
+  QTableView* view() const { return m_view; }
+  QLineEdit* filterEdit() const { return m_filter; }
+  QAction* stopAction() const { return m_stop; }
+  QAction* cloneAction() const { return m_clone; }
+  /// The ids of the selected runs, in table order.
+  QList<qint64> selectedRunIds() const;
+  /// Selects these runs (others are deselected); the plots follow.
+  void selectRuns(const QList<qint64>& runIds);
+  /// Rows shown after filtering.
+  int visibleRowCount() const;
+
+ signals:
+  void loaded();
+  void selectionChanged(const QList<qint64>& runIds);
+  /// The user asked to stop a run (the app stops it through the backend).
+  void stopRequested(qint64 runId, const QString& runName);
+  /// The user asked for a new run like this one: the builder opens it for editing.
+  void cloneRequested(qint64 runId, const QJsonObject& params);
+
+ private:
+  void onRunsLoaded(const QVector<RunSummary>& runs);
+  void onSelectionChanged();
+  void applyStatusFilter();
+  void updateActions();
+
+  RunTableModel* m_model = nullptr;
+  QSortFilterProxyModel* m_proxy = nullptr;
+  QTableView* m_view = nullptr;
+  QLineEdit* m_filter = nullptr;
+  QComboBox* m_statusFilter = nullptr;
+  QAction* m_stop = nullptr;
+  QAction* m_clone = nullptr;
+  QList<qint64> m_selected;
+  bool m_loaded = false;
+  bool m_restoring = false;
+};
+
+}  // namespace shardscope::ui

@@ -1,0 +1,200 @@
+#include "ui/runs/runtablemodel.h"
+
+#include <QDateTime>
+#include <QHash>
+#include <QJsonValue>
+#include <QPainter>
+#include <QPixmap>
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardscope::ui {
+
+RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+QColor RunTableModel::statusColor(spec::RunStatus status) {
+  using spec::RunStatus;
+  switch (status) {
+    case RunStatus::queued:
+      return {0x9e, 0x9e, 0x9e};
+    case RunStatus::running:
+      return {0x2f, 0x7e, 0xd8};
+    case RunStatus::complete:
+      return {0x3a, 0xa5, 0x5d};
+    case RunStatus::stopped:
+      return {0xe0, 0xa1, 0x1b};
+    case RunStatus::pruned:
+      return {0x8e, 0x6c, 0xc0};
+    case RunStatus::failed:
+      return {0xd6, 0x3b, 0x3b};
+    case RunStatus::oom:
+      return {0xa3, 0x1f, 0x5a};
+    case RunStatus::infeasible:
+      return {0x6d, 0x6d, 0x6d};
+  }
+  return Qt::gray;
+}
+
+QIcon RunTableModel::statusIcon(spec::RunStatus status) {
+  static QHash<int, QIcon> cache;
+  const int key = static_cast<int>(status);
+  if (auto it = cache.constFind(key); it != cache.cend()) return *it;
+  QPixmap pixmap(16, 16);
+  pixmap.fill(Qt::transparent);
+  QPainter painter(&pixmap);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setPen(QPen(statusColor(status).darker(130), 1));
+  painter.setBrush(statusColor(status));
+  painter.drawEllipse(QRectF(2.5, 2.5, 11, 11));
+  painter.end();
+  QIcon icon(pixmap);
+  cache.insert(key, icon);
+  return icon;
+}
+
+QString RunTableModel::paramsSummary(const QJsonObject& params) {
+  QStringList keys = params.keys();
+  keys.sort();
+  QStringList parts;
+  for (const QString& key : keys) {
+    const QJsonValue value = params.value(key);
+    QString text;
+    if (value.isDouble()) {
+      text = QString::number(value.toDouble(), 'g', 4);
+    } else if (value.isString()) {
+      text = value.toString();
+    } else if (value.isBool()) {
+      text = value.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    } else {
+      text = QStringLiteral("…");
+    }
+    parts.append(key + QLatin1Char('=') + text);
+  }
+  return parts.join(QStringLiteral(", "));
+}
+
+QString RunTableModel::durationText(const backend::RunRecord& run, double now) {
+  if (!run.startedAt) return {};
+  const double end = run.endedAt.value_or(now);
+  const auto seconds = static_cast<qint64>(std::max(0.0, std::round(end - *run.startedAt)));
+  if (seconds >= 3600) {
+    return QStringLiteral("%1 h %2 min")
+        .arg(seconds / 3600)
+        .arg((seconds % 3600) / 60, 2, 10, QLatin1Char('0'));
+  }
+  if (seconds >= 60) return QStringLiteral("%1 min %2 s").arg(seconds / 60).arg(seconds % 60);
+  return QStringLiteral("%1 s").arg(seconds);
+}
+
+void RunTableModel::setRuns(const QVector<RunSummary>& runs) {
+  m_now = double(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+  const bool sameIds =
+      runs.size() == m_runs.size() &&
+      std::equal(runs.begin(), runs.end(), m_runs.begin(),
+                 [](const auto& a, const auto& b) { return a.record.id == b.record.id; });
+  if (sameIds) {
+    m_runs = runs;
+    if (!m_runs.isEmpty()) emit dataChanged(index(0, 0), index(rowCount() - 1, Count - 1));
+    return;
+  }
+  // Runs only ever appear (newest first), so rebuilding keeps ids; the view's selection model
+  // is re-seated by the panel from the ids it had.
+  beginResetModel();
+  m_runs = runs;
+  endResetModel();
+}
+
+const RunSummary* RunTableModel::runAt(int row) const {
+  return row >= 0 && row < m_runs.size() ? &m_runs[row] : nullptr;
+}
+
+int RunTableModel::rowOf(qint64 id) const {
+  for (int row = 0; row < m_runs.size(); ++row) {
+    if (m_runs[row].record.id == id) return row;
+  }
+  return -1;
+}
+
+const RunSummary* RunTableModel::runById(qint64 id) const { return runAt(rowOf(id)); }
+
+int RunTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_runs.size());
+}
+
+int RunTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : Count;
+}
+
+QVariant RunTableModel::display(const RunSummary& run, int column) const {
+  const auto& r = run.record;
+  switch (column) {
+    case StatusCol:
+      return QString::fromLatin1(spec::to_string(r.status).data());
+    case NameCol:
+      return r.name;
+    case ParamsCol:
+      return paramsSummary(r.params);
+    case ObjectiveCol:
+      return r.objective ? QString::number(*r.objective, 'g', 5) : QString();
+    case DurationCol:
+      return durationText(r, m_now);
+    case HostCol:
+      return run.host;
+    case StepCol:
+      return run.lastStep >= 0 ? QString::number(run.lastStep) : QString();
+    default:
+      return {};
+  }
+}
+
+QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {
+  const auto& r = run.record;
+  switch (column) {
+    case StatusCol:
+      return static_cast<int>(r.status);
+    case ObjectiveCol:
+      return r.objective ? *r.objective : qInf();
+    case DurationCol:
+      return r.startedAt ? r.endedAt.value_or(m_now) - *r.startedAt : -1.0;
+    case StepCol:
+      return run.lastStep;
+    default:
+      return display(run, column);
+  }
+}
+
+QVariant RunTableModel::data(const QModelIndex& index, int role) const {
+  const RunSummary* run = runAt(index.row());
+  if (run == nullptr) return {};
+  switch (role) {
+    case Qt::DisplayRole:
+      return display(*run, index.column());
+    case SortRole:
+      return sortValue(*run, index.column());
+    case RunIdRole:
+      return run->record.id;
+    case Qt::DecorationRole:
+      return index.column() == StatusCol ? QVariant(statusIcon(run->record.status)) : QVariant();
+    case Qt::ToolTipRole:
+      if (!run->record.error.isEmpty()) return run->record.error;
+      return index.column() == ParamsCol ? paramsSummary(run->record.params) : QVariant();
+    case Qt::TextAlignmentRole:
+      if (index.column() == ObjectiveCol || index.column() == StepCol ||
+          index.column() == DurationCol) {
+        return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      }
+      return {};
+    default:
+      return {};
+  }
+}
+
+QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const QStringList names = {tr("Status"),   tr("Name"), tr("Parameters"), tr("Objective"),
+                                    tr("Duration"), tr("Host"), tr("Step")};
+  return names.value(section);
+}
+
+}  // namespace shardscope::ui

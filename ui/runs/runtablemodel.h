@@ -1,0 +1,51 @@
+// RunTableModel: the run table's rows (one per run) with a status icon, the parameters in one
+// line, the objective, the duration, the host and the last step. Sort roles give numbers.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QIcon>
+#include <QVector>
+
+#include "ui/data/runlogtypes.h"
+
+namespace shardscope::ui {
+
+class RunTableModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { StatusCol, NameCol, ParamsCol, ObjectiveCol, DurationCol, HostCol, StepCol, Count };
+  /// Qt::UserRole + 1 on any cell: the run id; SortRole: the value to sort by.
+  static constexpr int RunIdRole = Qt::UserRole + 1;
+  static constexpr int SortRole = Qt::UserRole + 2;
+
+  explicit RunTableModel(QObject* parent = nullptr);
+
+  /// Replaces the rows, keeping rows of unchanged runs in place (selection survives).
+  void setRuns(const QVector<RunSummary>& runs);
+  const RunSummary* runAt(int row) const;
+  const RunSummary* runById(qint64 id) const;
+  int rowOf(qint64 id) const;
+
+  /// A filled circle in the status's colour (green complete, blue running, red failed...).
+  static QIcon statusIcon(spec::RunStatus status);
+  static QColor statusColor(spec::RunStatus status);
+  /// "lr=3e-4, lora.rank=8" (keys sorted).
+  static QString paramsSummary(const QJsonObject& params);
+  /// "1 h 02 min", "3 min 20 s", "12 s"; "" when it never started.
+  static QString durationText(const backend::RunRecord& run, double now);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  QVariant display(const RunSummary& run, int column) const;
+  QVariant sortValue(const RunSummary& run, int column) const;
+
+  QVector<RunSummary> m_runs;
+  double m_now = 0;
+};
+
+}  // namespace shardscope::ui
