@@ -22,5 +22,5 @@ if [[ -n ${DISPLAY:-} || -n ${WAYLAND_DISPLAY:-} ]]; then
 fi
 shots="$root/build/demo/screenshots"
 echo "== no display: shardscope --screenshot $shots =="
-"$root/build/bin/shardscope" --screenshot "$shots" --db "$db"
+"$root/build/bin/shardscope" --screenshot "$shots" --db "$db" "$root/examples/demo.toml"
 ls "$shots"

@@ -106,6 +106,13 @@ int main(int argc, char** argv) {
     if (parser.isSet(shot)) return 1;
   }
 
+  if (QFileInfo::exists(dbPath)) {
+    // The panels read the run log read-only: a log of an older schema is migrated here, once.
+    if (auto store = shardscope::backend::RunStore::open(dbPath); !store) {
+      std::fprintf(stderr, "shardscope: %s\n", store.message().c_str());
+      return 1;
+    }
+  }
   shardscope::ui::MainWindow window;
   shardscope::app::RunControl control(dbPath, 5);
   QObject::connect(&window, &shardscope::ui::MainWindow::stopRequested, &control,
