@@ -140,7 +140,7 @@ QString PreviewPanel::chatSampleHtml(const std::string& line, const std::string&
       html += QStringLiteral(" <i>%1</i>").arg(escaped(image.message()));
       continue;
     }
-    QImage qimg(image->pixels.data(), image->width, image->height, image->width * 3,
+    QImage qimg(image->pixels.data(), image->width, image->height, qsizetype{image->width} * 3,
                 QImage::Format_RGB888);
     const QString name = QStringLiteral("thumb%1").arg(m_thumbnails++);
     m_data->images.insert(
