@@ -44,7 +44,7 @@ QString quoted(const QString& s) {
 
 // A choice as TOML: numbers and booleans bare, anything else quoted.
 QString choiceToml(const QString& raw) {
-  const QString c = raw.trimmed();
+  QString c = raw.trimmed();
   bool number = false;
   c.toDouble(&number);
   if (number || c == QLatin1String("true") || c == QLatin1String("false")) return c;

@@ -23,7 +23,7 @@ class SearchEditor : public QWidget {
 
   /// Fills the widgets from [search] TOML ("" = no search); returns false (widgets unchanged)
   /// when the search parser rejects it.
-  bool setToml(const QString& toml);
+  bool setToml(const QString& text);
   /// The [search] TOML the widgets describe ("" when search is off).
   QString toml() const;
   QTableWidget* table() const { return m_table; }

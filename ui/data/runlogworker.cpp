@@ -16,7 +16,7 @@ bool perRank(const QString& key) { return key.startsWith(QStringLiteral("mem."))
 
 QString hostOf(const backend::RunRecord& run) {
   const QString kind = run.location.value(QStringLiteral("kind")).toString();
-  const QString host = run.location.value(QStringLiteral("host")).toString();
+  QString host = run.location.value(QStringLiteral("host")).toString();
   if (!host.isEmpty()) return host;
   return kind.isEmpty() ? QString() : QStringLiteral("local");
 }
