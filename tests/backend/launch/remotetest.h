@@ -1,14 +1,18 @@
 // Helpers shared by the SSH and Slurm launcher tests: the fixtures' env files, files on disk,
-// and a test ssh config whose aliases point at the sshd fixture on 127.0.0.1.
+// a test ssh config whose aliases point at the sshd fixture on 127.0.0.1, and the process tree
+// of a test's own sshd (to kill it whole).
 #pragma once
 
 #include <QByteArray>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QMap>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
+
+#include <optional>
 
 namespace remotetest {
 
@@ -61,6 +65,48 @@ inline QByteArray run(const QString& program, const QStringList& args, int* exit
 /// The source folder of these tests (fake_rank.sh lives there).
 inline QString testSourceDir() {
   return QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/backend/launch");
+}
+
+/// A process as /proc/PID/stat describes it.
+struct ProcInfo {
+  qint64 parent = 0;
+  QByteArray comm;
+  qint64 startTicks = -1;  // field 22: clock ticks after boot; tells a pid's reuse apart
+  char state = '?';
+};
+
+inline std::optional<ProcInfo> procInfo(qint64 pid) {
+  const QByteArray stat = readAll(QString("/proc/%1/stat").arg(pid));
+  const auto open = stat.indexOf('(');
+  const auto close = stat.lastIndexOf(')');
+  if (open < 0 || close < open) return std::nullopt;
+  const QList<QByteArray> fields = stat.mid(close + 2).split(' ');  // fields[0] is field 3
+  if (fields.size() < 20) return std::nullopt;
+  ProcInfo info;
+  info.comm = stat.mid(open + 1, close - open - 1);
+  info.state = fields[0].isEmpty() ? '?' : fields[0][0];
+  info.parent = fields[1].toLongLong();
+  info.startTicks = fields[19].toLongLong();
+  return info;
+}
+
+/// The sshd listener `listener` and every sshd below it (per-connection children and their
+/// privilege-separated children), found by walking this machine's process tree from the test's
+/// own listener pid, so no other test's sshd is touched.
+inline QList<qint64> sshdTree(qint64 listener) {
+  QMap<qint64, QList<qint64>> children;
+  QDirIterator procs("/proc", QDir::Dirs | QDir::NoDotAndDotDot);
+  while (procs.hasNext()) {
+    bool isPid = false;
+    const qint64 pid = QFileInfo(procs.next()).fileName().toLongLong(&isPid);
+    if (!isPid) continue;
+    if (const auto info = procInfo(pid); info && info->comm == "sshd") {
+      children[info->parent].append(pid);
+    }
+  }
+  QList<qint64> tree{listener};
+  for (int i = 0; i < tree.size(); ++i) tree.append(children.value(tree[i]));
+  return tree;
 }
 
 }  // namespace remotetest

@@ -8,7 +8,6 @@
 // the same ones before, during and after the outage.
 #include <signal.h>
 
-#include <QDirIterator>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -70,29 +69,6 @@ void countOutageMessages(QtMsgType type, const QMessageLogContext& context, cons
   if (g_previousHandler) g_previousHandler(type, context, text);
 }
 
-// The parent pid and comm of every process, from /proc.
-struct ProcInfo {
-  qint64 parent = 0;
-  QByteArray comm;
-  qint64 startTicks = -1;  // field 22: clock ticks after boot; tells a pid's reuse apart
-  char state = '?';
-};
-
-std::optional<ProcInfo> procInfo(qint64 pid) {
-  const QByteArray stat = readAll(QString("/proc/%1/stat").arg(pid));
-  const auto open = stat.indexOf('(');
-  const auto close = stat.lastIndexOf(')');
-  if (open < 0 || close < open) return std::nullopt;
-  const QList<QByteArray> fields = stat.mid(close + 2).split(' ');  // fields[0] is field 3
-  if (fields.size() < 20) return std::nullopt;
-  ProcInfo info;
-  info.comm = stat.mid(open + 1, close - open - 1);
-  info.state = fields[0].isEmpty() ? '?' : fields[0][0];
-  info.parent = fields[1].toLongLong();
-  info.startTicks = fields[19].toLongLong();
-  return info;
-}
-
 /// True while `pid` is the same running (not zombie) process that started at `startTicks`.
 bool sameProcessAlive(qint64 pid, qint64 startTicks) {
   const auto info = procInfo(pid);
@@ -103,25 +79,6 @@ bool sameProcessAlive(qint64 pid, qint64 startTicks) {
 bool processGone(qint64 pid) {
   const auto info = procInfo(pid);
   return !info || info->state == 'Z' || info->state == 'X';
-}
-
-// The sshd listener `listener` and every sshd below it (per-connection children and their
-// privilege-separated children), found by walking this machine's process tree from the test's
-// own listener pid, so no other test's sshd is touched.
-QList<qint64> sshdTree(qint64 listener) {
-  QMap<qint64, QList<qint64>> children;
-  QDirIterator procs("/proc", QDir::Dirs | QDir::NoDotAndDotDot);
-  while (procs.hasNext()) {
-    bool isPid = false;
-    const qint64 pid = QFileInfo(procs.next()).fileName().toLongLong(&isPid);
-    if (!isPid) continue;
-    if (const auto info = procInfo(pid); info && info->comm == "sshd") {
-      children[info->parent].append(pid);
-    }
-  }
-  QList<qint64> tree{listener};
-  for (int i = 0; i < tree.size(); ++i) tree.append(children.value(tree[i]));
-  return tree;
 }
 
 QList<QByteArray> linesOf(const QByteArray& text) {

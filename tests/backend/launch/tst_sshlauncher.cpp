@@ -5,7 +5,6 @@
 // ranks run; the handle reconnects and no event is lost or duplicated.
 #include <signal.h>
 
-#include <QDirIterator>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
@@ -48,27 +47,9 @@ QByteArray readRest(RunHandle& handle, int rank, qint64 offset) {
 // Kills an sshd listener and every sshd process below it (the per-connection children and their
 // privilege-separated children) with SIGKILL; returns how many processes it killed.
 int killSshdTree(qint64 listener) {
-  QMap<qint64, QList<qint64>> children;
-  QDirIterator procs("/proc", QDir::Dirs | QDir::NoDotAndDotDot);
-  while (procs.hasNext()) {
-    const QString dir = procs.next();
-    bool isPid = false;
-    const qint64 pid = QFileInfo(dir).fileName().toLongLong(&isPid);
-    if (!isPid) continue;
-    const QByteArray stat = readAll(dir + "/stat");
-    const auto close = stat.lastIndexOf(')');
-    if (close < 0) continue;
-    const QList<QByteArray> fields = stat.mid(close + 2).split(' ');
-    if (fields.size() > 1) children[fields[1].toLongLong()].append(pid);
-  }
-  QList<qint64> tree{listener};
-  for (int i = 0; i < tree.size(); ++i) {
-    for (qint64 child : children.value(tree[i])) {
-      if (readAll(QString("/proc/%1/comm").arg(child)).trimmed() == "sshd") tree.append(child);
-    }
-  }
   int killed = 0;
-  for (qint64 pid : tree) killed += ::kill(static_cast<pid_t>(pid), SIGKILL) == 0 ? 1 : 0;
+  for (qint64 pid : sshdTree(listener))
+    killed += ::kill(static_cast<pid_t>(pid), SIGKILL) == 0 ? 1 : 0;
   return killed;
 }
 
