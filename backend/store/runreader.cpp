@@ -257,6 +257,29 @@ Result<qint64> RunReader::metricCount(qint64 runId) {
   return singleInt(m_db, "SELECT count(*) FROM metrics WHERE run_id = ?1", runId);
 }
 
+Result<QHash<qint64, qint64>> RunReader::lastSteps(const QString& key) {
+  // One seek per run into the (run, key, step, rank) key of metrics.
+  auto stmt = m_db.prepare(
+      "SELECT r.id, (SELECT max(m.step) FROM metrics m WHERE m.run_id = r.id AND m.key_id = k.id) "
+      "FROM runs r, metric_keys k WHERE k.name = ?1");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindText(1, key.toStdString()); !r) return r.error();
+  QHash<qint64, qint64> steps;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    if (!stmt->columnIsNull(1)) steps.insert(stmt->columnInt64(0), stmt->columnInt64(1));
+  }
+  return steps;
+}
+
+Result<qint64> RunReader::dataVersion() {
+  auto text = m_db.queryText("PRAGMA data_version");
+  if (!text) return text.error();
+  return std::stoll(*text);
+}
+
 Result<std::vector<EventRow>> RunReader::events(qint64 runId, int rank, qint64 afterId) {
   auto stmt = m_db.prepare(
       "SELECT id, run_id, rank, seq, kind, json, file_offset FROM events WHERE run_id = ?1 AND "

@@ -2,6 +2,7 @@
 // committed transactions and never blocks the writer (WAL).
 #pragma once
 
+#include <QHash>
 #include <QList>
 #include <QString>
 
@@ -38,6 +39,10 @@ class RunReader {
   [[nodiscard]] Result<std::vector<MetricPoint>> metric(qint64 runId, const QString& key,
                                                         qint64 afterStep = -1);
   [[nodiscard]] Result<qint64> metricCount(qint64 runId);
+  /// The highest step of metric `key` per run (runs without it are absent), in one statement.
+  [[nodiscard]] Result<QHash<qint64, qint64>> lastSteps(const QString& key);
+  /// PRAGMA data_version: changes whenever another connection (any process) commits.
+  [[nodiscard]] Result<qint64> dataVersion();
 
   /// Events of one rank in file order; afterId: only rows with a larger id.
   [[nodiscard]] Result<std::vector<EventRow>> events(qint64 runId, int rank, qint64 afterId = 0);

@@ -1,6 +1,5 @@
 #include "ui/data/runlogworker.h"
 
-#include <QFileInfo>
 #include <QLoggingCategory>
 
 #include <algorithm>
@@ -47,21 +46,16 @@ void RunLogWorker::open(const QString& path) {
   }
   m_pollTimer->start(m_pollMs);
   emit opened(true, path);
-  m_lastSignature = signature();
-  refresh();
+  m_dataVersion = -1;
+  poll();
 }
 
-RunLogWorker::Signature RunLogWorker::signature() const {
-  const QFileInfo main(m_path);
-  const QFileInfo wal(m_path + QStringLiteral("-wal"));
-  return {main.size(), wal.exists() ? wal.size() : -1, main.lastModified(),
-          wal.exists() ? wal.lastModified() : QDateTime()};
-}
-
+// A commit by any process (a supervisor, the CLI) changes the reader's data_version.
 void RunLogWorker::poll() {
-  Signature now = signature();
-  if (now == m_lastSignature) return;
-  m_lastSignature = now;
+  auto version = m_reader->dataVersion();
+  if (!version) return report(version.error());
+  if (*version == m_dataVersion) return;
+  m_dataVersion = *version;
   refresh();
 }
 
@@ -85,17 +79,11 @@ void RunLogWorker::loadRuns() {
   auto runs = m_reader->listRuns();
   if (!runs) return report(runs.error());
   m_runs = std::move(*runs);
+  auto lastLoss = m_reader->lastSteps(QStringLiteral("loss"));
+  if (!lastLoss) return report(lastLoss.error());
   QVector<RunSummary> out;
   out.reserve(static_cast<qsizetype>(m_runs.size()));
-  for (const auto& run : m_runs) {
-    const qint64 after = m_lastLossStep.value(run.id, -1);
-    auto points = m_reader->metric(run.id, QStringLiteral("loss"), after);
-    if (!points) return report(points.error());
-    qint64 last = after;
-    for (const auto& point : *points) last = std::max(last, point.step);
-    m_lastLossStep.insert(run.id, last);
-    out.append({run, last, hostOf(run)});
-  }
+  for (const auto& run : m_runs) out.append({run, lastLoss->value(run.id, -1), hostOf(run)});
   emit runsLoaded(out);
 }
 

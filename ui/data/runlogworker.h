@@ -1,10 +1,9 @@
-// RunLogWorker: lives in its own thread with its own read-only RunReader. It notices changes of
-// the run log file (written by this or another process: the main file and its -wal change size
-// or time on every commit), re-reads what the panels watch, and sends plain values by signals.
+// RunLogWorker: lives in its own thread with its own read-only RunReader. It notices commits to
+// the run log by this or another process (the reader's PRAGMA data_version, polled), re-reads
+// what the panels watch, and sends plain values by signals.
 // Every slot is called through queued connections from RunLog (ui/data/runlog.h).
 #pragma once
 
-#include <QDateTime>
 #include <QHash>
 #include <QObject>
 #include <QSet>
@@ -49,14 +48,6 @@ class RunLogWorker : public QObject {
   void failed(const QString& message);
 
  private:
-  struct Signature {
-    qint64 size = -1;
-    qint64 walSize = -1;
-    QDateTime modified;
-    QDateTime walModified;
-    bool operator==(const Signature& other) const = default;
-  };
-  Signature signature() const;
   void poll();
   void loadRuns();
   void loadSeries();
@@ -70,9 +61,8 @@ class RunLogWorker : public QObject {
   QString m_path;
   std::optional<backend::RunReader> m_reader;
   QTimer* m_pollTimer = nullptr;
-  Signature m_lastSignature;
+  qint64 m_dataVersion = -1;  // PRAGMA data_version when last read
   std::vector<backend::RunRecord> m_runs;
-  QHash<qint64, qint64> m_lastLossStep;  // run -> highest loss step seen (for the table)
   QList<qint64> m_watchedRuns;
   // (run, key) -> last step seen per rank; a run is new when absent (its first chunk resets).
   QHash<qint64, QHash<QString, QHash<int, qint64>>> m_seen;

@@ -59,6 +59,7 @@ class TestRunStore : public QObject {
   void repeatedMetricRowReplacesNeverFails();
   void runsAndStatuses();
   void ingestIsIdempotent();
+  void lastStepsAndDataVersion();
   void readersSeeWholeTransactionsDuringWrites();
   void notificationsCoalesce();
   void fullDiskIsClearAndFileStaysSound();
@@ -198,6 +199,42 @@ void TestRunStore::runsAndStatuses() {
   QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM params WHERE value = '0.001'"), 1);
   QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM params WHERE value = '\"full_shard\"'"),
            1);
+}
+
+void TestRunStore::lastStepsAndDataVersion() {
+  const QString path = m_dir.filePath("laststeps.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto a = (*store)->createRun({std::nullopt, "a", "", {}, 2}).get();
+  auto b = (*store)->createRun({std::nullopt, "b", "", {}, 1}).get();
+  auto c = (*store)->createRun({std::nullopt, "c", "", {}, 1}).get();
+  VERIFY_OK(a);
+  VERIFY_OK(b);
+  VERIFY_OK(c);
+  std::vector<MetricRow> rows;
+  for (qint64 step = 0; step < 5; ++step) {
+    for (int rank = 0; rank < 2; ++rank) rows.push_back({*a, step, "loss", 1.0, rank, 0.0});
+  }
+  for (qint64 step = 0; step < 3; ++step) rows.push_back({*b, step, "loss", 1.0, 0, 0.0});
+  rows.push_back({*c, 9, "lr", 1e-3, 0, 0.0});
+  VERIFY_OK((*store)->appendMetrics(std::move(rows)).get());
+
+  // A reader of its own, as the dashboard's worker thread has.
+  auto reader = RunReader::open(path);
+  VERIFY_OK(reader);
+  auto before = reader->dataVersion();
+  VERIFY_OK(before);
+  auto steps = reader->lastSteps("loss");
+  VERIFY_OK(steps);
+  QCOMPARE(steps->size(), 2);  // c has no loss
+  QCOMPARE(steps->value(*a), 4);
+  QCOMPARE(steps->value(*b), 2);
+  QVERIFY(reader->lastSteps("no_such_metric")->isEmpty());
+  QCOMPARE(*reader->dataVersion(), *before);  // nothing committed meanwhile
+
+  VERIFY_OK((*store)->appendMetrics({{*b, 7, "loss", 0.5, 0, 0.0}}).get());
+  QVERIFY(*reader->dataVersion() != *before);  // the writer's commit is seen
+  QCOMPARE(reader->lastSteps("loss")->value(*b), 7);
 }
 
 void TestRunStore::ingestIsIdempotent() {
