@@ -7,6 +7,7 @@
 
 #include "backend/search/cmaes.h"
 #include "backend/search/space.h"
+#include "sequential.h"
 
 using namespace shardscope::search;
 
@@ -53,21 +54,8 @@ double rosenbrock(const std::vector<double>& x) {
 // `n` sequential trials of `f` with a CMA-ES sampler; returns all trials.
 std::vector<Trial> optimise(const SearchSpace& space, int n, std::uint64_t seed,
                             const std::function<double(const TrialParams&)>& f) {
-  auto sampler = make_sampler(space);
-  if (!sampler) qFatal("%s", sampler.message().c_str());
-  Rng rng(seed);
-  std::vector<Trial> done;
-  for (int i = 0; i < n; ++i) {
-    auto p = (*sampler)->sample(space, done, {}, rng);
-    if (!p) qFatal("%s", p.message().c_str());
-    Trial t;
-    t.number = i;
-    t.state = TrialState::Complete;
-    t.params = *p;
-    t.values = {f(*p)};
-    done.push_back(std::move(t));
-  }
-  return done;
+  return searchtest::sequential_trials(
+      space, n, seed, [&f](const TrialParams& p) { return std::vector<double>{f(p)}; });
 }
 
 double best(const std::vector<Trial>& trials) {

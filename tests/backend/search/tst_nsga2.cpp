@@ -7,6 +7,7 @@
 
 #include "backend/search/nsga2.h"
 #include "backend/search/space.h"
+#include "sequential.h"
 
 using namespace shardscope::search;
 
@@ -44,18 +45,8 @@ std::vector<double> zdt(const TrialParams& p, int which) {
 
 double run_hv(const std::string& sampler_name, int which, std::uint64_t seed, int n) {
   const SearchSpace space = zdt_space(sampler_name);
-  auto sampler = make_sampler(space);
-  if (!sampler) qFatal("%s", sampler.message().c_str());
-  Rng rng(seed);
-  std::vector<Trial> done;
-  for (int i = 0; i < n; ++i) {
-    Trial t;
-    t.number = i;
-    t.state = TrialState::Complete;
-    t.params = (*sampler)->sample(space, done, {}, rng).value();
-    t.values = zdt(t.params, which);
-    done.push_back(std::move(t));
-  }
+  const auto done = searchtest::sequential_trials(
+      space, n, seed, [which](const TrialParams& p) { return zdt(p, which); });
   std::vector<std::vector<double>> front;
   for (std::size_t i : pareto_front(done, space.objectives)) front.push_back(done[i].values);
   return hypervolume_2d(front, kZdtReference);

@@ -9,6 +9,7 @@
 #include "backend/search/sampler.h"
 #include "backend/search/space.h"
 #include "backend/search/tpe.h"
+#include "sequential.h"
 
 using namespace shardscope::search;
 
@@ -96,23 +97,10 @@ double mixed_objective(const TrialParams& p) {
   return f;
 }
 
-// Runs `n` sequential trials; returns them all.
+// Runs `n` sequential trials of the mixed objective; returns them all.
 std::vector<Trial> run(const SearchSpace& space, int n, std::uint64_t seed) {
-  auto sampler = make_sampler(space);
-  if (!sampler) qFatal("%s", sampler.message().c_str());
-  Rng rng(seed);
-  std::vector<Trial> done;
-  for (int i = 0; i < n; ++i) {
-    auto p = (*sampler)->sample(space, done, {}, rng);
-    if (!p) qFatal("%s", p.message().c_str());
-    Trial t;
-    t.number = i;
-    t.state = TrialState::Complete;
-    t.params = *p;
-    t.values = {mixed_objective(*p)};
-    done.push_back(std::move(t));
-  }
-  return done;
+  return searchtest::sequential_trials(
+      space, n, seed, [](const TrialParams& p) { return std::vector<double>{mixed_objective(p)}; });
 }
 
 double branin(double x1, double x2) {
