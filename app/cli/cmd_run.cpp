@@ -17,7 +17,7 @@
 #include <iostream>
 
 #include "app/cli/cli_common.h"
-#include "app/cli/demodata.h"
+#include "backend/launch/demodata.h"
 #include "app/cli/launching.h"
 #include "backend/launch/launchers.h"
 
@@ -40,11 +40,10 @@ spec::Experiment loadForRun(const RunArgs& args) {
   auto shape = spec::load_experiment(args.experiment, args.overrides, noPaths);
   if (!shape) exitWith(kExitUsage, shape.message());
   const bool local = shape->launch.kind == spec::LaunchKind::local;
-  if (local && isDemo(*shape) &&
-      !QFileInfo::exists(QString::fromStdString(shape->data.train_path))) {
-    std::cerr << "generating the demo data in " << shape->data.train_path << '\n';
-    auto written = writeDemoData(*shape);
+  if (local) {
+    auto written = backend::ensureDemoData(*shape);
     if (!written) exitWith(kExitError, written.message());
+    if (*written) std::cerr << "generated the demo data in " << shape->data.train_path << '\n';
   }
   spec::LoadOptions options;
   options.check_paths = local;

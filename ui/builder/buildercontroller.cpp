@@ -7,6 +7,7 @@
 #include <QSaveFile>
 #include <QUndoCommand>
 
+#include "backend/launch/demodata.h"
 #include "backend/search/space.h"
 #include "trainer/spec/field_catalog.h"
 
@@ -110,6 +111,14 @@ bool BuilderController::openFile(const QString& path, QString* error) {
   if (!exp) {
     *error = QString::fromStdString(exp.message());
     return false;
+  }
+  // The bundled demo makes its data on first use, as `shardscope-cli run` does, so it validates
+  // and launches from a fresh checkout.
+  if (auto written = backend::ensureDemoData(*exp); !written) {
+    *error = path + QStringLiteral(": ") + QString::fromStdString(written.message());
+    return false;
+  } else if (*written) {
+    qCInfo(lcBuilderController) << "generated the demo data in" << exp->data.train_path.c_str();
   }
   replaceExperiment(std::move(*exp), path);
   return true;

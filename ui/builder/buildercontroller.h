@@ -30,6 +30,7 @@ class BuilderController : public QObject {
   QString searchToml() const;
 
   /// Opens an experiment file (range errors are kept and shown, syntax/type errors refuse).
+  /// The bundled demo's data is written first when it is missing (backend::ensureDemoData).
   bool openFile(const QString& path, QString* error);
   /// Writes tomlText() to `path`; later commands name it.
   bool saveFile(const QString& path, QString* error);

@@ -7,6 +7,10 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -28,7 +32,6 @@ using shardscope::ui::BuilderPanel;
 
 namespace {
 
-const QString kDemo = QStringLiteral(SHARDSCOPE_SOURCE_DIR "/examples/demo.toml");
 const QString kQwen = QStringLiteral(SHARDSCOPE_SOURCE_DIR "/examples/models/qwen2-vl-2b");
 
 // Types into a line edit as a user would and leaves it (editingFinished).
@@ -51,11 +54,38 @@ void settle(BuilderPanel& panel) {
 class TestBuilderPanel : public QObject {
   Q_OBJECT
 
+  // A copy of the bundled demo in a fresh folder: opening it makes its data there, as a fresh
+  // checkout does, and the test never writes into the source tree.
+  QTemporaryDir m_demoDir;
+  QString m_demo;
+
  private slots:
+  void initTestCase() {
+    QVERIFY(m_demoDir.isValid());
+    m_demo = m_demoDir.filePath("demo.toml");
+    QVERIFY(QFile::copy(SHARDSCOPE_SOURCE_DIR "/examples/demo.toml", m_demo));
+  }
+
+  void openingTheDemoMakesItsData() {
+    const QString data = m_demoDir.filePath("demo-data/train.jsonl");
+    QVERIFY(!QFileInfo::exists(data));
+    BuilderPanel panel;
+    QString error;
+    QVERIFY2(panel.controller()->openFile(m_demo, &error), qPrintable(error));
+    QFile file(data);
+    QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(data));
+    const QList<QByteArray> lines = file.readAll().split('\n');
+    QCOMPARE(lines.size(), 513);  // 512 samples and the final newline
+    QVERIFY(lines.back().isEmpty());
+    const QByteArray before = QFileInfo(data).lastModified().toString(Qt::ISODateWithMs).toUtf8();
+    QVERIFY(panel.controller()->openFile(m_demo, &error));  // a second open keeps the file
+    QCOMPARE(QFileInfo(data).lastModified().toString(Qt::ISODateWithMs).toUtf8(), before);
+  }
+
   void openDemoEditAndRoundTrip() {
     BuilderPanel panel;
     QString error;
-    QVERIFY2(panel.controller()->openFile(kDemo, &error), qPrintable(error));
+    QVERIFY2(panel.controller()->openFile(m_demo, &error), qPrintable(error));
     settle(panel);
     auto* lr = qobject_cast<QLineEdit*>(panel.editor("train.lr"));
     QCOMPARE(lr->text(), QStringLiteral("0.01"));
@@ -79,7 +109,7 @@ class TestBuilderPanel : public QObject {
     QCOMPARE(panel.controller()->undoStack()->count(), 5);  // one command per field edit
 
     // The preview is exactly what trainer/spec parses back into the same experiment.
-    auto parsed = spec::parse_experiment(after.toStdString(), kDemo.toStdString());
+    auto parsed = spec::parse_experiment(after.toStdString(), m_demo.toStdString());
     QVERIFY2(parsed.ok(), parsed.ok() ? "" : parsed.message().c_str());
     QVERIFY(*parsed == panel.controller()->experiment());
     QCOMPARE(parsed->train.lr, 0.002);
@@ -100,7 +130,7 @@ class TestBuilderPanel : public QObject {
   void invalidValueShowsSpecMessageAndBlocksLaunch() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     settle(panel);
     QSignalSpy allowed(panel.controller(), &ui::BuilderController::launchAllowedChanged);
     typeInto(panel, "train.lr", "-0.1");
@@ -130,7 +160,7 @@ class TestBuilderPanel : public QObject {
   void hybridShardOnOneNodeNamesTheStrategy() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     qobject_cast<QComboBox*>(panel.editor("shard.strategy"))->setCurrentText("HYBRID_SHARD");
     qobject_cast<QSpinBox*>(panel.editor("launch.nproc_per_node"))->setValue(3);
     settle(panel);
@@ -149,7 +179,7 @@ class TestBuilderPanel : public QObject {
   void typeErrorIsRefusedWithTheReadersMessage() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     settle(panel);
     const int commands = panel.controller()->undoStack()->count();
     typeInto(panel, "train.lr", "fast");
@@ -163,7 +193,7 @@ class TestBuilderPanel : public QObject {
   void memoryBarsEqualTheEstimate() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     qobject_cast<QSpinBox*>(panel.editor("launch.nproc_per_node"))->setValue(4);
     settle(panel);
     const auto& exp = panel.controller()->experiment();
@@ -187,7 +217,7 @@ class TestBuilderPanel : public QObject {
   void modelPickerShowsParameterCounts() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     qobject_cast<QComboBox*>(panel.editor("model.arch"));  // arch is a string field
     typeInto(panel, "model.arch", "qwen2_vl");
     typeInto(panel, "model.path", kQwen);
@@ -201,17 +231,23 @@ class TestBuilderPanel : public QObject {
   void dataPreviewShowsFirstSamples() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     settle(panel);
     const QString text = panel.previewPanel()->dataText();
     QVERIFY2(text.contains("sample 0: 32 tokens"), qPrintable(text));
-    QVERIFY(text.contains("242 243 244"));
+    QFile file(m_demoDir.filePath("demo-data/train.jsonl"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const auto first = QJsonDocument::fromJson(file.readLine()).object()["input_ids"].toArray();
+    QCOMPARE(first.size(), 32);
+    const QString leading = QStringLiteral("%1 %2 %3").arg(first[0].toInt()).arg(first[1].toInt())
+                                .arg(first[2].toInt());
+    QVERIFY2(text.contains(leading), qPrintable(leading + " in " + text));
   }
 
   void searchTableWritesParsableToml() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     panel.searchEditor()->addParam("train.lr", "float");
     settle(panel);
     const auto& exp = panel.controller()->experiment();
@@ -222,7 +258,7 @@ class TestBuilderPanel : public QObject {
     QCOMPARE(space->params[0].name, std::string("train.lr"));
     QVERIFY(space->params[0].log);
     auto parsed = spec::parse_experiment(panel.tomlPreview()->toPlainText().toStdString(),
-                                         kDemo.toStdString());
+                                         m_demo.toStdString());
     QVERIFY(parsed.ok());
     auto reparsed = search::parse_search_space(parsed->search.toml);
     QVERIFY(reparsed.ok());
@@ -254,7 +290,7 @@ class TestBuilderPanel : public QObject {
   void screenshot() {
     BuilderPanel panel;
     QString error;
-    QVERIFY(panel.controller()->openFile(kDemo, &error));
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
     settle(panel);
     panel.resize(1600, 1000);
     panel.sections()->setCurrentIndex(3);  // [train]

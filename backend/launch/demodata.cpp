@@ -1,4 +1,4 @@
-#include "app/cli/demodata.h"
+#include "backend/launch/demodata.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -6,7 +6,7 @@
 
 #include <random>
 
-namespace shardscope::cli {
+namespace shardscope::backend {
 
 bool isDemo(const spec::Experiment& exp) {
   return exp.experiment.name == "demo" && exp.model.arch == "tiny" && exp.data.format == "tokens";
@@ -47,4 +47,11 @@ Result<void> writeDemoData(const spec::Experiment& exp, int count) {
   return ok();
 }
 
-}  // namespace shardscope::cli
+Result<bool> ensureDemoData(const spec::Experiment& exp) {
+  if (!isDemo(exp) || QFileInfo::exists(QString::fromStdString(exp.data.train_path))) return false;
+  auto written = writeDemoData(exp);
+  if (!written) return fail(written.message());
+  return true;
+}
+
+}  // namespace shardscope::backend
