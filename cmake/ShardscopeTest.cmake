@@ -1,7 +1,8 @@
 # shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s]
 #                     [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
 # One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen and
-# single-threaded per process: OpenMP spinning makes oversubscribed ranks crawl on 2 cores.
+# single-threaded per process: OpenMP spinning makes oversubscribed ranks crawl on 2 cores. The
+# GUI-thread guard (backend/guithread.h) is on in every test, as in debug builds.
 function(shardscope_add_test name)
   cmake_parse_arguments(T "" "PROCESSORS;TIMEOUT"
                         "SOURCES;LIBS;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
@@ -76,7 +77,7 @@ macro(_shardscope_test_properties name)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" PROCESSORS ${T_PROCESSORS}
     TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OMP_NUM_THREADS=1;MKL_NUM_THREADS=1;${T_ENVIRONMENT}")
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OMP_NUM_THREADS=1;MKL_NUM_THREADS=1;SHARDSCOPE_THREAD_CHECKS=1;${T_ENVIRONMENT}")
   if(T_FIXTURES_REQUIRED)
     set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${T_FIXTURES_REQUIRED}")
   endif()

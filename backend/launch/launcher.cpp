@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "backend/guithread.h"
+
 namespace shardscope::backend {
 
 namespace {
@@ -173,5 +175,11 @@ Result<RunLocation> RunLocation::fromJson(const QJsonObject& json) {
   if (auto shape = checkShape(loc); !shape) return shape.error();
   return loc;
 }
+
+RunHandle::RunHandle(QObject* parent) : QObject(parent) {
+  assertOffGuiThread("starting or attaching a run");
+}
+
+Launcher::Launcher() { assertOffGuiThread("a launcher"); }
 
 }  // namespace shardscope::backend

@@ -65,7 +65,8 @@ struct RankState {
 class RunHandle : public QObject {
   Q_OBJECT
  public:
-  using QObject::QObject;
+  /// Refuses the dashboard's GUI thread (backend/guithread.h): every start and attach makes one.
+  explicit RunHandle(QObject* parent = nullptr);
   ~RunHandle() override = default;
 
   virtual RunLocation location() const = 0;
@@ -92,7 +93,11 @@ class RunHandle : public QObject {
 /// Starts runs on one kind of target.
 class Launcher {
  public:
+  /// Refuses the dashboard's GUI thread (backend/guithread.h).
+  Launcher();
   virtual ~Launcher() = default;
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
   virtual QString kind() const = 0;
   [[nodiscard]] virtual Result<std::unique_ptr<RunHandle>> start(const LaunchRequest& request) = 0;
   [[nodiscard]] virtual Result<std::unique_ptr<RunHandle>> attach(const RunLocation& location) = 0;

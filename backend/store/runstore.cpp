@@ -319,6 +319,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const QString& path) {
 }
 
 Result<std::unique_ptr<RunStore>> RunStore::open(const QString& path, const Options& options) {
+  assertOffGuiThread("opening the run log for writing");
   const QString folder = QFileInfo(path).absolutePath();
   if (!QDir().mkpath(folder)) {
     return fail(folder.toStdString() +

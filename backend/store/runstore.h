@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/guithread.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/storewriter.h"
@@ -110,6 +111,7 @@ class RunStore : public QObject {
   template <class T>
   Pending<T> submit(std::size_t rows, std::function<Result<T>(WriteContext&)> fn,
                     bool urgent = true) {
+    assertOffGuiThread("a run-log write");
     return m_writer->submit<T>(rows, std::move(fn), urgent);
   }
 
