@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Keeps .clang-format and .clang-tidy clean: checks formatting of every tracked C++ file, then
 # runs clang-tidy over our translation units from a compile database without precompiled headers
-# (clang cannot read GCC's); units unchanged since they last passed are skipped.
-# Usage: scripts/lint.sh [--format-only] [--fix]
+# (clang cannot read GCC's); units unchanged since they last passed are skipped, and units with the
+# same compile flags are tidied in groups, so LibTorch's and Qt's headers are parsed once per group.
+# Usage: scripts/lint.sh [--format-only] [--fix] [--per-unit]
+#   --per-unit: no groups, one clang-tidy run per unit (to check a finding that only a group shows)
+# Environment: SHARDSCOPE_LINT_TREE (build tree), SHARDSCOPE_TIDY_CACHE (cache directory),
+#   SHARDSCOPE_TIDY_GROUP_SIZE (most units in a group; see scripts/tidy_cached.py),
+#   SHARDSCOPE_TIDY_JOBS (clang-tidy processes at once; default: the online cores)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-format_only=0 fix=0
+format_only=0 fix=0 per_unit=0
 for arg in "$@"; do
   case "$arg" in
     --format-only) format_only=1 ;;
     --fix) fix=1 ;;
+    --per-unit) per_unit=1 ;;
     *) echo "lint.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -30,6 +36,6 @@ fi
 cmake --build "$tree" --target shardscope_spec >/dev/null  # generates headers the sources include
 mapfile -t units < <(git ls-files '*.cpp' | grep -v '^tests/')
 # A unit whose inputs are unchanged since it last passed is skipped (cache outside the clone).
-python3 scripts/tidy_cached.py "$tree" "${units[@]}" --jobs "$(getconf _NPROCESSORS_ONLN)" \
-  $( ((fix)) && echo --fix )
+python3 scripts/tidy_cached.py "$tree" "${units[@]}" --jobs "${SHARDSCOPE_TIDY_JOBS:-$(getconf _NPROCESSORS_ONLN)}" \
+  $( ((fix)) && echo --fix ) $( ((per_unit)) && echo --group-size 1 )
 echo "lint: clang-tidy clean (${#units[@]} translation units)"

@@ -1,30 +1,65 @@
 #!/usr/bin/env python3
 """Runs clang-tidy over translation units in parallel, skipping a unit whose inputs have not changed
-since it last passed.
+since it last passed, and tidying units that share compile flags together as one "group" unit.
 
-A unit's key hashes: clang-tidy's version, .clang-tidy, the unit's compile command, the contents of
-the unit and of every project header it includes (the compiler's -MM list), and the modification
-times of its system include directories (a new LibTorch or Qt invalidates). A passing unit stores
-its key in the cache directory (default ${XDG_CACHE_HOME:-~/.cache}/shardscope/tidy, outside the
-clone, so a machine pays once per change). A failing unit is never cached.
+Cache: a unit's key hashes clang-tidy's version, .clang-tidy, the unit's compile command, the
+contents of the unit and of every project header it includes (the compiler's -MM list), and the
+modification times of its system include directories (a new LibTorch or Qt invalidates). A passing
+unit stores its key in the cache directory (--cache, else $SHARDSCOPE_TIDY_CACHE, else
+${XDG_CACHE_HOME:-~/.cache}/shardscope/tidy: outside the clone, so a machine pays once per change).
+A failing unit is never cached.
 
-Usage: tidy_cached.py BUILD_DIR UNIT.cpp... [--jobs N] [--fix] [--cache DIR]
+Groups: parsing LibTorch, Qt or toml++ headers and running the AST matchers over them costs far
+more than a unit's own code, so the units still to tidy that have the same compile command and the
+same .clang-tidy are concatenated, up to --group-size of them, into one generated source (each
+unit's lines verbatim, its quoted includes that resolve next to it made absolute), which
+clang-tidy checks as one main file: the analyzer and every check see each unit's code as main-file
+code, and .clang-tidy's HeaderFilterRegex keeps its meaning. Diagnostics are reported at the
+original file:line. A clean group passes (and caches) all its units. A group that does not compile
+as one unit (the same static helper in two units, a leaking `using namespace` or macro) is tidied
+again unit by unit, so correctness never depends on grouping. A group with findings fails the
+units the findings are in (a finding in a header fails the group's units that include it) and
+caches none of its units. --group-size 1 (or --fix) is the plain per-unit mode, the reference.
+What a group can see differently: a function that another unit of the group calls is analyzed by
+clang-analyzer inlined at those calls and not again on its own (the analyzer's do-not-reanalyze
+heuristic, which a single unit applies to its own helpers too); a namespace-scope using-declaration
+counts as used when a later unit of the group uses the name (misc-unused-using-decls); two units'
+declarations of one function meet (readability-inconsistent-declaration-parameter-name).
+
+Usage: tidy_cached.py BUILD_DIR UNIT.cpp... [--jobs N] [--fix] [--cache DIR] [--group-size N]
 """
 import argparse
 import concurrent.futures
 import hashlib
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+
+DEFAULT_GROUP_SIZE = 8
+TIDY_FLAGS = ["--quiet", "--extra-arg=-Wno-unknown-warning-option"]
+DIAGNOSTIC = re.compile(r"^(.+?):(\d+):(\d+): (warning|error): .*\[([^\]]+)\]$", re.M)
+QUOTED_INCLUDE = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"')
 
 
 def command_of(entry):
     if "arguments" in entry:
         return list(entry["arguments"])
     return shlex.split(entry["command"])
+
+
+def source_index(entry, args):
+    """Where the unit's own file is in its compile command (None when it is not there)."""
+    want = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
+    for i, a in enumerate(args):
+        if i > 0 and args[i - 1] != "-o" and \
+           os.path.realpath(os.path.join(entry["directory"], a)) == want:
+            return i
+    return None
 
 
 def dependency_command(args):
@@ -53,74 +88,274 @@ def system_dirs_stamp(args):
 
 
 def unit_key(entry, base_key):
+    """(cache key, the unit's project files as real paths); the key is None when the compiler
+    cannot list the unit's inputs (then the unit always runs)."""
     args = command_of(entry)
     with tempfile.NamedTemporaryFile("r", suffix=".d") as dep:
         cmd = dependency_command(args) + ["-MF", dep.name]
         r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
         if r.returncode != 0:
-            return None  # cannot list the inputs: always run clang-tidy
+            return None, set()
         text = dep.read().replace("\\\n", " ")
     files = sorted(set(text.split(":", 1)[1].split())) if ":" in text else []
     h = hashlib.sha256(base_key.encode())
     h.update(" ".join(args).encode())
     h.update(system_dirs_stamp(args).encode())
+    paths = set()
     for f in files:
         path = os.path.join(entry["directory"], f)
+        paths.add(os.path.realpath(path))
         h.update(path.encode())
         with open(path, "rb") as fh:
             h.update(hashlib.sha256(fh.read()).digest())
-    return h.hexdigest()
+    return h.hexdigest(), paths
 
 
-def main():
+def nearest_config(path):
+    """The .clang-tidy that applies to a source file (None when there is none)."""
+    d = os.path.dirname(os.path.realpath(path))
+    while True:
+        candidate = os.path.join(d, ".clang-tidy")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def group_signature(entry):
+    """Units with equal signatures compile with identical flags and the same .clang-tidy."""
+    args = command_of(entry)
+    src = source_index(entry, args)
+    if src is None:
+        return None
+    config = nearest_config(entry["file"])
+    if config is None:
+        return None
+    flags, skip = [], False
+    for i, a in enumerate(args):
+        if skip or i == src or a == "-c":
+            skip = False
+            continue
+        if a == "-o":
+            skip = True
+            continue
+        flags.append(a)
+    return entry["directory"], tuple(flags), config
+
+
+def plan_tasks(units, db, group_size):
+    """Splits units into tasks: ("group", [units]) of at most group_size units with one signature
+    (sizes within a class differ by at most one), and ("unit", [unit]) for the rest."""
+    classes, singles = {}, []
+    for unit in sorted(units):
+        sig = group_signature(db[os.path.realpath(unit)]) if group_size > 1 else None
+        if sig is None:
+            singles.append(("unit", [unit]))
+        else:
+            classes.setdefault(sig, []).append(unit)
+    groups = []
+    for members in classes.values():
+        count = -(-len(members) // group_size)
+        for i in range(count):
+            chunk = members[i::count]
+            groups.append(("group", chunk) if len(chunk) > 1 else ("unit", chunk))
+    # Biggest first, so the long runs start early and the short ones fill the gaps.
+    groups.sort(key=lambda t: -len(t[1]))
+    return groups + singles
+
+
+def unity_source(units):
+    """The group's generated source and its line table [(first line, unit, line count)]."""
+    lines, table = [], []
+    for unit in units:
+        with open(unit, encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
+        src = text.split("\n")
+        if src and src[-1] == "":
+            src.pop()
+        table.append((len(lines) + 1, os.path.abspath(unit), len(src)))
+        here = os.path.dirname(os.path.abspath(unit))
+        for line in src:
+            m = QUOTED_INCLUDE.match(line)
+            # A quoted include is looked up next to its file first: keep that meaning.
+            if m and os.path.isfile(os.path.join(here, m.group(2))):
+                line = f'{m.group(1)}"{os.path.join(here, m.group(2))}"' + line[m.end():]
+            lines.append(line)
+    return "\n".join(lines) + "\n", table
+
+
+def map_lines(text, unity, table):
+    """Rewrites unity.cpp:LINE:COL in clang-tidy's output to the original file:line:col."""
+    def original(m):
+        line = int(m.group(1))
+        for first, unit, count in table:
+            if first <= line < first + count:
+                return f"{unit}:{line - first + 1}:"
+        return m.group(0)
+    text = re.sub(re.escape(unity) + r":(\d+):", original, text)
+    return text.replace(unity, "<group " + " ".join(u for _, u, _ in table) + ">")
+
+
+def run_tidy(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+    noise = [ln for ln in r.stderr.splitlines() if not ln.endswith("warnings generated.")]
+    return r.returncode, r.stdout, "\n".join(noise) + "\n" if noise else ""
+
+
+class Tidy:
+    """Runs the tasks of one invocation and keeps the per-unit verdicts."""
+
+    def __init__(self, opt, db, keys):
+        self.opt, self.db, self.keys = opt, db, keys
+        self.failed = []
+        self.tmp = tempfile.mkdtemp(prefix="shardscope-tidy-")
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stamp(self, unit):
+        key = self.keys.get(unit, (None, set()))[0]
+        if key and not self.opt.fix:
+            open(os.path.join(self.opt.cache, key), "w").close()
+
+    def run(self, task):
+        """Runs one task in a worker thread; returns (task, clang-tidy's exit code, its output)."""
+        kind, units = task
+        if kind == "unit":
+            cmd = ["clang-tidy", "-p", self.opt.build_dir] + TIDY_FLAGS + units + \
+                (["--fix"] if self.opt.fix else [])
+            rc, out, noise = run_tidy(cmd)
+            return task, rc, out + (noise if rc != 0 else "")
+        return self.run_group(task)
+
+    def run_group(self, task):
+        units = task[1]
+        entry = self.db[os.path.realpath(units[0])]
+        folder = tempfile.mkdtemp(dir=self.tmp)
+        unity = os.path.join(folder, "group.cpp")
+        text, table = unity_source(units)
+        with open(unity, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+        args = command_of(entry)
+        args[source_index(entry, args)] = unity
+        with open(os.path.join(folder, "compile_commands.json"), "w") as f:
+            json.dump([{"directory": entry["directory"], "file": unity, "arguments": args}], f)
+        cmd = ["clang-tidy", "-p", folder, "--config-file=" + nearest_config(units[0])] + \
+            TIDY_FLAGS + [unity]
+        rc, out, noise = run_tidy(cmd)
+        return task, rc, map_lines(out + (noise if rc != 0 else ""), unity, table)
+
+    def settle(self, task, rc, output):
+        """Records a finished task's verdict; returns the tasks to run next (a fallback)."""
+        kind, units = task
+        if kind == "unit" or rc == 0:
+            if output.strip():
+                sys.stdout.write(output)
+            for unit in units:
+                if rc == 0:
+                    self.stamp(unit)
+                else:
+                    self.failed.append(unit)
+            return []
+        crashed = rc < 0 or not DIAGNOSTIC.search(output.replace("\r", ""))
+        if crashed or "[clang-diagnostic-error]" in output:
+            errors = [ln for ln in output.splitlines() if "[clang-diagnostic-error]" in ln]
+            why = (errors or [ln for ln in output.splitlines() if ln.strip()] or ["none"])[0]
+            print(f"tidy: {len(units)} units do not compile (or clang-tidy failed) as one group, "
+                  f"tidying them one by one: {' '.join(units)}\n  first error: {why}")
+            return [("unit", [u]) for u in units]
+        sys.stdout.write(output)
+        culprits = self.attribute(units, output)
+        self.failed.extend(culprits)
+        print(f"tidy: group {' '.join(units)}: findings in {' '.join(culprits)}; none of the "
+              f"group is cached (--group-size 1 tidies unit by unit)")
+        return []
+
+    def attribute(self, units, output):
+        """The units a group's findings belong to: the unit a finding is in, or for a finding in
+        a header every unit of the group that includes that header."""
+        culprits = set()
+        real = {os.path.realpath(u): u for u in units}
+        for line in output.splitlines():
+            m = DIAGNOSTIC.match(line)
+            if not m:
+                continue
+            path = os.path.realpath(m.group(1))
+            if path in real:
+                culprits.add(real[path])
+                continue
+            users = [u for u in units if path in self.keys.get(u, (None, set()))[1]]
+            culprits.update(users or units)
+        return sorted(culprits)
+
+
+def compute_keys(opt, db, base_key, units, pool):
+    """unit -> (key, project files) for units in the compile database and without --fix."""
+    def key(unit):
+        entry = db.get(os.path.realpath(unit))
+        if entry is None or opt.fix:
+            return unit, (None, set())
+        return unit, unit_key(entry, base_key)
+    return dict(pool.map(key, units))
+
+
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("build_dir")
     ap.add_argument("units", nargs="+")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--fix", action="store_true")
-    default_cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                 os.path.expanduser("~/.cache"), "shardscope", "tidy")
+    default_cache = os.environ.get("SHARDSCOPE_TIDY_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shardscope", "tidy")
     ap.add_argument("--cache", default=default_cache)
-    opt = ap.parse_args()
+    ap.add_argument("--group-size", type=int,
+                    default=int(os.environ.get("SHARDSCOPE_TIDY_GROUP_SIZE", DEFAULT_GROUP_SIZE)),
+                    help="most units tidied as one generated unit; 1: unit by unit "
+                         "(default $SHARDSCOPE_TIDY_GROUP_SIZE or %(default)s)")
+    return ap.parse_args()
 
+
+def main():
+    opt = parse_args()
     with open(os.path.join(opt.build_dir, "compile_commands.json")) as f:
-        db = {os.path.realpath(e["file"]): e for e in json.load(f)}
+        db = {os.path.realpath(os.path.join(e["directory"], e["file"])): e for e in json.load(f)}
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True, text=True).stdout
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, ".clang-tidy")) as f:
         base_key = version + f.read()
     os.makedirs(opt.cache, exist_ok=True)
 
-    def run(unit):
-        entry = db.get(os.path.realpath(unit))
-        if entry is None:
-            return unit, False, f"{unit}: not in {opt.build_dir}/compile_commands.json\n", False
-        key = None if opt.fix else unit_key(entry, base_key)
-        stamp = os.path.join(opt.cache, key) if key else None
-        if stamp and os.path.exists(stamp):
-            return unit, True, "", True
-        cmd = ["clang-tidy", "-p", opt.build_dir, "--quiet",
-               "--extra-arg=-Wno-unknown-warning-option", unit] + (["--fix"] if opt.fix else [])
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        ok = r.returncode == 0
-        if ok and stamp:
-            open(stamp, "w").close()
-        noise = [ln for ln in r.stderr.splitlines() if not ln.endswith("warnings generated.")]
-        return unit, ok, r.stdout + ("\n".join(noise) + "\n" if noise and not ok else ""), False
+    jobs = max(1, opt.jobs)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        keys = compute_keys(opt, db, base_key, opt.units, pool)
+        tidy = Tidy(opt, db, keys)
+        missing = [u for u in opt.units if os.path.realpath(u) not in db]
+        for unit in missing:
+            print(f"tidy: {unit}: not in {opt.build_dir}/compile_commands.json (re-run cmake)")
+        tidy.failed.extend(missing)
+        cached = [u for u in opt.units if keys[u][0] and
+                  os.path.exists(os.path.join(opt.cache, keys[u][0]))]
+        todo = [u for u in dict.fromkeys(opt.units) if u not in cached and u not in missing]
+        tasks = plan_tasks(todo, db, 1 if opt.fix else opt.group_size)
+        try:
+            pending = {pool.submit(tidy.run, t) for t in tasks}
+            while pending:
+                done, pending = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                for fut in done:
+                    pending |= {pool.submit(tidy.run, t) for t in tidy.settle(*fut.result())}
+        finally:
+            tidy.close()
 
-    failed, cached = [], 0
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opt.jobs)) as pool:
-        for unit, ok, output, hit in pool.map(run, opt.units):
-            cached += hit
-            if output.strip():
-                sys.stdout.write(output)
-            if not ok:
-                failed.append(unit)
-    print(f"tidy: {len(opt.units)} units, {cached} unchanged since they last passed (cache "
-          f"{opt.cache}), {len(failed)} failed")
-    for unit in failed:
+    groups = sum(1 for kind, _ in tasks if kind == "group")
+    print(f"tidy: {len(opt.units)} units, {len(cached)} unchanged since they last passed (cache "
+          f"{opt.cache}), {len(todo)} tidied in {len(tasks)} runs ({groups} groups), "
+          f"{len(tidy.failed)} failed")
+    for unit in sorted(set(tidy.failed)):
         print(f"tidy: FAILED {unit}")
-    return 1 if failed else 0
+    return 1 if tidy.failed else 0
 
 
 if __name__ == "__main__":
