@@ -6,6 +6,7 @@
 
 #include "trainer/cli/estimate.h"
 #include "trainer/cli/forward.h"
+#include "trainer/cli/make_demo_data.h"
 #include "trainer/cli/selftest.h"
 #include "trainer/cli/tokenize.h"
 #include "trainer/run/fatal.h"
@@ -61,6 +62,36 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   export_cmd->add_option("--set", exporting.overrides, "Override a field: --set lora.r=16");
 
+  TrainOptions gen;
+  auto* gen_cmd = app.add_subcommand(
+      "generate", "Generate the answers of data.eval_path under sharding (launched like train)");
+  gen_cmd->add_option("config", gen.config, "Experiment TOML")->required();
+  gen_cmd
+      ->add_option("--out", gen.generate_out,
+                   "Answers as JSON lines to FILE (FILE.rank-N on other ranks)")
+      ->required();
+  gen_cmd->add_option("--checkpoint", gen.resume, "Checkpoint folder, or auto: the newest");
+  gen_cmd->add_option("--run-dir", gen.run_dir, "Run directory (for --checkpoint auto)")
+      ->capture_default_str();
+  gen_cmd->add_option("--set", gen.overrides, "Override a field: --set eval.max_new_tokens=8");
+  gen_cmd->add_flag("--no-cache", gen.no_cache,
+                    "Recompute the whole sequence every step instead of the key/value cache");
+  gen_cmd->add_flag("--reference", gen.reference, "Unsharded plain-autograd model (one process)");
+
+  MakeDemoDataOptions demo;
+  auto* demo_cmd = app.add_subcommand(
+      "make-demo-data", "Write the shapes VQA set and a tiny Qwen2-VL folder (DIR/model)");
+  demo_cmd->add_option("dir", demo.dir, "Output folder")->required();
+  demo_cmd->add_option("--train", demo.train, "Training samples")->capture_default_str();
+  demo_cmd->add_option("--eval", demo.eval, "Evaluation samples (other images)")
+      ->capture_default_str();
+  demo_cmd->add_option("--seed", demo.seed, "Images, questions and model init")
+      ->capture_default_str();
+  demo_cmd->add_option("--image-size", demo.image_size, "Square image side in pixels (>= 56)")
+      ->capture_default_str();
+  demo_cmd->add_flag("--blank-images", demo.blank_images,
+                     "Draw backgrounds only (the control: same answers, nothing to see)");
+
   EstimateOptions estimate;
   auto* est_cmd = app.add_subcommand("estimate", "Per-rank memory estimate of an experiment");
   est_cmd->add_option("config", estimate.config, "Experiment TOML")->required();
@@ -102,5 +133,7 @@ int main(int argc, char** argv) {
   if (tok_cmd->parsed()) return run_guarded([&] { return run_tokenize(tokenize); });
   if (train_cmd->parsed()) return run_guarded([&] { return run_train(train); });
   if (export_cmd->parsed()) return run_guarded([&] { return run_export(exporting); });
+  if (gen_cmd->parsed()) return run_guarded([&] { return run_generate(gen); });
+  if (demo_cmd->parsed()) return run_guarded([&] { return run_make_demo_data(demo); });
   return kExitConfig;
 }

@@ -21,14 +21,27 @@ namespace shardscope::model {
 using ParamDef = spec::ParamShape;
 using LayerDef = spec::LayerShape;
 
+/// Incremental decoding (generation): the text blocks' key/value caches and the positions of
+/// this call's tokens; the head writes the last position's logits here instead of a loss.
+struct DecodeState {
+  std::vector<at::Tensor> keys;    // per model layer: (B, K, S, D) after rotary; undefined = empty
+  std::vector<at::Tensor> values;  // per model layer: (B, K, S, D)
+  at::Tensor key_mask;   // (B, S) int64 over cached + this call's keys, 1 = real, 0 = padding
+  at::Tensor positions;  // (B, T) int64 rotary positions, or (3, B, T) with M-RoPE
+  at::Tensor logits;     // out: (B, V) float32 at this call's last position
+  /// Keys cached before this call.
+  std::int64_t past(std::int64_t T) const { return key_mask.size(1) - T; }
+};
+
 /// Inputs of one micro-batch, shared by every layer.
 struct Batch {
   at::Tensor input_ids;  // (B, T) int64
   at::Tensor labels;     // (B, T) int64, -100 where no loss; position t is predicted from < t
   // Optional (undefined when absent):
-  at::Tensor attention_mask;  // (B, T) int64, 1 = token, 0 = padding
-  at::Tensor pixel_values;    // (N, C*tp*p*p) float: every image's patches, in token order
-  at::Tensor image_grid_thw;  // (I, 3) int64: each image's t, h, w in patches, in token order
+  at::Tensor attention_mask;      // (B, T) int64, 1 = token, 0 = padding
+  at::Tensor pixel_values;        // (N, C*tp*p*p) float: every image's patches, in token order
+  at::Tensor image_grid_thw;      // (I, 3) int64: each image's t, h, w in patches, in token order
+  DecodeState* decode = nullptr;  // generation: caches and logits; null = training/eval loss
 };
 
 /// Per-micro-batch state a model computes once (rotary tables...) plus the loss scale.
@@ -59,6 +72,9 @@ class Model {
   /// Training FLOPs per token at sequence length `seq_len` (6N + 12 L H Q T, torchtitan's formula
   /// with N the non-embedding parameter count).
   virtual double flops_per_token(std::int64_t seq_len) const = 0;
+  /// Rotary positions of a prompt batch for generation: (B, T) from the attention mask (left
+  /// padding skipped, as transformers' generate does), or (3, B, T) M-RoPE positions.
+  virtual at::Tensor prompt_positions(const Batch& batch) const;
   /// Freezes the parameters train.freeze matches (before an engine or optimizer is built);
   /// returns the globs that match none.
   std::vector<std::string> freeze(const spec::TrainSection& train) {

@@ -21,6 +21,13 @@ std::int64_t Model::params_trainable() const {
   return n;
 }
 
+at::Tensor Model::prompt_positions(const Batch& batch) const {
+  const auto& ids = batch.input_ids;
+  if (!batch.attention_mask.defined())
+    return at::arange(ids.size(1), at::kLong).expand({ids.size(0), ids.size(1)}).clone();
+  return (batch.attention_mask.to(at::kLong).cumsum(1) - 1).clamp_min(0);  // (B, T)
+}
+
 Qwen2Model::Qwen2Model(Qwen2Config config)
     : m_config(config), m_layers(spec::qwen2_layers(m_config)) {}
 
@@ -54,12 +61,18 @@ std::vector<std::string> Qwen2Model::add_lora(const spec::LoraSection& lora) {
 LayerContext Qwen2Model::context(const Batch& batch, at::ScalarType buffer_dtype) const {
   const auto T = batch.input_ids.size(1);
   const auto D = m_config.hidden_size / m_config.num_heads;
-  auto [cos, sin] = rope_tables(T, D, m_config.rope_theta);
   LayerContext ctx;
   ctx.batch = &batch;
-  ctx.rope_cos = cos.to(buffer_dtype);
-  ctx.rope_sin = sin.to(buffer_dtype);
-  ctx.attn_mask = padding_causal_mask(batch.attention_mask);
+  std::pair<at::Tensor, at::Tensor> rope;
+  if (batch.decode) {  // generation: explicit positions, cached keys
+    rope = rope_tables_at(batch.decode->positions, D, m_config.rope_theta);
+    ctx.attn_mask = decode_mask(batch.decode->key_mask, T);
+  } else {
+    rope = rope_tables(T, D, m_config.rope_theta);
+    ctx.attn_mask = padding_causal_mask(batch.attention_mask);
+  }
+  ctx.rope_cos = rope.first.to(buffer_dtype);
+  ctx.rope_sin = rope.second.to(buffer_dtype);
   return ctx;
 }
 
@@ -67,8 +80,9 @@ at::Tensor Qwen2Model::forward_layer(int layer, const std::vector<at::Tensor>& p
                                      const at::Tensor& x, const LayerContext& ctx) const {
   const auto& def = m_layers[static_cast<std::size_t>(layer)];
   if (layer == 0) return at::embedding(params[0], ctx.batch->input_ids);  // (B, T, C)
-  if (def.is_block) return qwen2_block(m_config, params, x, ctx, m_lora.layer(layer));
-  return qwen2_loss(m_config, params, x, ctx);
+  if (def.is_block)
+    return qwen2_block(m_config, params, x, ctx, m_lora.layer(layer), kv_slot(ctx, layer));
+  return qwen2_head(m_config, params, x, ctx);
 }
 
 double Qwen2Model::flops_per_token(std::int64_t seq_len) const {

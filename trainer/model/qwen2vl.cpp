@@ -201,9 +201,17 @@ LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dty
   LayerContext ctx;
   ctx.batch = &batch;
   std::pair<at::Tensor, at::Tensor> rope;
+  if (batch.decode) {  // generation: this call's explicit positions
+    rope = m_config.has_vision
+               ? mrope_tables(batch.decode->positions, D, t.rope_theta, m_config.mrope_section)
+               : rope_tables_at(batch.decode->positions, D, t.rope_theta);
+  }
   if (m_config.has_vision) {
-    auto pos = mrope_positions(batch, m_config.image_token_id, m_config.vision.spatial_merge_size);
-    rope = mrope_tables(pos, D, t.rope_theta, m_config.mrope_section);
+    if (!batch.decode) {
+      auto pos =
+          mrope_positions(batch, m_config.image_token_id, m_config.vision.spatial_merge_size);
+      rope = mrope_tables(pos, D, t.rope_theta, m_config.mrope_section);
+    }
     if (batch.image_grid_thw.defined() && batch.image_grid_thw.size(0) > 0) {
       const auto& v = m_config.vision;
       auto [vcos, vsin] = vision_rope(batch.image_grid_thw, v.embed_dim / v.num_heads,
@@ -215,13 +223,19 @@ LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dty
       for (std::int64_t i = 0; i < grid.size(0); ++i)
         for (std::int64_t f = 0; f < g[i][0]; ++f) ctx.vision_seqlens.push_back(g[i][1] * g[i][2]);
     }
-  } else {
+  } else if (!batch.decode) {
     rope = rope_tables(batch.input_ids.size(1), D, t.rope_theta);
   }
   ctx.rope_cos = rope.first.to(buffer_dtype);
   ctx.rope_sin = rope.second.to(buffer_dtype);
-  ctx.attn_mask = padding_causal_mask(batch.attention_mask);
+  ctx.attn_mask = batch.decode ? decode_mask(batch.decode->key_mask, batch.input_ids.size(1))
+                               : padding_causal_mask(batch.attention_mask);
   return ctx;
+}
+
+at::Tensor Qwen2VLModel::prompt_positions(const Batch& batch) const {
+  if (!m_config.has_vision) return Model::prompt_positions(batch);
+  return mrope_positions(batch, m_config.image_token_id, m_config.vision.spatial_merge_size);
 }
 
 at::Tensor Qwen2VLModel::patch_embed(const std::vector<at::Tensor>& p,
@@ -310,8 +324,8 @@ at::Tensor Qwen2VLModel::forward_layer(int layer, const std::vector<at::Tensor>&
     return vision_block(params, x, ctx, m_lora.layer(layer));
   }
   if (layer == m_embed) return embed(params, x, ctx);
-  if (layer == m_head) return qwen2_loss(m_config.text, params, x, ctx);
-  return qwen2_block(m_config.text, params, x, ctx, m_lora.layer(layer));
+  if (layer == m_head) return qwen2_head(m_config.text, params, x, ctx);
+  return qwen2_block(m_config.text, params, x, ctx, m_lora.layer(layer), kv_slot(ctx, layer));
 }
 
 at::Tensor Qwen2VLModel::logits(const std::vector<at::Tensor>& head_params,

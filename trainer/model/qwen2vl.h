@@ -40,6 +40,8 @@ class Qwen2VLModel final : public Model {
   /// head's matmul counted even when tied); the vision tower's work scales with patches, not
   /// tokens, and is left out.
   double flops_per_token(std::int64_t seq_len) const override;
+  /// M-RoPE positions (3, B, T) of a prompt batch with a vision tower; (B, T) without.
+  at::Tensor prompt_positions(const Batch& batch) const override;
 
   /// Logits (B, T, V) in float32 of the head layer's parameters for its input `x`.
   at::Tensor logits(const std::vector<at::Tensor>& head_params, const at::Tensor& x) const;

@@ -64,6 +64,31 @@ std::pair<at::Tensor, at::Tensor> mrope_tables(const at::Tensor& positions, std:
   return {emb.cos(), emb.sin()};
 }
 
+std::pair<at::Tensor, at::Tensor> rope_tables_at(const at::Tensor& positions, std::int64_t D,
+                                                 double theta) {
+  auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq(D, theta);  // (B, T, D/2)
+  auto emb = at::cat({freqs, freqs}, -1).unsqueeze(1);                       // (B, 1, T, D)
+  return {emb.cos(), emb.sin()};
+}
+
+at::Tensor decode_mask(const at::Tensor& key_mask, std::int64_t T) {
+  const auto S = key_mask.size(1);
+  auto opts = at::TensorOptions().dtype(at::kLong);
+  auto query = at::arange(S - T, S, opts).view({T, 1});    // (T, 1) key index
+  auto key = at::arange(S, opts).view({1, S});             // (1, S)
+  auto keys = key_mask.to(at::kBool).view({-1, 1, 1, S});  // (B, 1, 1, S)
+  return ((key <= query) & keys) | (key == query);         // (B, 1, T, S)
+}
+
+KvSlot kv_slot(const LayerContext& ctx, int layer) {
+  if (!ctx.batch || !ctx.batch->decode) return {};
+  auto* d = ctx.batch->decode;
+  const auto n = static_cast<std::size_t>(layer) + 1;
+  if (d->keys.size() < n) d->keys.resize(n);
+  if (d->values.size() < n) d->values.resize(n);
+  return {&d->keys[n - 1], &d->values[n - 1]};
+}
+
 at::Tensor padding_causal_mask(const at::Tensor& attention_mask) {
   if (!attention_mask.defined()) return {};
   const auto T = attention_mask.size(1);
@@ -74,7 +99,8 @@ at::Tensor padding_causal_mask(const at::Tensor& attention_mask) {
 }
 
 at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
-                       const at::Tensor& x, const LayerContext& ctx, const LayerLora* lora) {
+                       const at::Tensor& x, const LayerContext& ctx, const LayerLora* lora,
+                       KvSlot cache) {
   const auto B = x.size(0);
   const auto T = x.size(1);
   const auto H = d.num_heads;
@@ -88,6 +114,14 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
   auto sin = ctx.rope_sin.to(q.scalar_type());
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
+  if (cache.keys) {  // generation: attend over the cached keys and this call's
+    if (cache.keys->defined()) {
+      k = at::cat({*cache.keys, k}, 2);  // (B, K, S, D)
+      v = at::cat({*cache.values, v}, 2);
+    }
+    *cache.keys = k;
+    *cache.values = v;
+  }
   if (K != H) {
     k = k.repeat_interleave(H / K, 1);  // (B, H, T, D)
     v = v.repeat_interleave(H / K, 1);
@@ -120,6 +154,14 @@ at::Tensor qwen2_loss(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p
   auto loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
                                      {}, at::Reduction::Sum, -100);
   return loss * ctx.loss_scale;
+}
+
+at::Tensor qwen2_head(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
+                      const at::Tensor& x, const LayerContext& ctx) {
+  auto* decode = ctx.batch ? ctx.batch->decode : nullptr;
+  if (!decode) return qwen2_loss(d, p, x, ctx);
+  decode->logits = qwen2_logits(d, p, x.select(1, x.size(1) - 1).unsqueeze(1)).squeeze(1);
+  return at::zeros({}, at::kFloat);  // (B, V) logits above; no loss
 }
 
 }  // namespace shardscope::model

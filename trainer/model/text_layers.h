@@ -28,19 +28,37 @@ std::pair<at::Tensor, at::Tensor> rope_tables(std::int64_t T, std::int64_t D, do
 std::pair<at::Tensor, at::Tensor> mrope_tables(const at::Tensor& positions, std::int64_t D,
                                                double theta,
                                                const std::vector<std::int64_t>& sections);
+/// Rotary tables (B, 1, T, D) in float32 for explicit positions (B, T) (generation).
+std::pair<at::Tensor, at::Tensor> rope_tables_at(const at::Tensor& positions, std::int64_t D,
+                                                 double theta);
+/// Generation mask (B, 1, T, S) bool: query i of this call (at key index S - T + i) sees the real
+/// keys up to itself, and always itself (a padding row keeps a non-empty softmax).
+at::Tensor decode_mask(const at::Tensor& key_mask, std::int64_t T);
+/// A text block's key/value cache in a generation batch (both null outside generation).
+struct KvSlot {
+  at::Tensor* keys = nullptr;    // (B, K, S, D)
+  at::Tensor* values = nullptr;  // (B, K, S, D)
+};
+/// The cache of model layer `layer` when ctx's batch is a generation step.
+KvSlot kv_slot(const LayerContext& ctx, int layer);
 /// Causal attention mask with padding keys masked: (B, 1, T, T) bool, every row keeps its own
 /// position so a padding row has no empty softmax. Undefined when `attention_mask` is.
 at::Tensor padding_causal_mask(const at::Tensor& attention_mask);
-/// One decoder block (B, T, C) -> (B, T, C); `lora` adds the adapters of its Linears.
+/// One decoder block (B, T, C) -> (B, T, C); `lora` adds the adapters of its Linears. With a
+/// cache, this call's keys and values are appended to it and attention runs over all of them.
 at::Tensor qwen2_block(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
                        const at::Tensor& x, const LayerContext& ctx,
-                       const LayerLora* lora = nullptr);
+                       const LayerLora* lora = nullptr, KvSlot cache = {});
 /// Final norm and lm_head: logits (B, T, V) in float32.
 at::Tensor qwen2_logits(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
                         const at::Tensor& x);
 /// sum over label tokens of the cross entropy of position t-1's logits for label t, times
 /// ctx.loss_scale.
 at::Tensor qwen2_loss(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
+                      const at::Tensor& x, const LayerContext& ctx);
+/// The head layer: qwen2_loss, or in a generation step the last position's logits written to
+/// the batch's DecodeState and a zero scalar returned.
+at::Tensor qwen2_head(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
                       const at::Tensor& x, const LayerContext& ctx);
 
 }  // namespace shardscope::model

@@ -4,14 +4,19 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/ckpt/export.h"
@@ -26,6 +31,7 @@
 #include "trainer/optim/adamw.h"
 #include "trainer/optim/schedule.h"
 #include "trainer/run/fatal.h"
+#include "trainer/run/generate.h"
 #include "trainer/run/memory.h"
 #include "trainer/run/step_runner.h"
 #include "trainer/shard/engine.h"
@@ -176,6 +182,7 @@ struct Loop {
   const dist::Rendezvous& rdzv;
   const Dataset& samples;
   const Dataset& eval_samples;
+  const data::SftPreparer* preparer;  // chat data's tokenizer (null for token data)
   std::string config_hash;
   spec::PrecisionDTypes precision;
   double grad_scale = 1.0;  // fp16 gradient scaler: the loss is multiplied by it
@@ -234,9 +241,69 @@ struct Loop {
     return loss.item<double>();
   }
 
-  // eval.batches batches of batch_size samples from the start of the eval file, the loss
-  // normalized like training's. Only "loss" is reported so far ("accuracy" needs the logits).
+  bool wants(const char* metric) const {
+    return std::find(exp.eval.metrics.begin(), exp.eval.metrics.end(), metric) !=
+           exp.eval.metrics.end();
+  }
+
+  // Answers of this rank's `mine`, generated in batches of micro_batch() prompts; `per_rank`
+  // is the largest share of any rank, so every rank runs the same number of batches.
+  std::vector<GeneratedAnswer> generate_mine(const std::vector<std::int64_t>& mine,
+                                             std::int64_t per_rank) {
+    SHARD_CHECK(preparer != nullptr && !eval_samples.chat.empty(), ErrorKind::config,
+                "generation needs chat eval samples (data.format = \"chat\", data.eval_path)",
+                "set data.format = \"chat\" and data.eval_path");
+    GenerateConfig config;
+    config.max_new_tokens = exp.eval.max_new_tokens;
+    config.do_sample = exp.eval.do_sample;
+    config.temperature = exp.eval.temperature;
+    config.top_p = exp.eval.top_p;
+    config.seed = exp.train.seed;
+    config.use_cache = !options.no_cache;
+    config.pad_id = eval_samples.pad_id;
+    const auto mb = micro_batch();
+    auto forward = [this](const model::Batch& b) { runner.eval_step(b, 1.0); };
+    auto any_running = [this](bool running) {
+      auto flag = at::full({1}, running ? 1.0F : 0.0F);
+      groups.world.all_reduce_max(flag);
+      return flag.item<float>() > 0;
+    };
+    return generate_answers(model, eval_samples.chat, mine, (per_rank + mb - 1) / mb, mb,
+                            preparer->tokenizer(), config, forward, any_running);
+  }
+
+  // Fraction of `answers` (this rank's) that match, over every rank.
+  double match_rate(const std::vector<GeneratedAnswer>& answers) {
+    auto counts = at::zeros({2}, at::kDouble);
+    for (const auto& a : answers) {
+      counts[0] += a.match ? 1.0 : 0.0;
+      counts[1] += 1.0;
+    }
+    groups.world.all_reduce_sum(counts);
+    return counts[0].item<double>() / std::max(1.0, counts[1].item<double>());
+  }
+
+  // eval.batches batches of batch_size samples from the start of the eval file: the loss
+  // normalized like training's, and the exact-match rate of generated answers.
   void evaluate(std::int64_t step) {
+    std::map<std::string, double> metrics;
+    if (wants("loss") || wants("accuracy")) metrics["loss"] = eval_loss();
+    if (wants("exact_match")) {
+      data::SampleOrder order(eval_samples.size(), 0, false);
+      std::vector<std::int64_t> mine;
+      for (std::int64_t b = 0; b < exp.eval.batches; ++b) {
+        auto part = rank_samples(order, b * exp.train.batch_size, exp.train.batch_size, rdzv.rank,
+                                 rdzv.world_size);
+        mine.insert(mine.end(), part.begin(), part.end());
+      }
+      const auto per_batch = (exp.train.batch_size + rdzv.world_size - 1) / rdzv.world_size;
+      metrics["exact_match"] = match_rate(generate_mine(mine, exp.eval.batches * per_batch));
+    }
+    if (rdzv.rank == 0) events().write(spec::EvalEvent{step, metrics});
+    last_eval = metrics.count("loss") ? metrics["loss"] : metrics["exact_match"];
+  }
+
+  double eval_loss() {
     data::SampleOrder order(eval_samples.size(), 0, false);
     double sum = 0;
     double count_all = 0;
@@ -250,9 +317,33 @@ struct Loop {
     }
     auto totals = at::tensor({sum, count_all}, at::kDouble);
     groups.world.all_reduce_sum(totals);
-    const double loss = totals[0].item<double>() / std::max(1.0, totals[1].item<double>());
-    if (rdzv.rank == 0) events().write(spec::EvalEvent{step, {{"loss", loss}}});
-    last_eval = loss;
+    return totals[0].item<double>() / std::max(1.0, totals[1].item<double>());
+  }
+
+  // `shardtrain generate`: every eval sample, rank r taking r, r + W, ...; one JSON line each.
+  int generate_all() {
+    const auto n = eval_samples.size();
+    std::vector<std::int64_t> mine;
+    for (std::int64_t i = rdzv.rank; i < n; i += rdzv.world_size) mine.push_back(i);
+    auto answers = generate_mine(mine, (n + rdzv.world_size - 1) / rdzv.world_size);
+    const auto path = options.generate_out +
+                      (rdzv.rank > 0 ? ".rank-" + std::to_string(rdzv.rank) : std::string());
+    std::ofstream out(path, std::ios::binary);
+    for (const auto& a : answers)
+      out << nlohmann::json{{"index", a.index},
+                            {"ids", a.ids},
+                            {"text", a.text},
+                            {"answer", a.answer},
+                            {"match", a.match}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)  // partial UTF-8
+          << '\n';
+    out.close();
+    SHARD_CHECK(static_cast<bool>(out), ErrorKind::io, path + ": cannot write the answers",
+                "choose a writable --out path");
+    const double rate = match_rate(answers);
+    groups.world.barrier();
+    events().write(spec::DoneEvent{spec::DoneStatus::complete, {rate}, false, std::nullopt});
+    return kExitOk;
   }
   double last_eval = std::nan("");
 
@@ -293,6 +384,7 @@ struct Loop {
             spec::LogEvent{"info", "resumed from " + dir + " at step " + std::to_string(step)});
       }
     }
+    if (!options.generate_out.empty()) return generate_all();
     const double peak = rdzv.rank == 0 ? gemm_peak_flops() : 0.0;
     const double flops_token = model.flops_per_token(exp.data.seq_len);
     double last_loss = 0;
@@ -445,7 +537,10 @@ int run_train(const TrainOptions& options) {
   const auto* prep = preparer ? &*preparer : nullptr;
   auto samples = load_data(*exp, exp->data.train_path, prep, vocab);
   Dataset eval_samples;
-  if (exp->eval.every > 0 && !exp->data.eval_path.empty())
+  SHARD_CHECK(options.generate_out.empty() || !exp->data.eval_path.empty(), ErrorKind::config,
+              "generate reads data.eval_path, which is empty",
+              "set data.eval_path to the JSONL file whose answers to generate");
+  if ((exp->eval.every > 0 || !options.generate_out.empty()) && !exp->data.eval_path.empty())
     eval_samples = load_data(*exp, exp->data.eval_path, prep, vocab);
   auto groups = make_groups(*rdzv, exp->shard.strategy, 60);
   shard::Trace trace;
@@ -473,17 +568,9 @@ int run_train(const TrainOptions& options) {
                                   model.params_total(),
                                   model.params_trainable(),
                                   estimate_total(*exp, *rdzv)});
-  Loop loop{*exp,
-            options,
-            model,
-            *runner,
-            engine_runner,
-            groups,
-            *rdzv,
-            samples,
-            eval_samples,
-            hash,
-            spec::resolve_precision(exp->shard)};
+  Loop loop{*exp,          options, model, *runner,
+            engine_runner, groups,  *rdzv, samples,
+            eval_samples,  prep,    hash,  spec::resolve_precision(exp->shard)};
   if (loop.precision.grad_scaler) loop.grad_scale = 65536.0;
   return loop.run();
 }
@@ -493,6 +580,12 @@ int run_export(TrainOptions options) {
               "export needs a checkpoint and an output folder",
               "shardtrain export CONFIG --checkpoint DIR|auto --out DIR");
   options.export_only = true;
+  return run_train(options);
+}
+
+int run_generate(TrainOptions options) {
+  SHARD_CHECK(!options.generate_out.empty(), ErrorKind::config, "generate needs --out FILE",
+              "shardtrain generate CONFIG --out FILE [--checkpoint DIR|auto]");
   return run_train(options);
 }
 

@@ -18,6 +18,8 @@ struct TrainOptions {
   std::vector<std::string> overrides;  // --set key=value
   bool reference = false;              // --reference: plain autograd, no engine (tests)
   std::string run_dir = ".";           // checkpoints go to run_dir/ckpt
+  std::string generate_out;            // `shardtrain generate`: answers of data.eval_path to FILE
+  bool no_cache = false;               // generate by recomputing every step (tests the cache)
 };
 
 int run_train(const TrainOptions& options);
@@ -25,5 +27,11 @@ int run_train(const TrainOptions& options);
 /// `shardtrain export CONFIG --checkpoint DIR|auto --out DIR`: one process loads a sharded
 /// checkpoint (resharded to world size 1) and writes the export folder.
 int run_export(TrainOptions options);
+
+/// `shardtrain generate CONFIG --out FILE [--checkpoint DIR|auto]`: every rank (same launch as
+/// train) generates the answers of its share of data.eval_path with [eval]'s generation fields
+/// under the configured sharding and writes one JSON line per sample to FILE (FILE.rank-N on
+/// other ranks); the `done` objective is the exact-match rate of all ranks.
+int run_generate(TrainOptions options);
 
 }  // namespace shardscope::trainer

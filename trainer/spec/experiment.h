@@ -145,7 +145,12 @@ struct LoraSection {
 struct EvalSection {
   std::int64_t every = 0;    // steps between evaluations; 0 disables
   std::int64_t batches = 4;  // eval batches per evaluation (each batch_size samples)
-  std::vector<std::string> metrics = {"loss"};  // "loss", "accuracy" (token accuracy)
+  std::vector<std::string> metrics = {"loss"};  // "loss", "accuracy", "exact_match"
+  // Generation for "exact_match" (the answer generated from the prompt before the first label):
+  std::int64_t max_new_tokens = 16;  // tokens generated per sample at most; default 16
+  bool do_sample = false;            // false: greedy; true: sampled from train.seed
+  double temperature = 1.0;          // sampling temperature (> 0); default 1.0
+  double top_p = 1.0;                // nucleus sampling mass in (0, 1]; default 1.0 (off)
 
   bool operator==(const EvalSection&) const = default;
 };

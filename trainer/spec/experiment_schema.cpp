@@ -96,7 +96,11 @@ using VS = EvalSection;
 const Field<VS> kEvalFields[] = {
     {"every", &VS::every, "steps between evaluations; 0 = never"},
     {"batches", &VS::batches, "batches per evaluation (batch_size samples each)"},
-    {"metrics", &VS::metrics, "\"loss\", \"accuracy\""},
+    {"metrics", &VS::metrics, "\"loss\", \"accuracy\", \"exact_match\""},
+    {"max_new_tokens", &VS::max_new_tokens, "exact_match: tokens generated per sample at most"},
+    {"do_sample", &VS::do_sample, "exact_match: sample (from train.seed) instead of greedy"},
+    {"temperature", &VS::temperature, "exact_match sampling: logits divided by it, > 0"},
+    {"top_p", &VS::top_p, "exact_match sampling: nucleus mass in (0, 1]; 1 = off"},
 };
 
 using LN = LaunchSection;

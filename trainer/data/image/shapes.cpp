@@ -132,7 +132,7 @@ RgbImage render_shapes(const ShapesScene& scene, int size, std::uint64_t seed) {
 }
 
 Result<ShapesSummary> make_shapes(const std::string& dir, std::int64_t n_train, std::int64_t n_eval,
-                                  std::uint64_t seed, int image_size) {
+                                  std::uint64_t seed, int image_size, bool blank_images) {
   namespace fs = std::filesystem;
   if (image_size < 56)
     return fail("shapes: image size " + std::to_string(image_size) + " is below 56; use 112");
@@ -154,8 +154,10 @@ Result<ShapesSummary> make_shapes(const std::string& dir, std::int64_t n_train, 
       ShapesScene scene = random_scene(rng);
       char name[32];
       std::snprintf(name, sizeof name, "img/%06lld.png", static_cast<long long>(i));
+      ShapesScene drawn = scene;
+      if (blank_images) drawn.count = 0;  // the background only; the answers stay the scene's
       auto written =
-          write_png((fs::path(dir) / name).string(), render_shapes(scene, image_size, rng.next()));
+          write_png((fs::path(dir) / name).string(), render_shapes(drawn, image_size, rng.next()));
       if (!written) return written.error();
       auto [q, a] = question(scene, i - first);
       counts[kShapesQuestionTypes[(i - first) % 4]][a] += 1;

@@ -1,0 +1,222 @@
+#include "trainer/cli/make_demo_data.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainer/ckpt/safetensors.h"
+#include "trainer/data/image/shapes.h"
+#include "trainer/model/qwen2vl.h"
+#include "trainer/run/fatal.h"
+#include "trainer/spec/events.h"
+
+namespace shardscope::trainer {
+namespace {
+
+using spec::ErrorKind;
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+constexpr const char* kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kSpace = "\xc4\xa0";  // byte-level "Ġ": a space
+constexpr std::int64_t kVocab = 768;        // config vocab_size; specials at kSpecialBase..
+constexpr std::int64_t kSpecialBase = 752;
+const char* const kSpecials[] = {"<|endoftext|>",    "<|im_start|>",   "<|im_end|>",
+                                 "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+                                 "<|image_pad|>",    "<|video_pad|>"};
+// Words of the chat template and the shapes questions and answers (get whole-word tokens).
+const char* const kWords[] = {
+    "system", "user",     "assistant", "You",    "are",   "a",      "helpful", "What",   "colour",
+    "is",     "the",      "shape",     "shapes", "in",    "image",  "objects", "How",    "many",
+    "there",  "Where",    "red",       "green",  "blue",  "yellow", "purple",  "orange", "circle",
+    "square", "triangle", "diamond",   "left",   "right", "top",    "bottom"};
+
+/// The GPT-2 byte-to-unicode character of byte `b`, UTF-8 encoded.
+std::string byte_char(unsigned b) {
+  auto printable = [](unsigned x) {
+    return (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174;
+  };
+  unsigned cp = b;
+  if (!printable(b)) {
+    unsigned shifted = 0;
+    for (unsigned x = 0; x < b; ++x) shifted += printable(x) ? 0U : 1U;
+    cp = 256 + shifted;
+  }
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+json tokenizer_document() {
+  json vocab = json::object();
+  for (unsigned b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
+  json merges = json::array();
+  std::set<std::string> known;
+  std::int64_t id = 256;
+  for (const char* word : kWords) {
+    for (const std::string& prefix : {std::string(), std::string(kSpace)}) {
+      std::string left = prefix.empty() ? std::string(1, word[0]) : prefix;
+      for (std::size_t i = prefix.empty() ? 1 : 0; word[i] != '\0'; ++i) {
+        const std::string right(1, word[i]);
+        if (known.insert(left + right).second) {
+          vocab[left + right] = id++;
+          merges.push_back(json::array({left, right}));
+        }
+        left += right;
+      }
+    }
+  }
+  SHARD_CHECK(id <= kSpecialBase, ErrorKind::internal, "demo tokenizer: too many merges",
+              "raise kSpecialBase");
+  json added = json::array();
+  for (std::size_t i = 0; i < std::size(kSpecials); ++i)
+    added.push_back({{"id", kSpecialBase + static_cast<std::int64_t>(i)},
+                     {"content", kSpecials[i]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
+  json split = {{"type", "Split"},
+                {"pattern", {{"Regex", kQwen2Pattern}}},
+                {"behavior", "Isolated"},
+                {"invert", false}};
+  json bytes = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  return {
+      {"version", "1.0"},
+      {"added_tokens", added},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", json::array({split, bytes})}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model", {{"type", "BPE"}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merges}}}};
+}
+
+std::int64_t special_id(const char* name) {
+  for (std::size_t i = 0; i < std::size(kSpecials); ++i)
+    if (std::string(kSpecials[i]) == name) return kSpecialBase + static_cast<std::int64_t>(i);
+  return -1;
+}
+
+/// A tiny Qwen2-VL in the published flat config.json layout: 2 vision blocks of width 64
+/// (patch 14: a 112-pixel image is 8 x 8 patches, 16 tokens), 2 text blocks of width 128.
+json config_document() {
+  return {{"architectures", json::array({"Qwen2VLForConditionalGeneration"})},
+          {"model_type", "qwen2_vl"},
+          {"vocab_size", kVocab},
+          {"hidden_size", 128},
+          {"intermediate_size", 256},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"hidden_act", "silu"},
+          {"rms_norm_eps", 1e-6},
+          {"rope_theta", 10000.0},
+          {"max_position_embeddings", 4096},
+          {"tie_word_embeddings", true},
+          {"bos_token_id", special_id("<|endoftext|>")},
+          {"eos_token_id", special_id("<|im_end|>")},
+          {"vision_start_token_id", special_id("<|vision_start|>")},
+          {"vision_end_token_id", special_id("<|vision_end|>")},
+          {"vision_token_id", special_id("<|vision_pad|>")},
+          {"image_token_id", special_id("<|image_pad|>")},
+          {"video_token_id", special_id("<|video_pad|>")},
+          {"vision_config",
+           {{"depth", 2},
+            {"embed_dim", 64},
+            {"mlp_ratio", 2},
+            {"num_heads", 4},
+            {"in_chans", 3},
+            {"hidden_size", 128},
+            {"patch_size", 14},
+            {"spatial_merge_size", 2},
+            {"spatial_patch_size", 14},
+            {"temporal_patch_size", 2}}},
+          {"rope_scaling", {{"type", "mrope"}, {"mrope_section", json::array({4, 6, 6})}}}};
+}
+
+json preprocessor_document(int image_size) {
+  const int pixels = image_size * image_size;
+  return {{"image_processor_type", "Qwen2VLImageProcessor"},
+          {"min_pixels", pixels},
+          {"max_pixels", pixels},
+          {"patch_size", 14},
+          {"temporal_patch_size", 2},
+          {"merge_size", 2},
+          {"image_mean", json::array({0.48145466, 0.4578275, 0.40821073})},
+          {"image_std", json::array({0.26862954, 0.26130258, 0.27577711})}};
+}
+
+void write_json(const fs::path& path, const json& doc) {
+  std::ofstream out(path, std::ios::binary);
+  out << doc.dump(2) << '\n';
+  out.close();
+  SHARD_CHECK(static_cast<bool>(out), ErrorKind::io, path.string() + ": cannot write",
+              "check that the folder is writable and the disk has space");
+}
+
+/// model.safetensors: every untied parameter of the model at its seeded random init.
+void write_weights(const fs::path& dir, std::uint64_t seed) {
+  auto config = spec::read_hf_config(dir.string());
+  SHARD_CHECK_OK(config, ErrorKind::internal, "the demo config.json must parse");
+  model::Qwen2VLModel model(std::move(config).value());
+  ckpt::NamedTensors named;
+  const auto& layers = model.layers();
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    std::vector<at::Tensor> params;
+    for (const auto& p : layers[l].params) params.push_back(at::empty(p.shape, at::kFloat));
+    model.init_layer(static_cast<int>(l), params, seed);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (layers[l].params[i].tied_to.empty())
+        named.emplace_back(layers[l].params[i].name, params[i]);
+  }
+  ckpt::write_safetensors((dir / "model.safetensors").string(), named, {{"format", "pt"}});
+}
+
+json counts_json(const data::ShapesAnswerCounts& counts) {
+  json out = json::object();
+  for (const auto& [type, answers] : counts) {
+    out[type] = json::object();
+    for (const auto& [answer, n] : answers) out[type][answer] = n;
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_make_demo_data(const MakeDemoDataOptions& options) {
+  auto summary = data::make_shapes(options.dir, options.train, options.eval, options.seed,
+                                   options.image_size, options.blank_images);
+  SHARD_CHECK_OK(summary, ErrorKind::io, "choose a writable folder and non-negative counts");
+  const fs::path model_dir = fs::path(options.dir) / "model";
+  std::error_code ec;
+  fs::create_directories(model_dir, ec);
+  SHARD_CHECK(!ec, ErrorKind::io, model_dir.string() + ": cannot create (" + ec.message() + ")",
+              "choose a writable folder");
+  write_json(model_dir / "tokenizer.json", tokenizer_document());
+  write_json(model_dir / "config.json", config_document());
+  write_json(model_dir / "preprocessor_config.json", preprocessor_document(options.image_size));
+  write_weights(model_dir, options.seed);
+  std::cerr << json{{"train", counts_json(summary->train_answers)},
+                    {"eval", counts_json(summary->eval_answers)}}
+                   .dump()
+            << '\n';
+  events().write(spec::DoneEvent{spec::DoneStatus::complete,
+                                 {static_cast<double>(options.train + options.eval)},
+                                 false,
+                                 std::nullopt});
+  return kExitOk;
+}
+
+}  // namespace shardscope::trainer
