@@ -3,6 +3,7 @@
 #include <QProcessEnvironment>
 
 #include "backend/launch/locallauncher.h"
+#include "backend/launch/programlauncher.h"
 #include "backend/launch/slurmlauncher.h"
 #include "backend/launch/sshlauncher.h"
 
@@ -11,6 +12,9 @@ namespace shardscope::backend {
 Result<std::unique_ptr<Launcher>> makeLauncher(const QString& kind, int graceS) {
   if (kind == QLatin1String("local")) {
     return std::unique_ptr<Launcher>(std::make_unique<LocalLauncher>(graceS));
+  }
+  if (kind == QLatin1String("program")) {  // a search trial's program: attach() needs no argv
+    return std::unique_ptr<Launcher>(std::make_unique<ProgramLauncher>(QStringList{}, graceS));
   }
   if (kind == QLatin1String("ssh")) {
     SshLauncherOptions options;

@@ -11,9 +11,9 @@
 
 namespace shardscope::backend {
 
-/// The launcher for `kind` ("local", "ssh", "slurm") with a stop grace of `graceS` seconds; an
-/// error naming launch.kind for others. Slurm commands get SLURM_CONF of this process (also when
-/// they run over SSH).
+/// The launcher for `kind` ("local", "ssh", "slurm", or "program": a search trial's program, for
+/// attach()) with a stop grace of `graceS` seconds; an error naming launch.kind for others.
+/// Slurm commands get SLURM_CONF of this process (also when they run over SSH).
 [[nodiscard]] Result<std::unique_ptr<Launcher>> makeLauncher(const QString& kind, int graceS = 5);
 
 }  // namespace shardscope::backend

@@ -89,8 +89,22 @@ class RunStore : public QObject {
   /// A queued run of the study with its trial number and params. Without a number it takes the
   /// study's next free one inside the write transaction, so two processes get distinct trials.
   Pending<TrialId> createTrialRun(const NewTrial& trial);
+  /// Sets the run directory of a trial the study made without one (the trial runner's choice).
+  Pending<void> setRunDir(qint64 runId, const QString& runDir);
   /// Records a trial's objective values (one per objective of its study; NaN stored as null).
   Pending<void> setRunObjectives(qint64 runId, std::vector<double> values);
+  /// As createTrialRun, but the run is marked running (asked) in the same transaction, so no
+  /// other process mistakes it for an enqueued (queued) trial.
+  Pending<TrialId> startTrialRun(const NewTrial& trial);
+  /// Claims, in one transaction, the study's lowest-numbered queued (enqueued) trial, else its
+  /// lowest-numbered failed trial with attempt < maxAttempt (a retry: attempt + 1, its metrics,
+  /// objectives and error cleared). The claimed run becomes running; nullopt when none.
+  Pending<std::optional<TrialId>> claimTrial(qint64 studyId, int maxAttempt);
+  /// Ends a queued or running trial with a final `status`, its objective values (one per
+  /// objective; may be empty) and `error`, in one transaction; fails naming the trial when it
+  /// already ended (a second tell).
+  Pending<void> finishTrial(qint64 runId, spec::RunStatus status, std::vector<double> values,
+                            const QString& error = {});
 
   /// Waits until every write queued before the call is committed.
   void flush();

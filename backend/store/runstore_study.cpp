@@ -4,7 +4,9 @@
 #include <QLoggingCategory>
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/store/runstore.h"
 #include "backend/store/storesql.h"
@@ -95,7 +97,8 @@ Result<std::pair<std::string, qint64>> studyForTrial(WriteContext& context, qint
   return found;
 }
 
-Result<TrialId> insertTrial(WriteContext& context, const NewTrial& trial) {
+Result<TrialId> insertTrial(WriteContext& context, const NewTrial& trial,
+                            spec::RunStatus status = spec::RunStatus::queued) {
   auto study = studyForTrial(context, trial.studyId);
   if (!study) return study.error();
   const qint64 number = trial.trialNumber.value_or(study->second);
@@ -103,8 +106,8 @@ Result<TrialId> insertTrial(WriteContext& context, const NewTrial& trial) {
       trial.name.isEmpty() ? study->first + "-" + std::to_string(number) : trial.name.toStdString();
   auto stmt = context.statement(
       "INSERT INTO runs(experiment_id, name, status, run_dir, params, created_at, world_size, "
-      "study_id, trial_number) SELECT experiment_id, ?2, 'queued', ?3, ?4, ?5, ?6, id, ?7 "
-      "FROM studies WHERE id = ?1");
+      "study_id, trial_number, started_at) SELECT experiment_id, ?2, ?8, ?3, ?4, ?5, ?6, id, ?7, "
+      "CASE WHEN ?8 = 'running' THEN ?5 END FROM studies WHERE id = ?1");
   if (!stmt) return stmt.error();
   Statement& insert = **stmt;
   if (auto r = insert.bindInt64(1, trial.studyId); !r) return r.error();
@@ -114,6 +117,7 @@ Result<TrialId> insertTrial(WriteContext& context, const NewTrial& trial) {
   if (auto r = insert.bindDouble(5, spec::unix_time_now()); !r) return r.error();
   if (auto r = insert.bindInt64(6, trial.worldSize); !r) return r.error();
   if (auto r = insert.bindInt64(7, number); !r) return r.error();
+  if (auto r = insert.bindText(8, spec::to_string(status)); !r) return r.error();
   if (auto r = execute(insert); !r) {
     if (r.message().find("trial_number") != std::string::npos) {
       return fail("study '" + study->first + "' already has trial " + std::to_string(number) +
@@ -141,6 +145,90 @@ Result<void> updateOne(WriteContext& context, const char* sql, qint64 id, const 
   if (auto r = execute(**stmt); !r) return r;
   if (changes(context) == 0)
     return fail(what + " " + std::to_string(id) + " is not in the run log");
+  return ok();
+}
+
+// Runs one statement with ?1 = `id` (and ?2 = `now` when it has one).
+Result<void> runWithId(WriteContext& context, const char* sql, qint64 id, double now = 0) {
+  auto stmt = context.statement(sql);
+  if (!stmt) return stmt.error();
+  if (auto r = (*stmt)->bindInt64(1, id); !r) return r;
+  if (std::string(sql).find("?2") != std::string::npos) {
+    if (auto r = (*stmt)->bindDouble(2, now); !r) return r;
+  }
+  return execute(**stmt);
+}
+
+Result<std::optional<TrialId>> claimOne(WriteContext& context, qint64 studyId, int maxAttempt) {
+  // Enqueued trials first, then failed ones that have retries left; lowest number first.
+  auto stmt = context.statement(
+      "SELECT id, trial_number, status = 'failed' FROM runs WHERE study_id = ?1 AND "
+      "(status = 'queued' OR (status = 'failed' AND attempt < ?2)) "
+      "ORDER BY status = 'failed', trial_number LIMIT 1");
+  if (!stmt) return stmt.error();
+  Statement& select = **stmt;
+  if (auto r = select.bindInt64(1, studyId); !r) return r.error();
+  if (auto r = select.bindInt64(2, maxAttempt); !r) return r.error();
+  auto row = select.step();
+  if (!row) return row.error();
+  if (!*row) {
+    select.reset();
+    return std::optional<TrialId>();
+  }
+  const TrialId id{select.columnInt64(0), select.columnInt64(1)};
+  const bool retry = select.columnInt64(2) != 0;
+  select.reset();
+  const double now = spec::unix_time_now();
+  if (retry) {
+    if (auto r = runWithId(context,
+                           "UPDATE runs SET status = 'running', attempt = attempt + 1, "
+                           "objective = NULL, objective_values = NULL, started_at = ?2, "
+                           "ended_at = NULL WHERE id = ?1",
+                           id.runId, now);
+        !r)
+      return r.error();
+    // A retry starts a fresh curve: the failed attempt's intermediate values must not be pruned
+    // against.
+    if (auto r = runWithId(context, "DELETE FROM metrics WHERE run_id = ?1", id.runId); !r)
+      return r.error();
+  } else if (auto r = runWithId(context,
+                                "UPDATE runs SET status = 'running', started_at = ?2 WHERE id = ?1",
+                                id.runId, now);
+             !r) {
+    return r.error();
+  }
+  context.changes().runs = true;
+  context.changes().studies = true;
+  return std::optional<TrialId>(id);
+}
+
+Result<void> finishOne(WriteContext& context, qint64 runId, spec::RunStatus status,
+                       const std::vector<double>& values, const QString& error) {
+  QJsonArray array;
+  for (const double v : values) array.append(std::isfinite(v) ? QJsonValue(v) : QJsonValue());
+  auto stmt = context.statement(
+      "UPDATE runs SET status = ?2, objective_values = ?3, objective = ?4, error = ?5, "
+      "ended_at = ?6 WHERE id = ?1 AND status IN ('queued', 'running')");
+  if (!stmt) return stmt.error();
+  Statement& update = **stmt;
+  if (auto r = update.bindInt64(1, runId); !r) return r;
+  if (auto r = update.bindText(2, spec::to_string(status)); !r) return r;
+  if (auto r = values.empty() ? update.bindNull(3) : update.bindText(3, jsonText(array)); !r)
+    return r;
+  if (auto r = !values.empty() && std::isfinite(values.front()) ? update.bindDouble(4, values[0])
+                                                                : update.bindNull(4);
+      !r)
+    return r;
+  if (auto r = update.bindText(5, error.toStdString()); !r) return r;
+  if (auto r = update.bindDouble(6, spec::unix_time_now()); !r) return r;
+  if (auto r = execute(update); !r) return r;
+  if (changes(context) == 0) {
+    return fail("run " + std::to_string(runId) +
+                " is not a queued or running trial (it already ended, or is not in the run "
+                "log): a trial is told once");
+  }
+  context.changes().runs = true;
+  context.changes().studies = true;
   return ok();
 }
 
@@ -183,6 +271,15 @@ RunStore::Pending<TrialId> RunStore::createTrialRun(const NewTrial& trial) {
   return submit<TrialId>(1, [trial](WriteContext& context) { return insertTrial(context, trial); });
 }
 
+RunStore::Pending<void> RunStore::setRunDir(qint64 runId, const QString& runDir) {
+  return submit<void>(1, [runId, runDir](WriteContext& context) {
+    auto r = updateOne(context, "UPDATE runs SET run_dir = ?2 WHERE id = ?1", runId,
+                       runDir.toStdString(), "run");
+    if (r) context.changes().runs = true;
+    return r;
+  });
+}
+
 RunStore::Pending<void> RunStore::setRunObjectives(qint64 runId, std::vector<double> values) {
   return submit<void>(1, [runId, values = std::move(values)](WriteContext& context) {
     QJsonArray array;
@@ -191,6 +288,25 @@ RunStore::Pending<void> RunStore::setRunObjectives(qint64 runId, std::vector<dou
                        jsonText(array), "run");
     if (r) context.changes().runs = true;
     return r;
+  });
+}
+
+RunStore::Pending<TrialId> RunStore::startTrialRun(const NewTrial& trial) {
+  return submit<TrialId>(1, [trial](WriteContext& context) {
+    return insertTrial(context, trial, spec::RunStatus::running);
+  });
+}
+
+RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(qint64 studyId, int maxAttempt) {
+  return submit<std::optional<TrialId>>(1, [studyId, maxAttempt](WriteContext& context) {
+    return claimOne(context, studyId, maxAttempt);
+  });
+}
+
+RunStore::Pending<void> RunStore::finishTrial(qint64 runId, spec::RunStatus status,
+                                              std::vector<double> values, const QString& error) {
+  return submit<void>(1, [runId, status, values = std::move(values), error](WriteContext& context) {
+    return finishOne(context, runId, status, values, error);
   });
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include <toml++/toml.h>
+
 #include "trainer/spec/experiment_schema.h"
 #include "trainer/spec/model_shape.h"
 
@@ -274,9 +276,29 @@ void check_eval(const EvalSection& e, const DataSection& d, const Check& check) 
   check(!e.metrics.empty(), "eval.metrics", "is empty; use e.g. [\"loss\"]");
   std::set<std::string> seen;
   for (const auto& m : e.metrics) {
-    check(m == "loss" || m == "accuracy", "eval.metrics",
-          "unknown metric " + quoted(m) + "; use \"loss\" or \"accuracy\"");
+    check(m == "loss" || m == "accuracy" || m == "exact_match", "eval.metrics",
+          "unknown metric " + quoted(m) + "; use \"loss\", \"accuracy\" or \"exact_match\"");
     check(seen.insert(m).second, "eval.metrics", "lists " + quoted(m) + " twice");
+    check(m != "exact_match" || d.format == "chat", "eval.metrics",
+          "\"exact_match\" generates answers to chat samples but data.format is " +
+              quoted(d.format) + "; set data.format = \"chat\" or drop \"exact_match\"");
+  }
+  check.at_least(e.max_new_tokens, 1, "eval.max_new_tokens", "16");
+  check(e.temperature > 0, "eval.temperature",
+        "must be > 0 (got " + num(e.temperature) + "); use e.g. 0.7, or eval.do_sample = false");
+  check(e.top_p > 0 && e.top_p <= 1, "eval.top_p",
+        "must be in (0, 1] (got " + num(e.top_p) + "); use e.g. 0.9, or 1 to turn it off");
+}
+
+// A search whose trials are another program (`[search] program`, #6): the trainer's data is
+// not read, so [data] may be absent. [model] and [launch] have usable defaults either way.
+bool program_trials(const SearchSection& search) {
+  if (!search.present) return false;
+  try {
+    const toml::table root = toml::parse(search.toml);
+    return root["search"]["program"].is_array();
+  } catch (const toml::parse_error&) {
+    return false;  // the search layer reports a broken [search]
   }
 }
 
@@ -286,7 +308,7 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
   const Check check{loc, diag};
   check_experiment(exp.experiment, check);
   check_model(exp.model, check);
-  check_data(exp.data, exp.model, check);
+  if (!program_trials(exp.search)) check_data(exp.data, exp.model, check);
   check_train_counts(exp.train, check);
   check_train_optim(exp.train, check);
   check_freeze(exp.train, exp.model, check);

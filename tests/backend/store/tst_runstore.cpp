@@ -69,6 +69,7 @@ class TestRunStore : public QObject {
   void trialsAndObjectives();
   void concurrentWritersGetDistinctTrialNumbers();
   void deletingStudyDeletesItsRuns();
+  void claimAndFinishTrials();
 
  private:
   QTemporaryDir m_dir;
@@ -703,6 +704,55 @@ void TestRunStore::deletingStudyDeletesItsRuns() {
   QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics"), 1);
   QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics WHERE run_id = " + std::to_string(*other)),
            1);
+}
+
+// startTrialRun, claimTrial (enqueued first, then failed ones with attempts left) and
+// finishTrial (once only) of the Study's ask/tell. // #6
+void TestRunStore::claimAndFinishTrials() {
+  auto store = RunStore::open(m_dir.filePath("claim.db"));
+  VERIFY_OK(store);
+  auto study =
+      (*store)
+          ->createStudy({"claim", std::nullopt, "", {"objective"}, {"minimize"}, "tpe", 1, {}})
+          .get();
+  VERIFY_OK(study);
+  auto asked = (*store)->startTrialRun({*study, std::nullopt, "", "", {{"x", 1}}, 1}).get();
+  VERIFY_OK(asked);
+  auto queued = (*store)->createTrialRun({*study, std::nullopt, "", "", {{"x", 2}}, 1}).get();
+  VERIFY_OK(queued);
+  auto reader = (*store)->reader();
+  QCOMPARE((*reader->run(asked->runId))->status, spec::RunStatus::running);
+  QVERIFY((*reader->run(asked->runId))->startedAt);
+  // The queued (enqueued) trial is claimed once; the asked one is not claimable.
+  auto claim = (*store)->claimTrial(*study, 1).get();
+  VERIFY_OK(claim);
+  QVERIFY(*claim);
+  QCOMPARE((*claim)->number, queued->number);
+  QVERIFY(!*(*store)->claimTrial(*study, 1).get());
+  // A failed trial comes back (attempt + 1, values and metrics cleared) until the limit.
+  VERIFY_OK((*store)->appendMetrics({{asked->runId, 1, "objective", 3.0, 0, 0.0}}).get());
+  VERIFY_OK((*store)->finishTrial(asked->runId, spec::RunStatus::failed, {3.0}, "boom").get());
+  auto twice = (*store)->finishTrial(asked->runId, spec::RunStatus::complete, {1.0}).get();
+  QVERIFY(!twice);
+  QVERIFY2(twice.message().find("told once") != std::string::npos, twice.message().c_str());
+  auto retry = (*store)->claimTrial(*study, 1).get();
+  VERIFY_OK(retry);
+  QCOMPARE((*retry)->runId, asked->runId);
+  const RunRecord run = **reader->run(asked->runId);
+  QCOMPARE(run.status, spec::RunStatus::running);
+  QCOMPARE(run.attempt, 1);
+  QVERIFY(!run.objectiveValues);
+  QVERIFY(!run.endedAt);
+  QCOMPARE(run.error, "boom");  // why the last attempt failed stays visible
+  QCOMPARE(*reader->metricCount(asked->runId), 0);
+  VERIFY_OK((*store)->finishTrial(asked->runId, spec::RunStatus::failed, {}, "again").get());
+  QVERIFY(!*(*store)->claimTrial(*study, 1).get());  // attempt 1 is the limit
+  VERIFY_OK((*store)->finishTrial(queued->runId, spec::RunStatus::complete, {0.5}).get());
+  const RunRecord done = **reader->run(queued->runId);
+  QCOMPARE(done.status, spec::RunStatus::complete);
+  QCOMPARE(done.objective.value_or(-1), 0.5);
+  QCOMPARE(done.objectiveValues.value_or(std::vector<double>{}), std::vector<double>{0.5});
+  QVERIFY(done.endedAt);
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)
