@@ -1,26 +1,13 @@
 #!/usr/bin/env bash
-# The main job (README): installs what is missing, builds, and runs Shardscope's demo.
-# It runs the demo experiment (examples/demo.toml: the tiny Qwen2-architecture model, FULL_SHARD
-# on 2 local ranks) with `shardscope-cli run` (a progress line, then the run table), then opens
-# the dashboard on that run log and experiment. Without a display (no DISPLAY or WAYLAND_DISPLAY)
-# the headless fallback writes the dashboard's panels as PNGs to build/demo/screenshots instead.
-# The run log is build/demo/runs.db, so the demo never touches your own run log; run it again and
-# it adds a run.
+# The main job (README): installs what is missing, builds, and runs Shardscope's demo
+# (scripts/demo.sh): the demo experiment's sweep (examples/demo-sweep.toml: the tiny
+# Qwen2-architecture model, FULL_SHARD on 2 local ranks of shardtrain, 8 TPE trials over the
+# learning rate, warm-up and weight decay) into the default run log, with the dashboard following
+# it; without a display the sweep runs headless and the dashboard writes its panels as PNGs to
+# build/demo/screenshots. Run it again: the study is continued (once finished, it prints the
+# best trial and the panels again).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
-db="$root/build/demo/runs.db"
-mkdir -p "$(dirname "$db")"
-echo "== shardscope-cli run examples/demo.toml (2 local ranks of shardtrain, FULL_SHARD) =="
-"$root/build/bin/shardscope-cli" --db "$db" run "$root/examples/demo.toml"
-echo "== shardscope-cli ls =="
-"$root/build/bin/shardscope-cli" --db "$db" ls
-if [[ -n ${DISPLAY:-} || -n ${WAYLAND_DISPLAY:-} ]]; then
-  echo "== shardscope (the dashboard; close the window to finish) =="
-  exec "$root/build/bin/shardscope" --db "$db" "$root/examples/demo.toml"
-fi
-shots="$root/build/demo/screenshots"
-echo "== no display: shardscope --screenshot $shots =="
-"$root/build/bin/shardscope" --screenshot "$shots" --db "$db" "$root/examples/demo.toml"
-ls "$shots"
+exec "$root/scripts/demo.sh"

@@ -17,8 +17,8 @@
 #include <iostream>
 
 #include "app/cli/cli_common.h"
-#include "backend/launch/demodata.h"
 #include "app/cli/launching.h"
+#include "backend/launch/demodata.h"
 #include "backend/launch/launchers.h"
 
 namespace shardscope::cli {

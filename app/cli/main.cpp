@@ -13,6 +13,11 @@
 
 using namespace shardscope::cli;
 
+namespace shardscope::cli {
+void addStudyVerb(CLI::App& app, Globals& g);  // app/cli/cmd_study.cpp
+void addSweepVerb(CLI::App& app, Globals& g);  // app/cli/cmd_sweep.cpp
+}  // namespace shardscope::cli
+
 int main(int argc, char** argv) {
   QCoreApplication qapp(argc, argv);  // the store's and launchers' timers need an event loop
   // The backend's info lines (schema migrations, rank exits) are for the GUI's log, not for a
@@ -39,6 +44,8 @@ int main(int argc, char** argv) {
   addExportVerb(app, g);
   addEstimateVerb(app, g);
   addHostsVerb(app, g);
+  addStudyVerb(app, g);
+  addSweepVerb(app, g);
 
   try {
     app.parse(argc, argv);

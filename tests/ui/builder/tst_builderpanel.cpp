@@ -239,7 +239,9 @@ class TestBuilderPanel : public QObject {
     QVERIFY(file.open(QIODevice::ReadOnly));
     const auto first = QJsonDocument::fromJson(file.readLine()).object()["input_ids"].toArray();
     QCOMPARE(first.size(), 32);
-    const QString leading = QStringLiteral("%1 %2 %3").arg(first[0].toInt()).arg(first[1].toInt())
+    const QString leading = QStringLiteral("%1 %2 %3")
+                                .arg(first[0].toInt())
+                                .arg(first[1].toInt())
                                 .arg(first[2].toInt());
     QVERIFY2(text.contains(leading), qPrintable(leading + " in " + text));
   }

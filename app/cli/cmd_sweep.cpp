@@ -1,0 +1,201 @@
+// `sweep EXP.toml [--name NAME] [--max-retries N]`: runs the experiment's [search] study to its
+// end on this machine's slots: ask (backend/search/study.h) -> run the trial (trialrunner.h,
+// scheduler.h: up to search.concurrency at once) -> the runner records its end in the run log,
+// which the next ask reads. Intermediate `eval` values go through the study's pruner. Started
+// again on the same study it continues: trials that were left running are failed as lost and
+// retried, numbers go on. Prints a line per trial start and end and the best trial at the end;
+// exit 0 when the study finished (even with failed trials), 1 on an error, 2 on bad input.
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QTimer>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "app/cli/cli_common.h"
+#include "backend/launch/demodata.h"
+#include "backend/search/scheduler.h"
+#include "backend/search/study.h"
+#include "backend/search/trialrunner.h"
+#include "trainer/spec/experiment.h"
+
+namespace shardscope::cli {
+
+void addSweepVerb(CLI::App& app, Globals& g);
+
+namespace {
+
+using search::Study;
+
+struct SweepArgs {
+  std::string experiment;
+  std::string name;
+  int maxRetries = Study::kDefaultMaxRetries;
+};
+
+std::string paramsText(const search::TrialParams& params) {
+  std::string out;
+  for (const auto& [name, value] : params) {
+    out += (out.empty() ? "" : " ") + name + "=" + search::format_value(value);
+  }
+  return out;
+}
+
+std::string valuesText(const std::vector<double>& values) {
+  std::string out;
+  for (const double v : values) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    out += (out.empty() ? "" : ",") + std::string(buf);
+  }
+  return out;
+}
+
+// The ask -> run -> record loop of one study, driven by the scheduler's signals.
+class SweepLoop : public QObject {
+ public:
+  SweepLoop(Study& study, backend::TrialRunner& runner, backend::Scheduler& scheduler)
+      : m_study(study), m_runner(runner), m_scheduler(scheduler) {
+    m_clock.start();
+    runner.setPruneCallback(
+        [this](qint64 number, qint64 step, double value) { return judge(number, step, value); });
+    connect(&scheduler, &backend::Scheduler::trialFinished, this,
+            [this](const backend::TrialOutcome& outcome) { onFinished(outcome); });
+    connect(&scheduler, &backend::Scheduler::trialRejected, this,
+            [this](qint64 number, const QString& error) {
+              std::printf("trial %lld rejected: %s\n", static_cast<long long>(number),
+                          qPrintable(error));
+              std::fflush(stdout);
+              fill();
+            });
+  }
+
+  // Asks for as many trials as there are free slots; quits when nothing is left to run.
+  void fill() {
+    const double budget = m_study.space().timeout_s;
+    const bool outOfTime = budget > 0 && double(m_clock.elapsed()) / 1000.0 >= budget;
+    while (!m_exhausted && !outOfTime && m_scheduler.freeSlots() > 0) {
+      auto asked = m_study.tryAsk();
+      if (!asked) {
+        m_error = asked.message();
+        m_exhausted = true;
+        break;
+      }
+      if (!*asked) {
+        m_exhausted = true;
+        break;
+      }
+      const search::AskedTrial& t = **asked;
+      std::printf("trial %lld start%s: %s\n", static_cast<long long>(t.number),
+                  t.attempt > 0 ? (" (retry " + std::to_string(t.attempt) + ")").c_str() : "",
+                  paramsText(t.params).c_str());
+      std::fflush(stdout);
+      m_scheduler.enqueue(t.number, t.params, t.runId);
+    }
+    if (outOfTime) m_exhausted = true;
+    if (m_exhausted && m_scheduler.idle()) QCoreApplication::quit();
+  }
+
+  const std::string& error() const { return m_error; }
+
+ private:
+  bool judge(qint64 number, qint64 step, double value) {
+    if (auto r = m_study.report(number, step, value); !r) {
+      std::fprintf(stderr, "trial %lld: %s\n", static_cast<long long>(number), r.message().c_str());
+      return false;
+    }
+    auto prune = m_study.shouldPrune(number);
+    return prune && *prune;
+  }
+
+  void onFinished(const backend::TrialOutcome& o) {
+    const std::string state = search::trialStateName(o.state);
+    std::printf("trial %lld %s%s%s\n", static_cast<long long>(o.number), state.c_str(),
+                o.values.empty() ? "" : (" " + valuesText(o.values)).c_str(),
+                o.error.isEmpty() ? "" : (": " + o.error.toStdString()).c_str());
+    std::fflush(stdout);
+    fill();
+  }
+
+  Study& m_study;
+  backend::TrialRunner& m_runner;
+  backend::Scheduler& m_scheduler;
+  QElapsedTimer m_clock;
+  bool m_exhausted = false;
+  std::string m_error;
+};
+
+// Opens the study named by --name or [search] name, creating it on the first sweep.
+Study openOrCreate(backend::RunStore& store, const SweepArgs& a, const search::SearchSpace& space) {
+  const QString name =
+      a.name.empty() ? QString::fromStdString(space.name) : QString::fromStdString(a.name);
+  if (auto existing = Study::open(store, name)) {
+    std::printf("continuing study %s\n", qPrintable(name));
+    return std::move(*existing);
+  }
+  Study::CreateOptions options;
+  options.name = name;
+  options.maxRetries = a.maxRetries;
+  return orExit(Study::create(store, QString::fromStdString(a.experiment), options), kExitUsage);
+}
+
+void runSweep(const SweepArgs& a, const Globals& g) {
+  const QString path = QFileInfo(QString::fromStdString(a.experiment)).absoluteFilePath();
+  auto space = orExit(Study::readSpace(path), kExitUsage);
+  if (space.program.empty()) {  // shardtrain trials: the bundled demo makes its data first
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto shape = orExit(spec::load_experiment(path.toStdString(), {}, noPaths), kExitUsage);
+    if (shape.launch.kind == spec::LaunchKind::local) orExit(backend::ensureDemoData(shape));
+  }
+  auto store = openStore(g);
+  Study study = openOrCreate(*store, a, space);
+  backend::TrialRunner::Options options;
+  options.studyId = study.id();
+  options.runsRoot = runsRoot(g);
+  const QString trainer = QDir(QCoreApplication::applicationDirPath()).filePath("shardtrain");
+  if (QFileInfo(trainer).isExecutable()) options.trainer = trainer;
+  backend::TrialRunner runner(*store, path, study.space(), options);
+  backend::Scheduler scheduler(runner);
+  std::printf("study %s: %lld trials, %d at once (%s sampler)\n", qPrintable(study.name()),
+              static_cast<long long>(study.space().n_trials), scheduler.slotCount(),
+              study.space().sampler.type.c_str());
+  std::fflush(stdout);
+  SweepLoop loop(study, runner, scheduler);
+  QTimer::singleShot(0, &loop, [&loop] { loop.fill(); });
+  QCoreApplication::exec();
+  if (!loop.error().empty()) exitWith(kExitError, loop.error());
+
+  auto summary = orExit(study.summary());
+  const search::StudyCounts& c = summary.counts;
+  std::printf("study %s finished: %d complete, %d pruned, %d failed, %d infeasible, %d oom\n",
+              qPrintable(study.name()), c.complete, c.pruned, c.failed, c.infeasible, c.oom);
+  if (summary.best) {
+    std::printf("best trial %lld: %s  (%s)\n", static_cast<long long>(summary.best->trial.number),
+                valuesText(summary.best->trial.values).c_str(),
+                paramsText(summary.best->trial.params).c_str());
+  } else {
+    std::printf("no trial completed\n");
+  }
+}
+
+}  // namespace
+
+void addSweepVerb(CLI::App& app, Globals& g) {
+  auto args = std::make_shared<SweepArgs>();
+  auto* sweep = app.add_subcommand(
+      "sweep", "Run the experiment's [search] study to its end (continues it when started again)");
+  sweep->add_option("EXP.toml", args->experiment, "Experiment file with a [search] section")
+      ->required();
+  sweep->add_option("--name", args->name, "Study name (default: search.name or the file's stem)");
+  sweep->add_option("--max-retries", args->maxRetries,
+                    "Retries of a failed trial, for a new study (default 1)");
+  sweep->callback([args, &g] { runSweep(*args, g); });
+}
+
+}  // namespace shardscope::cli
