@@ -1,10 +1,17 @@
 // bench_search: our samplers on standard test functions, and TPE's time per suggestion.
 // Driven by bench_search.py, which runs Optuna on the same functions in the same script.
-//   bench_search run --func NAME --sampler tpe|random --seeds A B --trials N
+//   bench_search run --func NAME --sampler tpe|random|cmaes|TABLE --seeds A B --trials N
+//       (TABLE: a TOML inline table, e.g. '{type = "tpe", n_ei_candidates = 48}')
 //       one line per seed: "NAME SEED TRUE_VALUE_OF_BEST_OBSERVED"
 //   bench_search eval --func NAME k=v...   the noise-free value at one point
 //   bench_search speed N...                 ms per TPE suggestion with N finished trials
 //   bench_search list                       the function names
+//   bench_search pareto --func zdt1|zdt2 --seeds A B --trials N
+//       NSGA-II on a two-objective function: one line per seed, "SEED f1,f2 f1,f2 ..." with
+//       every trial's objective values (the script computes the hypervolume of both sides)
+//   bench_search trace --func NAME --seeds A B --trials N [--sampler S]
+//       every proposal, one line each ("SEED TRIAL k=v ..." with %.17g floats): a diff of two
+//       builds' traces proves a speed change left the proposals identical
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -182,7 +189,10 @@ const Function* find(const std::string& name) {
 }
 
 SearchSpace space_of(const Function& fn, const std::string& sampler) {
-  auto s = parse_search_space("[search]\nsampler = \"" + sampler + "\"\n" + fn.space, fn.name);
+  // A name ("tpe") or an inline table ("{type = \"tpe\", n_ei_candidates = 48}").
+  const std::string value =
+      sampler.find('{') == std::string::npos ? "\"" + sampler + "\"" : sampler;
+  auto s = parse_search_space("[search]\nsampler = " + value + "\n" + fn.space, fn.name);
   if (!s) {
     std::fprintf(stderr, "bench_search: %s\n", s.message().c_str());
     std::exit(2);
@@ -215,7 +225,26 @@ double optimise(const Function& fn, const std::string& sampler_name, std::uint64
   return best_true;
 }
 
-int cmd_run(int argc, char** argv) {
+// Every proposal of one run, printed as it is made.
+void trace(const Function& fn, const std::string& sampler_name, std::uint64_t seed, int n) {
+  const SearchSpace space = space_of(fn, sampler_name);
+  auto sampler = make_sampler(space).value();
+  Rng rng(seed);
+  std::vector<Trial> done;
+  for (int i = 0; i < n; ++i) {
+    Trial t;
+    t.number = i;
+    t.state = TrialState::Complete;
+    t.params = sampler->sample(space, done, {}, rng).value();
+    std::printf("%llu %d", static_cast<unsigned long long>(seed), i);
+    for (const auto& [k, v] : t.params) std::printf(" %s=%s", k.c_str(), format_value(v).c_str());
+    std::printf("\n");
+    t.values = {fn.f(t.params) + fn.noise * rng.normal()};
+    done.push_back(std::move(t));
+  }
+}
+
+int cmd_run(int argc, char** argv, bool tracing) {
   std::string func;
   std::string sampler = "tpe";
   std::uint64_t s0 = 0;
@@ -237,6 +266,10 @@ int cmd_run(int argc, char** argv) {
   }
   const Function& fn = *find(func);
   for (std::uint64_t seed = s0; seed < s1; ++seed) {
+    if (tracing) {
+      trace(fn, sampler, seed, trials);
+      continue;
+    }
     std::printf("%s %llu %.17g\n", fn.name.c_str(), static_cast<unsigned long long>(seed),
                 optimise(fn, sampler, seed, trials));
     std::fflush(stdout);
@@ -292,17 +325,79 @@ int cmd_speed(int argc, char** argv) {
   return 0;
 }
 
+// ZDT1 / ZDT2 (Zitzler, Deb, Thiele 2000) with 10 variables in [0, 1]: two objectives, the
+// Pareto front at x1..x9 = 0 (convex for ZDT1, concave for ZDT2).
+std::vector<double> zdt(const TrialParams& p, bool concave) {
+  const auto x = xs(p, 10);
+  double sum = 0.0;
+  for (std::size_t i = 1; i < x.size(); ++i) sum += x[i];
+  const double g = 1.0 + 9.0 * sum / 9.0;
+  const double r = x[0] / g;
+  return {x[0], g * (1.0 - (concave ? r * r : std::sqrt(r)))};
+}
+
+int cmd_pareto(int argc, char** argv) {
+  std::string func;
+  std::uint64_t s0 = 0;
+  std::uint64_t s1 = 1;
+  int trials = 500;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--func") {
+      func = argv[i + 1];
+    } else if (k == "--trials") {
+      trials = std::atoi(argv[i + 1]);
+    } else if (k == "--seeds" && i + 2 < argc) {
+      s0 = std::strtoull(argv[i + 1], nullptr, 10);
+      s1 = std::strtoull(argv[i + 2], nullptr, 10);
+      ++i;
+    }
+  }
+  if (func != "zdt1" && func != "zdt2") {
+    std::fprintf(stderr, "bench_search: pareto knows zdt1 and zdt2, not %s\n", func.c_str());
+    return 2;
+  }
+  auto space = parse_search_space(
+      "[search]\nsampler = \"nsga2\"\nobjectives = {f1 = \"minimize\", f2 = \"minimize\"}\n" +
+          box(10, 0.0, 1.0),
+      func);
+  if (!space) {
+    std::fprintf(stderr, "bench_search: %s\n", space.message().c_str());
+    return 2;
+  }
+  for (std::uint64_t seed = s0; seed < s1; ++seed) {
+    auto sampler = make_sampler(*space).value();
+    Rng rng(seed);
+    std::vector<Trial> done;
+    std::printf("%llu", static_cast<unsigned long long>(seed));
+    for (int i = 0; i < trials; ++i) {
+      Trial t;
+      t.number = i;
+      t.state = TrialState::Complete;
+      t.params = sampler->sample(*space, done, {}, rng).value();
+      t.values = zdt(t.params, func == "zdt2");
+      std::printf(" %.17g,%.17g", t.values[0], t.values[1]);
+      done.push_back(std::move(t));
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
-  if (cmd == "run") return cmd_run(argc, argv);
+  if (cmd == "run" || cmd == "trace") return cmd_run(argc, argv, cmd == "trace");
   if (cmd == "eval" && argc > 3) return cmd_eval(argc, argv);
   if (cmd == "speed") return cmd_speed(argc, argv);
+  if (cmd == "pareto") return cmd_pareto(argc, argv);
   if (cmd == "list") {
     for (const Function& f : functions()) std::printf("%s\n", f.name.c_str());
     return 0;
   }
-  std::fprintf(stderr, "usage: bench_search run|eval|speed|list ... (see bench_search.py)\n");
+  std::fprintf(stderr,
+               "usage: bench_search run|trace|eval|speed|pareto|list ... (see bench_search.py)\n");
   return 2;
 }

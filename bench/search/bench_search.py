@@ -6,9 +6,13 @@ Mann-Whitney U p-value; then CPU time per suggestion at 100/1,000/10,000 finishe
 Optuna at 1,000. A benchmark, not a test: it prints figures.
 
   .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search [--seeds 20]
+      [--optuna-cache FILE] [--sampler '{type = "tpe", n_ei_candidates = 48}'] [--only NAME...]
 """
 import argparse
+import json
 import math
+import os
+import resource
 import random
 import statistics
 import subprocess
@@ -171,7 +175,30 @@ def mann_whitney_p(a, b):
     return math.erfc(max(z, 0) / math.sqrt(2))
 
 
-def quality(tool, seeds, n_trials, names):
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def optuna_runs(name, seeds, n_trials, cache):
+    """Optuna's results, from the JSON cache file when it has them (Optuna is deterministic for a
+    seed, and its runs dominate the script's time)."""
+    key = f"{name}/{n_trials}"
+    stored = {}
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            stored = json.load(f)
+    have = stored.get(key, [])
+    if len(have) < seeds:
+        have = have + [optuna_run(name, s, n_trials) for s in range(len(have), seeds)]
+        stored[key] = have
+        if cache:
+            with open(cache, "w") as f:
+                json.dump(stored, f)
+    return have[:seeds]
+
+
+def quality(tool, seeds, n_trials, names, sampler="tpe", cache=None):
     print(f"\n== Quality: {n_trials} trials, {seeds} seeds, TPE multivariate+group, 10 startup ==")
     print("normalised regret = (best - optimum) / mean random-search regret at the same budget")
     print(f"{'function':18} {'ours':>9} {'optuna':>9} {'ratio':>7} {'MWU p':>7}  verdict"
@@ -179,12 +206,12 @@ def quality(tool, seeds, n_trials, names):
     ratios = []
     for name in names:
         opt = FUNCS[name][2]
-        t0 = time.process_time()
-        ours_v = ours(tool, name, "tpe", seeds, n_trials)
-        t_ours = time.process_time() - t0
+        t0 = child_cpu()
+        ours_v = ours(tool, name, sampler, seeds, n_trials)
+        t_ours = child_cpu() - t0
         rand_v = ours(tool, name, "random", seeds, n_trials)
         t0 = time.process_time()
-        theirs_v = [optuna_run(name, s, n_trials) for s in range(seeds)]
+        theirs_v = optuna_runs(name, seeds, n_trials, cache)
         t_theirs = time.process_time() - t0
         norm = statistics.mean(v - opt for v in rand_v) or 1.0
         a = [(v - opt) / norm for v in ours_v]
@@ -235,12 +262,17 @@ def main():
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--only", nargs="*", default=list(FUNCS))
     ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--sampler", default="tpe",
+                    help="our sampler: a name or a TOML inline table of [search.sampler] settings")
+    ap.add_argument("--optuna-cache", help="JSON file keeping Optuna's results between runs")
     args = ap.parse_args()
     check_same_functions(args.tool)
     print("functions agree between bench_search and this script")
-    speed(args.tool)
+    if not args.skip_speed:
+        speed(args.tool)
     if not args.skip_quality:
-        quality(args.tool, args.seeds, args.trials, args.only)
+        quality(args.tool, args.seeds, args.trials, args.only, args.sampler, args.optuna_cache)
 
 
 if __name__ == "__main__":
