@@ -12,7 +12,11 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "ui/compare/compareplots.h"
+#include "ui/compare/studyviews.h"
+#include "ui/compare/studyworker.h"
 #include "ui/data/runlog.h"
 #include "ui/runs/runtablemodel.h"
 
@@ -42,7 +46,9 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
       m_history(new QCustomPlot(this)),
       m_intermediate(new QCustomPlot(this)),
       m_parallel(new QCustomPlot(this)),
-      m_slice(new QCustomPlot(this)) {
+      m_slice(new QCustomPlot(this)),
+      m_views(new compare::StudyViews(this)),
+      m_studyLoader(new compare::StudyLoader(this)) {
   m_direction->addItem(tr("minimize"), true);
   m_direction->addItem(tr("maximize"), false);
   m_direction->setToolTip(tr("Whether a lower or a higher objective is better"));
@@ -65,12 +71,23 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   grid->setContentsMargins(0, 0, 0, 0);
   grid->addWidget(m_history, 0, 0);
   grid->addWidget(m_intermediate, 0, 1);
-  grid->addWidget(m_parallel, 1, 0);
-  grid->addWidget(m_slice, 1, 1);
+  grid->addWidget(m_parallel, 0, 2);
+  grid->addWidget(m_slice, 0, 3);
+  grid->addWidget(m_views, 1, 0, 1, 4);
+  grid->setRowStretch(0, 1);
+  grid->setRowStretch(1, 1);
+  for (QCustomPlot* plot : {m_history, m_intermediate, m_parallel, m_slice})
+    plot->setMinimumHeight(200);
+  m_experiment->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  auto* bottom = new QSplitter(Qt::Horizontal, this);
+  bottom->addWidget(buildDiff());
+  bottom->addWidget(m_views->overlayChooser());
+  bottom->setStretchFactor(0, 3);
+  bottom->setStretchFactor(1, 1);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(plots);
-  splitter->addWidget(buildDiff());
-  splitter->setStretchFactor(0, 3);
+  splitter->addWidget(bottom);
+  splitter->setStretchFactor(0, 4);
   splitter->setStretchFactor(1, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
@@ -78,12 +95,15 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   layout->addWidget(splitter);
 
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
+  connect(m_studyLoader, &compare::StudyLoader::loaded, this, &ComparePanel::onStudy);
+  connect(m_views, &compare::StudyViews::overlayRunsChanged, this, &ComparePanel::requestStudy);
   connect(m_experiment, &QComboBox::currentIndexChanged, this, [this] {
     if (!m_filling) showSweep(m_experiment->currentData().toLongLong());
   });
   connect(m_direction, &QComboBox::currentIndexChanged, this, [this] {
     m_minimize = m_direction->currentData().toBool();
     redraw();
+    m_views->setData(m_sweep, m_study, m_minimize);
   });
   connect(m_sliceParam, &QComboBox::currentIndexChanged, this, [this] {
     if (!m_filling) redraw();
@@ -136,6 +156,27 @@ void ComparePanel::onSweep(const SweepData& sweep) {
   }
   redraw();
   updateDiff();
+  m_views->setData(m_sweep, m_study, m_minimize);
+  requestStudy();  // the run log changed: the study and the curves may have too
+}
+
+void ComparePanel::requestStudy() {
+  m_studyLoader->request(m_runLog.path(), m_sweep.experimentId, m_views->overlayRuns());
+}
+
+// Loaded once the study of the shown sweep and the overlay's curves have arrived.
+void ComparePanel::onStudy(const compare::StudyInfo& info) {
+  if (info.experimentId != m_sweep.experimentId) return;  // an answer for a previous sweep
+  m_study = info;
+  if (m_study.studyId >= 0 && !m_study.directions.isEmpty()) {
+    const bool minimize = m_study.directions.first() != QStringLiteral("maximize");
+    if (minimize != m_minimize) setMinimize(minimize);  // the study says which way is better
+  }
+  m_views->setData(m_sweep, m_study, m_minimize);
+  const QList<qint64> wanted = m_views->overlayRuns();
+  const bool complete = std::all_of(wanted.begin(), wanted.end(),
+                                    [this](qint64 id) { return m_study.lossCurves.contains(id); });
+  if (!complete) return requestStudy();
   if (!m_loaded) {
     m_loaded = true;
     emit loaded();

@@ -1,10 +1,12 @@
 // ComparePanel: the trials of one sweep (runs sharing an experiment) side by side: optimisation
 // history with best-so-far, intermediate values (pruned dimmed), parallel coordinates, a slice
-// plot of a chosen parameter, and a config diff of two chosen trials.
+// plot of a chosen parameter, and a config diff of two chosen trials; below them the study views
+// (StudyViews: contour, importance, Pareto front, loss overlay) fed by a StudyLoader.
 #pragma once
 
 #include <QWidget>
 
+#include "ui/compare/studyplots.h"
 #include "ui/data/runlogtypes.h"
 
 class QComboBox;
@@ -15,6 +17,10 @@ class QTableWidget;
 namespace shardscope::ui {
 
 class RunLog;
+namespace compare {
+class StudyLoader;
+class StudyViews;
+}  // namespace compare
 
 class ComparePanel : public QWidget {
   Q_OBJECT
@@ -41,12 +47,18 @@ class ComparePanel : public QWidget {
   QCustomPlot* intermediatePlot() const { return m_intermediate; }
   QCustomPlot* parallelPlot() const { return m_parallel; }
   QCustomPlot* slicePlot() const { return m_slice; }
+  /// Contour, importance, Pareto front and loss overlay.
+  compare::StudyViews* studyViews() const { return m_views; }
+  /// The study of the shown sweep as last read (studyId -1: the sweep is not a study).
+  const compare::StudyInfo& study() const { return m_study; }
 
  signals:
   void loaded();
 
  private:
   void onSweep(const SweepData& sweep);
+  void onStudy(const compare::StudyInfo& info);
+  void requestStudy();
   void redraw();
   void fillCombos();
   void updateDiff();
@@ -65,6 +77,9 @@ class ComparePanel : public QWidget {
   QCustomPlot* m_parallel = nullptr;
   QCustomPlot* m_slice = nullptr;
   QTableWidget* m_diff = nullptr;
+  compare::StudyViews* m_views = nullptr;
+  compare::StudyLoader* m_studyLoader = nullptr;
+  compare::StudyInfo m_study;
   bool m_minimize = true;
   bool m_loaded = false;
   bool m_filling = false;

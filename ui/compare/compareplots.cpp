@@ -22,6 +22,8 @@ QColor rankColor(double t) {
                           float(good.blueF() + t * (bad.blueF() - good.blueF())));
 }
 
+}  // namespace
+
 void resetPlot(QCustomPlot* plot) {
   plot->clearGraphs();
   plot->clearPlottables();
@@ -36,8 +38,6 @@ void placeholder(QCustomPlot* plot, const QString& text) {
   label->setText(text);
   label->setColor(QColor(0x80, 0x80, 0x80));
 }
-
-}  // namespace
 
 void setupPlot(QCustomPlot* plot, const QString& title) {
   plot->setBackground(Qt::white);

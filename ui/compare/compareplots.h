@@ -38,6 +38,10 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize);
 /// Returns how many points were drawn.
 int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param);
 
+/// Empties a plot (graphs, plottables, items) and gives its x axis a plain ticker again.
+void resetPlot(QCustomPlot* plot);
+/// A grey note in the middle of the axis rect ("No finished trial yet").
+void placeholder(QCustomPlot* plot, const QString& text);
 /// Styles a compare plot: white, light grid, a bold title row.
 void setupPlot(QCustomPlot* plot, const QString& title);
 

@@ -1,0 +1,247 @@
+#include "ui/compare/studyviews.h"
+
+#include <qcustomplot.h>
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QLoggingCategory>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "ui/compare/compareplots.h"
+
+Q_LOGGING_CATEGORY(lcStudyViews, "shardscope.ui.studyviews")
+
+namespace shardscope::ui::compare {
+
+namespace {
+constexpr int kDefaultOverlay = 3;  // trials overlaid before the user ticks any: the best three
+}  // namespace
+
+StudyViews::StudyViews(QWidget* parent)
+    : QWidget(parent),
+      m_contourX(new QComboBox(this)),
+      m_contourY(new QComboBox(this)),
+      m_paretoX(new QComboBox(this)),
+      m_paretoY(new QComboBox(this)),
+      m_contourPlot(new QCustomPlot(this)),
+      m_importancePlot(new QCustomPlot(this)),
+      m_paretoPlot(new QCustomPlot(this)),
+      m_overlayPlot(new QCustomPlot(this)) {
+  setupPlot(m_contourPlot, tr("Contour: objective over two parameters"));
+  setupPlot(m_importancePlot, tr("Parameter importance"));
+  setupPlot(m_paretoPlot, tr("Pareto front (red: not dominated)"));
+  setupPlot(m_overlayPlot, tr("Loss of the ticked trials"));
+  m_contourX->setToolTip(tr("Parameter on the contour's x axis"));
+  m_contourY->setToolTip(tr("Parameter on the contour's y axis"));
+  m_paretoX->setToolTip(tr("Objective on the Pareto plot's x axis"));
+  m_paretoY->setToolTip(tr("Objective on the Pareto plot's y axis"));
+
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(tr("Contour"), this));
+  bar->addWidget(m_contourX);
+  bar->addWidget(new QLabel(tr("×"), this));
+  bar->addWidget(m_contourY);
+  bar->addSpacing(16);
+  bar->addWidget(new QLabel(tr("Pareto"), this));
+  bar->addWidget(m_paretoX);
+  bar->addWidget(new QLabel(tr("vs"), this));
+  bar->addWidget(m_paretoY);
+  bar->addStretch(1);
+  auto* grid = new QGridLayout;
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->addWidget(m_contourPlot, 0, 0);
+  grid->addWidget(m_importancePlot, 0, 1);
+  grid->addWidget(m_paretoPlot, 0, 2);
+  grid->addWidget(m_overlayPlot, 0, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(bar);
+  layout->addLayout(grid, 1);
+
+  m_chooser = new QWidget(this);
+  m_trialList = new QListWidget(m_chooser);
+  m_trialList->setToolTip(tr("Tick trials to overlay their training loss"));
+  auto* chooserLayout = new QVBoxLayout(m_chooser);
+  chooserLayout->setContentsMargins(0, 0, 0, 0);
+  chooserLayout->addWidget(new QLabel(tr("Overlay trials (best first)"), m_chooser));
+  chooserLayout->addWidget(m_trialList);
+
+  for (QCustomPlot* plot : {m_contourPlot, m_importancePlot, m_paretoPlot, m_overlayPlot})
+    plot->setMinimumHeight(200);
+  for (QComboBox* combo : {m_contourX, m_contourY, m_paretoX, m_paretoY}) {
+    combo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    connect(combo, &QComboBox::currentIndexChanged, this, [this] {
+      if (!m_filling) redraw();
+    });
+  }
+  connect(m_trialList, &QListWidget::itemChanged, this, [this] {
+    if (m_filling) return;
+    m_overlayChosen = true;
+    emit overlayRunsChanged();
+    redraw();
+  });
+}
+
+bool StudyViews::minimizeObjective(int index) const {
+  if (index >= 0 && index < m_study.directions.size() && m_study.studyId >= 0)
+    return m_study.directions[index] != QStringLiteral("maximize");
+  return m_minimize;
+}
+
+void StudyViews::setData(const SweepData& sweep, const StudyInfo& study, bool minimize) {
+  if (sweep.experimentId != m_sweep.experimentId) m_overlayChosen = false;
+  m_sweep = sweep;
+  m_study = study.experimentId == sweep.experimentId ? study : StudyInfo{};
+  m_minimize = m_study.studyId >= 0 && !m_study.directions.isEmpty()
+                   ? m_study.directions.first() != QStringLiteral("maximize")
+                   : minimize;
+  m_trials = finishedTrials(m_sweep, m_study);
+  // Best first, by the first objective: the order of the overlay list.
+  std::stable_sort(m_trials.begin(), m_trials.end(), [this](const auto& a, const auto& b) {
+    return m_minimize ? a.values[0] < b.values[0] : a.values[0] > b.values[0];
+  });
+  fillChoosers();
+  redraw();
+}
+
+void StudyViews::fillChoosers() {
+  m_filling = true;
+  QStringList params;
+  for (const TrialPoint& t : std::as_const(m_trials)) {
+    for (const QString& key : t.params.keys())
+      if (!params.contains(key)) params.append(key);
+  }
+  params.sort();
+  const QString keepX = m_contourX->currentText();
+  const QString keepY = m_contourY->currentText();
+  m_contourX->clear();
+  m_contourY->clear();
+  m_contourX->addItems(params);
+  m_contourY->addItems(params);
+  // Default: the two most important parameters.
+  const QString objectiveName =
+      m_study.studyId >= 0 ? m_study.objectives.value(0) : m_sweep.objectiveKey;
+  m_importance = importance(m_trials, m_study.config, objectiveName, m_minimize);
+  QStringList ranked = params;
+  if (m_importance) {
+    ranked.clear();
+    for (const Importance& i : *m_importance) ranked.append(i.name);
+  }
+  const QString x = params.contains(keepX) ? keepX : ranked.value(0);
+  QString y = params.contains(keepY) && keepY != x ? keepY : ranked.value(1);
+  m_contourX->setCurrentIndex(m_contourX->findText(x));
+  m_contourY->setCurrentIndex(m_contourY->findText(y));
+
+  const QStringList objectives =
+      m_study.studyId >= 0 ? m_study.objectives : QStringList{m_sweep.objectiveKey};
+  // The same objectives keep the user's choice; new ones start as the first two.
+  QStringList shown;
+  for (int i = 0; i < m_paretoX->count(); ++i) shown.append(m_paretoX->itemText(i));
+  const bool sameObjectives = shown == objectives;
+  for (QComboBox* combo : {m_paretoX, m_paretoY}) {
+    const int keep = combo->currentIndex();
+    const int fresh = combo == m_paretoX ? 0 : std::min(1, int(objectives.size()) - 1);
+    combo->clear();
+    combo->addItems(objectives);
+    combo->setCurrentIndex(sameObjectives && keep >= 0 ? keep : fresh);
+  }
+  m_paretoX->setEnabled(objectives.size() > 1);
+  m_paretoY->setEnabled(objectives.size() > 1);
+
+  const QList<qint64> ticked = overlayRuns();
+  m_trialList->clear();
+  for (qsizetype i = 0; i < m_trials.size(); ++i) {
+    const TrialPoint& t = m_trials[i];
+    QStringList values;
+    for (double v : t.values) values.append(QString::number(v, 'g', 4));
+    auto* item = new QListWidgetItem(QStringLiteral("%1  (%2)").arg(t.label, values.join(", ")));
+    item->setData(Qt::UserRole, t.runId);
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    const bool on = m_overlayChosen ? ticked.contains(t.runId) : i < kDefaultOverlay;
+    item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+    m_trialList->addItem(item);
+  }
+  m_filling = false;
+}
+
+QList<qint64> StudyViews::overlayRuns() const {
+  QList<qint64> ids;
+  for (int row = 0; row < m_trialList->count(); ++row) {
+    const QListWidgetItem* item = m_trialList->item(row);
+    if (item->checkState() == Qt::Checked) ids.append(item->data(Qt::UserRole).toLongLong());
+  }
+  return ids;
+}
+
+void StudyViews::setOverlayRuns(const QList<qint64>& runIds) {
+  m_filling = true;
+  for (int row = 0; row < m_trialList->count(); ++row) {
+    QListWidgetItem* item = m_trialList->item(row);
+    const bool on = runIds.contains(item->data(Qt::UserRole).toLongLong());
+    item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+  }
+  m_filling = false;
+  m_overlayChosen = true;
+  emit overlayRunsChanged();
+  redraw();
+}
+
+void StudyViews::setContourParams(const QString& x, const QString& y) {
+  m_filling = true;
+  m_contourX->setCurrentIndex(m_contourX->findText(x));
+  m_contourY->setCurrentIndex(m_contourY->findText(y));
+  m_filling = false;
+  redraw();
+}
+
+void StudyViews::setParetoObjectives(int x, int y) {
+  m_filling = true;
+  m_paretoX->setCurrentIndex(x);
+  m_paretoY->setCurrentIndex(y);
+  m_filling = false;
+  redraw();
+}
+
+void StudyViews::redraw() {
+  const QString objectiveName = m_study.studyId >= 0 && !m_study.objectives.isEmpty()
+                                    ? m_study.objectives.first()
+                                    : m_sweep.objectiveKey;
+  m_contour = contourData(m_trials, m_contourX->currentText(), m_contourY->currentText());
+  drawContour(m_contourPlot, m_contour, m_minimize, objectiveName);
+  drawImportance(m_importancePlot, m_importance);
+  drawParetoView();
+  QHash<qint64, QString> names;
+  for (const TrialPoint& t : std::as_const(m_trials)) names.insert(t.runId, t.label);
+  m_overlayCurves = drawOverlay(m_overlayPlot, overlayRuns(), m_study.lossCurves, names);
+}
+
+void StudyViews::drawParetoView() {
+  m_paretoPoints.clear();
+  m_front.clear();
+  const int x = m_paretoX->currentIndex();
+  const int y = m_paretoY->currentIndex();
+  const int objectives = m_study.studyId >= 0 ? int(m_study.objectives.size()) : 1;
+  if (objectives < 2 || x < 0 || y < 0 || x == y) {
+    drawPareto(m_paretoPlot, {}, {}, QString(), QString(),
+               objectives < 2 ? tr("One objective: a Pareto front needs a study\n"
+                                   "with two (search.objectives)")
+                              : tr("Choose two different objectives"));
+    return;
+  }
+  for (const TrialPoint& t : std::as_const(m_trials)) {
+    if (int(t.values.size()) > std::max(x, y))
+      m_paretoPoints.append(QPointF(t.values[size_t(x)], t.values[size_t(y)]));
+  }
+  m_front = paretoFront(m_paretoPoints, minimizeObjective(x), minimizeObjective(y));
+  const auto axisName = [this](int i) {
+    return QStringLiteral("%1 (%2)").arg(m_study.objectives[i], m_study.directions.value(i));
+  };
+  drawPareto(m_paretoPlot, m_paretoPoints, m_front, axisName(x), axisName(y),
+             tr("No finished trial yet"));
+}
+
+}  // namespace shardscope::ui::compare

@@ -1,0 +1,73 @@
+// The Hosts panel's step-by-step check of one SSH host: resolve, connect, host key,
+// authenticate, trainer found, GPUs (nvidia-smi) and Slurm (sinfo). Plain functions over the
+// backend's SshConfig/SshSession/KnownHosts, run by HostWorker off the GUI thread; each step is
+// reported as soon as it is known.
+// TODO(lead): runHostCheck belongs in backend/ssh (the CLI's `hosts check` could then print the
+// same steps); it lives here because the move is outside this change's files.
+#pragma once
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+#include <optional>
+
+namespace shardscope::ui {
+
+/// One step of a host check and how it went.
+struct CheckStep {
+  enum class State {
+    running,       ///< started, no answer yet
+    passed,        ///< green
+    failed,        ///< red: the host cannot run trials until this is fixed
+    notAvailable,  ///< grey: absent but not a fault of the host (no GPU, no Slurm)
+    skipped        ///< not tried because an earlier step failed
+  };
+  QString id;     ///< "resolve", "connect", "hostkey", "auth", "trainer", "gpus", "slurm"
+  QString title;  ///< what the user reads
+  State state = State::running;
+  QString detail;  ///< the answer, or the error with its fix
+};
+
+/// What to check and with which files.
+struct HostCheckRequest {
+  QString alias;           ///< ~/.ssh/config alias or host name (user@host ok)
+  QString sshConfigPath;   ///< empty: ~/.ssh/config
+  QString knownHostsPath;  ///< empty: ~/.ssh/known_hosts
+  QString trainer = QStringLiteral("shardtrain");  ///< program (or path) looked up remotely
+};
+
+/// The key a host offered that known_hosts does not vouch for: what the fingerprint dialog shows.
+struct HostKeyOffer {
+  QString alias;
+  QString address;  ///< host:port as connected
+  QString keyType;  ///< "ssh-ed25519", ...
+  QString fingerprint;
+  QString message;       ///< the known-hosts verdict, with what to do
+  bool changed = false;  ///< the key differs from a trusted one (possible attack): no trust button
+};
+
+/// The result of a whole check.
+struct HostCheckOutcome {
+  bool ok = false;  ///< every required step passed (GPUs and Slurm are optional)
+  std::optional<HostKeyOffer> offer;
+  QString hostKey;         ///< "ssh-ed25519 SHA256:..." when known_hosts vouches for it
+  QStringList gpus;        ///< "0: NVIDIA A100 (81920 MiB)"
+  QStringList partitions;  ///< "debug* up 1 node(s)"
+};
+
+/// The steps in order (for a list shown before the check starts).
+QList<CheckStep> hostCheckSteps();
+/// Runs every step, calling `report` with each step's result as soon as it is known.
+HostCheckOutcome runHostCheck(const HostCheckRequest& request,
+                              const std::function<void(const CheckStep&)>& report);
+/// "passed", "failed", "not available", "skipped", "running".
+QString stateName(CheckStep::State state);
+
+}  // namespace shardscope::ui
+
+Q_DECLARE_METATYPE(shardscope::ui::CheckStep)
+Q_DECLARE_METATYPE(shardscope::ui::HostCheckRequest)
+Q_DECLARE_METATYPE(shardscope::ui::HostKeyOffer)
+Q_DECLARE_METATYPE(shardscope::ui::HostCheckOutcome)
