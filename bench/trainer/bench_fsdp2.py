@@ -9,6 +9,8 @@ optimizer, 2 Gloo ranks with one thread each. Configurations:
   c  shardtrain NO_SHARD, 2 ranks
   d  shardtrain, 1 process (no sharding, no collectives)
   e  PyTorch (same module, no wrapper), 1 process  (for the analysis: kernel cost without FSDP)
+  f  shardtrain FULL_SHARD, 2 ranks, a second binary (--baseline PATH): before/after a change,
+     measured in the same invocation as the others
 Each configuration runs --repeats times, alternating (the machine is shared and noisy); the table
 shows medians over repeats of per-run medians over the steps after --warmup. Figures, not a test.
 See README.md for what is measured and the formulas.
@@ -44,6 +46,7 @@ CONFIGS = {
     "c": ("shardtrain NO_SHARD", "shardtrain", 2, "NO_SHARD"),
     "d": ("shardtrain 1 process", "shardtrain", 1, "NO_SHARD"),
     "e": ("PyTorch 1 process", "peer", 1, "none"),
+    "f": ("baseline FULL_SHARD", "baseline", 2, "FULL_SHARD"),
 }
 LR, WEIGHT_DECAY, GRAD_CLIP, SEED = 3e-4, 0.1, 1.0, 1234
 
@@ -188,8 +191,9 @@ def run_one(args, key, size, s, work, tag):
     shutil.rmtree(run_dir, ignore_errors=True)
     data = os.path.join(work, f"{size}.jsonl")
     env = {"SHARDSCOPE_PEAK_FLOPS": repr(args.peak_flops)}
-    if prog == "shardtrain":
-        cmd = [args.shardtrain_copy, "train", os.path.join(work, f"{size}.toml"),
+    if prog in ("shardtrain", "baseline"):
+        binary = args.shardtrain_copy if prog == "shardtrain" else args.baseline_copy
+        cmd = [binary, "train", os.path.join(work, f"{size}.toml"),
                "--set", f"shard.strategy={mode}"]
     else:
         cmd = [args.python, os.path.join(HERE, "fsdp2_peer.py"), "--data", data,
@@ -297,6 +301,8 @@ def print_table(args, results):
                 ("comm bytes FULL_SHARD / NO_SHARD", "a", "c", "comm_bytes", "~1.5"),
                 ("comm bytes shardtrain / " + peer, "a", "b", "comm_bytes", "~1.0"),
                 ("tokens/s shardtrain 1 proc / PyTorch 1 proc", "d", "e", "tokens_per_s", "-"),
+                (f"tokens/s baseline / {peer}", "f", "b", "tokens_per_s", "-"),
+                ("tokens/s shardtrain / baseline", "a", "f", "tokens_per_s", "-"),
                 ("tokens/s FULL_SHARD 2 ranks / 1 process", "a", "d", "tokens_per_s", "-")):
             v = ratio(rows, a, b, field)
             if v is not None:
@@ -319,6 +325,8 @@ def parse_args(argv):
                    help="GEMM peak FLOP/s per thread for MFU (default: measured once here)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     p.add_argument("--json", default="", help="also write the results to this file")
+    p.add_argument("--baseline", default="",
+                   help="another shardtrain binary, run as configuration f (before/after)")
     return p.parse_args(argv)
 
 
@@ -328,9 +336,14 @@ def main(argv):
     # A private copy: a rebuild of build/bin/shardtrain during the runs cannot mix binaries.
     args.shardtrain_copy = os.path.join(args.work, "shardtrain")
     shutil.copy2(args.shardtrain, args.shardtrain_copy)
+    args.baseline_copy = os.path.join(args.work, "shardtrain-baseline")
+    if args.baseline:
+        shutil.copy2(args.baseline, args.baseline_copy)
     if not args.peak_flops:
         args.peak_flops = max(measure_peak_flops(args.python) for _ in range(3))
     keys = [k for k in args.configs.split(",") if k]
+    if "f" in keys and not args.baseline:
+        raise SystemExit("configuration f needs --baseline PATH (a second shardtrain binary)")
     sizes = [z for z in args.sizes.split(",") if z]
     for size in sizes + ["null"]:
         s = dict(SIZES[size])

@@ -1,7 +1,9 @@
 // Sharded AdamW: each rank updates only its fp32 master shards with its sharded gradients, so
 // optimizer state is sharded like the parameters (ZeRO). Decoupled weight decay applies per
 // contiguous decayed range of the shard (never on norms, biases or padding). The update is
-// torch.optim.AdamW's, op for op.
+// torch.optim.AdamW's arithmetic, element for element in fp32; on CPU fp32 shards it runs as one
+// fused pass per shard (each element's parameter, gradient and moments read and written once)
+// instead of one pass per op.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <array>
 #include <cmath>
 
 #include "trainer/run/fatal.h"
@@ -159,6 +160,33 @@ std::string dtype_name(at::ScalarType t) {
     default:
       return "float32";
   }
+}
+
+// Sum of squares of a gradient in double precision. A contiguous fp32 CPU tensor is read once,
+// without temporaries (four double accumulators over its elements); others go through ops in
+// chunks, so the double-precision copies stay small next to the gradients.
+double sum_squares(const at::Tensor& t) {
+  if (t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous()) {
+    const float* x = t.const_data_ptr<float>();
+    const std::int64_t n = t.numel();
+    std::array<double, 4> acc{};
+    std::int64_t i = 0;
+    // NOLINTBEGIN(cppcoreguidelines-pro-bounds-pointer-arithmetic)
+    for (; i + 4 <= n; i += 4)
+      for (std::size_t k = 0; k < 4; ++k) {
+        const auto v = static_cast<double>(x[i + static_cast<std::int64_t>(k)]);
+        acc[k] += v * v;
+      }
+    for (; i < n; ++i) acc[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    // NOLINTEND(cppcoreguidelines-pro-bounds-pointer-arithmetic)
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  }
+  constexpr std::int64_t kChunk = 1 << 20;
+  double total = 0;
+  for (std::int64_t b = 0; b < t.numel(); b += kChunk)
+    total +=
+        t.narrow(0, b, std::min(kChunk, t.numel() - b)).to(at::kDouble).pow(2).sum().item<double>();
+  return total;
 }
 
 }  // namespace
@@ -608,17 +636,10 @@ void ShardEngine::reset_micro_state() {
 }
 
 double ShardEngine::grad_norm() {
-  auto total = at::zeros({1}, at::kDouble);
-  // In chunks, so the double-precision temporaries stay small next to the gradients.
-  constexpr std::int64_t kChunk = 1 << 20;
-  for (auto* flat : trainable_flats()) {
-    if (!flat->grad.defined()) continue;
-    for (std::int64_t b = 0; b < flat->grad.numel(); b += kChunk)
-      total += flat->grad.narrow(0, b, std::min(kChunk, flat->grad.numel() - b))
-                   .to(at::kDouble)
-                   .pow(2)
-                   .sum();
-  }
+  double local = 0;
+  for (auto* flat : trainable_flats())
+    if (flat->grad.defined()) local += sum_squares(flat->grad);
+  auto total = at::full({1}, local, at::kDouble);
   m_groups.shard->all_reduce_sum(total);
   return std::sqrt(total.item<double>());
 }
