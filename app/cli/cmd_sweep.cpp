@@ -60,7 +60,7 @@ std::string valuesText(const std::vector<double>& values) {
 class SweepLoop : public QObject {
  public:
   SweepLoop(Study& study, backend::TrialRunner& runner, backend::Scheduler& scheduler)
-      : m_study(study), m_runner(runner), m_scheduler(scheduler) {
+      : m_study(study), m_scheduler(scheduler) {
     m_clock.start();
     runner.setPruneCallback(
         [this](qint64 number, qint64 step, double value) { return judge(number, step, value); });
@@ -123,7 +123,6 @@ class SweepLoop : public QObject {
   }
 
   Study& m_study;
-  backend::TrialRunner& m_runner;
   backend::Scheduler& m_scheduler;
   QElapsedTimer m_clock;
   bool m_exhausted = false;

@@ -158,10 +158,10 @@ QStringList startLiveRuns(const QString& db, int n, int steps) {
   QStringList names;
   for (int i = 0; i < n; ++i) {
     QProcess p;
-    p.start(cli,
-            {"--db", db, "run", "--detach", SHARDSCOPE_SOURCE_DIR "/examples/demo.toml", "--set",
-             "launch.nproc_per_node=1", "--set", QString("train.max_steps=%1").arg(steps), "--set",
-             QString("train.seed=%1").arg(i + 1)});
+    const QString demo = QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/examples/demo.toml";
+    p.start(cli, {"--db", db, "run", "--detach", demo, "--set", "launch.nproc_per_node=1", "--set",
+                  QString("train.max_steps=%1").arg(steps), "--set",
+                  QString("train.seed=%1").arg(i + 1)});
     if (!p.waitForFinished(120000) || p.exitCode() != 0) {
       std::fprintf(stderr, "bench_dashboard: %s run failed: %s\n", qPrintable(cli),
                    p.readAllStandardError().constData());
@@ -243,8 +243,8 @@ int main(int argc, char** argv) {
     std::printf("made %s in %.1f s (%.0f MB)\n", qPrintable(db), timer.elapsed() / 1000.0,
                 double(QFileInfo(db).size()) / 1e6);
   }
-  std::vector<double> ms;
-  for (int r = 0; r < 3; ++r) ms.push_back(firstPaintMs(db));
+  std::vector<double> ms(3);
+  for (double& m : ms) m = firstPaintMs(db);
   std::printf("first paint: median %.0f ms of 3 (%.0f, %.0f, %.0f) (target < 1000 ms)\n",
               median(ms), ms[0], ms[1], ms[2]);
 

@@ -583,7 +583,7 @@ int run_export(TrainOptions options) {
   return run_train(options);
 }
 
-int run_generate(TrainOptions options) {
+int run_generate(const TrainOptions& options) {
   SHARD_CHECK(!options.generate_out.empty(), ErrorKind::config, "generate needs --out FILE",
               "shardtrain generate CONFIG --out FILE [--checkpoint DIR|auto]");
   return run_train(options);

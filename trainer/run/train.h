@@ -32,6 +32,6 @@ int run_export(TrainOptions options);
 /// train) generates the answers of its share of data.eval_path with [eval]'s generation fields
 /// under the configured sharding and writes one JSON line per sample to FILE (FILE.rank-N on
 /// other ranks); the `done` objective is the exact-match rate of all ranks.
-int run_generate(TrainOptions options);
+int run_generate(const TrainOptions& options);
 
 }  // namespace shardscope::trainer

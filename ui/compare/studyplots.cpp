@@ -96,8 +96,10 @@ void setAxisTicks(QCPAxis* axis, const ParamAxis& p, double lo, double hi) {
   } else if (p.log) {
     // Coordinates are log10(value): label the decades with the values themselves.
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    for (double d = std::ceil(lo); d <= std::floor(hi); d += 1.0)
-      ticker->addTick(d, QString::number(std::pow(10.0, d), 'g', 3));
+    const auto first = static_cast<int>(std::ceil(lo));
+    const auto last = static_cast<int>(std::floor(hi));
+    for (int d = first; d <= last; ++d)
+      ticker->addTick(double(d), QString::number(std::pow(10.0, d), 'g', 3));
     axis->setTicker(ticker);
   } else {
     axis->setTicker(QSharedPointer<QCPAxisTicker>::create());
