@@ -215,6 +215,7 @@ void liveLatency(const QString& folder, int seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure shows as soon as it is measured
   QApplication app(argc, argv);
   QCommandLineParser parser;
   const QCommandLineOption dbOpt("db", "Big run log to make or reuse.", "FILE");
