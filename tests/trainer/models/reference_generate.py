@@ -26,16 +26,10 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLIm
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import reference_forward as rf  # noqa: E402
+from reference_models import FAILURES, check  # noqa: E402
 
 NEW_TOKENS = 8
-FAILURES = []
 LAST_ANSWERS = {}  # index -> answer line of the last run
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
 
 
 def eval_rows(vision):
