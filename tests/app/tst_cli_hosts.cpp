@@ -1,8 +1,11 @@
 // `shardscope-cli hosts add|ls|check|trust` against the real sshd fixture: an unknown host is
 // refused (by `check` and by an ssh `run`) with its fingerprint and the way to trust it; `trust`
 // accepts only the fingerprint the host offers (as `ssh-keygen -lf` prints it); then `check` is
-// ok; a changed key is a hard failure with the attack warning.
+// ok; a changed key is a hard failure with the attack warning. `check --steps` runs the Hosts
+// panel's diagnostics (backend/ssh/hostcheck) and prints each step.
 #include <QJsonArray>
+#include <QJsonObject>
+#include <QMap>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -20,6 +23,13 @@ class TestCliHosts : public QObject {
   QString knownHosts() const { return m_dir.filePath("home/.ssh/known_hosts"); }
   Run hosts(const QStringList& args) {
     return cli(QStringList{"--db", db(), "hosts"} + args, m_env);
+  }
+  // `hosts check --steps --json`: {step id: state}, and the whole document.
+  QMap<QString, QString> stepStates(const Run& run) {
+    QMap<QString, QString> states;
+    for (const auto& step : json(run.out)["steps"].toArray())
+      states[step.toObject()["id"].toString()] = step.toObject()["state"].toString();
+    return states;
   }
 
  private slots:
@@ -48,6 +58,16 @@ class TestCliHosts : public QObject {
     QCOMPARE(check.exitCode, 1);
     QVERIFY2(check.out.contains(fingerprint), qPrintable(check.out + check.err));
     QVERIFY2(check.out.contains("hosts trust gpu1 " + fingerprint), qPrintable(check.out));
+
+    // Every step: the connection works, the key is not vouched for, so nothing logs in.
+    const Run steps = cli({"--db", db(), "--json", "hosts", "check", "gpu1", "--steps"}, m_env);
+    QCOMPARE(steps.exitCode, 1);
+    const auto states = stepStates(steps);
+    QCOMPARE(states.value("resolve"), QString("passed"));
+    QCOMPARE(states.value("connect"), QString("passed"));
+    QCOMPARE(states.value("hostkey"), QString("failed"));
+    QCOMPARE(states.value("auth"), QString("skipped"));
+    QCOMPARE(json(steps.out)["offered"].toObject()["fingerprint"].toString(), fingerprint);
 
     // An ssh run to the unknown host starts nothing and says how to trust it.
     const QString exp = m_dir.filePath("remote.toml");
@@ -84,6 +104,26 @@ class TestCliHosts : public QObject {
     const QJsonArray listed =
         json(cli({"--db", db(), "--json", "hosts", "ls"}, m_env).out)["hosts"].toArray();
     QCOMPARE(listed[0].toObject()["fingerprint"].toString(), fingerprint);
+
+    // Trusted: every required step passes, the trainer is found where --trainer says.
+    const QString trainer = m_dir.filePath("bin/shardtrain");
+    QVERIFY(QDir().mkpath(m_dir.filePath("bin")));
+    QVERIFY(writeAll(trainer, "#!/bin/sh\necho shardtrain\n"));
+    QVERIFY(QFile(trainer).setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner |
+                                          QFileDevice::ExeOwner));
+    const Run steps = cli(
+        {"--db", db(), "--json", "hosts", "check", "gpu1", "--steps", "--trainer", trainer}, m_env);
+    QVERIFY2(steps.exitCode == 0, qPrintable(steps.out + steps.err));
+    const auto states = stepStates(steps);
+    for (const char* id : {"resolve", "connect", "hostkey", "auth", "trainer"})
+      QVERIFY2(states.value(id) == "passed", qPrintable(QString(id) + ": " + steps.out));
+    QCOMPARE(states.value("gpus"), QString("not available"));  // no nvidia-smi here
+    QVERIFY2(json(steps.out)["host_key"].toString().contains(fingerprint), qPrintable(steps.out));
+    // The text form prints one line per step as it ends.
+    const Run text = hosts({"check", "gpu1", "--steps", "--trainer", "no-such-trainer"});
+    QCOMPARE(text.exitCode, 1);
+    QVERIFY2(text.out.count('\n') >= 7 && text.out.contains("not on the remote PATH"),
+             qPrintable(text.out));
   }
 
   void changedKeyIsAHardFailureWithTheWarning() {

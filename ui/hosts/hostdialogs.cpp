@@ -79,8 +79,8 @@ QString AddHostDialog::hostName() const { return m_hostName->text().trimmed(); }
 QString AddHostDialog::user() const { return m_user->text().trimmed(); }
 int AddHostDialog::port() const { return m_port->value(); }
 
-FingerprintDialog::FingerprintDialog(const HostKeyOffer& offer, const QString& knownHostsPath,
-                                     QWidget* parent)
+FingerprintDialog::FingerprintDialog(const backend::HostKeyOffer& offer,
+                                     const QString& knownHostsPath, QWidget* parent)
     : QDialog(parent), m_offer(offer) {
   setWindowTitle(offer.changed ? tr("Host key CHANGED: %1").arg(offer.alias)
                                : tr("Unknown host key: %1").arg(offer.alias));

@@ -4,8 +4,8 @@
 
 #include <QDialog>
 
+#include "backend/ssh/hostcheck.h"
 #include "backend/ssh/sshconfig.h"
-#include "ui/hosts/hostcheck.h"
 
 class QComboBox;
 class QLabel;
@@ -47,14 +47,14 @@ class FingerprintDialog : public QDialog {
   Q_OBJECT
 
  public:
-  FingerprintDialog(const HostKeyOffer& offer, const QString& knownHostsPath,
+  FingerprintDialog(const backend::HostKeyOffer& offer, const QString& knownHostsPath,
                     QWidget* parent = nullptr);
-  const HostKeyOffer& offer() const { return m_offer; }
+  const backend::HostKeyOffer& offer() const { return m_offer; }
   QPushButton* trustButton() const { return m_trust; }
   QPushButton* rejectButton() const { return m_reject; }
 
  private:
-  HostKeyOffer m_offer;
+  backend::HostKeyOffer m_offer;
   QPushButton* m_trust = nullptr;
   QPushButton* m_reject = nullptr;
 };

@@ -23,33 +23,33 @@ namespace shardscope::ui {
 namespace {
 
 // Background and text colour of a step's state: green, red, grey, amber, pale.
-QPair<QColor, QColor> stateColours(CheckStep::State state) {
+QPair<QColor, QColor> stateColours(backend::CheckStep::State state) {
   switch (state) {
-    case CheckStep::State::passed:
+    case backend::CheckStep::State::passed:
       return {QColor(0xd4, 0xed, 0xda), QColor(0x15, 0x57, 0x24)};
-    case CheckStep::State::failed:
+    case backend::CheckStep::State::failed:
       return {QColor(0xf8, 0xd7, 0xda), QColor(0x72, 0x1c, 0x24)};
-    case CheckStep::State::notAvailable:
+    case backend::CheckStep::State::notAvailable:
       return {QColor(0xe9, 0xec, 0xef), QColor(0x38, 0x3d, 0x41)};
-    case CheckStep::State::running:
+    case backend::CheckStep::State::running:
       return {QColor(0xff, 0xf3, 0xcd), QColor(0x85, 0x64, 0x04)};
-    case CheckStep::State::skipped:
+    case backend::CheckStep::State::skipped:
       break;
   }
   return {QColor(0xf8, 0xf9, 0xfa), QColor(0x6c, 0x75, 0x7d)};
 }
 
-QString stateMark(CheckStep::State state) {
+QString stateMark(backend::CheckStep::State state) {
   switch (state) {
-    case CheckStep::State::passed:
+    case backend::CheckStep::State::passed:
       return QStringLiteral("✔ ");
-    case CheckStep::State::failed:
+    case backend::CheckStep::State::failed:
       return QStringLiteral("✖ ");
-    case CheckStep::State::notAvailable:
+    case backend::CheckStep::State::notAvailable:
       return QStringLiteral("– ");
-    case CheckStep::State::running:
+    case backend::CheckStep::State::running:
       return QStringLiteral("… ");
-    case CheckStep::State::skipped:
+    case backend::CheckStep::State::skipped:
       break;
   }
   return {};
@@ -230,7 +230,7 @@ void HostsPanel::rebuildTable() {
   m_check->setEnabled(m_table->rowCount() > 0 && m_checking.isEmpty());
 }
 
-HostCheckRequest HostsPanel::request(const QString& alias) const {
+backend::HostCheckRequest HostsPanel::request(const QString& alias) const {
   return {alias, m_sshConfigPath, m_knownHostsPath,
           m_trainerName.isEmpty() ? QStringLiteral("shardtrain") : m_trainerName};
 }
@@ -241,8 +241,8 @@ bool HostsPanel::checkHost(const QString& alias) {
   m_check->setEnabled(false);
   m_stepStates.clear();
   m_steps->setRowCount(0);
-  for (const CheckStep& s : hostCheckSteps()) {
-    CheckStep waiting = s;
+  for (const backend::CheckStep& s : backend::hostCheckSteps()) {
+    backend::CheckStep waiting = s;
     waiting.detail = tr("waiting");
     showStep(waiting);
   }
@@ -251,9 +251,9 @@ bool HostsPanel::checkHost(const QString& alias) {
   return true;
 }
 
-CheckStep HostsPanel::step(const QString& id) const { return m_stepStates.value(id); }
+backend::CheckStep HostsPanel::step(const QString& id) const { return m_stepStates.value(id); }
 
-void HostsPanel::showStep(const CheckStep& s) {
+void HostsPanel::showStep(const backend::CheckStep& s) {
   m_stepStates.insert(s.id, s);
   int r = 0;
   while (r < m_steps->rowCount() && m_steps->item(r, 0)->data(Qt::UserRole).toString() != s.id) ++r;
@@ -261,7 +261,7 @@ void HostsPanel::showStep(const CheckStep& s) {
   const auto [background, foreground] = stateColours(s.state);
   auto* title = cell(s.title);
   title->setData(Qt::UserRole, s.id);
-  auto* result = cell(stateMark(s.state) + stateName(s.state));
+  auto* result = cell(stateMark(s.state) + backend::stateName(s.state));
   result->setData(Qt::UserRole, int(s.state));
   auto* detail = cell(s.detail);
   for (QTableWidgetItem* item : {title, result, detail}) {
@@ -274,16 +274,16 @@ void HostsPanel::showStep(const CheckStep& s) {
   m_steps->resizeRowToContents(r);
 }
 
-void HostsPanel::onStep(const QString& alias, const CheckStep& s) {
+void HostsPanel::onStep(const QString& alias, const backend::CheckStep& s) {
   if (alias == m_checking) showStep(s);
 }
 
-void HostsPanel::onFinished(const QString& alias, const HostCheckOutcome& outcome) {
+void HostsPanel::onFinished(const QString& alias, const backend::HostCheckOutcome& outcome) {
   if (alias != m_checking) return;
   // Steps never reached stay visible as skipped, so the user sees where the check stopped.
-  for (const CheckStep& s : hostCheckSteps()) {
+  for (const backend::CheckStep& s : backend::hostCheckSteps()) {
     if (m_stepStates.value(s.id).detail == tr("waiting")) {
-      CheckStep skipped = s;
+      backend::CheckStep skipped = s;
       skipped.detail = tr("not tried: an earlier step failed");
       showStep(skipped);
     }
@@ -306,7 +306,7 @@ void HostsPanel::onFinished(const QString& alias, const HostCheckOutcome& outcom
   emit checkFinished(alias, outcome.ok);
 }
 
-void HostsPanel::onKeyOffered(const HostKeyOffer& offer) {
+void HostsPanel::onKeyOffered(const backend::HostKeyOffer& offer) {
   const QString knownHosts = m_knownHostsPath.isEmpty()
                                  ? QString::fromStdString(backend::KnownHosts::defaultPath())
                                  : m_knownHostsPath;
@@ -319,7 +319,7 @@ void HostsPanel::onKeyOffered(const HostKeyOffer& offer) {
     m_jobs->trust(request(offer.alias), offer.fingerprint, m_runLog.path());
   });
   connect(dialog, &QDialog::rejected, this, [this, offer] {
-    CheckStep s = m_stepStates.value(QStringLiteral("hostkey"));
+    backend::CheckStep s = m_stepStates.value(QStringLiteral("hostkey"));
     s.detail = tr("Key %1 rejected: known_hosts left unchanged").arg(offer.fingerprint);
     showStep(s);
   });

@@ -9,9 +9,9 @@
 #include <QPointer>
 #include <QWidget>
 
+#include "backend/ssh/hostcheck.h"
 #include "backend/ssh/sshconfig.h"
 #include "ui/data/runlogtypes.h"
-#include "ui/hosts/hostcheck.h"
 
 class QLabel;
 class QLineEdit;
@@ -40,7 +40,7 @@ class HostsPanel : public QWidget {
   bool checkHost(const QString& alias);
   bool isChecking() const { return !m_checking.isEmpty(); }
   /// The last state of step `id` of the shown check (see hostCheckSteps()).
-  CheckStep step(const QString& id) const;
+  backend::CheckStep step(const QString& id) const;
 
   bool isLoaded() const { return m_loaded; }
   /// Host rows: alias, address, from, host key, last check, GPUs, Slurm.
@@ -77,14 +77,14 @@ class HostsPanel : public QWidget {
     QString slurm;
   };
   void onHosts(const QVector<HostSummary>& hosts);
-  void onStep(const QString& alias, const CheckStep& step);
-  void onFinished(const QString& alias, const HostCheckOutcome& outcome);
-  void onKeyOffered(const HostKeyOffer& offer);
+  void onStep(const QString& alias, const backend::CheckStep& step);
+  void onFinished(const QString& alias, const backend::HostCheckOutcome& outcome);
+  void onKeyOffered(const backend::HostKeyOffer& offer);
   void openAddDialog();
   void reloadConfig();
   void rebuildTable();
-  void showStep(const CheckStep& step);
-  HostCheckRequest request(const QString& alias) const;
+  void showStep(const backend::CheckStep& step);
+  backend::HostCheckRequest request(const QString& alias) const;
   Row& row(const QString& alias);
 
   RunLog& m_runLog;
@@ -94,7 +94,7 @@ class HostsPanel : public QWidget {
   QString m_knownHostsPath;
   QString m_trainerName = QStringLiteral("shardtrain");
   QList<Row> m_rows;
-  QHash<QString, CheckStep> m_stepStates;
+  QHash<QString, backend::CheckStep> m_stepStates;
   QString m_checking;  // alias being checked; empty: none
   QTableWidget* m_table = nullptr;
   QTableWidget* m_steps = nullptr;

@@ -23,15 +23,15 @@ Result<void> writeHost(const QString& dbPath, const backend::HostRecord& host, b
 
 }  // namespace
 
-void HostWorker::check(const HostCheckRequest& request) {
+void HostWorker::check(const backend::HostCheckRequest& request) {
   qCInfo(lcHostWorker, "checking %s", qPrintable(request.alias));
-  const HostCheckOutcome outcome =
-      runHostCheck(request, [&](const CheckStep& step) { emit stepReported(request.alias, step); });
+  const backend::HostCheckOutcome outcome = backend::runHostCheck(
+      request, [&](const backend::CheckStep& step) { emit stepReported(request.alias, step); });
   if (outcome.offer) emit keyOffered(*outcome.offer);
   emit checkFinished(request.alias, outcome);
 }
 
-void HostWorker::trust(const HostCheckRequest& request, const QString& fingerprint,
+void HostWorker::trust(const backend::HostCheckRequest& request, const QString& fingerprint,
                        const QString& dbPath) {
   auto config = backend::SshConfig::load(request.sshConfigPath.toStdString());
   if (!config) {
@@ -64,9 +64,9 @@ void HostWorker::save(const backend::HostRecord& host, const QString& dbPath) {
 }
 
 HostJobs::HostJobs(QObject* parent) : QObject(parent), m_worker(new HostWorker) {
-  qRegisterMetaType<CheckStep>();
-  qRegisterMetaType<HostKeyOffer>();
-  qRegisterMetaType<HostCheckOutcome>();
+  qRegisterMetaType<backend::CheckStep>();
+  qRegisterMetaType<backend::HostKeyOffer>();
+  qRegisterMetaType<backend::HostCheckOutcome>();
   m_worker->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
   m_thread.setObjectName(QStringLiteral("host-checks"));
@@ -78,11 +78,11 @@ HostJobs::~HostJobs() {
   m_thread.wait();
 }
 
-void HostJobs::check(const HostCheckRequest& request) {
+void HostJobs::check(const backend::HostCheckRequest& request) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, request] { w->check(request); });
 }
 
-void HostJobs::trust(const HostCheckRequest& request, const QString& fingerprint,
+void HostJobs::trust(const backend::HostCheckRequest& request, const QString& fingerprint,
                      const QString& dbPath) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, request, fingerprint, dbPath] {
     w->trust(request, fingerprint, dbPath);

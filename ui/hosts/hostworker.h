@@ -6,8 +6,8 @@
 #include <QObject>
 #include <QThread>
 
+#include "backend/ssh/hostcheck.h"
 #include "backend/store/runrecords.h"
-#include "ui/hosts/hostcheck.h"
 
 namespace shardscope::ui {
 
@@ -16,17 +16,18 @@ class HostWorker : public QObject {
 
  public:
   /// The step-by-step check; reports each step, then the key offer (if any), then finished.
-  void check(const HostCheckRequest& request);
+  void check(const backend::HostCheckRequest& request);
   /// Adds the key the host offers to known_hosts when its fingerprint is `fingerprint`, and
   /// records the trust in the run log at `dbPath` (skipped when empty).
-  void trust(const HostCheckRequest& request, const QString& fingerprint, const QString& dbPath);
+  void trust(const backend::HostCheckRequest& request, const QString& fingerprint,
+             const QString& dbPath);
   /// Saves `host` in the run log at `dbPath`.
   void save(const backend::HostRecord& host, const QString& dbPath);
 
  signals:
-  void stepReported(const QString& alias, const shardscope::ui::CheckStep& step);
-  void keyOffered(const shardscope::ui::HostKeyOffer& offer);
-  void checkFinished(const QString& alias, const shardscope::ui::HostCheckOutcome& outcome);
+  void stepReported(const QString& alias, const shardscope::backend::CheckStep& step);
+  void keyOffered(const shardscope::backend::HostKeyOffer& offer);
+  void checkFinished(const QString& alias, const shardscope::backend::HostCheckOutcome& outcome);
   void trustFinished(const QString& alias, bool ok, const QString& message);
   void saveFinished(const QString& alias, bool ok, const QString& message);
 };
@@ -39,8 +40,9 @@ class HostJobs : public QObject {
   explicit HostJobs(QObject* parent = nullptr);
   ~HostJobs() override;
   HostWorker* worker() const { return m_worker; }
-  void check(const HostCheckRequest& request);
-  void trust(const HostCheckRequest& request, const QString& fingerprint, const QString& dbPath);
+  void check(const backend::HostCheckRequest& request);
+  void trust(const backend::HostCheckRequest& request, const QString& fingerprint,
+             const QString& dbPath);
   void save(const backend::HostRecord& host, const QString& dbPath);
   /// The thread the jobs run in (tests compare it with the GUI thread).
   const QThread* thread() const { return &m_thread; }

@@ -47,7 +47,7 @@ class TestHostsPanel : public QObject {
            m_panel->table()->findItems(alias, Qt::MatchExactly).size() == 1;
   }
 
-  CheckStep::State state(const char* id) { return m_panel->step(id).state; }
+  backend::CheckStep::State state(const char* id) { return m_panel->step(id).state; }
 
  private slots:
   void initTestCase() {
@@ -88,10 +88,10 @@ class TestHostsPanel : public QObject {
   void unknownKeyRejectedLeavesKnownHostsUnchanged() {
     QVERIFY(m_panel->checkHost("gpubox"));
     QVERIFY(waitCheck("gpubox"));
-    QCOMPARE(state("resolve"), CheckStep::State::passed);
-    QCOMPARE(state("connect"), CheckStep::State::passed);
-    QCOMPARE(state("hostkey"), CheckStep::State::failed);
-    QCOMPARE(state("auth"), CheckStep::State::skipped);  // never tried with an unknown key
+    QCOMPARE(state("resolve"), backend::CheckStep::State::passed);
+    QCOMPARE(state("connect"), backend::CheckStep::State::passed);
+    QCOMPARE(state("hostkey"), backend::CheckStep::State::failed);
+    QCOMPARE(state("auth"), backend::CheckStep::State::skipped);  // never tried with an unknown key
     FingerprintDialog* dialog = m_panel->fingerprintDialog();
     QVERIFY(dialog != nullptr);
     QTRY_VERIFY_WITH_TIMEOUT(dialog->isVisible(), kWaitMs);
@@ -118,10 +118,10 @@ class TestHostsPanel : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, kWaitMs);
     QCOMPARE(finished[0][1].toBool(), true);
     for (const char* id : {"resolve", "connect", "hostkey", "auth", "trainer"}) {
-      QVERIFY2(state(id) == CheckStep::State::passed,
+      QVERIFY2(state(id) == backend::CheckStep::State::passed,
                qPrintable(QString("%1: %2").arg(id, m_panel->step(id).detail)));
     }
-    QCOMPARE(state("gpus"), CheckStep::State::notAvailable);
+    QCOMPARE(state("gpus"), backend::CheckStep::State::notAvailable);
     QVERIFY(m_panel->step("gpus").detail.contains("no nvidia-smi"));
     QCOMPARE(m_panel->step("hostkey").detail, "ssh-ed25519 " + hostKeyFingerprint());
     // What the user sees: the steps table's result column.
@@ -149,8 +149,8 @@ class TestHostsPanel : public QObject {
     m_panel->setTrainer("shardtrain-not-installed");
     QVERIFY(m_panel->checkHost("other"));  // same sshd, so its key is known by now
     QVERIFY(waitCheck("other"));
-    QCOMPARE(state("auth"), CheckStep::State::passed);
-    QCOMPARE(state("trainer"), CheckStep::State::failed);
+    QCOMPARE(state("auth"), backend::CheckStep::State::passed);
+    QCOMPARE(state("trainer"), backend::CheckStep::State::failed);
     QVERIFY(m_panel->step("trainer").detail.contains("not on the remote PATH"));
     m_panel->setTrainer(m_dir.filePath("bin/shardtrain"));
   }

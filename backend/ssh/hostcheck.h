@@ -1,9 +1,7 @@
-// The Hosts panel's step-by-step check of one SSH host: resolve, connect, host key,
-// authenticate, trainer found, GPUs (nvidia-smi) and Slurm (sinfo). Plain functions over the
-// backend's SshConfig/SshSession/KnownHosts, run by HostWorker off the GUI thread; each step is
-// reported as soon as it is known.
-// TODO(lead): runHostCheck belongs in backend/ssh (the CLI's `hosts check` could then print the
-// same steps); it lives here because the move is outside this change's files.
+// The step-by-step check of one SSH host: resolve, connect, host key, authenticate, trainer
+// found, GPUs (nvidia-smi) and Slurm (sinfo). Plain functions over SshConfig/SshSession/
+// KnownHosts, shared by the Hosts panel (its HostWorker runs them off the GUI thread) and
+// `shardscope-cli hosts check --steps`; each step is reported as soon as it is known.
 #pragma once
 
 #include <QMetaType>
@@ -13,7 +11,7 @@
 #include <functional>
 #include <optional>
 
-namespace shardscope::ui {
+namespace shardscope::backend {
 
 /// One step of a host check and how it went.
 struct CheckStep {
@@ -65,9 +63,9 @@ HostCheckOutcome runHostCheck(const HostCheckRequest& request,
 /// "passed", "failed", "not available", "skipped", "running".
 QString stateName(CheckStep::State state);
 
-}  // namespace shardscope::ui
+}  // namespace shardscope::backend
 
-Q_DECLARE_METATYPE(shardscope::ui::CheckStep)
-Q_DECLARE_METATYPE(shardscope::ui::HostCheckRequest)
-Q_DECLARE_METATYPE(shardscope::ui::HostKeyOffer)
-Q_DECLARE_METATYPE(shardscope::ui::HostCheckOutcome)
+Q_DECLARE_METATYPE(shardscope::backend::CheckStep)
+Q_DECLARE_METATYPE(shardscope::backend::HostCheckRequest)
+Q_DECLARE_METATYPE(shardscope::backend::HostKeyOffer)
+Q_DECLARE_METATYPE(shardscope::backend::HostCheckOutcome)

@@ -1,4 +1,4 @@
-#include "ui/hosts/hostcheck.h"
+#include "backend/ssh/hostcheck.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -14,9 +14,9 @@
 #include "backend/ssh/sshconfig.h"
 #include "backend/ssh/sshsession.h"
 
-Q_LOGGING_CATEGORY(lcHostCheck, "shardscope.ui.hostcheck")
+Q_LOGGING_CATEGORY(lcHostCheck, "shardscope.backend.hostcheck")
 
-namespace shardscope::ui {
+namespace shardscope::backend {
 
 namespace {
 
@@ -55,7 +55,7 @@ struct KeyVerdict {
   QString fingerprint;
 };
 
-KeyVerdict inspectKey(backend::SshSession& session) {
+KeyVerdict inspectKey(SshSession& session) {
   KeyVerdict v;
   ssh_key key = nullptr;
   if (ssh_get_server_publickey(session.handle(), &key) == SSH_OK) {
@@ -94,17 +94,17 @@ QString lastLine(const std::string& text) {
 }
 
 // A remote command absent from the login shell's PATH (exit 127, or the shell saying so).
-bool commandMissing(const backend::ExecResult& r) {
+bool commandMissing(const ExecResult& r) {
   return r.exitStatus == 127 || r.err.find("not found") != std::string::npos;
 }
 
 // Steps after authentication: trainer, GPUs, Slurm.
-void remoteSteps(backend::SshSession& session, const HostCheckRequest& request,
-                 HostCheckOutcome& outcome, const std::function<void(const CheckStep&)>& report) {
+void remoteSteps(SshSession& session, const HostCheckRequest& request, HostCheckOutcome& outcome,
+                 const std::function<void(const CheckStep&)>& report) {
   CheckStep trainer{"trainer", QObject::tr("Trainer found"), State::running, {}};
   report(trainer);
   const std::string program = request.trainer.toStdString();
-  auto found = session.exec("command -v " + backend::shellQuote(program));
+  auto found = session.exec("command -v " + shellQuote(program));
   if (found && found->exitStatus == 0) {
     trainer.state = State::passed;
     trainer.detail = qs(found->out);
@@ -195,10 +195,10 @@ HostCheckOutcome runHostCheck(const HostCheckRequest& request,
     return outcome;
   };
   const QString resolveTitle = QObject::tr("Resolve host name");
-  auto config = backend::SshConfig::load(request.sshConfigPath.toStdString());
+  auto config = SshConfig::load(request.sshConfigPath.toStdString());
   if (!config) return stop("resolve", resolveTitle, qs(config.message()));
-  const backend::KnownHosts known(request.knownHostsPath.toStdString());
-  const backend::SshTarget target = config->target(request.alias.toStdString(), known.path());
+  const KnownHosts known(request.knownHostsPath.toStdString());
+  const SshTarget target = config->target(request.alias.toStdString(), known.path());
   step("resolve", resolveTitle, State::running, {});
   if (!target.proxyCommand.empty()) {
     step("resolve", resolveTitle, State::notAvailable,
@@ -212,7 +212,7 @@ HostCheckOutcome runHostCheck(const HostCheckRequest& request,
 
   const QString connectTitle = QObject::tr("Connect (SSH handshake)");
   step("connect", connectTitle, State::running, {});
-  auto session = backend::SshSession::create(target);
+  auto session = SshSession::create(target);
   if (!session) return stop("connect", connectTitle, qs(session.message()));
   if (auto c = session->connectTransport(); !c)
     return stop("connect", connectTitle, qs(c.message()));
@@ -222,8 +222,8 @@ HostCheckOutcome runHostCheck(const HostCheckRequest& request,
   const QString keyTitle = QObject::tr("Host key in known_hosts");
   const KeyVerdict key = inspectKey(*session);
   if (key.state != SSH_KNOWN_HOSTS_OK) {
-    const QString message = qs(backend::describeKnownHostsState(
-        key.state, request.alias.toStdString(), key.fingerprint.toStdString()));
+    const QString message = qs(describeKnownHostsState(key.state, request.alias.toStdString(),
+                                                       key.fingerprint.toStdString()));
     outcome.offer = HostKeyOffer{
         request.alias, address,
         key.keyType,   key.fingerprint,
@@ -245,4 +245,4 @@ HostCheckOutcome runHostCheck(const HostCheckRequest& request,
   return outcome;
 }
 
-}  // namespace shardscope::ui
+}  // namespace shardscope::backend
