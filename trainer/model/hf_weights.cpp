@@ -103,6 +103,10 @@ void HfWeights::load(const std::string& name, at::Tensor& dst) const {
   dst.copy_(src.file->read(*src.entry));
 }
 
+std::vector<std::int64_t> HfWeights::shape(const std::string& name) const {
+  return source(name).entry->shape;
+}
+
 at::Tensor HfWeights::load_elements(const std::string& name, std::int64_t first,
                                     std::int64_t count) const {
   const auto& src = source(name);

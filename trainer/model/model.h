@@ -63,6 +63,15 @@ class Model {
   /// Fills the (full, unsharded, fp32) parameters of `layer` with their initial values; the same
   /// seed gives the same values on every rank and world size.
   virtual void init_layer(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const = 0;
+  /// Reads elements [first, first + count) of the row-major parameter `index` of `layer` from
+  /// the checkpoint into `dst` (float32, 1-D, `count` elements), touching only those bytes, so
+  /// each rank loads its own shard. False when the parameter has no checkpoint value (seeded
+  /// initialisation, LoRA adapters): init_layer gives it, and then skips parameters passed
+  /// undefined. With `count` 0 it reads nothing and answers whether the parameter has one.
+  virtual bool load_param_elements(int /*layer*/, std::size_t /*index*/, std::int64_t /*first*/,
+                                   std::int64_t /*count*/, at::Tensor& /*dst*/) const {
+    return false;
+  }
   /// Builds the context of a batch; buffers in `buffer_dtype`.
   virtual LayerContext context(const Batch& batch, at::ScalarType buffer_dtype) const = 0;
   /// Runs `layer`. The first layer reads ctx.batch->input_ids and ignores `x`; middle layers map

@@ -124,11 +124,32 @@ void Qwen2VLModel::init_layer(int layer, std::vector<at::Tensor>& params,
   }
   for (std::size_t i = 0; i < defs.size(); ++i) {
     const auto& name = defs[i].name;
-    if (spec::is_lora_param(name)) continue;
-    const bool use_owner = !defs[i].tied_to.empty() && !m_weights->has(name);
-    m_weights->load(use_owner ? defs[i].tied_to : name, params[i]);
+    if (spec::is_lora_param(name) || !params[i].defined()) continue;
+    m_weights->load(checkpoint_name(defs[i]), params[i]);
   }
   init_lora(defs_layer, layer, params, seed);
+}
+
+std::string Qwen2VLModel::checkpoint_name(const ParamDef& def) const {
+  const bool use_owner = !def.tied_to.empty() && !m_weights->has(def.name);
+  return use_owner ? def.tied_to : def.name;
+}
+
+bool Qwen2VLModel::load_param_elements(int layer, std::size_t index, std::int64_t first,
+                                       std::int64_t count, at::Tensor& dst) const {
+  if (!m_weights) return false;
+  const auto& def = m_layers[static_cast<std::size_t>(layer)].params[index];
+  if (spec::is_lora_param(def.name)) return false;
+  const auto name = checkpoint_name(def);
+  const auto shape = m_weights->shape(name);
+  SHARD_CHECK(shape == def.shape, ErrorKind::data,
+              m_weights->dir() + ": tensor " + name + " has shape " +
+                  c10::str(at::IntArrayRef(shape)) + " but config.json gives " +
+                  c10::str(at::IntArrayRef(def.shape)),
+              "config.json and the weights disagree; use the config.json saved with them");
+  at::NoGradGuard no_grad;
+  dst.copy_(m_weights->load_elements(name, first, count));
+  return true;
 }
 
 std::vector<std::string> Qwen2VLModel::add_lora(const spec::LoraSection& lora) {

@@ -33,6 +33,8 @@ class Qwen2VLModel final : public Model {
 
   const std::vector<LayerDef>& layers() const override { return m_layers; }
   void init_layer(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const override;
+  bool load_param_elements(int layer, std::size_t index, std::int64_t first, std::int64_t count,
+                           at::Tensor& dst) const override;
   LayerContext context(const Batch& batch, at::ScalarType buffer_dtype) const override;
   at::Tensor forward_layer(int layer, const std::vector<at::Tensor>& params, const at::Tensor& x,
                            const LayerContext& ctx) const override;
@@ -55,6 +57,8 @@ class Qwen2VLModel final : public Model {
 
  private:
   void random_init(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const;
+  /// The checkpoint tensor that holds `def` (its tie owner's when the checkpoint omits it).
+  std::string checkpoint_name(const ParamDef& def) const;
   at::Tensor patch_embed(const std::vector<at::Tensor>& p, const LayerContext& ctx) const;
   at::Tensor vision_block(const std::vector<at::Tensor>& p, const at::Tensor& x,
                           const LayerContext& ctx, const LayerLora* lora) const;

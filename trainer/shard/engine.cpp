@@ -286,36 +286,68 @@ void ShardEngine::tie_params() {
 
 void ShardEngine::init_params(std::uint64_t seed) {
   const auto& layers = m_model.layers();
-  std::vector<std::vector<at::Tensor>> values(layers.size());
   for (auto& unit : m_units) {
-    for (int l : unit.layers) {
-      auto& v = values[static_cast<std::size_t>(l)];
-      for (const auto& p : layers[static_cast<std::size_t>(l)].params)
-        v.push_back(at::zeros(p.shape, at::kFloat));
-      m_model.init_layer(l, v, seed);
-    }
-    for (auto& flat : unit.flats) {
-      auto full = at::zeros({flat.padded}, at::kFloat);  // (P)
+    // Each rank fills its own shard: checkpoint values straight from the file's bytes of the
+    // shard (no full buffer, no broadcast); the rest (seeded init, LoRA adapters) from init_layer
+    // of the layers that need it, computed whole (the same values on every rank) and clipped.
+    std::map<int, std::vector<at::Tensor>> computed;  // layer -> params (undefined: not needed)
+    std::vector<std::int64_t> read(unit.flats.size(), 0);
+    for (std::size_t f = 0; f < unit.flats.size(); ++f) {
+      auto& flat = unit.flats[f];
+      flat.master = at::zeros({flat.shard_numel}, at::kFloat);  // (N), padding stays zero
       for (const auto& slot : flat.slots) {
-        full.narrow(0, slot.offset, slot.numel)
-            .copy_(
-                values[static_cast<std::size_t>(slot.layer)][static_cast<std::size_t>(slot.index)]
-                    .reshape({-1}));
-      }
-      flat.master = full.narrow(0, flat.shard_offset, flat.shard_numel).clone();  // (N)
-      flat.master.requires_grad_(flat.trainable);
-      if (m_trace) {
-        // offload_params keeps masters on the CPU; a CPU run keeps them there anyway.
-        m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda",
-                           "float32", static_cast<std::int64_t>(flat.master.nbytes()),
-                           m_shard.offload_params);
-        m_trace->placement(flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
-                           flat.padded * static_cast<std::int64_t>(
-                                             c10::elementSize(to_scalar_type(m_prec.param))));
+        const auto begin = std::max(slot.offset, flat.shard_offset);
+        const auto end = std::min(slot.offset + slot.numel, flat.shard_offset + flat.shard_numel);
+        if (begin >= end) continue;
+        auto dst = flat.master.narrow(0, begin - flat.shard_offset, end - begin);
+        const auto index = static_cast<std::size_t>(slot.index);
+        if (m_model.load_param_elements(slot.layer, index, begin - slot.offset, end - begin, dst)) {
+          read[f] += end - begin;
+          continue;
+        }
+        computed.emplace(slot.layer, std::vector<at::Tensor>{});
       }
     }
-    for (int l : unit.layers) values[static_cast<std::size_t>(l)].clear();
+    // A layer computed by init_layer gets every parameter that has no checkpoint value (a seeded
+    // init draws them in sequence); checkpoint-backed ones stay undefined and are not read.
+    for (auto& [layer, params] : computed) {
+      const auto& defs = layers[static_cast<std::size_t>(layer)].params;
+      params.resize(defs.size());
+      for (std::size_t i = 0; i < defs.size(); ++i) {
+        auto none = at::empty({0}, at::kFloat);
+        if (!m_model.load_param_elements(layer, i, 0, 0, none))
+          params[i] = at::zeros(defs[i].shape, at::kFloat);
+      }
+    }
+    for (auto& [layer, params] : computed) m_model.init_layer(layer, params, seed);
+    for (std::size_t f = 0; f < unit.flats.size(); ++f) {
+      auto& flat = unit.flats[f];
+      for (const auto& slot : flat.slots) {
+        auto it = computed.find(slot.layer);
+        if (it == computed.end()) continue;
+        const auto& value = it->second[static_cast<std::size_t>(slot.index)];
+        if (!value.defined()) continue;
+        const auto begin = std::max(slot.offset, flat.shard_offset);
+        const auto end = std::min(slot.offset + slot.numel, flat.shard_offset + flat.shard_numel);
+        if (begin >= end) continue;
+        flat.master.narrow(0, begin - flat.shard_offset, end - begin)
+            .copy_(value.reshape({-1}).narrow(0, begin - slot.offset, end - begin));
+      }
+      flat.master.requires_grad_(flat.trainable);
+      if (m_trace) trace_init(flat, read[f]);
+    }
   }
+}
+
+void ShardEngine::trace_init(const FlatParam& flat, std::int64_t read_elements) {
+  // offload_params keeps masters on the CPU; a CPU run keeps them there anyway.
+  m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda",
+                     "float32", static_cast<std::int64_t>(flat.master.nbytes()),
+                     m_shard.offload_params);
+  m_trace->placement(flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
+                     flat.padded *
+                         static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param))));
+  m_trace->load(flat.name, read_elements, flat.shard_numel);
 }
 
 std::int64_t ShardEngine::params_trainable() const {

@@ -113,6 +113,7 @@ class ShardEngine {
   void on_unit_backward_done(Unit& unit);
 
  private:
+  void trace_init(const FlatParam& flat, std::int64_t read_elements);
   void build_units(const spec::ShardSection& shard);
   void tie_params();
   void issue_gather(Unit& unit, const char* phase, bool prefetch = false);

@@ -47,6 +47,12 @@ void Trace::placement(const std::string& flat, std::string_view what, std::strin
   line(j.dump());
 }
 
+void Trace::load(const std::string& flat, std::int64_t read, std::int64_t shard) {
+  if (!m_file) return;
+  nlohmann::json j{{"op", "load"}, {"flat", flat}, {"read", read}, {"shard", shard}};
+  line(j.dump());
+}
+
 void Trace::line(const std::string& json) {
   std::fputs(json.c_str(), m_file);
   std::fputc('\n', m_file);

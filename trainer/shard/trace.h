@@ -12,6 +12,8 @@
 //    "bytes":1024,"offloaded":false}
 // `offloaded` says the state was put on the CPU by offload_params / offload_optimizer (rather
 // than living there because the CPU is the compute device).
+//   {"op":"load","flat":"layers.1/frozen","read":512,"shard":520}
+// `read` elements of this rank's shard came from the checkpoint, reading only their bytes.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,9 @@ class Trace {
                   std::string_view reason = {});
   void placement(const std::string& flat, std::string_view what, std::string_view device,
                  std::string_view dtype, std::int64_t bytes, bool offloaded = false);
+  /// How a flat parameter's shard was initialised: `read` elements from the checkpoint's bytes
+  /// of the shard (the rest by the model's seeded init), `shard` elements in all.
+  void load(const std::string& flat, std::int64_t read, std::int64_t shard);
 
  private:
   void line(const std::string& json);

@@ -9,6 +9,10 @@ One cell per CTest test (parity_<cell>):
               precision mode (fp32 reduce); losses within 1e-3 relative.
   bf16_full_shard_2: pure bf16 (bf16 reduce): reports the difference, asserts only that the run
               completes with finite losses.
+  LoRA cells  lora_<strategy>_<ranks> (issue #4, "LoRA ... works under every strategy"): the same
+              30 steps with adapters on q, v, o and down (base frozen) against the `--reference`
+              run with the same adapters: losses and final adapters within 1e-5, every base
+              parameter bit-identical to its initial value in both runs.
 The reference runs are cached in the build tree (ranks.cached_run), shared by the cells.
 """
 import argparse
@@ -30,6 +34,15 @@ CELLS = {f"{s.lower()}_{n}": (s, n, n, "fp32")
 CELLS["hybrid_shard_4"] = ("HYBRID_SHARD", 4, 2, "fp32")
 for _mode in ("bf16_autocast", "bf16_buffers_autocast", "bf16"):
     CELLS[f"{_mode}_full_shard_2"] = ("FULL_SHARD", 2, 2, _mode)
+for _strategy in ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"):
+    CELLS[f"lora_{_strategy.lower()}_2"] = (_strategy, 2, 2, "fp32")
+CELLS["lora_hybrid_shard_4"] = ("HYBRID_SHARD", 4, 2, "fp32")
+LORA = {"enabled": True, "r": 4, "alpha": 8,
+        "target_modules": ["q_proj", "v_proj", "o_proj", "down_proj"]}
+
+
+def is_lora_cell(cell):
+    return cell.startswith("lora_")
 
 # One reference step with lr 1, eps 1, no decay and no clipping moves each element by
 # -g / (|g| + 1): the step-1 gradient can be read back from the parameters.
@@ -106,7 +119,7 @@ def run_cell(args, config, strategy, world, local):
         hello = ranks.events(run_dir, rank, "hello")
         check(hello and hello[0]["world_size"] == world,
               f"rank {rank}: hello {hello} does not report world_size {world}")
-    check_comm(ranks.curve(run_dir), strategy, world, mode)
+    check_comm(ranks.curve(run_dir), strategy, world, mode, is_lora_cell(args.cell))
     return run_dir, sets
 
 
@@ -115,16 +128,22 @@ PARAM_BYTES = {"fp32": 4, "bf16_autocast": 4, "bf16_buffers_autocast": 2, "bf16"
 REDUCE_BYTES = {"fp32": 4, "bf16_autocast": 4, "bf16_buffers_autocast": 4, "bf16": 2}
 
 
-def check_comm(curve, strategy, world, mode):
+def check_comm(curve, strategy, world, mode, lora=False):
     """The step events' byte counters show the strategy ran: nothing on one rank; FULL_SHARD and
     HYBRID_SHARD gather again in backward (more elements gathered than reduced), SHARD_GRAD_OP
-    gathers once per step and NO_SHARD all-reduces (no more gathered than reduced)."""
+    gathers once per step and NO_SHARD all-reduces (no more gathered than reduced). With LoRA only
+    the adapters are reduced while the frozen base is gathered too: sharded strategies gather,
+    NO_SHARD only all-reduces the adapters (counted in both columns)."""
     comm = curve[max(curve)]["comm_bytes"]
     ag = comm["all_gather"] / PARAM_BYTES[mode]
     rs = comm["reduce_scatter"] / REDUCE_BYTES[mode]
     print(f"last step: {ag:.0f} elements all-gathered, {rs:.0f} reduce-scattered ({strategy}, "
-          f"{world} rank(s), {mode})")
-    if world == 1:
+          f"{world} rank(s), {mode}{', LoRA' if lora else ''})")
+    if world > 1 and lora:
+        gathers = strategy != "NO_SHARD"
+        check(rs > 0 and (ag > rs if gathers else ag == rs),
+              f"{strategy} with LoRA: unexpected bytes {comm}")
+    elif world == 1:
         check(ag == 0 and rs == 0, f"one rank must not communicate: {comm}")
     elif strategy in ("FULL_SHARD", "HYBRID_SHARD"):
         check(rs > 0 and ag > rs, f"{strategy} must gather again in backward: {comm}")
@@ -146,6 +165,30 @@ def fp32_cell(args, config):
     compare_params(label, ranks.load_params(os.path.join(run_dir, "params.safetensors")),
                    ranks.load_params(os.path.join(ref_dir, "params.safetensors")),
                    {k: v.astype("float64") for k, v in init.items()}, exempt, FP32_TOL)
+
+
+def lora_cell(args, config):
+    """LoRA under a strategy vs the unsharded reference with the same adapters."""
+    import numpy as np
+    strategy, world, local, _ = CELLS[args.cell]
+    ref_dir = ranks.cached_run(args.shardtrain, args.cache, config)
+    init = ranks.load_params(os.path.join(
+        ranks.cached_run(args.shardtrain, args.cache, config, PROBE + ["train.lr=1e-30"]),
+        "params.safetensors"))
+    run_dir, _ = run_cell(args, config, strategy, world, local)
+    label = f"{args.cell} vs reference"
+    ranks.compare_curves(label, ranks.curve(run_dir), ranks.curve(ref_dir), FP32_TOL)
+    got = ranks.load_params(os.path.join(run_dir, "params.safetensors"))
+    want = ranks.load_params(os.path.join(ref_dir, "params.safetensors"))
+    adapters = sorted(n for n in want if ".lora_" in n)
+    check(adapters, f"{label}: no adapter among the dumped parameters: {sorted(want)[:6]}...")
+    base = sorted(n for n in want if ".lora_" not in n)
+    for name in base:
+        check(np.array_equal(got.get(name), init[name]) and np.array_equal(want[name], init[name]),
+              f"{label}: the frozen base parameter {name} moved")
+    print(f"{label}: {len(base)} base parameters bit-identical to their initial values")
+    compare_params(label, {n: got[n] for n in adapters}, {n: want[n] for n in adapters},
+                   {n: init[n].astype("float64") for n in adapters}, {}, FP32_TOL)
 
 
 def bf16_cell(args, config):
@@ -188,9 +231,10 @@ def main():
     parser.add_argument("--cache", required=True, help="shared cache of reference runs")
     parser.add_argument("--cell", required=True, choices=sorted(CELLS))
     args = parser.parse_args()
-    config = ranks.setup_experiment(args.work)
-    ranks.main_guard(lambda: (fp32_cell if CELLS[args.cell][3] == "fp32" else bf16_cell)(
-        args, config))
+    lora = is_lora_cell(args.cell)
+    config = ranks.setup_experiment(args.work, {"lora": LORA} if lora else None)
+    cell = lora_cell if lora else fp32_cell if CELLS[args.cell][3] == "fp32" else bf16_cell
+    ranks.main_guard(lambda: cell(args, config))
 
 
 if __name__ == "__main__":
