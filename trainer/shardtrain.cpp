@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trainer/cli/bench_step.h"
 #include "trainer/cli/estimate.h"
 #include "trainer/cli/forward.h"
 #include "trainer/cli/make_demo_data.h"
@@ -120,6 +121,19 @@ int main(int argc, char** argv) {
                    "Model folder with tokenizer.json, or the file")
       ->required();
 
+  BenchStepOptions bench;
+  auto* bench_cmd = app.add_subcommand(
+      "bench-step",
+      "Time forward+backward (no optimizer) of the model on the first train batch, 1 process: "
+      "`step` events per pass, `done` objective = median tokens/s (issue #4 benchmark)");
+  bench_cmd->add_option("config", bench.config, "Experiment TOML (data.format = \"tokens\")")
+      ->required();
+  bench_cmd->add_option("--set", bench.overrides, "Override a field: --set data.seq_len=256");
+  bench_cmd->add_option("--iters", bench.iters, "Timed passes")->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed passes first")->capture_default_str();
+  bench_cmd->add_flag("--plain", bench.plain,
+                      "Plain autograd parameters instead of the sharding engine");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -135,5 +149,6 @@ int main(int argc, char** argv) {
   if (export_cmd->parsed()) return run_guarded([&] { return run_export(exporting); });
   if (gen_cmd->parsed()) return run_guarded([&] { return run_generate(gen); });
   if (demo_cmd->parsed()) return run_guarded([&] { return run_make_demo_data(demo); });
+  if (bench_cmd->parsed()) return run_guarded([&] { return run_bench_step(bench); });
   return kExitConfig;
 }

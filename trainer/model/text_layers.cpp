@@ -26,6 +26,22 @@ at::Tensor inv_freq(std::int64_t D, double theta) {  // (D/2)
   return 1.0 / at::pow(theta, at::arange(0, D, 2, opts) / static_cast<double>(D));
 }
 
+// The first half of a rotary table (T, D) or (B, 1, T, D) in `dtype`: every table here is
+// cat({f, f}), so its halves are equal and half of it is all the rotation needs.
+at::Tensor rope_half(const at::Tensor& table, at::ScalarType dtype) {
+  return table.narrow(-1, 0, table.size(-1) / 2).to(dtype);  // (..., D/2)
+}
+
+// x * cos + rotate_half(x) * sin with half tables: (x1 c - x2 s, x2 c + x1 s). The same products
+// and sums as the full form (a + (-b) s == a - b s exactly), so the values are bit-identical,
+// without the negated half, the rotated copy and two full-width products.
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const auto half = x.size(-1) / 2;
+  auto x1 = x.narrow(-1, 0, half);     // (..., D/2)
+  auto x2 = x.narrow(-1, half, half);  // (..., D/2)
+  return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+}
+
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
@@ -110,10 +126,10 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
   auto q = lora_linear(h, p, kQw, kQb, lora).view({B, T, H, D}).transpose(1, 2);  // (B, H, T, D)
   auto k = lora_linear(h, p, kKw, kKb, lora).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
   auto v = lora_linear(h, p, kVw, kVb, lora).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
-  auto cos = ctx.rope_cos.to(q.scalar_type());  // (T, D) or (B, 1, T, D)
-  auto sin = ctx.rope_sin.to(q.scalar_type());
-  q = q * cos + rotate_half(q) * sin;
-  k = k * cos + rotate_half(k) * sin;
+  const auto cos = rope_half(ctx.rope_cos, q.scalar_type());  // (T, D/2) or (B, 1, T, D/2)
+  const auto sin = rope_half(ctx.rope_sin, q.scalar_type());
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
   if (cache.keys) {  // generation: attend over the cached keys and this call's
     if (cache.keys->defined()) {
       k = at::cat({*cache.keys, k}, 2);  // (B, K, S, D)
@@ -122,15 +138,15 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
     *cache.keys = k;
     *cache.values = v;
   }
-  if (K != H) {
-    k = k.repeat_interleave(H / K, 1);  // (B, H, T, D)
-    v = v.repeat_interleave(H / K, 1);
-  }
+  // Grouped KV heads go to the kernel as they are (enable_gqa): no (B, H, S, D) copies of k, v.
+  // Without a padding or cache mask the kernel applies causality itself (no (T, T) mask).
+  const bool gqa = K != H;
   at::Tensor a;  // (B, H, T, D)
   if (ctx.attn_mask.defined()) {
-    a = at::scaled_dot_product_attention(q, k, v, ctx.attn_mask, 0.0, /*is_causal=*/false);
+    a = at::scaled_dot_product_attention(q, k, v, ctx.attn_mask, 0.0, /*is_causal=*/false,
+                                         std::nullopt, gqa);
   } else {
-    a = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+    a = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt, gqa);
   }
   a = a.transpose(1, 2).reshape({B, T, H * D});
   auto x1 = x + lora_linear(a, p, kOw, -1, lora);  // (B, T, C)
