@@ -5,7 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,22 +60,54 @@ std::string byte_char(unsigned b) {
   return s;
 }
 
+using Merges = std::map<std::pair<std::string, std::string>, std::int64_t>;  // pair -> rank
+
+/// The byte-level characters of `word` (UTF-8, one string each), "Ġ" first when `spaced`.
+std::vector<std::string> symbols_of(const std::string& word, bool spaced) {
+  std::vector<std::string> out;
+  if (spaced) out.emplace_back(kSpace);
+  for (char c : word) out.emplace_back(1, c);
+  return out;
+}
+
+/// `symbols` after BPE with `merges`: the adjacent pair of lowest rank merges first, until none
+/// of the remaining pairs is a merge (what the tokenizer does to one pre-tokenized word).
+std::vector<std::string> apply_merges(std::vector<std::string> symbols, const Merges& merges) {
+  while (symbols.size() > 1) {
+    auto best = merges.end();
+    std::size_t at = 0;
+    for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
+      auto it = merges.find({symbols[i], symbols[i + 1]});
+      if (it != merges.end() && (best == merges.end() || it->second < best->second)) {
+        best = it;
+        at = i;
+      }
+    }
+    if (best == merges.end()) break;
+    symbols[at] += symbols[at + 1];
+    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  }
+  return symbols;
+}
+
 json tokenizer_document() {
   json vocab = json::object();
   for (unsigned b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
   json merges = json::array();
-  std::set<std::string> known;
+  Merges ranks;
   std::int64_t id = 256;
+  // Each word (bare and after a space) becomes one token: while BPE with the merges so far
+  // leaves it in pieces, the first two pieces get a new merge of the lowest priority. Earlier
+  // words stay whole (their own merges always outrank the new ones), so every answer is a single
+  // token whatever letters the words share ("top" must not split "bottom").
   for (const char* word : kWords) {
-    for (const std::string& prefix : {std::string(), std::string(kSpace)}) {
-      std::string left = prefix.empty() ? std::string(1, word[0]) : prefix;
-      for (std::size_t i = prefix.empty() ? 1 : 0; word[i] != '\0'; ++i) {
-        const std::string right(1, word[i]);
-        if (known.insert(left + right).second) {
-          vocab[left + right] = id++;
-          merges.push_back(json::array({left, right}));
-        }
-        left += right;
+    for (const bool spaced : {false, true}) {
+      const auto chars = symbols_of(word, spaced);
+      for (auto parts = apply_merges(chars, ranks); parts.size() > 1;
+           parts = apply_merges(chars, ranks)) {
+        ranks.emplace(std::make_pair(parts[0], parts[1]), static_cast<std::int64_t>(ranks.size()));
+        if (!vocab.contains(parts[0] + parts[1])) vocab[parts[0] + parts[1]] = id++;
+        merges.push_back(json::array({parts[0], parts[1]}));
       }
     }
   }
@@ -110,7 +143,8 @@ std::int64_t special_id(const char* name) {
 }
 
 /// A tiny Qwen2-VL in the published flat config.json layout: 2 vision blocks of width 64
-/// (patch 14: a 112-pixel image is 8 x 8 patches, 16 tokens), 2 text blocks of width 128.
+/// (patch 14: an 84-pixel image is 6 x 6 patches, 9 tokens after the 2x2 merger), 2 text blocks
+/// of width 128.
 json config_document() {
   return {{"architectures", json::array({"Qwen2VLForConditionalGeneration"})},
           {"model_type", "qwen2_vl"},

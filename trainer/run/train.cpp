@@ -287,7 +287,13 @@ struct Loop {
   // normalized like training's, and the exact-match rate of generated answers.
   void evaluate(std::int64_t step) {
     std::map<std::string, double> metrics;
-    if (wants("loss") || wants("accuracy")) metrics["loss"] = eval_loss();
+    if (wants("accuracy")) {
+      const auto [loss, accuracy] = eval_loss_accuracy();
+      if (wants("loss")) metrics["loss"] = loss;
+      metrics["accuracy"] = accuracy;
+    } else if (wants("loss")) {
+      metrics["loss"] = eval_loss();
+    }
     if (wants("exact_match")) {
       data::SampleOrder order(eval_samples.size(), 0, false);
       std::vector<std::int64_t> mine;
@@ -300,7 +306,26 @@ struct Loop {
       metrics["exact_match"] = match_rate(generate_mine(mine, exp.eval.batches * per_batch));
     }
     if (rdzv.rank == 0) events().write(spec::EvalEvent{step, metrics});
-    last_eval = metrics.count("loss") ? metrics["loss"] : metrics["exact_match"];
+    last_eval = metrics.count("loss")       ? metrics["loss"]
+                : metrics.count("accuracy") ? metrics["accuracy"]
+                                            : metrics["exact_match"];
+  }
+
+  // The eval loss and the token accuracy over label tokens (argmax == label) of the same
+  // forwards: the model counts this rank's hits, the counts are all-reduced.
+  std::pair<double, double> eval_loss_accuracy() {
+    const auto* vl = dynamic_cast<const model::Qwen2VLModel*>(&model);
+    SHARD_CHECK(vl != nullptr, ErrorKind::config,
+                "eval.metrics: \"accuracy\" is computed for Hugging Face models only",
+                "use model.arch = \"qwen2\" or \"qwen2_vl\", or drop \"accuracy\"");
+    model::TokenTally tally;
+    vl->count_accuracy(&tally);
+    const double loss = eval_loss();
+    vl->count_accuracy(nullptr);
+    auto counts = at::tensor({static_cast<double>(tally.correct), static_cast<double>(tally.total)},
+                             at::kDouble);
+    groups.world.all_reduce_sum(counts);
+    return {loss, counts[0].item<double>() / std::max(1.0, counts[1].item<double>())};
   }
 
   double eval_loss() {
@@ -443,6 +468,14 @@ struct Loop {
   }
 };
 
+/// data.blank_images (#4): every pixel value 0, the normalised mean, so image tokens and grids
+/// stay and only what they show is gone.
+void blank_images(std::vector<data::PreparedSample>& samples) {
+  for (auto& s : samples)
+    for (auto& image : s.images)
+      std::fill(image.pixel_values.begin(), image.pixel_values.end(), 0.0F);
+}
+
 /// The samples of `path` in data.format; every line is read and checked (images decoded) before
 /// the first collective, so a bad line fails every rank before step 1.
 Dataset load_data(const spec::Experiment& exp, const std::string& path,
@@ -457,6 +490,7 @@ Dataset load_data(const spec::Experiment& exp, const std::string& path,
     SHARD_CHECK_OK(chat, ErrorKind::data, "fix the line, or point the data path at another file");
     out.chat = std::move(*chat);
     out.pad_id = preparer->pad_id();
+    if (exp.data.blank_images) blank_images(out.chat);
     return out;
   }
   SHARD_CHECK(exp.data.format == "tokens", ErrorKind::config,

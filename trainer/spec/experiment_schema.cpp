@@ -36,6 +36,7 @@ const Field<DS> kDataFields[] = {
     {"format", &DS::format, "\"tokens\", \"text\" or \"chat\""},
     {"seq_len", &DS::seq_len, "tokens per sample"},
     {"shuffle", &DS::shuffle, "shuffle each epoch with train.seed"},
+    {"blank_images", &DS::blank_images, "pixel values replaced by 0 (control runs)"},
 };
 
 using TS = TrainSection;

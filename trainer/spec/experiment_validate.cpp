@@ -122,6 +122,9 @@ void check_data(const DataSection& d, const ModelSection& m, const Check& check)
               (near.empty() ? "" : " (did you mean " + quoted(near) + "?)"));
   }
   check.at_least(d.seq_len, 1, "data.seq_len", "128");
+  check(!d.blank_images || d.format == "chat", "data.blank_images",
+        "blanks images, but data.format is " + quoted(d.format) +
+            " (no images); set data.format = \"chat\" or blank_images = false");
   if (m.arch == "tiny" && m.tiny_max_seq_len >= 1) {
     check(d.seq_len <= m.tiny_max_seq_len, "data.seq_len",
           "is " + num(d.seq_len) + " but the tiny model has " + num(m.tiny_max_seq_len) +

@@ -46,10 +46,12 @@ struct ShapesSummary {
 
 /// Writes DIR/train.jsonl, DIR/eval.jsonl and DIR/img/NNNNNN.png (one image per sample; train
 /// images first). Same arguments, same bytes. `image_size` is the square side in pixels (>= 56;
-/// a multiple of 28 needs no resize in Qwen2-VL). With `blank_images` every image is its
-/// background only (the control run: same questions and answers, nothing to see).
+/// a multiple of 28 needs no resize in Qwen2-VL). At 84 the layout meets the patches: each cell
+/// of the 3x3 grid is one merged image token (2x2 patches of 14) and each shape sits in one patch.
+/// With `blank_images` every image is its background only (the control run: same questions and
+/// answers, nothing to see).
 Result<ShapesSummary> make_shapes(const std::string& dir, std::int64_t n_train, std::int64_t n_eval,
-                                  std::uint64_t seed, int image_size = 112,
+                                  std::uint64_t seed, int image_size = 84,
                                   bool blank_images = false);
 
 }  // namespace shardscope::data
