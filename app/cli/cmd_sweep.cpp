@@ -1,10 +1,12 @@
-// `sweep EXP.toml [--name NAME] [--max-retries N]`: runs the experiment's [search] study to its
-// end on this machine's slots: ask (backend/search/study.h) -> run the trial (trialrunner.h,
-// scheduler.h: up to search.concurrency at once) -> the runner records its end in the run log,
-// which the next ask reads. Intermediate `eval` values go through the study's pruner. Started
-// again on the same study it continues: trials that were left running are failed as lost and
-// retried, numbers go on. Prints a line per trial start and end and the best trial at the end;
-// exit 0 when the study finished (even with failed trials), 1 on an error, 2 on bad input.
+// `sweep EXP.toml [--set k=v ...] [--name NAME] [--max-retries N]`: runs the experiment's
+// [search] study to its end on this machine's slots (or as Slurm jobs, at most
+// search.concurrency queued or running): ask (backend/search/study.h) -> run the trial
+// (trialrunner.h, scheduler.h) -> the runner records its end in the run log, which the next ask
+// reads. Intermediate `eval` values go through the study's pruner. Started again on the same
+// study it continues: the trials a killed sweep left running are reattached (their ranks outlive
+// it) and followed to their own end; those that never launched are failed as lost and retried;
+// numbers go on. Prints a line per trial start and end and the best trial at the end; exit 0
+// when the study finished (even with failed trials), 1 on an error, 2 on bad input.
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
@@ -16,6 +18,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/cli/cli_common.h"
 #include "backend/launch/demodata.h"
@@ -36,6 +39,7 @@ struct SweepArgs {
   std::string experiment;
   std::string name;
   int maxRetries = Study::kDefaultMaxRetries;
+  std::vector<std::string> overrides;  // --set k=v, as `run --set`
 };
 
 std::string paramsText(const search::TrialParams& params) {
@@ -75,19 +79,26 @@ class SweepLoop : public QObject {
             });
   }
 
-  // Asks for as many trials as there are free slots; quits when nothing is left to run.
+  // Asks for as many trials as there are free slots; quits when nothing runs and nothing is
+  // left to ask. "Nothing to ask" is not final: a trial that fails later may be retried.
   void fill() {
     const double budget = m_study.space().timeout_s;
-    const bool outOfTime = budget > 0 && double(m_clock.elapsed()) / 1000.0 >= budget;
-    while (!m_exhausted && !outOfTime && m_scheduler.freeSlots() > 0) {
-      auto asked = m_study.tryAsk();
+    if (budget > 0 && double(m_clock.elapsed()) / 1000.0 >= budget) m_stopped = true;
+    bool more = !m_stopped;
+    while (more && m_scheduler.freeSlots() > 0) {
+      // Owned by this process until its run monitor takes over: a sweep killed in between
+      // leaves the trial to be failed as lost, not running forever.
+      search::AskOptions owner;
+      owner.ownerPid = QCoreApplication::applicationPid();
+      auto asked = m_study.tryAsk(owner);
       if (!asked) {
         m_error = asked.message();
-        m_exhausted = true;
+        m_stopped = true;
+        more = false;
         break;
       }
       if (!*asked) {
-        m_exhausted = true;
+        more = false;
         break;
       }
       const search::AskedTrial& t = **asked;
@@ -97,8 +108,7 @@ class SweepLoop : public QObject {
       std::fflush(stdout);
       m_scheduler.enqueue(t.number, t.params, t.runId);
     }
-    if (outOfTime) m_exhausted = true;
-    if (m_exhausted && m_scheduler.idle()) QCoreApplication::quit();
+    if (!more && m_scheduler.idle()) QCoreApplication::quit();
   }
 
   const std::string& error() const { return m_error; }
@@ -125,47 +135,92 @@ class SweepLoop : public QObject {
   Study& m_study;
   backend::Scheduler& m_scheduler;
   QElapsedTimer m_clock;
-  bool m_exhausted = false;
+  bool m_stopped = false;  // an error or search.timeout_s: ask no more
   std::string m_error;
 };
 
-// Opens the study named by --name or [search] name, creating it on the first sweep.
+// Opens the study named by --name or [search] name, creating it on the first sweep (a sweep
+// started at the same moment may create it first: then it is opened).
 Study openOrCreate(backend::RunStore& store, const SweepArgs& a, const search::SearchSpace& space) {
   const QString name =
       a.name.empty() ? QString::fromStdString(space.name) : QString::fromStdString(a.name);
+  const QString path = QString::fromStdString(a.experiment);
   if (auto existing = Study::open(store, name)) {
+    orExit(existing->checkOverrides(path, a.overrides), kExitUsage);
     std::printf("continuing study %s\n", qPrintable(name));
     return std::move(*existing);
   }
   Study::CreateOptions options;
   options.name = name;
   options.maxRetries = a.maxRetries;
-  return orExit(Study::create(store, QString::fromStdString(a.experiment), options), kExitUsage);
+  options.overrides = a.overrides;
+  auto created = Study::create(store, path, options);
+  if (!created && created.message().find("is taken") != std::string::npos) {
+    if (auto existing = Study::open(store, name)) {
+      orExit(existing->checkOverrides(path, a.overrides), kExitUsage);
+      std::printf("continuing study %s\n", qPrintable(name));
+      return std::move(*existing);
+    }
+  }
+  return orExit(std::move(created), kExitUsage);
+}
+
+// The study's space with the sweep settings an override may change on an existing study
+// (Study::overridableOnExistingStudy) taken from the experiment as overridden.
+search::SearchSpace sweepSpace(const Study& study, const search::SearchSpace& effective,
+                               const std::vector<std::string>& overrides) {
+  search::SearchSpace space = study.space();
+  for (const std::string& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (key == "search.concurrency") space.concurrency = effective.concurrency;
+    if (key == "search.timeout_s") space.timeout_s = effective.timeout_s;
+    if (key == "search.stop_grace_s") space.stop_grace_s = effective.stop_grace_s;
+  }
+  return space;
+}
+
+// Follows the trials a killed sweep left running (Study::orphanedTrials) to their own end.
+void reattachOrphans(Study& study, backend::TrialRunner& runner) {
+  auto orphans = orExit(study.orphanedTrials());
+  for (const search::StudyTrial& t : orphans) {
+    const auto number = static_cast<long long>(t.trial.number);
+    if (auto r = runner.attach(t.trial.number, t.runId); !r) {
+      std::printf("trial %lld not reattached: %s\n", number, r.message().c_str());
+    } else {
+      std::printf("trial %lld reattached: %s\n", number, paramsText(t.trial.params).c_str());
+    }
+  }
+  std::fflush(stdout);
 }
 
 void runSweep(const SweepArgs& a, const Globals& g) {
   const QString path = QFileInfo(QString::fromStdString(a.experiment)).absoluteFilePath();
-  auto space = orExit(Study::readSpace(path), kExitUsage);
+  auto space = orExit(Study::readSpace(path, a.overrides), kExitUsage);
   if (space.program.empty()) {  // shardtrain trials: the bundled demo makes its data first
     spec::LoadOptions noPaths;
     noPaths.check_paths = false;
-    auto shape = orExit(spec::load_experiment(path.toStdString(), {}, noPaths), kExitUsage);
+    auto shape =
+        orExit(spec::load_experiment(path.toStdString(), a.overrides, noPaths), kExitUsage);
     if (shape.launch.kind == spec::LaunchKind::local) orExit(backend::ensureDemoData(shape));
   }
   auto store = openStore(g);
-  Study study = openOrCreate(*store, a, space);
+  SweepArgs args = a;
+  args.experiment = path.toStdString();
+  Study study = openOrCreate(*store, args, space);
   backend::TrialRunner::Options options;
   options.studyId = study.id();
   options.runsRoot = runsRoot(g);
+  options.overrides = a.overrides;
   const QString trainer = QDir(QCoreApplication::applicationDirPath()).filePath("shardtrain");
   if (QFileInfo(trainer).isExecutable()) options.trainer = trainer;
-  backend::TrialRunner runner(*store, path, study.space(), options);
+  backend::TrialRunner runner(*store, path, sweepSpace(study, space, a.overrides), options);
   backend::Scheduler scheduler(runner);
   std::printf("study %s: %lld trials, %d at once (%s sampler)\n", qPrintable(study.name()),
               static_cast<long long>(study.space().n_trials), scheduler.slotCount(),
               study.space().sampler.type.c_str());
   std::fflush(stdout);
   SweepLoop loop(study, runner, scheduler);
+  reattachOrphans(study, runner);
   QTimer::singleShot(0, &loop, [&loop] { loop.fill(); });
   QCoreApplication::exec();
   if (!loop.error().empty()) exitWith(kExitError, loop.error());
@@ -191,6 +246,9 @@ void addSweepVerb(CLI::App& app, Globals& g) {
       "sweep", "Run the experiment's [search] study to its end (continues it when started again)");
   sweep->add_option("EXP.toml", args->experiment, "Experiment file with a [search] section")
       ->required();
+  sweep->add_option("--set", args->overrides,
+                    "Override a field before the study is created or continued: dotted.key=value "
+                    "(repeatable; as `run --set`)");
   sweep->add_option("--name", args->name, "Study name (default: search.name or the file's stem)");
   sweep->add_option("--max-retries", args->maxRetries,
                     "Retries of a failed trial, for a new study (default 1)");

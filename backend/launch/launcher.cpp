@@ -139,10 +139,11 @@ Result<RunLocation> RunLocation::fromJson(const QJsonObject& json) {
   const QJsonValue kind = json.value(QStringLiteral("kind"));
   loc.kind = kind.toString();
   if (loc.kind != QLatin1String("local") && loc.kind != QLatin1String("ssh") &&
-      loc.kind != QLatin1String("slurm")) {
-    return fieldError(QStringLiteral("kind"),
-                      QStringLiteral("expected \"local\", \"ssh\" or \"slurm\", got %1")
-                          .arg(kind.isString() ? "\"" + loc.kind + "\"" : typeName(kind)));
+      loc.kind != QLatin1String("slurm") && loc.kind != QLatin1String("program")) {
+    return fieldError(
+        QStringLiteral("kind"),
+        QStringLiteral("expected \"local\", \"ssh\", \"slurm\" or \"program\", got %1")
+            .arg(kind.isString() ? "\"" + loc.kind + "\"" : typeName(kind)));
   }
   auto host = optionalString(json, QStringLiteral("host"));
   if (!host) return host.error();

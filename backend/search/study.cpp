@@ -16,6 +16,7 @@
 
 #include "backend/search/nsga2.h"
 #include "trainer/spec/events.h"
+#include "trainer/spec/experiment.h"
 
 Q_LOGGING_CATEGORY(lcStudy, "shardscope.backend.search.study")
 
@@ -64,6 +65,36 @@ QString directionName(Direction d) {
 bool better(double a, double b, Direction d) { return d == Direction::Minimize ? a < b : a > b; }
 
 std::string studyLabel(const QString& name) { return "study '" + name.toStdString() + "'"; }
+
+// The experiment file's text with `overrides` applied (the file's own text without any).
+Result<std::string> effectiveText(const QString& path, const std::vector<std::string>& overrides) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) {
+    return fail(path.toStdString() + ": cannot read the experiment file (" +
+                file.errorString().toStdString() + "); check the path");
+  }
+  std::string text = file.readAll().toStdString();
+  if (overrides.empty()) return text;
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto exp = spec::parse_experiment(text, path.toStdString(), overrides, noPaths);
+  if (!exp) return exp.error();
+  return spec::write_experiment_toml(*exp);
+}
+
+// The value at dotted `key` of TOML `text` as TOML text; empty when absent or unparsable.
+std::string tomlValueAt(const std::string& text, const std::string& key) {
+  try {
+    const toml::table root = toml::parse(text);
+    const toml::node_view<const toml::node> node = root.at_path(key);
+    if (!node) return {};
+    std::ostringstream out;
+    out << node;
+    return out.str();
+  } catch (const toml::parse_error&) {
+    return {};
+  }
+}
 
 }  // namespace
 
@@ -203,23 +234,42 @@ Study::Study(Study&&) noexcept = default;
 Study& Study::operator=(Study&&) noexcept = default;
 Study::~Study() = default;
 
-Result<SearchSpace> Study::readSpace(const QString& experimentPath) {
-  QFile file(experimentPath);
-  if (!file.open(QIODevice::ReadOnly)) {
-    return fail(experimentPath.toStdString() + ": cannot read the experiment file (" +
-                file.errorString().toStdString() + "); check the path");
+bool Study::overridableOnExistingStudy(const std::string& key) {
+  return key == "search.concurrency" || key == "search.timeout_s" || key == "search.stop_grace_s";
+}
+
+Result<SearchSpace> Study::readSpace(const QString& experimentPath,
+                                     const std::vector<std::string>& overrides) {
+  auto text = effectiveText(experimentPath, overrides);
+  if (!text) return text.error();
+  return spaceFromExperiment(*text, experimentPath.toStdString());
+}
+
+Result<void> Study::checkOverrides(const QString& experimentPath,
+                                   const std::vector<std::string>& overrides) const {
+  auto text = effectiveText(experimentPath, overrides);
+  if (!text) return text.error();
+  const std::string stored = m_record.config.toStdString();
+  for (const std::string& override : overrides) {
+    const std::string key = override.substr(0, override.find('='));
+    if (key.rfind("search.", 0) != 0 || overridableOnExistingStudy(key)) continue;
+    const std::string before = tomlValueAt(stored, key);
+    const std::string after = tomlValueAt(*text, key);
+    if (before == after) continue;
+    return fail("--set " + override + ": " + studyLabel(name()) + " exists with " + key + " = " +
+                (before.empty() ? std::string("(unset)") : before) +
+                "; an existing study's search space is fixed (only search.concurrency, "
+                "search.timeout_s and search.stop_grace_s may change): drop the override, or "
+                "start a new study with --name");
   }
-  return spaceFromExperiment(file.readAll().toStdString(), experimentPath.toStdString());
+  return ok();
 }
 
 Result<Study> Study::create(backend::RunStore& store, const QString& experimentPath,
                             const CreateOptions& options) {
-  QFile file(experimentPath);
-  if (!file.open(QIODevice::ReadOnly)) {
-    return fail(experimentPath.toStdString() + ": cannot read the experiment file (" +
-                file.errorString().toStdString() + "); check the path");
-  }
-  const std::string text = file.readAll().toStdString();
+  auto effective = effectiveText(experimentPath, options.overrides);
+  if (!effective) return effective.error();
+  const std::string text = std::move(*effective);
   const std::string source = experimentPath.toStdString();
   auto space = spaceFromExperiment(text, source);
   if (!space) return space.error();
@@ -326,6 +376,23 @@ Result<StudyTrial> Study::findTrial(std::int64_t number, bool withCurves) {
               "` lists them");
 }
 
+Result<std::vector<StudyTrial>> Study::orphanedTrials() {
+  auto all = trials(false);
+  if (!all) return all.error();
+  const QString host = QSysInfo::machineHostName();
+  std::vector<StudyTrial> out;
+  for (StudyTrial& t : *all) {
+    if (t.trial.state != TrialState::Running || t.status != RunStatus::running) continue;
+    auto lease = m_reader->lease(t.runId);
+    if (!lease) return lease.error();
+    if (!*lease || (*lease)->token == kAskLeaseToken || (*lease)->host != host ||
+        backend::RunStore::processAlive((*lease)->pid))
+      continue;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 Result<int> Study::failLostTrials() {
   auto all = trials(false);
   if (!all) return all.error();
@@ -422,12 +489,15 @@ Result<std::optional<AskedTrial>> Study::askNew(const AskOptions& options) {
   backend::NewTrial trial;
   trial.studyId = m_record.id;
   trial.params = paramsToJson(*params);
-  auto id = m_store->startTrialRun(trial).get();
+  // The count above is a hint; the store counts again inside the insert's transaction, so
+  // concurrent askers never take more than n_trials numbers.
+  auto id = m_store->startTrialRunWithin(trial, m_space.n_trials).get();
   if (!id) return id.error();
-  if (auto r = takeAskLease(id->runId, options); !r) return r.error();
+  if (!*id) return std::optional<AskedTrial>();
+  if (auto r = takeAskLease((*id)->runId, options); !r) return r.error();
   AskedTrial asked;
-  asked.number = id->number;
-  asked.runId = id->runId;
+  asked.number = (*id)->number;
+  asked.runId = (*id)->runId;
   asked.params = std::move(*params);
   return std::optional<AskedTrial>(std::move(asked));
 }

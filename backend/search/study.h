@@ -8,7 +8,9 @@
 // tell() -> complete / pruned / failed (a non-finite value is failed). A running trial whose
 // asking process (AskOptions::ownerPid, kept as a lease with token kAskLeaseToken) or whose
 // follower (the sweep's RunMonitor lease) is gone from this machine is lost: the next ask()
-// records it failed ("lost"), so it is retried like any failed trial. Samplers keep no hidden state
+// records it failed ("lost"), so it is retried like any failed trial. A restarted sweep first
+// reattaches the launched ones whose follower died (orphanedTrials()): their ranks outlive the
+// sweep, so it follows them to their own end instead. Samplers keep no hidden state
 // (each replays the trial list), and the random source of trial n is seeded from (seed, n), so
 // nothing else needs to live in setStudyState; the state holds the study's own settings
 // (max_retries).
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backend/search/importance.h"
@@ -88,10 +91,17 @@ class Study {
   struct CreateOptions {
     QString name;  // empty: search.name, whose default is the experiment file's stem
     int maxRetries = kDefaultMaxRetries;
+    /// "dotted.key=value" overrides (sweep --set) applied to the file before the study keeps it.
+    std::vector<std::string> overrides;
   };
+  /// [search] fields an override may change on an existing study: they steer this process's
+  /// sweep (slots, time budget, prune grace), not the study's search space.
+  static bool overridableOnExistingStudy(const std::string& key);
 
-  /// The [search] section of the experiment file at `experimentPath`, parsed and checked.
-  [[nodiscard]] static Result<SearchSpace> readSpace(const QString& experimentPath);
+  /// The [search] section of the experiment file at `experimentPath` with `overrides` applied,
+  /// parsed and checked.
+  [[nodiscard]] static Result<SearchSpace> readSpace(
+      const QString& experimentPath, const std::vector<std::string>& overrides = {});
   /// A new study from the [search] section of the experiment file at `experimentPath`.
   [[nodiscard]] static Result<Study> create(backend::RunStore& store, const QString& experimentPath,
                                             const CreateOptions& options);
@@ -130,6 +140,16 @@ class Study {
   /// Records every running trial whose asking process is gone (see the file comment) as failed;
   /// returns how many. ask() calls it first.
   [[nodiscard]] Result<int> failLostTrials();
+  /// Running trials that a sweep launched and whose following process (the RunMonitor lease's
+  /// holder) is gone from this machine, by number: a restarted sweep reattaches them (their
+  /// ranks may still run) before it asks, so they are not failed as lost. #6
+  [[nodiscard]] Result<std::vector<StudyTrial>> orphanedTrials();
+  /// Refuses `overrides` (applied to the experiment file at `experimentPath`) that change this
+  /// existing study's search space: a `search.*` value other than the ones
+  /// overridableOnExistingStudy() allows that differs from the study's stored one. The message
+  /// names the study and the field.
+  [[nodiscard]] Result<void> checkOverrides(const QString& experimentPath,
+                                            const std::vector<std::string>& overrides) const;
   /// Every trial of the study, by number.
   [[nodiscard]] Result<std::vector<StudyTrial>> trials(bool withCurves = false);
   /// Best trial (one objective: the best complete value; several: the Pareto-optimal trial best

@@ -28,6 +28,7 @@
 #include "backend/launch/launchers.h"
 #include "backend/launch/programlauncher.h"
 #include "backend/monitor/runmonitor.h"
+#include "backend/search/study.h"
 #include "trainer/spec/estimate.h"
 #include "trainer/spec/events.h"
 
@@ -176,7 +177,7 @@ bool TrialRunner::runsHere() const {
 }
 
 Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params) const {
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides = m_options.overrides;
   if (!programTrials()) {  // a program's parameters are its own, not experiment fields
     for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
   }
@@ -190,7 +191,9 @@ Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& p
   if (!exp) return exp.error();
   if (!programTrials()) {
     if (auto valid = spec::validate_for_launch(*exp); !valid) return valid.error();
-    if (!m_options.trainer.isEmpty()) exp->launch.trainer = m_options.trainer.toStdString();
+    // A bare name (the default "shardtrain") means the caller's build; a path is the user's.
+    const bool bare = exp->launch.trainer.find('/') == std::string::npos;
+    if (bare && !m_options.trainer.isEmpty()) exp->launch.trainer = m_options.trainer.toStdString();
   }
   return exp;
 }
@@ -304,22 +307,75 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
     qCWarning(lcTrialRunner) << "trial" << trial.number << r.message().c_str();
   }
   (void)m_store.setRunStatus(trial.runId, spec::RunStatus::running).get();
+  // The asker's lease (Study::tryAsk with an owner) kept the trial from being taken for lost
+  // until now; the run monitor's lease replaces it.
+  (void)m_store
+      .releaseLease({trial.runId, 0, {}, QString::fromLatin1(search::Study::kAskLeaseToken), 0})
+      .get();
+  if (auto followed = follow(trial); !followed) {
+    trial.handle->kill();
+    return followed;
+  }
+  qCInfo(lcTrialRunner) << "trial" << trial.number << "run" << trial.runId << "started in"
+                        << runDir;
+  return ok();
+}
+
+// Starts the run monitor (it takes the run's lease) and the eval reader of a launched trial.
+Result<void> TrialRunner::follow(Running& trial) {
   trial.monitor = std::make_unique<RunMonitor>(m_store, trial.runId, *trial.handle);
   const qint64 number = trial.number;
   connect(trial.monitor.get(), &RunMonitor::finished, this, [this, number] {
     // Not inside the monitor's own signal: onMonitorFinished destroys it.
     QTimer::singleShot(0, this, [this, number] { onMonitorFinished(number); });
   });
-  if (auto started = trial.monitor->start(); !started) {
-    trial.handle->kill();
-    return started;
-  }
+  if (auto started = trial.monitor->start(); !started) return started;
   Running* raw = &trial;
   connect(trial.handle.get(), &RunHandle::filesGrew, this, [this, raw] { readEvals(*raw); });
   connect(&trial.evalTimer, &QTimer::timeout, this, [this, raw] { readEvals(*raw); });
   trial.evalTimer.start(kEvalPollMs);
-  qCInfo(lcTrialRunner) << "trial" << trial.number << "run" << trial.runId << "started in"
-                        << runDir;
+  return ok();
+}
+
+Result<void> TrialRunner::attach(qint64 number, qint64 runId) {
+  if (m_trials.count(number) != 0) {
+    return runnerError(QStringLiteral("trial %1 is already running").arg(number));
+  }
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  auto run = reader->run(runId);
+  if (!run) return run.error();
+  if (!*run || (*run)->location.isEmpty()) {
+    return runnerError(QStringLiteral("trial %1 (run %2) has no stored location: it never "
+                                      "launched, so there is nothing to reattach")
+                           .arg(number)
+                           .arg(runId));
+  }
+  auto location = RunLocation::fromJson((*run)->location);
+  if (!location) return location.error();
+  auto trial = std::make_unique<Running>();
+  trial->number = number;
+  trial->runId = runId;
+  const int grace = std::max(0, int(std::ceil(m_space.stop_grace_s)));
+  if (location->kind == QLatin1String("program")) {
+    auto argv = resolveProgram(m_space.program, QFileInfo(m_experimentPath).absolutePath());
+    if (!argv) return argv.error();
+    trial->launcher = std::make_unique<ProgramLauncher>(*argv, grace);
+  } else {
+    auto launcher = makeLauncher(location->kind, grace);
+    if (!launcher) return launcher.error();
+    trial->launcher = std::move(*launcher);
+  }
+  auto handle = trial->launcher->attach(*location);
+  if (!handle) return handle.error();
+  trial->handle = std::move(*handle);
+  if (auto followed = follow(*trial); !followed) return followed;
+  // What it evaluated while nobody followed it is history, already judged by the dead sweep.
+  readEvals(*trial, false);
+  qCInfo(lcTrialRunner) << "trial" << number << "run" << runId << "reattached in"
+                        << location->runDir;
+  m_trials[number] = std::move(trial);
+  emit trialStarted(number, runId);
   return ok();
 }
 
@@ -336,8 +392,9 @@ void TrialRunner::finishEarly(qint64 number, qint64 runId, TrialState state, con
   QTimer::singleShot(0, this, [this, outcome] { emit trialFinished(outcome); });
 }
 
-// Reads rank 0's new complete lines for `eval` events and asks the prune callback about each.
-void TrialRunner::readEvals(Running& trial) {
+// Reads rank 0's new complete lines for `eval` events and asks the prune callback about each
+// (unless `judgePrunes` is false).
+void TrialRunner::readEvals(Running& trial, bool judgePrunes) {
   if (!trial.handle) return;
   auto bytes = trial.handle->readEvents(0, trial.evalOffset, kReadBytes);
   if (!bytes || bytes->isEmpty()) return;
@@ -361,7 +418,7 @@ void TrialRunner::readEvals(Running& trial) {
     }
     if (!value) continue;
     trial.intermediate[eval->step] = *value;
-    if (!trial.pruned && m_prune && m_prune(trial.number, eval->step, *value)) {
+    if (judgePrunes && !trial.pruned && m_prune && m_prune(trial.number, eval->step, *value)) {
       prune(trial.number);
     }
   }
@@ -388,7 +445,8 @@ void TrialRunner::onMonitorFinished(qint64 number) {
   m_trials.erase(it);
   trial->evalTimer.stop();
   trial->killTimer.stop();
-  readEvals(*trial);
+  // The last lines: kept in the outcome, not judged (the monitor has ended the run already).
+  readEvals(*trial, false);
   TrialOutcome outcome;
   outcome.number = number;
   outcome.runId = trial->runId;

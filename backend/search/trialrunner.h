@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backend/search/space.h"
@@ -47,9 +48,12 @@ class TrialRunner : public QObject {
     /// Per-rank memory budget of the device in bytes; unset: this machine's physical memory
     /// divided by the ranks per node (the engine allocates on the CPU here).
     std::optional<qint64> deviceBudgetBytes;
-    /// launch.trainer for shardtrain trials when not empty (e.g. the shardtrain built beside the
-    /// caller); a trial's own overrides cannot change it.
+    /// launch.trainer for shardtrain trials whose launch.trainer is a bare name, when not empty
+    /// (the shardtrain built beside the caller); a path in the experiment wins.
     QString trainer;
+    /// "dotted.key=value" overrides (sweep --set) applied to the experiment before a trial's own
+    /// values.
+    std::vector<std::string> overrides;
   };
   /// Called for each `eval` event of a running trial (rank 0) with the value of the first
   /// objective's metric; true prunes the trial. Its history (the intermediate values) is in the
@@ -80,6 +84,12 @@ class TrialRunner : public QObject {
   /// (infeasible, an invalid configuration, a launch error).
   [[nodiscard]] Result<qint64> start(qint64 number, const search::TrialParams& params,
                                      std::optional<qint64> runId = std::nullopt);
+  /// Follows trial `number` whose run `runId` was launched by a process that died (a killed
+  /// sweep): attaches to its ranks through the stored run location, takes over the run's lease
+  /// and follows it to its end like a trial started here (trialFinished with its own result).
+  /// Evaluations already written are read without asking the prune callback again. Fails when
+  /// the run has no location (it never launched) or another live process follows it.
+  [[nodiscard]] Result<void> attach(qint64 number, qint64 runId);
   /// Prunes a running trial now (as if the callback said so); false when it is not running.
   bool prune(qint64 number);
 
@@ -96,7 +106,8 @@ class TrialRunner : public QObject {
   Result<void> launch(Running& trial, const spec::Experiment& exp,
                       const search::TrialParams& params);
   void finishEarly(qint64 number, qint64 runId, search::TrialState state, const QString& error);
-  void readEvals(Running& trial);
+  Result<void> follow(Running& trial);
+  void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
   void judge(Running& trial, TrialOutcome& outcome);
   std::optional<double> objectiveValue(const Running& trial, std::size_t index,

@@ -96,6 +96,10 @@ class RunStore : public QObject {
   /// As createTrialRun, but the run is marked running (asked) in the same transaction, so no
   /// other process mistakes it for an enqueued (queued) trial.
   Pending<TrialId> startTrialRun(const NewTrial& trial);
+  /// As startTrialRun, but only while the study has fewer than `maxTrials` trial numbers,
+  /// counted in the same write transaction: nullopt once it has them all, so concurrent askers
+  /// (slots of one sweep, or several processes) never overshoot search.n_trials. #6
+  Pending<std::optional<TrialId>> startTrialRunWithin(const NewTrial& trial, qint64 maxTrials);
   /// Claims, in one transaction, the study's lowest-numbered queued (enqueued) trial, else its
   /// lowest-numbered failed trial with attempt < maxAttempt (a retry: attempt + 1, its metrics,
   /// objectives and error cleared). The claimed run becomes running; nullopt when none.

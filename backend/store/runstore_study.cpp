@@ -297,6 +297,25 @@ RunStore::Pending<TrialId> RunStore::startTrialRun(const NewTrial& trial) {
   });
 }
 
+RunStore::Pending<std::optional<TrialId>> RunStore::startTrialRunWithin(const NewTrial& trial,
+                                                                        qint64 maxTrials) {
+  return submit<std::optional<TrialId>>(
+      1, [trial, maxTrials](WriteContext& context) -> Result<std::optional<TrialId>> {
+        auto stmt = context.statement("SELECT count(*) FROM runs WHERE study_id = ?1");
+        if (!stmt) return stmt.error();
+        Statement& count = **stmt;
+        if (auto r = count.bindInt64(1, trial.studyId); !r) return r.error();
+        auto row = count.step();
+        if (!row) return row.error();
+        const qint64 taken = *row ? count.columnInt64(0) : 0;
+        count.reset();
+        if (taken >= maxTrials) return std::optional<TrialId>();
+        auto id = insertTrial(context, trial, spec::RunStatus::running);
+        if (!id) return id.error();
+        return std::optional<TrialId>(*id);
+      });
+}
+
 RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(qint64 studyId, int maxAttempt) {
   return submit<std::optional<TrialId>>(1, [studyId, maxAttempt](WriteContext& context) {
     return claimOne(context, studyId, maxAttempt);

@@ -1,8 +1,11 @@
 // `shardscope-cli sweep` end to end on a real run log with a program trial (#6): every trial
 // runs as its own process through the trial runner and scheduler, the median pruner stops some
 // through their `eval` events, `study show --json` agrees with the values the program printed;
-// and a sweep SIGKILLed mid-study and started again continues with the same trial numbers and
-// loses no result (the trials it left running are failed as lost and retried).
+// a sweep SIGKILLed mid-study and started again continues with the same trial numbers and loses
+// no result: the trials it left running are reattached and keep their own result (attempt 0),
+// and only a trial whose process is really gone is failed as lost and retried; two sweeps on one
+// study never take more than n_trials numbers; `sweep --set` overrides the experiment and refuses
+// to change an existing study's search space.
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -12,6 +15,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <csignal>
 #include <map>
 #include <set>
@@ -22,12 +26,17 @@ const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli")
 
 // The trial: f(x, y) = (x-1)^2 + (y+2)^2, reported at 10 steps as f + 1/step, then `done`; it
 // also appends "NUMBER f" to values.txt in the experiment's folder (what the program computed).
+// Its pid goes to pids/NUMBER beside it, so a test can kill one trial.
 const char* kProgram = R"(import json, os, sys, time
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
 x, y = float(args["x"]), float(args["y"])
 f = (x - 1) ** 2 + (y + 2) ** 2
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "values.txt"), "a") as out:
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "values.txt"), "a") as out:
     out.write("%s %r\n" % (os.environ["SHARDSCOPE_TRIAL"], f))
+os.makedirs(os.path.join(here, "pids"), exist_ok=True)
+with open(os.path.join(here, "pids", os.environ["SHARDSCOPE_TRIAL"]), "w") as out:
+    out.write(str(os.getpid()))
 for step in range(1, 11):
     print(json.dumps({"ev": "eval", "step": step, "metrics": {"objective": f + 1.0 / step}}),
           flush=True)
@@ -35,7 +44,10 @@ for step in range(1, 11):
 print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
 )";
 
-QString experiment(int trials, int concurrency) {
+QString experiment(int trials, int concurrency,
+                   const QString& pruner =
+                       "{type = \"median\", n_startup_trials = 4, "
+                       "n_warmup_steps = 3}") {
   return QStringLiteral(R"([experiment]
 name = "quad"
 
@@ -45,7 +57,7 @@ sampler = "tpe"
 seed = 3
 n_trials = %1
 concurrency = %2
-pruner = {type = "median", n_startup_trials = 4, n_warmup_steps = 3}
+pruner = %3
 objectives = {objective = "minimize"}
 
 [search.space.x]
@@ -59,7 +71,8 @@ low = -5.0
 high = 5.0
 )")
       .arg(trials)
-      .arg(concurrency);
+      .arg(concurrency)
+      .arg(pruner);
 }
 
 struct Run {
@@ -89,9 +102,33 @@ bool write(const QString& path, const QString& text) {
   return f.open(QIODevice::WriteOnly) && f.write(text.toUtf8()) == text.toUtf8().size();
 }
 
-QJsonObject show(const QString& db) {
-  const Run r = cli({"--db", db, "study", "show", "exp", "--json"});
+QJsonObject show(const QString& db, const QString& study = "exp") {
+  const Run r = cli({"--db", db, "study", "show", study, "--json"});
   return QJsonDocument::fromJson(r.out.toUtf8()).object();
+}
+
+// "NUMBER f" lines of values.txt: what the program computed for each trial.
+std::map<int, double> computedValues(const QString& dir) {
+  QFile values(QDir(dir).filePath("values.txt"));
+  std::map<int, double> computed;
+  if (!values.open(QIODevice::ReadOnly)) return computed;
+  for (const QByteArray& line : values.readAll().split('\n')) {
+    const QList<QByteArray> parts = line.split(' ');
+    if (parts.size() == 2) computed[parts[0].toInt()] = parts[1].toDouble();
+  }
+  return computed;
+}
+
+qint64 trialPid(const QString& dir, int number) {
+  QFile f(QDir(dir).filePath(QStringLiteral("pids/%1").arg(number)));
+  return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toLongLong() : 0;
+}
+
+bool alive(qint64 pid) {
+  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+  if (pid <= 0 || !stat.open(QIODevice::ReadOnly)) return false;
+  const QByteArray text = stat.readAll();
+  return text.mid(text.lastIndexOf(')') + 2, 1) != "Z";
 }
 
 }  // namespace
@@ -133,13 +170,7 @@ class TestCliSweep : public QObject {
     QVERIFY(complete >= 4);  // n_startup_trials are never pruned
 
     // The stored values are what the program computed, and show names the smallest.
-    QFile values(dir.filePath("values.txt"));
-    QVERIFY(values.open(QIODevice::ReadOnly));
-    std::map<int, double> computed;
-    for (const QByteArray& line : values.readAll().split('\n')) {
-      const QList<QByteArray> parts = line.split(' ');
-      if (parts.size() == 2) computed[parts[0].toInt()] = parts[1].toDouble();
-    }
+    std::map<int, double> computed = computedValues(dir.path());
     QCOMPARE(int(computed.size()), 14);
     for (const auto& t : trials) {
       const QJsonObject o = t.toObject();
@@ -152,64 +183,163 @@ class TestCliSweep : public QObject {
              qPrintable(r.out));
   }
 
-  void killedSweepContinuesWithTheSameNumbers() {
+  // #6: kill -9 of the sweep leaves its running trials' processes alive (their own sessions).
+  // One of them is then killed too (really gone); the restarted sweep reattaches the others and
+  // records their own objective at attempt 0, and fails only the gone one as lost and retries it.
+  void killedSweepReattachesLiveTrials() {
     QTemporaryDir dir;
     QVERIFY(write(dir.filePath("obj.py"), kProgram));
-    QVERIFY(write(dir.filePath("exp.toml"), experiment(10, 2)));
+    QVERIFY(write(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
 
-    // First sweep: slow trials; SIGKILL once at least 3 trials are told.
+    // First sweep: slow trials (about 4 s each); SIGKILL once 2 trials are told and 2 more
+    // have started.
     QProcess first;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("TRIAL_SLEEP", "0.3");
+    env.insert("TRIAL_SLEEP", "0.4");
     first.setProcessEnvironment(env);
     first.start(kCli, {"--db", db, "sweep", dir.filePath("exp.toml")});
     QVERIFY(first.waitForStarted());
     QString seen;
-    QTRY_VERIFY_WITH_TIMEOUT((seen += QString::fromUtf8(first.readAllStandardOutput()),
-                              seen.count(" complete ") + seen.count(" pruned") >= 3),
-                             120000);
+    // Two trials told and two more whose processes run (their pid files are written).
+    const auto twoMoreRun = [&] {
+      seen += QString::fromUtf8(first.readAllStandardOutput());
+      int running = 0;
+      for (int n = 0; n < 8; ++n) {
+        if (!seen.contains(QStringLiteral("trial %1 complete").arg(n)) &&
+            alive(trialPid(dir.path(), n)))
+          ++running;
+      }
+      return seen.count(" complete ") >= 2 && running >= 2;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(twoMoreRun(), 120000);
     ::kill(static_cast<pid_t>(first.processId()), SIGKILL);
     QVERIFY(first.waitForFinished(30000));
 
-    // What the killed sweep had recorded as ended, by trial number.
-    std::map<int, QJsonObject> before;
-    for (const auto& t : show(db)["trials"].toArray()) {
-      const QJsonObject o = t.toObject();
-      const QString state = o["state"].toString();
-      if (state == QLatin1String("complete") || state == QLatin1String("pruned"))
-        before[o["number"].toInt()] = o;
-    }
-    QVERIFY(before.size() >= 3);
+    std::map<int, QJsonObject> before;  // results recorded before the kill
+    std::vector<int> live;              // trials whose process outlived the sweep
+    const auto look = [&] {
+      before.clear();
+      live.clear();
+      for (const auto& t : show(db)["trials"].toArray()) {
+        const QJsonObject o = t.toObject();
+        const int n = o["number"].toInt();
+        if (o["state"].toString() == QLatin1String("complete")) before[n] = o;
+        if (o["state"].toString() == QLatin1String("running") && alive(trialPid(dir.path(), n)))
+          live.push_back(n);
+      }
+      return live.size() >= 2;
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(look(), "the kill left fewer than 2 live trials to reattach", 10000);
+    const int gone = live.front();  // really gone: its process dies too
+    ::kill(static_cast<pid_t>(trialPid(dir.path(), gone)), SIGKILL);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(trialPid(dir.path(), gone)), 30000);
 
     const Run second = cli({"--db", db, "sweep", dir.filePath("exp.toml")});
     QVERIFY2(second.exitCode == 0, qPrintable(second.out + second.err));
     QVERIFY2(second.out.contains("continuing study exp"), qPrintable(second.out));
 
+    const std::map<int, double> computed = computedValues(dir.path());
     const QJsonArray trials = show(db)["trials"].toArray();
-    QCOMPARE(trials.size(), 10);  // numbers 0..9, each once: none skipped, none doubled
+    QCOMPARE(trials.size(), 8);  // numbers 0..7, each once: none skipped, none doubled
     std::set<int> numbers;
     for (const auto& t : trials) {
       const QJsonObject o = t.toObject();
       const int n = o["number"].toInt();
       numbers.insert(n);
-      const QString state = o["state"].toString();
-      QVERIFY2(
-          state == QLatin1String("complete") || state == QLatin1String("pruned"),
-          qPrintable(
-              QStringLiteral("trial %1 ended %2: %3").arg(n).arg(state, o["error"].toString())));
+      QVERIFY2(o["state"].toString() == QLatin1String("complete"),
+               qPrintable(QStringLiteral("trial %1 ended %2: %3")
+                              .arg(n)
+                              .arg(o["state"].toString(), o["error"].toString())));
+      QCOMPARE(o["values"].toArray()[0].toDouble(), computed.at(n));  // its own objective
       if (before.count(n) != 0) {  // a result recorded before the kill is kept as it was
-        QCOMPARE(o["state"].toString(), before[n]["state"].toString());
         QCOMPARE(o["values"].toArray(), before[n]["values"].toArray());
         QCOMPARE(o["attempt"].toInt(), before[n]["attempt"].toInt());
       }
+      if (n == gone) {
+        QCOMPARE(o["attempt"].toInt(), 1);  // failed as lost, then retried
+      } else if (std::find(live.begin(), live.end(), n) != live.end()) {
+        QCOMPARE(o["attempt"].toInt(), 0);  // reattached: no retry
+        QVERIFY2(second.out.contains(QStringLiteral("trial %1 reattached").arg(n)),
+                 qPrintable(second.out));
+      }
     }
     QCOMPARE(*numbers.begin(), 0);
-    QCOMPARE(*numbers.rbegin(), 9);
-    // The trials the kill left running were lost and ran again (a slot is never idle here).
-    int retried = 0;
-    for (const auto& t : trials) retried += t.toObject()["attempt"].toInt() > 0 ? 1 : 0;
-    QVERIFY2(retried >= 1 && second.out.contains("(retry 1)"), qPrintable(second.out));
+    QCOMPARE(*numbers.rbegin(), 7);
+    QVERIFY2(second.out.contains(QStringLiteral("trial %1 start (retry 1)").arg(gone)),
+             qPrintable(second.out));
+    QCOMPARE(second.out.count("(retry"), 1);
+  }
+
+  // #6: two sweeps started at once on one study share its n_trials: together they record
+  // exactly n_trials trials with distinct numbers, and every trial is told once.
+  void twoSweepsKeepTheTrialBudget() {
+    QTemporaryDir dir;
+    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(write(dir.filePath("exp.toml"), experiment(9, 2, "{type = \"none\"}")));
+    const QString db = dir.filePath("runs.db");
+    QVERIFY(cli({"--db", db, "study", "create", "exp", dir.filePath("exp.toml")}).exitCode == 0);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("TRIAL_SLEEP", "0.01");
+    QProcess a;
+    QProcess b;
+    for (QProcess* p : {&a, &b}) {
+      p->setProcessEnvironment(env);
+      p->start(kCli, {"--db", db, "sweep", dir.filePath("exp.toml")});
+    }
+    for (QProcess* p : {&a, &b}) {
+      QVERIFY(p->waitForFinished(180000));
+      QVERIFY2(p->exitCode() == 0, p->readAllStandardError().constData());
+    }
+    const QJsonArray trials = show(db)["trials"].toArray();
+    QCOMPARE(trials.size(), 9);
+    std::set<int> numbers;
+    for (const auto& t : trials) {
+      const QJsonObject o = t.toObject();
+      numbers.insert(o["number"].toInt());
+      QCOMPARE(o["state"].toString(), QStringLiteral("complete"));
+    }
+    QCOMPARE(int(numbers.size()), 9);
+    QCOMPARE(*numbers.rbegin(), 8);
+    QFile values(dir.filePath("values.txt"));  // one line per trial process
+    QVERIFY(values.open(QIODevice::ReadOnly));
+    QCOMPARE(values.readAll().count('\n'), 9);  // 9 processes ran, not more
+  }
+
+  // #6: `sweep --set` applies overrides before the study is created (here: n_trials and the
+  // range of x, stored with the study); continuing it with an override that changes its search
+  // space is refused naming the study and the field; search.concurrency may change.
+  void setOverridesTheExperiment() {
+    QTemporaryDir dir;
+    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(write(dir.filePath("exp.toml"), experiment(20, 1, "{type = \"none\"}")));
+    const QString db = dir.filePath("runs.db");
+    const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml"), "--set", "search.n_trials=3",
+                       "--set", "search.space.x.high=-4.0"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QVERIFY2(r.out.contains("study exp: 3 trials"), qPrintable(r.out));
+    const QJsonArray trials = show(db)["trials"].toArray();
+    QCOMPARE(trials.size(), 3);
+    for (const auto& t : trials) {
+      const double x = t.toObject()["params"].toObject()["x"].toDouble();
+      QVERIFY2(x >= -5.0 && x <= -4.0, qPrintable(QString::number(x)));
+    }
+
+    const Run refused =
+        cli({"--db", db, "sweep", dir.filePath("exp.toml"), "--set", "search.space.x.high=2.0"});
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("study 'exp'") && refused.err.contains("search.space.x.high"),
+             qPrintable(refused.err));
+    const Run bad = cli({"--db", db, "sweep", dir.filePath("exp.toml"), "--set", "nosuchfield"});
+    QCOMPARE(bad.exitCode, 2);
+    QVERIFY2(bad.err.contains("nosuchfield"), qPrintable(bad.err));
+
+    // Same values, and a sweep setting: accepted; the study is complete, nothing more runs.
+    const Run again = cli({"--db", db, "sweep", dir.filePath("exp.toml"), "--set",
+                           "search.n_trials=3", "--set", "search.concurrency=2"});
+    QVERIFY2(again.exitCode == 0, qPrintable(again.out + again.err));
+    QVERIFY2(again.out.contains("continuing study exp"), qPrintable(again.out));
+    QCOMPARE(show(db)["trials"].toArray().size(), 3);
   }
 };
 

@@ -20,6 +20,7 @@
 #include "backend/launch/programlauncher.h"
 #include "backend/search/scheduler.h"
 #include "backend/search/trialrunner.h"
+#include "backend/store/sqlitedb.h"
 #include "tests/support/verify_ok.h"
 #include "trainer/spec/events.h"
 
@@ -85,6 +86,7 @@ class TestTrialRunner : public QObject {
   void nonZeroExitFails();
   void abortWithoutDoneFails();
   void nonFiniteObjectiveFails();
+  void statusNeverFailsBeforeTheVerdict();
   void pruneSendsSigtermThenSigkill();
   void infeasibleNeverLaunches();
   void schedulerRunsTwoAtOnce();
@@ -267,6 +269,55 @@ void TestTrialRunner::nonFiniteObjectiveFails() {
       runOne(*runner, 0, {{"x", 1.0}, {"n", std::int64_t{0}}, {"flag", true}, {"opt", "a"}});
   QCOMPARE(int(outcome.state), int(TrialState::Failed));
   QVERIFY2(outcome.error.contains("not finite"), qPrintable(outcome.error));
+}
+
+// #6: a program that prints its `done` as its very last bytes (no newline) and exits at once
+// must never be recorded failed on the way to complete. A trigger on the real run log records
+// every status the runs table takes, so a failed that lasts one statement is seen too.
+void TestTrialRunner::statusNeverFailsBeforeTheVerdict() {
+  auto db = SqliteDb::open(m_dir.filePath("runs.db"));
+  VERIFY_OK(db);
+  VERIFY_OK(
+      db->exec("CREATE TABLE IF NOT EXISTS test_status_log(run_id INTEGER, status TEXT);"
+               "CREATE TRIGGER IF NOT EXISTS test_status_trail AFTER UPDATE OF status ON runs "
+               "BEGIN INSERT INTO test_status_log VALUES (new.id, new.status); END;"));
+  const QString path = m_dir.filePath("lastline.toml");
+  QFile file(path);
+  QVERIFY(file.open(QIODevice::WriteOnly));
+  file.write(R"([experiment]
+name = "lastline"
+[search]
+program = ["/bin/sh", "-c", "printf '{\"ev\":\"eval\",\"step\":1,\"metrics\":{\"objective\":2}}\\n{\"ev\":\"done\",\"status\":\"complete\",\"objective\":1.5}'"]
+objectives = {objective = "minimize"}
+[search.space.x]
+type = "float"
+low = 0.0
+high = 1.0
+)");
+  file.close();
+  auto runner = makeRunner(path);
+  constexpr int kTrials = 12;
+  QList<qint64> runIds;
+  for (int n = 0; n < kTrials; ++n) {
+    const TrialOutcome outcome = runOne(*runner, n, {{"x", 0.5}});
+    QVERIFY2(outcome.state == TrialState::Complete, qPrintable(outcome.error));
+    QCOMPARE(outcome.values, std::vector<double>{1.5});
+    runIds << outcome.runId;
+  }
+  auto seen = db->prepare(
+      "SELECT run_id, group_concat(status, ' ') FROM test_status_log GROUP BY run_id ORDER BY "
+      "run_id");
+  VERIFY_OK(seen);
+  int rows = 0;
+  for (auto row = seen->step(); row && *row; row = seen->step()) {
+    if (!runIds.contains(seen->columnInt64(0))) continue;
+    ++rows;
+    const QString trail = QString::fromStdString(seen->columnText(1));
+    QVERIFY2(
+        !trail.contains("failed") && trail.endsWith("complete"),
+        qPrintable(QStringLiteral("run %1 went through: %2").arg(seen->columnInt64(0)).arg(trail)));
+  }
+  QCOMPARE(rows, kTrials);
 }
 
 // A program that ignores SIGTERM: the prune sends SIGTERM (it logs it), then SIGKILL after

@@ -1,0 +1,168 @@
+// `sweep` of a study whose [launch] is Slurm (#6), on the real one-node Slurm fixture: each trial
+// is its own job submitted through the Slurm launcher, at most search.concurrency of the sweep's
+// jobs are queued or running at any time (squeue, polled while the sweep runs), every trial ends
+// complete with its own objective (the fake trainer reports the train.lr it found in its
+// trial.toml), and the trials' job ids are distinct.
+#include <QDeadlineTimer>
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <algorithm>
+#include <set>
+
+#include "backend/launch/launcher.h"
+#include "backend/store/runreader.h"
+#include "backend/store/runstore.h"
+#include "tests/support/verify_ok.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+
+namespace {
+
+const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+
+// One rank: hello, then `done` whose objective is train.lr of the trial.toml in its working
+// directory (the run directory), after a pause long enough for jobs to overlap.
+// (Plain literals: moc misreads this script as a raw string.)
+const char* kTrainer =
+    "#!/bin/sh\n"
+    "lr=$(awk -F' *= *' '/^\\[/ {sec = $0} sec == \"[train]\" && $1 == \"lr\" {split($2, v, \" "
+    "\"); "
+    "print v[1]}' "
+    "trial.toml)\n"
+    "echo \"{\\\"v\\\":1,\\\"ev\\\":\\\"hello\\\",\\\"rank\\\":0,\\\"seq\\\":0,\\\"t\\\":$(date "
+    "+%s),\\\"world_size\\\":1}\"\n"
+    "sleep 2\n"
+    "echo \"{\\\"v\\\":1,\\\"ev\\\":\\\"done\\\",\\\"rank\\\":0,\\\"seq\\\":1,\\\"t\\\":$(date "
+    "+%s),\\\"status\\\":\\\"complete\\\",\\\"objective\\\":$lr}\"\n";
+
+QMap<QString, QString> fixtureEnv(const QString& fixture) {
+  QMap<QString, QString> env;
+  QFile file(QStringLiteral(SHARDSCOPE_BINARY_DIR "/fixtures/%1/env").arg(fixture));
+  if (!file.open(QIODevice::ReadOnly)) return env;
+  for (const QByteArray& raw : file.readAll().split('\n')) {
+    QString line = QString::fromUtf8(raw).trimmed();
+    if (line.startsWith("export ")) line = line.mid(7);
+    const auto eq = line.indexOf('=');
+    if (eq > 0) env.insert(line.left(eq), line.mid(eq + 1));
+  }
+  return env;
+}
+
+bool write(const QString& path, const QByteArray& text) {
+  QFile f(path);
+  return f.open(QIODevice::WriteOnly) && f.write(text) == text.size();
+}
+
+}  // namespace
+
+class TestSweepSlurm : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void slurmTrialsAreJobsWithinConcurrency() {
+    const QMap<QString, QString> slurm = fixtureEnv("slurm");
+    QVERIFY2(slurm.contains("SLURM_CONF"), "the Slurm fixture is not running (fixture slurm)");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString trainer = dir.filePath("fake_trainer.sh");
+    QVERIFY(write(trainer, kTrainer));
+    QVERIFY(QFile::setPermissions(trainer, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+    QVERIFY(write(dir.filePath("train.jsonl"), "{\"input_ids\": [1, 2, 3, 4]}\n"));
+    const QByteArray exp = R"([experiment]
+name = "slurmsweep"
+[model]
+arch = "tiny"
+tiny_hidden_size = 16
+tiny_layers = 1
+[data]
+train_path = "TRAIN"
+seq_len = 16
+[train]
+max_steps = 2
+[launch]
+kind = "slurm"
+nproc_per_node = 1
+trainer = "TRAINER"
+[search]
+n_trials = 4
+concurrency = 2
+seed = 5
+objectives = {objective = "minimize"}
+[search.space."train.lr"]
+type = "float"
+low = 1e-4
+high = 1e-2
+log = true
+)";
+    QVERIFY(write(dir.filePath("exp.toml"),
+                  QByteArray(exp)
+                      .replace("TRAINER", trainer.toUtf8())
+                      .replace("TRAIN", dir.filePath("train.jsonl").toUtf8())));
+    const QString db = dir.filePath("runs.db");
+
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SLURM_CONF", slurm.value("SLURM_CONF"));
+    QProcess sweep;
+    sweep.setProcessEnvironment(env);
+    sweep.start(kCli, {"--db", db, "sweep", dir.filePath("exp.toml")});
+    QVERIFY(sweep.waitForStarted());
+    // The sweep's jobs queued or running, seen by Slurm itself while the sweep runs.
+    int mostJobs = 0;
+    QProcess squeue;
+    squeue.setProcessEnvironment(env);
+    const QDeadlineTimer deadline(200000);
+    while (!sweep.waitForFinished(300)) {
+      if (deadline.hasExpired()) {
+        sweep.kill();
+        QFAIL("the sweep did not end within 200 s");
+      }
+      squeue.start("squeue", {"-h", "-o", "%j"});
+      if (!squeue.waitForFinished(10000)) continue;
+      const QStringList names = QString::fromUtf8(squeue.readAllStandardOutput()).split('\n');
+      mostJobs = std::max(
+          mostJobs, int(std::count_if(names.begin(), names.end(),
+                                      [](const QString& n) { return n.startsWith("exp-"); })));
+    }
+    const QByteArray out = sweep.readAllStandardOutput();
+    QVERIFY2(sweep.exitStatus() == QProcess::NormalExit && sweep.exitCode() == 0,
+             (out + sweep.readAllStandardError()).constData());
+    QVERIFY2(out.contains("study exp: 4 trials, 2 at once"), out.constData());
+    QVERIFY2(mostJobs >= 1, "squeue never showed one of the sweep's jobs");
+    QVERIFY2(mostJobs <= 2, qPrintable(QStringLiteral("%1 jobs at once").arg(mostJobs)));
+
+    auto store = RunStore::open(db);
+    VERIFY_OK(store);
+    auto reader = (*store)->reader();
+    VERIFY_OK(reader);
+    auto study = reader->studyByName("exp");
+    VERIFY_OK(study);
+    QVERIFY(study->has_value());
+    auto runs = reader->trials((*study)->id);
+    VERIFY_OK(runs);
+    QCOMPARE(int(runs->size()), 4);
+    std::set<QString> jobIds;
+    for (const RunRecord& run : *runs) {
+      QVERIFY2(run.status == spec::RunStatus::complete, qPrintable(run.error));
+      auto location = RunLocation::fromJson(run.location);
+      VERIFY_OK(location);
+      QCOMPARE(location->kind, QStringLiteral("slurm"));
+      QVERIFY(!location->jobId.isEmpty());
+      jobIds.insert(location->jobId);
+      QVERIFY(run.objectiveValues && run.objectiveValues->size() == 1);
+      const double lr = run.params.value("train.lr").toDouble();
+      QVERIFY(lr >= 1e-4 && lr <= 1e-2);
+      QCOMPARE(run.objectiveValues->front(), lr);  // its own objective, from its trial.toml
+    }
+    QCOMPARE(int(jobIds.size()), 4);  // one job per trial
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSweepSlurm)
+#include "tst_sweep_slurm.moc"
