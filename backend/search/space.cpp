@@ -305,11 +305,12 @@ Result<void> parse_sampler_probs(const toml::table& t, SamplerConfig& c, const C
 }
 
 Result<void> parse_sampler_table(const toml::table& t, SamplerConfig& c, const Ctx& ctx) {
-  if (auto r = check_keys(t,
-                          {"type", "n_startup_trials", "n_ei_candidates", "multivariate", "group",
-                           "constant_liar", "prior_weight", "magic_clip", "population_size",
-                           "sigma0", "crossover_prob", "swapping_prob", "mutation_prob"},
-                          "search.sampler", ctx);
+  if (auto r = check_keys(
+          t,
+          {"type", "n_startup_trials", "n_ei_candidates", "n_ei_candidates_numeric", "multivariate",
+           "group", "constant_liar", "prior_weight", "magic_clip", "population_size", "sigma0",
+           "crossover_prob", "swapping_prob", "mutation_prob"},
+          "search.sampler", ctx);
       !r) {
     return r;
   }
@@ -319,6 +320,8 @@ Result<void> parse_sampler_table(const toml::table& t, SamplerConfig& c, const C
       get_int(t, "n_startup_trials", c.n_startup_trials, 0, "search.sampler.n_startup_trials", ctx);
   auto b =
       get_int(t, "n_ei_candidates", c.n_ei_candidates, 1, "search.sampler.n_ei_candidates", ctx);
+  auto bn = get_int(t, "n_ei_candidates_numeric", c.n_ei_candidates_numeric, 0,
+                    "search.sampler.n_ei_candidates_numeric", ctx);
   auto m = get_bool(t, "multivariate", c.multivariate, "search.sampler.multivariate", ctx);
   auto g = get_bool(t, "group", c.group, "search.sampler.group", ctx);
   auto l = get_bool(t, "constant_liar", c.constant_liar, "search.sampler.constant_liar", ctx);
@@ -328,6 +331,7 @@ Result<void> parse_sampler_table(const toml::table& t, SamplerConfig& c, const C
       get_int(t, "population_size", c.population_size, 0, "search.sampler.population_size", ctx);
   if (!a) return a.error();
   if (!b) return b.error();
+  if (!bn) return bn.error();
   if (!m) return m.error();
   if (!g) return g.error();
   if (!l) return l.error();
@@ -337,6 +341,7 @@ Result<void> parse_sampler_table(const toml::table& t, SamplerConfig& c, const C
   if (*ps == 1) return ctx.err("search.sampler.population_size", "must be 0 (automatic) or >= 2");
   c.n_startup_trials = static_cast<int>(*a);
   c.n_ei_candidates = static_cast<int>(*b);
+  c.n_ei_candidates_numeric = static_cast<int>(*bn);
   c.multivariate = *m;
   c.group = *g;
   c.constant_liar = *l;

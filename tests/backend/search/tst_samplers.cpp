@@ -1,6 +1,7 @@
 // Tests backend/search/samplers.cpp and tpe.cpp: every sampler stays in the space and honours
 // conditions, steps and log scales; grid visits every point once; seeds reproduce; Sobol points
-// are stratified; TPE's constant liar spreads concurrent proposals on Branin (#6).
+// are stratified; TPE's constant liar spreads concurrent proposals on Branin; TPE draws more
+// candidates for groups without a categorical (#6).
 #include <QtTest>
 
 #include <cmath>
@@ -159,6 +160,90 @@ double liar_spread(bool liar, std::uint64_t seed) {
     pending.push_back(std::move(t));
   }
   return mean_pairwise(pts);
+}
+
+// A history edited the way a study's can be: appends, pending trials that finish, pruned and
+// infeasible trials, duplicated parameters (equal centres), a value or state changed in place,
+// a trial removed, the order shuffled. Each step asks a long-lived TpeSampler (its caches see
+// every step) and a fresh one (no cache) with the same random state: the proposals must be equal
+// to the last bit, so the incremental caches are exactly the from-scratch fit.
+double objective(const TrialParams& p) {
+  if (p.count("x1") != 0) return branin(num(p.at("x1")), num(p.at("x2")));
+  return mixed_objective(p);
+}
+
+// One categorical and one continuous parameter in the same (joint) group.
+const char* kCatFloat = R"([search.space.opt]
+type = "categorical"
+choices = ["adamw", "sgd"]
+[search.space.lr]
+type = "float"
+low = 0.1
+high = 0.5
+)";
+
+// The parameters of 40 sequential TPE trials with these candidate counts.
+std::vector<TrialParams> tpe_proposals(const char* text, int ei, int ei_numeric) {
+  SearchSpace space = space_of(text, "tpe");
+  space.sampler.n_ei_candidates = ei;
+  space.sampler.n_ei_candidates_numeric = ei_numeric;
+  std::vector<TrialParams> out;
+  for (const Trial& t : searchtest::sequential_trials(
+           space, 40, 9, [](const TrialParams& p) { return std::vector<double>{objective(p)}; })) {
+    out.push_back(t.params);
+  }
+  return out;
+}
+
+int cache_divergences(const std::string& space_text, std::uint64_t seed, int steps) {
+  const SearchSpace space = space_of(space_text, "tpe");
+  TpeSampler kept(space.sampler, Direction::Minimize);
+  std::vector<Trial> finished;
+  std::vector<Trial> pending;
+  Rng edits(seed);
+  std::int64_t next = 0;
+  int diverged = 0;
+  for (int step = 0; step < steps; ++step) {
+    Rng a(seed * 1000 + static_cast<std::uint64_t>(step));
+    Rng b(seed * 1000 + static_cast<std::uint64_t>(step));
+    TpeSampler fresh(space.sampler, Direction::Minimize);
+    const auto p = kept.sample(space, finished, pending, a);
+    const auto q = fresh.sample(space, finished, pending, b);
+    if (!p.ok() || !q.ok() || *p != *q) ++diverged;
+    Trial t;
+    t.number = next++;
+    t.params = *p;
+    const std::uint64_t op = edits.below(20);
+    if (op < 3 && !finished.empty()) {  // an earlier trial's parameters again: equal centres
+      t.params = finished[edits.below(finished.size())].params;
+    }
+    const double value = objective(t.params);
+    if (op == 3) {
+      pending.push_back(t);  // running; finishes at a later step
+      continue;
+    }
+    if (op == 4 && !pending.empty()) {  // the oldest pending trial finishes
+      Trial done = pending.front();
+      pending.erase(pending.begin());
+      done.state = TrialState::Complete;
+      done.values = {objective(done.params)};
+      finished.push_back(done);
+    }
+    t.state = op == 5   ? TrialState::Pruned
+              : op == 6 ? TrialState::Infeasible
+                        : TrialState::Complete;
+    if (op == 5)
+      t.intermediate = {{1, value}, {static_cast<std::int64_t>(edits.below(5)) + 2, value}};
+    if (op != 5 && op != 6) t.values = {value};
+    finished.push_back(t);
+    const std::size_t at = edits.below(finished.size());
+    if (op == 7) finished[at].values = {finished[at].values.empty() ? 0.0 : -1.0};  // changed
+    if (op == 8) finished[at].state = TrialState::Failed;
+    if (op == 9 && finished.size() > 2)
+      finished.erase(finished.begin() + static_cast<std::ptrdiff_t>(at));
+    if (op == 10) std::swap(finished[at], finished.back());
+  }
+  return diverged;
 }
 
 }  // namespace
@@ -368,6 +453,27 @@ class TestSamplers : public QObject {
     QVERIFY(with >= 0.5 * random_spread);
     // Without the liar the 8 proposals pile onto the few "below" points: clearly less spread.
     QVERIFY(without < 0.6 * with);
+  }
+  // A group without a categorical draws n_ei_candidates_numeric candidates, one with a
+  // categorical n_ei_candidates: each setting proposes what the plain count it stands for does.
+  void tpeNumericGroupsDrawMoreCandidates() {
+    QVERIFY(tpe_proposals(kBranin, 24, 48) == tpe_proposals(kBranin, 48, 0));
+    QVERIFY(tpe_proposals(kBranin, 24, 48) != tpe_proposals(kBranin, 24, 0));
+    QVERIFY(tpe_proposals(kCatFloat, 24, 48) == tpe_proposals(kCatFloat, 24, 0));
+    QVERIFY(tpe_proposals(kCatFloat, 24, 48) != tpe_proposals(kCatFloat, 48, 0));
+  }
+  // The incremental ranking and "above" estimators give the from-scratch proposals, bit for bit,
+  // on a continuous space and on one with categoricals, steps, ints, logs and conditions.
+  void tpeCachesEqualFreshFit_data() {
+    QTest::addColumn<QString>("space");
+    QTest::newRow("branin") << kBranin;
+    QTest::newRow("mixed") << kMixed;
+  }
+  void tpeCachesEqualFreshFit() {
+    QFETCH(QString, space);
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      QCOMPARE(cache_divergences(space.toStdString(), seed, 160), 0);
+    }
   }
 };
 
