@@ -107,7 +107,10 @@ BuilderPanel::BuilderPanel(QWidget* parent)
   auto* searchLayout = new QVBoxLayout(searchPage);
   searchLayout->addWidget(m_search, 1);
   searchLayout->addWidget(m_searchMessage);
-  m_tabs->addTab(searchPage, QStringLiteral("search"));
+  auto* searchScroll = new QScrollArea(this);
+  searchScroll->setWidgetResizable(true);
+  searchScroll->setWidget(searchPage);
+  m_tabs->addTab(searchScroll, QStringLiteral("search"));
 
   m_memory = new MemoryChart(this);
   m_preview = new PreviewPanel(this);
@@ -215,6 +218,7 @@ QWidget* BuilderPanel::buildSection(const QString& section) {
     const QString path = QString::fromStdString(f.path);
     Row row;
     row.editor = buildEditor(f);
+    row.editor->setObjectName(path);  // tests and screen readers find a field by its path
     row.editor->setToolTip(tooltip(f));
     row.message = new QLabel(page);
     row.message->setWordWrap(true);

@@ -1,14 +1,15 @@
-// The builder's [search] editor: sampler, pruner, trial budget, concurrency, objectives and a
-// table of the searched fields (name, type, low, high, log, step, choices). It writes the
-// [search] TOML that backend/search parses; opening a file fills it from that parser.
+// The builder's [search] editor: every setting of the [search] section (name, seed, budget,
+// concurrency, timeouts, trial program, objectives, the sampler and the pruner with their
+// settings) and a table of the searched fields (name, type, low, high, log, step, choices and
+// a `when` condition). The settings come from one table in searcheditor.cpp, so widgets, TOML
+// writing and reading cannot drift. It writes the [search] TOML that backend/search parses;
+// opening a file fills it from that parser. Every widget's objectName is "search.<key>".
 #pragma once
 
+#include <QMap>
 #include <QWidget>
 
 class QCheckBox;
-class QComboBox;
-class QLineEdit;
-class QSpinBox;
 class QTableWidget;
 
 namespace shardscope::ui {
@@ -17,7 +18,7 @@ class SearchEditor : public QWidget {
   Q_OBJECT
 
  public:
-  enum Column { Name, Type, Low, High, Log, Step, Choices, ColumnCount };
+  enum Column { Name, Type, Low, High, Log, Step, Choices, When, ColumnCount };
 
   explicit SearchEditor(QWidget* parent = nullptr);
 
@@ -27,23 +28,33 @@ class SearchEditor : public QWidget {
   /// The [search] TOML the widgets describe ("" when search is off).
   QString toml() const;
   QTableWidget* table() const { return m_table; }
+  /// The "search" checkbox that turns the whole section on.
+  QCheckBox* enabledBox() const { return m_enabled; }
   /// Adds a row for `name` (a dotted experiment field) of `type`.
   void addParam(const QString& name, const QString& type);
+
+  /// The setting keys, in form order: "name", "seed", ..., "sampler", "sampler.<key>",
+  /// "pruner", "pruner.<key>". "sampler" and "pruner" are the type choosers.
+  static QStringList settingKeys();
+  /// The editor of a setting (QLineEdit, QSpinBox, QCheckBox or QComboBox), or nullptr.
+  QWidget* setting(const QString& key) const { return m_settings.value(key); }
+  /// The text a setting's widget shows (numbers as typed, booleans "true"/"false").
+  QString settingText(const QString& key) const;
 
  signals:
   /// The user changed something: the new [search] text.
   void edited(const QString& toml);
 
  private:
+  QWidget* buildSettings();
+  QWidget* makeEditor(int index);
+  void setSettingText(const QString& key, const QString& text);
+  QString tableToml() const;
   void emitEdited();
 
   QCheckBox* m_enabled = nullptr;
-  QComboBox* m_sampler = nullptr;
-  QComboBox* m_pruner = nullptr;
-  QSpinBox* m_trials = nullptr;
-  QSpinBox* m_concurrency = nullptr;
-  QLineEdit* m_objectives = nullptr;
   QTableWidget* m_table = nullptr;
+  QMap<QString, QWidget*> m_settings;
   bool m_loading = false;
 };
 

@@ -1,0 +1,152 @@
+// A live run moves the run table and the plots (#7 "Must hold"), offscreen: the main window is
+// open on an empty run log; the user opens an experiment for the fake trainer (2 ranks, 40
+// steps of 150 ms) in the builder and presses Launch. The launch goes where the dashboard sends
+// it (app/shardscope/runcontrol.cpp: `shardscope-cli --db DB run --detach FILE`, whose
+// supervisor follows the run with the RunMonitor and the local launcher), and the window sees
+// the run only through the run log. While it runs the table says running and the loss curve
+// grows; at the end the table says complete and the curve holds every loss row of the log.
+// The window is kept as tests/artifacts/liverun-window.png in the build tree.
+#include <QtTest>
+
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QProcess>
+#include <QPushButton>
+#include <QStandardPaths>
+
+#include "backend/store/runreader.h"
+#include "backend/store/runstore.h"
+#include "ui/builder/buildercontroller.h"
+#include "ui/builder/builderpanel.h"
+#include "ui/mainwindow.h"
+#include "ui/plot/curveplot.h"
+#include "ui/plots/plotspanel.h"
+#include "ui/runs/runspanel.h"
+#include "ui/runs/runtablemodel.h"
+
+using namespace shardscope;
+using namespace shardscope::ui;
+
+namespace {
+
+constexpr int kWaitMs = 60000;  // generous: the machine is shared and loaded
+constexpr int kSteps = 40;
+
+QString statusAt(RunsPanel* runs, int row) {
+  return runs->model()->index(row, RunTableModel::StatusCol).data().toString();
+}
+
+}  // namespace
+
+class TestLiveRun : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_dir;
+
+  // A tiny experiment for the fake trainer: 2 local ranks, its own small data file.
+  QString writeExperiment() {
+    QFile data(m_dir.filePath("train.jsonl"));
+    if (!data.open(QIODevice::WriteOnly)) return {};
+    for (int i = 0; i < 64; ++i) {
+      QByteArray line = "{\"input_ids\": [";
+      for (int t = 0; t < 16; ++t) line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
+      data.write(line + "]}\n");
+    }
+    data.close();
+    const QString path = m_dir.filePath("live.toml");
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) return {};
+    file.write(QStringLiteral("[experiment]\nname = \"live\"\n[model]\narch = \"tiny\"\n"
+                              "tiny_hidden_size = 16\ntiny_layers = 1\n"
+                              "[data]\ntrain_path = \"train.jsonl\"\nseq_len = 16\n"
+                              "[train]\nmax_steps = %1\nbatch_size = 4\nckpt_at_end = false\n"
+                              "[launch]\nkind = \"local\"\nnproc_per_node = 2\ntrainer = \"%2\"\n")
+                   .arg(kSteps)
+                   .arg(QStringLiteral(FAKETRAINER_PATH))
+                   .toUtf8());
+    return path;
+  }
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // QSettings in a test location
+    QVERIFY(m_dir.isValid());
+    // The fake trainer reads its pace from the environment the launcher passes on.
+    qputenv("SHARDSCOPE_FAKE_MODE",
+            QByteArray("--steps ") + QByteArray::number(kSteps) + " --step-ms 150");
+  }
+
+  void liveRunMovesTableAndPlots() {
+    const QString db = m_dir.filePath("runs.db");
+    {
+      auto store = backend::RunStore::open(db);  // an empty run log, as a first start makes
+      QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    }
+    const QString experiment = writeExperiment();
+    QVERIFY(!experiment.isEmpty());
+
+    MainWindow window(nullptr, 50);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.openRunLog(db);
+    QTRY_VERIFY_WITH_TIMEOUT(window.runsPanel()->isLoaded(), kWaitMs);
+    QCOMPARE(window.runCount(), 0);
+
+    // What app/shardscope wires to MainWindow::launchRequested (RunControl::launch).
+    QProcess cli;
+    cli.setProcessChannelMode(QProcess::MergedChannels);
+    connect(&window, &MainWindow::launchRequested, this, [&cli, db](const QString& path) {
+      cli.start(QStringLiteral(SHARDSCOPE_CLI), {QStringLiteral("--db"), db, QStringLiteral("run"),
+                                                 QStringLiteral("--detach"), path});
+    });
+    QVERIFY(window.openExperiment(experiment).ok());
+    BuilderPanel* builder = window.builderPanel();
+    builder->controller()->validateNow();
+    QVERIFY2(builder->launchButton()->isEnabled(),
+             qPrintable(QStringList(builder->controller()->issues().keys()).join(", ")));
+    QTest::mouseClick(builder->launchButton(), Qt::LeftButton);
+    QVERIFY(cli.waitForFinished(kWaitMs));
+    QVERIFY2(cli.exitCode() == 0, cli.readAll().constData());
+
+    RunsPanel* runs = window.runsPanel();
+    QTRY_COMPARE_WITH_TIMEOUT(runs->model()->rowCount(), 1, kWaitMs);
+    const RunSummary* run = runs->model()->runAt(0);
+    const QString name = run->record.name;
+    const qint64 id = run->record.id;
+    QVERIFY2(name.startsWith("live-"), qPrintable(name));
+    CurvePlot* loss = window.plotsPanel()->plot(QStringLiteral("loss"));
+    const QString series = PlotsPanel::seriesName(name, QStringLiteral("loss"), 0);
+
+    // While it runs: the table says running and the curve grows between two looks.
+    QTRY_VERIFY_WITH_TIMEOUT(statusAt(runs, 0) == "running" && loss->pointCount(series) > 0,
+                             kWaitMs);
+    const int first = loss->pointCount(series);
+    QVERIFY2(first < kSteps, qPrintable(QString::number(first)));
+    QTRY_VERIFY_WITH_TIMEOUT(loss->pointCount(series) > first, kWaitMs);
+    const int second = loss->pointCount(series);
+    qInfo("loss points: %d, then %d, while %s was running", first, second, qPrintable(name));
+    QVERIFY(second < kSteps);
+    QCOMPARE(statusAt(runs, 0), QStringLiteral("running"));
+
+    // After the end: complete, and the curve holds every loss row the run log has.
+    QTRY_COMPARE_WITH_TIMEOUT(statusAt(runs, 0), QStringLiteral("complete"), kWaitMs);
+    auto reader = backend::RunReader::open(db);
+    QVERIFY2(reader.ok(), reader.ok() ? "" : reader.message().c_str());
+    auto rows = reader->metric(id, QStringLiteral("loss"));
+    QVERIFY2(rows.ok(), rows.ok() ? "" : rows.message().c_str());
+    QVERIFY(rows->size() >= std::size_t(kSteps));
+    QTRY_COMPARE_WITH_TIMEOUT(loss->pointCount(series), int(rows->size()), kWaitMs);
+
+    // Kept for people to look at.
+    window.dock(QStringLiteral("runs"))->raise();  // the table, not the builder, above the plots
+    window.plotsPanel()->repaint();
+    const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+    QVERIFY(QDir().mkpath(artifacts));
+    QVERIFY(window.grab().save(artifacts + "/liverun-window.png"));
+  }
+};
+
+QTEST_MAIN(TestLiveRun)
+#include "tst_liverun.moc"
