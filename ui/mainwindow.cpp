@@ -89,6 +89,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
                        static_cast<QObject*>(m_hosts)}) {
     connect(source, SIGNAL(loaded()), this, SIGNAL(loadedChanged()));
   }
+  connect(m_compare, &ComparePanel::summaryDrawn, this, &MainWindow::loadedChanged);
 }
 
 MainWindow::~MainWindow() = default;
@@ -251,6 +252,10 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
 bool MainWindow::isLoaded() const {
   const bool plotsReady = m_runs->selectedRunIds().isEmpty() || m_plots->isLoaded();
   return m_runs->isLoaded() && plotsReady && m_compare->isLoaded() && m_hosts->isLoaded();
+}
+
+bool MainWindow::isSummaryShown() const {
+  return m_runs->isLoaded() && m_compare->isSummaryDrawn();
 }
 
 QString MainWindow::selectShowcase() {

@@ -39,8 +39,11 @@ class MainWindow : public QMainWindow {
   void openRunLog(const QString& path);
   /// Opens the experiment file in the builder panel; an error names the file and the field.
   [[nodiscard]] Result<void> openExperiment(const QString& path);
-  /// True when every panel has shown the data asked for last.
+  /// True when every panel has shown the data asked for last, curves included.
   bool isLoaded() const;
+  /// The first paint's content is there: the run table is filled and the Compare panel has
+  /// drawn the sweep's summaries (history, parallel coordinates); curves may still stream.
+  bool isSummaryShown() const;
   /// Runs in the run log as last loaded (-1 before the first load).
   int runCount() const { return m_runCount; }
   /// Selects what a screenshot should show: the best trials of the largest sweep, else the

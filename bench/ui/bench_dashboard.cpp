@@ -1,18 +1,24 @@
 // bench_dashboard: the dashboard's three figures of #7, printed against their targets (not a
 // test; the machine is shared, so each figure is a median over repeats):
 //   1. time to first paint when opening a run log of 10,000 trials x 1,000 steps (< 1 s): a
-//      fresh MainWindow opens the file, loads every panel and paints once;
+//      fresh MainWindow (Compare tab raised) opens the file and paints once as soon as the run
+//      table is filled and the Compare panel has drawn the sweep's summaries (history, parallel
+//      coordinates, slice, study views); the curves (10M points) still stream then. Printed
+//      beside it: the time until every panel has all its data, curves included, and its paint
+//      (what `--screenshot` waits for);
 //   2. replot time of 1M points in the dashboard's curve plot (< 16 ms), as one series and as
 //      four of 250k;
 //   3. event-loop latency percentiles while 4 live runs of the demo (shardtrain, one rank each,
 //      started detached by shardscope-cli) write the run log the window follows (p99 < 50 ms).
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--live-s SECONDS] [--skip-live]
+//                   [--cli PATH]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). QT_QPA_PLATFORM=offscreen works.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFileInfo>
@@ -107,17 +113,28 @@ bool spinUntil(Predicate done, int ms) {
   return true;
 }
 
-// Milliseconds from openRunLog() to every panel loaded and the window painted once.
-double firstPaintMs(const QString& db) {
+struct OpenTimes {
+  double firstPaint = -1;  ///< ms from openRunLog() to the summaries painted
+  double complete = -1;    ///< ms from openRunLog() to every curve loaded and painted
+};
+
+// Opens `db` in a fresh window and times the first paint and the complete one.
+OpenTimes openTimes(const QString& db) {
+  OpenTimes t;
   ui::MainWindow window;
   window.resize(1600, 1000);
+  window.dock(QStringLiteral("compare"))->raise();  // the first paint shows the Compare plots
   QElapsedTimer timer;
   timer.start();
   window.openRunLog(db);
   window.show();
-  if (!spinUntil([&] { return window.isLoaded(); }, 120000)) return -1;
+  if (!spinUntil([&] { return window.isSummaryShown(); }, 120000)) return t;
   (void)window.grab();  // one full paint of every visible panel
-  return double(timer.nsecsElapsed()) / 1e6;
+  t.firstPaint = double(timer.nsecsElapsed()) / 1e6;
+  if (!spinUntil([&] { return window.isLoaded(); }, 600000)) return t;
+  (void)window.grab();
+  t.complete = double(timer.nsecsElapsed()) / 1e6;
+  return t;
 }
 
 void replotFigures() {
@@ -153,8 +170,7 @@ void replotFigures() {
 
 // Starts `n` detached demo runs (one rank each) into `db`; their names (empty when the CLI
 // refuses).
-QStringList startLiveRuns(const QString& db, int n, int steps) {
-  const QString cli = QCoreApplication::applicationDirPath() + "/shardscope-cli";
+QStringList startLiveRuns(const QString& cli, const QString& db, int n, int steps) {
   QStringList names;
   for (int i = 0; i < n; ++i) {
     QProcess p;
@@ -172,10 +188,10 @@ QStringList startLiveRuns(const QString& db, int n, int steps) {
   return names;
 }
 
-void liveLatency(const QString& folder, int seconds) {
+void liveLatency(const QString& cli, const QString& folder, int seconds) {
   std::printf("\n== event-loop latency, window following 4 live demo runs (%d s) ==\n", seconds);
   const QString db = folder + "/live.db";
-  const QStringList runs = startLiveRuns(db, 4, 100000);
+  const QStringList runs = startLiveRuns(cli, db, 4, 100000);
   if (runs.isEmpty()) return;
   ui::MainWindow window;
   window.resize(1600, 1000);
@@ -206,11 +222,12 @@ void liveLatency(const QString& folder, int seconds) {
       percentile(late, 99), late.empty() ? 0 : *std::max_element(late.begin(), late.end()));
   for (const QString& run : runs) {
     QProcess stop;
-    stop.start(QCoreApplication::applicationDirPath() + "/shardscope-cli",
-               {"--db", db, "stop", run});
+    stop.start(cli, {"--db", db, "stop", run});
     stop.waitForFinished(60000);
   }
 }
+
+bool firstPaintFigures(const QString& db, int trials, int steps);
 
 }  // namespace
 
@@ -223,13 +240,28 @@ int main(int argc, char** argv) {
   const QCommandLineOption stepsOpt("steps", "Loss points per trial.", "S", "1000");
   const QCommandLineOption liveOpt("live-s", "Seconds of the live part.", "SECONDS", "20");
   const QCommandLineOption skipLive("skip-live", "Skip the live part.");
-  parser.addOptions({dbOpt, trialsOpt, stepsOpt, liveOpt, skipLive});
+  const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
+  const QCommandLineOption cliOpt(
+      "cli", "shardscope-cli that starts the live runs (its sibling shardtrain trains them).",
+      "PATH", QCoreApplication::applicationDirPath() + "/shardscope-cli");
+  parser.addOptions({dbOpt, trialsOpt, stepsOpt, liveOpt, skipLive, skipFirst, cliOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
   const int steps = parser.value(stepsOpt).toInt();
   const QString db = parser.isSet(dbOpt) ? parser.value(dbOpt) : tmp.filePath("sweep.db");
 
+  if (!parser.isSet(skipFirst) && !firstPaintFigures(db, trials, steps)) return 1;
+  replotFigures();
+  if (!parser.isSet(skipLive))
+    liveLatency(parser.value(cliOpt), tmp.path(), parser.value(liveOpt).toInt());
+  return 0;
+}
+
+namespace {
+
+// Makes (or reuses) the big run log and opens it three times: first paint and complete load.
+bool firstPaintFigures(const QString& db, int trials, int steps) {
   std::printf("== time to first paint: %d trials x %d steps ==\n", trials, steps);
   const QString marker = db + QString(".%1x%2").arg(trials).arg(steps);
   if (!QFileInfo::exists(marker)) {
@@ -238,18 +270,28 @@ int main(int argc, char** argv) {
     timer.start();
     if (auto made = makeSweep(db, trials, steps); !made) {
       std::fprintf(stderr, "bench_dashboard: %s\n", made.message().c_str());
-      return 1;
+      return false;
     }
     QFile(marker).open(QIODevice::WriteOnly);
     std::printf("made %s in %.1f s (%.0f MB)\n", qPrintable(db), timer.elapsed() / 1000.0,
                 double(QFileInfo(db).size()) / 1e6);
   }
-  std::vector<double> ms(3);
-  for (double& m : ms) m = firstPaintMs(db);
-  std::printf("first paint: median %.0f ms of 3 (%.0f, %.0f, %.0f) (target < 1000 ms)\n",
-              median(ms), ms[0], ms[1], ms[2]);
-
-  replotFigures();
-  if (!parser.isSet(skipLive)) liveLatency(tmp.path(), parser.value(liveOpt).toInt());
-  return 0;
+  std::vector<double> first;
+  std::vector<double> complete;
+  for (int r = 0; r < 3; ++r) {
+    const OpenTimes t = openTimes(db);
+    std::printf("  open %d: first paint %.0f ms, every curve %.0f ms\n", r + 1, t.firstPaint,
+                t.complete);
+    first.push_back(t.firstPaint);
+    complete.push_back(t.complete);
+  }
+  std::printf(
+      "first paint (table + Compare summaries): median %.0f ms of 3 (%.0f, %.0f, %.0f) "
+      "(target < 1000 ms)\n",
+      median(first), first[0], first[1], first[2]);
+  std::printf("every curve loaded and painted: median %.0f ms of 3 (%.0f, %.0f, %.0f)\n",
+              median(complete), complete[0], complete[1], complete[2]);
+  return true;
 }
+
+}  // namespace

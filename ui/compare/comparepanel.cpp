@@ -2,12 +2,14 @@
 
 #include <qcustomplot.h>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLoggingCategory>
+#include <QProgressBar>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -16,7 +18,6 @@
 
 #include "ui/compare/compareplots.h"
 #include "ui/compare/studyviews.h"
-#include "ui/compare/studyworker.h"
 #include "ui/data/runlog.h"
 #include "ui/runs/runtablemodel.h"
 
@@ -48,12 +49,20 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
       m_parallel(new QCustomPlot(this)),
       m_slice(new QCustomPlot(this)),
       m_views(new compare::StudyViews(this)),
-      m_studyLoader(new compare::StudyLoader(this)) {
+      m_progress(new QProgressBar(this)) {
   m_direction->addItem(tr("minimize"), true);
   m_direction->addItem(tr("maximize"), false);
   m_direction->setToolTip(tr("Whether a lower or a higher objective is better"));
   m_experiment->setToolTip(tr("The sweep (runs of one experiment) to compare"));
   m_sliceParam->setToolTip(tr("The parameter on the slice plot's x axis"));
+  m_progress->setObjectName(QStringLiteral("curveProgress"));
+  m_progress->setFormat(tr("curves %v / %m"));
+  m_progress->setToolTip(tr("Trials whose intermediate values have been read from the run log"));
+  m_progress->setMaximumWidth(220);
+  m_progress->hide();
+  m_curveTimer.setSingleShot(true);
+  m_curveTimer.setInterval(kCurveReplotMs);
+  connect(&m_curveTimer, &QTimer::timeout, this, &ComparePanel::replotCurves);
   compare::setupPlot(m_history, tr("Optimisation history"));
   compare::setupPlot(m_intermediate, tr("Intermediate values (pruned dimmed)"));
   compare::setupPlot(m_parallel, tr("Parallel coordinates (blue = best)"));
@@ -66,6 +75,7 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   bar->addWidget(new QLabel(tr("Slice by"), this));
   bar->addWidget(m_sliceParam);
   bar->addWidget(m_summary, 1);
+  bar->addWidget(m_progress);
   auto* plots = new QWidget(this);
   auto* grid = new QGridLayout(plots);
   grid->setContentsMargins(0, 0, 0, 0);
@@ -95,13 +105,14 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   layout->addWidget(splitter);
 
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
-  connect(m_studyLoader, &compare::StudyLoader::loaded, this, &ComparePanel::onStudy);
-  connect(m_views, &compare::StudyViews::overlayRunsChanged, this, &ComparePanel::requestStudy);
+  connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
+  connect(m_views, &compare::StudyViews::overlayRunsChanged, this, &ComparePanel::requestOverlay);
   connect(m_experiment, &QComboBox::currentIndexChanged, this, [this] {
     if (!m_filling) showSweep(m_experiment->currentData().toLongLong());
   });
   connect(m_direction, &QComboBox::currentIndexChanged, this, [this] {
     m_minimize = m_direction->currentData().toBool();
+    if (m_filling) return;
     redraw();
     m_views->setData(m_sweep, m_study, m_minimize);
   });
@@ -144,9 +155,41 @@ void ComparePanel::showSweep(qint64 experimentId) {
 void ComparePanel::setMinimize(bool minimize) { m_direction->setCurrentIndex(minimize ? 0 : 1); }
 
 void ComparePanel::onSweep(const SweepData& sweep) {
-  const bool sameSweep = sweep.experimentId == m_sweep.experimentId;
+  const bool sameSweep = sweep.experimentId == m_sweep.experimentId && m_summaryDrawn;
+  // Curves already streamed stay (the summaries carry none); new points keep arriving.
+  QHash<qint64, std::pair<QVector<double>, QVector<double>>> kept;
+  if (sameSweep) {
+    for (const SweepTrial& trial : std::as_const(m_sweep.trials))
+      kept.insert(trial.runId, {trial.steps, trial.values});
+  } else {
+    m_curvesComplete = sweep.experimentId < 0;
+    m_curvesDone = m_curvesTotal = 0;
+    m_study.lossCurves.clear();
+  }
   m_sweep = sweep;
+  m_trialIndex.clear();
+  for (qsizetype i = 0; i < m_sweep.trials.size(); ++i) {
+    SweepTrial& trial = m_sweep.trials[i];
+    m_trialIndex.insert(trial.runId, int(i));
+    if (const auto it = kept.constFind(trial.runId); it != kept.cend()) {
+      trial.steps = it->first;
+      trial.values = it->second;
+    }
+  }
+  m_study.experimentId = m_sweep.experimentId;
+  m_study.studyId = m_sweep.study.studyId;
+  m_study.name = m_sweep.study.name;
+  m_study.config = m_sweep.study.config;
+  m_study.objectives = m_sweep.study.objectives;
+  m_study.directions = m_sweep.study.directions;
+  m_study.trialNumbers.clear();
+  m_study.objectiveValues.clear();
+  for (const SweepTrial& trial : std::as_const(m_sweep.trials)) {
+    if (trial.trialNumber) m_study.trialNumbers.insert(trial.runId, *trial.trialNumber);
+    if (trial.objectiveValues) m_study.objectiveValues.insert(trial.runId, *trial.objectiveValues);
+  }
   fillCombos();
+  adoptStudyDirection();
   if (!sameSweep || m_diffA->currentIndex() < 0) {
     // Default diff: the first two trials, so the table is never empty.
     m_filling = true;
@@ -157,37 +200,113 @@ void ComparePanel::onSweep(const SweepData& sweep) {
   redraw();
   updateDiff();
   m_views->setData(m_sweep, m_study, m_minimize);
-  requestStudy();  // the run log changed: the study and the curves may have too
-}
-
-void ComparePanel::requestStudy() {
-  m_studyLoader->request(m_runLog.path(), m_sweep.experimentId, m_views->overlayRuns());
-}
-
-// Loaded once the study of the shown sweep and the overlay's curves have arrived.
-void ComparePanel::onStudy(const compare::StudyInfo& info) {
-  if (info.experimentId != m_sweep.experimentId) return;  // an answer for a previous sweep
-  m_study = info;
-  if (m_study.studyId >= 0 && !m_study.directions.isEmpty()) {
-    const bool minimize = m_study.directions.first() != QStringLiteral("maximize");
-    if (minimize != m_minimize) setMinimize(minimize);  // the study says which way is better
+  updateProgress();
+  if (!m_summaryDrawn || !sameSweep) {
+    m_summaryDrawn = true;
+    emit summaryDrawn();
   }
-  m_views->setData(m_sweep, m_study, m_minimize);
+  requestOverlay();  // the ticked trials may have changed with the summaries
+  updateLoaded();
+}
+
+// A study says which way is better (its first objective's direction).
+void ComparePanel::adoptStudyDirection() {
+  if (m_study.studyId < 0 || m_study.directions.isEmpty()) return;
+  const bool minimize = m_study.directions.first() != QStringLiteral("maximize");
+  if (minimize == m_minimize) return;
+  m_filling = true;
+  m_direction->setCurrentIndex(minimize ? 0 : 1);
+  m_filling = false;
+}
+
+void ComparePanel::requestOverlay() { m_runLog.watchOverlay(m_views->overlayRuns()); }
+
+void ComparePanel::onCurves(const SweepCurves& curves) {
+  if (curves.experimentId != m_sweep.experimentId || !m_summaryDrawn) return;  // an old sweep's
+  if (curves.set == CurveSet::overlay) {
+    mergeOverlay(curves);
+  } else {
+    mergeIntermediate(curves);
+  }
+  updateLoaded();
+}
+
+void ComparePanel::mergeIntermediate(const SweepCurves& curves) {
+  for (const SeriesChunk& chunk : curves.chunks) {
+    const int index = m_trialIndex.value(chunk.runId, -1);
+    if (index < 0) continue;  // a trial newer than the summaries: the next pass brings it
+    SweepTrial& trial = m_sweep.trials[index];
+    if (chunk.reset) {
+      trial.steps = chunk.steps;
+      trial.values = chunk.values;
+    } else {
+      trial.steps += chunk.steps;
+      trial.values += chunk.values;
+    }
+    if (index < m_intermediateLines.size()) {
+      compare::appendIntermediate(m_intermediateLines[index], m_intermediateCuts[index], chunk);
+    }
+  }
+  m_curvesDone = curves.done;
+  m_curvesTotal = curves.total;
+  if (curves.last) m_curvesComplete = true;
+  updateProgress();
+  if (curves.last) {
+    replotCurves();  // the final state at once
+  } else if (!curves.chunks.isEmpty() && !m_curveTimer.isActive()) {
+    m_curveTimer.start();
+  }
+}
+
+void ComparePanel::mergeOverlay(const SweepCurves& curves) {
+  for (const SeriesChunk& chunk : curves.chunks) {
+    QVector<QPointF>& curve = m_study.lossCurves[chunk.runId];
+    if (chunk.reset) curve.clear();
+    for (qsizetype i = 0; i < chunk.steps.size(); ++i)
+      curve.append(QPointF(chunk.steps[i], chunk.values[i]));
+  }
+  if (!curves.chunks.isEmpty()) m_views->setOverlayCurves(m_study.lossCurves);
+}
+
+// While curves stream, a replot of millions of points can take longer than the batches take to
+// arrive: waiting 4x the last replot between two keeps the GUI thread free 80% of the time.
+void ComparePanel::replotCurves() {
+  m_curveTimer.stop();
+  QElapsedTimer timer;
+  timer.start();
+  m_intermediate->rescaleAxes();
+  m_intermediate->yAxis->scaleRange(1.1, m_intermediate->yAxis->range().center());
+  m_intermediate->replot();
+  m_curveTimer.setInterval(std::max(kCurveReplotMs, 4 * int(timer.elapsed())));
+}
+
+void ComparePanel::updateProgress() {
+  const bool streaming = !m_curvesComplete && m_curvesTotal > 0;
+  m_progress->setVisible(streaming);
+  if (streaming) {
+    m_progress->setMaximum(m_curvesTotal);
+    m_progress->setValue(m_curvesDone);
+  }
+}
+
+// Loaded once the summaries are drawn, every trial's curve has arrived, and so have the
+// overlay's curves.
+void ComparePanel::updateLoaded() {
   const QList<qint64> wanted = m_views->overlayRuns();
-  const bool complete = std::all_of(wanted.begin(), wanted.end(),
-                                    [this](qint64 id) { return m_study.lossCurves.contains(id); });
-  if (!complete) return requestStudy();
-  if (!m_loaded) {
-    m_loaded = true;
-    emit loaded();
-  }
+  const bool overlay = std::all_of(wanted.begin(), wanted.end(),
+                                   [this](qint64 id) { return m_study.lossCurves.contains(id); });
+  const bool complete = m_summaryDrawn && m_curvesComplete && overlay;
+  const bool became = complete && !m_loaded;
+  m_loaded = complete;
+  if (became) emit loaded();
 }
 
 void ComparePanel::fillCombos() {
   m_filling = true;
   m_experiment->clear();
   for (qint64 id : m_sweep.experimentIds) {
-    m_experiment->addItem(tr("experiment %1").arg(id), id);
+    const QString name = m_sweep.names.value(id);
+    m_experiment->addItem(name.isEmpty() ? tr("experiment %1").arg(id) : name, id);
   }
   m_experiment->setCurrentIndex(m_experiment->findData(m_sweep.experimentId));
   const QString param = m_sliceParam->currentText();
@@ -205,7 +324,8 @@ void ComparePanel::fillCombos() {
 
 void ComparePanel::redraw() {
   compare::drawHistory(m_history, m_sweep, m_minimize);
-  m_dimmed = compare::drawIntermediate(m_intermediate, m_sweep);
+  m_dimmed =
+      compare::drawIntermediate(m_intermediate, m_sweep, &m_intermediateLines, &m_intermediateCuts);
   m_parallelLines = compare::drawParallel(m_parallel, m_sweep, m_minimize);
   m_slicePoints = compare::drawSlice(m_slice, m_sweep, m_sliceParam->currentText());
   const compare::History h = compare::history(m_sweep, m_minimize);

@@ -1,9 +1,15 @@
 // ComparePanel: the trials of one sweep (runs sharing an experiment) side by side: optimisation
 // history with best-so-far, intermediate values (pruned dimmed), parallel coordinates, a slice
 // plot of a chosen parameter, and a config diff of two chosen trials; below them the study views
-// (StudyViews: contour, importance, Pareto front, loss overlay) fed by a StudyLoader.
+// (StudyViews: contour, importance, Pareto front, loss overlay).
+// Everything comes from RunLog's one reader thread: the summaries (sweepLoaded) draw the
+// history, parallel coordinates, slice and study views at once; the curves (intermediate values,
+// overlay) stream in afterwards (sweepCurvesLoaded) and are appended to their graphs, with a
+// progress bar, replotted at most every kCurveReplotMs.
 #pragma once
 
+#include <QHash>
+#include <QTimer>
 #include <QWidget>
 
 #include "ui/compare/studyplots.h"
@@ -11,14 +17,15 @@
 
 class QComboBox;
 class QCustomPlot;
+class QCPGraph;
 class QLabel;
+class QProgressBar;
 class QTableWidget;
 
 namespace shardscope::ui {
 
 class RunLog;
 namespace compare {
-class StudyLoader;
 class StudyViews;
 }  // namespace compare
 
@@ -30,7 +37,16 @@ class ComparePanel : public QWidget {
 
   /// Shows sweep `experimentId` (-1: the one with the most runs).
   void showSweep(qint64 experimentId);
+  /// Every plot has all its data: summaries, every trial's curve and the overlay's curves.
   bool isLoaded() const { return m_loaded; }
+  /// The summaries of the shown sweep are drawn (history, parallel coordinates, slice, study
+  /// views); curves may still be streaming.
+  bool isSummaryDrawn() const { return m_summaryDrawn; }
+  /// Trials whose curve has arrived in the current pass / trials the pass reads.
+  int curvesDone() const { return m_curvesDone; }
+  int curvesTotal() const { return m_curvesTotal; }
+  /// The sweep picker (its items: the study's name, else "experiment N").
+  QComboBox* sweepPicker() const { return m_experiment; }
   const SweepData& sweep() const { return m_sweep; }
   /// The best-so-far curve shown in the history plot.
   QVector<double> bestSoFar() const;
@@ -49,16 +65,26 @@ class ComparePanel : public QWidget {
   QCustomPlot* slicePlot() const { return m_slice; }
   /// Contour, importance, Pareto front and loss overlay.
   compare::StudyViews* studyViews() const { return m_views; }
-  /// The study of the shown sweep as last read (studyId -1: the sweep is not a study).
+  /// The study of the shown sweep as last read (studyId -1: the sweep is not a study), with the
+  /// overlay's loss curves.
   const compare::StudyInfo& study() const { return m_study; }
 
  signals:
+  /// isLoaded() became true.
   void loaded();
+  /// The summaries of a sweep were drawn (isSummaryDrawn() became true).
+  void summaryDrawn();
 
  private:
   void onSweep(const SweepData& sweep);
-  void onStudy(const compare::StudyInfo& info);
-  void requestStudy();
+  void onCurves(const SweepCurves& curves);
+  void mergeIntermediate(const SweepCurves& curves);
+  void mergeOverlay(const SweepCurves& curves);
+  void adoptStudyDirection();
+  void requestOverlay();
+  void updateLoaded();
+  void updateProgress();
+  void replotCurves();
   void redraw();
   void fillCombos();
   void updateDiff();
@@ -78,14 +104,23 @@ class ComparePanel : public QWidget {
   QCustomPlot* m_slice = nullptr;
   QTableWidget* m_diff = nullptr;
   compare::StudyViews* m_views = nullptr;
-  compare::StudyLoader* m_studyLoader = nullptr;
+  QProgressBar* m_progress = nullptr;
   compare::StudyInfo m_study;
+  QHash<qint64, int> m_trialIndex;         // run id -> index in m_sweep.trials
+  QVector<QCPGraph*> m_intermediateLines;  // per trial, as drawIntermediate() made them
+  QVector<QCPGraph*> m_intermediateCuts;   // per trial: the pruned cross (nullptr: none)
+  QTimer m_curveTimer;                     // coalesces replots while curves stream
   bool m_minimize = true;
   bool m_loaded = false;
+  bool m_summaryDrawn = false;
+  bool m_curvesComplete = false;
+  int m_curvesDone = 0;
+  int m_curvesTotal = 0;
   bool m_filling = false;
   int m_dimmed = 0;
   int m_parallelLines = 0;
   int m_slicePoints = 0;
+  static constexpr int kCurveReplotMs = 100;
 };
 
 }  // namespace shardscope::ui

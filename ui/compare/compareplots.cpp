@@ -12,6 +12,8 @@ namespace shardscope::ui::compare {
 
 namespace {
 
+constexpr qsizetype kLegendTrials = 12;  // more trials: no legend (it would not be legible)
+
 // Objective colour: good (blue) to bad (orange), t in [0, 1] with 0 the best.
 QColor rankColor(double t) {
   const QColor good(0x2c, 0x6f, 0xbb);
@@ -95,9 +97,10 @@ double paramNumber(const QJsonValue& value, QStringList& categories) {
 History history(const SweepData& sweep, bool minimize) {
   History h;
   for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
-    if (!sweep.trials[i].objective) continue;
-    h.trialNumbers.append(double(i + 1));
-    h.objectives.append(*sweep.trials[i].objective);
+    const SweepTrial& trial = sweep.trials[i];
+    if (!trial.objective) continue;
+    h.trialNumbers.append(double(trial.trialNumber.value_or(i)));
+    h.objectives.append(*trial.objective);
   }
   h.best = bestSoFar(h.objectives, minimize);
   return h;
@@ -124,15 +127,25 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   best->setData(h.trialNumbers, h.best, true);
   plot->legend->setVisible(true);
   plot->rescaleAxes();
-  plot->xAxis->setRange(0.5, std::max<double>(2, double(sweep.trials.size())) + 0.5);
+  // Trials count from 0, as their numbers do.
+  const double lastTrial = h.trialNumbers.isEmpty() ? 1.0 : h.trialNumbers.last();
+  plot->xAxis->setRange(-0.5, std::max({1.0, lastTrial, double(sweep.trials.size() - 1)}) + 0.5);
   plot->yAxis->scaleRange(1.15, plot->yAxis->range().center());
   plot->replot();
 }
 
-int drawIntermediate(QCustomPlot* plot, const SweepData& sweep) {
+int drawIntermediate(QCustomPlot* plot, const SweepData& sweep, QVector<QCPGraph*>* lines,
+                     QVector<QCPGraph*>* cuts) {
   resetPlot(plot);
+  const bool many = sweep.trials.size() > kAntialiasedTrials;
+  plot->setNotAntialiasedElements(many ? QCP::aePlottables : QCP::aeNone);
   plot->xAxis->setLabel(QObject::tr("step"));
   plot->yAxis->setLabel(sweep.objectiveKey);
+  // Only a legible legend gets entries: QCustomPlot checks the legend for each new plottable,
+  // which is quadratic in the number of trials.
+  plot->setAutoAddPlottableToLegend(sweep.trials.size() <= kLegendTrials);
+  if (lines != nullptr) lines->clear();
+  if (cuts != nullptr) cuts->clear();
   int dimmed = 0;
   int colour = 0;
   for (const SweepTrial& trial : sweep.trials) {
@@ -140,23 +153,29 @@ int drawIntermediate(QCustomPlot* plot, const SweepData& sweep) {
     graph->setName(trial.name);
     const bool pruned = trial.status == spec::RunStatus::pruned;
     QColor c = pruned ? QColor(0x99, 0x99, 0x99, 110) : CurvePlot::seriesColor(colour++);
-    graph->setPen(QPen(c, pruned ? 1.2 : 1.8, pruned ? Qt::DashLine : Qt::SolidLine));
+    if (many) {
+      // Thousands of curves: 1-pixel solid pens take the rasteriser's fast path (wide or
+      // dashed pens go through the stroker, seconds per replot); pruned ones stay grey.
+      graph->setPen(QPen(c, 0));
+    } else {
+      graph->setPen(QPen(c, pruned ? 1.2 : 1.8, pruned ? Qt::DashLine : Qt::SolidLine));
+    }
     graph->setData(trial.steps, trial.values, true);
+    QCPGraph* cut = nullptr;
     if (pruned) {
       ++dimmed;
       // The last value before pruning marked with a cross: where the pruner cut it.
       graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssNone));
-      if (!trial.steps.isEmpty()) {
-        QCPGraph* cut = plot->addGraph();
-        cut->setLineStyle(QCPGraph::lsNone);
-        cut->setScatterStyle(
-            QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0x70, 0x70, 0x70), 8));
-        cut->setData({trial.steps.last()}, {trial.values.last()});
-        cut->removeFromLegend();
-      }
+      cut = plot->addGraph();
+      cut->setLineStyle(QCPGraph::lsNone);
+      cut->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0x70, 0x70, 0x70), 8));
+      if (!trial.steps.isEmpty()) cut->setData({trial.steps.last()}, {trial.values.last()});
+      if (plot->autoAddPlottableToLegend()) cut->removeFromLegend();
     }
+    if (lines != nullptr) lines->append(graph);
+    if (cuts != nullptr) cuts->append(cut);
   }
-  plot->legend->setVisible(sweep.trials.size() <= 12);
+  plot->legend->setVisible(sweep.trials.size() <= kLegendTrials);
   if (sweep.trials.isEmpty()) placeholder(plot, QObject::tr("No trials"));
   plot->rescaleAxes();
   plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());
@@ -164,8 +183,23 @@ int drawIntermediate(QCustomPlot* plot, const SweepData& sweep) {
   return dimmed;
 }
 
+void appendIntermediate(QCPGraph* line, QCPGraph* cut, const SeriesChunk& chunk) {
+  if (chunk.reset) {
+    line->setData(chunk.steps, chunk.values, true);
+  } else {
+    line->addData(chunk.steps, chunk.values, true);
+  }
+  if (cut != nullptr && !line->data()->isEmpty()) {
+    const auto last = line->data()->constEnd() - 1;
+    cut->setData({last->key}, {last->value});
+  }
+}
+
 int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   resetPlot(plot);
+  plot->setAutoAddPlottableToLegend(false);  // no legend; and adding is quadratic
+  plot->setNotAntialiasedElements(sweep.trials.size() > kAntialiasedTrials ? QCP::aePlottables
+                                                                           : QCP::aeNone);
   plot->legend->setVisible(false);
   QStringList axes = paramNames(sweep);
   axes.append(QObject::tr("objective"));
@@ -208,7 +242,8 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
     }
     curve->setData(xs, ys);
     const double goodness = norm(n - 1, raw[t][n - 1]);
-    curve->setPen(QPen(rankColor(minimize ? goodness : 1.0 - goodness), 1.8));
+    curve->setPen(QPen(rankColor(minimize ? goodness : 1.0 - goodness),
+                       done.size() > kAntialiasedTrials ? 0.0 : 1.8));
   }
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (qsizetype a = 0; a < n; ++a) {
@@ -237,25 +272,34 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
 
 int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param) {
   resetPlot(plot);
+  plot->setAutoAddPlottableToLegend(false);
   plot->legend->setVisible(false);
   QStringList categories;
-  QVector<double> xs, ys, trialNumbers;
+  QVector<double> xs, ys, order;
   for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
     const SweepTrial& trial = sweep.trials[i];
     if (!trial.objective || !trial.params.contains(param)) continue;
     xs.append(paramNumber(trial.params.value(param), categories));
     ys.append(*trial.objective);
-    trialNumbers.append(double(i + 1));
+    order.append(double(i));
   }
   plot->xAxis->setLabel(param);
   plot->yAxis->setLabel(QObject::tr("objective"));
-  // One graph per point so each dot gets its trial's colour (later trials darker).
+  // Later trials darker: one graph per shade (kShades of them), not one per point, so 10,000
+  // trials stay a handful of plottables.
+  constexpr int kShades = 16;
+  QVector<QCPGraph*> shades(kShades, nullptr);
+  const double n = std::max<double>(1, double(sweep.trials.size()));
   for (qsizetype i = 0; i < xs.size(); ++i) {
-    QCPGraph* dot = plot->addGraph();
-    dot->setLineStyle(QCPGraph::lsNone);
-    const double t = sweep.trials.isEmpty() ? 0 : trialNumbers[i] / double(sweep.trials.size());
-    dot->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, rankColor(1.0 - t), 8));
-    dot->setData({xs[i]}, {ys[i]});
+    const int shade = std::clamp(int(order[i] / n * kShades), 0, kShades - 1);
+    if (shades[shade] == nullptr) {
+      shades[shade] = plot->addGraph();
+      shades[shade]->setLineStyle(QCPGraph::lsNone);
+      const double t = (shade + 1.0) / kShades;
+      shades[shade]->setScatterStyle(
+          QCPScatterStyle(QCPScatterStyle::ssDisc, rankColor(1.0 - t), 8));
+    }
+    shades[shade]->addData(xs[i], ys[i]);
   }
   if (!categories.isEmpty()) {
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();

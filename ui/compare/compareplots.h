@@ -10,6 +10,7 @@
 
 #include "ui/data/runlogtypes.h"
 
+class QCPGraph;
 class QCustomPlot;
 
 namespace shardscope::ui::compare {
@@ -22,7 +23,8 @@ QStringList paramNames(const SweepData& sweep);
 /// their text in `categories` (appended when new).
 double paramNumber(const QJsonValue& value, QStringList& categories);
 
-/// Objective per finished trial in trial order, and each one's trial number (1-based).
+/// Objective per finished trial in trial order, and each one's trial number: its number in the
+/// study when it has one, else its index in the sweep (both count from 0).
 struct History {
   QVector<double> trialNumbers;
   QVector<double> objectives;
@@ -31,8 +33,16 @@ struct History {
 History history(const SweepData& sweep, bool minimize);
 
 void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize);
-/// Returns how many trials were drawn dimmed (pruned).
-int drawIntermediate(QCustomPlot* plot, const SweepData& sweep);
+/// Returns how many trials were drawn dimmed (pruned). `lines` (optional) receives one graph per
+/// trial and `cuts` the pruned trials' end markers (nullptr for the others), so streamed points
+/// can be appended with appendIntermediate().
+int drawIntermediate(QCustomPlot* plot, const SweepData& sweep, QVector<QCPGraph*>* lines = nullptr,
+                     QVector<QCPGraph*>* cuts = nullptr);
+/// Adds points to one trial's graph (reset: replaces them) and moves its pruned marker.
+void appendIntermediate(QCPGraph* line, QCPGraph* cut, const SeriesChunk& chunk);
+/// Above this many trials the intermediate values and parallel coordinates are drawn without
+/// antialiasing: thousands of antialiased polylines take seconds per replot.
+constexpr int kAntialiasedTrials = 300;
 /// Returns how many trials were drawn (one polyline each).
 int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize);
 /// Returns how many points were drawn.

@@ -214,6 +214,15 @@ void StudyViews::redraw() {
   drawContour(m_contourPlot, m_contour, m_minimize, objectiveName);
   drawImportance(m_importancePlot, m_importance);
   drawParetoView();
+  drawOverlayView();
+}
+
+void StudyViews::setOverlayCurves(const QHash<qint64, QVector<QPointF>>& curves) {
+  m_study.lossCurves = curves;
+  drawOverlayView();
+}
+
+void StudyViews::drawOverlayView() {
   QHash<qint64, QString> names;
   for (const TrialPoint& t : std::as_const(m_trials)) names.insert(t.runId, t.label);
   m_overlayCurves = drawOverlay(m_overlayPlot, overlayRuns(), m_study.lossCurves, names);

@@ -1,6 +1,7 @@
 // StudyViews: the second row of the Compare panel: contour of two chosen parameters, parameter
 // importance, Pareto front of two objectives, and the chosen trials' loss curves overlaid, with
-// their choosers. Fed by ComparePanel with the sweep (RunLog) and its study (StudyLoader).
+// their choosers. Fed by ComparePanel with the sweep and its study (RunLog's summaries) and the
+// overlay's curves (streamed by RunLog after them).
 #pragma once
 
 #include <QWidget>
@@ -21,6 +22,8 @@ class StudyViews : public QWidget {
 
   /// New data; the choices (parameters, objectives, ticked trials) are kept where still valid.
   void setData(const SweepData& sweep, const StudyInfo& study, bool minimize);
+  /// New loss curves for the overlay (run id -> (step, loss)); redraws the overlay only.
+  void setOverlayCurves(const QHash<qint64, QVector<QPointF>>& curves);
   /// Runs whose loss the overlay shows (ticked in the list); the panel loads their curves.
   QList<qint64> overlayRuns() const;
   void setOverlayRuns(const QList<qint64>& runIds);
@@ -49,6 +52,7 @@ class StudyViews : public QWidget {
  private:
   void fillChoosers();
   void redraw();
+  void drawOverlayView();
   void drawParetoView();
   bool minimizeObjective(int index) const;
 

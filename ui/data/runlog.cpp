@@ -13,6 +13,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   qRegisterMetaType<QVector<SeriesChunk>>();
   qRegisterMetaType<LogSnapshot>();
   qRegisterMetaType<SweepData>();
+  qRegisterMetaType<SweepCurves>();
   qRegisterMetaType<QVector<HostSummary>>();
   m_thread.setObjectName(QStringLiteral("runlog-reader"));
   m_worker->moveToThread(&m_thread);
@@ -23,6 +24,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::seriesPassDone, this, &RunLog::seriesPassDone);
   connect(m_worker, &RunLogWorker::logLoaded, this, &RunLog::logLoaded);
   connect(m_worker, &RunLogWorker::sweepLoaded, this, &RunLog::sweepLoaded);
+  connect(m_worker, &RunLogWorker::sweepCurvesLoaded, this, &RunLog::sweepCurvesLoaded);
   connect(m_worker, &RunLogWorker::hostsLoaded, this, &RunLog::hostsLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
   m_thread.start();
@@ -51,6 +53,14 @@ void RunLog::watchLog(qint64 runId, int rank, int limit) {
 void RunLog::watchSweep(qint64 experimentId) {
   QMetaObject::invokeMethod(m_worker,
                             [w = m_worker, experimentId] { w->watchSweep(experimentId); });
+}
+
+void RunLog::watchOverlay(const QList<qint64>& runIds) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, runIds] { w->watchOverlay(runIds); });
+}
+
+void RunLog::setCurveBatchRows(int rows) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, rows] { w->setCurveBatchRows(rows); });
 }
 
 void RunLog::refresh() {

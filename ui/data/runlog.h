@@ -29,6 +29,10 @@ class RunLog : public QObject {
   void watchLog(qint64 runId, int rank, int limit = 2000);
   /// The sweep the worker keeps delivering (sweepLoaded); -1: the largest one.
   void watchSweep(qint64 experimentId);
+  /// The runs whose "loss" the worker keeps delivering for the Compare overlay.
+  void watchOverlay(const QList<qint64>& runIds);
+  /// Points per streamed batch of sweep curves (smaller: more, earlier batches).
+  void setCurveBatchRows(int rows);
   void refresh();
 
  signals:
@@ -37,7 +41,9 @@ class RunLog : public QObject {
   void seriesLoaded(const QVector<shardscope::ui::SeriesChunk>& chunks);
   void seriesPassDone(const QList<qint64>& runIds);
   void logLoaded(const shardscope::ui::LogSnapshot& log);
+  /// The watched sweep's summaries (no curves); its curves follow as sweepCurvesLoaded.
   void sweepLoaded(const shardscope::ui::SweepData& sweep);
+  void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
   void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
   void failed(const QString& message);
 

@@ -2,6 +2,7 @@
 // shows, already read from the store, so the GUI thread never runs a query.
 #pragma once
 
+#include <QHash>
 #include <QJsonObject>
 #include <QList>
 #include <QMetaType>
@@ -10,6 +11,7 @@
 #include <QVector>
 
 #include <optional>
+#include <vector>
 
 #include "backend/store/runrecords.h"
 
@@ -40,7 +42,8 @@ struct LogSnapshot {
   QStringList lines;
 };
 
-/// One trial of a sweep with its intermediate values of the objective key.
+/// One trial of a sweep with its intermediate values of the objective key. The summary (status,
+/// params, objective) arrives first; steps/values fill in as SweepCurves batches arrive.
 struct SweepTrial {
   qint64 runId = 0;
   QString name;
@@ -48,16 +51,48 @@ struct SweepTrial {
   QJsonObject params;
   std::optional<double> objective;
   double createdAt = 0;
-  QVector<double> steps;   ///< intermediate values: steps ...
-  QVector<double> values;  ///< ... and the objective key's value at each
+  QVector<double> steps;              ///< intermediate values: steps ...
+  QVector<double> values;             ///< ... and the objective key's value at each
+  std::optional<qint64> trialNumber;  ///< its number in the study (0-based), when a study's
+  std::optional<std::vector<double>> objectiveValues;  ///< one per study objective
 };
 
-/// The runs of one experiment or sweep, in creation order.
+/// The study (schema v3) a sweep belongs to, as stored; studyId -1 when it is none.
+struct SweepStudy {
+  qint64 studyId = -1;
+  QString name;
+  QString config;          ///< the experiment TOML with its [search] section
+  QStringList objectives;  ///< metric names, one per objective
+  QStringList directions;  ///< "minimize"/"maximize", one per objective
+};
+
+/// The runs of one experiment or sweep, in creation order: the summaries, read by indexed
+/// queries only (no scan of the metrics); curves follow as SweepCurves.
 struct SweepData {
-  qint64 experimentId = -1;     ///< -1: no sweep in the run log
-  QString objectiveKey;         ///< the metric read as intermediate values ("eval.loss")
-  QList<qint64> experimentIds;  ///< every experiment that has runs, oldest first
+  qint64 experimentId = -1;      ///< -1: no sweep in the run log
+  QString objectiveKey;          ///< the metric read as intermediate values ("eval.loss")
+  QList<qint64> experimentIds;   ///< every experiment that has runs, oldest first
+  QHash<qint64, QString> names;  ///< experiment id -> its study's name (absent: no study)
+  SweepStudy study;
   QVector<SweepTrial> trials;
+};
+
+/// Which curves of a sweep a SweepCurves batch carries.
+enum class CurveSet {
+  intermediate,  ///< the objective key of every trial (rank 0)
+  overlay,       ///< "loss" of the runs the Compare overlay shows (rank 0)
+};
+
+/// A batch of curves of one sweep, streamed by the worker after the summaries. Each chunk holds
+/// the new points of one run (reset: they replace what was delivered before).
+struct SweepCurves {
+  qint64 experimentId = -1;
+  CurveSet set = CurveSet::intermediate;
+  QString key;
+  QVector<SeriesChunk> chunks;
+  int done = 0;       ///< runs of this pass read so far (this batch included)
+  int total = 0;      ///< runs this pass reads
+  bool last = false;  ///< the pass is over: every curve is as stored
 };
 
 /// An SSH host as the Hosts panel lists it.
@@ -74,4 +109,5 @@ Q_DECLARE_METATYPE(shardscope::ui::RunSummary)
 Q_DECLARE_METATYPE(shardscope::ui::SeriesChunk)
 Q_DECLARE_METATYPE(shardscope::ui::LogSnapshot)
 Q_DECLARE_METATYPE(shardscope::ui::SweepData)
+Q_DECLARE_METATYPE(shardscope::ui::SweepCurves)
 Q_DECLARE_METATYPE(shardscope::ui::HostSummary)

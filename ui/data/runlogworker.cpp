@@ -59,13 +59,16 @@ void RunLogWorker::poll() {
   refresh();
 }
 
+// Summaries first (what the first paint shows), curves last and in batches.
 void RunLogWorker::refresh() {
   if (!m_reader) return;
   loadRuns();
-  loadSeries();
-  loadLog();
   loadSweep();
   loadHosts();
+  loadLog();
+  loadSeries();
+  loadOverlay();
+  queueSweepCurves();
 }
 
 void RunLogWorker::report(const Error& error) {
@@ -160,6 +163,8 @@ void RunLogWorker::loadLog() {
 void RunLogWorker::watchSweep(qint64 experimentId) {
   m_sweep = experimentId;
   loadSweep();
+  loadOverlay();
+  queueSweepCurves();
 }
 
 void RunLogWorker::loadSweep() {
@@ -168,12 +173,110 @@ void RunLogWorker::loadSweep() {
   if (id < 0) {
     SweepData none;
     none.experimentIds = m_sweepSource.sweepIds(m_runs);
+    m_curveSweep = -1;
+    m_curveQueue.clear();
     emit sweepLoaded(none);
     return;
   }
   auto sweep = m_sweepSource.load(*m_reader, m_runs, id);
   if (!sweep) return report(sweep.error());
+  if (id != m_curveSweep || sweep->objectiveKey != m_curveKey) {
+    // Another sweep or key: every curve is delivered afresh.
+    m_curveSweep = id;
+    m_curveKey = sweep->objectiveKey;
+    m_curveSeen.clear();
+    m_curveQueue.clear();
+  }
   emit sweepLoaded(*sweep);
+}
+
+// Which trials have points not delivered yet: one statement (the last step per run) instead of
+// a query per trial. They are read by loadCurveBatch(), posted to this thread's event loop.
+void RunLogWorker::queueSweepCurves() {
+  if (!m_reader || m_sweep == -2 || m_curveSweep < 0) return;
+  auto last = m_reader->lastSteps(m_curveKey);
+  if (!last) return report(last.error());
+  QList<qint64> queue;
+  for (const auto& run : m_runs) {
+    if (!run.experimentId || *run.experimentId != m_curveSweep) continue;
+    if (last->value(run.id, -1) > m_curveSeen.value(run.id, -1)) queue.append(run.id);
+  }
+  std::reverse(queue.begin(), queue.end());  // listRuns() is newest first: read oldest first
+  m_curveQueue = queue;
+  m_curveDone = 0;
+  m_curveTotal = static_cast<int>(queue.size());
+  if (!m_curveBatchPosted) {
+    m_curveBatchPosted = true;
+    QMetaObject::invokeMethod(this, &RunLogWorker::loadCurveBatch, Qt::QueuedConnection);
+  }
+}
+
+void RunLogWorker::loadCurveBatch() {
+  m_curveBatchPosted = false;
+  if (!m_reader || m_curveSweep < 0) return;
+  SweepCurves batch;
+  batch.experimentId = m_curveSweep;
+  batch.key = m_curveKey;
+  qsizetype points = 0;
+  while (!m_curveQueue.isEmpty() && points < m_curveBatchRows) {
+    const qint64 id = m_curveQueue.takeFirst();
+    SeriesChunk chunk;
+    chunk.runId = id;
+    chunk.key = m_curveKey;
+    chunk.reset = !m_curveSeen.contains(id);
+    if (auto read = readCurve(*m_reader, id, m_curveKey, m_curveSeen.value(id, -1), chunk); !read) {
+      m_curveQueue.clear();
+      return report(read.error());
+    }
+    ++m_curveDone;
+    if (chunk.steps.isEmpty()) continue;
+    m_curveSeen.insert(id, qint64(chunk.steps.last()));
+    points += chunk.steps.size();
+    batch.chunks.append(std::move(chunk));
+  }
+  batch.done = m_curveDone;
+  batch.total = m_curveTotal;
+  batch.last = m_curveQueue.isEmpty();
+  emit sweepCurvesLoaded(batch);
+  if (!batch.last) {
+    m_curveBatchPosted = true;
+    QMetaObject::invokeMethod(this, &RunLogWorker::loadCurveBatch, Qt::QueuedConnection);
+  }
+}
+
+void RunLogWorker::setCurveBatchRows(int rows) { m_curveBatchRows = std::max(1, rows); }
+
+void RunLogWorker::watchOverlay(const QList<qint64>& runIds) {
+  m_overlayRuns = runIds;
+  for (auto it = m_overlaySeen.begin(); it != m_overlaySeen.end();) {
+    it = runIds.contains(it.key()) ? std::next(it) : m_overlaySeen.erase(it);
+  }
+  loadOverlay();
+}
+
+// A few runs' "loss", read whole the first time and then from the last step delivered.
+void RunLogWorker::loadOverlay() {
+  if (!m_reader || m_sweep == -2) return;
+  SweepCurves batch;
+  batch.experimentId = m_curveSweep;
+  batch.set = CurveSet::overlay;
+  batch.key = QStringLiteral("loss");
+  for (qint64 id : std::as_const(m_overlayRuns)) {
+    SeriesChunk chunk;
+    chunk.runId = id;
+    chunk.key = batch.key;
+    chunk.reset = !m_overlaySeen.contains(id);
+    if (auto read = readCurve(*m_reader, id, batch.key, m_overlaySeen.value(id, -1), chunk);
+        !read) {
+      return report(read.error());
+    }
+    if (!chunk.steps.isEmpty()) m_overlaySeen.insert(id, qint64(chunk.steps.last()));
+    if (chunk.reset) m_overlaySeen.insert(id, m_overlaySeen.value(id, -1));
+    if (chunk.reset || !chunk.steps.isEmpty()) batch.chunks.append(std::move(chunk));
+  }
+  batch.done = batch.total = static_cast<int>(m_overlayRuns.size());
+  batch.last = true;
+  emit sweepCurvesLoaded(batch);
 }
 
 void RunLogWorker::loadHosts() {

@@ -2,6 +2,10 @@
 // the run log by this or another process (the reader's PRAGMA data_version, polled), re-reads
 // what the panels watch, and sends plain values by signals.
 // Every slot is called through queued connections from RunLog (ui/data/runlog.h).
+// Order of a refresh: the run table and the sweep's summaries first (indexed queries only), then
+// hosts, log and the selected runs' series; the sweep's curves last, streamed in batches of about
+// curveBatchRows points, one batch per turn of this thread's event loop, so requests posted
+// meanwhile (a new selection, a new sweep) are served between batches.
 #pragma once
 
 #include <QHash>
@@ -25,6 +29,9 @@ class RunLogWorker : public QObject {
  public:
   explicit RunLogWorker(int pollMs, QObject* parent = nullptr);
 
+  /// Default points per streamed batch of sweep curves.
+  static constexpr int kCurveBatchRows = 100000;
+
   /// The metric keys the Plots panel draws (the monitor's names).
   static QStringList plottedKeys();
 
@@ -33,6 +40,10 @@ class RunLogWorker : public QObject {
   void watchRuns(const QList<qint64>& runIds);
   void watchLog(qint64 runId, int rank, int limit);
   void watchSweep(qint64 experimentId);
+  /// The runs whose "loss" the Compare overlay shows (delivered as CurveSet::overlay).
+  void watchOverlay(const QList<qint64>& runIds);
+  /// Points per batch of streamed sweep curves (default kCurveBatchRows).
+  void setCurveBatchRows(int rows);
   /// Re-reads everything watched now (also done whenever the file changed).
   void refresh();
 
@@ -44,6 +55,8 @@ class RunLogWorker : public QObject {
   void seriesPassDone(const QList<qint64>& runIds);
   void logLoaded(const shardscope::ui::LogSnapshot& log);
   void sweepLoaded(const shardscope::ui::SweepData& sweep);
+  /// Curves of the sweep last delivered by sweepLoaded (after it, in batches).
+  void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
   void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
   void failed(const QString& message);
 
@@ -54,6 +67,9 @@ class RunLogWorker : public QObject {
   void loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out);
   void loadLog();
   void loadSweep();
+  void queueSweepCurves();
+  void loadCurveBatch();
+  void loadOverlay();
   void loadHosts();
   void report(const Error& error);
 
@@ -71,6 +87,18 @@ class RunLogWorker : public QObject {
   int m_logLimit = 2000;
   qint64 m_sweep = -2;  // -2: not asked yet; -1: the largest sweep
   ExperimentSweepSource m_sweepSource;
+  // The sweep whose curves stream, its key, and per run the last step delivered (absent: none
+  // yet, so its first chunk resets); the runs still to read in this pass.
+  qint64 m_curveSweep = -1;
+  QString m_curveKey;
+  QHash<qint64, qint64> m_curveSeen;
+  QList<qint64> m_curveQueue;
+  int m_curveDone = 0;
+  int m_curveTotal = 0;
+  bool m_curveBatchPosted = false;
+  int m_curveBatchRows = kCurveBatchRows;
+  QList<qint64> m_overlayRuns;
+  QHash<qint64, qint64> m_overlaySeen;
   QString m_lastError;
 };
 

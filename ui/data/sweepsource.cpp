@@ -1,15 +1,56 @@
 #include "ui/data/sweepsource.h"
 
 #include <QMap>
+#include <QSet>
 
 #include <algorithm>
 
 namespace shardscope::ui {
 
+namespace {
+
+// The newest study of each experiment (a study re-created for the same experiment wins).
+QHash<qint64, const backend::StudyRecord*> studyPerExperiment(
+    const std::vector<backend::StudyRecord>& studies) {
+  QHash<qint64, const backend::StudyRecord*> out;
+  for (const auto& study : studies) {
+    if (!study.experimentId) continue;
+    const backend::StudyRecord* known = out.value(*study.experimentId, nullptr);
+    if (known == nullptr || study.id > known->id) out.insert(*study.experimentId, &study);
+  }
+  return out;
+}
+
+// Metric keys of up to kKeySample members spread over the sweep (always the first and last).
+Result<QStringList> sampledKeys(backend::RunReader& reader,
+                                const std::vector<const backend::RunRecord*>& members) {
+  QStringList keys;
+  const auto n = static_cast<qsizetype>(members.size());
+  const qsizetype samples = std::min<qsizetype>(n, ExperimentSweepSource::kKeySample);
+  qsizetype previous = -1;
+  for (qsizetype i = 0; i < samples; ++i) {
+    const qsizetype at = samples == 1 ? 0 : i * (n - 1) / (samples - 1);
+    if (at == previous) continue;
+    previous = at;
+    auto runKeys = reader.metricKeys(members[size_t(at)]->id);
+    if (!runKeys) return runKeys.error();
+    for (const QString& key : *runKeys) {
+      if (!keys.contains(key)) keys.append(key);
+    }
+  }
+  return keys;
+}
+
+}  // namespace
+
 QList<qint64> ExperimentSweepSource::sweepIds(const std::vector<backend::RunRecord>& runs) const {
   QList<qint64> ids;
+  QSet<qint64> seen;
   for (const auto& run : runs) {
-    if (run.experimentId && !ids.contains(*run.experimentId)) ids.append(*run.experimentId);
+    if (run.experimentId && !seen.contains(*run.experimentId)) {
+      seen.insert(*run.experimentId);
+      ids.append(*run.experimentId);
+    }
   }
   std::sort(ids.begin(), ids.end());
   return ids;
@@ -45,6 +86,15 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   SweepData data;
   data.experimentId = id;
   data.experimentIds = sweepIds(runs);
+  auto studies = reader.listStudies();
+  if (!studies) return studies.error();
+  const auto perExperiment = studyPerExperiment(*studies);
+  for (auto it = perExperiment.cbegin(); it != perExperiment.cend(); ++it)
+    data.names.insert(it.key(), it.value()->name);
+  const backend::StudyRecord* study = perExperiment.value(id, nullptr);
+  if (study != nullptr) {
+    data.study = {study->id, study->name, study->config, study->objectives, study->directions};
+  }
   std::vector<const backend::RunRecord*> members;
   for (const auto& run : runs) {
     if (run.experimentId && *run.experimentId == id) members.push_back(&run);
@@ -53,28 +103,32 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
     return a->createdAt != b->createdAt ? a->createdAt < b->createdAt : a->id < b->id;
   });
-  QStringList keys;
+  auto keys = sampledKeys(reader, members);
+  if (!keys) return keys.error();
+  data.objectiveKey = objectiveKey(*keys);
+  data.trials.reserve(static_cast<qsizetype>(members.size()));
   for (const auto* run : members) {
-    auto runKeys = reader.metricKeys(run->id);
-    if (!runKeys) return runKeys.error();
-    for (const QString& key : *runKeys) {
-      if (!keys.contains(key)) keys.append(key);
-    }
-  }
-  data.objectiveKey = objectiveKey(keys);
-  for (const auto* run : members) {
-    SweepTrial trial{run->id,        run->name,      run->status, run->params,
-                     run->objective, run->createdAt, {},          {}};
-    auto points = reader.metric(run->id, data.objectiveKey);
-    if (!points) return points.error();
-    for (const auto& point : *points) {
-      if (point.rank != 0) continue;
-      trial.steps.append(double(point.step));
-      trial.values.append(point.value);
+    SweepTrial trial{run->id,        run->name, run->status, run->params, run->objective,
+                     run->createdAt, {},        {},          {},          {}};
+    if (study != nullptr && run->studyId == study->id) {
+      trial.trialNumber = run->trialNumber;
+      trial.objectiveValues = run->objectiveValues;
     }
     data.trials.append(std::move(trial));
   }
   return data;
+}
+
+Result<void> readCurve(backend::RunReader& reader, qint64 runId, const QString& key,
+                       qint64 afterStep, SeriesChunk& out) {
+  auto points = reader.metric(runId, key, afterStep);
+  if (!points) return points.error();
+  for (const auto& point : *points) {
+    if (point.rank != 0) continue;
+    out.steps.append(double(point.step));
+    out.values.append(point.value);
+  }
+  return ok();
 }
 
 }  // namespace shardscope::ui

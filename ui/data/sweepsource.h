@@ -1,6 +1,8 @@
-// SweepSource: where the Compare panel's trials come from. Today trials are grouped by the runs'
-// experiment_id (ExperimentSweepSource); when the store gains study tables, a StudySweepSource
-// replaces it behind the same two calls. Runs in the worker thread, on its RunReader.
+// SweepSource: where the Compare panel's trials come from. Trials are grouped by the runs'
+// experiment_id; when a study (schema v3) names that experiment, its name, objectives and the
+// trial numbers come with them. Runs in the worker thread, on its RunReader.
+// load() reads summaries only (the run rows and the study rows, no metric scan), so the Compare
+// panel paints at once; readCurve() then reads one trial's intermediate values at a time.
 #pragma once
 
 #include <QList>
@@ -19,7 +21,7 @@ class SweepSource {
   virtual ~SweepSource() = default;
   /// The sweeps that have runs, oldest first; `runs` is the reader's listRuns().
   virtual QList<qint64> sweepIds(const std::vector<backend::RunRecord>& runs) const = 0;
-  /// The trials of sweep `id` with their intermediate values.
+  /// The trials of sweep `id` (summaries: no curves), its study and every sweep's name.
   [[nodiscard]] virtual Result<SweepData> load(backend::RunReader& reader,
                                                const std::vector<backend::RunRecord>& runs,
                                                qint64 id) const = 0;
@@ -36,6 +38,13 @@ class ExperimentSweepSource final : public SweepSource {
   static qint64 largest(const std::vector<backend::RunRecord>& runs);
   /// The metric read as intermediate values: eval.loss, else another eval.*, else loss.
   static QString objectiveKey(const QStringList& keys);
+  /// How many trials' metric keys decide the objective key (spread over the sweep): keys are
+  /// the same across the trials of a sweep, and asking all 10,000 would cost a query each.
+  static constexpr int kKeySample = 32;
 };
+
+/// Appends to `out` the rank-0 points of `key` of run `runId` with a step above `afterStep`.
+[[nodiscard]] Result<void> readCurve(backend::RunReader& reader, qint64 runId, const QString& key,
+                                     qint64 afterStep, SeriesChunk& out);
 
 }  // namespace shardscope::ui

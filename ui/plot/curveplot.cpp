@@ -91,13 +91,26 @@ QCPGraph* CurvePlot::graphFor(const QString& name) {
 void CurvePlot::setSeries(const QString& name, const QVector<double>& xs,
                           const QVector<double>& ys) {
   const qsizetype n = checkedLength(name, xs, ys);
-  graphFor(name)->setData(xs.first(n), ys.first(n));
+  QCPGraph* graph = graphFor(name);
+  graph->setData(xs.first(n), ys.first(n));
+  fitPen(graph);
 }
 
 void CurvePlot::appendPoints(const QString& name, const QVector<double>& xs,
                              const QVector<double>& ys) {
   const qsizetype n = checkedLength(name, xs, ys);
-  graphFor(name)->addData(xs.first(n), ys.first(n));
+  QCPGraph* graph = graphFor(name);
+  graph->addData(xs.first(n), ys.first(n));
+  fitPen(graph);
+}
+
+void CurvePlot::fitPen(QCPGraph* graph) const {
+  constexpr int kDensePoints = 20000;
+  const double width = graph->dataCount() > kDensePoints ? 0.0 : m_lineWidth;
+  if (graph->pen().widthF() == width) return;
+  QPen pen = graph->pen();
+  pen.setWidthF(width);
+  graph->setPen(pen);
 }
 
 void CurvePlot::removeSeries(const QString& name) {
@@ -117,11 +130,7 @@ int CurvePlot::pointCount(const QString& name) const {
 
 void CurvePlot::setLineWidth(double pixels) {
   m_lineWidth = pixels;
-  for (QCPGraph* graph : std::as_const(m_graphs)) {
-    QPen pen = graph->pen();
-    pen.setWidthF(pixels);
-    graph->setPen(pen);
-  }
+  for (QCPGraph* graph : std::as_const(m_graphs)) fitPen(graph);
 }
 
 void CurvePlot::setRanges(double xLower, double xUpper, double yLower, double yUpper) {

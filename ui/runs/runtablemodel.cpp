@@ -102,6 +102,9 @@ void RunTableModel::setRuns(const QVector<RunSummary>& runs) {
   // is re-seated by the panel from the ids it had.
   beginResetModel();
   m_runs = runs;
+  m_rows.clear();
+  m_rows.reserve(m_runs.size());
+  for (int row = 0; row < m_runs.size(); ++row) m_rows.insert(m_runs[row].record.id, row);
   endResetModel();
 }
 
@@ -109,12 +112,7 @@ const RunSummary* RunTableModel::runAt(int row) const {
   return row >= 0 && row < m_runs.size() ? &m_runs[row] : nullptr;
 }
 
-int RunTableModel::rowOf(qint64 id) const {
-  for (int row = 0; row < m_runs.size(); ++row) {
-    if (m_runs[row].record.id == id) return row;
-  }
-  return -1;
-}
+int RunTableModel::rowOf(qint64 id) const { return m_rows.value(id, -1); }
 
 const RunSummary* RunTableModel::runById(qint64 id) const { return runAt(rowOf(id)); }
 

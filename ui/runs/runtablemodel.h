@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QHash>
 #include <QIcon>
 #include <QVector>
 
@@ -45,6 +46,7 @@ class RunTableModel : public QAbstractTableModel {
   QVariant sortValue(const RunSummary& run, int column) const;
 
   QVector<RunSummary> m_runs;
+  QHash<qint64, int> m_rows;  // run id -> row, so lookups stay O(1) with 10,000 runs
   double m_now = 0;
 };
 
