@@ -106,7 +106,9 @@ void CurvePlot::appendPoints(const QString& name, const QVector<double>& xs,
 
 void CurvePlot::fitPen(QCPGraph* graph) const {
   constexpr int kDensePoints = 20000;
-  const double width = graph->dataCount() > kDensePoints ? 0.0 : m_lineWidth;
+  const bool dense = graph->dataCount() > kDensePoints;
+  graph->setAntialiased(!dense);  // a pixel column holds dozens of points: smoothing shows nothing
+  const double width = dense ? 0.0 : m_lineWidth;
   if (graph->pen().widthF() == width) return;
   QPen pen = graph->pen();
   pen.setWidthF(width);

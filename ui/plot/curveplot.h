@@ -53,8 +53,8 @@ class CurvePlot : public QWidget {
 
  private:
   QCPGraph* graphFor(const QString& name);
-  /// A series of many points is drawn with a cosmetic 1-pixel pen: Qt strokes wide pens through
-  /// its path stroker, seconds for a million points; thin lines take the fast raster path.
+  /// A series of many points is drawn with a cosmetic 1-pixel pen and no antialiasing: Qt strokes
+  /// wide pens through its path stroker, seconds for a million points; thin lines are raster.
   void fitPen(QCPGraph* graph) const;
 
   QCustomPlot* m_plot = nullptr;
