@@ -341,12 +341,11 @@ void ShardEngine::init_params(std::uint64_t seed) {
 
 void ShardEngine::trace_init(const FlatParam& flat, std::int64_t read_elements) {
   // offload_params keeps masters on the CPU; a CPU run keeps them there anyway.
-  m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda",
-                     "float32", static_cast<std::int64_t>(flat.master.nbytes()),
-                     m_shard.offload_params);
-  m_trace->placement(flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
-                     flat.padded *
-                         static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param))));
+  m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda", "float32",
+                     static_cast<std::int64_t>(flat.master.nbytes()), m_shard.offload_params);
+  m_trace->placement(
+      flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
+      flat.padded * static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param))));
   m_trace->load(flat.name, read_elements, flat.shard_numel);
 }
 

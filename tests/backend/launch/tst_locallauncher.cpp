@@ -551,9 +551,9 @@ class TestLocalLauncher : public QObject {
   void runLocationJsonErrorsNameTheField_data() {
     QTest::addColumn<QByteArray>("json");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("kind")
-        << QByteArray(R"({"kind":"cloud","run_dir":"/r","world_size":1})")
-        << "run location: kind: expected \"local\", \"ssh\", \"slurm\" or \"program\", got \"cloud\"";
+    QTest::newRow("kind") << QByteArray(R"({"kind":"cloud","run_dir":"/r","world_size":1})")
+                          << "run location: kind: expected \"local\", \"ssh\", \"slurm\" or "
+                             "\"program\", got \"cloud\"";
     QTest::newRow("run_dir") << QByteArray(R"({"kind":"slurm","world_size":1})")
                              << "run location: run_dir: missing or empty";
     QTest::newRow("world") << QByteArray(R"({"kind":"slurm","run_dir":"/r","world_size":1.5})")
