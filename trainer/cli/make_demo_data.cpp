@@ -113,6 +113,10 @@ json tokenizer_document() {
   }
   SHARD_CHECK(id <= kSpecialBase, ErrorKind::internal, "demo tokenizer: too many merges",
               "raise kSpecialBase");
+  // Placeholders no merge produces fill the ids up to the special tokens: HF tokenizers gives an
+  // added token the next free id after the vocabulary, whatever its "id" says, so a gap would
+  // move <|image_pad|> away from config.json's image_token_id under transformers.
+  for (int k = 0; id < kSpecialBase; ++k) vocab["<|unused_" + std::to_string(k) + "|>"] = id++;
   json added = json::array();
   for (std::size_t i = 0; i < std::size(kSpecials); ++i)
     added.push_back({{"id", kSpecialBase + static_cast<std::int64_t>(i)},
@@ -126,13 +130,17 @@ json tokenizer_document() {
                 {"pattern", {{"Regex", kQwen2Pattern}}},
                 {"behavior", "Isolated"},
                 {"invert", false}};
-  json bytes = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  // Every field HF tokenizers requires of a ByteLevel step (it refuses the file without them).
+  json bytes = {{"type", "ByteLevel"},
+                {"add_prefix_space", false},
+                {"trim_offsets", true},
+                {"use_regex", false}};
   return {
       {"version", "1.0"},
       {"added_tokens", added},
       {"normalizer", {{"type", "NFC"}}},
       {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", json::array({split, bytes})}}},
-      {"decoder", {{"type", "ByteLevel"}}},
+      {"decoder", bytes},
       {"model", {{"type", "BPE"}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merges}}}};
 }
 

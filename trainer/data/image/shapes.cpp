@@ -18,6 +18,9 @@ namespace {
 constexpr std::array<std::array<int, 3>, 6> kColourRgb = {
     {{220, 40, 40}, {40, 170, 60}, {40, 80, 220}, {235, 200, 30}, {140, 60, 180}, {245, 130, 30}}};
 
+// The background: the Qwen2-VL image normaliser's mean (0.481, 0.458, 0.408) in 8-bit levels.
+constexpr std::array<int, 3> kBackgroundRgb = {123, 117, 104};
+
 // Zones on a 3x3 grid of cells: (column, row) of left, right, top, bottom. Disjoint, so the
 // position answer is never ambiguous.
 constexpr std::array<std::array<int, 2>, 4> kZoneCell = {{{0, 1}, {2, 1}, {1, 0}, {1, 2}}};
@@ -111,9 +114,13 @@ nlohmann::ordered_json sample_record(const std::string& image, const std::string
 RgbImage render_shapes(const ShapesScene& scene, int size, std::uint64_t seed) {
   SplitMix rng(seed);
   RgbImage image{size, size, std::vector<std::uint8_t>(static_cast<std::size_t>(size) * size * 3)};
-  const int shade = rng.between(225, 250);
+  // The background sits at the image normaliser's mean, so its pixel values are about 0 and
+  // its patches embed to about 0: a shape's patch then differs from the background by its whole
+  // embedding, not by a few percent of a large common one (on a white canvas a tiny model
+  // trained from scratch learnt the answer priors and never the image; #4).
+  const int tint = rng.between(-6, 6);
   for (std::size_t i = 0; i < image.pixels.size(); ++i)
-    image.pixels[i] = static_cast<std::uint8_t>(shade + rng.between(-4, 4));
+    image.pixels[i] = static_cast<std::uint8_t>(kBackgroundRgb[i % 3] + tint + rng.between(-2, 2));
   const int cell = size / 3;
   const int slot = cell / 2;
   const int r = std::max(2, slot * 2 / 5);

@@ -30,7 +30,8 @@ struct ShapesScene {
   int position = 0;  // index into kShapesPositions
 };
 
-/// Draws a scene on a size x size canvas; `seed` picks the background tint, slots and jitter.
+/// Draws a scene on a size x size canvas with a grey background at the Qwen2-VL normaliser's mean;
+/// `seed` picks the background tint, slots and jitter.
 RgbImage render_shapes(const ShapesScene& scene, int size, std::uint64_t seed);
 
 /// Answer counts per split: question type -> answer -> samples.
