@@ -39,6 +39,8 @@ def read_trace(path):
     with open(path) as f:
         for line in f:
             rec = json.loads(line)
+            if rec["op"] == "load":  # how a shard was initialised: neither a collective nor state
+                continue
             (placements if rec["op"] == "placement" else records).append(rec)
     return records, placements
 
