@@ -18,6 +18,7 @@
 #include "backend/launch/launcher.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "tests/backend/launch/remotetest.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -42,24 +43,6 @@ const char* kTrainer =
     "echo \"{\\\"v\\\":1,\\\"ev\\\":\\\"done\\\",\\\"rank\\\":0,\\\"seq\\\":1,\\\"t\\\":$(date "
     "+%s),\\\"status\\\":\\\"complete\\\",\\\"objective\\\":$lr}\"\n";
 
-QMap<QString, QString> fixtureEnv(const QString& fixture) {
-  QMap<QString, QString> env;
-  QFile file(QStringLiteral(SHARDSCOPE_BINARY_DIR "/fixtures/%1/env").arg(fixture));
-  if (!file.open(QIODevice::ReadOnly)) return env;
-  for (const QByteArray& raw : file.readAll().split('\n')) {
-    QString line = QString::fromUtf8(raw).trimmed();
-    if (line.startsWith("export ")) line = line.mid(7);
-    const auto eq = line.indexOf('=');
-    if (eq > 0) env.insert(line.left(eq), line.mid(eq + 1));
-  }
-  return env;
-}
-
-bool write(const QString& path, const QByteArray& text) {
-  QFile f(path);
-  return f.open(QIODevice::WriteOnly) && f.write(text) == text.size();
-}
-
 }  // namespace
 
 class TestSweepSlurm : public QObject {
@@ -67,14 +50,14 @@ class TestSweepSlurm : public QObject {
 
  private slots:
   void slurmTrialsAreJobsWithinConcurrency() {
-    const QMap<QString, QString> slurm = fixtureEnv("slurm");
+    const QMap<QString, QString> slurm = remotetest::fixtureEnv("slurm");
     QVERIFY2(slurm.contains("SLURM_CONF"), "the Slurm fixture is not running (fixture slurm)");
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString trainer = dir.filePath("fake_trainer.sh");
-    QVERIFY(write(trainer, kTrainer));
+    QVERIFY(remotetest::writeAll(trainer, kTrainer));
     QVERIFY(QFile::setPermissions(trainer, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
-    QVERIFY(write(dir.filePath("train.jsonl"), "{\"input_ids\": [1, 2, 3, 4]}\n"));
+    QVERIFY(remotetest::writeAll(dir.filePath("train.jsonl"), "{\"input_ids\": [1, 2, 3, 4]}\n"));
     const QByteArray exp = R"([experiment]
 name = "slurmsweep"
 [model]
@@ -101,10 +84,10 @@ low = 1e-4
 high = 1e-2
 log = true
 )";
-    QVERIFY(write(dir.filePath("exp.toml"),
-                  QByteArray(exp)
-                      .replace("TRAINER", trainer.toUtf8())
-                      .replace("TRAIN", dir.filePath("train.jsonl").toUtf8())));
+    QVERIFY(remotetest::writeAll(dir.filePath("exp.toml"),
+                                 QByteArray(exp)
+                                     .replace("TRAINER", trainer.toUtf8())
+                                     .replace("TRAIN", dir.filePath("train.jsonl").toUtf8())));
     const QString db = dir.filePath("runs.db");
 
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
