@@ -256,11 +256,15 @@ Result<void> Study::checkOverrides(const QString& experimentPath,
     const std::string before = tomlValueAt(stored, key);
     const std::string after = tomlValueAt(*text, key);
     if (before == after) continue;
-    return fail("--set " + override + ": " + studyLabel(name()) + " exists with " + key + " = " +
-                (before.empty() ? std::string("(unset)") : before) +
-                "; an existing study's search space is fixed (only search.concurrency, "
-                "search.timeout_s and search.stop_grace_s may change): drop the override, or "
-                "start a new study with --name");
+    std::string message = "--set " + override + ": ";
+    message += studyLabel(name());
+    message += " exists with " + key + " = ";
+    message += before.empty() ? std::string("(unset)") : before;
+    message +=
+        "; an existing study's search space is fixed (only search.concurrency, "
+        "search.timeout_s and search.stop_grace_s may change): drop the override, or "
+        "start a new study with --name";
+    return fail(message);
   }
   return ok();
 }
