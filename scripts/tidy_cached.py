@@ -15,9 +15,12 @@ same .clang-tidy are concatenated, up to --group-size of them, into one generate
 unit's lines verbatim, its quoted includes that resolve next to it made absolute), which
 clang-tidy checks as one main file: the analyzer and every check see each unit's code as main-file
 code, and .clang-tidy's HeaderFilterRegex keeps its meaning. Diagnostics are reported at the
-original file:line. A clean group passes (and caches) all its units. A group that does not compile
-as one unit (the same static helper in two units, a leaking `using namespace` or macro) is tidied
-again unit by unit, so correctness never depends on grouping. A group with findings fails the
+original file:line. A clean group passes (and caches) all its units. A unit that defines main()
+is never grouped. A group that does not compile as one unit (the same static helper in two units, a
+leaking `using namespace` or macro) is split: the units its errors are in are set aside as a group
+of their own and the rest run again as a group (halves when the errors name no unit or every unit),
+down to single units, so correctness never depends on grouping and a conflict costs one more run,
+not one run per unit. A group with findings fails the
 units the findings are in (a finding in a header fails the group's units that include it) and
 caches none of its units. --group-size 1 (or --fix) is the plain per-unit mode, the reference.
 What a group can see differently: a function that another unit of the group calls is analyzed by
@@ -44,6 +47,7 @@ DEFAULT_GROUP_SIZE = 8
 TIDY_FLAGS = ["--quiet", "--extra-arg=-Wno-unknown-warning-option"]
 DIAGNOSTIC = re.compile(r"^(.+?):(\d+):(\d+): (warning|error): .*\[([^\]]+)\]$", re.M)
 QUOTED_INCLUDE = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"')
+DEFINES_MAIN = re.compile(r"^\s*int\s+main\s*\(", re.M)
 
 
 def command_of(entry):
@@ -124,8 +128,16 @@ def nearest_config(path):
         d = parent
 
 
+def defines_main(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return bool(DEFINES_MAIN.search(f.read()))
+
+
 def group_signature(entry):
-    """Units with equal signatures compile with identical flags and the same .clang-tidy."""
+    """Units with equal signatures compile with identical flags and the same .clang-tidy (None:
+    the unit is tidied alone)."""
+    if defines_main(os.path.join(entry["directory"], entry["file"])):
+        return None
     args = command_of(entry)
     src = source_index(entry, args)
     if src is None:
@@ -263,15 +275,32 @@ class Tidy:
         if crashed or "[clang-diagnostic-error]" in output:
             errors = [ln for ln in output.splitlines() if "[clang-diagnostic-error]" in ln]
             why = (errors or [ln for ln in output.splitlines() if ln.strip()] or ["none"])[0]
-            print(f"tidy: {len(units)} units do not compile (or clang-tidy failed) as one group, "
-                  f"tidying them one by one: {' '.join(units)}\n  first error: {why}")
-            return [("unit", [u]) for u in units]
+            parts = self.split(units, errors)
+            print(f"tidy: {len(units)} units do not compile (or clang-tidy failed) as one group "
+                  f"({' '.join(units)}), splitting it into {' | '.join(' '.join(p) for p in parts)}\n"
+                  f"  first error: {why}")
+            return [("group", p) if len(p) > 1 else ("unit", p) for p in parts]
         sys.stdout.write(output)
         culprits = self.attribute(units, output)
         self.failed.extend(culprits)
         print(f"tidy: group {' '.join(units)}: findings in {' '.join(culprits)}; none of the "
               f"group is cached (--group-size 1 tidies unit by unit)")
         return []
+
+    @staticmethod
+    def split(units, errors):
+        """A group that does not compile, in two smaller groups: the units its errors are in, and
+        the rest; halves when the errors name none of its units or all of them."""
+        real = {os.path.realpath(u): u for u in units}
+        named = set()
+        for line in errors:
+            m = DIAGNOSTIC.match(line)
+            if m and os.path.realpath(m.group(1)) in real:
+                named.add(real[os.path.realpath(m.group(1))])
+        if not named or len(named) == len(units):
+            half = len(units) // 2
+            return [units[:half], units[half:]]
+        return [[u for u in units if u not in named], [u for u in units if u in named]]
 
     def attribute(self, units, output):
         """The units a group's findings belong to: the unit a finding is in, or for a finding in

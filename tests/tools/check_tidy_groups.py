@@ -2,9 +2,10 @@
 """Checks scripts/tidy_cached.py's grouped mode on a small generated project with real clang-tidy
 and a real compile database: findings in a grouped unit (an AST matcher's and the static
 analyzer's) are reported at the original file:line exactly as in per-unit mode; a group that does
-not compile as one unit (two units with the same static helper) falls back to unit by unit and
-passes; a dirty group caches none of its units; a clean re-run caches every unit and the next run
-skips them all.
+not compile as one unit (two units with the same static helper, grouped with a third) is split
+into the unit the error is in and a group of the rest, and passes; units that define main() are
+never grouped; a dirty group caches none of its units; a clean re-run caches every unit and the
+next run skips them all.
 
 Usage: check_tidy_groups.py SOURCE_DIR
 """
@@ -21,7 +22,7 @@ WarningsAsErrors: '*'
 HeaderFilterRegex: '.*/inc/.*\\.h$'
 ...
 """
-# Two classes of compile flags: X = {a, b, e} and Y = {c, d}.
+# Two classes of compile flags: X = {a, b, e, m, n} and Y = {c, d, f}; m and n define main().
 SOURCES = {
     "inc/shared.h": "#pragma once\n#include <string>\nstd::string shared_name();\n",
     "src/a.cpp": '#include "inc/shared.h"\nstd::string shared_name() { return "a"; }\n',
@@ -29,6 +30,9 @@ SOURCES = {
     "src/local.h": "#pragma once\ninline int local_value() { return 4; }\n",
     "src/c.cpp": "static int helper() { return 1; }\nint c_value() { return helper(); }\n",
     "src/d.cpp": "static int helper() { return 2; }\nint d_value() { return helper(); }\n",
+    "src/f.cpp": "int f_value() { return 6; }\n",
+    "src/m.cpp": "int main() { return 0; }\n",
+    "src/n.cpp": "int main(int argc, char** argv) { return argc > 1 && argv[1] ? 1 : 0; }\n",
 }
 CLEAN_B = '#include <string>\n#include <utility>\nstd::string b_copy(std::string s) {\n' \
     '  return std::string(std::move(s));\n}\nint b_read(const int* p) { return p ? *p : 0; }\n'
@@ -55,7 +59,8 @@ def make_project(root):
     build = os.path.join(root, "build")
     os.makedirs(build)
     db = []
-    for name, flag in [("a", "X"), ("b", "X"), ("e", "X"), ("c", "Y"), ("d", "Y")]:
+    for name, flag in [("a", "X"), ("b", "X"), ("e", "X"), ("m", "X"), ("n", "X"),
+                       ("c", "Y"), ("d", "Y"), ("f", "Y")]:
         src = os.path.join(root, "src", name + ".cpp")
         db.append({"directory": build, "file": src,
                    "command": f"c++ -D{flag}=1 -I{root} -std=c++17 -o {name}.o -c {src}"})
@@ -65,7 +70,7 @@ def make_project(root):
 
 
 def tidy(source_dir, root, build, cache, group_size):
-    units = [os.path.join("src", n + ".cpp") for n in "abcde"]
+    units = [os.path.join("src", n + ".cpp") for n in "abcdefmn"]
     cmd = [sys.executable, os.path.join(source_dir, "scripts", "tidy_cached.py"), build] + \
         units + ["--jobs", "2", "--cache", cache, "--group-size", str(group_size)]
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
@@ -101,19 +106,21 @@ def main():
         expect("group.cpp" not in out, "no generated file name leaks into the report", out)
         expect("FAILED " in out and "src/b.cpp" in out.split("FAILED ", 1)[1]
                and out.count("tidy: FAILED") == 1, "only b.cpp fails", out)
-        expect("do not compile" in out and "src/c.cpp src/d.cpp" in out,
-               "the c+d group (same static helper) falls back to unit by unit", out)
+        expect("do not compile" in out and "splitting it into src/c.cpp src/f.cpp | src/d.cpp" in out,
+               "the c+d+f group (same static helper in c and d) splits into c+f and d", out)
+        expect("src/m.cpp src/n.cpp" not in out and "in 4 runs (2 groups)" in out,
+               "m and n (each defines main) are not grouped", out)
         fallbacks = [ln for ln in out.splitlines() if "do not compile" in ln]
         expect(len(fallbacks) == 1 and "src/a.cpp" not in fallbacks[0],
                "the a+b+e group (a quoted include next to e.cpp) compiles as one unit", out)
-        expect(len(os.listdir(cache)) == 2, "only c and d (passed unit by unit) are cached", out)
+        expect(len(os.listdir(cache)) == 5, "only c, d, f, m and n are cached", out)
         write(root, "src/b.cpp", CLEAN_B)
         rc, out = tidy(source_dir, root, build, cache, 8)
-        expect(rc == 0 and "2 unchanged" in out and "(1 groups)" in out,
-               "the fixed a+b+e group is clean, c and d are skipped", out)
-        expect(len(os.listdir(cache)) == 5, "a clean group caches each of its units", out)
+        expect(rc == 0 and "5 unchanged" in out and "(1 groups)" in out,
+               "the fixed a+b+e group is clean, c, d, f, m and n are skipped", out)
+        expect(len(os.listdir(cache)) == 8, "a clean group caches each of its units", out)
         rc, out = tidy(source_dir, root, build, cache, 8)
-        expect(rc == 0 and "5 unchanged" in out and "0 tidied" in out,
+        expect(rc == 0 and "8 unchanged" in out and "0 tidied" in out,
                "the next run skips every unit", out)
     return 0
 
