@@ -10,6 +10,7 @@
 #include <QMap>
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QRegularExpression>
 #include <QString>
 #include <QStringList>
 
@@ -51,6 +52,32 @@ inline Run cli(const QStringList& args,
 
 inline QJsonObject json(const QString& text) {
   return QJsonDocument::fromJson(text.toUtf8()).object();
+}
+
+/// An object's keys, sorted (to compare with documentedFields()).
+inline QStringList sortedKeys(const QJsonObject& o) {
+  QStringList k = o.keys();
+  k.sort();
+  return k;
+}
+
+/// The field names of the table after `<!-- json-fields: SECTION -->` in docs/cli.md, sorted;
+/// empty when the file or the section is missing.
+inline QStringList documentedFields(const QString& section) {
+  QFile file(QStringLiteral(SHARDSCOPE_SOURCE_DIR "/docs/cli.md"));
+  if (!file.open(QIODevice::ReadOnly)) return {};
+  const QString text = QString::fromUtf8(file.readAll());
+  const qsizetype at = text.indexOf("<!-- json-fields: " + section + " -->");
+  if (at < 0) return {};
+  QStringList fields;
+  const QStringList lines = text.mid(at).split('\n');
+  static const QRegularExpression row(QStringLiteral("^\\| `([a-z_]+)` \\|"));
+  for (qsizetype i = 1; i < lines.size() && !lines[i].trimmed().isEmpty(); ++i) {
+    const auto m = row.match(lines[i]);
+    if (m.hasMatch()) fields << m.captured(1);
+  }
+  fields.sort();
+  return fields;
 }
 
 /// Writes HOME/.ssh/config with `alias` reaching the sshd fixture; returns false when the

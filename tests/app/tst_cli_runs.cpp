@@ -17,36 +17,15 @@
 #include "clitest.h"
 
 using clitest::cli;
+using clitest::documentedFields;
 using clitest::json;
 using clitest::kCli;
 using clitest::Run;
+using clitest::sortedKeys;
 
 namespace {
 
 const QString kFake = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/bin/faketrainer");
-
-// The field names of the table after `<!-- json-fields: SECTION -->` in docs/cli.md.
-QSet<QString> documentedFields(const QString& section) {
-  QFile file(QStringLiteral(SHARDSCOPE_SOURCE_DIR "/docs/cli.md"));
-  if (!file.open(QIODevice::ReadOnly)) return {};
-  const QString text = QString::fromUtf8(file.readAll());
-  const qsizetype at = text.indexOf("<!-- json-fields: " + section + " -->");
-  if (at < 0) return {};
-  QSet<QString> fields;
-  const QStringList lines = text.mid(at).split('\n');
-  static const QRegularExpression row(QStringLiteral("^\\| `([a-z_]+)` \\|"));
-  for (int i = 1; i < lines.size(); ++i) {
-    if (lines[i].trimmed().isEmpty()) break;
-    const auto m = row.match(lines[i]);
-    if (m.hasMatch()) fields.insert(m.captured(1));
-  }
-  return fields;
-}
-
-QSet<QString> keys(const QJsonObject& o) {
-  const QStringList k = o.keys();
-  return {k.begin(), k.end()};
-}
 
 bool isFinal(const QJsonObject& run) {
   static const QSet<QString> final{"complete", "stopped", "pruned", "failed", "oom", "infeasible"};
@@ -192,16 +171,16 @@ class TestCliRuns : public QObject {
   void showJsonHasEveryDocumentedFieldAndNoOther() {
     const Run show = cli({"--json", "--db", db(), "show", "1"});
     QCOMPARE(show.exitCode, 0);
-    const QSet<QString> documented = documentedFields("show");
+    const QStringList documented = documentedFields("show");
     QVERIFY(documented.contains("objective") && documented.contains("run_dir"));
-    QCOMPARE(keys(json(show.out)), documented);
+    QCOMPARE(sortedKeys(json(show.out)), documented);
     const Run exported = cli({"--db", db(), "export", "1", "--format", "json"});
-    QCOMPARE(keys(json(exported.out)), documentedFields("export"));
+    QCOMPARE(sortedKeys(json(exported.out)), documentedFields("export"));
     const Run logs = cli({"--json", "--db", db(), "logs", "1"});
-    QCOMPARE(keys(json(logs.out.section('\n', 0, 0))), documentedFields("logs"));
+    QCOMPARE(sortedKeys(json(logs.out.section('\n', 0, 0))), documentedFields("logs"));
     const Run est = cli({"--json", "estimate", writeExperiment("est", kFake)});
     QCOMPARE(est.exitCode, 0);
-    QCOMPARE(keys(json(est.out)), documentedFields("estimate"));
+    QCOMPARE(sortedKeys(json(est.out)), documentedFields("estimate"));
   }
 
   void crashedRankMakesTheRunFailedWithExitCode3() {
@@ -270,7 +249,7 @@ class TestCliRuns : public QObject {
         cli({"--db", db(), "--json", "run", exp, "--detach"}, fakeMode("--steps 40 --step-ms 50"));
     QVERIFY2(started.exitCode == 0, qPrintable(started.out + started.err));
     const QJsonObject o = json(started.out);
-    QCOMPARE(keys(o), documentedFields("run-detach"));
+    QCOMPARE(sortedKeys(o), documentedFields("run-detach"));
     const QString id = QString::number(o["id"].toInteger());
     // Nobody is attached and nothing is killed: the supervisor records the end.
     QJsonObject shown;

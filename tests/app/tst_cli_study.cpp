@@ -13,9 +13,14 @@
 #include <cmath>
 #include <set>
 
+#include "tests/app/clitest.h"
+
 namespace {
 
-const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+using clitest::documentedFields;
+using clitest::kCli;
+using clitest::Run;
+using clitest::sortedKeys;
 
 const char* kExperiment = R"([search]
 sampler = "tpe"
@@ -48,58 +53,13 @@ while [ $i -lt "$N" ]; do
 done
 )";
 
-// The field names of the table after `<!-- json-fields: SECTION -->` in docs/cli.md.
-QStringList documentedFields(const QString& section) {
-  QFile file(QStringLiteral(SHARDSCOPE_SOURCE_DIR "/docs/cli.md"));
-  if (!file.open(QIODevice::ReadOnly)) return {};
-  const QString text = QString::fromUtf8(file.readAll());
-  const qsizetype at = text.indexOf("<!-- json-fields: " + section + " -->");
-  if (at < 0) return {};
-  QStringList fields;
-  const QStringList lines = text.mid(at).split('\n');
-  static const QRegularExpression row(QStringLiteral("^\\| `([a-z_]+)` \\|"));
-  for (qsizetype i = 1; i < lines.size() && !lines[i].trimmed().isEmpty(); ++i) {
-    const auto m = row.match(lines[i]);
-    if (m.hasMatch()) fields << m.captured(1);
-  }
-  fields.sort();
-  return fields;
-}
-
-QStringList sortedKeys(const QJsonObject& o) {
-  QStringList k = o.keys();
-  k.sort();
-  return k;
-}
-
-struct Run {
-  int exitCode = -1;
-  QString out;
-  QString err;
-};
-
 class TstCliStudy : public QObject {
   Q_OBJECT
 
   QTemporaryDir m_dir;
   QString m_db;
 
-  Run cli(QStringList args) {
-    QProcess p;
-    args.prepend(m_db);
-    args.prepend("--db");
-    p.start(kCli, args);
-    Run r;
-    if (!p.waitForFinished(60000)) {
-      p.kill();
-      p.waitForFinished();
-      return r;
-    }
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-  }
+  Run cli(const QStringList& args) { return clitest::cli(QStringList{"--db", m_db} + args); }
 
  private slots:
   void initTestCase() {
