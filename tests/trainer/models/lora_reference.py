@@ -26,6 +26,9 @@ from transformers import Qwen2ForCausalLM, Qwen2VLForConditionalGeneration
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_models as rm  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import check, finish  # noqa: E402
 
 R, ALPHA = 4, 12.0
 CASES = [  # label, class, builder, tied, vision, seed, targets
@@ -62,7 +65,7 @@ def check_case(tool, work, label, cls, build, tied, vision, seed, targets):
     proc = subprocess.run([tool, base_dir, inputs_path, out_dir, str(R), str(ALPHA),
                            ",".join(targets)], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
-        rm.check(False, f"{label}: lora_tool failed: {proc.stdout}{proc.stderr}")
+        check(False, f"{label}: lora_tool failed: {proc.stdout}{proc.stderr}")
         return
     got = load_file(os.path.join(out_dir, "out.safetensors"))
 
@@ -73,14 +76,14 @@ def check_case(tool, work, label, cls, build, tied, vision, seed, targets):
     out.loss.backward()
     valid = inputs["attention_mask"].bool()
     ok, d = within(got["logits"][valid], out.logits.detach()[valid], 1e-4)
-    rm.check(ok, f"{label}: logits vs peft max |diff| {d:.2e} <= 1e-4")
+    check(ok, f"{label}: logits vs peft max |diff| {d:.2e} <= 1e-4")
     rel = abs(got["loss"].item() - out.loss.item()) / abs(out.loss.item())
-    rm.check(rel <= 1e-5, f"{label}: loss {got['loss'].item():.7f} vs peft {out.loss.item():.7f}, "
+    check(rel <= 1e-5, f"{label}: loss {got['loss'].item():.7f} vs peft {out.loss.item():.7f}, "
                           f"rel {rel:.1e} <= 1e-5")
     theirs = {n.replace(".default", ""): p.grad for n, p in peft.named_parameters()
               if p.requires_grad}
     ours = {k[len("grad."):]: v for k, v in got.items() if k.startswith("grad.")}
-    rm.check(set(ours) == set(theirs) and ours,
+    check(set(ours) == set(theirs) and ours,
              f"{label}: same {len(theirs)} adapter names; only peft: "
              f"{sorted(set(theirs) - set(ours))[:2]}, only ours: {sorted(set(ours) - set(theirs))[:2]}")
     worst, where, bad, zero = 0.0, "", [], []
@@ -92,11 +95,11 @@ def check_case(tool, work, label, cls, build, tied, vision, seed, targets):
             zero.append(name)
         if d >= worst:
             worst, where = d, name
-    rm.check(not bad and not zero,
+    check(not bad and not zero,
              f"{label}: adapter gradients within 1e-4 + 1e-5 * max|grad|, max |diff| "
              f"{worst:.2e} ({where}); outside: {bad[:2]}; all-zero: {zero[:2]}")
     trainable, total = peft.get_nb_trainable_parameters()
-    rm.check(got["params_trainable"].item() == trainable and got["params_total"].item() == total,
+    check(got["params_trainable"].item() == trainable and got["params_total"].item() == total,
              f"{label}: parameters {got['params_total'].item()} / trainable "
              f"{got['params_trainable'].item()} == peft's {total} / {trainable}")
 
@@ -107,7 +110,7 @@ def check_case(tool, work, label, cls, build, tied, vision, seed, targets):
     with torch.no_grad():
         logits = forward(merged, inputs).logits
     ok, d = within(logits[valid], out.logits.detach()[valid], 1e-4)
-    rm.check(ok, f"{label}: merged export loaded by transformers: logits max |diff| {d:.2e} <= 1e-4")
+    check(ok, f"{label}: merged export loaded by transformers: logits max |diff| {d:.2e} <= 1e-4")
 
 
 def main():
@@ -120,11 +123,7 @@ def main():
     torch.manual_seed(0)
     for case in CASES:
         check_case(args.tool, args.work, *case)
-    if rm.FAILURES:
-        print(f"{len(rm.FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

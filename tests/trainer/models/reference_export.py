@@ -24,9 +24,10 @@ from transformers import Qwen2ForCausalLM
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import reference_forward as rf  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import FAILURES, check, finish, free_port  # noqa: E402
 
-check = rf.check
-FAILURES = rf.FAILURES
 
 
 def write_experiment(run_dir, model_dir, data):
@@ -44,7 +45,7 @@ def write_experiment(run_dir, model_dir, data):
 
 
 def run_ranks(tool, args, run_dir, world):
-    port = str(rf.free_port())
+    port = str(free_port())
     procs = []
     for rank in range(world):
         env = dict(os.environ)
@@ -133,11 +134,7 @@ def main():
                 logits = merged(got[f"input_ids.{i}"].unsqueeze(0)).logits[0]
                 worst = max(worst, max_diff(logits, got[f"logits.{i}"]))
         check(worst <= 1e-4, f"forward on the export vs transformers on it: {worst:.2e} <= 1e-4")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

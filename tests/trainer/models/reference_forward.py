@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -37,6 +36,9 @@ from reference_tokenizer import QWEN2VL_TEMPLATE, expected_labels, expand  # noq
 from reference_tokenizer import QWEN2_PATTERN  # noqa: E402
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models  # noqa: E402
 from tokenizers import normalizers, pre_tokenizers, trainers  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import check, finish, free_port  # noqa: E402
 
 VOCAB = 301
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
@@ -49,13 +51,6 @@ IMAGE_CONFIG = {"min_pixels": 64, "max_pixels": 4096, "patch_size": 4, "temporal
 CORPUS = ("You are a helpful assistant. What colour is the shape? The left one is bigger. "
           "Describe the picture. red green blue square circle triangle answer briefly. "
           "Compare them. Hello there, how are you? I am fine, thank you. ") * 40
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
 
 
 def write_tokenizer(model_dir):
@@ -243,12 +238,6 @@ def check_forward(label, tool, model, model_dir, data_dir, rows, ids):
     return refs
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def write_experiment(run_dir, arch, model_dir, data):
     os.makedirs(run_dir, exist_ok=True)
     path = os.path.join(run_dir, "trial.toml")
@@ -380,11 +369,7 @@ def main():
                         args.work)
         if kind == "qwen2_vl":
             bad_inputs(args.shardtrain, args.work, model_dir, data_dir, rows)
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

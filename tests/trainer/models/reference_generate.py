@@ -26,7 +26,9 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLIm
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import reference_forward as rf  # noqa: E402
-from reference_models import FAILURES, check  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import check, finish, free_port  # noqa: E402
 
 NEW_TOKENS = 8
 LAST_ANSWERS = {}  # index -> answer line of the last run
@@ -75,7 +77,7 @@ def write_config(run_dir, arch, model_dir, data, n):
 
 def run_generate(tool, config, run_dir, world, extra):
     """Starts `world` ranks of `shardtrain generate`; returns exit codes, answers, done event."""
-    port = str(rf.free_port())
+    port = str(free_port())
     out = os.path.join(run_dir, "answers.jsonl")
     procs = []
     for rank in range(world):
@@ -182,11 +184,7 @@ def main():
     rf.write_images(os.path.join(data_dir, "img"))
     for kind, seed in (("qwen2", 21), ("qwen2_vl", 22)):
         check_model(kind, tool, args.work, data_dir, seed)
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -26,17 +26,14 @@ from safetensors.torch import load_file, save_file
 from transformers import (Qwen2Config, Qwen2ForCausalLM, Qwen2VLConfig,
                           Qwen2VLForConditionalGeneration)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import check, finish  # noqa: E402
+
 VOCAB = 301
 IMAGE, VSTART, VEND = 300, 297, 298
 TEXT = dict(vocab_size=VOCAB, hidden_size=48, intermediate_size=72, num_hidden_layers=2,
             num_attention_heads=6, num_key_value_heads=2, rms_norm_eps=1e-6)
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
 
 
 def randomize(model, seed):
@@ -256,11 +253,7 @@ def main():
 
     bad_checkpoints(args.tool, args.work, os.path.join(args.work, "qwen2_untied"),
                     os.path.join(args.work, "qwen2_untied.inputs.safetensors"))
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":
