@@ -74,8 +74,10 @@ inline double mass_from_tails(double za, double zb, double qa, double qb) {
 // bit-identical on both paths.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SHARDSCOPE_KERNEL_LOOP __attribute__((target_clones("avx2", "default")))
+#define SHARDSCOPE_INLINE __attribute__((always_inline)) inline
 #else
 #define SHARDSCOPE_KERNEL_LOOP
+#define SHARDSCOPE_INLINE inline
 #endif
 
 // Truncation masses of k kernels on [low, high]: inv[i] = 1 / sigma[i], mass[i] = P(low < X <
@@ -108,46 +110,68 @@ enum : unsigned char { kContinuous = 0, kDiscrete = 1, kCategorical = 2 };
 // running maximum per candidate.
 struct KernelTerms {
   const unsigned char* kind;   // (dims)
-  const double* mu;            // (dims, kernels)
-  const double* inv;           // (dims, kernels)
-  const double* sigma;         // (dims, kernels)
+  const double* mu;            // (dims, stride)
+  const double* inv;           // (dims, stride)
+  const double* sigma;         // (dims, stride)
   const double* const* catlp;  // per dim: (kernels, choices) or null
   const int* choices;          // (dims)
   const double* xs;            // (dims, c)
   const double* cells;         // (dims, c, 2) discrete cells
   std::size_t dims;
   std::size_t k;
+  std::size_t stride;
 };
 
+// Kernel i's terms of c candidates into row (c): its constant, then every dimension's term in
+// dimension order. With `theta` (c), stops early and returns false once every candidate's row is
+// below its theta: from dimension `check_from` on no term is positive (continuous -z^2 / 2,
+// categorical log probabilities; discrete ones come before it), and rounding is monotone, so the
+// partial row bounds the final one from above.
+// C > 0: exactly C candidates, known at compile time (the loops unroll, the row stays in
+// registers); C = 0: c of them.
+template <std::size_t C>
+SHARDSCOPE_INLINE bool kernel_row(const KernelTerms& t, double konst, std::size_t i,
+                                  std::size_t lanes, double* row, const double* theta,
+                                  std::size_t check_from) {
+  const std::size_t c = C > 0 ? C : lanes;
+  const double half_log_2pi = 0.5 * std::log(2.0 * M_PI);
+  for (std::size_t a = 0; a < c; ++a) row[a] = konst;
+  for (std::size_t j = 0; j < t.dims; ++j) {
+    const double* x = t.xs + j * c;
+    const double m = t.mu[j * t.stride + i];
+    const double v = t.inv[j * t.stride + i];
+    if (t.kind[j] == kContinuous) {
+      for (std::size_t a = 0; a < c; ++a) {
+        const double z = (x[a] - m) * v;
+        row[a] -= 0.5 * z * z;
+      }
+    } else if (t.kind[j] == kDiscrete) {
+      const double s = t.sigma[j * t.stride + i];
+      const double* cell = t.cells + j * c * 2;
+      for (std::size_t a = 0; a < c; ++a) {
+        row[a] += std::log(normal_mass((cell[2 * a] - m) * v, (cell[2 * a + 1] - m) * v) * s) +
+                  half_log_2pi;
+      }
+    } else {
+      const auto n = static_cast<std::size_t>(t.choices[j]);
+      const double* lp = t.catlp[j] + i * n;
+      for (std::size_t a = 0; a < c; ++a) row[a] += lp[static_cast<std::size_t>(x[a])];
+    }
+    if (theta == nullptr || j < check_from) continue;
+    std::uint64_t above = 0;  // NaN counts as above: it is never skipped
+    for (std::size_t a = 0; a < c; ++a) above |= row[a] < theta[a] ? 0U : 1U;
+    if (above == 0) return false;
+  }
+  return true;
+}
+
+// The (kernels, c) matrix of terms into acc and each candidate's maximum into top (c).
 SHARDSCOPE_KERNEL_LOOP void accumulate(const KernelTerms& t, const double* konst, std::size_t c,
                                        double* acc, double* top) {
-  const double half_log_2pi = 0.5 * std::log(2.0 * M_PI);
   for (std::size_t a = 0; a < c; ++a) top[a] = -kInf;
   for (std::size_t i = 0; i < t.k; ++i) {
     double* row = acc + i * c;
-    for (std::size_t a = 0; a < c; ++a) row[a] = konst[i];
-    for (std::size_t j = 0; j < t.dims; ++j) {
-      const double* x = t.xs + j * c;
-      const double m = t.mu[j * t.k + i];
-      const double v = t.inv[j * t.k + i];
-      if (t.kind[j] == kContinuous) {
-        for (std::size_t a = 0; a < c; ++a) {
-          const double z = (x[a] - m) * v;
-          row[a] -= 0.5 * z * z;
-        }
-      } else if (t.kind[j] == kDiscrete) {
-        const double s = t.sigma[j * t.k + i];
-        const double* cell = t.cells + j * c * 2;
-        for (std::size_t a = 0; a < c; ++a) {
-          row[a] += std::log(normal_mass((cell[2 * a] - m) * v, (cell[2 * a + 1] - m) * v) * s) +
-                    half_log_2pi;
-        }
-      } else {
-        const auto n = static_cast<std::size_t>(t.choices[j]);
-        const double* lp = t.catlp[j] + i * n;
-        for (std::size_t a = 0; a < c; ++a) row[a] += lp[static_cast<std::size_t>(x[a])];
-      }
-    }
+    kernel_row<0>(t, konst[i], i, c, row, nullptr, 0);
     for (std::size_t a = 0; a < c; ++a) top[a] = row[a] > top[a] ? row[a] : top[a];
   }
 }
@@ -163,11 +187,12 @@ inline double skip_below(double sum) {
   return (e - 54.0) * 0.69314718055994530942;
 }
 
-// out[a] = log(sum_i exp(acc[i, a])) given top[a] = max_i acc[i, a]; sum, thr are scratch (c).
-// A kernel row is skipped when every candidate's term would leave its sum unchanged, so the
-// sums are exactly the sequential ones while far kernels (most of g's) cost no exp.
-SHARDSCOPE_KERNEL_LOOP void log_sum_exp(const double* acc, std::size_t k, std::size_t c,
-                                        const double* top, double* sum, double* thr, double* out) {
+// The reference: out[a] = log(sum_i exp_neg(acc[i, a] - top[a])) + top[a], every term added in
+// kernel order (a row is skipped only when no candidate's sum would change); sum, thr are
+// scratch (c). log_sum_exp must equal it to the last bit.
+SHARDSCOPE_KERNEL_LOOP void log_sum_exp_all(const double* acc, std::size_t k, std::size_t c,
+                                            const double* top, double* sum, double* thr,
+                                            double* out) {
   for (std::size_t a = 0; a < c; ++a) {
     sum[a] = 0.0;
     thr[a] = -kInf;
@@ -185,6 +210,113 @@ SHARDSCOPE_KERNEL_LOOP void log_sum_exp(const double* acc, std::size_t k, std::s
   for (std::size_t a = 0; a < c; ++a) {
     out[a] = std::isfinite(top[a]) ? top[a] + std::log(sum[a]) : top[a];
   }
+}
+
+// Which terms of the reference's sequential sum can change it. Term i of a candidate is t_i =
+// exp_neg(c_i), c_i = max(r_i - T, -700) (r_i its row value, T the maximum; the clamp is
+// exp_neg's), and the sum is s += t_i in kernel order:
+// - a reset at row q: when the earlier terms together are below 2^-54 t_q, they are under half
+//   an ulp of t_q, so s = t_q exactly after row q whatever came before. Sufficient: r_q > R_q +
+//   ln q + 38.5 (R_q the maximum of the earlier rows; 38.5 > 54 ln 2 leaves room for rounding
+//   and exp_neg's error) and r_q > T - 700 + ln q + 38.5 (the clamped earlier terms too);
+// - after it, a term below 2^-54 of the running maximum (so of the running sum) rounds away.
+// So only the terms from the last reset on within 38.5 of their running maximum count, and
+// adding just those in kernel order gives the reference's bits. The rows are scanned once
+// (T is not known yet): a row passing the first test starts a new run, and the rows within 38.5
+// of their run's maximum are listed; after the scan the last run is kept when its start passes
+// the second test (it then holds exactly the terms that count; an earlier start passing it would
+// imply the last passes too). Otherwise, or on a NaN, the caller falls back to the reference.
+constexpr double kResetMargin = 38.5;
+
+// Lanes of the scan, each (c): the maximum so far, the current run's start row and first value,
+// the run's maximum.
+struct ScanLanes {
+  double* top;
+  double* start;
+  double* first;
+  double* run;
+};
+
+// The listed terms: row and candidate, and the raw row value.
+struct TermList {
+  std::uint32_t* row;
+  std::uint32_t* lane;
+  double* value;
+};
+
+template <std::size_t C>
+SHARDSCOPE_INLINE std::size_t scan_lanes(const KernelTerms& t, const double* konst,
+                                         std::size_t lanes, double* buffer, ScanLanes l,
+                                         const double* theta, std::size_t check_from, TermList out,
+                                         bool& bad) {
+  const std::size_t c = C > 0 ? C : lanes;
+  double local[C > 0 ? C : 1];
+  double* row = C > 0 ? local : buffer;
+  std::size_t n = 0;
+  std::uint64_t nan = 0;
+  for (std::size_t a = 0; a < c; ++a) {
+    l.top[a] = -kInf;
+    l.start[a] = 0.0;
+    l.first[a] = -kInf;
+    l.run[a] = -kInf;
+  }
+  for (std::size_t i = 0; i < t.k; ++i) {
+    if (!kernel_row<C>(t, konst[i], i, c, row, theta, check_from)) continue;
+    // ln i <= bit_width(i) ln 2: a cheap upper bound of the earlier rows' count.
+    const double lim =
+        static_cast<double>(64 - __builtin_clzll(i | 1)) * 0.69314718055994530942 + kResetMargin;
+    const auto at = static_cast<double>(i);
+    std::uint64_t any = 0;
+    for (std::size_t a = 0; a < c; ++a) {
+      const double r = row[a];
+      nan |= r == r ? 0U : 1U;
+      const bool fresh = r > l.top[a] + lim;
+      l.start[a] = fresh ? at : l.start[a];
+      l.first[a] = fresh ? r : l.first[a];
+      const double m = fresh ? r : std::max(l.run[a], r);
+      l.run[a] = m;
+      any |= r >= m - kResetMargin ? 1U : 0U;
+      l.top[a] = r > l.top[a] ? r : l.top[a];
+    }
+    if (any == 0) continue;
+    for (std::size_t a = 0; a < c; ++a) {
+      if (!(row[a] >= l.run[a] - kResetMargin)) continue;
+      out.row[n] = static_cast<std::uint32_t>(i);
+      out.lane[n] = static_cast<std::uint32_t>(a);
+      out.value[n] = row[a];
+      ++n;
+    }
+  }
+  bad = nan != 0;
+  return n;
+}
+
+// The scan, with the usual candidate counts (Optuna's 24, the numeric groups' 32) unrolled.
+SHARDSCOPE_KERNEL_LOOP std::size_t scan_kernels(const KernelTerms& t, const double* konst,
+                                                std::size_t c, double* row, ScanLanes l,
+                                                const double* theta, std::size_t check_from,
+                                                TermList out, bool& bad) {
+  if (c == 24) return scan_lanes<24>(t, konst, c, row, l, theta, check_from, out, bad);
+  if (c == 32) return scan_lanes<32>(t, konst, c, row, l, theta, check_from, out, bad);
+  return scan_lanes<0>(t, konst, c, row, l, theta, check_from, out, bad);
+}
+
+SHARDSCOPE_KERNEL_LOOP void exp_batch(const double* x, std::size_t n, double* out) {
+  for (std::size_t p = 0; p < n; ++p) out[p] = exp_neg(x[p]);
+}
+
+// Whether every candidate's last run starts at a valid reset (see above): its maximum finite and
+// the start's row above max(T - 700, theta) + ln q + 38.5 (the rows skipped below theta then
+// neither break the reset nor count after it).
+bool runs_valid(const ScanLanes& l, const double* theta, std::size_t c) {
+  for (std::size_t a = 0; a < c; ++a) {
+    const auto q = static_cast<std::uint64_t>(l.start[a]);
+    const double lim =
+        static_cast<double>(64 - __builtin_clzll(q | 1)) * 0.69314718055994530942 + kResetMargin;
+    const double floor = std::max(l.top[a] - 700.0, theta[a]);
+    if (!std::isfinite(l.top[a]) || !(l.first[a] > floor + lim)) return false;
+  }
+  return true;
 }
 
 double normal_mass(double za, double zb) {
@@ -206,6 +338,13 @@ std::pair<double, double> cell(const Param& p, double x) {
 
 }  // namespace
 
+void kernel_mass(double mu, double sigma, double low, double high, double& inv, double& mass) {
+  inv = 1.0 / sigma;
+  const double qa = upper_tail(std::abs((low - mu) * inv));
+  const double qb = upper_tail(std::abs((high - mu) * inv));
+  mass = mass_from_tails((low - mu) * inv, (high - mu) * inv, qa, qb);
+}
+
 // Optuna's default weights: flat for the newest 25 observations, a linear ramp before them.
 void ramp_weights(std::size_t n, std::vector<double>& w) {
   w.assign(n, 1.0);
@@ -219,19 +358,29 @@ void ramp_weights(std::size_t n, std::vector<double>& w) {
   }
 }
 
+// The tables keep their stride while the kernels fit, so an estimator refilled every call (the
+// "above" one) keeps its contents; growing them (by half) starts a new layout.
 void ParzenEstimator::reset(const std::vector<ParzenDim>& dims, std::size_t n) {
+  const bool same_dims = dims.size() == m_dims.size();
   m_dims = dims;
   m_kernels = static_cast<int>(n) + 1;
-  const std::size_t size = dims.size() * (n + 1);
-  m_mu.resize(size);
-  m_sigma.resize(size);
-  m_inv_sigma.resize(size);
-  m_mass.resize(size);
+  if (!same_dims || n + 1 > m_stride) {
+    m_stride = n + 1 + (n + 1) / 2;
+    const std::size_t size = dims.size() * m_stride;
+    for (auto* v : {&m_mu, &m_sigma, &m_inv_sigma, &m_mass}) v->assign(size, 0.0);
+    ++m_layout;
+  }
   m_cat_logp.resize(dims.size());
 }
 
 void ParzenEstimator::set_weights(const std::vector<double>& weights, double prior_weight,
                                   bool cumulative) {
+  // The same weights as last time (a study's "above" set between two new trials): nothing to do.
+  if (weights == m_weights && prior_weight == m_prior_weight && (m_cumulative || !cumulative))
+    return;
+  m_weights = weights;
+  m_prior_weight = prior_weight;
+  m_cumulative = cumulative;
   const std::size_t k = weights.size() + 1;
   double total = 0.0;
   for (double w : weights) total += w;
@@ -272,8 +421,8 @@ void ParzenEstimator::fit_numeric(std::size_t j, const double* obs, std::size_t 
   const ParzenDim& dim = m_dims[j];
   const std::size_t k = n + 1;
   const double range = dim.high - dim.low;
-  double* mu = &m_mu[j * k];
-  double* sigma = &m_sigma[j * k];
+  double* mu = &m_mu[j * m_stride];
+  double* sigma = &m_sigma[j * m_stride];
   std::copy(obs, obs + n, mu);
   mu[n] = 0.5 * (dim.low + dim.high);
   if (n > 0) {
@@ -297,8 +446,8 @@ void ParzenEstimator::fit_numeric(std::size_t j, const double* obs, std::size_t 
   for (std::size_t i = 0; i < n; ++i) sigma[i] = std::clamp(sigma[i], min_sigma, range);
   sigma[n] = range;
   m_tails.resize(2 * k);
-  truncation_masses(mu, sigma, dim.low, dim.high, k, &m_inv_sigma[j * k], &m_mass[j * k],
-                    m_tails.data(), m_tails.data() + k);
+  truncation_masses(mu, sigma, dim.low, dim.high, k, &m_inv_sigma[j * m_stride],
+                    &m_mass[j * m_stride], m_tails.data(), m_tails.data() + k);
 }
 
 // Folds every dimension's normaliser (sigma * truncation mass * sqrt(2 pi)) into one constant
@@ -312,8 +461,8 @@ void ParzenEstimator::finish() {
     for (std::size_t j = 0; j < m_dims.size(); ++j) {
       if (m_dims[j].categorical) continue;
       ++numeric;
-      const double m = m_mass[j * k + i];
-      prod *= m * m_sigma[j * k + i];
+      const double m = m_mass[j * m_stride + i];
+      prod *= m * m_sigma[j * m_stride + i];
     }
     if (numeric > 0) m_const[i] -= std::log(prod) + 0.5 * numeric * std::log(2.0 * M_PI);
   }
@@ -345,7 +494,6 @@ void ParzenEstimator::sample(Rng& rng, double* x, std::size_t stride) const {
   const auto pick = static_cast<std::size_t>(
       std::lower_bound(m_cum_weight.begin(), m_cum_weight.end(), u) - m_cum_weight.begin());
   const std::size_t kk = std::min(pick, static_cast<std::size_t>(m_kernels - 1));
-  const auto k = static_cast<std::size_t>(m_kernels);
   for (std::size_t j = 0; j < m_dims.size(); ++j) {
     const ParzenDim& dim = m_dims[j];
     if (dim.categorical) {
@@ -361,8 +509,8 @@ void ParzenEstimator::sample(Rng& rng, double* x, std::size_t stride) const {
     }
     // The centre lies inside the bounds, so rejection from the untruncated normal accepts at
     // least ~1/3 of draws; the clamp only guards against pathological rounding.
-    const double mu = m_mu[j * k + kk];
-    const double s = m_sigma[j * k + kk];
+    const double mu = m_mu[j * m_stride + kk];
+    const double s = m_sigma[j * m_stride + kk];
     double v = mu;
     for (int tries = 0; tries < 64; ++tries) {
       const double cand = mu + s * rng.normal();
@@ -376,8 +524,78 @@ void ParzenEstimator::sample(Rng& rng, double* x, std::size_t stride) const {
   }
 }
 
+// One scan over the kernels lists the terms that count (see scan_kernels), whose exps are then
+// taken in one batch and added in kernel order: the reference's bits at a fraction of its exps.
+// Rows far below the prior kernel's (theta = prior - kSkipBelow) are left half-computed; if a
+// candidate's last run then starts too low for that, the scan runs again without skipping.
+constexpr double kSkipBelow = 200.0;
+
 void ParzenEstimator::log_pdf(const double* xs, std::size_t c, double* out) const {
+  prepare(xs, c);
   const auto k = static_cast<std::size_t>(m_kernels);
+  const KernelTerms kt{
+      m_kind.data(),    m_mu.data(), m_inv_sigma.data(), m_sigma.data(), m_catp.data(),
+      m_choices.data(), xs,          m_cells.data(),     m_dims.size(),  k,
+      m_stride};
+  m_lane.resize(6 * c);
+  const ScanLanes lanes{m_lane.data(), m_lane.data() + c, m_lane.data() + 2 * c,
+                        m_lane.data() + 3 * c};
+  double* sum = m_lane.data() + 4 * c;
+  double* theta = m_lane.data() + 5 * c;
+  if (m_rows.size() < k * c) {
+    m_rows.resize(k * c);
+    m_lanes.resize(k * c);
+    m_terms.resize(k * c);
+  }
+  m_acc.resize(c);
+  std::size_t check_from = 0;
+  for (std::size_t j = 0; j < m_dims.size(); ++j)
+    check_from = m_kind[j] == kDiscrete ? j : check_from;
+  kernel_row<0>(kt, m_const[k - 1], k - 1, c, m_acc.data(), nullptr, 0);
+  for (std::size_t a = 0; a < c; ++a) theta[a] = m_acc[a] - kSkipBelow;
+  bool bad = false;
+  const TermList list{m_rows.data(), m_lanes.data(), m_terms.data()};
+  std::size_t n =
+      scan_kernels(kt, m_const.data(), c, m_acc.data(), lanes, theta, check_from, list, bad);
+  if (!bad && !runs_valid(lanes, theta, c)) {
+    for (std::size_t a = 0; a < c; ++a) theta[a] = -kInf;
+    n = scan_kernels(kt, m_const.data(), c, m_acc.data(), lanes, nullptr, 0, list, bad);
+  }
+  if (bad || !runs_valid(lanes, theta, c)) {
+    log_pdf_every_term(xs, c, out);
+    return;
+  }
+  // Keep the terms of each candidate's last run, as exponents relative to its maximum.
+  std::size_t kept = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::uint32_t a = m_lanes[p];
+    if (static_cast<double>(m_rows[p]) < lanes.start[a]) continue;
+    m_lanes[kept] = a;
+    m_terms[kept] = m_terms[p] - lanes.top[a];
+    ++kept;
+  }
+  n = kept;
+  exp_batch(m_terms.data(), n, m_terms.data());
+  for (std::size_t a = 0; a < c; ++a) sum[a] = 0.0;
+  for (std::size_t p = 0; p < n; ++p) sum[m_lanes[p]] += m_terms[p];
+  for (std::size_t a = 0; a < c; ++a) out[a] = lanes.top[a] + std::log(sum[a]);
+}
+
+void ParzenEstimator::log_pdf_every_term(const double* xs, std::size_t c, double* out) const {
+  prepare(xs, c);
+  const auto k = static_cast<std::size_t>(m_kernels);
+  const KernelTerms kt{
+      m_kind.data(),    m_mu.data(), m_inv_sigma.data(), m_sigma.data(), m_catp.data(),
+      m_choices.data(), xs,          m_cells.data(),     m_dims.size(),  k,
+      m_stride};
+  m_acc.resize(k * c);
+  m_lane.resize(3 * c);
+  accumulate(kt, m_const.data(), c, m_acc.data(), m_lane.data());
+  log_sum_exp_all(m_acc.data(), k, c, m_lane.data(), m_lane.data() + c, m_lane.data() + 2 * c, out);
+}
+
+// The per-dimension tables of the kernel loops: kinds, categorical tables, discrete grid cells.
+void ParzenEstimator::prepare(const double* xs, std::size_t c) const {
   const std::size_t d = m_dims.size();
   m_kind.resize(d);
   m_catp.resize(d);
@@ -393,288 +611,6 @@ void ParzenEstimator::log_pdf(const double* xs, std::size_t c, double* out) cons
       const auto [lo, hi] = cell(*dim.param, xs[j * c + a]);
       m_cells[(j * c + a) * 2] = lo;
       m_cells[(j * c + a) * 2 + 1] = hi;
-    }
-  }
-  const KernelTerms terms{m_kind.data(),
-                          m_mu.data(),
-                          m_inv_sigma.data(),
-                          m_sigma.data(),
-                          m_catp.data(),
-                          m_choices.data(),
-                          xs,
-                          m_cells.data(),
-                          d,
-                          k};
-  m_acc.resize(k * c);
-  m_lane.resize(3 * c);
-  accumulate(terms, m_const.data(), c, m_acc.data(), m_lane.data());
-  log_sum_exp(m_acc.data(), k, c, m_lane.data(), m_lane.data() + c, m_lane.data() + 2 * c, out);
-}
-
-void AboveCache::reset(const std::vector<ParzenDim>& dims) {
-  m_dims = dims;
-  const std::size_t d = dims.size();
-  m_incremental.assign(d, 0);
-  for (std::size_t j = 0; j < d; ++j) {
-    m_incremental[j] = !dims[j].categorical && !dims[j].param->discrete() ? 1 : 0;
-  }
-  m_count = 0;
-  m_clip = -1.0;
-  m_live.clear();
-  m_seen.clear();
-  m_sorted.assign(d, {});
-  m_ties.assign(d, 0);
-  m_stale.assign(d, 1);
-  m_dirty.assign(d, {});
-}
-
-void AboveCache::grow(std::size_t slots) {
-  if (m_live.size() >= slots) return;
-  const std::size_t d = m_dims.size();
-  m_live.resize(slots, 0);
-  m_seen.resize(slots, 0);
-  m_lognorm.resize(slots, 0.0);
-  m_lognorm_ok.resize(slots, 0);
-  for (auto* v : {&m_centre, &m_raw, &m_sigma, &m_inv, &m_mass}) v->resize(slots * d, 0.0);
-}
-
-// Position of `slot` in dimension j's sorted centres (equal centres are scanned).
-std::size_t AboveCache::position(std::size_t j, std::size_t slot) const {
-  const auto& v = m_sorted[j];
-  const double c = m_centre[slot * m_dims.size() + j];
-  auto it =
-      std::lower_bound(v.begin(), v.end(), c, [](const auto& e, double x) { return e.first < x; });
-  while (it != v.end() && it->second != slot) ++it;
-  return static_cast<std::size_t>(it - v.begin());
-}
-
-void AboveCache::insert(std::size_t slot, const double* row, const std::vector<int>& group) {
-  const std::size_t d = m_dims.size();
-  for (std::size_t j = 0; j < d; ++j) m_centre[slot * d + j] = row[group[j]];
-  m_live[slot] = 1;
-  m_lognorm_ok[slot] = 0;
-  ++m_count;
-  for (std::size_t j = 0; j < d; ++j) {
-    if (m_incremental[j] == 0) continue;
-    auto& v = m_sorted[j];
-    const double c = m_centre[slot * d + j];
-    const auto pos = static_cast<std::size_t>(
-        std::upper_bound(v.begin(), v.end(), c,
-                         [](double x, const auto& e) { return x < e.first; }) -
-        v.begin());
-    // upper_bound: nothing equal to c follows pos, so only the left neighbour can tie.
-    if (pos > 0 && v[pos - 1].first == c) ++m_ties[j];
-    v.insert(v.begin() + static_cast<std::ptrdiff_t>(pos), {c, slot});
-    m_dirty[j].push_back(slot);
-    if (pos > 0) m_dirty[j].push_back(v[pos - 1].second);
-    if (pos + 1 < v.size()) m_dirty[j].push_back(v[pos + 1].second);
-  }
-}
-
-void AboveCache::remove(std::size_t slot) {
-  m_live[slot] = 0;
-  --m_count;
-  for (std::size_t j = 0; j < m_dims.size(); ++j) {
-    if (m_incremental[j] == 0) continue;
-    auto& v = m_sorted[j];
-    const std::size_t pos = position(j, slot);
-    if (pos > 0 && v[pos - 1].first == v[pos].first) --m_ties[j];
-    if (pos + 1 < v.size() && v[pos + 1].first == v[pos].first) --m_ties[j];
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(pos));
-    if (pos > 0 && pos < v.size() && v[pos - 1].first == v[pos].first) ++m_ties[j];
-    if (pos > 0) m_dirty[j].push_back(v[pos - 1].second);
-    if (pos < v.size()) m_dirty[j].push_back(v[pos].second);
-  }
-}
-
-void AboveCache::rebuild_sorted() {
-  const std::size_t d = m_dims.size();
-  for (std::size_t j = 0; j < d; ++j) {
-    if (m_incremental[j] == 0) continue;
-    auto& v = m_sorted[j];
-    v.clear();
-    for (std::size_t s = 0; s < m_live.size(); ++s) {
-      if (m_live[s] != 0) v.emplace_back(m_centre[s * d + j], s);
-    }
-    std::sort(v.begin(), v.end());
-    m_ties[j] = 0;
-    for (std::size_t r = 1; r < v.size(); ++r) m_ties[j] += v[r - 1].first == v[r].first ? 1 : 0;
-    m_stale[j] = 1;
-    m_dirty[j].clear();
-  }
-}
-
-// The width and truncation mass of the centre at sorted position r of dimension j, as
-// ParzenEstimator::fit_numeric computes them (valid while the dimension has no ties).
-void AboveCache::refit_at(std::size_t j, std::size_t r, double min_sigma) {
-  const ParzenDim& dim = m_dims[j];
-  const auto& v = m_sorted[j];
-  const std::size_t n = v.size();
-  const double left = r == 0 ? dim.low : v[r - 1].first;
-  const double right = r + 1 == n ? dim.high : v[r + 1].first;
-  const double c = v[r].first;
-  double s = std::max(c - left, right - c);
-  if (n >= 2 && r == 0) s = right - c;
-  if (n >= 2 && r + 1 == n) s = c - left;
-  const std::size_t at = v[r].second * m_dims.size() + j;
-  m_raw[at] = s;
-  const double sigma = std::clamp(s, min_sigma, dim.high - dim.low);
-  const double inv = 1.0 / sigma;
-  const double qa = upper_tail(std::abs((dim.low - c) * inv));
-  const double qb = upper_tail(std::abs((dim.high - c) * inv));
-  m_sigma[at] = sigma;
-  m_inv[at] = inv;
-  m_mass[at] = mass_from_tails((dim.low - c) * inv, (dim.high - c) * inv, qa, qb);
-  m_lognorm_ok[v[r].second] = 0;
-}
-
-// Brings the live set to `items`: unchanged slots stay, the rest are removed and inserted one
-// by one (or all sorted again when that is cheaper).
-void AboveCache::update(const std::vector<std::pair<std::size_t, const double*>>& items,
-                        const std::vector<int>& group) {
-  const std::size_t d = m_dims.size();
-  std::size_t top = 0;
-  for (const auto& it : items) top = std::max(top, it.first + 1);
-  grow(top);
-  ++m_generation;
-  m_insert.clear();
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const auto [slot, row] = items[i];
-    if (m_live[slot] != 0) {
-      bool same = true;
-      for (std::size_t j = 0; j < d && same; ++j) same = m_centre[slot * d + j] == row[group[j]];
-      if (same) {
-        m_seen[slot] = m_generation;
-        continue;
-      }
-      remove(slot);
-    }
-    m_insert.push_back(i);
-  }
-  std::size_t removals = 0;
-  for (std::size_t s = 0; s < m_live.size(); ++s) {
-    removals += m_live[s] != 0 && m_seen[s] != m_generation ? 1 : 0;
-  }
-  const bool bulk = removals + m_insert.size() > std::max<std::size_t>(32, m_count / 8);
-  for (std::size_t s = 0; s < m_live.size(); ++s) {
-    if (m_live[s] == 0 || m_seen[s] == m_generation) continue;
-    if (bulk) {
-      m_live[s] = 0;
-      --m_count;
-    } else {
-      remove(s);
-    }
-  }
-  for (std::size_t i : m_insert) {
-    const auto [slot, row] = items[i];
-    m_seen[slot] = m_generation;
-    if (!bulk) {
-      insert(slot, row, group);
-      continue;
-    }
-    for (std::size_t j = 0; j < d; ++j) m_centre[slot * d + j] = row[group[j]];
-    m_live[slot] = 1;
-    m_lognorm_ok[slot] = 0;
-    ++m_count;
-  }
-  if (bulk) rebuild_sorted();
-}
-
-void AboveCache::build(const std::vector<ParzenDim>& dims, const std::vector<int>& group,
-                       const std::vector<std::pair<std::size_t, const double*>>& items,
-                       const std::vector<double>& weights, const SamplerConfig& cfg,
-                       ParzenEstimator& est) {
-  update(items, group);
-  const std::size_t d = m_dims.size();
-  const std::size_t n = items.size();
-  const std::size_t k = n + 1;
-  const double clip = cfg.magic_clip ? std::min(100.0, 1.0 + static_cast<double>(k)) : 0.0;
-  bool cached_norm = true;  // every numeric dimension's widths come from the cache
-  for (std::size_t j = 0; j < d; ++j) {
-    if (m_incremental[j] == 0 || m_ties[j] > 0) {
-      cached_norm = cached_norm && m_dims[j].categorical;
-      m_stale[j] = m_incremental[j];
-      m_dirty[j].clear();
-      continue;
-    }
-    const double range = m_dims[j].high - m_dims[j].low;
-    const double min_sigma = cfg.magic_clip ? range / clip : 1e-12 * range;
-    if (m_stale[j] != 0 || clip != m_clip) {
-      for (std::size_t r = 0; r < m_sorted[j].size(); ++r) refit_at(j, r, min_sigma);
-    } else {
-      for (std::size_t s : m_dirty[j]) {
-        if (m_live[s] != 0) refit_at(j, position(j, s), min_sigma);
-      }
-    }
-    m_stale[j] = 0;
-    m_dirty[j].clear();
-  }
-  m_clip = clip;
-  gather(dims, items, weights, cfg, cached_norm, est);
-}
-
-// Writes the kernels in `items` order into `est`: cached dimensions are copied, the others
-// (categorical, discrete, or continuous with equal centres) are fitted from scratch.
-void AboveCache::gather(const std::vector<ParzenDim>& dims,
-                        const std::vector<std::pair<std::size_t, const double*>>& items,
-                        const std::vector<double>& weights, const SamplerConfig& cfg,
-                        bool cached_norm, ParzenEstimator& est) {
-  const std::size_t d = m_dims.size();
-  const std::size_t n = items.size();
-  const std::size_t k = n + 1;
-  est.reset(dims, n);
-  est.set_weights(weights, cfg.prior_weight, true);
-  for (std::size_t j = 0; j < d; ++j) {
-    const ParzenDim& dim = m_dims[j];
-    if (m_incremental[j] == 0 || m_ties[j] > 0) {
-      m_obs.resize(n);
-      for (std::size_t i = 0; i < n; ++i) m_obs[i] = m_centre[items[i].first * d + j];
-      if (dim.categorical)
-        est.fit_categorical(j, m_obs.data(), n, cfg);
-      else
-        est.fit_numeric(j, m_obs.data(), n, cfg);
-      continue;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t at = items[i].first * d + j;
-      est.m_mu[j * k + i] = m_centre[at];
-      est.m_sigma[j * k + i] = m_sigma[at];
-      est.m_inv_sigma[j * k + i] = m_inv[at];
-      est.m_mass[j * k + i] = m_mass[at];
-    }
-    // The prior kernel, as fit_numeric makes it.
-    est.m_mu[j * k + n] = 0.5 * (dim.low + dim.high);
-    est.m_sigma[j * k + n] = dim.high - dim.low;
-    double tails[2];
-    truncation_masses(&est.m_mu[j * k + n], &est.m_sigma[j * k + n], dim.low, dim.high, 1,
-                      &est.m_inv_sigma[j * k + n], &est.m_mass[j * k + n], tails, tails + 1);
-  }
-  if (!cached_norm) {
-    est.finish();
-    return;
-  }
-  // finish(), with each observation's normaliser kept until one of its widths changes.
-  int numeric = 0;
-  for (const ParzenDim& dim : m_dims) numeric += dim.categorical ? 0 : 1;
-  est.m_const.assign(est.m_log_weight.begin(), est.m_log_weight.end());
-  if (numeric == 0) return;
-  for (std::size_t i = 0; i <= n; ++i) {
-    const std::size_t slot = i < n ? items[i].first : 0;
-    if (i < n && m_lognorm_ok[slot] != 0) {
-      est.m_const[i] -= m_lognorm[slot];
-      continue;
-    }
-    double prod = 1.0;
-    for (std::size_t j = 0; j < d; ++j) {
-      if (m_dims[j].categorical) continue;
-      const double m = est.m_mass[j * k + i];
-      prod *= m * est.m_sigma[j * k + i];
-    }
-    const double norm = std::log(prod) + 0.5 * numeric * std::log(2.0 * M_PI);
-    est.m_const[i] -= norm;
-    if (i < n) {
-      m_lognorm[slot] = norm;
-      m_lognorm_ok[slot] = 1;
     }
   }
 }

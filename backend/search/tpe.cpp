@@ -22,6 +22,307 @@ bool usable_complete(const Trial& t) {
 
 }  // namespace
 
+void AboveCache::reset(const std::vector<ParzenDim>& dims) {
+  m_dims = dims;
+  const std::size_t d = dims.size();
+  m_incremental.assign(d, 0);
+  for (std::size_t j = 0; j < d; ++j) {
+    m_incremental[j] = !dims[j].categorical && !dims[j].param->discrete() ? 1 : 0;
+  }
+  m_count = 0;
+  m_clip = -1.0;
+  m_live.clear();
+  m_seen.clear();
+  m_sorted.assign(d, {});
+  m_ties.assign(d, 0);
+  m_stale.assign(d, 1);
+  m_dirty.assign(d, {});
+  m_version.clear();
+  m_filled = nullptr;
+}
+
+void AboveCache::grow(std::size_t slots) {
+  if (m_live.size() >= slots) return;
+  const std::size_t d = m_dims.size();
+  m_live.resize(slots, 0);
+  m_seen.resize(slots, 0);
+  m_lognorm.resize(slots, 0.0);
+  m_lognorm_ok.resize(slots, 0);
+  m_version.resize(slots, 0);
+  for (auto* v : {&m_centre, &m_raw, &m_sigma, &m_inv, &m_mass}) v->resize(slots * d, 0.0);
+}
+
+// Position of `slot` in dimension j's sorted centres (equal centres are scanned).
+std::size_t AboveCache::position(std::size_t j, std::size_t slot) const {
+  const auto& v = m_sorted[j];
+  const double c = m_centre[slot * m_dims.size() + j];
+  auto it =
+      std::lower_bound(v.begin(), v.end(), c, [](const auto& e, double x) { return e.first < x; });
+  while (it != v.end() && it->second != slot) ++it;
+  return static_cast<std::size_t>(it - v.begin());
+}
+
+void AboveCache::insert(std::size_t slot, const double* row, const std::vector<int>& group) {
+  const std::size_t d = m_dims.size();
+  for (std::size_t j = 0; j < d; ++j) m_centre[slot * d + j] = row[group[j]];
+  m_live[slot] = 1;
+  m_lognorm_ok[slot] = 0;
+  ++m_version[slot];
+  ++m_count;
+  for (std::size_t j = 0; j < d; ++j) {
+    if (m_incremental[j] == 0) continue;
+    auto& v = m_sorted[j];
+    const double c = m_centre[slot * d + j];
+    const auto pos = static_cast<std::size_t>(
+        std::upper_bound(v.begin(), v.end(), c,
+                         [](double x, const auto& e) { return x < e.first; }) -
+        v.begin());
+    // upper_bound: nothing equal to c follows pos, so only the left neighbour can tie.
+    if (pos > 0 && v[pos - 1].first == c) ++m_ties[j];
+    v.insert(v.begin() + static_cast<std::ptrdiff_t>(pos), {c, slot});
+    m_dirty[j].push_back(slot);
+    if (pos > 0) m_dirty[j].push_back(v[pos - 1].second);
+    if (pos + 1 < v.size()) m_dirty[j].push_back(v[pos + 1].second);
+  }
+}
+
+void AboveCache::remove(std::size_t slot) {
+  m_live[slot] = 0;
+  --m_count;
+  for (std::size_t j = 0; j < m_dims.size(); ++j) {
+    if (m_incremental[j] == 0) continue;
+    auto& v = m_sorted[j];
+    const std::size_t pos = position(j, slot);
+    if (pos > 0 && v[pos - 1].first == v[pos].first) --m_ties[j];
+    if (pos + 1 < v.size() && v[pos + 1].first == v[pos].first) --m_ties[j];
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(pos));
+    if (pos > 0 && pos < v.size() && v[pos - 1].first == v[pos].first) ++m_ties[j];
+    if (pos > 0) m_dirty[j].push_back(v[pos - 1].second);
+    if (pos < v.size()) m_dirty[j].push_back(v[pos].second);
+  }
+}
+
+void AboveCache::rebuild_sorted() {
+  const std::size_t d = m_dims.size();
+  for (std::size_t j = 0; j < d; ++j) {
+    if (m_incremental[j] == 0) continue;
+    auto& v = m_sorted[j];
+    v.clear();
+    for (std::size_t s = 0; s < m_live.size(); ++s) {
+      if (m_live[s] != 0) v.emplace_back(m_centre[s * d + j], s);
+    }
+    std::sort(v.begin(), v.end());
+    m_ties[j] = 0;
+    for (std::size_t r = 1; r < v.size(); ++r) m_ties[j] += v[r - 1].first == v[r].first ? 1 : 0;
+    m_stale[j] = 1;
+    m_dirty[j].clear();
+  }
+}
+
+// The width and truncation mass of the centre at sorted position r of dimension j, as
+// ParzenEstimator::fit_numeric computes them (valid while the dimension has no ties).
+void AboveCache::refit_at(std::size_t j, std::size_t r, double min_sigma) {
+  const ParzenDim& dim = m_dims[j];
+  const auto& v = m_sorted[j];
+  const std::size_t n = v.size();
+  const double left = r == 0 ? dim.low : v[r - 1].first;
+  const double right = r + 1 == n ? dim.high : v[r + 1].first;
+  const double c = v[r].first;
+  double s = std::max(c - left, right - c);
+  if (n >= 2 && r == 0) s = right - c;
+  if (n >= 2 && r + 1 == n) s = c - left;
+  const std::size_t at = v[r].second * m_dims.size() + j;
+  m_raw[at] = s;
+  const double sigma = std::clamp(s, min_sigma, dim.high - dim.low);
+  m_sigma[at] = sigma;
+  kernel_mass(c, sigma, dim.low, dim.high, m_inv[at], m_mass[at]);
+  m_lognorm_ok[v[r].second] = 0;
+  ++m_version[v[r].second];
+}
+
+// Brings the live set to `items`: unchanged slots stay, the rest are removed and inserted one
+// by one (or all sorted again when that is cheaper).
+void AboveCache::update(const std::vector<std::pair<std::size_t, const double*>>& items,
+                        const std::vector<int>& group) {
+  const std::size_t d = m_dims.size();
+  std::size_t top = 0;
+  for (const auto& it : items) top = std::max(top, it.first + 1);
+  grow(top);
+  ++m_generation;
+  m_insert.clear();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto [slot, row] = items[i];
+    if (m_live[slot] != 0) {
+      bool same = true;
+      for (std::size_t j = 0; j < d && same; ++j) same = m_centre[slot * d + j] == row[group[j]];
+      if (same) {
+        m_seen[slot] = m_generation;
+        continue;
+      }
+      remove(slot);
+    }
+    m_insert.push_back(i);
+  }
+  std::size_t removals = 0;
+  for (std::size_t s = 0; s < m_live.size(); ++s) {
+    removals += m_live[s] != 0 && m_seen[s] != m_generation ? 1 : 0;
+  }
+  const bool bulk = removals + m_insert.size() > std::max<std::size_t>(32, m_count / 8);
+  for (std::size_t s = 0; s < m_live.size(); ++s) {
+    if (m_live[s] == 0 || m_seen[s] == m_generation) continue;
+    if (bulk) {
+      m_live[s] = 0;
+      --m_count;
+    } else {
+      remove(s);
+    }
+  }
+  for (std::size_t i : m_insert) {
+    const auto [slot, row] = items[i];
+    m_seen[slot] = m_generation;
+    if (!bulk) {
+      insert(slot, row, group);
+      continue;
+    }
+    for (std::size_t j = 0; j < d; ++j) m_centre[slot * d + j] = row[group[j]];
+    m_live[slot] = 1;
+    m_lognorm_ok[slot] = 0;
+    ++m_version[slot];
+    ++m_count;
+  }
+  if (bulk) rebuild_sorted();
+}
+
+void AboveCache::build(const std::vector<ParzenDim>& dims, const std::vector<int>& group,
+                       const std::vector<std::pair<std::size_t, const double*>>& items,
+                       const std::vector<double>& weights, const SamplerConfig& cfg,
+                       ParzenEstimator& est) {
+  update(items, group);
+  const std::size_t d = m_dims.size();
+  const std::size_t n = items.size();
+  const std::size_t k = n + 1;
+  const double clip = cfg.magic_clip ? std::min(100.0, 1.0 + static_cast<double>(k)) : 0.0;
+  bool cached_norm = true;  // every numeric dimension's widths come from the cache
+  for (std::size_t j = 0; j < d; ++j) {
+    if (m_incremental[j] == 0 || m_ties[j] > 0) {
+      cached_norm = cached_norm && m_dims[j].categorical;
+      m_stale[j] = m_incremental[j];
+      m_dirty[j].clear();
+      continue;
+    }
+    const double range = m_dims[j].high - m_dims[j].low;
+    const double min_sigma = cfg.magic_clip ? range / clip : 1e-12 * range;
+    if (m_stale[j] != 0 || clip != m_clip) {
+      for (std::size_t r = 0; r < m_sorted[j].size(); ++r) refit_at(j, r, min_sigma);
+    } else {
+      for (std::size_t s : m_dirty[j]) {
+        if (m_live[s] != 0) refit_at(j, position(j, s), min_sigma);
+      }
+    }
+    m_stale[j] = 0;
+    m_dirty[j].clear();
+  }
+  m_clip = clip;
+  gather(dims, items, weights, cfg, cached_norm, est);
+}
+
+// Writes the kernels in `items` order into `est`: cached dimensions are copied (only the kernels
+// whose slot or fit changed since the last call, when `est` is the one written then), the others
+// (categorical, discrete, or continuous with equal centres) are fitted from scratch.
+void AboveCache::gather(const std::vector<ParzenDim>& dims,
+                        const std::vector<std::pair<std::size_t, const double*>>& items,
+                        const std::vector<double>& weights, const SamplerConfig& cfg,
+                        bool cached_norm, ParzenEstimator& est) {
+  const std::size_t d = m_dims.size();
+  const std::size_t n = items.size();
+  est.reset(dims, n);
+  est.set_weights(weights, cfg.prior_weight, true);
+  const std::size_t s = est.m_stride;
+  if (m_filled != &est || m_filled_layout != est.m_layout) {
+    m_filled_slot.clear();
+    m_filled_dim.assign(d, 0);
+  }
+  m_filled = &est;
+  m_filled_layout = est.m_layout;
+  m_filled_slot.resize(n, std::numeric_limits<std::size_t>::max());
+  m_filled_ver.resize(n, 0);
+  for (std::size_t j = 0; j < d; ++j) {
+    const ParzenDim& dim = m_dims[j];
+    const bool cached = m_incremental[j] != 0 && m_ties[j] == 0;
+    if (cached && m_filled_dim[j] == 0) {
+      // Not written from the cache last time: every kernel of this dimension is written now.
+      for (std::size_t i = 0; i < n; ++i)
+        m_filled_slot[i] = std::numeric_limits<std::size_t>::max();
+    }
+    m_filled_dim[j] = cached ? 1 : 0;
+    if (cached) {
+      // The prior kernel, as fit_numeric makes it.
+      est.m_mu[j * s + n] = 0.5 * (dim.low + dim.high);
+      est.m_sigma[j * s + n] = dim.high - dim.low;
+      kernel_mass(est.m_mu[j * s + n], est.m_sigma[j * s + n], dim.low, dim.high,
+                  est.m_inv_sigma[j * s + n], est.m_mass[j * s + n]);
+      continue;
+    }
+    m_obs.resize(n);
+    for (std::size_t i = 0; i < n; ++i) m_obs[i] = m_centre[items[i].first * d + j];
+    if (dim.categorical)
+      est.fit_categorical(j, m_obs.data(), n, cfg);
+    else
+      est.fit_numeric(j, m_obs.data(), n, cfg);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t slot = items[i].first;
+    if (m_filled_slot[i] == slot && m_filled_ver[i] == m_version[slot]) continue;
+    m_filled_slot[i] = slot;
+    m_filled_ver[i] = m_version[slot];
+    for (std::size_t j = 0; j < d; ++j) {
+      if (m_filled_dim[j] == 0) continue;
+      const std::size_t at = slot * d + j;
+      est.m_mu[j * s + i] = m_centre[at];
+      est.m_sigma[j * s + i] = m_sigma[at];
+      est.m_inv_sigma[j * s + i] = m_inv[at];
+      est.m_mass[j * s + i] = m_mass[at];
+    }
+  }
+  if (!cached_norm) {
+    est.finish();
+    return;
+  }
+  normalise(items, est);
+}
+
+// ParzenEstimator::finish(), with each observation's normaliser kept until one of its widths
+// changes.
+void AboveCache::normalise(const std::vector<std::pair<std::size_t, const double*>>& items,
+                           ParzenEstimator& est) {
+  const std::size_t d = m_dims.size();
+  const std::size_t n = items.size();
+  const std::size_t s = est.m_stride;
+  int numeric = 0;
+  for (const ParzenDim& dim : m_dims) numeric += dim.categorical ? 0 : 1;
+  est.m_const.assign(est.m_log_weight.begin(), est.m_log_weight.end());
+  if (numeric == 0) return;
+  for (std::size_t i = 0; i <= n; ++i) {
+    const std::size_t slot = i < n ? items[i].first : 0;
+    if (i < n && m_lognorm_ok[slot] != 0) {
+      est.m_const[i] -= m_lognorm[slot];
+      continue;
+    }
+    double prod = 1.0;
+    for (std::size_t j = 0; j < d; ++j) {
+      if (m_dims[j].categorical) continue;
+      const double m = est.m_mass[j * s + i];
+      prod *= m * est.m_sigma[j * s + i];
+    }
+    const double norm = std::log(prod) + 0.5 * numeric * std::log(2.0 * M_PI);
+    est.m_const[i] -= norm;
+    if (i < n) {
+      m_lognorm[slot] = norm;
+      m_lognorm_ok[slot] = 1;
+    }
+  }
+}
+
 bool TpeSampler::Entry::operator==(const Entry& o) const {
   // Bitwise, so a NaN-free value compares equal to itself and nothing else.
   auto bits = [](double v) {
@@ -192,6 +493,7 @@ void TpeSampler::prepare_space(const SearchSpace& space) {
     m_by_number = true;
     m_group_dims.assign(m_groups.size(), {});
     m_above_cache.assign(m_groups.size(), AboveCache());
+    m_g.assign(m_groups.size(), ParzenEstimator());
     fresh = true;
   }
   // The space may be a new object with the same content: point the dimensions at it.
@@ -244,7 +546,7 @@ void TpeSampler::sample_group(std::size_t g, const std::vector<Trial>& pending, 
     }
   }
   ramp_weights(m_items.size(), m_weights);
-  m_above_cache[g].build(dims, group, m_items, m_weights, m_cfg, m_g);
+  m_above_cache[g].build(dims, group, m_items, m_weights, m_cfg, m_g[g]);
   // A group without a categorical draws more candidates (see SamplerConfig).
   bool categorical = false;
   for (const ParzenDim& dim : dims) categorical = categorical || dim.categorical;
@@ -257,7 +559,7 @@ void TpeSampler::sample_group(std::size_t g, const std::vector<Trial>& pending, 
   m_score_l.resize(c);
   m_score_g.resize(c);
   m_l.log_pdf(m_candidates.data(), c, m_score_l.data());
-  m_g.log_pdf(m_candidates.data(), c, m_score_g.data());
+  m_g[g].log_pdf(m_candidates.data(), c, m_score_g.data());
   std::size_t best = 0;
   double best_score = m_score_l[0] - m_score_g[0];
   for (std::size_t a = 1; a < c; ++a) {

@@ -24,6 +24,67 @@
 
 namespace shardscope::search {
 
+/// The "above" estimator of one group, kept between calls: observations live in slots (a
+/// finished trial's position, or a pending trial's), with their centres sorted per continuous
+/// dimension, so adding or removing one observation refits only its neighbours. The estimator it
+/// writes should be kept for the next call too: kernels whose slot and fit did not change since
+/// are not copied again.
+class AboveCache {
+ public:
+  /// Starts empty for a group of `dims`.
+  void reset(const std::vector<ParzenDim>& dims);
+  /// Makes the cached set exactly `items` (slot, a trial's internal row; the group's values at
+  /// row[group[j]]) and writes into `est`, kernels in `items` order, the estimator that
+  /// ParzenEstimator::fit would build from them with `weights`.
+  void build(const std::vector<ParzenDim>& dims, const std::vector<int>& group,
+             const std::vector<std::pair<std::size_t, const double*>>& items,
+             const std::vector<double>& weights, const SamplerConfig& cfg, ParzenEstimator& est);
+
+ private:
+  void grow(std::size_t slots);
+  void update(const std::vector<std::pair<std::size_t, const double*>>& items,
+              const std::vector<int>& group);
+  void insert(std::size_t slot, const double* row, const std::vector<int>& group);
+  void remove(std::size_t slot);
+  void rebuild_sorted();
+  std::size_t position(std::size_t j, std::size_t slot) const;
+  void refit_at(std::size_t j, std::size_t r, double min_sigma);
+  void gather(const std::vector<ParzenDim>& dims,
+              const std::vector<std::pair<std::size_t, const double*>>& items,
+              const std::vector<double>& weights, const SamplerConfig& cfg, bool cached_norm,
+              ParzenEstimator& est);
+  void normalise(const std::vector<std::pair<std::size_t, const double*>>& items,
+                 ParzenEstimator& est);
+
+  std::vector<ParzenDim> m_dims;
+  std::vector<char> m_incremental;  // (dims) continuous numeric dimension kept sorted
+  std::size_t m_count = 0;          // live observations
+  std::uint32_t m_generation = 0;
+  double m_clip = -1.0;               // min(100, 1 + kernels) the widths were clipped with
+  std::vector<char> m_live;           // (slots)
+  std::vector<std::uint32_t> m_seen;  // (slots) generation that last asked for it
+  std::vector<double> m_centre;       // (slots, dims)
+  std::vector<double> m_raw;          // (slots, dims) width before the clip
+  std::vector<double> m_sigma;        // (slots, dims)
+  std::vector<double> m_inv;          // (slots, dims)
+  std::vector<double> m_mass;         // (slots, dims)
+  std::vector<double> m_lognorm;      // (slots) log of the product normaliser
+  std::vector<char> m_lognorm_ok;     // (slots)
+  std::vector<std::vector<std::pair<double, std::size_t>>> m_sorted;  // per dim (centre, slot)
+  std::vector<std::size_t> m_ties;                                    // per dim: equal pairs
+  std::vector<char> m_stale;                                          // per dim
+  std::vector<std::vector<std::size_t>> m_dirty;                      // per dim: slots to refit
+  std::vector<std::size_t> m_insert;                                  // update()'s scratch
+  std::vector<double> m_obs;                                          // gather()'s scratch
+  // What the last gather() wrote into its estimator, to skip unchanged kernels.
+  std::vector<std::uint32_t> m_version;       // (slots) bumped when a slot's fit changes
+  const ParzenEstimator* m_filled = nullptr;  // the estimator, and its layout then
+  std::uint64_t m_filled_layout = 0;
+  std::vector<std::size_t> m_filled_slot;   // (kernels) slot written at each position
+  std::vector<std::uint32_t> m_filled_ver;  // (kernels) its version then
+  std::vector<char> m_filled_dim;           // (dims) dimension written from the cache
+};
+
 class TpeSampler : public Sampler {
  public:
   TpeSampler(SamplerConfig cfg, Direction direction)
@@ -75,7 +136,7 @@ class TpeSampler : public Sampler {
   std::vector<char> m_is_below;         // (finished)
   // Per-call scratch, reused.
   ParzenEstimator m_l;
-  ParzenEstimator m_g;
+  std::vector<ParzenEstimator> m_g;  // (groups) kept for their AboveCache
   std::vector<double> m_obs;
   std::vector<double> m_weights;
   std::vector<std::pair<std::size_t, const double*>> m_items;
