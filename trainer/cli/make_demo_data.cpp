@@ -151,8 +151,13 @@ std::int64_t special_id(const char* name) {
 }
 
 /// A tiny Qwen2-VL in the published flat config.json layout: 2 vision blocks of width 64
-/// (patch 14: an 84-pixel image is 6 x 6 patches, 9 tokens after the 2x2 merger), 2 text blocks
-/// of width 128.
+/// (patch 14: a 168-pixel image is 12 x 12 patches, 36 tokens after the 2x2 merger), 2 text
+/// blocks of width 128. rope_theta is 4, not Qwen2's 1e6: with head_dim 32 and mrope_section
+/// [4, 6, 6] the height and width sections get the 12 lowest of 16 frequencies, which at theta
+/// 1e4 turn by at most 0.1 (height) and 0.003 (width) radians per token, so attention could not
+/// tell the 6 columns of image tokens apart; at theta 4 they turn by 0.27..0.71 radians. (#4:
+/// theta 4 alone on the former 84-pixel layout left position at its prior; with the 168-pixel
+/// layout the demo answers position and count.)
 json config_document() {
   return {{"architectures", json::array({"Qwen2VLForConditionalGeneration"})},
           {"model_type", "qwen2_vl"},
@@ -164,7 +169,7 @@ json config_document() {
           {"num_key_value_heads", 2},
           {"hidden_act", "silu"},
           {"rms_norm_eps", 1e-6},
-          {"rope_theta", 10000.0},
+          {"rope_theta", 4.0},
           {"max_position_embeddings", 4096},
           {"tie_word_embeddings", true},
           {"bos_token_id", special_id("<|endoftext|>")},

@@ -15,7 +15,7 @@ struct MakeDemoDataOptions {
   std::int64_t train = 2000;  // training samples
   std::int64_t eval = 200;    // evaluation samples (other images)
   std::uint64_t seed = 0;     // images, questions and the model's init
-  int image_size = 84;        // square side in pixels (a multiple of 28)
+  int image_size = 168;       // square side in pixels (a multiple of 28)
   bool blank_images = false;  // backgrounds only: the control run with nothing to see
 };
 

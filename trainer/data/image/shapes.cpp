@@ -142,7 +142,7 @@ Result<ShapesSummary> make_shapes(const std::string& dir, std::int64_t n_train, 
                                   std::uint64_t seed, int image_size, bool blank_images) {
   namespace fs = std::filesystem;
   if (image_size < 56)
-    return fail("shapes: image size " + std::to_string(image_size) + " is below 56; use 84");
+    return fail("shapes: image size " + std::to_string(image_size) + " is below 56; use 168");
   if (n_train < 0 || n_eval < 0) return fail("shapes: sample counts must not be negative");
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "img", ec);

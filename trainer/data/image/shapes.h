@@ -47,12 +47,16 @@ struct ShapesSummary {
 
 /// Writes DIR/train.jsonl, DIR/eval.jsonl and DIR/img/NNNNNN.png (one image per sample; train
 /// images first). Same arguments, same bytes. `image_size` is the square side in pixels (>= 56;
-/// a multiple of 28 needs no resize in Qwen2-VL). At 84 the layout meets the patches: each cell
-/// of the 3x3 grid is one merged image token (2x2 patches of 14) and each shape sits in one patch.
+/// a multiple of 28 needs no resize in Qwen2-VL). The canvas is a 3x3 grid of zones, each with 4
+/// slots (2x2); the shapes fill `count` slots of the named side's zone. At 168 (the demo's size)
+/// the layout meets the tokens: a zone is 2x2 merged image tokens of the 6x6 and each shape
+/// (about 22 px) sits in its own merged token (2x2 patches of 14), so the count is the number of
+/// non-background image tokens and the side is where they are. At 84 a zone is one merged token
+/// and a shape one 14-pixel patch; a tiny model trained from scratch on that read only colour.
 /// With `blank_images` every image is its background only (the control run: same questions and
 /// answers, nothing to see).
 Result<ShapesSummary> make_shapes(const std::string& dir, std::int64_t n_train, std::int64_t n_eval,
-                                  std::uint64_t seed, int image_size = 84,
+                                  std::uint64_t seed, int image_size = 168,
                                   bool blank_images = false);
 
 }  // namespace shardscope::data

@@ -183,6 +183,41 @@ class TestShapes : public QObject {
     }
   }
 
+  void atTheDemoSizeEachShapeIsOneMergedToken() {
+    // At 168 px the image is 6x6 merged tokens of 28 px (2x2 patches of 14): a scene of `count`
+    // shapes colours exactly `count` tokens, all in the named side's 2x2 block of tokens, and
+    // every token it colours holds one whole shape (no shape crosses a token's edge).
+    constexpr int kToken = 28;
+    const int block_col[4] = {0, 4, 2, 2};  // first token column of left, right, top, bottom
+    const int block_row[4] = {2, 2, 0, 4};
+    for (int position = 0; position < 4; ++position) {
+      for (int count = 1; count <= 4; ++count) {
+        ShapesScene scene{1, position % 4, count, position};
+        RgbImage image = render_shapes(scene, 168, 1000 + position * 10 + count);
+        int tokens = 0;
+        int area = 0;
+        for (int ty = 0; ty < 6; ++ty) {
+          for (int tx = 0; tx < 6; ++tx) {
+            const int x0 = tx * kToken;
+            const int y0 = ty * kToken;
+            const int n = coloured_pixels(image, x0, x0 + kToken, y0, y0 + kToken);
+            if (n == 0) continue;
+            ++tokens;
+            const bool in_block = tx >= block_col[position] && tx < block_col[position] + 2 &&
+                                  ty >= block_row[position] && ty < block_row[position] + 2;
+            QVERIFY2(in_block, kShapesPositions[position]);
+            QVERIFY(n > 150);  // a whole shape of radius 11, not a sliver of a neighbour's
+            // A shape cut by a token edge would leave unequal parts in two tokens; whole
+            // shapes of one kind and size colour the same number of pixels in each token.
+            if (area == 0) area = n;
+            QCOMPARE(n, area);
+          }
+        }
+        QCOMPARE(tokens, count);
+      }
+    }
+  }
+
   void refusesTinyImages() {
     auto summary = make_shapes(m_dir.filePath("tiny").toStdString(), 1, 1, 1, 20);
     QVERIFY(!summary.ok());
