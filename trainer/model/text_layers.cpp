@@ -66,7 +66,7 @@ struct CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
                 "the first run (call backward once per forward)");
     ctx->saved_data["used"] = true;
     const auto saved = ctx->get_saved_variables();
-    auto grad = saved[0];           // (R, V) log-softmax, becomes the gradient
+    const auto& grad = saved[0];    // (R, V) log-softmax, becomes the gradient (in place)
     const auto& labels = saved[1];  // (R)
     // The upstream gradient times scale in the loss dtype, as MulBackward computes it.
     const auto s = grads[0].to(grad.scalar_type()) * ctx->saved_data["scale"].toDouble();  // ()
