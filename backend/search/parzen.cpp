@@ -291,13 +291,16 @@ SHARDSCOPE_INLINE std::size_t scan_lanes(const KernelTerms& t, const double* kon
   return n;
 }
 
-// The scan, with the usual candidate counts (Optuna's 24, the numeric groups' 32) unrolled.
+// The scan, with the usual candidate counts (Optuna's 24; 32 to 64 for numeric groups) unrolled.
 SHARDSCOPE_KERNEL_LOOP std::size_t scan_kernels(const KernelTerms& t, const double* konst,
                                                 std::size_t c, double* row, ScanLanes l,
                                                 const double* theta, std::size_t check_from,
                                                 TermList out, bool& bad) {
   if (c == 24) return scan_lanes<24>(t, konst, c, row, l, theta, check_from, out, bad);
   if (c == 32) return scan_lanes<32>(t, konst, c, row, l, theta, check_from, out, bad);
+  if (c == 40) return scan_lanes<40>(t, konst, c, row, l, theta, check_from, out, bad);
+  if (c == 48) return scan_lanes<48>(t, konst, c, row, l, theta, check_from, out, bad);
+  if (c == 64) return scan_lanes<64>(t, konst, c, row, l, theta, check_from, out, bad);
   return scan_lanes<0>(t, konst, c, row, l, theta, check_from, out, bad);
 }
 

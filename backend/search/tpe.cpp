@@ -143,32 +143,35 @@ void AboveCache::refit_at(std::size_t j, std::size_t r, double min_sigma) {
 // Brings the live set to `items`: unchanged slots stay, the rest are removed and inserted one
 // by one (or all sorted again when that is cheaper).
 void AboveCache::update(const std::vector<std::pair<std::size_t, const double*>>& items,
-                        const std::vector<int>& group) {
+                        const std::vector<int>& group, std::size_t stable) {
   const std::size_t d = m_dims.size();
   std::size_t top = 0;
   for (const auto& it : items) top = std::max(top, it.first + 1);
   grow(top);
   ++m_generation;
   m_insert.clear();
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const auto [slot, row] = items[i];
     if (m_live[slot] != 0) {
       bool same = true;
-      for (std::size_t j = 0; j < d && same; ++j) same = m_centre[slot * d + j] == row[group[j]];
+      const bool known = slot % 2 == 0 && slot < 2 * stable;
+      for (std::size_t j = 0; j < d && same && !known; ++j) {
+        same = m_centre[slot * d + j] == row[group[j]];
+      }
       if (same) {
         m_seen[slot] = m_generation;
+        ++kept;
         continue;
       }
       remove(slot);
     }
     m_insert.push_back(i);
   }
-  std::size_t removals = 0;
-  for (std::size_t s = 0; s < m_live.size(); ++s) {
-    removals += m_live[s] != 0 && m_seen[s] != m_generation ? 1 : 0;
-  }
+  // Every live slot not kept is gone from the wanted set (the changed ones are removed above).
+  const std::size_t removals = m_count - kept;
   const bool bulk = removals + m_insert.size() > std::max<std::size_t>(32, m_count / 8);
-  for (std::size_t s = 0; s < m_live.size(); ++s) {
+  for (std::size_t s = 0; s < m_live.size() && removals > 0; ++s) {
     if (m_live[s] == 0 || m_seen[s] == m_generation) continue;
     if (bulk) {
       m_live[s] = 0;
@@ -196,8 +199,8 @@ void AboveCache::update(const std::vector<std::pair<std::size_t, const double*>>
 void AboveCache::build(const std::vector<ParzenDim>& dims, const std::vector<int>& group,
                        const std::vector<std::pair<std::size_t, const double*>>& items,
                        const std::vector<double>& weights, const SamplerConfig& cfg,
-                       ParzenEstimator& est) {
-  update(items, group);
+                       std::size_t stable, ParzenEstimator& est) {
+  update(items, group, stable);
   const std::size_t d = m_dims.size();
   const std::size_t n = items.size();
   const std::size_t k = n + 1;
@@ -356,6 +359,22 @@ TpeSampler::Entry TpeSampler::entry_of(const Trial& t) const {
   return e;
 }
 
+// Whether the trial at position i still gives the entry stored there: entry_of(t) ==
+// m_entries[i], with a short path for the usual complete trial (no Entry built).
+bool TpeSampler::unchanged(const Trial& t, std::size_t i) const {
+  const Entry& e = m_entries[i];
+  if (e.kind == 0 && t.state == TrialState::Complete && t.number == e.number && !t.values.empty()) {
+    // e.key0 is finite (kind 0), so equal bits also mean t's value is usable.
+    const double loss = loss_of(t.values.front(), m_direction);
+    std::uint64_t a = 0;
+    std::uint64_t b = 0;
+    std::memcpy(&a, &loss, sizeof a);
+    std::memcpy(&b, &e.key0, sizeof b);
+    return a == b;
+  }
+  return entry_of(t) == e;
+}
+
 namespace {
 
 // The ranking's order: by key (complete: loss; pruned: (-step, loss)), then trial number.
@@ -384,9 +403,8 @@ void internal_row(const SearchSpace& space, const Trial& t, double* row) {
 void TpeSampler::update_history(const SearchSpace& space, const std::vector<Trial>& finished) {
   const std::size_t n = finished.size();
   bool same = m_entries.size() <= n;
-  for (std::size_t i = 0; i < m_entries.size() && same; ++i) {
-    same = entry_of(finished[i]) == m_entries[i];
-  }
+  for (std::size_t i = 0; i < m_entries.size() && same; ++i) same = unchanged(finished[i], i);
+  if (!same || m_entries.empty()) ++m_epoch;  // every row is computed again below
   if (!same) {
     m_entries.clear();
     m_complete.clear();
@@ -493,6 +511,8 @@ void TpeSampler::prepare_space(const SearchSpace& space) {
     m_by_number = true;
     m_group_dims.assign(m_groups.size(), {});
     m_above_cache.assign(m_groups.size(), AboveCache());
+    m_cache_epoch.assign(m_groups.size(), 0);
+    m_cache_rows.assign(m_groups.size(), 0);
     m_g.assign(m_groups.size(), ParzenEstimator());
     fresh = true;
   }
@@ -546,7 +566,10 @@ void TpeSampler::sample_group(std::size_t g, const std::vector<Trial>& pending, 
     }
   }
   ramp_weights(m_items.size(), m_weights);
-  m_above_cache[g].build(dims, group, m_items, m_weights, m_cfg, m_g[g]);
+  const std::size_t stable = m_cache_epoch[g] == m_epoch ? m_cache_rows[g] : 0;
+  m_above_cache[g].build(dims, group, m_items, m_weights, m_cfg, stable, m_g[g]);
+  m_cache_epoch[g] = m_epoch;
+  m_cache_rows[g] = m_entries.size();
   // A group without a categorical draws more candidates (see SamplerConfig).
   bool categorical = false;
   for (const ParzenDim& dim : dims) categorical = categorical || dim.categorical;

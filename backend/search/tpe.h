@@ -35,15 +35,17 @@ class AboveCache {
   void reset(const std::vector<ParzenDim>& dims);
   /// Makes the cached set exactly `items` (slot, a trial's internal row; the group's values at
   /// row[group[j]]) and writes into `est`, kernels in `items` order, the estimator that
-  /// ParzenEstimator::fit would build from them with `weights`.
+  /// ParzenEstimator::fit would build from them with `weights`. Even slots below 2 * `stable`
+  /// hold the same row as at the last build (the caller knows): their centres are not compared.
   void build(const std::vector<ParzenDim>& dims, const std::vector<int>& group,
              const std::vector<std::pair<std::size_t, const double*>>& items,
-             const std::vector<double>& weights, const SamplerConfig& cfg, ParzenEstimator& est);
+             const std::vector<double>& weights, const SamplerConfig& cfg, std::size_t stable,
+             ParzenEstimator& est);
 
  private:
   void grow(std::size_t slots);
   void update(const std::vector<std::pair<std::size_t, const double*>>& items,
-              const std::vector<int>& group);
+              const std::vector<int>& group, std::size_t stable);
   void insert(std::size_t slot, const double* row, const std::vector<int>& group);
   void remove(std::size_t slot);
   void rebuild_sorted();
@@ -108,6 +110,7 @@ class TpeSampler : public Sampler {
     std::size_t pos;
   };
   Entry entry_of(const Trial& t) const;
+  bool unchanged(const Trial& t, std::size_t i) const;
   void update_history(const SearchSpace& space, const std::vector<Trial>& finished);
   void split(const std::vector<Trial>& finished);
   void prepare_space(const SearchSpace& space);
@@ -122,6 +125,11 @@ class TpeSampler : public Sampler {
   std::vector<std::vector<int>> m_groups;
   std::vector<std::vector<ParzenDim>> m_group_dims;
   std::vector<AboveCache> m_above_cache;  // (groups)
+  // Bumped whenever the rows are recomputed from the start; per group, the epoch and history
+  // length of its cache's last build (its rows below that length are unchanged in that epoch).
+  std::uint64_t m_epoch = 0;
+  std::vector<std::uint64_t> m_cache_epoch;  // (groups)
+  std::vector<std::size_t> m_cache_rows;     // (groups)
   // The history as last seen: entries and internal coordinates per finished position.
   std::vector<Entry> m_entries;
   std::vector<double> m_rows;           // (finished, params), NaN where inactive

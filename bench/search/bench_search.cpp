@@ -4,8 +4,8 @@
 //       (TABLE: a TOML inline table, e.g. '{type = "tpe", n_ei_candidates = 48}')
 //       one line per seed: "NAME SEED TRUE_VALUE_OF_BEST_OBSERVED"
 //   bench_search eval --func NAME k=v...   the noise-free value at one point
-//   bench_search speed N...                 ms per TPE suggestion with N finished trials:
-//       "N FIXED_MS GROWING_MS" (see cmd_speed)
+//   bench_search speed [--sampler S] N...   ms per TPE suggestion with N finished trials:
+//       "N FIXED_MS GROWING_MS" (see cmd_speed); S as for run (default "tpe")
 //   bench_search list                       the function names
 //   bench_search pareto --func zdt1|zdt2 --seeds A B --trials N
 //       NSGA-II on a two-objective function: one line per seed, "SEED f1,f2 f1,f2 ..." with
@@ -307,7 +307,13 @@ int cmd_eval(int argc, char** argv) {
 // updated by that trial each time).
 int cmd_speed(int argc, char** argv) {
   const Function& fn = *find("hartmann6");
-  const SearchSpace space = space_of(fn, "tpe");
+  int first = 2;
+  std::string sampler_name = "tpe";
+  if (argc > 3 && std::strcmp(argv[2], "--sampler") == 0) {
+    sampler_name = argv[3];
+    first = 4;
+  }
+  const SearchSpace space = space_of(fn, sampler_name);
   auto finished_trial = [&](std::vector<Trial>& done, RandomSampler& random, Rng& rng) {
     Trial t;
     t.number = static_cast<std::int64_t>(done.size());
@@ -316,7 +322,7 @@ int cmd_speed(int argc, char** argv) {
     t.values = {fn.f(t.params)};
     done.push_back(std::move(t));
   };
-  for (int a = 2; a < argc; ++a) {
+  for (int a = first; a < argc; ++a) {
     const int n = std::atoi(argv[a]);
     const int reps = n >= 10000 ? 20 : 200;
     Rng rng(1);

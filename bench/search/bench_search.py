@@ -259,11 +259,13 @@ def optuna_speed(n_finished, reps):
     return (time.process_time() - t0) / reps * 1000
 
 
-def speed(tool):
+def speed(tool, sampler="tpe"):
     print("\n== Speed: CPU ms per suggestion, Hartmann-6, multivariate TPE, n finished trials ==")
+    if sampler != "tpe":
+        print(f"ours: {sampler}")
     print("fixed: the history stays n (as Optuna's side is timed); growing: one more finished trial")
     print("before every suggestion (a study's normal course)")
-    out = subprocess.run([tool, "speed", "100", "1000", "10000"], check=True,
+    out = subprocess.run([tool, "speed", "--sampler", sampler, "100", "1000", "10000"], check=True,
                          capture_output=True, text=True).stdout.split()
     ours_ms = {int(out[i]): (float(out[i + 1]), float(out[i + 2])) for i in range(0, len(out), 3)}
     theirs = optuna_speed(1000, 10)
@@ -294,7 +296,7 @@ def main():
     check_same_functions(args.tool)
     print("functions agree between bench_search and this script")
     if not args.skip_speed:
-        speed(args.tool)
+        speed(args.tool, args.sampler)
     if not args.skip_quality:
         quality(args.tool, args.seeds, args.trials, args.only, args.sampler, args.optuna_cache)
 
