@@ -225,8 +225,9 @@ void MainWindow::openRunLog(const QString& path) {
   m_autoSelected = false;
   setWindowTitle(QStringLiteral("Shardscope — %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("Reading %1…").arg(path));
-  m_runLog->open(path);
+  // The sweep is asked for first, so the reader's first pass delivers its summaries too.
   m_compare->showSweep(-1);
+  m_runLog->open(path);
   addRecent(path);
 }
 

@@ -7,12 +7,10 @@
 //      beside it: the time until every panel has all its data, curves included, and its paint
 //      (what `--screenshot` waits for);
 //   2. replot time of 1M points in the dashboard's curve plot (< 16 ms), as one series and as
-//      four of 250k;
-//   3. event-loop latency percentiles while 4 live runs of the demo (shardtrain, one rank each,
-//      started detached by shardscope-cli) write the run log the window follows (p99 < 50 ms).
+//      four of 250k.
+// The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
-//   bench_dashboard [--db FILE] [--trials N] [--steps S] [--live-s SECONDS] [--skip-live]
-//                   [--cli PATH]
+//   bench_dashboard [--db FILE] [--trials N] [--steps S]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). QT_QPA_PLATFORM=offscreen works.
 #include <QApplication>
@@ -33,7 +31,11 @@
 #include <thread>
 #include <vector>
 
+#include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "ui/compare/comparepanel.h"
+#include "ui/data/runlog.h"
+#include "ui/data/sweepsource.h"
 #include "ui/mainwindow.h"
 #include "ui/plot/curveplot.h"
 
@@ -44,13 +46,6 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto index = static_cast<std::size_t>(std::ceil(p / 100.0 * double(v.size())) - 1);
-  return v[std::min(index, v.size() - 1)];
 }
 
 // A sweep of `trials` finished runs with `steps` loss points each, written through RunStore
@@ -116,6 +111,10 @@ bool spinUntil(Predicate done, int ms) {
 struct OpenTimes {
   double firstPaint = -1;  ///< ms from openRunLog() to the summaries painted
   double complete = -1;    ///< ms from openRunLog() to every curve loaded and painted
+  double runsShown = -1;   ///< ms until the run table had handled the runs
+  double sweepShown = -1;  ///< ms until the Compare panel had drawn the summaries
+  double paint = -1;       ///< ms of the first full paint (grab) itself
+  QList<QPair<QString, double>> compareSteps;  ///< the Compare panel's summary draw, per plot
 };
 
 // Opens `db` in a fresh window and times the first paint and the complete one.
@@ -125,12 +124,23 @@ OpenTimes openTimes(const QString& db) {
   window.resize(1600, 1000);
   window.dock(QStringLiteral("compare"))->raise();  // the first paint shows the Compare plots
   QElapsedTimer timer;
+  const auto now = [&timer] { return double(timer.nsecsElapsed()) / 1e6; };
+  // Connected after the panels: each fires once the panels have handled the data.
+  QObject::connect(&window.runLog(), &ui::RunLog::runsLoaded, &window, [&] {
+    if (t.runsShown < 0) t.runsShown = now();
+  });
+  QObject::connect(&window.runLog(), &ui::RunLog::sweepLoaded, &window, [&] {
+    if (t.sweepShown < 0) t.sweepShown = now();
+  });
   timer.start();
   window.openRunLog(db);
   window.show();
   if (!spinUntil([&] { return window.isSummaryShown(); }, 120000)) return t;
+  const double beforePaint = now();
   (void)window.grab();  // one full paint of every visible panel
-  t.firstPaint = double(timer.nsecsElapsed()) / 1e6;
+  t.firstPaint = now();
+  t.paint = t.firstPaint - beforePaint;
+  t.compareSteps = window.comparePanel()->drawTimings();
   if (!spinUntil([&] { return window.isLoaded(); }, 600000)) return t;
   (void)window.grab();
   t.complete = double(timer.nsecsElapsed()) / 1e6;
@@ -168,66 +178,37 @@ void replotFigures() {
   }
 }
 
-// Starts `n` detached demo runs (one rank each) into `db`; their names (empty when the CLI
-// refuses).
-QStringList startLiveRuns(const QString& cli, const QString& db, int n, int steps) {
-  QStringList names;
-  for (int i = 0; i < n; ++i) {
-    QProcess p;
-    const QString demo = QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/examples/demo.toml";
-    p.start(cli, {"--db", db, "run", "--detach", demo, "--set", "launch.nproc_per_node=1", "--set",
-                  QString("train.max_steps=%1").arg(steps), "--set",
-                  QString("train.seed=%1").arg(i + 1)});
-    if (!p.waitForFinished(120000) || p.exitCode() != 0) {
-      std::fprintf(stderr, "bench_dashboard: %s run failed: %s\n", qPrintable(cli),
-                   p.readAllStandardError().constData());
-      return {};
-    }
-    names << QString::fromUtf8(p.readAllStandardOutput()).trimmed();
-  }
-  return names;
-}
-
-void liveLatency(const QString& cli, const QString& folder, int seconds) {
-  std::printf("\n== event-loop latency, window following 4 live demo runs (%d s) ==\n", seconds);
-  const QString db = folder + "/live.db";
-  const QStringList runs = startLiveRuns(cli, db, 4, 100000);
-  if (runs.isEmpty()) return;
-  ui::MainWindow window;
-  window.resize(1600, 1000);
-  window.openRunLog(db);
-  window.show();
-  // A 5 ms timer: how late each tick fires is how long the loop was busy with something else.
-  constexpr double kTickMs = 5;
-  std::vector<double> late;
-  QElapsedTimer clock;
-  clock.start();
-  double last = 0;
-  QTimer tick;
-  tick.setTimerType(Qt::PreciseTimer);
-  QObject::connect(&tick, &QTimer::timeout, [&] {
-    const double now = double(clock.nsecsElapsed()) / 1e6;
-    if (last > 0) late.push_back(std::max(0.0, now - last - kTickMs));
-    last = now;
-  });
-  tick.start(static_cast<int>(kTickMs));
-  QEventLoop loop;
-  QTimer::singleShot(seconds * 1000, &loop, &QEventLoop::quit);
-  loop.exec();
-  tick.stop();
-  std::printf(
-      "ticks %zu, runs shown %d; lateness p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max "
-      "%.1f ms (target p99 < 50 ms)\n",
-      late.size(), window.runCount(), percentile(late, 50), percentile(late, 90),
-      percentile(late, 99), late.empty() ? 0 : *std::max_element(late.begin(), late.end()));
-  for (const QString& run : runs) {
-    QProcess stop;
-    stop.start(cli, {"--db", db, "stop", run});
-    stop.waitForFinished(60000);
-  }
-}
-
 bool firstPaintFigures(const QString& db, int trials, int steps);
+
+// What the reader thread does before the first paint, timed on a reader of its own: the run
+// table's queries and the sweep's summaries (each the median of 3).
+void readerFigures(const QString& db) {
+  auto reader = backend::RunReader::open(db);
+  if (!reader) {
+    std::fprintf(stderr, "bench_dashboard: %s\n", reader.message().c_str());
+    return;
+  }
+  std::vector<double> list, last, sweep;
+  for (int r = 0; r < 3; ++r) {
+    QElapsedTimer timer;
+    timer.start();
+    auto runs = reader->listRuns();
+    list.push_back(double(timer.nsecsElapsed()) / 1e6);
+    timer.restart();
+    auto steps = reader->lastSteps(QStringLiteral("loss"));
+    last.push_back(double(timer.nsecsElapsed()) / 1e6);
+    if (!runs || !steps) return;
+    timer.restart();
+    ui::ExperimentSweepSource source;
+    auto data = source.load(*reader, *runs, ui::ExperimentSweepSource::largest(*runs));
+    sweep.push_back(double(timer.nsecsElapsed()) / 1e6);
+    if (!data) return;
+  }
+  std::printf(
+      "  reader thread: listRuns %.0f ms, lastSteps(loss) %.0f ms, sweep summaries %.0f ms "
+      "(medians of 3)\n",
+      median(list), median(last), median(sweep));
+}
 
 }  // namespace
 
@@ -238,13 +219,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption dbOpt("db", "Big run log to make or reuse.", "FILE");
   const QCommandLineOption trialsOpt("trials", "Trials in the big run log.", "N", "10000");
   const QCommandLineOption stepsOpt("steps", "Loss points per trial.", "S", "1000");
-  const QCommandLineOption liveOpt("live-s", "Seconds of the live part.", "SECONDS", "20");
-  const QCommandLineOption skipLive("skip-live", "Skip the live part.");
   const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
-  const QCommandLineOption cliOpt(
-      "cli", "shardscope-cli that starts the live runs (its sibling shardtrain trains them).",
-      "PATH", QCoreApplication::applicationDirPath() + "/shardscope-cli");
-  parser.addOptions({dbOpt, trialsOpt, stepsOpt, liveOpt, skipLive, skipFirst, cliOpt});
+  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -253,8 +229,6 @@ int main(int argc, char** argv) {
 
   if (!parser.isSet(skipFirst) && !firstPaintFigures(db, trials, steps)) return 1;
   replotFigures();
-  if (!parser.isSet(skipLive))
-    liveLatency(parser.value(cliOpt), tmp.path(), parser.value(liveOpt).toInt());
   return 0;
 }
 
@@ -276,12 +250,20 @@ bool firstPaintFigures(const QString& db, int trials, int steps) {
     std::printf("made %s in %.1f s (%.0f MB)\n", qPrintable(db), timer.elapsed() / 1000.0,
                 double(QFileInfo(db).size()) / 1e6);
   }
+  readerFigures(db);
   std::vector<double> first;
   std::vector<double> complete;
   for (int r = 0; r < 3; ++r) {
     const OpenTimes t = openTimes(db);
     std::printf("  open %d: first paint %.0f ms, every curve %.0f ms\n", r + 1, t.firstPaint,
                 t.complete);
+    QString laps;
+    for (const auto& [name, ms] : t.compareSteps)
+      laps += QString(" %1 %2,").arg(name).arg(ms, 0, 'f', 0);
+    std::printf(
+        "    breakdown: run table shown at %.0f ms, Compare summaries drawn at %.0f ms "
+        "(%s), first paint (grab) %.0f ms\n",
+        t.runsShown, t.sweepShown, qPrintable(laps.trimmed()), t.paint);
     first.push_back(t.firstPaint);
     complete.push_back(t.complete);
   }

@@ -18,6 +18,8 @@
 
 #include "ui/compare/compareplots.h"
 #include "ui/compare/studyviews.h"
+#include "ui/compare/triallines.h"
+#include "ui/compare/triallistmodel.h"
 #include "ui/data/runlog.h"
 #include "ui/runs/runtablemodel.h"
 
@@ -107,6 +109,7 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
   connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
   connect(m_views, &compare::StudyViews::overlayRunsChanged, this, &ComparePanel::requestOverlay);
+  connect(m_views, &compare::StudyViews::analysed, this, &ComparePanel::updateLoaded);
   connect(m_experiment, &QComboBox::currentIndexChanged, this, [this] {
     if (!m_filling) showSweep(m_experiment->currentData().toLongLong());
   });
@@ -125,6 +128,14 @@ QWidget* ComparePanel::buildDiff() {
   auto* box = new QWidget(this);
   m_diffA = new QComboBox(box);
   m_diffB = new QComboBox(box);
+  // One model for both: 10,000 trials are one reset, not 20,000 addItem() calls.
+  m_diffModel = new compare::TrialListModel(false, this);
+  for (QComboBox* combo : {m_diffA, m_diffB}) {
+    combo->setModel(m_diffModel);
+    // Sized by a typical name, not by measuring every trial's.
+    combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    combo->setMinimumContentsLength(18);
+  }
   m_diff = new QTableWidget(0, 3, box);
   m_diff->setHorizontalHeaderLabels({tr("Field"), tr("Trial A"), tr("Trial B")});
   m_diff->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
@@ -188,6 +199,13 @@ void ComparePanel::onSweep(const SweepData& sweep) {
     if (trial.trialNumber) m_study.trialNumbers.insert(trial.runId, *trial.trialNumber);
     if (trial.objectiveValues) m_study.objectiveValues.insert(trial.runId, *trial.objectiveValues);
   }
+  QElapsedTimer step;
+  step.start();
+  m_timings.clear();
+  const auto lap = [&](const QString& name) {
+    m_timings.append({name, double(step.nsecsElapsed()) / 1e6});
+    step.restart();
+  };
   fillCombos();
   adoptStudyDirection();
   if (!sameSweep || m_diffA->currentIndex() < 0) {
@@ -197,9 +215,12 @@ void ComparePanel::onSweep(const SweepData& sweep) {
     m_diffB->setCurrentIndex(std::min(1, m_diffB->count() - 1));
     m_filling = false;
   }
-  redraw();
+  lap(QStringLiteral("combos"));
+  redraw(lap);
   updateDiff();
+  lap(QStringLiteral("diff"));
   m_views->setData(m_sweep, m_study, m_minimize);
+  lap(QStringLiteral("study views"));
   updateProgress();
   if (!m_summaryDrawn || !sameSweep) {
     m_summaryDrawn = true;
@@ -243,9 +264,8 @@ void ComparePanel::mergeIntermediate(const SweepCurves& curves) {
       trial.steps += chunk.steps;
       trial.values += chunk.values;
     }
-    if (index < m_intermediateLines.size()) {
-      compare::appendIntermediate(m_intermediateLines[index], m_intermediateCuts[index], chunk);
-    }
+    if (m_intermediateLines != nullptr && index < m_intermediateLines->lineCount())
+      compare::appendIntermediate(m_intermediateLines, index, chunk);
   }
   m_curvesDone = curves.done;
   m_curvesTotal = curves.total;
@@ -289,13 +309,13 @@ void ComparePanel::updateProgress() {
   }
 }
 
-// Loaded once the summaries are drawn, every trial's curve has arrived, and so have the
-// overlay's curves.
+// Loaded once the summaries are drawn, every trial's curve has arrived, so have the overlay's
+// curves, and the study views have their importance and contour.
 void ComparePanel::updateLoaded() {
   const QList<qint64> wanted = m_views->overlayRuns();
   const bool overlay = std::all_of(wanted.begin(), wanted.end(),
                                    [this](qint64 id) { return m_study.lossCurves.contains(id); });
-  const bool complete = m_summaryDrawn && m_curvesComplete && overlay;
+  const bool complete = m_summaryDrawn && m_curvesComplete && overlay && m_views->isAnalysed();
   const bool became = complete && !m_loaded;
   m_loaded = complete;
   if (became) emit loaded();
@@ -313,21 +333,30 @@ void ComparePanel::fillCombos() {
   m_sliceParam->clear();
   m_sliceParam->addItems(compare::paramNames(m_sweep));
   if (const int at = m_sliceParam->findText(param); at >= 0) m_sliceParam->setCurrentIndex(at);
-  for (QComboBox* combo : {m_diffA, m_diffB}) {
-    const qint64 keep = combo->currentData().toLongLong();
-    combo->clear();
-    for (const SweepTrial& trial : m_sweep.trials) combo->addItem(trial.name, trial.runId);
-    if (const int at = combo->findData(keep); at >= 0) combo->setCurrentIndex(at);
-  }
+  const qint64 keepA = m_diffA->currentData().toLongLong();
+  const qint64 keepB = m_diffB->currentData().toLongLong();
+  QVector<compare::TrialListModel::Entry> entries;
+  entries.reserve(m_sweep.trials.size());
+  for (const SweepTrial& trial : std::as_const(m_sweep.trials))
+    entries.append({trial.runId, trial.name});
+  m_diffModel->setEntries(std::move(entries));
+  m_diffA->setCurrentIndex(m_diffModel->rowOf(keepA));
+  m_diffB->setCurrentIndex(m_diffModel->rowOf(keepB));
   m_filling = false;
 }
 
-void ComparePanel::redraw() {
+void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
+  const auto mark = [&lap](const char* name) {
+    if (lap) lap(QString::fromLatin1(name));
+  };
   compare::drawHistory(m_history, m_sweep, m_minimize);
-  m_dimmed =
-      compare::drawIntermediate(m_intermediate, m_sweep, &m_intermediateLines, &m_intermediateCuts);
+  mark("history");
+  m_intermediateLines = compare::drawIntermediate(m_intermediate, m_sweep, &m_dimmed);
+  mark("intermediate");
   m_parallelLines = compare::drawParallel(m_parallel, m_sweep, m_minimize);
+  mark("parallel");
   m_slicePoints = compare::drawSlice(m_slice, m_sweep, m_sliceParam->currentText());
+  mark("slice");
   const compare::History h = compare::history(m_sweep, m_minimize);
   m_summary->setText(
       m_sweep.experimentId < 0
@@ -353,11 +382,9 @@ void ComparePanel::setDiffRuns(qint64 a, qint64 b) {
 
 void ComparePanel::updateDiff() {
   const auto find = [this](QComboBox* combo) -> const SweepTrial* {
-    const qint64 id = combo->currentData().toLongLong();
-    for (const SweepTrial& trial : m_sweep.trials) {
-      if (trial.runId == id) return &trial;
-    }
-    return nullptr;
+    const int index =
+        combo->currentIndex() < 0 ? -1 : m_trialIndex.value(combo->currentData().toLongLong(), -1);
+    return index < 0 ? nullptr : &m_sweep.trials[index];
   };
   const SweepTrial* a = find(m_diffA);
   const SweepTrial* b = find(m_diffB);

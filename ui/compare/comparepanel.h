@@ -12,12 +12,13 @@
 #include <QTimer>
 #include <QWidget>
 
+#include <functional>
+
 #include "ui/compare/studyplots.h"
 #include "ui/data/runlogtypes.h"
 
 class QComboBox;
 class QCustomPlot;
-class QCPGraph;
 class QLabel;
 class QProgressBar;
 class QTableWidget;
@@ -27,6 +28,8 @@ namespace shardscope::ui {
 class RunLog;
 namespace compare {
 class StudyViews;
+class TrialLines;
+class TrialListModel;
 }  // namespace compare
 
 class ComparePanel : public QWidget {
@@ -61,10 +64,14 @@ class ComparePanel : public QWidget {
   QTableWidget* diffTable() const { return m_diff; }
   QCustomPlot* historyPlot() const { return m_history; }
   QCustomPlot* intermediatePlot() const { return m_intermediate; }
+  /// The intermediate values' one plottable: line i is trial i of sweep().
+  compare::TrialLines* intermediateLines() const { return m_intermediateLines; }
   QCustomPlot* parallelPlot() const { return m_parallel; }
   QCustomPlot* slicePlot() const { return m_slice; }
   /// Contour, importance, Pareto front and loss overlay.
   compare::StudyViews* studyViews() const { return m_views; }
+  /// Milliseconds each step of the last summary draw took (bench_dashboard prints them).
+  const QList<QPair<QString, double>>& drawTimings() const { return m_timings; }
   /// The study of the shown sweep as last read (studyId -1: the sweep is not a study), with the
   /// overlay's loss curves.
   const compare::StudyInfo& study() const { return m_study; }
@@ -85,7 +92,8 @@ class ComparePanel : public QWidget {
   void updateLoaded();
   void updateProgress();
   void replotCurves();
-  void redraw();
+  /// Draws the summary plots; `lap` (optional) is called with each plot's name once drawn.
+  void redraw(const std::function<void(const QString&)>& lap = {});
   void fillCombos();
   void updateDiff();
   QWidget* buildDiff();
@@ -106,10 +114,11 @@ class ComparePanel : public QWidget {
   compare::StudyViews* m_views = nullptr;
   QProgressBar* m_progress = nullptr;
   compare::StudyInfo m_study;
-  QHash<qint64, int> m_trialIndex;         // run id -> index in m_sweep.trials
-  QVector<QCPGraph*> m_intermediateLines;  // per trial, as drawIntermediate() made them
-  QVector<QCPGraph*> m_intermediateCuts;   // per trial: the pruned cross (nullptr: none)
-  QTimer m_curveTimer;                     // coalesces replots while curves stream
+  compare::TrialListModel* m_diffModel = nullptr;      // the two diff combos' trials
+  QHash<qint64, int> m_trialIndex;                     // run id -> index in m_sweep.trials
+  compare::TrialLines* m_intermediateLines = nullptr;  // line i: trial i (owned by the plot)
+  QTimer m_curveTimer;                                 // coalesces replots while curves stream
+  QList<QPair<QString, double>> m_timings;
   bool m_minimize = true;
   bool m_loaded = false;
   bool m_summaryDrawn = false;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ui/compare/triallines.h"
 #include "ui/plot/curveplot.h"
 
 namespace shardscope::ui::compare {
@@ -22,6 +23,22 @@ QColor rankColor(double t) {
   return QColor::fromRgbF(float(good.redF() + t * (bad.redF() - good.redF())),
                           float(good.greenF() + t * (bad.greenF() - good.greenF())),
                           float(good.blueF() + t * (bad.blueF() - good.blueF())));
+}
+
+// A filled disc scatter. Above kAntialiasedTrials points it is drawn once into a pixmap that is
+// blitted per point: 10,000 antialiased ellipses take a third of a second per replot.
+QCPScatterStyle discStyle(const QColor& color, double size, qsizetype points) {
+  if (points <= kAntialiasedTrials) return {QCPScatterStyle::ssDisc, color, size};
+  const int side = int(std::ceil(size)) + 2;
+  QPixmap pixmap(side, side);
+  pixmap.fill(Qt::transparent);
+  QPainter painter(&pixmap);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setPen(QPen(color, 1));
+  painter.setBrush(color);
+  painter.drawEllipse(QPointF(side / 2.0, side / 2.0), size / 2.0, size / 2.0);
+  painter.end();
+  return QCPScatterStyle(pixmap);
 }
 
 }  // namespace
@@ -118,7 +135,7 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   QCPGraph* dots = plot->addGraph();
   dots->setName(QObject::tr("objective"));
   dots->setLineStyle(QCPGraph::lsNone);
-  dots->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, CurvePlot::seriesColor(0), 7));
+  dots->setScatterStyle(discStyle(CurvePlot::seriesColor(0), 7, h.objectives.size()));
   dots->setData(h.trialNumbers, h.objectives, true);
   QCPGraph* best = plot->addGraph();
   best->setName(minimize ? QObject::tr("best so far (min)") : QObject::tr("best so far (max)"));
@@ -134,65 +151,51 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   plot->replot();
 }
 
-int drawIntermediate(QCustomPlot* plot, const SweepData& sweep, QVector<QCPGraph*>* lines,
-                     QVector<QCPGraph*>* cuts) {
+TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, int* dimmed) {
   resetPlot(plot);
   const bool many = sweep.trials.size() > kAntialiasedTrials;
   plot->setNotAntialiasedElements(many ? QCP::aePlottables : QCP::aeNone);
   plot->xAxis->setLabel(QObject::tr("step"));
   plot->yAxis->setLabel(sweep.objectiveKey);
-  // Only a legible legend gets entries: QCustomPlot checks the legend for each new plottable,
-  // which is quadratic in the number of trials.
-  plot->setAutoAddPlottableToLegend(sweep.trials.size() <= kLegendTrials);
-  if (lines != nullptr) lines->clear();
-  if (cuts != nullptr) cuts->clear();
-  int dimmed = 0;
+  plot->setAutoAddPlottableToLegend(false);
+  const bool legend = sweep.trials.size() <= kLegendTrials;
+  auto* lines = new TrialLines(plot->xAxis, plot->yAxis);
+  int pruned = 0;
   int colour = 0;
   for (const SweepTrial& trial : sweep.trials) {
-    QCPGraph* graph = plot->addGraph();
-    graph->setName(trial.name);
-    const bool pruned = trial.status == spec::RunStatus::pruned;
-    QColor c = pruned ? QColor(0x99, 0x99, 0x99, 110) : CurvePlot::seriesColor(colour++);
-    if (many) {
-      // Thousands of curves: 1-pixel solid pens take the rasteriser's fast path (wide or
-      // dashed pens go through the stroker, seconds per replot); pruned ones stay grey.
-      graph->setPen(QPen(c, 0));
-    } else {
-      graph->setPen(QPen(c, pruned ? 1.2 : 1.8, pruned ? Qt::DashLine : Qt::SolidLine));
-    }
-    graph->setData(trial.steps, trial.values, true);
-    QCPGraph* cut = nullptr;
-    if (pruned) {
-      ++dimmed;
+    TrialLines::Line line;
+    const bool cut = trial.status == spec::RunStatus::pruned;
+    const QColor c = cut ? QColor(0x99, 0x99, 0x99, 110) : CurvePlot::seriesColor(colour++);
+    // Thousands of curves: 1-pixel solid pens take the rasteriser's fast path (wide or dashed
+    // pens go through the stroker, seconds per replot); pruned ones stay grey.
+    line.pen = many ? QPen(c, 0) : QPen(c, cut ? 1.2 : 1.8, cut ? Qt::DashLine : Qt::SolidLine);
+    if (cut) {
+      ++pruned;
       // The last value before pruning marked with a cross: where the pruner cut it.
-      graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssNone));
-      cut = plot->addGraph();
-      cut->setLineStyle(QCPGraph::lsNone);
-      cut->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0x70, 0x70, 0x70), 8));
-      if (!trial.steps.isEmpty()) cut->setData({trial.steps.last()}, {trial.values.last()});
-      if (plot->autoAddPlottableToLegend()) cut->removeFromLegend();
+      line.end = QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0x70, 0x70, 0x70), 8);
     }
-    if (lines != nullptr) lines->append(graph);
-    if (cuts != nullptr) cuts->append(cut);
+    line.xs = trial.steps;
+    line.ys = trial.values;
+    if (legend) {
+      // A legible legend: an empty graph per trial carries its name and pen (draws nothing).
+      QCPGraph* entry = plot->addGraph();
+      entry->setName(trial.name);
+      entry->setPen(line.pen);
+      entry->addToLegend();
+    }
+    lines->addLine(std::move(line));
   }
-  plot->legend->setVisible(sweep.trials.size() <= kLegendTrials);
+  plot->legend->setVisible(legend && !sweep.trials.isEmpty());
   if (sweep.trials.isEmpty()) placeholder(plot, QObject::tr("No trials"));
   plot->rescaleAxes();
   plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());
   plot->replot();
-  return dimmed;
+  if (dimmed != nullptr) *dimmed = pruned;
+  return lines;
 }
 
-void appendIntermediate(QCPGraph* line, QCPGraph* cut, const SeriesChunk& chunk) {
-  if (chunk.reset) {
-    line->setData(chunk.steps, chunk.values, true);
-  } else {
-    line->addData(chunk.steps, chunk.values, true);
-  }
-  if (cut != nullptr && !line->data()->isEmpty()) {
-    const auto last = line->data()->constEnd() - 1;
-    cut->setData({last->key}, {last->value});
-  }
+void appendIntermediate(TrialLines* lines, int index, const SeriesChunk& chunk) {
+  lines->setPoints(index, chunk.steps, chunk.values, chunk.reset);
 }
 
 int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
@@ -233,17 +236,21 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   std::sort(order.begin(), order.end(), [&](qsizetype x, qsizetype y) {
     return minimize ? raw[x][n - 1] > raw[y][n - 1] : raw[x][n - 1] < raw[y][n - 1];
   });
+  // One plottable for every line: 10,000 QCPCurves would take seconds to register and draw.
+  const bool many = done.size() > kAntialiasedTrials;
+  constexpr int kShades = 32;  // colours of a many-trial plot (the eye tells fewer apart)
+  auto* lines = new TrialLines(plot->xAxis, plot->yAxis);
+  QVector<double> xs(n);
+  std::iota(xs.begin(), xs.end(), 0.0);
   for (qsizetype t : order) {
-    auto* curve = new QCPCurve(plot->xAxis, plot->yAxis);
-    QVector<double> xs, ys;
-    for (qsizetype a = 0; a < n; ++a) {
-      xs.append(double(a));
-      ys.append(norm(a, raw[t][a]));
-    }
-    curve->setData(xs, ys);
-    const double goodness = norm(n - 1, raw[t][n - 1]);
-    curve->setPen(QPen(rankColor(minimize ? goodness : 1.0 - goodness),
-                       done.size() > kAntialiasedTrials ? 0.0 : 1.8));
+    TrialLines::Line line;
+    line.xs = xs;
+    line.ys.reserve(n);
+    for (qsizetype a = 0; a < n; ++a) line.ys.append(norm(a, raw[t][a]));
+    double goodness = norm(n - 1, raw[t][n - 1]);
+    if (many) goodness = std::round(goodness * kShades) / kShades;  // runs of one pen: one call
+    line.pen = QPen(rankColor(minimize ? goodness : 1.0 - goodness), many ? 0.0 : 1.8);
+    lines->addLine(std::move(line));
   }
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (qsizetype a = 0; a < n; ++a) {
@@ -288,18 +295,21 @@ int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param) {
   // Later trials darker: one graph per shade (kShades of them), not one per point, so 10,000
   // trials stay a handful of plottables.
   constexpr int kShades = 16;
-  QVector<QCPGraph*> shades(kShades, nullptr);
+  QVector<QVector<double>> shadeXs(kShades);
+  QVector<QVector<double>> shadeYs(kShades);
   const double n = std::max<double>(1, double(sweep.trials.size()));
   for (qsizetype i = 0; i < xs.size(); ++i) {
     const int shade = std::clamp(int(order[i] / n * kShades), 0, kShades - 1);
-    if (shades[shade] == nullptr) {
-      shades[shade] = plot->addGraph();
-      shades[shade]->setLineStyle(QCPGraph::lsNone);
-      const double t = (shade + 1.0) / kShades;
-      shades[shade]->setScatterStyle(
-          QCPScatterStyle(QCPScatterStyle::ssDisc, rankColor(1.0 - t), 8));
-    }
-    shades[shade]->addData(xs[i], ys[i]);
+    shadeXs[shade].append(xs[i]);
+    shadeYs[shade].append(ys[i]);
+  }
+  for (int shade = 0; shade < kShades; ++shade) {
+    if (shadeXs[shade].isEmpty()) continue;
+    QCPGraph* graph = plot->addGraph();
+    graph->setLineStyle(QCPGraph::lsNone);
+    const double t = (shade + 1.0) / kShades;
+    graph->setScatterStyle(discStyle(rankColor(1.0 - t), 8, xs.size()));
+    graph->setData(shadeXs[shade], shadeYs[shade]);  // sorts by x once
   }
   if (!categories.isEmpty()) {
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();

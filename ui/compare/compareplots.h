@@ -10,10 +10,11 @@
 
 #include "ui/data/runlogtypes.h"
 
-class QCPGraph;
 class QCustomPlot;
 
 namespace shardscope::ui::compare {
+
+class TrialLines;
 
 /// The running best of `objectives` (each entry the best of the entries up to it).
 QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize);
@@ -33,17 +34,16 @@ struct History {
 History history(const SweepData& sweep, bool minimize);
 
 void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize);
-/// Returns how many trials were drawn dimmed (pruned). `lines` (optional) receives one graph per
-/// trial and `cuts` the pruned trials' end markers (nullptr for the others), so streamed points
-/// can be appended with appendIntermediate().
-int drawIntermediate(QCustomPlot* plot, const SweepData& sweep, QVector<QCPGraph*>* lines = nullptr,
-                     QVector<QCPGraph*>* cuts = nullptr);
-/// Adds points to one trial's graph (reset: replaces them) and moves its pruned marker.
-void appendIntermediate(QCPGraph* line, QCPGraph* cut, const SeriesChunk& chunk);
+/// Draws every trial's intermediate values as one TrialLines plottable (line i = trial i; pruned
+/// ones grey with a cross at their end) and returns it, so streamed points can be added with
+/// appendIntermediate(). `dimmed` (optional) receives how many trials were drawn dimmed.
+TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, int* dimmed = nullptr);
+/// Adds points to trial `index`'s line (reset: replaces them); its pruned cross follows its end.
+void appendIntermediate(TrialLines* lines, int index, const SeriesChunk& chunk);
 /// Above this many trials the intermediate values and parallel coordinates are drawn without
 /// antialiasing: thousands of antialiased polylines take seconds per replot.
 constexpr int kAntialiasedTrials = 300;
-/// Returns how many trials were drawn (one polyline each).
+/// Returns how many trials were drawn (one polyline each, all in one TrialLines plottable).
 int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize);
 /// Returns how many points were drawn.
 int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param);

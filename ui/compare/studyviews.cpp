@@ -5,20 +5,54 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QListWidget>
+#include <QListView>
 #include <QLoggingCategory>
+#include <QPromise>
+#include <QThreadPool>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <memory>
 
 #include "ui/compare/compareplots.h"
+#include "ui/compare/triallistmodel.h"
 
 Q_LOGGING_CATEGORY(lcStudyViews, "shardscope.ui.studyviews")
 
 namespace shardscope::ui::compare {
 
 namespace {
+
 constexpr int kDefaultOverlay = 3;  // trials overlaid before the user ticks any: the best three
+
+// The inputs of one analysis, copied: the pool thread shares nothing with the widgets.
+struct AnalysisInput {
+  quint64 generation = 0;
+  QVector<TrialPoint> trials;
+  QString config;
+  QString objectiveName;
+  bool minimize = true;
+  QStringList params;
+  QString keepX;  // the user's contour choice, kept when still a parameter
+  QString keepY;
+};
+
+Analysis analyse(const AnalysisInput& in) {
+  Analysis out;
+  out.generation = in.generation;
+  out.importance = importance(in.trials, in.config, in.objectiveName, in.minimize);
+  // Default contour: the two most important parameters.
+  QStringList ranked = in.params;
+  if (out.importance) {
+    ranked.clear();
+    for (const Importance& i : *out.importance) ranked.append(i.name);
+  }
+  out.x = in.params.contains(in.keepX) ? in.keepX : ranked.value(0);
+  out.y = in.params.contains(in.keepY) && in.keepY != out.x ? in.keepY : ranked.value(1);
+  out.contour = contourData(in.trials, out.x, out.y);
+  return out;
+}
+
 }  // namespace
 
 StudyViews::StudyViews(QWidget* parent)
@@ -63,7 +97,10 @@ StudyViews::StudyViews(QWidget* parent)
   layout->addLayout(grid, 1);
 
   m_chooser = new QWidget(this);
-  m_trialList = new QListWidget(m_chooser);
+  m_trialList = new QListView(m_chooser);
+  m_trialModel = new TrialListModel(true, this);
+  m_trialList->setModel(m_trialModel);
+  m_trialList->setUniformItemSizes(true);  // 10,000 rows: no per-row size query
   m_trialList->setToolTip(tr("Tick trials to overlay their training loss"));
   auto* chooserLayout = new QVBoxLayout(m_chooser);
   chooserLayout->setContentsMargins(0, 0, 0, 0);
@@ -78,12 +115,13 @@ StudyViews::StudyViews(QWidget* parent)
       if (!m_filling) redraw();
     });
   }
-  connect(m_trialList, &QListWidget::itemChanged, this, [this] {
+  connect(m_trialModel, &TrialListModel::checksChanged, this, [this] {
     if (m_filling) return;
     m_overlayChosen = true;
     emit overlayRunsChanged();
-    redraw();
+    drawOverlayView();
   });
+  connect(&m_analysis, &QFutureWatcher<Analysis>::finished, this, &StudyViews::onAnalysis);
 }
 
 bool StudyViews::minimizeObjective(int index) const {
@@ -105,7 +143,59 @@ void StudyViews::setData(const SweepData& sweep, const StudyInfo& study, bool mi
     return m_minimize ? a.values[0] < b.values[0] : a.values[0] > b.values[0];
   });
   fillChoosers();
-  redraw();
+  drawParetoView();
+  drawOverlayView();
+  startAnalysis();
+}
+
+// Importance and the default contour on a pool thread; until they arrive the plots keep what
+// they show (the previous analysis of this sweep) or say "computing…".
+void StudyViews::startAnalysis() {
+  AnalysisInput in;
+  in.generation = ++m_generation;
+  in.trials = m_trials;
+  in.config = m_study.config;
+  in.objectiveName = objectiveName();
+  in.minimize = m_minimize;
+  for (int i = 0; i < m_contourX->count(); ++i) in.params.append(m_contourX->itemText(i));
+  in.keepX = m_contourX->currentText();
+  in.keepY = m_contourY->currentText();
+  if (m_analysedSweep != m_sweep.experimentId) {
+    // Nothing of this sweep is drawn yet: say why the two plots are empty.
+    for (QCustomPlot* plot : {m_contourPlot, m_importancePlot}) {
+      resetPlot(plot);
+      placeholder(plot, tr("computing…"));
+      plot->replot();
+    }
+  }
+  m_analysed = false;
+  m_contourTouched = false;
+  auto promise = std::make_shared<QPromise<Analysis>>();
+  m_analysis.setFuture(promise->future());
+  QThreadPool::globalInstance()->start([promise, in] {
+    promise->start();
+    promise->addResult(analyse(in));
+    promise->finish();
+  });
+}
+
+void StudyViews::onAnalysis() {
+  if (m_analysis.future().resultCount() == 0) return;
+  Analysis result = m_analysis.result();
+  if (result.generation != m_generation) return;  // a newer setData() is being analysed
+  m_importance = std::move(result.importance);
+  if (!m_contourTouched) {  // else the user's choice is drawn already
+    m_filling = true;
+    m_contourX->setCurrentIndex(m_contourX->findText(result.x));
+    m_contourY->setCurrentIndex(m_contourY->findText(result.y));
+    m_filling = false;
+    m_contour = std::move(result.contour);
+    drawContour(m_contourPlot, m_contour, m_minimize, objectiveName());
+  }
+  drawImportance(m_importancePlot, m_importance);
+  m_analysed = true;
+  m_analysedSweep = m_sweep.experimentId;
+  emit analysed();
 }
 
 void StudyViews::fillChoosers() {
@@ -122,17 +212,9 @@ void StudyViews::fillChoosers() {
   m_contourY->clear();
   m_contourX->addItems(params);
   m_contourY->addItems(params);
-  // Default: the two most important parameters.
-  const QString objectiveName =
-      m_study.studyId >= 0 ? m_study.objectives.value(0) : m_sweep.objectiveKey;
-  m_importance = importance(m_trials, m_study.config, objectiveName, m_minimize);
-  QStringList ranked = params;
-  if (m_importance) {
-    ranked.clear();
-    for (const Importance& i : *m_importance) ranked.append(i.name);
-  }
-  const QString x = params.contains(keepX) ? keepX : ranked.value(0);
-  QString y = params.contains(keepY) && keepY != x ? keepY : ranked.value(1);
+  // Until the analysis ranks them (startAnalysis()): the kept choice, else the first two.
+  const QString x = params.contains(keepX) ? keepX : params.value(0);
+  const QString y = params.contains(keepY) && keepY != x ? keepY : params.value(1);
   m_contourX->setCurrentIndex(m_contourX->findText(x));
   m_contourY->setCurrentIndex(m_contourY->findText(y));
 
@@ -153,41 +235,33 @@ void StudyViews::fillChoosers() {
   m_paretoY->setEnabled(objectives.size() > 1);
 
   const QList<qint64> ticked = overlayRuns();
-  m_trialList->clear();
+  QVector<TrialListModel::Entry> entries;
+  entries.reserve(m_trials.size());
+  QList<qint64> on;
   for (qsizetype i = 0; i < m_trials.size(); ++i) {
     const TrialPoint& t = m_trials[i];
-    QStringList values;
-    for (double v : t.values) values.append(QString::number(v, 'g', 4));
-    auto* item = new QListWidgetItem(QStringLiteral("%1  (%2)").arg(t.label, values.join(", ")));
-    item->setData(Qt::UserRole, t.runId);
-    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
-    const bool on = m_overlayChosen ? ticked.contains(t.runId) : i < kDefaultOverlay;
-    item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
-    m_trialList->addItem(item);
+    QString values;
+    for (double v : t.values) {
+      if (!values.isEmpty()) values += QStringLiteral(", ");
+      values += QString::number(v, 'g', 4);
+    }
+    entries.append({t.runId, t.label + QStringLiteral("  (") + values + QLatin1Char(')')});
+    if (m_overlayChosen ? ticked.contains(t.runId) : i < kDefaultOverlay) on.append(t.runId);
   }
+  m_trialModel->setEntries(std::move(entries));
+  m_trialModel->setCheckedRuns(on, false);
   m_filling = false;
 }
 
-QList<qint64> StudyViews::overlayRuns() const {
-  QList<qint64> ids;
-  for (int row = 0; row < m_trialList->count(); ++row) {
-    const QListWidgetItem* item = m_trialList->item(row);
-    if (item->checkState() == Qt::Checked) ids.append(item->data(Qt::UserRole).toLongLong());
-  }
-  return ids;
-}
+QList<qint64> StudyViews::overlayRuns() const { return m_trialModel->checkedRuns(); }
 
 void StudyViews::setOverlayRuns(const QList<qint64>& runIds) {
   m_filling = true;
-  for (int row = 0; row < m_trialList->count(); ++row) {
-    QListWidgetItem* item = m_trialList->item(row);
-    const bool on = runIds.contains(item->data(Qt::UserRole).toLongLong());
-    item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
-  }
+  m_trialModel->setCheckedRuns(runIds, false);
   m_filling = false;
   m_overlayChosen = true;
   emit overlayRunsChanged();
-  redraw();
+  drawOverlayView();
 }
 
 void StudyViews::setContourParams(const QString& x, const QString& y) {
@@ -206,15 +280,22 @@ void StudyViews::setParetoObjectives(int x, int y) {
   redraw();
 }
 
+// A choice changed (contour parameters, Pareto objectives): what depends on the choosers.
 void StudyViews::redraw() {
-  const QString objectiveName = m_study.studyId >= 0 && !m_study.objectives.isEmpty()
-                                    ? m_study.objectives.first()
-                                    : m_sweep.objectiveKey;
-  m_contour = contourData(m_trials, m_contourX->currentText(), m_contourY->currentText());
-  drawContour(m_contourPlot, m_contour, m_minimize, objectiveName);
-  drawImportance(m_importancePlot, m_importance);
+  m_contourTouched = !m_analysed;  // a running analysis must not undo this choice
+  drawContourView();
   drawParetoView();
   drawOverlayView();
+}
+
+QString StudyViews::objectiveName() const {
+  return m_study.studyId >= 0 && !m_study.objectives.isEmpty() ? m_study.objectives.first()
+                                                               : m_sweep.objectiveKey;
+}
+
+void StudyViews::drawContourView() {
+  m_contour = contourData(m_trials, m_contourX->currentText(), m_contourY->currentText());
+  drawContour(m_contourPlot, m_contour, m_minimize, objectiveName());
 }
 
 void StudyViews::setOverlayCurves(const QHash<qint64, QVector<QPointF>>& curves) {

@@ -2,17 +2,32 @@
 // importance, Pareto front of two objectives, and the chosen trials' loss curves overlaid, with
 // their choosers. Fed by ComparePanel with the sweep and its study (RunLog's summaries) and the
 // overlay's curves (streamed by RunLog after them).
+// Importance and the default contour take a while on 10,000 trials, so setData() computes them
+// on a pool thread (the plots say "computing…" meanwhile) and the first paint does not wait.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QWidget>
 
 #include "ui/compare/studyplots.h"
 
 class QComboBox;
 class QCustomPlot;
-class QListWidget;
+class QListView;
 
 namespace shardscope::ui::compare {
+
+class TrialListModel;
+
+/// What the pool thread computes for setData(): importance, and the contour of the two
+/// parameters it ranks first (or of the ones the user had chosen).
+struct Analysis {
+  quint64 generation = 0;
+  Result<QVector<Importance>> importance = QVector<Importance>{};
+  QString x;
+  QString y;
+  ContourData contour;
+};
 
 class StudyViews : public QWidget {
   Q_OBJECT
@@ -37,21 +52,31 @@ class StudyViews : public QWidget {
   const QVector<QPointF>& paretoPoints() const { return m_paretoPoints; }
   const QVector<int>& paretoFrontIndices() const { return m_front; }
   int overlayCurves() const { return m_overlayCurves; }
+  /// Importance and the contour of the last setData() are computed and drawn.
+  bool isAnalysed() const { return m_analysed; }
   QCustomPlot* contourPlot() const { return m_contourPlot; }
   QCustomPlot* importancePlot() const { return m_importancePlot; }
   QCustomPlot* paretoPlot() const { return m_paretoPlot; }
   QCustomPlot* overlayPlot() const { return m_overlayPlot; }
-  QListWidget* trialList() const { return m_trialList; }
+  /// The overlay's checkable trial list (best first); its model's Qt::UserRole is the run id.
+  QListView* trialList() const { return m_trialList; }
   /// A widget for the panel's bottom row: the overlay's trial list.
   QWidget* overlayChooser() const { return m_chooser; }
 
  signals:
   /// The ticked trials changed: their curves must be (re)loaded.
   void overlayRunsChanged();
+  /// isAnalysed() became true.
+  void analysed();
 
  private:
   void fillChoosers();
+  void startAnalysis();
+  void onAnalysis();
   void redraw();
+  void drawContourView();
+  /// The objective the contour and importance show (the study's first, else the sweep's key).
+  QString objectiveName() const;
   void drawOverlayView();
   void drawParetoView();
   bool minimizeObjective(int index) const;
@@ -61,6 +86,11 @@ class StudyViews : public QWidget {
   bool m_minimize = true;
   bool m_filling = false;
   bool m_overlayChosen = false;
+  bool m_analysed = false;
+  bool m_contourTouched = false;  // the user chose contour parameters during an analysis
+  qint64 m_analysedSweep = -2;    // the sweep the drawn importance and contour belong to
+  quint64 m_generation = 0;       // of the analysis the views wait for
+  QFutureWatcher<Analysis> m_analysis;
   QVector<TrialPoint> m_trials;
   ContourData m_contour;
   Result<QVector<Importance>> m_importance = QVector<Importance>{};
@@ -71,7 +101,8 @@ class StudyViews : public QWidget {
   QComboBox* m_contourY = nullptr;
   QComboBox* m_paretoX = nullptr;
   QComboBox* m_paretoY = nullptr;
-  QListWidget* m_trialList = nullptr;
+  QListView* m_trialList = nullptr;
+  TrialListModel* m_trialModel = nullptr;
   QWidget* m_chooser = nullptr;
   QCustomPlot* m_contourPlot = nullptr;
   QCustomPlot* m_importancePlot = nullptr;

@@ -59,11 +59,16 @@ void RunLogWorker::poll() {
   refresh();
 }
 
-// Summaries first (what the first paint shows), curves last and in batches.
+// Summaries first (what the first paint shows), curves last and in batches. The sweep's
+// summaries need only the run rows, so they go out before the run table's last steps are read
+// (10,000 index seeks): the GUI draws the Compare plots meanwhile.
 void RunLogWorker::refresh() {
   if (!m_reader) return;
-  loadRuns();
+  auto runs = m_reader->listRuns();
+  if (!runs) return report(runs.error());
+  m_runs = std::move(*runs);
   loadSweep();
+  loadRuns();
   loadHosts();
   loadLog();
   loadSeries();
@@ -79,9 +84,6 @@ void RunLogWorker::report(const Error& error) {
 }
 
 void RunLogWorker::loadRuns() {
-  auto runs = m_reader->listRuns();
-  if (!runs) return report(runs.error());
-  m_runs = std::move(*runs);
   auto lastLoss = m_reader->lastSteps(QStringLiteral("loss"));
   if (!lastLoss) return report(lastLoss.error());
   QVector<RunSummary> out;
@@ -161,7 +163,11 @@ void RunLogWorker::loadLog() {
 }
 
 void RunLogWorker::watchSweep(qint64 experimentId) {
+  // The sweep already delivered (the largest one, now asked for by its id): nothing to re-read;
+  // the next refresh re-reads it anyway.
+  const bool delivered = m_reader && experimentId >= 0 && experimentId == m_curveSweep;
   m_sweep = experimentId;
+  if (delivered) return;
   loadSweep();
   loadOverlay();
   queueSweepCurves();

@@ -2,7 +2,7 @@
 // the run log by this or another process (the reader's PRAGMA data_version, polled), re-reads
 // what the panels watch, and sends plain values by signals.
 // Every slot is called through queued connections from RunLog (ui/data/runlog.h).
-// Order of a refresh: the run table and the sweep's summaries first (indexed queries only), then
+// Order of a refresh: the sweep's summaries and the run table first (indexed queries only), then
 // hosts, log and the selected runs' series; the sweep's curves last, streamed in batches of about
 // curveBatchRows points, one batch per turn of this thread's event loop, so requests posted
 // meanwhile (a new selection, a new sweep) are served between batches.
@@ -62,6 +62,7 @@ class RunLogWorker : public QObject {
 
  private:
   void poll();
+  /// Emits the run table's rows (m_runs, as last listed) with their last steps.
   void loadRuns();
   void loadSeries();
   void loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out);

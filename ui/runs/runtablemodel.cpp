@@ -162,6 +162,30 @@ QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {
   }
 }
 
+bool RunTableModel::lessThan(int left, int right, int column) const {
+  const RunSummary* a = runAt(left);
+  const RunSummary* b = runAt(right);
+  if (a == nullptr || b == nullptr) return false;
+  const auto& x = a->record;
+  const auto& y = b->record;
+  switch (column) {
+    case StatusCol:
+      return static_cast<int>(x.status) < static_cast<int>(y.status);
+    case NameCol:
+      return QString::compare(x.name, y.name) < 0;
+    case ObjectiveCol:
+      return x.objective.value_or(qInf()) < y.objective.value_or(qInf());
+    case DurationCol:
+      return sortValue(*a, column).toDouble() < sortValue(*b, column).toDouble();
+    case HostCol:
+      return QString::compare(a->host, b->host) < 0;
+    case StepCol:
+      return a->lastStep < b->lastStep;
+    default:
+      return QString::compare(display(*a, column).toString(), display(*b, column).toString()) < 0;
+  }
+}
+
 QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   const RunSummary* run = runAt(index.row());
   if (run == nullptr) return {};

@@ -27,6 +27,9 @@ class RunTableModel : public QAbstractTableModel {
   const RunSummary* runAt(int row) const;
   const RunSummary* runById(qint64 id) const;
   int rowOf(qint64 id) const;
+  /// Whether row `left` sorts before row `right` by `column`: what SortRole compares, without
+  /// building two QVariants a comparison (sorting 10,000 runs makes ~140,000 of them).
+  bool lessThan(int left, int right, int column) const;
 
   /// A filled circle in the status's colour (green complete, blue running, red failed...).
   static QIcon statusIcon(spec::RunStatus status);

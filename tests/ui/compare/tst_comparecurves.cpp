@@ -13,6 +13,7 @@
 
 #include "tests/ui/runlogfixture.h"
 #include "ui/compare/comparepanel.h"
+#include "ui/compare/triallines.h"
 #include "ui/data/runlog.h"
 #include "ui/mainwindow.h"
 #include "ui/runs/runspanel.h"
@@ -104,14 +105,15 @@ class TestCompareCurves : public QObject {
     auto* progress = compare->findChild<QProgressBar*>(QStringLiteral("curveProgress"));
     QVERIFY(progress != nullptr);
 
-    // What the first paint holds, taken the moment the summaries are drawn.
+    // What the first paint holds, taken the moment the run table and the summaries are both
+    // shown (the reader sends the sweep's summaries first, then the run table's rows).
     int tableRows = -1;
     int historyDots = -1;
     int parallelLines = -1;
     qsizetype pointsAtSummary = -1;
     bool loadedAtSummary = true;
-    connect(compare, &ComparePanel::summaryDrawn, this, [&] {
-      if (tableRows >= 0) return;
+    connect(&window, &MainWindow::loadedChanged, this, [&] {
+      if (tableRows >= 0 || !window.isSummaryShown()) return;
       tableRows = window.runsPanel()->model()->rowCount();
       historyDots = compare->historyPlot()->graph(0)->dataCount();
       parallelLines = compare->parallelLines();
@@ -147,18 +149,21 @@ class TestCompareCurves : public QObject {
     const SweepData& sweep = compare->sweep();
     QCOMPARE(sweep.trials.size(), qsizetype(kTrials));
     QCOMPARE(sweep.objectiveKey, QString("loss"));
-    QHash<QString, int> plotted;
-    QCustomPlot* plot = compare->intermediatePlot();
-    for (int g = 0; g < plot->graphCount(); ++g) {
-      if (!plot->graph(g)->name().isEmpty())
-        plotted.insert(plot->graph(g)->name(), plot->graph(g)->dataCount());
-    }
-    for (const SweepTrial& trial : sweep.trials) {
+    // The plot holds every trial as one line of its TrialLines plottable (line i: trial i).
+    compare::TrialLines* lines = compare->intermediateLines();
+    QVERIFY(lines != nullptr);
+    QCOMPARE(lines->lineCount(), kTrials);
+    qsizetype total = 0;
+    for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
+      const SweepTrial& trial = sweep.trials[i];
       const int rows = stored.rows.value(trial.runId);
       QCOMPARE(trial.steps.size(), qsizetype(rows));
       QCOMPARE(trial.steps.last(), double(rows - 1));
-      QCOMPARE(plotted.value(trial.name), rows);
+      QCOMPARE(lines->line(int(i)).xs, trial.steps);
+      QCOMPARE(lines->line(int(i)).ys, trial.values);
+      total += rows;
     }
+    QCOMPARE(lines->pointCount(), total);
     QCOMPARE(compare->dimmedTrials(), kTrials - stored.complete);
   }
 

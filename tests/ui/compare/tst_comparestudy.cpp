@@ -6,6 +6,7 @@
 // A sweep outside any study still gets a contour and importance (space inferred from values).
 #include <qcustomplot.h>
 #include <QDir>
+#include <QListView>
 #include <QListWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -138,6 +139,10 @@ class TestCompareStudy : public QObject {
   std::unique_ptr<ComparePanel> m_panel;
 
   compare::StudyViews* views() { return m_panel->studyViews(); }
+  /// The run id on row `row` of the overlay's trial list (best first).
+  qint64 listedRun(int row) {
+    return views()->trialList()->model()->index(row, 0).data(Qt::UserRole).toLongLong();
+  }
 
  private slots:
   void initTestCase() {
@@ -240,8 +245,7 @@ class TestCompareStudy : public QObject {
     QCOMPARE(views()->overlayRuns().size(), qsizetype(3));
     // Pruned trials are not listed (no objective): tick the first two, the best two.
     QList<qint64> listed;
-    for (int row = 0; row < 2; ++row)
-      listed.append(views()->trialList()->item(row)->data(Qt::UserRole).toLongLong());
+    for (int row = 0; row < 2; ++row) listed.append(listedRun(row));
     views()->setOverlayRuns(listed);
     QTRY_COMPARE_WITH_TIMEOUT(views()->overlayCurves(), 2, kWaitMs);
     QCustomPlot* plot = views()->overlayPlot();
@@ -255,9 +259,7 @@ class TestCompareStudy : public QObject {
   }
 
   void screenshot() {
-    views()->setOverlayRuns({views()->trialList()->item(0)->data(Qt::UserRole).toLongLong(),
-                             views()->trialList()->item(1)->data(Qt::UserRole).toLongLong(),
-                             views()->trialList()->item(2)->data(Qt::UserRole).toLongLong()});
+    views()->setOverlayRuns({listedRun(0), listedRun(1), listedRun(2)});
     QTRY_COMPARE_WITH_TIMEOUT(views()->overlayCurves(), 3, kWaitMs);
     const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
     QDir().mkpath(artifacts);
