@@ -12,6 +12,10 @@
 #include <QTextStream>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
 #include "ui/data/runlog.h"
 #include "ui/plot/curveplot.h"
 #include "ui/plots/logview.h"
@@ -23,6 +27,7 @@ namespace shardscope::ui {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr int kReplotMs = 50;  // at most 20 replots a second, however fast points arrive
 
 struct PlotSpec {
   QString id;
@@ -37,6 +42,49 @@ QList<PlotSpec> plotSpecs() {
           {"tokens_per_s", QObject::tr("Throughput"), QObject::tr("tokens/s")},
           {"mfu", QObject::tr("Model FLOPs utilisation"), QObject::tr("MFU")},
           {"memory", QObject::tr("Memory per rank"), QObject::tr("MiB")}};
+}
+
+// Moves the legend out of the axis rect into a column at its right, on top of a spacer, so it
+// never covers a curve (#7: it hid the right end of the memory curves).
+void placeLegendOutside(QCustomPlot* cp, const QFont& font) {
+  QCPLegend* legend = cp->legend;
+  cp->axisRect()->insetLayout()->take(legend);
+  auto* column = new QCPLayoutGrid;
+  cp->plotLayout()->addElement(1, 1, column);  // row 0 holds the title, row 1 the axis rect
+  cp->plotLayout()->setColumnStretchFactor(1, 0.001);
+  column->setMargins(QMargins(2, 0, 2, 0));
+  column->addElement(0, 0, legend);
+  column->addElement(1, 0, new QCPLayoutElement(cp));  // takes the height the legend leaves
+  column->setRowStretchFactor(0, 0.001);
+  legend->setFont(font);
+  legend->setIconSize(14, 8);
+  legend->setRowSpacing(0);
+  legend->setMargins(QMargins(4, 2, 4, 2));
+  legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
+}
+
+// The legend wraps into more columns when its entries are more than the axis rect's height holds.
+void wrapLegend(QCustomPlot* cp) {
+  QCPLegend* legend = cp->legend;
+  const int rowHeight = std::max(1, QFontMetrics(legend->font()).height() + 2);
+  const int height =
+      cp->axisRect()->rect().height() > 0 ? cp->axisRect()->rect().height() : cp->height() - 60;
+  const int rows = std::max(1, height / rowHeight);
+  if (legend->wrap() != rows) {
+    legend->setWrap(rows);
+    legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
+  }
+}
+
+// Y range of data [low, high]: a little headroom; never below 0 for non-negative data; all zeros
+// (MFU of a run that does not report it) draws on 0..1, not -10..10; any flat series includes 0.
+QCPRange valueRange(double low, double high) {
+  if (high <= low) {  // a flat series: from 0, so a constant does not read as a big swing
+    if (low == 0) return {0, 1};
+    return low > 0 ? QCPRange(0, low * 1.5) : QCPRange(low * 1.5, 0);
+  }
+  const double pad = (high - low) * 0.04;
+  return {low >= 0 ? std::max(0.0, low - pad) : low - pad, high + pad};
 }
 
 }  // namespace
@@ -56,7 +104,8 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
                                      QFont(font().family(), font().pointSize() + 1, QFont::Bold));
     plot->customPlot()->plotLayout()->insertRow(0);
     plot->customPlot()->plotLayout()->addElement(0, 0, title);
-    plot->customPlot()->legend->setFont(QFont(font().family(), font().pointSize() - 1));
+    placeLegendOutside(plot->customPlot(), QFont(font().family(), font().pointSize() - 2));
+    plot->customPlot()->installEventFilter(this);
     plot->setContextMenuPolicy(Qt::CustomContextMenu);
     plot->customPlot()->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(plot->customPlot(), &QWidget::customContextMenuRequested, this,
@@ -74,8 +123,9 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(splitter);
 
+  m_replotTimer.setObjectName(QStringLiteral("plotsReplot"));
   m_replotTimer.setSingleShot(true);
-  m_replotTimer.setInterval(40);
+  m_replotTimer.setInterval(kReplotMs);
   connect(&m_replotTimer, &QTimer::timeout, this, &PlotsPanel::replotNow);
   connect(&runLog, &RunLog::seriesLoaded, this, &PlotsPanel::onSeries);
   connect(&runLog, &RunLog::seriesPassDone, this, &PlotsPanel::onPassDone);
@@ -168,9 +218,78 @@ void PlotsPanel::scheduleReplot() {
 
 void PlotsPanel::replotNow() {
   m_replotTimer.stop();
-  for (const QString& id : std::as_const(m_dirty)) m_plots.value(id)->rescale();
-  m_dirty.clear();
-  emit replotted();
+  if (!m_loaded) {  // the first paint of a selection: everything at once
+    const QSet<QString> dirty = std::exchange(m_dirty, {});
+    for (const QString& id : dirty) {
+      fitAxes(id);
+      m_plots.value(id)->replot();
+    }
+    emit replotted();
+    return;
+  }
+  // While following live runs, one plot per turn of the event loop: six replots in one go held
+  // the GUI thread for tens of ms (#7's latency target); the rest follow as soon as it is free.
+  QString id;
+  for (const QString& candidate : plotIds()) {
+    if (m_dirty.remove(candidate)) {
+      id = candidate;
+      break;
+    }
+  }
+  if (id.isEmpty()) return;
+  fitAxes(id);
+  m_plots.value(id)->replot();
+  if (m_dirty.isEmpty()) {
+    emit replotted();
+  } else {
+    QTimer::singleShot(0, this, [this] {
+      if (!m_replotTimer.isActive()) replotNow();
+    });
+  }
+}
+
+void PlotsPanel::fitAxes(const QString& id) {
+  CurvePlot* plot = m_plots.value(id);
+  if (plot == nullptr) return;
+  QCustomPlot* cp = plot->customPlot();
+  bool anyKey = false;
+  bool anyValue = false;
+  QCPRange keys;
+  QCPRange values;
+  for (int g = 0; g < cp->graphCount(); ++g) {
+    bool found = false;
+    const QCPRange k = cp->graph(g)->getKeyRange(found);
+    if (found)
+      keys = anyKey ? QCPRange(std::min(keys.lower, k.lower), std::max(keys.upper, k.upper)) : k;
+    anyKey = anyKey || found;
+    const QCPRange v = cp->graph(g)->getValueRange(found);
+    if (found)
+      values =
+          anyValue ? QCPRange(std::min(values.lower, v.lower), std::max(values.upper, v.upper)) : v;
+    anyValue = anyValue || found;
+  }
+  if (anyKey) {
+    // The x axis ends at the last step (#7: it stopped at 38 of 40 steps).
+    cp->xAxis->setRange(keys.lower, keys.upper > keys.lower ? keys.upper : keys.lower + 1);
+  }
+  if (anyValue) cp->yAxis->setRange(valueRange(values.lower, values.upper));
+  wrapLegend(cp);
+}
+
+bool PlotsPanel::eventFilter(QObject* watched, QEvent* event) {
+  // A paint before the coalesced replot (a grab, a resize) would show new points with old axes:
+  // catch that plot up first; its replot queues the paint that shows it.
+  if (event->type() == QEvent::Paint && !m_dirty.isEmpty()) {
+    for (auto it = m_plots.cbegin(); it != m_plots.cend(); ++it) {
+      if (it.value()->customPlot() != watched || !m_dirty.contains(it.key())) continue;
+      m_dirty.remove(it.key());
+      fitAxes(it.key());
+      it.value()->customPlot()->replot(QCustomPlot::rpQueuedRefresh);
+      if (m_dirty.isEmpty()) m_replotTimer.stop();
+      break;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 Result<void> PlotsPanel::exportPlot(const QString& id, const QString& path, int width,

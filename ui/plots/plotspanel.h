@@ -1,6 +1,9 @@
 // PlotsPanel: live curves of the selected runs, one CurvePlot per quantity (train/eval loss, lr,
 // grad norm, tokens/s, MFU, memory per rank), and the selected run's log. Points arrive
-// incrementally from the run log's worker; replots are coalesced to one per 40 ms.
+// incrementally from the run log's worker and are appended to the curves; replots are coalesced
+// to one per 50 ms (a paint that comes first catches up, so nothing shows stale axes).
+// Axes: x spans the first to the last step; y fits the data, never below 0 when every value is
+// non-negative, and a series that is all zeros gets 0..1. Legends sit outside the data area.
 #pragma once
 
 #include <QHash>
@@ -38,6 +41,9 @@ class PlotsPanel : public QWidget {
   /// True once the series of the current selection have been read at least once.
   bool isLoaded() const { return m_loaded; }
 
+  /// Fits plot `id`'s axes to its data (the rules above) and lays its legend out; no replot.
+  void fitAxes(const QString& id);
+
   /// Writes plot `id` as PNG, SVG or PDF (by the file's suffix) at width x height.
   [[nodiscard]] Result<void> exportPlot(const QString& id, const QString& path, int width,
                                         int height) const;
@@ -55,6 +61,7 @@ class PlotsPanel : public QWidget {
   void scheduleReplot();
   void replotNow();
   void showPlotMenu(const QString& id, const QPoint& where);
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
   RunLog& m_runLog;
   QHash<QString, CurvePlot*> m_plots;

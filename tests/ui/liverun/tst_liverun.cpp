@@ -6,6 +6,7 @@
 // the run only through the run log. While it runs the table says running and the loss curve
 // grows; at the end the table says complete and the curve holds every loss row of the log.
 // The window is kept as tests/artifacts/liverun-window.png in the build tree.
+#include <qcustomplot.h>
 #include <QtTest>
 
 #include <QDir>
@@ -35,6 +36,53 @@ constexpr int kSteps = 40;
 
 QString statusAt(RunsPanel* runs, int row) {
   return runs->model()->index(row, RunTableModel::StatusCol).data().toString();
+}
+
+// #7, flaws seen in liverun-window.png: the legend covered the memory curves' right end; MFU of
+// a flat series drew on -10..10; the x axis stopped at step 38 of 40. After the run: every x axis
+// reaches the last step, no y axis of these non-negative metrics goes below 0, a flat series
+// includes 0, and no legend overlaps the data area or the curves' last points.
+void checkPlotLayout(PlotsPanel* panel) {
+  panel->repaint();  // a paint catches the plots up with points not yet replotted
+  for (const QString& id : PlotsPanel::plotIds()) {
+    QCustomPlot* cp = panel->plot(id)->customPlot();
+    QVERIFY2(cp->graphCount() > 0, qPrintable(id));
+    const QCPRange x = cp->xAxis->range();
+    const QCPRange y = cp->yAxis->range();
+    QVERIFY2(x.upper >= kSteps, qPrintable(id + ": x ends at " + QString::number(x.upper)));
+    QVERIFY2(y.lower >= 0, qPrintable(id + ": y starts at " + QString::number(y.lower)));
+    const QRect data = cp->axisRect()->rect();
+    const QRect legend = cp->legend->outerRect();
+    QVERIFY2(!legend.intersects(data), qPrintable(id + ": the legend overlaps the data area"));
+    for (int g = 0; g < cp->graphCount(); ++g) {
+      const QCPGraph* graph = cp->graph(g);
+      QVERIFY2(!graph->data()->isEmpty(), qPrintable(graph->name()));
+      const auto last = graph->data()->constEnd() - 1;
+      const QPointF at(cp->xAxis->coordToPixel(last->key), cp->yAxis->coordToPixel(last->value));
+      QVERIFY2(data.adjusted(-1, -1, 1, 1).contains(at.toPoint()),
+               qPrintable(graph->name() + ": its last point is outside the data area"));
+      QVERIFY2(!legend.contains(at.toPoint()),
+               qPrintable(graph->name() + ": the legend covers its last point"));
+    }
+  }
+  // The fake trainer's MFU and throughput are flat: their axes start at 0 and hold the value.
+  for (const QString& id : {QStringLiteral("mfu"), QStringLiteral("tokens_per_s")}) {
+    QCustomPlot* cp = panel->plot(id)->customPlot();
+    const double value = cp->graph(0)->data()->constBegin()->value;
+    QCOMPARE(cp->yAxis->range().lower, 0.0);
+    QVERIFY2(cp->yAxis->range().upper > value,
+             qPrintable(id + ": " + QString::number(cp->yAxis->range().upper)));
+  }
+}
+
+// A run that reports MFU 0 throughout gets 0..1, not -10..10 (#7).
+void checkZeroSeriesAxis(PlotsPanel* panel) {
+  CurvePlot* mfu = panel->plot(QStringLiteral("mfu"));
+  mfu->clear();
+  mfu->setSeries(QStringLiteral("zeros"), {1, 2, 3}, {0, 0, 0});
+  panel->fitAxes(QStringLiteral("mfu"));
+  QCOMPARE(mfu->customPlot()->yAxis->range().lower, 0.0);
+  QCOMPARE(mfu->customPlot()->yAxis->range().upper, 1.0);
 }
 
 }  // namespace
@@ -139,12 +187,18 @@ class TestLiveRun : public QObject {
     QVERIFY(rows->size() >= std::size_t(kSteps));
     QTRY_COMPARE_WITH_TIMEOUT(loss->pointCount(series), int(rows->size()), kWaitMs);
 
+    QTRY_VERIFY_WITH_TIMEOUT(loss->customPlot()->xAxis->range().upper >= kSteps, kWaitMs);
+    window.grab();  // the screenshot below shows the plots as checked
+    checkPlotLayout(window.plotsPanel());
+    if (QTest::currentTestFailed()) return;
+
     // Kept for people to look at.
     window.dock(QStringLiteral("runs"))->raise();  // the table, not the builder, above the plots
     window.plotsPanel()->repaint();
     const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
     QVERIFY(QDir().mkpath(artifacts));
     QVERIFY(window.grab().save(artifacts + "/liverun-window.png"));
+    checkZeroSeriesAxis(window.plotsPanel());
   }
 };
 
