@@ -269,6 +269,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& ou
     return {};
   }
   m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(in.nbytes());
+  if (m_backend_name == "gloo") {
+    const auto n = in.numel() / m_size;
+    out = in.view({-1}).narrow(0, m_rank * n, n);  // (n) this rank's slice, summed in place
+    std::vector<at::Tensor> tensors{in};
+    return m_backend->allreduce(tensors);
+  }
   return m_backend->_reduce_scatter_base(out, in);
 }
 
@@ -277,7 +283,9 @@ void ProcessGroup::all_gather(at::Tensor& out, at::Tensor& in) {
 }
 
 void ProcessGroup::reduce_scatter(at::Tensor& out, at::Tensor& in) {
-  wait(reduce_scatter_async(out, in), "reduce_scatter_tensor");
+  at::Tensor result = out;
+  wait(reduce_scatter_async(result, in), "reduce_scatter_tensor");
+  if (!result.is_same(out)) out.copy_(result.view(out.sizes()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_sum_async(at::Tensor& tensor) {

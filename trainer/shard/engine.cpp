@@ -622,8 +622,8 @@ void ShardEngine::finish_one_reduction() {
   auto value = shard.to(at::kFloat);  // (N) fp32
   if (flat.grad.defined()) {
     flat.grad.add_(value);
-  } else if (value.is_same(shard) && shard.numel() != p.out.numel()) {
-    flat.grad = value.clone();  // a slice of a full (P) buffer: keep only the shard
+  } else if (value.is_same(shard) && value.storage().nbytes() > value.nbytes()) {
+    flat.grad = value.clone();  // a slice of a full (P) buffer (NO_SHARD, Gloo): keep the shard
   } else {
     flat.grad = std::move(value);  // the reduction's own buffer: no copy
   }

@@ -147,7 +147,7 @@ class ShardEngine {
   struct PendingReduce {
     FlatParam* flat;
     Unit* unit;
-    at::Tensor out;  // (N) reduce dtype, or (P) for NO_SHARD
+    at::Tensor out;  // (N) reduce dtype (Gloo: a view into the summed (P)), or (P) for NO_SHARD
     c10::intrusive_ptr<c10d::Work> work;
     bool second_stage = false;  // HYBRID: the replica all-reduce was issued
   };
