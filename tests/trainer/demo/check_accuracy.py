@@ -20,8 +20,9 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shapes_demo import FAILURES, check, free_port  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import check, finish, free_port  # noqa: E402
 
 STRATEGIES = ["FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"]
 
@@ -153,11 +154,7 @@ def main():
         loss = json.loads(fwd.stdout.strip().splitlines()[-1]).get("objective")
         check(math.isclose(metrics.get("loss", math.nan), loss, rel_tol=1e-4),
               f"{strategy}: eval loss {metrics.get('loss')} = forward's mean loss {loss}")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -18,14 +18,11 @@ import shutil
 import subprocess
 import sys
 
-FAILURES = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import FAILURES, check, finish  # noqa: E402
+
 TYPES = {"What colour": "colour", "What shape": "shape", "How many": "count", "Where": "position"}
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
 
 
 def make(tool, out, *args):
@@ -118,11 +115,7 @@ def main():
     last = json.loads(bad.stdout.strip().splitlines()[-1]) if bad.stdout.strip() else {}
     check(bad.returncode != 0 and last.get("ev") == "error" and "56" in last.get("message", ""),
           f"a too small image size is an error event ({last.get('message')})")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

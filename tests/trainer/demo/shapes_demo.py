@@ -19,16 +19,17 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+from checks import check, finish, free_port  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "..", "examples", "shapes-vqa.toml")
 TYPES = {"What colour": "colour", "What shape": "shape", "How many": "count", "Where": "position"}
-FAILURES = []
-
 MODES = {
     # train/eval samples, then --set overrides of the example
     "ci": (64, 16, ["train.max_steps=4", "train.batch_size=8", "eval.every=4", "eval.batches=2",
@@ -37,18 +38,6 @@ MODES = {
     # each per rank), 600 steps of 32 see each about 6 times.
     "demo": (3000, 400, ["train.ckpt_at_end=true"]),
 }
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def qa(path):
@@ -209,11 +198,7 @@ def main():
         else:
             train(tool, args.work, "shapes", data_dir, overrides)
     print(f"wall time {time.monotonic() - t0:.0f} s")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":
