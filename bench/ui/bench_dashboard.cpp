@@ -33,6 +33,7 @@
 
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "bench/ui/spin.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/data/runlog.h"
 #include "ui/data/sweepsource.h"
@@ -96,17 +97,7 @@ Result<void> makeSweep(const QString& path, int trials, int steps) {
   return outcome;
 }
 
-// Runs the event loop until `done` holds or `ms` pass; false on timeout.
-template <class Predicate>
-bool spinUntil(Predicate done, int ms) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done()) {
-    if (timer.elapsed() > ms) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
-  }
-  return true;
-}
+using bench::spinUntil;
 
 struct OpenTimes {
   double firstPaint = -1;  ///< ms from openRunLog() to the summaries painted

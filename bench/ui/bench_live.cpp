@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "backend/store/runstore.h"
+#include "bench/ui/spin.h"
 #include "ui/data/runlog.h"
 #include "ui/mainwindow.h"
 #include "ui/plots/plotspanel.h"
@@ -118,17 +119,7 @@ class ProbeApp : public QApplication {
 
 ProbeApp* probe() { return static_cast<ProbeApp*>(QCoreApplication::instance()); }
 
-// Runs the event loop until `done` holds or `ms` pass; false on timeout.
-template <class Predicate>
-bool spinUntil(Predicate done, int ms) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done()) {
-    if (timer.elapsed() > ms) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
-  }
-  return true;
-}
+using bench::spinUntil;
 
 struct Lateness {
   std::vector<double> late;           ///< ms each 5 ms tick fired after it was due
