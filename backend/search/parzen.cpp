@@ -492,6 +492,26 @@ void ParzenEstimator::fit_categorical(std::size_t j, const double* obs, std::siz
             std::log(1.0 / static_cast<double>(c)));
 }
 
+namespace {
+
+// A draw from N(mu, s^2) truncated to the dimension's bounds, snapped to a discrete grid. The
+// centre lies inside the bounds, so rejection from the untruncated normal accepts at least ~1/3
+// of draws; the fallback to the centre only guards against pathological rounding.
+double draw_numeric(Rng& rng, const ParzenDim& dim, double mu, double s) {
+  double v = mu;
+  for (int tries = 0; tries < 64; ++tries) {
+    const double cand = mu + s * rng.normal();
+    if (cand >= dim.low && cand <= dim.high) {
+      v = cand;
+      break;
+    }
+  }
+  if (dim.param->discrete()) v = dim.param->to_internal(dim.param->from_internal(v));
+  return v;
+}
+
+}  // namespace
+
 void ParzenEstimator::sample(Rng& rng, double* x, std::size_t stride) const {
   const double u = rng.uniform();
   const auto pick = static_cast<std::size_t>(
@@ -510,20 +530,17 @@ void ParzenEstimator::sample(Rng& rng, double* x, std::size_t stride) const {
       x[j * stride] = static_cast<double>(a);
       continue;
     }
-    // The centre lies inside the bounds, so rejection from the untruncated normal accepts at
-    // least ~1/3 of draws; the clamp only guards against pathological rounding.
-    const double mu = m_mu[j * m_stride + kk];
-    const double s = m_sigma[j * m_stride + kk];
-    double v = mu;
-    for (int tries = 0; tries < 64; ++tries) {
-      const double cand = mu + s * rng.normal();
-      if (cand >= dim.low && cand <= dim.high) {
-        v = cand;
-        break;
-      }
-    }
-    if (dim.param->discrete()) v = dim.param->to_internal(dim.param->from_internal(v));
-    x[j * stride] = v;
+    x[j * stride] = draw_numeric(rng, dim, m_mu[j * m_stride + kk], m_sigma[j * m_stride + kk]);
+  }
+}
+
+void ParzenEstimator::sample_near(Rng& rng, std::size_t kernel, double scale, double* x,
+                                  std::size_t stride) const {
+  for (std::size_t j = 0; j < m_dims.size(); ++j) {
+    const ParzenDim& dim = m_dims[j];
+    if (dim.categorical) continue;
+    x[j * stride] =
+        draw_numeric(rng, dim, m_mu[j * m_stride + kernel], scale * m_sigma[j * m_stride + kernel]);
   }
 }
 

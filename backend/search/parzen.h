@@ -32,6 +32,10 @@ class ParzenEstimator {
   /// A draw in internal coordinates (discrete numerics snapped to their grid): dimension j's
   /// value goes to x[j * stride].
   void sample(Rng& rng, double* x, std::size_t stride = 1) const;
+  /// A draw from kernel `kernel` alone with its numeric widths times `scale`, written as sample()
+  /// writes; categorical dimensions keep the values already in x.
+  void sample_near(Rng& rng, std::size_t kernel, double scale, double* x,
+                   std::size_t stride = 1) const;
   /// log densities of c candidates, `xs` (dims, c) with candidate a's value of dimension j at
   /// xs[j * c + a], into out (c). Discrete numerics: log mass of the value's grid cell.
   void log_pdf(const double* xs, std::size_t c, double* out) const;

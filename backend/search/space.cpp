@@ -304,13 +304,33 @@ Result<void> parse_sampler_probs(const toml::table& t, SamplerConfig& c, const C
   return ok();
 }
 
+// TPE's model settings beyond Optuna's: local candidates and rank weights of "below".
+Result<void> parse_sampler_local(const toml::table& t, SamplerConfig& c, const Ctx& ctx) {
+  auto n = get_int(t, "n_local_candidates", c.n_local_candidates, 0,
+                   "search.sampler.n_local_candidates", ctx);
+  if (!n) return n.error();
+  auto w = get_number(t, "local_width", c.local_width, "search.sampler.local_width", ctx);
+  if (!w) return w.error();
+  if (!(*w > 0.0) || *w > 1.0) {
+    return ctx.err("search.sampler.local_width",
+                   "must be in (0, 1], a fraction of the kernel's width (got " + num(*w) + ")");
+  }
+  auto r = get_bool(t, "rank_weights", c.rank_weights, "search.sampler.rank_weights", ctx);
+  if (!r) return r.error();
+  c.n_local_candidates = static_cast<int>(*n);
+  c.local_width = *w;
+  c.rank_weights = *r;
+  return ok();
+}
+
 Result<void> parse_sampler_table(const toml::table& t, SamplerConfig& c, const Ctx& ctx) {
-  if (auto r = check_keys(
-          t,
-          {"type", "n_startup_trials", "n_ei_candidates", "n_ei_candidates_numeric", "multivariate",
-           "group", "constant_liar", "prior_weight", "magic_clip", "population_size", "sigma0",
-           "crossover_prob", "swapping_prob", "mutation_prob"},
-          "search.sampler", ctx);
+  if (auto r =
+          check_keys(t,
+                     {"type", "n_startup_trials", "n_ei_candidates", "n_ei_candidates_numeric",
+                      "multivariate", "n_local_candidates", "local_width", "rank_weights", "group",
+                      "constant_liar", "prior_weight", "magic_clip", "population_size", "sigma0",
+                      "crossover_prob", "swapping_prob", "mutation_prob"},
+                     "search.sampler", ctx);
       !r) {
     return r;
   }
@@ -348,6 +368,7 @@ Result<void> parse_sampler_table(const toml::table& t, SamplerConfig& c, const C
   c.prior_weight = *w;
   c.magic_clip = *k;
   c.population_size = static_cast<int>(*ps);
+  if (auto r = parse_sampler_local(t, c, ctx); !r) return r;
   return parse_sampler_probs(t, c, ctx);
 }
 

@@ -69,20 +69,23 @@ struct Objective {
 
 /// `sampler = "tpe"` or `[search.sampler] type = "tpe" ...`.
 struct SamplerConfig {
-  std::string type = "tpe";          // random | grid | qmc | tpe | cmaes | nsga2
-  int n_startup_trials = 10;         // tpe (default 10), cmaes (default 1): random trials first
-  int n_ei_candidates = 24;          // tpe: candidates drawn from l(x) per suggestion
-  int n_ei_candidates_numeric = 32;  // tpe: the same for a group without a categorical; 0 = above
-  bool multivariate = true;          // tpe: joint Parzen estimator per group of co-active params
-  bool group = true;                 // tpe: split conditional params into groups (multivariate)
-  bool constant_liar = true;         // tpe: pending trials count as the worst observed
-  double prior_weight = 1.0;         // tpe: weight of the uniform prior kernel
-  bool magic_clip = true;            // tpe: lower-bound kernel widths by range / min(100, 1 + n)
-  int population_size = 0;           // cmaes: 0 = 4 + floor(3 ln dims); nsga2: 0 = 50
-  double sigma0 = 0.0;               // cmaes: initial step size in the unit box; 0 = 1/6
-  double crossover_prob = 0.9;       // nsga2: chance a child comes from crossover (else a copy)
-  double swapping_prob = 0.5;        // nsga2: uniform crossover's chance to take the second parent
-  double mutation_prob = 0.0;        // nsga2: chance a value is redrawn; 0 = 1 / parameters
+  std::string type = "tpe";         // random | grid | qmc | tpe | cmaes | nsga2
+  int n_startup_trials = 10;        // tpe (default 10), cmaes (default 1): random trials first
+  int n_ei_candidates = 24;         // tpe: candidates drawn from l(x) per suggestion
+  int n_ei_candidates_numeric = 0;  // tpe: the same for a group without a categorical; 0 = above
+  int n_local_candidates = 8;       // tpe: more, drawn around the best "below" trial; 0 = none
+  double local_width = 0.5;         // tpe: their widths, times that trial's kernel's in l(x)
+  bool rank_weights = true;         // tpe: "below" weighted by rank (best 1, last 1/n); else 1
+  bool multivariate = true;         // tpe: joint Parzen estimator per group of co-active params
+  bool group = true;                // tpe: split conditional params into groups (multivariate)
+  bool constant_liar = true;        // tpe: pending trials count as the worst observed
+  double prior_weight = 1.0;        // tpe: weight of the uniform prior kernel
+  bool magic_clip = true;           // tpe: lower-bound kernel widths by range / min(100, 1 + n)
+  int population_size = 0;          // cmaes: 0 = 4 + floor(3 ln dims); nsga2: 0 = 50
+  double sigma0 = 0.0;              // cmaes: initial step size in the unit box; 0 = 1/6
+  double crossover_prob = 0.9;      // nsga2: chance a child comes from crossover (else a copy)
+  double swapping_prob = 0.5;       // nsga2: uniform crossover's chance to take the second parent
+  double mutation_prob = 0.0;       // nsga2: chance a value is redrawn; 0 = 1 / parameters
 };
 
 /// `pruner = "median"` or `[search.pruner] type = "asha" ...`.

@@ -444,12 +444,14 @@ void TpeSampler::split(const std::vector<Trial>& finished) {
   const auto n_below = std::min<std::size_t>(
       static_cast<std::size_t>(std::ceil(0.1 * static_cast<double>(m_ranked))), 25);
   m_below.clear();
+  m_rank.resize(finished.size());
   for (std::size_t r = 0; r < n_below; ++r) {
     const std::size_t c = m_complete.size();
     const std::size_t p = m_pruned.size();
     m_below.push_back(r < c       ? m_complete[r].pos
                       : r < c + p ? m_pruned[r - c].pos
                                   : m_violated[r - c - p]);
+    m_rank[m_below.back()] = r;
   }
   auto by_number = [&](std::size_t a, std::size_t b) {
     return finished[a].number < finished[b].number;
@@ -529,6 +531,23 @@ void TpeSampler::prepare_space(const SearchSpace& space) {
   }
 }
 
+// The "below" observations' weights into m_weights (m_items holds them, by trial number): with
+// rank_weights, the q-th best (q from 0) of the n gets (n - q) / n, else Optuna's (all 1 for the
+// at most 25 of "below"). Returns the best one's index.
+std::size_t TpeSampler::below_weights(std::size_t nb) {
+  m_order.resize(nb);
+  for (std::size_t i = 0; i < nb; ++i) m_order[i] = i;
+  std::sort(m_order.begin(), m_order.end(), [&](std::size_t a, std::size_t b) {
+    return m_rank[m_items[a].first / 2] < m_rank[m_items[b].first / 2];
+  });
+  ramp_weights(nb, m_weights);
+  if (m_cfg.rank_weights) {
+    for (std::size_t q = 0; q < nb; ++q)
+      m_weights[m_order[q]] = static_cast<double>(nb - q) / static_cast<double>(nb);
+  }
+  return nb > 0 ? m_order[0] : 0;
+}
+
 void TpeSampler::sample_group(std::size_t g, const std::vector<Trial>& pending, Rng& rng,
                               TrialParams& out) {
   const std::vector<int>& group = m_groups[g];
@@ -552,7 +571,7 @@ void TpeSampler::sample_group(std::size_t g, const std::vector<Trial>& pending, 
   for (std::size_t i = 0; i < nb; ++i) {
     for (std::size_t j = 0; j < d; ++j) m_obs[j * nb + i] = m_items[i].second[group[j]];
   }
-  ramp_weights(nb, m_weights);
+  const std::size_t top = below_weights(nb);
   m_l.fit(dims, m_obs, nb, m_weights, m_cfg);
   m_items.clear();
   for (std::size_t pos : m_above) {
@@ -576,9 +595,17 @@ void TpeSampler::sample_group(std::size_t g, const std::vector<Trial>& pending, 
   const int wanted = categorical || m_cfg.n_ei_candidates_numeric <= 0
                          ? m_cfg.n_ei_candidates
                          : m_cfg.n_ei_candidates_numeric;
-  const auto c = static_cast<std::size_t>(wanted);
+  const auto drawn = static_cast<std::size_t>(wanted);
+  const std::size_t c = drawn + (nb > 0 ? static_cast<std::size_t>(m_cfg.n_local_candidates) : 0);
   m_candidates.resize(d * c);
-  for (std::size_t a = 0; a < c; ++a) m_l.sample(rng, &m_candidates[a], c);
+  for (std::size_t a = 0; a < drawn; ++a) m_l.sample(rng, &m_candidates[a], c);
+  // Local candidates: the best "below" trial's values, its numeric ones redrawn from its own
+  // kernel in l(x) at local_width of its widths. l(x) spreads its draws over every "below"
+  // trial; these search closer to the best one, and the same l/g decides whether they win.
+  for (std::size_t a = drawn; a < c; ++a) {
+    for (std::size_t j = 0; j < d; ++j) m_candidates[j * c + a] = m_obs[j * nb + top];
+    m_l.sample_near(rng, top, m_cfg.local_width, &m_candidates[a], c);
+  }
   m_score_l.resize(c);
   m_score_g.resize(c);
   m_l.log_pdf(m_candidates.data(), c, m_score_l.data());

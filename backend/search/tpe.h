@@ -4,6 +4,10 @@
 // kernel, categorical kernels for categoricals) is fitted to each in the internal space; the
 // candidate of n_ei_candidates drawn from l(x) with the largest log l(x) - log g(x) wins (a
 // group without a categorical parameter draws n_ei_candidates_numeric instead; see space.h).
+// Two changes to Optuna's model, each a [search.sampler] key: n_local_candidates more candidates
+// drawn around the best "below" trial with narrower widths (local_width), scored by the same
+// l/g; and "below" observations weighted by their rank (rank_weights), so l(x) leans towards
+// the best ones (bench/search/README.md has the figures).
 // Pruned trials rank after complete ones (later step first), infeasible/oom after those;
 // with constant_liar the pending trials join "above" as if they were the worst results.
 //
@@ -114,6 +118,7 @@ class TpeSampler : public Sampler {
   void update_history(const SearchSpace& space, const std::vector<Trial>& finished);
   void split(const std::vector<Trial>& finished);
   void prepare_space(const SearchSpace& space);
+  std::size_t below_weights(std::size_t nb);
   void sample_group(std::size_t g, const std::vector<Trial>& pending, Rng& rng, TrialParams& out);
   std::size_t m_row_width = 0;  // parameters per row
 
@@ -142,11 +147,13 @@ class TpeSampler : public Sampler {
   std::vector<std::size_t> m_below;     // positions, by number
   std::vector<std::size_t> m_above;     // positions, by number
   std::vector<char> m_is_below;         // (finished)
+  std::vector<std::size_t> m_rank;      // (finished) rank of a "below" position (0 = best)
   // Per-call scratch, reused.
   ParzenEstimator m_l;
   std::vector<ParzenEstimator> m_g;  // (groups) kept for their AboveCache
   std::vector<double> m_obs;
   std::vector<double> m_weights;
+  std::vector<std::size_t> m_order;  // below_weights' sort buffer
   std::vector<std::pair<std::size_t, const double*>> m_items;
   std::vector<double> m_candidates;  // (dims, n_ei_candidates)
   std::vector<double> m_score_l;

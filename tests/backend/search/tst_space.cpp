@@ -14,7 +14,6 @@ namespace {
 
 const char* kFull = R"([search]
 name = "lr-sweep"
-sampler = {type = "tpe", n_startup_trials = 5, constant_liar = false}
 seed = 42
 n_trials = 60
 timeout_s = 3600
@@ -22,6 +21,14 @@ concurrency = 4
 objectives = {"eval.loss" = "minimize", "eval.accuracy" = "maximize"}
 pruner = {type = "asha", min_resource = 2, reduction_factor = 3}
 program = ["python3", "obj.py"]
+
+[search.sampler]
+type = "tpe"
+n_startup_trials = 5
+constant_liar = false
+n_local_candidates = 4
+local_width = 0.25
+rank_weights = false
 
 [search.space."train.lr"]
 type = "float"
@@ -69,6 +76,9 @@ class TestSpace : public QObject {
     QCOMPARE(s.sampler.n_startup_trials, 5);
     QVERIFY(!s.sampler.constant_liar);
     QVERIFY(s.sampler.multivariate);
+    QCOMPARE(s.sampler.n_local_candidates, 4);
+    QCOMPARE(s.sampler.local_width, 0.25);
+    QVERIFY(!s.sampler.rank_weights);
     QCOMPARE(s.seed, std::uint64_t{42});
     QCOMPARE(s.n_trials, std::int64_t{60});
     QCOMPARE(s.timeout_s, 3600.0);
@@ -147,6 +157,18 @@ class TestSpace : public QObject {
         << "[search]\nsampler = \"cobyla\"\n" + lr + "low = 0\nhigh = 1\n"
         << "search.sampler"
         << "cmaes, nsga2";
+    QTest::newRow("local width 0")
+        << "[search.sampler]\nlocal_width = 0.0\n" + lr + "low = 0\nhigh = 1\n"
+        << "search.sampler.local_width"
+        << "(0, 1]";
+    QTest::newRow("local width above 1")
+        << "[search.sampler]\nlocal_width = 1.5\n" + lr + "low = 0\nhigh = 1\n"
+        << "search.sampler.local_width"
+        << "(0, 1]";
+    QTest::newRow("negative local candidates")
+        << "[search.sampler]\nn_local_candidates = -1\n" + lr + "low = 0\nhigh = 1\n"
+        << "search.sampler.n_local_candidates"
+        << ">= 0";
     QTest::newRow("bad direction")
         << "[search]\nobjectives = {loss = \"min\"}\n" + lr + "low = 0\nhigh = 1\n"
         << "search.objectives.\"loss\""
