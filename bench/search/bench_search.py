@@ -6,7 +6,8 @@ Mann-Whitney U p-value; then CPU time per suggestion at 100/1,000/10,000 finishe
 Optuna at 1,000. A benchmark, not a test: it prints figures.
 
   .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search [--seeds 20]
-      [--optuna-cache FILE] [--sampler '{type = "tpe", n_ei_candidates = 48}'] [--only NAME...]
+      [--first-seed 0] [--optuna-cache FILE] [--sampler '{type = "tpe", n_ei_candidates = 48}']
+      [--only NAME...]
   .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --tune-seeds 100
       [--seeds 20] [--sampler ...]   (a tuning probe: our side only, seeds 100-119)
 """
@@ -196,26 +197,28 @@ def child_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def optuna_runs(name, seeds, n_trials, cache):
-    """Optuna's results, from the JSON cache file when it has them (Optuna is deterministic for a
-    seed, and its runs dominate the script's time)."""
+def optuna_runs(name, seeds, n_trials, cache, first=0):
+    """Optuna's results on seeds first..first + seeds - 1, from the JSON cache file when it has
+    them (Optuna is deterministic for a seed, and its runs dominate the script's time; the cache
+    holds seeds 0.. in order)."""
     key = f"{name}/{n_trials}"
     stored = {}
     if cache and os.path.exists(cache):
         with open(cache) as f:
             stored = json.load(f)
     have = stored.get(key, [])
-    if len(have) < seeds:
-        have = have + [optuna_run(name, s, n_trials) for s in range(len(have), seeds)]
+    if len(have) < first + seeds:
+        have = have + [optuna_run(name, s, n_trials) for s in range(len(have), first + seeds)]
         stored[key] = have
         if cache:
             with open(cache, "w") as f:
                 json.dump(stored, f)
-    return have[:seeds]
+    return have[first:first + seeds]
 
 
-def quality(tool, seeds, n_trials, names, sampler="tpe", cache=None):
-    print(f"\n== Quality: {n_trials} trials, {seeds} seeds, TPE multivariate+group, 10 startup ==")
+def quality(tool, seeds, n_trials, names, sampler="tpe", cache=None, first=0):
+    print(f"\n== Quality: {n_trials} trials, seeds {first}-{first + seeds - 1}, TPE "
+          "multivariate+group, 10 startup ==")
     print("normalised regret = (best - optimum) / mean random-search regret at the same budget")
     print(f"{'function':18} {'ours':>9} {'optuna':>9} {'ratio':>7} {'MWU p':>7}  verdict"
           f"   (ours s, optuna s)")
@@ -223,11 +226,11 @@ def quality(tool, seeds, n_trials, names, sampler="tpe", cache=None):
     for name in names:
         opt = FUNCS[name][2]
         t0 = child_cpu()
-        ours_v = ours(tool, name, sampler, seeds, n_trials)
+        ours_v = ours(tool, name, sampler, seeds, n_trials, first)
         t_ours = child_cpu() - t0
-        rand_v = ours(tool, name, "random", seeds, n_trials)
+        rand_v = ours(tool, name, "random", seeds, n_trials, first)
         t0 = time.process_time()
-        theirs_v = optuna_runs(name, seeds, n_trials, cache)
+        theirs_v = optuna_runs(name, seeds, n_trials, cache, first)
         t_theirs = time.process_time() - t0
         norm = statistics.mean(v - opt for v in rand_v) or 1.0
         a = [(v - opt) / norm for v in ours_v]
@@ -280,6 +283,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="quality table on seeds FIRST.. (e.g. 20 for a second held-out range)")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--only", nargs="*", default=list(FUNCS))
     ap.add_argument("--skip-quality", action="store_true")
@@ -298,7 +303,8 @@ def main():
     if not args.skip_speed:
         speed(args.tool, args.sampler)
     if not args.skip_quality:
-        quality(args.tool, args.seeds, args.trials, args.only, args.sampler, args.optuna_cache)
+        quality(args.tool, args.seeds, args.trials, args.only, args.sampler, args.optuna_cache,
+                args.first_seed)
 
 
 if __name__ == "__main__":
