@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "trainer/dist/direct.h"
 #include "trainer/dist/gloo_backend.h"
 #include "trainer/dist/nccl_backend.h"
 #include "trainer/run/fatal.h"
@@ -254,12 +255,18 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* 
   }
 }
 
+Exchange ProcessGroup::next_exchange() {
+  m_exchanges = (m_exchanges + 1) % (1 << 30);  // the same count on every rank: the same calls
+  return {*m_backend, m_rank, m_size, m_exchanges};
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, at::Tensor& in) {
   if (m_size == 1) {
     out.copy_(in.view(out.sizes()));
     return {};
   }
   m_counters.all_gather_bytes += static_cast<std::int64_t>(out.nbytes());
+  if (m_backend_name == "gloo") return direct_all_gather(next_exchange(), out, in);
   return m_backend->_allgather_base(out, in);
 }
 
@@ -269,12 +276,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& ou
     return {};
   }
   m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(in.nbytes());
-  if (m_backend_name == "gloo") {
-    const auto n = in.numel() / m_size;
-    out = in.view({-1}).narrow(0, m_rank * n, n);  // (n) this rank's slice, summed in place
-    std::vector<at::Tensor> tensors{in};
-    return m_backend->allreduce(tensors);
-  }
+  if (m_backend_name == "gloo") return direct_reduce_scatter(next_exchange(), out, in);
   return m_backend->_reduce_scatter_base(out, in);
 }
 

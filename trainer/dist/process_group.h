@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "trainer/dist/direct.h"
 #include "trainer/dist/rendezvous.h"
 
 namespace shardscope::dist {
@@ -44,14 +45,13 @@ class ProcessGroup {
   const std::string& backend_name() const { return m_backend_name; }
   const CommCounters& counters() const { return m_counters; }
 
-  /// out (size * in.numel()) = concatenation of every rank's `in`, in rank order.
+  /// out (size * in.numel()) = concatenation of every rank's `in`, in rank order. On Gloo a
+  /// direct exchange (trainer/dist/direct.h), not Gloo's all-gather.
   c10::intrusive_ptr<c10d::Work> all_gather_async(at::Tensor& out, at::Tensor& in);
   /// out (in.numel() / size) = this rank's slice of the element-wise sum over ranks of `in`,
-  /// once the work is done. On Gloo `out` is replaced by a view of `in` (this rank's slice) and
-  /// `in` is summed in place by an all-reduce: Gloo's own reduce-scatter takes 1.3-1.6x the time
-  /// of its all-reduce of the same tensor (loopback, 2 and 4 ranks, 1-16 MiB, bench in the
-  /// commit). Either way the counters count a reduce-scatter of in.nbytes() (the collective the
-  /// engine asks for, as FSDP counts it), and `in` must not be read until the work is done.
+  /// once the work is done. On Gloo a direct exchange (trainer/dist/direct.h): `out` is replaced
+  /// by a view of `in` (this rank's slice, where the sum lands) and `in` must not be read or
+  /// written until the work is done. The counters count a reduce-scatter of in.nbytes().
   c10::intrusive_ptr<c10d::Work> reduce_scatter_async(at::Tensor& out, at::Tensor& in);
   void all_gather(at::Tensor& out, at::Tensor& in);
   /// The same, waited; `out` keeps its own buffer (the slice is copied into it on Gloo).
@@ -68,6 +68,8 @@ class ProcessGroup {
 
  private:
   ProcessGroup() = default;
+  /// The next point-to-point exchange's tag and peers.
+  Exchange next_exchange();
 
   int m_rank = 0;
   int m_global_rank = 0;  // this process's rank in the world (messages)
@@ -76,6 +78,7 @@ class ProcessGroup {
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<c10d::Backend> m_backend;
   CommCounters m_counters;
+  int m_exchanges = 0;  // direct exchanges issued (their tags)
   GroupOptions m_options;
   std::string m_bind;
   /// Host name and pid of every global rank, read at creation, to name a lost peer.

@@ -95,6 +95,7 @@ class TestProcessGroup : public QObject {
     QTest::addColumn<int>("world");
     QTest::newRow("2 ranks") << 2;
     QTest::newRow("3 ranks") << 3;
+    QTest::newRow("4 ranks") << 4;  // ranks 2 and 3 sum through a received buffer
   }
   void collectivesMatchElementByElement() {
     QFETCH(int, world);
