@@ -33,6 +33,13 @@ struct DecodeState {
   std::int64_t past(std::int64_t T) const { return key_mask.size(1) - T; }
 };
 
+/// Token accuracy of evaluation forwards (#4): label tokens, and those whose argmax logit (at
+/// the position before) is the label.
+struct TokenTally {
+  std::int64_t correct = 0;
+  std::int64_t total = 0;
+};
+
 /// Inputs of one micro-batch, shared by every layer.
 struct Batch {
   at::Tensor input_ids;  // (B, T) int64
@@ -42,6 +49,7 @@ struct Batch {
   at::Tensor pixel_values;        // (N, C*tp*p*p) float: every image's patches, in token order
   at::Tensor image_grid_thw;      // (I, 3) int64: each image's t, h, w in patches, in token order
   DecodeState* decode = nullptr;  // generation: caches and logits; null = training/eval loss
+  TokenTally* tally = nullptr;    // evaluation: the head adds label tokens and argmax hits here
 };
 
 /// Per-micro-batch state a model computes once (rotary tables...) plus the loss scale.

@@ -345,21 +345,8 @@ at::Tensor Qwen2VLModel::forward_layer(int layer, const std::vector<at::Tensor>&
     return vision_block(params, x, ctx, m_lora.layer(layer));
   }
   if (layer == m_embed) return embed(params, x, ctx);
-  if (layer == m_head) {
-    if (m_tally && !ctx.batch->decode && !at::GradMode::is_enabled()) tally(params, x, ctx);
-    return qwen2_head(m_config.text, params, x, ctx);
-  }
+  if (layer == m_head) return qwen2_head(m_config.text, params, x, ctx);
   return qwen2_block(m_config.text, params, x, ctx, m_lora.layer(layer), kv_slot(ctx, layer));
-}
-
-void Qwen2VLModel::tally(const std::vector<at::Tensor>& p, const at::Tensor& x,
-                         const LayerContext& ctx) const {
-  const auto T = x.size(1);
-  auto labels = ctx.batch->labels.narrow(1, 1, T - 1);                            // (B, T-1)
-  auto guess = qwen2_logits(m_config.text, p, x.narrow(1, 0, T - 1)).argmax(-1);  // (B, T-1)
-  auto counted = labels != -100;
-  m_tally->total += counted.sum().item<std::int64_t>();
-  m_tally->correct += (counted & (guess == labels)).sum().item<std::int64_t>();
 }
 
 at::Tensor Qwen2VLModel::logits(const std::vector<at::Tensor>& head_params,

@@ -23,13 +23,6 @@
 
 namespace shardscope::model {
 
-/// Token accuracy of evaluation forwards (#4): label tokens, and those whose argmax logit (at
-/// the position before) is the label.
-struct TokenTally {
-  std::int64_t correct = 0;
-  std::int64_t total = 0;
-};
-
 class Qwen2VLModel final : public Model {
  public:
   /// A model of `config`; with `weights`, init_layer copies the checkpoint's values instead of
@@ -58,9 +51,6 @@ class Qwen2VLModel final : public Model {
   int embed_layer() const { return m_embed; }
   /// Adds LoRA adapters and freezes the base (model::apply_lora); returns unmatched targets.
   std::vector<std::string> add_lora(const spec::LoraSection& lora);
-  /// While `tally` is set, every loss forward without gradients (evaluation) adds its label
-  /// tokens and argmax hits to it; null stops counting. Not thread-safe: one eval at a time.
-  void count_accuracy(TokenTally* tally) const { m_tally = tally; }
 
  protected:
   std::vector<LayerDef>& mutable_layers() override { return m_layers; }
@@ -75,8 +65,6 @@ class Qwen2VLModel final : public Model {
   at::Tensor merger(const std::vector<at::Tensor>& p, const at::Tensor& x) const;
   at::Tensor embed(const std::vector<at::Tensor>& p, const at::Tensor& x,
                    const LayerContext& ctx) const;
-  /// Adds the batch's label tokens and argmax hits to m_tally (the head's parameters `p`).
-  void tally(const std::vector<at::Tensor>& p, const at::Tensor& x, const LayerContext& ctx) const;
 
   spec::HfModelConfig m_config;
   std::shared_ptr<const HfWeights> m_weights;
@@ -84,7 +72,6 @@ class Qwen2VLModel final : public Model {
   LoraLinks m_lora;
   int m_embed = 0;  // text embed layer; vision layers are [0, m_embed)
   int m_head = 0;
-  mutable TokenTally* m_tally = nullptr;  // set by count_accuracy during evaluation
 };
 
 /// M-RoPE positions (3, B, T) int64 as transformers' get_rope_index computes them: text tokens

@@ -208,6 +208,11 @@ at::Tensor qwen2_loss(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p
   auto h = rms_norm(x.narrow(1, 0, T - 1), p[0], d.rms_eps);  // (B, T-1, C)
   auto logits = at::linear(h, p[1]).to(at::kFloat);           // (B, T-1, V)
   auto labels = ctx.batch->labels.narrow(1, 1, T - 1);        // (B, T-1)
+  if (auto* tally = ctx.batch->tally) {  // evaluation: argmax hits from the same logits
+    auto counted = labels != -100;
+    tally->total += counted.sum().item<std::int64_t>();
+    tally->correct += (counted & (logits.argmax(-1) == labels)).sum().item<std::int64_t>();
+  }
   return CrossEntropyFn::apply(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
                                ctx.loss_scale);
 }

@@ -53,7 +53,8 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& dims, const std::vector<at::Tensor
 at::Tensor qwen2_logits(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
                         const at::Tensor& x);
 /// sum over label tokens of the cross entropy of position t-1's logits for label t, times
-/// ctx.loss_scale.
+/// ctx.loss_scale. With ctx.batch->tally set, also counts the label tokens and the argmax hits of
+/// the same logits there.
 at::Tensor qwen2_loss(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,
                       const at::Tensor& x, const LayerContext& ctx);
 /// The head layer: qwen2_loss, or in a generation step the last position's logits written to

@@ -312,23 +312,17 @@ struct Loop {
   }
 
   // The eval loss and the token accuracy over label tokens (argmax == label) of the same
-  // forwards: the model counts this rank's hits, the counts are all-reduced.
+  // forwards and logits: the head counts this rank's hits, the counts are all-reduced.
   std::pair<double, double> eval_loss_accuracy() {
-    const auto* vl = dynamic_cast<const model::Qwen2VLModel*>(&model);
-    SHARD_CHECK(vl != nullptr, ErrorKind::config,
-                "eval.metrics: \"accuracy\" is computed for Hugging Face models only",
-                "use model.arch = \"qwen2\" or \"qwen2_vl\", or drop \"accuracy\"");
     model::TokenTally tally;
-    vl->count_accuracy(&tally);
-    const double loss = eval_loss();
-    vl->count_accuracy(nullptr);
+    const double loss = eval_loss(&tally);
     auto counts = at::tensor({static_cast<double>(tally.correct), static_cast<double>(tally.total)},
                              at::kDouble);
     groups.world.all_reduce_sum(counts);
     return {loss, counts[0].item<double>() / std::max(1.0, counts[1].item<double>())};
   }
 
-  double eval_loss() {
+  double eval_loss(model::TokenTally* tally = nullptr) {
     data::SampleOrder order(eval_samples.size(), 0, false);
     double sum = 0;
     double count_all = 0;
@@ -337,7 +331,9 @@ struct Loop {
                                rdzv.world_size);
       double count = 0;
       for (auto i : mine) count += static_cast<double>(eval_samples.loss_tokens(i));
-      sum += runner.eval_step(eval_samples.batch(mine), 1.0);
+      auto batch = eval_samples.batch(mine);
+      batch.tally = tally;
+      sum += runner.eval_step(batch, 1.0);
       count_all += count;
     }
     auto totals = at::tensor({sum, count_all}, at::kDouble);
