@@ -67,7 +67,7 @@ struct Setting {
 };
 
 using S = search::SearchSpace;
-constexpr std::array<Setting, 33> kSettings = {{
+constexpr std::array<Setting, 36> kSettings = {{
     {"name", Kind::Text, 0, "study name; default: the experiment file's stem",
      [](const S& s) { return QString::fromStdString(s.name); }},
     {"seed", Kind::BigInt, 0, "sampler seed (default 0)",
@@ -91,8 +91,15 @@ constexpr std::array<Setting, 33> kSettings = {{
     {"sampler.n_ei_candidates", Kind::Integer, 1, "tpe: candidates per suggestion (24)",
      [](const S& s) { return QString::number(s.sampler.n_ei_candidates); }},
     {"sampler.n_ei_candidates_numeric", Kind::Integer, 0,
-     "tpe: candidates for groups without a categorical (32; 0 = n_ei_candidates)",
+     "tpe: candidates for groups without a categorical (0 = n_ei_candidates)",
      [](const S& s) { return QString::number(s.sampler.n_ei_candidates_numeric); }},
+    {"sampler.n_local_candidates", Kind::Integer, 0,
+     "tpe: extra candidates around the best trial (8; 0 = none)",
+     [](const S& s) { return QString::number(s.sampler.n_local_candidates); }},
+    {"sampler.local_width", Kind::Number, 0, "tpe: their kernel widths, times l(x)'s (0.5)",
+     [](const S& s) { return number(s.sampler.local_width); }},
+    {"sampler.rank_weights", Kind::Flag, 0, "tpe: weigh good trials by rank in l(x) (true)",
+     [](const S& s) { return flag(s.sampler.rank_weights); }},
     {"sampler.multivariate", Kind::Flag, 0, "tpe: joint estimator per group (true)",
      [](const S& s) { return flag(s.sampler.multivariate); }},
     {"sampler.group", Kind::Flag, 0, "tpe: split conditional params into groups (true)",
