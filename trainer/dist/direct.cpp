@@ -88,7 +88,7 @@ c10::intrusive_ptr<c10d::Work> direct_reduce_scatter(const Exchange& x, at::Tens
       for (std::size_t j = 2; j < size; ++j) mine.add_(got[j]);
       return;
     }
-    auto acc = got[0];  // a received buffer, ours to overwrite
+    const auto& acc = got[0];  // a received buffer, ours to overwrite (add_ writes through)
     for (std::size_t j = 1; j < size; ++j) acc.add_(got[j]);
     mine.copy_(acc);
   };
