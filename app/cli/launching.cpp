@@ -43,11 +43,8 @@ Result<std::unique_ptr<backend::RunHandle>> attachRun(const backend::RunRecord& 
 Result<FollowOutcome> followRun(backend::RunStore& store, backend::RunHandle& handle, qint64 runId,
                                 const FollowOptions& options) {
   backend::RunMonitor monitor(store, runId, handle);
-  if (auto started = monitor.start(); !started) {
-    if (monitor.refusedBy()) return FollowOutcome{false, spec::RunStatus::running};
-    return started.error();
-  }
-  if (options.onFollowing) options.onFollowing();
+  // Connected before start(): a run that ended before the follower came reports its steps
+  // during start(), and the progress lines must still show them.
   double firstT = -1;
   qint64 firstStep = 0;
   QObject::connect(&monitor, &backend::RunMonitor::stepReached, &monitor,
@@ -64,6 +61,11 @@ Result<FollowOutcome> followRun(backend::RunStore& store, backend::RunHandle& ha
                      }
                      options.onStep(p);
                    });
+  if (auto started = monitor.start(); !started) {
+    if (monitor.refusedBy()) return FollowOutcome{false, spec::RunStatus::running};
+    return started.error();
+  }
+  if (options.onFollowing) options.onFollowing();
   QString lost;
   QEventLoop loop;
   QObject::connect(&monitor, &backend::RunMonitor::finished, &loop, &QEventLoop::quit);
