@@ -27,7 +27,8 @@ namespace shardscope::ui {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr int kReplotMs = 50;  // at most 20 replots a second, however fast points arrive
+constexpr int kReplotMs = 50;    // at most 20 replots a second, however fast points arrive
+constexpr int kGridColumns = 3;  // plots per row
 
 struct PlotSpec {
   QString id;
@@ -61,6 +62,11 @@ void placeLegendOutside(QCustomPlot* cp, const QFont& font) {
   legend->setRowSpacing(0);
   legend->setMargins(QMargins(4, 2, 4, 2));
   legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
+}
+
+// The column placeLegendOutside made: the legend above a spacer.
+QCPLayoutGrid* legendColumn(QCustomPlot* cp) {
+  return qobject_cast<QCPLayoutGrid*>(cp->plotLayout()->element(1, 1));
 }
 
 // The legend wraps into more columns when its entries are more than the axis rect's height holds.
@@ -111,7 +117,7 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     connect(plot->customPlot(), &QWidget::customContextMenuRequested, this,
             [this, id = spec.id](const QPoint& at) { showPlotMenu(id, at); });
     m_plots.insert(spec.id, plot);
-    gridLayout->addWidget(plot, index / 3, index % 3);
+    gridLayout->addWidget(plot, index / kGridColumns, index % kGridColumns);
     ++index;
   }
   auto* splitter = new QSplitter(Qt::Vertical, this);
@@ -219,11 +225,10 @@ void PlotsPanel::scheduleReplot() {
 void PlotsPanel::replotNow() {
   m_replotTimer.stop();
   if (!m_loaded) {  // the first paint of a selection: everything at once
-    const QSet<QString> dirty = std::exchange(m_dirty, {});
-    for (const QString& id : dirty) {
-      fitAxes(id);
-      m_plots.value(id)->replot();
-    }
+    QSet<QString> dirty = std::exchange(m_dirty, {});
+    for (const QString& id : dirty) fitAxes(id);
+    dirty.unite(std::exchange(m_dirty, {}));  // plots whose legend column alignLegends widened
+    for (const QString& id : dirty) m_plots.value(id)->replot();
     emit replotted();
     return;
   }
@@ -274,6 +279,22 @@ void PlotsPanel::fitAxes(const QString& id) {
   }
   if (anyValue) cp->yAxis->setRange(valueRange(values.lower, values.upper));
   wrapLegend(cp);
+  alignLegends(id);
+}
+
+void PlotsPanel::alignLegends(const QString& id) {
+  const QStringList ids = plotIds();
+  const auto column = ids.indexOf(id) % kGridColumns;
+  int width = 0;
+  for (auto i = column; i < ids.size(); i += kGridColumns)
+    width = std::max(width,
+                     m_plots.value(ids[i])->customPlot()->legend->minimumOuterSizeHint().width());
+  for (auto i = column; i < ids.size(); i += kGridColumns) {
+    QCPLayoutGrid* grid = legendColumn(m_plots.value(ids[i])->customPlot());
+    if (grid == nullptr || grid->minimumSize().width() == width) continue;
+    grid->setMinimumSize(width, 0);
+    if (ids[i] != id) m_dirty.insert(ids[i]);  // its axis rect moved: it replots too
+  }
 }
 
 bool PlotsPanel::eventFilter(QObject* watched, QEvent* event) {

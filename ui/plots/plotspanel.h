@@ -60,6 +60,9 @@ class PlotsPanel : public QWidget {
   void onPassDone(const QList<qint64>& runIds);
   void scheduleReplot();
   void replotNow();
+  /// Gives the plots in `id`'s grid column one legend width (the widest legend's), so their
+  /// axis rects end at the same x; marks the others it changed dirty.
+  void alignLegends(const QString& id);
   void showPlotMenu(const QString& id, const QPoint& where);
   bool eventFilter(QObject* watched, QEvent* event) override;
 
