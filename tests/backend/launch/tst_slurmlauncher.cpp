@@ -1,6 +1,7 @@
 // SlurmLauncher: the generated sbatch script field by field, then real 2-rank jobs on the Slurm
 // fixture (one node on loopback): a job that completes, a graceful stop, a kill, a requeue that
 // resumes with --resume auto, and a submission over SSH through the sshd fixture.
+#include <QDeadlineTimer>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -217,14 +218,24 @@ class TestSlurmLauncher : public QObject {
     QVERIFY(requeue.waitForFinished(30000));
     QVERIFY2(requeue.exitCode() == 0, requeue.readAllStandardError().constData());
     // Slurm holds a requeued job back for about two minutes (credential expiry); a test need
-    // not wait for that: make it eligible now once it is pending again.
+    // not wait for that: make it eligible now once it is pending again. The handle's polled
+    // state can still say PENDING from before the job ran (a full run's log: PENDING,
+    // COMPLETING, PENDING, no RUNNING); an update then lands before the requeue sets its hold
+    // and the job waited 150 s. So the update is repeated while the job stays pending.
     QTRY_VERIFY_WITH_TIMEOUT(jobState(*handle) == "PENDING", 60000);
-    requeue.start("scontrol", {"update", "JobId=" + loc.jobId, "StartTime=now"});
-    QVERIFY(requeue.waitForFinished(30000));
-    QVERIFY2(requeue.exitCode() == 0, requeue.readAllStandardError().constData());
-    QTRY_VERIFY_WITH_TIMEOUT(
-        readAll(loc.runDir + "/rank-0.log").contains("args: train trial.toml --resume auto\n"),
-        90000);
+    const auto resumed = [&] {
+      return readAll(loc.runDir + "/rank-0.log").contains("args: train trial.toml --resume auto\n");
+    };
+    QDeadlineTimer deadline(90000);
+    while (!resumed() && !deadline.hasExpired()) {
+      if (jobState(*handle) == "PENDING") {
+        requeue.start("scontrol", {"update", "JobId=" + loc.jobId, "StartTime=now"});
+        QVERIFY(requeue.waitForFinished(30000));
+        QVERIFY2(requeue.exitCode() == 0, requeue.readAllStandardError().constData());
+      }
+      QTest::qWait(3000);
+    }
+    QVERIFY2(resumed(), qPrintable("job " + loc.jobId + " never restarted: " + jobState(*handle)));
     // The first attempt's lines are kept (append mode): both starts are in the file.
     QCOMPARE(readAll(loc.runDir + "/rank-0.log").count("args: train trial.toml"), 2);
     handle->kill();
