@@ -5,6 +5,7 @@
 // search near the best trial (#6).
 #include <QtTest>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -139,13 +140,11 @@ double mean_pairwise(const std::vector<std::pair<double, double>>& pts) {
 
 // 20 finished random trials on Branin, then 8 TPE proposals while the earlier ones are pending;
 // the mean pairwise distance of the 8 in unit coordinates.
-double liar_spread(bool liar, std::uint64_t seed) {
-  SearchSpace space = space_of(kBranin, "tpe");
-  space.sampler.constant_liar = liar;
-  Rng rng(seed);
+// `n` complete trials on Branin (numbers 0..n-1) at random points of `space` drawn from `rng`.
+std::vector<Trial> random_branin_trials(const SearchSpace& space, int n, Rng& rng) {
   RandomSampler random;
   std::vector<Trial> finished;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < n; ++i) {
     Trial t;
     t.number = i;
     t.state = TrialState::Complete;
@@ -153,6 +152,14 @@ double liar_spread(bool liar, std::uint64_t seed) {
     t.values = {branin(num(t.params["x1"]), num(t.params["x2"]))};
     finished.push_back(std::move(t));
   }
+  return finished;
+}
+
+double liar_spread(bool liar, std::uint64_t seed) {
+  SearchSpace space = space_of(kBranin, "tpe");
+  space.sampler.constant_liar = liar;
+  Rng rng(seed);
+  const std::vector<Trial> finished = random_branin_trials(space, 20, rng);
   TpeSampler tpe(space.sampler, Direction::Minimize);
   std::vector<Trial> pending;
   std::vector<std::pair<double, double>> pts;
@@ -567,20 +574,12 @@ class TestSamplers : public QObject {
   void tpeLocalCandidatesSearchNearTheBest() {
     const SearchSpace space = space_of(kBranin, "tpe");
     Rng rng(3);
-    RandomSampler random;
-    std::vector<Trial> finished;
-    std::size_t best = 0;
-    for (int i = 0; i < 40; ++i) {
-      Trial t;
-      t.number = i;
-      t.state = TrialState::Complete;
-      t.params = *random.sample(space, finished, {}, rng);
-      t.values = {branin(num(t.params["x1"]), num(t.params["x2"]))};
-      finished.push_back(std::move(t));
-      if (finished.back().values[0] < finished[best].values[0]) best = finished.size() - 1;
-    }
-    const double bx = num(finished[best].params.at("x1"));
-    const double by = num(finished[best].params.at("x2"));
+    const std::vector<Trial> finished = random_branin_trials(space, 40, rng);
+    const Trial& best =
+        *std::min_element(finished.begin(), finished.end(),
+                          [](const Trial& a, const Trial& b) { return a.values[0] < b.values[0]; });
+    const double bx = num(best.params.at("x1"));
+    const double by = num(best.params.at("x2"));
     auto mean_distance = [&](int n_local) {
       SamplerConfig cfg = space.sampler;
       cfg.n_ei_candidates = 32 - n_local;
