@@ -16,6 +16,7 @@ class DirectWork final : public c10d::Work {
   DirectWork(std::vector<c10::intrusive_ptr<c10d::Work>> parts, std::function<void()> then)
       : m_parts(std::move(parts)), m_then(std::move(then)) {}
 
+  // True once waited: the engine only ever waits these works, never polls them.
   bool isCompleted() override { return m_done; }
 
   bool wait(std::chrono::milliseconds timeout) override {
