@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "trainer/model/dense.h"
 #include "trainer/model/qwen2.h"
 #include "trainer/model/qwen2vl.h"
 #include "trainer/run/fatal.h"
@@ -72,15 +73,15 @@ const LayerLora* LoraLinks::layer(int layer) const {
 
 at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, int w, int b,
                        const LayerLora* lora) {
-  auto y = b >= 0 ? at::linear(x, p[static_cast<std::size_t>(w)], p[static_cast<std::size_t>(b)])
-                  : at::linear(x, p[static_cast<std::size_t>(w)]);
+  auto y = b >= 0 ? dense(x, p[static_cast<std::size_t>(w)], p[static_cast<std::size_t>(b)])
+                  : dense(x, p[static_cast<std::size_t>(w)]);
   const LoraPair* pair = lora != nullptr ? lora->find(w) : nullptr;
   if (pair == nullptr) return y;
   const auto& A = p[static_cast<std::size_t>(pair->a)];  // (r, in)
   const auto& B = p[static_cast<std::size_t>(pair->b)];  // (out, r)
   auto h = x.to(A.scalar_type());
   if (lora->dropout > 0 && at::GradMode::is_enabled()) h = at::dropout(h, lora->dropout, true);
-  auto delta = at::linear(at::linear(h, A), B) * lora->scale;  // (..., out)
+  auto delta = dense(dense(h, A), B) * lora->scale;  // (..., out)
   return y + delta.to(y.scalar_type());
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "trainer/model/dense.h"
 #include "trainer/model/text_layers.h"
 #include "trainer/run/fatal.h"
 
@@ -274,7 +275,7 @@ at::Tensor Qwen2VLModel::patch_embed(const std::vector<at::Tensor>& p,
               "pixel_values has " + std::to_string(pixels.size(0)) +
                   " patches but image_grid_thw gives " + std::to_string(expected),
               "pass the image_grid_thw of the same images");
-  return at::linear(pixels.to(p[0].scalar_type()), p[0].reshape({v.embed_dim, -1}));  // (N, E)
+  return dense(pixels.to(p[0].scalar_type()), p[0].reshape({v.embed_dim, -1}));  // (N, E)
 }
 
 at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at::Tensor& x,
@@ -319,7 +320,7 @@ at::Tensor Qwen2VLModel::merger(const std::vector<at::Tensor>& p, const at::Tens
   const auto& v = m_config.vision;
   const auto width = v.embed_dim * v.spatial_merge_size * v.spatial_merge_size;
   auto h = at::layer_norm(x, {v.embed_dim}, p[0], p[1], kVisionEps).reshape({-1, width});
-  return at::linear(at::gelu(at::linear(h, p[2], p[3])), p[4], p[5]);  // (N / merge^2, C)
+  return dense(at::gelu(dense(h, p[2], p[3])), p[4], p[5]);  // (N / merge^2, C)
 }
 
 at::Tensor Qwen2VLModel::embed(const std::vector<at::Tensor>& p, const at::Tensor& x,

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "trainer/model/dense.h"
+
 namespace shardscope::model {
 namespace {
 
@@ -199,14 +201,14 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
 
 at::Tensor qwen2_logits(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
                         const at::Tensor& x) {
-  return at::linear(rms_norm(x, p[0], d.rms_eps), p[1]).to(at::kFloat);  // (B, T, V)
+  return dense(rms_norm(x, p[0], d.rms_eps), p[1]).to(at::kFloat);  // (B, T, V)
 }
 
 at::Tensor qwen2_loss(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
                       const at::Tensor& x, const LayerContext& ctx) {
   const auto T = x.size(1);
   auto h = rms_norm(x.narrow(1, 0, T - 1), p[0], d.rms_eps);  // (B, T-1, C)
-  auto logits = at::linear(h, p[1]).to(at::kFloat);           // (B, T-1, V)
+  auto logits = dense(h, p[1]).to(at::kFloat);                // (B, T-1, V)
   auto labels = ctx.batch->labels.narrow(1, 1, T - 1);        // (B, T-1)
   if (auto* tally = ctx.batch->tally) {  // evaluation: argmax hits from the same logits
     auto counted = labels != -100;

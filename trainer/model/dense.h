@@ -1,0 +1,29 @@
+// The models' Linear, dense(): y = x W^T + b, with at::linear's values and gradients, computed on
+// CPU in float32 by oneDNN's inner product (the one LibTorch ships) instead of LibTorch's BLAS
+// sgemm (MKL).
+//
+// Why: at a 100M Qwen2's shapes (512 rows, 768..8192 columns, one thread) on the test machines
+// (AMD EPYC, Zen 4), oneDNN's forward GEMMs ran 1.2-1.4x faster than MKL's and the backward ones
+// 1.0-1.5x, and forward+backward of the whole model 1.18x (bench/trainer/README.md). On a square
+// 512^3 GEMM the two are within 5%: the gain is in these tall, narrow shapes, where MKL on AMD
+// runs its generic "zen" kernel. Not measured on Intel CPUs.
+//
+// Where oneDNN loses (a call costs ~12 us more, so tiny GEMMs and single-row GEMVs, as in a
+// generation step), under autocast, and for every other device or dtype, the GEMM is
+// at::linear's. SHARDSCOPE_CPU_GEMM=blas turns the oneDNN path off (side-by-side benchmarks).
+//
+// Legend: M rows (all leading dimensions of x), in / out the Linear's input / output width.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace shardscope::model {
+
+/// x (..., in), w (out, in), b (out) or undefined -> (..., out); differentiable in all three.
+at::Tensor dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {});
+
+/// Whether dense() runs its CPU float32 GEMMs through oneDNN in this process: the operator is
+/// present in this LibTorch and SHARDSCOPE_CPU_GEMM is not "blas".
+bool onednn_dense_enabled();
+
+}  // namespace shardscope::model
