@@ -8,6 +8,8 @@ dropped after the pass, outside the timed span. Same config (bench_fsdp2's sizes
   ours   `shardtrain bench-step`: the model under the sharding engine on one process, as a
          1-process `train` runs it
   plain  `shardtrain bench-step --plain`: the same model as plain autograd leaves (kernels only)
+  blas   `shardtrain bench-step` with SHARDSCOPE_CPU_GEMM=blas: every GEMM LibTorch's BLAS (MKL),
+         as transformers runs them, instead of oneDNN's (model/dense.h)
   eager  transformers' Qwen2ForCausalLM, attn_implementation = "eager" (the issue's peer)
   sdpa   the same, attn_implementation = "sdpa"
   base   `shardtrain bench-step` of a second binary (--baseline PATH): before/after a change
@@ -32,6 +34,7 @@ from bench_fsdp2 import (REPO, SIZES, flops_per_token, measure_peak_flops,  # no
 CONFIGS = {
     "ours": "shardtrain (engine, 1 process)",
     "plain": "shardtrain (plain autograd)",
+    "blas": "shardtrain (BLAS GEMMs)",
     "eager": "transformers eager",
     "sdpa": "transformers sdpa",
     "base": "baseline shardtrain (engine)",
@@ -72,7 +75,9 @@ def run_one(args, key, size, work):
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                SHARDSCOPE_PEAK_FLOPS=repr(args.peak_flops))
     common = ["--iters", str(args.iters), "--warmup", str(args.warmup)]
-    if key in ("ours", "plain", "base"):
+    if key == "blas":
+        env["SHARDSCOPE_CPU_GEMM"] = "blas"
+    if key in ("ours", "plain", "blas", "base"):
         binary = args.baseline_copy if key == "base" else args.shardtrain_copy
         cmd = [binary, "bench-step", os.path.join(work, f"{size}.toml"),
                "--set", "shard.strategy=NO_SHARD"] + common
@@ -110,6 +115,9 @@ def print_table(args, size, s, runs):
                                 ("shardtrain / transformers sdpa", "ours", "sdpa", "-"),
                                 ("shardtrain plain / transformers eager", "plain", "eager", "-"),
                                 ("shardtrain engine / plain", "ours", "plain", "-"),
+                                ("shardtrain / shardtrain BLAS GEMMs", "ours", "blas", "-"),
+                                ("shardtrain BLAS GEMMs / transformers eager", "blas", "eager",
+                                 "-"),
                                 ("transformers eager / sdpa", "eager", "sdpa", "-"),
                                 ("shardtrain / baseline", "ours", "base", "-"),
                                 ("baseline / transformers eager", "base", "eager", "-")):
