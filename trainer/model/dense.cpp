@@ -57,9 +57,9 @@ bool cpu_float(const at::Tensor& t) {
 // a (..., k) times b^T for b (n, k), plus bias (n): one GEMM, by oneDNN when it pays.
 at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {}) {
   const auto* op = onednn_op();
-  const auto rows = a.numel() / std::max<std::int64_t>(1, a.size(-1));
   if (op == nullptr || !cpu_float(a) || !cpu_float(b) || !cpu_float(bias) || a.dim() < 2 ||
-      !worth_onednn(rows, b.size(0), b.size(1))) {
+      b.dim() != 2 ||
+      !worth_onednn(a.numel() / std::max<std::int64_t>(1, a.size(-1)), b.size(0), b.size(1))) {
     return bias.defined() ? at::linear(a, b, bias) : at::linear(a, b);
   }
   const std::optional<at::Tensor> maybe_bias =
