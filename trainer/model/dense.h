@@ -3,10 +3,11 @@
 // sgemm (MKL).
 //
 // Why: at a 100M Qwen2's shapes (512 rows, 768..8192 columns, one thread) on the test machines
-// (AMD EPYC, Zen 4), oneDNN's forward GEMMs ran 1.2-1.4x faster than MKL's and the backward ones
-// 1.0-1.5x, and forward+backward of the whole model 1.18x (bench/trainer/README.md). On a square
-// 512^3 GEMM the two are within 5%: the gain is in these tall, narrow shapes, where MKL on AMD
-// runs its generic "zen" kernel. Not measured on Intel CPUs.
+// (AMD EPYC, Zen 4), oneDNN's forward GEMMs ran 1.36-1.57x as fast as MKL's and the backward
+// ones 1.02-1.35x (bench/trainer/bench_gemm.py), and forward+backward of the whole model
+// 1.10-1.14x (bench_forward.py, configuration blas). On a square 512^3 GEMM the two are within
+// 5%: the gain is in these narrow shapes, where MKL on AMD runs its generic "zen" kernel. Not
+// measured on Intel CPUs.
 //
 // Where oneDNN loses (a call costs ~12 us more, so tiny GEMMs and single-row GEMVs, as in a
 // generation step), under autocast, and for every other device or dtype, the GEMM is
