@@ -6,12 +6,15 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
 
 namespace shardscope::model {
 namespace {
+
+std::atomic<std::int64_t> g_onednn_gemms{0};
 
 // mkldnn::_linear_pointwise(Tensor X, Tensor W, Tensor? B, str attr, Scalar?[] scalars,
 // str? algorithm) -> Tensor: X (M, in) or (..., in) times W^T plus B through oneDNN's inner
@@ -54,14 +57,21 @@ bool cpu_float(const at::Tensor& t) {
          (t.device().is_cpu() && t.layout() == at::kStrided && t.scalar_type() == at::kFloat);
 }
 
+// oneDNN reads a strided `a` (dW's g^T) as a contiguous copy first: rows x inner elements moved
+// for rows x inner x cols multiply-adds. Below 512 columns the copy costs more than oneDNN gains
+// (bench_gemm.py: dW at in = 256 ran 0.84-0.93x BLAS's; at in = 768..3072, 1.02-1.26x).
+constexpr std::int64_t kMinColsForCopy = 512;
+
 // a (..., k) times b^T for b (n, k), plus bias (n): one GEMM, by oneDNN when it pays.
 at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {}) {
   const auto* op = onednn_op();
   if (op == nullptr || !cpu_float(a) || !cpu_float(b) || !cpu_float(bias) || a.dim() < 2 ||
       b.dim() != 2 ||
-      !worth_onednn(a.numel() / std::max<std::int64_t>(1, a.size(-1)), b.size(0), b.size(1))) {
+      !worth_onednn(a.numel() / std::max<std::int64_t>(1, a.size(-1)), b.size(0), b.size(1)) ||
+      (!a.is_contiguous() && b.size(0) < kMinColsForCopy)) {
     return bias.defined() ? at::linear(a, b, bias) : at::linear(a, b);
   }
+  g_onednn_gemms.fetch_add(1, std::memory_order_relaxed);
   const std::optional<at::Tensor> maybe_bias =
       bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt;
   return op->call(a, b, maybe_bias, "none", c10::List<std::optional<c10::Scalar>>(), std::nullopt);
@@ -124,5 +134,7 @@ at::Tensor dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) 
 }
 
 bool onednn_dense_enabled() { return onednn_op() != nullptr; }
+
+std::int64_t onednn_dense_gemms() { return g_onednn_gemms.load(std::memory_order_relaxed); }
 
 }  // namespace shardscope::model

@@ -21,6 +21,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
 namespace shardscope::model {
 
 /// x (..., in), w (out, in), b (out) or undefined -> (..., out); differentiable in all three.
@@ -29,5 +31,9 @@ at::Tensor dense(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b =
 /// Whether dense() runs its CPU float32 GEMMs through oneDNN in this process: the operator is
 /// present in this LibTorch and SHARDSCOPE_CPU_GEMM is not "blas".
 bool onednn_dense_enabled();
+
+/// How many GEMMs dense() and its backward have run through oneDNN in this process (the rest
+/// went to at::linear): what tells a test which path a shape took.
+std::int64_t onednn_dense_gemms();
 
 }  // namespace shardscope::model
