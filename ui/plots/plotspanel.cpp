@@ -27,8 +27,7 @@ namespace shardscope::ui {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr int kReplotMs = 50;    // at most 20 replots a second, however fast points arrive
-constexpr int kGridColumns = 3;  // plots per row
+constexpr int kReplotMs = 50;  // at most 20 replots a second, however fast points arrive
 
 struct PlotSpec {
   QString id;

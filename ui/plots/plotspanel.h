@@ -28,6 +28,8 @@ class PlotsPanel : public QWidget {
 
   /// The plot ids, in the order shown: loss, lr, grad_norm, tokens_per_s, mfu, memory.
   static QStringList plotIds();
+  /// Plots per grid row: plotIds()[i] sits in column i % kGridColumns.
+  static constexpr int kGridColumns = 3;
   /// The series name a metric row is drawn as ("run-3 train", "run-3 r1 peak").
   static QString seriesName(const QString& runName, const QString& key, int rank);
   /// The plot a metric key is drawn in ("" when none).

@@ -68,11 +68,13 @@ void checkPlotLayout(PlotsPanel* panel) {
   // Plots stacked in one grid column end their x axes at the same pixel, whatever their legends
   // hold (#7: loss and throughput ended 20 px apart, memory's long legend shrank its plot).
   const QStringList ids = PlotsPanel::plotIds();
-  for (int i = 3; i < ids.size(); ++i) {
-    const int above = panel->plot(ids[i - 3])->customPlot()->axisRect()->rect().right();
+  for (int i = PlotsPanel::kGridColumns; i < ids.size(); ++i) {
+    const int above =
+        panel->plot(ids[i - PlotsPanel::kGridColumns])->customPlot()->axisRect()->rect().right();
     const int below = panel->plot(ids[i])->customPlot()->axisRect()->rect().right();
-    QVERIFY2(above == below, qPrintable(ids[i - 3] + " ends at x " + QString::number(above) + ", " +
-                                        ids[i] + " at " + QString::number(below)));
+    QVERIFY2(above == below,
+             qPrintable(ids[i - PlotsPanel::kGridColumns] + " ends at x " + QString::number(above) +
+                        ", " + ids[i] + " at " + QString::number(below)));
   }
   // The fake trainer's MFU and throughput are flat: their axes start at 0 and hold the value.
   for (const QString& id : {QStringLiteral("mfu"), QStringLiteral("tokens_per_s")}) {
