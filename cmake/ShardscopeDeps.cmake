@@ -13,8 +13,65 @@ macro(shardscope_missing what pkgs)
   shardscope_fatal("${what} not found: ${SHARDSCOPE_SETUP_HINT} apt-get install ${pkgs}")
 endmacro()
 
+# SHARDSCOPE_DEPS_DIR: a folder made by scripts/pack-trainer-deps.sh (headers of toml++, CLI11,
+# nlohmann-json and stb; PCRE2 and utf8proc as static archives) for a machine without Debian's
+# dev packages, such as a GPU node building the trainer alone (scripts/gpu-check.sh build).
+set(SHARDSCOPE_DEPS_DIR "" CACHE PATH
+    "Trainer dependencies packed by scripts/pack-trainer-deps.sh (default: the system's packages)")
+
+# shardscope_deps_dir_target(TARGET TYPE [ARCHIVE]): an imported target of SHARDSCOPE_DEPS_DIR
+# under the name the system packages give it, so the targets that link it need not know.
+function(shardscope_deps_dir_target target type)
+  add_library(${target} ${type} IMPORTED GLOBAL)
+  set_target_properties(${target} PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${SHARDSCOPE_DEPS_DIR}/include")
+  if(ARGN)
+    set_target_properties(${target} PROPERTIES IMPORTED_LOCATION "${SHARDSCOPE_DEPS_DIR}/lib/${ARGN}")
+  endif()
+endfunction()
+
+# The packed folder in place of the system packages; each missing file is one line.
+macro(shardscope_use_deps_dir)
+  set(_deps_fix "run scripts/pack-trainer-deps.sh DIR on a Debian 12 machine with the project's "
+                "packages (scripts/setup.sh) and pass that DIR")
+  string(JOIN "" _deps_fix ${_deps_fix})
+  if(NOT EXISTS "${SHARDSCOPE_DEPS_DIR}/shardscope-deps.txt")
+    shardscope_fatal("SHARDSCOPE_DEPS_DIR=${SHARDSCOPE_DEPS_DIR} is not a packed dependency "
+                     "folder (no shardscope-deps.txt): ${_deps_fix}")
+  endif()
+  foreach(_file include/nlohmann/json.hpp include/toml++/toml.h include/CLI/CLI.hpp
+                include/stb/stb_image.h include/pcre2.h include/utf8proc.h lib/libpcre2-8.a
+                lib/libutf8proc.a)
+    if(NOT EXISTS "${SHARDSCOPE_DEPS_DIR}/${_file}")
+      shardscope_fatal("SHARDSCOPE_DEPS_DIR=${SHARDSCOPE_DEPS_DIR} lacks ${_file}: ${_deps_fix}")
+    endif()
+  endforeach()
+  if(NOT TARGET nlohmann_json::nlohmann_json)
+    shardscope_deps_dir_target(nlohmann_json::nlohmann_json INTERFACE)
+    # toml++ header-only (its default): Debian's shared libtomlplusplus is not in the pack.
+    shardscope_deps_dir_target(tomlplusplus::tomlplusplus INTERFACE)
+    shardscope_deps_dir_target(CLI11::CLI11 INTERFACE)
+    shardscope_deps_dir_target(PkgConfig::PCRE2 STATIC libpcre2-8.a)
+    set_target_properties(PkgConfig::PCRE2 PROPERTIES INTERFACE_COMPILE_DEFINITIONS PCRE2_STATIC)
+    shardscope_deps_dir_target(PkgConfig::UTF8PROC STATIC libutf8proc.a)
+    set_target_properties(PkgConfig::UTF8PROC PROPERTIES INTERFACE_COMPILE_DEFINITIONS UTF8PROC_STATIC)
+  endif()
+  set(STB_INCLUDE_DIR "${SHARDSCOPE_DEPS_DIR}/include/stb")
+  message(STATUS "Shardscope: dependencies from ${SHARDSCOPE_DEPS_DIR} (SHARDSCOPE_DEPS_DIR)")
+endmacro()
+
 # Packages every layer needs, the torch-free trainer/spec and trainer/data included.
 macro(shardscope_find_common_deps)
+  if(SHARDSCOPE_DEPS_DIR)
+    shardscope_use_deps_dir()
+  else()
+    shardscope_find_system_deps()
+  endif()
+  find_package(Threads REQUIRED)
+endmacro()
+
+# Debian's packages (scripts/setup.sh installs them).
+macro(shardscope_find_system_deps)
   find_package(nlohmann_json 3.10 QUIET)
   if(NOT nlohmann_json_FOUND)
     shardscope_missing("nlohmann-json >= 3.10" nlohmann-json3-dev)
@@ -43,7 +100,6 @@ macro(shardscope_find_common_deps)
   if(NOT CLI11_FOUND)
     shardscope_missing("CLI11 >= 2.1" libcli11-dev)
   endif()
-  find_package(Threads REQUIRED)
 endmacro()
 
 # shardscope_find_qt(Component...): Qt 6.4 or newer; a missing module or an old Qt is one line.
