@@ -1,0 +1,520 @@
+#!/usr/bin/env python3
+"""The GPU check of shardtrain: a few minutes of GPU time (scripts/gpu-check.sh run).
+
+Checks (each time-bounded; OUT/gpu-check.json is rewritten after every check, so a run cut short
+still leaves the checks done so far):
+  selftest              shardtrain selftest on the device
+  fp32_vs_cpu           1 rank on the device in fp32 (TF32 off) against the CPU run, per step 1e-4
+  ranks2_full_shard     2 ranks (Gloo sharing one GPU; NCCL with >= 2 GPUs) against 1 rank, 1e-4
+  ranks2_shard_grad_op  the same with SHARD_GRAD_OP
+  bf16_vs_fp32          final loss within 2% of fp32, every step loss finite
+  fp16_vs_fp32          fp16_autocast: the same
+  fp16_resume           fp16_autocast resumed from its step-N/2 checkpoint: steps N/2+1..N within
+                        1e-6 of the uninterrupted run (the loss scaler's state survives)
+  offload               offload_params + offload_optimizer against neither: losses within 1e-5,
+                        device peak lower by >= 12 bytes per trainable parameter per rank
+  oom                   a too-large batch ends with exit 1 and an `error` of kind oom naming bytes
+  benchmark             Qwen2-0.5B shape, seq 2048, bf16, 1 rank, with and without activation
+                        checkpointing, against PyTorch FSDP2 (fsdp2_gpu_peer.py): figures only
+With --device cpu --quick (CI): every check that means something on a CPU, a few steps each, no
+benchmark; the CPU fp32 run is compared with a second CPU run (device auto against cpu).
+Exit status 0 when every check that ran passed. Standard library only; torch is imported only
+by the child processes that need it.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gpu_bench  # noqa: E402
+from gpu_runs import Runner, rel, write_tokens  # noqa: E402
+
+SEED = 1234
+# The tiny model every correctness check trains: 2 wrap units plus the root, so gathers,
+# prefetch and reduce-scatters all happen; a learnable pattern, so the loss moves.
+TINY = {
+    "experiment": {"name": "gpu-check"},
+    "model": {"arch": "tiny", "tiny_vocab_size": 256, "tiny_hidden_size": 64, "tiny_layers": 2,
+              "tiny_heads": 4},
+    "data": {"train_path": "", "seq_len": 32},
+    "train": {"max_steps": 30, "batch_size": 8, "lr": 3e-3, "lr_min": 3e-4,
+              "lr_warmup_steps": 3, "lr_schedule": "cosine", "weight_decay": 0.1,
+              "grad_clip": 1.0, "seed": SEED, "log_every": 1, "mem_every": 1,
+              "ckpt_at_end": False},
+    "shard": {"strategy": "FULL_SHARD", "precision": "fp32", "allow_tf32": False},
+}
+TOL_FP32 = 1e-4        # per step, relative: device against CPU, 2 ranks against 1
+TOL_OFFLOAD = 1e-5     # per step, relative: offload on against off
+TOL_RESUME = 1e-6      # per step, relative: resumed fp16 run against the uninterrupted one
+TOL_LOWP = 0.02        # final loss, relative: bf16 / fp16_autocast against fp32
+OPT_BYTES_PER_PARAM = 12  # fp32 master + AdamW's two moments, per trainable parameter
+BYTES_RE = re.compile(r"\d[\d,.]*\s*(bytes|[KMGT]i?B)\b")
+
+
+class Check:
+    """One check's verdict and figures, as written to the JSON."""
+
+    def __init__(self, name):
+        self.name = name
+        self.status = "pass"
+        self.reason = ""
+        self.figures = {}
+        self.runs = []
+        self.start = time.time()
+        self.seconds = 0.0
+
+    def fail(self, reason):
+        if self.status != "fail":
+            self.status, self.reason = "fail", reason
+        else:
+            self.reason += "; " + reason
+
+    def skip(self, reason):
+        self.status, self.reason = "skip", reason
+
+    def expect(self, cond, reason):
+        if not cond:
+            self.fail(reason)
+        return cond
+
+    def to_json(self):
+        return {"name": self.name, "status": self.status, "reason": self.reason,
+                "seconds": round(self.seconds, 2), "figures": self.figures, "runs": self.runs}
+
+
+def compare_curves(check, label, got, want, tol, steps=None):
+    """Per-step relative difference of two loss curves (lists of (step, loss)); fails the check
+    past `tol`, on a missing step or on a non-finite loss. Returns the largest difference."""
+    got, want = dict(got), dict(want)
+    steps = steps if steps is not None else sorted(want)
+    missing = [s for s in steps if s not in got or s not in want]
+    if not check.expect(not missing and steps, f"{label}: steps {missing[:5]} missing"):
+        return None
+    bad = [s for s in steps if not finite(got[s]) or not finite(want[s])]
+    if not check.expect(not bad, f"{label}: non-finite loss at steps {bad[:5]}"):
+        return None
+    worst = max(steps, key=lambda s: rel(got[s], want[s]))
+    diff = rel(got[worst], want[worst])
+    check.figures[f"{label}_max_rel_diff"] = diff
+    check.expect(diff <= tol, f"{label}: step {worst} loss {got[worst]!r} against "
+                              f"{want[worst]!r}, relative {diff:.3g} > {tol:g}")
+    return diff
+
+
+def finite(x):
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+class GpuCheck:
+    def __init__(self, args):
+        self.args = args
+        self.cuda = args.device == "cuda"
+        self.steps = 10 if args.quick else 30
+        self.out = os.path.abspath(args.out)
+        self.work = os.path.join(self.out, "work")
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.log_file = open(os.path.join(self.out, "gpu-check.log"), "w")
+        self.log_lock = threading.Lock()
+        self.deadline = time.time() + args.budget_s
+        self.runner = Runner(args.shardtrain, self.work, self.log, cuda=self.cuda,
+                             cpu_threads=args.cpu_threads)
+        self.report = {"check": "shardtrain GPU check", "device_kind": args.device,
+                       "quick": args.quick, "steps": self.steps,
+                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "shardtrain": os.path.abspath(args.shardtrain), "complete": False,
+                       "device": {}, "checks": []}
+        self.data = write_tokens(os.path.join(self.work, "train.jsonl"), 96, 32, 256)
+        self.ref = None  # the 1-rank fp32 run on the device
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def log(self, text):
+        line = time.strftime("%H:%M:%S ") + text
+        with self.log_lock:  # runs started together log from their threads
+            print(line, flush=True)
+            self.log_file.write(line + "\n")
+            self.log_file.flush()
+
+    def left(self):
+        return self.deadline - time.time()
+
+    def save(self):
+        self.report["summary"] = {s: sum(1 for c in self.report["checks"] if c["status"] == s)
+                                  for s in ("pass", "fail", "skip")}
+        path = os.path.join(self.out, "gpu-check.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(self.report, f, indent=1)
+        os.replace(path + ".tmp", path)
+
+    def record(self, check):
+        check.seconds = time.time() - check.start
+        self.report["checks"].append(check.to_json())
+        self.save()
+        words = f"check {check.name}: {check.status.upper()} in {check.seconds:.1f} s"
+        if check.reason:
+            words += f": {check.reason}"
+        self.log(words)
+        if check.figures:
+            self.log("  " + json.dumps(check.figures, default=str))
+
+    def config(self, **changes):
+        """TINY with `changes` ({"train.max_steps": 6, ...}) and this check's step count."""
+        cfg = {k: dict(v) for k, v in TINY.items()}
+        cfg["data"]["train_path"] = self.data
+        cfg["train"]["max_steps"] = self.steps
+        cfg["shard"]["device"] = self.args.device
+        for key, value in changes.items():
+            section, field = key.split(".", 1)
+            cfg.setdefault(section, {})[field] = value
+        return cfg
+
+    def timeout(self, wanted):
+        return max(5.0, min(wanted, self.left()))
+
+    # ------------------------------------------------------------------ device
+
+    def describe_device(self):
+        info = {"type": self.args.device, "cpu": cpu_name(), "host_memory_bytes": host_memory()}
+        if self.cuda:
+            code = ("import json,torch;p=torch.cuda.get_device_properties(0);print(json.dumps("
+                    "{'name':p.name,'memory_bytes':p.total_memory,"
+                    "'capability':f'{p.major}.{p.minor}','count':torch.cuda.device_count(),"
+                    "'torch':torch.__version__,'cuda':torch.version.cuda}))")
+            try:
+                out = subprocess.run([self.args.python, "-c", code], capture_output=True,
+                                     text=True, timeout=60, check=True).stdout
+                info.update(json.loads(out.strip().splitlines()[-1]))
+            except (subprocess.SubprocessError, ValueError, IndexError, OSError) as e:
+                info["error"] = f"torch could not describe the GPU: {e}"
+        info["gpus"] = info.get("count", 0)
+        self.report["device"] = info
+        self.save()
+        self.log("device: " + json.dumps(info))
+
+    def note_hello(self, run):
+        hello = run.first("hello")
+        if hello and "shardtrain_hello" not in self.report:
+            self.report["shardtrain_hello"] = {k: hello.get(k) for k in (
+                "versions", "device", "params", "world_size")}
+
+    # ------------------------------------------------------------------ checks
+
+    def check_selftest(self):
+        c = Check("selftest")
+        argv = ["selftest", "--timeout-s", "60"]
+        world = 2
+        if self.cuda:
+            world = max(1, min(2, self.report["device"].get("gpus", 1)))
+            argv += ["--device", "cuda", "--world-size", str(world)]
+        res = self.runner.command("selftest", argv, timeout=self.timeout(90))
+        c.runs.append(res["dir"])
+        done = sum(1 for e in res["events"] if e.get("ev") == "done")
+        errors = [e for e in res["events"] if e.get("ev") == "error"]
+        c.figures.update(world_size=world, done_events=done, exit_code=res["code"])
+        c.expect(res["code"] == 0, f"exit code {res['code']}: {res['tail']}")
+        c.expect(not errors, f"error events: {errors[:1]}")
+        c.expect(done == world, f"{done} done events for {world} ranks")
+        self.record(c)
+
+    def check_fp32(self, ref, other):
+        c = Check("fp32_vs_cpu")
+        c.runs += [ref.dir, other.dir]
+        if self.expect_complete(c, ref) and self.expect_complete(c, other):
+            label = "device_vs_cpu" if self.cuda else "auto_vs_cpu"
+            compare_curves(c, label, ref.curve(), other.curve(), TOL_FP32)
+            c.figures["final_loss"] = ref.curve()[-1][1]
+            hello = ref.first("hello") or {}
+            c.figures["hello_device"] = hello.get("device")
+            if self.cuda:
+                dev = hello.get("device") or {}
+                c.expect(dev.get("type") == "cuda",
+                         f"the shard.device=cuda run's hello names device {dev!r}, not cuda")
+        self.record(c)
+
+    def expect_complete(self, check, run):
+        """Every rank exited 0 with a `done` event; the check fails with the reason otherwise."""
+        ok = run.ok()
+        check.expect(ok, f"{run.name}: {run.failure()}")
+        return ok
+
+    def check_ranks(self, runs):
+        for strategy, run in runs.items():
+            c = Check("ranks2_" + strategy.lower())
+            c.runs.append(run.dir)
+            c.figures["backend"] = run.backend
+            if self.ref_ok(c) and self.expect_complete(c, run):
+                compare_curves(c, "2_ranks_vs_1", run.curve(), self.ref.curve(), TOL_FP32)
+            self.record(c)
+
+    def ref_ok(self, check):
+        if self.ref is None or not self.ref.ok():
+            check.fail("the 1-rank fp32 reference run failed (see fp32_vs_cpu)")
+            return False
+        return True
+
+    def check_low_precision(self, name, run):
+        c = Check(name)
+        c.runs.append(run.dir)
+        if self.ref_ok(c) and self.expect_complete(c, run):
+            curve = run.curve()
+            bad = [s for s, loss in curve if not finite(loss)]
+            c.expect(not bad, f"non-finite step loss at steps {bad[:5]}")
+            final, want = curve[-1][1], self.ref.curve()[-1][1]
+            c.figures.update(final_loss=final, fp32_final_loss=want)
+            if finite(final):
+                c.figures["final_rel_diff"] = rel(final, want)
+                c.expect(rel(final, want) <= TOL_LOWP, f"final loss {final:.6g} against fp32 "
+                         f"{want:.6g}: {100 * rel(final, want):.2f}% > {100 * TOL_LOWP:g}%")
+        self.record(c)
+
+    def check_resume(self, first):
+        c = Check("fp16_resume")
+        half = self.steps // 2
+        c.runs.append(first.dir)
+        if not self.expect_complete(c, first):
+            self.record(c)
+            return
+        ckpts = sorted(d for d in os.listdir(os.path.join(first.dir, "ckpt"))
+                       if d.startswith("step-")) if os.path.isdir(
+            os.path.join(first.dir, "ckpt")) else []
+        c.figures["checkpoints"] = ckpts
+        if not c.expect(f"step-{half:06d}" in ckpts, f"no ckpt/step-{half:06d} (train.ckpt_every"
+                                                     f"={half}); found {ckpts}"):
+            self.record(c)
+            return
+        resumed = self.runner.resume_copy(first, "fp16-resumed", keep=f"step-{half:06d}",
+                                          timeout=self.timeout(90))
+        c.runs.append(resumed.dir)
+        if self.expect_complete(c, resumed):
+            steps = [s for s, _ in resumed.curve()]
+            c.figures["resumed_steps"] = [steps[0], steps[-1]] if steps else []
+            c.expect(steps and steps[0] == half + 1,
+                     f"the resumed run's first step is {steps[:1]}, not {half + 1}")
+            compare_curves(c, "resumed_vs_uninterrupted", resumed.curve(), first.curve(),
+                           TOL_RESUME, steps=list(range(half + 1, self.steps + 1)))
+        self.record(c)
+
+    def check_offload(self, run):
+        c = Check("offload")
+        c.runs.append(run.dir)
+        if self.ref_ok(c) and self.expect_complete(c, run):
+            compare_curves(c, "offload_vs_not", run.curve(), self.ref.curve(), TOL_OFFLOAD)
+            hello = run.first("hello") or {}
+            trainable = (hello.get("params") or {}).get("trainable", 0)
+            need = OPT_BYTES_PER_PARAM * trainable  # 1 rank
+            field = "cuda_peak" if self.cuda else "peak"
+            off, on = self.ref.peak(field), run.peak(field)
+            c.figures.update(trainable_params=trainable, peak_field=field, peak_off=off,
+                             peak_on=on, needed_saving=need)
+            if not self.cuda:
+                c.figures["peak_check"] = "not on CPU: offloading to the CPU saves no CPU memory"
+            elif c.expect(off is not None and on is not None,
+                          f"no `{field}` in the mem events (off {off}, on {on})"):
+                c.figures["saving"] = off - on
+                c.expect(off - on >= need, f"device peak {on} with offload against {off} "
+                         f"without: saves {off - on} bytes, less than {need} "
+                         f"({OPT_BYTES_PER_PARAM} x {trainable} trainable parameters)")
+        self.record(c)
+
+    def check_oom(self):
+        c = Check("oom")
+        if self.cuda:
+            # logits (batch x (seq-1) x vocab fp32) of 16384 x 127 x 65536: 545 GB, past any GPU.
+            vocab, seq, batch, limit = 65536, 128, 16384, None
+        else:
+            # 2048 x 63 x 65536 fp32 logits: 34 GB, past an 8 GiB address-space limit; what is
+            # allocated before that (embeddings, attention) stays near 200 MB.
+            vocab, seq, batch, limit = 65536, 64, 2048, 8 << 30
+        data = write_tokens(os.path.join(self.work, "oom.jsonl"), 64, seq, vocab)
+        cfg = self.config(**{"model.tiny_vocab_size": vocab, "model.tiny_hidden_size": 32,
+                             "model.tiny_layers": 1, "data.seq_len": seq, "data.train_path": data,
+                             "train.batch_size": batch, "train.max_steps": 2,
+                             "train.lr_warmup_steps": 0})
+        run = self.runner.train("oom", cfg, 1, timeout=self.timeout(90), rlimit_as=limit)
+        c.runs.append(run.dir)
+        c.figures.update(batch=batch, seq_len=seq, vocab=vocab, address_space_limit=limit,
+                         exit_codes=run.codes)
+        errors = run.all("error")
+        err = errors[0] if errors else {}
+        c.figures.update(error_kind=err.get("kind"), message=err.get("message"))
+        c.expect(run.codes == [1], f"exit codes {run.codes}, want [1]")
+        c.expect(err.get("kind") == "oom", f"error kind {err.get('kind')}, want oom: "
+                                            f"{run.failure()}")
+        c.expect(BYTES_RE.search(err.get("message") or ""),
+                 f"the oom message names no byte count: {err.get('message')!r}")
+        self.record(c)
+
+    # ------------------------------------------------------------------ driver
+
+    def room(self, names, need):
+        """True when `need` seconds of the budget are left; else records `names` as skipped."""
+        if self.left() >= need:
+            return True
+        for name in names:
+            c = Check(name)
+            c.skip(f"time budget: {max(0, self.left()):.0f} s left of --budget-s "
+                   f"{self.args.budget_s:g}, this needs ~{need} s")
+            self.record(c)
+        return False
+
+    def single_rank_runs(self):
+        """The independent 1-rank runs, started together."""
+        half = self.steps // 2
+        specs = {
+            "fp32": self.config(),
+            "fp32-cpu": self.config(**{"shard.device": "cpu" if self.cuda else "auto"}),
+            "bf16": self.config(**{"shard.precision": "bf16"}),
+            # Deterministic kernels (SDPA's backward among them), so the resumed run can match
+            # the uninterrupted one to 1e-6.
+            "fp16": self.config(**{"shard.precision": "fp16_autocast", "train.ckpt_every": half,
+                                   "train.ckpt_keep": 0, "train.deterministic": True}),
+            "offload": self.config(**{"shard.offload_params": True,
+                                      "shard.offload_optimizer": True}),
+        }
+        return self.runner.train_many({k: (v, 1, {}) for k, v in specs.items()},
+                                      self.args.jobs, self.timeout(120))
+
+    def run(self):
+        self.describe_device()
+        if self.room(["selftest"], 15):
+            self.check_selftest()
+        single = ["fp32_vs_cpu", "ranks2_full_shard", "ranks2_shard_grad_op", "bf16_vs_fp32",
+                  "fp16_vs_fp32", "fp16_resume", "offload"]
+        if self.room(single, 30):
+            runs = self.single_rank_runs()
+            self.ref = runs["fp32"]
+            self.note_hello(self.ref)
+            self.check_fp32(runs["fp32"], runs["fp32-cpu"])
+            backend = "nccl" if self.cuda and self.report["device"].get("gpus", 0) >= 2 else "gloo"
+            if self.room(single[1:3], 20):
+                ranks = self.runner.train_many(
+                    {s: (self.config(**{"shard.strategy": s, "shard.backend": backend}), 2, {})
+                     for s in ("FULL_SHARD", "SHARD_GRAD_OP")}, self.args.jobs, self.timeout(120))
+                for r in ranks.values():
+                    r.backend = backend
+                self.check_ranks(ranks)
+            self.check_low_precision("bf16_vs_fp32", runs["bf16"])
+            self.check_low_precision("fp16_vs_fp32", runs["fp16"])
+            if self.room(["fp16_resume"], 15):
+                self.check_resume(runs["fp16"])
+            self.check_offload(runs["offload"])
+        if self.room(["oom"], 15):
+            self.check_oom()
+        c = Check("benchmark")
+        if self.args.bench or (self.cuda and not self.args.quick):
+            gpu_bench.Benchmark(self).run(c)
+        else:
+            c.skip("--quick" if self.args.quick else "no benchmark on the CPU (--bench forces it)")
+        self.record(c)
+        self.report["complete"] = True
+        self.report["seconds"] = round(self.args.budget_s - self.left(), 1)
+        self.save()
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def host_memory():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def verify(path):
+    """0 when the JSON is complete and every check that ran passed; prints why not."""
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"gpu-check: cannot read {path}: {e}")
+        return 1
+    bad = [c for c in report.get("checks", []) if c.get("status") not in ("pass", "skip")]
+    for c in bad:
+        print(f"gpu-check: FAILED {c['name']}: {c.get('reason')}")
+    skipped = [f"{c['name']} ({c.get('reason')})" for c in report.get("checks", [])
+               if c.get("status") == "skip"]
+    if not report.get("complete"):
+        print(f"gpu-check: {path} is incomplete (the run stopped before its last check)")
+    summary = report.get("summary", {})
+    print(f"gpu-check: {summary.get('pass', 0)} passed, {summary.get('fail', 0)} failed, "
+          f"{summary.get('skip', 0)} skipped" + (f": {', '.join(skipped)}" if skipped else ""))
+    return 0 if report.get("complete") and not bad and report.get("checks") else 1
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shardtrain", help="the shardtrain binary to check")
+    p.add_argument("--out", help="folder for gpu-check.json, gpu-check.log and work/")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--quick", action="store_true", help="a few steps per check, no benchmark")
+    p.add_argument("--python", default=sys.executable,
+                   help="a Python with torch (CUDA) and transformers, for the device description "
+                        "and the benchmark's model and FSDP2 peer")
+    p.add_argument("--budget-s", type=float, default=230.0,
+                   help="seconds for the whole run; checks past it are skipped, runs are cut")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="runs at once (default: 5 on CUDA, 2 on the CPU)")
+    p.add_argument("--cpu-threads", type=int, default=0,
+                   help="OMP_NUM_THREADS of CPU runs (default: 4 on CUDA machines, 1 on the CPU)")
+    p.add_argument("--bench-batch", type=int, default=4, help="benchmark: samples per step")
+    p.add_argument("--bench-micro", type=int, default=2, help="benchmark: samples per forward")
+    p.add_argument("--bench-seq", type=int, default=2048, help="benchmark: sequence length")
+    p.add_argument("--bench-steps", type=int, default=15, help="benchmark: steps per run")
+    p.add_argument("--bench-shape", choices=["0.5b", "tiny"], default="0.5b",
+                   help="benchmark model: Qwen2-0.5B's shape, or tiny (to try this script)")
+    p.add_argument("--bench", action="store_true",
+                   help="run the benchmark even with --quick or on the CPU (to try this script)")
+    p.add_argument("--bench-warmup", type=int, default=5, help="benchmark: steps left out")
+    p.add_argument("--verify", metavar="JSON", help="only check an earlier run's JSON")
+    a = p.parse_args(argv)
+    if a.verify:
+        return a
+    if not a.shardtrain or not a.out:
+        p.error("--shardtrain PATH and --out DIR are required (or --verify JSON)")
+    if not (os.path.isfile(a.shardtrain) and os.access(a.shardtrain, os.X_OK)):
+        p.error(f"--shardtrain {a.shardtrain}: not an executable file; build it "
+                "(scripts/gpu-check.sh build) or pass the path of one")
+    a.jobs = a.jobs or (5 if a.device == "cuda" else 2)
+    a.cpu_threads = a.cpu_threads or (4 if a.device == "cuda" else 1)
+    return a
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.verify:
+        return verify(args.verify)
+    os.makedirs(args.out, exist_ok=True)
+    check = GpuCheck(args)
+    try:
+        check.run()
+    finally:
+        check.save()
+        check.log_file.close()
+    return verify(os.path.join(args.out, "gpu-check.json"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
