@@ -31,7 +31,7 @@ def hidden_fraction(trace_path, warmup):
     --trace file: all_gather start/end records carry gpu_ms, wait records exposed_ms."""
     starts, total, exposed, gathers = {}, 0.0, 0.0, 0
     for r in read_events(trace_path):
-        if r.get("op") != "all_gather" or r.get("step", 0) <= warmup:
+        if r.get("op") != "all_gather" or r.get("step", warmup + 1) <= warmup:
             continue
         key = (r.get("step"), r.get("micro"), r.get("unit"), r.get("phase"))
         stage = r.get("stage")
@@ -115,8 +115,10 @@ class Benchmark:
     def shardtrain(self, data, ac):
         name = "bench-shardtrain-" + ("ac" if ac else "noac")
         trace = os.path.join(self.dir, name + ".trace.jsonl")
-        run = self.gc.runner.train(name, self.config(data, ac), 1, self.gc.timeout(100),
-                                   extra=("--trace", trace))
+        limit = self.gc.timeout(100)
+        run = self.gc.runner.train(name, self.config(data, ac), 1, limit, extra=("--trace", trace))
+        if run.timed_out and limit < 100:
+            return {"skipped": f"cut at the time budget after {run.seconds:.0f} s"}
         if not run.ok():
             return {"error": run.failure()}
         timed = [e for e in run.all("step") if e["step"] > self.a.bench_warmup]
@@ -141,12 +143,14 @@ class Benchmark:
                str(self.a.bench_batch), "--micro-batch", str(self.a.bench_micro), "--steps",
                str(self.a.bench_steps)] + (["--ac"] if ac else [])
         out_path = os.path.join(run_dir, "events.jsonl")
-        start = time.time()
+        start, limit = time.time(), self.gc.timeout(100)
         with open(out_path, "w") as out, open(os.path.join(run_dir, "peer.log"), "w") as err:
             try:
                 code = subprocess.run(cmd, stdout=out, stderr=err, env=env,
-                                      timeout=self.gc.timeout(100)).returncode
+                                      timeout=limit).returncode
             except subprocess.TimeoutExpired:
+                if limit < 100:
+                    return {"skipped": f"cut at the time budget after {limit:.0f} s"}
                 code = "timeout"
         events = read_events(out_path)
         steps = [e for e in events if e.get("ev") == "step"]
@@ -161,7 +165,7 @@ class Benchmark:
 
     def ratios(self, mode):
         st, peer = self.figures.get("shardtrain_" + mode), self.figures.get("fsdp2_" + mode)
-        if not st or not peer or "error" in st or "error" in peer:
+        if not (st and "tokens_per_s" in st and peer and "tokens_per_s" in peer):
             return
         r = {"tokens_per_s": st["tokens_per_s"] / peer["tokens_per_s"]}
         if st.get("peak_bytes") and peer.get("peak_bytes"):
@@ -174,7 +178,7 @@ class Benchmark:
     def table_mfu(self, result):
         """MFU from the device's dense bf16 peak (PEAKS) and 6N + 12 L C T FLOPs per token."""
         peak = device_peak(self.gc.report["device"].get("name"))
-        if not peak or not self.model or not result or "error" in result:
+        if not peak or not self.model or "tokens_per_s" not in result:
             return
         n = self.model["params"] - self.model["embedding"]
         fpt = 6.0 * n + 12.0 * self.model["layers"] * self.model["hidden"] * self.a.bench_seq
