@@ -132,6 +132,7 @@ class GpuCheck:
                        "quick": args.quick, "steps": self.steps,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "shardtrain": os.path.abspath(args.shardtrain), "complete": False,
+                       "options": {k: v for k, v in vars(args).items() if k != "verify"},
                        "device": {}, "checks": []}
         self.data = write_tokens(os.path.join(self.work, "train.jsonl"), 96, 32, 256)
         self.ref = None  # the 1-rank fp32 run on the device
@@ -186,10 +187,11 @@ class GpuCheck:
     def describe_device(self):
         info = {"type": self.args.device, "cpu": cpu_name(), "host_memory_bytes": host_memory()}
         if self.cuda:
-            code = ("import json,torch;p=torch.cuda.get_device_properties(0);print(json.dumps("
-                    "{'name':p.name,'memory_bytes':p.total_memory,"
+            code = ("import json,torch\ntry:\n import transformers;tv=transformers.__version__\n"
+                    "except ImportError:\n tv=None\np=torch.cuda.get_device_properties(0)\n"
+                    "print(json.dumps({'name':p.name,'memory_bytes':p.total_memory,"
                     "'capability':f'{p.major}.{p.minor}','count':torch.cuda.device_count(),"
-                    "'torch':torch.__version__,'cuda':torch.version.cuda}))")
+                    "'torch':torch.__version__,'cuda':torch.version.cuda,'transformers':tv}))")
             try:
                 out = subprocess.run([self.args.python, "-c", code], capture_output=True,
                                      text=True, timeout=60, check=True).stdout
