@@ -197,6 +197,7 @@ void runVerb(const Globals& g, const RunArgs& args) {
   request.runName = run.name;
   request.localRunDir = run.runDir;
   request.launch = exp.launch;
+  request.shareGpus = exp.shard.backend == "gloo";
   request.trainerArgs = {"train", "trial.toml"};
   auto handle = launcher->start(request);
   if (!handle) {

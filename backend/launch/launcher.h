@@ -31,6 +31,9 @@ struct LaunchRequest {
   QStringList trainerArgs;
   /// Environment for every rank on top of the launcher's own (rendezvous, OMP_NUM_THREADS...).
   QMap<QString, QString> extraEnv;
+  /// shard.backend = "gloo": launch.gpus may list fewer GPUs than ranks, and consecutive ranks
+  /// then share one (NCCL needs a GPU per rank).
+  bool shareGpus = false;
 };
 
 /// Where a run's ranks are: persisted as JSON in the run log so any backend can reattach.

@@ -132,11 +132,19 @@ Result<void> checkShape(const spec::LaunchSection& launch) {
   return ok();
 }
 
-/// Splits launch.gpus evenly over the ranks: rank r gets the r-th consecutive slice.
-Result<QStringList> gpuShares(const std::vector<int>& gpus, int world) {
+/// Splits launch.gpus evenly over the ranks: rank r gets the r-th consecutive slice. With `share`
+/// (Gloo collectives) fewer GPUs than ranks may be listed when they divide the ranks: rank r then
+/// gets GPU r * n / world, consecutive ranks sharing one.
+Result<QStringList> gpuShares(const std::vector<int>& gpus, int world, bool share) {
   QStringList shares;
   if (gpus.empty()) return shares;
   const int n = static_cast<int>(gpus.size());
+  if (share && n < world && world % n == 0) {
+    for (int rank = 0; rank < world; ++rank) {
+      shares << QString::number(gpus[static_cast<size_t>(rank * n / world)]);
+    }
+    return shares;
+  }
   if (n % world != 0) {
     return requestError(QStringLiteral("launch.gpus: %1 GPUs do not split evenly over %2 ranks "
                                        "(launch.nproc_per_node); list a multiple of %2 GPUs or "
@@ -198,7 +206,7 @@ Result<Plan> planRun(const LaunchRequest& request) {
   auto program = resolveTrainer(launch.trainer);
   if (!program) return program.error();
   plan.program = *program;
-  auto shares = gpuShares(launch.gpus, plan.world);
+  auto shares = gpuShares(launch.gpus, plan.world, request.shareGpus);
   if (!shares) return shares.error();
   plan.gpuShares = *shares;
 

@@ -69,6 +69,12 @@ std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event) {
     addMetric(rows, runId, event, m->step, "mem.reserved", double(m->reserved));
     addMetric(rows, runId, event, m->step, "mem.peak", double(m->peak));
     addMetric(rows, runId, event, m->step, "mem.rss", double(m->rss));
+    if (m->cuda_allocated)
+      addMetric(rows, runId, event, m->step, "mem.cuda_allocated", double(*m->cuda_allocated));
+    if (m->cuda_reserved)
+      addMetric(rows, runId, event, m->step, "mem.cuda_reserved", double(*m->cuda_reserved));
+    if (m->cuda_peak)
+      addMetric(rows, runId, event, m->step, "mem.cuda_peak", double(*m->cuda_peak));
   }
   return rows;
 }

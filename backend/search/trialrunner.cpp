@@ -282,6 +282,7 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   request.runName = (*run)->name;
   request.localRunDir = runDir;
   request.launch = exp.launch;
+  request.shareGpus = exp.shard.backend == "gloo";
   // The stop grace of a trial is search.stop_grace_s (a prune is a stop).
   request.launch.grace_s = std::max(0, int(std::ceil(m_space.stop_grace_s)));
   request.extraEnv.insert(QStringLiteral("SHARDSCOPE_TRIAL"), QString::number(trial.number));

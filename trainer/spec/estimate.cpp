@@ -151,6 +151,10 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   const auto head_backward = e.gathered + e.activations + e.logits + accum;
   const auto backward_end = e.grads + root_padded * p_bytes + e.grad_buffers;
   e.total = e.params + e.optimizer + std::max(head_backward, backward_end);
+  // Offloaded state lives in host memory; everything else on the compute device.
+  e.host =
+      (exp.shard.offload_params ? e.params : 0) + (exp.shard.offload_optimizer ? e.optimizer : 0);
+  e.device = e.total - e.host;
   return e;
 }
 
@@ -166,11 +170,11 @@ std::string format_estimate(const MemoryEstimate& e) {
                 "  grad buffers  %10.2f MiB  gradients being reduced / accumulated\n"
                 "  activations   %10.2f MiB  saved for backward\n"
                 "  logits        %10.2f MiB\n"
-                "  total         %10.2f MiB\n",
+                "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
                 e.world_size, e.local_world_size, e.shard_size,
                 static_cast<long long>(e.micro_batch), mib(e.params), mib(e.grads),
                 mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers), mib(e.activations),
-                mib(e.logits), mib(e.total));
+                mib(e.logits), mib(e.total), mib(e.device), mib(e.host));
   return buf;
 }
 
@@ -188,7 +192,9 @@ std::string estimate_json(const MemoryEstimate& e) {
                         {"grad_buffers", e.grad_buffers},
                         {"activations", e.activations},
                         {"logits", e.logits},
-                        {"total", e.total}}
+                        {"total", e.total},
+                        {"device", e.device},
+                        {"host", e.host}}
       .dump();
 }
 

@@ -29,6 +29,8 @@ struct MemoryEstimate {
   std::int64_t activations = 0;   // tensors saved for backward (all blocks)
   std::int64_t logits = 0;        // logits, their log-softmax and gradient (fp32)
   std::int64_t total = 0;
+  std::int64_t device = 0;  // of the total, on the compute device (GPU)
+  std::int64_t host = 0;    // of the total, in host memory: offload_params / offload_optimizer
 };
 
 /// The estimate for a world shape (validated with validate_for_world first).

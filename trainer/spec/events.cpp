@@ -25,6 +25,13 @@ struct Encoder {
     for (const auto& [name, version] : e.versions) out["versions"][name] = version;
     out["params"] = {{"total", e.params_total}, {"trainable", e.params_trainable}};
     out["mem_estimate"] = e.mem_estimate;
+    if (e.device) {
+      out["device"] = {{"type", e.device->type},
+                       {"index", e.device->index},
+                       {"name", e.device->name},
+                       {"memory_bytes", e.device->memory_bytes},
+                       {"capability", e.device->capability}};
+    }
   }
   void operator()(const StepEvent& e) const {
     out["step"] = e.step;
@@ -47,6 +54,9 @@ struct Encoder {
     out["reserved"] = e.reserved;
     out["peak"] = e.peak;
     out["rss"] = e.rss;
+    if (e.cuda_allocated) out["cuda_allocated"] = *e.cuda_allocated;
+    if (e.cuda_reserved) out["cuda_reserved"] = *e.cuda_reserved;
+    if (e.cuda_peak) out["cuda_peak"] = *e.cuda_peak;
   }
   void operator()(const CkptEvent& e) const {
     out["step"] = e.step;
@@ -81,6 +91,7 @@ class Reader {
   Reader(const Json& object, std::string kind) : m_obj(object), m_kind(std::move(kind)) {}
 
   bool failed() const { return !m_error.empty(); }
+  const Json& root() const { return m_obj; }
   const std::string& error() const { return m_error; }
 
   const Json* field(const Json& obj, std::string_view path, const char* key, bool required) {
@@ -166,6 +177,20 @@ HelloEvent read_hello(Reader& r) {
     e.params_trainable = r.integer_in(*params, "params", "trainable");
   }
   e.mem_estimate = r.integer("mem_estimate");
+  if (const Json* device = r.object("device", false)) {
+    DeviceSummary d;
+    if (const Json* type = r.field(*device, "device", "type", true); type && type->is_string())
+      d.type = type->get<std::string>();
+    d.index = static_cast<int>(r.integer_in(*device, "device", "index"));
+    if (const Json* name = r.field(*device, "device", "name", true); name && name->is_string())
+      d.name = name->get<std::string>();
+    d.memory_bytes = r.integer_in(*device, "device", "memory_bytes");
+    if (const Json* cap = r.field(*device, "device", "capability", false); cap && cap->is_string())
+      d.capability = cap->get<std::string>();
+    if (d.type != "cpu" && d.type != "cuda")
+      r.set_error("device", "type", "expected \"cpu\" or \"cuda\", got \"" + d.type + "\"");
+    e.device = d;
+  }
   return e;
 }
 
@@ -202,6 +227,11 @@ MemEvent read_mem(Reader& r) {
   e.reserved = r.integer("reserved");
   e.peak = r.integer("peak");
   e.rss = r.integer("rss");
+  for (auto [key, slot] :
+       {std::pair{"cuda_allocated", &e.cuda_allocated},
+        std::pair{"cuda_reserved", &e.cuda_reserved}, std::pair{"cuda_peak", &e.cuda_peak}}) {
+    if (r.field(r.root(), "", key, false)) *slot = r.integer(key);
+  }
   return e;
 }
 

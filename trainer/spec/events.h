@@ -26,6 +26,17 @@ namespace shardscope::spec {
 inline constexpr int kProtocolVersion = 1;
 
 /// `hello`: the first line of every rank, before any collective.
+/// The device a rank computes on (`hello.device`, optional: absent from older trainers).
+struct DeviceSummary {
+  std::string type;               // "cpu" or "cuda"
+  int index = 0;                  // CUDA device index in the rank's visible devices
+  std::string name;               // "NVIDIA H100 80GB HBM3", or the CPU model
+  std::int64_t memory_bytes = 0;  // device memory (CPU: physical memory)
+  std::string capability;         // CUDA compute capability "9.0"; empty on CPU
+
+  bool operator==(const DeviceSummary&) const = default;
+};
+
 struct HelloEvent {
   int world_size = 0;
   int local_world_size = 0;
@@ -34,6 +45,7 @@ struct HelloEvent {
   std::int64_t params_total = 0;                // parameter count of the whole model
   std::int64_t params_trainable = 0;            // those that receive gradients
   std::int64_t mem_estimate = 0;                // bytes per rank, from trainer/spec's estimate
+  std::optional<DeviceSummary> device;          // where the rank computes
 };
 
 /// `step`: one optimizer step finished (rank 0 only).
@@ -57,10 +69,14 @@ struct EvalEvent {
 /// `mem`: memory of one rank at a step (every rank), in bytes.
 struct MemEvent {
   std::int64_t step = 0;
-  std::int64_t allocated = 0;
+  std::int64_t allocated = 0;  // host: the trainer's counting allocator
   std::int64_t reserved = 0;
   std::int64_t peak = 0;
   std::int64_t rss = 0;
+  /// CUDA runs: the caching allocator's bytes on the rank's GPU (absent on CPU).
+  std::optional<std::int64_t> cuda_allocated;
+  std::optional<std::int64_t> cuda_reserved;
+  std::optional<std::int64_t> cuda_peak;
 };
 
 /// `ckpt`: a checkpoint is complete on disk (written only after the rename).

@@ -129,6 +129,12 @@ struct ShardSection {
   bool offload_optimizer = false;         // keep AdamW state on the CPU
   bool activation_checkpointing = false;  // recompute each unit's activations in backward
   bool reduce_every_microstep = false;    // reduce-scatter on every micro-step (else only last)
+  /// "auto" (CUDA when this LibTorch has it and a device is visible, else CPU), "cuda", "cpu".
+  std::string device = "auto";
+  /// Collectives: "auto" (NCCL on CUDA, Gloo on CPU), "nccl", "gloo" (CUDA tensors staged
+  /// through pinned host buffers, so several ranks can share one GPU).
+  std::string backend = "auto";
+  bool allow_tf32 = false;  // TF32 matmuls and convolutions on CUDA (fp32 precision mode)
 
   bool operator==(const ShardSection&) const = default;
 };

@@ -87,7 +87,7 @@ void check_shape(const LaunchSection& l, const TrainSection& t, const Check& che
             "); use e.g. \"shardtrain\"");
 }
 
-void check_gpus(const LaunchSection& l, const Check& check) {
+void check_gpus(const LaunchSection& l, const ShardSection& shard, const Check& check) {
   if (l.gpus.empty()) return;
   check(
       l.kind == LaunchKind::local, "launch.gpus",
@@ -99,12 +99,16 @@ void check_gpus(const LaunchSection& l, const Check& check) {
     check(seen.insert(g).second, "launch.gpus",
           "lists GPU " + std::to_string(g) + " twice; each rank needs its own GPUs");
   }
-  // Every local rank gets the same number of GPUs: gpus.size() / ranks.
+  // Every local rank gets the same number of GPUs: gpus.size() / ranks. With Gloo collectives
+  // (shard.backend = "gloo") ranks may also share GPUs, the same number of ranks on each.
   const long ranks = static_cast<long>(l.nnodes) * l.nproc_per_node;
+  const auto n = static_cast<long>(l.gpus.size());
+  if (shard.backend == "gloo" && n < ranks && ranks % n == 0) return;
   check(ranks > 0 && static_cast<long>(l.gpus.size()) % ranks == 0, "launch.gpus",
         "has " + std::to_string(l.gpus.size()) + " GPUs for " + std::to_string(ranks) +
             " ranks (launch.nnodes x launch.nproc_per_node)" +
-            "; give a multiple of the rank count (each rank gets the same number)");
+            "; give a multiple of the rank count (each rank gets the same number), or with "
+            "shard.backend = \"gloo\" a divisor of it (ranks share GPUs)");
 }
 
 void check_hosts(const LaunchSection& l, const Check& check) {
@@ -222,7 +226,7 @@ void validate_launch(const Experiment& exp, const Locator& loc, Diagnostics& dia
   const Check check{loc, diag};
   const LaunchSection& l = exp.launch;
   check_shape(l, exp.train, check);
-  check_gpus(l, check);
+  check_gpus(l, exp.shard, check);
   check_hosts(l, check);
   check_env(l, check);
   check_slurm(l, check);

@@ -82,6 +82,9 @@ const Field<SS> kShardFields[] = {
     {"activation_checkpointing", &SS::activation_checkpointing, "recompute units in backward"},
     {"reduce_every_microstep", &SS::reduce_every_microstep,
      "reduce-scatter every micro-step (else only the last)"},
+    {"device", &SS::device, "\"auto\", \"cuda\" or \"cpu\""},
+    {"backend", &SS::backend, "collectives: \"auto\", \"nccl\" or \"gloo\""},
+    {"allow_tf32", &SS::allow_tf32, "TF32 matmuls on CUDA"},
 };
 
 using LS = LoraSection;

@@ -202,6 +202,13 @@ void check_freeze(const TrainSection& t, const ModelSection& m, const Check& che
 void check_shard(const ShardSection& s, const Check& check) {
   const ShardSection d;
   check.at_least(s.max_inflight_gathers, 1, "shard.max_inflight_gathers", "2");
+  check(s.device == "auto" || s.device == "cuda" || s.device == "cpu", "shard.device",
+        "must be \"auto\", \"cuda\" or \"cpu\" (got " + quoted(s.device) + ")");
+  check(s.backend == "auto" || s.backend == "nccl" || s.backend == "gloo", "shard.backend",
+        "must be \"auto\", \"nccl\" or \"gloo\" (got " + quoted(s.backend) + ")");
+  check(s.device != "cpu" || s.backend != "nccl", "shard.backend",
+        "\"nccl\" needs CUDA tensors but shard.device = \"cpu\"; use backend = \"gloo\" or "
+        "\"auto\", or device = \"cuda\"");
   check.at_least(s.wrap_min_params, 1, "shard.wrap_min_params", "100000000");
   check(s.wrap_policy == WrapPolicy::size || s.wrap_min_params == d.wrap_min_params,
         "shard.wrap_min_params",

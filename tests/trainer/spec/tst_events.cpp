@@ -50,12 +50,21 @@ class TestEvents : public QObject {
     DoneEvent doneMulti{DoneStatus::stopped, {1.5, 0.75}, true, std::nullopt};
     ErrorEvent error{ErrorKind::peer_lost, "rank 0 is gone", "check rank-0.log"};
     StepEvent diverged{2, NAN, 1e-4, INFINITY, 0, 0, 0, 0};
+    // A rank on a GPU: hello names the device, mem adds the CUDA caching allocator's bytes.
+    HelloEvent helloCuda{
+        1,          1,
+        "9f2c",     {{"shardtrain", "0.1.0"}, {"torch", "2.11.0"}, {"backend", "local"}},
+        494032768,  494032768,
+        8589934592, DeviceSummary{"cuda", 0, "NVIDIA H100 80GB HBM3", 85045870592, "9.0"}};
+    MemEvent memCuda{10,         1073741824,  2147483648,  1610612736,
+                     3221225472, 17179869184, 21474836480, 19327352832};
     const std::vector<Event> events{
-        {{1, 0, 0, 1732280000.125}, hello}, {{1, 0, 1, 1732280001.5}, step},
-        {{1, 0, 2, 1732280002.0}, eval},    {{1, 1, 3, 1732280002.25}, mem},
-        {{1, 0, 4, 1732280003.0}, ckpt},    {{1, 0, 5, 1732280003.5}, log},
-        {{1, 0, 6, 1732280004.0}, done},    {{1, 0, 7, 1732280004.0}, doneMulti},
-        {{1, 1, 8, 1732280005.0}, error},   {{1, 0, 9, 1732280006.0}, diverged}};
+        {{1, 0, 0, 1732280000.125}, hello},    {{1, 0, 1, 1732280001.5}, step},
+        {{1, 0, 2, 1732280002.0}, eval},       {{1, 1, 3, 1732280002.25}, mem},
+        {{1, 0, 4, 1732280003.0}, ckpt},       {{1, 0, 5, 1732280003.5}, log},
+        {{1, 0, 6, 1732280004.0}, done},       {{1, 0, 7, 1732280004.0}, doneMulti},
+        {{1, 1, 8, 1732280005.0}, error},      {{1, 0, 9, 1732280006.0}, diverged},
+        {{1, 0, 10, 1732280007.0}, helloCuda}, {{1, 0, 11, 1732280007.5}, memCuda}};
     const auto golden = goldenLines();
     QCOMPARE(golden.size(), static_cast<qsizetype>(events.size()));
     for (std::size_t i = 0; i < events.size(); ++i) {
@@ -87,6 +96,15 @@ class TestEvents : public QObject {
     QVERIFY(std::isnan(diverged.loss));
     auto err = std::get<ErrorEvent>(parseOrFail(golden[8]).body);
     QCOMPARE(err.kind, ErrorKind::peer_lost);
+    QVERIFY(!hello.device.has_value());  // older trainers send no device
+    auto helloCuda = std::get<HelloEvent>(parseOrFail(golden[10]).body);
+    QVERIFY(helloCuda.device.has_value());
+    QCOMPARE(helloCuda.device->name, std::string("NVIDIA H100 80GB HBM3"));
+    QCOMPARE(helloCuda.device->capability, std::string("9.0"));
+    auto mem = std::get<MemEvent>(parseOrFail(golden[3]).body);
+    QVERIFY(!mem.cuda_peak.has_value());
+    auto memCuda = std::get<MemEvent>(parseOrFail(golden[11]).body);
+    QCOMPARE(*memCuda.cuda_peak, 19327352832LL);
   }
 
   void errorsNameTheField_data() {

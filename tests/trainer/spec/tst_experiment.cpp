@@ -223,6 +223,15 @@ class TestExperiment : public QObject {
         {"inline.toml:6:", "shard.reduce_dtype: mixes bf16 and fp16", "fp32 for reduction"});
     row("dtype unknown", d + "[shard]\nprecision = \"custom\"\nbuffer_dtype = \"half\"\n",
         {"inline.toml:5:", "shard.buffer_dtype: unknown value \"half\"", "fp32, bf16, fp16"});
+    row("device unknown", d + "[shard]\ndevice = \"gpu\"\n",
+        {"inline.toml:4:", "shard.device: must be \"auto\", \"cuda\" or \"cpu\" (got \"gpu\")"});
+    row("backend unknown", d + "[shard]\nbackend = \"mpi\"\n",
+        {"inline.toml:4:", "shard.backend: must be \"auto\", \"nccl\" or \"gloo\""});
+    row("nccl on cpu", d + "[shard]\ndevice = \"cpu\"\nbackend = \"nccl\"\n",
+        {"shard.backend", "needs CUDA tensors but shard.device = \"cpu\""});
+    row("gpus shared without gloo", d + "[launch]\nnproc_per_node = 2\ngpus = [0]\n",
+        {"inline.toml:5:", "launch.gpus: has 1 GPUs for 2 ranks",
+         "with shard.backend = \"gloo\" a divisor of it"});
     row("min params unused", d + "[shard]\nwrap_min_params = 5\n",
         {"inline.toml:4:", "shard.wrap_min_params", "only used by shard.wrap_policy = \"size\""});
     row("ckpt without units",
@@ -338,6 +347,21 @@ class TestExperiment : public QObject {
     QString missing;
     QVERIFY2(errorHas(r.message(), expected, &missing),
              qPrintable("missing \"" + missing + "\" in:\n" + QString::fromStdString(r.message())));
+  }
+
+  void gpusSharedWithGloo() {
+    // Gloo stages GPU tensors through host memory, so two ranks may share launch.gpus' one GPU.
+    auto r = parseInline(kData +
+                         "[shard]\nbackend = \"gloo\"\ndevice = \"cuda\"\n[launch]\n"
+                         "nproc_per_node = 2\ngpus = [0]\n");
+    if (!r.ok()) QFAIL(r.message().c_str());
+    QCOMPARE(r->shard.backend, std::string("gloo"));
+    QCOMPARE(r->shard.device, std::string("cuda"));
+    auto odd = parseInline(kData +
+                           "[shard]\nbackend = \"gloo\"\n[launch]\nnproc_per_node = 3\n"
+                           "gpus = [0, 1]\n");
+    QVERIFY(!odd.ok());
+    QVERIFY(odd.message().find("launch.gpus: has 2 GPUs for 3 ranks") != std::string::npos);
   }
 
   void everyProblemReported() {
@@ -561,7 +585,7 @@ class TestExperiment : public QObject {
     const std::string h = config_hash(e);
     QCOMPARE(h, sha256_hex(write_experiment_toml(e)));
     QCOMPARE(QString::fromStdString(h),  // a QString: a failure prints the new value
-             QString("3eea7fcb44e3459eef9cf3bd9ac657e0b3aac6a42051d6842e0d7771aefca126"));
+             QString("2554fef5555eef704955e3d1e5c311c6e876d527d418ca331255492b0a7a430f"));
     // The same settings in another order and spelling hash the same.
     auto a =
         parseInline(kData + "[train]\nlr = 1e-3\nseed = 7\n[shard]\nstrategy = \"NO_SHARD\"\n");
