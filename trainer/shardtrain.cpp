@@ -34,6 +34,13 @@ CLI::App* add_selftest(CLI::App& app, SelftestOptions& selftest) {
   cmd->add_option("--fault-mode", selftest.fault_mode,
                   "exit: leave before the collectives; hang: never answer")
       ->check(CLI::IsMember({"exit", "hang"}));
+  cmd->add_option("--device", selftest.device,
+                  "Where the tensors live: cpu (default), cuda, or auto (CUDA when visible)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->add_option("--backend", selftest.backend,
+                  "CUDA tensors through: auto or nccl (NCCL, one GPU per rank), or gloo (host "
+                  "memory, ranks may share a GPU)")
+      ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
   return cmd;
 }
 

@@ -90,6 +90,7 @@ std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engi
                         {"step", position.step},
                         {"data_offset", position.data_offset},
                         {"grad_scale", position.grad_scale},
+                        {"grad_scale_good_steps", position.good_steps},
                         {"optimizer_steps", optimizer.steps()},
                         {"world_size", world.size()},
                         {"shard_size", engine.groups().shard->size()},
@@ -189,7 +190,7 @@ TrainPosition load_checkpoint(const std::string& dir, shard::ShardEngine& engine
   }
   optimizer.set_steps(meta.at("optimizer_steps").get<std::int64_t>());
   return {meta.at("step").get<std::int64_t>(), meta.at("data_offset").get<std::int64_t>(),
-          meta.at("grad_scale").get<double>()};
+          meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", 0)};
 }
 
 }  // namespace shardscope::ckpt

@@ -17,7 +17,8 @@ namespace shardscope::ckpt {
 struct TrainPosition {
   std::int64_t step = 0;         // optimizer steps done
   std::int64_t data_offset = 0;  // global sample offset of the next step
-  double grad_scale = 1.0;       // fp16 scaler state
+  double grad_scale = 1.0;       // fp16 scaler state: the loss scale
+  std::int64_t good_steps = 0;   // and its growth tracker (steps since the scale changed)
 };
 
 /// Collective: every rank writes its file; rank 0 completes the directory. Returns the

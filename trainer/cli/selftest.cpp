@@ -15,6 +15,7 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include "trainer/dist/device.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/run/fatal.h"
 #include "trainer/spec/version.h"
@@ -32,7 +33,7 @@ double expected_value(std::int64_t g, std::int64_t n) {
 }
 
 void check_equal(const at::Tensor& got, const std::vector<double>& want, const std::string& what) {
-  auto values = got.to(at::kDouble).contiguous();
+  auto values = got.to(at::kCPU).to(at::kDouble).contiguous();
   const double* data = values.data_ptr<double>();
   for (std::size_t i = 0; i < want.size(); ++i) {
     SHARD_CHECK(data[i] == want[i], ErrorKind::internal,
@@ -43,16 +44,18 @@ void check_equal(const at::Tensor& got, const std::vector<double>& want, const s
 }
 
 // One dtype: all-gather each rank's shard of 1..n (padded), then reduce-scatter (rank+1)*(1..n).
-void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int64_t n) {
+void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int64_t n,
+                       c10::Device device) {
   const std::int64_t world = group.size();
   const std::int64_t shard = (n + world - 1) / world;  // elements per rank after padding
   const std::int64_t padded = shard * world;
   const std::string name = std::string(c10::toString(dtype));
 
   auto index = at::arange(padded, at::kLong);  // (padded,) global element index
-  auto full = at::where(index < n, index + 1, at::zeros_like(index)).to(dtype);  // (padded,)
-  auto mine = full.narrow(0, group.rank() * shard, shard).clone();               // (shard,)
-  auto gathered = at::empty({padded}, mine.options());                           // (padded,)
+  auto full =
+      at::where(index < n, index + 1, at::zeros_like(index)).to(device).to(dtype);  // (padded,)
+  auto mine = full.narrow(0, group.rank() * shard, shard).clone();                  // (shard,)
+  auto gathered = at::empty({padded}, mine.options());                              // (padded,)
   group.all_gather(gathered, mine);
   std::vector<double> want(static_cast<std::size_t>(padded));
   for (std::int64_t g = 0; g < padded; ++g)
@@ -68,14 +71,22 @@ void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int
     want_rs[static_cast<std::size_t>(i)] = rank_sum * expected_value(group.rank() * shard + i, n);
   }
   check_equal(reduced, want_rs, "reduce_scatter_tensor " + name);
-  events().write(spec::LogEvent{
-      "info", "selftest: all_gather_into_tensor and reduce_scatter_tensor " + name + " ok (" +
-                  std::to_string(n) + " elements, " + std::to_string(padded - n) + " padding)"});
+  events().write(
+      spec::LogEvent{"info", "selftest: all_gather_into_tensor and reduce_scatter_tensor " + name +
+                                 " ok on " + device.str() + " (" + std::to_string(n) +
+                                 " elements, " + std::to_string(padded - n) + " padding)"});
 }
 
 int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
   set_event_rank(rdzv.rank);
-  auto group = dist::ProcessGroup::create(rdzv, {std::chrono::seconds(options.timeout_s)});
+  const auto device = dist::choose_device(options.device, rdzv.local_rank);
+  dist::use_device(device);
+  const auto info = dist::describe(device);
+  dist::GroupOptions group_options;
+  group_options.timeout = std::chrono::seconds(options.timeout_s);
+  group_options.nccl = device.is_cuda() && options.backend != "gloo";
+  group_options.bus_id = info.bus_id;
+  auto group = dist::ProcessGroup::create(rdzv, group_options);
   events().write(spec::HelloEvent{
       rdzv.world_size,
       rdzv.local_world_size,
@@ -83,15 +94,20 @@ int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
       {{"shardtrain", kVersion}, {"torch", TORCH_VERSION}, {"backend", group.backend_name()}},
       0,
       0,
-      0});
+      0,
+      spec::DeviceSummary{device.is_cuda() ? "cuda" : "cpu", device.is_cuda() ? device.index() : 0,
+                          info.name, info.memory_bytes,
+                          device.is_cuda()
+                              ? std::to_string(info.major) + "." + std::to_string(info.minor)
+                              : std::string()}});
   if (rdzv.rank == options.fault_rank) {
     if (options.fault_mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
     std::fprintf(stderr, "shardtrain selftest: rank %d leaves early (--fault-rank)\n", rdzv.rank);
     std::_Exit(3);  // as a crash would: no done event, no goodbye to the peers
   }
   const std::int64_t n = 2 * group.size() + 1;  // odd: the last shard carries padding
-  check_collectives(group, at::kFloat, n);
-  check_collectives(group, at::kBFloat16, n);
+  check_collectives(group, at::kFloat, n, device);
+  check_collectives(group, at::kBFloat16, n, device);
   group.barrier();
   events().write(spec::DoneEvent{spec::DoneStatus::complete, {}, false, 0});
   return kExitOk;
@@ -152,7 +168,11 @@ pid_t spawn_rank(const std::string& exe, int rank, const SelftestOptions& option
                                 "--fault-rank",
                                 std::to_string(options.fault_rank),
                                 "--fault-mode",
-                                options.fault_mode};
+                                options.fault_mode,
+                                "--device",
+                                options.device,
+                                "--backend",
+                                options.backend};
   auto argv = c_strings(args);
   auto envp = c_strings(env);
   pid_t pid = 0;
@@ -182,6 +202,12 @@ int launch_local(const SelftestOptions& options) {
 
 int run_selftest(const SelftestOptions& options) {
   at::set_num_threads(1);
+  SHARD_CHECK(options.device == "auto" || options.device == "cuda" || options.device == "cpu",
+              ErrorKind::config, "--device " + options.device + " is not auto, cuda or cpu",
+              "pass --device cpu, cuda or auto");
+  SHARD_CHECK(options.backend == "auto" || options.backend == "nccl" || options.backend == "gloo",
+              ErrorKind::config, "--backend " + options.backend + " is not auto, nccl or gloo",
+              "pass --backend auto, nccl or gloo");
   auto rdzv = dist::rendezvous_from_env();
   SHARD_CHECK_OK(rdzv, ErrorKind::config, "");
   if (rdzv->source == "single") {

@@ -14,6 +14,8 @@ struct SelftestOptions {
   int timeout_s = 30;               // rendezvous and collective timeout
   int fault_rank = -1;              // this rank misbehaves, to check failure detection
   std::string fault_mode = "exit";  // exit: leaves before the collectives; hang: never answers
+  std::string device = "cpu";       // where the tensors live: cpu, cuda, auto (as shard.device)
+  std::string backend = "auto";     // CUDA tensors: auto/nccl (NCCL) or gloo (host-staged)
 };
 
 /// Runs the selftest; returns the process exit code.

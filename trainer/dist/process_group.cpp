@@ -8,11 +8,13 @@
 #include <fstream>
 #include <sstream>
 
+#include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "trainer/dist/device.h"
 #include "trainer/dist/direct.h"
 #include "trainer/dist/gloo_backend.h"
 #include "trainer/dist/nccl_backend.h"
@@ -142,6 +144,45 @@ bool process_alive(long pid) {
   return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
 }
 
+// A pinned host tensor shaped like `t` (page-locked, so copies to and from the GPU are direct).
+at::Tensor pinned_like(const at::Tensor& t) {
+  return at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
+}
+
+// `t`'s values in pinned host memory, once the queued work that writes `t` is done.
+at::Tensor to_host(const at::Tensor& t) {
+  auto host = pinned_like(t);
+  host.copy_(t);  // synchronous: waits for the stream that produced `t`
+  return host;
+}
+
+// A Gloo collective over host copies of CUDA tensors (shard.backend = "gloo" on CUDA): waiting
+// waits for Gloo, then copies the host result into the CUDA tensor on the waiting stream.
+class StagedWork final : public c10d::Work {
+ public:
+  StagedWork(c10::intrusive_ptr<c10d::Work> inner, at::Tensor host, at::Tensor device,
+             at::Tensor keep)
+      : m_inner(std::move(inner)),
+        m_host(std::move(host)),
+        m_device(std::move(device)),
+        m_keep(std::move(keep)) {}
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (m_inner) m_inner->wait(timeout);
+    m_inner.reset();
+    if (m_host.defined()) m_device.view({-1}).copy_(m_host.reshape({-1}), /*non_blocking=*/true);
+    m_host.reset();
+    m_keep.reset();
+    return true;
+  }
+  bool isCompleted() override { return !m_inner || m_inner->isCompleted(); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> m_inner;
+  at::Tensor m_host;
+  at::Tensor m_device;
+  at::Tensor m_keep;  // the host input, alive until the exchange is done
+};
+
 }  // namespace
 
 std::string ProcessGroup::lost_peers() const {
@@ -171,12 +212,6 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
   const std::string bind = is_loopback(r.master_addr) ? "127.0.0.1" : "";
   group.m_options = options;
   group.m_bind = bind;
-  const char* wanted = std::getenv("SHARDSCOPE_DIST_BACKEND");
-  if (wanted && std::string(wanted) == "nccl") {
-    group.m_backend = make_nccl_backend(group.m_store, r.rank, r.world_size, options.timeout);
-    group.m_backend_name = "nccl";
-    return group;
-  }
   try {
     group.m_backend = make_gloo_backend(group.m_store, r.rank, r.world_size, bind, options.timeout);
   } catch (const std::exception& e) {
@@ -187,6 +222,7 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
                "interface to use)");
   }
   group.m_backend_name = "gloo";
+  if (options.nccl) group.add_nccl("world");
   return group;
 }
 
@@ -229,8 +265,50 @@ ProcessGroup ProcessGroup::subgroup(const std::string& name, const std::vector<i
                    std::string(e.what()).substr(0, 300) + ")",
                "a peer of this group did not arrive; read the other ranks' rank-N.log");
   }
-  sub.m_backend_name = m_backend_name;
+  sub.m_backend_name = "gloo";
+  if (m_nccl) sub.add_nccl(name);
   return sub;
+}
+
+void ProcessGroup::add_nccl(const std::string& what) {
+  // NCCL refuses two ranks on one GPU ("Duplicate GPU detected") only at its first collective;
+  // every member publishes its host and GPU first, so the error names the ranks and the counts.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string mine = std::string(host) + " " + m_options.bus_id;
+  m_store->set("shardscope/gpu/" + std::to_string(m_rank),
+               std::vector<std::uint8_t>(mine.begin(), mine.end()));
+  for (int i = 0; i < m_size; ++i) {
+    if (i == m_rank) continue;
+    auto value = m_store->get("shardscope/gpu/" + std::to_string(i));
+    if (std::string(value.begin(), value.end()) != mine) continue;
+    int same_host = 0;
+    for (int j = 0; j < m_size; ++j) {
+      auto v = m_store->get("shardscope/gpu/" + std::to_string(j));
+      const std::string other(v.begin(), v.end());
+      if (other.substr(0, other.find(' ')) == host) ++same_host;
+    }
+    SHARD_FAIL(ErrorKind::config,
+               "group " + what + ": ranks " + std::to_string(std::min(i, m_rank)) + " and " +
+                   std::to_string(std::max(i, m_rank)) + " both compute on GPU " +
+                   m_options.bus_id + " of " + host + ": " + std::to_string(same_host) +
+                   " NCCL ranks on this node, " + std::to_string(cuda_device_count()) +
+                   " visible GPUs (NCCL needs one GPU per rank)",
+               "start at most one rank per GPU (launch.nproc_per_node), or set "
+               "shard.backend = \"gloo\" to share GPUs through host memory");
+  }
+  try {
+    m_nccl = make_nccl_backend(c10::make_intrusive<c10d::PrefixStore>("nccl", m_store), m_rank,
+                               m_size, m_options.timeout);
+  } catch (const trainer::TrainerError&) {
+    throw;
+  } catch (const std::exception& e) {
+    SHARD_FAIL(ErrorKind::peer_lost,
+               "rank " + std::to_string(m_global_rank) + ": NCCL could not set up group " + what +
+                   " (" + std::string(e.what()).substr(0, 300) + ")",
+               "check the NCCL environment (NCCL_DEBUG=INFO names the cause)");
+  }
+  m_backend_name = "nccl";
 }
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
@@ -260,14 +338,26 @@ Exchange ProcessGroup::next_exchange() {
   return {*m_backend, m_rank, m_size, m_exchanges};
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroup::host_all_gather(at::Tensor& out, at::Tensor& in) {
+  return direct_all_gather(next_exchange(), out, in);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::host_reduce_scatter(at::Tensor& out, at::Tensor& in) {
+  return direct_reduce_scatter(next_exchange(), out, in);
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, at::Tensor& in) {
   if (m_size == 1) {
-    out.copy_(in.view(out.sizes()));
+    if (in.data_ptr() != out.data_ptr()) out.copy_(in.view(out.sizes()));  // else in place
     return {};
   }
   m_counters.all_gather_bytes += static_cast<std::int64_t>(out.nbytes());
-  if (m_backend_name == "gloo") return direct_all_gather(next_exchange(), out, in);
-  return m_backend->_allgather_base(out, in);
+  if (!out.is_cuda()) return host_all_gather(out, in);
+  if (m_nccl) return m_nccl->_allgather_base(out, in);
+  auto host_in = to_host(in);
+  auto host_out = pinned_like(out);
+  auto work = host_all_gather(host_out, host_in);
+  return c10::make_intrusive<StagedWork>(work, host_out, out, host_in);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& out, at::Tensor& in) {
@@ -276,8 +366,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& ou
     return {};
   }
   m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(in.nbytes());
-  if (m_backend_name == "gloo") return direct_reduce_scatter(next_exchange(), out, in);
-  return m_backend->_reduce_scatter_base(out, in);
+  if (!in.is_cuda()) return host_reduce_scatter(out, in);
+  if (m_nccl) return m_nccl->_reduce_scatter_base(out, in);
+  // Staged: the sum lands in the host copy of `in`; the work copies this rank's slice to `out`.
+  auto host_in = to_host(in);
+  at::Tensor host_out;
+  auto work = host_reduce_scatter(host_out, host_in);
+  return c10::make_intrusive<StagedWork>(work, host_out, out, host_in);
 }
 
 void ProcessGroup::all_gather(at::Tensor& out, at::Tensor& in) {
@@ -290,12 +385,29 @@ void ProcessGroup::reduce_scatter(at::Tensor& out, at::Tensor& in) {
   if (!result.is_same(out)) out.copy_(result.view(out.sizes()));
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(at::Tensor& tensor,
+                                                              c10d::ReduceOp op) {
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = op;
+  if (tensor.is_cuda() && m_nccl) {
+    std::vector<at::Tensor> tensors{tensor};
+    return m_nccl->allreduce(tensors, opts);
+  }
+  if (!tensor.is_cuda()) {
+    std::vector<at::Tensor> tensors{tensor};
+    return m_backend->allreduce(tensors, opts);
+  }
+  auto host = to_host(tensor);
+  std::vector<at::Tensor> tensors{host};
+  auto work = m_backend->allreduce(tensors, opts);
+  return c10::make_intrusive<StagedWork>(work, host, tensor, at::Tensor());
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_sum_async(at::Tensor& tensor) {
   if (m_size == 1) return {};
   m_counters.all_gather_bytes += static_cast<std::int64_t>(tensor.nbytes());
   m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(tensor.nbytes());
-  std::vector<at::Tensor> tensors{tensor};
-  return m_backend->allreduce(tensors);
+  return all_reduce_async(tensor, c10d::ReduceOp::SUM);
 }
 
 void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
@@ -304,10 +416,7 @@ void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
 
 void ProcessGroup::all_reduce_max(at::Tensor& tensor) {
   if (m_size == 1) return;
-  std::vector<at::Tensor> tensors{tensor};
-  c10d::AllreduceOptions opts;
-  opts.reduceOp = c10d::ReduceOp::MAX;
-  wait(m_backend->allreduce(tensors, opts), "all_reduce(max)");
+  wait(all_reduce_async(tensor, c10d::ReduceOp::MAX), "all_reduce(max)");
 }
 
 void ProcessGroup::barrier() {

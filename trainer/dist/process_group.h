@@ -1,5 +1,9 @@
-// A c10d process group for the sharding engine: TCPStore rendezvous, then Gloo (CPU) or, with a
-// CUDA LibTorch, NCCL. Failures raise TrainerError with the rank, the cause and what to check.
+// A c10d process group for the sharding engine: TCPStore rendezvous, then Gloo, and NCCL beside
+// it when the rank computes on CUDA with shard.backend "nccl" (the default there). CPU tensors
+// (the control plane: token counts, stop flags, norms, barriers) always go through Gloo, as
+// PyTorch FSDP keeps its control plane off NCCL; CUDA tensors go through NCCL, or through Gloo
+// staged in pinned host buffers (shard.backend "gloo", so several ranks can share one GPU).
+// Failures raise TrainerError with the rank, the cause and what to check.
 #pragma once
 
 #include <chrono>
@@ -11,6 +15,7 @@
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "trainer/dist/direct.h"
@@ -20,6 +25,8 @@ namespace shardscope::dist {
 
 struct GroupOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // per collective and rendezvous
+  bool nccl = false;   // CUDA tensors through NCCL (else Gloo, staged through host memory)
+  std::string bus_id;  // with nccl: this rank's GPU (PCI bus id), to name ranks sharing one
 };
 
 /// Collective traffic of this rank since construction, in bytes (what `step` events report).
@@ -42,11 +49,13 @@ class ProcessGroup {
 
   int rank() const { return m_rank; }
   int size() const { return m_size; }
+  /// "gloo", "nccl" (CUDA tensors through NCCL, the control plane through Gloo) or "local".
   const std::string& backend_name() const { return m_backend_name; }
   const CommCounters& counters() const { return m_counters; }
 
-  /// out (size * in.numel()) = concatenation of every rank's `in`, in rank order. On Gloo a
-  /// direct exchange (trainer/dist/direct.h), not Gloo's all-gather.
+  /// out (size * in.numel()) = concatenation of every rank's `in`, in rank order; `in` may be
+  /// this rank's slice of `out` (in place). On Gloo a direct exchange (trainer/dist/direct.h),
+  /// not Gloo's all-gather.
   c10::intrusive_ptr<c10d::Work> all_gather_async(at::Tensor& out, at::Tensor& in);
   /// out (in.numel() / size) = this rank's slice of the element-wise sum over ranks of `in`,
   /// once the work is done. On Gloo a direct exchange (trainer/dist/direct.h): `out` is replaced
@@ -70,13 +79,20 @@ class ProcessGroup {
   ProcessGroup() = default;
   /// The next point-to-point exchange's tag and peers.
   Exchange next_exchange();
+  /// NCCL over this group's store (its own key prefix), after checking no two ranks share a GPU.
+  void add_nccl(const std::string& what);
+  /// The CPU-tensor paths of all_gather_async and reduce_scatter_async.
+  c10::intrusive_ptr<c10d::Work> host_all_gather(at::Tensor& out, at::Tensor& in);
+  c10::intrusive_ptr<c10d::Work> host_reduce_scatter(at::Tensor& out, at::Tensor& in);
+  c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor, c10d::ReduceOp op);
 
   int m_rank = 0;
   int m_global_rank = 0;  // this process's rank in the world (messages)
   int m_size = 1;
   std::string m_backend_name;
   c10::intrusive_ptr<c10d::Store> m_store;
-  c10::intrusive_ptr<c10d::Backend> m_backend;
+  c10::intrusive_ptr<c10d::Backend> m_backend;  // Gloo: CPU tensors, staged CUDA tensors
+  c10::intrusive_ptr<c10d::Backend> m_nccl;     // CUDA tensors, when options.nccl
   CommCounters m_counters;
   int m_exchanges = 0;  // direct exchanges issued (their tags)
   GroupOptions m_options;

@@ -76,10 +76,10 @@ bool fusable(const at::Tensor& p, const at::Tensor& g, const at::Tensor& m, cons
 }
 
 // The fused pass over one shard: undecayed gaps and decayed ranges alternate (ranges sorted).
-void step_fused(const shard::FlatParam& flat, const at::Tensor& param, at::Tensor& exp_avg,
-                at::Tensor& exp_avg_sq, bool decays, const AdamConsts& c) {
+void step_fused(const shard::FlatParam& flat, const at::Tensor& param, const at::Tensor& grad,
+                at::Tensor& exp_avg, at::Tensor& exp_avg_sq, bool decays, const AdamConsts& c) {
   auto* p = param.data_ptr<float>();
-  const auto* g = flat.grad.data_ptr<float>();
+  const auto* g = grad.data_ptr<float>();
   auto* m = exp_avg.data_ptr<float>();
   auto* v = exp_avg_sq.data_ptr<float>();
   std::int64_t pos = 0;
@@ -95,15 +95,19 @@ void step_fused(const shard::FlatParam& flat, const at::Tensor& param, at::Tenso
 
 }  // namespace
 
-ShardedAdamW::ShardedAdamW(std::vector<shard::FlatParam*> params, const spec::TrainSection& train)
+ShardedAdamW::ShardedAdamW(std::vector<shard::FlatParam*> params, const spec::TrainSection& train,
+                           bool offload)
     : m_params(std::move(params)),
       m_beta1(train.adam_beta1),
       m_beta2(train.adam_beta2),
       m_eps(train.adam_eps),
       m_weight_decay(train.weight_decay) {
   for (auto* p : m_params) {
-    m_exp_avg.push_back(at::zeros_like(p->master, at::MemoryFormat::Contiguous).detach());
-    m_exp_avg_sq.push_back(at::zeros_like(p->master, at::MemoryFormat::Contiguous).detach());
+    // With offload_optimizer the moments live in host memory (and the step runs there).
+    auto opts = p->master.options().requires_grad(false);
+    if (offload) opts = opts.device(at::kCPU).pinned_memory(p->master.is_cuda());
+    m_exp_avg.push_back(at::zeros({p->master.numel()}, opts));
+    m_exp_avg_sq.push_back(at::zeros({p->master.numel()}, opts));
   }
 }
 
@@ -122,22 +126,27 @@ void ShardedAdamW::step(double lr) {
   for (std::size_t i = 0; i < m_params.size(); ++i) {
     auto* p = m_params[i];
     if (!p->grad.defined()) continue;
-    auto param = p->master.detach();  // (N)
-    const auto& grad = p->grad;       // (N)
+    auto master = p->master.detach();  // (N)
+    // The step runs where the moments live: offloaded moments take host copies of the master
+    // and the gradient, and the updated master goes back to the device.
+    const auto where = m_exp_avg[i].device();
+    auto param = master.device() == where ? master : master.to(where);
+    auto grad = p->grad.device() == where ? p->grad : p->grad.to(where);  // (N)
     if (fusable(param, grad, m_exp_avg[i], m_exp_avg_sq[i])) {
-      step_fused(*p, param, m_exp_avg[i], m_exp_avg_sq[i], m_weight_decay != 0.0, consts);
-      continue;
+      step_fused(*p, param, grad, m_exp_avg[i], m_exp_avg_sq[i], m_weight_decay != 0.0, consts);
+    } else {
+      // Other devices and dtypes (CUDA): the same update as separate ops.
+      if (m_weight_decay != 0.0) {
+        // p *= 1 - lr * wd on the decayed slots; norms, biases and padding unchanged.
+        for (const auto& [begin, end] : p->decay_ranges)
+          param.narrow(0, begin, end - begin).mul_(1.0 - lr * m_weight_decay);
+      }
+      m_exp_avg[i].lerp_(grad, 1.0 - m_beta1);
+      m_exp_avg_sq[i].mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);
+      auto denom = (m_exp_avg_sq[i].sqrt() / bias2_sqrt).add_(m_eps);
+      param.addcdiv_(m_exp_avg[i], denom, -lr / bias1);
     }
-    // Other devices and dtypes (CUDA, offloaded copies): the same update as separate ops.
-    if (m_weight_decay != 0.0) {
-      // p *= 1 - lr * wd on the decayed slots; norms, biases and padding unchanged.
-      for (const auto& [begin, end] : p->decay_ranges)
-        param.narrow(0, begin, end - begin).mul_(1.0 - lr * m_weight_decay);
-    }
-    m_exp_avg[i].lerp_(grad, 1.0 - m_beta1);
-    m_exp_avg_sq[i].mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);
-    auto denom = (m_exp_avg_sq[i].sqrt() / bias2_sqrt).add_(m_eps);
-    param.addcdiv_(m_exp_avg[i], denom, -lr / bias1);
+    if (!param.is_same(master)) master.copy_(param);
   }
 }
 

@@ -18,7 +18,10 @@ namespace shardscope::optim {
 
 class ShardedAdamW {
  public:
-  ShardedAdamW(std::vector<shard::FlatParam*> params, const spec::TrainSection& train);
+  /// `offload` (shard.offload_optimizer): the moments live in host memory and each step runs
+  /// there on host copies of the gradient and, when the master is on the GPU, of the master.
+  ShardedAdamW(std::vector<shard::FlatParam*> params, const spec::TrainSection& train,
+               bool offload = false);
 
   /// One update with learning rate `lr` from every parameter's `grad` (skipped when undefined).
   void step(double lr);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <new>
 
 #include <c10/util/Exception.h>
 
@@ -66,6 +67,15 @@ int run_guarded(const std::function<int()>& body) {
     return body();
   } catch (const TrainerError& e) {
     return report(e.kind(), e.what(), e.hint(), e.where());
+  } catch (const c10::OutOfMemoryError& e) {
+    // CUDA's caching allocator and the counting CPU allocator: the message names the bytes asked
+    // (and on CUDA the device's capacity and what was free).
+    return report(spec::ErrorKind::oom, e.what_without_backtrace(), hint_for(spec::ErrorKind::oom));
+  } catch (const std::bad_alloc& e) {
+    return report(spec::ErrorKind::oom,
+                  std::string("host out of memory (") + e.what() +
+                      "): an allocation outside the tensor allocator was refused",
+                  hint_for(spec::ErrorKind::oom));
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
     auto kind = classify_exception(what);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -15,6 +16,7 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 
 namespace shardscope::trainer {
 namespace {
@@ -23,6 +25,9 @@ std::atomic<std::int64_t> g_live{0};
 std::atomic<std::int64_t> g_peak{0};
 
 c10::Allocator* g_inner = nullptr;
+// SHARDSCOPE_HOST_MEMORY_LIMIT: live tensor bytes this rank may hold on the host (0: no limit),
+// so a rank on a shared node fails with an `oom` error instead of being killed by the kernel.
+std::int64_t g_limit = 0;
 
 // Each block carries its size in a header in front of the data, so the data pointer is also the
 // deleter's context (LibTorch's raw_allocate() requires that) and freeing needs no lookup table.
@@ -136,9 +141,21 @@ class CountingAllocator final : public c10::Allocator {
   c10::DataPtr allocate(std::size_t n) override {
     const auto total = n + kHeader;
     const auto bytes = static_cast<std::int64_t>(n);
+    if (g_limit > 0 && g_live.load(std::memory_order_relaxed) + bytes > g_limit) {
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", n,
+                       " bytes with ", g_live.load(std::memory_order_relaxed),
+                       " bytes of tensors held, over SHARDSCOPE_HOST_MEMORY_LIMIT=", g_limit);
+    }
     auto* base = static_cast<char*>(total >= kLargeBlock ? large_block(total, bytes)
                                                          : g_inner->raw_allocate(total));
-    if (!base) throw std::bad_alloc();
+    if (!base) {
+      // c10's out-of-memory error, as CUDA's caching allocator raises it: the rank reports an
+      // `error` of kind oom naming what was asked and what was held.
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", n,
+                       " bytes with ", g_live.load(std::memory_order_relaxed),
+                       " bytes of tensors held (the system or the process's address-space limit "
+                       "refused the mapping)");
+    }
     std::memcpy(base, &bytes, sizeof bytes);
     const auto live = g_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     auto peak = g_peak.load(std::memory_order_relaxed);
@@ -165,6 +182,18 @@ void install_counting_allocator() {
   mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
   mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
   g_inner = c10::GetDefaultCPUAllocator();
+  if (const char* limit = std::getenv("SHARDSCOPE_HOST_MEMORY_LIMIT"); limit && *limit) {
+    char* end = nullptr;
+    const long long value = std::strtoll(limit, &end, 10);
+    if (end && *end == '\0' && value > 0) {
+      g_limit = value;
+    } else {
+      std::fprintf(stderr,
+                   "shardtrain: SHARDSCOPE_HOST_MEMORY_LIMIT=%s is not a positive byte count (e.g. "
+                   "8000000000); no limit is applied\n",
+                   limit);
+    }
+  }
   static CountingAllocator allocator;
   c10::SetCPUAllocator(&allocator, /*priority=*/1);
 }

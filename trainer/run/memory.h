@@ -15,7 +15,9 @@ struct MemoryStats {
 };
 
 /// Installs the counting allocator (idempotent) and fixes glibc's mmap threshold so freed
-/// large blocks go back to the system; call before any tensor is made.
+/// large blocks go back to the system; call before any tensor is made. With
+/// SHARDSCOPE_HOST_MEMORY_LIMIT=BYTES an allocation that would take the live tensor bytes over
+/// the limit raises c10's OutOfMemoryError (the rank reports an `oom` error).
 void install_counting_allocator();
 MemoryStats memory_stats();
 void reset_peak_memory();

@@ -23,6 +23,8 @@
 #include "trainer/cli/sft_batch.h"
 #include "trainer/data/text/sft_prepare.h"
 #include "trainer/data/tokens.h"
+#include "trainer/dist/device.h"
+#include "trainer/dist/nccl_backend.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/rendezvous.h"
 #include "trainer/model/dense.h"
@@ -36,6 +38,7 @@
 #include "trainer/run/memory.h"
 #include "trainer/run/step_runner.h"
 #include "trainer/shard/engine.h"
+#include "trainer/spec/device_peaks.h"
 #include "trainer/spec/estimate.h"
 #include "trainer/spec/version.h"
 
@@ -52,10 +55,11 @@ extern "C" void on_stop_signal(int /*sig*/) { g_stop_requested.store(true); }
 class EngineRunner final : public StepRunner {
  public:
   EngineRunner(const model::Model& model, const spec::Experiment& exp, shard::Groups groups,
-               shard::Trace* trace)
-      : m_engine(model, exp.shard, groups, trace) {
+               shard::Trace* trace, c10::Device device)
+      : m_engine(model, exp.shard, groups, trace, device) {
     m_engine.init_params(exp.train.seed);
-    m_optimizer = std::make_unique<optim::ShardedAdamW>(m_engine.trainable_flats(), exp.train);
+    m_optimizer = std::make_unique<optim::ShardedAdamW>(m_engine.trainable_flats(), exp.train,
+                                                        exp.shard.offload_optimizer);
     m_engine.trace_optimizer_state(m_optimizer->exp_avg(), m_optimizer->exp_avg_sq());
   }
   double micro_step(const model::Batch& b, double scale, bool reduce) override {
@@ -86,9 +90,10 @@ struct RankGroups {
   dist::ProcessGroup replicate;
 };
 
-RankGroups make_groups(const dist::Rendezvous& r, spec::ShardStrategy strategy, int timeout_s) {
-  auto world = r.world_size > 1 ? dist::ProcessGroup::create(r, {std::chrono::seconds(timeout_s)})
-                                : dist::ProcessGroup::single();
+RankGroups make_groups(const dist::Rendezvous& r, spec::ShardStrategy strategy,
+                       const dist::GroupOptions& options) {
+  auto world =
+      r.world_size > 1 ? dist::ProcessGroup::create(r, options) : dist::ProcessGroup::single();
   const int W = r.world_size;
   const int L = r.local_world_size;
   std::vector<int> all(static_cast<std::size_t>(W));
@@ -149,6 +154,35 @@ struct Dataset {
   }
 };
 
+/// The GPU's dense peak for the compute dtype from the datasheet table (spec/device_peaks.h),
+/// else a measured 4096^3 GEMM in that dtype on the device, with a log line naming the fallback.
+double cuda_peak_flops(const dist::DeviceInfo& info, const spec::PrecisionDTypes& prec,
+                       bool allow_tf32) {
+  const auto compute = prec.autocast ? prec.autocast_dtype : prec.param;
+  auto kind = compute == spec::DType::bf16   ? spec::PeakDType::bf16
+              : compute == spec::DType::fp16 ? spec::PeakDType::fp16
+              : allow_tf32                   ? spec::PeakDType::tf32
+                                             : spec::PeakDType::fp32;
+  if (auto peak = spec::dense_peak_flops(info.name, kind)) return *peak;
+  const std::int64_t n = 4096;
+  auto opts = at::TensorOptions().device(info.device).dtype(shard::to_scalar_type(compute));
+  auto a = at::randn({n, n}, opts);
+  auto b = at::randn({n, n}, opts);
+  auto c = at::mm(a, b);
+  const at::NoGradGuard no_grad;
+  dist::synchronize(info.device);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 10; ++i) at::mm_out(c, a, b);
+  dist::synchronize(info.device);
+  const double peak =
+      10 * 2.0 * n * n * n / std::chrono::duration<double>(Clock::now() - t0).count();
+  events().write(spec::LogEvent{
+      "warn", "MFU: \"" + info.name + "\" is not in the peak table; MFU is against a measured " +
+                  std::to_string(static_cast<int>(peak / 1e12)) +
+                  " TFLOP/s GEMM (set SHARDSCOPE_PEAK_FLOPS to the datasheet's dense peak)"});
+  return peak;
+}
+
 /// Peak fp32 GEMM FLOP/s of this process's threads, measured (or SHARDSCOPE_PEAK_FLOPS): the
 /// best 512^3 GEMM of LibTorch's BLAS and of the models' own dense() (oneDNN where it is faster),
 /// so MFU is against the fastest GEMM this process can run.
@@ -192,6 +226,7 @@ struct Loop {
   const data::SftPreparer* preparer;  // chat data's tokenizer (null for token data)
   std::string config_hash;
   spec::PrecisionDTypes precision;
+  dist::DeviceInfo device;
   double grad_scale = 1.0;  // fp16 gradient scaler: the loss is multiplied by it
   int good_steps = 0;       // steps since the scale last changed
   bool skipped = false;     // the last step found inf/NaN gradients and did not update
@@ -390,9 +425,9 @@ struct Loop {
 
   void checkpoint(std::int64_t step, std::int64_t offset) {
     if (!engine_runner) return;
-    auto rel =
-        ckpt::save_checkpoint(options.run_dir, engine_runner->engine(), engine_runner->optimizer(),
-                              {step, offset, 1.0}, config_hash, groups.world, exp.train.ckpt_keep);
+    auto rel = ckpt::save_checkpoint(
+        options.run_dir, engine_runner->engine(), engine_runner->optimizer(),
+        {step, offset, grad_scale, good_steps}, config_hash, groups.world, exp.train.ckpt_keep);
     if (rdzv.rank == 0) events().write(spec::CkptEvent{step, rel, "sharded"});
   }
 
@@ -408,12 +443,24 @@ struct Loop {
       if (!dir.empty()) {
         auto pos = ckpt::load_checkpoint(dir, engine_runner->engine(), engine_runner->optimizer());
         step = pos.step;
-        events().write(
-            spec::LogEvent{"info", "resumed from " + dir + " at step " + std::to_string(step)});
+        std::string scaler;
+        if (precision.grad_scaler) {
+          // The fp16 scaler goes on where it was: its scale and its count towards the next growth.
+          grad_scale = pos.grad_scale;
+          good_steps = static_cast<int>(pos.good_steps);
+          scaler = " (loss scale " + std::to_string(grad_scale) + ", " +
+                   std::to_string(good_steps) + " steps since it changed)";
+        }
+        events().write(spec::LogEvent{
+            "info", "resumed from " + dir + " at step " + std::to_string(step) + scaler});
       }
     }
     if (!options.generate_out.empty()) return generate_all();
-    const double peak = rdzv.rank == 0 ? gemm_peak_flops() : 0.0;
+    double peak = 0.0;
+    if (rdzv.rank == 0)
+      peak = device.device.is_cuda() ? cuda_peak_flops(device, precision, exp.shard.allow_tf32)
+                                     : gemm_peak_flops();
+    if (const char* env = std::getenv("SHARDSCOPE_PEAK_FLOPS"); env && *env) peak = std::atof(env);
     const double flops_token = model.flops_per_token(exp.data.seq_len);
     double last_loss = 0;
     bool stopped = false;
@@ -437,7 +484,14 @@ struct Loop {
       }
       if (exp.train.mem_every > 0 && step % exp.train.mem_every == 0) {
         auto m = memory_stats();
-        events().write(spec::MemEvent{step, m.allocated, m.reserved, m.peak, m.rss});
+        spec::MemEvent mem{step, m.allocated, m.reserved, m.peak, m.rss, {}, {}, {}};
+        if (device.device.is_cuda()) {
+          const auto d = dist::device_memory(device.device);
+          mem.cuda_allocated = d.allocated;
+          mem.cuda_reserved = d.reserved;
+          mem.cuda_peak = d.peak;
+        }
+        events().write(mem);
       }
       if (exp.eval.every > 0 && !eval_samples.empty() && step % exp.eval.every == 0) evaluate(step);
       if (exp.train.ckpt_every > 0 && step % exp.train.ckpt_every == 0 &&
@@ -545,6 +599,22 @@ int run_train(const TrainOptions& options) {
   auto valid = spec::validate_for_world(*exp, rdzv->world_size, rdzv->local_world_size);
   SHARD_CHECK_OK(valid, ErrorKind::config, "fix the experiment file or the launch shape");
   at::set_num_threads(exp->train.threads > 0 ? exp->train.threads : at::get_num_threads());
+  const auto device = dist::choose_device(exp->shard.device, rdzv->local_rank);
+  dist::use_device(device);
+  dist::set_allow_tf32(exp->shard.allow_tf32);
+  const auto device_info = dist::describe(device);
+  const bool nccl = device.is_cuda() && exp->shard.backend != "gloo" && rdzv->world_size > 1;
+  SHARD_CHECK(
+      exp->shard.backend != "nccl" || device.is_cuda(), ErrorKind::config,
+      "shard.backend = \"nccl\" needs CUDA, but this rank computes on the CPU (shard.device "
+      "= \"" +
+          exp->shard.device + "\", " + std::to_string(dist::cuda_device_count()) +
+          " CUDA devices visible)",
+      "set shard.backend = \"auto\" or \"gloo\", or run where a GPU is visible");
+  SHARD_CHECK(!nccl || dist::nccl_available(), ErrorKind::config,
+              "this shardtrain was built without NCCL, and ranks on CUDA use it by default",
+              "set shard.backend = \"gloo\" (collectives through host memory), or build "
+              "shardtrain against a CUDA LibTorch with NCCL");
   if (exp->train.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
@@ -579,23 +649,36 @@ int run_train(const TrainOptions& options) {
               "set data.eval_path to the JSONL file whose answers to generate");
   if ((exp->eval.every > 0 || !options.generate_out.empty()) && !exp->data.eval_path.empty())
     eval_samples = load_data(*exp, exp->data.eval_path, prep, vocab);
-  auto groups = make_groups(*rdzv, exp->shard.strategy, 60);
+  dist::GroupOptions group_options;
+  group_options.timeout = std::chrono::seconds(60);
+  group_options.nccl = nccl;
+  group_options.bus_id = device_info.bus_id;
+  auto groups = make_groups(*rdzv, exp->shard.strategy, group_options);
   shard::Trace trace;
   if (!options.trace.empty()) trace.open(options.trace, rdzv->rank);
   std::unique_ptr<StepRunner> runner;
   EngineRunner* engine_runner = nullptr;
   if (options.reference) {
+    SHARD_CHECK(!device.is_cuda(), ErrorKind::config,
+                "--reference is the plain CPU implementation, but this rank would compute on " +
+                    device_info.name,
+                "set shard.device = \"cpu\" for the reference run");
     SHARD_CHECK(rdzv->world_size == 1, ErrorKind::config, "--reference runs on one process",
                 "start it without a rendezvous environment");
     runner = make_reference_runner(model, *exp);
   } else {
     auto er = std::make_unique<EngineRunner>(
         model, *exp, shard::Groups{&groups.world, &groups.shard, &groups.replicate},
-        options.trace.empty() ? nullptr : &trace);
+        options.trace.empty() ? nullptr : &trace, device);
     engine_runner = er.get();
     runner = std::move(er);
   }
   const auto hash = spec::config_hash(*exp);
+  spec::DeviceSummary summary{
+      device.is_cuda() ? "cuda" : "cpu", device.is_cuda() ? device.index() : 0, device_info.name,
+      device_info.memory_bytes,
+      device.is_cuda() ? std::to_string(device_info.major) + "." + std::to_string(device_info.minor)
+                       : std::string()};
   events().write(spec::HelloEvent{rdzv->world_size,
                                   rdzv->local_world_size,
                                   hash,
@@ -604,10 +687,12 @@ int run_train(const TrainOptions& options) {
                                    {"backend", groups.world.backend_name()}},
                                   model.params_total(),
                                   model.params_trainable(),
-                                  estimate_total(*exp, *rdzv)});
+                                  estimate_total(*exp, *rdzv),
+                                  summary});
   Loop loop{*exp,          options, model, *runner,
             engine_runner, groups,  *rdzv, samples,
-            eval_samples,  prep,    hash,  spec::resolve_precision(exp->shard)};
+            eval_samples,  prep,    hash,  spec::resolve_precision(exp->shard),
+            device_info};
   if (loop.precision.grad_scaler) loop.grad_scale = 65536.0;
   return loop.run();
 }

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/StreamGuard.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -64,18 +65,20 @@ void build_views(const Unit& unit, const std::vector<at::Tensor>& fulls,
                     [static_cast<std::size_t>(t.owner_index)];
 }
 
+// Autocast for the device the unit computes on (CPU or CUDA), in the mode's autocast dtype.
 struct AutocastScope {
-  explicit AutocastScope(const spec::PrecisionDTypes& prec) : m_on(prec.autocast) {
+  AutocastScope(const spec::PrecisionDTypes& prec, c10::DeviceType device)
+      : m_on(prec.autocast), m_device(device) {
     if (!m_on) return;
-    m_prev_enabled = at::autocast::is_autocast_enabled(at::kCPU);
-    m_prev_dtype = at::autocast::get_autocast_dtype(at::kCPU);
-    at::autocast::set_autocast_enabled(at::kCPU, true);
-    at::autocast::set_autocast_dtype(at::kCPU, to_scalar_type(prec.autocast_dtype));
+    m_prev_enabled = at::autocast::is_autocast_enabled(m_device);
+    m_prev_dtype = at::autocast::get_autocast_dtype(m_device);
+    at::autocast::set_autocast_enabled(m_device, true);
+    at::autocast::set_autocast_dtype(m_device, to_scalar_type(prec.autocast_dtype));
   }
   ~AutocastScope() {
     if (!m_on) return;
-    at::autocast::set_autocast_enabled(at::kCPU, m_prev_enabled);
-    at::autocast::set_autocast_dtype(at::kCPU, m_prev_dtype);
+    at::autocast::set_autocast_enabled(m_device, m_prev_enabled);
+    at::autocast::set_autocast_dtype(m_device, m_prev_dtype);
     at::autocast::clear_cache();
   }
   AutocastScope(const AutocastScope&) = delete;
@@ -83,6 +86,7 @@ struct AutocastScope {
 
  private:
   bool m_on;
+  c10::DeviceType m_device;
   bool m_prev_enabled = false;
   at::ScalarType m_prev_dtype = at::kFloat;
 };
@@ -123,7 +127,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     }
     at::Tensor out;
     {
-      AutocastScope autocast(prec);
+      AutocastScope autocast(prec, x.device().type());
       out = run(*from_int<model::Model>(ctx->saved_data["model"].toInt()), unit, xd, fulls,
                 *from_int<model::LayerContext>(ctx->saved_data["ctx"].toInt()));
     }
@@ -204,12 +208,15 @@ at::ScalarType to_scalar_type(spec::DType dtype) {
 }
 
 ShardEngine::ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
-                         Trace* trace)
+                         Trace* trace, c10::Device device)
     : m_model(model),
       m_shard(shard),
       m_prec(spec::resolve_precision(shard)),
       m_groups(groups),
-      m_trace(trace) {
+      m_trace(trace),
+      m_device(device),
+      m_streams(device) {
+  if (timing()) m_trace->defer(true);
   build_units(shard);
   m_layer_params.resize(model.layers().size());
   for (std::size_t l = 0; l < model.layers().size(); ++l)
@@ -333,6 +340,11 @@ void ShardEngine::init_params(std::uint64_t seed) {
         flat.master.narrow(0, begin - flat.shard_offset, end - begin)
             .copy_(value.reshape({-1}).narrow(0, begin - slot.offset, end - begin));
       }
+      // Built on the host from the checkpoint's bytes, then placed: the compute device, or pinned
+      // host memory with offload_params (copied to the device per gather, on the gather stream).
+      if (m_device.is_cuda()) {
+        flat.master = m_shard.offload_params ? flat.master.pin_memory() : flat.master.to(m_device);
+      }
       flat.master.requires_grad_(flat.trainable);
       if (m_trace) trace_init(flat, read[f]);
     }
@@ -344,7 +356,8 @@ void ShardEngine::trace_init(const FlatParam& flat, std::int64_t read_elements) 
   m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda", "float32",
                      static_cast<std::int64_t>(flat.master.nbytes()), m_shard.offload_params);
   m_trace->placement(
-      flat.name, "param", "cpu", dtype_name(to_scalar_type(m_prec.param)),
+      flat.name, "param", m_device.is_cuda() ? "cuda" : "cpu",
+      dtype_name(to_scalar_type(m_prec.param)),
       flat.padded * static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param))));
   m_trace->load(flat.name, read_elements, flat.shard_numel);
 }
@@ -373,20 +386,49 @@ void ShardEngine::issue_gather(Unit& unit, const char* phase, bool prefetch) {
     wait_gather(*m_inflight.front(), phase, "limit");
   const auto dtype = to_scalar_type(m_prec.param);
   std::int64_t bytes = 0;
+  std::vector<FlatParam*> todo;
+  // On CUDA the gathered buffers are allocated on the gather stream, so the caching allocator
+  // hands a freed block only to later gather-stream work; that work first waits for the compute
+  // stream's event of the last free (the compute stream is done reading every freed buffer),
+  // not for all compute queued so far, so the gather overlaps the unit computing now.
+  std::optional<c10::StreamGuard> on_gather;
+  std::optional<c10::Event> start;
+  if (m_streams.active()) {
+    if (m_freed) m_freed->block(m_streams.gather());
+    on_gather.emplace(m_streams.gather());
+    if (timing()) start = dist::Streams::record(m_streams.gather(), true);
+  }
   for (auto& flat : unit.flats) {
     if (flat.storage_live) continue;
     const auto nbytes = static_cast<std::size_t>(flat.padded) * c10::elementSize(dtype);
     if (!unit.active) {
-      flat.full = at::empty({flat.padded}, at::TensorOptions().dtype(dtype));  // (P)
+      flat.full =
+          at::empty({flat.padded}, at::TensorOptions().dtype(dtype).device(m_device));  // (P)
       flat.full_data = flat.full.variable_data();
     } else {
       alloc_storage(flat.full_data, nbytes);
     }
-    auto send = flat.master.detach();  // (N) fp32
-    if (send.scalar_type() != dtype) send = send.to(dtype);
-    unit.works.push_back(m_groups.shard->all_gather_async(flat.full_data, send));
     flat.storage_live = true;
     bytes += static_cast<std::int64_t>(nbytes);
+    todo.push_back(&flat);
+  }
+  for (auto* flat : todo) {
+    // The all-gather runs in place, as FSDP's copy-in does: this rank's master shard is cast (and
+    // with offload_params copied from pinned host memory) straight into its own slice of the
+    // gathered buffer, so no separate send buffer is allocated.
+    auto mine = flat->full_data.narrow(0, flat->shard_offset, flat->shard_numel);  // (N)
+    mine.copy_(flat->master.detach(), /*non_blocking=*/true);
+    unit.works.push_back(m_groups.shard->all_gather_async(flat->full_data, mine));
+  }
+  if (m_streams.active()) {
+    // The gather stream waits for the collectives (NCCL's stream; a host-staged Gloo exchange
+    // copies back here), so one event on it marks the unit gathered.
+    for (auto& work : unit.works) m_groups.shard->wait(work, "all_gather_into_tensor");
+    unit.works.clear();
+    unit.gathered = dist::Streams::record(m_streams.gather());
+    if (start)
+      m_spans.push_back({"all_gather", unit.name, phase, std::move(*start),
+                         dist::Streams::record(m_streams.gather(), true)});
   }
   unit.gathering = true;
   m_inflight.push_back(&unit);
@@ -413,15 +455,26 @@ void ShardEngine::wait_gather(Unit& unit, const char* phase, const char* reason)
   for (auto& work : unit.works) m_groups.shard->wait(work, "all_gather_into_tensor");
   unit.works.clear();
   unit.gathering = false;
+  std::optional<c10::Event> before;
+  std::optional<c10::Event> after;
+  if (unit.gathered) {
+    // The compute stream waits for the gather; the host does not.
+    if (timing()) before = dist::Streams::record(m_streams.compute(), true);
+    unit.gathered->block(m_streams.compute());
+    unit.gathered.reset();
+    if (timing()) after = dist::Streams::record(m_streams.compute(), true);
+  }
   for (auto it = m_inflight.begin(); it != m_inflight.end(); ++it) {
     if (*it == &unit) {
       m_inflight.erase(it);
       break;
     }
   }
-  if (m_trace)
-    m_trace->collective("all_gather", "wait", unit.name, phase, 0,
-                        static_cast<int>(m_inflight.size()), false, reason);
+  if (m_trace) {
+    const int record = m_trace->collective("all_gather", "wait", unit.name, phase, 0,
+                                           static_cast<int>(m_inflight.size()), false, reason);
+    if (before) m_exposed.push_back({record, std::move(*before), std::move(*after)});
+  }
 }
 
 void ShardEngine::free_unit(Unit& unit, const char* phase) {
@@ -433,6 +486,7 @@ void ShardEngine::free_unit(Unit& unit, const char* phase) {
     flat.storage_live = false;
     freed = true;
   }
+  if (freed) mark_freed();
   if (freed && m_trace) m_trace->collective("free", "done", unit.name, phase, 0, 0);
 }
 
@@ -489,11 +543,36 @@ at::Tensor ShardEngine::run_unit_layers(Unit& unit, std::size_t& layer_pos, at::
   return x;
 }
 
+void ShardEngine::place_batch(const model::Batch& batch, model::LayerContext& ctx) {
+  // The model builds its context from the host batch (positions, masks, rotary tables: small,
+  // and read with item() on the way); the device gets the tensors the layers compute with.
+  auto to_device = [this](const at::Tensor& t) {
+    return t.defined() ? t.to(m_device, /*non_blocking=*/true) : t;
+  };
+  m_batch = batch;
+  m_batch.input_ids = to_device(batch.input_ids);
+  m_batch.labels = to_device(batch.labels);
+  m_batch.attention_mask = to_device(batch.attention_mask);
+  m_batch.pixel_values = to_device(batch.pixel_values);
+  for (auto* t : {&ctx.rope_cos, &ctx.rope_sin, &ctx.attn_mask, &ctx.vision_cos, &ctx.vision_sin})
+    *t = to_device(*t);
+  ctx.batch = &m_batch;
+}
+
 at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale) {
+  SHARD_CHECK(!m_device.is_cuda() || batch.decode == nullptr, spec::ErrorKind::config,
+              "generation (eval exact_match, shardtrain generate) runs on the CPU only so far",
+              "set shard.device = \"cpu\" for generation, or drop exact_match from eval.metrics");
   auto ctx = m_model.context(batch, to_scalar_type(m_prec.buffer));
   ctx.loss_scale = loss_scale;
+  if (m_device.is_cuda()) place_batch(batch, ctx);
+  if (m_streams.active()) {
+    // The gathers of this micro-step read the masters the last optimizer step wrote.
+    dist::Streams::record(m_streams.compute()).block(m_streams.gather());
+  }
+  if (timing()) m_origin = dist::Streams::record(m_streams.compute(), true);
   m_ctx = ctx;
-  AutocastScope autocast(m_prec);
+  AutocastScope autocast(m_prec, m_device.type());
   const bool full_shard = m_shard.strategy == spec::ShardStrategy::full_shard ||
                           m_shard.strategy == spec::ShardStrategy::hybrid_shard;
   at::Tensor x;
@@ -534,8 +613,9 @@ double ShardEngine::forward_backward(const model::Batch& batch, double loss_scal
   m_reduce = reduce;
   m_grad_enabled = true;
   auto loss = run_forward(batch, loss_scale);
-  const double value = loss.item<double>();
+  // Backward is queued before the loss is read: on CUDA, item() would wait for the forward.
   loss.backward();
+  const double value = loss.item<double>();
   for (auto it = m_units.rbegin(); it != m_units.rend(); ++it) on_unit_backward_done(*it);
   if (reduce) finish_reductions();
   reset_micro_state();
@@ -575,20 +655,42 @@ void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& gr
       g = g + flat.accum;
       flat.accum.reset();
     }
-    PendingReduce pending{&flat, &unit, {}, {}, false};
+    PendingReduce pending{&flat, &unit, {}, {}, false, {}, {}};
     const auto bytes = static_cast<std::int64_t>(g.nbytes());
-    if (m_groups.shard->size() > 1) {
-      pending.out = at::empty({flat.shard_numel}, g.options());  // (N)
+    const bool scatter = m_groups.shard->size() > 1;
+    const bool replicas = m_groups.replicate->size() > 1;
+    // On CUDA the reduction runs on the reduce stream after the gradient is computed, and the
+    // compute stream waits for it only when the sharded gradient is accumulated.
+    if (scatter) pending.out = at::empty({flat.shard_numel}, g.options());  // (N)
+    std::optional<c10::StreamGuard> on_reduce;
+    std::optional<c10::Event> start;
+    if (m_streams.active() && (scatter || replicas)) {
+      dist::Streams::record(m_streams.compute()).block(m_streams.reduce());
+      on_reduce.emplace(m_streams.reduce());
+      if (timing()) start = dist::Streams::record(m_streams.reduce(), true);
+    }
+    if (scatter) {
       pending.work = m_groups.shard->reduce_scatter_async(pending.out, g);
       if (m_trace) m_trace->collective("reduce_scatter", "issue", unit.name, "backward", bytes, 0);
     } else {
       pending.out = g;  // (P): NO_SHARD or a single rank, the replicas all-reduce it
-      if (m_groups.replicate->size() > 1) {
+      if (replicas) {
         pending.work = m_groups.replicate->all_reduce_sum_async(pending.out);
         if (m_trace) m_trace->collective("all_reduce", "issue", unit.name, "backward", bytes, 0);
       }
       pending.second_stage = true;
     }
+    if (on_reduce) {
+      auto& group = scatter ? *m_groups.shard : *m_groups.replicate;
+      group.wait(pending.work, scatter ? "reduce_scatter_tensor" : "all_reduce");
+      pending.work.reset();
+      pending.input = g;
+      pending.done = dist::Streams::record(m_streams.reduce());
+      if (start)
+        m_spans.push_back({scatter ? "reduce_scatter" : "all_reduce", unit.name, "backward",
+                           std::move(*start), dist::Streams::record(m_streams.reduce(), true)});
+    }
+    on_reduce.reset();
     m_reductions.push_back(std::move(pending));
     // Bound the gradients held in flight (two units' worth), as FSDP's rate limit does.
     while (m_reductions.size() > 2) {
@@ -598,6 +700,7 @@ void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& gr
   if (flat.storage_live) {
     free_storage(flat.full_data);
     flat.storage_live = false;
+    mark_freed();
     if (m_trace) m_trace->collective("free", "done", unit.name, "backward", 0, 0);
   }
   if (--unit.trainable_pending == 0 && m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
@@ -609,6 +712,7 @@ void ShardEngine::finish_one_reduction() {
   auto p = std::move(m_reductions.front());
   m_reductions.pop_front();
   m_groups.shard->wait(p.work, p.second_stage ? "all_reduce" : "reduce_scatter_tensor");
+  if (p.done) p.done->block(m_streams.compute());
   if (!p.second_stage && m_groups.replicate->size() > 1) {
     m_groups.replicate->all_reduce_sum(p.out);  // HYBRID_SHARD: sum the shard across nodes
   }
@@ -652,7 +756,10 @@ void ShardEngine::reset_micro_state() {
   for (auto& unit : m_units) {
     wait_gather(unit, "forward");
     for (auto& flat : unit.flats) {
-      if (flat.storage_live) free_storage(flat.full_data);
+      if (flat.storage_live) {
+        free_storage(flat.full_data);
+        mark_freed();
+      }
       flat.storage_live = false;
       flat.full.reset();
       flat.full_data.reset();
@@ -664,12 +771,44 @@ void ShardEngine::reset_micro_state() {
   for (auto& params : m_layer_params)
     for (auto& p : params) p.reset();
   m_inflight.clear();
+  if (timing()) flush_timing();
+  m_batch = model::Batch{};
+}
+
+void ShardEngine::mark_freed() {
+  if (!m_streams.active()) return;
+  if (!m_freed) m_freed.emplace(c10::DeviceType::CUDA);
+  m_freed->record(m_streams.compute());
+}
+
+void ShardEngine::flush_timing() {
+  if (m_origin) {
+    dist::synchronize(m_device);  // every event of the micro-step is complete
+    for (const auto& span : m_spans)
+      m_trace->gpu_span(span.op, span.unit, span.phase, m_origin->elapsedTime(span.start),
+                        m_origin->elapsedTime(span.end));
+    for (const auto& e : m_exposed)
+      m_trace->set(e.record, "exposed_ms", e.before.elapsedTime(e.after));
+  }
+  m_spans.clear();
+  m_exposed.clear();
+  m_origin.reset();
+  m_trace->flush();
 }
 
 double ShardEngine::grad_norm() {
   double local = 0;
-  for (auto* flat : trainable_flats())
-    if (flat->grad.defined()) local += sum_squares(flat->grad);
+  at::Tensor on_device;  // CUDA: summed there, read once
+  for (auto* flat : trainable_flats()) {
+    if (!flat->grad.defined()) continue;
+    if (!flat->grad.is_cuda()) {
+      local += sum_squares(flat->grad);
+      continue;
+    }
+    auto sq = at::linalg_vector_norm(flat->grad, 2, std::nullopt, false, at::kDouble).square();
+    on_device = on_device.defined() ? on_device + sq : sq;
+  }
+  if (on_device.defined()) local += on_device.item<double>();
   auto total = at::full({1}, local, at::kDouble);
   m_groups.shard->all_reduce_sum(total);
   return std::sqrt(total.item<double>());
@@ -682,9 +821,13 @@ void ShardEngine::scale_grads(double factor) {
 
 bool ShardEngine::grads_nonfinite() {
   auto flag = at::zeros({1}, at::kFloat);
+  at::Tensor bad;  // summed on the gradients' device, read once
   for (auto* flat : trainable_flats()) {
-    if (flat->grad.defined() && !at::isfinite(flat->grad).all().item<bool>()) flag.fill_(1.0);
+    if (!flat->grad.defined()) continue;
+    auto here = at::isfinite(flat->grad).logical_not().any();
+    bad = bad.defined() ? bad.logical_or(here) : here;
   }
+  if (bad.defined() && bad.item<bool>()) flag.fill_(1.0);
   m_groups.world->all_reduce_max(flag);
   return flag.item<float>() > 0.0F;
 }
@@ -699,12 +842,13 @@ std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_state() {
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (auto& unit : m_units) {
     for (auto& flat : unit.flats) {
-      auto full = at::empty({flat.padded}, at::kFloat);  // (P)
-      auto send = flat.master.detach();
+      auto send = flat.master.detach().to(m_device);
+      auto full = at::empty({flat.padded}, send.options());  // (P)
       m_groups.shard->all_gather(full, send);
       for (const auto& slot : flat.slots)
-        out.emplace_back(slot.name,
-                         full.narrow(0, slot.offset, slot.numel).view(slot.shape).clone());
+        out.emplace_back(slot.name, full.narrow(0, slot.offset, slot.numel)
+                                        .view(slot.shape)
+                                        .to(at::kCPU, /*non_blocking=*/false, /*copy=*/true));
     }
     for (const auto& tied : unit.tied) {  // the same values under the tied name too
       for (std::size_t k = 0; k < out.size(); ++k)

@@ -13,13 +13,16 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Event.h>
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "trainer/dist/device.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/model/model.h"
 #include "trainer/shard/flat_param.h"
@@ -60,13 +63,16 @@ struct Unit {
   bool backward_done = false;
   int trainable_pending = 0;  // trainable flats whose gradient has not arrived yet
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  std::optional<c10::Event> gathered;  // CUDA: recorded on the gather stream once gathered
 };
 
 class ShardEngine {
  public:
   /// Parameters the model marks frozen (train.freeze, LoRA bases) go to their unit's frozen flat.
+  /// On a CUDA `device` gathered units, activations and gradients live there; the fp32 masters
+  /// too, unless shard.offload_params keeps them in pinned host memory.
   ShardEngine(const model::Model& model, const spec::ShardSection& shard, Groups groups,
-              Trace* trace);
+              Trace* trace, c10::Device device = c10::Device(c10::kCPU));
   ShardEngine(const ShardEngine&) = delete;
   ShardEngine& operator=(const ShardEngine&) = delete;
 
@@ -102,6 +108,7 @@ class ShardEngine {
   std::vector<FlatParam*> trainable_flats();
   const spec::PrecisionDTypes& precision() const { return m_prec; }
   const Groups& groups() const { return m_groups; }
+  c10::Device device() const { return m_device; }
   /// Parameters that receive gradients (in trainable flats).
   std::int64_t params_trainable() const;
   /// Full fp32 value of every parameter by HF name (a collective: every rank calls it).
@@ -129,6 +136,13 @@ class ShardEngine {
   void finish_one_reduction();
   void reset_micro_state();
   at::Tensor run_forward(const model::Batch& batch, double loss_scale);
+  /// CUDA: the batch's tensors on the device (m_batch) and the context's tables moved there.
+  void place_batch(const model::Batch& batch, model::LayerContext& ctx);
+  /// Where a trace record's GPU times go (trace on, CUDA); written when the micro-step ends.
+  bool timing() const { return m_trace && m_trace->enabled() && m_streams.active(); }
+  void flush_timing();
+  /// CUDA: a gathered buffer went back to the allocator; later gathers wait for this point.
+  void mark_freed();
 
   const model::Model& m_model;
   spec::ShardSection m_shard;
@@ -143,13 +157,36 @@ class ShardEngine {
   bool m_grad_enabled = true;
   std::vector<std::vector<at::Tensor>> m_layer_params;  // views per layer, this micro-step
   model::LayerContext m_ctx;  // this micro-step's context (checkpointed units read it in backward)
+  c10::Device m_device;
+  dist::Streams m_streams;            // CUDA: compute, gather and reduce streams; inactive on CPU
+  model::Batch m_batch;               // CUDA: this micro-step's batch on the device
+  std::optional<c10::Event> m_freed;  // CUDA: compute stream's event after the last free
+  // --trace on CUDA: each collective's start and end on its stream, and for each all-gather
+  // wait the time the compute stream stood still (events before and after the wait).
+  struct GpuSpan {
+    std::string op;
+    std::string unit;
+    std::string phase;
+    c10::Event start;
+    c10::Event end;
+  };
+  struct Exposed {
+    int record;  // the trace's deferred "wait" record
+    c10::Event before;
+    c10::Event after;
+  };
+  std::optional<c10::Event> m_origin;  // the micro-step's time origin on the compute stream
+  std::vector<GpuSpan> m_spans;
+  std::vector<Exposed> m_exposed;
 
   struct PendingReduce {
     FlatParam* flat;
     Unit* unit;
     at::Tensor out;  // (N) reduce dtype (Gloo: a view into the summed (P)), or (P) for NO_SHARD
     c10::intrusive_ptr<c10d::Work> work;
-    bool second_stage = false;  // HYBRID: the replica all-reduce was issued
+    bool second_stage = false;       // HYBRID: the replica all-reduce was issued
+    at::Tensor input;                // CUDA: the reduction's input, alive until `done` is waited
+    std::optional<c10::Event> done;  // CUDA: recorded on the reduce stream once reduced
   };
   std::deque<PendingReduce> m_reductions;
 };

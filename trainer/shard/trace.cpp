@@ -9,7 +9,9 @@
 namespace shardscope::shard {
 
 Trace::~Trace() {
-  if (m_file) std::fclose(m_file);
+  if (!m_file) return;
+  flush();
+  std::fclose(m_file);
 }
 
 void Trace::open(const std::string& path, int rank) {
@@ -20,10 +22,10 @@ void Trace::open(const std::string& path, int rank) {
               "give a path in a writable folder");
 }
 
-void Trace::collective(std::string_view op, std::string_view stage, const std::string& unit,
-                       std::string_view phase, std::int64_t bytes, int inflight, bool prefetch,
-                       std::string_view reason) {
-  if (!m_file) return;
+int Trace::collective(std::string_view op, std::string_view stage, const std::string& unit,
+                      std::string_view phase, std::int64_t bytes, int inflight, bool prefetch,
+                      std::string_view reason) {
+  if (!m_file) return -1;
   nlohmann::json j{{"t", spec::unix_time_now()},
                    {"step", m_step},
                    {"micro", m_micro},
@@ -36,6 +38,37 @@ void Trace::collective(std::string_view op, std::string_view stage, const std::s
                    {"prefetch", prefetch}};
   if (!reason.empty()) j["reason"] = reason;
   line(j.dump());
+  return m_defer ? static_cast<int>(m_lines.size()) - 1 : -1;
+}
+
+void Trace::gpu_span(std::string_view op, const std::string& unit, std::string_view phase,
+                     double start_ms, double end_ms) {
+  if (!m_file) return;
+  for (const auto& [stage, ms] : {std::pair{"start", start_ms}, std::pair{"end", end_ms}}) {
+    nlohmann::json j{{"step", m_step}, {"micro", m_micro}, {"op", op},    {"stage", stage},
+                     {"unit", unit},   {"phase", phase},   {"gpu_ms", ms}};
+    line(j.dump());
+  }
+}
+
+void Trace::set(int record, const char* key, double value) {
+  if (record < 0 || static_cast<std::size_t>(record) >= m_lines.size()) return;
+  auto& fields = m_keys[static_cast<std::size_t>(record)];
+  fields += ",\"";
+  fields += key;
+  fields += "\":";
+  fields += nlohmann::json(value).dump();
+}
+
+void Trace::flush() {
+  for (std::size_t i = 0; i < m_lines.size(); ++i) {
+    auto text = m_lines[i];
+    text.insert(text.size() - 1, m_keys[i]);  // before the closing brace
+    std::fputs(text.c_str(), m_file);
+    std::fputc('\n', m_file);
+  }
+  m_lines.clear();
+  m_keys.clear();
 }
 
 void Trace::placement(const std::string& flat, std::string_view what, std::string_view device,
@@ -54,6 +87,11 @@ void Trace::load(const std::string& flat, std::int64_t read, std::int64_t shard)
 }
 
 void Trace::line(const std::string& json) {
+  if (m_defer) {
+    m_lines.push_back(json);
+    m_keys.emplace_back();
+    return;
+  }
   std::fputs(json.c_str(), m_file);
   std::fputc('\n', m_file);
 }

@@ -14,12 +14,21 @@
 // than living there because the CPU is the compute device).
 //   {"op":"load","flat":"layers.1/frozen","read":512,"shard":520}
 // `read` elements of this rank's shard came from the checkpoint, reading only their bytes.
+// On CUDA each all-gather and reduce-scatter also gets records timed by CUDA events on its own
+// stream, in ms from an origin event recorded when the micro-step's forward starts:
+//   {"op":"all_gather","stage":"start","unit":"layers.1","phase":"forward","gpu_ms":0.41}
+//   {"op":"all_gather","stage":"end","unit":"layers.1","phase":"forward","gpu_ms":0.93}
+// and every all-gather "wait" record carries "exposed_ms": how long the compute stream stood
+// waiting for that gather (0 when the gather was done before compute reached it). The hidden
+// fraction of gather time is 1 - sum(exposed_ms) / sum(end - start). A micro-step's records are
+// written when it ends, once its events are complete, in the order they were made.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shardscope::shard {
 
@@ -38,10 +47,18 @@ class Trace {
     m_micro = micro;
   }
 
-  /// op: all_gather, reduce_scatter, all_reduce, free; stage: issue, wait, done.
-  void collective(std::string_view op, std::string_view stage, const std::string& unit,
-                  std::string_view phase, std::int64_t bytes, int inflight, bool prefetch = false,
-                  std::string_view reason = {});
+  /// op: all_gather, reduce_scatter, all_reduce, free; stage: issue, wait, done. Returns the
+  /// record's index while deferring (to add a field with set()), else -1.
+  int collective(std::string_view op, std::string_view stage, const std::string& unit,
+                 std::string_view phase, std::int64_t bytes, int inflight, bool prefetch = false,
+                 std::string_view reason = {});
+  /// A collective's start and end on its CUDA stream (ms from the micro-step's origin).
+  void gpu_span(std::string_view op, const std::string& unit, std::string_view phase,
+                double start_ms, double end_ms);
+  /// Deferring keeps records in memory until flush(), so GPU times can be added to them.
+  void defer(bool on) { m_defer = on; }
+  void set(int record, const char* key, double value);
+  void flush();
   void placement(const std::string& flat, std::string_view what, std::string_view device,
                  std::string_view dtype, std::int64_t bytes, bool offloaded = false);
   /// How a flat parameter's shard was initialised: `read` elements from the checkpoint's bytes
@@ -52,6 +69,9 @@ class Trace {
   void line(const std::string& json);
 
   std::FILE* m_file = nullptr;
+  bool m_defer = false;
+  std::vector<std::string> m_keys;   // deferred records' added fields, per record
+  std::vector<std::string> m_lines;  // deferred records, written by flush()
   std::int64_t m_step = 0;
   int m_micro = 0;
 };

@@ -3,6 +3,10 @@
   --case peer_lost: 3 FULL_SHARD ranks training; rank 1 is killed with SIGKILL mid-run. Ranks 0
       and 2 must exit non-zero within the collective timeout, each with one `error` event of
       kind peer_lost whose message names rank 1.
+  --case oom: 2 FULL_SHARD ranks of a model whose first step needs more host memory than rank 1
+      may hold (SHARDSCOPE_HOST_MEMORY_LIMIT between its memory after a step and its peak, both
+      measured by a calibration run): rank 1 exits 1 with one `error` of kind oom naming the
+      bytes asked, and rank 0 exits non-zero within 30 s with peer_lost.
   --case invalid_config: configurations that are invalid for the launch shape (batch_size 13 on
       2 ranks; HYBRID_SHARD on one node of 2 ranks) make every rank exit 2 with a
       `config` error event naming the field, and no rank writes `hello`. A lone rank 1 of 2
@@ -12,6 +16,7 @@ import argparse
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -53,6 +58,53 @@ def peer_lost(args):
               f"{err['message']!r}")
         check(err.get("hint"), f"rank {rank}: the error has no hint")
         check(not ranks.events(run_dir, rank, "done"), f"rank {rank} wrote a done event")
+
+
+def oom(args):
+    # Activations of 8 samples x 128 tokens x width 256 dwarf the 2-layer model's state.
+    os.makedirs(args.work, exist_ok=True)
+    ranks.fresh_dir(args.work)
+    ranks.write_tokens(os.path.join(args.work, "train.jsonl"), count=64, seq_len=128)
+    config = ranks.write_config(os.path.join(args.work, "exp.toml"), {
+        "model": {"tiny_hidden_size": 256, "tiny_layers": 2, "tiny_max_seq_len": 128},
+        "data": {"seq_len": 128}, "train": {"batch_size": 16, "mem_every": 1}})
+    calib_dir = ranks.fresh_dir(os.path.join(args.work, "calibrate"))
+    codes = ranks.run_ranks(args.shardtrain, ["train", config, "--set", "train.max_steps=3"],
+                            calib_dir, 2, timeout=300)
+    check(codes == [0, 0], f"calibration run: exit {codes}\n{ranks.log_tail(calib_dir, 2)}")
+    mem = ranks.events(calib_dir, 1, "mem")[0]
+    limit = (mem["allocated"] + mem["peak"]) // 2
+    print(f"calibration, rank 1 after step 1: {mem['allocated']} bytes held, peak {mem['peak']}; "
+          f"limit {limit}")
+    check(mem["peak"] > 2 * mem["allocated"], f"the step does not dominate the memory: {mem}")
+
+    run_dir = ranks.fresh_dir(os.path.join(args.work, "run"))
+    argv = [args.shardtrain, "train", config, "--set", "train.max_steps=20"]
+    procs = ranks.start_ranks(args.shardtrain, argv[1:], run_dir, 2, only=[0])
+    env = ranks.rank_env(1, 2, 2, os.path.join(run_dir, "rdzv.port"),
+                         {"SHARDSCOPE_HOST_MEMORY_LIMIT": str(limit)})
+    with open(os.path.join(run_dir, "events-rank-1.jsonl"), "ab") as out, \
+            open(os.path.join(run_dir, "rank-1.log"), "ab") as err:
+        procs[1] = subprocess.Popen(argv, cwd=run_dir, env=env, stdout=out, stderr=err,
+                                    start_new_session=True)
+    code1 = procs[1].wait(timeout=300)
+    failed_at = time.time()
+    code0 = ranks.wait_ranks({0: procs[0]}, timeout=120)[0]
+    waited = time.time() - failed_at
+    print(f"rank 1 exit {code1}; rank 0 exit {code0} {waited:.1f} s later")
+    errors = ranks.events(run_dir, 1, "error")
+    print(f"rank 1: {errors}")
+    check(code1 == 1, f"rank 1 exit {code1}, want 1\n{ranks.log_tail(run_dir, 2)}")
+    check(len(errors) == 1 and errors[0]["kind"] == "oom",
+          f"rank 1: want one error of kind oom, got {errors}")
+    check(re.search(r"tried to allocate \d+ bytes", errors[0]["message"]),
+          f"rank 1: the message does not name the bytes asked: {errors[0]['message']!r}")
+    check(ranks.events(run_dir, 1, "hello"), "rank 1 failed before hello: the limit is too low")
+    check(code0 not in (0, None), f"rank 0 exit {code0}: it must fail on its own")
+    check(waited < 30, f"rank 0 took {waited:.1f} s to exit after rank 1's oom (want < 30 s)")
+    lost = ranks.events(run_dir, 0, "error")
+    check(len(lost) == 1 and lost[0]["kind"] == "peer_lost",
+          f"rank 0: want one peer_lost error, got {lost}")
 
 
 def expect_config_error(run_dir, world, codes, field):
@@ -97,10 +149,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shardtrain", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", required=True, choices=["peer_lost", "invalid_config"])
+    parser.add_argument("--case", required=True, choices=["peer_lost", "oom", "invalid_config"])
     args = parser.parse_args()
-    ranks.main_guard(lambda: {"peer_lost": peer_lost, "invalid_config": invalid_config}[
-        args.case](args))
+    ranks.main_guard(lambda: {"peer_lost": peer_lost, "oom": oom,
+                              "invalid_config": invalid_config}[args.case](args))
 
 
 if __name__ == "__main__":
