@@ -504,8 +504,8 @@ def parse_args(argv):
                    help="runs at once (default: 5 on CUDA, 2 on the CPU)")
     p.add_argument("--cpu-threads", type=int, default=0,
                    help="OMP_NUM_THREADS of CPU runs (default: 4 on CUDA machines, 1 on the CPU)")
-    p.add_argument("--bench-batch", type=int, default=4, help="benchmark: samples per step")
-    p.add_argument("--bench-micro", type=int, default=2, help="benchmark: samples per forward")
+    p.add_argument("--bench-batch", type=int, default=8, help="benchmark: samples per step")
+    p.add_argument("--bench-micro", type=int, default=4, help="benchmark: samples per forward")
     p.add_argument("--bench-seq", type=int, default=2048, help="benchmark: sequence length")
     p.add_argument("--bench-steps", type=int, default=15, help="benchmark: steps per run")
     p.add_argument("--bench-shape", choices=["0.5b", "tiny"], default="0.5b",

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -308,6 +311,20 @@ void ProcessGroup::add_nccl(const std::string& what) {
                    " (" + std::string(e.what()).substr(0, 300) + ")",
                "check the NCCL environment (NCCL_DEBUG=INFO names the cause)");
   }
+  // NCCL's communicators are shut down when the last copy of this group goes (ProcessGroupNCCL
+  // warns, and can crash in its destructor, when a process exits without); while an error
+  // unwinds they are aborted instead, since a lost peer would keep a graceful shutdown waiting.
+  m_nccl_owner = std::shared_ptr<void>(nullptr, [backend = m_nccl](void*) {
+    try {
+      if (std::uncaught_exceptions() > 0) {
+        backend->abort();
+      } else {
+        backend->shutdown();
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardtrain: NCCL shutdown: %s\n", e.what());
+    }
+  });
   m_backend_name = "nccl";
 }
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,7 @@ class ProcessGroup {
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<c10d::Backend> m_backend;  // Gloo: CPU tensors, staged CUDA tensors
   c10::intrusive_ptr<c10d::Backend> m_nccl;     // CUDA tensors, when options.nccl
+  std::shared_ptr<void> m_nccl_owner;           // shuts NCCL down with the group's last copy
   CommCounters m_counters;
   int m_exchanges = 0;  // direct exchanges issued (their tags)
   GroupOptions m_options;

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/StreamGuard.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -387,14 +388,13 @@ void ShardEngine::issue_gather(Unit& unit, const char* phase, bool prefetch) {
   const auto dtype = to_scalar_type(m_prec.param);
   std::int64_t bytes = 0;
   std::vector<FlatParam*> todo;
-  // On CUDA the gathered buffers are allocated on the gather stream, so the caching allocator
-  // hands a freed block only to later gather-stream work; that work first waits for the compute
-  // stream's event of the last free (the compute stream is done reading every freed buffer),
-  // not for all compute queued so far, so the gather overlaps the unit computing now.
+  // On CUDA the gathered buffers are allocated on the gather stream and read by the compute
+  // stream, which release() records as a user of the block: the caching allocator hands a freed
+  // block out again only once the compute stream's work queued before the free is done, so the
+  // gather never waits for compute and overlaps the units computing now.
   std::optional<c10::StreamGuard> on_gather;
   std::optional<c10::Event> start;
   if (m_streams.active()) {
-    if (m_freed) m_freed->block(m_streams.gather());
     on_gather.emplace(m_streams.gather());
     if (timing()) start = dist::Streams::record(m_streams.gather(), true);
   }
@@ -482,11 +482,9 @@ void ShardEngine::free_unit(Unit& unit, const char* phase) {
   bool freed = false;
   for (auto& flat : unit.flats) {
     if (!flat.storage_live) continue;
-    free_storage(flat.full_data);
-    flat.storage_live = false;
+    release(flat);
     freed = true;
   }
-  if (freed) mark_freed();
   if (freed && m_trace) m_trace->collective("free", "done", unit.name, phase, 0, 0);
 }
 
@@ -698,9 +696,7 @@ void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& gr
     }
   }
   if (flat.storage_live) {
-    free_storage(flat.full_data);
-    flat.storage_live = false;
-    mark_freed();
+    release(flat);
     if (m_trace) m_trace->collective("free", "done", unit.name, "backward", 0, 0);
   }
   if (--unit.trainable_pending == 0 && m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
@@ -756,11 +752,7 @@ void ShardEngine::reset_micro_state() {
   for (auto& unit : m_units) {
     wait_gather(unit, "forward");
     for (auto& flat : unit.flats) {
-      if (flat.storage_live) {
-        free_storage(flat.full_data);
-        mark_freed();
-      }
-      flat.storage_live = false;
+      if (flat.storage_live) release(flat);
       flat.full.reset();
       flat.full_data.reset();
     }
@@ -775,10 +767,13 @@ void ShardEngine::reset_micro_state() {
   m_batch = model::Batch{};
 }
 
-void ShardEngine::mark_freed() {
-  if (!m_streams.active()) return;
-  if (!m_freed) m_freed.emplace(c10::DeviceType::CUDA);
-  m_freed->record(m_streams.compute());
+void ShardEngine::release(FlatParam& flat) {
+  if (m_streams.active()) {
+    c10::getDeviceAllocator(c10::DeviceType::CUDA)
+        ->recordStream(flat.full_data.storage().data_ptr(), m_streams.compute());
+  }
+  free_storage(flat.full_data);
+  flat.storage_live = false;
 }
 
 void ShardEngine::flush_timing() {

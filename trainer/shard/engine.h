@@ -141,8 +141,9 @@ class ShardEngine {
   /// Where a trace record's GPU times go (trace on, CUDA); written when the micro-step ends.
   bool timing() const { return m_trace && m_trace->enabled() && m_streams.active(); }
   void flush_timing();
-  /// CUDA: a gathered buffer went back to the allocator; later gathers wait for this point.
-  void mark_freed();
+  /// Gives a gathered buffer's storage back (on CUDA after recording the compute stream as a
+  /// user of the block, so it is reused only once the compute stream is done with it).
+  void release(FlatParam& flat);
 
   const model::Model& m_model;
   spec::ShardSection m_shard;
@@ -158,9 +159,8 @@ class ShardEngine {
   std::vector<std::vector<at::Tensor>> m_layer_params;  // views per layer, this micro-step
   model::LayerContext m_ctx;  // this micro-step's context (checkpointed units read it in backward)
   c10::Device m_device;
-  dist::Streams m_streams;            // CUDA: compute, gather and reduce streams; inactive on CPU
-  model::Batch m_batch;               // CUDA: this micro-step's batch on the device
-  std::optional<c10::Event> m_freed;  // CUDA: compute stream's event after the last free
+  dist::Streams m_streams;  // CUDA: compute, gather and reduce streams; inactive on CPU
+  model::Batch m_batch;     // CUDA: this micro-step's batch on the device
   // --trace on CUDA: each collective's start and end on its stream, and for each all-gather
   // wait the time the compute stream stood still (events before and after the wait).
   struct GpuSpan {
