@@ -10,6 +10,7 @@
 
 #include "trainer/ckpt/safetensors.h"
 #include "trainer/run/fatal.h"
+#include "trainer/spec/remove_tree.h"
 
 namespace shardscope::ckpt {
 namespace fs = std::filesystem;
@@ -49,8 +50,7 @@ void prune(const fs::path& root, std::int64_t keep) {
   }
   std::sort(dirs.begin(), dirs.end());
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < dirs.size(); ++i) {
-    std::error_code ec;
-    fs::remove_all(dirs[i], ec);
+    spec::remove_tree(dirs[i].string());  // best effort: the newest checkpoints are complete
   }
 }
 
@@ -65,7 +65,7 @@ std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engi
   const fs::path tmp = root / ("." + name + ".tmp");
   if (world.rank() == 0) {
     std::error_code ec;
-    fs::remove_all(tmp, ec);
+    spec::remove_tree(tmp.string());
     fs::create_directories(tmp, ec);
     SHARD_CHECK(!ec, ErrorKind::io, "cannot create " + tmp.string() + ": " + ec.message(),
                 "check the run directory is writable and has space");
@@ -103,7 +103,7 @@ std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engi
                   "free disk space");
     }
     std::error_code ec;
-    fs::remove_all(root / name, ec);
+    spec::remove_tree((root / name).string());
     fs::rename(tmp, root / name, ec);
     SHARD_CHECK(!ec, ErrorKind::io, "cannot complete checkpoint " + rel + ": " + ec.message(), "");
     prune(root, keep);

@@ -18,6 +18,7 @@
 #include "trainer/dist/device.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/run/fatal.h"
+#include "trainer/spec/remove_tree.h"
 #include "trainer/spec/version.h"
 
 extern char** environ;
@@ -194,7 +195,7 @@ int launch_local(const SelftestOptions& options) {
     pids.push_back(spawn_rank(exe, rank, options, (dir / "port").string()));
   }
   const int worst = wait_ranks(pids, std::chrono::seconds(options.timeout_s + 5));
-  std::filesystem::remove_all(dir);
+  spec::remove_tree(dir.string());
   return worst;
 }
 
