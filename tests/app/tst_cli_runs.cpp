@@ -315,6 +315,27 @@ class TestCliRuns : public QObject {
     QVERIFY(process.readAllStandardOutput().contains("stopped"));
   }
 
+  void realShardtrainOutOfMemoryIsOom() {
+    // The trainer side of an OOM end to end: every rank's allocator refuses past
+    // SHARDSCOPE_HOST_MEMORY_LIMIT (the launcher passes the environment on), the ranks report
+    // `error` kind oom, and the run log records the run `oom` with exit code 3.
+    const QString trainer = qEnvironmentVariable("SHARDSCOPE_SHARDTRAIN");
+    if (trainer.isEmpty() || !QFile::exists(trainer)) {
+      QSKIP("set SHARDSCOPE_SHARDTRAIN to a built shardtrain to run the real trainer");
+    }
+    const QString exp = writeExperiment("real-oom", trainer);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_HOST_MEMORY_LIMIT", "4096");
+    const Run r = cli({"--db", db(), "--json", "run", exp}, env);
+    QCOMPARE(r.exitCode, 3);
+    const QJsonObject o = json(r.out.trimmed().split('\n').last());
+    QCOMPARE(o["status"].toString(), QString("oom"));
+    QVERIFY2(o["error"].toString().contains("SHARDSCOPE_HOST_MEMORY_LIMIT"),
+             qPrintable(o["error"].toString()));
+    const Run shown = cli({"--db", db(), "--json", "show", o["name"].toString()});
+    QCOMPARE(json(shown.out)["status"].toString(), QString("oom"));
+  }
+
   void realShardtrainRunCompletes() {
     const QString trainer = qEnvironmentVariable("SHARDSCOPE_SHARDTRAIN");
     if (trainer.isEmpty() || !QFile::exists(trainer)) {

@@ -8,7 +8,8 @@
       measured by a calibration run): rank 1 exits 1 with one `error` of kind oom naming the
       bytes asked, and rank 0 exits non-zero within 30 s with peer_lost.
   --case invalid_config: configurations that are invalid for the launch shape (batch_size 13 on
-      2 ranks; HYBRID_SHARD on one node of 2 ranks) make every rank exit 2 with a
+      2 ranks; HYBRID_SHARD on one node of 2 ranks; shard.device "cuda" or backend "nccl" with
+      this CPU build's LibTorch) make every rank exit 2 with a
       `config` error event naming the field, and no rank writes `hello`. A lone rank 1 of 2
       (no rank 0 to meet) fails the same way at once: validation precedes the rendezvous.
 """
@@ -125,7 +126,11 @@ def expect_config_error(run_dir, world, codes, field):
 def invalid_config(args):
     config = ranks.setup_experiment(args.work)
     cases = [("batch_13_on_2", 2, 2, ["train.batch_size=13"], "train.batch_size"),
-             ("hybrid_one_node", 2, 2, ["shard.strategy=HYBRID_SHARD"], "shard.strategy")]
+             ("hybrid_one_node", 2, 2, ["shard.strategy=HYBRID_SHARD"], "shard.strategy"),
+             # This build's LibTorch is the CPU one: CUDA asked of it is a config error, never a
+             # silent CPU run, and so is NCCL on ranks that compute on the CPU.
+             ("cuda_on_cpu_libtorch", 2, 2, ["shard.device=cuda"], "shard.device"),
+             ("nccl_on_cpu", 2, 2, ["shard.backend=nccl"], "shard.backend")]
     for name, world, local, sets, field in cases:
         run_dir = ranks.fresh_dir(os.path.join(args.work, name))
         argv = ["train", config] + [a for s in sets for a in ("--set", s)]
