@@ -328,25 +328,46 @@ void ProcessGroup::add_nccl(const std::string& what) {
   m_backend_name = "nccl";
 }
 
+void ProcessGroup::fail(const char* what, const std::exception& e) const {
+  auto kind = trainer::classify_exception(e.what());
+  if (kind == ErrorKind::internal) kind = ErrorKind::peer_lost;
+  // Give a dying peer's process a moment to be reaped before naming it.
+  std::string lost = lost_peers();
+  for (int i = 0; i < 20 && lost.empty(); ++i) {
+    ::usleep(50'000);
+    lost = lost_peers();
+  }
+  SHARD_FAIL(kind,
+             "rank " + std::to_string(m_global_rank) + ": " + what + " failed" +
+                 (lost.empty() ? std::string() : "; lost rank " + lost) + ": " +
+                 std::string(e.what()).substr(0, 300),
+             "another rank exited or stopped answering within shard.timeout_s (" +
+                 std::to_string(m_options.timeout.count() / 1000) +
+                 " s): read the other ranks' rank-N.log for the first error, or raise "
+                 "shard.timeout_s if a rank is merely slow");
+}
+
+template <class F>
+auto ProcessGroup::guarded(const char* what, F&& issue) -> decltype(issue()) {
+  // A peer that is gone can fail a collective when it is issued (a send to a closed socket) as
+  // well as when it is waited: both report the same way.
+  try {
+    return issue();
+  } catch (const trainer::TrainerError&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
   if (!work) return;  // a one-process group finished the collective inline
   try {
     work->wait();
+  } catch (const trainer::TrainerError&) {
+    throw;
   } catch (const std::exception& e) {
-    auto kind = trainer::classify_exception(e.what());
-    if (kind == ErrorKind::internal) kind = ErrorKind::peer_lost;
-    // Give a dying peer's process a moment to be reaped before naming it.
-    std::string lost = lost_peers();
-    for (int i = 0; i < 20 && lost.empty(); ++i) {
-      ::usleep(50'000);
-      lost = lost_peers();
-    }
-    SHARD_FAIL(kind,
-               "rank " + std::to_string(m_global_rank) + ": " + what + " failed" +
-                   (lost.empty() ? std::string() : "; lost rank " + lost) + ": " +
-                   std::string(e.what()).substr(0, 300),
-               "another rank exited or stopped answering: read the other ranks' rank-N.log for the "
-               "first error");
+    fail(what, e);
   }
 }
 
@@ -364,6 +385,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::host_reduce_scatter(at::Tensor& out
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, at::Tensor& in) {
+  return guarded("all_gather_into_tensor", [&] { return issue_all_gather(out, in); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_all_gather(at::Tensor& out, at::Tensor& in) {
   if (m_size == 1) {
     if (in.data_ptr() != out.data_ptr()) out.copy_(in.view(out.sizes()));  // else in place
     return {};
@@ -378,6 +403,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, a
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& out, at::Tensor& in) {
+  return guarded("reduce_scatter_tensor", [&] { return issue_reduce_scatter(out, in); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_reduce_scatter(at::Tensor& out, at::Tensor& in) {
   if (m_size == 1) {
     out.copy_(in.view(out.sizes()));
     return {};
@@ -403,6 +432,11 @@ void ProcessGroup::reduce_scatter(at::Tensor& out, at::Tensor& in) {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(at::Tensor& tensor,
+                                                              c10d::ReduceOp op) {
+  return guarded("all_reduce", [&] { return issue_all_reduce(tensor, op); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_all_reduce(at::Tensor& tensor,
                                                               c10d::ReduceOp op) {
   c10d::AllreduceOptions opts;
   opts.reduceOp = op;
@@ -438,7 +472,7 @@ void ProcessGroup::all_reduce_max(at::Tensor& tensor) {
 
 void ProcessGroup::barrier() {
   if (m_size == 1) return;
-  wait(m_backend->barrier(), "barrier");
+  wait(guarded("barrier", [&] { return m_backend->barrier(); }), "barrier");
 }
 
 }  // namespace shardscope::dist

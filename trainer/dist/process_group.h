@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,14 @@ class ProcessGroup {
   c10::intrusive_ptr<c10d::Work> host_all_gather(at::Tensor& out, at::Tensor& in);
   c10::intrusive_ptr<c10d::Work> host_reduce_scatter(at::Tensor& out, at::Tensor& in);
   c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor, c10d::ReduceOp op);
+  c10::intrusive_ptr<c10d::Work> issue_all_gather(at::Tensor& out, at::Tensor& in);
+  c10::intrusive_ptr<c10d::Work> issue_reduce_scatter(at::Tensor& out, at::Tensor& in);
+  c10::intrusive_ptr<c10d::Work> issue_all_reduce(at::Tensor& tensor, c10d::ReduceOp op);
+  /// Runs `issue`, turning a Gloo/NCCL failure into a TrainerError as wait() does.
+  template <class F>
+  auto guarded(const char* what, F&& issue) -> decltype(issue());
+  /// Raises the TrainerError for a failed collective: peer_lost (or oom), naming lost peers.
+  [[noreturn]] void fail(const char* what, const std::exception& e) const;
 
   int m_rank = 0;
   int m_global_rank = 0;  // this process's rank in the world (messages)

@@ -29,7 +29,7 @@ std::string hint_for(spec::ErrorKind kind) {
   switch (kind) {
     case spec::ErrorKind::peer_lost:
       return "another rank exited or stopped answering: read the other ranks' rank-N.log for the "
-             "first error; raise [shard] timeout_s if a rank is merely slow";
+             "first error; raise shard.timeout_s if a rank is merely slow";
     case spec::ErrorKind::oom:
       return "lower train.micro_batch_size or the sequence length, or turn on activation "
              "checkpointing or CPU offload ([shard])";

@@ -650,7 +650,7 @@ int run_train(const TrainOptions& options) {
   if ((exp->eval.every > 0 || !options.generate_out.empty()) && !exp->data.eval_path.empty())
     eval_samples = load_data(*exp, exp->data.eval_path, prep, vocab);
   dist::GroupOptions group_options;
-  group_options.timeout = std::chrono::seconds(60);
+  group_options.timeout = std::chrono::seconds(exp->shard.timeout_s);
   group_options.nccl = nccl;
   group_options.bus_id = device_info.bus_id;
   auto groups = make_groups(*rdzv, exp->shard.strategy, group_options);

@@ -135,6 +135,9 @@ struct ShardSection {
   /// through pinned host buffers, so several ranks can share one GPU).
   std::string backend = "auto";
   bool allow_tf32 = false;  // TF32 matmuls and convolutions on CUDA (fp32 precision mode)
+  /// Seconds a rank waits for the rendezvous and for any collective before it fails with
+  /// peer_lost: saving a large model's checkpoint can keep a peer away for minutes.
+  int timeout_s = 600;
 
   bool operator==(const ShardSection&) const = default;
 };

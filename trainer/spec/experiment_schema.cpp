@@ -85,6 +85,7 @@ const Field<SS> kShardFields[] = {
     {"device", &SS::device, "\"auto\", \"cuda\" or \"cpu\""},
     {"backend", &SS::backend, "collectives: \"auto\", \"nccl\" or \"gloo\""},
     {"allow_tf32", &SS::allow_tf32, "TF32 matmuls on CUDA"},
+    {"timeout_s", &SS::timeout_s, "rendezvous and collective timeout, seconds"},
 };
 
 using LS = LoraSection;

@@ -202,6 +202,7 @@ void check_freeze(const TrainSection& t, const ModelSection& m, const Check& che
 void check_shard(const ShardSection& s, const Check& check) {
   const ShardSection d;
   check.at_least(s.max_inflight_gathers, 1, "shard.max_inflight_gathers", "2");
+  check.at_least(s.timeout_s, 1, "shard.timeout_s", "600");
   check(s.device == "auto" || s.device == "cuda" || s.device == "cpu", "shard.device",
         "must be \"auto\", \"cuda\" or \"cpu\" (got " + quoted(s.device) + ")");
   check(s.backend == "auto" || s.backend == "nccl" || s.backend == "gloo", "shard.backend",

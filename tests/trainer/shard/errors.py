@@ -7,6 +7,9 @@
       may hold (SHARDSCOPE_HOST_MEMORY_LIMIT between its memory after a step and its peak, both
       measured by a calibration run): rank 1 exits 1 with one `error` of kind oom naming the
       bytes asked, and rank 0 exits non-zero within 30 s with peer_lost.
+  --case frozen: 2 ranks with shard.timeout_s = 5; rank 1 is stopped with SIGSTOP mid-run (alive
+      but silent, as a hung host is). Rank 0 must exit non-zero within the timeout plus slack,
+      with one `error` of kind peer_lost whose message or hint names shard.timeout_s.
   --case invalid_config: configurations that are invalid for the launch shape (batch_size 13 on
       2 ranks; HYBRID_SHARD on one node of 2 ranks; shard.device "cuda" or backend "nccl" with
       this CPU build's LibTorch) make every rank exit 2 with a
@@ -59,6 +62,38 @@ def peer_lost(args):
               f"{err['message']!r}")
         check(err.get("hint"), f"rank {rank}: the error has no hint")
         check(not ranks.events(run_dir, rank, "done"), f"rank {rank} wrote a done event")
+
+
+def frozen(args):
+    timeout_s = 5
+    config = ranks.setup_experiment(args.work, {"train": {"max_steps": 100000},
+                                                "shard": {"timeout_s": timeout_s}})
+    run_dir = ranks.fresh_dir(os.path.join(args.work, "run"))
+    procs = ranks.start_ranks(args.shardtrain, ["train", config], run_dir, 2)
+    try:
+        deadline = time.time() + 120
+        while not any(e["step"] >= 3 for e in ranks.events(run_dir, 0, "step")):
+            check(time.time() < deadline and all(p.poll() is None for p in procs.values()),
+                  f"no step 3 within 120 s\n{ranks.log_tail(run_dir, 2)}")
+            time.sleep(0.01)
+        procs[VICTIM].send_signal(signal.SIGSTOP)
+        stopped_at = time.time()
+        code0 = ranks.wait_ranks({0: procs[0]}, timeout=timeout_s + 60)[0]
+        waited = time.time() - stopped_at
+    finally:
+        procs[VICTIM].send_signal(signal.SIGKILL)
+        procs[VICTIM].wait()
+    print(f"rank 1 stopped after step 3; rank 0 exited {code0} after {waited:.1f} s "
+          f"(shard.timeout_s {timeout_s})")
+    check(code0 not in (0, -signal.SIGKILL), f"rank 0 exit {code0}: it must fail on its own\n"
+                                              f"{ranks.log_tail(run_dir, 2)}")
+    check(waited < timeout_s + 30, f"rank 0 took {waited:.1f} s (shard.timeout_s {timeout_s})")
+    errors = ranks.events(run_dir, 0, "error")
+    print(f"rank 0: {errors}")
+    check(len(errors) == 1 and errors[0]["kind"] == "peer_lost",
+          f"rank 0: want one peer_lost error, got {errors}")
+    check("shard.timeout_s" in errors[0]["message"] + errors[0].get("hint", ""),
+          f"rank 0: neither the message nor the hint names shard.timeout_s: {errors[0]}")
 
 
 def oom(args):
@@ -154,9 +189,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shardtrain", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", required=True, choices=["peer_lost", "oom", "invalid_config"])
+    parser.add_argument("--case", required=True, choices=["peer_lost", "frozen", "oom",
+                                                              "invalid_config"])
     args = parser.parse_args()
-    ranks.main_guard(lambda: {"peer_lost": peer_lost, "oom": oom,
+    ranks.main_guard(lambda: {"peer_lost": peer_lost, "frozen": frozen, "oom": oom,
                               "invalid_config": invalid_config}[args.case](args))
 
 
