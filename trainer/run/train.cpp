@@ -477,6 +477,13 @@ struct Loop {
       ++step;
       last_loss = loss;
       const double tps = static_cast<double>(exp.train.batch_size * exp.data.seq_len) / secs;
+      // Events are the run's record: a rank that cannot write them (a full disk) stops rather
+      // than train on unrecorded.
+      SHARD_CHECK(events().ok(), ErrorKind::io,
+                  "rank " + std::to_string(rdzv.rank) +
+                      ": cannot write events to its output: " + events().error(),
+                  "free space where the rank's output goes (the run directory), then resume with "
+                  "--resume auto");
       if (rdzv.rank == 0 && (step % exp.train.log_every == 0 || step == exp.train.max_steps)) {
         const double mfu = peak > 0 ? flops_token * tps / (peak * rdzv.world_size) : 0.0;
         events().write(spec::StepEvent{step, loss, lr, grad_norm, tps, mfu, comm_bytes(true) - ag0,

@@ -1,7 +1,9 @@
 #include "trainer/spec/events.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -370,12 +372,17 @@ Result<Event> parse_event(std::string_view line, ParseMode mode) {
 
 EventWriter::EventWriter(int rank, std::FILE* out) : m_rank(rank), m_out(out) {}
 
-void EventWriter::write(const Payload& body) {
+bool EventWriter::write(const Payload& body) {
   Event event{Envelope{kProtocolVersion, m_rank, m_seq++, unix_time_now()}, body};
   std::string line = encode_event(event);
   line.push_back('\n');
-  std::fwrite(line.data(), 1, line.size(), m_out);
-  std::fflush(m_out);
+  errno = 0;
+  const bool written =
+      std::fwrite(line.data(), 1, line.size(), m_out) == line.size() && std::fflush(m_out) == 0;
+  if (!written && m_error.empty()) {
+    m_error = errno != 0 ? std::strerror(errno) : "short write";
+  }
+  return written;
 }
 
 double unix_time_now() {

@@ -143,13 +143,18 @@ Result<Event> parse_event(std::string_view line, ParseMode mode = ParseMode::str
 class EventWriter {
  public:
   EventWriter(int rank, std::FILE* out);
-  void write(const Payload& body);
+  /// Writes and flushes one line; false when the stream refused it (a full disk). The first
+  /// failure is kept: ok() stays false and error() says why.
+  bool write(const Payload& body);
   std::int64_t next_seq() const { return m_seq; }
+  bool ok() const { return m_error.empty(); }
+  const std::string& error() const { return m_error; }
 
  private:
   int m_rank;
   std::FILE* m_out;
   std::int64_t m_seq = 0;
+  std::string m_error;
 };
 
 /// Unix time in seconds with millisecond precision, as `t` carries it.

@@ -10,6 +10,8 @@
   --case frozen: 2 ranks with shard.timeout_s = 5; rank 1 is stopped with SIGSTOP mid-run (alive
       but silent, as a hung host is). Rank 0 must exit non-zero within the timeout plus slack,
       with one `error` of kind peer_lost whose message or hint names shard.timeout_s.
+  --case events_unwritable: one rank whose stdout is /dev/full (a full disk) must stop with exit
+      1 and an io error on stderr naming the events, not train to the end unrecorded.
   --case invalid_config: configurations that are invalid for the launch shape (batch_size 13 on
       2 ranks; HYBRID_SHARD on one node of 2 ranks; shard.device "cuda" or backend "nccl" with
       this CPU build's LibTorch) make every rank exit 2 with a
@@ -94,6 +96,22 @@ def frozen(args):
           f"rank 0: want one peer_lost error, got {errors}")
     check("shard.timeout_s" in errors[0]["message"] + errors[0].get("hint", ""),
           f"rank 0: neither the message nor the hint names shard.timeout_s: {errors[0]}")
+
+
+def events_unwritable(args):
+    config = ranks.setup_experiment(args.work, {"train": {"max_steps": 50}})
+    run_dir = ranks.fresh_dir(os.path.join(args.work, "run"))
+    env = ranks.rank_env(0, 1, 1, os.path.join(run_dir, "rdzv.port"))
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        env.pop(key)  # a single process
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([args.shardtrain, "train", config], cwd=run_dir, env=env,
+                              stdout=full, stderr=subprocess.PIPE, timeout=300, check=False)
+    err = proc.stderr.decode(errors="replace")
+    print(f"exit {proc.returncode}; stderr: {err.strip()[-300:]}")
+    check(proc.returncode == 1, f"exit {proc.returncode}, want 1 (io error)")
+    check("error (io)" in err and "cannot write events" in err,
+          f"stderr does not name the events as an io error: {err[-500:]!r}")
 
 
 def oom(args):
@@ -190,9 +208,11 @@ def main():
     parser.add_argument("--shardtrain", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--case", required=True, choices=["peer_lost", "frozen", "oom",
+                                                              "events_unwritable",
                                                               "invalid_config"])
     args = parser.parse_args()
     ranks.main_guard(lambda: {"peer_lost": peer_lost, "frozen": frozen, "oom": oom,
+                              "events_unwritable": events_unwritable,
                               "invalid_config": invalid_config}[args.case](args))
 
 
