@@ -49,6 +49,20 @@ std::string utf8(std::uint32_t cp) {
   return out;
 }
 
+// Token ids index a table: one past the largest id sizes it. Real vocabularies stay far below
+// 2^24 (Qwen2: 151,646 + added tokens); a larger or negative id is a broken file, refused before
+// anything is allocated (an id of -1 wrote before the table, 2e9 asked for 2e9 strings).
+constexpr std::int64_t kMaxTokenId = std::int64_t{1} << 24;
+
+bool id_in_range(const json& id) {
+  return id.is_number_integer() && id.get<std::int64_t>() >= 0 &&
+         id.get<std::int64_t>() < kMaxTokenId;
+}
+
+std::string id_range_error(const json& id) {
+  return "id " + id.dump() + " is not an integer in [0, " + std::to_string(kMaxTokenId) + ")";
+}
+
 void put_token(Tokenizer::Impl& impl, std::int32_t id, const std::string& token,
                std::uint8_t kind) {
   if (static_cast<std::size_t>(id) >= impl.tokens.size()) {
@@ -64,8 +78,8 @@ Result<void> load_vocab_and_merges(Tokenizer::Impl& impl, const json& model) {
     return field_error(impl, "model.vocab", "missing or not an object of token -> id");
   }
   for (const auto& [token, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
-      return field_error(impl, "model.vocab[\"" + token + "\"]", "id is not an integer >= 0");
+    if (!id_in_range(id)) {
+      return field_error(impl, "model.vocab[\"" + token + "\"]", id_range_error(id));
     }
     impl.vocab.emplace(token, id.get<std::int32_t>());
     put_token(impl, id.get<std::int32_t>(), token, 0);
@@ -288,6 +302,8 @@ Result<void> load_added_tokens(Tokenizer::Impl& impl, const json& root) {
         entry["content"].get<std::string>().empty()) {
       return field_error(impl, where, "needs an integer id and a non-empty content string");
     }
+    if (!id_in_range(entry["id"]))
+      return field_error(impl, where + ".id", id_range_error(entry["id"]));
     AddedToken token;
     token.content = entry["content"].get<std::string>();
     token.id = entry["id"].get<std::int32_t>();

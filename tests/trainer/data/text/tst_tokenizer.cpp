@@ -160,6 +160,25 @@ class TestTokenizer : public QObject {
     QVERIFY2(e.find("pattern.Regex: the regex does not compile") != std::string::npos, e.c_str());
   }
 
+  void outOfRangeIdsAreErrorsNotCrashes() {
+    // An added token with id -1 once wrote before the token table (a crash), and one with id
+    // 2,000,000,000 asked for 2e9 strings (bad_alloc): both are errors naming file and field.
+    for (const long long id : {-1LL, 2000000000LL, 5000000000LL}) {
+      auto doc = tiny::document();
+      doc["added_tokens"][0]["id"] = id;
+      const std::string e = load_error(doc);
+      QVERIFY2(e.find("tiny.json: added_tokens[0].id: id " + std::to_string(id) +
+                      " is not an integer in [0, 16777216)") != std::string::npos,
+               e.c_str());
+    }
+    auto doc = tiny::document();
+    doc["model"]["vocab"]["h"] = -5;
+    const std::string e = load_error(doc);
+    QVERIFY2(
+        e.find("model.vocab[\"h\"]: id -5 is not an integer in [0, 16777216)") != std::string::npos,
+        e.c_str());
+  }
+
   void oldMergeSpellingLoads() {
     auto doc = tiny::document();
     for (auto& m : doc["model"]["merges"])
