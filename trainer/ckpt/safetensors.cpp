@@ -130,12 +130,19 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
   TensorEntry e;
   e.name = name;
   e.dtype = dtype_from(v["dtype"].get<std::string>(), path);
+  // Every product below stays within the file's size, so none overflows (a header can claim
+  // anything: dimensions or offsets near INT64_MAX wrapped around and passed the checks).
   std::int64_t numel = 1;
   for (const auto& d : v["shape"]) {
     SHARD_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, ErrorKind::data,
                 where + ": shape has a bad dimension", fix);
     e.shape.push_back(d.get<std::int64_t>());
-    numel *= e.shape.back();
+    const auto dim = e.shape.back();
+    SHARD_CHECK(dim == 0 || numel <= file_size / dim, ErrorKind::data,
+                where + ": its shape holds more elements than the file has bytes (" +
+                    std::to_string(file_size) + ")",
+                fix);
+    numel *= dim;
   }
   const auto& off = v["data_offsets"];
   SHARD_CHECK(off[0].is_number_integer() && off[1].is_number_integer(), ErrorKind::data,
@@ -147,9 +154,9 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
       where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
           ") do not hold a " + std::string(v["dtype"].get<std::string>()) + " tensor of its shape",
       fix);
-  SHARD_CHECK(data_begin + end <= file_size, ErrorKind::data,
-              where + ": data ends at byte " + std::to_string(data_begin + end) +
-                  " but the file has " + std::to_string(file_size) + " bytes",
+  SHARD_CHECK(end <= file_size - data_begin, ErrorKind::data,
+              where + ": data ends at byte " + std::to_string(data_begin) + " + " +
+                  std::to_string(end) + " but the file has " + std::to_string(file_size) + " bytes",
               fix);
   e.begin = data_begin + begin;
   e.end = data_begin + end;

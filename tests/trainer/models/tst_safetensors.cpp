@@ -84,6 +84,31 @@ class TestSafetensors : public QObject {
     QVERIFY2(wrong.find(lying + ": tensor x: data_offsets [0, 8) do not hold a F32 tensor") !=
                  std::string::npos,
              wrong.c_str());
+
+    // Sizes near INT64_MAX once wrapped around in the checks (undefined behaviour): each is an
+    // error naming the tensor.
+    const std::pair<const char*, const char*> hostile[] = {
+        {R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[9223372036854775800,9223372036854775807]}})",
+         "data_offsets"},
+        {R"({"x":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})",
+         "more elements than the file has bytes"},
+        {R"({"x":{"dtype":"U8","shape":[0],"data_offsets":[0,9223372036854775807]}})",
+         "data_offsets"},
+        {R"({"x":{"dtype":"U8","shape":[4],"data_offsets":[9223372036854775803,9223372036854775807]}})",
+         "data ends at byte"}};
+    for (const auto& [text, expect] : hostile) {
+      const std::string bad = dir.filePath("h.safetensors").toStdString();
+      std::ofstream h(bad, std::ios::binary | std::ios::trunc);
+      const std::string head = text;
+      const std::uint64_t len = head.size();
+      for (int i = 0; i < 8; ++i) h.put(static_cast<char>((len >> (8 * i)) & 0xFF));
+      h << head << std::string(16, '\0');
+      h.close();
+      const auto err = error_of([&] { ckpt::MappedSafetensors map(bad); });
+      QVERIFY2(err.find(bad + ": tensor x: ") != std::string::npos &&
+                   err.find(expect) != std::string::npos,
+               (std::string(text) + " -> " + err).c_str());
+    }
   }
 };
 
