@@ -1,5 +1,8 @@
 #include "trainer/ckpt/checkpoint.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <ATen/ATen.h>
 #include <algorithm>
 #include <cstdio>
@@ -24,6 +27,56 @@ std::string step_name(std::int64_t step) {
   return buf;
 }
 
+// The step of a "step-NNNNNN" folder name, or -1. Names are compared by this number: from step
+// 1,000,000 on they have seven digits and sort before "step-999999" as text.
+std::int64_t step_of(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) return -1;
+  std::int64_t step = 0;
+  for (std::size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+// The step-NNNNNN folders under `root`, oldest first.
+std::vector<std::pair<std::int64_t, fs::path>> step_dirs(const fs::path& root) {
+  std::vector<std::pair<std::int64_t, fs::path>> dirs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const auto step = step_of(e.path().filename().string());
+    if (step >= 0 && e.is_directory(ec)) dirs.emplace_back(step, e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+// Why `dir` is not a complete checkpoint ("" when it is): meta.json parses, and every shard's
+// rank file is there.
+std::string incomplete_reason(const fs::path& dir) {
+  std::ifstream in(dir / "meta.json");
+  if (!in.good()) return "no meta.json";
+  const auto meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("shard_size") ||
+      !meta["shard_size"].is_number_integer() || !meta.contains("flats"))
+    return "meta.json is not a complete checkpoint description";
+  const auto shards = meta["shard_size"].get<std::int64_t>();
+  for (std::int64_t s = 0; s < shards; ++s) {
+    const auto file = dir / ("rank-" + std::to_string(s) + ".safetensors");
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) return file.filename().string() + " is missing";
+  }
+  return {};
+}
+
+// Flushes a file or folder to disk, so a completed checkpoint survives a crash of the machine.
+void sync_path(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
 // This rank's shard index: its rank inside the shard group.
 int shard_index(const shard::ShardEngine& engine) { return engine.groups().shard->rank(); }
 
@@ -43,14 +96,9 @@ nlohmann::json layout_json(shard::ShardEngine& engine) {
 
 void prune(const fs::path& root, std::int64_t keep) {
   if (keep <= 0) return;
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(root)) {
-    const auto name = e.path().filename().string();
-    if (e.is_directory() && name.rfind("step-", 0) == 0) dirs.push_back(e.path());
-  }
-  std::sort(dirs.begin(), dirs.end());
+  const auto dirs = step_dirs(root);  // oldest first, by step number
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < dirs.size(); ++i) {
-    spec::remove_tree(dirs[i].string());  // best effort: the newest checkpoints are complete
+    spec::remove_tree(dirs[i].second.string());  // best effort: the newest are complete
   }
 }
 
@@ -102,10 +150,13 @@ std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engi
       SHARD_CHECK(out.good(), ErrorKind::io, "cannot write " + (tmp / "meta.json").string(),
                   "free disk space");
     }
+    sync_path(tmp / "meta.json");
+    sync_path(tmp);
     std::error_code ec;
     spec::remove_tree((root / name).string());
     fs::rename(tmp, root / name, ec);
     SHARD_CHECK(!ec, ErrorKind::io, "cannot complete checkpoint " + rel + ": " + ec.message(), "");
+    sync_path(root);  // the rename itself
     prune(root, keep);
   }
   world.barrier();
@@ -116,14 +167,17 @@ std::string find_latest_checkpoint(const std::string& run_dir) {
   const fs::path root = fs::path(run_dir) / "ckpt";
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return {};
-  std::string best;
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    const auto name = e.path().filename().string();
-    if (e.is_directory() && name.rfind("step-", 0) == 0 && fs::exists(e.path() / "meta.json") &&
-        name > best)
-      best = name;
+  // The newest complete one: a checkpoint damaged after it was completed (a lost rank file, a
+  // truncated meta.json) is passed over, with a warning, for the one before it.
+  const auto dirs = step_dirs(root);
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    const auto why = incomplete_reason(it->second);
+    if (why.empty()) return it->second.string();
+    trainer::events().write(spec::LogEvent{"warn", "--resume auto: " + it->second.string() +
+                                                       " is not usable (" + why +
+                                                       "); trying the checkpoint before it"});
   }
-  return best.empty() ? std::string() : (root / best).string();
+  return {};
 }
 
 TrainPosition load_checkpoint(const std::string& dir, shard::ShardEngine& engine,

@@ -8,9 +8,14 @@ train.ckpt_keep = 0 and train.deterministic = true.
       run's bit for bit (loss and grad_norm).
   --case reshard: resume the uninterrupted run's step-10 checkpoint on 1 and on 3 ranks: steps
       11..30 within 1e-5 relative of the uninterrupted run.
+  --case fallback: --resume auto in copies of the uninterrupted run: with its newest checkpoint
+      (step 25) damaged (a rank file lost), it resumes from step 20 with a warning naming step 25,
+      and steps 21..30 equal the uninterrupted run; with folders step-999999 (step 10's) and
+      step-1000000 (step 20's) beside them, it takes step-1000000 (numbers, not text, order them).
 """
 import argparse
 import os
+import shutil
 import signal
 import sys
 import time
@@ -111,14 +116,61 @@ def reshard(args, config):
                              steps=sorted(got))
 
 
+def resume_auto(args, config, run_dir, name):
+    codes = ranks.run_ranks(args.shardtrain, argv(config, "--resume", "auto"), run_dir, WORLD)
+    check(all(c == 0 for c in codes), f"{name}: exit codes {codes}\n"
+                                      f"{ranks.log_tail(run_dir, WORLD)}")
+    logs = [e for e in ranks.events(run_dir, 0, "log")]
+    resumed = [e["message"] for e in logs if e["message"].startswith("resumed from")]
+    warnings = [e["message"] for e in logs if e["level"] == "warn"]
+    print(f"{name}: {resumed} {warnings}")
+    return resumed, warnings
+
+
+def fallback(args, config):
+    source, want = uninterrupted(args, config)
+    ckpts = sorted(d for d in os.listdir(os.path.join(source, "ckpt")) if d.startswith("step-"))
+    check(ckpts[-1] == "step-000025", f"uninterrupted checkpoints {ckpts}, want ... step-000025")
+
+    damaged = os.path.join(args.work, "damaged")
+    shutil.rmtree(damaged, ignore_errors=True)
+    shutil.copytree(source, damaged)
+    for f in os.listdir(damaged):
+        if f.startswith("events-rank-"):
+            os.remove(os.path.join(damaged, f))  # this run's events only
+    os.remove(os.path.join(damaged, "ckpt", "step-000025", "rank-1.safetensors"))
+    resumed, warnings = resume_auto(args, config, damaged, "newest damaged")
+    check(len(resumed) == 1 and resumed[0].endswith("step-000020 at step 20"),
+          f"want a resume from step-000020, got {resumed}")
+    check(any("step-000025" in w and "rank-1.safetensors is missing" in w for w in warnings),
+          f"no warning names the damaged step-000025: {warnings}")
+    got = ranks.curve(damaged)
+    check(sorted(got) == list(range(21, max(want) + 1)), f"steps {sorted(got)}, want 21..30")
+    ranks.compare_curves("resumed from step 20", got, want, 0.0, steps=sorted(got))
+
+    ordered = os.path.join(args.work, "ordered")
+    shutil.rmtree(ordered, ignore_errors=True)
+    shutil.copytree(source, ordered)
+    for f in os.listdir(ordered):
+        if f.startswith("events-rank-"):
+            os.remove(os.path.join(ordered, f))
+    root = os.path.join(ordered, "ckpt")
+    shutil.copytree(os.path.join(root, "step-000010"), os.path.join(root, "step-999999"))
+    shutil.copytree(os.path.join(root, "step-000020"), os.path.join(root, "step-1000000"))
+    resumed, _ = resume_auto(args, config, ordered, "step-999999 beside step-1000000")
+    check(len(resumed) == 1 and resumed[0].endswith("step-1000000 at step 20"),
+          f"want a resume from step-1000000 (step 20), got {resumed}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shardtrain", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", required=True, choices=["resume", "reshard"])
+    parser.add_argument("--case", required=True, choices=["resume", "reshard", "fallback"])
     args = parser.parse_args()
     config = ranks.setup_experiment(args.work)
-    ranks.main_guard(lambda: {"resume": resume, "reshard": reshard}[args.case](args, config))
+    ranks.main_guard(lambda: {"resume": resume, "reshard": reshard, "fallback": fallback}[
+        args.case](args, config))
 
 
 if __name__ == "__main__":
