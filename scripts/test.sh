@@ -14,6 +14,18 @@ step "build"
 scripts/build.sh
 t2=$SECONDS
 step "tests"
+if [[ ${CI:-} == true ]]; then
+  # CI runs every kind of test: a label with no test means a dependency was not found when build/
+  # was configured, and its tests would silently not run.
+  for label in unit integration gui reference slow cuda-build; do
+    count=$(cd build && ctest -N -L "^${label}\$" | sed -n 's/^Total Tests: //p')
+    if [[ ${count:-0} -eq 0 ]]; then
+      echo "test.sh: no test has the label '${label}' in build/: a test dependency was missing at" \
+        "configure time (see the 'Shardscope:' lines of 'cmake --preset release')" >&2
+      exit 1
+    fi
+  done
+fi
 status=0
 (cd build && ctest -j2 --output-on-failure --timeout 900 "$@") || status=$?
 t3=$SECONDS
