@@ -8,8 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "trainer/ckpt/safetensors.h"
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
+#include "trainer/base/safetensors.h"
 
 namespace shardscope::ckpt {
 namespace fs = std::filesystem;

@@ -15,8 +15,8 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include "trainer/base/fatal.h"
 #include "trainer/dist/process_group.h"
-#include "trainer/run/fatal.h"
 #include "trainer/spec/version.h"
 
 extern char** environ;
