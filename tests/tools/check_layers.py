@@ -52,6 +52,9 @@ INNER = {
     "trainer": _below("base", ("dist", "model"), "shard", "optim", "ckpt", "run", "cli", ""),
     # The GUI-thread guard; the run store and SSH; launchers; the monitor; search orchestration.
     "backend": _below("", ("store", "ssh"), "launch", "monitor", "search"),
+    # The run-log worker; shared widgets; the panels, none of which includes another's files; the
+    # main window.
+    "ui": _below("data", "widgets", ("runs", "plots", "compare", "hosts", "builder"), ""),
 }
 QT_FREE = {"spec", "data", "trainer"}
 TORCH_LAYERS = {"trainer"}

@@ -21,10 +21,10 @@
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/mainwindow.h"
-#include "ui/plot/curveplot.h"
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
 #include "ui/runs/runtablemodel.h"
+#include "ui/widgets/curveplot.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
