@@ -24,8 +24,8 @@ endif()
 
 # shardscope_layer(TARGET [VIEW FOLDER...]) marks a target as ours: warnings on, includes rooted
 # at the repo so every include names its layer ("trainer/spec/events.h"), which
-# tests/tools/check_layers.py reads. A library given VIEW publishes only its own FOLDERs: its
-# include root is build/layers/TARGET/, which holds a link to each FOLDER and nothing else. A unit
+# tests/tools/check_layers.py reads. A library given VIEW publishes only its own FOLDERs (or one
+# header): its include root is build/layers/TARGET/, which holds a link to each and nothing else. A unit
 # of the library then finds the headers of its own folders and of the libraries it links, so an
 # include of a layer above or beside it (one it does not link) fails to compile with "No such
 # file". Executables (the app, tools, tests) see the whole tree.

@@ -69,6 +69,7 @@ TARGETS = {
     "shardscope_spec": "trainer/spec",
     "shardscope_data": "trainer/data",
     "shardscope_trainer": "trainer",  # every trainer folder together: what main() and tests link
+    "shardscope_rendezvous": "trainer/dist",  # torch-free: the fake trainer links it too
     "shardscope_backend": "backend",
     "shardscope_ui": "ui",
 }
