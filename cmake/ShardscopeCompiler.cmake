@@ -22,13 +22,30 @@ if(SHARDSCOPE_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# shardscope_layer(TARGET) marks a target as ours: warnings on, includes rooted at the repo so
-# every include names its layer ("trainer/spec/events.h"), which tests/tools/check_layers.py reads.
+# shardscope_layer(TARGET [VIEW FOLDER...]) marks a target as ours: warnings on, includes rooted
+# at the repo so every include names its layer ("trainer/spec/events.h"), which
+# tests/tools/check_layers.py reads. A library given VIEW publishes only its own FOLDERs (or one
+# header): its include root is build/layers/TARGET/, which holds a link to each and nothing else. A unit
+# of the library then finds the headers of its own folders and of the libraries it links, so an
+# include of a layer above or beside it (one it does not link) fails to compile with "No such
+# file". Executables (the app, tools, tests) see the whole tree.
 function(shardscope_layer target)
+  cmake_parse_arguments(L "" "" "VIEW" ${ARGN})
   target_link_libraries(${target} PRIVATE shardscope_warnings)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
     target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/generated)
+  elseif(L_VIEW)
+    set(view ${PROJECT_BINARY_DIR}/layers/${target})
+    foreach(folder ${L_VIEW})
+      get_filename_component(parent ${view}/${folder} DIRECTORY)
+      file(MAKE_DIRECTORY ${parent})
+      if(NOT IS_SYMLINK ${view}/${folder})
+        file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${folder} ${view}/${folder} SYMBOLIC)
+      endif()
+    endforeach()
+    target_include_directories(${target} PUBLIC
+      $<BUILD_INTERFACE:${view}> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>)
   else()
     target_include_directories(${target} PUBLIC
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>)

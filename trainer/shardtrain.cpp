@@ -8,13 +8,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "trainer/base/fatal.h"
 #include "trainer/cli/bench_step.h"
 #include "trainer/cli/estimate.h"
 #include "trainer/cli/forward.h"
 #include "trainer/cli/make_demo_data.h"
 #include "trainer/cli/selftest.h"
 #include "trainer/cli/tokenize.h"
-#include "trainer/run/fatal.h"
 #include "trainer/run/train.h"
 #include "trainer/spec/version.h"
 

@@ -38,7 +38,7 @@
 #include "ui/data/runlog.h"
 #include "ui/data/sweepsource.h"
 #include "ui/mainwindow.h"
-#include "ui/plot/curveplot.h"
+#include "ui/widgets/curveplot.h"
 
 using namespace shardscope;
 

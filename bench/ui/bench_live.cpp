@@ -38,6 +38,7 @@
 
 #include "backend/store/runstore.h"
 #include "bench/ui/spin.h"
+#include "tests/support/experiment.h"
 #include "ui/data/runlog.h"
 #include "ui/mainwindow.h"
 #include "ui/plots/plotspanel.h"
@@ -182,35 +183,25 @@ void printNotifications(const Lateness& l) {
 // The sweep experiment: the fake trainer as `shardtrain`, 2 ranks per trial, a random search
 // of 4 trials run 4 at a time.
 bool writeExperiment(const QString& dir, const QString& trainer, int steps, bool program) {
-  QFile data(dir + "/train.jsonl");
-  if (!data.open(QIODevice::WriteOnly)) return false;
-  for (int i = 0; i < 64; ++i) {
-    QByteArray line = "{\"input_ids\": [";
-    for (int t = 0; t < 16; ++t) line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
-    data.write(line + "]}\n");
-  }
-  QFile file(dir + "/sweep.toml");
-  if (!file.open(QIODevice::WriteOnly)) return false;
-  const QString toml = QStringLiteral(
-                           "[experiment]\nname = \"live\"\n[model]\narch = \"tiny\"\n"
-                           "tiny_hidden_size = 16\ntiny_layers = 1\n"
-                           "[data]\ntrain_path = \"train.jsonl\"\nseq_len = 16\n"
-                           "[train]\nmax_steps = %1\nbatch_size = 4\nckpt_at_end = false\n"
-                           "[launch]\nkind = \"local\"\nnproc_per_node = %2\ntrainer = \"%3\"\n"
-                           "[search]\nname = \"live\"\nsampler = \"random\"\nseed = 1\n"
-                           "n_trials = %4\nconcurrency = %4\n%5"
-                           "objectives = {objective = \"minimize\"}\n"
-                           "[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\n"
-                           "high = 1e-2\nlog = true\n")
-                           .arg(steps)
-                           .arg(kRanks)
-                           .arg(trainer)
-                           .arg(kTrials)
-                           .arg(program ? QStringLiteral("program = [\"sh\", \"-c\", \"exec '%1' "
-                                                         "train '%2'\", \"trial\"]\n")
-                                              .arg(trainer, dir + "/sweep.toml")
-                                        : QString());
-  return file.write(toml.toUtf8()) > 0;
+  shardscope::testing::TinyExperiment experiment;
+  experiment.name = QStringLiteral("live");
+  experiment.fileName = QStringLiteral("sweep.toml");
+  experiment.trainer = trainer;
+  experiment.steps = steps;
+  experiment.ranks = kRanks;
+  experiment.tables = QStringLiteral(
+                          "[search]\nname = \"live\"\nsampler = \"random\"\nseed = 1\n"
+                          "n_trials = %1\nconcurrency = %1\n%2"
+                          "objectives = {objective = \"minimize\"}\n"
+                          "[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\n"
+                          "high = 1e-2\nlog = true\n")
+                          .arg(kTrials)
+                          .arg(program ? QStringLiteral("program = [\"sh\", \"-c\", \"exec '%1' "
+                                                        "train '%2'\", \"trial\"]\n")
+                                             .arg(trainer, dir + "/sweep.toml")
+                                       : QString())
+                          .toUtf8();
+  return !shardscope::testing::writeExperiment(dir, experiment).isEmpty();
 }
 
 // An empty run log, made on a worker thread (the store's writer is never driven from the GUI

@@ -6,6 +6,7 @@
 #include <QTest>
 
 #include "clitest.h"
+#include "tests/support/experiment.h"
 
 using namespace clitest;
 
@@ -26,26 +27,13 @@ class TestCliRemote : public QObject {
 
   // The tiny model, 2 ranks, 4 steps; `launch` is the [launch] table's body.
   QString writeExperiment(const QString& name, const QByteArray& launch) {
-    const QString data = m_dir.filePath("train.jsonl");
-    if (!QFile::exists(data)) {
-      QByteArray lines;
-      for (int i = 0; i < 64; ++i) {
-        QByteArray line = "{\"input_ids\": [";
-        for (int t = 0; t < 16; ++t)
-          line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
-        lines += line + "]}\n";
-      }
-      writeAll(data, lines);
-    }
-    const QString path = m_dir.filePath(name + ".toml");
-    writeAll(path, "[experiment]\nname = \"" + name.toUtf8() +
-                       "\"\n[model]\narch = \"tiny\"\ntiny_hidden_size = 16\ntiny_layers = 1\n"
-                       "[data]\ntrain_path = \"" +
-                       data.toUtf8() +
-                       "\"\nseq_len = 16\n[train]\nmax_steps = 4\nbatch_size = 4\n"
-                       "ckpt_at_end = false\n[launch]\nnproc_per_node = 2\ntrainer = \"" +
-                       kShardtrain.toUtf8() + "\"\n" + launch);
-    return path;
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = name;
+    experiment.trainer = kShardtrain;
+    experiment.steps = 4;
+    experiment.launch = launch;
+    experiment.absoluteData = true;
+    return shardscope::testing::writeExperiment(m_dir.path(), experiment);
   }
 
   // Runs `exp` attached to its end and checks the run in the run log.

@@ -15,6 +15,7 @@
 #include <QTest>
 
 #include "clitest.h"
+#include "tests/support/experiment.h"
 
 using clitest::cli;
 using clitest::documentedFields;
@@ -93,27 +94,12 @@ class TestCliRuns : public QObject {
 
   // A small experiment for the fake trainer: 2 local ranks.
   QString writeExperiment(const QString& name, const QString& trainer, const QString& extra = {}) {
-    QFile data(m_dir.filePath("train.jsonl"));
-    if (!data.exists() && data.open(QIODevice::WriteOnly)) {
-      for (int i = 0; i < 64; ++i) {
-        QByteArray line = "{\"input_ids\": [";
-        for (int t = 0; t < 16; ++t)
-          line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
-        data.write(line + "]}\n");
-      }
-      data.close();
-    }
-    QString path = m_dir.filePath(name + ".toml");
-    QFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) return {};
-    file.write(QStringLiteral("[experiment]\nname = \"%1\"\n[model]\narch = \"tiny\"\n"
-                              "tiny_hidden_size = 16\ntiny_layers = 1\n"
-                              "[data]\ntrain_path = \"train.jsonl\"\nseq_len = 16\n"
-                              "[train]\nmax_steps = 10\nbatch_size = 4\nckpt_at_end = false\n%3"
-                              "[launch]\nkind = \"local\"\nnproc_per_node = 2\ntrainer = \"%2\"\n")
-                   .arg(name, trainer, extra)
-                   .toUtf8());
-    return path;
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = name;
+    experiment.trainer = trainer;
+    experiment.steps = 10;
+    experiment.train = extra.toUtf8();
+    return shardscope::testing::writeExperiment(m_dir.path(), experiment);
   }
 
   QProcessEnvironment fakeMode(const QString& mode) {

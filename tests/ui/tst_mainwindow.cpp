@@ -18,11 +18,11 @@
 #include "ui/compare/compareplots.h"
 #include "ui/hosts/hostspanel.h"
 #include "ui/mainwindow.h"
-#include "ui/plot/curveplot.h"
 #include "ui/plots/logview.h"
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
 #include "ui/runs/runtablemodel.h"
+#include "ui/widgets/curveplot.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;

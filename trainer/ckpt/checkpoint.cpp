@@ -11,8 +11,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "trainer/ckpt/safetensors.h"
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/spec/remove_tree.h"
 
 namespace shardscope::ckpt {

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "trainer/base/fatal.h"
 #include "trainer/ckpt/peft.h"
-#include "trainer/run/fatal.h"
 
 namespace shardscope::ckpt {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 #include "trainer/spec/model_shape.h"
 
 namespace shardscope::ckpt {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "trainer/ckpt/safetensors.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/spec/experiment.h"
 
 namespace shardscope::ckpt {

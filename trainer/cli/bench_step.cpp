@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "trainer/base/fatal.h"
 #include "trainer/data/tokens.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/qwen2.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/run/fatal.h"
 #include "trainer/run/memory.h"
 #include "trainer/run/step_runner.h"
 #include "trainer/shard/engine.h"

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 #include "trainer/spec/estimate.h"
 
 namespace shardscope::trainer {

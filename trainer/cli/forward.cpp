@@ -8,11 +8,11 @@
 #include <optional>
 #include <vector>
 
-#include "trainer/ckpt/safetensors.h"
-#include "trainer/cli/sft_batch.h"
+#include "trainer/base/fatal.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/data/text/sft_prepare.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/run/fatal.h"
+#include "trainer/run/sft_batch.h"
 
 namespace shardscope::trainer {
 namespace {

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainer/ckpt/safetensors.h"
+#include "trainer/base/fatal.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/data/image/shapes.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/run/fatal.h"
 #include "trainer/spec/events.h"
 
 namespace shardscope::trainer {

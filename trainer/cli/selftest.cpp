@@ -15,9 +15,9 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include "trainer/base/fatal.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/process_group.h"
-#include "trainer/run/fatal.h"
 #include "trainer/spec/remove_tree.h"
 #include "trainer/spec/version.h"
 

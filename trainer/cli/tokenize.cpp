@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/base/fatal.h"
 #include "trainer/data/text/tokenizer.h"
-#include "trainer/run/fatal.h"
 
 namespace shardscope::trainer {
 

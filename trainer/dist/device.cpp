@@ -15,7 +15,7 @@
 #include <ATen/cuda/CUDAContextLight.h>
 #endif
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 namespace shardscope::dist {
 namespace {

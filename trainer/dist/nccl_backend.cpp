@@ -1,6 +1,6 @@
 #include "trainer/dist/nccl_backend.h"
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 #ifdef SHARDSCOPE_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>

@@ -17,11 +17,11 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "trainer/base/fatal.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/direct.h"
 #include "trainer/dist/gloo_backend.h"
 #include "trainer/dist/nccl_backend.h"
-#include "trainer/run/fatal.h"
 
 namespace shardscope::dist {
 namespace {

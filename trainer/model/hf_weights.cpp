@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 namespace shardscope::model {
 namespace {

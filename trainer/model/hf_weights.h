@@ -11,7 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "trainer/ckpt/safetensors.h"
+#include "trainer/base/safetensors.h"
 
 namespace shardscope::model {
 

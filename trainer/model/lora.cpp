@@ -7,10 +7,10 @@
 #include <cmath>
 #include <string_view>
 
+#include "trainer/base/fatal.h"
 #include "trainer/model/dense.h"
 #include "trainer/model/qwen2.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/run/fatal.h"
 
 namespace shardscope::model {
 namespace {

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "trainer/base/fatal.h"
 #include "trainer/model/dense.h"
 #include "trainer/model/text_layers.h"
-#include "trainer/run/fatal.h"
 
 namespace shardscope::model {
 namespace {

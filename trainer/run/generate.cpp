@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 namespace shardscope::trainer {
 namespace {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "trainer/ckpt/safetensors.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/model/model.h"
 #include "trainer/spec/experiment.h"
 

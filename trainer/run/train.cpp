@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/base/fatal.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/ckpt/export.h"
-#include "trainer/cli/sft_batch.h"
 #include "trainer/data/text/sft_prepare.h"
 #include "trainer/data/tokens.h"
 #include "trainer/dist/device.h"
@@ -33,9 +33,9 @@
 #include "trainer/model/qwen2vl.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/optim/schedule.h"
-#include "trainer/run/fatal.h"
 #include "trainer/run/generate.h"
 #include "trainer/run/memory.h"
+#include "trainer/run/sft_batch.h"
 #include "trainer/run/step_runner.h"
 #include "trainer/shard/engine.h"
 #include "trainer/spec/device_peaks.h"

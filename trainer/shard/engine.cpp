@@ -10,7 +10,7 @@
 #include <array>
 #include <cmath>
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 namespace shardscope::shard {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 namespace shardscope::shard {
 

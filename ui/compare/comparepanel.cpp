@@ -21,7 +21,6 @@
 #include "ui/compare/triallines.h"
 #include "ui/compare/triallistmodel.h"
 #include "ui/data/runlog.h"
-#include "ui/runs/runtablemodel.h"
 
 Q_LOGGING_CATEGORY(lcComparePanel, "shardscope.ui.comparepanel")
 

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "ui/compare/triallines.h"
-#include "ui/plot/curveplot.h"
+#include "ui/widgets/curveplot.h"
 
 namespace shardscope::ui::compare {
 

@@ -9,7 +9,7 @@
 #include "backend/search/importance.h"
 #include "backend/search/space.h"
 #include "ui/compare/compareplots.h"
-#include "ui/plot/curveplot.h"
+#include "ui/widgets/curveplot.h"
 
 namespace shardscope::ui::compare {
 

@@ -17,8 +17,8 @@
 #include <utility>
 
 #include "ui/data/runlog.h"
-#include "ui/plot/curveplot.h"
 #include "ui/plots/logview.h"
+#include "ui/widgets/curveplot.h"
 
 Q_LOGGING_CATEGORY(lcPlotsPanel, "shardscope.ui.plotspanel")
 

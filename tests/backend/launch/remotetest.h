@@ -14,6 +14,8 @@
 
 #include <optional>
 
+#include "tests/support/files.h"
+
 namespace remotetest {
 
 /// KEY=value pairs of a fixture's env file (`export KEY=value` lines).
@@ -30,15 +32,8 @@ inline QMap<QString, QString> fixtureEnv(const QString& fixture) {
   return env;
 }
 
-inline QByteArray readAll(const QString& path) {
-  QFile file(path);
-  return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
-}
-
-inline bool writeAll(const QString& path, const QByteArray& data) {
-  QFile file(path);
-  return file.open(QIODevice::WriteOnly | QIODevice::Truncate) && file.write(data) == data.size();
-}
+using shardscope::testing::readAll;
+using shardscope::testing::writeAll;
 
 /// An ssh config with one block per alias, all reaching the sshd fixture described by `sshd`.
 inline QByteArray sshConfigFor(const QMap<QString, QString>& sshd, const QStringList& aliases) {

@@ -18,6 +18,7 @@
 #include <variant>
 
 #include "backend/launch/locallauncher.h"
+#include "tests/support/files.h"
 #include "trainer/spec/events.h"
 
 using namespace shardscope;
@@ -55,10 +56,7 @@ QString doneStatus(const QString& path) {
   return done ? QString::fromLatin1(spec::to_string(done->status).data()) : QString();
 }
 
-QByteArray readAll(const QString& path) {
-  QFile f(path);
-  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
+using shardscope::testing::readAll;
 
 /// Live processes (not zombies) whose session is one of `sids`, read independently of the code
 /// under test. A zombie is dead; this machine's init does not reap orphans, so zombies linger.

@@ -120,7 +120,7 @@ void FakeTrainer::log(const char* fmt, ...) {
   va_start(args, fmt);
   std::vsnprintf(text, sizeof text, fmt, args);
   va_end(args);
-  std::fprintf(stderr, "[faketrainer rank %d/%d pid %d] %s\n", m_env.rank, m_env.world,
+  std::fprintf(stderr, "[faketrainer rank %d/%d pid %d] %s\n", m_env.rank, m_env.world_size,
                static_cast<int>(getpid()), text);
 }
 
@@ -152,8 +152,8 @@ void FakeTrainer::log_environment() {
 
 void FakeTrainer::say_hello(const std::string& config_bytes) {
   spec::HelloEvent hello;
-  hello.world_size = m_env.world;
-  hello.local_world_size = m_env.local_world;
+  hello.world_size = m_env.world_size;
+  hello.local_world_size = m_env.local_world_size;
   hello.config_hash = hash_hex(config_bytes);
   hello.versions = {{"shardtrain", "faketrainer"}, {"torch", "none"}, {"backend", "tcp"}};
   hello.params_total = 1000000;
@@ -259,10 +259,10 @@ void FakeTrainer::do_step(std::int64_t step) {
     const double progress = static_cast<double>(step) / static_cast<double>(m_opts.steps);
     ev.lr = 3e-4 * 0.5 * (1 + std::cos(M_PI * progress));
     ev.grad_norm = 1.0 + 0.5 * std::exp(-static_cast<double>(step) / 10.0);
-    ev.tokens_per_s = 1000.0 * m_env.world;
+    ev.tokens_per_s = 1000.0 * m_env.world_size;
     ev.mfu = 0.1;
-    ev.all_gather_bytes = 4096LL * (m_env.world - 1);
-    ev.reduce_scatter_bytes = 4096LL * (m_env.world - 1);
+    ev.all_gather_bytes = 4096LL * (m_env.world_size - 1);
+    ev.reduce_scatter_bytes = 4096LL * (m_env.world_size - 1);
     m_out.write(ev);
   }
   if (step % m_opts.mem_every == 0) {
@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   install_stop_handlers();
-  auto env = faketrainer::read_rank_env();
+  auto env = shardscope::dist::rendezvous_from_env();
   const int rank = env ? env->rank : 0;
   spec::EventWriter early(rank, stdout);
   if (!env) {

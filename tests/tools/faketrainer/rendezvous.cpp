@@ -8,11 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 namespace faketrainer {
@@ -27,35 +26,6 @@ long now_ms() {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now().time_since_epoch())
                                .count());
-}
-
-Result<int> int_var(const char* name, int fallback, int min) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (*end != '\0' || v < min || v > 1 << 20) {
-    return fail(std::string(name) + "=" + text + " is not an integer >= " + std::to_string(min));
-  }
-  return static_cast<int>(v);
-}
-
-/// Reads one family of variables (rank, world, local rank) into `env`.
-Result<void> read_family(RankEnv& env, const char* rank, const char* world, const char* local) {
-  auto r = int_var(rank, 0, 0);
-  auto w = int_var(world, 1, 1);
-  auto l = int_var(local, 0, 0);
-  if (!r) return r.error();
-  if (!w) return w.error();
-  if (!l) return l.error();
-  env.rank = *r;
-  env.world = *w;
-  env.local_rank = *l;
-  if (env.rank >= env.world) {
-    return fail(std::string(rank) + "=" + std::to_string(env.rank) + " is not below " + world +
-                "=" + std::to_string(env.world));
-  }
-  return shardscope::ok();
 }
 
 sockaddr_in loopback_or(const std::string& addr, int port, bool* ok) {
@@ -104,70 +74,20 @@ Result<std::string> read_line(int fd, long deadline_ms, const volatile std::sig_
   }
 }
 
-Result<void> publish_port(const std::string& file, int port) {
-  const std::string tmp = file + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << port << "\n";
-    if (!out.flush()) return fail("cannot write " + tmp + "; check SHARDSCOPE_RDZV_FILE's folder");
-  }
-  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
-    return fail("cannot rename " + tmp + " to " + file + ": " + std::strerror(errno));
-  }
-  return shardscope::ok();
-}
-
+/// Rank 0's published port (dist::wait_for_port in short slices, so SIGTERM ends the wait).
 Result<int> wait_port(const std::string& file, long deadline_ms,
                       const volatile std::sig_atomic_t& stop) {
   while (now_ms() < deadline_ms && stop == 0) {
-    std::ifstream in(file);
-    int port = 0;
-    if (in >> port && port > 0) return port;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const long slice = std::min(100L, deadline_ms - now_ms());
+    if (auto port = shardscope::dist::wait_for_port(file, std::chrono::milliseconds(slice))) {
+      return port;
+    }
   }
   return fail("rank 0 did not publish its port in " + file +
               " in time; check that rank 0 started (its log) and shares SHARDSCOPE_RDZV_FILE");
 }
 
 }  // namespace
-
-Result<RankEnv> read_rank_env() {
-  RankEnv env;
-  if (std::getenv("RANK") != nullptr || std::getenv("WORLD_SIZE") != nullptr) {
-    env.source = "torchrun";
-    if (auto r = read_family(env, "RANK", "WORLD_SIZE", "LOCAL_RANK"); !r) return r.error();
-    auto lw = int_var("LOCAL_WORLD_SIZE", env.world, 1);
-    if (!lw) return lw.error();
-    env.local_world = *lw;
-  } else if (std::getenv("SLURM_PROCID") != nullptr) {
-    env.source = "slurm";
-    if (auto r = read_family(env, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"); !r) {
-      return r.error();
-    }
-    // SLURM_NTASKS_PER_NODE is a number; SLURM_TASKS_PER_NODE reads like "2(x3)" or "2,1".
-    env.local_world = env.world;
-    for (const char* name : {"SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
-      const char* text = std::getenv(name);
-      const long per_node = text != nullptr ? std::strtol(text, nullptr, 10) : 0;
-      if (per_node > 0) {
-        env.local_world = static_cast<int>(per_node);
-        break;
-      }
-    }
-    if (const char* ip = std::getenv("SLURM_LAUNCH_NODE_IPADDR")) env.master_addr = ip;
-  }
-  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
-    env.master_addr = addr;
-  }
-  auto port = int_var("MASTER_PORT", 29500, 0);
-  if (!port) return port.error();
-  env.master_port = *port;
-  if (const char* file = std::getenv("SHARDSCOPE_RDZV_FILE")) env.port_file = file;
-  if (env.master_port == 0 && env.port_file.empty() && env.world > 1) {
-    return fail("MASTER_PORT=0 needs SHARDSCOPE_RDZV_FILE: rank 0 writes the port it picked there");
-  }
-  return env;
-}
 
 Group::~Group() {
   if (m_listen >= 0) close(m_listen);
@@ -198,7 +118,7 @@ Result<void> Group::join_as_root(const RankEnv& env, long deadline_ms,
   }
   m_listen = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (m_listen < 0 || bind(m_listen, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
-      listen(m_listen, env.world) != 0) {
+      listen(m_listen, env.world_size) != 0) {
     return failure(ErrorKind::config,
                    "rank 0 cannot listen on " + env.master_addr + ":" +
                        std::to_string(env.master_port) + ": " + std::strerror(errno) +
@@ -208,13 +128,13 @@ Result<void> Group::join_as_root(const RankEnv& env, long deadline_ms,
   getsockname(m_listen, reinterpret_cast<sockaddr*>(&sa), &len);
   m_port = ntohs(sa.sin_port);
   if (env.master_port == 0 && !env.port_file.empty()) {
-    if (auto r = publish_port(env.port_file, m_port); !r) {
+    if (auto r = shardscope::dist::publish_port(env.port_file, m_port); !r) {
       return failure(ErrorKind::io, r.message());
     }
   }
-  m_fds.assign(static_cast<size_t>(env.world), -1);
+  m_fds.assign(static_cast<size_t>(env.world_size), -1);
   std::vector<int> seen;
-  while (static_cast<int>(seen.size()) < env.world - 1) {
+  while (static_cast<int>(seen.size()) < env.world_size - 1) {
     if (auto r = accept_peer(env, deadline_ms, stop, seen); !r) return r;
   }
   for (int fd : m_fds) {
@@ -228,7 +148,7 @@ Result<void> Group::accept_peer(const RankEnv& env, long deadline_ms,
   if (stop != 0) return failure(ErrorKind::internal, "stopped by a signal during the rendezvous");
   if (now_ms() > deadline_ms) {
     return failure(ErrorKind::peer_lost, "rendezvous: " + std::to_string(seen.size() + 1) + " of " +
-                                             std::to_string(env.world) +
+                                             std::to_string(env.world_size) +
                                              " ranks arrived in time; start WORLD_SIZE " +
                                              "ranks with the same MASTER_ADDR and MASTER_PORT");
   }
@@ -245,11 +165,11 @@ Result<void> Group::accept_peer(const RankEnv& env, long deadline_ms,
     return shardscope::ok();
   }
   std::string problem;
-  if (world != env.world) {
+  if (world != env.world_size) {
     problem = "rank " + std::to_string(rank) + " has WORLD_SIZE=" + std::to_string(world) +
-              " but rank 0 has WORLD_SIZE=" + std::to_string(env.world) +
+              " but rank 0 has WORLD_SIZE=" + std::to_string(env.world_size) +
               "; start every rank with the same WORLD_SIZE";
-  } else if (rank <= 0 || rank >= env.world || m_fds[static_cast<size_t>(rank)] >= 0) {
+  } else if (rank <= 0 || rank >= env.world_size || m_fds[static_cast<size_t>(rank)] >= 0) {
     problem = "RANK=" + std::to_string(rank) +
               " arrived twice or is out of range; give each rank its own RANK below WORLD_SIZE";
   }
@@ -294,7 +214,7 @@ Result<void> Group::join_as_peer(const RankEnv& env, long deadline_ms,
     }
   }
   m_fds = {fd};
-  send_line(fd, "rank " + std::to_string(env.rank) + " world " + std::to_string(env.world));
+  send_line(fd, "rank " + std::to_string(env.rank) + " world " + std::to_string(env.world_size));
   bool eof = false;
   auto reply = read_line(fd, deadline_ms, stop, &eof);
   if (!reply || eof) {

@@ -1,33 +1,24 @@
-// faketrainer's rendezvous: where this rank is (torchrun's variables, else Slurm's) and a real
-// TCP meeting with its peers, so a wrong MASTER_PORT, a wrong WORLD_SIZE or a duplicate RANK
-// fails the way it fails for shardtrain. Rank 0 binds MASTER_ADDR:MASTER_PORT (MASTER_PORT=0:
-// a free port, published through SHARDSCOPE_RDZV_FILE by write-then-rename) and keeps the
-// listener for the whole run; the others connect and say "rank R world W".
+// faketrainer's rendezvous: where this rank is (torchrun's variables, else Slurm's, read by
+// trainer/dist/rendezvous.cpp as shardtrain reads them) and a real TCP meeting with its peers, so a
+// wrong MASTER_PORT, a wrong WORLD_SIZE or a duplicate RANK fails the way it fails for shardtrain.
+// Rank 0 binds MASTER_ADDR:MASTER_PORT (MASTER_PORT=0: a free port, published through
+// SHARDSCOPE_RDZV_FILE by write-then-rename) and keeps the listener for the whole run; the others
+// connect and say "rank R world W".
 #pragma once
 
 #include <csignal>
 #include <string>
 #include <vector>
 
+#include "trainer/dist/rendezvous.h"
 #include "trainer/spec/result.h"
 #include "trainer/spec/status.h"
 
 namespace faketrainer {
 
-struct RankEnv {
-  int rank = 0;
-  int world = 1;
-  int local_rank = 0;
-  int local_world = 1;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-  std::string port_file;          // SHARDSCOPE_RDZV_FILE
-  std::string source = "single";  // torchrun | slurm | single
-};
-
-/// Reads torchrun's variables, else Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
-/// SLURM_NTASKS_PER_NODE, SLURM_LAUNCH_NODE_IPADDR), else a single process.
-shardscope::Result<RankEnv> read_rank_env();
+/// Where this rank is: trainer/dist's reading of torchrun's variables, else Slurm's, else a single
+/// process (shardscope::dist::rendezvous_from_env), the same code and messages as shardtrain's.
+using RankEnv = shardscope::dist::Rendezvous;
 
 /// The connections of one rank to its peers (rank 0: one per peer; others: one to rank 0).
 class Group {

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "trainer/base/fatal.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/ckpt/peft.h"
-#include "trainer/ckpt/safetensors.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/run/fatal.h"
 #include "trainer/spec/hf_config.h"
 
 using namespace shardscope;

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/ckpt/safetensors.h"
+#include "trainer/base/fatal.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/run/fatal.h"
 #include "trainer/spec/hf_config.h"
 
 using namespace shardscope;

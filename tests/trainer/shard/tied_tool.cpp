@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/ckpt/safetensors.h"
+#include "trainer/base/safetensors.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/rendezvous.h"
 #include "trainer/model/qwen2.h"

@@ -18,13 +18,14 @@
 
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "tests/support/experiment.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/mainwindow.h"
-#include "ui/plot/curveplot.h"
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
 #include "ui/runs/runtablemodel.h"
+#include "ui/widgets/curveplot.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -105,26 +106,11 @@ class TestLiveRun : public QObject {
 
   // A tiny experiment for the fake trainer: 2 local ranks, its own small data file.
   QString writeExperiment() {
-    QFile data(m_dir.filePath("train.jsonl"));
-    if (!data.open(QIODevice::WriteOnly)) return {};
-    for (int i = 0; i < 64; ++i) {
-      QByteArray line = "{\"input_ids\": [";
-      for (int t = 0; t < 16; ++t) line += (t ? ", " : "") + QByteArray::number((i + 3 * t) % 256);
-      data.write(line + "]}\n");
-    }
-    data.close();
-    const QString path = m_dir.filePath("live.toml");
-    QFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) return {};
-    file.write(QStringLiteral("[experiment]\nname = \"live\"\n[model]\narch = \"tiny\"\n"
-                              "tiny_hidden_size = 16\ntiny_layers = 1\n"
-                              "[data]\ntrain_path = \"train.jsonl\"\nseq_len = 16\n"
-                              "[train]\nmax_steps = %1\nbatch_size = 4\nckpt_at_end = false\n"
-                              "[launch]\nkind = \"local\"\nnproc_per_node = 2\ntrainer = \"%2\"\n")
-                   .arg(kSteps)
-                   .arg(QStringLiteral(FAKETRAINER_PATH))
-                   .toUtf8());
-    return path;
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = QStringLiteral("live");
+    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.steps = kSteps;
+    return shardscope::testing::writeExperiment(m_dir.path(), experiment);
   }
 
  private slots:

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "trainer/ckpt/safetensors.h"
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
+#include "trainer/base/safetensors.h"
 
 using namespace shardscope;
 

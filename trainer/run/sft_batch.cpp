@@ -1,4 +1,4 @@
-#include "trainer/cli/sft_batch.h"
+#include "trainer/run/sft_batch.h"
 
 #include <ATen/ATen.h>
 

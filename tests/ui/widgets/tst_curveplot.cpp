@@ -10,7 +10,7 @@
 #include <set>
 
 #include "tests/support/verify_ok.h"
-#include "ui/plot/curveplot.h"
+#include "ui/widgets/curveplot.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;

@@ -1,4 +1,4 @@
-#include "ui/plot/curveplot.h"
+#include "ui/widgets/curveplot.h"
 
 #include <qcustomplot.h>
 #include <QFileInfo>

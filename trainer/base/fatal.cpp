@@ -1,4 +1,4 @@
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 #include <cstdio>
 #include <memory>

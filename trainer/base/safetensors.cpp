@@ -1,4 +1,4 @@
-#include "trainer/ckpt/safetensors.h"
+#include "trainer/base/safetensors.h"
 
 #include <ATen/ATen.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "trainer/run/fatal.h"
+#include "trainer/base/fatal.h"
 
 namespace shardscope::ckpt {
 namespace {

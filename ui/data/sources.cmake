@@ -1,0 +1,6 @@
+# ui/data: the run-log worker thread (every read of the run log) and the types it hands out.
+target_sources(shardscope_ui PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/runlogtypes.h
+  ${CMAKE_CURRENT_LIST_DIR}/runlog.cpp ${CMAKE_CURRENT_LIST_DIR}/runlog.h
+  ${CMAKE_CURRENT_LIST_DIR}/runlogworker.cpp ${CMAKE_CURRENT_LIST_DIR}/runlogworker.h
+  ${CMAKE_CURRENT_LIST_DIR}/sweepsource.cpp ${CMAKE_CURRENT_LIST_DIR}/sweepsource.h)

@@ -1,0 +1,4 @@
+# ui/runs: the run table panel.
+target_sources(shardscope_ui PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/runtablemodel.cpp ${CMAKE_CURRENT_LIST_DIR}/runtablemodel.h
+  ${CMAKE_CURRENT_LIST_DIR}/runspanel.cpp ${CMAKE_CURRENT_LIST_DIR}/runspanel.h)
