@@ -262,6 +262,25 @@ class GpuCheck:
                 compare_curves(c, "2_ranks_vs_1", run.curve(), self.ref.curve(), TOL_FP32)
             self.record(c)
 
+    def check_nccl_shared_gpu(self):
+        """One GPU, 2 ranks, shard.backend = "nccl": NCCL cannot put two ranks on one device, so
+        shardtrain must refuse before the first collective, with a config error naming both
+        ranks and the counts, on every rank (exit 2), not hang or crash in NCCL."""
+        c = Check("nccl_shared_gpu")
+        run = self.runner.train("nccl-shared-gpu", self.config(**{"shard.backend": "nccl"}), 2,
+                                timeout=self.timeout(90))
+        c.runs.append(run.dir)
+        errors = run.all("error")
+        c.figures.update(exit_codes=run.codes,
+                         messages=[e.get("message") for e in errors][:2])
+        c.expect(run.codes == [2, 2], f"exit codes {run.codes}, want [2, 2]: {run.failure()}")
+        c.expect(errors and all(e.get("kind") == "config" for e in errors),
+                 f"want config errors, got {errors[:2]}")
+        c.expect(any("both compute on GPU" in (e.get("message") or "") and
+                     "visible GPUs" in (e.get("message") or "") for e in errors),
+                 f"no error names the shared GPU and the counts: {errors[:2]}")
+        self.record(c)
+
     def ref_ok(self, check):
         if self.ref is None or not self.ref.ok():
             check.fail("the 1-rank fp32 reference run failed (see fp32_vs_cpu)")
@@ -435,6 +454,9 @@ class GpuCheck:
             self.check_offload(runs["offload"])
         if self.room(["oom"], 15):
             self.check_oom()
+        if self.cuda and self.report["device"].get("gpus", 0) == 1 and self.room(
+                ["nccl_shared_gpu"], 15):
+            self.check_nccl_shared_gpu()
         c = Check("benchmark")
         if self.args.bench or (self.cuda and not self.args.quick):
             gpu_bench.Benchmark(self).run(c)
