@@ -93,6 +93,22 @@ qint64 forEachLine(const QByteArray& bytes, Fn&& fn) {
   return at;
 }
 
+// The bytes a chunk takes before its first complete line: the rest of a cut line (up to and
+// including its newline; all of `bytes` when it has none).
+qint64 skipCutLine(const QByteArray& bytes, bool& cutting) {
+  if (!cutting) return 0;
+  const qint64 newline = bytes.indexOf('\n');
+  if (newline < 0) return bytes.size();
+  cutting = false;
+  return newline + 1;
+}
+
+// The text kept of a line that is longer than one read.
+QString cutText(const QByteArray& bytes) {
+  return QString::fromUtf8(bytes.left(kCutLineBytes)) +
+         QStringLiteral(" [... cut: the line is longer than %1 bytes]").arg(bytes.size());
+}
+
 FileChunk emptyChunk(qint64 runId, const EventStream& stream, RankFile file, qint64 offset) {
   FileChunk chunk;
   chunk.runId = runId;
@@ -105,40 +121,64 @@ FileChunk emptyChunk(qint64 runId, const EventStream& stream, RankFile file, qin
 
 }  // namespace
 
-FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream) {
+FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream, bool full) {
   FileChunk chunk = emptyChunk(runId, stream, RankFile::events, stream.eventsOffset);
-  const qint64 consumed = forEachLine(bytes, [&](const QByteArray& line, qint64 at) {
-    const qint64 offset = stream.eventsOffset + at;
-    auto event = spec::parse_event(std::string_view(line.constData(), size_t(line.size())));
-    if (!event) {
-      // Kept verbatim as a log line, never dropped: it may be a crash message on stdout.
-      ++stream.malformed;
-      const QString text = QString::fromUtf8(line);
-      chunk.logs.push_back({runId, stream.rank, RankFile::events, offset, text});
-      chunk.anomalies.push_back({runId, stream.rank, Anomaly::Kind::malformed, -1, offset,
-                                 QString::fromStdString(event.message())});
-      keepLastWords(stream, text);
-      return;
-    }
-    checkSeq(runId, offset, *event, stream, chunk);
-    noteEvent(*event, stream);
-    chunk.events.push_back({0, runId, stream.rank, event->env.seq,
-                            QString::fromUtf8(spec::kind_name(event->body)), line, offset});
-    std::vector<MetricRow> metrics = metricsOf(runId, *event);
-    chunk.metrics.insert(chunk.metrics.end(), metrics.begin(), metrics.end());
-  });
+  const qint64 skipped = skipCutLine(bytes, stream.cuttingEvents);
+  const QByteArray rest = bytes.mid(skipped);
+  qint64 consumed =
+      skipped + forEachLine(rest, [&](const QByteArray& line, qint64 at) {
+        const qint64 offset = stream.eventsOffset + skipped + at;
+        auto event = spec::parse_event(std::string_view(line.constData(), size_t(line.size())));
+        if (!event) {
+          // Kept verbatim as a log line, never dropped: it may be a crash message on stdout.
+          ++stream.malformed;
+          const QString text = QString::fromUtf8(line);
+          chunk.logs.push_back({runId, stream.rank, RankFile::events, offset, text});
+          chunk.anomalies.push_back({runId, stream.rank, Anomaly::Kind::malformed, -1, offset,
+                                     QString::fromStdString(event.message())});
+          keepLastWords(stream, text);
+          return;
+        }
+        checkSeq(runId, offset, *event, stream, chunk);
+        noteEvent(*event, stream);
+        chunk.events.push_back({0, runId, stream.rank, event->env.seq,
+                                QString::fromUtf8(spec::kind_name(event->body)), line, offset});
+        std::vector<MetricRow> metrics = metricsOf(runId, *event);
+        chunk.metrics.insert(chunk.metrics.end(), metrics.begin(), metrics.end());
+      });
+  if (full && consumed == 0 && !bytes.isEmpty()) {
+    // A line longer than a whole read: kept cut, as a malformed line is kept, never waited for.
+    ++stream.malformed;
+    const QString text = cutText(bytes);
+    chunk.logs.push_back({runId, stream.rank, RankFile::events, stream.eventsOffset, text});
+    chunk.anomalies.push_back(
+        {runId, stream.rank, Anomaly::Kind::malformed, -1, stream.eventsOffset,
+         QStringLiteral("a line longer than %1 bytes, cut").arg(bytes.size())});
+    stream.cuttingEvents = true;
+    consumed = bytes.size();
+  }
   stream.eventsOffset += consumed;
   chunk.endOffset = stream.eventsOffset;
   return chunk;
 }
 
-FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream) {
+FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream, bool full) {
   FileChunk chunk = emptyChunk(runId, stream, RankFile::log, stream.logOffset);
-  const qint64 consumed = forEachLine(bytes, [&](const QByteArray& line, qint64 at) {
-    const QString text = QString::fromUtf8(line);
-    chunk.logs.push_back({runId, stream.rank, RankFile::log, stream.logOffset + at, text});
+  const qint64 skipped = skipCutLine(bytes, stream.cuttingLog);
+  const QByteArray rest = bytes.mid(skipped);
+  qint64 consumed = skipped + forEachLine(rest, [&](const QByteArray& line, qint64 at) {
+                      const QString text = QString::fromUtf8(line);
+                      chunk.logs.push_back({runId, stream.rank, RankFile::log,
+                                            stream.logOffset + skipped + at, text});
+                      keepLastWords(stream, text);
+                    });
+  if (full && consumed == 0 && !bytes.isEmpty()) {
+    const QString text = cutText(bytes);
+    chunk.logs.push_back({runId, stream.rank, RankFile::log, stream.logOffset, text});
     keepLastWords(stream, text);
-  });
+    stream.cuttingLog = true;
+    consumed = bytes.size();
+  }
   stream.logOffset += consumed;
   chunk.endOffset = stream.logOffset;
   return chunk;

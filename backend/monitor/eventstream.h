@@ -28,16 +28,28 @@ struct EventStream {
   std::optional<spec::DoneEvent> done;
   std::optional<spec::ErrorEvent> lastError;
   QStringList lastLogLines;  ///< the newest stderr lines, oldest first (its "last words")
+  /// Inside a line longer than one read (a progress bar's \r stream, a runaway event), whose
+  /// start was kept cut: the rest is skipped up to its newline.
+  bool cuttingEvents = false;
+  bool cuttingLog = false;
 };
+
+/// What is kept of a line longer than one read: its first bytes, then a note.
+inline constexpr qint64 kCutLineBytes = 4096;
 
 /// How many stderr lines EventStream keeps as last words.
 inline constexpr int kLastWordsLines = 10;
 
 /// Parses the complete lines of `bytes`, read from events-rank-N.jsonl at stream.eventsOffset,
-/// and advances `stream`. The chunk ends after the last newline.
-FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream);
+/// and advances `stream`. The chunk ends after the last newline. `full`: the read returned all
+/// it was allowed to, so a chunk without any newline is the start of a line longer than a read:
+/// it is stored cut (a malformed line, kept as a log line) and the rest of that line is skipped,
+/// where waiting for its newline would never end.
+FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& stream,
+                           bool full = false);
 /// The same for rank-N.log: each complete line becomes a log line.
-FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream);
+FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream,
+                        bool full = false);
 
 /// The metric rows of one event (step, eval and mem events; none for the others).
 std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event);

@@ -137,12 +137,13 @@ Result<bool> RunMonitor::readRank(EventStream& stream,
   if (!events) return events.error();
   auto log = m_handle.readLog(stream.rank, stream.logOffset, m_options.maxReadBytes);
   if (!log) return log.error();
-  FileChunk eventsChunk = parseEventsChunk(m_runId, *events, stream);
+  FileChunk eventsChunk =
+      parseEventsChunk(m_runId, *events, stream, events->size() >= m_options.maxReadBytes);
   if (stream.rank == 0) emitSteps(eventsChunk);
   if (eventsChunk.endOffset > eventsChunk.startOffset) {
     out.push_back(m_store.ingest(std::move(eventsChunk)));
   }
-  FileChunk logChunk = parseLogChunk(m_runId, *log, stream);
+  FileChunk logChunk = parseLogChunk(m_runId, *log, stream, log->size() >= m_options.maxReadBytes);
   if (logChunk.endOffset > logChunk.startOffset) out.push_back(m_store.ingest(std::move(logChunk)));
   return events->size() < m_options.maxReadBytes && log->size() < m_options.maxReadBytes;
 }

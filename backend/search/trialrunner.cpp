@@ -400,7 +400,12 @@ void TrialRunner::readEvals(Running& trial, bool judgePrunes) {
   auto bytes = trial.handle->readEvents(0, trial.evalOffset, kReadBytes);
   if (!bytes || bytes->isEmpty()) return;
   const qsizetype last = bytes->lastIndexOf('\n');
-  if (last < 0) return;
+  if (last < 0) {
+    // A whole read without a newline is part of a line longer than any eval event: passed over
+    // (its end then fails to parse and is skipped too), or no later eval would ever be read.
+    if (bytes->size() >= kReadBytes) trial.evalOffset += bytes->size();
+    return;
+  }
   trial.evalOffset += last + 1;
   const std::string firstMetric =
       m_space.objectives.empty() ? std::string() : m_space.objectives.front().metric;

@@ -3,6 +3,8 @@
 //   normal   done complete after STEPS steps           hang   steps until SIGTERM
 //   crash    exits 3 at step AT, no done               oom    error kind oom at step AT, exit 1
 //   garbage  a malformed line every 7 steps, done      partial  each line in two writes
+//   huge     at step AT a 3 MiB line on stdout and 2 MiB of \r-separated progress on stderr
+//            without a newline (a tqdm bar), then done
 // SIGTERM (any mode): done stopped at the next step, exit 0.
 //   fake_rank RANK MODE STEPS INTERVAL_MS [AT]
 #include <unistd.h>
@@ -72,6 +74,15 @@ int main(int argc, char** argv) {
     if (mode == "garbage" && step % 7 == 0) {
       std::printf("this is not json, step %d\n", step);
       std::fflush(stdout);
+    }
+    if (mode == "huge" && step == at) {
+      const std::string big(3 << 20, 'x');
+      std::printf("{\"v\":1,\"ev\":\"log\",\"message\":\"%s\"}\n", big.c_str());
+      std::fflush(stdout);
+      for (int i = 0; i < 2 * 1024 * 1024 / 64; ++i)
+        std::fprintf(stderr, "\r%3d%%|%-56s|", i % 100, "########");
+      std::fprintf(stderr, "\n");
+      std::fflush(stderr);
     }
     if (mode == "crash" && step == at) {
       std::fprintf(stderr, "rank %d: fatal: segmentation fault in step %d\n", rank, step);

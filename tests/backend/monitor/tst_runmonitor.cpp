@@ -52,6 +52,7 @@ class TestRunMonitor : public QObject {
   void cleanup();
   void completeRunStoresEveryLine();
   void garbageLinesAreCountedAndKept();
+  void linesLongerThanAReadAreCutNotWaitedFor();
   void oomIsItsOwnStatus();
   void deadRankFailsTheRunAndStopsTheOthers();
   void killNineOfARank();
@@ -178,6 +179,31 @@ void TestRunMonitor::garbageLinesAreCountedAndKept() {
   VERIFY_OK(anomalies);
   QCOMPARE(anomalies->size(), std::size_t(4));
   for (const Anomaly& a : *anomalies) QCOMPARE(a.kind, Anomaly::Kind::malformed);
+}
+
+void TestRunMonitor::linesLongerThanAReadAreCutNotWaitedFor() {
+  // A 3 MiB event line and 2 MiB of progress bar without a newline, both over the 1 MiB read:
+  // the monitor once re-read the same megabyte forever. Each is kept cut, as one row.
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"huge", "10", "5", "4"}));
+  QVERIFY(startRank(1, {"normal", "10", "5"}));
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  VERIFY_OK(monitor.start());
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::complete);
+  QCOMPARE(monitor.malformedLines(), 1);
+  checkRowsEqualLines(runId, 2);
+  auto reader = m_store->reader();
+  QCOMPARE(reader->metric(runId, "loss")->size(), std::size_t(10));  // steps after it too
+  const QString where = QString("run_id = %1 AND rank = 0").arg(runId);
+  QCOMPARE(queryInt(*reader, "SELECT max(length(text)) FROM log_lines WHERE " + where) <
+               2 * kCutLineBytes,
+           true);
+  auto anomalies = reader->anomalies(runId);
+  VERIFY_OK(anomalies);
+  QCOMPARE(anomalies->size(), std::size_t(1));
 }
 
 void TestRunMonitor::oomIsItsOwnStatus() {
