@@ -432,12 +432,12 @@ void ProcessGroup::reduce_scatter(at::Tensor& out, at::Tensor& in) {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_async(at::Tensor& tensor,
-                                                              c10d::ReduceOp op) {
+                                                              const c10d::ReduceOp& op) {
   return guarded("all_reduce", [&] { return issue_all_reduce(tensor, op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_all_reduce(at::Tensor& tensor,
-                                                              c10d::ReduceOp op) {
+                                                              const c10d::ReduceOp& op) {
   c10d::AllreduceOptions opts;
   opts.reduceOp = op;
   if (tensor.is_cuda() && m_nccl) {

@@ -86,10 +86,10 @@ class ProcessGroup {
   /// The CPU-tensor paths of all_gather_async and reduce_scatter_async.
   c10::intrusive_ptr<c10d::Work> host_all_gather(at::Tensor& out, at::Tensor& in);
   c10::intrusive_ptr<c10d::Work> host_reduce_scatter(at::Tensor& out, at::Tensor& in);
-  c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor, c10d::ReduceOp op);
+  c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor, const c10d::ReduceOp& op);
   c10::intrusive_ptr<c10d::Work> issue_all_gather(at::Tensor& out, at::Tensor& in);
   c10::intrusive_ptr<c10d::Work> issue_reduce_scatter(at::Tensor& out, at::Tensor& in);
-  c10::intrusive_ptr<c10d::Work> issue_all_reduce(at::Tensor& tensor, c10d::ReduceOp op);
+  c10::intrusive_ptr<c10d::Work> issue_all_reduce(at::Tensor& tensor, const c10d::ReduceOp& op);
   /// Runs `issue`, turning a Gloo/NCCL failure into a TrainerError as wait() does.
   template <class F>
   auto guarded(const char* what, F&& issue) -> decltype(issue());
