@@ -203,12 +203,6 @@ int launch_local(const SelftestOptions& options) {
 
 int run_selftest(const SelftestOptions& options) {
   at::set_num_threads(1);
-  SHARD_CHECK(options.device == "auto" || options.device == "cuda" || options.device == "cpu",
-              ErrorKind::config, "--device " + options.device + " is not auto, cuda or cpu",
-              "pass --device cpu, cuda or auto");
-  SHARD_CHECK(options.backend == "auto" || options.backend == "nccl" || options.backend == "gloo",
-              ErrorKind::config, "--backend " + options.backend + " is not auto, nccl or gloo",
-              "pass --backend auto, nccl or gloo");
   auto rdzv = dist::rendezvous_from_env();
   SHARD_CHECK_OK(rdzv, ErrorKind::config, "");
   if (rdzv->source == "single") {

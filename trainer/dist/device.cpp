@@ -47,8 +47,6 @@ std::string visible_devices() {
 
 }  // namespace
 
-bool cuda_built() { return at::detail::getCUDAHooks().hasCUDA() || at::hasCUDA(); }
-
 int cuda_device_count() {
   if (!at::hasCUDA()) return 0;
   return static_cast<int>(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).deviceCount());
@@ -106,14 +104,8 @@ DeviceMemory device_memory(c10::Device device) {
   m.allocated = stats.allocated_bytes[kAll].current;
   m.reserved = stats.reserved_bytes[kAll].current;
   m.peak = stats.allocated_bytes[kAll].peak;
-  const auto [free, total] = at::accelerator::getMemoryInfo(device.index());
-  m.free = static_cast<std::int64_t>(free);
-  m.total = static_cast<std::int64_t>(total);
+  m.total = static_cast<std::int64_t>(at::accelerator::getMemoryInfo(device.index()).second);
   return m;
-}
-
-void reset_device_peak(c10::Device device) {
-  if (device.is_cuda()) at::accelerator::resetPeakStats(device.index());
 }
 
 void set_allow_tf32(bool allow) {

@@ -26,8 +26,6 @@ struct DeviceInfo {
   std::string bus_id;  // PCI bus id (CUDA): two ranks with the same one share a GPU
 };
 
-/// True when this LibTorch was built with CUDA (the device may still be missing).
-bool cuda_built();
 /// CUDA devices this process sees (0 on a CPU LibTorch or without a driver).
 int cuda_device_count();
 
@@ -40,17 +38,15 @@ c10::Device choose_device(const std::string& wanted, int local_rank);
 void use_device(c10::Device device);
 DeviceInfo describe(c10::Device device);
 
-/// The CUDA caching allocator's bytes on `device` (all zero on CPU), and the free and total
-/// device memory the driver reports.
+/// The CUDA caching allocator's bytes on `device` (all zero on CPU), and the device memory the
+/// driver reports.
 struct DeviceMemory {
   std::int64_t allocated = 0;
   std::int64_t reserved = 0;
-  std::int64_t peak = 0;  // max allocated since the last reset_device_peak()
-  std::int64_t free = 0;
+  std::int64_t peak = 0;  // max allocated since the process started
   std::int64_t total = 0;
 };
 DeviceMemory device_memory(c10::Device device);
-void reset_device_peak(c10::Device device);
 /// TF32 for CUDA matmuls and convolutions (shard.allow_tf32); off unless asked.
 void set_allow_tf32(bool allow);
 /// Waits until everything queued on the device is done (nothing on CPU).

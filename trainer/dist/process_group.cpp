@@ -376,14 +376,6 @@ Exchange ProcessGroup::next_exchange() {
   return {*m_backend, m_rank, m_size, m_exchanges};
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroup::host_all_gather(at::Tensor& out, at::Tensor& in) {
-  return direct_all_gather(next_exchange(), out, in);
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroup::host_reduce_scatter(at::Tensor& out, at::Tensor& in) {
-  return direct_reduce_scatter(next_exchange(), out, in);
-}
-
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, at::Tensor& in) {
   return guarded("all_gather_into_tensor", [&] { return issue_all_gather(out, in); });
 }
@@ -394,11 +386,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_all_gather(at::Tensor& out, a
     return {};
   }
   m_counters.all_gather_bytes += static_cast<std::int64_t>(out.nbytes());
-  if (!out.is_cuda()) return host_all_gather(out, in);
+  if (!out.is_cuda()) return direct_all_gather(next_exchange(), out, in);
   if (m_nccl) return m_nccl->_allgather_base(out, in);
   auto host_in = to_host(in);
   auto host_out = pinned_like(out);
-  auto work = host_all_gather(host_out, host_in);
+  auto work = direct_all_gather(next_exchange(), host_out, host_in);
   return c10::make_intrusive<StagedWork>(work, host_out, out, host_in);
 }
 
@@ -412,12 +404,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_reduce_scatter(at::Tensor& ou
     return {};
   }
   m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(in.nbytes());
-  if (!in.is_cuda()) return host_reduce_scatter(out, in);
+  if (!in.is_cuda()) return direct_reduce_scatter(next_exchange(), out, in);
   if (m_nccl) return m_nccl->_reduce_scatter_base(out, in);
   // Staged: the sum lands in the host copy of `in`; the work copies this rank's slice to `out`.
   auto host_in = to_host(in);
   at::Tensor host_out;
-  auto work = host_reduce_scatter(host_out, host_in);
+  auto work = direct_reduce_scatter(next_exchange(), host_out, host_in);
   return c10::make_intrusive<StagedWork>(work, host_out, out, host_in);
 }
 

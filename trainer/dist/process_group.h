@@ -83,9 +83,6 @@ class ProcessGroup {
   Exchange next_exchange();
   /// NCCL over this group's store (its own key prefix), after checking no two ranks share a GPU.
   void add_nccl(const std::string& what);
-  /// The CPU-tensor paths of all_gather_async and reduce_scatter_async.
-  c10::intrusive_ptr<c10d::Work> host_all_gather(at::Tensor& out, at::Tensor& in);
-  c10::intrusive_ptr<c10d::Work> host_reduce_scatter(at::Tensor& out, at::Tensor& in);
   c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor, const c10d::ReduceOp& op);
   c10::intrusive_ptr<c10d::Work> issue_all_gather(at::Tensor& out, at::Tensor& in);
   c10::intrusive_ptr<c10d::Work> issue_reduce_scatter(at::Tensor& out, at::Tensor& in);

@@ -183,11 +183,10 @@ double cuda_peak_flops(const dist::DeviceInfo& info, const spec::PrecisionDTypes
   return peak;
 }
 
-/// Peak fp32 GEMM FLOP/s of this process's threads, measured (or SHARDSCOPE_PEAK_FLOPS): the
-/// best 512^3 GEMM of LibTorch's BLAS and of the models' own dense() (oneDNN where it is faster),
-/// so MFU is against the fastest GEMM this process can run.
+/// Peak fp32 GEMM FLOP/s of this process's threads, measured: the best 512^3 GEMM of LibTorch's
+/// BLAS and of the models' own dense() (oneDNN where it is faster), so MFU is against the fastest
+/// GEMM this process can run.
 double gemm_peak_flops() {
-  if (const char* env = std::getenv("SHARDSCOPE_PEAK_FLOPS"); env && *env) return std::atof(env);
   const std::int64_t n = 512;
   auto a = at::randn({n, n});
   auto b = at::randn({n, n});
@@ -456,11 +455,14 @@ struct Loop {
       }
     }
     if (!options.generate_out.empty()) return generate_all();
+    // SHARDSCOPE_PEAK_FLOPS wins over the table and saves the measured GEMM.
     double peak = 0.0;
-    if (rdzv.rank == 0)
+    if (const char* env = std::getenv("SHARDSCOPE_PEAK_FLOPS"); env && *env) {
+      peak = std::atof(env);
+    } else if (rdzv.rank == 0) {
       peak = device.device.is_cuda() ? cuda_peak_flops(device, precision, exp.shard.allow_tf32)
                                      : gemm_peak_flops();
-    if (const char* env = std::getenv("SHARDSCOPE_PEAK_FLOPS"); env && *env) peak = std::atof(env);
+    }
     const double flops_token = model.flops_per_token(exp.data.seq_len);
     double last_loss = 0;
     bool stopped = false;
