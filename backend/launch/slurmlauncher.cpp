@@ -211,13 +211,15 @@ Result<QString> slurmBatchScript(const LaunchRequest& request, const QString& ru
     }
     s += exportLine(name, value);
   }
-  s += "resume=()\n";
-  s += "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then resume=(--resume auto); fi\n";
+  // A requeued job resumes from its newest checkpoint. Positional parameters, not an array:
+  // bash before 4.4 (RHEL/CentOS 7 clusters) calls an empty "${array[@]}" unbound under set -u.
+  s += "set --\n";
+  s += "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then set -- --resume auto; fi\n";
   s += "srun --kill-on-bad-exit=1 --open-mode=append --output=events-rank-%t.jsonl "
        "--error=rank-%t.log " +
        shellQuote(launch.trainer);
   for (const QString& arg : request.trainerArgs) s.append(" ").append(shellQuote(str(arg)));
-  s += " \"${resume[@]}\"\n";
+  s += " \"$@\"\n";
   return qstr(s);
 }
 
@@ -329,14 +331,35 @@ void SlurmRunHandle::setAll(RankState::Phase phase, int exitCode, int signal) {
   if (changed) emit ranksChanged();
 }
 
+bool SlurmRunHandle::controllerAnswered(const Result<ExecResult>& result, const char* what) {
+  // A query that failed for any reason but "Invalid job id" (slurmctld restarting, a controller
+  // timeout, the SSH link down) says nothing about the job: the state stays what it was, and the
+  // next poll asks again. Reading it as "finished" failed healthy jobs and scancel'ed them.
+  QString why;
+  if (!result) {
+    why = qstr(result.message());
+  } else if (result->exitStatus != 0 && !qstr(result->err).contains("Invalid job id")) {
+    why = qstr(result->err).trimmed();
+  } else {
+    m_queryFailures = 0;
+    return true;
+  }
+  if (m_queryFailures++ % 20 == 0) {
+    qCWarning(lcSlurmLauncher) << what << "failed for job" << m_location.jobId << "(" << why
+                               << "); its state stays" << m_jobState << "until Slurm answers";
+  }
+  return false;
+}
+
 void SlurmRunHandle::pollNow() {
   const QString& job = m_location.jobId;
   auto queued = m_transport->run({"squeue", "-h", "-j", job, "-o", "%T"}, {}, 30000);
-  if (!queued) {
-    qCWarning(lcSlurmLauncher) << "squeue failed:" << queued.message().c_str();
+  if (!controllerAnswered(queued, "squeue")) {
+    emit filesGrew();  // the ranks may well be running: their files are still read
     return;
   }
-  QString state = qstr(queued->out).trimmed();
+  // An unknown job id is squeue's "Invalid job id" (exit 1): the job has left the queue.
+  QString state = queued->exitStatus == 0 ? qstr(queued->out).trimmed() : QString();
   static const QStringList active = {"PENDING",     "CONFIGURING", "REQUEUED",      "REQUEUE_HOLD",
                                      "REQUEUE_FED", "SUSPENDED",   "RESV_DEL_HOLD", "RUNNING",
                                      "COMPLETING",  "SIGNALING",   "STAGE_OUT",     "RESIZING"};
@@ -344,6 +367,10 @@ void SlurmRunHandle::pollNow() {
   if (state.isEmpty() || !active.contains(state)) {
     // Finished: scontrol remembers the job for MinJobAge, sacct as long as accounting keeps it.
     auto shown = m_transport->run({"scontrol", "-o", "show", "job", job}, {}, 30000);
+    if (!controllerAnswered(shown, "scontrol show job")) {
+      emit filesGrew();
+      return;
+    }
     static const QRegularExpression field("JobState=(\\S+).*ExitCode=(\\S+)");
     const auto match = shown ? field.match(qstr(shown->out)) : QRegularExpressionMatch();
     if (match.hasMatch()) {

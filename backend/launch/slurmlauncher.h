@@ -81,12 +81,16 @@ class SlurmRunHandle : public RunHandle {
 
  private:
   void setAll(RankState::Phase phase, int exitCode, int signal);
+  /// True when Slurm answered `what` (an "Invalid job id" is an answer); false, logged every
+  /// 20th time, when the query itself failed.
+  bool controllerAnswered(const Result<ExecResult>& result, const char* what);
   Result<QByteArray> readFile(int rank, const QString& name, qint64 offset, qint64 maxBytes);
 
   std::unique_ptr<SlurmTransport> m_transport;
   RunLocation m_location;
   QList<RankState> m_ranks;
   QString m_jobState;
+  int m_queryFailures = 0;  // consecutive failed squeue/scontrol queries
   int m_graceS = 5;
   QTimer m_pollTimer;
 };

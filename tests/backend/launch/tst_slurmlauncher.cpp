@@ -1,8 +1,12 @@
 // SlurmLauncher: the generated sbatch script field by field, then real 2-rank jobs on the Slurm
 // fixture (one node on loopback): a job that completes, a graceful stop, a kill, a requeue that
-// resumes with --resume auto, and a submission over SSH through the sshd fixture.
+// resumes with --resume auto, a controller outage mid-job (on a private cluster) that leaves the
+// job running, and a submission over SSH through the sshd fixture.
+#include <signal.h>
+
 #include <QDeadlineTimer>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -102,10 +106,10 @@ class TestSlurmLauncher : public QObject {
           QString("export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | "
                   "head -n 1)"),
           QString("export MASTER_PORT"),
-          QString("if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then resume=(--resume auto); fi"),
+          QString("if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then set -- --resume auto; fi"),
           QString("srun --kill-on-bad-exit=1 --open-mode=append --output=events-rank-%t.jsonl "
                   "--error=rank-%t.log '/opt/my tools/shardtrain' 'train' 'trial.toml' "
-                  "\"${resume[@]}\"")}) {
+                  "\"$@\"")}) {
       QVERIFY2(lines.contains(expected), qPrintable("missing line: " + expected + "\n" + *script));
     }
     // Directives come before the first command, or sbatch ignores them.
@@ -120,6 +124,11 @@ class TestSlurmLauncher : public QObject {
     int code = -1;
     const QByteArray syntax = run("bash", {"-n", file.fileName()}, &code);
     QVERIFY2(code == 0, syntax.constData());
+    // No bash arrays: bash before 4.4 (RHEL/CentOS 7) calls an empty "${a[@]}" unbound under
+    // set -u, and dash, which has none, parses the script only without them.
+    QVERIFY2(!script->contains("[@]"), qPrintable(*script));
+    const QByteArray posix = run("dash", {"-n", file.fileName()}, &code);
+    QVERIFY2(code == 0, posix.constData());
 
     req.launch.slurm_gpus_per_node = 0;
     req.launch.slurm_partition.clear();
@@ -240,6 +249,55 @@ class TestSlurmLauncher : public QObject {
     QCOMPARE(readAll(loc.runDir + "/rank-0.log").count("args: train trial.toml"), 2);
     handle->kill();
     QTRY_VERIFY_WITH_TIMEOUT(allExited(*handle), 60000);
+  }
+
+  void controllerOutageLeavesTheJobRunning() {
+    // A private cluster: stopping the shared fixture's controller would fail other tests' jobs.
+    QTemporaryDir cluster;
+    QVERIFY(cluster.isValid());
+    const QString fixture = QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/fixtures/slurm.sh");
+    int code = -1;
+    const QByteArray started = run(fixture, {"start", cluster.path()}, &code);
+    QVERIFY2(code == 0, started.constData());
+    const auto stopCluster = qScopeGuard([&] { run(fixture, {"stop", cluster.path()}); });
+    SlurmLauncherOptions options = m_options;
+    options.commandEnv.insert("SLURM_CONF", cluster.filePath("slurm.conf"));
+    SlurmLauncher launcher(options);
+    auto started_job = launcher.start(request("outage", 80, 0.1));
+    QVERIFY2(started_job, why(started_job).c_str());
+    RunHandle& handle = **started_job;
+    const QString runDir = handle.location().runDir;
+    QTRY_VERIFY_WITH_TIMEOUT(readAll(runDir + "/events-rank-0.jsonl").contains("\"step\":2"),
+                             60000);
+    QTRY_COMPARE_WITH_TIMEOUT(jobState(handle), QString("RUNNING"), 30000);
+
+    // slurmctld goes away mid-job (a restart, a controller timeout): squeue and scontrol fail
+    // with "Unable to contact slurm controller". That says nothing about the job.
+    const qint64 ctld = readAll(cluster.filePath("slurmctld.pid")).trimmed().toLongLong();
+    QVERIFY(ctld > 0);
+    QCOMPARE(::kill(static_cast<pid_t>(ctld), SIGTERM), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!QFile::exists(QString("/proc/%1").arg(ctld)), 30000);
+    static_cast<SlurmRunHandle&>(handle).pollNow();
+    QCOMPARE(jobState(handle), QString("RUNNING"));
+    for (const RankState& rank : handle.ranks()) {
+      QVERIFY2(rank.phase == RankState::Phase::running, "a failed squeue ended the job's ranks");
+    }
+
+    // Back up (it recovers its saved state): the job ends as it would have, COMPLETED.
+    QProcess ctldAgain;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SLURM_CONF", cluster.filePath("slurm.conf"));
+    ctldAgain.setProcessEnvironment(env);
+    ctldAgain.start("slurmctld", {});
+    QVERIFY(ctldAgain.waitForFinished(30000));
+    QCOMPARE(ctldAgain.exitCode(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(allExited(handle), 120000);
+    QCOMPARE(jobState(handle), QString("COMPLETED"));
+    QCOMPARE(handle.ranks().at(0).exitCode, 0);
+    for (int rank = 0; rank < 2; ++rank) {
+      const QByteArray events = readAll(runDir + QString("/events-rank-%1.jsonl").arg(rank));
+      QVERIFY2(events.contains("\"status\":\"complete\""), events.constData());
+    }
   }
 
   void submitsOverSsh() {
