@@ -1,6 +1,9 @@
 #include "trainer/dist/process_group.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -36,6 +40,39 @@ std::string where(const Rendezvous& r) {
   return r.master_addr + ":" + std::to_string(r.master_port);
 }
 
+// The store's listening socket, bound to MASTER_ADDR's own address: c10d alone binds every
+// interface, so a local run's unauthenticated store was reachable from the whole network. On
+// 127.0.0.1 (every local run) only this host reaches it; on a cluster, the interface the other
+// ranks connect to. -1 when MASTER_ADDR is no address of this host (behind NAT, a VIP): c10d
+// then binds as it always did. Throws (EADDRINUSE) like c10d when the port is taken.
+int bind_store_socket(const std::string& addr, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return -1;
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    const int on = 1;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // as c10d: TIME_WAIT
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) return fd;
+    const int err = errno;
+    ::close(fd);
+    if (err == EADDRINUSE) throw std::runtime_error("bind: EADDRINUSE");
+  }
+  return -1;
+}
+
+int bound_port(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+}
+
 // Rank 0 listens (on MASTER_PORT, or on a free port it publishes), the others connect.
 c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions opts;
@@ -52,6 +89,18 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::mil
   opts.port = static_cast<std::uint16_t>(r.master_port);
   c10::intrusive_ptr<c10d::TCPStore> store;
   try {
+    if (r.rank == 0) {
+      const int fd = bind_store_socket(r.master_addr, r.master_port);
+      if (fd >= 0) {
+        opts.masterListenFd = fd;  // the store owns and closes it
+        opts.port = static_cast<std::uint16_t>(bound_port(fd));
+      } else {
+        std::fprintf(stderr,
+                     "shardtrain: MASTER_ADDR=%s is not an address of this host; the rendezvous "
+                     "listens on every interface\n",
+                     r.master_addr.c_str());
+      }
+    }
     store = c10::make_intrusive<c10d::TCPStore>(r.master_addr, opts);
   } catch (const std::exception& e) {
     const std::string what = e.what();

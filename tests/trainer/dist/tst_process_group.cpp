@@ -1,7 +1,11 @@
 // Toolchain proof 1: real shardtrain processes form a Gloo process group through a TCPStore on
 // loopback (rank 0 listens on port 0 and publishes the port through a file) and check
 // all-gather-into-tensor and reduce-scatter-tensor on fp32 and bf16 element by element; a rank
-// that leaves or hangs makes the others fail within the timeout with a clear error event.
+// that leaves or hangs makes the others fail within the timeout with a clear error event; the
+// store listens on MASTER_ADDR only.
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -11,6 +15,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 
 #include "trainer/spec/events.h"
 
@@ -81,6 +86,28 @@ std::vector<T> eventsOf(const RankRun& run) {
   std::vector<T> out;
   for (const auto& e : run.events) {
     if (auto* body = std::get_if<T>(&e.body)) out.push_back(*body);
+  }
+  return out;
+}
+
+// Local addresses ("0100007F:9C40", /proc/net/tcp's hex) of the sockets process `pid` listens on.
+QStringList listeningAddresses(qint64 pid) {
+  std::set<QString> inodes;
+  const QDir fds(QString("/proc/%1/fd").arg(pid));
+  for (const QString& fd : fds.entryList(QDir::NoDotAndDotDot | QDir::System)) {
+    const QString target = QFileInfo(fds.filePath(fd)).symLinkTarget();
+    const QString link = target.isEmpty() ? QFile::symLinkTarget(fds.filePath(fd)) : target;
+    const auto at = link.indexOf("socket:[");
+    if (at >= 0) inodes.insert(link.mid(at + 8).chopped(1));
+  }
+  QStringList out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    QFile file(table);
+    if (!file.open(QIODevice::ReadOnly)) continue;
+    for (const QByteArray& line : file.readAll().split('\n')) {
+      const QStringList f = QString::fromLatin1(line).simplified().split(' ');
+      if (f.size() > 9 && f[3] == "0A" && inodes.count(f[9])) out << f[1];  // 0A: LISTEN
+    }
   }
   return out;
 }
@@ -163,6 +190,33 @@ class TestProcessGroup : public QObject {
     QVERIFY(!errors[0].hint.empty());
     QVERIFY(eventsOf<DoneEvent>(survivor).empty());
     QVERIFY(survivor.stderrText.contains("hint:"));
+  }
+
+  void storeListensOnMasterAddrOnly() {
+    // c10d's TCPStore alone binds every interface: a local run's unauthenticated store was open
+    // to the network. Rank 0 waits for a rank 1 that never comes while its sockets are read.
+    QTemporaryDir dir;
+    const QString portFile = dir.filePath("port");
+    QProcess rank0;
+    rank0.setProcessEnvironment(rankEnv(0, 2, portFile));
+    rank0.start(kShardtrain, {"selftest", "--timeout-s", "30"});
+    QVERIFY(rank0.waitForStarted());
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(portFile).size() > 0, 30000);
+    const QStringList listening = listeningAddresses(rank0.processId());
+    rank0.kill();
+    rank0.waitForFinished();
+    QFile published(portFile);
+    QVERIFY(published.open(QIODevice::ReadOnly));
+    const int number = published.readAll().trimmed().toInt();
+    QVERIFY(number > 0);
+    const QString port = QString("%1").arg(number, 4, 16, QChar('0')).toUpper();
+    QVERIFY2(!listening.isEmpty(), "rank 0 listens on nothing");
+    for (const QString& local : listening) {
+      if (!local.endsWith(":" + port)) continue;  // Gloo's own listeners, not the store
+      QVERIFY2(local == "0100007F:" + port,
+               qPrintable("the store listens on " + local + ", not on 127.0.0.1 only"));
+    }
+    QVERIFY2(listening.contains("0100007F:" + port), qPrintable(listening.join(' ')));
   }
 
   void worldSizeMismatchIsAConfigError() {
