@@ -187,13 +187,25 @@ std::vector<std::pair<std::string, long>> exchange_peers(c10d::Store& store, con
 }
 
 // False once `pid` has exited: gone, or a zombie its parent has not reaped yet.
-bool process_alive(long pid) {
-  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+// What became of a peer process on this host: "" while it runs, else why it cannot answer.
+std::string peer_state(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return "exited";
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   std::getline(stat, line);
   const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+  if (close == std::string::npos || close + 2 >= line.size()) return "";
+  switch (line[close + 2]) {
+    case 'Z':
+    case 'X':
+      return "exited";
+    case 'T':  // SIGSTOP, SIGTSTP: alive but silent, as a hung host is
+      return "stopped";
+    case 't':
+      return "stopped by a debugger";
+    default:
+      return "";
+  }
 }
 
 // A pinned host tensor shaped like `t` (page-locked, so copies to and from the GPU are direct).
@@ -244,9 +256,10 @@ std::string ProcessGroup::lost_peers() const {
   for (std::size_t i = 0; i < m_peers.size(); ++i) {
     const auto& p = m_peers[i];
     if (p.host != host || p.pid <= 0) continue;
-    if (!process_alive(p.pid)) {
+    const std::string state = peer_state(p.pid);
+    if (!state.empty()) {
       lost += (lost.empty() ? "" : ", ") + std::to_string(i) + " (pid " + std::to_string(p.pid) +
-              " exited)";
+              " " + state + ")";
     }
   }
   return lost;

@@ -9,7 +9,8 @@
       bytes asked, and rank 0 exits non-zero within 30 s with peer_lost.
   --case frozen: 2 ranks with shard.timeout_s = 5; rank 1 is stopped with SIGSTOP mid-run (alive
       but silent, as a hung host is). Rank 0 must exit non-zero within the timeout plus slack,
-      with one `error` of kind peer_lost whose message or hint names shard.timeout_s.
+      with one `error` of kind peer_lost that names the stopped rank and whose message or hint
+      names shard.timeout_s.
   --case events_unwritable: one rank whose stdout is /dev/full (a full disk) must stop with exit
       1 and an io error on stderr naming the events, not train to the end unrecorded.
   --case invalid_config: configurations that are invalid for the launch shape (batch_size 13 on
@@ -96,6 +97,8 @@ def frozen(args):
           f"rank 0: want one peer_lost error, got {errors}")
     check("shard.timeout_s" in errors[0]["message"] + errors[0].get("hint", ""),
           f"rank 0: neither the message nor the hint names shard.timeout_s: {errors[0]}")
+    check(f"lost rank {VICTIM} (pid {procs[VICTIM].pid} stopped)" in errors[0]["message"],
+          f"rank 0: the message does not name the stopped rank {VICTIM}: {errors[0]}")
 
 
 def events_unwritable(args):
