@@ -1,5 +1,6 @@
 // shardtrain: the trainer executable. One process per rank; see docs/ARCHITECTURE.md for the
 // contract (verbs, rendezvous environment, events on stdout, logs on stderr). main() only wires.
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -165,6 +166,9 @@ CLI::App* add_bench_step(CLI::App& app, BenchStepOptions& bench) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (RLIMIT_FSIZE, a quota) makes a write fail with EFBIG, reported as an io
+  // error naming the file, instead of killing the process with no word of why.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"shardtrain: the Shardscope trainer (FSDP semantics on LibTorch c10d)",
                "shardtrain"};
   app.set_version_flag("--version", std::string("shardtrain ") + shardscope::kVersion);

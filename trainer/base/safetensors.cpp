@@ -90,15 +90,21 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   std::uint64_t n = text.size();
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
-  bool ok = std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, n, f) == n;
+  int err = 0;  // the first failure's errno (fclose and remove may change errno)
+  const auto step = [&](bool done) {
+    if (!done && err == 0) err = errno != 0 ? errno : EIO;
+  };
+  step(std::fwrite(len, 1, 8, f) == 8);
+  if (err == 0) step(std::fwrite(text.data(), 1, n, f) == n);
   for (const auto& c : data) {
-    ok = ok && std::fwrite(c.data_ptr(), 1, c.nbytes(), f) == c.nbytes();
+    if (err == 0) step(std::fwrite(c.data_ptr(), 1, c.nbytes(), f) == c.nbytes());
   }
-  ok = std::fflush(f) == 0 && ok;
-  ok = ::fsync(fileno(f)) == 0 && ok;
-  std::fclose(f);
-  SHARD_CHECK(ok, ErrorKind::io, "writing " + tmp + " failed: " + std::strerror(errno),
-              "free disk space and retry");
+  step(std::fflush(f) == 0);
+  if (err == 0) step(::fsync(fileno(f)) == 0);
+  step(std::fclose(f) == 0);
+  if (err != 0) std::remove(tmp.c_str());  // a partial file only takes the space others need
+  SHARD_CHECK(err == 0, ErrorKind::io, "writing " + tmp + " failed: " + std::strerror(err),
+              "free disk space (or raise the file size limit) and retry");
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   SHARD_CHECK(!ec, ErrorKind::io, "cannot rename " + tmp + " to " + path + ": " + ec.message(), "");

@@ -12,9 +12,15 @@ train.ckpt_keep = 0 and train.deterministic = true.
       (step 25) damaged (a rank file lost), it resumes from step 20 with a warning naming step 25,
       and steps 21..30 equal the uninterrupted run; with folders step-999999 (step 10's) and
       step-1000000 (step 20's) beside them, it takes step-1000000 (numbers, not text, order them).
+  --case disk_full: the disk fills up during a checkpoint (RLIMIT_FSIZE below a rank file's size,
+      so a write fails with EFBIG as on a full disk, after the run resumed from step 10): every
+      rank stops with an `io` error naming the file, no step-15 checkpoint is left looking
+      complete, and --resume auto without the limit goes on from step 10 to the uninterrupted
+      run's curve, bit for bit.
 """
 import argparse
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -162,15 +168,58 @@ def fallback(args, config):
           f"want a resume from step-1000000 (step 20), got {resumed}")
 
 
+def disk_full(args, config):
+    source, want = uninterrupted(args, config)
+    run_dir = os.path.join(args.work, "disk_full")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    shutil.copytree(source, run_dir)
+    for f in os.listdir(run_dir):
+        if f.startswith("events-rank-") or f.startswith("rank-"):
+            os.remove(os.path.join(run_dir, f))  # this run's events and logs only
+    root = os.path.join(run_dir, "ckpt")
+    for d in os.listdir(root):
+        if d != f"step-{KILL_AFTER:06d}":
+            shutil.rmtree(os.path.join(root, d))
+    limit = os.path.getsize(os.path.join(root, f"step-{KILL_AFTER:06d}", "rank-0.safetensors")) // 2
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    codes = ranks.run_ranks(args.shardtrain, argv(config, "--resume", "auto"), run_dir, WORLD,
+                            preexec=small_disk)
+    print(f"files limited to {limit} bytes: exit codes {codes}")
+    check(all(c == 1 for c in codes), f"want every rank to exit 1 (io), got {codes}\n"
+                                      f"{ranks.log_tail(run_dir, WORLD)}")
+    errors = [e for r in range(WORLD) for e in ranks.events(run_dir, r, "error")]
+    print(f"errors: {errors}")
+    io = [e for e in errors if e["kind"] == "io"]
+    check(io and all("rank-" in e["message"] and "File too large" in e["message"] for e in io),
+          f"want io errors naming the rank file and the cause, got {errors}")
+    steps = [e["step"] for e in ranks.events(run_dir, 0, "step")]
+    check(steps and steps[-1] == 15, f"the limited run's steps {steps}: want 11..15")
+    check(sorted(d for d in os.listdir(root) if d.startswith("step-")) ==
+          [f"step-{KILL_AFTER:06d}"], f"a step-15 checkpoint looks complete: {os.listdir(root)}")
+
+    resumed, _ = resume_auto(args, config, run_dir, "after the disk filled up")
+    want_resume = f"step-{KILL_AFTER:06d} at step {KILL_AFTER}"
+    check(len(resumed) == 2 and all(r.endswith(want_resume) for r in resumed),
+          f"want both runs (limited, then not) to resume from step-{KILL_AFTER:06d}, got {resumed}")
+    got = {}
+    for e in ranks.events(run_dir, 0, "step"):
+        got[e["step"]] = e  # the resumed run's steps 11..15 replace the limited run's
+    ranks.compare_curves("resumed after the disk filled up", got, want, 0.0,
+                         steps=list(range(KILL_AFTER + 1, max(want) + 1)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shardtrain", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", required=True, choices=["resume", "reshard", "fallback"])
+    parser.add_argument("--case", required=True, choices=["resume", "reshard", "fallback", "disk_full"])
     args = parser.parse_args()
     config = ranks.setup_experiment(args.work)
-    ranks.main_guard(lambda: {"resume": resume, "reshard": reshard, "fallback": fallback}[
-        args.case](args, config))
+    cases = {"resume": resume, "reshard": reshard, "fallback": fallback, "disk_full": disk_full}
+    ranks.main_guard(lambda: cases[args.case](args, config))
 
 
 if __name__ == "__main__":

@@ -126,10 +126,12 @@ def rank_env(rank, world, local_world, port_file, extra_env=None):
     return env
 
 
-def start_ranks(shardtrain, args, run_dir, world, local_world=None, extra_env=None, only=None):
+def start_ranks(shardtrain, args, run_dir, world, local_world=None, extra_env=None, only=None,
+                preexec=None):
     """Starts ranks `only` (default all) of `world` running `shardtrain args...` in run_dir,
     each in its own session; returns {rank: Popen}. Output files are appended to, so a resumed
-    run continues the same events-rank-N.jsonl."""
+    run continues the same events-rank-N.jsonl. `preexec` runs in each child before exec (a
+    resource limit)."""
     local_world = local_world or world
     run_dir = os.path.abspath(run_dir)
     os.makedirs(run_dir, exist_ok=True)
@@ -142,7 +144,8 @@ def start_ranks(shardtrain, args, run_dir, world, local_world=None, extra_env=No
         with open(os.path.join(run_dir, f"events-rank-{rank}.jsonl"), "ab") as out, \
                 open(os.path.join(run_dir, f"rank-{rank}.log"), "ab") as err:
             procs[rank] = subprocess.Popen([shardtrain] + args, cwd=run_dir, env=env, stdout=out,
-                                           stderr=err, start_new_session=True)
+                                           stderr=err, start_new_session=True,
+                                           preexec_fn=preexec)
     return procs
 
 
@@ -162,8 +165,9 @@ def wait_ranks(procs, timeout=600):
     return codes
 
 
-def run_ranks(shardtrain, args, run_dir, world, local_world=None, extra_env=None, timeout=600):
-    procs = start_ranks(shardtrain, args, run_dir, world, local_world, extra_env)
+def run_ranks(shardtrain, args, run_dir, world, local_world=None, extra_env=None, timeout=600,
+              preexec=None):
+    procs = start_ranks(shardtrain, args, run_dir, world, local_world, extra_env, preexec=preexec)
     return wait_ranks(procs, timeout)
 
 
