@@ -3,12 +3,22 @@
 
 #include <QJsonArray>
 #include <QJsonValue>
+#include <QProcessEnvironment>
 
 #include <cmath>
 
 #include "backend/guithread.h"
 
 namespace shardscope::backend {
+
+Result<std::map<std::string, std::string>> resolvedLaunchEnv(const spec::LaunchSection& launch) {
+  const QProcessEnvironment system = QProcessEnvironment::systemEnvironment();
+  return spec::resolve_launch_env(launch, [&](const std::string& name) {
+    const QString key = QString::fromStdString(name);
+    return system.contains(key) ? std::optional<std::string>(system.value(key).toStdString())
+                                : std::nullopt;
+  });
+}
 
 namespace {
 

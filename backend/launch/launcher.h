@@ -36,6 +36,11 @@ struct LaunchRequest {
   bool shareGpus = false;
 };
 
+/// launch.env with its "${NAME}" references resolved from this process's environment (the one
+/// that starts the run; spec::resolve_launch_env), as every launcher hands it to the ranks.
+[[nodiscard]] Result<std::map<std::string, std::string>> resolvedLaunchEnv(
+    const spec::LaunchSection& launch);
+
 /// Where a run's ranks are: persisted as JSON in the run log so any backend can reattach.
 struct RunLocation {
   QString kind;        // "local", "ssh", "slurm"

@@ -218,8 +218,10 @@ Result<Plan> planRun(const LaunchRequest& request) {
   plan.env.insert(QStringLiteral("WORLD_SIZE"), QString::number(plan.world));
   plan.env.insert(QStringLiteral("LOCAL_WORLD_SIZE"), QString::number(plan.world));
   plan.env.insert(QStringLiteral("OMP_NUM_THREADS"), QString::number(launch.threads_per_rank));
+  auto resolved = resolvedLaunchEnv(launch);
+  if (!resolved) return resolved.error();
   QMap<QString, QString> launchEnv;
-  for (const auto& [key, value] : launch.env) {
+  for (const auto& [key, value] : *resolved) {
     launchEnv.insert(QString::fromStdString(key), QString::fromStdString(value));
   }
   const bool gpus = !plan.gpuShares.isEmpty();

@@ -177,7 +177,9 @@ Result<std::unique_ptr<RunHandle>> ProgramLauncher::start(const LaunchRequest& r
   QMap<QString, QString> env;
   const QProcessEnvironment system = QProcessEnvironment::systemEnvironment();
   for (const QString& key : system.keys()) env.insert(key, system.value(key));
-  for (const auto& [key, value] : request.launch.env) {
+  auto resolved = resolvedLaunchEnv(request.launch);
+  if (!resolved) return programError(QString::fromStdString(resolved.message()));
+  for (const auto& [key, value] : *resolved) {
     env.insert(QString::fromStdString(key), QString::fromStdString(value));
   }
   for (auto it = request.extraEnv.begin(); it != request.extraEnv.end(); ++it) {

@@ -51,7 +51,9 @@ class LocalTransport : public SlurmTransport {
 
   Result<void> writeFile(const QString& path, const QByteArray& data) override {
     QFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) || file.write(data) != data.size()) {
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
+        !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner) ||
+        file.write(data) != data.size()) {
       return fail(str(path) + ": cannot write: " + str(file.errorString()));
     }
     return ok();
@@ -96,7 +98,7 @@ class SshTransport : public SlurmTransport {
 
   Result<void> writeFile(const QString& path, const QByteArray& data) override {
     if (auto up = ensureConnected(); !up) return up;
-    return sftpWriteFile(m_session, str(path), data.toStdString());
+    return sftpWriteFile(m_session, str(path), data.toStdString(), 0600);
   }
 
   Result<QByteArray> readFile(const QString& path, qint64 offset, qint64 maxBytes) override {
@@ -201,7 +203,9 @@ Result<QString> slurmBatchScript(const LaunchRequest& request, const QString& ru
       env[str(name)] = str(system.value(name));
   }
   env["OMP_NUM_THREADS"] = std::to_string(std::max(1, launch.threads_per_rank));
-  for (const auto& [name, value] : launch.env) env[name] = value;
+  auto resolved = resolvedLaunchEnv(launch);
+  if (!resolved) return resolved.error();
+  for (const auto& [name, value] : *resolved) env[name] = value;
   for (auto it = request.extraEnv.begin(); it != request.extraEnv.end(); ++it) {
     env[str(it.key())] = str(it.value());
   }

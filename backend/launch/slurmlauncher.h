@@ -36,6 +36,7 @@ class SlurmTransport {
   /// Runs `argv` in `workDir` (empty: anywhere) with the options' commandEnv.
   [[nodiscard]] virtual Result<ExecResult> run(const QStringList& argv, const QString& workDir,
                                                int timeoutMs = 60000) = 0;
+  /// Owner-only (0600): the files written are trial.toml and job.sbatch, which holds launch.env.
   [[nodiscard]] virtual Result<void> writeFile(const QString& path, const QByteArray& data) = 0;
   [[nodiscard]] virtual Result<QByteArray> readFile(const QString& path, qint64 offset,
                                                     qint64 maxBytes) = 0;

@@ -66,7 +66,9 @@ Result<EnvMap> rankBaseEnv(const LaunchRequest& request) {
     }
   }
   env["OMP_NUM_THREADS"] = std::to_string(std::max(1, request.launch.threads_per_rank));
-  for (const auto& [name, value] : request.launch.env) {
+  auto resolved = resolvedLaunchEnv(request.launch);
+  if (!resolved) return resolved.error();
+  for (const auto& [name, value] : *resolved) {
     if (!isShellVariableName(name)) {
       return fail("launch.env: '" + name +
                   "' is not a valid environment variable name: use letters, digits and _");
@@ -82,15 +84,30 @@ Result<EnvMap> rankBaseEnv(const LaunchRequest& request) {
   return env;
 }
 
-// One line per rank: start it detached and print "RANK PID". The wrapper shell traps TERM/INT so
-// it outlives a graceful stop long enough to record the trainer's exit status; the trap is not
-// inherited (caught signals reset to default on exec), so the trainer sees TERM/INT normally.
-std::string startScript(const std::string& runDir, const QList<int>& ranks, const EnvMap& base,
-                        int nodeRank, int worldSize, int localWorldSize, const std::string& trainer,
-                        const QStringList& args) {
+}  // namespace
+
+std::string sshEnvFile(const EnvMap& base) {
+  std::string text =
+      "# Written by Shardscope (mode 0600): the environment every rank starts with.\n";
+  for (const auto& [name, value] : base) {
+    text.append("export ").append(name).append("=").append(shellQuote(value)).append("\n");
+  }
+  return text;
+}
+
+// One line per rank: start it detached and print "RANK PID". The environment common to all ranks
+// (launch.env: tokens, keys) comes from the 0600 file sshEnvFile() wrote, never from this
+// script, which the remote shell holds as its command line where `ps` shows it to every user.
+// The wrapper shell traps TERM/INT so it outlives a graceful stop long enough to record the
+// trainer's exit status; the trap is not inherited (caught signals reset to default on exec), so
+// the trainer sees TERM/INT normally.
+std::string sshStartScript(const std::string& runDir, const QList<int>& ranks, int nodeRank,
+                           int worldSize, int localWorldSize, const std::string& trainer,
+                           const QStringList& args) {
   std::string script = "cd " + shellQuote(runDir) + " || exit 97\n";
+  script += ". ./" + std::string(kSshEnvFile) + " || exit 96\n";
   for (int rank : ranks) {
-    EnvMap env = base;
+    EnvMap env;
     env["RANK"] = std::to_string(rank);
     env["WORLD_SIZE"] = std::to_string(worldSize);
     env["LOCAL_RANK"] = std::to_string(rank % localWorldSize);
@@ -115,6 +132,8 @@ std::string startScript(const std::string& runDir, const QList<int>& ranks, cons
   }
   return script;
 }
+
+namespace {
 
 Result<QList<qint64>> parsePids(const ExecResult& result, const QList<int>& ranks,
                                 const std::string& host) {
@@ -212,7 +231,7 @@ Result<std::unique_ptr<RunHandle>> SshLauncher::start(const LaunchRequest& reque
   const std::string runDir = *root + "/" + str(remoteRunDirName(request.runName));
   for (auto& node : nodes) {
     if (auto made = sftpMakeDirs(*node.session, runDir); !made) return made.error();
-    if (auto put = sftpWriteFile(*node.session, runDir + "/trial.toml", trialToml); !put) {
+    if (auto put = sftpWriteFile(*node.session, runDir + "/trial.toml", trialToml, 0600); !put) {
       return put.error();
     }
   }
@@ -231,9 +250,13 @@ Result<std::unique_ptr<RunHandle>> SshLauncher::start(const LaunchRequest& reque
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto& node = nodes[i];
     location.hosts.append(QString::fromStdString(node.alias));
+    const std::string envPath = runDir + "/" + kSshEnvFile;
+    if (auto put = sftpWriteFile(*node.session, envPath, sshEnvFile(*env), 0600); !put) {
+      return put.error();
+    }
     const std::string script =
-        startScript(runDir, node.ranks, *env, static_cast<int>(i), plan->world, plan->nproc,
-                    request.launch.trainer, request.trainerArgs);
+        sshStartScript(runDir, node.ranks, static_cast<int>(i), plan->world, plan->nproc,
+                       request.launch.trainer, request.trainerArgs);
     auto started = node.session->exec(script, 30000);
     Result<QList<qint64>> pids = started ? parsePids(*started, node.ranks, node.alias)
                                          : Result<QList<qint64>>(started.error());

@@ -41,6 +41,16 @@ struct SshLauncherOptions {
 /// The run directory's last component for a run name: '/' becomes '_' so a name is one folder.
 QString remoteRunDirName(const QString& runName);
 
+/// The file in a remote run directory (mode 0600) that holds the environment common to all ranks.
+inline constexpr const char* kSshEnvFile = "env.sh";
+/// That file's text: one `export NAME='value'` line per variable.
+std::string sshEnvFile(const std::map<std::string, std::string>& base);
+/// The remote shell script that starts `ranks` of this node detached, each printing "RANK PID";
+/// it sources kSshEnvFile and carries only the per-rank variables itself (no launch.env value).
+std::string sshStartScript(const std::string& runDir, const QList<int>& ranks, int nodeRank,
+                           int worldSize, int localWorldSize, const std::string& trainer,
+                           const QStringList& args);
+
 class SshLauncher : public Launcher {
  public:
   explicit SshLauncher(SshLauncherOptions options = {});

@@ -68,6 +68,12 @@ Result<void> sftpWriteFile(SshSession& session, const std::string& path, const s
     return fail(session.displayName() + ": cannot create " + path + ": " +
                 sftpError(session, *sftp));
   }
+  // The mode of open() applies to a new file only (and the server's umask may narrow it): a file
+  // that was there keeps its bits, so they are set before the data (a secret) is written.
+  if (sftp_chmod(*sftp, path.c_str(), static_cast<mode_t>(mode)) < 0) {
+    return fail(session.displayName() + ": cannot set the mode of " + path + ": " +
+                sftpError(session, *sftp));
+  }
   size_t written = 0;
   while (written < data.size()) {
     const size_t chunk = std::min<size_t>(data.size() - written, 32768);

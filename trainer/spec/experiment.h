@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -265,6 +266,19 @@ Result<void> validate_for_world(const Experiment& exp, int world_size, int local
 Result<void> validate_for_launch(const Experiment& exp);
 /// launch.nnodes x launch.nproc_per_node.
 int launch_world_size(const LaunchSection& launch);
+/// The names a launch.env value refers to with "${NAME}" (in order, repeats kept); an error for
+/// a "${" without a closing "}" or a NAME that is no variable name. "$" alone is literal.
+Result<std::vector<std::string>> env_references(const std::string& value);
+/// True for names that usually hold credentials (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY,
+/// *PASSWORD*): their launch.env values must be "${NAME}" references, never literals.
+bool env_name_looks_secret(const std::string& name);
+/// launch.env with every "${NAME}" replaced by `lookup(NAME)`, the environment of the process
+/// that starts the run, at launch time: secrets never reach the experiment file, the run log or
+/// a file on the remote host other than the 0600 environment file. An unset NAME is an error
+/// naming the field.
+Result<std::map<std::string, std::string>> resolve_launch_env(
+    const LaunchSection& launch,
+    const std::function<std::optional<std::string>(const std::string&)>& lookup);
 /// Samples per rank per forward at this world size: train.micro_batch_size, or when it is 0
 /// batch_size / world_size. Meaningful after validate_for_world succeeded.
 std::int64_t micro_batch_size_for(const TrainSection& train, int world_size);

@@ -2,11 +2,21 @@
 // fields. Fields of another launcher kind must keep their defaults, so a typo'd kind never
 // silently drops the hosts or the partition the user wrote.
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <set>
 
 #include "trainer/spec/experiment_schema.h"
 
 namespace shardscope::spec::detail {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 namespace {
 
 struct Check {
@@ -25,12 +35,7 @@ std::string quoted(std::string_view s) {
   return out;
 }
 
-bool identifier(std::string_view s) {
-  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
+bool identifier(std::string_view s) { return is_identifier(s); }
 
 bool has_space_or_control(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) {
@@ -154,6 +159,15 @@ void check_env(const LaunchSection& l, const Check& check) {
       check(false, field, "is set by the launcher; use " + it->second + " instead");
     }
     check(value.find('\0') == std::string::npos, field, "contains a NUL character");
+    auto refs = env_references(value);
+    if (!refs) {
+      check(false, field, refs.message());
+    } else if (refs->empty() && env_name_looks_secret(key)) {
+      check(false, field,
+            "looks like a secret, and a literal value would be stored in the run log, trial.toml "
+            "and the job script; write \"${" +
+                key + "}\" to take it from the environment of the process that starts the run");
+    }
   }
 }
 
@@ -240,3 +254,63 @@ void validate_launch(const Experiment& exp, const Locator& loc, Diagnostics& dia
 }
 
 }  // namespace shardscope::spec::detail
+
+namespace shardscope::spec {
+
+Result<std::vector<std::string>> env_references(const std::string& value) {
+  std::vector<std::string> names;
+  for (std::size_t at = value.find("${"); at != std::string::npos; at = value.find("${", at + 1)) {
+    const auto close = value.find('}', at + 2);
+    if (close == std::string::npos) {
+      return fail(
+          "has \"${\" without a closing \"}\"; write \"${NAME}\" to use the variable "
+          "NAME of the launching environment");
+    }
+    std::string name = value.substr(at + 2, close - at - 2);
+    if (!detail::is_identifier(name)) {
+      return fail("refers to \"${" + name + "}\", which is no environment variable name");
+    }
+    names.push_back(std::move(name));
+    at = close;
+  }
+  return names;
+}
+
+bool env_name_looks_secret(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  static const char* const kMarks[] = {"TOKEN",      "SECRET", "PASSWORD",   "PASSWD",
+                                       "API_KEY",    "APIKEY", "ACCESS_KEY", "PRIVATE_KEY",
+                                       "CREDENTIAL", "AUTH"};
+  return std::any_of(std::begin(kMarks), std::end(kMarks),
+                     [&](const char* mark) { return upper.find(mark) != std::string::npos; });
+}
+
+Result<std::map<std::string, std::string>> resolve_launch_env(
+    const LaunchSection& launch,
+    const std::function<std::optional<std::string>(const std::string&)>& lookup) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : launch.env) {
+    const std::string field = "launch.env." + key;
+    auto refs = env_references(value);
+    if (!refs) return fail(field + ": " + refs.message());
+    std::string resolved;
+    std::size_t from = 0;
+    for (const auto& name : *refs) {
+      const auto at = value.find("${" + name + "}", from);
+      auto got = lookup(name);
+      if (!got) {
+        return fail(field + ": refers to ${" + name + "}, which is not set in the environment " +
+                    "that starts the run; export " + name + " there first");
+      }
+      resolved.append(value, from, at - from).append(*got);
+      from = at + name.size() + 3;
+    }
+    resolved.append(value, from, std::string::npos);
+    out[key] = std::move(resolved);
+  }
+  return out;
+}
+
+}  // namespace shardscope::spec

@@ -122,6 +122,8 @@ void read_experiment_toml(std::string_view text, const std::string& source_name,
 void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& diag);
 /// The [launch] rules (experiment_launch.cpp).
 void validate_launch(const Experiment& exp, const Locator& loc, Diagnostics& diag);
+/// True for a valid environment variable name: letters, digits and _, not starting with a digit.
+bool is_identifier(std::string_view s);
 /// Data and model paths: resolved against `base_dir` when relative (exp is updated to absolute
 /// paths) and, when `check`, required to exist.
 void resolve_paths(Experiment& exp, const std::string& base_dir, bool check, const Locator& loc,

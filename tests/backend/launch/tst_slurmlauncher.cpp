@@ -3,6 +3,7 @@
 // resumes with --resume auto, a controller outage mid-job (on a private cluster) that leaves the
 // job running, and a submission over SSH through the sshd fixture.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <QDeadlineTimer>
 #include <QProcess>
@@ -308,6 +309,8 @@ class TestSlurmLauncher : public QObject {
     QVERIFY(writeAll(m_options.ssh.sshConfigPath, sshConfigFor(sshd, {"login-node"})));
     LaunchRequest req = request("over-ssh", 3);
     req.launch.slurm_host = "login-node";
+    req.launch.env["HF_TOKEN"] = "${SHARDSCOPE_TEST_SECRET}";  // resolved here, at launch
+    qputenv("SHARDSCOPE_TEST_SECRET", "hf_s3cret");
     req.launch.remote_dir = m_tmp.filePath("remote").toStdString();
     auto handle = startOk(req);
     QVERIFY(handle);
@@ -315,9 +318,18 @@ class TestSlurmLauncher : public QObject {
     QCOMPARE(loc.host, QString("login-node"));
     QCOMPARE(loc.runDir, m_tmp.filePath("remote/over-ssh"));
     QCOMPARE(readAll(loc.runDir + "/trial.toml"), readAll(req.localRunDir + "/trial.toml"));
+    // The batch script exports launch.env (a token): it and trial.toml are the owner's only.
+    for (const char* name : {"trial.toml", "job.sbatch"}) {
+      struct stat st {};
+      QVERIFY2(::stat(qPrintable(loc.runDir + "/" + name), &st) == 0, name);
+      QCOMPARE(st.st_mode & 0777, mode_t{0600});
+    }
+    QVERIFY(readAll(loc.runDir + "/job.sbatch").contains("export HF_TOKEN='hf_s3cret'\n"));
     QTRY_VERIFY_WITH_TIMEOUT(allExited(*handle), 60000);
     QCOMPARE(jobState(*handle), QString("COMPLETED"));
     for (int rank = 0; rank < 2; ++rank) {
+      QVERIFY(readAll(loc.runDir + QString("/rank-%1.log").arg(rank))
+                  .contains("env HF_TOKEN=hf_s3cret\n"));
       auto through = handle->readEvents(rank, 5, 1 << 20);
       QVERIFY2(through, why(through).c_str());
       QCOMPARE(*through, readAll(loc.runDir + QString("/events-rank-%1.jsonl").arg(rank)).mid(5));

@@ -4,6 +4,7 @@
 // killed mid-run": the listener and every per-connection sshd are killed and restarted while the
 // ranks run; the handle reconnects and no event is lost or duplicated.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -106,7 +107,8 @@ class TestSshLauncher : public QObject {
     req.launch.trainer = (testSourceDir() + "/fake_rank.sh").toStdString();
     req.launch.env = {{"FAKE_STEPS", std::to_string(steps)},
                       {"FAKE_STEP_S", std::to_string(stepS)},
-                      {"SHARDSCOPE_TEST_VALUE", "a b 'c' $HOME"}};
+                      {"SHARDSCOPE_TEST_VALUE", "a b 'c' $HOME"},
+                      {"HF_TOKEN", "${SHARDSCOPE_TEST_SECRET}"}};
     req.launch.grace_s = 5;
     req.trainerArgs = {"train", "trial.toml"};
     return req;
@@ -134,6 +136,7 @@ class TestSshLauncher : public QObject {
     m_options.reconnectMaxMs = 1000;
     qputenv("NCCL_DEBUG", "INFO");
     qputenv("GLOO_SOCKET_IFNAME", "lo");
+    qputenv("SHARDSCOPE_TEST_SECRET", "hf_s3cret");
   }
 
   void twoNodesRunWithTheTorchrunEnvironment() {
@@ -152,6 +155,19 @@ class TestSshLauncher : public QObject {
       QCOMPARE(rank.signal, 0);
     }
     QCOMPARE(readAll(loc.runDir + "/trial.toml"), readAll(req.localRunDir + "/trial.toml"));
+    // launch.env's values (a token) reach the ranks through a file only its owner reads; the
+    // start script, a remote command line that `ps` shows everyone, carries none of them.
+    for (const char* name : {"trial.toml", kSshEnvFile}) {
+      struct stat st {};
+      QVERIFY2(::stat(qPrintable(loc.runDir + "/" + name), &st) == 0, name);
+      QCOMPARE(st.st_mode & 0777, mode_t{0600});
+    }
+    QVERIFY(readAll(loc.runDir + "/" + kSshEnvFile).contains("export HF_TOKEN='hf_s3cret'\n"));
+    const std::string script =
+        sshStartScript(loc.runDir.toStdString(), {0}, 0, 2, 1, req.launch.trainer, {"train"});
+    QVERIFY2(script.find("hf_s3cret") == std::string::npos &&
+                 script.find("SHARDSCOPE_TEST_VALUE") == std::string::npos,
+             script.c_str());
     QString port;
     for (int rank = 0; rank < 2; ++rank) {
       const QByteArray onDisk = readAll(loc.runDir + QString("/events-rank-%1.jsonl").arg(rank));
@@ -167,7 +183,8 @@ class TestSshLauncher : public QObject {
             QString("env LOCAL_WORLD_SIZE=1"), QString("env GROUP_RANK=%1").arg(rank),
             QString("env OMP_NUM_THREADS=3"), QString("env NCCL_DEBUG=INFO"),
             QString("env GLOO_SOCKET_IFNAME=lo"),
-            QString("env SHARDSCOPE_TEST_VALUE=a b 'c' $HOME")}) {
+            QString("env SHARDSCOPE_TEST_VALUE=a b 'c' $HOME"),
+            QString("env HF_TOKEN=hf_s3cret")}) {
         QVERIFY2(log.contains(line + "\n"), qPrintable(line + " missing in\n" + log));
       }
       const auto at = log.indexOf("env MASTER_PORT=");

@@ -314,6 +314,14 @@ class TestExperiment : public QObject {
         {"inline.toml:4:", "launch.env.MASTER_PORT: is set by the launcher"});
     row("env float", d + "[launch]\nenv = { X = 1.5 }\n",
         {"inline.toml:4:", "launch.env.X: expected a string, got a float"});
+    row("env literal secret", d + "[launch]\nenv = { HF_TOKEN = \"hf_abc\" }\n",
+        {"inline.toml:4:", "launch.env.HF_TOKEN: looks like a secret", "\"${HF_TOKEN}\""});
+    row("env literal api key", d + "[launch]\nenv = { WANDB_API_KEY = \"k\" }\n",
+        {"inline.toml:4:", "launch.env.WANDB_API_KEY: looks like a secret"});
+    row("env unclosed reference", d + "[launch]\nenv = { X = \"a${HOME\" }\n",
+        {"inline.toml:4:", "launch.env.X: has \"${\" without a closing \"}\""});
+    row("env bad reference", d + "[launch]\nenv = { X = \"${1A}\" }\n",
+        {"inline.toml:4:", "launch.env.X: refers to \"${1A}\""});
     row("gpus uneven", d + "[launch]\nnproc_per_node = 2\ngpus = [0, 1, 2]\n",
         {"inline.toml:5:", "launch.gpus: has 3 GPUs for 2 ranks"});
     row("remote_dir on local", d + "[launch]\nremote_dir = \"/x\"\n",
@@ -347,6 +355,36 @@ class TestExperiment : public QObject {
     QString missing;
     QVERIFY2(errorHas(r.message(), expected, &missing),
              qPrintable("missing \"" + missing + "\" in:\n" + QString::fromStdString(r.message())));
+  }
+
+  void launchEnvReferencesResolveAtLaunch() {
+    // A secret is written "${NAME}" and taken from the launching environment; the experiment
+    // (and so the run log and trial.toml) keeps the reference, never the value.
+    auto r = parseInline(
+        kData +
+        "[launch]\n"
+        "env = { HF_TOKEN = \"${TOKEN_SRC}\", MIX = \"a-${X}-${X}-$b\", PLAIN = \"$HOME\" }\n");
+    QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+    QCOMPARE(r->launch.env.at("HF_TOKEN"), std::string("${TOKEN_SRC}"));
+    QVERIFY(write_experiment_toml(*r).find("${TOKEN_SRC}") != std::string::npos);
+    const std::map<std::string, std::string> environment = {{"TOKEN_SRC", "hf_s3cret"}, {"X", "x"}};
+    const auto lookup = [&](const std::string& name) -> std::optional<std::string> {
+      const auto it = environment.find(name);
+      return it == environment.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    auto env = resolve_launch_env(r->launch, lookup);
+    QVERIFY2(env, env ? "" : env.message().c_str());
+    QCOMPARE(env->at("HF_TOKEN"), std::string("hf_s3cret"));
+    QCOMPARE(env->at("MIX"), std::string("a-x-x-$b"));
+    QCOMPARE(env->at("PLAIN"), std::string("$HOME"));  // only ${NAME} is a reference
+    auto unset = resolve_launch_env(r->launch, [](const std::string&) { return std::nullopt; });
+    QVERIFY(!unset);
+    QVERIFY2(QString::fromStdString(unset.message())
+                 .contains("launch.env.HF_TOKEN: refers to ${TOKEN_SRC}, which is not set"),
+             unset.message().c_str());
+    QVERIFY(env_name_looks_secret("AWS_SECRET_ACCESS_KEY"));
+    QVERIFY(env_name_looks_secret("hf_token"));
+    QVERIFY(!env_name_looks_secret("NCCL_DEBUG"));
   }
 
   void gpusSharedWithGloo() {
