@@ -140,6 +140,8 @@ QJsonObject RunLocation::toJson() const {
   json.insert(QStringLiteral("job_id"), jobId);
   json.insert(QStringLiteral("pids"), toArray(pids));
   if (!startTicks.isEmpty()) json.insert(QStringLiteral("start_ticks"), toArray(startTicks));
+  if (!bootIds.isEmpty())
+    json.insert(QStringLiteral("boot_ids"), QJsonArray::fromStringList(bootIds));
   json.insert(QStringLiteral("world_size"), worldSize);
   return json;
 }
@@ -183,6 +185,9 @@ Result<RunLocation> RunLocation::fromJson(const QJsonObject& json) {
   auto ticks = integerList(json, QStringLiteral("start_ticks"));
   if (!ticks) return ticks.error();
   loc.startTicks = *ticks;
+  auto boots = stringList(json, QStringLiteral("boot_ids"));
+  if (!boots) return boots.error();
+  loc.bootIds = *boots;
   if (auto shape = checkShape(loc); !shape) return shape.error();
   return loc;
 }

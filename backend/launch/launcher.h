@@ -52,6 +52,9 @@ struct RunLocation {
   /// local: each pid's start time (/proc/PID/stat field 22, clock ticks after boot), so that
   /// attach() tells a rank from a later process that reuses its pid; empty when unknown.
   QList<qint64> startTicks;
+  /// ssh: each host's /proc/sys/kernel/random/boot_id when the ranks started (node order), so a
+  /// rebooted host's recycled pids are never signalled as this run's; empty when unknown.
+  QStringList bootIds;
   int worldSize = 0;
 
   QJsonObject toJson() const;

@@ -5,6 +5,7 @@
 #include <QRandomGenerator>
 #include <QSet>
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -106,6 +107,7 @@ std::string sshStartScript(const std::string& runDir, const QList<int>& ranks, i
                            const QStringList& args) {
   std::string script = "cd " + shellQuote(runDir) + " || exit 97\n";
   script += ". ./" + std::string(kSshEnvFile) + " || exit 96\n";
+  script += "echo boot $(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)\n";
   for (int rank : ranks) {
     EnvMap env;
     env["RANK"] = std::to_string(rank);
@@ -135,22 +137,48 @@ std::string sshStartScript(const std::string& runDir, const QList<int>& ranks, i
 
 namespace {
 
-Result<QList<qint64>> parsePids(const ExecResult& result, const QList<int>& ranks,
-                                const std::string& host) {
+struct Started {
+  QList<qint64> pids;  // rank order of the node
+  QString bootId;      // the host's boot id, "unknown" without /proc
+};
+
+Result<Started> parseStarted(const ExecResult& result, const QList<int>& ranks,
+                             const std::string& host) {
   if (result.exitStatus != 0) {
     return fail(host + ": starting the ranks failed (exit " + std::to_string(result.exitStatus) +
                 "): " + result.err);
   }
-  QList<qint64> pids(ranks.size(), 0);
+  Started started;
+  started.pids = QList<qint64>(ranks.size(), 0);
   std::istringstream lines(result.out);
-  int rank = 0;
-  long long pid = 0;
-  while (lines >> rank >> pid) {
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    if (first == "boot") {
+      std::string id;
+      words >> id;
+      started.bootId = QString::fromStdString(id);
+      continue;
+    }
+    long long pid = 0;
+    const int rank = std::atoi(first.c_str());
     const auto at = ranks.indexOf(rank);
-    if (at >= 0) pids[at] = pid;
+    if ((words >> pid) && at >= 0) started.pids[at] = pid;
   }
-  if (pids.contains(0)) return fail(host + ": the remote shell did not report every rank's pid");
-  return pids;
+  if (started.pids.contains(0)) {
+    return fail(host + ": the remote shell did not report every rank's pid");
+  }
+  return started;
+}
+
+// A script prefix that ends the script with "rebooted" when the host booted since the ranks
+// started: their pids may belong to anyone now, so nothing may be signalled or read as alive.
+std::string bootGuard(const QString& bootId) {
+  if (bootId.isEmpty() || bootId == QLatin1String("unknown")) return {};
+  return "[ \"$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)\" = " +
+         shellQuote(bootId.toStdString()) + " ] || { echo rebooted; exit 0; }\n";
 }
 
 std::string groupList(const QList<qint64>& pids) {
@@ -257,20 +285,21 @@ Result<std::unique_ptr<RunHandle>> SshLauncher::start(const LaunchRequest& reque
     const std::string script =
         sshStartScript(runDir, node.ranks, static_cast<int>(i), plan->world, plan->nproc,
                        request.launch.trainer, request.trainerArgs);
-    auto started = node.session->exec(script, 30000);
-    Result<QList<qint64>> pids = started ? parsePids(*started, node.ranks, node.alias)
-                                         : Result<QList<qint64>>(started.error());
-    if (!pids) {
+    auto exec = node.session->exec(script, 30000);
+    Result<Started> started =
+        exec ? parseStarted(*exec, node.ranks, node.alias) : Result<Started>(exec.error());
+    if (!started) {
       // Do not leave half a run behind: end the ranks already started on earlier nodes.
       for (size_t j = 0; j < i; ++j) {
         const QList<qint64> done = location.pids.mid(nodes[j].ranks.front(), plan->nproc);
         (void)nodes[j].session->exec("kill -KILL" + groupList(done) + " 2>/dev/null; true");
       }
-      return pids.error();
+      return started.error();
     }
-    location.pids.append(*pids);
+    location.pids.append(started->pids);
+    location.bootIds.append(started->bootId);
     qCInfo(lcSshLauncher) << "started ranks" << node.ranks << "on" << node.alias.c_str() << "pids"
-                          << *pids << "in" << location.runDir;
+                          << started->pids << "in" << location.runDir;
   }
   auto handle =
       std::make_unique<SshRunHandle>(m_options, location, std::move(nodes), request.launch.grace_s);
@@ -384,8 +413,14 @@ void SshRunHandle::pollNow() {
   }
 }
 
+QString SshRunHandle::bootIdOf(const Node& node) const {
+  const auto index = static_cast<qsizetype>(&node - m_nodes.data());
+  return m_location.bootIds.value(index);
+}
+
 void SshRunHandle::pollNode(Node& node) {
-  std::string script = "cd " + shellQuote(str(m_location.runDir)) + " 2>/dev/null || exit 3\n";
+  std::string script = bootGuard(bootIdOf(node));
+  script += "cd " + shellQuote(str(m_location.runDir)) + " 2>/dev/null || exit 3\n";
   for (int rank : node.ranks) {
     const std::string r = std::to_string(rank);
     const std::string pid = std::to_string(m_location.pids.value(rank));
@@ -399,10 +434,13 @@ void SshRunHandle::pollNode(Node& node) {
   }
   auto result = node.session->exec(script, 15000);
   if (!result) {
-    if (!node.session->isConnected())
-      connectionLost(node, result.message());
-    else
-      qCWarning(lcSshLauncher) << "poll failed:" << result.message().c_str();
+    // No answer within the timeout on a link that libssh still calls up is a half-open
+    // connection (a peer that vanished): it is dropped and dialled again like a closed one.
+    connectionLost(node, result.message());
+    return;
+  }
+  if (result->out.rfind("rebooted", 0) == 0) {
+    hostRebooted(node);
     return;
   }
   bool changed = false, grew = false;
@@ -440,6 +478,22 @@ void SshRunHandle::pollNode(Node& node) {
   if (grew) emit filesGrew();
 }
 
+void SshRunHandle::hostRebooted(Node& node) {
+  bool changed = false;
+  for (int rank : node.ranks) {
+    if (m_ranks[rank].phase == RankState::Phase::exited) continue;
+    m_ranks[rank].phase = RankState::Phase::exited;
+    m_ranks[rank].exitCode = -1;
+    m_ranks[rank].signal = 9;  // as if killed: the reboot ended them without a word
+    changed = true;
+  }
+  if (!changed) return;
+  qCWarning(lcSshLauncher) << node.alias.c_str()
+                           << "rebooted since the ranks started: they are gone, and their pids "
+                              "are no longer this run's";
+  emit ranksChanged();
+}
+
 void SshRunHandle::connectionLost(Node& node, const std::string& why) {
   if (!node.session) return;
   node.session.reset();
@@ -470,19 +524,37 @@ void SshRunHandle::tryReconnect(Node& node) {
   const QString message = QString::fromStdString(node.alias + ": reconnected");
   qCInfo(lcSshLauncher).noquote() << message;
   emit connectionChanged(true, message);
-  pollNode(node);
+  if (node.pendingSignal) {
+    // A stop or kill asked for while this node was unreachable is delivered now, not dropped.
+    const auto [signal, graceKill] = *node.pendingSignal;
+    node.pendingSignal.reset();
+    qCInfo(lcSshLauncher) << "delivering the" << signal << "sent while" << node.alias.c_str()
+                          << "was unreachable";
+    signalNode(node, signal, graceKill);
+  }
+  if (node.session) pollNode(node);
 }
 
 void SshRunHandle::signalRanks(const char* signal, bool withGraceKill) {
-  for (Node& node : m_nodes) {
-    if (!node.session) {
-      qCWarning(lcSshLauncher) << node.alias.c_str() << "is disconnected: cannot send" << signal;
-      continue;
+  for (Node& node : m_nodes) signalNode(node, signal, withGraceKill);
+}
+
+void SshRunHandle::signalNode(Node& node, const char* signal, bool withGraceKill) {
+  if (!node.session) {
+    // KILL outranks a pending TERM; a TERM does not weaken a pending KILL.
+    if (!node.pendingSignal || std::string(signal) == "KILL") {
+      node.pendingSignal = std::make_pair(signal, withGraceKill);
     }
+    qCWarning(lcSshLauncher) << node.alias.c_str() << "is disconnected:" << signal
+                             << "is sent once it is reachable again";
+    return;
+  }
+  {
     QList<qint64> pids;
     for (int rank : node.ranks) pids.append(m_location.pids.value(rank));
     const std::string groups = groupList(pids);
-    std::string script = std::string("kill -") + signal + groups + " 2>/dev/null\n";
+    std::string script = bootGuard(bootIdOf(node));
+    script += std::string("kill -") + signal + groups + " 2>/dev/null\n";
     if (withGraceKill) {
       // The SIGKILL after the grace runs remotely and detached, so it happens even if this
       // backend exits or loses the connection meanwhile.
@@ -495,7 +567,10 @@ void SshRunHandle::signalRanks(const char* signal, bool withGraceKill) {
     if (!result) {
       qCWarning(lcSshLauncher) << "sending" << signal << "to" << node.alias.c_str()
                                << "failed:" << result.message().c_str();
-      if (!node.session->isConnected()) connectionLost(node, result.message());
+      node.pendingSignal = std::make_pair(signal, withGraceKill);  // sent again on reconnect
+      connectionLost(node, result.message());
+    } else if (result->out.rfind("rebooted", 0) == 0) {
+      hostRebooted(node);
     }
   }
 }

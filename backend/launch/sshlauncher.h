@@ -17,6 +17,7 @@
 #include <QTimer>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/launch/launcher.h"
@@ -74,6 +75,8 @@ class SshRunHandle : public RunHandle {
     QList<int> ranks;                   // ranks that run on this node
     int backoffMs = 0;
     QTimer* reconnectTimer = nullptr;
+    /// A signal ("TERM"/"KILL", with the grace kill) asked for while disconnected.
+    std::optional<std::pair<const char*, bool>> pendingSignal;
   };
 
   SshRunHandle(const SshLauncherOptions& options, RunLocation location, std::vector<Node> nodes,
@@ -97,6 +100,10 @@ class SshRunHandle : public RunHandle {
   void connectionLost(Node& node, const std::string& why);
   void tryReconnect(Node& node);
   void signalRanks(const char* signal, bool withGraceKill);
+  void signalNode(Node& node, const char* signal, bool withGraceKill);
+  /// The node's ranks ended with its reboot (the boot id changed): exited, as if killed.
+  void hostRebooted(Node& node);
+  QString bootIdOf(const Node& node) const;
   Node* nodeOf(int rank);
 
   SshLauncherOptions m_options;

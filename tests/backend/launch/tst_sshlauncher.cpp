@@ -8,6 +8,8 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -80,6 +82,8 @@ bool seqContiguous(const QByteArray& events) {
   }
   return expected > 0;
 }
+
+const QString kSshdScript = QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/fixtures/sshd.sh");
 
 }  // namespace
 
@@ -292,21 +296,31 @@ class TestSshLauncher : public QObject {
   // Must hold (#5): sshd killed mid-run (the listener and every per-connection child) and
   // restarted: the remote ranks kept running, the handle reconnects, no event lost or doubled.
   // A private sshd (same script as the fixture) so that no other test loses its server.
-  void sshdKilledMidRunLosesNoEvent() {
-    const QString dir = m_tmp.filePath("own-sshd");
-    const QString script = SHARDSCOPE_SOURCE_DIR "/tests/fixtures/sshd.sh";
+  // A private sshd in `dir` (the fixture's script) and options that reach it as own-a, own-b.
+  bool startOwnSshd(const QString& dir, SshLauncherOptions& options) {
     int code = -1;
-    const QByteArray started = run("bash", {script, "start", dir}, &code);
-    QVERIFY2(code == 0, started.constData());
+    const QByteArray started = run("bash", {kSshdScript, "start", dir}, &code);
+    if (code != 0) {
+      qWarning("sshd.sh start: %s", started.constData());
+      return false;
+    }
     QMap<QString, QString> own;
     for (const QByteArray& line : readAll(dir + "/env").split('\n')) {
       const QList<QByteArray> kv = line.mid(7).split('=');
       if (kv.size() == 2) own.insert(QString(kv[0]), QString(kv[1]));
     }
-    SshLauncherOptions options = m_options;
-    options.sshConfigPath = m_tmp.filePath("own_ssh_config");
+    options = m_options;
+    options.sshConfigPath = dir + "/ssh_config_for_tests";
     options.knownHostsPath = own.value("SSHD_KNOWN_HOSTS");
-    QVERIFY(writeAll(options.sshConfigPath, sshConfigFor(own, {"own-a", "own-b"})));
+    return writeAll(options.sshConfigPath, sshConfigFor(own, {"own-a", "own-b"}));
+  }
+
+  void sshdKilledMidRunLosesNoEvent() {
+    const QString dir = m_tmp.filePath("own-sshd");
+    const QString script = kSshdScript;
+    int code = -1;
+    SshLauncherOptions options;
+    QVERIFY(startOwnSshd(dir, options));
     LaunchRequest req = request("sshd-killed", 60, 0.1);
     req.launch.hosts = {"own-a", "own-b"};
     auto handle = startOk(req, options);
@@ -340,6 +354,72 @@ class TestSshLauncher : public QObject {
       QCOMPARE(handle->ranks().at(rank).exitCode, 0);
     }
     run("bash", {script, "stop", dir});
+  }
+
+  // #18: a stop asked for while the hosts are unreachable is delivered once they are back (it
+  // was dropped with a warning, and the run trained on to its end).
+  void stopSentWhileDisconnectedIsDelivered() {
+    const QString dir = m_tmp.filePath("own-sshd-stop");
+    SshLauncherOptions options;
+    QVERIFY(startOwnSshd(dir, options));
+    const auto stopSshd = qScopeGuard([&] { run("bash", {kSshdScript, "stop", dir}); });
+    LaunchRequest req = request("stop-while-down", 100000, 0.1);
+    req.launch.hosts = {"own-a", "own-b"};
+    auto handle = startOk(req, options);
+    QVERIFY(handle);
+    QSignalSpy connection(handle.get(), &RunHandle::connectionChanged);
+    const QString runDir = handle->location().runDir;
+    QTRY_VERIFY_WITH_TIMEOUT(readAll(runDir + "/events-rank-1.jsonl").contains("\"step\":3"),
+                             30000);
+    const qint64 listener = readAll(dir + "/sshd.pid").trimmed().toLongLong();
+    QVERIFY(listener > 0 && killSshdTree(listener) >= 3);
+    QTRY_VERIFY_WITH_TIMEOUT(!connection.isEmpty(), 30000);
+    handle->stop();  // nobody to send it to now
+    QTest::qWait(1000);
+    for (qint64 pid : handle->location().pids) QVERIFY(groupAlive(pid));
+    int code = -1;
+    const QByteArray restarted =
+        run("/usr/sbin/sshd", {"-f", dir + "/sshd_config", "-E", dir + "/sshd.log"}, &code);
+    QVERIFY2(code == 0, restarted.constData());
+    QTRY_VERIFY_WITH_TIMEOUT(allExited(*handle), 60000);
+    for (int rank = 0; rank < 2; ++rank) {
+      const QByteArray events = readAll(runDir + QString("/events-rank-%1.jsonl").arg(rank));
+      QVERIFY2(events.trimmed().split('\n').last().contains("\"status\":\"stopped\""),
+               events.right(300).constData());
+      QCOMPARE(handle->ranks().at(rank).exitCode, 0);
+    }
+  }
+
+  // #18: after a host rebooted, the stored pids may be anyone's: attach sees the boot id
+  // changed, reports the ranks gone and signals nothing (a live stand-in group survives stop).
+  void rebootedHostIsNeverSignalled() {
+    QProcess standIn;
+    standIn.start("setsid", {"sleep", "120"});
+    QVERIFY(standIn.waitForStarted());
+    const qint64 pid = standIn.processId();
+    QTRY_VERIFY_WITH_TIMEOUT(groupAlive(pid), 10000);  // setsid made it a group leader
+    RunLocation loc;
+    loc.kind = "ssh";
+    loc.host = "node-a";
+    loc.hosts = {"node-a"};
+    loc.runDir = m_tmp.filePath("remote");
+    loc.worldSize = 1;
+    loc.pids = {pid};
+    loc.bootIds = {"00000000-0000-0000-0000-000000000000"};  // booted since
+    SshLauncherOptions options = m_options;
+    options.graceS = 1;
+    SshLauncher launcher(options);
+    auto attached = launcher.attach(loc);
+    QVERIFY2(attached, why(attached).c_str());
+    RunHandle& handle = *attached.value();
+    QTRY_VERIFY_WITH_TIMEOUT(allExited(handle), 10000);
+    QCOMPARE(handle.ranks().at(0).signal, 9);
+    handle.stop();
+    handle.kill();
+    QTest::qWait(2500);  // past the grace kill
+    QVERIFY2(groupAlive(pid), "a process group that is not the run's was signalled");
+    ::kill(static_cast<pid_t>(-pid), SIGKILL);
+    standIn.waitForFinished();
   }
 
   void tooFewHostsIsAnError() {
