@@ -38,9 +38,7 @@ RunMonitor::RunMonitor(RunStore& store, qint64 runId, RunHandle& handle, const O
                        QObject* parent)
     : QObject(parent), m_store(store), m_runId(runId), m_handle(handle), m_options(options) {
   m_pollTimer.setInterval(options.pollMs);
-  m_heartbeatTimer.setInterval(options.heartbeatMs);
   connect(&m_pollTimer, &QTimer::timeout, this, &RunMonitor::poll);
-  connect(&m_heartbeatTimer, &QTimer::timeout, this, &RunMonitor::heartbeat);
   connect(&m_handle, &RunHandle::filesGrew, this, &RunMonitor::poll);
   connect(&m_handle, &RunHandle::ranksChanged, this, &RunMonitor::poll);
 }
@@ -49,6 +47,7 @@ RunMonitor::RunMonitor(RunStore& store, qint64 runId, RunHandle& handle, QObject
     : RunMonitor(store, runId, handle, Options{}, parent) {}
 
 RunMonitor::~RunMonitor() {
+  m_leaseKeeper.reset();
   // A monitor that goes away before its run ends lets the next one take over at once.
   if (m_active) (void)m_store.releaseLease(m_lease).get();
 }
@@ -85,7 +84,20 @@ Result<void> RunMonitor::start() {
   if (auto r = restoreStreams(); !r) return r;
   m_active = true;
   m_pollTimer.start();
-  m_heartbeatTimer.start();
+  // The heartbeat has its own thread: a poll blocked on a slow host must not let the lease go
+  // stale while this monitor is alive.
+  m_leaseKeeper = std::make_unique<LeaseKeeper>(
+      m_store, m_lease, m_options.heartbeatMs, [this](const std::string& why) {
+        QMetaObject::invokeMethod(
+            this,
+            [this, message = QString::fromStdString(why)] {
+              if (!m_active) return;
+              stopFollowing();
+              qCWarning(lcRunMonitor, "%s", qPrintable(message));
+              emit leaseLost(message);
+            },
+            Qt::QueuedConnection);
+      });
   qCInfo(lcRunMonitor, "following run %lld (%s)", static_cast<long long>(m_runId),
          m_tookOver ? "took over a stale lease" : "new lease");
   poll();
@@ -301,19 +313,10 @@ void RunMonitor::setStatus(spec::RunStatus status, const QString& error,
   emit statusChanged(status);
 }
 
-void RunMonitor::heartbeat() {
-  if (!m_active) return;
-  auto r = m_store.renewLease(m_lease).get();
-  if (r) return;
-  stopFollowing();
-  qCWarning(lcRunMonitor, "%s", r.message().c_str());
-  emit leaseLost(QString::fromStdString(r.message()));
-}
-
 void RunMonitor::stopFollowing() {
   m_active = false;
   m_pollTimer.stop();
-  m_heartbeatTimer.stop();
+  m_leaseKeeper.reset();
 }
 
 }  // namespace shardscope::backend

@@ -13,11 +13,13 @@
 #include <QObject>
 #include <QTimer>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "backend/launch/launcher.h"
 #include "backend/monitor/eventstream.h"
+#include "backend/monitor/leasekeeper.h"
 #include "backend/store/runstore.h"
 #include "trainer/spec/result.h"
 #include "trainer/spec/status.h"
@@ -83,7 +85,6 @@ class RunMonitor : public QObject {
   Failure describeDeath(const RankState& rank, const EventStream& stream) const;
   Failure finalOutcome() const;
   void finish();
-  void heartbeat();
   void stopFollowing();
   int worldSize() const;
 
@@ -95,7 +96,7 @@ class RunMonitor : public QObject {
   std::optional<RunReader> m_reader;
   std::vector<EventStream> m_streams;
   QTimer m_pollTimer;
-  QTimer m_heartbeatTimer;
+  std::unique_ptr<LeaseKeeper> m_leaseKeeper;  // while following
   spec::RunStatus m_status = spec::RunStatus::queued;
   std::optional<Failure> m_failure;
   std::optional<LeaseRecord> m_refusedBy;

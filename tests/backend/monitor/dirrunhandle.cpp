@@ -1,6 +1,7 @@
 #include "tests/backend/monitor/dirrunhandle.h"
 
 #include <QFile>
+#include <QThread>
 
 #include <csignal>
 
@@ -59,6 +60,10 @@ Result<QByteArray> DirRunHandle::readFile(const QString& name, qint64 offset,
 }
 
 Result<QByteArray> DirRunHandle::readEvents(int rank, qint64 offset, qint64 maxBytes) {
+  // SHARDSCOPE_TEST_READ_DELAY_MS: every read blocks this long first, as a read over a slow or
+  // half-open SSH link does (the monitor's thread is stuck meanwhile).
+  const int delayMs = qEnvironmentVariableIntValue("SHARDSCOPE_TEST_READ_DELAY_MS");
+  if (delayMs > 0) QThread::msleep(static_cast<unsigned long>(delayMs));
   return readFile(QString("events-rank-%1.jsonl").arg(rank), offset, maxBytes);
 }
 

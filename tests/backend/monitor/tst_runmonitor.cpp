@@ -58,6 +58,7 @@ class TestRunMonitor : public QObject {
   void killNineOfARank();
   void secondMonitorIsRefused();
   void followerKilledMidRunIsTakenOver();
+  void blockedFollowerKeepsItsLease();
 
  private:
   // Starts rank `rank` of the current run: stdout and stderr go to the run directory's files.
@@ -328,6 +329,30 @@ void TestRunMonitor::followerKilledMidRunIsTakenOver() {
   for (const Anomaly& a : *anomalies) {
     QCOMPARE(a.kind, Anomaly::Kind::malformed);  // no gap or repeat from the takeover
   }
+}
+
+// #18: a follower whose thread is stuck in slow reads (here 7 s each, longer than the 5 s after
+// which a lease is stale) keeps its lease: the heartbeat has its own thread. It went stale, and a
+// second follower took over a run whose first one was alive.
+void TestRunMonitor::blockedFollowerKeepsItsLease() {
+  const qint64 runId = createRun(1);
+  QVERIFY(startRank(0, {"normal", "400", "50"}));
+  QStringList args{m_dir->filePath("runs.db"), QString::number(runId), m_dir->path()};
+  for (const qint64 pid : pids()) args << QString::number(pid);
+  QProcess slow;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("SHARDSCOPE_TEST_READ_DELAY_MS", "7000");
+  slow.setProcessEnvironment(env);
+  slow.start(kBin + "monitor_follower", args);
+  QVERIFY(slow.waitForReadyRead(kDeadlineMs));  // after its first (7 s) catch-up read
+  QVERIFY(slow.readLine().startsWith("following took-over=0"));
+  QProcess second;
+  second.start(kBin + "monitor_follower", args);
+  QVERIFY(second.waitForFinished(kDeadlineMs));
+  const QByteArray out = second.readAllStandardOutput();
+  QVERIFY2(second.exitCode() == 3 && out.contains("already followed by process"), out.constData());
+  slow.kill();
+  QVERIFY(slow.waitForFinished(kDeadlineMs));
 }
 
 QTEST_GUILESS_MAIN(TestRunMonitor)
