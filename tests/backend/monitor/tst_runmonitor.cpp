@@ -14,6 +14,7 @@
 
 #include "backend/monitor/runmonitor.h"
 #include "tests/backend/monitor/dirrunhandle.h"
+#include "tests/backend/monitor/monitortest.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -21,19 +22,10 @@ using namespace shardscope::backend;
 
 namespace {
 
-const QString kBin = QStringLiteral(SHARDSCOPE_BINARY_DIR) + "/tests/bin/";
-constexpr int kDeadlineMs = 60000;
-
-qint64 lineCount(const QString& path) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return 0;
-  return file.readAll().count('\n');
-}
-
-qint64 queryInt(RunReader& reader, const QString& sql) {
-  auto text = reader.db().queryText(sql.toStdString());
-  return text ? std::stoll(*text) : -1;
-}
+using monitortest::kBin;
+using monitortest::kDeadlineMs;
+using monitortest::lineCount;
+using monitortest::queryInt;
 
 RunMonitor::Options fastOptions() {
   RunMonitor::Options options;
@@ -116,21 +108,8 @@ qint64 TestRunMonitor::createRun(int worldSize) {
 void TestRunMonitor::checkRowsEqualLines(qint64 runId, int worldSize) {
   auto reader = m_store->reader();
   VERIFY_OK(reader);
-  for (int rank = 0; rank < worldSize; ++rank) {
-    const qint64 eventLines = lineCount(m_dir->filePath(QString("events-rank-%1.jsonl").arg(rank)));
-    const qint64 logLines = lineCount(m_dir->filePath(QString("rank-%1.log").arg(rank)));
-    QVERIFY(eventLines > 0);
-    const QString where = QString("run_id = %1 AND rank = %2").arg(runId).arg(rank);
-    QCOMPARE(
-        queryInt(*reader, "SELECT count(*) FROM events WHERE " + where) +
-            queryInt(*reader, "SELECT count(*) FROM log_lines WHERE file = 'events' AND " + where),
-        eventLines);
-    QCOMPARE(queryInt(*reader, "SELECT count(*) FROM log_lines WHERE file = 'log' AND " + where),
-             logLines);
-    // No offset was stored twice (a line stored twice would repeat one).
-    QCOMPARE(queryInt(*reader, "SELECT count(DISTINCT file_offset) FROM events WHERE " + where),
-             queryInt(*reader, "SELECT count(*) FROM events WHERE " + where));
-  }
+  const QString differs = monitortest::rowsEqualLines(*reader, m_dir->path(), runId, worldSize);
+  QVERIFY2(differs.isEmpty(), qPrintable(differs));
 }
 
 void TestRunMonitor::waitForRanksToEnd() {
