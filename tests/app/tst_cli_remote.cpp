@@ -1,6 +1,7 @@
 // shardscope-cli end to end on the real remote engines with the real trainer: `run` of a tiny
 // 2-rank experiment with launch.kind = "ssh" (through the sshd fixture) and "slurm" (the Slurm
 // fixture, submitted locally and over SSH), each to `complete`, its rows in the run log.
+#include <QJsonArray>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
@@ -60,6 +61,50 @@ class TestCliRemote : public QObject {
   }
 
  private slots:
+  // #16: trials that run out of memory (shardtrain's allocator refuses past
+  // SHARDSCOPE_HOST_MEMORY_LIMIT, passed through launch.env) are recorded `oom` over every
+  // launcher, and the study goes on to the next trial: a grid over the tiny model's width where
+  // hidden 256 (about 20 MiB per rank) is over an 8 MiB limit and hidden 16 (about 4 MiB) is not.
+  void oomTrialsAreRecordedAndTheStudyGoesOn_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QByteArray>("launch");
+    const QByteArray remote = m_dir.filePath("oom-remote").toUtf8();
+    QTest::newRow("local") << "local" << QByteArray("kind = \"local\"\n");
+    QTest::newRow("ssh") << "ssh"
+                         << "kind = \"ssh\"\nhosts = [\"node1\"]\nremote_dir = \"" + remote +
+                                "\"\n";
+    QTest::newRow("slurm") << "slurm" << QByteArray("kind = \"slurm\"\n");
+  }
+  void oomTrialsAreRecordedAndTheStudyGoesOn() {
+    QFETCH(QString, kind);
+    QFETCH(QByteArray, launch);
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = "oom-" + kind;
+    experiment.trainer = kShardtrain;
+    experiment.steps = 3;
+    experiment.launch = launch + "env = { SHARDSCOPE_HOST_MEMORY_LIMIT = \"8388608\" }\n";
+    experiment.absoluteData = true;
+    experiment.tables =
+        "[search]\nsampler = \"grid\"\nn_trials = 2\nobjectives = {objective = \"minimize\"}\n"
+        "[search.space.\"model.tiny_hidden_size\"]\ntype = \"categorical\"\n"
+        "choices = [256, 16]\n";
+    const QString exp = shardscope::testing::writeExperiment(m_dir.path(), experiment);
+    QVERIFY(!exp.isEmpty());
+    const Run r = cli({"--db", db(), "sweep", exp}, m_env, 240000);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));  // one trial completed
+    const Run shown = cli({"--db", db(), "study", "show", experiment.name, "--json"}, m_env);
+    const QJsonArray trials = json(shown.out)["trials"].toArray();
+    QCOMPARE(trials.size(), 2);
+    QMap<QString, QString> stateByWidth;
+    for (const auto& t : trials) {
+      const QJsonObject o = t.toObject();
+      const QJsonValue width = o["params"].toObject()["model.tiny_hidden_size"];
+      stateByWidth[QString::number(width.toVariant().toInt())] = o["state"].toString();
+    }
+    QCOMPARE(stateByWidth.value("256"), QString("oom"));
+    QCOMPARE(stateByWidth.value("16"), QString("complete"));
+  }
+
   void initTestCase() {
     QVERIFY(m_dir.isValid());
     QVERIFY2(QFile::exists(kShardtrain), "build the shardtrain target first");
