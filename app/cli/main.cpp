@@ -5,6 +5,7 @@
 #include <QCoreApplication>
 #include <QLoggingCategory>
 
+#include <csignal>
 #include <iostream>
 #include <string>
 
@@ -20,6 +21,9 @@ void addSweepVerb(CLI::App& app, Globals& g);  // app/cli/cmd_sweep.cpp
 
 int main(int argc, char** argv) {
   QCoreApplication qapp(argc, argv);  // the store's and launchers' timers need an event loop
+  // A file-size limit or quota on the run log fails its writes with a clear "full" error (the
+  // supervisor retries, losing nothing) instead of killing the process with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   // The backend's info lines (schema migrations, rank exits) are for the GUI's log, not for a
   // terminal; QT_LOGGING_RULES brings them back.
   if (qEnvironmentVariableIsEmpty("QT_LOGGING_RULES")) {

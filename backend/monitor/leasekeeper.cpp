@@ -1,9 +1,13 @@
 #include "backend/monitor/leasekeeper.h"
 
+#include <QLoggingCategory>
+
 #include <chrono>
 #include <utility>
 
 #include "backend/store/runstore.h"
+
+Q_LOGGING_CATEGORY(lcLeaseKeeper, "shardscope.monitor.lease")
 
 namespace shardscope::backend {
 
@@ -33,7 +37,20 @@ void LeaseKeeper::run() {
     auto renewed = m_store.renewLease(m_lease).get();
     lock.lock();
     if (!renewed) {
-      if (!m_stop) m_onLost(renewed.message());
+      // The run log cannot be written (a full disk): the lease is still ours, and the monitor's
+      // own writes fail and say why; renewing goes on, and succeeds once there is room again.
+      if (m_failures++ % 30 == 0) {
+        qCWarning(lcLeaseKeeper, "run %lld: lease heartbeat not stored: %s",
+                  static_cast<long long>(m_lease.runId), renewed.message().c_str());
+      }
+      continue;
+    }
+    m_failures = 0;
+    if (!*renewed) {
+      if (!m_stop) {
+        m_onLost("run " + std::to_string(m_lease.runId) +
+                 ": another monitor took over this run's lease: stop following it here");
+      }
       return;
     }
   }

@@ -18,8 +18,9 @@ class RunStore;
 
 class LeaseKeeper {
  public:
-  /// Renews `lease` every `heartbeatMs` until destroyed. When a renewal fails (another process
-  /// holds the lease now) it calls `onLost` once, on its own thread, and stops.
+  /// Renews `lease` every `heartbeatMs` until destroyed. When another process holds the lease
+  /// now it calls `onLost` once, on its own thread, and stops; a renewal the run log could not
+  /// store (a full disk) is logged and tried again.
   LeaseKeeper(RunStore& store, LeaseRecord lease, int heartbeatMs,
               std::function<void(const std::string&)> onLost);
   /// Stops renewing and joins the thread (a renewal under way finishes first).
@@ -37,6 +38,7 @@ class LeaseKeeper {
   std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_stop = false;
+  int m_failures = 0;    // renewals in a row the run log could not store
   std::thread m_thread;  // last: starts after every member above exists
 };
 

@@ -184,10 +184,15 @@ void RunMonitor::poll() {
   for (auto& receipt : pending) {
     auto r = receipt.get();
     if (!r) {
-      qCWarning(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId), r.message().c_str());
+      // Every poll retries; a full disk can last a while, so one line per 50 failed polls.
+      if (stored && m_storeFailures++ % 50 == 0) {
+        qCWarning(lcRunMonitor, "run %lld: %s (retrying; nothing is lost: the rank files keep it)",
+                  static_cast<long long>(m_runId), r.message().c_str());
+      }
       stored = false;
     }
   }
+  if (stored && !pending.empty()) m_storeFailures = 0;
   if (!stored) {
     // The run log refused a chunk (a full disk, another writer): read again from what it has.
     if (auto r = restoreStreams(); !r) qCWarning(lcRunMonitor, "%s", r.message().c_str());

@@ -105,6 +105,7 @@ class RunMonitor : public QObject {
   bool m_stopSent = false;
   bool m_tookOver = false;
   bool m_polling = false;
+  int m_storeFailures = 0;  // polls in a row whose rows the run log refused
 };
 
 }  // namespace shardscope::backend

@@ -531,21 +531,17 @@ RunStore::Pending<LeaseOutcome> RunStore::acquireLease(const LeaseRecord& me, do
       1, [me, staleAfterS](WriteContext& context) { return takeLease(context, me, staleAfterS); });
 }
 
-RunStore::Pending<void> RunStore::renewLease(const LeaseRecord& me) {
-  return submit<void>(1, [me](WriteContext& context) -> Result<void> {
+RunStore::Pending<bool> RunStore::renewLease(const LeaseRecord& me) {
+  return submit<bool>(1, [me](WriteContext& context) -> Result<bool> {
     auto stmt =
         context.statement("UPDATE leases SET heartbeat = ?3 WHERE run_id = ?1 AND token = ?2");
     if (!stmt) return stmt.error();
     Statement& update = **stmt;
-    if (auto r = update.bindInt64(1, me.runId); !r) return r;
-    if (auto r = update.bindText(2, me.token.toStdString()); !r) return r;
-    if (auto r = update.bindDouble(3, spec::unix_time_now()); !r) return r;
-    if (auto r = execute(update); !r) return r;
-    if (changes(context) == 0) {
-      return fail("run " + std::to_string(me.runId) +
-                  ": another monitor took over this run's lease: stop following it here");
-    }
-    return ok();
+    if (auto r = update.bindInt64(1, me.runId); !r) return r.error();
+    if (auto r = update.bindText(2, me.token.toStdString()); !r) return r.error();
+    if (auto r = update.bindDouble(3, spec::unix_time_now()); !r) return r.error();
+    if (auto r = execute(update); !r) return r.error();
+    return changes(context) != 0;
   });
 }
 

@@ -75,8 +75,9 @@ class RunStore : public QObject {
   /// Takes the lease on `runId` for `me` unless another holder is alive: a holder whose
   /// heartbeat is older than staleAfterS, or whose pid is dead on this machine, is taken over.
   Pending<LeaseOutcome> acquireLease(const LeaseRecord& me, double staleAfterS);
-  /// Heartbeat; fails when `me` no longer holds the lease.
-  Pending<void> renewLease(const LeaseRecord& me);
+  /// Heartbeat: true when renewed, false when another monitor holds the lease now; an error
+  /// when the run log could not be written (a full disk: the lease is still `me`'s).
+  Pending<bool> renewLease(const LeaseRecord& me);
   Pending<void> releaseLease(const LeaseRecord& me);
 
   // Studies (schema v3, the search of #6); see runstore_study.cpp.

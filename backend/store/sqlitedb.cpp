@@ -1,5 +1,8 @@
 #include "backend/store/sqlitedb.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <sqlite3.h>
 #include <QLoggingCategory>
 
@@ -47,6 +50,13 @@ std::string sqliteError(const std::string& path, sqlite3* db, int rc, std::strin
   std::string message = path + ": ";
   if (!what.empty()) message += std::string(what) + ": ";
   message += db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  // A write refused by a file-size limit (EFBIG) or a full disk that SQLite met outside its own
+  // size checks comes back as a bare "disk I/O error": the operating system's errno says which.
+  const int sys = db && (rc & 0xff) == SQLITE_IOERR ? sqlite3_system_errno(db) : 0;
+  if (sys == ENOSPC || sys == EFBIG || sys == EDQUOT) {
+    message.append(" (").append(std::strerror(sys)).append(")");
+    rc = SQLITE_FULL;
+  }
   message += hintFor(rc);
   return message;
 }
