@@ -178,6 +178,47 @@ class TestCliSweepVl : public QObject {
     QVERIFY2(r.err.contains("no trial completed"), qPrintable(r.err));
   }
 
+  // A model folder the estimate cannot trust: both estimate verbs exit 2 naming file and field.
+  void badModelFoldersAreConfigErrors() {
+    QVERIFY(QDir(m_dir.path()).mkpath("bad"));
+    QFile::remove(m_dir.filePath("bad/config.json"));
+    QVERIFY(
+        QFile::copy(m_dir.filePath("data/model/config.json"), m_dir.filePath("bad/config.json")));
+    QVERIFY(QFile::copy(m_dir.filePath("data/model/model.safetensors"),
+                        m_dir.filePath("bad/model.safetensors")));
+    QFile config(m_dir.filePath("bad/config.json"));
+    QVERIFY(config.open(QIODevice::ReadOnly));
+    QByteArray text = config.readAll();
+    config.close();
+    // The demo's MLP is 256 wide; config.json now says 320.
+    QVERIFY(text.contains("\"intermediate_size\": 256"));
+    text.replace("\"intermediate_size\": 256", "\"intermediate_size\": 320");
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(text);
+    config.close();
+    const QString exp = m_dir.filePath("bad.toml");
+    QString body = experiment("1000", 1, "1");
+    body.replace("path = \"data/model\"", "path = \"bad\"");
+    QVERIFY(write(exp, body));
+    const Run cliEstimate = cli({"estimate", exp});
+    QCOMPARE(cliEstimate.exitCode, 2);
+    QProcess trainer;
+    trainer.start(kShardtrain, {"estimate", exp});
+    QVERIFY(trainer.waitForFinished(60000));
+    QCOMPARE(trainer.exitCode(), 2);
+    const QString trainerErr = QString::fromUtf8(trainer.readAllStandardError());
+    for (const QString& err : {cliEstimate.err, trainerErr})
+      QVERIFY2(err.contains(m_dir.filePath("bad/model.safetensors")) &&
+                   err.contains("layers.0.mlp.gate_proj.weight has shape [256, 128]") &&
+                   err.contains("(field intermediate_size)"),
+               qPrintable(err));
+    // No config.json at all.
+    QFile::remove(m_dir.filePath("bad/config.json"));
+    const Run none = cli({"estimate", exp});
+    QCOMPARE(none.exitCode, 2);
+    QVERIFY2(none.err.contains(m_dir.filePath("bad/config.json")), qPrintable(none.err));
+  }
+
   void slurmWithoutTheFieldIsRefused() {
     const QString exp = m_dir.filePath("slurm.toml");
     QString text = experiment("0", 1, "1");
