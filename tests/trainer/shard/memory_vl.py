@@ -152,14 +152,19 @@ def run_cell(args, cell):
             "seconds": seconds, "exact": True}
 
 
-def print_table(rows):
-    terms = ("params", "grads", "optimizer", "gathered", "grad_buffers", "activations",
-             "vision", "logits")
-    print(f"{'config':44} " + " ".join(f"{t[:7]:>7}" for t in terms) +
+TERMS = ("params", "grads", "optimizer", "gathered", "grad_buffers", "activations", "vision",
+         "logits")
+
+
+def print_header():
+    print(f"{'config':44} " + " ".join(f"{t[:7]:>7}" for t in TERMS) +
           f" {'est MiB':>8} {'peak MiB':>8} {'est/peak':>8} {'s':>5}")
+
+
+def print_table(rows):
     for r in rows:
         e = r["est"]
-        print(f"{r['name']:44} " + " ".join(f"{e[t] / MIB:7.1f}" for t in terms) +
+        print(f"{r['name']:44} " + " ".join(f"{e[t] / MIB:7.1f}" for t in TERMS) +
               f" {e['total'] / MIB:8.1f} {r['peak'] / MIB:8.1f} {r['ratio']:8.3f} "
               f"{r['seconds']:5.1f}", flush=True)
 
@@ -176,6 +181,7 @@ def main():
         ranks.fresh_dir(args.work)
         params = prepare(args)
         rows = []
+        print_header()
         for cell in cells:
             rows.append(run_cell(args, cell))
             print_table(rows[-1:])
