@@ -236,12 +236,15 @@ Result<void> read_header(const std::string& file, HeaderMap& out) {
     return fail(file + ": the safetensors header is not a JSON object; restore the checkpoint");
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
+    std::string where = file;  // "<file>: tensor <name>" for the messages below
+    where += ": tensor ";
+    where += name;
     if (!entry.is_object() || !entry.contains("shape") || !entry["shape"].is_array())
-      return fail(file + ": tensor " + name + " has no shape in the header; restore the file");
+      return fail(where + " has no shape in the header; restore the file");
     std::vector<std::int64_t> shape;
     for (const auto& d : entry["shape"]) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
-        return fail(file + ": tensor " + name + " has a bad shape " + entry["shape"].dump());
+        return fail(where + " has a bad shape " + entry["shape"].dump());
       shape.push_back(d.get<std::int64_t>());
     }
     const auto ours = our_name(name);
@@ -385,6 +388,23 @@ std::vector<LayerShape> hf_layers(const HfModelConfig& config) {
 }  // namespace shardscope::spec
 
 namespace shardscope::spec {
+namespace {
+
+Error missing_tensor(const std::string& dir, const std::string& name, const std::string& cfg) {
+  return fail(dir + ": the weights have no tensor for " + name + ", which " + cfg +
+              " implies (fields num_hidden_layers, vision_config.depth, tie_word_embeddings); "
+              "use the config.json saved with these weights");
+}
+
+Error shape_mismatch(const std::string& file, const ParamShape& p,
+                     const std::vector<std::int64_t>& got, const std::string& cfg,
+                     const std::string& field) {
+  return fail(file + ": tensor " + p.name + " has shape " + shape_text(got) + " but " + cfg +
+              " implies " + shape_text(p.shape) + " (field " + field +
+              "); use the config.json saved with these weights");
+}
+
+}  // namespace
 
 Result<void> check_hf_weights(const std::string& dir, const HfModelConfig& config) {
   auto files = weight_files(dir);
@@ -399,9 +419,7 @@ Result<void> check_hf_weights(const std::string& dir, const HfModelConfig& confi
       auto it = headers.find(p.name);
       if (it == headers.end()) {
         if (!p.tied_to.empty()) continue;  // a tied head is the embedding's storage
-        return fail(dir + ": the weights have no tensor for " + p.name + ", which " + cfg +
-                    " implies (fields num_hidden_layers, vision_config.depth, "
-                    "tie_word_embeddings); use the config.json saved with these weights");
+        return missing_tensor(dir, p.name, cfg);
       }
       const auto& got = it->second.shape;
       if (got == p.shape) continue;
@@ -411,9 +429,7 @@ Result<void> check_hf_weights(const std::string& dir, const HfModelConfig& confi
           field = fields_with(config, p.shape[d]);
           break;
         }
-      return fail(it->second.file + ": tensor " + p.name + " has shape " + shape_text(got) +
-                  " but " + cfg + " implies " + shape_text(p.shape) + " (field " + field +
-                  "); use the config.json saved with these weights");
+      return shape_mismatch(it->second.file, p, got, cfg, field);
     }
   }
   return ok();
