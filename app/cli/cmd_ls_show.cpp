@@ -1,5 +1,6 @@
 // `ls` (every run, newest first) and `show RUN` (one run, with its last metrics).
 #include <QJsonArray>
+#include <QJsonDocument>
 
 #include <cmath>
 #include <cstdio>
@@ -46,12 +47,22 @@ QJsonObject lastMetrics(backend::RunReader& reader, qint64 runId) {
   return last;
 }
 
+// The per-rank memory estimate rank 0's `hello` event carried (bytes), null before it came or
+// when it had none (0: a model the trainer could not estimate).
+QJsonValue memEstimate(backend::RunReader& reader, qint64 runId) {
+  auto hello = reader.lastEvent(runId, 0, QStringLiteral("hello"));
+  if (!hello || !hello->has_value()) return QJsonValue();
+  const QJsonValue v = QJsonDocument::fromJson((*hello)->json).object().value("mem_estimate");
+  return v.isDouble() && v.toInteger() > 0 ? QJsonValue(v.toInteger()) : QJsonValue();
+}
+
 void showVerb(const Globals& g, const std::string& runArg) {
   auto reader = openReader(g);
   const auto run = findRun(reader, runArg);
   adoptOrphans(g, reader, {run});
   QJsonObject o = runToJson(run);
   o["metrics"] = lastMetrics(reader, run.id);
+  o["mem_estimate"] = memEstimate(reader, run.id);
   if (g.json) {
     printJson(o);
     return;
@@ -63,6 +74,8 @@ void showVerb(const Globals& g, const std::string& runArg) {
             << "world_size: " << run.worldSize << '\n';
   if (run.objective) std::cout << "objective:  " << *run.objective << '\n';
   if (!run.error.isEmpty()) std::cout << "error:      " << run.error.toStdString() << '\n';
+  if (o["mem_estimate"].isDouble())
+    std::cout << "estimate:   " << o["mem_estimate"].toInteger() << " bytes per rank\n";
   const QJsonObject metrics = o["metrics"].toObject();
   for (auto it = metrics.begin(); it != metrics.end(); ++it) {
     const QJsonObject m = it.value().toObject();

@@ -202,6 +202,9 @@ void runSweep(const SweepArgs& a, const Globals& g) {
     auto shape =
         orExit(spec::load_experiment(path.toStdString(), a.overrides, noPaths), kExitUsage);
     if (shape.launch.kind == spec::LaunchKind::local) orExit(backend::ensureDemoData(shape));
+    // The budget's own errors (Slurm without launch.device_memory_gib) before any trial.
+    if (shape.launch.kind == spec::LaunchKind::slurm)
+      (void)orExit(backend::budgetFor(shape), kExitUsage);
   }
   auto store = openStore(g);
   SweepArgs args = a;
@@ -233,9 +236,23 @@ void runSweep(const SweepArgs& a, const Globals& g) {
     std::printf("best trial %lld: %s  (%s)\n", static_cast<long long>(summary.best->trial.number),
                 valuesText(summary.best->trial.values).c_str(),
                 paramsText(summary.best->trial.params).c_str());
-  } else {
-    std::printf("no trial completed\n");
+    return;
   }
+  // Nothing to show for the sweep: a failure for scripts (docs/cli.md, exit 3), with the one
+  // reason when every trial was refused by the memory check before it started.
+  std::fflush(stdout);
+  const int ended = c.complete + c.pruned + c.failed + c.infeasible + c.oom;
+  if (ended > 0 && c.infeasible == ended) {
+    QString why;
+    for (const auto& t : summary.trials)
+      if (t.status == spec::RunStatus::infeasible && !t.error.isEmpty()) {
+        why = t.error;
+        break;
+      }
+    exitWith(kExitFailed, "no trial completed: every trial (" + std::to_string(ended) +
+                              ") was infeasible, none was started: " + why.toStdString());
+  }
+  exitWith(kExitFailed, "no trial completed");
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 // objective, its only value when there is one objective.
 #include "backend/search/trialrunner.h"
 
-#include <unistd.h>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -29,6 +28,7 @@
 #include "backend/launch/programlauncher.h"
 #include "backend/monitor/runmonitor.h"
 #include "backend/search/study.h"
+#include "backend/ssh/hostcheck.h"
 #include "trainer/spec/estimate.h"
 #include "trainer/spec/events.h"
 
@@ -112,13 +112,31 @@ Result<void> writeTrialToml(const QString& runDir, const spec::Experiment& exp) 
 
 QString mib(qint64 bytes) { return QString::number(double(bytes) / (1024.0 * 1024.0), 'f', 1); }
 
-qint64 physicalMemory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? qint64(pages) * qint64(page) : 0;
+// Where a launch's ranks run, for the detection cache: kind, first host, GPU pool.
+std::string targetKey(const spec::LaunchSection& l) {
+  std::string key = std::to_string(static_cast<int>(l.kind));
+  if (l.kind == spec::LaunchKind::ssh && !l.hosts.empty()) key += "|" + l.hosts.front();
+  key += "|";
+  for (int g : l.gpus) key += std::to_string(g) + ",";
+  return key;
+}
+
+// The detection for `exp`'s target; a host that cannot be checked leaves the budget unknown
+// (its launch fails on its own, with the SSH error), named in the source.
+Result<spec::DeviceBudget> budgetWith(const spec::Experiment& exp,
+                                      const Result<spec::DetectedMemory>& found) {
+  if (!found && exp.launch.device_memory_gib <= 0)
+    return spec::DeviceBudget{0, "unknown: " + found.message(), true};
+  return spec::device_budget(exp, found ? *found : spec::DetectedMemory{});
 }
 
 }  // namespace
+
+Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp) {
+  if (exp.launch.device_memory_gib > 0 || exp.launch.kind == spec::LaunchKind::slurm)
+    return spec::device_budget(exp, {});
+  return budgetWith(exp, detectMemory(exp.launch));
+}
 
 spec::RunStatus runStatusOf(TrialState state) {
   switch (state) {
@@ -198,18 +216,36 @@ Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& p
   return exp;
 }
 
+Result<spec::DeviceBudget> TrialRunner::budgetOf(const spec::Experiment& exp) const {
+  if (m_options.deviceBudgetBytes)
+    return spec::DeviceBudget{*m_options.deviceBudgetBytes, "the caller's budget", false};
+  if (exp.launch.device_memory_gib > 0 || exp.launch.kind == spec::LaunchKind::slurm)
+    return spec::device_budget(exp, {});
+  const auto key = targetKey(exp.launch);
+  auto it = m_detected.find(key);
+  if (it == m_detected.end()) {
+    auto found = detectMemory(exp.launch);
+    if (!found) return budgetWith(exp, found);  // not cached: the host may come back
+    it = m_detected.emplace(key, *found).first;
+  }
+  return spec::device_budget(exp, it->second);
+}
+
 std::optional<QString> TrialRunner::infeasibility(const spec::Experiment& exp) const {
   if (programTrials()) return std::nullopt;  // a program's memory is its own business
   const int local = exp.launch.nproc_per_node;
   auto estimate = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local);
   if (!estimate) return QString::fromStdString("memory estimate: " + estimate.message());
-  const qint64 budget = m_options.deviceBudgetBytes.value_or(physicalMemory() / std::max(1, local));
-  if (budget <= 0 || estimate->total <= budget) return std::nullopt;
+  auto budget = budgetOf(exp);
+  if (!budget) return QString::fromStdString(budget.message());
+  const qint64 need = spec::budgeted_bytes(*estimate, *budget);
+  if (budget->bytes <= 0 || need <= budget->bytes) return std::nullopt;
   return QStringLiteral(
-             "memory estimate %1 MiB per rank exceeds the device budget of %2 MiB per rank; lower "
-             "train.micro_batch_size or data.seq_len, enable shard.activation_checkpointing, or "
-             "search a smaller range")
-      .arg(mib(estimate->total), mib(budget));
+             "memory estimate %1 MiB per rank%2 exceeds the budget of %3 MiB per rank (%4); "
+             "lower train.micro_batch_size or data.seq_len, enable "
+             "shard.activation_checkpointing, or search a smaller range")
+      .arg(mib(need), budget->gpu ? QStringLiteral(" on the device") : QString(),
+           mib(budget->bytes), QString::fromStdString(budget->source));
 }
 
 Result<qint64> TrialRunner::createRun(qint64 number, const search::TrialParams& params) {

@@ -21,6 +21,7 @@
 #include "backend/search/space.h"
 #include "backend/search/trial.h"
 #include "backend/store/runstore.h"
+#include "trainer/spec/estimate.h"
 #include "trainer/spec/experiment.h"
 #include "trainer/spec/result.h"
 
@@ -36,6 +37,11 @@ struct TrialOutcome {
   QString error;                                ///< why it failed/was infeasible; empty otherwise
 };
 
+/// The budget a trial of `exp` is held against on its target (spec::device_budget over what
+/// detectMemory finds: launch.device_memory_gib wins; nvidia-smi locally or on the first SSH
+/// host; the host's memory for CPU runs). Slurm without launch.device_memory_gib is an error.
+Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp);
+
 /// The run-log status of a trial state.
 spec::RunStatus runStatusOf(search::TrialState state);
 
@@ -45,8 +51,9 @@ class TrialRunner : public QObject {
   struct Options {
     qint64 studyId = 0;  ///< runs are created as trials of this study (createTrialRun)
     QString runsRoot;    ///< run directories: runsRoot/study-<id>/trial-<number>
-    /// Per-rank memory budget of the device in bytes; unset: this machine's physical memory
-    /// divided by the ranks per node (the engine allocates on the CPU here).
+    /// Per-rank memory budget in bytes held against the estimate's total, winning over
+    /// everything; unset: budgetFor() (launch.device_memory_gib, the target's GPU memory from
+    /// nvidia-smi, or its physical memory divided by the ranks per node for CPU runs).
     std::optional<qint64> deviceBudgetBytes;
     /// launch.trainer for shardtrain trials whose launch.trainer is a bare name, when not empty
     /// (the shardtrain built beside the caller); a path in the experiment wins.
@@ -103,6 +110,9 @@ class TrialRunner : public QObject {
   Result<qint64> createRun(qint64 number, const search::TrialParams& params);
   Result<spec::Experiment> experimentFor(const search::TrialParams& params) const;
   std::optional<QString> infeasibility(const spec::Experiment& exp) const;
+  /// The per-rank budget `exp`'s trial is held against (budgetFor's rules); the detection of
+  /// the target host's memory runs once per launch target.
+  Result<spec::DeviceBudget> budgetOf(const spec::Experiment& exp) const;
   Result<void> launch(Running& trial, const spec::Experiment& exp,
                       const search::TrialParams& params);
   void finishEarly(qint64 number, qint64 runId, search::TrialState state, const QString& error);
@@ -117,6 +127,7 @@ class TrialRunner : public QObject {
   QString m_experimentPath;
   search::SearchSpace m_space;
   Options m_options;
+  mutable std::map<std::string, spec::DetectedMemory> m_detected;  ///< per launch target
   std::optional<spec::Experiment> m_base;  // the experiment without overrides, when it loads
   PruneCallback m_prune;
   std::map<qint64, std::unique_ptr<Running>> m_trials;  // by trial number

@@ -1,11 +1,16 @@
 #include "backend/ssh/hostcheck.h"
 
 #include <netdb.h>
+
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <algorithm>
 
 #include <QLoggingCategory>
 #include <QObject>
+#include <QProcess>
+
+#include <unistd.h>
 
 #include <arpa/inet.h>
 
@@ -78,6 +83,15 @@ QStringList parseGpus(const std::string& csv) {
   return gpus;
 }
 
+constexpr const char* kGpuQuery =
+    "nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader,nounits";
+
+qint64 localPhysicalMemory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? qint64(pages) * qint64(page) : 0;
+}
+
 QStringList parsePartitions(const std::string& text) {
   QStringList parts;
   for (const QString& line : qs(text).split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
@@ -121,10 +135,10 @@ void remoteSteps(SshSession& session, const HostCheckRequest& request, HostCheck
 
   CheckStep gpus{"gpus", QObject::tr("GPUs (nvidia-smi)"), State::running, {}};
   report(gpus);
-  auto smi =
-      session.exec("nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader,nounits");
+  auto smi = session.exec(kGpuQuery);
   if (smi && smi->exitStatus == 0) {
     outcome.gpus = parseGpus(smi->out);
+    outcome.gpuInfo = parseGpuQuery(qs(smi->out));
     gpus.state = State::passed;
     gpus.detail = QObject::tr("%n GPU(s): ", nullptr, int(outcome.gpus.size())) +
                   outcome.gpus.join(QStringLiteral("; "));
@@ -137,6 +151,9 @@ void remoteSteps(SshSession& session, const HostCheckRequest& request, HostCheck
         smi ? QObject::tr("nvidia-smi failed: %1").arg(qs(smi->err + smi->out)) : qs(smi.message());
   }
   report(gpus);
+  if (auto mem = session.exec("echo $(( $(getconf _PHYS_PAGES) * $(getconf PAGESIZE) ))");
+      mem && mem->exitStatus == 0)
+    outcome.hostMemoryBytes = qs(mem->out).toLongLong();
 
   CheckStep slurm{"slurm", QObject::tr("Slurm partitions"), State::running, {}};
   report(slurm);
@@ -243,6 +260,85 @@ HostCheckOutcome runHostCheck(const HostCheckRequest& request,
   remoteSteps(*session, request, outcome, report);
   session->disconnect();
   return outcome;
+}
+
+QList<GpuInfo> parseGpuQuery(const QString& csv) {
+  QList<GpuInfo> out;
+  for (const QString& line : csv.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+    const QStringList f = line.split(QLatin1Char(','));
+    if (f.size() < 3) continue;
+    bool indexOk = false;
+    bool memOk = false;
+    GpuInfo g;
+    g.index = f[0].trimmed().toInt(&indexOk);
+    g.name = f.mid(1, f.size() - 2).join(QLatin1Char(',')).trimmed();
+    g.memoryBytes = f.last().trimmed().toLongLong(&memOk) * 1024 * 1024;  // MiB (nounits)
+    if (indexOk && memOk && g.memoryBytes > 0) out.append(g);
+  }
+  return out;
+}
+
+HostCheckOutcome checkLocalMemory() {
+  HostCheckOutcome outcome;
+  outcome.ok = true;
+  outcome.hostMemoryBytes = localPhysicalMemory();
+  QProcess smi;
+  smi.startCommand(QString::fromLatin1(kGpuQuery));
+  if (!smi.waitForStarted(5000)) return outcome;  // no nvidia-smi: no NVIDIA GPU here
+  if (!smi.waitForFinished(20000)) {
+    smi.kill();
+    smi.waitForFinished(1000);
+    qCWarning(lcHostCheck) << "nvidia-smi did not answer within 20 s; no GPU assumed";
+    return outcome;
+  }
+  if (smi.exitStatus() == QProcess::NormalExit && smi.exitCode() == 0) {
+    const QString out = QString::fromLocal8Bit(smi.readAllStandardOutput());
+    outcome.gpuInfo = parseGpuQuery(out);
+    outcome.gpus = parseGpus(out.toStdString());
+  }
+  return outcome;
+}
+
+Result<spec::DetectedMemory> detectMemory(const spec::LaunchSection& launch,
+                                          const HostCheckRequest& sshFiles) {
+  spec::DetectedMemory d;
+  if (launch.kind == spec::LaunchKind::slurm) return d;
+  HostCheckOutcome outcome;
+  QString where = QStringLiteral("this machine");
+  if (launch.kind == spec::LaunchKind::ssh && !launch.hosts.empty()) {
+    HostCheckRequest request = sshFiles;
+    request.alias = QString::fromStdString(launch.hosts.front());
+    request.trainer = QString::fromStdString(launch.trainer);
+    QString failure;
+    outcome = runHostCheck(request, [&](const CheckStep& s) {
+      if (s.state == CheckStep::State::failed && failure.isEmpty())
+        failure = s.title + QStringLiteral(": ") + s.detail;
+    });
+    if (!outcome.ok)
+      return fail("host check of " + launch.hosts.front() + " failed (" + failure.toStdString() +
+                  "); fix the host or set launch.device_memory_gib");
+    where = request.alias;
+  } else {
+    outcome = checkLocalMemory();
+  }
+  d.host_bytes = outcome.hostMemoryBytes;
+  d.host_source = where.toStdString();
+  const GpuInfo* smallest = nullptr;
+  for (const auto& g : outcome.gpuInfo) {
+    const bool used =
+        launch.kind != spec::LaunchKind::local || launch.gpus.empty() ||
+        std::find(launch.gpus.begin(), launch.gpus.end(), g.index) != launch.gpus.end();
+    if (used && (smallest == nullptr || g.memoryBytes < smallest->memoryBytes)) smallest = &g;
+  }
+  if (smallest != nullptr) {
+    d.gpu_bytes = smallest->memoryBytes;
+    d.gpu_source = QStringLiteral("nvidia-smi on %1: GPU %2, %3")
+                       .arg(where)
+                       .arg(smallest->index)
+                       .arg(smallest->name)
+                       .toStdString();
+  }
+  return d;
 }
 
 }  // namespace shardscope::backend

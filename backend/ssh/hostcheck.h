@@ -11,6 +11,10 @@
 #include <functional>
 #include <optional>
 
+#include "trainer/spec/estimate.h"
+#include "trainer/spec/experiment.h"
+#include "trainer/spec/result.h"
+
 namespace shardscope::backend {
 
 /// One step of a host check and how it went.
@@ -46,14 +50,34 @@ struct HostKeyOffer {
   bool changed = false;  ///< the key differs from a trusted one (possible attack): no trust button
 };
 
+/// One GPU as nvidia-smi reports it.
+struct GpuInfo {
+  int index = 0;
+  QString name;            ///< "NVIDIA H100 80GB HBM3"
+  qint64 memoryBytes = 0;  ///< memory.total
+};
+
 /// The result of a whole check.
 struct HostCheckOutcome {
   bool ok = false;  ///< every required step passed (GPUs and Slurm are optional)
   std::optional<HostKeyOffer> offer;
-  QString hostKey;         ///< "ssh-ed25519 SHA256:..." when known_hosts vouches for it
-  QStringList gpus;        ///< "0: NVIDIA A100 (81920 MiB)"
-  QStringList partitions;  ///< "debug* up 1 node(s)"
+  QString hostKey;             ///< "ssh-ed25519 SHA256:..." when known_hosts vouches for it
+  QStringList gpus;            ///< "0: NVIDIA A100 (81920 MiB)"
+  QStringList partitions;      ///< "debug* up 1 node(s)"
+  QList<GpuInfo> gpuInfo;      ///< the GPUs of `gpus`, parsed
+  qint64 hostMemoryBytes = 0;  ///< physical memory (getconf); 0 when unknown
 };
+
+/// nvidia-smi's `--query-gpu=index,name,memory.total --format=csv,noheader,nounits` output.
+QList<GpuInfo> parseGpuQuery(const QString& csv);
+/// The GPUs of this machine from the same nvidia-smi query the host check runs (none when
+/// nvidia-smi is missing or fails), and its physical memory.
+HostCheckOutcome checkLocalMemory();
+/// What a launch's ranks will have: on this machine (launch.kind local: the GPUs of
+/// launch.gpus when set), or on the first of launch.hosts through the SSH host check (ssh).
+/// Slurm: nothing is detected (its nodes are not known before the job starts).
+Result<spec::DetectedMemory> detectMemory(const spec::LaunchSection& launch,
+                                          const HostCheckRequest& sshFiles = {});
 
 /// The steps in order (for a list shown before the check starts).
 QList<CheckStep> hostCheckSteps();

@@ -1,11 +1,32 @@
 #include "trainer/cli/estimate.h"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "trainer/base/fatal.h"
+#include "trainer/dist/device.h"
 #include "trainer/spec/estimate.h"
 
 namespace shardscope::trainer {
+namespace {
+
+// What this machine has: the GPU rank 0 would use (shard.device's rule) and its memory.
+spec::DetectedMemory detect_here(const spec::Experiment& exp) {
+  spec::DetectedMemory d;
+  const auto host = dist::describe(c10::Device(c10::kCPU));
+  d.host_bytes = host.memory_bytes;
+  d.host_source = "this machine";
+  if (exp.shard.device == "cpu") return d;
+  const auto device = dist::choose_device(exp.shard.device, 0);
+  if (device.is_cuda()) {
+    const auto info = dist::describe(device);
+    d.gpu_bytes = info.memory_bytes;
+    d.gpu_source = "this machine's GPU " + std::to_string(device.index()) + " (" + info.name + ")";
+  }
+  return d;
+}
+
+}  // namespace
 
 int run_estimate(const EstimateOptions& options) {
   auto exp = spec::load_experiment(options.config, options.overrides);
@@ -15,11 +36,21 @@ int run_estimate(const EstimateOptions& options) {
   const int world =
       options.world_size > 0 ? options.world_size : exp->launch.nnodes * exp->launch.nproc_per_node;
   auto estimate = spec::estimate_memory(*exp, world, local);
-  SHARD_CHECK_OK(estimate, spec::ErrorKind::config, "fix the experiment file or the world shape");
+  SHARD_CHECK_OK(estimate, spec::ErrorKind::config,
+                 "fix the experiment file, the model folder or the world shape");
+  auto budget = spec::device_budget(*exp, detect_here(*exp));
+  SHARD_CHECK_OK(budget, spec::ErrorKind::config, "fix the experiment file");
   if (options.json) {
-    std::printf("%s\n", spec::estimate_json(*estimate).c_str());
+    auto out = nlohmann::json::parse(spec::estimate_json(*estimate));
+    out["budget"] = {
+        {"bytes", budget->bytes},
+        {"source", budget->source},
+        {"gpu", budget->gpu},
+        {"fits", budget->bytes <= 0 || spec::budgeted_bytes(*estimate, *budget) <= budget->bytes}};
+    std::printf("%s\n", out.dump().c_str());
   } else {
-    std::printf("%s", spec::format_estimate(*estimate).c_str());
+    std::printf("%s%s", spec::format_estimate(*estimate).c_str(),
+                spec::format_budget(*estimate, *budget).c_str());
   }
   return kExitOk;
 }

@@ -2,14 +2,23 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "trainer/spec/hf_config.h"
 #include "trainer/spec/model_shape.h"
 
 namespace shardscope::spec {
 namespace {
 
 std::int64_t dtype_bytes(DType d) { return d == DType::fp32 ? 4 : 2; }
+
+// 80 -> "80", 0.5 -> "0.5": the shortest spelling that reads back the same.
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
 
 // Saved-for-backward elements per token of one Qwen2 block, in the compute dtype: C-sized
 // tensors (norm inputs and outputs, q/k/v, rotary products, attention output, residuals) and
@@ -18,6 +27,59 @@ constexpr std::int64_t kBlockActC = 16;
 constexpr std::int64_t kBlockActI = 4;
 // Logits (fp32), log-softmax output and the logits' gradient in the head's backward.
 constexpr std::int64_t kLogitCopies = 3;
+// Saved-for-backward elements per patch of one vision block (E-sized: LayerNorm inputs and
+// outputs, qkv, rotary q and k, attention output, residuals; M-sized: fc1's output, the
+// activation's input and output), and of the merger per patch (E-sized: ln_q's input and output,
+// mlp.0's input; its GELU's input and output and mlp.2's input, merge^2 x E each per token).
+constexpr std::int64_t kVisionActE = 14;
+constexpr std::int64_t kVisionActM = 3;
+constexpr std::int64_t kMergerActE = 6;
+// With LoRA the base is frozen: its Linears keep no input for a weight gradient and its norms no
+// normalised output, so a block saves about 11/20 of what full training saves (fitted to the
+// counting allocator on the 55M Qwen2-VL of the shard_memory_vl test: 0.50-0.62 over 3 runs).
+constexpr std::int64_t kFrozenShareNum = 11;
+constexpr std::int64_t kFrozenShareDen = 20;
+
+// What the estimate needs of the model: its layers (LoRA and freezing not yet applied), the text
+// dimensions, and for Qwen2-VL the vision tower's and the image tokens of one sample.
+struct ModelFacts {
+  std::vector<LayerShape> layers;
+  Qwen2Dims text;
+  bool has_vision = false;
+  VisionDims vision;
+  std::int64_t image_tokens = 0;  // merged image tokens per sample
+};
+
+Result<ModelFacts> model_facts(const Experiment& exp) {
+  ModelFacts f;
+  if (exp.model.arch == "tiny") {
+    f.text = tiny_dims(exp.model);
+    f.layers = qwen2_layers(f.text);
+    return f;
+  }
+  if (exp.model.path.empty())
+    return fail("model.path: model.arch = \"" + exp.model.arch +
+                "\" needs the checkpoint folder (config.json + *.safetensors); set model.path");
+  auto config = read_hf_config(exp.model.path);
+  if (!config) return config.error();
+  if (config->model_type != exp.model.arch)
+    return fail(exp.model.path + "/config.json: field model_type is \"" + config->model_type +
+                "\" but model.arch is \"" + exp.model.arch + "\"; set model.arch = \"" +
+                config->model_type + "\" or point model.path at another checkpoint");
+  if (auto weights = check_hf_weights(exp.model.path, *config); !weights) return weights.error();
+  f.text = config->text;
+  f.has_vision = config->has_vision;
+  f.vision = config->vision;
+  f.layers = hf_layers(*config);
+  // Images come with chat samples only; one image per sample at the processor's largest size,
+  // and never more image tokens than the sequence holds.
+  if (f.has_vision && exp.data.format == "chat") {
+    auto tokens = max_image_tokens(exp.model.path, f.vision);
+    if (!tokens) return tokens.error();
+    f.image_tokens = std::min<std::int64_t>(*tokens, exp.data.seq_len);
+  }
+  return f;
+}
 
 struct FlatSizes {
   std::int64_t shard = 0;   // N
@@ -62,9 +124,6 @@ int shard_size_of(ShardStrategy s, int world, int local) {
 
 Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
                                        int local_world_size) {
-  if (exp.model.arch != "tiny")
-    return fail("estimate: model.arch = \"" + exp.model.arch +
-                "\" needs its config.json, which this build cannot read yet; use arch \"tiny\"");
   auto valid = validate_for_world(exp, world_size, local_world_size);
   if (!valid) return valid.error();
   MemoryEstimate e;
@@ -76,12 +135,19 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   const auto r_bytes = dtype_bytes(prec.reduce);
   const auto a_bytes = prec.autocast ? dtype_bytes(prec.autocast_dtype) : p_bytes;
 
-  const auto dims = tiny_dims(exp.model);
-  auto layers = qwen2_layers(dims);
+  auto facts = model_facts(exp);
+  if (!facts) return facts.error();
+  const auto& dims = facts->text;
+  auto layers = std::move(facts->layers);
   (void)apply_lora(exp.lora, layers);  // validation reported targets that select nothing
   apply_freeze(exp.train, layers);     // validation reported unmatched globs
+  bool head_trainable = false;  // lm_head's weight gets a gradient (its own, or the embedding's)
+  std::map<std::string, bool> trainable;
   for (const auto& l : layers)
     for (const auto& p : l.params) {
+      trainable[p.name] = p.trainable;
+      if (p.name == "lm_head.weight")
+        head_trainable = p.tied_to.empty() ? p.trainable : trainable[p.tied_to];
       if (!p.tied_to.empty()) continue;  // one storage for a tied pair
       e.params_total += numel(p.shape);
       if (p.trainable) e.params_trainable += numel(p.shape);
@@ -132,23 +198,37 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   if (micro_steps > 1 && !exp.shard.reduce_every_microstep) accum = trainable_padded * r_bytes;
   e.grad_buffers += accum;
 
+  e.image_tokens = facts->image_tokens;
   const auto tokens = e.micro_batch * exp.data.seq_len;
   const auto C = dims.hidden_size;
   const auto I = dims.intermediate_size;
-  const auto block = tokens * (kBlockActC * C + kBlockActI * I) * a_bytes;
-  if (exp.shard.activation_checkpointing) {
-    e.activations = dims.num_layers * tokens * C * a_bytes + block;
-  } else {
-    e.activations = dims.num_layers * block;
-  }
+  const bool ac = exp.shard.activation_checkpointing;
+  const bool frozen_base = exp.lora.enabled;
+  const auto share = [&](std::int64_t bytes) {
+    return frozen_base ? bytes * kFrozenShareNum / kFrozenShareDen : bytes;
+  };
+  const auto block = share(tokens * (kBlockActC * C + kBlockActI * I) * a_bytes);
+  e.activations = ac ? dims.num_layers * tokens * C * a_bytes + block : dims.num_layers * block;
   e.activations += 3 * tokens * C * a_bytes;  // embedding output and the final norm
-  // Logits' copies plus lm_head's weight gradient, held until the root unit's backward ends.
+  if (facts->has_vision && e.image_tokens > 0) {
+    const auto& v = facts->vision;
+    const auto merge2 = v.spatial_merge_size * v.spatial_merge_size;
+    const auto patches = e.micro_batch * e.image_tokens * merge2;  // vision tokens per forward
+    const auto E = v.embed_dim;
+    const auto vblock = share(patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes);
+    e.vision = ac ? v.depth * patches * E * a_bytes + vblock : v.depth * vblock;
+    // The pixel values (fp32 patches), patch_embed's output, and the merger's saved tensors.
+    e.vision +=
+        patches * v.patch_dim() * 4 + patches * E * a_bytes + patches * kMergerActE * E * a_bytes;
+  }
+  // Logits' copies plus lm_head's weight gradient (when it has one), held until the root unit's
+  // backward ends.
   e.logits = kLogitCopies * e.micro_batch * (exp.data.seq_len - 1) * dims.vocab_size * 4 +
-             dims.vocab_size * C * p_bytes;
+             (head_trainable ? dims.vocab_size * C * p_bytes : 0);
   // Gradients are freed after each optimizer step, so the peak is the larger of two moments:
   // the head's backward (every saved activation, the logits, the gathered units) and the end of
   // backward (every sharded gradient, the root still gathered, its gradient being reduced).
-  const auto head_backward = e.gathered + e.activations + e.logits + accum;
+  const auto head_backward = e.gathered + e.activations + e.vision + e.logits + accum;
   const auto backward_end = e.grads + root_padded * p_bytes + e.grad_buffers;
   e.total = e.params + e.optimizer + std::max(head_backward, backward_end);
   // Offloaded state lives in host memory; everything else on the compute device.
@@ -156,6 +236,56 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
       (exp.shard.offload_params ? e.params : 0) + (exp.shard.offload_optimizer ? e.optimizer : 0);
   e.device = e.total - e.host;
   return e;
+}
+
+Result<DeviceBudget> device_budget(const Experiment& exp, const DetectedMemory& detected) {
+  const auto& l = exp.launch;
+  const bool cpu = exp.shard.device == "cpu";
+  DeviceBudget b;
+  if (l.device_memory_gib > 0) {
+    b.bytes = static_cast<std::int64_t>(l.device_memory_gib * 1024.0 * 1024.0 * 1024.0);
+    b.source = "launch.device_memory_gib = " + format_number(l.device_memory_gib);
+    b.gpu = !cpu;
+    return b;
+  }
+  if (l.kind == LaunchKind::slurm)
+    return fail(
+        "launch.device_memory_gib: required for launch.kind = \"slurm\" (the job's nodes are "
+        "not known before it starts); set it to the GPU memory of the partition's nodes in GiB, "
+        "e.g. 80");
+  if (!cpu && detected.gpu_bytes > 0) {
+    b.bytes = detected.gpu_bytes;
+    b.source = detected.gpu_source;
+    return b;
+  }
+  if (exp.shard.device == "cuda")
+    return fail("launch.device_memory_gib: shard.device = \"cuda\" but no GPU was found on " +
+                (detected.host_source.empty() ? std::string("the host") : detected.host_source) +
+                "; set launch.device_memory_gib to the GPU memory in GiB, or run the host check");
+  b.gpu = false;
+  if (detected.host_bytes <= 0) return b;  // unknown: nothing to hold the estimate against
+  const int ranks = std::max(1, l.nproc_per_node);
+  b.bytes = detected.host_bytes / ranks;
+  b.source = "memory of " + detected.host_source + " (" +
+             format_number(static_cast<double>(detected.host_bytes) / (1024.0 * 1024.0 * 1024.0)) +
+             " GiB) / " + std::to_string(ranks) + " rank(s), CPU run";
+  return b;
+}
+
+std::int64_t budgeted_bytes(const MemoryEstimate& e, const DeviceBudget& budget) {
+  return budget.gpu ? e.device : e.total;
+}
+
+std::string format_budget(const MemoryEstimate& e, const DeviceBudget& budget) {
+  if (budget.bytes <= 0) return "budget: unknown (set launch.device_memory_gib)\n";
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const auto need = budgeted_bytes(e, budget);
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "budget        %10.2f GiB per rank (%s): %s, %.2f GiB %s\n",
+                static_cast<double>(budget.bytes) / gib, budget.source.c_str(),
+                need <= budget.bytes ? "fits" : "DOES NOT FIT", static_cast<double>(need) / gib,
+                budget.gpu ? "on the device" : "in all");
+  return buf;
 }
 
 std::string format_estimate(const MemoryEstimate& e) {
@@ -168,13 +298,15 @@ std::string format_estimate(const MemoryEstimate& e) {
                 "  optimizer     %10.2f MiB  AdamW moments\n"
                 "  gathered      %10.2f MiB  full units at the peak\n"
                 "  grad buffers  %10.2f MiB  gradients being reduced / accumulated\n"
-                "  activations   %10.2f MiB  saved for backward\n"
+                "  activations   %10.2f MiB  saved for backward (text stack)\n"
+                "  vision        %10.2f MiB  vision tower and merger, %lld image tokens a sample\n"
                 "  logits        %10.2f MiB\n"
                 "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
                 e.world_size, e.local_world_size, e.shard_size,
                 static_cast<long long>(e.micro_batch), mib(e.params), mib(e.grads),
                 mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers), mib(e.activations),
-                mib(e.logits), mib(e.total), mib(e.device), mib(e.host));
+                mib(e.vision), static_cast<long long>(e.image_tokens), mib(e.logits), mib(e.total),
+                mib(e.device), mib(e.host));
   return buf;
 }
 
@@ -191,6 +323,8 @@ std::string estimate_json(const MemoryEstimate& e) {
                         {"gathered", e.gathered},
                         {"grad_buffers", e.grad_buffers},
                         {"activations", e.activations},
+                        {"vision", e.vision},
+                        {"image_tokens", e.image_tokens},
                         {"logits", e.logits},
                         {"total", e.total},
                         {"device", e.device},

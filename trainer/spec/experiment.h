@@ -180,6 +180,10 @@ struct LaunchSection {
   std::string trainer = "shardtrain";      // trainer executable on the target machine
   std::map<std::string, std::string> env;  // extra environment for every rank
   int grace_s = 5;                         // seconds from SIGTERM to SIGKILL when stopping
+  /// GiB of memory of one GPU of the target hosts: the budget a trial's per-rank estimate is
+  /// held against. 0 = detect it (nvidia-smi on the host, or the host's memory for CPU runs);
+  /// required for Slurm, whose nodes are not known before the job starts.
+  double device_memory_gib = 0;
   // Slurm
   std::string slurm_partition;
   std::string slurm_account;

@@ -3,6 +3,7 @@
 // silently drops the hosts or the partition the user wrote.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <iterator>
 #include <set>
 
@@ -244,6 +245,11 @@ void validate_launch(const Experiment& exp, const Locator& loc, Diagnostics& dia
   check_hosts(l, check);
   check_env(l, check);
   check_slurm(l, check);
+  check(
+      std::isfinite(l.device_memory_gib) && l.device_memory_gib >= 0 && l.device_memory_gib <= 1e6,
+      "launch.device_memory_gib",
+      "must be a number of GiB between 0 (detect) and 1e6 (got " +
+          std::to_string(l.device_memory_gib) + ")");
   check(l.kind != LaunchKind::local || l.remote_dir.empty(), "launch.remote_dir",
         "is only used by launch.kind = \"ssh\" or \"slurm\"; remove it");
   const bool control = std::any_of(l.remote_dir.begin(), l.remote_dir.end(), [](char c) {

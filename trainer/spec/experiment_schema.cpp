@@ -120,6 +120,8 @@ const Field<LN> kLaunchFields[] = {
     {"trainer", &LN::trainer, "trainer executable on the target"},
     {"env", &LN::env, "extra environment for every rank"},
     {"grace_s", &LN::grace_s, "seconds from SIGTERM to SIGKILL"},
+    {"device_memory_gib", &LN::device_memory_gib,
+     "GiB of one GPU: the trials' memory budget; 0 = detect (required for slurm)"},
     {"slurm_partition", &LN::slurm_partition, "slurm: partition; empty = default"},
     {"slurm_account", &LN::slurm_account, "slurm: account; empty = default"},
     {"slurm_time", &LN::slurm_time, "slurm: HH:MM:SS or D-HH:MM:SS; empty = default"},

@@ -1,9 +1,13 @@
 #include "trainer/spec/hf_config.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 namespace shardscope::spec {
@@ -184,6 +188,121 @@ ParamShape param(const std::string& name, std::vector<std::int64_t> shape, bool 
   return p;
 }
 
+// Checkpoint name prefix -> ours, longest first (trainer/model/hf_weights.cpp maps the same way):
+// the published layout (`model.*`, `visual.*`) and transformers 5's (`model.language_model.*`,
+// `model.visual.*`).
+constexpr std::pair<const char*, const char*> kPrefixes[] = {
+    {"model.language_model.", "model."},
+    {"model.visual.", "visual."},
+    {"visual.", "visual."},
+    {"model.", "model."},
+    {"lm_head.", "lm_head."},
+};
+
+std::string our_name(const std::string& name) {
+  for (const auto& [from, to] : kPrefixes) {
+    const std::size_t n = std::strlen(from);
+    if (name.compare(0, n, from) == 0) return to + name.substr(n);
+  }
+  return {};
+}
+
+// A header above this is not a model's (a 7B checkpoint's is about 100 KiB): refused rather
+// than allocated.
+constexpr std::uint64_t kMaxHeaderBytes = 64ULL << 20;
+
+struct TensorHeader {
+  std::vector<std::int64_t> shape;
+  std::string file;
+};
+using HeaderMap = std::map<std::string, TensorHeader>;  // our name -> shape and file
+
+Result<void> read_header(const std::string& file, HeaderMap& out) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return fail(file + ": cannot read; restore the checkpoint's weights");
+  unsigned char len[8] = {};
+  in.read(reinterpret_cast<char*>(len), 8);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(file, ec);
+  if (!in || ec || n == 0 || n > kMaxHeaderBytes || n + 8 > size)
+    return fail(file + ": not a safetensors file (header length " + std::to_string(n) +
+                " in a file of " + std::to_string(size) + " bytes); restore the checkpoint");
+  std::string text(n, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(n));
+  auto header = json::parse(text, nullptr, false);
+  if (!in || header.is_discarded() || !header.is_object())
+    return fail(file + ": the safetensors header is not a JSON object; restore the checkpoint");
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    std::string where = file;  // "<file>: tensor <name>" for the messages below
+    where += ": tensor ";
+    where += name;
+    if (!entry.is_object() || !entry.contains("shape") || !entry["shape"].is_array())
+      return fail(where + " has no shape in the header; restore the file");
+    std::vector<std::int64_t> shape;
+    for (const auto& d : entry["shape"]) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
+        return fail(where + " has a bad shape " + entry["shape"].dump());
+      shape.push_back(d.get<std::int64_t>());
+    }
+    const auto ours = our_name(name);
+    if (!ours.empty()) out[ours] = {std::move(shape), file};
+  }
+  return ok();
+}
+
+Result<std::vector<std::string>> weight_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const auto single = fs::path(dir) / "model.safetensors";
+  const auto index = fs::path(dir) / "model.safetensors.index.json";
+  std::error_code ec;
+  if (fs::exists(single, ec)) return std::vector<std::string>{single.string()};
+  if (!fs::exists(index, ec)) return std::vector<std::string>{};  // config.json alone
+  std::ifstream in(index);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto doc = json::parse(ss.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("weight_map") || !doc["weight_map"].is_object())
+    return fail(index.string() + ": field weight_map is missing; restore the index file");
+  std::set<std::string> files;
+  for (const auto& [name, file] : doc["weight_map"].items()) {
+    if (!file.is_string())
+      return fail(index.string() + ": field weight_map." + name + " must name a file");
+    files.insert((fs::path(dir) / file.get<std::string>()).string());
+  }
+  return std::vector<std::string>(files.begin(), files.end());
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The config.json fields whose value is `dim` (what a disagreeing dimension came from).
+std::string fields_with(const HfModelConfig& c, std::int64_t dim) {
+  const auto& t = c.text;
+  const auto& v = c.vision;
+  const std::pair<const char*, std::int64_t> fields[] = {
+      {"vocab_size", t.vocab_size},
+      {"hidden_size", t.hidden_size},
+      {"intermediate_size", t.intermediate_size},
+      {"num_key_value_heads", t.num_kv_heads * (t.hidden_size / t.num_heads)},
+      {"vision_config.embed_dim", c.has_vision ? v.embed_dim : -1},
+      {"vision_config.mlp_ratio", c.has_vision ? v.mlp_hidden() : -1},
+      {"vision_config.patch_size", c.has_vision ? v.patch_size : -1},
+      {"vision_config.in_chans", c.has_vision ? v.in_channels : -1},
+      {"vision_config.temporal_patch_size", c.has_vision ? v.temporal_patch_size : -1},
+      {"vision_config.spatial_merge_size", c.has_vision ? v.spatial_merge_size : -1},
+  };
+  std::string out;
+  for (const auto& [name, value] : fields)
+    if (value == dim) out += std::string(out.empty() ? "" : ", ") + name;
+  return out.empty() ? "the dimensions" : out;
+}
+
 }  // namespace
 
 Result<HfModelConfig> parse_hf_config(const std::string& json_text, const std::string& file) {
@@ -264,6 +383,83 @@ std::vector<LayerShape> qwen2vl_layers(const Qwen2Dims& text, const VisionDims& 
 
 std::vector<LayerShape> hf_layers(const HfModelConfig& config) {
   return config.has_vision ? qwen2vl_layers(config.text, config.vision) : qwen2_layers(config.text);
+}
+
+}  // namespace shardscope::spec
+
+namespace shardscope::spec {
+namespace {
+
+Error missing_tensor(const std::string& dir, const std::string& name, const std::string& cfg) {
+  return fail(dir + ": the weights have no tensor for " + name + ", which " + cfg +
+              " implies (fields num_hidden_layers, vision_config.depth, tie_word_embeddings); "
+              "use the config.json saved with these weights");
+}
+
+Error shape_mismatch(const std::string& file, const ParamShape& p,
+                     const std::vector<std::int64_t>& got, const std::string& cfg,
+                     const std::string& field) {
+  return fail(file + ": tensor " + p.name + " has shape " + shape_text(got) + " but " + cfg +
+              " implies " + shape_text(p.shape) + " (field " + field +
+              "); use the config.json saved with these weights");
+}
+
+}  // namespace
+
+Result<void> check_hf_weights(const std::string& dir, const HfModelConfig& config) {
+  auto files = weight_files(dir);
+  if (!files) return files.error();
+  if (files->empty()) return ok();  // config.json alone: nothing to contradict it
+  HeaderMap headers;
+  for (const auto& file : *files)
+    if (auto r = read_header(file, headers); !r) return r;
+  const std::string cfg = (std::filesystem::path(dir) / "config.json").string();
+  for (const auto& layer : hf_layers(config)) {
+    for (const auto& p : layer.params) {
+      auto it = headers.find(p.name);
+      if (it == headers.end()) {
+        if (!p.tied_to.empty()) continue;  // a tied head is the embedding's storage
+        return missing_tensor(dir, p.name, cfg);
+      }
+      const auto& got = it->second.shape;
+      if (got == p.shape) continue;
+      std::string field = "the dimensions";
+      for (std::size_t d = 0; d < p.shape.size(); ++d)
+        if (d >= got.size() || got[d] != p.shape[d]) {
+          field = fields_with(config, p.shape[d]);
+          break;
+        }
+      return shape_mismatch(it->second.file, p, got, cfg, field);
+    }
+  }
+  return ok();
+}
+
+Result<std::int64_t> max_image_tokens(const std::string& dir, const VisionDims& vision) {
+  const std::string file = (std::filesystem::path(dir) / "preprocessor_config.json").string();
+  std::int64_t max_pixels = 1003520;  // Qwen2VLImageProcessor's default (28 * 28 * 1280)
+  std::int64_t patch = vision.patch_size;
+  std::int64_t merge = vision.spatial_merge_size;
+  std::ifstream in(file);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto doc = json::parse(ss.str(), nullptr, false);
+    if (doc.is_discarded() || !doc.is_object())
+      return fail(file + ": not a JSON object; restore the model's preprocessor_config.json");
+    std::string err;
+    Fields f(doc, file, "");
+    if (const json* size = f.find("size"); size != nullptr && size->is_object())
+      max_pixels = Fields(*size, file, "size.").integer("longest_edge", max_pixels, &err);
+    max_pixels = f.integer("max_pixels", max_pixels, &err);
+    patch = f.integer("patch_size", patch, &err);
+    merge = f.integer("merge_size", merge, &err);
+    if (!err.empty()) return fail(err);
+    if (max_pixels <= 0 || patch <= 0 || merge <= 0)
+      return fail(file + ": fields max_pixels, patch_size and merge_size must be positive");
+  }
+  const auto side = patch * merge;
+  return std::max<std::int64_t>(1, max_pixels / (side * side));
 }
 
 }  // namespace shardscope::spec

@@ -60,4 +60,16 @@ std::vector<LayerShape> qwen2vl_layers(const Qwen2Dims& text, const VisionDims& 
 /// The layers of either model type.
 std::vector<LayerShape> hf_layers(const HfModelConfig& config);
 
+/// Reads only the safetensors headers of the model folder `dir` (model.safetensors, or the files
+/// model.safetensors.index.json lists) and checks that every parameter of `config`'s layers is
+/// there with the shape config.json implies. The error names the weights file, the tensor and the
+/// config.json field whose value disagrees with it. A folder with config.json but no weights yet
+/// passes (an estimate before the download; training fails at loading, naming the folder).
+Result<void> check_hf_weights(const std::string& dir, const HfModelConfig& config);
+
+/// The image processor's limit on one image, from `<dir>/preprocessor_config.json` (Qwen2-VL's
+/// defaults when the file is absent): max_pixels (flat, or size.longest_edge) over
+/// (patch_size * merge_size)^2 is the most merged tokens one image becomes.
+Result<std::int64_t> max_image_tokens(const std::string& dir, const VisionDims& vision);
+
 }  // namespace shardscope::spec

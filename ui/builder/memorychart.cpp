@@ -7,9 +7,11 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLoggingCategory>
+#include <QSignalBlocker>
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "backend/ssh/hostcheck.h"
 #include "trainer/spec/estimate.h"
 
 Q_LOGGING_CATEGORY(lcMemoryChart, "shardscope.ui.builder.memory")
@@ -22,8 +24,12 @@ constexpr double kDefaultBudgetGiB = 24.0;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kOffScale = 20.0;  // a budget this many times the stack is not drawn to scale
 
-const char* const kNames[] = {"params",   "grads",       "optimizer",
-                              "gathered", "activations", "logits + grad buffers"};
+const char* const kNames[] = {"params",
+                              "grads",
+                              "optimizer",
+                              "gathered",
+                              "activations (text + vision)",
+                              "logits + grad buffers"};
 const QColor kColors[] = {QColor(0x4c, 0x72, 0xb0), QColor(0x55, 0xa8, 0x68),
                           QColor(0xdd, 0x84, 0x52), QColor(0x81, 0x72, 0xb3),
                           QColor(0x93, 0x78, 0x60), QColor(0x8c, 0x8c, 0x8c)};
@@ -79,10 +85,12 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   m_budget->setToolTip(tr("Memory of one device (GPU, or the host for CPU ranks); the red line"));
   m_status = new QLabel(this);
   m_status->setWordWrap(true);
+  m_budgetSource = new QLabel(tr("entered here"), this);
+  m_budgetSource->setWordWrap(true);
   auto* row = new QHBoxLayout;
   row->addWidget(new QLabel(tr("Device budget"), this));
   row->addWidget(m_budget);
-  row->addStretch();
+  row->addWidget(m_budgetSource, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(row);
@@ -91,11 +99,50 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   connect(m_budget, &QDoubleSpinBox::valueChanged, this, [this] { replot(); });
 }
 
-void MemoryChart::setBudgetGiB(double gib) { m_budget->setValue(gib); }
+void MemoryChart::setBudgetGiB(double gib) {
+  m_budgetSource->setText(tr("entered here"));
+  m_budget->setValue(gib);
+}
+
+QString MemoryChart::budgetSource() const { return m_budgetSource->text(); }
+
+// The budget of trainer/spec's rules for this experiment: launch.device_memory_gib, this
+// machine's GPU or memory for local launches (nvidia-smi once per panel); SSH hosts are not
+// contacted from the GUI thread, so without the field their budget is the one entered here.
+void MemoryChart::applyBudget(const spec::Experiment& exp) {
+  m_budgetError.clear();
+  spec::DetectedMemory detected;
+  if (exp.launch.kind == spec::LaunchKind::local && exp.launch.device_memory_gib <= 0) {
+    if (!m_local || m_localGpus != exp.launch.gpus) {
+      auto found = backend::detectMemory(exp.launch);  // local: never fails
+      m_local = found ? *found : spec::DetectedMemory{};
+      m_localGpus = exp.launch.gpus;
+    }
+    detected = *m_local;
+  } else if (exp.launch.kind == spec::LaunchKind::ssh && exp.launch.device_memory_gib <= 0) {
+    m_budgetSource->setText(
+        tr("entered here (set launch.device_memory_gib, or check the host "
+           "in the Hosts view)"));
+    m_budgetGpu = exp.shard.device != "cpu";
+    return;
+  }
+  auto budget = spec::device_budget(exp, detected);
+  if (!budget) {
+    m_budgetError = QString::fromStdString(budget.message());
+    m_budgetSource->setText(m_budgetError);
+    return;
+  }
+  m_budgetGpu = budget->gpu;
+  if (budget->bytes <= 0) return;
+  const QSignalBlocker quiet(m_budget);
+  m_budget->setValue(static_cast<double>(budget->bytes) / kGiB);
+  m_budgetSource->setText(QString::fromStdString(budget->source));
+}
 
 double MemoryChart::budgetBytes() const { return m_budget->value() * kGiB; }
 
 void MemoryChart::setExperiment(const spec::Experiment& exp) {
+  applyBudget(exp);
   m_perRank.fill(0);
   m_ranks = 0;
   m_error.clear();
@@ -107,17 +154,19 @@ void MemoryChart::setExperiment(const spec::Experiment& exp) {
   } else {
     const auto& e = *est;
     m_ranks = e.world_size;
+    m_budgeted = spec::budgeted_bytes(e, spec::DeviceBudget{0, {}, m_budgetGpu});
     // estimate_memory's total is a peak: params + optimizer + the larger of two moments, the
     // head's backward (gathered units, activations, logits, accumulation buffers) and the end of
     // backward (sharded grads, the root unit still gathered, grad buffers). The bars show the
     // moment that makes the peak, so each stack equals the estimate's total.
     const std::int64_t peak = e.total - e.params - e.optimizer;
-    const std::int64_t headOther = peak - e.gathered - e.activations;
+    const std::int64_t activations = e.activations + e.vision;
+    const std::int64_t headOther = peak - e.gathered - activations;
     const std::int64_t endRoot = peak - e.grads - e.grad_buffers;
     const bool head = headOther >= e.logits || endRoot < 0;
     m_headMoment = head;
     if (head) {
-      m_perRank = {e.params, 0, e.optimizer, e.gathered, e.activations, headOther};
+      m_perRank = {e.params, 0, e.optimizer, e.gathered, activations, headOther};
     } else {
       m_perRank = {e.params, e.grads, e.optimizer, endRoot, 0, e.grad_buffers};
     }
@@ -136,8 +185,12 @@ std::int64_t MemoryChart::stackBytes(int rank) const {
   return total;
 }
 
+std::int64_t MemoryChart::budgetedBytes() const {
+  return m_ranks > 0 ? std::min(m_budgeted, stackBytes(0)) : 0;
+}
+
 bool MemoryChart::overBudget() const {
-  return m_ranks > 0 && static_cast<double>(stackBytes(0)) > budgetBytes();
+  return m_ranks > 0 && static_cast<double>(budgetedBytes()) > budgetBytes();
 }
 
 QString MemoryChart::statusText() const { return m_status->text(); }
@@ -177,6 +230,8 @@ void MemoryChart::replot() {
   QString text;
   if (!m_error.isEmpty()) {
     text = tr("No estimate: %1").arg(m_error);
+  } else if (!m_budgetError.isEmpty()) {
+    text = tr("No budget: %1").arg(m_budgetError);
   } else {
     text = tr("Peak %1 per rank on %2 ranks, at %6 (%3 of the %4 budget)%5")
                .arg(formatBytes(total))
@@ -188,8 +243,9 @@ void MemoryChart::replot() {
                .arg(m_headMoment ? tr("the head's backward") : tr("the end of backward"));
   }
   m_status->setText(text);
-  m_status->setStyleSheet(over || !m_error.isEmpty() ? QStringLiteral("color: #b92b27;")
-                                                     : QString());
+  m_status->setStyleSheet(over || !m_error.isEmpty() || !m_budgetError.isEmpty()
+                              ? QStringLiteral("color: #b92b27;")
+                              : QString());
   m_plot->replot();
 }
 

@@ -7,7 +7,10 @@
 #include <QWidget>
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
+#include "trainer/spec/estimate.h"
 #include "trainer/spec/experiment.h"
 
 class QCustomPlot;
@@ -31,8 +34,14 @@ class MemoryChart : public QWidget {
 
   /// Recomputes the estimate for launch.nnodes x launch.nproc_per_node ranks and replots.
   void setExperiment(const spec::Experiment& exp);
+  /// Sets the budget by hand (the source reads "entered here" until the next experiment).
   void setBudgetGiB(double gib);
   double budgetBytes() const;
+  /// Where the budget comes from: "launch.device_memory_gib = 80", "nvidia-smi on this
+  /// machine: GPU 0, ...", "memory of this machine ... CPU run", "entered here", or the error.
+  QString budgetSource() const;
+  /// The bytes the budget holds: the estimate's device bytes (GPU budget) or its total.
+  std::int64_t budgetedBytes() const;
   /// Bytes of one category on one rank's bar (0 when there is no estimate).
   std::int64_t barBytes(Category c, int rank) const;
   /// The top of a rank's stack in bytes.
@@ -47,6 +56,7 @@ class MemoryChart : public QWidget {
 
  private:
   void replot();
+  void applyBudget(const spec::Experiment& exp);
 
   QCustomPlot* m_plot = nullptr;
   std::array<QCPBars*, CategoryCount> m_bars{};
@@ -54,6 +64,12 @@ class MemoryChart : public QWidget {
   QCPItemText* m_budgetLabel = nullptr;
   QDoubleSpinBox* m_budget = nullptr;
   QLabel* m_status = nullptr;
+  QLabel* m_budgetSource = nullptr;
+  QString m_budgetError;        // device_budget's error (Slurm without launch.device_memory_gib)
+  bool m_budgetGpu = true;      // the budget holds device bytes (else the total)
+  std::int64_t m_budgeted = 0;  // the bytes the budget holds, per rank
+  std::optional<spec::DetectedMemory> m_local;  // this machine, for launch.gpus = m_localGpus
+  std::vector<int> m_localGpus;
   int m_ranks = 0;
   std::array<std::int64_t, CategoryCount> m_perRank{};
   QString m_error;

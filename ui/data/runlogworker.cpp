@@ -1,5 +1,8 @@
 #include "ui/data/runlogworker.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include <QLoggingCategory>
 
 #include <algorithm>
@@ -119,6 +122,7 @@ void RunLogWorker::loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChu
   if (!keys) return report(keys.error());
   const bool fresh = !m_seen.contains(run.id);
   auto& seenKeys = m_seen[run.id];
+  qint64 peakTo = -1;  // the last step of the memory peaks delivered in this pass
   for (const QString& key : plottedKeys()) {
     if (!keys->contains(key)) continue;
     auto& seen = seenKeys[key];
@@ -136,6 +140,7 @@ void RunLogWorker::loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChu
     }
     for (auto c = byRank.begin(); c != byRank.end(); ++c) {
       seen[c.key()] = qint64(c->steps.last());
+      if (key == QLatin1String("mem.peak")) peakTo = std::max(peakTo, seen[c.key()]);
       c->runId = run.id;
       c->runName = run.name;
       c->key = key;
@@ -144,6 +149,30 @@ void RunLogWorker::loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChu
       out.append(std::move(c.value()));
     }
   }
+  if (peakTo >= 0) appendEstimate(run, peakTo, out);
+}
+
+// The estimate rank 0's `hello` announced, as a flat series from step 0 to the last peak
+// delivered (replaced each time the peaks grow), so each rank's measured peak reads against it.
+void RunLogWorker::appendEstimate(const backend::RunRecord& run, qint64 lastStep,
+                                  QVector<SeriesChunk>& out) {
+  auto known = m_estimates.find(run.id);
+  if (known == m_estimates.end()) {
+    auto hello = m_reader->lastEvent(run.id, 0, QStringLiteral("hello"));
+    if (!hello) return report(hello.error());
+    if (!hello->has_value()) return;  // not yet: asked again with the next peaks
+    const QJsonValue v = QJsonDocument::fromJson((*hello)->json).object().value("mem_estimate");
+    known = m_estimates.insert(run.id, v.isDouble() ? v.toInteger() : 0);
+  }
+  if (*known <= 0) return;  // the trainer had no estimate
+  SeriesChunk c;
+  c.runId = run.id;
+  c.runName = run.name;
+  c.key = QStringLiteral("mem.estimate");
+  c.reset = true;
+  c.steps = {0.0, double(lastStep)};
+  c.values = {double(*known), double(*known)};
+  out.append(std::move(c));
 }
 
 void RunLogWorker::watchLog(qint64 runId, int rank, int limit) {

@@ -66,6 +66,7 @@ class RunLogWorker : public QObject {
   void loadRuns();
   void loadSeries();
   void loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out);
+  void appendEstimate(const backend::RunRecord& run, qint64 lastStep, QVector<SeriesChunk>& out);
   void loadLog();
   void loadSweep();
   void queueSweepCurves();
@@ -83,6 +84,7 @@ class RunLogWorker : public QObject {
   QList<qint64> m_watchedRuns;
   // (run, key) -> last step seen per rank; a run is new when absent (its first chunk resets).
   QHash<qint64, QHash<QString, QHash<int, qint64>>> m_seen;
+  QHash<qint64, qint64> m_estimates;  // run -> mem_estimate of rank 0's hello (0: none)
   qint64 m_logRun = -1;
   int m_logRank = 0;
   int m_logLimit = 2000;

@@ -193,6 +193,17 @@ void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
     } else {
       plot->appendPoints(name, chunk.steps, values);
     }
+    if (chunk.key == QLatin1String("mem.estimate")) {
+      // The trainer's estimate: a flat dashed line the measured peaks read against.
+      QCustomPlot* cp = plot->customPlot();
+      for (int g = cp->graphCount() - 1; g >= 0; --g) {
+        if (cp->graph(g)->name() != name) continue;
+        QPen pen = cp->graph(g)->pen();
+        pen.setStyle(Qt::DashLine);
+        cp->graph(g)->setPen(pen);
+        break;
+      }
+    }
     if (chunk.key == QLatin1String("eval.loss")) {
       // Evaluations are sparse: dots joined by a dashed line read as "measured here".
       if (auto* graph = plot->customPlot()->graph(plot->customPlot()->graphCount() - 1);

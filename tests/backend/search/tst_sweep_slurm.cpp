@@ -73,6 +73,7 @@ max_steps = 2
 kind = "slurm"
 nproc_per_node = 1
 trainer = "TRAINER"
+device_memory_gib = 80
 [search]
 n_trials = 4
 concurrency = 2

@@ -214,6 +214,54 @@ class TestBuilderPanel : public QObject {
     QVERIFY(chart->statusText().contains("OVER BUDGET"));
   }
 
+  // The panel names its budget and where it comes from (launch.device_memory_gib here), says
+  // when Slurm lacks it, and shows a model folder's error (no config.json) instead of bars.
+  void memoryPanelNamesTheBudgetAndBadModelFolders() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QFile data(dir.filePath("train.jsonl"));
+    QVERIFY(data.open(QIODevice::WriteOnly));
+    data.close();
+    QVERIFY(QDir(dir.path()).mkdir("empty"));
+    const QString text = QStringLiteral(
+                             "[model]\narch = \"qwen2_vl\"\npath = \"%1\"\n[data]\n"
+                             "train_path = \"train.jsonl\"\nformat = \"chat\"\n"
+                             "[launch]\nnproc_per_node = 2\n%2")
+                             .arg(kQwen);
+    const QString local = dir.filePath("local.toml");
+    QFile f(local);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(text.arg("device_memory_gib = 40\n").toUtf8());
+    f.close();
+    BuilderPanel panel;
+    QString error;
+    QVERIFY2(panel.controller()->openFile(local, &error), qPrintable(error));
+    settle(panel);
+    auto* chart = panel.memoryChart();
+    QCOMPARE(chart->budgetSource(), QString("launch.device_memory_gib = 40"));
+    QCOMPARE(chart->budgetBytes(), 40.0 * 1024 * 1024 * 1024);
+    QCOMPARE(chart->rankCount(), 2);
+    QVERIFY2(chart->statusText().startsWith("Peak"), qPrintable(chart->statusText()));
+    typeInto(panel, "model.path", dir.filePath("empty"));
+    settle(panel);
+    QVERIFY2(chart->statusText().contains(dir.filePath("empty/config.json")),
+             qPrintable(chart->statusText()));
+
+    const QString slurm = dir.filePath("slurm.toml");
+    QFile g(slurm);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(text.arg("kind = \"slurm\"\n").toUtf8());
+    g.close();
+    BuilderPanel other;
+    QVERIFY2(other.controller()->openFile(slurm, &error), qPrintable(error));
+    settle(other);
+    QVERIFY2(other.memoryChart()->budgetSource().contains(
+                 "launch.device_memory_gib: required for launch.kind = \"slurm\""),
+             qPrintable(other.memoryChart()->budgetSource()));
+    QVERIFY2(other.memoryChart()->statusText().contains("No budget"),
+             qPrintable(other.memoryChart()->statusText()));
+  }
+
   void modelPickerShowsParameterCounts() {
     BuilderPanel panel;
     QString error;

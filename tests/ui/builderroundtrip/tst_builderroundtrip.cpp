@@ -114,6 +114,7 @@ const QMap<QString, QString> kTyped = {
     {"launch.trainer", "/opt/shardscope/bin/shardtrain"},
     {"launch.env", "HF_HOME=/scratch/hf, NCCL_DEBUG=INFO"},
     {"launch.grace_s", "20"},
+    {"launch.device_memory_gib", "79.5"},
     {"launch.slurm_partition", "gpu"},
     {"launch.slurm_account", "ml-team"},
     {"launch.slurm_time", "1-02:00:00"},

@@ -184,6 +184,19 @@ class TestLiveRun : public QObject {
     QVERIFY(rows->size() >= std::size_t(kSteps));
     QTRY_COMPARE_WITH_TIMEOUT(loss->pointCount(series), int(rows->size()), kWaitMs);
 
+    // The memory plot draws the estimate rank 0's hello announced (the fake trainer's 64 MiB)
+    // as a line across the steps, beside each rank's measured peak.
+    CurvePlot* memory = window.plotsPanel()->plot(QStringLiteral("memory"));
+    const QString estimate = PlotsPanel::seriesName(name, QStringLiteral("mem.estimate"), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(memory->pointCount(estimate), 2, kWaitMs);
+    QVERIFY(memory->pointCount(PlotsPanel::seriesName(name, QStringLiteral("mem.peak"), 1)) > 0);
+    for (int g = 0; g < memory->customPlot()->graphCount(); ++g) {
+      const QCPGraph* graph = memory->customPlot()->graph(g);
+      if (graph->name() != estimate) continue;
+      QCOMPARE(graph->data()->constBegin()->value, 64.0);  // MiB
+      QCOMPARE(graph->pen().style(), Qt::DashLine);
+    }
+
     QTRY_VERIFY_WITH_TIMEOUT(loss->customPlot()->xAxis->range().upper >= kSteps, kWaitMs);
     window.grab();  // the screenshot below shows the plots as checked
     checkPlotLayout(window.plotsPanel());

@@ -1,0 +1,299 @@
+// The memory estimate of real checkpoints (qwen2, qwen2_vl) from the model folder, torch-free:
+// the published Qwen2-VL-2B and -7B config.json (examples/models) give the parameter counts
+// transformers gives, the model-state terms follow from them, image tokens come from
+// preprocessor_config.json, and a folder the estimate cannot trust (no config.json, another
+// model_type, weights whose shapes contradict config.json) is an error naming the file and the
+// field. The budget: launch.device_memory_gib always wins, a detected GPU next, the host's
+// memory for CPU runs, and Slurm without the field is an error naming it.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/verify_ok.h"
+#include "trainer/spec/estimate.h"
+#include "trainer/spec/experiment.h"
+#include "trainer/spec/hf_config.h"
+
+using namespace shardscope::spec;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSource = SHARDSCOPE_SOURCE_DIR;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+const std::string kData = "[data]\ntrain_path = \"train.jsonl\"\n";
+const LoadOptions kNoPaths = [] {
+  LoadOptions o;
+  o.check_paths = false;
+  return o;
+}();
+
+Experiment experiment(const std::string& arch, const std::string& path) {
+  Experiment exp;
+  exp.model.arch = arch;
+  exp.model.path = path;
+  exp.data.train_path = "train.jsonl";  // not read by the estimate
+  exp.data.format = "chat";
+  exp.data.seq_len = 2048;
+  exp.train.batch_size = 8;
+  exp.train.micro_batch_size = 1;
+  exp.shard.precision = PrecisionMode::bf16;
+  exp.shard.activation_checkpointing = true;
+  exp.launch.nproc_per_node = 8;
+  return exp;
+}
+
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// A safetensors file holding only a header (data offsets are not read by the shape check).
+void write_safetensors(const fs::path& path, const nlohmann::json& tensors) {
+  const std::string header = tensors.dump();
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  write(path, bytes + header);
+}
+
+// Every tensor of `config`'s layers with its shape, in the published names.
+nlohmann::json headers_for(const HfModelConfig& config) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& layer : hf_layers(config))
+    for (const auto& p : layer.params)
+      if (p.tied_to.empty())
+        out[p.name] = {{"dtype", "BF16"}, {"shape", p.shape}, {"data_offsets", {0, 0}}};
+  return out;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+class TestEstimate : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void qwen2vlModelStatesFollowThePublishedConfigs() {
+    for (const auto& [name, params] : {std::pair{"qwen2-vl-2b", std::int64_t{2208985600}},
+                                       std::pair{"qwen2-vl-7b", std::int64_t{8291375616}}}) {
+      auto exp = experiment("qwen2_vl", kSource + "/examples/models/" + name);
+      auto one = estimate_memory(exp, 1, 1);
+      VERIFY_OK(one);
+      QCOMPARE(one->params_total, params);
+      QCOMPARE(one->params_trainable, params);
+      // Unsharded fp32 master, gradient and two AdamW moments: 16 bytes a parameter (the tied
+      // head counted once), plus the padding of nothing on one rank.
+      QCOMPARE(one->params + one->grads + one->optimizer, 16 * params);
+      // No preprocessor_config.json: Qwen2VLImageProcessor's max_pixels (1280 tokens).
+      QCOMPARE(one->image_tokens, std::int64_t{1280});
+      QVERIFY(one->vision > 0);
+      auto eight = estimate_memory(exp, 8, 8);
+      VERIFY_OK(eight);
+      // Sharded over 8: each rank holds an eighth of the model states (padding aside).
+      const auto states = eight->params + eight->grads + eight->optimizer;
+      QVERIFY(states >= 2 * params && states < 2 * params + 16 * 8 * 1024 * 64);
+      QVERIFY(eight->total < one->total);
+    }
+  }
+
+  void loraFreezesTheBaseAndDropsItsStates() {
+    auto exp = experiment("qwen2_vl", kSource + "/examples/models/qwen2-vl-2b");
+    exp.lora.enabled = true;
+    exp.lora.r = 16;
+    exp.lora.target_modules = {"q_proj", "v_proj"};
+    auto e = estimate_memory(exp, 2, 2);
+    VERIFY_OK(e);
+    // 28 blocks x (q: 16 x (1536 + 1536), v: 16 x (1536 + 256)).
+    QCOMPARE(e->params_trainable, std::int64_t{28 * 16 * (1536 + 1536 + 1536 + 256)});
+    QVERIFY(e->optimizer < 8 * e->params_trainable / 2 + 8 * 64 * 1024);
+    QVERIFY(e->params >= 4 * e->params_total / 2);  // the frozen base is held, sharded
+  }
+
+  void offloadMovesStatesToTheHost() {
+    auto exp = experiment("qwen2", kSource + "/examples/models/qwen2-vl-2b");
+    exp.model.arch = "qwen2_vl";
+    exp.shard.offload_optimizer = true;
+    auto e = estimate_memory(exp, 4, 4);
+    VERIFY_OK(e);
+    QCOMPARE(e->host, e->optimizer);
+    QCOMPARE(e->device, e->total - e->optimizer);
+    exp.shard.offload_params = true;
+    auto both = estimate_memory(exp, 4, 4);
+    VERIFY_OK(both);
+    QCOMPARE(both->host, both->optimizer + both->params);
+  }
+
+  void imageTokensComeFromThePreprocessorAndTheSequence() {
+    QTemporaryDir dir;
+    const fs::path model = dir.path().toStdString();
+    fs::copy_file(kSource + "/examples/models/qwen2-vl-2b/config.json", model / "config.json");
+    // 448 x 448 pixels at most: (448 / 28)^2 = 256 merged tokens an image.
+    write(model / "preprocessor_config.json",
+          R"({"max_pixels": 200704, "min_pixels": 3136, "patch_size": 14, "merge_size": 2})");
+    auto exp = experiment("qwen2_vl", model.string());
+    auto e = estimate_memory(exp, 1, 1);
+    VERIFY_OK(e);
+    QCOMPARE(e->image_tokens, std::int64_t{256});
+    exp.data.seq_len = 100;  // never more image tokens than the sequence holds
+    auto short_seq = estimate_memory(exp, 1, 1);
+    VERIFY_OK(short_seq);
+    QCOMPARE(short_seq->image_tokens, std::int64_t{100});
+    QVERIFY(short_seq->vision < e->vision);
+    exp.data.format = "tokens";  // token samples have no images
+    auto text_only = estimate_memory(exp, 1, 1);
+    VERIFY_OK(text_only);
+    QCOMPARE(text_only->vision, std::int64_t{0});
+  }
+
+  void weightsThatAgreePass() {
+    QTemporaryDir dir;
+    const fs::path model = dir.path().toStdString();
+    fs::copy_file(kSource + "/examples/models/qwen2-vl-2b/config.json", model / "config.json");
+    auto config = read_hf_config(model.string());
+    VERIFY_OK(config);
+    write_safetensors(model / "model.safetensors", headers_for(*config));
+    VERIFY_OK(check_hf_weights(model.string(), *config));
+    VERIFY_OK(estimate_memory(experiment("qwen2_vl", model.string()), 2, 2));
+  }
+
+  void badModelFoldersNameTheFileAndField() {
+    QTemporaryDir dir;
+    const fs::path root = dir.path().toStdString();
+    // No config.json.
+    fs::create_directories(root / "empty");
+    auto none = estimate_memory(experiment("qwen2_vl", (root / "empty").string()), 1, 1);
+    QVERIFY(!none.ok());
+    QVERIFY2(contains(none.message(), (root / "empty" / "config.json").string()),
+             none.message().c_str());
+    // An unknown model_type.
+    fs::create_directories(root / "llama");
+    write(root / "llama" / "config.json", R"({"model_type": "llama", "hidden_size": 8})");
+    auto llama = estimate_memory(experiment("qwen2", (root / "llama").string()), 1, 1);
+    QVERIFY(!llama.ok());
+    QVERIFY2(contains(llama.message(), "config.json: field model_type is \"llama\""),
+             llama.message().c_str());
+    // model.arch disagreeing with config.json.
+    auto arch =
+        estimate_memory(experiment("qwen2", kSource + "/examples/models/qwen2-vl-2b"), 1, 1);
+    QVERIFY(!arch.ok());
+    QVERIFY2(contains(arch.message(),
+                      "field model_type is \"qwen2_vl\" but model.arch is "
+                      "\"qwen2\""),
+             arch.message().c_str());
+    // No model.path.
+    auto nopath = estimate_memory(experiment("qwen2_vl", ""), 1, 1);
+    QVERIFY(!nopath.ok());
+    QVERIFY2(contains(nopath.message(), "model.path"), nopath.message().c_str());
+  }
+
+  void weightsThatContradictTheConfigNameTensorFileAndField() {
+    QTemporaryDir dir;
+    const fs::path model = dir.path().toStdString();
+    fs::copy_file(kSource + "/examples/models/qwen2-vl-2b/config.json", model / "config.json");
+    auto config = read_hf_config(model.string());
+    VERIFY_OK(config);
+    auto headers = headers_for(*config);
+    // Weights of a model with another MLP width (8192 instead of config.json's 8960).
+    headers["model.layers.3.mlp.up_proj.weight"]["shape"] = {8192, 1536};
+    write_safetensors(model / "model.safetensors", headers);
+    auto e = estimate_memory(experiment("qwen2_vl", model.string()), 1, 1);
+    QVERIFY(!e.ok());
+    const auto& m = e.message();
+    QVERIFY2(contains(m, (model / "model.safetensors").string()), m.c_str());
+    QVERIFY2(contains(m, "tensor model.layers.3.mlp.up_proj.weight has shape [8192, 1536]"),
+             m.c_str());
+    QVERIFY2(contains(m, "implies [8960, 1536] (field intermediate_size)"), m.c_str());
+    // A checkpoint with fewer blocks than num_hidden_layers.
+    headers = headers_for(*config);
+    for (const char* p : {"input_layernorm.weight", "self_attn.q_proj.weight"})
+      headers.erase(std::string("model.layers.27.") + p);
+    write_safetensors(model / "model.safetensors", headers);
+    auto fewer = check_hf_weights(model.string(), *config);
+    QVERIFY(!fewer.ok());
+    QVERIFY2(contains(fewer.message(), "no tensor for model.layers.27.") &&
+                 contains(fewer.message(), "num_hidden_layers"),
+             fewer.message().c_str());
+    // A header whose length runs past the end of the file (a truncated download).
+    write(model / "model.safetensors", std::string("\xff\xff\xff\x00\x00\x00\x00\x00{}", 10));
+    auto truncated = check_hf_weights(model.string(), *config);
+    QVERIFY(!truncated.ok());
+    QVERIFY2(contains(truncated.message(), "not a safetensors file"), truncated.message().c_str());
+  }
+
+  void deviceMemoryGibAlwaysWins() {
+    auto exp = experiment("qwen2_vl", kSource + "/examples/models/qwen2-vl-2b");
+    DetectedMemory found{80LL << 30, "nvidia-smi on this machine: GPU 0, H100", 512LL << 30,
+                         "this machine"};
+    auto gpu = device_budget(exp, found);
+    VERIFY_OK(gpu);
+    QCOMPARE(gpu->bytes, std::int64_t{80LL << 30});
+    QVERIFY(gpu->gpu);
+    QCOMPARE(gpu->source, found.gpu_source);
+    exp.launch.device_memory_gib = 24;
+    auto field = device_budget(exp, found);
+    VERIFY_OK(field);
+    QCOMPARE(field->bytes, std::int64_t{24LL << 30});
+    QCOMPARE(field->source, std::string("launch.device_memory_gib = 24"));
+    exp.launch.kind = LaunchKind::slurm;
+    VERIFY_OK(device_budget(exp, {}));
+  }
+
+  void cpuRunsShareTheHostsMemoryAndSlurmNeedsTheField() {
+    auto exp = experiment("qwen2_vl", kSource + "/examples/models/qwen2-vl-2b");
+    exp.launch.nproc_per_node = 4;
+    DetectedMemory host{0, {}, 64LL << 30, "this machine"};
+    auto cpu = device_budget(exp, host);
+    VERIFY_OK(cpu);
+    QCOMPARE(cpu->bytes, std::int64_t{16LL << 30});
+    QVERIFY(!cpu->gpu);
+    QVERIFY2(contains(cpu->source, "this machine") && contains(cpu->source, "4 rank"),
+             cpu->source.c_str());
+    exp.shard.device = "cuda";
+    auto nogpu = device_budget(exp, host);
+    QVERIFY(!nogpu.ok());
+    QVERIFY2(contains(nogpu.message(), "launch.device_memory_gib"), nogpu.message().c_str());
+    exp.shard.device = "auto";
+    exp.launch.kind = LaunchKind::slurm;
+    auto slurm = device_budget(exp, host);
+    QVERIFY(!slurm.ok());
+    QVERIFY2(contains(slurm.message(),
+                      "launch.device_memory_gib: required for launch.kind = "
+                      "\"slurm\""),
+             slurm.message().c_str());
+  }
+
+  void aGpuBudgetHoldsTheDeviceBytes() {
+    auto exp = experiment("qwen2_vl", kSource + "/examples/models/qwen2-vl-7b");
+    exp.shard.offload_optimizer = true;
+    auto e = estimate_memory(exp, 8, 8);
+    VERIFY_OK(e);
+    exp.launch.device_memory_gib = static_cast<double>(e->device) / kGiB + 0.5;
+    auto budget = device_budget(exp, {});
+    VERIFY_OK(budget);
+    QCOMPARE(budgeted_bytes(*e, *budget), e->device);
+    QVERIFY(budgeted_bytes(*e, *budget) <= budget->bytes);
+    QVERIFY(e->total > budget->bytes);  // the offloaded moments live in host memory
+    QVERIFY(contains(format_budget(*e, *budget), "fits"));
+  }
+
+  void deviceMemoryGibIsValidated() {
+    auto exp =
+        parse_experiment(kData + "[launch]\ndevice_memory_gib = -1\n", "neg.toml", {}, kNoPaths);
+    QVERIFY(!exp.ok());
+    QVERIFY2(contains(exp.message(), "launch.device_memory_gib"), exp.message().c_str());
+    auto good =
+        parse_experiment(kData + "[launch]\ndevice_memory_gib = 79.5\n", "ok.toml", {}, kNoPaths);
+    VERIFY_OK(good);
+    QCOMPARE(good->launch.device_memory_gib, 79.5);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestEstimate)
+#include "tst_estimate.moc"
