@@ -40,6 +40,17 @@ struct TokenTally {
   std::int64_t total = 0;
 };
 
+/// Where training's random masks (LoRA dropout) come from: row b's masks are drawn from a generator
+/// seeded by (seed, step, samples[b], module), so they do not depend on the world size, the
+/// micro-batch split or activation checkpointing's recompute, and a resume replays them.
+struct DropoutKeys {
+  std::uint64_t seed = 0;             // train.seed
+  std::int64_t step = 0;              // the optimizer step, from 1
+  std::vector<std::int64_t> samples;  // (B) each row's global sample index (position in the run)
+  /// False for evaluation and generation batches: no dropout.
+  bool active() const { return !samples.empty(); }
+};
+
 /// Inputs of one micro-batch, shared by every layer.
 struct Batch {
   at::Tensor input_ids;  // (B, T) int64
@@ -50,6 +61,7 @@ struct Batch {
   at::Tensor image_grid_thw;      // (I, 3) int64: each image's t, h, w in patches, in token order
   DecodeState* decode = nullptr;  // generation: caches and logits; null = training/eval loss
   TokenTally* tally = nullptr;    // evaluation: the head adds label tokens and argmax hits here
+  DropoutKeys dropout;            // training: the masks' keys; empty: no dropout
 };
 
 /// Per-micro-batch state a model computes once (rotary tables...) plus the loss scale.

@@ -286,7 +286,8 @@ at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at
   const auto nh = v.num_heads;
   const auto hd = E / nh;
   auto h = at::layer_norm(x, {E}, p[kNorm1W], p[kNorm1B], kVisionEps);
-  auto qkv = lora_linear(h, p, kQkvW, kQkvB, lora).view({N, 3, nh, hd}).permute({1, 0, 2, 3});
+  auto qkv =
+      lora_linear(h, p, kQkvW, kQkvB, lora, ctx.batch).view({N, 3, nh, hd}).permute({1, 0, 2, 3});
   auto q = qkv[0];  // (N, nh, hd)
   auto k = qkv[1];
   auto val = qkv[2];
@@ -309,10 +310,10 @@ at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at
     start += n;
   }
   auto a = outs.empty() ? at::zeros({0, E}, x.options()) : at::cat(outs, 0).reshape({N, E});
-  auto x1 = x + lora_linear(a, p, kProjW, kProjB, lora);
+  auto x1 = x + lora_linear(a, p, kProjW, kProjB, lora, ctx.batch);
   auto h2 = at::layer_norm(x1, {E}, p[kNorm2W], p[kNorm2B], kVisionEps);
-  auto fc1 = activation(v.hidden_act, lora_linear(h2, p, kFc1W, kFc1B, lora));
-  auto mlp = lora_linear(fc1, p, kFc2W, kFc2B, lora);
+  auto fc1 = activation(v.hidden_act, lora_linear(h2, p, kFc1W, kFc1B, lora, ctx.batch));
+  auto mlp = lora_linear(fc1, p, kFc2W, kFc2B, lora, ctx.batch);
   return x1 + mlp;  // (N, E)
 }
 
