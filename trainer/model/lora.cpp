@@ -97,19 +97,35 @@ at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
     auto h = mix(mix(kDropoutStream, keys.seed), static_cast<std::uint64_t>(keys.step));
     return mix(mix(h, static_cast<std::uint64_t>(sample)), module);
   };
-  const auto B = static_cast<std::int64_t>(keys.samples.size());
-  if (x.dim() != 3 || x.size(0) != B)
-    return keep_mask(x.sizes(), lora.dropout, key(keys.samples[0]));
-  std::vector<at::Tensor> rows;  // B x (T, in)
-  rows.reserve(static_cast<std::size_t>(B));
-  for (std::int64_t b = 0; b < B; ++b)
-    rows.push_back(keep_mask({x.size(1), x.size(2)}, lora.dropout,
-                             key(keys.samples[static_cast<std::size_t>(b)])));
-  return at::stack(rows);  // (B, T, in)
+  const auto K = static_cast<std::int64_t>(keys.samples.size());
+  std::vector<at::Tensor> parts;  // K x (rows, in)
+  parts.reserve(static_cast<std::size_t>(K));
+  if (!keys.spans.empty()) {
+    std::int64_t rows = 0;
+    for (auto n : keys.spans) rows += n;
+    SHARD_CHECK(x.dim() == 2 && x.size(0) == rows && keys.spans.size() == keys.samples.size(),
+                spec::ErrorKind::internal,
+                "LoRA dropout: " + std::to_string(keys.spans.size()) + " spans of " +
+                    std::to_string(rows) + " rows for an input of " + std::to_string(x.size(0)),
+                "build the vision dropout keys from the batch's image grid");
+    for (std::int64_t j = 0; j < K; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      parts.push_back(keep_mask({keys.spans[jj], x.size(1)}, lora.dropout, key(keys.samples[jj])));
+    }
+    return at::cat(parts);  // (N, in)
+  }
+  SHARD_CHECK(x.dim() == 3 && x.size(0) == K, spec::ErrorKind::internal,
+              "LoRA dropout: " + std::to_string(K) + " sample keys for an input of shape " +
+                  std::to_string(x.dim() > 0 ? x.size(0) : 0) + " x ...",
+              "set one dropout key per batch row");
+  for (std::int64_t b = 0; b < K; ++b)
+    parts.push_back(keep_mask({x.size(1), x.size(2)}, lora.dropout,
+                              key(keys.samples[static_cast<std::size_t>(b)])));
+  return at::stack(parts);  // (B, T, in)
 }
 
 at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, int w, int b,
-                       const LayerLora* lora, const Batch* batch) {
+                       const LayerLora* lora, const DropoutKeys* keys) {
   auto y = b >= 0 ? dense(x, p[static_cast<std::size_t>(w)], p[static_cast<std::size_t>(b)])
                   : dense(x, p[static_cast<std::size_t>(w)]);
   const LoraPair* pair = lora != nullptr ? lora->find(w) : nullptr;
@@ -117,11 +133,11 @@ at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, in
   const auto& A = p[static_cast<std::size_t>(pair->a)];  // (r, in)
   const auto& B = p[static_cast<std::size_t>(pair->b)];  // (out, r)
   auto h = x.to(A.scalar_type());
-  if (lora->dropout > 0 && batch != nullptr && batch->dropout.active()) {
+  if (lora->dropout > 0 && keys != nullptr && keys->active()) {
     // Not at::dropout: its mask would come from the global generator, so it would change with the
     // world size and on a resume, and activation checkpointing's recompute (and its forward,
     // which runs without grad mode) would not see the mask the loss used.
-    h = h * lora_dropout_mask(h, *lora, w, batch->dropout).to(h.device(), h.scalar_type());
+    h = h * lora_dropout_mask(h, *lora, w, *keys).to(h.device(), h.scalar_type());
   }
   auto delta = dense(dense(h, A), B) * lora->scale;  // (..., out)
   return y + delta.to(y.scalar_type());

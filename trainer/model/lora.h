@@ -48,16 +48,15 @@ class LoraLinks {
 };
 
 /// x W^T + b for weight p[w] and bias p[b] (b < 0: none), plus the adapter `lora` links to w.
-/// Dropout on the adapter path applies to training batches only (batch->dropout active), as
-/// PEFT's nn.Dropout does in train mode, with masks from lora_dropout_mask.
+/// Dropout on the adapter path applies with active `keys` only (training batches), as PEFT's
+/// nn.Dropout does in train mode, with masks from lora_dropout_mask.
 at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, int w, int b,
-                       const LayerLora* lora, const Batch* batch);
+                       const LayerLora* lora, const DropoutKeys* keys);
 
 /// The inverted-dropout mask (0 or 1 / (1 - p), float32, on the CPU) of an adapter input `x` of
-/// weight `w` of `lora`'s layer. Text input (B, T, in): row b from its own generator seeded by
-/// (keys.seed, keys.step, keys.samples[b], layer, w), drawn position by position, so a row's mask
-/// does not depend on its padded length either. Other input (the vision tower's (N, in) patches of
-/// the micro-batch): one generator keyed by the micro-batch's first sample.
+/// weight `w` of `lora`'s layer: each row b of a (B, T, in) input, or each span of an (N, in)
+/// input (keys.spans), from its own generator seeded by (keys.seed, keys.step, keys.samples[b],
+/// layer, w), drawn element by element, so a row's mask does not depend on its padded length.
 at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
                              const DropoutKeys& keys);
 

@@ -47,6 +47,9 @@ struct DropoutKeys {
   std::uint64_t seed = 0;             // train.seed
   std::int64_t step = 0;              // the optimizer step, from 1
   std::vector<std::int64_t> samples;  // (B) each row's global sample index (position in the run)
+  /// Input (N, in) in consecutive spans of spans[j] rows, span j keyed by samples[j] (the vision
+  /// tower: one span per image); empty: input (B, T, in), row b keyed by samples[b].
+  std::vector<std::int64_t> spans;
   /// False for evaluation and generation batches: no dropout.
   bool active() const { return !samples.empty(); }
 };
@@ -74,6 +77,7 @@ struct LayerContext {
   at::Tensor vision_cos;    // (N, Dv) float32: the vision tower's 2-D rotary tables
   at::Tensor vision_sin;    // (N, Dv)
   std::vector<std::int64_t> vision_seqlens;  // patches per image frame (attention stays inside)
+  DropoutKeys vision_dropout;  // training: one span per image, keyed by its sample and index
 };
 
 class Model {

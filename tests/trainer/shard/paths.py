@@ -16,7 +16,8 @@ except parameters whose step-1 gradient norm is below 1e-6 (listed).
       micro-batches of 2 on 2 ranks: losses
       and adapters within 1e-5 of the reference, so the masks do not depend on the world size
       or on the micro-batch layout; then a resume of the 2-rank run's step-10 checkpoint on 2
-      ranks equals the uninterrupted run bit for bit (losses, grad norms, final adapters).
+      ranks equals the uninterrupted run bit for bit (losses, grad norms, final adapters); and
+      Qwen2-VL with vision-tower adapters on 1 and 2 ranks (vision_dropout).
   --group fp16: shard.precision = "fp16_autocast" (fp16 compute, fp32 masters and reduction, the
       loss scaler) on 2 and 3 ranks against shardtrain on 1 rank in the same mode: losses
       within 1e-3 relative; fp16 must move the losses away from fp32 (else the cell proves
@@ -37,6 +38,10 @@ TOL = 1e-5
 FP16_TOL = 1e-3
 LORA = dict(parity.LORA, dropout=0.2)
 AC = "shard.activation_checkpointing=true"
+# Qwen2-VL's adapters after 4 steps from lora_B = 0 are small, so reduction-order noise is large
+# next to them: 1 vs 2 ranks differ by up to 6e-6 without dropout, 1.1e-5 with. A mask that
+# differed would move them by ~1 (dropout 0 vs 0.2: 1.5).
+VISION_TOL = 1e-4
 # The tiny block (hidden 32, 3 blocks) holds 12.6k parameters: 20k puts blocks 0 and 1 in one
 # unit. Block 2, below the minimum, becomes a unit of its own (spec::plan_units closes the open
 # group at the head), where FSDP's size policy would leave it in the root: reported, not asserted.
@@ -120,6 +125,49 @@ def dropout_group(args):
         run_dir = run(args, config, cell, world, sets)
         compare(f"{cell} vs reference", run_dir, ref_dir, init, {}, adapter)
     resume(args, config)
+    vision_dropout(args)
+
+
+def vision_dropout(args):
+    """Qwen2-VL with adapters on the vision tower (qkv, fc1) and the text stack (q_proj), dropout
+    0.2 (the demo model and chat data of `make-demo-data`, images of several sizes): 4 steps on 1
+    and 2 ranks agree, losses within 1e-5 and adapters within VISION_TOL, and the vision adapters
+    differ from a dropout-0 run (so the vision masks were applied)."""
+    import subprocess
+    work = ranks.fresh_dir(os.path.join(args.work, "vision"))
+    data_dir = os.path.join(work, "data")
+    made = subprocess.run([args.shardtrain, "make-demo-data", data_dir, "--train", "24",
+                           "--eval", "6"], capture_output=True, text=True)
+    check(made.returncode == 0, f"make-demo-data failed:\n{made.stdout}\n{made.stderr}")
+    config = os.path.join(work, "exp.toml")
+    with open(config, "w") as f:
+        f.write("\n".join([
+            "[model]", 'arch = "qwen2_vl"', f'path = "{data_dir}/model"',
+            "[data]", f'train_path = "{data_dir}/train.jsonl"', 'format = "chat"',
+            "seq_len = 1024",
+            "[train]", "max_steps = 4", "batch_size = 6", "lr = 1e-2", "adam_eps = 1e-4",
+            "log_every = 1", "ckpt_at_end = false", "seed = 3", "threads = 1",
+            "[shard]", 'strategy = "FULL_SHARD"',
+            "[lora]", "enabled = true", "r = 4", "alpha = 8", "dropout = 0.2",
+            'target_modules = ["q_proj", "qkv", "fc1"]']) + "\n")
+    runs = {name: run(args, config, f"vision/{name}", world, sets)
+            for name, world, sets in (("one", 1, []), ("two", 2, []),
+                                      ("no_dropout", 1, ["lora.dropout=0.0"]))}
+    ranks.compare_curves("qwen2_vl LoRA dropout: 2 ranks vs 1", ranks.curve(runs["two"]),
+                         ranks.curve(runs["one"]), TOL)
+    got, want, plain = (params(runs[n]) for n in ("two", "one", "no_dropout"))
+    adapters = [n for n in want if ".lora_" in n]
+    vision = [n for n in adapters if ".visual." in n and ".lora_B" in n]
+    check(vision, f"no vision adapter among {adapters[:4]}...")
+    effect = max(ranks.param_diffs({n: want[n] for n in vision},
+                                   {n: plain[n] for n in vision}).values())
+    print(f"qwen2_vl: dropout moves the vision lora_B by up to {effect:.3e}")
+    check(effect > 100 * TOL, f"dropout changed the vision adapters by only {effect:.3e}")
+    diffs = ranks.param_diffs({n: got[n] for n in adapters}, {n: want[n] for n in adapters})
+    worst = max(diffs, key=diffs.get)
+    print(f"qwen2_vl LoRA dropout: 2 ranks vs 1: {len(diffs)} adapters, worst {diffs[worst]:.3e} "
+          f"({worst})")
+    check(diffs[worst] <= VISION_TOL, f"qwen2_vl: adapter {worst} differs by {diffs[worst]:.3e}")
 
 
 def resume(args, config):
