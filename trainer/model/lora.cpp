@@ -17,9 +17,27 @@ namespace {
 
 // Separates the adapters' random stream from the base init's (seed * 1000003 + layer).
 constexpr std::uint64_t kLoraStream = 0x4c6f5241ULL;  // "LoRA"
+// Separates the dropout masks' generators from other keyed streams.
+constexpr std::uint64_t kDropoutStream = 0x44726f70ULL;  // "Drop"
 constexpr std::string_view kPrefix = "base_model.model.";
 constexpr std::string_view kSuffixA = ".lora_A.weight";
 constexpr std::string_view kSuffixB = ".lora_B.weight";
+
+// SplitMix64's finaliser: a well-mixed 64-bit value of the mask key's parts, folded in one by one.
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Keep-mask of `shape` scaled by 1 / (1 - p), from a generator seeded by `key`. uniform_ on the
+// CPU draws element by element in order, so a longer shape extends a shorter one's values.
+at::Tensor keep_mask(at::IntArrayRef shape, double p, std::uint64_t key) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(key);
+  auto u = at::empty(shape, at::kFloat).uniform_(0.0, 1.0, gen);
+  return u.ge(p).to(at::kFloat).mul_(1.0 / (1.0 - p));
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
@@ -40,6 +58,7 @@ LoraLinks::LoraLinks(const std::vector<LayerDef>& layers, const spec::LoraSectio
     LayerLora ll;
     ll.scale = lora.alpha / static_cast<double>(lora.r);
     ll.dropout = lora.dropout;
+    ll.layer = static_cast<int>(m_layers.size());
     ll.by_weight.resize(layer.params.size());
     bool any = false;
     for (std::size_t i = 0; i < layer.params.size(); ++i) {
@@ -71,8 +90,42 @@ const LayerLora* LoraLinks::layer(int layer) const {
                                                 : nullptr;
 }
 
+at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
+                             const DropoutKeys& keys) {
+  const auto module = mix(static_cast<std::uint64_t>(lora.layer), static_cast<std::uint64_t>(w));
+  auto key = [&](std::int64_t sample) {
+    auto h = mix(mix(kDropoutStream, keys.seed), static_cast<std::uint64_t>(keys.step));
+    return mix(mix(h, static_cast<std::uint64_t>(sample)), module);
+  };
+  const auto K = static_cast<std::int64_t>(keys.samples.size());
+  std::vector<at::Tensor> parts;  // K x (rows, in)
+  parts.reserve(static_cast<std::size_t>(K));
+  if (!keys.spans.empty()) {
+    std::int64_t rows = 0;
+    for (auto n : keys.spans) rows += n;
+    SHARD_CHECK(x.dim() == 2 && x.size(0) == rows && keys.spans.size() == keys.samples.size(),
+                spec::ErrorKind::internal,
+                "LoRA dropout: " + std::to_string(keys.spans.size()) + " spans of " +
+                    std::to_string(rows) + " rows for an input of " + std::to_string(x.size(0)),
+                "build the vision dropout keys from the batch's image grid");
+    for (std::int64_t j = 0; j < K; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      parts.push_back(keep_mask({keys.spans[jj], x.size(1)}, lora.dropout, key(keys.samples[jj])));
+    }
+    return at::cat(parts);  // (N, in)
+  }
+  SHARD_CHECK(x.dim() == 3 && x.size(0) == K, spec::ErrorKind::internal,
+              "LoRA dropout: " + std::to_string(K) + " sample keys for an input of shape " +
+                  std::to_string(x.dim() > 0 ? x.size(0) : 0) + " x ...",
+              "set one dropout key per batch row");
+  for (std::int64_t b = 0; b < K; ++b)
+    parts.push_back(keep_mask({x.size(1), x.size(2)}, lora.dropout,
+                              key(keys.samples[static_cast<std::size_t>(b)])));
+  return at::stack(parts);  // (B, T, in)
+}
+
 at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, int w, int b,
-                       const LayerLora* lora) {
+                       const LayerLora* lora, const DropoutKeys* keys) {
   auto y = b >= 0 ? dense(x, p[static_cast<std::size_t>(w)], p[static_cast<std::size_t>(b)])
                   : dense(x, p[static_cast<std::size_t>(w)]);
   const LoraPair* pair = lora != nullptr ? lora->find(w) : nullptr;
@@ -80,7 +133,12 @@ at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, in
   const auto& A = p[static_cast<std::size_t>(pair->a)];  // (r, in)
   const auto& B = p[static_cast<std::size_t>(pair->b)];  // (out, r)
   auto h = x.to(A.scalar_type());
-  if (lora->dropout > 0 && at::GradMode::is_enabled()) h = at::dropout(h, lora->dropout, true);
+  if (lora->dropout > 0 && keys != nullptr && keys->active()) {
+    // Not at::dropout: its mask would come from the global generator, so it would change with the
+    // world size and on a resume, and activation checkpointing's recompute (and its forward,
+    // which runs without grad mode) would not see the mask the loss used.
+    h = h * lora_dropout_mask(h, *lora, w, *keys).to(h.device(), h.scalar_type());
+  }
   auto delta = dense(dense(h, A), B) * lora->scale;  // (..., out)
   return y + delta.to(y.scalar_type());
 }

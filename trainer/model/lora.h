@@ -29,7 +29,8 @@ struct LoraPair {
 struct LayerLora {
   std::vector<LoraPair> by_weight;  // size = the layer's parameter count; a = -1: no adapter
   double scale = 1.0;               // alpha / r
-  double dropout = 0.0;             // on the adapter's input, while grad mode is on
+  double dropout = 0.0;             // on the adapter's input, in training batches only
+  int layer = -1;                   // the model layer (with the weight index, the mask's module)
   const LoraPair* find(int weight) const;
 };
 
@@ -47,10 +48,17 @@ class LoraLinks {
 };
 
 /// x W^T + b for weight p[w] and bias p[b] (b < 0: none), plus the adapter `lora` links to w.
-/// Dropout on the adapter path applies only while autograd records (training), as PEFT's
-/// nn.Dropout does in train mode.
+/// Dropout on the adapter path applies with active `keys` only (training batches), as PEFT's
+/// nn.Dropout does in train mode, with masks from lora_dropout_mask.
 at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, int w, int b,
-                       const LayerLora* lora);
+                       const LayerLora* lora, const DropoutKeys* keys);
+
+/// The inverted-dropout mask (0 or 1 / (1 - p), float32, on the CPU) of an adapter input `x` of
+/// weight `w` of `lora`'s layer: each row b of a (B, T, in) input, or each span of an (N, in)
+/// input (keys.spans), from its own generator seeded by (keys.seed, keys.step, keys.samples[b],
+/// layer, w), drawn element by element, so a row's mask does not depend on its padded length.
+at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
+                             const DropoutKeys& keys);
 
 /// PEFT's initial adapter values for the LoRA parameters of `layer` (others untouched): lora_A
 /// kaiming-uniform with a = sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)); lora_B zeros. Draws from

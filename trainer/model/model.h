@@ -40,6 +40,20 @@ struct TokenTally {
   std::int64_t total = 0;
 };
 
+/// Where training's random masks (LoRA dropout) come from: row b's masks are drawn from a generator
+/// seeded by (seed, step, samples[b], module), so they do not depend on the world size, the
+/// micro-batch split or activation checkpointing's recompute, and a resume replays them.
+struct DropoutKeys {
+  std::uint64_t seed = 0;             // train.seed
+  std::int64_t step = 0;              // the optimizer step, from 1
+  std::vector<std::int64_t> samples;  // (B) each row's global sample index (position in the run)
+  /// Input (N, in) in consecutive spans of spans[j] rows, span j keyed by samples[j] (the vision
+  /// tower: one span per image); empty: input (B, T, in), row b keyed by samples[b].
+  std::vector<std::int64_t> spans;
+  /// False for evaluation and generation batches: no dropout.
+  bool active() const { return !samples.empty(); }
+};
+
 /// Inputs of one micro-batch, shared by every layer.
 struct Batch {
   at::Tensor input_ids;  // (B, T) int64
@@ -50,6 +64,7 @@ struct Batch {
   at::Tensor image_grid_thw;      // (I, 3) int64: each image's t, h, w in patches, in token order
   DecodeState* decode = nullptr;  // generation: caches and logits; null = training/eval loss
   TokenTally* tally = nullptr;    // evaluation: the head adds label tokens and argmax hits here
+  DropoutKeys dropout;            // training: the masks' keys; empty: no dropout
 };
 
 /// Per-micro-batch state a model computes once (rotary tables...) plus the loss scale.
@@ -62,6 +77,7 @@ struct LayerContext {
   at::Tensor vision_cos;    // (N, Dv) float32: the vision tower's 2-D rotary tables
   at::Tensor vision_sin;    // (N, Dv)
   std::vector<std::int64_t> vision_seqlens;  // patches per image frame (attention stays inside)
+  DropoutKeys vision_dropout;  // training: one span per image, keyed by its sample and index
 };
 
 class Model {

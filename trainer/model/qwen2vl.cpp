@@ -217,6 +217,40 @@ at::Tensor mrope_positions(const Batch& batch, std::int64_t image_token_id,
   return pos;
 }
 
+namespace {
+
+// The vision tower's LoRA dropout keys: one span per image (its t*h*w patches, in token order),
+// keyed by its sample's global index and its place among that sample's images (index * 2^16 +
+// place), so an image's masks do not depend on the samples batched with it. Image i belongs to
+// the row whose <|image_pad|> tokens it consumes (t*h*w / merge^2 of them, rows in order).
+DropoutKeys vision_dropout_keys(const Batch& batch, std::int64_t image_token_id,
+                                std::int64_t merge) {
+  DropoutKeys keys{batch.dropout.seed, batch.dropout.step, {}, {}};
+  auto grid = batch.image_grid_thw.to(at::kLong).contiguous();
+  auto g = grid.accessor<std::int64_t, 2>();
+  auto pads = batch.input_ids.eq(image_token_id).sum(1).to(at::kLong).contiguous();  // (B)
+  auto left = pads.accessor<std::int64_t, 1>();
+  std::int64_t b = 0;
+  std::int64_t place = 0;
+  for (std::int64_t i = 0; i < grid.size(0); ++i) {
+    const auto patches = g[i][0] * g[i][1] * g[i][2];
+    while (b < pads.size(0) && left[b] == 0) {
+      ++b;
+      place = 0;
+    }
+    SHARD_CHECK(b < pads.size(0) && left[b] >= patches / (merge * merge), ErrorKind::data,
+                "image " + std::to_string(i) + " has no <|image_pad|> run of its size in the batch",
+                "expand each image to t*h*w/merge^2 pad tokens as the processor does");
+    left[b] -= patches / (merge * merge);
+    keys.samples.push_back(batch.dropout.samples[static_cast<std::size_t>(b)] * (1 << 16) +
+                           place++);
+    keys.spans.push_back(patches);
+  }
+  return keys;
+}
+
+}  // namespace
+
 LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dtype) const {
   const auto& t = m_config.text;
   const auto D = t.hidden_size / t.num_heads;
@@ -244,6 +278,9 @@ LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dty
       auto g = grid.accessor<std::int64_t, 2>();
       for (std::int64_t i = 0; i < grid.size(0); ++i)
         for (std::int64_t f = 0; f < g[i][0]; ++f) ctx.vision_seqlens.push_back(g[i][1] * g[i][2]);
+      if (batch.dropout.active())
+        ctx.vision_dropout =
+            vision_dropout_keys(batch, m_config.image_token_id, v.spatial_merge_size);
     }
   } else if (!batch.decode) {
     rope = rope_tables(batch.input_ids.size(1), D, t.rope_theta);
@@ -286,7 +323,9 @@ at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at
   const auto nh = v.num_heads;
   const auto hd = E / nh;
   auto h = at::layer_norm(x, {E}, p[kNorm1W], p[kNorm1B], kVisionEps);
-  auto qkv = lora_linear(h, p, kQkvW, kQkvB, lora).view({N, 3, nh, hd}).permute({1, 0, 2, 3});
+  auto qkv = lora_linear(h, p, kQkvW, kQkvB, lora, &ctx.vision_dropout)
+                 .view({N, 3, nh, hd})
+                 .permute({1, 0, 2, 3});
   auto q = qkv[0];  // (N, nh, hd)
   auto k = qkv[1];
   auto val = qkv[2];
@@ -309,10 +348,10 @@ at::Tensor Qwen2VLModel::vision_block(const std::vector<at::Tensor>& p, const at
     start += n;
   }
   auto a = outs.empty() ? at::zeros({0, E}, x.options()) : at::cat(outs, 0).reshape({N, E});
-  auto x1 = x + lora_linear(a, p, kProjW, kProjB, lora);
+  auto x1 = x + lora_linear(a, p, kProjW, kProjB, lora, &ctx.vision_dropout);
   auto h2 = at::layer_norm(x1, {E}, p[kNorm2W], p[kNorm2B], kVisionEps);
-  auto fc1 = activation(v.hidden_act, lora_linear(h2, p, kFc1W, kFc1B, lora));
-  auto mlp = lora_linear(fc1, p, kFc2W, kFc2B, lora);
+  auto fc1 = activation(v.hidden_act, lora_linear(h2, p, kFc1W, kFc1B, lora, &ctx.vision_dropout));
+  auto mlp = lora_linear(fc1, p, kFc2W, kFc2B, lora, &ctx.vision_dropout);
   return x1 + mlp;  // (N, E)
 }
 

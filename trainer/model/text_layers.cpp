@@ -165,10 +165,14 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
   const auto H = d.num_heads;
   const auto K = d.num_kv_heads;
   const auto D = d.hidden_size / H;
-  auto h = rms_norm(x, p[kInputNorm], d.rms_eps);                                 // (B, T, C)
-  auto q = lora_linear(h, p, kQw, kQb, lora).view({B, T, H, D}).transpose(1, 2);  // (B, H, T, D)
-  auto k = lora_linear(h, p, kKw, kKb, lora).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
-  auto v = lora_linear(h, p, kVw, kVb, lora).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
+  const DropoutKeys* drop = ctx.batch != nullptr ? &ctx.batch->dropout : nullptr;  // LoRA's masks
+  auto h = rms_norm(x, p[kInputNorm], d.rms_eps);                                  // (B, T, C)
+  auto q =
+      lora_linear(h, p, kQw, kQb, lora, drop).view({B, T, H, D}).transpose(1, 2);  // (B, H, T, D)
+  auto k =
+      lora_linear(h, p, kKw, kKb, lora, drop).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
+  auto v =
+      lora_linear(h, p, kVw, kVb, lora, drop).view({B, T, K, D}).transpose(1, 2);  // (B, K, T, D)
   const auto cos = rope_half(ctx.rope_cos, q.scalar_type());  // (T, D/2) or (B, 1, T, D/2)
   const auto sin = rope_half(ctx.rope_sin, q.scalar_type());
   q = apply_rope(q, cos, sin);
@@ -192,10 +196,11 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
     a = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt, gqa);
   }
   a = a.transpose(1, 2).reshape({B, T, H * D});
-  auto x1 = x + lora_linear(a, p, kOw, -1, lora);  // (B, T, C)
+  auto x1 = x + lora_linear(a, p, kOw, -1, lora, drop);  // (B, T, C)
   auto h2 = rms_norm(x1, p[kPostNorm], d.rms_eps);
-  auto act = at::silu(lora_linear(h2, p, kGate, -1, lora)) * lora_linear(h2, p, kUp, -1, lora);
-  auto mlp = lora_linear(act, p, kDown, -1, lora);
+  auto act =
+      at::silu(lora_linear(h2, p, kGate, -1, lora, drop)) * lora_linear(h2, p, kUp, -1, lora, drop);
+  auto mlp = lora_linear(act, p, kDown, -1, lora, drop);
   return x1 + mlp;
 }
 

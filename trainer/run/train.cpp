@@ -250,10 +250,16 @@ struct Loop {
           mine.begin() + static_cast<std::ptrdiff_t>(
                              std::min(mine.size(), start + static_cast<std::size_t>(mb))));
       const bool last = start + static_cast<std::size_t>(mb) >= mine.size();
-      runner.set_position(base / exp.train.batch_size + 1,
-                          static_cast<int>(start / static_cast<std::size_t>(mb)));
-      local += runner.micro_step(samples.batch(part), grad_scale / tokens,
-                                 last || exp.shard.reduce_every_microstep);
+      const std::int64_t step = base / exp.train.batch_size + 1;
+      runner.set_position(step, static_cast<int>(start / static_cast<std::size_t>(mb)));
+      auto batch = samples.batch(part);
+      // Dropout keys: mine[j] is the step's sample base + rank + j * world (rank_samples).
+      batch.dropout = {exp.train.seed, step, {}};
+      for (std::size_t j = start; j < start + part.size(); ++j)
+        batch.dropout.samples.push_back(base + rdzv.rank +
+                                        static_cast<std::int64_t>(j) * rdzv.world_size);
+      local +=
+          runner.micro_step(batch, grad_scale / tokens, last || exp.shard.reduce_every_microstep);
     }
     auto loss = at::full({1}, local / grad_scale, at::kDouble);
     groups.world.all_reduce_sum(loss);

@@ -181,7 +181,7 @@ class TestLora : public QObject {
     auto x = at::randn({3, 24}, g);
     const auto& p = pm[1];
     auto want = at::linear(x, p[1], p[2]) + 3.0 * at::linear(at::linear(x, p[12]), p[13]);
-    QVERIFY(at::allclose(model::lora_linear(x, p, 1, 2, links), want, 1e-6, 1e-6));
+    QVERIFY(at::allclose(model::lora_linear(x, p, 1, 2, links, nullptr), want, 1e-6, 1e-6));
 
     // Merged weights in the plain model give the adapted model's output.
     auto merged = ckpt::merge_lora(state(m, pm), cfg);
@@ -201,7 +201,11 @@ class TestLora : public QObject {
     QVERIFY(std::abs(lg.item<double>() - lm.item<double>()) < 1e-5 * std::abs(lm.item<double>()));
   }
 
-  void dropoutOnlyWhileTraining() {
+  // LoRA dropout masks come from keys, not the global generator: the same keys give the same
+  // loss (a resume, a checkpointed recompute), a batch without keys (evaluation) has no dropout
+  // even with grad mode on, and a row's mask depends on its own sample only (not on the rows it
+  // is batched with, so not on the world size) nor on its padded length.
+  void dropoutMasksFromKeys() {
     model::Qwen2Model m(dims());
     auto cfg = lora(kAllText);
     cfg.dropout = 0.5;
@@ -210,12 +214,40 @@ class TestLora : public QObject {
     for (std::size_t l = 0; l < pm.size(); ++l)
       for (std::size_t i = 0; i < pm[l].size(); ++i)
         if (m.layers()[l].params[i].name.find("lora_B") != std::string::npos) pm[l][i].fill_(0.1);
-    const auto b = batch();
+    const auto plain = batch();
+    at::Tensor off;
     {
       at::NoGradGuard no_grad;
-      QVERIFY(at::equal(run(m, pm, b).second, run(m, pm, b).second));
+      off = run(m, pm, plain).second;
     }
-    QVERIFY(!at::equal(run(m, pm, b).second, run(m, pm, b).second));
+    QVERIFY(at::equal(run(m, pm, plain).second, off));  // grad mode alone does not drop
+    auto keyed = plain;
+    keyed.dropout = {5, 3, {10, 11}};
+    const auto [h, loss] = run(m, pm, keyed);
+    QVERIFY(!at::equal(loss, off));
+    QVERIFY(at::equal(run(m, pm, keyed).second, loss));
+    auto later = keyed;
+    later.dropout.step = 4;
+    QVERIFY(!at::equal(run(m, pm, later).second, loss));
+    // Row 1 alone (as on another rank) sees the mask it saw in the pair.
+    model::Batch row;
+    row.input_ids = plain.input_ids.slice(0, 1, 2);
+    row.labels = plain.labels.slice(0, 1, 2);
+    row.dropout = {5, 3, {11}};
+    QVERIFY(at::allclose(run(m, pm, row).first[0], h[1], 1e-5, 1e-6));
+    // Masks: a longer padded row extends the shorter one's mask; about p of it is dropped.
+    model::LayerLora layer;
+    layer.dropout = 0.5;
+    layer.layer = 1;
+    const model::DropoutKeys one{5, 3, {11}};
+    auto short_mask = model::lora_dropout_mask(at::zeros({1, 9, 32}), layer, 2, one);
+    auto long_mask = model::lora_dropout_mask(at::zeros({1, 40, 32}), layer, 2, one);
+    QVERIFY(!at::equal(model::lora_dropout_mask(at::zeros({1, 9, 32}), layer, 3, one), short_mask));
+    QVERIFY(at::equal(long_mask.slice(1, 0, 9), short_mask));
+    const double dropped = long_mask.eq(0).to(at::kDouble).mean().item<double>();
+    QVERIFY2(dropped > 0.4 && dropped < 0.6, std::to_string(dropped).c_str());
+    QVERIFY(at::equal(long_mask.masked_select(long_mask.ne(0)),
+                      at::full({long_mask.ne(0).sum().item<std::int64_t>()}, 2.0f)));
   }
 
   void peftAdapterFiles() {
