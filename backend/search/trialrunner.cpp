@@ -281,6 +281,10 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   request.runId = trial.runId;
   request.runName = (*run)->name;
   request.localRunDir = runDir;
+  request.attempt = (*run)->attempt;
+  auto token = reader->runLogToken();
+  if (!token) return token.error();
+  request.runLogToken = *token;
   request.launch = exp.launch;
   request.shareGpus = exp.shard.backend == "gloo";
   // The stop grace of a trial is search.stop_grace_s (a prune is a stop).
