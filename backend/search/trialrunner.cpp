@@ -461,6 +461,7 @@ void TrialRunner::onMonitorFinished(qint64 number) {
   outcome.number = number;
   outcome.runId = trial->runId;
   outcome.intermediate = trial->intermediate;
+  outcome.ranks = trial->handle->ranks();
   judge(*trial, outcome);
   const std::optional<double> first =
       outcome.values.empty() ? std::nullopt : std::optional<double>(outcome.values.front());
