@@ -110,6 +110,22 @@ Result<void> writeTrialToml(const QString& runDir, const spec::Experiment& exp) 
   return ok();
 }
 
+// A retry of a crashed trial resumes from its failed attempt's newest complete sharded checkpoint,
+// which stays in that attempt's run directory (local, or remote for SSH and Slurm: the stored
+// location is still the failed attempt's until the retry launches). Empty: start over.
+Result<QStringList> resumeArgs(RunReader& reader, const RunRecord& run) {
+  if (run.attempt == 0 || run.location.isEmpty()) return QStringList();
+  auto point = reader.resumePoint(run.id, run.attempt - 1);
+  if (!point) return point.error();
+  if (!*point) return QStringList();
+  auto previous = RunLocation::fromJson(run.location);
+  if (!previous) return previous.error();
+  const QString path = previous->runDir + '/' + (*point)->path;
+  qCInfo(lcTrialRunner).noquote() << "run" << run.id << "attempt" << run.attempt << "resumes from"
+                                  << path << "at step" << (*point)->step;
+  return QStringList{QStringLiteral("--resume"), path};
+}
+
 QString mib(qint64 bytes) { return QString::number(double(bytes) / (1024.0 * 1024.0), 'f', 1); }
 
 qint64 physicalMemory() {
@@ -303,6 +319,11 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
     if (!launcher) return launcher.error();
     trial.launcher = std::move(*launcher);
     request.trainerArgs = {QStringLiteral("train"), QStringLiteral("trial.toml")};
+    if (m_space.retry_from_checkpoint) {
+      auto resume = resumeArgs(*reader, **run);
+      if (!resume) return resume.error();
+      request.trainerArgs << *resume;
+    }
     request.extraEnv.insert(QStringLiteral("SHARDSCOPE_RUN_DIR"), runDir);
   }
   auto handle = trial.launcher->start(request);

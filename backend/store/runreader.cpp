@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "backend/store/storesql.h"
+
 Q_LOGGING_CATEGORY(lcRunReader, "shardscope.backend.runreader")
 
 namespace shardscope::backend {
@@ -395,6 +397,17 @@ Result<qint64> RunReader::offset(qint64 runId, int rank, RankFile file) {
   auto row = stmt->step();
   if (!row) return row.error();
   return *row ? stmt->columnInt64(0) : 0;
+}
+
+Result<std::optional<ResumePoint>> RunReader::resumePoint(qint64 runId, int attempt) {
+  auto stmt = m_db.prepare(storesql::kResumePointSql);
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, attempt); !r) return r.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<ResumePoint>();
+  return std::optional<ResumePoint>(ResumePoint{stmt->columnInt64(0), text(*stmt, 1)});
 }
 
 Result<QString> RunReader::runLogToken() {

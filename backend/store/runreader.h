@@ -60,6 +60,9 @@ class RunReader {
   /// The stored read offset of a rank's file in the current attempt (0 when none).
   [[nodiscard]] Result<qint64> offset(qint64 runId, int rank, RankFile file);
   [[nodiscard]] Result<std::optional<LeaseRecord>> lease(qint64 runId);
+  /// The newest complete sharded checkpoint of attempt `attempt` of a run, unless that attempt
+  /// reported an oom or config error; nullopt when there is none.
+  [[nodiscard]] Result<std::optional<ResumePoint>> resumePoint(qint64 runId, int attempt);
   /// A random token of this run log (made once, with the file's schema 4): remote run folders
   /// carry it, so two run logs that both have a run 1 named "exp-1" never share one.
   [[nodiscard]] Result<QString> runLogToken();

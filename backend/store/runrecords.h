@@ -174,6 +174,12 @@ struct FileChunk {
   std::vector<Anomaly> anomalies;
 };
 
+/// Where a retry resumes: a sharded checkpoint of an earlier attempt (see RunReader::resumePoint).
+struct ResumePoint {
+  qint64 step = 0;  ///< the optimizer steps the checkpoint holds
+  QString path;     ///< relative to that attempt's run directory ("ckpt/step-000006")
+};
+
 /// What ingesting a chunk did.
 struct IngestReceipt {
   bool applied = false;    ///< false: the stored offset was already at or past endOffset

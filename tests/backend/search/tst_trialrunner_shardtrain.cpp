@@ -1,14 +1,20 @@
 // Tests backend/search/trialrunner.cpp with the real trainer: 2-rank shardtrain trials of the tiny
 // demo model on Gloo (CPU), local launcher, a real SQLite run log.
-//   - a prune is a graceful stop of both ranks at one step boundary, with a checkpoint.
-// Every wait has a generous deadline; nothing asserts a duration. Cost: a trainer start of 2 ranks
-// and a few steps of a 2-layer hidden-32 model (seconds on one idle core).
+//   - a prune is a graceful stop of both ranks at one step boundary, with a checkpoint;
+//   - a trial whose rank is SIGKILLed mid-run is retried from its newest sharded checkpoint and
+//     its curve goes on from that step.
+// Every wait has a generous deadline; nothing asserts a duration. Cost: about 4 trainer starts of
+// 2 ranks and a few dozen steps of a 2-layer hidden-32 model (seconds on one idle core).
+#include <signal.h>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <cmath>
+#include <map>
 
 #include "backend/launch/demodata.h"
 #include "backend/search/trialrunner.h"
@@ -75,6 +81,7 @@ class TestTrialRunnerShardtrain : public QObject {
  private slots:
   void initTestCase();
   void pruneStopsBothRanksAtOneStepWithACheckpoint();
+  void killedRankResumesFromTheCheckpoint();
 
  private:
   std::unique_ptr<TrialRunner> makeRunner(qint64 studyId, std::vector<std::string> overrides);
@@ -105,6 +112,7 @@ void TestTrialRunnerShardtrain::initTestCase() {
   auto space = search::parse_search_space(exp->search.toml, m_experiment.toStdString());
   VERIFY_OK(space);
   m_space = *space;
+  QVERIFY(m_space.retry_from_checkpoint);  // the default
   auto store = RunStore::open(m_dir.filePath("runs.db"));
   VERIFY_OK(store);
   m_store = std::move(*store);
@@ -183,6 +191,81 @@ void TestTrialRunnerShardtrain::pruneStopsBothRanksAtOneStepWithACheckpoint() {
   const QDir dir(QDir((*run)->runDir).filePath(QString::fromStdString(written->path)));
   for (const char* name : {"meta.json", "rank-0.safetensors", "rank-1.safetensors"}) {
     QVERIFY2(dir.exists(name), qPrintable(dir.filePath(name)));
+  }
+}
+
+// Rank 1 is SIGKILLed at the evaluation of step 6 (train.ckpt_every = 3, so the step-3 checkpoint
+// is complete; later ones may be too): the trial fails (rank 0 loses its peer). Its retry (attempt
+// 1, a fresh folder) resumes from the failed attempt's newest complete sharded checkpoint, at step
+// k, and runs to k + 6. The run's loss curve is one curve: steps 1..k from attempt 0 (kept) and
+// k+1..k+6 from the retry. Before, the retry started from step 1, and claiming it deleted the whole
+// curve.
+void TestTrialRunnerShardtrain::killedRankResumesFromTheCheckpoint() {
+  const qint64 study = makeStudy("resume");
+  auto first = makeRunner(study, {});
+  bool killed = false;
+  first->setPruneCallback([&](qint64, qint64 step, double) {
+    if (killed || step < 6) return false;  // the step-3 checkpoint is complete by then
+    auto reader = m_store->reader();
+    auto runs = reader ? reader->trials(study) : Result<std::vector<RunRecord>>(fail("no reader"));
+    if (!runs || runs->empty()) return false;
+    auto location = RunLocation::fromJson(runs->front().location);
+    if (!location || location->pids.size() != 2) return false;
+    killed = ::kill(pid_t(location->pids[1]), SIGKILL) == 0;
+    return false;
+  });
+  const TrialOutcome failed = wait(*first, 0);
+  QVERIFY(killed);
+  QCOMPARE(int(failed.state), int(TrialState::Failed));
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  auto point = reader->resumePoint(failed.runId, 0);
+  VERIFY_OK(point);
+  QVERIFY2(point->has_value(), "attempt 0 wrote a checkpoint before the kill");
+  const qint64 k = (*point)->step;
+  QVERIFY(k >= 3 && k % 3 == 0);
+  auto before = reader->metric(failed.runId, "loss");
+  VERIFY_OK(before);
+  std::map<qint64, double> attempt0;
+  for (const auto& p : *before) attempt0[p.step] = p.value;
+  const QString failedDir = (*reader->run(failed.runId))->runDir;
+
+  auto claimed = m_store->claimTrial(study, 1, m_space.retry_from_checkpoint).get();
+  VERIFY_OK(claimed);
+  QVERIFY(claimed->has_value());
+  auto second = makeRunner(study, {"train.max_steps=" + std::to_string(k + 6)});
+  const TrialOutcome retried = wait(*second, 0, failed.runId);
+  QVERIFY2(retried.state == TrialState::Complete, qPrintable(retried.error));
+
+  // The retry said where it resumed from, and its first step is k + 1.
+  auto events = reader->events(failed.runId, 0);
+  VERIFY_OK(events);
+  QString resumed;
+  std::optional<std::int64_t> firstStep;
+  for (const EventRow& row : *events) {
+    if (row.attempt != 1) continue;
+    auto event = spec::parse_event(std::string_view(row.json.constData(), size_t(row.json.size())));
+    if (!event) continue;
+    if (const auto* log = std::get_if<spec::LogEvent>(&event->body)) {
+      if (log->message.rfind("resumed from ", 0) == 0)
+        resumed = QString::fromStdString(log->message);
+    } else if (const auto* s = std::get_if<spec::StepEvent>(&event->body); s && !firstStep) {
+      firstStep = s->step;
+    }
+  }
+  const QString expected = QStringLiteral("resumed from %1/ckpt/step-%2 at step %3")
+                               .arg(failedDir, QStringLiteral("%1").arg(k, 6, 10, QLatin1Char('0')))
+                               .arg(k);
+  QCOMPARE(resumed, expected);
+  QCOMPARE(firstStep, std::optional<std::int64_t>(k + 1));
+
+  auto curve = reader->metric(failed.runId, "loss");
+  VERIFY_OK(curve);
+  QCOMPARE(qint64(curve->size()), k + 6);
+  for (qint64 i = 0; i < qint64(curve->size()); ++i) {
+    const auto& p = (*curve)[std::size_t(i)];
+    QCOMPARE(p.step, i + 1);
+    if (p.step <= k) QCOMPARE(p.value, attempt0.at(p.step));  // attempt 0's, kept
   }
 }
 
