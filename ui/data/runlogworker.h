@@ -66,6 +66,7 @@ class RunLogWorker : public QObject {
   void loadRuns();
   void loadSeries();
   void loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out);
+  void forgetRetried(const std::vector<backend::RunRecord>& fresh);
   void loadLog();
   void loadSweep();
   void queueSweepCurves();
