@@ -1,9 +1,10 @@
 // Tests backend/search/trialrunner.cpp with the real trainer: 2-rank shardtrain trials of the tiny
 // demo model on Gloo (CPU), local launcher, a real SQLite run log.
 //   - a prune is a graceful stop of both ranks at one step boundary, with a checkpoint;
+//   - a stop agreed right after a periodic checkpoint does not write that step again;
 //   - a trial whose rank is SIGKILLed mid-run is retried from its newest sharded checkpoint and
 //     its curve goes on from that step.
-// Every wait has a generous deadline; nothing asserts a duration. Cost: about 4 trainer starts of
+// Every wait has a generous deadline; nothing asserts a duration. Cost: about 5 trainer starts of
 // 2 ranks and a few dozen steps of a 2-layer hidden-32 model (seconds on one idle core).
 #include <signal.h>
 #include <QDir>
@@ -81,6 +82,7 @@ class TestTrialRunnerShardtrain : public QObject {
  private slots:
   void initTestCase();
   void pruneStopsBothRanksAtOneStepWithACheckpoint();
+  void stopRightAfterACheckpointWritesItOnce();
   void killedRankResumesFromTheCheckpoint();
 
  private:
@@ -192,6 +194,32 @@ void TestTrialRunnerShardtrain::pruneStopsBothRanksAtOneStepWithACheckpoint() {
   for (const char* name : {"meta.json", "rank-0.safetensors", "rank-1.safetensors"}) {
     QVERIFY2(dir.exists(name), qPrintable(dir.filePath(name)));
   }
+}
+
+// train.ckpt_every = 1: every stop is agreed right after a periodic checkpoint of the same step.
+// shardtrain then wrote that step again as its stop checkpoint (two ckpt events of one step),
+// deleting the complete one first; now the stop keeps the one it has.
+void TestTrialRunnerShardtrain::stopRightAfterACheckpointWritesItOnce() {
+  auto runner = makeRunner(makeStudy("stop-at-ckpt"), {"train.ckpt_every=1", "train.ckpt_keep=0"});
+  runner->setPruneCallback([](qint64, qint64 step, double) { return step >= 3; });
+  const TrialOutcome outcome = wait(*runner, 0);
+  QVERIFY2(outcome.state == TrialState::Pruned, qPrintable(outcome.error));
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  auto done = reader->lastEvent(outcome.runId, 0, "done");
+  VERIFY_OK(done);
+  const auto body = payload<spec::DoneEvent>(*done);
+  QVERIFY(body && body->status == spec::DoneStatus::stopped && body->steps);
+  auto events = reader->events(outcome.runId, 0);
+  VERIFY_OK(events);
+  int atStop = 0;
+  for (const EventRow& row : *events) {
+    if (row.kind != QLatin1String("ckpt")) continue;
+    const auto ckpt = payload<spec::CkptEvent>(row);
+    QVERIFY(ckpt.has_value());
+    if (ckpt->step == *body->steps) ++atStop;
+  }
+  QCOMPARE(atStop, 1);
 }
 
 // Rank 1 is SIGKILLed at the evaluation of step 6 (train.ckpt_every = 3, so the step-3 checkpoint
