@@ -196,6 +196,7 @@ void runVerb(const Globals& g, const RunArgs& args) {
   request.runId = run.id;
   request.runName = run.name;
   request.localRunDir = run.runDir;
+  request.runLogToken = orExit(orExit(store->reader()).runLogToken());
   request.launch = exp.launch;
   request.shareGpus = exp.shard.backend == "gloo";
   request.trainerArgs = {"train", "trial.toml"};

@@ -26,6 +26,8 @@ struct LaunchRequest {
   qint64 runId = 0;
   QString runName;      // unique; appears in remote paths and job names, so always quoted
   QString localRunDir;  // this machine's run directory; trial.toml is already written there
+  int attempt = 0;      // 0: first try; n: the nth retry (its own local and remote folder)
+  QString runLogToken;  // RunReader::runLogToken(): remote folders of two run logs never meet
   spec::LaunchSection launch;
   /// Trainer arguments after the executable (launch.trainer), e.g. {"train", "trial.toml"}.
   QStringList trainerArgs;

@@ -256,7 +256,7 @@ Result<std::unique_ptr<RunHandle>> SlurmLauncher::start(const LaunchRequest& req
   if (!host.isEmpty()) {
     const QString root = request.launch.remote_dir.empty() ? QStringLiteral("~/shardscope-runs")
                                                            : qstr(request.launch.remote_dir);
-    auto made = (*transport)->makeDirs(root + "/" + remoteRunDirName(request.runName));
+    auto made = (*transport)->makeDirs(root + "/" + remoteRunDirName(request));
     if (!made) return made.error();
     runDir = *made;
     QFile trial(request.localRunDir + "/trial.toml");

@@ -217,9 +217,13 @@ Result<Plan> planNodes(const LaunchRequest& request) {
 
 }  // namespace
 
-QString remoteRunDirName(const QString& runName) {
-  QString name = runName;
-  return name.replace('/', '_');
+QString remoteRunDirName(const LaunchRequest& request) {
+  QString name = request.runName;
+  name.replace('/', '_');
+  name += QStringLiteral("-r%1").arg(request.runId);
+  if (!request.runLogToken.isEmpty()) name += '-' + QString(request.runLogToken).replace('/', '_');
+  if (request.attempt > 0) name += QStringLiteral("-attempt-%1").arg(request.attempt);
+  return name;
 }
 
 SshLauncher::SshLauncher(SshLauncherOptions options) : m_options(std::move(options)) {}
@@ -256,7 +260,7 @@ Result<std::unique_ptr<RunHandle>> SshLauncher::start(const LaunchRequest& reque
       request.launch.remote_dir.empty() ? "~/shardscope-runs" : request.launch.remote_dir;
   auto root = sftpAbsolutePath(master, remoteRoot);
   if (!root) return root.error();
-  const std::string runDir = *root + "/" + str(remoteRunDirName(request.runName));
+  const std::string runDir = *root + "/" + str(remoteRunDirName(request));
   for (auto& node : nodes) {
     if (auto made = sftpMakeDirs(*node.session, runDir); !made) return made.error();
     if (auto put = sftpWriteFile(*node.session, runDir + "/trial.toml", trialToml, 0600); !put) {

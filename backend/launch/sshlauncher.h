@@ -39,8 +39,11 @@ struct SshLauncherOptions {
                                  ///< use launch.grace_s)
 };
 
-/// The run directory's last component for a run name: '/' becomes '_' so a name is one folder.
-QString remoteRunDirName(const QString& runName);
+/// The remote run directory's last component: the run name ('/' becomes '_', so it is one
+/// folder), then the run id and the run log's token (two run logs may both have a run 1 named
+/// "exp-1"), then the attempt when it is a retry (its ranks must not append to the failed
+/// attempt's files): "exp-1-r1-3fa9c07d12e4", "exp-1-r1-3fa9c07d12e4-attempt-1".
+QString remoteRunDirName(const LaunchRequest& request);
 
 /// The file in a remote run directory (mode 0600) that holds the environment common to all ranks.
 inline constexpr const char* kSshEnvFile = "env.sh";

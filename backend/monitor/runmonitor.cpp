@@ -111,6 +111,8 @@ Result<void> RunMonitor::restoreStreams() {
   if (!run) return run.error();
   if (!*run) return fail("run " + std::to_string(m_runId) + " is not in the run log");
   m_status = (*run)->status;
+  // A retry's ranks write fresh files: its offsets, seq and done/error events are its own.
+  m_attempt = (*run)->attempt;
   m_streams.clear();
   for (int rank = 0; rank < worldSize(); ++rank) {
     EventStream stream;
@@ -151,11 +153,13 @@ Result<bool> RunMonitor::readRank(EventStream& stream,
   if (!log) return log.error();
   FileChunk eventsChunk =
       parseEventsChunk(m_runId, *events, stream, events->size() >= m_options.maxReadBytes);
+  eventsChunk.attempt = m_attempt;
   if (stream.rank == 0) emitSteps(eventsChunk);
   if (eventsChunk.endOffset > eventsChunk.startOffset) {
     out.push_back(m_store.ingest(std::move(eventsChunk)));
   }
   FileChunk logChunk = parseLogChunk(m_runId, *log, stream, log->size() >= m_options.maxReadBytes);
+  logChunk.attempt = m_attempt;
   if (logChunk.endOffset > logChunk.startOffset) out.push_back(m_store.ingest(std::move(logChunk)));
   return events->size() < m_options.maxReadBytes && log->size() < m_options.maxReadBytes;
 }

@@ -90,6 +90,7 @@ class RunMonitor : public QObject {
 
   RunStore& m_store;
   qint64 m_runId;
+  int m_attempt = 0;  // the run's attempt when the streams were restored
   RunHandle& m_handle;
   Options m_options;
   LeaseRecord m_lease;

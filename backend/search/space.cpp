@@ -479,11 +479,14 @@ Result<void> parse_scalars(const toml::table& s, SearchSpace& space, const Ctx& 
   auto c = get_int(s, "concurrency", space.concurrency, 1, "search.concurrency", ctx);
   auto t = get_number(s, "timeout_s", space.timeout_s, "search.timeout_s", ctx);
   auto g = get_number(s, "stop_grace_s", space.stop_grace_s, "search.stop_grace_s", ctx);
+  auto resume = get_bool(s, "retry_from_checkpoint", space.retry_from_checkpoint,
+                         "search.retry_from_checkpoint", ctx);
   if (!seed) return seed.error();
   if (!n) return n.error();
   if (!c) return c.error();
   if (!t) return t.error();
   if (!g) return g.error();
+  if (!resume) return resume.error();
   if (*t < 0.0) return ctx.err("search.timeout_s", "must be >= 0 (0 = no limit)");
   if (*g < 0.0) return ctx.err("search.stop_grace_s", "must be >= 0");
   space.seed = static_cast<std::uint64_t>(*seed);
@@ -491,6 +494,7 @@ Result<void> parse_scalars(const toml::table& s, SearchSpace& space, const Ctx& 
   space.concurrency = static_cast<int>(*c);
   space.timeout_s = *t;
   space.stop_grace_s = *g;
+  space.retry_from_checkpoint = *resume;
   return ok();
 }
 
@@ -501,10 +505,11 @@ std::string stem_of(const std::string& path) {
 }
 
 Result<SearchSpace> parse_section(const toml::table& s, const Ctx& ctx) {
-  if (auto r = check_keys(s,
-                          {"name", "sampler", "seed", "n_trials", "timeout_s", "concurrency",
-                           "stop_grace_s", "objectives", "pruner", "program", "space"},
-                          "search", ctx);
+  if (auto r = check_keys(
+          s,
+          {"name", "sampler", "seed", "n_trials", "timeout_s", "concurrency", "stop_grace_s",
+           "retry_from_checkpoint", "objectives", "pruner", "program", "space"},
+          "search", ctx);
       !r) {
     return r.error();
   }

@@ -112,6 +112,8 @@ struct SearchSpace {
   double timeout_s = 0.0;             // wall-clock budget, 0 = none
   int concurrency = 1;                // trials running at once (default 1)
   double stop_grace_s = 30.0;         // SIGTERM -> SIGKILL delay for a pruned run (default 30)
+  bool retry_from_checkpoint = true;  // a retry resumes from the failed attempt's newest
+                                      // sharded checkpoint (default true; not after oom/config)
   std::vector<Objective> objectives;  // default: `objective`, minimize
   PrunerConfig pruner;                // default none
   std::vector<std::string> program;   // trial program argv; empty = shardtrain

@@ -461,7 +461,7 @@ Result<AskedTrial> Study::ask(const AskOptions& options) {
 
 Result<std::optional<AskedTrial>> Study::tryAsk(const AskOptions& options) {
   if (auto lost = failLostTrials(); !lost) return lost.error();
-  auto claim = m_store->claimTrial(m_record.id, m_maxRetries).get();
+  auto claim = m_store->claimTrial(m_record.id, m_maxRetries, m_space.retry_from_checkpoint).get();
   if (!claim) return claim.error();
   if (*claim) {
     auto asked = claimed(**claim, options);

@@ -110,6 +110,22 @@ Result<void> writeTrialToml(const QString& runDir, const spec::Experiment& exp) 
   return ok();
 }
 
+// A retry of a crashed trial resumes from its failed attempt's newest complete sharded checkpoint,
+// which stays in that attempt's run directory (local, or remote for SSH and Slurm: the stored
+// location is still the failed attempt's until the retry launches). Empty: start over.
+Result<QStringList> resumeArgs(RunReader& reader, const RunRecord& run) {
+  if (run.attempt == 0 || run.location.isEmpty()) return QStringList();
+  auto point = reader.resumePoint(run.id, run.attempt - 1);
+  if (!point) return point.error();
+  if (!*point) return QStringList();
+  auto previous = RunLocation::fromJson(run.location);
+  if (!previous) return previous.error();
+  const QString path = previous->runDir + '/' + (*point)->path;
+  qCInfo(lcTrialRunner).noquote() << "run" << run.id << "attempt" << run.attempt << "resumes from"
+                                  << path << "at step" << (*point)->step;
+  return QStringList{QStringLiteral("--resume"), path};
+}
+
 QString mib(qint64 bytes) { return QString::number(double(bytes) / (1024.0 * 1024.0), 'f', 1); }
 
 // Where a launch's ranks run, for the detection cache: kind, first host, GPU pool.
@@ -317,6 +333,10 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   request.runId = trial.runId;
   request.runName = (*run)->name;
   request.localRunDir = runDir;
+  request.attempt = (*run)->attempt;
+  auto token = reader->runLogToken();
+  if (!token) return token.error();
+  request.runLogToken = *token;
   request.launch = exp.launch;
   request.shareGpus = exp.shard.backend == "gloo";
   // The stop grace of a trial is search.stop_grace_s (a prune is a stop).
@@ -335,6 +355,11 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
     if (!launcher) return launcher.error();
     trial.launcher = std::move(*launcher);
     request.trainerArgs = {QStringLiteral("train"), QStringLiteral("trial.toml")};
+    if (m_space.retry_from_checkpoint) {
+      auto resume = resumeArgs(*reader, **run);
+      if (!resume) return resume.error();
+      request.trainerArgs << *resume;
+    }
     request.extraEnv.insert(QStringLiteral("SHARDSCOPE_RUN_DIR"), runDir);
   }
   auto handle = trial.launcher->start(request);
@@ -493,6 +518,7 @@ void TrialRunner::onMonitorFinished(qint64 number) {
   outcome.number = number;
   outcome.runId = trial->runId;
   outcome.intermediate = trial->intermediate;
+  outcome.ranks = trial->handle->ranks();
   judge(*trial, outcome);
   const std::optional<double> first =
       outcome.values.empty() ? std::nullopt : std::optional<double>(outcome.values.front());

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/launch/launcher.h"
 #include "backend/search/space.h"
 #include "backend/search/trial.h"
 #include "backend/store/runstore.h"
@@ -35,6 +36,7 @@ struct TrialOutcome {
   std::vector<double> values;                   ///< one per objective (complete only)
   std::map<std::int64_t, double> intermediate;  ///< step -> reported eval value
   QString error;                                ///< why it failed/was infeasible; empty otherwise
+  QList<RankState> ranks;  ///< how each rank ended, as its launcher saw it (empty: never launched)
 };
 
 /// The budget a trial of `exp` is held against on its target (spec::device_budget over what

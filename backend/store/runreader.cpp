@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <string_view>
+
+#include "backend/store/storesql.h"
 
 Q_LOGGING_CATEGORY(lcRunReader, "shardscope.backend.runreader")
 
@@ -138,6 +141,10 @@ StudyRecord studyFromRow(const Statement& stmt) {
   return study;
 }
 
+// The rows of a run's current attempt (?1 is the run id): what a monitor reads on from. A retry
+// bumps runs.attempt and starts from empty files; the earlier attempts' rows stay in the log.
+constexpr std::string_view kCurrentAttempt = "attempt = (SELECT attempt FROM runs WHERE id = ?1)";
+
 EventRow eventFromRow(const Statement& stmt) {
   EventRow row;
   row.id = stmt.columnInt64(0);
@@ -147,6 +154,7 @@ EventRow eventFromRow(const Statement& stmt) {
   row.kind = text(stmt, 4);
   row.json = QByteArray::fromStdString(stmt.columnText(5));
   row.offset = stmt.columnInt64(6);
+  row.attempt = static_cast<int>(stmt.columnInt64(7));
   return row;
 }
 
@@ -282,8 +290,8 @@ Result<qint64> RunReader::dataVersion() {
 
 Result<std::vector<EventRow>> RunReader::events(qint64 runId, int rank, qint64 afterId) {
   auto stmt = m_db.prepare(
-      "SELECT id, run_id, rank, seq, kind, json, file_offset FROM events WHERE run_id = ?1 AND "
-      "rank = ?2 AND id > ?3 ORDER BY file_offset");
+      "SELECT id, run_id, rank, seq, kind, json, file_offset, attempt FROM events WHERE "
+      "run_id = ?1 AND rank = ?2 AND id > ?3 ORDER BY attempt, file_offset");
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
@@ -299,20 +307,25 @@ Result<std::vector<EventRow>> RunReader::events(qint64 runId, int rank, qint64 a
 }
 
 Result<qint64> RunReader::eventCount(qint64 runId, int rank) {
-  return singleInt(m_db, "SELECT count(*) FROM events WHERE run_id = ?1 AND rank = ?2", runId,
-                   rank);
+  return singleInt(m_db,
+                   "SELECT count(*) FROM events WHERE run_id = ?1 AND rank = ?2 AND " +
+                       std::string(kCurrentAttempt),
+                   runId, rank);
 }
 
 Result<qint64> RunReader::maxSeq(qint64 runId, int rank) {
-  return singleInt(m_db,
-                   "SELECT coalesce(max(seq), -1) FROM events WHERE run_id = ?1 AND rank = ?2",
-                   runId, rank);
+  return singleInt(
+      m_db,
+      "SELECT coalesce(max(seq), -1) FROM events WHERE run_id = ?1 AND rank = ?2 AND " +
+          std::string(kCurrentAttempt),
+      runId, rank);
 }
 
 Result<std::optional<EventRow>> RunReader::lastEvent(qint64 runId, int rank, const QString& kind) {
   auto stmt = m_db.prepare(
-      "SELECT id, run_id, rank, seq, kind, json, file_offset FROM events WHERE run_id = ?1 AND "
-      "rank = ?2 AND kind = ?3 ORDER BY file_offset DESC LIMIT 1");
+      "SELECT id, run_id, rank, seq, kind, json, file_offset, attempt FROM events WHERE "
+      "run_id = ?1 AND rank = ?2 AND kind = ?3 AND " +
+      std::string(kCurrentAttempt) + " ORDER BY file_offset DESC LIMIT 1");
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
@@ -327,7 +340,8 @@ Result<std::vector<LogLine>> RunReader::logLines(qint64 runId, int rank, int lim
   // The last `limit` lines: newest first with LIMIT, then reversed into file order.
   auto stmt = m_db.prepare(
       "SELECT run_id, rank, file, file_offset, text FROM log_lines WHERE run_id = ?1 AND "
-      "rank = ?2 ORDER BY id DESC LIMIT ?3");
+      "rank = ?2 AND " +
+      std::string(kCurrentAttempt) + " ORDER BY id DESC LIMIT ?3");
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
@@ -373,8 +387,9 @@ Result<std::vector<Anomaly>> RunReader::anomalies(qint64 runId) {
 }
 
 Result<qint64> RunReader::offset(qint64 runId, int rank, RankFile file) {
-  auto stmt =
-      m_db.prepare("SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3");
+  auto stmt = m_db.prepare(
+      "SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3 AND " +
+      std::string(kCurrentAttempt));
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
@@ -382,6 +397,23 @@ Result<qint64> RunReader::offset(qint64 runId, int rank, RankFile file) {
   auto row = stmt->step();
   if (!row) return row.error();
   return *row ? stmt->columnInt64(0) : 0;
+}
+
+Result<std::optional<ResumePoint>> RunReader::resumePoint(qint64 runId, int attempt) {
+  auto stmt = m_db.prepare(storesql::kResumePointSql);
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, attempt); !r) return r.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<ResumePoint>();
+  return std::optional<ResumePoint>(ResumePoint{stmt->columnInt64(0), text(*stmt, 1)});
+}
+
+Result<QString> RunReader::runLogToken() {
+  auto token = m_db.queryText("SELECT token FROM run_log");
+  if (!token) return token.error();
+  return QString::fromStdString(*token);
 }
 
 Result<std::optional<LeaseRecord>> RunReader::lease(qint64 runId) {

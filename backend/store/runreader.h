@@ -44,7 +44,8 @@ class RunReader {
   /// PRAGMA data_version: changes whenever another connection (any process) commits.
   [[nodiscard]] Result<qint64> dataVersion();
 
-  /// Events of one rank in file order; afterId: only rows with a larger id.
+  /// Events of one rank of every attempt, in (attempt, file) order; afterId: only rows with a
+  /// larger id. The other per-rank readers below see the run's current attempt only.
   [[nodiscard]] Result<std::vector<EventRow>> events(qint64 runId, int rank, qint64 afterId = 0);
   [[nodiscard]] Result<qint64> eventCount(qint64 runId, int rank);
   /// The highest seq stored for a rank (-1 when none).
@@ -56,9 +57,15 @@ class RunReader {
   [[nodiscard]] Result<std::vector<LogLine>> logLines(qint64 runId, int rank, int limit = 0);
   [[nodiscard]] Result<std::vector<Anomaly>> anomalies(qint64 runId);
 
-  /// The stored read offset of a rank's file (0 when none).
+  /// The stored read offset of a rank's file in the current attempt (0 when none).
   [[nodiscard]] Result<qint64> offset(qint64 runId, int rank, RankFile file);
   [[nodiscard]] Result<std::optional<LeaseRecord>> lease(qint64 runId);
+  /// The newest complete sharded checkpoint of attempt `attempt` of a run, unless that attempt
+  /// reported an oom or config error; nullopt when there is none.
+  [[nodiscard]] Result<std::optional<ResumePoint>> resumePoint(qint64 runId, int attempt);
+  /// A random token of this run log (made once, with the file's schema 4): remote run folders
+  /// carry it, so two run logs that both have a run 1 named "exp-1" never share one.
+  [[nodiscard]] Result<QString> runLogToken();
   [[nodiscard]] Result<std::vector<HostRecord>> hosts();
 
   /// Every study, newest first (schema v3).

@@ -133,6 +133,7 @@ struct EventRow {
   QString kind;       ///< "hello", "step", ...
   QByteArray json;    ///< the line as the rank wrote it, without the newline
   qint64 offset = 0;  ///< byte offset of the line in events-rank-N.jsonl
+  int attempt = 0;    ///< set by the store: the run's attempt whose file held the line
 };
 
 /// One line of a rank's stderr log, or an events line that did not parse.
@@ -162,6 +163,7 @@ QString anomalyKindName(Anomaly::Kind kind);
 /// in one transaction, so a crash never loses or duplicates a line.
 struct FileChunk {
   qint64 runId = 0;
+  int attempt = 0;  ///< the run's attempt whose files these are (a retry reads fresh files)
   int rank = 0;
   RankFile file = RankFile::events;
   qint64 startOffset = 0;  ///< must equal the stored offset (else the chunk is refused)
@@ -170,6 +172,12 @@ struct FileChunk {
   std::vector<MetricRow> metrics;
   std::vector<LogLine> logs;
   std::vector<Anomaly> anomalies;
+};
+
+/// Where a retry resumes: a sharded checkpoint of an earlier attempt (see RunReader::resumePoint).
+struct ResumePoint {
+  qint64 step = 0;  ///< the optimizer steps the checkpoint holds
+  QString path;     ///< relative to that attempt's run directory ("ckpt/step-000006")
 };
 
 /// What ingesting a chunk did.

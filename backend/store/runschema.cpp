@@ -162,9 +162,62 @@ ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
 CREATE UNIQUE INDEX runs_by_study_trial ON runs(study_id, trial_number);
 )sql";
 
+// Version 4 (retries): a retried trial keeps its run id but starts its ranks again in a fresh
+// run directory, with files that count bytes and seq from 0. So events, log lines, anomalies and
+// read offsets are kept per attempt (the run's attempt when they were read): the retry's monitor
+// reads on from its own offsets while the earlier attempts' rows stay readable. events and
+// log_lines are rebuilt because their uniqueness now includes the attempt. run_log holds a random
+// token of this run log, which remote run directories carry, so two run logs that both have a run
+// 1 named "exp-1" never share a remote folder.
+constexpr std::string_view kVersion4 = R"sql(
+CREATE TABLE run_log(token TEXT NOT NULL);
+INSERT INTO run_log(token) VALUES (lower(hex(randomblob(6))));
+CREATE TABLE events_v4(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  json TEXT NOT NULL,
+  file_offset INTEGER NOT NULL,
+  UNIQUE(run_id, attempt, rank, file_offset));
+INSERT INTO events_v4(id, run_id, rank, seq, kind, json, file_offset)
+  SELECT id, run_id, rank, seq, kind, json, file_offset FROM events;
+DROP INDEX events_by_kind;
+DROP TABLE events;
+ALTER TABLE events_v4 RENAME TO events;
+CREATE INDEX events_by_kind ON events(run_id, attempt, rank, kind, seq);
+CREATE TABLE log_lines_v4(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  rank INTEGER NOT NULL,
+  file TEXT NOT NULL CHECK(file IN ('events','log')),
+  file_offset INTEGER NOT NULL,
+  text TEXT NOT NULL,
+  UNIQUE(run_id, attempt, rank, file, file_offset));
+INSERT INTO log_lines_v4(id, run_id, rank, file, file_offset, text)
+  SELECT id, run_id, rank, file, file_offset, text FROM log_lines;
+DROP TABLE log_lines;
+ALTER TABLE log_lines_v4 RENAME TO log_lines;
+CREATE TABLE read_offsets_v4(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  rank INTEGER NOT NULL,
+  file TEXT NOT NULL CHECK(file IN ('events','log')),
+  offset INTEGER NOT NULL,
+  PRIMARY KEY(run_id, attempt, rank, file)) WITHOUT ROWID;
+INSERT INTO read_offsets_v4(run_id, rank, file, offset)
+  SELECT run_id, rank, file, offset FROM read_offsets;
+DROP TABLE read_offsets;
+ALTER TABLE read_offsets_v4 RENAME TO read_offsets;
+ALTER TABLE anomalies ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // kSteps[i] takes a database from version i to i + 1.
-constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {kVersion1, kVersion2,
-                                                                    kVersion3};
+constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {kVersion1, kVersion2, kVersion3,
+                                                                    kVersion4};
 
 Result<bool> hasVersionTable(SqliteDb& db) {
   auto stmt = db.prepare(

@@ -138,9 +138,10 @@ Result<void> insertMetrics(WriteContext& context, const std::vector<MetricRow>& 
   return ok();
 }
 
-Result<qint64> insertEvents(WriteContext& context, const std::vector<EventRow>& rows) {
+Result<qint64> insertEvents(WriteContext& context, int attempt, const std::vector<EventRow>& rows) {
   auto stmt = context.statement(
-      "INSERT INTO events(run_id, rank, seq, kind, json, file_offset) VALUES (?1,?2,?3,?4,?5,?6)");
+      "INSERT INTO events(run_id, rank, seq, kind, json, file_offset, attempt) "
+      "VALUES (?1,?2,?3,?4,?5,?6,?7)");
   if (!stmt) return stmt.error();
   Statement& insert = **stmt;
   qint64 lastId = 0;
@@ -153,6 +154,7 @@ Result<qint64> insertEvents(WriteContext& context, const std::vector<EventRow>& 
     if (auto r = insert.bindText(5, std::string_view(row.json.constData(), row.json.size())); !r)
       return r.error();
     if (auto r = insert.bindInt64(6, row.offset); !r) return r.error();
+    if (auto r = insert.bindInt64(7, attempt); !r) return r.error();
     if (auto r = execute(insert); !r) return r.error();
     lastId = context.db().lastInsertRowId();
     context.changes().eventRuns.insert(row.runId);
@@ -160,9 +162,10 @@ Result<qint64> insertEvents(WriteContext& context, const std::vector<EventRow>& 
   return lastId;
 }
 
-Result<void> insertLogs(WriteContext& context, const std::vector<LogLine>& lines) {
+Result<void> insertLogs(WriteContext& context, int attempt, const std::vector<LogLine>& lines) {
   auto stmt = context.statement(
-      "INSERT INTO log_lines(run_id, rank, file, file_offset, text) VALUES (?1,?2,?3,?4,?5)");
+      "INSERT INTO log_lines(run_id, rank, file, file_offset, text, attempt) "
+      "VALUES (?1,?2,?3,?4,?5,?6)");
   if (!stmt) return stmt.error();
   Statement& insert = **stmt;
   for (const LogLine& line : lines) {
@@ -172,16 +175,18 @@ Result<void> insertLogs(WriteContext& context, const std::vector<LogLine>& lines
     if (auto r = insert.bindText(3, rankFileName(line.file).toStdString()); !r) return r;
     if (auto r = insert.bindInt64(4, line.offset); !r) return r;
     if (auto r = insert.bindText(5, line.text.toStdString()); !r) return r;
+    if (auto r = insert.bindInt64(6, attempt); !r) return r;
     if (auto r = execute(insert); !r) return r;
     context.changes().eventRuns.insert(line.runId);
   }
   return ok();
 }
 
-Result<void> insertAnomalies(WriteContext& context, const std::vector<Anomaly>& found) {
+Result<void> insertAnomalies(WriteContext& context, int attempt,
+                             const std::vector<Anomaly>& found) {
   auto stmt = context.statement(
-      "INSERT INTO anomalies(run_id, rank, kind, seq, file_offset, detail) "
-      "VALUES (?1,?2,?3,?4,?5,?6)");
+      "INSERT INTO anomalies(run_id, rank, kind, seq, file_offset, detail, attempt) "
+      "VALUES (?1,?2,?3,?4,?5,?6,?7)");
   if (!stmt) return stmt.error();
   Statement& insert = **stmt;
   for (const Anomaly& a : found) {
@@ -192,6 +197,7 @@ Result<void> insertAnomalies(WriteContext& context, const std::vector<Anomaly>& 
     if (auto r = insert.bindInt64(4, a.seq); !r) return r;
     if (auto r = insert.bindInt64(5, a.offset); !r) return r;
     if (auto r = insert.bindText(6, a.detail.toStdString()); !r) return r;
+    if (auto r = insert.bindInt64(7, attempt); !r) return r;
     if (auto r = execute(insert); !r) return r;
   }
   return ok();
@@ -199,9 +205,11 @@ Result<void> insertAnomalies(WriteContext& context, const std::vector<Anomaly>& 
 
 Result<qint64> storedOffset(WriteContext& context, const FileChunk& chunk) {
   auto stmt = context.statement(
-      "SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3");
+      "SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3 AND "
+      "attempt = ?4");
   if (!stmt) return stmt.error();
   Statement& select = **stmt;
+  if (auto r = select.bindInt64(4, chunk.attempt); !r) return r.error();
   if (auto r = select.bindInt64(1, chunk.runId); !r) return r.error();
   if (auto r = select.bindInt64(2, chunk.rank); !r) return r.error();
   if (auto r = select.bindText(3, rankFileName(chunk.file).toStdString()); !r) return r.error();
@@ -214,10 +222,11 @@ Result<qint64> storedOffset(WriteContext& context, const FileChunk& chunk) {
 
 Result<void> storeOffset(WriteContext& context, const FileChunk& chunk) {
   auto stmt = context.statement(
-      "INSERT INTO read_offsets(run_id, rank, file, offset) VALUES (?1,?2,?3,?4) "
-      "ON CONFLICT(run_id, rank, file) DO UPDATE SET offset = excluded.offset");
+      "INSERT INTO read_offsets(run_id, rank, file, offset, attempt) VALUES (?1,?2,?3,?4,?5) "
+      "ON CONFLICT(run_id, attempt, rank, file) DO UPDATE SET offset = excluded.offset");
   if (!stmt) return stmt.error();
   Statement& upsert = **stmt;
+  if (auto r = upsert.bindInt64(5, chunk.attempt); !r) return r;
   if (auto r = upsert.bindInt64(1, chunk.runId); !r) return r;
   if (auto r = upsert.bindInt64(2, chunk.rank); !r) return r;
   if (auto r = upsert.bindText(3, rankFileName(chunk.file).toStdString()); !r) return r;
@@ -232,16 +241,17 @@ Result<IngestReceipt> ingestChunk(WriteContext& context, const FileChunk& chunk)
     return IngestReceipt{false, 0, *stored};  // already stored: a replay after a crash
   }
   if (chunk.startOffset != *stored) {
-    return fail("run " + std::to_string(chunk.runId) + " rank " + std::to_string(chunk.rank) + " " +
+    return fail("run " + std::to_string(chunk.runId) + " attempt " + std::to_string(chunk.attempt) +
+                " rank " + std::to_string(chunk.rank) + " " +
                 rankFileName(chunk.file).toStdString() + " file: the chunk starts at byte " +
                 std::to_string(chunk.startOffset) + " but the run log has read up to byte " +
                 std::to_string(*stored) + ": read the file again from the stored offset");
   }
-  auto lastId = insertEvents(context, chunk.events);
+  auto lastId = insertEvents(context, chunk.attempt, chunk.events);
   if (!lastId) return lastId.error();
   if (auto r = insertMetrics(context, chunk.metrics); !r) return r.error();
-  if (auto r = insertLogs(context, chunk.logs); !r) return r.error();
-  if (auto r = insertAnomalies(context, chunk.anomalies); !r) return r.error();
+  if (auto r = insertLogs(context, chunk.attempt, chunk.logs); !r) return r.error();
+  if (auto r = insertAnomalies(context, chunk.attempt, chunk.anomalies); !r) return r.error();
   if (auto r = storeOffset(context, chunk); !r) return r.error();
   return IngestReceipt{true, *lastId, chunk.endOffset};
 }

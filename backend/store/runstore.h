@@ -104,7 +104,11 @@ class RunStore : public QObject {
   /// Claims, in one transaction, the study's lowest-numbered queued (enqueued) trial, else its
   /// lowest-numbered failed trial with attempt < maxAttempt (a retry: attempt + 1, its metrics,
   /// objectives and error cleared). The claimed run becomes running; nullopt when none.
-  Pending<std::optional<TrialId>> claimTrial(qint64 studyId, int maxAttempt);
+  /// With `fromCheckpoint` (search.retry_from_checkpoint) a retry keeps the curve up to the step
+  /// of the failed attempt's newest sharded checkpoint (RunReader::resumePoint), where the trial
+  /// runner resumes it; otherwise the retry's curve starts empty.
+  Pending<std::optional<TrialId>> claimTrial(qint64 studyId, int maxAttempt,
+                                             bool fromCheckpoint = false);
   /// Ends a queued or running trial with a final `status`, its objective values (one per
   /// objective; may be empty) and `error`, in one transaction; fails naming the trial when it
   /// already ended (a second tell).

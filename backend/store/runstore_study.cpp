@@ -159,10 +159,49 @@ Result<void> runWithId(WriteContext& context, const char* sql, qint64 id, double
   return execute(**stmt);
 }
 
-Result<std::optional<TrialId>> claimOne(WriteContext& context, qint64 studyId, int maxAttempt) {
+// The step a retry of `runId` resumes at (the newest sharded checkpoint of its failed attempt), or
+// -1 when it starts over.
+Result<qint64> resumeStep(WriteContext& context, qint64 runId, int failedAttempt) {
+  auto stmt = context.statement(storesql::kResumePointSql);
+  if (!stmt) return stmt.error();
+  Statement& select = **stmt;
+  if (auto r = select.bindInt64(1, runId); !r) return r.error();
+  if (auto r = select.bindInt64(2, failedAttempt); !r) return r.error();
+  auto row = select.step();
+  if (!row) return row.error();
+  const qint64 step = *row ? select.columnInt64(0) : -1;
+  select.reset();
+  return step;
+}
+
+// A retry's curve: resumed from a checkpoint at step k it continues the failed attempt's curve
+// after k (the rows past k, which the retry computes again, go); started over, it is a fresh
+// curve. Either way no pruner judges the retry by values it will not reach again. The pruner's
+// rung records (Study's "search.rung", keyed by rung, not by step) go in both cases.
+Result<void> trimRetriedCurve(WriteContext& context, qint64 runId, int failedAttempt,
+                              bool fromCheckpoint) {
+  qint64 keepThrough = -1;
+  if (fromCheckpoint) {
+    auto step = resumeStep(context, runId, failedAttempt);
+    if (!step) return step.error();
+    keepThrough = *step;
+  }
+  auto stmt = context.statement(
+      "DELETE FROM metrics WHERE run_id = ?1 AND (step > ?2 OR key_id = (SELECT id FROM "
+      "metric_keys WHERE name = 'search.rung'))");
+  if (!stmt) return stmt.error();
+  if (auto r = (*stmt)->bindInt64(1, runId); !r) return r;
+  if (auto r = (*stmt)->bindInt64(2, keepThrough); !r) return r;
+  if (auto r = execute(**stmt); !r) return r;
+  context.changes().metricRuns.insert(runId);
+  return ok();
+}
+
+Result<std::optional<TrialId>> claimOne(WriteContext& context, qint64 studyId, int maxAttempt,
+                                        bool fromCheckpoint) {
   // Enqueued trials first, then failed ones that have retries left; lowest number first.
   auto stmt = context.statement(
-      "SELECT id, trial_number, status = 'failed' FROM runs WHERE study_id = ?1 AND "
+      "SELECT id, trial_number, status = 'failed', attempt FROM runs WHERE study_id = ?1 AND "
       "(status = 'queued' OR (status = 'failed' AND attempt < ?2)) "
       "ORDER BY status = 'failed', trial_number LIMIT 1");
   if (!stmt) return stmt.error();
@@ -177,6 +216,7 @@ Result<std::optional<TrialId>> claimOne(WriteContext& context, qint64 studyId, i
   }
   const TrialId id{select.columnInt64(0), select.columnInt64(1)};
   const bool retry = select.columnInt64(2) != 0;
+  const int failedAttempt = static_cast<int>(select.columnInt64(3));
   select.reset();
   const double now = spec::unix_time_now();
   if (retry) {
@@ -187,9 +227,7 @@ Result<std::optional<TrialId>> claimOne(WriteContext& context, qint64 studyId, i
                            id.runId, now);
         !r)
       return r.error();
-    // A retry starts a fresh curve: the failed attempt's intermediate values must not be pruned
-    // against.
-    if (auto r = runWithId(context, "DELETE FROM metrics WHERE run_id = ?1", id.runId); !r)
+    if (auto r = trimRetriedCurve(context, id.runId, failedAttempt, fromCheckpoint); !r)
       return r.error();
   } else if (auto r = runWithId(context,
                                 "UPDATE runs SET status = 'running', started_at = ?2 WHERE id = ?1",
@@ -316,10 +354,12 @@ RunStore::Pending<std::optional<TrialId>> RunStore::startTrialRunWithin(const Ne
       });
 }
 
-RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(qint64 studyId, int maxAttempt) {
-  return submit<std::optional<TrialId>>(1, [studyId, maxAttempt](WriteContext& context) {
-    return claimOne(context, studyId, maxAttempt);
-  });
+RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(qint64 studyId, int maxAttempt,
+                                                               bool fromCheckpoint) {
+  return submit<std::optional<TrialId>>(
+      1, [studyId, maxAttempt, fromCheckpoint](WriteContext& context) {
+        return claimOne(context, studyId, maxAttempt, fromCheckpoint);
+      });
 }
 
 RunStore::Pending<void> RunStore::finishTrial(qint64 runId, spec::RunStatus status,

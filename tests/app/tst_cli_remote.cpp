@@ -23,7 +23,8 @@ class TestCliRemote : public QObject {
  private:
   QTemporaryDir m_dir;
   QProcessEnvironment m_env;
-  QString m_lastName;  // the name of the run runToComplete started
+  QString m_lastName;    // the name of the run runToComplete started
+  QString m_lastRunDir;  // and its run directory (remote for ssh and Slurm over SSH)
   QString db() const { return m_dir.filePath("runs.db"); }
 
   // The tiny model, 2 ranks, 4 steps; `launch` is the [launch] table's body.
@@ -35,6 +36,15 @@ class TestCliRemote : public QObject {
     experiment.launch = launch;
     experiment.absoluteData = true;
     return shardscope::testing::writeExperiment(m_dir.path(), experiment);
+  }
+
+  // The last run's folder under `root`: its name, run id and the run log's token, so another run
+  // log's run of the same name never writes there.
+  void checkRemoteFolder(const QString& root) {
+    const QRegularExpression name(
+        "^" + QRegularExpression::escape(m_dir.filePath(root) + "/" + m_lastName) +
+        "-r[0-9]+-[0-9a-f]{12}$");
+    QVERIFY2(name.match(m_lastRunDir).hasMatch(), qPrintable(m_lastRunDir));
   }
 
   // Runs `exp` attached to its end and checks the run in the run log.
@@ -49,6 +59,7 @@ class TestCliRemote : public QObject {
     QCOMPARE(o["location"].toObject()["kind"].toString(), kind);
     const QString name = o["name"].toString();
     m_lastName = name;
+    m_lastRunDir = o["location"].toObject()["run_dir"].toString();
     const QJsonObject shown = json(cli({"--db", db(), "--json", "show", name}, m_env).out);
     QCOMPARE(shown["status"].toString(), QString("complete"));
     QCOMPARE(shown["metrics"].toObject()["loss"].toObject()["step"].toInt(), 4);
@@ -124,7 +135,8 @@ class TestCliRemote : public QObject {
     runToComplete(writeExperiment("viassh", "kind = \"ssh\"\nhosts = [\"node1\"]\nremote_dir = \"" +
                                                 remote + "\"\n"),
                   "ssh");
-    QVERIFY(QFile::exists(m_dir.filePath("ssh-remote/" + m_lastName + "/events-rank-1.jsonl")));
+    checkRemoteFolder("ssh-remote");
+    QVERIFY(QFile::exists(m_lastRunDir + "/events-rank-1.jsonl"));
   }
 
   void slurmRunCompletes() {
@@ -138,7 +150,8 @@ class TestCliRemote : public QObject {
                                   "remote_dir = \"" +
                                       remote + "\"\n"),
                   "slurm");
-    QVERIFY(QFile::exists(m_dir.filePath("slurm-remote/" + m_lastName + "/job.sbatch")));
+    checkRemoteFolder("slurm-remote");
+    QVERIFY(QFile::exists(m_lastRunDir + "/job.sbatch"));
   }
 };
 

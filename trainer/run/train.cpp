@@ -472,6 +472,7 @@ struct Loop {
     const double flops_token = model.flops_per_token(exp.data.seq_len);
     double last_loss = 0;
     bool stopped = false;
+    std::int64_t last_ckpt = -1;  // the step of this run's last checkpoint
     while (!options.export_only && step < exp.train.max_steps) {
       const auto ag0 = comm_bytes(true);
       const auto rs0 = comm_bytes(false);
@@ -510,14 +511,19 @@ struct Loop {
       }
       if (exp.eval.every > 0 && !eval_samples.empty() && step % exp.eval.every == 0) evaluate(step);
       if (exp.train.ckpt_every > 0 && step % exp.train.ckpt_every == 0 &&
-          step < exp.train.max_steps)
+          step < exp.train.max_steps) {
         checkpoint(step, step * exp.train.batch_size);
+        last_ckpt = step;
+      }
       if (stop_agreed()) {
         stopped = true;
         break;
       }
     }
-    if (!options.export_only && (exp.train.ckpt_at_end || (stopped && exp.train.ckpt_every > 0)))
+    // A stop agreed right after a periodic checkpoint has its checkpoint: writing the same step
+    // again would delete the complete one first, and a SIGKILL then would leave none of it.
+    if (!options.export_only && last_ckpt != step &&
+        (exp.train.ckpt_at_end || (stopped && exp.train.ckpt_every > 0)))
       checkpoint(step, step * exp.train.batch_size);
     if (!options.dump_params.empty()) {
       auto state = runner.full_state();

@@ -67,7 +67,7 @@ struct Setting {
 };
 
 using S = search::SearchSpace;
-constexpr std::array<Setting, 36> kSettings = {{
+constexpr std::array<Setting, 37> kSettings = {{
     {"name", Kind::Text, 0, "study name; default: the experiment file's stem",
      [](const S& s) { return QString::fromStdString(s.name); }},
     {"seed", Kind::BigInt, 0, "sampler seed (default 0)",
@@ -80,6 +80,9 @@ constexpr std::array<Setting, 36> kSettings = {{
      [](const S& s) { return number(s.timeout_s); }},
     {"stop_grace_s", Kind::Number, 0, "seconds from SIGTERM to SIGKILL of a pruned run (30)",
      [](const S& s) { return number(s.stop_grace_s); }},
+    {"retry_from_checkpoint", Kind::Flag, 0,
+     "a retried trial resumes from its failed attempt's newest sharded checkpoint (true)",
+     [](const S& s) { return flag(s.retry_from_checkpoint); }},
     {"program", Kind::List, 0, "trial program argv, comma-separated; empty = shardtrain",
      [](const S& s) { return joined(s.program); }},
     {"objectives", Kind::Objectives, 0,

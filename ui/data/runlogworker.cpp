@@ -62,6 +62,22 @@ void RunLogWorker::poll() {
   refresh();
 }
 
+// A retried run's curve was cut back to the step its retry resumes from (or to nothing) and the
+// new attempt writes it on from there: the steps delivered past that point are stale. Such a run
+// is read whole again (its next chunk resets the plotted series), so a plot shows one curve: the
+// failed attempt's steps up to the checkpoint, then the retry's.
+void RunLogWorker::forgetRetried(const std::vector<backend::RunRecord>& fresh) {
+  QHash<qint64, int> before;
+  for (const auto& run : m_runs) before.insert(run.id, run.attempt);
+  for (const auto& run : fresh) {
+    const auto it = before.constFind(run.id);
+    if (it == before.constEnd() || *it == run.attempt) continue;
+    m_seen.remove(run.id);
+    m_curveSeen.remove(run.id);
+    m_overlaySeen.remove(run.id);
+  }
+}
+
 // Summaries first (what the first paint shows), curves last and in batches. The sweep's
 // summaries need only the run rows, so they go out before the run table's last steps are read
 // (10,000 index seeks): the GUI draws the Compare plots meanwhile.
@@ -69,6 +85,7 @@ void RunLogWorker::refresh() {
   if (!m_reader) return;
   auto runs = m_reader->listRuns();
   if (!runs) return report(runs.error());
+  forgetRetried(*runs);
   m_runs = std::move(*runs);
   loadSweep();
   loadRuns();

@@ -67,6 +67,7 @@ class RunLogWorker : public QObject {
   void loadSeries();
   void loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out);
   void appendEstimate(const backend::RunRecord& run, qint64 lastStep, QVector<SeriesChunk>& out);
+  void forgetRetried(const std::vector<backend::RunRecord>& fresh);
   void loadLog();
   void loadSweep();
   void queueSweepCurves();

@@ -316,7 +316,7 @@ class TestSlurmLauncher : public QObject {
     QVERIFY(handle);
     const RunLocation loc = handle->location();
     QCOMPARE(loc.host, QString("login-node"));
-    QCOMPARE(loc.runDir, m_tmp.filePath("remote/over-ssh"));
+    QCOMPARE(loc.runDir, m_tmp.filePath("remote/over-ssh-r0"));
     QCOMPARE(readAll(loc.runDir + "/trial.toml"), readAll(req.localRunDir + "/trial.toml"));
     // The batch script exports launch.env (a token): it and trial.toml are the owner's only.
     for (const char* name : {"trial.toml", "job.sbatch"}) {
@@ -339,6 +339,26 @@ class TestSlurmLauncher : public QObject {
     auto attached = launcher.attach(loc);
     QVERIFY2(attached, why(attached).c_str());
     QTRY_VERIFY_WITH_TIMEOUT(allExited(*attached.value()), 30000);
+
+    // The retry (attempt 1) and a run of another run log with the same name and id: their own
+    // folders, whose event files hold only their own job's lines. Named from the run name only,
+    // the three jobs wrote one folder and the retry's files held the first job's lines first.
+    LaunchRequest retry = req;
+    retry.attempt = 1;
+    LaunchRequest otherLog = req;
+    otherLog.runLogToken = "ba9876543210";
+    for (const auto& [next, leaf] : {std::pair{retry, QString("over-ssh-r0-attempt-1")},
+                                     std::pair{otherLog, QString("over-ssh-r0-ba9876543210")}}) {
+      auto again = startOk(next);
+      QVERIFY(again);
+      QCOMPARE(again->location().runDir, m_tmp.filePath("remote/" + leaf));
+      QTRY_VERIFY_WITH_TIMEOUT(allExited(*again), 60000);
+      for (int rank = 0; rank < 2; ++rank) {
+        auto events = again->readEvents(rank, 0, 1 << 20);
+        QVERIFY2(events, why(events).c_str());
+        QCOMPARE(events->count("\"ev\":\"done\""), qsizetype{1});
+      }
+    }
   }
 };
 

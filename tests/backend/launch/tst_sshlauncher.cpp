@@ -152,7 +152,7 @@ class TestSshLauncher : public QObject {
     QCOMPARE(loc.hosts, QStringList({"node-a", "node-b"}));
     QCOMPARE(loc.worldSize, 2);
     QCOMPARE(loc.pids.size(), 2);
-    QCOMPARE(loc.runDir, m_tmp.filePath("remote/multi-node"));
+    QCOMPARE(loc.runDir, m_tmp.filePath("remote/multi-node-r1"));
     QTRY_VERIFY_WITH_TIMEOUT(allExited(*handle), 30000);
     for (const RankState& rank : handle->ranks()) {
       QCOMPARE(rank.exitCode, 0);
@@ -221,13 +221,41 @@ class TestSshLauncher : public QObject {
       QVERIFY2(!QFile::exists(marker + suffix), qPrintable(marker + suffix));
     }
     const QString runDir = handle->location().runDir;
-    QCOMPARE(runDir, m_tmp.filePath("remote dir/" + evil) + "/" + remoteRunDirName(evil));
+    QCOMPARE(runDir, m_tmp.filePath("remote dir/" + evil) + "/" + remoteRunDirName(req));
     const QByteArray events = readAll(runDir + "/events-rank-1.jsonl");
     QVERIFY2(events.contains("\"status\":\"complete\""), events.constData());
     QCOMPARE(readRest(*handle, 1, 0), events);
     const QString log = QString::fromUtf8(readAll(runDir + "/rank-0.log"));
     QVERIFY2(log.contains("args: train " + evil + "\n"), qPrintable(log));
     QVERIFY2(log.contains("env SHARDSCOPE_TEST_EVIL=" + evil + "\n"), qPrintable(log));
+  }
+
+  // A retry of a run (same name and id, attempt 1) and a run of another run log with the same
+  // name and id each get their own remote folder. The remote folder was named from the run name
+  // only, so the second and third starts appended to the first one's event files (three `done`
+  // lines in one file), and the retry's monitor read the failed attempt's lines as its own.
+  void retryAndOtherRunLogGetTheirOwnFolders() {
+    LaunchRequest first = request("same-name", 2);
+    first.runLogToken = "0123456789ab";
+    LaunchRequest retry = first;
+    retry.attempt = 1;
+    LaunchRequest otherLog = first;
+    otherLog.runLogToken = "ba9876543210";
+    QStringList dirs;
+    for (const LaunchRequest& req : {first, retry, otherLog}) {
+      auto handle = startOk(req);
+      QVERIFY(handle);
+      QTRY_VERIFY_WITH_TIMEOUT(allExited(*handle), 30000);
+      dirs << handle->location().runDir;
+      for (int rank = 0; rank < 2; ++rank) {
+        const QByteArray events = readAll(dirs.last() + QString("/events-rank-%1.jsonl").arg(rank));
+        QCOMPARE(events.count("\"ev\":\"done\""), qsizetype{1});
+        QVERIFY2(events.startsWith("{\"v\":1,\"ev\":\"hello\""), events.constData());
+      }
+    }
+    QCOMPARE(dirs[0], m_tmp.filePath("remote/same-name-r1-0123456789ab"));
+    QCOMPARE(dirs[1], m_tmp.filePath("remote/same-name-r1-0123456789ab-attempt-1"));
+    QCOMPARE(dirs[2], m_tmp.filePath("remote/same-name-r1-ba9876543210"));
   }
 
   void stopIsGracefulAndKillIsImmediate() {

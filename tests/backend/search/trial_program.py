@@ -9,6 +9,8 @@ directory, which must be the run directory) and then behaves as MODE says:
   abort        dies by SIGABRT without a done event
   nan          a done event whose objective is NaN (Python's json writes a bare NaN)
   ignore_term  eval events every 0.1 s forever; SIGTERM is logged and ignored (SIGKILL must come)
+  fail_once    the first time a trial runs (no DIR/failed-<trial> yet): writes that file, 20 eval
+               events and log lines, exits 4 without done; the next time (the retry): normal
   meet         writes DIR/start-<trial>, waits (30 s at most) until another trial's start file
                is there, then completes (so it completes only when two trials overlap)
 """
@@ -43,6 +45,15 @@ def main():
     x = float(values.get("x", "0"))
     objective = (x - 2.0) ** 2 + float(values.get("n", "0"))
 
+    if mode == "fail_once":
+        marker = os.path.join(meet, "failed-" + trial)
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            print("first attempt of trial", trial, "fails", file=sys.stderr, flush=True)
+            for step in range(1, 21):
+                emit({"ev": "eval", "step": step, "metrics": {"objective": 100.0 + step}})
+            sys.exit(4)
+        mode = "normal"
     if mode == "normal":
         print("starting trial", trial, flush=True)
         print("a line on stderr", file=sys.stderr, flush=True)

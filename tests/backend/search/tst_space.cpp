@@ -18,6 +18,7 @@ seed = 42
 n_trials = 60
 timeout_s = 3600
 concurrency = 4
+retry_from_checkpoint = false
 objectives = {"eval.loss" = "minimize", "eval.accuracy" = "maximize"}
 pruner = {type = "asha", min_resource = 2, reduction_factor = 3}
 program = ["python3", "obj.py"]
@@ -72,6 +73,7 @@ class TestSpace : public QObject {
   void parsesEveryField() {
     const SearchSpace s = parse_ok(kFull);
     QCOMPARE(s.name, std::string("lr-sweep"));
+    QVERIFY(!s.retry_from_checkpoint);
     QCOMPARE(s.sampler.type, std::string("tpe"));
     QCOMPARE(s.sampler.n_startup_trials, 5);
     QVERIFY(!s.sampler.constant_liar);
@@ -105,6 +107,7 @@ class TestSpace : public QObject {
     QCOMPARE(s.sampler.type, std::string("tpe"));
     QCOMPARE(s.concurrency, 1);
     QCOMPARE(s.stop_grace_s, 30.0);
+    QVERIFY(s.retry_from_checkpoint);
     QCOMPARE(s.objectives.size(), std::size_t{1});
     QCOMPARE(s.objectives[0].metric, std::string("objective"));
     QCOMPARE(s.pruner.type, std::string("none"));
@@ -115,6 +118,10 @@ class TestSpace : public QObject {
     QTest::addColumn<QString>("field");
     QTest::addColumn<QString>("hint");
     const QString lr = "[search.space.\"train.lr\"]\ntype = \"float\"\n";
+    QTest::newRow("retry_from_checkpoint not a bool")
+        << "[search]\nretry_from_checkpoint = 1\n" + lr + "low = 0.1\nhigh = 1\n"
+        << "search.retry_from_checkpoint"
+        << "true or false";
     QTest::newRow("low >= high") << lr + "low = 0.1\nhigh = 0.01\n"
                                  << "search.space.\"train.lr\".low"
                                  << "swap";

@@ -3,12 +3,15 @@
 // jobs are queued or running at any time (squeue, polled while the sweep runs), every trial ends
 // complete with its own objective (the fake trainer reports the train.lr it found in its
 // trial.toml), and the trials' job ids are distinct.
+// And a trial retried on Slurm, or over SSH, resumes from its failed attempt's checkpoint (the
+// trial runner with crash_once_trainer.sh).
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -16,10 +19,12 @@
 #include <set>
 
 #include "backend/launch/launcher.h"
+#include "backend/search/trialrunner.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "tests/backend/launch/remotetest.h"
 #include "tests/support/verify_ok.h"
+#include "trainer/spec/events.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
@@ -145,6 +150,145 @@ log = true
       QCOMPARE(run.objectiveValues->front(), lr);  // its own objective, from its trial.toml
     }
     QCOMPARE(int(jobIds.size()), 4);  // one job per trial
+  }
+
+ private:
+  // A trial that dies after its step-2 checkpoint (crash_once_trainer.sh) on the launcher that
+  // `launch` (the [launch] table's body) names is retried as a new job or ranks in a new folder,
+  // started with `--resume <failed attempt's folder>/ckpt/step-000002` (search.
+  // retry_from_checkpoint, on by default); its curve goes on at step 3. Before, the retry started
+  // at step 1 and its claim had deleted the failed attempt's curve.
+  void retryResumesFromTheCheckpoint(const QTemporaryDir& dir, const QByteArray& launch,
+                                     const QString& kind) {
+    QVERIFY(remotetest::writeAll(dir.filePath("train.jsonl"), "{\"input_ids\": [1, 2, 3, 4]}\n"));
+    const QByteArray exp = R"([experiment]
+name = "slurmretry"
+[model]
+arch = "tiny"
+tiny_hidden_size = 16
+tiny_layers = 1
+[data]
+train_path = "TRAIN"
+seq_len = 16
+[launch]
+@LAUNCH@nproc_per_node = 1
+trainer = "TRAINER"
+env = {CRASH_ONCE_MARKER = "@MARK@"}
+[search]
+objectives = {objective = "minimize"}
+[search.space."train.lr"]
+type = "float"
+low = 1e-4
+high = 1e-2
+)";
+    const QString path = dir.filePath("exp.toml");
+    QVERIFY(remotetest::writeAll(path, QByteArray(exp)
+                                           .replace("TRAINER", SHARDSCOPE_SOURCE_DIR
+                                                    "/tests/backend/search/crash_once_trainer.sh")
+                                           .replace("TRAIN", dir.filePath("train.jsonl").toUtf8())
+                                           .replace("@MARK@", dir.filePath("crashed").toUtf8())
+                                           .replace("@LAUNCH@", launch)));
+    auto parsed = spec::load_experiment(path.toStdString());
+    VERIFY_OK(parsed);
+    auto space = search::parse_search_space(parsed->search.toml, path.toStdString());
+    VERIFY_OK(space);
+    auto store = RunStore::open(dir.filePath("runs.db"));
+    VERIFY_OK(store);
+    NewStudy study;
+    study.name = "slurmretry";
+    study.objectives = {"objective"};
+    study.directions = {"minimize"};
+    auto studyId = (*store)->createStudy(study).get();
+    VERIFY_OK(studyId);
+    TrialRunner::Options options;
+    options.studyId = *studyId;
+    options.runsRoot = dir.filePath("runs");
+    TrialRunner runner(**store, path, *space, options);
+    QSignalSpy finished(&runner, &TrialRunner::trialFinished);
+    const search::TrialParams params{{"train.lr", 1e-3}};
+    auto runId = runner.start(0, params);
+    VERIFY_OK(runId);
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(int(finished.takeFirst().at(0).value<TrialOutcome>().state),
+             int(search::TrialState::Failed));
+    auto reader = (*store)->reader();
+    VERIFY_OK(reader);
+    auto failedLocation = RunLocation::fromJson((*reader->run(*runId))->location);
+    VERIFY_OK(failedLocation);
+    const QString failedDir = failedLocation->runDir;  // remote for ssh
+
+    auto claimed = (*store)->claimTrial(*studyId, 1, space->retry_from_checkpoint).get();
+    VERIFY_OK(claimed);
+    QVERIFY(claimed->has_value());
+    VERIFY_OK(runner.start(0, params, *runId));
+    QVERIFY(finished.wait(120000));
+    const auto retried = finished.takeFirst().at(0).value<TrialOutcome>();
+    QVERIFY2(retried.state == search::TrialState::Complete, qPrintable(retried.error));
+    checkResumed(*reader, *runId, failedDir, kind);
+  }
+
+  // The retry of run `runId` ran on `kind` in a folder of its own, was given the failed attempt's
+  // step-2 checkpoint in `failedDir`, and wrote steps 3..5 after the kept 1..2.
+  static void checkResumed(RunReader& reader, qint64 runId, const QString& failedDir,
+                           const QString& kind) {
+    auto run = reader.run(runId);
+    VERIFY_OK(run);
+    auto location = RunLocation::fromJson((*run)->location);
+    VERIFY_OK(location);
+    QCOMPARE(location->kind, kind);
+    QVERIFY(location->runDir != failedDir);
+    const QString resumeFrom = failedDir + "/ckpt/step-000002";
+    auto logs = reader.logLines(runId, 0);
+    VERIFY_OK(logs);
+    QStringList texts;
+    for (const LogLine& line : *logs) texts << line.text;
+    QVERIFY2(texts.contains("args: train trial.toml --resume " + resumeFrom),
+             qPrintable(texts.join(" | ")));
+    auto curve = reader.metric(runId, "loss");
+    VERIFY_OK(curve);
+    QList<qint64> steps;
+    for (const auto& point : *curve) steps << point.step;
+    QCOMPARE(steps, (QList<qint64>{1, 2, 3, 4, 5}));
+    auto events = reader.events(runId, 0);
+    VERIFY_OK(events);
+    QList<qint64> retrySteps;
+    for (const EventRow& row : *events) {
+      if (row.attempt != 1 || row.kind != QLatin1String("step")) continue;
+      auto event =
+          spec::parse_event(std::string_view(row.json.constData(), size_t(row.json.size())));
+      VERIFY_OK(event);
+      retrySteps << std::get<spec::StepEvent>(event->body).step;
+    }
+    QCOMPARE(retrySteps, (QList<qint64>{3, 4, 5}));  // the retry went on after step 2
+  }
+
+ private slots:
+  void retriedSlurmTrialResumesFromItsCheckpoint() {
+    const QMap<QString, QString> slurm = remotetest::fixtureEnv("slurm");
+    QVERIFY2(slurm.contains("SLURM_CONF"), "the Slurm fixture is not running (fixture slurm)");
+    qputenv("SLURM_CONF", slurm.value("SLURM_CONF").toUtf8());
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    retryResumesFromTheCheckpoint(dir, "kind = \"slurm\"\n", QStringLiteral("slurm"));
+  }
+
+  // The same over SSH (the loopback sshd as host "node1"): the failed attempt's folder is remote.
+  void retriedSshTrialResumesFromItsCheckpoint() {
+    const QMap<QString, QString> sshd = remotetest::fixtureEnv("sshd");
+    QVERIFY2(sshd.contains("SSHD_PORT"), "the sshd fixture is not running (fixture sshd)");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString home = dir.filePath("home");
+    QVERIFY(QDir().mkpath(home + "/.ssh"));
+    QVERIFY(remotetest::writeAll(home + "/.ssh/config", remotetest::sshConfigFor(sshd, {"node1"})));
+    QVERIFY(QFile::copy(sshd.value("SSHD_KNOWN_HOSTS"), home + "/.ssh/known_hosts"));
+    const QByteArray oldHome = qgetenv("HOME");
+    qputenv("HOME", home.toUtf8());  // the launcher reads ~/.ssh/config and ~/.ssh/known_hosts
+    retryResumesFromTheCheckpoint(dir,
+                                  "kind = \"ssh\"\nhosts = [\"node1\"]\nremote_dir = \"" +
+                                      dir.filePath("remote").toUtf8() + "\"\n",
+                                  QStringLiteral("ssh"));
+    qputenv("HOME", oldHome);
   }
 };
 

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "backend/launch/demodata.h"
 #include "backend/launch/programlauncher.h"
@@ -88,6 +89,7 @@ class TestTrialRunner : public QObject {
   void nonFiniteObjectiveFails();
   void statusNeverFailsBeforeTheVerdict();
   void pruneSendsSigtermThenSigkill();
+  void retryReadsItsOwnFilesFromTheStart();
   void infeasibleNeverLaunches();
   void schedulerRunsTwoAtOnce();
   void shardtrainTrialObjectiveFromEval();
@@ -318,6 +320,58 @@ high = 1.0
         qPrintable(QStringLiteral("run %1 went through: %2").arg(seen->columnInt64(0)).arg(trail)));
   }
   QCOMPARE(rows, kTrials);
+}
+
+// A retry of a failed trial runs in a fresh folder and is followed from byte 0 of its own files.
+// The run monitor restored the failed attempt's read offsets, seq and events: it skipped the
+// retry's first bytes (the failed attempt wrote more), so the retry's `done` was never stored and
+// a complete retry was judged failed ("ended without a done event"). Nothing of the failed attempt
+// is lost: its events and log lines stay in the run log under attempt 0.
+void TestTrialRunner::retryReadsItsOwnFilesFromTheStart() {
+  const QString markers = m_dir.filePath("fail-once");
+  QVERIFY(QDir().mkpath(markers));
+  auto runner = makeRunner(programExperiment(
+      "retry", QStringLiteral("\"--mode\", \"fail_once\", \"--meet\", \"%1\"").arg(markers)));
+  const search::TrialParams params{
+      {"x", 1.0}, {"n", std::int64_t{2}}, {"flag", true}, {"opt", std::string("a")}};
+  const TrialOutcome failed = runOne(*runner, 0, params);
+  QCOMPARE(int(failed.state), int(TrialState::Failed));
+  auto claimed = m_store->claimTrial(m_studyId, 1).get();
+  VERIFY_OK(claimed);
+  QVERIFY(claimed->has_value());
+  QCOMPARE((*claimed)->runId, failed.runId);
+
+  QSignalSpy finished(runner.get(), &TrialRunner::trialFinished);
+  VERIFY_OK(runner->start(0, params, failed.runId));
+  QVERIFY(finished.wait(kDeadlineMs));
+  const auto retried = finished.takeFirst().at(0).value<TrialOutcome>();
+  QVERIFY2(retried.state == TrialState::Complete, qPrintable(retried.error));
+  QCOMPARE(retried.values, std::vector<double>{3.0});  // (1 - 2)^2 + 2
+
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  auto run = reader->run(failed.runId);
+  VERIFY_OK(run);
+  QCOMPARE((*run)->attempt, 1);
+  QVERIFY2((*run)->runDir.endsWith("trial-0-retry-1"), qPrintable((*run)->runDir));
+  auto events = reader->events(failed.runId, 0);
+  VERIFY_OK(events);
+  std::map<int, int> perAttempt;
+  for (const EventRow& row : *events) ++perAttempt[row.attempt];
+  QCOMPARE(perAttempt[0], 20);  // the failed attempt's evals, kept
+  QCOMPARE(perAttempt[1], 5);   // the retry's 3 evals and 2 done, from its first byte
+  auto seq = reader->maxSeq(failed.runId, 0);
+  VERIFY_OK(seq);
+  QCOMPARE(*seq, qint64{4});
+  auto anomalies = reader->anomalies(failed.runId);
+  VERIFY_OK(anomalies);
+  QVERIFY2(anomalies->empty(), "the retry's seq starts again at 0: no repeat, no gap");
+  auto logs = reader->logLines(failed.runId, 0);
+  VERIFY_OK(logs);
+  QStringList texts;
+  for (const LogLine& line : *logs) texts << line.text;
+  QVERIFY2(texts.contains("starting trial 0") && !texts.contains("first attempt of trial 0 fails"),
+           qPrintable(texts.join(" | ")));
 }
 
 // A program that ignores SIGTERM: the prune sends SIGTERM (it logs it), then SIGKILL after

@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -424,8 +425,8 @@ void TestRunStore::leases() {
 }
 
 // The asset was written by schema 2 (store_crash_writer --make-asset 2, see assets/README.md): it
-// opens through the v2 -> v3 migration with every row, and the duplicate metric row is reduced to
-// the later one. // #5
+// opens through the v2 -> v3 -> v4 migrations with every row, and the duplicate metric row is
+// reduced to the later one. // #5
 void TestRunStore::migratesSchemaTwoAsset() {
   const QString asset =
       QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v2.db";
@@ -442,8 +443,14 @@ void TestRunStore::migratesSchemaTwoAsset() {
   VERIFY_OK(store);
   auto reader = (*store)->reader();
   VERIFY_OK(reader);
-  QCOMPARE(*runSchemaVersion(reader->db()), 3);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
   QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
+  // v4: the rows of old runs belong to their first attempt; the file got its own token.
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM events WHERE attempt <> 0"), 0);
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM read_offsets WHERE attempt <> 0"), 0);
+  auto token = reader->runLogToken();
+  VERIFY_OK(token);
+  QVERIFY2(QRegularExpression("^[0-9a-f]{12}$").match(*token).hasMatch(), qPrintable(*token));
   // One B-tree: no rowid, no second index.
   QVERIFY(!reader->db().prepare("SELECT rowid FROM metrics"));
   QCOMPARE(countRows(reader->db(),

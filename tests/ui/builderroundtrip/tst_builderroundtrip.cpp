@@ -131,6 +131,7 @@ const QMap<QString, QString> kSearchTyped = {
     {"concurrency", "4"},
     {"timeout_s", "7200"},
     {"stop_grace_s", "12.5"},
+    {"retry_from_checkpoint", "false"},
     {"program", "python3, objective.py"},
     {"objectives", "eval.accuracy=maximize, eval.loss=minimize"},
     {"sampler", "nsga2"},
@@ -223,6 +224,8 @@ const QList<QPair<QString, SearchGetter>>& searchMembers() {
       {"timeout_s", [](const S& s) { return text(s.timeout_s); }},
       {"concurrency", [](const S& s) { return QString::number(s.concurrency); }},
       {"stop_grace_s", [](const S& s) { return text(s.stop_grace_s); }},
+      {"retry_from_checkpoint",
+       [](const S& s) { return QString::number(s.retry_from_checkpoint); }},
       {"objectives",
        [](const S& s) {
          QStringList o;

@@ -1,0 +1,99 @@
+// Tests ui/data/runlogworker.cpp on a real run log: a retried trial's loss is one curve. The
+// failed attempt wrote steps 1..10 and a sharded checkpoint at step 5; the retry resumes there,
+// so claiming it keeps steps 1..5 and the retry writes 6..8 with its own values. The worker had
+// delivered steps up to 10 and asked only for steps after 10: the plot kept the failed attempt's
+// 6..10 and never showed the retry's 6..8. Now a new attempt makes it read the run whole again,
+// in one chunk that replaces the plotted series.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "backend/store/runstore.h"
+#include "tests/support/verify_ok.h"
+#include "ui/data/runlogworker.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+using namespace shardscope::ui;
+
+class TestRunLogWorker : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void retriedRunIsOneCurve();
+
+ private:
+  /// The loss points of the chunks `spy` got since `from`, and whether the first one resets.
+  static SeriesChunk lossOf(const QSignalSpy& spy, qsizetype from);
+};
+
+SeriesChunk TestRunLogWorker::lossOf(const QSignalSpy& spy, qsizetype from) {
+  SeriesChunk loss;
+  bool first = true;
+  for (qsizetype i = from; i < spy.size(); ++i) {
+    for (const SeriesChunk& chunk : spy.at(i).at(0).value<QVector<SeriesChunk>>()) {
+      if (chunk.key != QLatin1String("loss")) continue;
+      if (first) loss.reset = chunk.reset;
+      first = false;
+      loss.steps += chunk.steps;
+      loss.values += chunk.values;
+    }
+  }
+  return loss;
+}
+
+void TestRunLogWorker::retriedRunIsOneCurve() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = dir.filePath("runs.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  NewStudy study;
+  study.name = "retry";
+  study.objectives = {"eval.loss"};
+  study.directions = {"minimize"};
+  auto studyId = (*store)->createStudy(study).get();
+  VERIFY_OK(studyId);
+  NewTrial trial;
+  trial.studyId = *studyId;
+  trial.worldSize = 1;
+  auto id = (*store)->createTrialRun(trial).get();
+  VERIFY_OK(id);
+  const qint64 run = id->runId;
+  std::vector<MetricRow> first;
+  for (int s = 1; s <= 10; ++s) first.push_back({run, s, "loss", 10.0 + s, 0, 1.7e9 + s});
+  VERIFY_OK((*store)->appendMetrics(first).get());
+  // Attempt 0's rank 0 reported a complete sharded checkpoint at step 5, then the trial failed.
+  FileChunk chunk;
+  chunk.runId = run;
+  const QByteArray ckpt =
+      R"({"v":1,"ev":"ckpt","rank":0,"seq":0,"t":1.7e9,"step":5,"path":"ckpt/step-000005","kind":"sharded"})";
+  chunk.events.push_back({0, run, 0, 0, "ckpt", ckpt, 0});
+  chunk.endOffset = ckpt.size() + 1;
+  VERIFY_OK((*store)->ingest(chunk).get());
+  VERIFY_OK((*store)->setRunStatus(run, spec::RunStatus::failed, "rank 1 was killed").get());
+
+  qRegisterMetaType<QVector<SeriesChunk>>();
+  RunLogWorker worker(3600 * 1000);
+  QSignalSpy series(&worker, &RunLogWorker::seriesLoaded);
+  worker.open(path);
+  worker.watchRuns({run});
+  SeriesChunk seen = lossOf(series, 0);
+  QCOMPARE(seen.steps.size(), 10);
+
+  auto claimed = (*store)->claimTrial(*studyId, 1, true).get();
+  VERIFY_OK(claimed);
+  QVERIFY(claimed->has_value());
+  std::vector<MetricRow> retry;
+  for (int s = 6; s <= 8; ++s) retry.push_back({run, s, "loss", 100.0 + s, 0, 1.8e9 + s});
+  VERIFY_OK((*store)->appendMetrics(retry).get());
+  const qsizetype before = series.size();
+  worker.refresh();
+  seen = lossOf(series, before);
+  QVERIFY(seen.reset);
+  QCOMPARE(seen.steps, (QVector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
+  QCOMPARE(seen.values, (QVector<double>{11, 12, 13, 14, 15, 106, 107, 108}));
+}
+
+QTEST_GUILESS_MAIN(TestRunLogWorker)
+#include "tst_runlogworker.moc"
