@@ -45,12 +45,38 @@ CLI::App* add_selftest(CLI::App& app, SelftestOptions& selftest) {
   return cmd;
 }
 
+// --resume as given: once, or twice as "auto" and a folder (a requeued Slurm job appends
+// `--resume auto` to a retry's `--resume FOLDER`).
+std::vector<std::string> g_resume_given;
+
+int resolve_resume(TrainOptions& train) {
+  if (g_resume_given.size() == 1) train.resume = g_resume_given.front();
+  if (g_resume_given.size() == 2) {
+    const bool first_auto = g_resume_given[0] == "auto";
+    const auto& other = g_resume_given[first_auto ? 1 : 0];
+    if ((first_auto || g_resume_given[1] == "auto") && other != "auto") {
+      train.resume = "auto";
+      train.resume_fallback = other;
+    }
+  }
+  if (g_resume_given.size() > 1 && train.resume.empty()) {
+    std::fprintf(stderr,
+                 "shardtrain train: --resume given %zu times; give it once, or twice as auto and "
+                 "a checkpoint folder\n",
+                 g_resume_given.size());
+    return 2;
+  }
+  return 0;
+}
+
 // `train`: one rank of a run.
 CLI::App* add_train(CLI::App& app, TrainOptions& train) {
   auto* cmd = app.add_subcommand("train", "Train one rank (torchrun/Slurm environment)");
   cmd->add_option("config", train.config, "Experiment TOML (trial.toml)")->required();
-  cmd->add_option("--resume", train.resume,
-                  "auto: the newest complete checkpoint of the run, or a checkpoint folder");
+  cmd->add_option("--resume", g_resume_given,
+                  "auto: the newest complete checkpoint of the run, or a checkpoint folder; "
+                  "both (auto and a folder): the run's newest when it has one, else the folder")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--trace", train.trace,
                   "Write every collective's issue/wait and state placement to FILE "
                   "(FILE.rank-N on other ranks)");
@@ -186,7 +212,11 @@ int main(int argc, char** argv) {
   // Each verb and what runs it when it is the one parsed.
   const std::vector<std::pair<CLI::App*, std::function<int()>>> verbs = {
       {add_selftest(app, selftest), [&] { return run_selftest(selftest); }},
-      {add_train(app, train), [&] { return run_train(train); }},
+      {add_train(app, train),
+       [&] {
+         if (const int bad = resolve_resume(train); bad != 0) return bad;
+         return run_train(train);
+       }},
       {add_export(app, exporting), [&] { return run_export(exporting); }},
       {add_generate(app, gen), [&] { return run_generate(gen); }},
       {add_make_demo_data(app, demo), [&] { return run_make_demo_data(demo); }},

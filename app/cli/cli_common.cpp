@@ -53,7 +53,13 @@ RunRecord findRun(RunReader& reader, const std::string& run) {
 
 QString runsRoot(const Globals& g) {
   if (!g.dbPath.empty()) {
-    return QFileInfo(QString::fromStdString(g.dbPath)).absoluteDir().filePath("runs");
+    // Beside the run log, one folder per run log: two logs in one folder (a.db, b.db) would
+    // otherwise both put study 1's trial 0 in runs/study-1/trial-0, one over the other.
+    const QFileInfo db(QString::fromStdString(g.dbPath));
+    const QString name = db.fileName() == QLatin1String("runs.db")
+                             ? QStringLiteral("runs")
+                             : db.completeBaseName() + QStringLiteral("-runs");
+    return db.absoluteDir().filePath(name);
   }
   return QDir(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation))
       .filePath("shardscope/runs");

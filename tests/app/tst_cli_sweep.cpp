@@ -8,6 +8,7 @@
 // to change an existing study's search space.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -309,6 +310,32 @@ class TestCliSweep : public QObject {
   // #6: `sweep --set` applies overrides before the study is created (here: n_trials and the
   // range of x, stored with the study); continuing it with an override that changes its search
   // space is refused naming the study and the field; search.concurrency may change.
+  // Two run logs in one folder each keep their trials' run directories apart (both studies are
+  // study 1 with trials 0 and 1: they shared runs/study-1/trial-N before).
+  void runLogsInOneFolderKeepTheirRunsApart() {
+    QTemporaryDir dir;
+    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(write(dir.filePath("exp.toml"), experiment(2, 1, "{type = \"none\"}")));
+    QStringList all;
+    for (const char* log : {"a.db", "b.db", "runs.db"}) {
+      const QString db = dir.filePath(log);
+      const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml")});
+      QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+      const Run listed = cli({"--db", db, "--json", "ls"});
+      const QJsonArray runs = QJsonDocument::fromJson(listed.out.toUtf8())["runs"].toArray();
+      QCOMPARE(runs.size(), 2);
+      for (const auto& run : runs) {
+        const QString runDir = run.toObject()["run_dir"].toString();
+        QVERIFY2(QFileInfo(runDir + "/events.jsonl").exists() ||
+                     !QDir(runDir).entryList(QDir::Files).isEmpty(),
+                 qPrintable(runDir));
+        QVERIFY2(!all.contains(runDir), qPrintable(runDir + " is used by two run logs"));
+        all << runDir;
+      }
+    }
+    QVERIFY2(all[4].startsWith(dir.filePath("runs/")), qPrintable(all[4]));  // as before
+  }
+
   void setOverridesTheExperiment() {
     QTemporaryDir dir;
     QVERIFY(write(dir.filePath("obj.py"), kProgram));

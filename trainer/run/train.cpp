@@ -442,6 +442,7 @@ struct Loop {
     if (!options.resume.empty() && engine_runner) {
       std::string dir =
           options.resume == "auto" ? ckpt::find_latest_checkpoint(options.run_dir) : options.resume;
+      if (dir.empty()) dir = options.resume_fallback;
       SHARD_CHECK(!dir.empty() || !options.export_only, ErrorKind::io,
                   "no complete checkpoint under " + options.run_dir + "/ckpt to export",
                   "pass --checkpoint with a checkpoint folder (ckpt/step-NNNNNN of a run)");

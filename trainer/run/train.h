@@ -9,8 +9,11 @@
 namespace shardscope::trainer {
 
 struct TrainOptions {
-  std::string config;                  // experiment TOML (the run directory's trial.toml)
-  std::string resume;                  // "", "auto" or a checkpoint directory
+  std::string config;  // experiment TOML (the run directory's trial.toml)
+  std::string resume;  // "", "auto" or a checkpoint directory
+  /// With resume "auto": the checkpoint to start from when the run has none of its own yet (a
+  /// requeued Slurm job of a retry that resumed from the failed attempt's checkpoint).
+  std::string resume_fallback;
   std::string trace;                   // --trace FILE
   std::string dump_params;             // --dump-params FILE: final full state (safetensors)
   std::string export_dir;              // --export DIR: the model as a Hugging Face folder

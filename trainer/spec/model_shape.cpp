@@ -76,11 +76,11 @@ std::vector<std::vector<int>> plan_units(const std::vector<LayerShape>& layers, 
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const auto& layer = layers[l];
     if (!layer.is_block || policy == WrapPolicy::none) {
-      if (!group.empty()) {
-        units.push_back(group);
-        group.clear();
-        group_params = 0;
-      }
+      // A size-policy group still below the minimum when the blocks end (the head, the vision
+      // merger) stays in the root, as FSDP's size policy leaves it; it was a unit of its own.
+      for (int g : group) units[0].push_back(g);
+      group.clear();
+      group_params = 0;
       units[0].push_back(static_cast<int>(l));
       continue;
     }

@@ -12,6 +12,8 @@ train.ckpt_keep = 0 and train.deterministic = true.
       (step 25) damaged (a rank file lost), it resumes from step 20 with a warning naming step 25,
       and steps 21..30 equal the uninterrupted run; with folders step-999999 (step 10's) and
       step-1000000 (step 20's) beside them, it takes step-1000000 (numbers, not text, order them).
+      `--resume auto --resume FOLDER` starts from FOLDER in a run without checkpoints, and from
+      the run's own newest once it has one.
   --case disk_full: the disk fills up during a checkpoint (RLIMIT_FSIZE below a rank file's size,
       so a write fails with EFBIG as on a full disk, after the run resumed from step 10): every
       rank stops with an `io` error naming the file, no step-15 checkpoint is left looking
@@ -166,6 +168,25 @@ def fallback(args, config):
     resumed, _ = resume_auto(args, config, ordered, "step-999999 beside step-1000000")
     check(len(resumed) == 1 and resumed[0].endswith("step-1000000 at step 20"),
           f"want a resume from step-1000000 (step 20), got {resumed}")
+
+    # `--resume auto --resume FOLDER` (a requeued Slurm job of a retry that resumed from the failed
+    # attempt's checkpoint): the run's own newest checkpoint when it has one, else FOLDER.
+    step10 = os.path.join(source, "ckpt", "step-000010")
+    fresh = ranks.fresh_dir(os.path.join(args.work, "fallback_folder"))
+    codes = ranks.run_ranks(args.shardtrain, argv(config, "--resume", "auto", "--resume", step10),
+                            fresh, WORLD)
+    check(all(c == 0 for c in codes), f"auto + folder: exit codes {codes}\n"
+                                      f"{ranks.log_tail(fresh, WORLD)}")
+    logs = [e["message"] for e in ranks.events(fresh, 0, "log")
+            if e["message"].startswith("resumed from")]
+    check(logs == [f"resumed from {step10} at step 10"],
+          f"no checkpoint of its own: want a resume from {step10}, got {logs}")
+    codes = ranks.run_ranks(args.shardtrain, argv(config, "--resume", "auto", "--resume", step10),
+                            fresh, WORLD)
+    logs = [e["message"] for e in ranks.events(fresh, 0, "log")
+            if e["message"].startswith("resumed from")]
+    check(all(c == 0 for c in codes) and len(logs) == 2 and "step-000025 at step 25" in logs[1],
+          f"with its own checkpoints: want its newest (step 25), got {logs}")
 
 
 def disk_full(args, config):

@@ -39,6 +39,24 @@ class TestHfConfig : public QObject {
   Q_OBJECT
 
  private slots:
+  void sizePolicyTailStaysInTheRoot() {
+    // 3 tiny blocks; a minimum of 1.5 blocks groups blocks 0 and 1, and block 2, below it, stays
+    // in the root with the embedding and the head (as FSDP's size policy leaves it). It used to
+    // become a unit of its own when the head closed the group.
+    Qwen2Dims dims;
+    dims.num_layers = 3;
+    const auto layers = qwen2_layers(dims);
+    std::int64_t block = 0;
+    for (const auto& p : layers[1].params) block += numel(p.shape);
+    const auto units = plan_units(layers, WrapPolicy::size, block + block / 2);
+    QCOMPARE(units.size(), std::size_t{2});
+    QCOMPARE(units[1], (std::vector<int>{1, 2}));
+    QCOMPARE(units[0], (std::vector<int>{0, 3, 4}));  // embed, layers.2, head
+    const auto blocks = plan_units(layers, WrapPolicy::block, 0);
+    QCOMPARE(blocks.size(), std::size_t{4});
+    QCOMPARE(plan_units(layers, WrapPolicy::none, 0).size(), std::size_t{1});
+  }
+
   void qwen2vl2bCountsExactly() {
     auto config = read_hf_config(kSource + "/examples/models/qwen2-vl-2b");
     VERIFY_OK(config);
