@@ -1,0 +1,307 @@
+#include "ui/widgets/densitylines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace shardscope::ui {
+
+namespace {
+
+bool inDomain(double v, QCP::SignDomain domain) {
+  return domain == QCP::sdBoth || (domain == QCP::sdPositive && v > 0) ||
+         (domain == QCP::sdNegative && v < 0);
+}
+
+// Coordinates to pixels inside the axis rect (0,0 its top left) for one rasterisation.
+struct Mapping {
+  bool linear = true;
+  double keyOrigin = 0, keySlope = 1, valueOrigin = 0, valueSlope = 1;
+  const QCPAxis* keyAxis = nullptr;
+  const QCPAxis* valueAxis = nullptr;
+  QPointF offset;
+  QPointF pixel(double key, double value) const {
+    if (linear) return {keyOrigin + keySlope * key, valueOrigin + valueSlope * value};
+    return QPointF(keyAxis->coordToPixel(key), valueAxis->coordToPixel(value)) - offset;
+  }
+};
+
+}  // namespace
+
+DensityLines::DensityLines(QCPAxis* keyAxis, QCPAxis* valueAxis)
+    : QCPAbstractPlottable(keyAxis, valueAxis) {
+  m_refine.setSingleShot(true);
+  m_refine.setInterval(kRefineMs);
+  connect(&m_refine, &QTimer::timeout, this, &DensityLines::onRefine);
+}
+
+int DensityLines::addGroup(const Group& group) {
+  m_groups.append(group);
+  ++m_generation;
+  return static_cast<int>(m_groups.size() - 1);
+}
+
+int DensityLines::addLine(int group, const QVector<double>& xs, const QVector<double>& ys) {
+  Line line{std::clamp(group, 0, std::max(0, groupCount() - 1)), xs, ys};
+  m_points += std::min(xs.size(), ys.size());
+  grow(line, 0);
+  m_lines.append(std::move(line));
+  ++m_generation;
+  return static_cast<int>(m_lines.size() - 1);
+}
+
+void DensityLines::setPoints(int index, const QVector<double>& xs, const QVector<double>& ys,
+                             bool reset) {
+  if (index < 0 || index >= m_lines.size()) return;
+  Line& line = m_lines[index];
+  const qsizetype from = reset ? 0 : line.xs.size();
+  m_points -= reset ? std::min(line.xs.size(), line.ys.size()) : 0;
+  if (reset) {
+    line.xs = xs;
+    line.ys = ys;
+  } else {
+    line.xs += xs;
+    line.ys += ys;
+  }
+  m_points += std::min(xs.size(), ys.size());
+  grow(line, from);
+  ++m_generation;
+}
+
+void DensityLines::clearLines() {
+  m_lines.clear();
+  m_points = 0;
+  m_hasRange = false;
+  ++m_generation;
+}
+
+int DensityLines::linesIn(int group) const {
+  return static_cast<int>(std::count_if(m_lines.cbegin(), m_lines.cend(),
+                                        [group](const Line& l) { return l.group == group; }));
+}
+
+void DensityLines::grow(const Line& line, qsizetype from) {
+  const qsizetype n = std::min(line.xs.size(), line.ys.size());
+  for (qsizetype i = from; i < n; ++i) {
+    const double x = line.xs[i];
+    const double y = line.ys[i];
+    if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    if (!m_hasRange) {
+      m_keys = QCPRange(x, x);
+      m_values = QCPRange(y, y);
+      m_hasRange = true;
+      continue;
+    }
+    m_keys.expand(x);
+    m_values.expand(y);
+  }
+}
+
+double DensityLines::selectTest(const QPointF& /*pos*/, bool /*onlySelectable*/,
+                                QVariant* /*details*/) const {
+  return -1;  // a density is not selectable: the plot only drags and zooms
+}
+
+QCPRange DensityLines::getKeyRange(bool& foundRange, QCP::SignDomain inSignDomain) const {
+  foundRange = false;
+  if (inSignDomain == QCP::sdBoth) {
+    foundRange = m_hasRange;
+    return m_keys;
+  }
+  QCPRange range;
+  for (const Line& line : m_lines) {
+    for (double x : line.xs) {
+      if (!std::isfinite(x) || !inDomain(x, inSignDomain)) continue;
+      range = foundRange ? QCPRange(std::min(range.lower, x), std::max(range.upper, x))
+                         : QCPRange(x, x);
+      foundRange = true;
+    }
+  }
+  return range;
+}
+
+QCPRange DensityLines::getValueRange(bool& foundRange, QCP::SignDomain inSignDomain,
+                                     const QCPRange& /*inKeyRange*/) const {
+  foundRange = false;
+  if (inSignDomain == QCP::sdBoth) {
+    foundRange = m_hasRange;
+    return m_values;
+  }
+  QCPRange range;
+  for (const Line& line : m_lines) {
+    for (double y : line.ys) {
+      if (!std::isfinite(y) || !inDomain(y, inSignDomain)) continue;
+      range = foundRange ? QCPRange(std::min(range.lower, y), std::max(range.upper, y))
+                         : QCPRange(y, y);
+      foundRange = true;
+    }
+  }
+  return range;
+}
+
+DensityLines::View DensityLines::currentView() const {
+  View view;
+  const QCPAxis* keyAxis = mKeyAxis.data();
+  const QCPAxis* valueAxis = mValueAxis.data();
+  if (keyAxis == nullptr || valueAxis == nullptr || keyAxis->axisRect() == nullptr) return view;
+  view.rect = keyAxis->axisRect()->rect();
+  view.keys = keyAxis->range();
+  view.values = valueAxis->range();
+  view.generation = m_generation;
+  return view;
+}
+
+void DensityLines::onRefine() {
+  m_refineDue = true;
+  if (mParentPlot != nullptr) mParentPlot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// New data or a new pixel size: rasterised now (the replot after new points shows them all). A
+// pan or zoom of the same data: the last image moved and scaled at once, the exact one when the
+// view has been still for kRefineMs.
+void DensityLines::draw(QCPPainter* painter) {
+  const QCPAxis* keyAxis = mKeyAxis.data();
+  const QCPAxis* valueAxis = mValueAxis.data();
+  if (keyAxis == nullptr || valueAxis == nullptr) return;
+  const View view = currentView();
+  if (view.rect.isEmpty()) return;
+  const bool stale = m_image.isNull() || view.generation != m_imageView.generation ||
+                     view.rect.size() != m_imageView.rect.size();
+  if (stale || (m_refineDue && !(view == m_imageView))) rasterise(view);
+  m_refineDue = false;
+  if (view == m_imageView) {
+    painter->drawImage(view.rect.topLeft(), m_image);
+    m_drawnExact = true;
+    return;
+  }
+  // Where the image's ranges lie in the current view.
+  const QPointF topLeft(keyAxis->coordToPixel(m_imageView.keys.lower),
+                        valueAxis->coordToPixel(m_imageView.values.upper));
+  const QPointF bottomRight(keyAxis->coordToPixel(m_imageView.keys.upper),
+                            valueAxis->coordToPixel(m_imageView.values.lower));
+  painter->setRenderHint(QPainter::SmoothPixmapTransform, false);
+  painter->drawImage(QRectF(topLeft, bottomRight), m_image);
+  m_drawnExact = false;
+  m_refine.start();
+}
+
+void DensityLines::rasterise(const View& view) {
+  const int w = view.rect.width();
+  const int h = view.rect.height();
+  std::vector<std::vector<quint16>> counts(std::size_t(std::max(1, groupCount())));
+  for (auto& c : counts) c.assign(std::size_t(w) * std::size_t(h), 0);
+  std::vector<int> stamp(std::size_t(w) * std::size_t(h), -1);
+  if (mKeyAxis.data() != nullptr && mValueAxis.data() != nullptr) {
+    for (int i = 0; i < m_lines.size(); ++i) {
+      const Line& line = m_lines[i];
+      rasteriseLine(line, i, view, counts[std::size_t(line.group)], stamp);
+    }
+  }
+  m_image = composite(counts, view.rect.size());
+  m_imageView = view;
+  ++m_rasters;
+}
+
+// Each segment is walked one pixel column at a time; in a column it covers the rows between its
+// values at the column's two edges. A pixel counts a line once (`stamp` holds the last line that
+// counted it), so a trial with 1,000 points in 300 columns weighs what a trial with 300 does.
+void DensityLines::rasteriseLine(const Line& line, int id, const View& view,
+                                 std::vector<quint16>& counts, std::vector<int>& stamp) const {
+  const int w = view.rect.width();
+  const int h = view.rect.height();
+  Mapping map;
+  map.keyAxis = mKeyAxis.data();
+  map.valueAxis = mValueAxis.data();
+  if (map.keyAxis == nullptr || map.valueAxis == nullptr) return;
+  map.offset = view.rect.topLeft();
+  map.linear = map.keyAxis->scaleType() == QCPAxis::stLinear &&
+               map.valueAxis->scaleType() == QCPAxis::stLinear &&
+               map.keyAxis->orientation() == Qt::Horizontal;
+  map.keyOrigin = map.keyAxis->coordToPixel(0.0) - view.rect.left();
+  map.keySlope = map.keyAxis->coordToPixel(1.0) - view.rect.left() - map.keyOrigin;
+  map.valueOrigin = map.valueAxis->coordToPixel(0.0) - view.rect.top();
+  map.valueSlope = map.valueAxis->coordToPixel(1.0) - view.rect.top() - map.valueOrigin;
+  const auto mark = [&](int column, double y0, double y1) {
+    if (column < 0 || column >= w) return;
+    const int lo = std::max(0, int(std::floor(std::min(y0, y1))));
+    const int hi = std::min(h - 1, int(std::floor(std::max(y0, y1))));
+    for (int row = lo; row <= hi; ++row) {
+      const std::size_t at = std::size_t(row) * std::size_t(w) + std::size_t(column);
+      if (stamp[at] == id) continue;
+      stamp[at] = id;
+      if (counts[at] < std::numeric_limits<quint16>::max()) ++counts[at];
+    }
+  };
+  const qsizetype n = std::min(line.xs.size(), line.ys.size());
+  bool have = false;
+  QPointF prev;
+  for (qsizetype i = 0; i < n; ++i) {
+    if (!std::isfinite(line.xs[i]) || !std::isfinite(line.ys[i])) {
+      have = false;  // a gap
+      continue;
+    }
+    const QPointF p = map.pixel(line.xs[i], line.ys[i]);
+    if (!have) {
+      mark(int(std::floor(p.x())), p.y(), p.y());
+    } else {
+      QPointF a = prev;
+      QPointF b = p;
+      if (a.x() > b.x()) std::swap(a, b);
+      const double first = std::max(std::floor(a.x()), 0.0);
+      const double last = std::min(std::floor(b.x()), double(w - 1));
+      const double slope = b.x() > a.x() ? (b.y() - a.y()) / (b.x() - a.x()) : 0.0;
+      for (double c = first; c <= last; c += 1.0) {
+        const double x0 = std::max(a.x(), c);
+        const double x1 = std::min(b.x(), c + 1.0);
+        mark(int(c), a.y() + slope * (x0 - a.x()), a.y() + slope * (x1 - a.x()));
+      }
+    }
+    prev = p;
+    have = true;
+  }
+}
+
+// Per pixel, each group's colour at an opacity from minAlpha (one line) to 1 (the group's busiest
+// pixel) on a log scale, groups composited in order (source over).
+QImage DensityLines::composite(const std::vector<std::vector<quint16>>& counts, QSize size) const {
+  QImage image(size, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::transparent);
+  const int groups = std::min(groupCount(), int(counts.size()));
+  std::vector<double> scale(std::size_t(std::max(groups, 1)), 0.0);
+  for (int g = 0; g < groups; ++g) {
+    const quint16 most =
+        counts[std::size_t(g)].empty()
+            ? 0
+            : *std::max_element(counts[std::size_t(g)].begin(), counts[std::size_t(g)].end());
+    scale[std::size_t(g)] = most > 1 ? 1.0 / std::log(double(most)) : 0.0;
+  }
+  for (int row = 0; row < size.height(); ++row) {
+    auto* out = reinterpret_cast<QRgb*>(image.scanLine(row));
+    for (int col = 0; col < size.width(); ++col) {
+      const std::size_t at = std::size_t(row) * std::size_t(size.width()) + std::size_t(col);
+      double r = 0, gr = 0, b = 0, a = 0;
+      for (int g = 0; g < groups; ++g) {
+        const quint16 n = counts[std::size_t(g)][at];
+        if (n == 0) continue;
+        const Group& group = m_groups[g];
+        const double t = std::log(double(n)) * scale[std::size_t(g)];
+        const double alpha = group.minAlpha + (1.0 - group.minAlpha) * std::min(1.0, t);
+        r = group.color.redF() * alpha + r * (1.0 - alpha);
+        gr = group.color.greenF() * alpha + gr * (1.0 - alpha);
+        b = group.color.blueF() * alpha + b * (1.0 - alpha);
+        a = alpha + a * (1.0 - alpha);
+      }
+      if (a > 0)
+        out[col] =
+            qRgba(int(r * 255 + 0.5), int(gr * 255 + 0.5), int(b * 255 + 0.5), int(a * 255 + 0.5));
+    }
+  }
+  return image;
+}
+
+void DensityLines::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {
+  painter->setPen(QPen(m_groups.isEmpty() ? QColor(Qt::gray) : m_groups.first().color, 2));
+  painter->drawLine(QLineF(rect.left(), rect.center().y(), rect.right(), rect.center().y()));
+}
+
+}  // namespace shardscope::ui
