@@ -61,6 +61,11 @@ TrialOverlay drawTrialOverlay(QCustomPlot* plot, const SweepData& sweep,
                             : QObject::tr("loss / %1").arg(sweep.objectiveKey));
   TrialOverlay out;
   out.density = new DensityLines(plot->xAxis, plot->yAxis);
+  // Opaque over the plot's white, so a replot blits it without blending; the grid, which it
+  // would hide, is drawn on the axes' layer above it.
+  out.density->setBackdrop(Qt::white);
+  plot->xAxis->grid()->setLayer(QStringLiteral("axes"));
+  plot->yAxis->grid()->setLayer(QStringLiteral("axes"));
   out.density->addGroup({kPrunedColor, 0.22});
   out.density->addGroup({kTrainColor, 0.3});
   out.density->addGroup({kEvalColor, 0.3});

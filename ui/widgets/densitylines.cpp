@@ -68,6 +68,11 @@ void DensityLines::setPoints(int index, const QVector<double>& xs, const QVector
   ++m_generation;
 }
 
+void DensityLines::setBackdrop(const QColor& color) {
+  m_backdrop = color;
+  ++m_generation;
+}
+
 void DensityLines::clearLines() {
   m_lines.clear();
   m_points = 0;
@@ -202,9 +207,12 @@ void DensityLines::rasterise(const View& view) {
   ++m_rasters;
 }
 
-// Each segment is walked one pixel column at a time; in a column it covers the rows between its
-// values at the column's two edges. A pixel counts a line once (`stamp` holds the last line that
-// counted it), so a trial with 1,000 points in 300 columns weighs what a trial with 300 does.
+// A line is reduced per pixel column as it is walked: the rows it covers in a column are the
+// span between the lowest and highest of its values there (its points and where its segments
+// cross the column's edges), so a column of many points costs a min and a max each, and a
+// segment that crosses several columns is walked one column at a time. A pixel counts a line
+// once (`stamp` holds the last line that counted it): a trial with 1,000 points in 300 columns
+// weighs what a trial with 300 does.
 void DensityLines::rasteriseLine(const Line& line, int id, const View& view,
                                  std::vector<quint16>& counts, std::vector<int>& stamp) const {
   const int w = view.rect.width();
@@ -221,79 +229,112 @@ void DensityLines::rasteriseLine(const Line& line, int id, const View& view,
   map.keySlope = map.keyAxis->coordToPixel(1.0) - view.rect.left() - map.keyOrigin;
   map.valueOrigin = map.valueAxis->coordToPixel(0.0) - view.rect.top();
   map.valueSlope = map.valueAxis->coordToPixel(1.0) - view.rect.top() - map.valueOrigin;
-  const auto mark = [&](int column, double y0, double y1) {
+  const auto mark = [&](double column, double y0, double y1) {
     if (column < 0 || column >= w) return;
     const int lo = std::max(0, int(std::floor(std::min(y0, y1))));
     const int hi = std::min(h - 1, int(std::floor(std::max(y0, y1))));
+    const std::size_t base = std::size_t(column);
     for (int row = lo; row <= hi; ++row) {
-      const std::size_t at = std::size_t(row) * std::size_t(w) + std::size_t(column);
+      const std::size_t at = std::size_t(row) * std::size_t(w) + base;
       if (stamp[at] == id) continue;
       stamp[at] = id;
       if (counts[at] < std::numeric_limits<quint16>::max()) ++counts[at];
     }
   };
+  // Columns strictly between `from` and `to` that segment a -> b crosses (clipped to the rect).
+  const auto crossColumns = [&](QPointF a, QPointF b, double from, double to) {
+    const double slope = (b.y() - a.y()) / (b.x() - a.x());
+    for (double c = std::max(from + 1, 0.0); c < std::min(to, double(w)); c += 1.0)
+      mark(c, a.y() + slope * (c - a.x()), a.y() + slope * (c + 1.0 - a.x()));
+  };
   const qsizetype n = std::min(line.xs.size(), line.ys.size());
-  bool have = false;
+  bool open = false;  // a column is being accumulated
+  double column = 0, lo = 0, hi = 0;
   QPointF prev;
   for (qsizetype i = 0; i < n; ++i) {
     if (!std::isfinite(line.xs[i]) || !std::isfinite(line.ys[i])) {
-      have = false;  // a gap
+      if (open) mark(column, lo, hi);  // a gap
+      open = false;
       continue;
     }
     const QPointF p = map.pixel(line.xs[i], line.ys[i]);
-    if (!have) {
-      mark(int(std::floor(p.x())), p.y(), p.y());
+    const double c = std::floor(p.x());
+    if (open && c == column) {
+      lo = std::min(lo, p.y());
+      hi = std::max(hi, p.y());
+    } else if (open && c > column) {
+      // Leaves `column` at its right edge, crosses the ones between, enters `c` at its left.
+      const double slope = (p.y() - prev.y()) / (p.x() - prev.x());
+      const double out = prev.y() + slope * (column + 1.0 - prev.x());
+      mark(column, std::min(lo, out), std::max(hi, out));
+      crossColumns(prev, p, column, c);
+      const double in = prev.y() + slope * (c - prev.x());
+      lo = std::min(in, p.y());
+      hi = std::max(in, p.y());
+    } else if (open) {
+      // Backwards in x (keys out of order): the same, mirrored.
+      const double slope = (p.y() - prev.y()) / (p.x() - prev.x());
+      const double out = prev.y() + slope * (column - prev.x());
+      mark(column, std::min(lo, out), std::max(hi, out));
+      crossColumns(p, prev, c, column);
+      const double in = prev.y() + slope * (c + 1.0 - prev.x());
+      lo = std::min(in, p.y());
+      hi = std::max(in, p.y());
     } else {
-      QPointF a = prev;
-      QPointF b = p;
-      if (a.x() > b.x()) std::swap(a, b);
-      const double first = std::max(std::floor(a.x()), 0.0);
-      const double last = std::min(std::floor(b.x()), double(w - 1));
-      const double slope = b.x() > a.x() ? (b.y() - a.y()) / (b.x() - a.x()) : 0.0;
-      for (double c = first; c <= last; c += 1.0) {
-        const double x0 = std::max(a.x(), c);
-        const double x1 = std::min(b.x(), c + 1.0);
-        mark(int(c), a.y() + slope * (x0 - a.x()), a.y() + slope * (x1 - a.x()));
-      }
+      lo = hi = p.y();
     }
+    column = c;
+    open = true;
     prev = p;
-    have = true;
   }
+  if (open) mark(column, lo, hi);
 }
 
 // Per pixel, each group's colour at an opacity from minAlpha (one line) to 1 (the group's busiest
-// pixel) on a log scale, groups composited in order (source over).
+// pixel) on a log scale, groups composited in order (source over). The opacity per count comes
+// from a table per group: a log per pixel would cost more than the lines.
 QImage DensityLines::composite(const std::vector<std::vector<quint16>>& counts, QSize size) const {
-  QImage image(size, QImage::Format_ARGB32_Premultiplied);
-  image.fill(Qt::transparent);
+  const bool opaque = m_backdrop.isValid() && m_backdrop.alpha() == 255;
+  QImage image(size, opaque ? QImage::Format_RGB32 : QImage::Format_ARGB32_Premultiplied);
+  image.fill(opaque ? m_backdrop : QColor(Qt::transparent));
+  const float back[3] = {float(m_backdrop.redF()), float(m_backdrop.greenF()),
+                         float(m_backdrop.blueF())};
   const int groups = std::min(groupCount(), int(counts.size()));
-  std::vector<double> scale(std::size_t(std::max(groups, 1)), 0.0);
+  std::vector<std::vector<float>> alphas(std::size_t(std::max(groups, 0)));
   for (int g = 0; g < groups; ++g) {
-    const quint16 most =
-        counts[std::size_t(g)].empty()
-            ? 0
-            : *std::max_element(counts[std::size_t(g)].begin(), counts[std::size_t(g)].end());
-    scale[std::size_t(g)] = most > 1 ? 1.0 / std::log(double(most)) : 0.0;
+    const auto& c = counts[std::size_t(g)];
+    const quint16 most = c.empty() ? 0 : *std::max_element(c.begin(), c.end());
+    const double scale = most > 1 ? 1.0 / std::log(double(most)) : 0.0;
+    const double floor = m_groups[g].minAlpha;
+    auto& table = alphas[std::size_t(g)];
+    table.resize(std::size_t(most) + 1, 0.0f);
+    for (int n = 1; n <= most; ++n)
+      table[std::size_t(n)] = float(floor + (1.0 - floor) * std::min(1.0, std::log(n) * scale));
   }
+  const std::size_t width = std::size_t(size.width());
   for (int row = 0; row < size.height(); ++row) {
     auto* out = reinterpret_cast<QRgb*>(image.scanLine(row));
-    for (int col = 0; col < size.width(); ++col) {
-      const std::size_t at = std::size_t(row) * std::size_t(size.width()) + std::size_t(col);
-      double r = 0, gr = 0, b = 0, a = 0;
+    for (std::size_t col = 0; col < width; ++col) {
+      const std::size_t at = std::size_t(row) * width + col;
+      float r = 0, gr = 0, b = 0, a = 0;
       for (int g = 0; g < groups; ++g) {
         const quint16 n = counts[std::size_t(g)][at];
         if (n == 0) continue;
-        const Group& group = m_groups[g];
-        const double t = std::log(double(n)) * scale[std::size_t(g)];
-        const double alpha = group.minAlpha + (1.0 - group.minAlpha) * std::min(1.0, t);
-        r = group.color.redF() * alpha + r * (1.0 - alpha);
-        gr = group.color.greenF() * alpha + gr * (1.0 - alpha);
-        b = group.color.blueF() * alpha + b * (1.0 - alpha);
-        a = alpha + a * (1.0 - alpha);
+        const float alpha = alphas[std::size_t(g)][n];
+        const QColor& color = m_groups[g].color;
+        r = float(color.redF()) * alpha + r * (1.0f - alpha);
+        gr = float(color.greenF()) * alpha + gr * (1.0f - alpha);
+        b = float(color.blueF()) * alpha + b * (1.0f - alpha);
+        a = alpha + a * (1.0f - alpha);
       }
-      if (a > 0)
-        out[col] =
-            qRgba(int(r * 255 + 0.5), int(gr * 255 + 0.5), int(b * 255 + 0.5), int(a * 255 + 0.5));
+      if (a > 0 && opaque) {
+        out[col] = qRgb(int((r + back[0] * (1.0f - a)) * 255 + 0.5f),
+                        int((gr + back[1] * (1.0f - a)) * 255 + 0.5f),
+                        int((b + back[2] * (1.0f - a)) * 255 + 0.5f));
+      } else if (a > 0) {
+        out[col] = qRgba(int(r * 255 + 0.5f), int(gr * 255 + 0.5f), int(b * 255 + 0.5f),
+                         int(a * 255 + 0.5f));
+      }
     }
   }
   return image;

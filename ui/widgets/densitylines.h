@@ -3,7 +3,8 @@
 // through it, groups (e.g. train, eval, pruned) in their own colour and opacity. The lines are
 // rasterised into a per-group count buffer at the axis rect's resolution (a line counts once per
 // pixel, whatever its points per pixel column), so the picture costs O(points + pixels) and the
-// result is kept as an image: a replot of an unchanged view blits it.
+// result is kept as an image: a replot of an unchanged view blits it (opaque over a backdrop
+// colour, so without blending).
 // Level of detail while the user pans or zooms: the last image is drawn moved and scaled to the
 // new ranges at once, and the exact one is rasterised after the view has been still for
 // kRefineMs (coalesced by a single-shot timer). A change of the data or of the pixel size is
@@ -44,6 +45,11 @@ class DensityLines : public QCPAbstractPlottable {
   qsizetype pointCount() const { return m_points; }
   /// Lines of `group`.
   int linesIn(int group) const;
+
+  /// Composites the image over `color` (opaque: blitted without blending, several times faster
+  /// for a full axis rect; what is under the plottable, e.g. the grid, is then hidden: draw it
+  /// on a layer above). Invalid (the default): a transparent image.
+  void setBackdrop(const QColor& color);
 
   /// Rasterisations so far (tests: a replot of an unchanged view adds none).
   int rasterCount() const { return m_rasters; }
@@ -97,6 +103,7 @@ class DensityLines : public QCPAbstractPlottable {
   QCPRange m_keys;
   QCPRange m_values;
   bool m_hasRange = false;
+  QColor m_backdrop;
   QImage m_image;
   View m_imageView;
   bool m_drawnExact = false;

@@ -79,6 +79,20 @@ class TestDensityLines : public QObject {
     QCOMPARE(doubled, 255);                 // the busiest pixel: opaque
   }
 
+  // Over a backdrop the image is opaque (blitted without blending): the backdrop where no line
+  // is, the group's colour blended onto it where one is.
+  void aBackdropMakesTheImageOpaque() {
+    Fixture f;
+    f.lines->setBackdrop(Qt::white);
+    f.lines->addLine(0, ramp(500, 0, 100), constant(500, 2.0));
+    f.plot.replot();
+    QVERIFY(!f.lines->image().hasAlphaChannel());
+    QCOMPARE(f.at(50, 6.0), qRgb(255, 255, 255));
+    const QRgb line = f.at(50, 2.0);
+    QCOMPARE(qBlue(line), 255);
+    QCOMPARE(qRed(line), int((1.0 - 0.4) * 255 + 0.5));  // 40% blue over white
+  }
+
   void aGapBreaksTheLine() {
     Fixture f;
     QVector<double> ys = ramp(101, 1, 9);
