@@ -72,17 +72,23 @@ void placeName(QCPItemText* item, Mode mode, bool shown) {
 
 // Values: the highest above the axis's top end and the lowest under its bottom end
 // (horizontal), or along the axis line on its right, from each end inwards (vertical).
-void placeValue(QCPItemText* item, Mode mode, bool high) {
+// A vertical value gets at most half the axis's length (`room` pixels), so the two of one axis
+// never meet.
+void placeValue(QCPItemText* item, Mode mode, bool high, int room) {
   const double axis = item->property(kAxis).toDouble();
   item->position->setCoords(axis, high ? 1.0 : 0.0);
+  const QString full = item->property(kFull).toString();
   if (mode == Mode::horizontal) {
     item->setRotation(0);
     item->setPositionAlignment(Qt::AlignHCenter | (high ? Qt::AlignBottom : Qt::AlignTop));
+    item->setText(full);
   } else {
     item->setRotation(-90);
     item->setPositionAlignment(Qt::AlignTop | (high ? Qt::AlignRight : Qt::AlignLeft));
+    const int pad = item->padding().left() + item->padding().right();
+    item->setText(QFontMetrics(item->font()).elidedText(full, Qt::ElideRight, room - pad));
   }
-  item->setVisible(mode != Mode::sparse && !item->text().isEmpty());
+  item->setVisible(mode != Mode::sparse && !full.isEmpty());
 }
 
 void layoutLabels(QCustomPlot* plot) {
@@ -107,11 +113,13 @@ void layoutLabels(QCustomPlot* plot) {
   for (QCPItemText* item : labels.names) {
     if (item != nullptr) placeName(item, mode, item->property(kAxis).toInt() % every == 0);
   }
+  const double length = std::abs(plot->yAxis->coordToPixel(1.0) - plot->yAxis->coordToPixel(0.0));
+  const int half = std::max(1, int(length / 2.0) - kGap);
   for (QCPItemText* item : labels.lows) {
-    if (item != nullptr) placeValue(item, mode, false);
+    if (item != nullptr) placeValue(item, mode, false, half);
   }
   for (QCPItemText* item : labels.highs) {
-    if (item != nullptr) placeValue(item, mode, true);
+    if (item != nullptr) placeValue(item, mode, true, half);
   }
   // Room under the axis rect for the names; a change lays the plot out again (the axis rect's
   // width, which the mode came from, stays).

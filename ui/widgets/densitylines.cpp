@@ -8,6 +8,9 @@ namespace shardscope::ui {
 
 namespace {
 
+// A channel in [0, 1] as 0..255, rounded.
+int toByte(float v) { return int(std::lround(v * 255.0f)); }
+
 bool inDomain(double v, QCP::SignDomain domain) {
   return domain == QCP::sdBoth || (domain == QCP::sdPositive && v > 0) ||
          (domain == QCP::sdNegative && v < 0);
@@ -328,12 +331,10 @@ QImage DensityLines::composite(const std::vector<std::vector<quint16>>& counts, 
         a = alpha + a * (1.0f - alpha);
       }
       if (a > 0 && opaque) {
-        out[col] = qRgb(int((r + back[0] * (1.0f - a)) * 255 + 0.5f),
-                        int((gr + back[1] * (1.0f - a)) * 255 + 0.5f),
-                        int((b + back[2] * (1.0f - a)) * 255 + 0.5f));
+        out[col] = qRgb(toByte(r + back[0] * (1.0f - a)), toByte(gr + back[1] * (1.0f - a)),
+                        toByte(b + back[2] * (1.0f - a)));
       } else if (a > 0) {
-        out[col] = qRgba(int(r * 255 + 0.5f), int(gr * 255 + 0.5f), int(b * 255 + 0.5f),
-                         int(a * 255 + 0.5f));
+        out[col] = qRgba(toByte(r), toByte(gr), toByte(b), toByte(a));
       }
     }
   }

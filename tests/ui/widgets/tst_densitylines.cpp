@@ -5,6 +5,8 @@
 #include <qcustomplot.h>
 #include <QTest>
 
+#include <cmath>
+
 #include "ui/widgets/densitylines.h"
 
 using namespace shardscope::ui;
@@ -75,8 +77,8 @@ class TestDensityLines : public QObject {
     const int dense = qAlpha(f.at(50, 2.0));
     const int doubled = qAlpha(f.at(50, 8.0));
     QVERIFY2(dense < doubled, qPrintable(QString("%1 vs %2").arg(dense).arg(doubled)));
-    QCOMPARE(dense, int(0.4 * 255 + 0.5));  // one line: the group's minimum opacity
-    QCOMPARE(doubled, 255);                 // the busiest pixel: opaque
+    QCOMPARE(dense, int(std::lround(0.4 * 255)));  // one line: the group's minimum opacity
+    QCOMPARE(doubled, 255);                        // the busiest pixel: opaque
   }
 
   // Over a backdrop the image is opaque (blitted without blending): the backdrop where no line
@@ -90,7 +92,7 @@ class TestDensityLines : public QObject {
     QCOMPARE(f.at(50, 6.0), qRgb(255, 255, 255));
     const QRgb line = f.at(50, 2.0);
     QCOMPARE(qBlue(line), 255);
-    QCOMPARE(qRed(line), int((1.0 - 0.4) * 255 + 0.5));  // 40% blue over white
+    QCOMPARE(qRed(line), int(std::lround((1.0 - 0.4) * 255)));  // 40% blue over white
   }
 
   void aGapBreaksTheLine() {
