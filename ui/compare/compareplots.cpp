@@ -184,6 +184,30 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   plot->replot();
 }
 
+namespace {
+
+// The best trial once more on top, bold and dark (the last line: the panel extends it with its
+// trial's streamed points), named in the legend, with the grey of the pruned when `namePruned`.
+void addBestLine(QCustomPlot* plot, TrialLines* lines, const SweepTrial& best, bool namePruned) {
+  const QPen pen(QColor(0x10, 0x2a, 0x6b), 2.6);
+  TrialLines::Line line;
+  line.pen = pen;
+  line.xs = best.steps;
+  line.ys = best.values;
+  lines->addLine(std::move(line));
+  QCPGraph* entry = plot->addGraph();
+  entry->setName(QObject::tr("best: %1").arg(best.name));
+  entry->setPen(pen);
+  entry->addToLegend();
+  if (!namePruned) return;
+  QCPGraph* grey = plot->addGraph();
+  grey->setName(QObject::tr("pruned (grey)"));
+  grey->setPen(QPen(QColor(0x99, 0x99, 0x99), 2));
+  grey->addToLegend();
+}
+
+}  // namespace
+
 TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool minimize, int* dimmed,
                              int* best) {
   resetPlot(plot);
@@ -219,26 +243,8 @@ TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool min
     }
     lines->addLine(std::move(line));
   }
-  // The best trial once more on top, bold and dark (line trials.size(): the panel extends it
-  // with its trial's streamed points).
   const int top = bestTrial(sweep, minimize);
-  if (top >= 0) {
-    TrialLines::Line line;
-    line.pen = QPen(QColor(0x10, 0x2a, 0x6b), 2.6);
-    line.xs = sweep.trials[top].steps;
-    line.ys = sweep.trials[top].values;
-    lines->addLine(std::move(line));
-    QCPGraph* entry = plot->addGraph();
-    entry->setName(QObject::tr("best: %1").arg(sweep.trials[top].name));
-    entry->setPen(QPen(QColor(0x10, 0x2a, 0x6b), 2.6));
-    entry->addToLegend();
-    if (!legend) {
-      QCPGraph* grey = plot->addGraph();
-      grey->setName(QObject::tr("pruned (grey)"));
-      grey->setPen(QPen(QColor(0x99, 0x99, 0x99), 2));
-      grey->addToLegend();
-    }
-  }
+  if (top >= 0) addBestLine(plot, lines, sweep.trials[top], !legend);
   plot->legend->setVisible(!sweep.trials.isEmpty());
   if (sweep.trials.isEmpty()) placeholder(plot, QObject::tr("No trials"));
   plot->rescaleAxes();
@@ -265,6 +271,29 @@ int bestTrial(const SweepData& sweep, bool minimize) {
 void appendIntermediate(TrialLines* lines, int index, const SeriesChunk& chunk) {
   lines->setPoints(index, chunk.steps, chunk.values, chunk.reset);
 }
+
+namespace {
+
+// Each axis's name and, when there are values (`any`), its lowest and highest one as text.
+QVector<ParallelAxisLabels> axisLabels(const QStringList& axes,
+                                       const QVector<QStringList>& categories,
+                                       const QVector<double>& lo, const QVector<double>& hi,
+                                       bool any) {
+  QVector<ParallelAxisLabels> labels(axes.size());
+  for (qsizetype a = 0; a < axes.size(); ++a) {
+    labels[a].name = axes[a];
+    if (!any) continue;
+    const auto text = [&](double v) {
+      return categories[a].isEmpty() ? QString::number(v, 'g', 3)
+                                     : categories[a].value(qsizetype(v));
+    };
+    labels[a].low = text(lo[a]);
+    labels[a].high = text(hi[a]);
+  }
+  return labels;
+}
+
+}  // namespace
 
 int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   resetPlot(plot);
@@ -323,19 +352,8 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   // The axes are the grid's vertical lines (a tick each); their names and value ranges are
   // labels laid out so they never overlap (parallellabels.h).
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-  QVector<ParallelAxisLabels> labels(n);
-  for (qsizetype a = 0; a < n; ++a) {
-    ticker->addTick(double(a), QString());
-    labels[a].name = axes[a];
-    if (done.isEmpty()) continue;
-    const bool categorical = !categories[a].isEmpty();
-    const auto text = [&](double v) {
-      return categorical ? categories[a].value(qsizetype(v)) : QString::number(v, 'g', 3);
-    };
-    labels[a].low = text(lo[a]);
-    labels[a].high = text(hi[a]);
-  }
-  setParallelLabels(plot, labels);
+  for (qsizetype a = 0; a < n; ++a) ticker->addTick(double(a), QString());
+  setParallelLabels(plot, axisLabels(axes, categories, lo, hi, !done.isEmpty()));
   plot->xAxis->setTicker(ticker);
   plot->xAxis->grid()->setPen(QPen(QColor(0x70, 0x70, 0x70), 1));
   plot->xAxis->setRange(-0.5, double(n - 1) + 0.5);  // half an axis's room at each end

@@ -29,6 +29,44 @@ struct Mapping {
   }
 };
 
+// Counts a line's pixels: each pixel once per line (`stamp` holds the last line that counted it).
+struct Stamper {
+  int w;
+  int h;
+  int id;
+  std::vector<quint16>& counts;
+  std::vector<int>& stamp;
+  // Rows y0..y1 (either order) of pixel column `column`, clipped to the image.
+  void mark(double column, double y0, double y1) const {
+    if (column < 0 || column >= w) return;
+    const int lo = std::max(0, int(std::floor(std::min(y0, y1))));
+    const int hi = std::min(h - 1, int(std::floor(std::max(y0, y1))));
+    const std::size_t base = std::size_t(column);
+    for (int row = lo; row <= hi; ++row) {
+      const std::size_t at = std::size_t(row) * std::size_t(w) + base;
+      if (stamp[at] == id) continue;
+      stamp[at] = id;
+      if (counts[at] < std::numeric_limits<quint16>::max()) ++counts[at];
+    }
+  }
+};
+
+// Linear axes: pixel = origin + slope * coordinate, two multiplications a point.
+Mapping mappingFor(const QCPAxis* keyAxis, const QCPAxis* valueAxis, const QRect& rect) {
+  Mapping map;
+  map.keyAxis = keyAxis;
+  map.valueAxis = valueAxis;
+  map.offset = rect.topLeft();
+  map.linear = keyAxis->scaleType() == QCPAxis::stLinear &&
+               valueAxis->scaleType() == QCPAxis::stLinear &&
+               keyAxis->orientation() == Qt::Horizontal;
+  map.keyOrigin = keyAxis->coordToPixel(0.0) - rect.left();
+  map.keySlope = keyAxis->coordToPixel(1.0) - rect.left() - map.keyOrigin;
+  map.valueOrigin = valueAxis->coordToPixel(0.0) - rect.top();
+  map.valueSlope = valueAxis->coordToPixel(1.0) - rect.top() - map.valueOrigin;
+  return map;
+}
+
 }  // namespace
 
 DensityLines::DensityLines(QCPAxis* keyAxis, QCPAxis* valueAxis)
@@ -220,29 +258,13 @@ void DensityLines::rasteriseLine(const Line& line, int id, const View& view,
                                  std::vector<quint16>& counts, std::vector<int>& stamp) const {
   const int w = view.rect.width();
   const int h = view.rect.height();
-  Mapping map;
-  map.keyAxis = mKeyAxis.data();
-  map.valueAxis = mValueAxis.data();
-  if (map.keyAxis == nullptr || map.valueAxis == nullptr) return;
-  map.offset = view.rect.topLeft();
-  map.linear = map.keyAxis->scaleType() == QCPAxis::stLinear &&
-               map.valueAxis->scaleType() == QCPAxis::stLinear &&
-               map.keyAxis->orientation() == Qt::Horizontal;
-  map.keyOrigin = map.keyAxis->coordToPixel(0.0) - view.rect.left();
-  map.keySlope = map.keyAxis->coordToPixel(1.0) - view.rect.left() - map.keyOrigin;
-  map.valueOrigin = map.valueAxis->coordToPixel(0.0) - view.rect.top();
-  map.valueSlope = map.valueAxis->coordToPixel(1.0) - view.rect.top() - map.valueOrigin;
-  const auto mark = [&](double column, double y0, double y1) {
-    if (column < 0 || column >= w) return;
-    const int lo = std::max(0, int(std::floor(std::min(y0, y1))));
-    const int hi = std::min(h - 1, int(std::floor(std::max(y0, y1))));
-    const std::size_t base = std::size_t(column);
-    for (int row = lo; row <= hi; ++row) {
-      const std::size_t at = std::size_t(row) * std::size_t(w) + base;
-      if (stamp[at] == id) continue;
-      stamp[at] = id;
-      if (counts[at] < std::numeric_limits<quint16>::max()) ++counts[at];
-    }
+  const QCPAxis* keyAxis = mKeyAxis.data();
+  const QCPAxis* valueAxis = mValueAxis.data();
+  if (keyAxis == nullptr || valueAxis == nullptr) return;
+  const Mapping map = mappingFor(keyAxis, valueAxis, view.rect);
+  const Stamper stamper{w, h, id, counts, stamp};
+  const auto mark = [&stamper](double column, double y0, double y1) {
+    stamper.mark(column, y0, y1);
   };
   // Columns strictly between `from` and `to` that segment a -> b crosses (clipped to the rect).
   const auto crossColumns = [&](QPointF a, QPointF b, double from, double to) {
