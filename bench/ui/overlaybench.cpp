@@ -27,7 +27,7 @@ constexpr int kPrunedEvery = 20;  // every 20th trial pruned at a third of the s
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, std::size_t(p * double(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1, std::size_t(std::lround(p * double(v.size() - 1))))];
 }
 
 double timeMs(const std::function<void()>& f) {
@@ -71,7 +71,7 @@ Sweep makeSweep(int trials, int steps) {
       }
     }
     if (!pruned) trial.objective = trial.values.isEmpty() ? floor : trial.values.last();
-    s.train.insert(trial.runId, std::move(curve));
+    s.train.insert(trial.runId, curve);
     s.data.trials.append(std::move(trial));
   }
   return s;
@@ -94,6 +94,8 @@ void figuresAt(const Sweep& sweep, QSize size, qint64 bestRun, qsizetype points)
   std::printf("    first paint (overlay built from the curves, rasterised, painted): %.0f ms\n",
               first);
   std::vector<double> still, pan;
+  still.reserve(200);
+  pan.reserve(200);
   for (int r = 0; r < 200; ++r) still.push_back(timeMs([&] { plot.replot(); }));
   const QCPRange keys = plot.xAxis->range();
   for (int r = 0; r < 200; ++r) {
@@ -107,6 +109,7 @@ void figuresAt(const Sweep& sweep, QSize size, qint64 bestRun, qsizetype points)
   plot.xAxis->setRange(keys);
   overlay.density->setVisible(false);
   std::vector<double> bare;
+  bare.reserve(200);
   for (int r = 0; r < 200; ++r) bare.push_back(timeMs([&] { plot.replot(); }));
   overlay.density->setVisible(true);
   std::printf("    the same replot without the density: p50 %.2f ms, p99 %.2f ms\n",
@@ -115,6 +118,7 @@ void figuresAt(const Sweep& sweep, QSize size, qint64 bestRun, qsizetype points)
               percentile(pan, 0.5), percentile(pan, 0.99));
   // Rasterising the exact image of a still view, alone (a data change does this in its replot).
   std::vector<double> raster;
+  raster.reserve(5);
   for (int r = 0; r < 5; ++r) {
     overlay.density->setPoints(0, {}, {}, false);  // same points, new generation: rasterise
     raster.push_back(timeMs([&] { plot.replot(); }));
@@ -150,6 +154,7 @@ void peerAt(const Sweep& sweep, QSize size) {
   plot.rescaleAxes();
   plot.replot();
   std::vector<double> ms;
+  ms.reserve(5);
   for (int r = 0; r < 5; ++r) ms.push_back(timeMs([&] { plot.replot(); }));
   std::printf("    peer, the same curves as one TrialLines: replot median %.0f ms of 5\n",
               percentile(ms, 0.5));
