@@ -243,7 +243,7 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
   for (qint64 id : ids) {
     if (const RunSummary* run = m_runs->model()->runById(id)) runs.append(*run);
   }
-  m_plots->setRuns(ids, runs);
+  m_plots->setRuns(ids, runs, m_runs->currentRunId());
   if (!runs.isEmpty() && runs.first().record.experimentId) {
     m_compare->showSweep(*runs.first().record.experimentId);
   }

@@ -7,10 +7,12 @@
 //      beside it: the time until every panel has all its data, curves included, and its paint
 //      (what `--screenshot` waits for);
 //   2. replot time of 1M points in the dashboard's curve plot (< 16 ms), as one series and as
-//      four of 250k.
+//      four of 250k;
+//   3. the Compare overlay of every trial's train and eval curves at --trials x --steps (first
+//      paint, replot p50/p99 of a still and a panned view; overlaybench.h).
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
-//   bench_dashboard [--db FILE] [--trials N] [--steps S]
+//   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). QT_QPA_PLATFORM=offscreen works.
 #include <QApplication>
@@ -19,7 +21,9 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QFile>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QThread>
@@ -33,6 +37,7 @@
 
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "bench/ui/overlaybench.h"
 #include "bench/ui/spin.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/data/runlog.h"
@@ -98,6 +103,17 @@ Result<void> makeSweep(const QString& path, int trials, int steps) {
 }
 
 using bench::spinUntil;
+
+// The CPU's model name (/proc/cpuinfo), for the figures' context.
+QString cpuModel() {
+  QFile info(QStringLiteral("/proc/cpuinfo"));
+  if (!info.open(QIODevice::ReadOnly)) return QStringLiteral("unknown");
+  for (const QByteArray& line : info.readAll().split('\n')) {
+    if (line.startsWith("model name"))
+      return QString::fromUtf8(line.mid(line.indexOf(':') + 1)).trimmed();
+  }
+  return QStringLiteral("unknown");
+}
 
 struct OpenTimes {
   double firstPaint = -1;  ///< ms from openRunLog() to the summaries painted
@@ -211,15 +227,21 @@ int main(int argc, char** argv) {
   const QCommandLineOption trialsOpt("trials", "Trials in the big run log.", "N", "10000");
   const QCommandLineOption stepsOpt("steps", "Loss points per trial.", "S", "1000");
   const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
-  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst});
+  const QCommandLineOption overlayOnly("overlay-only", "Only the overlay's figures.");
+  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
   const int steps = parser.value(stepsOpt).toInt();
   const QString db = parser.isSet(dbOpt) ? parser.value(dbOpt) : tmp.filePath("sweep.db");
 
-  if (!parser.isSet(skipFirst) && !firstPaintFigures(db, trials, steps)) return 1;
-  replotFigures();
+  std::printf("CPU: %s, Qt %s, QPA %s\n", qPrintable(cpuModel()), qVersion(),
+              qPrintable(QGuiApplication::platformName()));
+  if (!parser.isSet(overlayOnly)) {
+    if (!parser.isSet(skipFirst) && !firstPaintFigures(db, trials, steps)) return 1;
+    replotFigures();
+  }
+  bench::overlayFigures(trials, steps);
   return 0;
 }
 

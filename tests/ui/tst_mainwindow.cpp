@@ -193,6 +193,42 @@ class TestMainWindow : public QObject {
     QVERIFY(log->textEdit()->toPlainText().endsWith("rank 1: step 29 ok"));
   }
 
+  // With several runs selected the log shows the current one, the last the user ctrl+clicked
+  // into the selection, and its header says so. Before, three selected runs showed "Select a
+  // run to see its log". Clicking back to a single run gives the plain header.
+  void logShowsTheCurrentOfSeveralSelectedRuns() {
+    RunsPanel* runs = m_window->runsPanel();
+    LogView* log = m_window->plotsPanel()->logView();
+    QTableView* view = runs->view();
+    const auto rect = [view](qint64 id) {
+      for (int row = 0; row < view->model()->rowCount(); ++row) {
+        const QModelIndex index = view->model()->index(row, 0);
+        if (index.data(RunTableModel::RunIdRole).toLongLong() == id) return view->visualRect(index);
+      }
+      return QRect();
+    };
+    const auto click = [&](qint64 id, Qt::KeyboardModifiers modifiers) {
+      const QRect cell = rect(id);
+      QVERIFY(cell.isValid());
+      QTest::mouseClick(view->viewport(), Qt::LeftButton, modifiers, cell.center());
+    };
+    click(m_fixture.trialIds[0], Qt::NoModifier);
+    QCOMPARE(log->runId(), m_fixture.trialIds[0]);
+    QCOMPARE(log->title(), QString("Log of sweep-0"));
+    click(m_fixture.trialIds[2], Qt::ControlModifier);
+    click(m_fixture.trialIds[4], Qt::ControlModifier);
+    QCOMPARE(runs->selectedRunIds().size(), qsizetype(3));
+    QCOMPARE(log->runId(), m_fixture.trialIds[4]);
+    QCOMPARE(log->title(), QString("Log of sweep-4 (current of 3 selected)"));
+    QVERIFY(log->textEdit()->placeholderText().contains("sweep-4"));
+    // The plots still show all three.
+    QCOMPARE(m_window->plotsPanel()->runs().size(), qsizetype(3));
+    runs->selectRuns({m_fixture.liveId});
+    QCOMPARE(log->runId(), m_fixture.liveId);
+    QCOMPARE(log->title(), QString("Log of live"));
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->plotsPanel()->isLoaded(), kWaitMs);
+  }
+
   void exportsPlotsAndCsv() {
     PlotsPanel* plots = m_window->plotsPanel();
     for (const char* suffix : {"png", "svg", "pdf"}) {

@@ -239,7 +239,15 @@ void ComparePanel::adoptStudyDirection() {
   m_filling = false;
 }
 
-void ComparePanel::requestOverlay() { m_runLog.watchOverlay(m_views->overlayRuns()); }
+// The overlay shows every trial's train loss: all of the sweep's runs are watched.
+void ComparePanel::requestOverlay() {
+  QList<qint64> runs;
+  runs.reserve(m_sweep.trials.size());
+  for (const SweepTrial& trial : std::as_const(m_sweep.trials)) runs.append(trial.runId);
+  if (runs == m_overlayWatched) return;
+  m_overlayWatched = runs;
+  m_runLog.watchOverlay(runs);
+}
 
 void ComparePanel::onCurves(const SweepCurves& curves) {
   if (curves.experimentId != m_sweep.experimentId || !m_summaryDrawn) return;  // an old sweep's
@@ -265,6 +273,8 @@ void ComparePanel::mergeIntermediate(const SweepCurves& curves) {
     }
     if (m_intermediateLines != nullptr && index < m_intermediateLines->lineCount())
       compare::appendIntermediate(m_intermediateLines, index, chunk);
+    if (m_intermediateLines != nullptr && index == m_bestTrial)  // its bold copy on top
+      compare::appendIntermediate(m_intermediateLines, m_intermediateLines->lineCount() - 1, chunk);
   }
   m_curvesDone = curves.done;
   m_curvesTotal = curves.total;
@@ -296,6 +306,7 @@ void ComparePanel::replotCurves() {
   m_intermediate->rescaleAxes();
   m_intermediate->yAxis->scaleRange(1.1, m_intermediate->yAxis->range().center());
   m_intermediate->replot();
+  m_views->setSweepCurves(m_sweep);  // the overlay's eval curves
   m_curveTimer.setInterval(std::max(kCurveReplotMs, 4 * int(timer.elapsed())));
 }
 
@@ -311,7 +322,7 @@ void ComparePanel::updateProgress() {
 // Loaded once the summaries are drawn, every trial's curve has arrived, so have the overlay's
 // curves, and the study views have their importance and contour.
 void ComparePanel::updateLoaded() {
-  const QList<qint64> wanted = m_views->overlayRuns();
+  const QList<qint64>& wanted = m_overlayWatched;
   const bool overlay = std::all_of(wanted.begin(), wanted.end(),
                                    [this](qint64 id) { return m_study.lossCurves.contains(id); });
   const bool complete = m_summaryDrawn && m_curvesComplete && overlay && m_views->isAnalysed();
@@ -350,7 +361,8 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
   };
   compare::drawHistory(m_history, m_sweep, m_minimize);
   mark("history");
-  m_intermediateLines = compare::drawIntermediate(m_intermediate, m_sweep, &m_dimmed);
+  m_intermediateLines =
+      compare::drawIntermediate(m_intermediate, m_sweep, m_minimize, &m_dimmed, &m_bestTrial);
   mark("intermediate");
   m_parallelLines = compare::drawParallel(m_parallel, m_sweep, m_minimize);
   mark("parallel");

@@ -57,6 +57,8 @@ class ComparePanel : public QWidget {
   void setMinimize(bool minimize);
   /// Trials drawn dimmed in the intermediate values (pruned ones).
   int dimmedTrials() const { return m_dimmed; }
+  /// Index in sweep().trials of the best trial, drawn bold on top (-1: none finished).
+  int bestTrial() const { return m_bestTrial; }
   int parallelLines() const { return m_parallelLines; }
   int slicePoints() const { return m_slicePoints; }
   /// Compares two trials (by run id) in the config diff table.
@@ -64,7 +66,8 @@ class ComparePanel : public QWidget {
   QTableWidget* diffTable() const { return m_diff; }
   QCustomPlot* historyPlot() const { return m_history; }
   QCustomPlot* intermediatePlot() const { return m_intermediate; }
-  /// The intermediate values' one plottable: line i is trial i of sweep().
+  /// The intermediate values' one plottable: line i is trial i of sweep(), the last line the
+  /// best trial again (bold).
   compare::TrialLines* intermediateLines() const { return m_intermediateLines; }
   QCustomPlot* parallelPlot() const { return m_parallel; }
   QCustomPlot* slicePlot() const { return m_slice; }
@@ -127,6 +130,8 @@ class ComparePanel : public QWidget {
   int m_curvesTotal = 0;
   bool m_filling = false;
   int m_dimmed = 0;
+  int m_bestTrial = -1;
+  QList<qint64> m_overlayWatched;  // runs whose train loss the overlay asked the run log for
   int m_parallelLines = 0;
   int m_slicePoints = 0;
   static constexpr int kCurveReplotMs = 100;

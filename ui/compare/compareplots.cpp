@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ui/compare/parallellabels.h"
 #include "ui/compare/triallines.h"
 #include "ui/widgets/curveplot.h"
 
@@ -70,9 +71,41 @@ void setupPlot(QCustomPlot* plot, const QString& title) {
   plot->plotLayout()->addElement(
       0, 0, new QCPTextElement(plot, title, QFont(plot->font().family(), 10, QFont::Bold)));
   plot->legend->setFont(QFont(plot->font().family(), 8));
-  plot->legend->setBrush(QColor(255, 255, 255, 220));
-  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot->legend->setBrush(Qt::NoBrush);
+  plot->legend->setBorderPen(Qt::NoPen);
+  plot->legend->setMargins(QMargins(4, 0, 4, 2));
+  // The legend is a row under the axis rect, never over the data; it wraps into as many
+  // columns as the plot's width holds, refitted before every replot (resizes included).
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  plot->plotLayout()->addElement(2, 0, plot->legend);
+  plot->plotLayout()->setRowStretchFactor(2, 0.001);
+  QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { fitLegend(plot); });
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+}
+
+void fitLegend(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  int widest = 1;
+  int items = 0;
+  for (int i = 0; i < legend->itemCount(); ++i) {  // cells of a wrapped legend may be empty
+    if (const QCPAbstractLegendItem* item = legend->item(i)) {
+      widest = std::max(widest, item->minimumOuterSizeHint().width());
+      ++items;
+    }
+  }
+  // No more columns than entries: empty columns would still take their spacing from the row.
+  const int spare = plot->width() - legend->margins().left() - legend->margins().right();
+  const int fit = (spare + legend->columnSpacing()) / (widest + legend->columnSpacing());
+  const int columns = std::clamp(fit, 1, std::max(1, items));
+  const bool packed = legend->itemCount() == items || legend->columnCount() <= 1;
+  if (packed && legend->wrap() == columns && legend->fillOrder() == QCPLayoutGrid::foColumnsFirst)
+    return;
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+  legend->simplify();  // entries removed by resetPlot() leave empty cells behind
+  // An empty grid's maximum width is its margins: kept in the plot's one column, it would
+  // squeeze the axis rect to that. One empty cell has no maximum.
+  if (items == 0) legend->expandTo(1, 1);
 }
 
 QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize) {
@@ -151,7 +184,32 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   plot->replot();
 }
 
-TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, int* dimmed) {
+namespace {
+
+// The best trial once more on top, bold and dark (the last line: the panel extends it with its
+// trial's streamed points), named in the legend, with the grey of the pruned when `namePruned`.
+void addBestLine(QCustomPlot* plot, TrialLines* lines, const SweepTrial& best, bool namePruned) {
+  const QPen pen(QColor(0x10, 0x2a, 0x6b), 2.6);
+  TrialLines::Line line;
+  line.pen = pen;
+  line.xs = best.steps;
+  line.ys = best.values;
+  lines->addLine(std::move(line));
+  QCPGraph* entry = plot->addGraph();
+  entry->setName(QObject::tr("best: %1").arg(best.name));
+  entry->setPen(pen);
+  entry->addToLegend();
+  if (!namePruned) return;
+  QCPGraph* grey = plot->addGraph();
+  grey->setName(QObject::tr("pruned (grey)"));
+  grey->setPen(QPen(QColor(0x99, 0x99, 0x99), 2));
+  grey->addToLegend();
+}
+
+}  // namespace
+
+TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool minimize, int* dimmed,
+                             int* best) {
   resetPlot(plot);
   const bool many = sweep.trials.size() > kAntialiasedTrials;
   plot->setNotAntialiasedElements(many ? QCP::aePlottables : QCP::aeNone);
@@ -185,18 +243,57 @@ TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, int* dim
     }
     lines->addLine(std::move(line));
   }
-  plot->legend->setVisible(legend && !sweep.trials.isEmpty());
+  const int top = bestTrial(sweep, minimize);
+  if (top >= 0) addBestLine(plot, lines, sweep.trials[top], !legend);
+  plot->legend->setVisible(!sweep.trials.isEmpty());
   if (sweep.trials.isEmpty()) placeholder(plot, QObject::tr("No trials"));
   plot->rescaleAxes();
   plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());
   plot->replot();
   if (dimmed != nullptr) *dimmed = pruned;
+  if (best != nullptr) *best = top;
   return lines;
+}
+
+int bestTrial(const SweepData& sweep, bool minimize) {
+  int best = -1;
+  for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
+    const SweepTrial& trial = sweep.trials[i];
+    if (trial.status != spec::RunStatus::complete || !trial.objective) continue;
+    const double v = *trial.objective;
+    if (!std::isfinite(v)) continue;
+    const double b = best < 0 ? 0.0 : *sweep.trials[best].objective;
+    if (best < 0 || (minimize ? v < b : v > b)) best = int(i);
+  }
+  return best;
 }
 
 void appendIntermediate(TrialLines* lines, int index, const SeriesChunk& chunk) {
   lines->setPoints(index, chunk.steps, chunk.values, chunk.reset);
 }
+
+namespace {
+
+// Each axis's name and, when there are values (`any`), its lowest and highest one as text.
+QVector<ParallelAxisLabels> axisLabels(const QStringList& axes,
+                                       const QVector<QStringList>& categories,
+                                       const QVector<double>& lo, const QVector<double>& hi,
+                                       bool any) {
+  QVector<ParallelAxisLabels> labels(axes.size());
+  for (qsizetype a = 0; a < axes.size(); ++a) {
+    labels[a].name = axes[a];
+    if (!any) continue;
+    const auto text = [&](double v) {
+      return categories[a].isEmpty() ? QString::number(v, 'g', 3)
+                                     : categories[a].value(qsizetype(v));
+    };
+    labels[a].low = text(lo[a]);
+    labels[a].high = text(hi[a]);
+  }
+  return labels;
+}
+
+}  // namespace
 
 int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   resetPlot(plot);
@@ -252,23 +349,14 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
     line.pen = QPen(rankColor(minimize ? goodness : 1.0 - goodness), many ? 0.0 : 1.8);
     lines->addLine(std::move(line));
   }
+  // The axes are the grid's vertical lines (a tick each); their names and value ranges are
+  // labels laid out so they never overlap (parallellabels.h).
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-  for (qsizetype a = 0; a < n; ++a) {
-    ticker->addTick(double(a), axes[a]);
-    if (done.isEmpty()) continue;
-    for (bool top : {false, true}) {
-      auto* label = new QCPItemText(plot);
-      label->position->setCoords(double(a), top ? 1.04 : -0.04);
-      const double v = top ? hi[a] : lo[a];
-      const bool categorical = !categories[a].isEmpty();
-      label->setText(categorical ? categories[a].value(qsizetype(v)) : QString::number(v, 'g', 3));
-      label->setFont(QFont(plot->font().family(), 7));
-      label->setColor(QColor(0x50, 0x50, 0x50));
-    }
-  }
+  for (qsizetype a = 0; a < n; ++a) ticker->addTick(double(a), QString());
+  setParallelLabels(plot, axisLabels(axes, categories, lo, hi, !done.isEmpty()));
   plot->xAxis->setTicker(ticker);
   plot->xAxis->grid()->setPen(QPen(QColor(0x70, 0x70, 0x70), 1));
-  plot->xAxis->setRange(-0.3, double(n - 1) + 0.3);
+  plot->xAxis->setRange(-0.5, double(n - 1) + 0.5);  // half an axis's room at each end
   plot->yAxis->setRange(-0.1, 1.1);
   plot->yAxis->setTickLabels(false);
   plot->yAxis->setLabel(QObject::tr("min → max per axis"));

@@ -34,10 +34,14 @@ struct History {
 History history(const SweepData& sweep, bool minimize);
 
 void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize);
+/// The index in `sweep.trials` of the complete trial with the best objective (-1: none).
+int bestTrial(const SweepData& sweep, bool minimize);
 /// Draws every trial's intermediate values as one TrialLines plottable (line i = trial i; pruned
-/// ones grey with a cross at their end) and returns it, so streamed points can be added with
-/// appendIntermediate(). `dimmed` (optional) receives how many trials were drawn dimmed.
-TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, int* dimmed = nullptr);
+/// ones grey with a cross at their end; the best trial once more as the last line, bold) and
+/// returns it, so streamed points can be added with appendIntermediate(). `dimmed` (optional)
+/// receives how many trials were drawn dimmed, `best` the best trial's index (-1: none).
+TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool minimize,
+                             int* dimmed = nullptr, int* best = nullptr);
 /// Adds points to trial `index`'s line (reset: replaces them); its pruned cross follows its end.
 void appendIntermediate(TrialLines* lines, int index, const SeriesChunk& chunk);
 /// Above this many trials the intermediate values and parallel coordinates are drawn without
@@ -52,7 +56,11 @@ int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param);
 void resetPlot(QCustomPlot* plot);
 /// A grey note in the middle of the axis rect ("No finished trial yet").
 void placeholder(QCustomPlot* plot, const QString& text);
-/// Styles a compare plot: white, light grid, a bold title row.
+/// Styles a compare plot: white, light grid, a bold title row, the legend in a row under the
+/// axis rect (never over the data).
 void setupPlot(QCustomPlot* plot, const QString& title);
+/// Wraps the legend into as many columns as the plot's width holds (setupPlot() calls it
+/// before every replot).
+void fitLegend(QCustomPlot* plot);
 
 }  // namespace shardscope::ui::compare

@@ -433,33 +433,4 @@ void drawPareto(QCustomPlot* plot, const QVector<QPointF>& points, const QVector
   plot->replot();
 }
 
-int drawOverlay(QCustomPlot* plot, const QList<qint64>& runIds,
-                const QHash<qint64, QVector<QPointF>>& curves,
-                const QHash<qint64, QString>& names) {
-  resetPlot(plot);
-  plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
-  plot->xAxis->setLabel(QObject::tr("step"));
-  plot->yAxis->setLabel(QObject::tr("train loss"));
-  int drawn = 0;
-  for (qint64 id : runIds) {
-    const auto it = curves.constFind(id);
-    if (it == curves.constEnd() || it->isEmpty()) continue;
-    QVector<double> xs, ys;
-    for (const QPointF& p : *it) {
-      xs.append(p.x());
-      ys.append(p.y());
-    }
-    QCPGraph* graph = plot->addGraph();
-    graph->setName(names.value(id, QString::number(id)));
-    graph->setPen(QPen(CurvePlot::seriesColor(drawn++), 1.8));
-    graph->setData(xs, ys, true);
-  }
-  plot->legend->setVisible(drawn > 0);
-  if (drawn == 0) placeholder(plot, QObject::tr("Tick trials in the list to overlay their loss"));
-  plot->rescaleAxes();
-  plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());
-  plot->replot();
-  return drawn;
-}
-
 }  // namespace shardscope::ui::compare

@@ -92,9 +92,6 @@ void drawImportance(QCustomPlot* plot, const Result<QVector<Importance>>& bars);
 /// Draws every trial and the front (highlighted, joined); `front` indexes `points`.
 void drawPareto(QCustomPlot* plot, const QVector<QPointF>& points, const QVector<int>& front,
                 const QString& xName, const QString& yName, const QString& emptyText);
-/// Draws each run's loss curve; `names` run id -> legend label. Returns the curves drawn.
-int drawOverlay(QCustomPlot* plot, const QList<qint64>& runIds,
-                const QHash<qint64, QVector<QPointF>>& curves, const QHash<qint64, QString>& names);
 
 }  // namespace shardscope::ui::compare
 

@@ -16,6 +16,7 @@
 
 #include "ui/compare/compareplots.h"
 #include "ui/compare/triallistmodel.h"
+#include "ui/widgets/densitylines.h"
 
 Q_LOGGING_CATEGORY(lcStudyViews, "shardscope.ui.studyviews")
 
@@ -68,7 +69,7 @@ StudyViews::StudyViews(QWidget* parent)
   setupPlot(m_contourPlot, tr("Contour: objective over two parameters"));
   setupPlot(m_importancePlot, tr("Parameter importance"));
   setupPlot(m_paretoPlot, tr("Pareto front (red: not dominated)"));
-  setupPlot(m_overlayPlot, tr("Loss of the ticked trials"));
+  setupPlot(m_overlayPlot, tr("Train and eval curves of every trial"));
   m_contourX->setToolTip(tr("Parameter on the contour's x axis"));
   m_contourY->setToolTip(tr("Parameter on the contour's y axis"));
   m_paretoX->setToolTip(tr("Objective on the Pareto plot's x axis"));
@@ -101,10 +102,10 @@ StudyViews::StudyViews(QWidget* parent)
   m_trialModel = new TrialListModel(true, this);
   m_trialList->setModel(m_trialModel);
   m_trialList->setUniformItemSizes(true);  // 10,000 rows: no per-row size query
-  m_trialList->setToolTip(tr("Tick trials to overlay their training loss"));
+  m_trialList->setToolTip(tr("Tick trials to highlight their training loss in the overlay"));
   auto* chooserLayout = new QVBoxLayout(m_chooser);
   chooserLayout->setContentsMargins(0, 0, 0, 0);
-  chooserLayout->addWidget(new QLabel(tr("Overlay trials (best first)"), m_chooser));
+  chooserLayout->addWidget(new QLabel(tr("Highlight in the overlay (best first)"), m_chooser));
   chooserLayout->addWidget(m_trialList);
 
   for (QCustomPlot* plot : {m_contourPlot, m_importancePlot, m_paretoPlot, m_overlayPlot})
@@ -303,10 +304,18 @@ void StudyViews::setOverlayCurves(const QHash<qint64, QVector<QPointF>>& curves)
   drawOverlayView();
 }
 
+void StudyViews::setSweepCurves(const SweepData& sweep) {
+  if (sweep.experimentId != m_sweep.experimentId) return;
+  m_sweep = sweep;
+  drawOverlayView();
+}
+
 void StudyViews::drawOverlayView() {
   QHash<qint64, QString> names;
   for (const TrialPoint& t : std::as_const(m_trials)) names.insert(t.runId, t.label);
-  m_overlayCurves = drawOverlay(m_overlayPlot, overlayRuns(), m_study.lossCurves, names);
+  const qint64 best = m_trials.isEmpty() ? -1 : m_trials.first().runId;  // best first
+  m_overlay =
+      drawTrialOverlay(m_overlayPlot, m_sweep, m_study.lossCurves, best, overlayRuns(), names);
 }
 
 void StudyViews::drawParetoView() {

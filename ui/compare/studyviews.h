@@ -1,15 +1,16 @@
 // StudyViews: the second row of the Compare panel: contour of two chosen parameters, parameter
-// importance, Pareto front of two objectives, and the chosen trials' loss curves overlaid, with
-// their choosers. Fed by ComparePanel with the sweep and its study (RunLog's summaries) and the
-// overlay's curves (streamed by RunLog after them).
-// Importance and the default contour take a while on 10,000 trials, so setData() computes them
-// on a pool thread (the plots say "computing…" meanwhile) and the first paint does not wait.
+// importance, Pareto front of two objectives, and every trial's train and eval curves overlaid,
+// with their choosers. Fed by ComparePanel with the sweep and its study (RunLog's summaries) and
+// the overlay's curves (streamed by RunLog after them). Importance and the default contour take a
+// while on 10,000 trials, so setData() computes them on a pool thread (the plots say "computing…"
+// meanwhile) and the first paint does not wait.
 #pragma once
 
 #include <QFutureWatcher>
 #include <QWidget>
 
 #include "ui/compare/studyplots.h"
+#include "ui/compare/trialoverlay.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -37,9 +38,12 @@ class StudyViews : public QWidget {
 
   /// New data; the choices (parameters, objectives, ticked trials) are kept where still valid.
   void setData(const SweepData& sweep, const StudyInfo& study, bool minimize);
-  /// New loss curves for the overlay (run id -> (step, loss)); redraws the overlay only.
+  /// New train loss curves for the overlay (run id -> (step, loss)); redraws the overlay only.
   void setOverlayCurves(const QHash<qint64, QVector<QPointF>>& curves);
-  /// Runs whose loss the overlay shows (ticked in the list); the panel loads their curves.
+  /// The sweep again with its streamed eval curves (the trials' steps/values); redraws the
+  /// overlay only. Ignored for another sweep than setData()'s.
+  void setSweepCurves(const SweepData& sweep);
+  /// Runs the overlay highlights (ticked in the list); it draws every trial.
   QList<qint64> overlayRuns() const;
   void setOverlayRuns(const QList<qint64>& runIds);
   void setContourParams(const QString& x, const QString& y);
@@ -51,7 +55,10 @@ class StudyViews : public QWidget {
   /// The Pareto plot's points (one per finished trial) and the indices of the front.
   const QVector<QPointF>& paretoPoints() const { return m_paretoPoints; }
   const QVector<int>& paretoFrontIndices() const { return m_front; }
-  int overlayCurves() const { return m_overlayCurves; }
+  /// Trials drawn in the overlay (every one with a curve).
+  int overlayCurves() const { return m_overlay.trials; }
+  /// What the overlay drew last: its density, the best trial, the highlighted ones.
+  const TrialOverlay& overlay() const { return m_overlay; }
   /// Importance and the contour of the last setData() are computed and drawn.
   bool isAnalysed() const { return m_analysed; }
   QCustomPlot* contourPlot() const { return m_contourPlot; }
@@ -96,7 +103,7 @@ class StudyViews : public QWidget {
   Result<QVector<Importance>> m_importance = QVector<Importance>{};
   QVector<QPointF> m_paretoPoints;
   QVector<int> m_front;
-  int m_overlayCurves = 0;
+  TrialOverlay m_overlay;
   QComboBox* m_contourX = nullptr;
   QComboBox* m_contourY = nullptr;
   QComboBox* m_paretoX = nullptr;

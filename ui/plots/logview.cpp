@@ -21,6 +21,7 @@ namespace shardscope::ui {
 LogView::LogView(RunLog& runLog, QWidget* parent)
     : QWidget(parent),
       m_runLog(runLog),
+      m_title(new QLabel(tr("Log"), this)),
       m_rank(new QSpinBox(this)),
       m_follow(new QCheckBox(tr("Follow"), this)),
       m_search(new QLineEdit(this)),
@@ -39,7 +40,8 @@ LogView::LogView(RunLog& runLog, QWidget* parent)
   m_text->setPlaceholderText(tr("Select a run to see its log"));
 
   auto* controls = new QHBoxLayout;
-  controls->addWidget(new QLabel(tr("Log"), this));
+  m_title->setObjectName(QStringLiteral("logTitle"));
+  controls->addWidget(m_title);
   controls->addWidget(m_rank);
   controls->addWidget(m_follow);
   controls->addWidget(m_search, 1);
@@ -57,7 +59,14 @@ LogView::LogView(RunLog& runLog, QWidget* parent)
   connect(m_search, &QLineEdit::returnPressed, this, &LogView::findNext);
 }
 
-void LogView::setRun(qint64 runId, int worldSize) {
+void LogView::setRun(qint64 runId, int worldSize, const QString& name, int selected) {
+  const QString shown = name.isEmpty() ? tr("run %1").arg(runId) : name;
+  m_title->setText(runId < 0 ? tr("Log")
+                   : selected > 1
+                       ? tr("Log of %1 (current of %2 selected)").arg(shown).arg(selected)
+                       : tr("Log of %1").arg(shown));
+  m_text->setPlaceholderText(runId < 0 ? tr("Select a run to see its log")
+                                       : tr("No log lines from %1 yet").arg(shown));
   if (runId == m_runId) return;
   m_runId = runId;
   m_rank->setRange(0, std::max(0, worldSize - 1));
@@ -66,6 +75,7 @@ void LogView::setRun(qint64 runId, int worldSize) {
   if (runId >= 0) m_runLog.watchLog(runId, m_rank->value());
 }
 
+QString LogView::title() const { return m_title->text(); }
 int LogView::rank() const { return m_rank->value(); }
 void LogView::setRank(int rank) { m_rank->setValue(rank); }
 int LogView::lineCount() const { return static_cast<int>(m_lines.size()); }

@@ -1,5 +1,6 @@
 // LogView: one rank's log lines (both the stderr log and malformed event lines) with follow (keep
-// the newest line in view) and search (every match highlighted, Enter jumps to the next).
+// the newest line in view) and search (every match highlighted, Enter jumps to the next). With
+// several runs selected it shows the current (last clicked) one and says so in its header.
 #pragma once
 
 #include <QWidget>
@@ -22,8 +23,11 @@ class LogView : public QWidget {
  public:
   explicit LogView(RunLog& runLog, QWidget* parent = nullptr);
 
-  /// Shows the log of `runId` (rank from the spin box); -1 shows nothing.
-  void setRun(qint64 runId, int worldSize);
+  /// Shows the log of `runId` (rank from the spin box), named `name`, the current one of
+  /// `selected` selected runs (the header says so when they are several); -1 shows nothing.
+  void setRun(qint64 runId, int worldSize, const QString& name = QString(), int selected = 1);
+  /// The header: which run the log is of ("Log of sweep-3, the current of 3 selected runs").
+  QString title() const;
   qint64 runId() const { return m_runId; }
   int rank() const;
   void setRank(int rank);
@@ -39,6 +43,7 @@ class LogView : public QWidget {
   void findNext();
 
   RunLog& m_runLog;
+  QLabel* m_title = nullptr;
   QSpinBox* m_rank = nullptr;
   QCheckBox* m_follow = nullptr;
   QLineEdit* m_search = nullptr;

@@ -158,22 +158,21 @@ QString PlotsPanel::seriesName(const QString& runName, const QString& key, int r
   return runName;
 }
 
-void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs) {
+void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs,
+                         qint64 logRun) {
   m_runIds = runIds;
   m_loaded = false;
   for (CurvePlot* plot : std::as_const(m_plots)) {
     plot->clear();
     plot->replot();
   }
-  qint64 logRun = -1;
-  int worldSize = 1;
+  if (!runIds.contains(logRun)) logRun = runIds.isEmpty() ? -1 : runIds.first();
+  const RunSummary* shown = nullptr;
   for (const RunSummary& run : runs) {
-    if (!runIds.isEmpty() && run.record.id == runIds.first()) {
-      logRun = run.record.id;
-      worldSize = run.record.worldSize;
-    }
+    if (run.record.id == logRun) shown = &run;
   }
-  m_log->setRun(logRun, worldSize);
+  m_log->setRun(shown != nullptr ? logRun : -1, shown != nullptr ? shown->record.worldSize : 1,
+                shown != nullptr ? shown->record.name : QString(), int(runIds.size()));
   m_runLog.watchRuns(runIds);
 }
 

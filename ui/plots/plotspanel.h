@@ -37,8 +37,9 @@ class PlotsPanel : public QWidget {
 
   CurvePlot* plot(const QString& id) const { return m_plots.value(id); }
   LogView* logView() const { return m_log; }
-  /// Shows these runs (names and world sizes come from `runs`).
-  void setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs);
+  /// Shows these runs (names and world sizes come from `runs`); the log shows `logRun` (one of
+  /// them: the current one; -1: the first).
+  void setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs, qint64 logRun = -1);
   const QList<qint64>& runs() const { return m_runIds; }
   /// True once the series of the current selection have been read at least once.
   bool isLoaded() const { return m_loaded; }

@@ -11,6 +11,8 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <utility>
+
 #include "ui/data/runlog.h"
 #include "ui/runs/runtablemodel.h"
 
@@ -107,6 +109,14 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   connect(m_statusFilter, &QComboBox::currentIndexChanged, this, &RunsPanel::applyStatusFilter);
   connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &RunsPanel::onSelectionChanged);
+  // Clicking another of the selected runs (ctrl+click keeps the set) moves the log to it.
+  connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this, [this] {
+    if (m_restoring) return;
+    const qint64 current = currentRunId();
+    if (current == m_current) return;
+    m_current = current;
+    emit selectionChanged(m_selected);
+  });
   connect(&runLog, &RunLog::runsLoaded, this, &RunsPanel::onRunsLoaded);
   connect(m_stop, &QAction::triggered, this, [this] {
     for (qint64 id : selectedRunIds()) {
@@ -133,7 +143,8 @@ void RunsPanel::applyStatusFilter() {
 void RunsPanel::onRunsLoaded(const QVector<RunSummary>& runs) {
   // A reset forgets the selection: put the same runs back without telling the plots.
   m_restoring = true;
-  const QList<qint64> keep = m_selected;
+  QList<qint64> keep = m_selected;
+  if (keep.removeOne(m_current)) keep.prepend(m_current);  // the current run stays current
   m_model->setRuns(runs);
   selectRuns(keep);
   m_restoring = false;
@@ -153,6 +164,8 @@ QList<qint64> RunsPanel::selectedRunIds() const {
 }
 
 void RunsPanel::selectRuns(const QList<qint64>& runIds) {
+  // One announcement for the new selection and its current run, after both are set.
+  const bool restoring = std::exchange(m_restoring, true);
   QItemSelection selection;
   for (qint64 id : runIds) {
     const int row = m_model->rowOf(id);
@@ -162,6 +175,25 @@ void RunsPanel::selectRuns(const QList<qint64>& runIds) {
   }
   m_view->selectionModel()->select(selection,
                                    QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  if (!selection.isEmpty()) {
+    // The first run given is the one the log shows: current, without touching the selection.
+    const int row = m_model->rowOf(runIds.first());
+    const QModelIndex first = m_proxy->mapFromSource(m_model->index(std::max(row, 0), 0));
+    if (row >= 0 && first.isValid())
+      m_view->selectionModel()->setCurrentIndex(first, QItemSelectionModel::NoUpdate);
+  }
+  m_restoring = restoring;
+  onSelectionChanged();
+}
+
+qint64 RunsPanel::currentRunId() const {
+  const QModelIndex current = m_view->selectionModel()->currentIndex();
+  const QList<qint64> ids = selectedRunIds();
+  if (current.isValid()) {
+    const qint64 id = current.data(RunTableModel::RunIdRole).toLongLong();
+    if (ids.contains(id)) return id;
+  }
+  return ids.isEmpty() ? -1 : ids.first();
 }
 
 int RunsPanel::visibleRowCount() const { return m_proxy->rowCount(); }
@@ -170,8 +202,9 @@ void RunsPanel::onSelectionChanged() {
   updateActions();
   if (m_restoring) return;
   const QList<qint64> ids = selectedRunIds();
-  if (ids == m_selected) return;
+  if (ids == m_selected && currentRunId() == m_current) return;
   m_selected = ids;
+  m_current = currentRunId();
   qCDebug(lcRunsPanel, "%lld runs selected", static_cast<long long>(ids.size()));
   emit selectionChanged(ids);
 }

@@ -33,8 +33,12 @@ class RunsPanel : public QWidget {
   QAction* cloneAction() const { return m_clone; }
   /// The ids of the selected runs, in table order.
   QList<qint64> selectedRunIds() const;
-  /// Selects these runs (others are deselected); the plots follow.
+  /// Selects these runs (others are deselected) and makes the first one current; the plots
+  /// follow.
   void selectRuns(const QList<qint64>& runIds);
+  /// The run the log shows: the current (last clicked) one when it is selected, else the first
+  /// selected; -1 when none is.
+  qint64 currentRunId() const;
   /// Rows shown after filtering.
   int visibleRowCount() const;
 
@@ -60,6 +64,7 @@ class RunsPanel : public QWidget {
   QAction* m_stop = nullptr;
   QAction* m_clone = nullptr;
   QList<qint64> m_selected;
+  qint64 m_current = -1;  // currentRunId() as last announced
   bool m_loaded = false;
   bool m_restoring = false;
 };

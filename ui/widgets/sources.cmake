@@ -1,3 +1,4 @@
 # ui/widgets: widgets that more than one panel shows.
 target_sources(shardscope_ui PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/curveplot.cpp ${CMAKE_CURRENT_LIST_DIR}/curveplot.h)
+  ${CMAKE_CURRENT_LIST_DIR}/curveplot.cpp ${CMAKE_CURRENT_LIST_DIR}/curveplot.h
+  ${CMAKE_CURRENT_LIST_DIR}/densitylines.cpp ${CMAKE_CURRENT_LIST_DIR}/densitylines.h)

@@ -149,10 +149,14 @@ class TestCompareCurves : public QObject {
     const SweepData& sweep = compare->sweep();
     QCOMPARE(sweep.trials.size(), qsizetype(kTrials));
     QCOMPARE(sweep.objectiveKey, QString("loss"));
-    // The plot holds every trial as one line of its TrialLines plottable (line i: trial i).
+    // The plot holds every trial as one line of its TrialLines plottable (line i: trial i), and
+    // the best trial once more on top (the last line), streamed in like the others.
     compare::TrialLines* lines = compare->intermediateLines();
     QVERIFY(lines != nullptr);
-    QCOMPARE(lines->lineCount(), kTrials);
+    QCOMPARE(lines->lineCount(), kTrials + 1);
+    const int best = compare->bestTrial();
+    QVERIFY(best >= 0);
+    QCOMPARE(lines->line(kTrials).ys, sweep.trials[best].values);
     qsizetype total = 0;
     for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
       const SweepTrial& trial = sweep.trials[i];
@@ -163,7 +167,7 @@ class TestCompareCurves : public QObject {
       QCOMPARE(lines->line(int(i)).ys, trial.values);
       total += rows;
     }
-    QCOMPARE(lines->pointCount(), total);
+    QCOMPARE(lines->pointCount(), total + sweep.trials[best].steps.size());
     QCOMPARE(compare->dimmedTrials(), kTrials - stored.complete);
   }
 

@@ -2,7 +2,9 @@
 // schema v3 with two objectives (eval.loss minimized, eval.accuracy maximized) where train.lr
 // alone decides the loss. Asserts what is plotted: the Pareto points equal the brute-force
 // non-dominated set of the stored trials, importance ranks train.lr first, the contour's cells
-// hold the stored objectives at the trials, the overlay draws the ticked trials' stored loss.
+// hold the stored objectives at the trials, the overlay draws every trial's stored train loss
+// and eval curve (pruned ones in the faint group, the best on top), and no legend lies over a
+// plot's data.
 // A sweep outside any study still gets a contour and importance (space inferred from values).
 #include <qcustomplot.h>
 #include <QDir>
@@ -18,7 +20,9 @@
 #include "tests/ui/runlogfixture.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/studyviews.h"
+#include "ui/compare/triallines.h"
 #include "ui/data/runlog.h"
+#include "ui/widgets/densitylines.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -96,6 +100,8 @@ std::vector<StoredTrial> writeStudy(backend::RunStore& store) {
     std::vector<backend::MetricRow> rows;
     for (int s = 0; s < t.steps; ++s) {
       rows.push_back({t.runId, s, "loss", t.loss + 2.0 / (1.0 + s), 0, 1.7e9 + s});
+      if (s % 10 == 9)  // an evaluation every 10 steps: the intermediate values
+        rows.push_back({t.runId, s, "eval.loss", t.loss + 1.0 / (1.0 + s), 0, 1.7e9 + s});
     }
     waitOk(store.appendMetrics(rows));
     if (t.complete) {
@@ -240,27 +246,111 @@ class TestCompareStudy : public QObject {
     QCOMPARE(map->data()->cell(3, 5), c.cells[5 * c.nx + 3]);
   }
 
-  void overlayDrawsTheTickedTrialsLoss() {
-    // Default: the three best trials by loss.
-    QCOMPARE(views()->overlayRuns().size(), qsizetype(3));
-    // Pruned trials are not listed (no objective): tick the first two, the best two.
-    QList<qint64> listed;
-    for (int row = 0; row < 2; ++row) listed.append(listedRun(row));
-    views()->setOverlayRuns(listed);
-    QTRY_COMPARE_WITH_TIMEOUT(views()->overlayCurves(), 2, kWaitMs);
-    QCustomPlot* plot = views()->overlayPlot();
-    QCOMPARE(plot->graphCount(), 2);
-    for (int g = 0; g < 2; ++g) QCOMPARE(plot->graph(g)->dataCount(), 30);
+  // Every trial is in the overlay, not only the ticked ones: its train loss in the train group
+  // (pruned ones in the faint pruned group), its eval curve in the eval group; the best trial
+  // is drawn bold on top, the other ticked ones highlighted.
+  void overlayDrawsEveryTrialsTrainAndEvalCurves() {
+    const compare::TrialOverlay& overlay = views()->overlay();
+    QCOMPARE(overlay.trials, kTrials);
+    QCOMPARE(overlay.pruned, 2);
+    DensityLines* density = overlay.density;
+    QVERIFY(density != nullptr);
+    QCOMPARE(density->linesIn(compare::kTrainGroup), kTrials - 2);
+    QCOMPARE(density->linesIn(compare::kEvalGroup), kTrials - 2);
+    QCOMPARE(density->linesIn(compare::kPrunedGroup), 2 * 2);  // train + eval of each
+    qsizetype points = 0;
+    for (const StoredTrial& t : m_trials) points += t.steps + t.steps / 10;
+    QCOMPARE(density->pointCount(), points);
+    // Pruned trials are dimmed: grey and fainter than the others.
+    const auto& pruned = density->group(compare::kPrunedGroup);
+    QVERIFY(pruned.minAlpha < density->group(compare::kTrainGroup).minAlpha);
+    QCOMPARE(pruned.color.saturation(), 0);
     const auto best = std::min_element(m_trials.begin(), m_trials.end(), [](auto& a, auto& b) {
       return (a.complete ? a.loss : 1e9) < (b.complete ? b.loss : 1e9);
     });
-    QCOMPARE(listed.first(), best->runId);  // the list is best first
-    QCOMPARE(plot->graph(0)->data()->at(29)->value, best->loss + 2.0 / 30.0);
+    QCOMPARE(overlay.bestRun, best->runId);
+    QCustomPlot* plot = views()->overlayPlot();
+    QCPGraph* bestTrain = nullptr;
+    QCPGraph* bestEval = nullptr;
+    for (int g = 0; g < plot->graphCount(); ++g) {
+      if (plot->graph(g)->name().startsWith("best") && plot->graph(g)->name().endsWith("train"))
+        bestTrain = plot->graph(g);
+      if (plot->graph(g)->name().startsWith("best") && plot->graph(g)->name().endsWith("eval.loss"))
+        bestEval = plot->graph(g);
+    }
+    QVERIFY(bestTrain != nullptr && bestEval != nullptr);
+    QCOMPARE(bestTrain->dataCount(), 30);
+    QCOMPARE(bestTrain->data()->at(29)->value, best->loss + 2.0 / 30.0);
+    QCOMPARE(bestEval->dataCount(), 3);
+    QCOMPARE(bestEval->data()->at(2)->value, best->loss + 1.0 / 30.0);
+    QVERIFY(bestTrain->pen().widthF() > 2.0);
+    // Default ticks: the best three; the best is drawn bold, the other two highlighted.
+    QCOMPARE(overlay.highlighted, 2);
+    views()->setOverlayRuns({listedRun(0), listedRun(3), listedRun(4), listedRun(5)});
+    QCOMPARE(views()->overlay().highlighted, 3);
+    QCOMPARE(views()->overlay().trials, kTrials);  // unticking draws no fewer
+  }
+
+  // The intermediate values draw the best trial once more, bold, on top of every trial.
+  void intermediateHighlightsTheBestTrial() {
+    const int best = m_panel->bestTrial();
+    QVERIFY(best >= 0);
+    const SweepTrial& trial = m_panel->sweep().trials[best];
+    for (const StoredTrial& t : m_trials) {
+      if (t.complete) QVERIFY(trial.objective.value() <= t.loss);
+    }
+    compare::TrialLines* lines = m_panel->intermediateLines();
+    QCOMPARE(lines->lineCount(), kTrials + 1);
+    const auto& top = lines->line(kTrials);
+    QCOMPARE(top.ys, trial.values);
+    QCOMPARE(top.ys.size(), qsizetype(3));
+    QVERIFY(top.pen.widthF() > 2.0);
+    QCOMPARE(m_panel->dimmedTrials(), 2);
+  }
+
+  // A legend is a row of its own under the axis rect: it never covers a data point.
+  void legendsAreNeverOverTheData() {
+    QList<QCustomPlot*> plots = {m_panel->historyPlot(),  m_panel->intermediatePlot(),
+                                 m_panel->parallelPlot(), m_panel->slicePlot(),
+                                 views()->contourPlot(),  views()->importancePlot(),
+                                 views()->paretoPlot(),   views()->overlayPlot()};
+    views()->setParetoObjectives(0, 1);
+    int legends = 0;
+    for (QCustomPlot* plot : plots) {
+      plot->replot();
+      // The legend's row never squeezes the axis rect's width (an empty wrapped legend did).
+      QVERIFY2(plot->axisRect()->width() > plot->width() / 2,
+               qPrintable(QStringLiteral("%1 of %2, legend %3 columns")
+                              .arg(plot->axisRect()->width())
+                              .arg(plot->width())
+                              .arg(plot->legend->columnCount()) +
+                          QStringLiteral(" margins %1 %2 outer %3 layout cols %4 title %5")
+                              .arg(plot->axisRect()->margins().left())
+                              .arg(plot->axisRect()->margins().right())
+                              .arg(plot->axisRect()->outerRect().width())
+                              .arg(plot->plotLayout()->columnCount())
+                              .arg(plot->plotLayout()->element(0, 0)
+                                       ? plot->plotLayout()->element(0, 0)->outerRect().width()
+                                       : -1)));
+      if (!plot->legend->visible() || plot->legend->itemCount() == 0) continue;
+      ++legends;
+      const QRect legend = plot->legend->outerRect();
+      QVERIFY2(!legend.intersects(plot->axisRect()->rect()),
+               qPrintable(plot->plotLayout()->element(0, 0)->objectName()));
+      QVERIFY(plot->rect().contains(legend));
+      // Every entry is inside the legend's rect, so inside the plot and off the axis rect.
+      for (int i = 0; i < plot->legend->itemCount(); ++i) {
+        if (const QCPAbstractLegendItem* item = plot->legend->item(i))
+          QVERIFY(legend.contains(item->outerRect()));
+      }
+    }
+    QVERIFY(legends >= 4);  // history, intermediate, Pareto, overlay
   }
 
   void screenshot() {
     views()->setOverlayRuns({listedRun(0), listedRun(1), listedRun(2)});
-    QTRY_COMPARE_WITH_TIMEOUT(views()->overlayCurves(), 3, kWaitMs);
+    QCOMPARE(views()->overlayCurves(), kTrials);
+    QCOMPARE(views()->overlay().highlighted, 2);  // and the best, bold
     const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
     QDir().mkpath(artifacts);
     QVERIFY(m_panel->grab().save(artifacts + "/compare-panel.png"));

@@ -119,9 +119,15 @@ class TestTrialLines : public QObject {
     QCustomPlot intermediate;
     intermediate.resize(400, 300);
     int dimmed = -1;
-    TrialLines* lines = compare::drawIntermediate(&intermediate, sweep, &dimmed);
-    QCOMPARE(intermediate.plottableCount(), 1);
-    QCOMPARE(lines->lineCount(), 10000);
+    int best = -1;
+    TrialLines* lines = compare::drawIntermediate(&intermediate, sweep, true, &dimmed, &best);
+    // One TrialLines, and two empty graphs that name the best and the pruned in the legend.
+    QCOMPARE(intermediate.plottableCount(), 3);
+    QCOMPARE(intermediate.graphCount(), 2);
+    for (int g = 0; g < 2; ++g) QCOMPARE(intermediate.graph(g)->dataCount(), 0);
+    QCOMPARE(lines->lineCount(), 10000 + 1);  // and the best trial once more, bold, on top
+    QCOMPARE(best, 97);  // the first complete trial with objective 1.0 (t % 97 == 0)
+    QCOMPARE(lines->line(10000).ys, sweep.trials[best].values);
     QCOMPARE(dimmed, 2000);
     QCOMPARE(lines->line(5).end.shape(), QCPScatterStyle::ssCross);  // pruned: its cut marked
     QCOMPARE(lines->line(6).end.shape(), QCPScatterStyle::ssNone);
