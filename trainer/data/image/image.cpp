@@ -72,40 +72,72 @@ std::pair<std::int64_t, std::int64_t> header_size(const std::vector<std::uint8_t
   return {0, 0};
 }
 
-// Whether every Huffman table of a JPEG has at most 256 codes. stb_image 2.27 (Debian 12's
-// libstb-dev) sums a DHT table's 16 code counts without a bound and writes that many code sizes
-// and values into 257- and 256-entry arrays: a corrupt table overran them. The walk follows
-// stb's: segments with a length, and entropy-coded bytes scanned up to the next marker; a byte
-// past the end reads as 0, as stb's does.
-bool jpeg_huffman_tables_fit(const std::vector<std::uint8_t>& b) {
-  const auto at = [&b](std::size_t i) -> std::size_t { return i < b.size() ? b[i] : 0; };
-  std::size_t i = 2;  // after SOI
-  while (i + 1 < b.size()) {
-    const std::size_t marker = at(i + 1);
-    if (at(i) != 0xFF || marker == 0xFF) {  // entropy-coded data, or a fill byte
-      ++i;
-      continue;
+// What in a JPEG's Huffman tables would make stb_image 2.27 (Debian 12's libstb-dev; fixed
+// upstream in 2.28) read or write out of bounds, or nullptr. stb sums a DHT table's 16 code counts
+// without a bound and writes that many sizes and values into 257- and 256-entry arrays; and it
+// decodes a scan with a table no DHT defined, from uninitialised memory (a symbol index of -95).
+// The walk follows stb's: segments with a length, entropy-coded bytes scanned to the next
+// marker; a byte past the end reads as 0, as stb's does.
+struct JpegWalk {
+  const std::vector<std::uint8_t>& b;
+  bool defined[2][4] = {};  // [DC, AC][table id]
+  bool progressive = false;
+
+  std::size_t at(std::size_t i) const { return i < b.size() ? b[i] : 0; }
+
+  const char* define_tables(std::size_t i, std::size_t length) {
+    std::size_t table = i + 4;
+    for (std::int64_t left = std::int64_t(length) - 2; left > 0;) {
+      const std::size_t cls = at(table) >> 4, id = at(table) & 15;
+      std::size_t codes = 0;
+      for (std::size_t k = 1; k <= 16; ++k) codes += at(table + k);
+      if (codes > 256) return "a Huffman table with more than 256 codes";
+      if (cls <= 1 && id <= 3) defined[cls][id] = true;
+      table += 17 + codes;
+      left -= static_cast<std::int64_t>(17 + codes);
     }
-    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
-      i += 2;  // a stuffed FF, TEM or a restart marker: no length
-      continue;
-    }
-    if (marker == 0xD9) return true;  // EOI
-    const std::size_t length = (at(i + 2) << 8) | at(i + 3);
-    if (marker == 0xC4) {
-      std::size_t table = i + 4;
-      for (std::int64_t left = std::int64_t(length) - 2; left > 0;) {
-        std::size_t codes = 0;
-        for (std::size_t k = 1; k <= 16; ++k) codes += at(table + k);
-        if (codes > 256) return false;
-        table += 17 + codes;
-        left -= static_cast<std::int64_t>(17 + codes);
-      }
-    }
-    i += 2 + length;
+    return nullptr;
   }
-  return true;
-}
+
+  // A scan's tables: a baseline scan uses both, a progressive DC scan its DC table (first pass
+  // only), a progressive AC scan its AC table.
+  const char* check_scan(std::size_t i) const {
+    const std::size_t components = at(i + 4), spectral = i + 5 + 2 * components;
+    const bool dc_scan = at(spectral) == 0, first_pass = (at(spectral + 2) >> 4) == 0;
+    const bool need_dc = !progressive || (dc_scan && first_pass);
+    const bool need_ac = !progressive || !dc_scan;
+    for (std::size_t k = 0; k < components; ++k) {
+      const std::size_t dc = at(i + 6 + 2 * k) >> 4, ac = at(i + 6 + 2 * k) & 15;
+      if ((need_dc && (dc > 3 || !defined[0][dc])) || (need_ac && (ac > 3 || !defined[1][ac])))
+        return "a scan uses a Huffman table the file does not define";
+    }
+    return nullptr;
+  }
+
+  const char* problem() {
+    std::size_t i = 2;  // after SOI
+    while (i + 1 < b.size()) {
+      const std::size_t marker = at(i + 1);
+      if (at(i) != 0xFF || marker == 0xFF) {  // entropy-coded data, or a fill byte
+        ++i;
+        continue;
+      }
+      if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
+        i += 2;  // a stuffed FF, TEM or a restart marker: no length
+        continue;
+      }
+      if (marker == 0xD9) return nullptr;  // EOI
+      const std::size_t length = (at(i + 2) << 8) | at(i + 3);
+      if (marker == 0xC2) progressive = true;
+      const char* why = marker == 0xC4   ? define_tables(i, length)
+                        : marker == 0xDA ? check_scan(i)
+                                         : nullptr;
+      if (why != nullptr) return why;
+      i += 2 + length;
+    }
+    return nullptr;
+  }
+};
 
 // The pixel limit, checked on a header's (width, height). Each side is below 2^32 (a PNG's
 // IHDR), so the product fits 64 unsigned bits; as int64 it overflowed (4294967295 squared).
@@ -133,8 +165,10 @@ Result<RgbImage> decode_image(const std::vector<std::uint8_t>& bytes, const std:
   if (auto size = header_size(bytes); size.first > 0) {
     if (auto error = over_limit(name, size.first, size.second, max_pixels)) return *error;
   }
-  if (starts_with(bytes, 0, "\xFF\xD8\xFF") && !jpeg_huffman_tables_fit(bytes))
-    return fail(name + ": corrupt JPEG (a Huffman table with more than 256 codes); re-export it");
+  if (starts_with(bytes, 0, "\xFF\xD8\xFF")) {
+    if (const char* why = JpegWalk{bytes}.problem())
+      return fail(name + ": corrupt JPEG (" + why + "); re-export the image");
+  }
   detail::StbInfo info;
   std::string why;
   if (!detail::stb_info(bytes, info, why))

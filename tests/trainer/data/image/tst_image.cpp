@@ -318,16 +318,25 @@ class TestImage : public QObject {
   }
 
   // Found by fuzz_image: a JPEG Huffman table whose 16 code counts sum above 256 made stb_image
-  // 2.27 write past its 257-entry code-size array. Refused before stb sees the file.
-  void oversizedHuffmanTableRefused() {
-    const std::string path =
-        SHARDSCOPE_SOURCE_DIR "/tests/fuzz/corpus/image/regress-jpeg-huffman-table-overflow.jpg";
-    auto image = read_image(path);
-    QVERIFY(!image.ok());
-    QVERIFY2(contains(image.message(),
-                      "regress-jpeg-huffman-table-overflow.jpg: corrupt JPEG (a "
-                      "Huffman table with more than 256 codes)"),
-             image.message().c_str());
+  // 2.27 write past its 257-entry code-size array, and a progressive scan that uses an AC table
+  // no DHT defined made it decode from uninitialised memory (a symbol index of -95). Both are
+  // refused before stb sees the file; baseline, progressive and grey JPEGs still decode.
+  void corruptHuffmanTablesRefusedValidOnesDecode() {
+    const std::string corpus = SHARDSCOPE_SOURCE_DIR "/tests/fuzz/corpus/image/";
+    const std::pair<const char*, const char*> bad[] = {
+        {"regress-jpeg-huffman-table-overflow.jpg", "a Huffman table with more than 256 codes"},
+        {"regress-jpeg-scan-uses-undefined-table.jpg",
+         "a scan uses a Huffman table the file does not define"}};
+    for (const auto& [file, why] : bad) {
+      auto image = read_image(corpus + file);
+      QVERIFY(!image.ok());
+      QVERIFY2(contains(image.message(), file + std::string(": corrupt JPEG (") + why),
+               image.message().c_str());
+    }
+    for (const char* file : {"baseline.jpg", "progressive.jpg", "grey.jpg"}) {
+      auto image = read_image(corpus + file);
+      QVERIFY2(image.ok(), image.ok() ? file : image.message().c_str());
+    }
   }
 
   void tooLargeRefusedBeforeDecoding() {
