@@ -12,11 +12,15 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
 fi
 mkdir -p "$work/corpus" "$work/artifacts"
 name=$(basename "$fuzzer")
+# The target's dictionary (the keys and values its parser looks for), beside this script.
+dict=()
+if [[ -f "$(dirname "$0")/${name#fuzz_}.dict" ]]; then dict=(-dict="$(dirname "$0")/${name#fuzz_}.dict"); fi
 status=0
 # -timeout: one input may take 10 s (a hang fails); -rss_limit_mb/-malloc_limit_mb: an input
 # that makes a parser allocate more than 2 GiB fails as "out-of-memory" (an unbounded allocation).
 "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-  -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" || status=$?
+  -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" ||
+  status=$?
 if ((status != 0)); then
   echo "run_fuzzer.sh: $name found a bug; the input is in $work/artifacts/." >&2
   echo "  Fix the parser, then copy the input into $seeds/ (a regression file that the" >&2
