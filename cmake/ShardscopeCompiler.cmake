@@ -13,13 +13,19 @@ endif()
 
 add_library(shardscope_warnings INTERFACE)
 target_compile_options(shardscope_warnings INTERFACE
-  -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
+  -Wall -Wextra -Wpedantic $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local> -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
   -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough -Wno-missing-field-initializers
   $<$<BOOL:${SHARDSCOPE_WERROR}>:-Werror>)
 
-if(SHARDSCOPE_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
-  add_link_options(-fsanitize=address,undefined)
+# UBSan stops at its first report (-fno-sanitize-recover), so undefined behaviour fails a test
+# instead of printing a line nobody reads.
+if(SHARDSCOPE_SANITIZE OR SHARDSCOPE_FUZZ)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
+endif()
+if(SHARDSCOPE_FUZZ)
+  include(ShardscopeFuzz)
 endif()
 
 # shardscope_layer(TARGET [VIEW FOLDER...]) marks a target as ours: warnings on, includes rooted

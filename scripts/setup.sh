@@ -27,7 +27,10 @@ build_pkgs=(
   clang-format clang-tidy
 )
 # Servers the integration tests start on loopback (never as system services).
-test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc desktop-file-utils)
+# clang + libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes for scripts/fuzz.sh
+# (Debian 12's clang is clang-14; its libclang_rt.fuzzer is in libclang-rt-14-dev).
+test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc desktop-file-utils
+  clang libclang-rt-14-dev)
 
 missing_pkgs() {
   local p

@@ -29,6 +29,22 @@ fi
 status=0
 (cd build && ctest -j2 --output-on-failure --timeout 900 "$@") || status=$?
 t3=$SECONDS
+# The sanitizer steps: libFuzzer on every parser ($SHARDSCOPE_FUZZ_SECONDS each, default 60),
+# then the unit and integration tests under ASan + UBSan (about 15 minutes). They run with the
+# full suite (no CTest arguments) and always in CI, where a missing clang or libFuzzer fails
+# their configure step; SHARDSCOPE_SANITIZERS=1 adds them to a subset, =0 leaves them out.
+sanitizers=${SHARDSCOPE_SANITIZERS:-$(($# == 0))}
+if [[ ${CI:-} == true ]]; then sanitizers=1; fi
+if [[ $sanitizers == 1 ]]; then
+  step "fuzz"
+  scripts/fuzz.sh || status=1
+  t4=$SECONDS
+  step "asan"
+  scripts/asan.sh || status=1
+  t5=$SECONDS
+  printf '\n== sanitizers: fuzz %ss, asan %ss ==\n' $((t4 - t3)) $((t5 - t4))
+fi
+t6=$SECONDS
 printf '\n== times: setup %ss, build %ss, tests %ss, total %ss ==\n' \
-  $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t3 - t0))
+  $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t6 - t0))
 exit "$status"

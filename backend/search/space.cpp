@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -68,8 +69,11 @@ Result<double> get_number(const toml::table& t, std::string_view key, double fal
   return *v;
 }
 
+// Most of these fields are ints: a larger value (population_size = 4294967298) wrapped around
+// to a small or negative one when stored, so `max` defaults to INT_MAX.
 Result<std::int64_t> get_int(const toml::table& t, std::string_view key, std::int64_t fallback,
-                             std::int64_t min, const std::string& field, const Ctx& ctx) {
+                             std::int64_t min, const std::string& field, const Ctx& ctx,
+                             std::int64_t max = std::numeric_limits<int>::max()) {
   const toml::node* n = t.get(key);
   if (n == nullptr) return fallback;
   auto v = n->value_exact<std::int64_t>();
@@ -77,6 +81,10 @@ Result<std::int64_t> get_int(const toml::table& t, std::string_view key, std::in
   if (*v < min) {
     return ctx.err(field,
                    "must be >= " + std::to_string(min) + " (got " + std::to_string(*v) + ")");
+  }
+  if (*v > max) {
+    return ctx.err(field,
+                   "must be <= " + std::to_string(max) + " (got " + std::to_string(*v) + ")");
   }
   return *v;
 }
@@ -407,8 +415,10 @@ Result<void> parse_pruner_table(const toml::table& t, PrunerConfig& c, const Ctx
   auto wu = get_int(t, "n_warmup_steps", c.n_warmup_steps, 0, f + "n_warmup_steps", ctx);
   auto iv = get_int(t, "interval_steps", c.interval_steps, 1, f + "interval_steps", ctx);
   auto mt = get_int(t, "n_min_trials", c.n_min_trials, 1, f + "n_min_trials", ctx);
-  auto minr = get_int(t, "min_resource", c.min_resource.value_or(1), 1, f + "min_resource", ctx);
-  auto maxr = get_int(t, "max_resource", c.max_resource.value_or(1), 1, f + "max_resource", ctx);
+  auto minr = get_int(t, "min_resource", c.min_resource.value_or(1), 1, f + "min_resource", ctx,
+                      std::numeric_limits<std::int64_t>::max());
+  auto maxr = get_int(t, "max_resource", c.max_resource.value_or(1), 1, f + "max_resource", ctx,
+                      std::numeric_limits<std::int64_t>::max());
   auto rf = get_int(t, "reduction_factor", c.reduction_factor, 2, f + "reduction_factor", ctx);
   auto es = get_int(t, "min_early_stopping_rate", c.min_early_stopping_rate, 0,
                     f + "min_early_stopping_rate", ctx);
@@ -474,8 +484,10 @@ Result<void> parse_scalars(const toml::table& s, SearchSpace& space, const Ctx& 
     }
     space.name = n->value_or(std::string());
   }
-  auto seed = get_int(s, "seed", 0, 0, "search.seed", ctx);
-  auto n = get_int(s, "n_trials", space.n_trials, 1, "search.n_trials", ctx);
+  auto seed =
+      get_int(s, "seed", 0, 0, "search.seed", ctx, std::numeric_limits<std::int64_t>::max());
+  auto n = get_int(s, "n_trials", space.n_trials, 1, "search.n_trials", ctx,
+                   std::numeric_limits<std::int64_t>::max());
   auto c = get_int(s, "concurrency", space.concurrency, 1, "search.concurrency", ctx);
   auto t = get_number(s, "timeout_s", space.timeout_s, "search.timeout_s", ctx);
   auto g = get_number(s, "stop_grace_s", space.stop_grace_s, "search.stop_grace_s", ctx);

@@ -17,6 +17,15 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // A float as JSON: finite numbers as themselves, NaN and infinities as null.
 Json number(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
+// A value as an error message shows it: a scalar as JSON, cut at 80 bytes, an array or object by
+// its type. Dumping a whole value recursed once per nesting level (a 1 MB line of '[' overflowed
+// the backend's stack) and copied any size into the message.
+std::string preview(const Json& v) {
+  if (v.is_structured()) return std::string("an ") + v.type_name();
+  std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
 struct Encoder {
   Json& out;
   void operator()(const HelloEvent& e) const {
@@ -112,14 +121,34 @@ class Reader {
                           bool required = true) {
     const Json* v = field(obj, path, key, required);
     if (!v) return 0;
+    // Only values an int64 holds: a larger one (2^64 - 1 read as unsigned, 4.9e19 written as a
+    // float) wrapped around, or was undefined behaviour to convert.
+    constexpr double kLimit = 9223372036854775808.0;  // 2^63
+    if (v->is_number_unsigned() &&
+        v->get<std::uint64_t>() > std::uint64_t{std::numeric_limits<std::int64_t>::max()}) {
+      set_error(path, key, "expected an integer below 2^63, got " + preview(*v));
+      return 0;
+    }
     if (v->is_number_integer()) return v->get<std::int64_t>();
     if (v->is_number_float()) {
       double d = v->get<double>();
-      if (std::isfinite(d) && d == std::floor(d)) return static_cast<std::int64_t>(d);
+      if (std::isfinite(d) && d == std::floor(d) && d >= -kLimit && d < kLimit)
+        return static_cast<std::int64_t>(d);
     }
-    set_error(path, key, "expected an integer, got " + v->dump());
+    set_error(path, key, "expected an integer, got " + preview(*v));
     return 0;
   }
+
+  // An int field (v, rank, world sizes, device index): 2^32 + 1 must not pass as 1.
+  int int32_in(const Json& obj, std::string_view path, const char* key, bool required = true) {
+    const std::int64_t n = integer_in(obj, path, key, required);
+    if (n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
+      set_error(path, key, "expected a 32-bit integer, got " + std::to_string(n));
+      return 0;
+    }
+    return static_cast<int>(n);
+  }
+  int int32(const char* key, bool required = true) { return int32_in(m_obj, "", key, required); }
 
   double real(const char* key, bool required = true) { return real_in(m_obj, "", key, required); }
   double real_in(const Json& obj, std::string_view path, const char* key, bool required = true) {
@@ -127,7 +156,7 @@ class Reader {
     if (!v) return kNaN;
     if (v->is_null()) return kNaN;
     if (v->is_number()) return v->get<double>();
-    set_error(path, key, "expected a number, got " + v->dump());
+    set_error(path, key, "expected a number, got " + preview(*v));
     return kNaN;
   }
 
@@ -135,14 +164,14 @@ class Reader {
     const Json* v = field(m_obj, "", key, required);
     if (!v) return {};
     if (v->is_string()) return v->get<std::string>();
-    set_error("", key, "expected a string, got " + v->dump());
+    set_error("", key, "expected a string, got " + preview(*v));
     return {};
   }
 
   const Json* object(const char* key, bool required = true) {
     const Json* v = field(m_obj, "", key, required);
     if (v && !v->is_object()) {
-      set_error("", key, "expected an object, got " + v->dump());
+      set_error("", key, "expected an object, got " + preview(*v));
       return nullptr;
     }
     return v;
@@ -163,13 +192,13 @@ class Reader {
 
 HelloEvent read_hello(Reader& r) {
   HelloEvent e;
-  e.world_size = static_cast<int>(r.integer("world_size"));
-  e.local_world_size = static_cast<int>(r.integer("local_world_size"));
+  e.world_size = r.int32("world_size");
+  e.local_world_size = r.int32("local_world_size");
   e.config_hash = r.text("config_hash");
   if (const Json* versions = r.object("versions")) {
     for (const auto& [name, value] : versions->items()) {
       if (!value.is_string())
-        r.set_error("versions", name, "expected a string, got " + value.dump());
+        r.set_error("versions", name, "expected a string, got " + preview(value));
       else
         e.versions[name] = value.get<std::string>();
     }
@@ -183,7 +212,7 @@ HelloEvent read_hello(Reader& r) {
     DeviceSummary d;
     if (const Json* type = r.field(*device, "device", "type", true); type && type->is_string())
       d.type = type->get<std::string>();
-    d.index = static_cast<int>(r.integer_in(*device, "device", "index"));
+    d.index = r.int32_in(*device, "device", "index");
     if (const Json* name = r.field(*device, "device", "name", true); name && name->is_string())
       d.name = name->get<std::string>();
     d.memory_bytes = r.integer_in(*device, "device", "memory_bytes");
@@ -272,12 +301,12 @@ DoneEvent read_done(Reader& r, const Json& obj) {
         else if (v.is_number())
           e.objective.push_back(v.get<double>());
         else
-          r.set_error("", "objective", "expected numbers in the array, got " + v.dump());
+          r.set_error("", "objective", "expected numbers in the array, got " + preview(v));
       }
     } else if (it->is_number()) {
       e.objective.push_back(it->get<double>());
     } else {
-      r.set_error("", "objective", "expected a number or an array of numbers, got " + it->dump());
+      r.set_error("", "objective", "expected a number or an array of numbers, got " + preview(*it));
     }
   }
   if (obj.contains("steps")) e.steps = r.integer("steps");
@@ -346,7 +375,7 @@ Result<Event> parse_event(std::string_view line, ParseMode mode) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   Json obj = Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (obj.is_discarded()) return fail("not a JSON object: " + std::string(line.substr(0, 80)));
-  if (!obj.is_object()) return fail("expected a JSON object, got " + obj.dump().substr(0, 80));
+  if (!obj.is_object()) return fail("expected a JSON object, got " + preview(obj));
   auto ev = obj.find("ev");
   if (ev == obj.end() || !ev->is_string()) return fail("ev: missing or not a string");
   const std::string kind = ev->get<std::string>();
@@ -354,13 +383,13 @@ Result<Event> parse_event(std::string_view line, ParseMode mode) {
   const bool strict = mode == ParseMode::strict;
   Reader r(obj, kind);
   Event event;
-  event.env.v = static_cast<int>(obj.contains("v") || strict ? r.integer("v") : kProtocolVersion);
+  event.env.v = obj.contains("v") || strict ? r.int32("v") : kProtocolVersion;
   if (!r.failed() && event.env.v != kProtocolVersion) {
     return fail(kind + ".v: protocol v" + std::to_string(event.env.v) + " is not v" +
                 std::to_string(kProtocolVersion) +
                 "; use a shardtrain and a backend of one release");
   }
-  event.env.rank = static_cast<int>(obj.contains("rank") || strict ? r.integer("rank") : 0);
+  event.env.rank = obj.contains("rank") || strict ? r.int32("rank") : 0;
   event.env.seq = obj.contains("seq") || strict ? r.integer("seq") : -1;
   event.env.t = obj.contains("t") || strict ? r.real("t") : kNaN;
   if (r.failed()) return fail(r.error());

@@ -176,6 +176,15 @@ class TestSpace : public QObject {
         << "[search.sampler]\nn_local_candidates = -1\n" + lr + "low = 0\nhigh = 1\n"
         << "search.sampler.n_local_candidates"
         << ">= 0";
+    // A value beyond an int wrapped when stored (4294967298 became population_size 2).
+    QTest::newRow("population beyond int")
+        << "[search.sampler]\npopulation_size = 4294967298\n" + lr + "low = 0\nhigh = 1\n"
+        << "search.sampler.population_size"
+        << "<= 2147483647 (got 4294967298)";
+    QTest::newRow("concurrency beyond int")
+        << "[search]\nconcurrency = 4294967297\n" + lr + "low = 0\nhigh = 1\n"
+        << "search.concurrency"
+        << "<= 2147483647";
     QTest::newRow("bad direction")
         << "[search]\nobjectives = {loss = \"min\"}\n" + lr + "low = 0\nhigh = 1\n"
         << "search.objectives.\"loss\""

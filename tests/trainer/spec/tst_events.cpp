@@ -139,6 +139,23 @@ class TestEvents : public QObject {
         << QByteArray(
                R"({"v":1,"ev":"ckpt","rank":0,"seq":0,"t":1,"step":1,"path":"p","kind":"zip"})")
         << "ckpt.kind: expected sharded, full or adapter";
+    // Found by fuzz_events: an integer field written as a float beyond int64 was converted
+    // anyway (undefined behaviour), and an int field above 2^32 wrapped ("v": 2^32 + 1 read as 1).
+    QTest::newRow("integer beyond int64 as float")
+        << QByteArray(R"({"v":1,"ev":"log","rank":0,"seq":4.9e19,"t":1,"level":"i","message":"m"})")
+        << "log.seq: expected an integer, got 4.9e+19";
+    QTest::newRow("integer beyond int64")
+        << QByteArray(
+               R"({"v":1,"ev":"log","rank":0,"seq":18446744073709551615,"t":1,"level":"i","message":"m"})")
+        << "log.seq: expected an integer below 2^63";
+    QTest::newRow("version wraps to 1")
+        << QByteArray(
+               R"({"v":4294967297,"ev":"log","rank":0,"seq":0,"t":1,"level":"i","message":"m"})")
+        << "log.v: expected a 32-bit integer, got 4294967297";
+    QTest::newRow("rank beyond int")
+        << QByteArray(
+               R"({"v":1,"ev":"log","rank":-4294967296,"seq":0,"t":1,"level":"i","message":"m"})")
+        << "log.rank: expected a 32-bit integer";
   }
   void errorsNameTheField() {
     QFETCH(QByteArray, line);
@@ -146,6 +163,23 @@ class TestEvents : public QObject {
     auto event = parse_event(line.toStdString());
     QVERIFY(!event.ok());
     QVERIFY2(QString::fromStdString(event.message()).contains(expected), event.message().c_str());
+  }
+
+  void deepOrLongValuesGiveShortErrors() {
+    // A line of 200,000 nested arrays (what a broken program can print) made the error message
+    // dump the value, recursing once per level until the stack overflowed; a 1 MB string went
+    // whole into the message. Containers are named by type and scalars cut at 80 bytes.
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    auto array = parse_event(deep);
+    QVERIFY(!array.ok());
+    QCOMPARE(array.message(), std::string("expected a JSON object, got an array"));
+    auto field = parse_event(R"({"v":1,"ev":"log","rank":0,"seq":0,"t":1,"level":)" + deep + "}");
+    QVERIFY(!field.ok());
+    QCOMPARE(field.message(), std::string("log.level: expected a string, got an array"));
+    auto big =
+        parse_event(R"({"v":1,"ev":"log","rank":0,"seq":"x)" + std::string(1 << 20, 'y') + R"("})");
+    QVERIFY(!big.ok());
+    QVERIFY2(big.message().size() < 200, big.message().substr(0, 200).c_str());
   }
 
   void lenientLinesTakeDefaults() {

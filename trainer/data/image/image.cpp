@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <utility>
 
 #include "trainer/data/image/stb/stb_codec.h"
@@ -71,6 +72,86 @@ std::pair<std::int64_t, std::int64_t> header_size(const std::vector<std::uint8_t
   return {0, 0};
 }
 
+// What in a JPEG's Huffman tables would make stb_image 2.27 (Debian 12's libstb-dev; fixed
+// upstream in 2.28) read or write out of bounds, or nullptr. stb sums a DHT table's 16 code counts
+// without a bound and writes that many sizes and values into 257- and 256-entry arrays; and it
+// decodes a scan with a table no DHT defined, from uninitialised memory (a symbol index of -95).
+// The walk follows stb's: segments with a length, entropy-coded bytes scanned to the next
+// marker; a byte past the end reads as 0, as stb's does.
+struct JpegWalk {
+  const std::vector<std::uint8_t>& b;
+  bool defined[2][4] = {};  // [DC, AC][table id]
+  bool progressive = false;
+
+  std::size_t at(std::size_t i) const { return i < b.size() ? b[i] : 0; }
+
+  const char* define_tables(std::size_t i, std::size_t length) {
+    std::size_t table = i + 4;
+    for (std::int64_t left = std::int64_t(length) - 2; left > 0;) {
+      const std::size_t cls = at(table) >> 4, id = at(table) & 15;
+      std::size_t codes = 0;
+      for (std::size_t k = 1; k <= 16; ++k) codes += at(table + k);
+      if (codes > 256) return "a Huffman table with more than 256 codes";
+      if (cls <= 1 && id <= 3) defined[cls][id] = true;
+      table += 17 + codes;
+      left -= static_cast<std::int64_t>(17 + codes);
+    }
+    return nullptr;
+  }
+
+  // A scan's tables: a baseline scan uses both, a progressive DC scan its DC table (first pass
+  // only), a progressive AC scan its AC table.
+  const char* check_scan(std::size_t i) const {
+    const std::size_t components = at(i + 4), spectral = i + 5 + 2 * components;
+    const bool dc_scan = at(spectral) == 0, first_pass = (at(spectral + 2) >> 4) == 0;
+    const bool need_dc = !progressive || (dc_scan && first_pass);
+    const bool need_ac = !progressive || !dc_scan;
+    for (std::size_t k = 0; k < components; ++k) {
+      const std::size_t dc = at(i + 6 + 2 * k) >> 4, ac = at(i + 6 + 2 * k) & 15;
+      if ((need_dc && (dc > 3 || !defined[0][dc])) || (need_ac && (ac > 3 || !defined[1][ac])))
+        return "a scan uses a Huffman table the file does not define";
+    }
+    return nullptr;
+  }
+
+  const char* problem() {
+    std::size_t i = 2;  // after SOI
+    while (i + 1 < b.size()) {
+      const std::size_t marker = at(i + 1);
+      if (at(i) != 0xFF || marker == 0xFF) {  // entropy-coded data, or a fill byte
+        ++i;
+        continue;
+      }
+      if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
+        i += 2;  // a stuffed FF, TEM or a restart marker: no length
+        continue;
+      }
+      if (marker == 0xD9) return nullptr;  // EOI
+      const std::size_t length = (at(i + 2) << 8) | at(i + 3);
+      if (marker == 0xC2) progressive = true;
+      const char* why = marker == 0xC4   ? define_tables(i, length)
+                        : marker == 0xDA ? check_scan(i)
+                                         : nullptr;
+      if (why != nullptr) return why;
+      i += 2 + length;
+    }
+    return nullptr;
+  }
+};
+
+// The pixel limit, checked on a header's (width, height). Each side is below 2^32 (a PNG's
+// IHDR), so the product fits 64 unsigned bits; as int64 it overflowed (4294967295 squared).
+std::optional<Error> over_limit(const std::string& name, std::int64_t width, std::int64_t height,
+                                std::int64_t max_pixels) {
+  const std::uint64_t pixels =
+      static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height);
+  if (pixels <= static_cast<std::uint64_t>(max_pixels)) return std::nullopt;
+  return fail(name + ": " + std::to_string(width) + "x" + std::to_string(height) + " = " +
+              std::to_string(pixels) + " pixels is above the decode limit of " +
+              std::to_string(max_pixels) +
+              " pixels; downscale the image (Qwen2-VL resizes it to at most max_pixels anyway)");
+}
+
 }  // namespace
 
 Result<RgbImage> decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name,
@@ -82,19 +163,19 @@ Result<RgbImage> decode_image(const std::vector<std::uint8_t>& bytes, const std:
   if (!format.empty())
     return fail(name + ": " + format + " images are not supported; convert it to PNG or JPEG");
   if (auto size = header_size(bytes); size.first > 0) {
-    const std::int64_t pixels = size.first * size.second;
-    if (pixels > max_pixels) {
-      return fail(
-          name + ": " + std::to_string(size.first) + "x" + std::to_string(size.second) + " = " +
-          std::to_string(pixels) + " pixels is above the decode limit of " +
-          std::to_string(max_pixels) +
-          " pixels; downscale the image (Qwen2-VL resizes it to at most max_pixels anyway)");
-    }
+    if (auto error = over_limit(name, size.first, size.second, max_pixels)) return *error;
+  }
+  if (starts_with(bytes, 0, "\xFF\xD8\xFF")) {
+    if (const char* why = JpegWalk{bytes}.problem())
+      return fail(name + ": corrupt JPEG (" + why + "); re-export the image");
   }
   detail::StbInfo info;
   std::string why;
   if (!detail::stb_info(bytes, info, why))
     return fail(name + ": corrupt image header (" + why + "); re-export the image");
+  // Again on the size stb will decode: header_size's quick walk of JPEG segments misses a frame
+  // header behind fill bytes (FF FF C0 ...), which stb reads, and then decoded 65535x65535.
+  if (auto error = over_limit(name, info.width, info.height, max_pixels)) return *error;
   detail::StbPixels rgba = detail::stb_decode(bytes, 4, info, why);
   if (!rgba) return fail(name + ": corrupt or truncated image (" + why + "); re-export the image");
   const std::size_t n =

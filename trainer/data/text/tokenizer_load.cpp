@@ -348,10 +348,22 @@ Result<Tokenizer> Tokenizer::from_json(const std::string& json_text, const std::
     return fail(origin + ": not a JSON object; expected a Hugging Face tokenizer.json");
   }
   build_byte_tables(*impl);
-  for (auto step :
-       {load_model, load_normalizer, load_pre_tokenizer, load_added_tokens, check_decoder}) {
-    auto r = step(*impl, root);
-    if (!r) return r.error();
+  using Step = Result<void> (*)(Tokenizer::Impl&, const json&);
+  const std::pair<const char*, Step> steps[] = {{"model", load_model},
+                                                {"normalizer", load_normalizer},
+                                                {"pre_tokenizer", load_pre_tokenizer},
+                                                {"added_tokens", load_added_tokens},
+                                                {"decoder", check_decoder}};
+  for (const auto& [section, step] : steps) {
+    // The steps read optional fields with json::value() and get<>(), which throw when a field
+    // has another type ({"model": {"type": 1}} ended the process); that is a broken file too.
+    try {
+      auto r = step(*impl, root);
+      if (!r) return r.error();
+    } catch (const json::exception& e) {
+      return fail(origin + ": " + section + ": a field has the wrong type (" + e.what() +
+                  "); re-save the file with the tokenizers library");
+    }
   }
   for (std::uint32_t b = 0; b < 256; ++b) {
     auto it = impl->vocab.find(utf8(impl->byte_char[b]));

@@ -298,6 +298,47 @@ class TestImage : public QObject {
              empty.message().c_str());
   }
 
+  // Found by fuzz_image: a PNG header of 4294967295x4294967295 overflowed the pixel count (it
+  // went negative and passed), and a JPEG whose frame header follows a fill byte (FF FF C0) hid
+  // its 2000x2000 from the header walk, so stb allocated for it. Both are refused by size now.
+  void sizeCheckHoldsForOverflowAndHiddenFrames() {
+    const std::string corpus = SHARDSCOPE_SOURCE_DIR "/tests/fuzz/corpus/image/";
+    auto overflow = read_image(corpus + "regress-png-size-overflow.png", 1000);
+    QVERIFY(!overflow.ok());
+    QVERIFY2(contains(overflow.message(),
+                      "4294967295x4294967295 = 18446744065119617025 pixels is above the decode "
+                      "limit of 1000"),
+             overflow.message().c_str());
+    auto hidden = read_image(corpus + "regress-jpeg-fill-byte-hides-size.jpg", 1000);
+    QVERIFY(!hidden.ok());
+    QVERIFY2(contains(hidden.message(),
+                      "regress-jpeg-fill-byte-hides-size.jpg: 2000x2000 = 4000000 pixels is above "
+                      "the decode limit of 1000"),
+             hidden.message().c_str());
+  }
+
+  // Found by fuzz_image: a JPEG Huffman table whose 16 code counts sum above 256 made stb_image
+  // 2.27 write past its 257-entry code-size array, and a progressive scan that uses an AC table
+  // no DHT defined made it decode from uninitialised memory (a symbol index of -95). Both are
+  // refused before stb sees the file; baseline, progressive and grey JPEGs still decode.
+  void corruptHuffmanTablesRefusedValidOnesDecode() {
+    const std::string corpus = SHARDSCOPE_SOURCE_DIR "/tests/fuzz/corpus/image/";
+    const std::pair<const char*, const char*> bad[] = {
+        {"regress-jpeg-huffman-table-overflow.jpg", "a Huffman table with more than 256 codes"},
+        {"regress-jpeg-scan-uses-undefined-table.jpg",
+         "a scan uses a Huffman table the file does not define"}};
+    for (const auto& [file, why] : bad) {
+      auto image = read_image(corpus + file);
+      QVERIFY(!image.ok());
+      QVERIFY2(contains(image.message(), file + std::string(": corrupt JPEG (") + why),
+               image.message().c_str());
+    }
+    for (const char* file : {"baseline.jpg", "progressive.jpg", "grey.jpg"}) {
+      auto image = read_image(corpus + file);
+      QVERIFY2(image.ok(), image.ok() ? file : image.message().c_str());
+    }
+  }
+
   void tooLargeRefusedBeforeDecoding() {
     RgbImage small{20, 20, std::vector<std::uint8_t>(std::size_t{20} * 20 * 3, 9)};
     auto limited = decode_image(encode_png(small), "small.png", 399);

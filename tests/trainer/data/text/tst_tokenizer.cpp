@@ -179,6 +179,24 @@ class TestTokenizer : public QObject {
         e.c_str());
   }
 
+  void wrongFieldTypesAreErrorsNotCrashes() {
+    // A field of another type ("model": {"type": 1}, "normalizer": 5) made json::value() throw
+    // out of from_json, which ended the process; each is an error naming file and section.
+    const std::pair<const char*, nlohmann::json> cases[] = {
+        {"model", nlohmann::json::object({{"type", 1}})},
+        {"normalizer", 5},
+        {"pre_tokenizer", nlohmann::json::object({{"type", "Sequence"}, {"pretokenizers", 3}})},
+        {"added_tokens", nlohmann::json::array({nlohmann::json::object(
+                             {{"id", 300}, {"content", "<x>"}, {"special", "yes"}})})},
+        {"decoder", nlohmann::json::array()}};
+    for (const auto& [section, value] : cases) {
+      auto doc = tiny::document();
+      doc[section] = value;
+      const std::string e = load_error(doc);
+      QVERIFY2(e.find(std::string("tiny.json: ") + section) != std::string::npos, e.c_str());
+    }
+  }
+
   void oldMergeSpellingLoads() {
     auto doc = tiny::document();
     for (auto& m : doc["model"]["merges"])

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# run_fuzzer.sh FUZZER SEEDS WORK: runs one libFuzzer target for $SHARDSCOPE_FUZZ_SECONDS
+# (default 60) from the seed corpus SEEDS (read only: new inputs go to WORK/corpus). Exits
+# non-zero on any crash, leak, timeout, out-of-memory or sanitizer report; the input that broke
+# it is saved under WORK/artifacts/ and named in the output.
+set -euo pipefail
+fuzzer=$1 seeds=$2 work=$3
+seconds=${SHARDSCOPE_FUZZ_SECONDS:-60}
+if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
+  echo "run_fuzzer.sh: SHARDSCOPE_FUZZ_SECONDS='$seconds' is not a whole number of seconds >= 1" >&2
+  exit 2
+fi
+mkdir -p "$work/corpus" "$work/artifacts"
+name=$(basename "$fuzzer")
+# The target's dictionary (the keys and values its parser looks for), beside this script.
+dict=()
+if [[ -f "$(dirname "$0")/${name#fuzz_}.dict" ]]; then dict=(-dict="$(dirname "$0")/${name#fuzz_}.dict"); fi
+status=0
+# -timeout: one input may take 10 s (a hang fails); -rss_limit_mb/-malloc_limit_mb: an input
+# that makes a parser allocate more than 2 GiB fails as "out-of-memory" (an unbounded allocation).
+"$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+  -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" ||
+  status=$?
+if ((status != 0)); then
+  echo "run_fuzzer.sh: $name found a bug; the input is in $work/artifacts/." >&2
+  echo "  Fix the parser, then copy the input into $seeds/ (a regression file that the" >&2
+  echo "  fuzz_replay_${name#fuzz_} unit test replays in the regular build)." >&2
+fi
+exit "$status"
