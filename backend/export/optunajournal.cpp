@@ -98,7 +98,9 @@ QByteArray pythonNumber(double v) {
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  QByteArray text(buf);
+  if (!text.contains('.') && !text.contains('e')) text += ".0";  // a float, as Python reads it
+  return text;
 }
 
 int optunaState(spec::RunStatus status, search::TrialState state) {
@@ -230,16 +232,18 @@ QByteArray trialLine(const search::Study& study, const search::StudyTrial& t, co
                         {"shardscope_run", run.name},
                         {"shardscope_trial_number", static_cast<qint64>(t.trial.number)}};
   if (!t.error.isEmpty()) userAttrs[QStringLiteral("shardscope_error")] = t.error;
-  QJsonObject log{{"op_code", kCreateTrial},
-                  {"worker_id", worker},
-                  {"study_id", 0},
-                  {"state", state},
-                  {"datetime_start", isoTime(run.startedAt)},
-                  {"values", trialValues(t, state, study.space().objectives.size())},
-                  {"distributions", distributions},
-                  {"params", params},
-                  {"user_attrs", userAttrs},
-                  {"system_attrs", QJsonObject()}};
+  QJsonObject log{
+      {"op_code", kCreateTrial},
+      {"worker_id", worker},
+      {"study_id", 0},
+      {"state", state},
+      {"datetime_start",
+       state == kWaiting ? QJsonValue() : isoTime(run.startedAt.value_or(run.createdAt))},
+      {"values", trialValues(t, state, study.space().objectives.size())},
+      {"distributions", distributions},
+      {"params", params},
+      {"user_attrs", userAttrs},
+      {"system_attrs", QJsonObject()}};
   // The reader parses datetime_complete whenever the key is present, so only finished trials
   // carry it.
   if (state != kRunning && state != kWaiting) {
