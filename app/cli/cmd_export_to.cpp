@@ -74,30 +74,26 @@ void studyToOptuna(const Globals& g, search::Study& study, backend::RunReader& r
             << path.toStdString() << "\")))\n";
 }
 
-// Every trial's run into DIR/<run name>/, so TensorBoard's HParams tab lists the trials as
-// sessions of one experiment.
+// Every trial's run into DIR/<run name>/ and the HParams experiment into DIR.
 void studyToTensorBoard(const Globals& g, search::Study& study, backend::RunReader& reader,
                         const QString& dir) {
-  const auto runs = orExit(reader.trials(study.id()));
-  QJsonArray exported;
-  qint64 scalars = 0;
-  for (const auto& run : runs) {
-    const auto e =
-        orExit(backend::exportRunToTensorBoard(reader, run, QDir(dir).filePath(run.name)));
-    scalars += e.scalars;
-    QJsonObject o = tensorBoardJson(e);
-    o[QStringLiteral("run")] = run.name;
-    exported.append(o);
-  }
+  const auto written = orExit(backend::exportStudyToTensorBoard(study, reader, dir));
   if (g.json) {
+    QJsonArray runs;
+    for (const auto& [name, e] : written.runs) {
+      QJsonObject o = tensorBoardJson(e);
+      o[QStringLiteral("run")] = name;
+      runs.append(o);
+    }
     printJson({{"study", study.name()},
                {"dir", QFileInfo(dir).absoluteFilePath()},
-               {"runs", exported},
-               {"scalars", scalars}});
+               {"experiment", written.experimentFile},
+               {"runs", runs},
+               {"scalars", written.scalars}});
     return;
   }
-  std::cout << "wrote " << runs.size() << " trials of study " << study.name().toStdString() << " ("
-            << scalars << " scalars) to " << dir.toStdString()
+  std::cout << "wrote " << written.runs.size() << " trials of study " << study.name().toStdString()
+            << " (" << written.scalars << " scalars) to " << dir.toStdString()
             << "\nview it with: tensorboard --logdir " << dir.toStdString() << '\n';
 }
 

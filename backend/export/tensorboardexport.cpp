@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <variant>
 
 #include "backend/export/tfevents.h"
 
@@ -71,10 +72,12 @@ Result<void> writeRank(const QString& dir, double wallTime,
   return (*writer)->close();
 }
 
-// The objective values of a run by metric name: a trial's one per study objective, else the
-// trainer's `done` objective as "objective".
+// The objective values of a complete run by metric name: a trial's one per study objective,
+// else the trainer's `done` objective as "objective". A pruned trial may have told values of a
+// run that went on to its end; they are not its result, and the HParams table would rank them.
 Result<std::map<QString, double>> objectiveValues(RunReader& reader, const RunRecord& run) {
   std::map<QString, double> values;
+  if (run.status != spec::RunStatus::complete) return values;
   if (run.studyId && run.objectiveValues) {
     auto study = reader.study(*run.studyId);
     if (!study) return study.error();
@@ -119,6 +122,35 @@ Result<void> writeSession(RunReader& reader, const RunRecord& run, const QString
   return (*writer)->close();
 }
 
+QVariant variantOf(const search::ParamValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<qlonglong>(*i);
+  if (const auto* b = std::get_if<bool>(&v)) return *b;
+  return QString::fromStdString(std::get<std::string>(v));
+}
+
+// A parameter's HParams domain: a numeric range, or the choices (typed by what they hold: all
+// bools, all numbers, else strings).
+tfevents::HParamInfo hparamInfo(const search::Param& p) {
+  using Type = tfevents::HParamInfo::Type;
+  tfevents::HParamInfo info;
+  info.name = QString::fromStdString(p.name);
+  if (p.numeric()) {
+    info.interval = std::make_pair(p.low, p.high);
+    return info;
+  }
+  bool bools = true;
+  bool numbers = true;
+  for (const search::ParamValue& v : p.values()) {
+    bools = bools && std::holds_alternative<bool>(v);
+    numbers =
+        numbers && (std::holds_alternative<double>(v) || std::holds_alternative<std::int64_t>(v));
+    info.discrete << variantOf(v);
+  }
+  info.type = bools ? Type::boolean : numbers ? Type::float64 : Type::string;
+  return info;
+}
+
 }  // namespace
 
 QString tensorBoardTag(const QString& metricKey) {
@@ -149,6 +181,38 @@ Result<TensorBoardExport> exportRunToTensorBoard(RunReader& reader, const RunRec
   if (out.files.isEmpty()) {
     return fail("run " + run.name.toStdString() +
                 " has no metrics and no parameters yet: nothing to export");
+  }
+  return out;
+}
+
+Result<TensorBoardStudyExport> exportStudyToTensorBoard(search::Study& study, RunReader& reader,
+                                                        const QString& dir) {
+  if (holdsEventFiles(dir)) {
+    return fail(dir.toStdString() +
+                ": already holds TensorBoard event files; export into a new "
+                "or empty folder (TensorBoard would show both copies)");
+  }
+  std::vector<tfevents::HParamInfo> hparams;
+  for (const search::Param& p : study.space().params) hparams.push_back(hparamInfo(p));
+  QStringList metrics;
+  for (const search::Objective& o : study.space().objectives) {
+    metrics << QStringLiteral("objective/") + tensorBoardTag(QString::fromStdString(o.metric));
+  }
+  auto writer = EventFileWriter::create(dir, study.record().createdAt);
+  if (!writer) return writer.error();
+  const auto experiment =
+      tfevents::experimentEvent(study.record().createdAt, study.name(), hparams, metrics);
+  if (auto r = (*writer)->write(experiment); !r) return r.error();
+  if (auto r = (*writer)->close(); !r) return r.error();
+  TensorBoardStudyExport out;
+  out.experimentFile = (*writer)->path();
+  auto runs = reader.trials(study.id());
+  if (!runs) return runs.error();
+  for (const RunRecord& run : *runs) {
+    auto written = exportRunToTensorBoard(reader, run, QDir(dir).filePath(run.name));
+    if (!written) return written.error();
+    out.scalars += written->scalars;
+    out.runs.emplace_back(run.name, std::move(*written));
   }
   return out;
 }

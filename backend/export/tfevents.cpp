@@ -173,6 +173,43 @@ QByteArray sessionStartEvent(double wallTime, const std::map<QString, QVariant>&
   return hparamsEvent(wallTime, "_hparams_/session_start_info", data);
 }
 
+QByteArray experimentEvent(double wallTime, const QString& name,
+                           const std::vector<HParamInfo>& hparams, const QStringList& metricTags) {
+  // Experiment { string name = 6; double time_created_secs = 3; repeated HParamInfo
+  //              hparam_infos = 4; repeated MetricInfo metric_infos = 5; }
+  QByteArray experiment;
+  putBytes(experiment, 6, name.toUtf8());
+  putDouble(experiment, 3, wallTime);
+  for (const HParamInfo& h : hparams) {
+    // HParamInfo { name = 1; DataType type = 4; ListValue domain_discrete = 5;
+    //              Interval domain_interval = 6 { min_value = 1; max_value = 2; } }
+    QByteArray info;
+    putBytes(info, 1, h.name.toUtf8());
+    putInt(info, 4, static_cast<std::int64_t>(h.type));
+    if (h.interval) {
+      QByteArray interval;
+      putDouble(interval, 1, h.interval->first);
+      putDouble(interval, 2, h.interval->second);
+      putBytes(info, 6, interval);
+    } else if (!h.discrete.isEmpty()) {
+      QByteArray list;  // google.protobuf.ListValue { repeated Value values = 1; }
+      for (const QVariant& v : h.discrete) putBytes(list, 1, protobufValue(v));
+      putBytes(info, 5, list);
+    }
+    putBytes(experiment, 4, info);
+  }
+  for (const QString& tag : metricTags) {
+    QByteArray metricName;  // MetricName { string group = 1 (the session's folder); tag = 2; }
+    putBytes(metricName, 2, tag.toUtf8());
+    QByteArray info;  // MetricInfo { MetricName name = 1; }
+    putBytes(info, 1, metricName);
+    putBytes(experiment, 5, info);
+  }
+  QByteArray data;  // HParamsPluginData { experiment = 2; }
+  putBytes(data, 2, experiment);
+  return hparamsEvent(wallTime, "_hparams_/experiment", data);
+}
+
 QByteArray sessionEndEvent(double wallTime, SessionStatus status, double endTimeSecs) {
   QByteArray end;  // SessionEndInfo { Status status = 1; double end_time_secs = 2; }
   putInt(end, 1, static_cast<std::int64_t>(status));

@@ -7,11 +7,15 @@
 #include <QByteArray>
 #include <QFile>
 #include <QString>
+#include <QStringList>
 #include <QVariant>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "trainer/spec/result.h"
 
@@ -38,6 +42,20 @@ QByteArray sessionStartEvent(double wallTime, const std::map<QString, QVariant>&
                              const QString& groupName, double startTimeSecs);
 /// An Event with the HParams plugin's session_end_info.
 QByteArray sessionEndEvent(double wallTime, SessionStatus status, double endTimeSecs);
+
+/// One hyperparameter of an HParams experiment: its type and domain (api.proto HParamInfo).
+struct HParamInfo {
+  enum class Type { string = 1, boolean = 2, float64 = 3 };
+  QString name;
+  Type type = Type::float64;
+  std::optional<std::pair<double, double>> interval;  ///< [min, max] of a numeric parameter
+  QVariantList discrete;                              ///< the values of a discrete parameter
+};
+
+/// An Event with the HParams plugin's experiment: the hyperparameters with their domains and
+/// the metrics (scalar tags of each session's own folder) the HParams tab shows as columns.
+QByteArray experimentEvent(double wallTime, const QString& name,
+                           const std::vector<HParamInfo>& hparams, const QStringList& metricTags);
 
 /// Appends framed events to `DIR/events.out.tfevents.<seconds>.<host>` (the name TensorBoard's
 /// loaders look for); the file starts with the version event.

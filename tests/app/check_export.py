@@ -358,6 +358,52 @@ def hparams_session(logdir):
     return start, end, objectives
 
 
+def hparams_tab(logdir):
+    """What TensorBoard's HParams tab asks its backend for: every session group, with hparams,
+    metric values and session statuses (the plugin's own ListSessionGroups handler)."""
+    from tensorboard import context
+    from tensorboard.backend.event_processing import data_provider
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.hparams import api_pb2, backend_context, list_session_groups
+    mux = plugin_event_multiplexer.EventMultiplexer()
+    mux.AddRunsFromDirectory(logdir)
+    mux.Reload()
+    provider = data_provider.MultiplexerDataProvider(mux, logdir)
+    tb = base_plugin.TBContext(logdir=logdir, multiplexer=mux, data_provider=provider)
+    request = api_pb2.ListSessionGroupsRequest(
+        allowed_statuses=[api_pb2.STATUS_UNKNOWN, api_pb2.STATUS_SUCCESS,
+                          api_pb2.STATUS_FAILURE, api_pb2.STATUS_RUNNING],
+        aggregation_type=api_pb2.AGGREGATION_AVG, include_metrics=True, slice_size=1000)
+    handler = list_session_groups.Handler(context.RequestContext(),
+                                          backend_context.Context(tb), "", request)
+    return {g.name: g for g in handler.run().session_groups}
+
+
+def hparam_value(v):
+    return v.string_value if v.HasField("string_value") else (
+        v.bool_value if v.HasField("bool_value") else v.number_value)
+
+
+def check_experiment(study_dir):
+    from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.plugins.hparams import api_pb2, metadata
+    acc = event_accumulator.EventAccumulator(study_dir)
+    acc.Reload()
+    experiment = metadata.parse_experiment_plugin_data(
+        acc.SummaryMetadata(metadata.EXPERIMENT_TAG).plugin_data.content)
+    infos = {h.name: h for h in experiment.hparam_infos}
+    assert set(infos) == {"x", "lr", "layers", "opt"}, sorted(infos)
+    for name, (low, high) in {"x": (-5, 5), "lr": (1e-5, 1e-2), "layers": (2, 12)}.items():
+        assert infos[name].type == api_pb2.DATA_TYPE_FLOAT64, infos[name]
+        assert (infos[name].domain_interval.min_value,
+                infos[name].domain_interval.max_value) == (low, high), infos[name]
+    assert infos["opt"].type == api_pb2.DATA_TYPE_STRING, infos["opt"]
+    assert [v.string_value for v in infos["opt"].domain_discrete.values] == \
+        ["adam", "sgd", "lion"], infos["opt"]
+    assert [m.name.tag for m in experiment.metric_infos] == ["objective/objective"], experiment
+
+
 def tensorboard_checks(cli_path, trainer):
     from tensorboard.plugins.hparams import api_pb2
     with tempfile.TemporaryDirectory() as tmp:
@@ -405,6 +451,15 @@ def tensorboard_checks(cli_path, trainer):
                 check_run_scalars(cli_path, db, name, os.path.join(study_dir, name))
             statuses.add(o["status"])
         assert {"complete", "pruned", "oom"} <= statuses, statuses
+        check_experiment(study_dir)
+        groups = hparams_tab(study_dir)
+        assert len(groups) == len(show["trials"]), (len(groups), len(show["trials"]))
+        for o in show["trials"]:
+            group = next(g for g in groups.values()
+                         if {k: hparam_value(v) for k, v in g.hparams.items()} == o["params"])
+            metrics = {m.name.tag: m.value for m in group.metric_values}
+            if o["state"] == "complete":
+                assert metrics == {"objective/objective": f32(o["values"][0])}, (o, metrics)
     print("tensorboard: event files loaded equal by tensorboard's EventAccumulator")
 
 
