@@ -274,7 +274,8 @@ Result<OptunaExport> writeOptunaJournal(search::Study& study, RunReader& reader,
       QStringLiteral("shardscope-export-%1").arg(QCoreApplication::applicationPid());
   QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly)) {
-    return fail(path.toStdString() + ": " + file.errorString().toStdString());
+    return fail(path.toStdString() + ": cannot create it: " + file.errorString().toStdString() +
+                "; check that its folder exists and is writable");
   }
   QByteArray text = studyLines(study, worker);
   OptunaExport out;

@@ -230,7 +230,8 @@ Result<std::unique_ptr<EventFileWriter>> EventFileWriter::create(const QString& 
                                           .arg(QSysInfo::machineHostName()));
   writer->m_file.setFileName(writer->m_path);
   if (!writer->m_file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-    return fail(writer->m_path.toStdString() + ": " + writer->m_file.errorString().toStdString());
+    return fail(writer->m_path.toStdString() + ": cannot create it: " +
+                writer->m_file.errorString().toStdString() + "; check that the folder is writable");
   }
   if (auto r = writer->write(versionEvent(wallTime)); !r) return r.error();
   return writer;

@@ -25,6 +25,9 @@ import wsgiref.util
 
 # The sweep's trial: f(x, lr, layers, opt) reported at 5 eval steps as f + 1/step; sgd with
 # x > 3 runs out of memory (an `error` event of kind oom), sgd with x < -3 exits 5 without done.
+# A poor trial (f > 10) waits after its second evaluation, so the median pruner, which reads the
+# evals as they come (every 200 ms), stops it; a fast trial would end before being judged. The
+# random sampler's seed makes trials 0-2 (the pruner's startup) good and trials 4 and 5 poor.
 PROGRAM = r"""import json, sys, time
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
 x, lr, layers, opt = float(args["x"]), float(args["lr"]), int(args["layers"]), args["opt"]
@@ -38,7 +41,7 @@ f = (x - 1) ** 2 + lr * 100 + layers * 0.1 + (0.5 if opt == "adam" else 0)
 for step in range(1, 6):
     print(json.dumps({"ev": "eval", "step": step, "metrics": {"objective": f + 1.0 / step}}),
           flush=True)
-    time.sleep(0.02)
+    time.sleep(5.0 if f > 10 and step >= 2 else 0.02)
 print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
 """
 

@@ -111,6 +111,12 @@ class TestCliExport : public QObject {
     QCOMPARE(noLog.exitCode, 1);
     QVERIFY2(noLog.err.contains(missing + " does not exist yet"), qPrintable(noLog.err));
     QVERIFY(!QFile::exists(missing));  // never created by an export
+    const QString nowhere = path("no/such/folder/x.log");
+    const Run folder = cli({"--db", db(), "export-study", "pair", "--to", "optuna", nowhere});
+    QCOMPARE(folder.exitCode, 1);
+    QVERIFY2(folder.err.contains(nowhere + ": cannot create it") &&
+                 folder.err.contains("check that its folder exists"),
+             qPrintable(folder.err));
   }
 
   void runAndStudyToTensorBoardPrintTheDocumentedFields() {
