@@ -15,8 +15,9 @@
 using namespace shardscope::cli;
 
 namespace shardscope::cli {
-void addStudyVerb(CLI::App& app, Globals& g);  // app/cli/cmd_study.cpp
-void addSweepVerb(CLI::App& app, Globals& g);  // app/cli/cmd_sweep.cpp
+void addStudyVerb(CLI::App& app, Globals& g);      // app/cli/cmd_study.cpp
+void addSweepVerb(CLI::App& app, Globals& g);      // app/cli/cmd_sweep.cpp
+void addExportToVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_export_to.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   addHostsVerb(app, g);
   addStudyVerb(app, g);
   addSweepVerb(app, g);
+  addExportToVerbs(app, g);
 
   try {
     app.parse(argc, argv);
