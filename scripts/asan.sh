@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's sanitizer run: builds the `asan-ci` preset (Debug, ASan + UBSan, no LibTorch, no GUI) into
+# CI's sanitizer run: builds the `asan-ci` preset (-O1 as ASan advises, ASan + UBSan, no LibTorch, no GUI) into
 # build-asan-ci/ and runs its `unit` and `integration` tests (those that need no LibTorch: the
 # preset does not build the trainer). Any ASan, LeakSanitizer or UBSan report fails the test
 # that hit it. scripts/asan-all.sh runs the whole suite instead. Arguments go to ctest.
