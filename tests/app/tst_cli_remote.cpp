@@ -84,7 +84,7 @@ class TestCliRemote : public QObject {
     QTest::newRow("ssh") << "ssh"
                          << "kind = \"ssh\"\nhosts = [\"node1\"]\nremote_dir = \"" + remote +
                                 "\"\n";
-    QTest::newRow("slurm") << "slurm" << QByteArray("kind = \"slurm\"\n");
+    QTest::newRow("slurm") << "slurm" << QByteArray("kind = \"slurm\"\ndevice_memory_gib = 80\n");
   }
   void oomTrialsAreRecordedAndTheStudyGoesOn() {
     QFETCH(QString, kind);

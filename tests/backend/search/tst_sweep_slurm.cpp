@@ -269,7 +269,8 @@ high = 1e-2
     qputenv("SLURM_CONF", slurm.value("SLURM_CONF").toUtf8());
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    retryResumesFromTheCheckpoint(dir, "kind = \"slurm\"\n", QStringLiteral("slurm"));
+    retryResumesFromTheCheckpoint(dir, "kind = \"slurm\"\ndevice_memory_gib = 80\n",
+                                  QStringLiteral("slurm"));
   }
 
   // The same over SSH (the loopback sshd as host "node1"): the failed attempt's folder is remote.
