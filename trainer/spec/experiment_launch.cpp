@@ -307,8 +307,11 @@ Result<std::map<std::string, std::string>> resolve_launch_env(
       const auto at = value.find("${" + name + "}", from);
       auto got = lookup(name);
       if (!got) {
-        return fail(field + ": refers to ${" + name + "}, which is not set in the environment " +
-                    "that starts the run; export " + name + " there first");
+        std::string message = field;
+        message.append(": refers to ${").append(name);
+        message.append("}, which is not set in the environment that starts the run; export ");
+        message.append(name).append(" there first");
+        return fail(message);
       }
       resolved.append(value, from, at - from).append(*got);
       from = at + name.size() + 3;

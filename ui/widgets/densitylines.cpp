@@ -269,8 +269,13 @@ void DensityLines::rasteriseLine(const Line& line, int id, const View& view,
   // Columns strictly between `from` and `to` that segment a -> b crosses (clipped to the rect).
   const auto crossColumns = [&](QPointF a, QPointF b, double from, double to) {
     const double slope = (b.y() - a.y()) / (b.x() - a.x());
-    for (double c = std::max(from + 1, 0.0); c < std::min(to, double(w)); c += 1.0)
+    // `from` and `to` are whole column numbers (floors), possibly far off screen.
+    const auto first = static_cast<long long>(std::max(from + 1, 0.0));
+    const auto end = static_cast<long long>(std::max(std::min(to, double(w)), 0.0));
+    for (long long k = first; k < end; ++k) {
+      const auto c = static_cast<double>(k);
       mark(c, a.y() + slope * (c - a.x()), a.y() + slope * (c + 1.0 - a.x()));
+    }
   };
   const qsizetype n = std::min(line.xs.size(), line.ys.size());
   bool open = false;  // a column is being accumulated
