@@ -139,6 +139,23 @@ struct JpegWalk {
   }
 };
 
+// What in a PNG's chunk layout would make stb_image 2.27 allocate without bound, or nullptr.
+// stb grows its IDAT buffer to a chunk's declared length before it reads the chunk, so a
+// 100-byte file whose IDAT claims 0x52000000 bytes had it realloc 2 GiB. Every chunk up to IEND
+// must fit in the bytes that follow its header; the IDAT buffer is then bounded by the file.
+const char* png_problem(const std::vector<std::uint8_t>& b) {
+  std::size_t at = 8;  // after the signature: chunks of length, type, data, CRC
+  while (at < b.size()) {
+    if (b.size() - at < 8) return "a chunk header cut short";
+    const std::uint64_t length = (std::uint64_t{b[at]} << 24) | (std::uint64_t{b[at + 1]} << 16) |
+                                 (std::uint64_t{b[at + 2]} << 8) | b[at + 3];
+    if (length > b.size() - at - 8) return "a chunk longer than the rest of the file";
+    if (std::memcmp(b.data() + at + 4, "IEND", 4) == 0) return nullptr;
+    at += 8 + length + 4;
+  }
+  return nullptr;
+}
+
 // The pixel limit, checked on a header's (width, height). Each side is below 2^32 (a PNG's
 // IHDR), so the product fits 64 unsigned bits; as int64 it overflowed (4294967295 squared).
 std::optional<Error> over_limit(const std::string& name, std::int64_t width, std::int64_t height,
@@ -164,6 +181,10 @@ Result<RgbImage> decode_image(const std::vector<std::uint8_t>& bytes, const std:
     return fail(name + ": " + format + " images are not supported; convert it to PNG or JPEG");
   if (auto size = header_size(bytes); size.first > 0) {
     if (auto error = over_limit(name, size.first, size.second, max_pixels)) return *error;
+  }
+  if (starts_with(bytes, 0, "\x89PNG")) {
+    if (const char* why = png_problem(bytes))
+      return fail(name + ": corrupt or truncated PNG (" + why + "); re-export the image");
   }
   if (starts_with(bytes, 0, "\xFF\xD8\xFF")) {
     if (const char* why = JpegWalk{bytes}.problem())
