@@ -10,6 +10,21 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   echo "run_fuzzer.sh: SHARDSCOPE_FUZZ_SECONDS='$seconds' is not a whole number of seconds >= 1" >&2
   exit 2
 fi
+# The seed of libFuzzer's mutations. CI runs with a fixed one (SHARDSCOPE_FUZZ_SEED, 1 unless set)
+# from an empty work corpus, so a CI run explores the same inputs as any other run of the same
+# code: it fails on what a change broke, never on a bug that this run happened to reach first
+# (outside CI the seed is random unless set, 0 also meaning random: a long hunt for new bugs is
+# `SHARDSCOPE_FUZZ_SECONDS=1800 scripts/fuzz.sh`). A fixed seed starts from an empty work corpus,
+# as a fresh clone does.
+seed=${SHARDSCOPE_FUZZ_SEED:-}
+if [[ -z $seed ]]; then
+  if [[ ${CI:-} == true ]]; then seed=1; else seed=0; fi
+fi
+if ! [[ $seed =~ ^[0-9]+$ ]]; then
+  echo "run_fuzzer.sh: SHARDSCOPE_FUZZ_SEED='$seed' is not a whole number (0 = random)" >&2
+  exit 2
+fi
+if ((seed != 0)); then rm -rf "$work/corpus"; fi
 mkdir -p "$work/corpus" "$work/artifacts"
 name=$(basename "$fuzzer")
 # The target's dictionary (the keys and values its parser looks for), beside this script.
@@ -18,7 +33,7 @@ if [[ -f "$(dirname "$0")/${name#fuzz_}.dict" ]]; then dict=(-dict="$(dirname "$
 status=0
 # -timeout: one input may take 10 s (a hang fails); -rss_limit_mb/-malloc_limit_mb: an input
 # that makes a parser allocate more than 2 GiB fails as "out-of-memory" (an unbounded allocation).
-"$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+"$fuzzer" -seed="$seed" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
   -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" ||
   status=$?
 if ((status != 0)); then
