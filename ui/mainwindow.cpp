@@ -18,6 +18,7 @@
 #include <QToolBar>
 
 #include <algorithm>
+#include <utility>
 
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
@@ -76,10 +77,16 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
     // First load: show the newest run, so the plots are never empty when there is data.
     if (!m_autoSelected && !list.isEmpty() && m_runs->selectedRunIds().isEmpty()) {
       m_autoSelected = true;
-      m_runs->selectRuns({list.first().record.id});
+      selectRunsInCode({list.first().record.id});
     }
     emit loadedChanged();
   });
+  connect(m_runLog, &RunLog::experimentLoaded, this, &MainWindow::onExperimentLoaded);
+  // Any other replacement of the builder's experiment (a file, a template) is the user's choice.
+  connect(m_builder->controller(), &BuilderController::fieldChanged, this,
+          [this](const QString& path) {
+            if (path.isEmpty() && !m_loadingRecorded) m_builderChosen = true;
+          });
   connect(m_runLog, &RunLog::failed, this,
           [this](const QString& message) { statusBar()->showMessage(message); });
   connect(m_runLog, &RunLog::opened, this, [this](bool ok, const QString& message) {
@@ -223,6 +230,8 @@ void MainWindow::chooseExperiment() {
 void MainWindow::openRunLog(const QString& path) {
   m_runCount = -1;
   m_autoSelected = false;
+  m_lastCurrent = -1;
+  m_builderWanted = -1;
   setWindowTitle(QStringLiteral("Shardscope — %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("Reading %1…").arg(path));
   // The sweep is asked for first, so the reader's first pass delivers its summaries too.
@@ -247,12 +256,58 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
   if (!runs.isEmpty() && runs.first().record.experimentId) {
     m_compare->showSweep(*runs.first().record.experimentId);
   }
+  // A refresh of the table re-announces the same selection: only a new current run counts.
+  if (const qint64 current = m_runs->currentRunId(); current != m_lastCurrent) {
+    m_lastCurrent = current;
+    if (!m_selectingInCode) m_builderChosen = false;
+    followInBuilder();
+  }
+  emit loadedChanged();
+}
+
+void MainWindow::selectRunsInCode(const QList<qint64>& ids) {
+  const bool before = std::exchange(m_selectingInCode, true);
+  m_runs->selectRuns(ids);
+  m_selectingInCode = before;
+}
+
+void MainWindow::followInBuilder() {
+  const RunSummary* run = m_runs->model()->runById(m_lastCurrent);
+  if (run == nullptr || !run->record.experimentId || m_builderChosen) return;
+  const qint64 id = *run->record.experimentId;
+  BuilderController* builder = m_builder->controller();
+  if (id == builder->recordedExperimentId() || id == m_builderWanted) return;
+  if (builder->isModified()) {
+    statusBar()->showMessage(
+        tr("The builder keeps its unsaved edits; save or undo them to see the experiment of %1")
+            .arg(run->record.name),
+        8000);
+    return;
+  }
+  m_builderWanted = id;
+  m_runLog->loadExperiment(id);
+}
+
+void MainWindow::onExperimentLoaded(qint64 experimentId, const QString& name, const QString& source,
+                                    const QString& toml) {
+  if (experimentId != m_builderWanted) return;  // the selection moved on meanwhile
+  m_builderWanted = -1;
+  BuilderController* builder = m_builder->controller();
+  if (!m_builderChosen && !builder->isModified()) {
+    QString error;
+    const bool before = std::exchange(m_loadingRecorded, true);
+    const bool opened = builder->openRecorded(experimentId, source, toml,
+                                              tr("experiment %1 of the run log").arg(name), &error);
+    m_loadingRecorded = before;
+    if (!opened) statusBar()->showMessage(error, 8000);
+  }
   emit loadedChanged();
 }
 
 bool MainWindow::isLoaded() const {
   const bool plotsReady = m_runs->selectedRunIds().isEmpty() || m_plots->isLoaded();
-  return m_runs->isLoaded() && plotsReady && m_compare->isLoaded() && m_hosts->isLoaded();
+  return m_runs->isLoaded() && plotsReady && m_builderWanted < 0 && m_compare->isLoaded() &&
+         m_hosts->isLoaded();
 }
 
 bool MainWindow::isSummaryShown() const {
@@ -279,7 +334,7 @@ QString MainWindow::selectShowcase() {
   for (qsizetype i = 0; i < std::min<qsizetype>(3, ranked.size()); ++i)
     ids.append(ranked[i].second);
   if (ids.isEmpty() && model->rowCount() > 0) ids.append(model->runAt(0)->record.id);
-  m_runs->selectRuns(ids);
+  selectRunsInCode(ids);
   if (sweep) m_compare->showSweep(*sweep);
   QStringList names;
   for (qint64 id : ids) names.append(model->runById(id)->record.name);

@@ -2,6 +2,7 @@
 // five dockable panels, each with its own controller: builder, runs, plots, compare, hosts. It
 // keeps the layout and recent files in QSettings and offers menus, a toolbar and shortcuts.
 // Stopping and cloning runs leave as signals: the app wires them to the backend and the builder.
+// The builder follows the current run: it shows the experiment that run was started from.
 #pragma once
 
 #include <QMainWindow>
@@ -76,6 +77,14 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void addRecent(const QString& path);
   void onSelection(const QList<qint64>& ids);
+  /// Opens the experiment of the current run in the builder, unless the builder holds unsaved
+  /// edits or a file the user opened after the last selection of theirs.
+  void followInBuilder();
+  void onExperimentLoaded(qint64 experimentId, const QString& name, const QString& source,
+                          const QString& toml);
+  /// Selects runs from code (first load, showcase): not the user's choice, so a file the user
+  /// opened in the builder stays.
+  void selectRunsInCode(const QList<qint64>& ids);
   void chooseRunLog();
   void chooseExperiment();
   void restoreLayout();
@@ -90,6 +99,11 @@ class MainWindow : public QMainWindow {
   QList<QDockWidget*> m_docks;
   int m_runCount = -1;
   bool m_autoSelected = false;
+  bool m_selectingInCode = false;
+  qint64 m_lastCurrent = -1;       // current run as last seen by onSelection
+  bool m_builderChosen = false;    // the user opened a file or template since their last pick
+  bool m_loadingRecorded = false;  // the builder's content is being replaced by followInBuilder
+  qint64 m_builderWanted = -1;     // experiment asked of the run log for the builder, -1: none
 };
 
 }  // namespace shardscope::ui

@@ -462,6 +462,18 @@ Result<std::vector<StudyRecord>> RunReader::queryStudies(const std::string& wher
   return studies;
 }
 
+Result<std::optional<ExperimentRecord>> RunReader::experiment(qint64 id) {
+  auto stmt =
+      m_db.prepare("SELECT id, name, source, toml, created_at FROM experiments WHERE id = ?1");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, id); !r) return r.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<ExperimentRecord>();
+  return std::optional<ExperimentRecord>(ExperimentRecord{
+      stmt->columnInt64(0), text(*stmt, 1), text(*stmt, 2), text(*stmt, 3), stmt->columnDouble(4)});
+}
+
 Result<std::vector<StudyRecord>> RunReader::listStudies() {
   return queryStudies("ORDER BY id DESC", 0, QString());
 }

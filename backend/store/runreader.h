@@ -68,6 +68,9 @@ class RunReader {
   [[nodiscard]] Result<QString> runLogToken();
   [[nodiscard]] Result<std::vector<HostRecord>> hosts();
 
+  /// The experiment a run was resolved from (its file's path and resolved TOML); nullopt when
+  /// no row has that id.
+  [[nodiscard]] Result<std::optional<ExperimentRecord>> experiment(qint64 id);
   /// Every study, newest first (schema v3).
   [[nodiscard]] Result<std::vector<StudyRecord>> listStudies();
   [[nodiscard]] Result<std::optional<StudyRecord>> study(qint64 id);

@@ -8,12 +8,15 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "tests/ui/runlogfixture.h"
+#include "ui/builder/buildercontroller.h"
+#include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/compareplots.h"
 #include "ui/hosts/hostspanel.h"
@@ -254,6 +257,69 @@ class TestMainWindow : public QObject {
         m_fixture.store->saveHost({"gpu-a", "10.0.0.5", 2222, "alice", "", std::nullopt}));
     QTRY_COMPARE_WITH_TIMEOUT(m_window->hostsPanel()->table()->rowCount(), 1, kWaitMs);
     QCOMPARE(m_window->hostsPanel()->table()->item(0, 1)->text(), QString("alice@10.0.0.5:2222"));
+  }
+
+  // Last: it adds an experiment and a run to the log.
+  void builderFollowsTheCurrentRun() {
+    BuilderController* builder = m_window->builderPanel()->controller();
+    // A run started from a file that still says what ran: the builder opens that file.
+    const QString file = m_dir.filePath("other.toml");
+    const QByteArray text = "[experiment]\nname = \"other\"\n[train]\nlr = 0.002\n";
+    {
+      QFile out(file);
+      QVERIFY(out.open(QIODevice::WriteOnly));
+      out.write(text);
+    }
+    const qint64 otherId = testing::waitOk(m_fixture.store->createExperiment(
+        {0, QStringLiteral("other"), file, QString::fromUtf8(text), 0}));
+    backend::NewRun run;
+    run.experimentId = otherId;
+    run.name = QStringLiteral("other-1");
+    run.runDir = QStringLiteral("/tmp/none/other-1");
+    run.worldSize = 1;
+    const qint64 runId = testing::waitOk(m_fixture.store->createRun(run));
+    RunsPanel* runs = m_window->runsPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(runs->model()->rowOf(runId) >= 0, kWaitMs);
+    runs->selectRuns({runId});
+    QTRY_COMPARE_WITH_TIMEOUT(builder->recordedExperimentId(), otherId, kWaitMs);
+    QCOMPARE(builder->filePath(), file);
+    QCOMPARE(builder->experiment().train.lr, 0.002);
+
+    // A trial of the sweep: the experiment as recorded (no file recorded), unsaved, [search] in.
+    runs->selectRuns({m_fixture.trialIds[1]});
+    QTRY_COMPARE_WITH_TIMEOUT(builder->recordedExperimentId(), m_fixture.experimentId, kWaitMs);
+    QVERIFY(builder->filePath().isEmpty());
+    QVERIFY(builder->experiment().search.present);
+
+    // Unsaved edits are never replaced: the builder stays and the status bar says why.
+    QVERIFY(builder->setField(QStringLiteral("experiment.name"), QStringLiteral("edited")));
+    runs->selectRuns({runId});
+    QVERIFY2(m_window->statusBar()->currentMessage().contains("unsaved edits"),
+             qPrintable(m_window->statusBar()->currentMessage()));
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->isLoaded(), kWaitMs);
+    QCOMPARE(builder->recordedExperimentId(), m_fixture.experimentId);
+    QCOMPARE(builder->fieldText(QStringLiteral("experiment.name")), QString("edited"));
+    // Undone, the next pick is followed again.
+    builder->undoStack()->undo();
+    runs->selectRuns({m_fixture.trialIds[2]});
+    runs->selectRuns({runId});
+    QTRY_COMPARE_WITH_TIMEOUT(builder->recordedExperimentId(), otherId, kWaitMs);
+
+    // A file the user opens stays while code selects runs (the first load, the showcase), and
+    // gives way when the user picks a run.
+    const QString mine = m_dir.filePath("mine.toml");
+    {
+      QFile out(mine);
+      QVERIFY(out.open(QIODevice::WriteOnly));
+      out.write("[experiment]\nname = \"mine\"\n");
+    }
+    QVERIFY(m_window->openExperiment(mine));
+    QCOMPARE(builder->recordedExperimentId(), qint64(-1));
+    m_window->selectShowcase();
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->isLoaded(), kWaitMs);
+    QCOMPARE(builder->filePath(), mine);
+    runs->selectRuns({runId});
+    QTRY_COMPARE_WITH_TIMEOUT(builder->recordedExperimentId(), otherId, kWaitMs);
   }
 
   void cleanupTestCase() {

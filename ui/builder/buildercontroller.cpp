@@ -170,9 +170,41 @@ bool BuilderController::loadTemplate(const QString& name, QString* error) {
   return loadText(QString::fromUtf8(file.readAll()), name + QStringLiteral(".toml"), error);
 }
 
-void BuilderController::replaceExperiment(spec::Experiment exp, const QString& path) {
+bool BuilderController::openRecorded(qint64 experimentId, const QString& source,
+                                     const QString& toml, const QString& label, QString* error) {
+  auto recorded = spec::read_experiment_unvalidated(toml.toStdString(), label.toStdString());
+  if (!recorded) {
+    *error = QString::fromStdString(recorded.message());
+    return false;
+  }
+  // The file is taken when it still says what ran: the same experiment once both are written
+  // by trainer/spec's writer (a sweep records the file's text, a run the resolved one).
+  QFile file(source);
+  if (!source.isEmpty() && file.open(QIODevice::ReadOnly)) {
+    auto onDisk =
+        spec::read_experiment_unvalidated(file.readAll().toStdString(), source.toStdString());
+    if (onDisk && spec::write_experiment_toml(*onDisk) == spec::write_experiment_toml(*recorded)) {
+      if (!openFile(source, error)) return false;
+      m_recordedId = experimentId;
+      return true;
+    }
+    qCInfo(lcBuilderController) << source << "changed since it ran; showing the recorded copy";
+  }
+  // The demo's data is made on first use, as openFile does.
+  if (auto written = backend::ensureDemoData(*recorded); !written) {
+    *error = label + QStringLiteral(": ") + QString::fromStdString(written.message());
+    return false;
+  }
+  recorded->source.clear();  // unsaved: Save as names its file
+  replaceExperiment(std::move(*recorded), QString(), experimentId);
+  return true;
+}
+
+void BuilderController::replaceExperiment(spec::Experiment exp, const QString& path,
+                                          qint64 recordedId) {
   m_exp = std::move(exp);
   m_path = path;
+  m_recordedId = recordedId;
   m_undo.clear();
   emit filePathChanged(path);
   emit fieldChanged(QString());

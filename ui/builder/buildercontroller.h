@@ -36,6 +36,15 @@ class BuilderController : public QObject {
   bool saveFile(const QString& path, QString* error);
   /// Replaces the experiment with TOML text (a template); the file path becomes "".
   bool loadText(const QString& text, const QString& sourceName, QString* error);
+  /// Opens the experiment run-log row `experimentId` was recorded from: the file `source` when
+  /// it still reads as the recorded TOML (so Save and Launch go back to it), else the recorded
+  /// TOML itself, unsaved (Save as writes it). `label` names it in messages.
+  bool openRecorded(qint64 experimentId, const QString& source, const QString& toml,
+                    const QString& label, QString* error);
+  /// The run-log experiment shown (openRecorded), -1 after a file, a template or a new one.
+  qint64 recordedExperimentId() const { return m_recordedId; }
+  /// True once an edit since the last open or save is not saved (the undo stack is not clean).
+  bool isModified() const { return !m_undo.isClean(); }
   /// Built-in templates (resources): "demo", "qwen2-vl-2b-lora", "full-finetune".
   static QStringList templateNames();
   bool loadTemplate(const QString& name, QString* error);
@@ -75,11 +84,12 @@ class BuilderController : public QObject {
   void filePathChanged(const QString& path);
 
  private:
-  void replaceExperiment(spec::Experiment exp, const QString& path);
+  void replaceExperiment(spec::Experiment exp, const QString& path, qint64 recordedId = -1);
   void scheduleValidation();
 
   spec::Experiment m_exp;
   QString m_path;
+  qint64 m_recordedId = -1;
   QUndoStack m_undo;
   QTimer m_validateTimer;
   QMap<QString, QStringList> m_issues;

@@ -26,6 +26,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::sweepLoaded, this, &RunLog::sweepLoaded);
   connect(m_worker, &RunLogWorker::sweepCurvesLoaded, this, &RunLog::sweepCurvesLoaded);
   connect(m_worker, &RunLogWorker::hostsLoaded, this, &RunLog::hostsLoaded);
+  connect(m_worker, &RunLogWorker::experimentLoaded, this, &RunLog::experimentLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
   m_thread.start();
 }
@@ -53,6 +54,11 @@ void RunLog::watchLog(qint64 runId, int rank, int limit) {
 void RunLog::watchSweep(qint64 experimentId) {
   QMetaObject::invokeMethod(m_worker,
                             [w = m_worker, experimentId] { w->watchSweep(experimentId); });
+}
+
+void RunLog::loadExperiment(qint64 experimentId) {
+  QMetaObject::invokeMethod(m_worker,
+                            [w = m_worker, experimentId] { w->loadExperiment(experimentId); });
 }
 
 void RunLog::watchOverlay(const QList<qint64>& runIds) {

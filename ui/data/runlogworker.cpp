@@ -296,6 +296,15 @@ void RunLogWorker::loadCurveBatch() {
   }
 }
 
+void RunLogWorker::loadExperiment(qint64 experimentId) {
+  if (!m_reader) return;
+  auto experiment = m_reader->experiment(experimentId);
+  if (!experiment) return report(experiment.error());
+  if (!*experiment) return;  // deleted meanwhile: the builder keeps what it shows
+  const backend::ExperimentRecord& e = **experiment;
+  emit experimentLoaded(e.id, e.name, e.source, e.toml);
+}
+
 void RunLogWorker::setCurveBatchRows(int rows) { m_curveBatchRows = std::max(1, rows); }
 
 void RunLogWorker::watchOverlay(const QList<qint64>& runIds) {

@@ -42,6 +42,8 @@ class RunLogWorker : public QObject {
   void watchSweep(qint64 experimentId);
   /// The runs whose "loss" the Compare overlay shows (delivered as CurveSet::overlay).
   void watchOverlay(const QList<qint64>& runIds);
+  /// Reads one experiment row once (experimentLoaded; failed when it cannot be read).
+  void loadExperiment(qint64 experimentId);
   /// Points per batch of streamed sweep curves (default kCurveBatchRows).
   void setCurveBatchRows(int rows);
   /// Re-reads everything watched now (also done whenever the file changed).
@@ -58,6 +60,9 @@ class RunLogWorker : public QObject {
   /// Curves of the sweep last delivered by sweepLoaded (after it, in batches).
   void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
   void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
+  /// The experiment a run was started from: its file's path and the TOML that ran.
+  void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
+                        const QString& toml);
   void failed(const QString& message);
 
  private:
