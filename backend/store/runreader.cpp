@@ -48,6 +48,44 @@ std::optional<StudyStatus> parseStudyStatus(const QString& name) {
   return std::nullopt;
 }
 
+QString studyControlName(StudyControl control) {
+  switch (control) {
+    case StudyControl::run:
+      return "run";
+    case StudyControl::pause:
+      return "pause";
+    case StudyControl::stop:
+      break;
+  }
+  return "stop";
+}
+
+std::optional<StudyControl> parseStudyControl(const QString& name) {
+  for (const StudyControl c : {StudyControl::run, StudyControl::pause, StudyControl::stop}) {
+    if (studyControlName(c) == name) return c;
+  }
+  return std::nullopt;
+}
+
+QString trialRequestName(TrialRequest request) {
+  switch (request) {
+    case TrialRequest::none:
+      return "";
+    case TrialRequest::prune:
+      return "prune";
+    case TrialRequest::stop:
+      break;
+  }
+  return "stop";
+}
+
+std::optional<TrialRequest> parseTrialRequest(const QString& name) {
+  for (const TrialRequest r : {TrialRequest::none, TrialRequest::prune, TrialRequest::stop}) {
+    if (trialRequestName(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 QString text(const Statement& stmt, int column) {
@@ -67,7 +105,7 @@ QJsonObject jsonObject(const Statement& stmt, int column) {
 constexpr const char* kRunColumns =
     "SELECT id, experiment_id, name, status, run_dir, location, params, objective, error, "
     "created_at, started_at, ended_at, world_size, study_id, trial_number, objective_values, "
-    "attempt FROM runs ";
+    "attempt, request FROM runs ";
 
 // A JSON array of numbers as doubles (null: NaN); nullopt for SQL NULL.
 std::optional<std::vector<double>> numberArray(const Statement& stmt, int column) {
@@ -116,12 +154,13 @@ RunRecord runFromRow(const Statement& stmt) {
   run.trialNumber = optionalInt(stmt, 14);
   run.objectiveValues = numberArray(stmt, 15);
   run.attempt = static_cast<int>(stmt.columnInt64(16));
+  run.request = parseTrialRequest(text(stmt, 17)).value_or(TrialRequest::none);
   return run;
 }
 
 constexpr const char* kStudyColumns =
     "SELECT id, name, experiment_id, config, objectives, directions, sampler, seed, status, "
-    "created_at, ended_at, state FROM studies ";
+    "created_at, ended_at, state, control FROM studies ";
 
 StudyRecord studyFromRow(const Statement& stmt) {
   StudyRecord study;
@@ -138,6 +177,7 @@ StudyRecord studyFromRow(const Statement& stmt) {
   study.createdAt = stmt.columnDouble(9);
   study.endedAt = optionalReal(stmt, 10);
   study.state = jsonObject(stmt, 11);
+  study.control = parseStudyControl(text(stmt, 12)).value_or(StudyControl::run);
   return study;
 }
 
@@ -490,6 +530,11 @@ Result<std::optional<StudyRecord>> RunReader::studyByName(const QString& name) {
   if (!studies) return studies.error();
   if (studies->empty()) return std::optional<StudyRecord>();
   return std::optional<StudyRecord>(studies->front());
+}
+
+Result<std::vector<RunRecord>> RunReader::requestedTrials(qint64 studyId) {
+  return queryRuns("WHERE study_id = ?1 AND request != '' ORDER BY trial_number", studyId,
+                   QString());
 }
 
 Result<std::vector<RunRecord>> RunReader::trials(qint64 studyId) {

@@ -75,6 +75,8 @@ class RunReader {
   [[nodiscard]] Result<std::vector<StudyRecord>> listStudies();
   [[nodiscard]] Result<std::optional<StudyRecord>> study(qint64 id);
   [[nodiscard]] Result<std::optional<StudyRecord>> studyByName(const QString& name);
+  /// The trials of a study with a request of the user pending (schema v5), in trial order.
+  [[nodiscard]] Result<std::vector<RunRecord>> requestedTrials(qint64 studyId);
   /// The runs of a study in trial-number order (params, status, objective values filled in).
   [[nodiscard]] Result<std::vector<RunRecord>> trials(qint64 studyId);
 

@@ -33,6 +33,19 @@ struct ExperimentRecord {
 /// Where a study (a search of #6) stands.
 enum class StudyStatus { running, complete, stopped };
 
+/// What the user asked of a running sweep (schema v5): go on asking for trials, ask for none
+/// while running trials go on, or stop the running trials and end.
+enum class StudyControl { run, pause, stop };
+/// "run", "pause", "stop", as stored in studies.control.
+QString studyControlName(StudyControl control);
+std::optional<StudyControl> parseStudyControl(const QString& name);
+
+/// What the user asked of one running trial (schema v5), carried out by its sweep.
+enum class TrialRequest { none, prune, stop };
+/// "", "prune", "stop", as stored in runs.request.
+QString trialRequestName(TrialRequest request);
+std::optional<TrialRequest> parseTrialRequest(const QString& name);
+
 /// "running", "complete", "stopped", as stored in studies.status.
 QString studyStatusName(StudyStatus status);
 /// The status named `name`; nullopt for any other text.
@@ -64,6 +77,7 @@ struct StudyRecord {
   double createdAt = 0;
   std::optional<double> endedAt;
   QJsonObject state;
+  StudyControl control = StudyControl::run;  ///< schema v5
 };
 
 /// What a new run needs; the store fills in id, status (queued) and created time.
@@ -95,7 +109,8 @@ struct RunRecord {
   std::optional<qint64> trialNumber;  ///< unique in its study
   /// One value per objective of the study (NaN where not finite); nullopt until known.
   std::optional<std::vector<double>> objectiveValues;
-  int attempt = 0;  ///< retries of the same trial number
+  int attempt = 0;                            ///< retries of the same trial number
+  TrialRequest request = TrialRequest::none;  ///< asked of the running trial (schema v5)
 };
 
 /// What a new trial run needs: a queued run of a study (schema v3).

@@ -215,9 +215,20 @@ ALTER TABLE read_offsets_v4 RENAME TO read_offsets;
 ALTER TABLE anomalies ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 5 (sweeps steered from any process): what a user asked of a running sweep and of
+// its trials, written by the GUI or the CLI and carried out by the process that runs the sweep.
+// studies.control: 'run' (ask for trials), 'pause' (ask for none; running trials go on) or
+// 'stop' (stop the running trials and end). runs.request: '' or 'prune' / 'stop' for a trial
+// that is running; its sweep clears it once done.
+constexpr std::string_view kVersion5 = R"sql(
+ALTER TABLE studies ADD COLUMN control TEXT NOT NULL DEFAULT 'run'
+  CHECK(control IN ('run','pause','stop'));
+ALTER TABLE runs ADD COLUMN request TEXT NOT NULL DEFAULT '' CHECK(request IN ('','prune','stop'));
+)sql";
+
 // kSteps[i] takes a database from version i to i + 1.
 constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {kVersion1, kVersion2, kVersion3,
-                                                                    kVersion4};
+                                                                    kVersion4, kVersion5};
 
 Result<bool> hasVersionTable(SqliteDb& db) {
   auto stmt = db.prepare(

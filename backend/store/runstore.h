@@ -87,6 +87,12 @@ class RunStore : public QObject {
   Pending<void> setStudyStatus(qint64 studyId, StudyStatus status);
   /// Replaces the sampler/scheduler state.
   Pending<void> setStudyState(qint64 studyId, const QJsonObject& state);
+  /// Asks the process running study `studyId`'s sweep to go on, pause or stop (schema v5).
+  /// Fails when the study is not in the run log or has ended (nothing runs it any more).
+  Pending<void> setStudyControl(qint64 studyId, StudyControl control);
+  /// Asks the sweep running trial run `runId` to prune or stop it; TrialRequest::none clears the
+  /// request (the sweep, once done). Fails when the run is not a running or queued trial.
+  Pending<void> requestTrial(qint64 runId, TrialRequest request);
   /// A queued run of the study with its trial number and params. Without a number it takes the
   /// study's next free one inside the write transaction, so two processes get distinct trials.
   Pending<TrialId> createTrialRun(const NewTrial& trial);

@@ -296,6 +296,46 @@ RunStore::Pending<void> RunStore::setStudyStatus(qint64 studyId, StudyStatus sta
   });
 }
 
+RunStore::Pending<void> RunStore::setStudyControl(qint64 studyId, StudyControl control) {
+  return submit<void>(1, [studyId, control](WriteContext& context) -> Result<void> {
+    auto stmt =
+        context.statement("UPDATE studies SET control = ?2 WHERE id = ?1 AND status = 'running'");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    if (auto r = update.bindInt64(1, studyId); !r) return r;
+    if (auto r = update.bindText(2, studyControlName(control).toStdString()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    if (changes(context) == 0) {
+      return fail("study " + std::to_string(studyId) +
+                  " is not a running study of the run log (it ended, or it is not there): "
+                  "nothing to pause, resume or stop");
+    }
+    context.changes().studies = true;
+    return ok();
+  });
+}
+
+RunStore::Pending<void> RunStore::requestTrial(qint64 runId, TrialRequest request) {
+  return submit<void>(1, [runId, request](WriteContext& context) -> Result<void> {
+    // Clearing always works; a new request needs a trial that has not ended.
+    auto stmt = context.statement(
+        "UPDATE runs SET request = ?2 WHERE id = ?1 AND (?2 = '' OR (study_id IS NOT NULL AND "
+        "status IN ('queued','running')))");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    if (auto r = update.bindInt64(1, runId); !r) return r;
+    if (auto r = update.bindText(2, trialRequestName(request).toStdString()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    if (changes(context) == 0) {
+      return fail("run " + std::to_string(runId) +
+                  " is not a running trial of a sweep; stop a run outside a sweep with "
+                  "`shardscope-cli stop`");
+    }
+    context.changes().runs = true;
+    return ok();
+  });
+}
+
 RunStore::Pending<void> RunStore::setStudyState(qint64 studyId, const QJsonObject& state) {
   return submit<void>(1, [studyId, state](WriteContext& context) -> Result<void> {
     auto r = updateOne(context, "UPDATE studies SET state = ?2 WHERE id = ?1", studyId,

@@ -54,6 +54,7 @@ class TestRunStore : public QObject {
  private slots:
   void createsFileAndFolderAtDefaultPath();
   void freshSchemaIsCurrent();
+  void sweepControlAndTrialRequests();
   void migratesSchemaOneAsset();
   void migratesSchemaTwoAsset();
   void refusesNewerSchema();
@@ -595,6 +596,43 @@ void TestRunStore::studyRejectsBadObjectives() {
   auto none = (*store)->createStudy({"c", std::nullopt, "", {}, {}, "tpe", 1, {}}).get();
   QVERIFY(!none);
   QVERIFY((*store)->reader()->listStudies()->empty());
+}
+
+// Schema v5: what a user asks of a running sweep (studies.control) and of one running trial
+// (runs.request) is stored for the sweep's process to read; an ended trial takes no request.
+void TestRunStore::sweepControlAndTrialRequests() {
+  auto store = RunStore::open(m_dir.filePath("control.db"));
+  VERIFY_OK(store);
+  auto study =
+      (*store)
+          ->createStudy({"ctl", std::nullopt, "", {"eval.loss"}, {"minimize"}, "tpe", 1, {}})
+          .get();
+  VERIFY_OK(study);
+  auto t0 = (*store)->createTrialRun({*study, std::nullopt, "", "", {}, 1}).get();
+  auto t1 = (*store)->createTrialRun({*study, std::nullopt, "", "", {}, 1}).get();
+  VERIFY_OK(t0);
+  VERIFY_OK(t1);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE((*reader->study(*study))->control, StudyControl::run);
+  VERIFY_OK((*store)->setStudyControl(*study, StudyControl::pause).get());
+  QCOMPARE((*reader->study(*study))->control, StudyControl::pause);
+  QVERIFY(!(*store)->setStudyControl(*study + 7, StudyControl::stop).get());
+
+  VERIFY_OK((*store)->setRunStatus(t0->runId, spec::RunStatus::running).get());
+  VERIFY_OK((*store)->requestTrial(t0->runId, TrialRequest::prune).get());
+  VERIFY_OK((*store)->setRunStatus(t1->runId, spec::RunStatus::complete).get());
+  auto ended = (*store)->requestTrial(t1->runId, TrialRequest::stop).get();
+  QVERIFY(!ended);
+  QVERIFY2(ended.message().find("not a running trial") != std::string::npos,
+           ended.message().c_str());
+  auto requested = reader->requestedTrials(*study);
+  VERIFY_OK(requested);
+  QCOMPARE(requested->size(), std::size_t(1));
+  QCOMPARE(requested->front().id, t0->runId);
+  QCOMPARE(requested->front().request, TrialRequest::prune);
+  VERIFY_OK((*store)->requestTrial(t0->runId, TrialRequest::none).get());
+  QVERIFY(reader->requestedTrials(*study)->empty());
 }
 
 void TestRunStore::trialsAndObjectives() {
