@@ -1,4 +1,5 @@
-// `study create|ask|tell|report|should-prune|enqueue|ls|show`: ask/tell over the run log for
+// `study create|ask|tell|report|should-prune|enqueue|ls|show|pause|resume|stop|prune-trial|
+// stop-trial`: ask/tell over the run log for
 // scripts (as Optuna's CLI offers), on backend/search/study.h. docs/cli.md documents each verb,
 // its output and the JSON of `show --json`.
 #include <QJsonArray>
@@ -272,6 +273,41 @@ void showVerb(const Globals& g, const StudyArgs& a) {
   }
 }
 
+// pause, resume, stop: what the process running the study's sweep should do (it reads the run
+// log within a second; backend/search/sweepcontrol.h).
+void controlVerb(const Globals& g, const StudyArgs& a, backend::StudyControl control) {
+  auto store = openStore(g);
+  auto reader = orExit(store->reader());
+  auto record = orExit(reader.studyByName(QString::fromStdString(a.name)));
+  if (!record) exitWith(kExitUsage, "no study named " + a.name + " in the run log (see study ls)");
+  orExit(store->setStudyControl(record->id, control).get());
+  const char* what = control == backend::StudyControl::pause  ? "pause"
+                     : control == backend::StudyControl::stop ? "stop"
+                                                              : "resume";
+  std::cout << "study " << a.name << ": " << what
+            << " asked; the process running its sweep carries it out\n";
+}
+
+// prune-trial, stop-trial: asks the sweep running trial TRIAL to prune or stop it.
+void trialRequestVerb(const Globals& g, const StudyArgs& a, backend::TrialRequest request) {
+  auto store = openStore(g);
+  auto reader = orExit(store->reader());
+  auto record = orExit(reader.studyByName(QString::fromStdString(a.name)));
+  if (!record) exitWith(kExitUsage, "no study named " + a.name + " in the run log (see study ls)");
+  std::optional<qint64> runId;
+  for (const backend::RunRecord& run : orExit(reader.trials(record->id))) {
+    if (run.trialNumber == a.trial) runId = run.id;
+  }
+  if (!runId) {
+    exitWith(kExitUsage, "study " + a.name + " has no trial " + std::to_string(a.trial) +
+                             " (see study show " + a.name + ")");
+  }
+  orExit(store->requestTrial(*runId, request).get());
+  std::cout << "study " << a.name << " trial " << a.trial << ": "
+            << (request == backend::TrialRequest::prune ? "prune" : "stop")
+            << " asked; the process running its sweep carries it out\n";
+}
+
 // The subcommands that take NAME TRIAL: tell, report, should-prune.
 void addTrialVerbs(CLI::App* study, Globals& g, const std::shared_ptr<StudyArgs>& a) {
   CLI::App* tell = study->add_subcommand("tell", "Tell a trial's objective values or its end");
@@ -295,6 +331,18 @@ void addTrialVerbs(CLI::App* study, Globals& g, const std::shared_ptr<StudyArgs>
   prune->add_option("NAME", a->name, "Study name")->required();
   prune->add_option("TRIAL", a->trial, "Trial number")->required();
   prune->callback([&g, a] { shouldPruneVerb(g, *a); });
+
+  CLI::App* pruneTrial = study->add_subcommand(
+      "prune-trial", "Ask the running sweep to prune a trial now (it ends pruned)");
+  pruneTrial->add_option("NAME", a->name, "Study name")->required();
+  pruneTrial->add_option("TRIAL", a->trial, "Trial number")->required();
+  pruneTrial->callback([&g, a] { trialRequestVerb(g, *a, backend::TrialRequest::prune); });
+
+  CLI::App* stopTrial = study->add_subcommand(
+      "stop-trial", "Ask the running sweep to stop a trial (it ends stopped, never retried)");
+  stopTrial->add_option("NAME", a->name, "Study name")->required();
+  stopTrial->add_option("TRIAL", a->trial, "Trial number")->required();
+  stopTrial->callback([&g, a] { trialRequestVerb(g, *a, backend::TrialRequest::stop); });
 }
 
 }  // namespace
@@ -326,6 +374,20 @@ void addStudyVerb(CLI::App& app, Globals& g) {
   enqueue->callback([&g, a] { enqueueVerb(g, *a); });
 
   study->add_subcommand("ls", "List the studies, newest first")->callback([&g] { lsVerb(g); });
+
+  const std::pair<const char*, const char*> controls[] = {
+      {"pause", "Ask the running sweep to start no new trial (running ones go on)"},
+      {"resume", "Ask a paused sweep to start trials again"},
+      {"stop", "Ask the running sweep to stop its trials and end"}};
+  for (const auto& [verb, help] : controls) {
+    CLI::App* sub = study->add_subcommand(verb, help);
+    sub->add_option("NAME", a->name, "Study name")->required();
+    const backend::StudyControl control =
+        std::string(verb) == "pause"  ? backend::StudyControl::pause
+        : std::string(verb) == "stop" ? backend::StudyControl::stop
+                                      : backend::StudyControl::run;
+    sub->callback([&g, a, control] { controlVerb(g, *a, control); });
+  }
 
   CLI::App* show = study->add_subcommand("show", "Best trial, Pareto front, importance, trials");
   show->add_option("NAME", a->name, "Study name (default: the latest study)");

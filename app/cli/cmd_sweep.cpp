@@ -24,6 +24,7 @@
 #include "backend/launch/demodata.h"
 #include "backend/search/scheduler.h"
 #include "backend/search/study.h"
+#include "backend/search/sweepcontrol.h"
 #include "backend/search/trialrunner.h"
 #include "trainer/spec/experiment.h"
 
@@ -63,9 +64,28 @@ std::string valuesText(const std::vector<double>& values) {
 // The ask -> run -> record loop of one study, driven by the scheduler's signals.
 class SweepLoop : public QObject {
  public:
-  SweepLoop(Study& study, backend::TrialRunner& runner, backend::Scheduler& scheduler)
-      : m_study(study), m_scheduler(scheduler) {
+  SweepLoop(Study& study, backend::TrialRunner& runner, backend::Scheduler& scheduler,
+            backend::SweepControl& control)
+      : m_study(study), m_scheduler(scheduler), m_control(control) {
     m_clock.start();
+    connect(&control, &backend::SweepControl::controlChanged, this,
+            [this](backend::StudyControl c) {
+              const char* what = c == backend::StudyControl::pause ? "paused: no new trial"
+                                 : c == backend::StudyControl::stop
+                                     ? "stopped: the running trials are told to stop"
+                                     : "resumed";
+              std::printf("study %s %s\n", qPrintable(m_study.name()), what);
+              std::fflush(stdout);
+              if (c == backend::StudyControl::stop) m_stopped = true;
+              fill();
+            });
+    connect(&control, &backend::SweepControl::trialRequestHandled, this,
+            [](qint64 number, backend::TrialRequest request, bool done) {
+              if (!done) return;
+              std::printf("trial %lld: %s as asked\n", static_cast<long long>(number),
+                          request == backend::TrialRequest::prune ? "pruning" : "stopping");
+              std::fflush(stdout);
+            });
     runner.setPruneCallback(
         [this](qint64 number, qint64 step, double value) { return judge(number, step, value); });
     connect(&scheduler, &backend::Scheduler::trialFinished, this,
@@ -85,6 +105,8 @@ class SweepLoop : public QObject {
     const double budget = m_study.space().timeout_s;
     if (budget > 0 && double(m_clock.elapsed()) / 1000.0 >= budget) m_stopped = true;
     bool more = !m_stopped;
+    // Paused: ask for no trial and wait for a resume or a stop, even with nothing running.
+    if (more && m_control.control() == backend::StudyControl::pause) return;
     while (more && m_scheduler.freeSlots() > 0) {
       // Owned by this process until its run monitor takes over: a sweep killed in between
       // leaves the trial to be failed as lost, not running forever.
@@ -124,7 +146,7 @@ class SweepLoop : public QObject {
   }
 
   void onFinished(const backend::TrialOutcome& o) {
-    const std::string state = search::trialStateName(o.state);
+    const std::string state = o.stopped ? "stopped" : search::trialStateName(o.state);
     std::printf("trial %lld %s%s%s\n", static_cast<long long>(o.number), state.c_str(),
                 o.values.empty() ? "" : (" " + valuesText(o.values)).c_str(),
                 o.error.isEmpty() ? "" : (": " + o.error.toStdString()).c_str());
@@ -134,8 +156,9 @@ class SweepLoop : public QObject {
 
   Study& m_study;
   backend::Scheduler& m_scheduler;
+  backend::SweepControl& m_control;
   QElapsedTimer m_clock;
-  bool m_stopped = false;  // an error or search.timeout_s: ask no more
+  bool m_stopped = false;  // an error, search.timeout_s or the user's stop: ask no more
   std::string m_error;
 };
 
@@ -222,7 +245,9 @@ void runSweep(const SweepArgs& a, const Globals& g) {
               static_cast<long long>(study.space().n_trials), scheduler.slotCount(),
               study.space().sampler.type.c_str());
   std::fflush(stdout);
-  SweepLoop loop(study, runner, scheduler);
+  backend::SweepControl control(*store, study.id(), runner);
+  orExit(control.start());
+  SweepLoop loop(study, runner, scheduler, control);
   reattachOrphans(study, runner);
   QTimer::singleShot(0, &loop, [&loop] { loop.fill(); });
   QCoreApplication::exec();
@@ -230,14 +255,18 @@ void runSweep(const SweepArgs& a, const Globals& g) {
 
   auto summary = orExit(study.summary());
   const search::StudyCounts& c = summary.counts;
-  std::printf("study %s finished: %d complete, %d pruned, %d failed, %d infeasible, %d oom\n",
-              qPrintable(study.name()), c.complete, c.pruned, c.failed, c.infeasible, c.oom);
+  const bool stopped = control.control() == backend::StudyControl::stop;
+  std::printf("study %s %s: %d complete, %d pruned, %d failed, %d infeasible, %d oom\n",
+              qPrintable(study.name()), stopped ? "stopped by the user" : "finished", c.complete,
+              c.pruned, c.failed, c.infeasible, c.oom);
   if (summary.best) {
     std::printf("best trial %lld: %s  (%s)\n", static_cast<long long>(summary.best->trial.number),
                 valuesText(summary.best->trial.values).c_str(),
                 paramsText(summary.best->trial.params).c_str());
-    return;
   }
+  std::fflush(stdout);
+  if (stopped) throw VerbExit{kExitStopped};  // `sweep` again continues it
+  if (summary.best) return;
   // Nothing to show for the sweep: a failure for scripts (docs/cli.md, exit 3), with the one
   // reason when every trial was refused by the memory check before it started.
   std::fflush(stdout);

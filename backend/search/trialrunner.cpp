@@ -185,6 +185,7 @@ struct TrialRunner::Running {
   std::map<std::string, double> lastEval;       // "eval.loss" -> value at the last evaluation
   std::map<std::int64_t, double> intermediate;  // step -> first objective's eval value
   bool pruned = false;
+  bool stopped = false;  // TrialRunner::stop: the user's stop, not a failure
 };
 
 TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search::SearchSpace space,
@@ -493,16 +494,38 @@ void TrialRunner::readEvals(Running& trial, bool judgePrunes) {
 
 bool TrialRunner::prune(qint64 number) {
   const auto it = m_trials.find(number);
-  if (it == m_trials.end() || it->second->pruned) return false;
+  if (it == m_trials.end() || it->second->pruned || it->second->stopped) return false;
   Running& trial = *it->second;
   trial.pruned = true;
   qCInfo(lcTrialRunner) << "trial" << number << "pruned: SIGTERM, SIGKILL after"
                         << m_space.stop_grace_s << "s";
+  endGracefully(trial);
+  return true;
+}
+
+bool TrialRunner::stop(qint64 number) {
+  const auto it = m_trials.find(number);
+  if (it == m_trials.end() || it->second->pruned || it->second->stopped) return false;
+  Running& trial = *it->second;
+  trial.stopped = true;
+  qCInfo(lcTrialRunner) << "trial" << number << "stopped by the user: SIGTERM, SIGKILL after"
+                        << m_space.stop_grace_s << "s";
+  endGracefully(trial);
+  return true;
+}
+
+void TrialRunner::stopAll() {
+  std::vector<qint64> numbers;
+  for (const auto& [number, trial] : m_trials) numbers.push_back(number);
+  for (const qint64 number : numbers) stop(number);
+}
+
+void TrialRunner::endGracefully(Running& trial) {
   trial.handle->stop();
   trial.killTimer.setSingleShot(true);
-  connect(&trial.killTimer, &QTimer::timeout, trial.handle.get(), &RunHandle::kill);
+  connect(&trial.killTimer, &QTimer::timeout, trial.handle.get(), &RunHandle::kill,
+          Qt::UniqueConnection);
   trial.killTimer.start(int(std::lround(std::max(0.0, m_space.stop_grace_s) * 1000.0)));
-  return true;
 }
 
 void TrialRunner::onMonitorFinished(qint64 number) {
@@ -520,16 +543,22 @@ void TrialRunner::onMonitorFinished(qint64 number) {
   outcome.intermediate = trial->intermediate;
   outcome.ranks = trial->handle->ranks();
   judge(*trial, outcome);
+  // The user's stop: a trial that did not complete before the signal ends `stopped` (a study
+  // counts it as failed for its samplers but never retries it).
+  spec::RunStatus status = runStatusOf(outcome.state);
+  if (trial->stopped && outcome.state != TrialState::Complete) {
+    outcome.stopped = true;
+    outcome.state = TrialState::Failed;
+    outcome.error = QStringLiteral("stopped by the user");
+    status = spec::RunStatus::stopped;
+  }
   const std::optional<double> first =
       outcome.values.empty() ? std::nullopt : std::optional<double>(outcome.values.front());
-  if (auto r = m_store.setRunStatus(trial->runId, runStatusOf(outcome.state), outcome.error, first)
-                   .get();
-      !r) {
+  if (auto r = m_store.setRunStatus(trial->runId, status, outcome.error, first).get(); !r) {
     qCWarning(lcTrialRunner) << "trial" << number << r.message().c_str();
   }
   if (!outcome.values.empty()) (void)m_store.setRunObjectives(trial->runId, outcome.values).get();
-  qCInfo(lcTrialRunner).noquote() << "trial" << number
-                                  << "ended:" << spec::to_string(runStatusOf(outcome.state)).data()
+  qCInfo(lcTrialRunner).noquote() << "trial" << number << "ended:" << spec::to_string(status).data()
                                   << outcome.error;
   emit trialFinished(outcome);
 }

@@ -37,6 +37,7 @@ struct TrialOutcome {
   std::map<std::int64_t, double> intermediate;  ///< step -> reported eval value
   QString error;                                ///< why it failed/was infeasible; empty otherwise
   QList<RankState> ranks;  ///< how each rank ended, as its launcher saw it (empty: never launched)
+  bool stopped = false;    ///< stopped by the user (TrialRunner::stop): the run ends `stopped`
 };
 
 /// The budget a trial of `exp` is held against on its target (spec::device_budget over what
@@ -101,6 +102,11 @@ class TrialRunner : public QObject {
   [[nodiscard]] Result<void> attach(qint64 number, qint64 runId);
   /// Prunes a running trial now (as if the callback said so); false when it is not running.
   bool prune(qint64 number);
+  /// Stops a running trial as the user asked (SIGTERM, SIGKILL after search.stop_grace_s): it
+  /// ends `stopped`, which a study never retries; false when it is not running.
+  bool stop(qint64 number);
+  /// Stops every running trial (stop()).
+  void stopAll();
 
  signals:
   void trialStarted(qint64 number, qint64 runId);
@@ -121,6 +127,8 @@ class TrialRunner : public QObject {
   Result<void> follow(Running& trial);
   void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
+  /// SIGTERM now, SIGKILL after search.stop_grace_s (a prune or the user's stop).
+  void endGracefully(Running& trial);
   void judge(Running& trial, TrialOutcome& outcome);
   std::optional<double> objectiveValue(const Running& trial, std::size_t index,
                                        const std::vector<double>& done) const;

@@ -272,6 +272,73 @@ class TestCliSweep : public QObject {
     QCOMPARE(second.out.count("(retry"), 1);
   }
 
+  // #17: a running sweep is steered from another process through the run log: pause starts
+  // no new trial while the running ones go on, prune-trial and stop-trial end one trial each
+  // (pruned; stopped and never retried), resume starts trials again, stop ends the sweep (exit 4).
+  void steeredFromAnotherProcess() {
+    QTemporaryDir dir;
+    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(write(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
+    const QString db = dir.filePath("runs.db");
+    QProcess sweep;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("TRIAL_SLEEP", "1.0");  // about 10 s a trial: long enough to be steered
+    sweep.setProcessEnvironment(env);
+    sweep.start(kCli, {"--db", db, "sweep", dir.filePath("exp.toml")});
+    QVERIFY(sweep.waitForStarted());
+    QString seen;
+    const auto saw = [&](const QString& text) {
+      seen += QString::fromUtf8(sweep.readAllStandardOutput());
+      return seen.contains(text);
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(alive(trialPid(dir.path(), 0)) && alive(trialPid(dir.path(), 1)),
+                             60000);
+    Run r = cli({"--db", db, "study", "pause", "exp"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QTRY_VERIFY2_WITH_TIMEOUT(saw("study exp paused"), qPrintable(seen), 30000);
+    r = cli({"--db", db, "study", "prune-trial", "exp", "0"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    r = cli({"--db", db, "study", "stop-trial", "exp", "1"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QTRY_VERIFY2_WITH_TIMEOUT(saw("trial 0 pruned") && saw("trial 1 stopped"), qPrintable(seen),
+                              30000);
+    // Paused: both slots are free and no trial started. The sweep has read the run log since
+    // (it printed what it carried out), so a start would already show.
+    QVERIFY2(!seen.contains("trial 2 start"), qPrintable(seen));
+    QJsonArray trials = show(db)["trials"].toArray();
+    QCOMPARE(trials.size(), 2);
+    QCOMPARE(trials[0].toObject()["status"].toString(), QString("pruned"));
+    QCOMPARE(trials[1].toObject()["status"].toString(), QString("stopped"));
+    QCOMPARE(trials[1].toObject()["error"].toString(), QString("stopped by the user"));
+
+    r = cli({"--db", db, "study", "resume", "exp"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QTRY_VERIFY2_WITH_TIMEOUT(saw("trial 2 start") && saw("trial 3 start"), qPrintable(seen),
+                              30000);
+    QTRY_VERIFY_WITH_TIMEOUT(alive(trialPid(dir.path(), 2)) && alive(trialPid(dir.path(), 3)),
+                             60000);
+    r = cli({"--db", db, "study", "stop", "exp"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QVERIFY(sweep.waitForFinished(60000));
+    seen += QString::fromUtf8(sweep.readAllStandardOutput());
+    QCOMPARE(sweep.exitCode(), 4);
+    QVERIFY2(seen.contains("study exp stopped by the user"), qPrintable(seen));
+    trials = show(db)["trials"].toArray();
+    QCOMPARE(trials.size(), 4);  // the stopped trial 1 was not retried, nothing new was asked
+    for (int n : {2, 3}) {
+      QCOMPARE(trials[n].toObject()["status"].toString(), QString("stopped"));
+      QVERIFY(!alive(trialPid(dir.path(), n)));
+    }
+
+    // The sweep is gone: a request now names what is wrong; a new sweep starts resumed.
+    r = cli({"--db", db, "study", "prune-trial", "exp", "2"});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("not a running trial"), qPrintable(r.err));
+    r = cli({"--db", db, "study", "stop-trial", "exp", "99"});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains("has no trial 99"), qPrintable(r.err));
+  }
+
   // #6: two sweeps started at once on one study share its n_trials: together they record
   // exactly n_trials trials with distinct numbers, and every trial is told once.
   void twoSweepsKeepTheTrialBudget() {
