@@ -28,7 +28,11 @@ QString launchText(const backend::RunLifecycle& life, const QString& path) {
         .arg(sweep->pid)
         .arg(sweep->logPath);
   }
-  auto exp = life.loadForRun(path, {});
+  backend::LoadReport report;
+  auto exp = life.loadForRun(path, {}, &report);
+  if (!report.demoDataWritten.isEmpty()) {
+    qCInfo(lcRunControl, "generated the demo data in %s", qPrintable(report.demoDataWritten));
+  }
   if (!exp) {
     return QObject::tr("Could not start %1: %2").arg(path, QString::fromStdString(exp.message()));
   }

@@ -140,6 +140,7 @@ class RunLifecycle {
 
   /// launch(), then records the location, starts the supervisor and waits (supervisorWaitMs)
   /// until it holds the run's lease: once this returns no other process takes it for an orphan.
+  /// Starts nothing when the supervisor is not an executable.
   [[nodiscard]] Result<StartedRun> startDetached(RunStore& store, const spec::Experiment& exp,
                                                  const QString& experimentPath,
                                                  const std::vector<std::string>& overrides) const;

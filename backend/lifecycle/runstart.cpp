@@ -54,6 +54,14 @@ Result<void> writeTrial(const RunRecord& run, const spec::Experiment& exp) {
   return ok();
 }
 
+// The supervisor must exist before ranks start: a run whose supervisor cannot run would go on
+// with nobody following it until an `ls` adopted it (with the same missing executable).
+Result<void> checkSupervisor(const QString& supervisor) {
+  if (QFileInfo(supervisor).isExecutable()) return ok();
+  return fail("the supervisor " + supervisor.toStdString() +
+              " is not an executable; shardscope-cli is built beside shardscope");
+}
+
 }  // namespace
 
 Result<spec::Experiment> RunLifecycle::loadForRun(const QString& path,
@@ -160,6 +168,7 @@ Result<LaunchedRun> RunLifecycle::launch(RunStore& store, const spec::Experiment
 Result<StartedRun> RunLifecycle::startDetached(RunStore& store, const spec::Experiment& exp,
                                                const QString& experimentPath,
                                                const std::vector<std::string>& overrides) const {
+  if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
   auto launched = launch(store, exp, experimentPath, overrides);
   if (!launched) return launched.error();
   const RunRecord& run = launched->run;
@@ -209,6 +218,7 @@ Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath) con
     return fail(path.toStdString() + ": " + std::string(e.description()));
   }
   if (sweep.study.isEmpty()) sweep.study = QFileInfo(path).completeBaseName();
+  if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
   if (!QDir().mkpath(m_settings.runsRoot)) {
     return fail("cannot create the runs folder " + m_settings.runsRoot.toStdString());
   }

@@ -210,6 +210,27 @@ class TestLifecycle : public QObject {
     QVERIFY(report.invalid);
   }
 
+  void missingSupervisorStartsNothing() {
+    RunLifecycle::Settings settings = lifecycle().settings();
+    settings.supervisor = m_dir.filePath("no-such-cli");
+    const RunLifecycle life(settings);
+    const QString path = writeExperiment("nosup");
+    auto exp = life.loadForRun(path, {});
+    QVERIFY2(exp.ok(), exp.ok() ? "" : exp.message().c_str());
+    auto started = life.startDetached(*m_store, *exp, path, {});
+    QVERIFY(!started.ok());
+    QVERIFY2(started.message().find("no-such-cli") != std::string::npos, started.message().c_str());
+    // No run row and no run directory: nothing was started.
+    auto reader = backend::RunReader::open(db());
+    QVERIFY(reader.ok());
+    auto runs = reader->listRuns();
+    QVERIFY(runs.ok());
+    for (const backend::RunRecord& run : *runs)
+      QVERIFY2(!run.name.startsWith("nosup"), qPrintable(run.name));
+    const QStringList dirs = QDir(m_dir.filePath("runs")).entryList({"nosup-*"}, QDir::Dirs);
+    QVERIFY2(dirs.isEmpty(), qPrintable(dirs.join(", ")));
+  }
+
   void experimentWithSearchStartsASweep() {
     const QString dir = m_dir.filePath("sweep");
     QVERIFY(QDir().mkpath(dir));
