@@ -1,15 +1,14 @@
 #include "app/cli/cli_common.h"
 
-#include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QStandardPaths>
 
 #include <cmath>
 #include <iostream>
 
 #include "app/cli/verbexit.h"
+#include "backend/lifecycle/runlifecycle.h"
 
 namespace shardscope::cli {
 
@@ -52,17 +51,7 @@ RunRecord findRun(RunReader& reader, const std::string& run) {
 }
 
 QString runsRoot(const Globals& g) {
-  if (!g.dbPath.empty()) {
-    // Beside the run log, one folder per run log: two logs in one folder (a.db, b.db) would
-    // otherwise both put study 1's trial 0 in runs/study-1/trial-0, one over the other.
-    const QFileInfo db(QString::fromStdString(g.dbPath));
-    const QString name = db.fileName() == QLatin1String("runs.db")
-                             ? QStringLiteral("runs")
-                             : db.completeBaseName() + QStringLiteral("-runs");
-    return db.absoluteDir().filePath(name);
-  }
-  return QDir(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation))
-      .filePath("shardscope/runs");
+  return backend::RunLifecycle::runsRootFor(QString::fromStdString(g.dbPath));
 }
 
 namespace {

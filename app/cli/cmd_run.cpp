@@ -1,16 +1,9 @@
 // `run EXP.toml [--set k=v ...] [--detach]` and the hidden `supervise RUN` that a detached run
 // leaves behind. A run: validate (nothing starts on an error: exit 2), create the run in the
 // store, write trial.toml into its run directory, start the ranks, then follow them to the end
-// (attached) or hand them to a supervisor in its own session (detached).
+// (attached) or hand them to a supervisor in its own session (detached). The steps are
+// backend/lifecycle's RunLifecycle; this file prints.
 #include <unistd.h>
-#include <QCoreApplication>
-#include <QDeadlineTimer>
-#include <QDir>
-#include <QFileInfo>
-#include <QJsonDocument>
-#include <QSaveFile>
-#include <QThread>
-#include <QTimer>
 
 #include <cmath>
 #include <cstdio>
@@ -18,8 +11,6 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/launching.h"
-#include "backend/launch/demodata.h"
-#include "backend/launch/launchers.h"
 
 namespace shardscope::cli {
 namespace {
@@ -33,91 +24,20 @@ struct RunArgs {
   bool detach = false;
 };
 
-// Loads and validates; the demo's data is written first when it is missing. Exits 2 on errors.
-spec::Experiment loadForRun(const RunArgs& args) {
-  spec::LoadOptions noPaths;
-  noPaths.check_paths = false;
-  auto shape = spec::load_experiment(args.experiment, args.overrides, noPaths);
-  if (!shape) exitWith(kExitUsage, shape.message());
-  const bool local = shape->launch.kind == spec::LaunchKind::local;
-  if (local) {
-    auto written = backend::ensureDemoData(*shape);
-    if (!written) exitWith(kExitError, written.message());
-    if (*written) std::cerr << "generated the demo data in " << shape->data.train_path << '\n';
+// Loads and validates through the lifecycle (the demo's data is written first when it is
+// missing); exits 2 on the experiment's errors, 1 on others.
+spec::Experiment loadForRun(const Globals& g, const RunArgs& args) {
+  backend::LoadReport report;
+  auto exp =
+      lifecycle(g).loadForRun(QString::fromStdString(args.experiment), args.overrides, &report);
+  if (!report.demoDataWritten.isEmpty()) {
+    std::cerr << "generated the demo data in " << report.demoDataWritten.toStdString() << '\n';
   }
-  spec::LoadOptions options;
-  options.check_paths = local;
-  auto exp = spec::load_experiment(args.experiment, args.overrides, options);
-  if (!exp) exitWith(kExitUsage, exp.message());
-  auto valid = spec::validate_for_launch(*exp);
-  if (!valid) exitWith(kExitUsage, args.experiment + ": " + valid.message());
+  if (!exp) exitWith(report.invalid ? kExitUsage : kExitError, exp.message());
   return std::move(exp).value();
 }
 
-// A bare launch.trainer name: the one built beside this executable wins over PATH.
-void preferSiblingTrainer(spec::Experiment& exp) {
-  const QString name = QString::fromStdString(exp.launch.trainer);
-  if (exp.launch.kind != spec::LaunchKind::local || name.contains('/')) return;
-  const QString sibling = QDir(QCoreApplication::applicationDirPath()).filePath(name);
-  if (QFileInfo(sibling).isExecutable()) exp.launch.trainer = sibling.toStdString();
-}
-
-QJsonObject overridesAsParams(const std::vector<std::string>& overrides) {
-  QJsonObject params;
-  for (const auto& o : overrides) {
-    const QString text = QString::fromStdString(o);
-    const qsizetype eq = text.indexOf('=');
-    if (eq <= 0) continue;
-    const QString value = text.mid(eq + 1).trimmed();
-    bool numeric = false;
-    const double number = value.toDouble(&numeric);
-    params[text.left(eq).trimmed()] = numeric ? QJsonValue(number) : QJsonValue(value);
-  }
-  return params;
-}
-
-// Creates the experiment and the run rows; the run is named NAME-<n> with the next free n.
-RunRecord createRun(RunStore& store, const Globals& g, const spec::Experiment& exp,
-                    const RunArgs& args) {
-  const QString toml = QString::fromStdString(spec::write_experiment_toml(exp));
-  const QString expName = QString::fromStdString(exp.experiment.name);
-  const qint64 expId = orExit(
-      store
-          .createExperiment({0, expName,
-                             QFileInfo(QString::fromStdString(args.experiment)).absoluteFilePath(),
-                             toml, 0})
-          .get());
-  auto reader = orExit(store.reader());
-  qint64 next = 1;
-  for (const auto& r : orExit(reader.listRuns())) next = std::max(next, r.id + 1);
-  for (int attempt = 0; attempt < 1000; ++attempt, ++next) {
-    const QString name = QStringLiteral("%1-%2").arg(expName).arg(next);
-    if (orExit(reader.runByName(name))) continue;
-    backend::NewRun run{expId, name, QDir(runsRoot(g)).filePath(name),
-                        overridesAsParams(args.overrides), spec::launch_world_size(exp.launch)};
-    auto id = store.createRun(run).get();
-    if (!id) continue;  // taken by a concurrent run: try the next number
-    auto created = orExit(reader.run(*id));
-    if (!created) exitWith(kExitError, "run " + name.toStdString() + " vanished after creation");
-    return *created;
-  }
-  exitWith(kExitError, "could not find a free run name for " + expName.toStdString());
-}
-
-void writeTrial(const RunRecord& run, const spec::Experiment& exp) {
-  if (!QDir().mkpath(run.runDir)) {
-    exitWith(kExitError, "cannot create the run directory " + run.runDir.toStdString());
-  }
-  QSaveFile file(QDir(run.runDir).filePath("trial.toml"));
-  if (!file.open(QIODevice::WriteOnly) ||
-      file.write(QByteArray::fromStdString(spec::write_experiment_toml(exp))) < 0 ||
-      !file.commit()) {
-    exitWith(kExitError, "cannot write trial.toml in " + run.runDir.toStdString() + ": " +
-                             file.errorString().toStdString());
-  }
-}
-
-void printProgress(const Progress& p) {
+void printProgress(const backend::FollowProgress& p) {
   static const bool tty = ::isatty(2) != 0;
   static qint64 lastPrinted = -1;
   char line[160];
@@ -142,12 +62,11 @@ void printProgress(const Progress& p) {
 // the exit code.
 int follow(const Globals& g, RunStore& store, backend::RunHandle& handle, const RunRecord& run,
            qint64 maxSteps, bool attached, const std::function<void()>& onFollowing = {}) {
-  FollowOptions options;
+  backend::FollowOptions options;
   options.onFollowing = onFollowing;
   options.maxSteps = maxSteps;
-  options.stopOnInterrupt = true;
   if (attached) options.onStep = printProgress;
-  const FollowOutcome outcome = orExit(followRun(store, handle, run.id, options));
+  const backend::FollowOutcome outcome = orExit(followRun(store, handle, run.id, options, true));
   if (!outcome.followed) {
     exitWith(kExitError, "run " + run.name.toStdString() + " is followed by another process");
   }
@@ -166,54 +85,14 @@ int follow(const Globals& g, RunStore& store, backend::RunHandle& handle, const 
   return exitCodeFor(outcome.status);
 }
 
-// Waits (at most 10 s) until the supervisor holds the run's lease, so that once `run --detach`
-// returns no other process takes the run for an orphan. A supervisor that is slower only leaves
-// a window in which a concurrent `ls` may start a second one; the lease lets one of them follow.
-void waitForSupervisor(RunStore& store, qint64 runId, qint64 supervisor) {
-  auto reader = store.reader();
-  if (!reader) return;
-  QDeadlineTimer deadline(10000);
-  while (!deadline.hasExpired()) {
-    auto lease = reader->lease(runId);
-    if (!lease || (*lease && (*lease)->pid == supervisor)) return;
-    QThread::msleep(20);
-  }
-  std::cerr << "warning: the supervisor (pid " << supervisor
-            << ") has not taken the run yet; see supervisor.log in the run directory\n";
-}
-
 void runVerb(const Globals& g, const RunArgs& args) {
-  spec::Experiment exp = loadForRun(args);
-  preferSiblingTrainer(exp);
-  auto launcher = orExit(
-      backend::makeLauncher(QString::fromStdString(std::string(spec::to_string(exp.launch.kind))),
-                            exp.launch.grace_s),
-      kExitUsage);
+  const spec::Experiment exp = loadForRun(g, args);
+  const backend::RunLifecycle life = lifecycle(g);
   auto store = openStore(g);
-  const RunRecord run = createRun(*store, g, exp, args);
-  writeTrial(run, exp);
-  backend::LaunchRequest request;
-  request.runId = run.id;
-  request.runName = run.name;
-  request.localRunDir = run.runDir;
-  request.runLogToken = orExit(orExit(store->reader()).runLogToken());
-  request.launch = exp.launch;
-  request.shareGpus = exp.shard.backend == "gloo";
-  request.trainerArgs = {"train", "trial.toml"};
-  auto handle = launcher->start(request);
-  if (!handle) {
-    (void)store
-        ->setRunStatus(run.id, spec::RunStatus::failed, QString::fromStdString(handle.message()))
-        .get();
-    exitWith(kExitError, handle.message());
-  }
-  orExit(store->setRunStatus(run.id, spec::RunStatus::running).get());
-  const QJsonObject location = (*handle)->location().toJson();
+  const QString path = QString::fromStdString(args.experiment);
   if (args.detach) {
-    orExit(store->setRunLocation(run.id, location).get());
-    store->flush();
-    const qint64 supervisor = orExit(spawnSupervisor(g, run));
-    waitForSupervisor(*store, run.id, supervisor);
+    const backend::StartedRun run = orExit(life.startDetached(*store, exp, path, args.overrides));
+    if (!run.warning.empty()) std::cerr << "warning: " << run.warning << '\n';
     if (g.json) {
       printJson({{"id", run.id}, {"name", run.name}, {"run_dir", run.runDir}});
     } else {
@@ -221,12 +100,14 @@ void runVerb(const Globals& g, const RunArgs& args) {
     }
     throw VerbExit{kExitOk};
   }
+  backend::LaunchedRun launched = orExit(life.launch(*store, exp, path, args.overrides));
+  const RunRecord& run = launched.run;
   std::cerr << "run " << run.name.toStdString() << " (id " << run.id << ") in "
             << run.runDir.toStdString() << '\n';
   // The location is recorded once this process holds the lease: before that, a concurrent `ls`
   // could take the run for an orphan.
-  throw VerbExit{follow(g, *store, **handle, run, exp.train.max_steps, true,
-                        [&] { orExit(store->setRunLocation(run.id, location).get()); })};
+  throw VerbExit{follow(g, *store, *launched.handle, run, exp.train.max_steps, true,
+                        [&] { orExit(store->setRunLocation(run.id, launched.location).get()); })};
 }
 
 void superviseVerb(const Globals& g, const std::string& runArg) {
@@ -234,7 +115,7 @@ void superviseVerb(const Globals& g, const std::string& runArg) {
   auto reader = orExit(store->reader());
   const RunRecord run = findRun(reader, runArg);
   if (spec::is_final(run.status)) throw VerbExit{exitCodeFor(run.status)};
-  auto handle = orExit(attachRun(run));
+  auto handle = orExit(backend::RunLifecycle::attach(run));
   std::cerr << "supervising " << run.name.toStdString() << " (id " << run.id << ") as pid "
             << ::getpid() << std::endl;
   throw VerbExit{follow(g, *store, *handle, run, 0, false)};

@@ -9,8 +9,8 @@
 #include <iostream>
 
 #include "app/cli/cli_common.h"
-#include "app/cli/launching.h"
 #include "app/cli/verbexit.h"
+#include "backend/lifecycle/runlifecycle.h"
 
 namespace shardscope::cli {
 namespace {
@@ -41,10 +41,11 @@ void stopVerb(const Globals& g, const std::string& runArg) {
     exitWith(kExitError, "run " + run.name.toStdString() + " is not running (status " +
                              std::string(spec::to_string(run.status)) + "); nothing to stop");
   }
-  auto handle = orExit(attachRun(run));
-  FollowOptions options;
+  auto handle = orExit(backend::RunLifecycle::attach(run));
+  backend::FollowOptions options;
   options.stopAtOnce = true;
-  const FollowOutcome outcome = orExit(followRun(*store, *handle, run.id, options));
+  const backend::FollowOutcome outcome =
+      orExit(backend::RunLifecycle::follow(*store, *handle, run.id, options));
   std::optional<backend::RunRecord> final;
   if (outcome.followed) {
     final = orExit(reader.run(run.id));

@@ -114,7 +114,14 @@ int main(int argc, char** argv) {
     }
   }
   shardscope::ui::MainWindow window;
-  shardscope::app::RunControl control(dbPath, 5);
+  // The run lifecycle of this run log; shardscope-cli beside this executable supervises the
+  // runs (and runs the sweeps) it starts.
+  shardscope::backend::RunLifecycle::Settings lifecycle;
+  lifecycle.dbPath = dbPath;
+  lifecycle.runsRoot = shardscope::backend::RunLifecycle::runsRootFor(dbPath);
+  lifecycle.supervisor = QApplication::applicationDirPath() + QStringLiteral("/shardscope-cli");
+  lifecycle.trainerDir = QApplication::applicationDirPath();
+  shardscope::app::RunControl control(lifecycle, 5);
   QObject::connect(&window, &shardscope::ui::MainWindow::stopRequested, &control,
                    &shardscope::app::RunControl::stop);
   QObject::connect(&window, &shardscope::ui::MainWindow::launchRequested, &control,

@@ -1,14 +1,8 @@
 #include "app/shardscope/runcontrol.h"
 
-#include <QCoreApplication>
 #include <QLoggingCategory>
-#include <QProcess>
-#include <QTimer>
 
 #include <memory>
-
-#include "backend/launch/launchers.h"
-#include "backend/store/runreader.h"
 
 Q_LOGGING_CATEGORY(lcRunControl, "shardscope.app.runcontrol")
 
@@ -16,37 +10,48 @@ namespace shardscope::app {
 
 namespace {
 
-// Runs in the control thread: attach and send the graceful stop; the handle stays alive (owned
-// by `context`) for the grace period plus a margin, so its SIGKILL timer can fire.
-Result<void> stopRun(QObject* context, const QString& dbPath, qint64 runId, int graceS) {
-  auto reader = backend::RunReader::open(dbPath);
-  if (!reader) return reader.error();
-  auto run = reader->run(runId);
-  if (!run) return run.error();
-  if (!*run)
-    return fail("run " + std::to_string(runId) + " is no longer in " + dbPath.toStdString());
-  const backend::RunRecord& record = **run;
-  if (record.location.isEmpty()) {
-    return fail("run " + record.name.toStdString() +
-                " has no recorded location (it never started)");
+// Runs in the control thread: the run (or the sweep) is started and handed to its own process.
+QString launchText(const backend::RunLifecycle& life, const QString& path) {
+  auto search = backend::RunLifecycle::hasSearch(path);
+  if (!search) {
+    return QObject::tr("Could not start %1: %2")
+        .arg(path, QString::fromStdString(search.message()));
   }
-  auto location = backend::RunLocation::fromJson(record.location);
-  if (!location) return location.error();
-  auto launcher = backend::makeLauncher(location->kind, graceS);
-  if (!launcher) return launcher.error();
-  auto handle = (*launcher)->attach(*location);
-  if (!handle) return handle.error();
-  backend::RunHandle* raw = handle->release();
-  raw->setParent(context);
-  raw->stop();
-  QTimer::singleShot((graceS + 5) * 1000, raw, &QObject::deleteLater);
-  return ok();
+  if (*search) {
+    auto sweep = life.startSweep(path);
+    if (!sweep) {
+      return QObject::tr("Could not start %1: %2")
+          .arg(path, QString::fromStdString(sweep.message()));
+    }
+    return QObject::tr("Started sweep %1 of %2 (pid %3, log %4)")
+        .arg(sweep->study, path)
+        .arg(sweep->pid)
+        .arg(sweep->logPath);
+  }
+  backend::LoadReport report;
+  auto exp = life.loadForRun(path, {}, &report);
+  if (!report.demoDataWritten.isEmpty()) {
+    qCInfo(lcRunControl, "generated the demo data in %s", qPrintable(report.demoDataWritten));
+  }
+  if (!exp) {
+    return QObject::tr("Could not start %1: %2").arg(path, QString::fromStdString(exp.message()));
+  }
+  auto store = backend::RunStore::open(life.settings().dbPath);
+  if (!store) {
+    return QObject::tr("Could not start %1: %2").arg(path, QString::fromStdString(store.message()));
+  }
+  auto run = life.startDetached(**store, *exp, path, {});
+  if (!run) {
+    return QObject::tr("Could not start %1: %2").arg(path, QString::fromStdString(run.message()));
+  }
+  if (!run->warning.empty()) qCWarning(lcRunControl, "%s", run->warning.c_str());
+  return QObject::tr("Started run %1 of %2").arg(run->name, path);
 }
 
 }  // namespace
 
-RunControl::RunControl(QString dbPath, int graceS, QObject* parent)
-    : QObject(parent), m_context(new QObject), m_dbPath(std::move(dbPath)), m_graceS(graceS) {
+RunControl::RunControl(backend::RunLifecycle::Settings settings, int graceS, QObject* parent)
+    : QObject(parent), m_context(new QObject), m_lifecycle(std::move(settings)), m_graceS(graceS) {
   m_thread.setObjectName(QStringLiteral("run-control"));
   m_context->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_context, &QObject::deleteLater);
@@ -60,7 +65,7 @@ RunControl::~RunControl() {
 
 void RunControl::stop(qint64 runId, const QString& runName) {
   QMetaObject::invokeMethod(m_context, [this, runId, runName] {
-    const Result<void> done = stopRun(m_context, m_dbPath, runId, m_graceS);
+    const Result<void> done = m_lifecycle.stop(m_context, runId, m_graceS);
     const QString text =
         done ? tr("Stop sent to %1").arg(runName)
              : tr("Could not stop %1: %2").arg(runName, QString::fromStdString(done.message()));
@@ -70,22 +75,11 @@ void RunControl::stop(qint64 runId, const QString& runName) {
 }
 
 void RunControl::launch(const QString& experimentPath) {
-  const QString cli = QCoreApplication::applicationDirPath() + QStringLiteral("/shardscope-cli");
-  auto* process = new QProcess(this);
-  process->setProcessChannelMode(QProcess::MergedChannels);
-  connect(process, &QProcess::finished, this, [this, process, experimentPath](int code) {
-    const QString output = QString::fromUtf8(process->readAll()).trimmed();
-    const QString text = code == 0 ? tr("Started run %1 of %2").arg(output, experimentPath)
-                                   : tr("Could not start %1: %2").arg(experimentPath, output);
+  QMetaObject::invokeMethod(m_context, [this, experimentPath] {
+    const QString text = launchText(m_lifecycle, experimentPath);
     qCInfo(lcRunControl, "%s", qPrintable(text));
     emit message(text);
-    process->deleteLater();
   });
-  connect(process, &QProcess::errorOccurred, this, [this, process, cli](QProcess::ProcessError) {
-    emit message(tr("Could not run %1: %2").arg(cli, process->errorString()));
-  });
-  process->start(cli, {QStringLiteral("--db"), m_dbPath, QStringLiteral("run"),
-                       QStringLiteral("--detach"), experimentPath});
 }
 
 }  // namespace shardscope::app

@@ -1,13 +1,16 @@
-// RunControl: carries the dashboard's stop requests to the backend, off the GUI thread. A worker
-// thread reads the run's recorded location, re-attaches to its ranks through the matching
-// launcher and asks for a graceful stop (SIGKILL follows after the grace period, on the
-// handle's timer in that thread). The process that follows the run records its end. A launch
-// from the builder starts `shardscope-cli run --detach` beside this executable: its supervisor
-// follows the run in its own session, so the run outlives the dashboard.
+// RunControl: carries the dashboard's stop and launch requests to backend/lifecycle's
+// RunLifecycle, off the GUI thread. A stop re-attaches to the run's ranks through its recorded
+// location and asks for a graceful stop (SIGKILL follows after the grace period, on the handle's
+// timer in the control thread); the process that follows the run records its end. A launch
+// starts the experiment as a detached run whose supervisor (`shardscope-cli supervise RUN`
+// beside this executable) follows it in its own session, so the run outlives the dashboard; an
+// experiment with a [search] table starts `shardscope-cli sweep EXP` in its own session instead.
 #pragma once
 
 #include <QObject>
 #include <QThread>
+
+#include "backend/lifecycle/runlifecycle.h"
 
 namespace shardscope::app {
 
@@ -15,12 +18,13 @@ class RunControl : public QObject {
   Q_OBJECT
 
  public:
-  RunControl(QString dbPath, int graceS, QObject* parent = nullptr);
+  /// `settings`: the run log, and shardscope-cli as the supervisor; `graceS`: the stop grace.
+  RunControl(backend::RunLifecycle::Settings settings, int graceS, QObject* parent = nullptr);
   ~RunControl() override;
 
  public slots:
   void stop(qint64 runId, const QString& runName);
-  /// Starts the experiment file as a detached run in this run log.
+  /// Starts the experiment file as a detached run in this run log (a sweep when it has [search]).
   void launch(const QString& experimentPath);
 
  signals:
@@ -30,7 +34,7 @@ class RunControl : public QObject {
  private:
   QThread m_thread;
   QObject* m_context = nullptr;  // lives in m_thread; owns the handles being stopped
-  QString m_dbPath;
+  backend::RunLifecycle m_lifecycle;
   int m_graceS;
 };
 

@@ -26,6 +26,7 @@
 
 #include "backend/launch/launchers.h"
 #include "backend/launch/programlauncher.h"
+#include "backend/lifecycle/runlifecycle.h"
 #include "backend/monitor/runmonitor.h"
 #include "backend/search/study.h"
 #include "backend/ssh/hostcheck.h"
@@ -414,29 +415,19 @@ Result<void> TrialRunner::attach(qint64 number, qint64 runId) {
                            .arg(number)
                            .arg(runId));
   }
-  auto location = RunLocation::fromJson((*run)->location);
-  if (!location) return location.error();
   auto trial = std::make_unique<Running>();
   trial->number = number;
   trial->runId = runId;
-  const int grace = std::max(0, int(std::ceil(m_space.stop_grace_s)));
-  if (location->kind == QLatin1String("program")) {
-    auto argv = resolveProgram(m_space.program, QFileInfo(m_experimentPath).absolutePath());
-    if (!argv) return argv.error();
-    trial->launcher = std::make_unique<ProgramLauncher>(*argv, grace);
-  } else {
-    auto launcher = makeLauncher(location->kind, grace);
-    if (!launcher) return launcher.error();
-    trial->launcher = std::move(*launcher);
-  }
-  auto handle = trial->launcher->attach(*location);
+  // A program trial's location has kind "program": its handle reads the normalised files and
+  // needs no argv, so the attach is the lifecycle's, as for a shardtrain trial.
+  auto handle = RunLifecycle::attach(**run, std::max(0, int(std::ceil(m_space.stop_grace_s))));
   if (!handle) return handle.error();
   trial->handle = std::move(*handle);
   if (auto followed = follow(*trial); !followed) return followed;
   // What it evaluated while nobody followed it is history, already judged by the dead sweep.
   readEvals(*trial, false);
   qCInfo(lcTrialRunner) << "trial" << number << "run" << runId << "reattached in"
-                        << location->runDir;
+                        << trial->handle->location().runDir;
   m_trials[number] = std::move(trial);
   emit trialStarted(number, runId);
   return ok();

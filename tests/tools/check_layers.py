@@ -50,9 +50,10 @@ INNER = {
     # Errors, checks and the safetensors format; the process group and the models; the sharding
     # engine; the optimizer; checkpoints; one training run; the verbs; main().
     "trainer": _below("base", ("dist", "model"), "shard", "optim", "ckpt", "run", "cli", ""),
-    # The GUI-thread guard; the run store and SSH; launchers; the monitor; search orchestration;
-    # exports of runs and studies to other tools' formats.
-    "backend": _below("", ("store", "ssh"), "launch", "monitor", "search", "export"),
+    # The GUI-thread guard; the run store and SSH; launchers; the monitor; the run lifecycle
+    # (start, attach, follow, stop, adopt; the supervisor); search orchestration; exports of runs
+    # and studies to other tools' formats.
+    "backend": _below("", ("store", "ssh"), "launch", "monitor", "lifecycle", "search", "export"),
     # The run-log worker; shared widgets; the panels, none of which includes another's files; the
     # main window.
     "ui": _below("data", "widgets", ("runs", "plots", "compare", "hosts", "builder"), ""),

@@ -1,10 +1,12 @@
 // A live run moves the run table and the plots (#7 "Must hold"), offscreen: the main window is
 // open on an empty run log; the user opens an experiment for the fake trainer (2 ranks, 40
 // steps of 150 ms) in the builder and presses Launch. The launch goes where the dashboard sends
-// it (app/shardscope/runcontrol.cpp: `shardscope-cli --db DB run --detach FILE`, whose
-// supervisor follows the run with the RunMonitor and the local launcher), and the window sees
-// the run only through the run log. While it runs the table says running and the loss curve
-// grows; at the end the table says complete and the curve holds every loss row of the log.
+// it: the dashboard's own RunControl (app/shardscope/runcontrol.cpp, compiled into this test)
+// starts the run detached through backend/lifecycle in its control thread, and the supervisor
+// it leaves (`shardscope-cli supervise RUN`) follows the run with the RunMonitor and the local
+// launcher; the window sees the run only through the run log. While it runs the table says
+// running and the loss curve grows; at the end the table says complete and the curve holds every
+// loss row of the log.
 // The window is kept as tests/artifacts/liverun-window.png in the build tree.
 #include <qcustomplot.h>
 #include <QtTest>
@@ -12,10 +14,11 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
-#include <QProcess>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QStandardPaths>
 
+#include "app/shardscope/runcontrol.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "tests/support/experiment.h"
@@ -139,21 +142,22 @@ class TestLiveRun : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(window.runsPanel()->isLoaded(), kWaitMs);
     QCOMPARE(window.runCount(), 0);
 
-    // What app/shardscope wires to MainWindow::launchRequested (RunControl::launch).
-    QProcess cli;
-    cli.setProcessChannelMode(QProcess::MergedChannels);
-    connect(&window, &MainWindow::launchRequested, this, [&cli, db](const QString& path) {
-      cli.start(QStringLiteral(SHARDSCOPE_CLI), {QStringLiteral("--db"), db, QStringLiteral("run"),
-                                                 QStringLiteral("--detach"), path});
-    });
+    // What app/shardscope/main.cpp wires to MainWindow::launchRequested.
+    backend::RunLifecycle::Settings settings;
+    settings.dbPath = db;
+    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    app::RunControl control(settings, 5);
+    connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
+    QSignalSpy said(&control, &app::RunControl::message);
     QVERIFY(window.openExperiment(experiment).ok());
     BuilderPanel* builder = window.builderPanel();
     builder->controller()->validateNow();
     QVERIFY2(builder->launchButton()->isEnabled(),
              qPrintable(QStringList(builder->controller()->issues().keys()).join(", ")));
     QTest::mouseClick(builder->launchButton(), Qt::LeftButton);
-    QVERIFY(cli.waitForFinished(kWaitMs));
-    QVERIFY2(cli.exitCode() == 0, cli.readAll().constData());
+    QTRY_COMPARE_WITH_TIMEOUT(said.count(), 1, kWaitMs);
+    const QString started = said.first().first().toString();
+    QVERIFY2(started.startsWith("Started run live-"), qPrintable(started));
 
     RunsPanel* runs = window.runsPanel();
     QTRY_COMPARE_WITH_TIMEOUT(runs->model()->rowCount(), 1, kWaitMs);

@@ -1,0 +1,154 @@
+// Attaching to, following, stopping and adopting runs; starting them is in runstart.cpp.
+#include "backend/lifecycle/runlifecycle.h"
+
+#include <QDir>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QLoggingCategory>
+#include <QStandardPaths>
+#include <QSysInfo>
+#include <QTimer>
+
+#include <algorithm>
+
+#include "backend/launch/launchers.h"
+#include "backend/lifecycle/sessionprocess.h"
+#include "backend/monitor/runmonitor.h"
+
+Q_LOGGING_CATEGORY(lcLifecycle, "shardscope.backend.lifecycle")
+
+namespace shardscope::backend {
+
+RunLifecycle::RunLifecycle(Settings settings) : m_settings(std::move(settings)) {
+  if (m_settings.runsRoot.isEmpty()) m_settings.runsRoot = runsRootFor(m_settings.dbPath);
+}
+
+QString RunLifecycle::runsRootFor(const QString& dbPath) {
+  if (!dbPath.isEmpty()) {
+    // Beside the run log, one folder per run log: two logs in one folder (a.db, b.db) would
+    // otherwise both put study 1's trial 0 in runs/study-1/trial-0, one over the other.
+    const QFileInfo db(dbPath);
+    const QString name = db.fileName() == QLatin1String("runs.db")
+                             ? QStringLiteral("runs")
+                             : db.completeBaseName() + QStringLiteral("-runs");
+    return db.absoluteDir().filePath(name);
+  }
+  return QDir(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation))
+      .filePath("shardscope/runs");
+}
+
+Result<std::unique_ptr<RunHandle>> RunLifecycle::attach(const RunRecord& run, int graceS) {
+  if (run.location.isEmpty()) {
+    return fail("run " + run.name.toStdString() +
+                " has no recorded location (it never started); nothing to attach to");
+  }
+  auto location = RunLocation::fromJson(run.location);
+  if (!location) return location.error();
+  auto launcher = makeLauncher(location->kind, graceS);
+  if (!launcher) return launcher.error();
+  return (*launcher)->attach(*location);
+}
+
+Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, qint64 runId,
+                                           const FollowOptions& options) {
+  RunMonitor monitor(store, runId, handle);
+  // Connected before start(): a run that ended before the follower came reports its steps
+  // during start(), and the progress lines must still show them.
+  double firstT = -1;
+  qint64 firstStep = 0;
+  QObject::connect(&monitor, &RunMonitor::stepReached, &monitor,
+                   [&](qint64 step, double loss, double t) {
+                     if (!options.onStep) return;
+                     if (firstT < 0) {
+                       firstT = t;
+                       firstStep = step;
+                     }
+                     FollowProgress p{step, options.maxSteps, loss, -1};
+                     if (step > firstStep && options.maxSteps > 0) {
+                       p.etaS = (t - firstT) / double(step - firstStep) *
+                                double(std::max<qint64>(0, options.maxSteps - step));
+                     }
+                     options.onStep(p);
+                   });
+  if (auto started = monitor.start(); !started) {
+    if (monitor.refusedBy()) return FollowOutcome{false, spec::RunStatus::running};
+    return started.error();
+  }
+  if (options.onFollowing) options.onFollowing();
+  QString lost;
+  QEventLoop loop;
+  QObject::connect(&monitor, &RunMonitor::finished, &loop, &QEventLoop::quit);
+  QObject::connect(&monitor, &RunMonitor::leaseLost, &loop, [&](const QString& message) {
+    lost = message;
+    loop.quit();
+  });
+  QTimer requests;
+  if (options.stopRequested) {
+    QObject::connect(&requests, &QTimer::timeout, &loop, [&] {
+      if (options.stopRequested()) handle.stop();
+    });
+    requests.start(100);
+  }
+  if (options.stopAtOnce) handle.stop();
+  if (!monitor.isFinished()) loop.exec();
+  if (!lost.isEmpty()) return fail(lost.toStdString());
+  return FollowOutcome{true, monitor.status()};
+}
+
+Result<void> RunLifecycle::stop(QObject* context, qint64 runId, int graceS) const {
+  auto reader = RunReader::open(m_settings.dbPath);
+  if (!reader) return reader.error();
+  auto run = reader->run(runId);
+  if (!run) return run.error();
+  if (!*run) {
+    return fail("run " + std::to_string(runId) + " is no longer in " +
+                m_settings.dbPath.toStdString());
+  }
+  const RunRecord& record = **run;
+  if (record.location.isEmpty()) {
+    return fail("run " + record.name.toStdString() +
+                " has no recorded location (it never started)");
+  }
+  auto handle = attach(record, graceS);
+  if (!handle) return handle.error();
+  RunHandle* raw = handle->release();
+  raw->setParent(context);
+  raw->stop();
+  QTimer::singleShot((graceS + 5) * 1000, raw, &QObject::deleteLater);
+  return ok();
+}
+
+Result<qint64> RunLifecycle::spawnSupervisor(const RunRecord& run) const {
+  const QString id = QString::number(run.id);
+  return spawnInSession({m_settings.supervisor, QStringLiteral("--db"), m_settings.dbPath,
+                         QStringLiteral("supervise"), id},
+                        QDir(run.runDir).filePath("supervisor.log"), "the supervisor",
+                        "the supervisor of run " + id.toStdString() + " did not start");
+}
+
+std::vector<Adoption> RunLifecycle::adoptOrphans(RunReader& reader,
+                                                 const std::vector<RunRecord>& runs) const {
+  std::vector<Adoption> adopted;
+  for (const RunRecord& run : runs) {
+    if (spec::is_final(run.status) || run.location.isEmpty()) continue;
+    auto lease = reader.lease(run.id);
+    if (!lease) {
+      qCWarning(lcLifecycle, "run %lld: %s", static_cast<long long>(run.id),
+                lease.message().c_str());
+      continue;
+    }
+    if (*lease && RunStore::leaseHolderAlive(**lease, QSysInfo::machineHostName(),
+                                             RunMonitor::Options{}.staleAfterS))
+      continue;
+    Adoption a{run.id, run.name, 0, {}};
+    if (auto pid = spawnSupervisor(run)) {
+      a.supervisorPid = *pid;
+    } else {
+      a.error = pid.message();
+    }
+    adopted.push_back(std::move(a));
+  }
+  return adopted;
+}
+
+}  // namespace shardscope::backend

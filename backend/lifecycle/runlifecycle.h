@@ -1,0 +1,173 @@
+// RunLifecycle: the one place that starts, attaches to, follows, stops and adopts runs, for the
+// CLI (`run`, `supervise`, `stop`, `ls`/`show`), the dashboard's run control and the search's
+// trial runner. A detached run is handed to a supervisor: `<supervisor> --db DB supervise ID`
+// (shardscope-cli's hidden verb) in its own session, which follows the run with a RunMonitor
+// and holds its lease in the run log (docs/ARCHITECTURE.md, "The supervisor"). Nothing here
+// prints: what the CLI shows is returned as values or passed in as callbacks.
+#pragma once
+
+#include <QJsonObject>
+#include <QObject>
+#include <QString>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/launch/launcher.h"
+#include "backend/store/runreader.h"
+#include "backend/store/runrecords.h"
+#include "backend/store/runstore.h"
+#include "trainer/spec/experiment.h"
+#include "trainer/spec/result.h"
+#include "trainer/spec/status.h"
+
+namespace shardscope::backend {
+
+/// What a follower reports on each of rank 0's steps.
+struct FollowProgress {
+  qint64 step = 0;
+  qint64 maxSteps = 0;
+  double loss = 0;
+  double etaS = -1;  ///< seconds left; -1 while unknown
+};
+
+/// How RunLifecycle::follow behaves.
+struct FollowOptions {
+  qint64 maxSteps = 0;                                ///< for the ETA (0: unknown)
+  std::function<void(const FollowProgress&)> onStep;  ///< rank 0's steps, with the ETA
+  bool stopAtOnce = false;                            ///< a graceful stop once following
+  /// Polled every 100 ms while following; true asks the ranks for a graceful stop (the CLI's
+  /// SIGINT/SIGTERM). Empty: never.
+  std::function<bool()> stopRequested;
+  std::function<void()> onFollowing;  ///< called once the lease is held
+};
+
+/// How RunLifecycle::follow ended.
+struct FollowOutcome {
+  bool followed = false;  ///< false: another live process holds the run's lease
+  spec::RunStatus status = spec::RunStatus::running;
+};
+
+/// What loadForRun did besides loading.
+struct LoadReport {
+  bool invalid = false;     ///< the error (if any) is the experiment's: bad input, not I/O
+  QString demoDataWritten;  ///< the demo's data file, when it was generated just now
+};
+
+/// A run whose ranks were started (its row says running; its location is not recorded yet).
+struct LaunchedRun {
+  RunRecord run;
+  std::unique_ptr<RunHandle> handle;
+  QJsonObject location;  ///< handle->location().toJson(), for RunStore::setRunLocation
+};
+
+/// A run started detached: its supervisor follows it.
+struct StartedRun {
+  qint64 id = 0;
+  QString name;
+  QString runDir;
+  qint64 supervisorPid = 0;
+  /// Set when the supervisor had not taken the run's lease within the wait (it may still).
+  std::string warning;
+};
+
+/// A sweep started in its own process (`<supervisor> --db DB sweep EXP`).
+struct StartedSweep {
+  QString study;    ///< search.name, or the experiment file's stem
+  qint64 pid = 0;   ///< the sweep process
+  QString logPath;  ///< its stdout and stderr
+};
+
+/// A supervisor started by adoptOrphans for a run nobody followed (pid 0 and an error when it
+/// could not be started).
+struct Adoption {
+  qint64 runId = 0;
+  QString runName;
+  qint64 supervisorPid = 0;
+  std::string error;
+};
+
+class RunLifecycle {
+ public:
+  struct Settings {
+    QString dbPath;      ///< the run log
+    QString runsRoot;    ///< folder of run directories (runsRootFor(dbPath) by default)
+    QString supervisor;  ///< shardscope-cli: runs `supervise RUN` and `sweep EXP`
+    /// A bare launch.trainer found in this folder wins over PATH (the shardtrain built beside
+    /// the caller); empty: none.
+    QString trainerDir;
+    int supervisorWaitMs = 10000;  ///< how long startDetached waits for the supervisor's lease
+  };
+
+  explicit RunLifecycle(Settings settings);
+
+  const Settings& settings() const { return m_settings; }
+
+  /// The folder of run directories for run log `dbPath`: beside it ("<folder>/runs" for
+  /// runs.db, "<folder>/<stem>-runs" otherwise), or $XDG_DATA_HOME/shardscope/runs for "".
+  static QString runsRootFor(const QString& dbPath);
+
+  /// Re-attaches to the ranks of a stored run through its recorded location, with a stop grace
+  /// of `graceS` seconds.
+  [[nodiscard]] static Result<std::unique_ptr<RunHandle>> attach(const RunRecord& run,
+                                                                 int graceS = 5);
+
+  /// Follows run `runId` with a RunMonitor in this thread's event loop until the run's status is
+  /// final (or another process holds its lease: followed = false). An error when the store
+  /// fails or the lease is lost to another monitor.
+  [[nodiscard]] static Result<FollowOutcome> follow(RunStore& store, RunHandle& handle,
+                                                    qint64 runId, const FollowOptions& options);
+
+  /// Asks run `runId` to stop (graceful; SIGKILL after `graceS`). The handle is parented to
+  /// `context` and lives for the grace plus 5 s, so its SIGKILL timer fires in context's thread;
+  /// whoever follows the run records its end.
+  [[nodiscard]] Result<void> stop(QObject* context, qint64 runId, int graceS) const;
+
+  /// Loads and validates an experiment for a run (overrides "dotted.key=value"); writes the
+  /// demo's data first when it is missing; checks the launcher kind; prefers a trainer in
+  /// trainerDir. `report` (optional) says whether an error is the experiment's.
+  [[nodiscard]] Result<spec::Experiment> loadForRun(const QString& path,
+                                                    const std::vector<std::string>& overrides,
+                                                    LoadReport* report = nullptr) const;
+
+  /// Creates the run row (NAME-<n>), writes trial.toml into its run directory, starts its ranks
+  /// and marks it running. The caller records the location once a follower holds the lease.
+  [[nodiscard]] Result<LaunchedRun> launch(RunStore& store, const spec::Experiment& exp,
+                                           const QString& experimentPath,
+                                           const std::vector<std::string>& overrides) const;
+
+  /// launch(), then records the location, starts the supervisor and waits (supervisorWaitMs)
+  /// until it holds the run's lease: once this returns no other process takes it for an orphan.
+  /// Starts nothing when the supervisor is not an executable.
+  [[nodiscard]] Result<StartedRun> startDetached(RunStore& store, const spec::Experiment& exp,
+                                                 const QString& experimentPath,
+                                                 const std::vector<std::string>& overrides) const;
+
+  /// Starts `<supervisor> --db DB sweep EXP` in its own session, its output appended to
+  /// `<runsRoot>/sweep-<study>-<yyyyMMdd-HHmmss>.log`.
+  [[nodiscard]] Result<StartedSweep> startSweep(const QString& experimentPath) const;
+
+  /// True when the experiment file has a [search] table (it is started as a sweep).
+  [[nodiscard]] static Result<bool> hasSearch(const QString& experimentPath);
+
+  /// Starts `<supervisor> --db DB supervise RUN` in its own session (double fork, a child of
+  /// init) with its output appended to `<run dir>/supervisor.log`; returns its pid.
+  [[nodiscard]] Result<qint64> spawnSupervisor(const RunRecord& run) const;
+
+  /// For each live run (not final, started) that no live process follows (no lease, a dead
+  /// holder on this machine, or a stale heartbeat), starts a supervisor that takes it over.
+  [[nodiscard]] std::vector<Adoption> adoptOrphans(RunReader& reader,
+                                                   const std::vector<RunRecord>& runs) const;
+
+ private:
+  Result<RunRecord> createRun(RunStore& store, const spec::Experiment& exp,
+                              const QString& experimentPath,
+                              const std::vector<std::string>& overrides) const;
+  std::string waitForSupervisor(RunStore& store, qint64 runId, qint64 supervisor) const;
+
+  Settings m_settings;
+};
+
+}  // namespace shardscope::backend

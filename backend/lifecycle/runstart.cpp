@@ -1,0 +1,237 @@
+// Starting runs: load and validate the experiment, create the run row, write trial.toml, start
+// the ranks; a detached run is handed to its supervisor, an experiment with [search] to a sweep.
+#include <QDateTime>
+#include <QDeadlineTimer>
+#include <QDir>
+#include <QFileInfo>
+#include <QSaveFile>
+#include <QThread>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+
+#include "backend/launch/demodata.h"
+#include "backend/launch/launchers.h"
+#include "backend/lifecycle/runlifecycle.h"
+#include "backend/lifecycle/sessionprocess.h"
+
+namespace shardscope::backend {
+
+namespace {
+
+// A failure of the experiment itself (bad input): the CLI exits 2 on these.
+Error invalid(LoadReport* report, std::string message) {
+  if (report) report->invalid = true;
+  return fail(std::move(message));
+}
+
+QJsonObject overridesAsParams(const std::vector<std::string>& overrides) {
+  QJsonObject params;
+  for (const auto& o : overrides) {
+    const QString text = QString::fromStdString(o);
+    const qsizetype eq = text.indexOf('=');
+    if (eq <= 0) continue;
+    const QString value = text.mid(eq + 1).trimmed();
+    bool numeric = false;
+    const double number = value.toDouble(&numeric);
+    params[text.left(eq).trimmed()] = numeric ? QJsonValue(number) : QJsonValue(value);
+  }
+  return params;
+}
+
+Result<void> writeTrial(const RunRecord& run, const spec::Experiment& exp) {
+  if (!QDir().mkpath(run.runDir)) {
+    return fail("cannot create the run directory " + run.runDir.toStdString());
+  }
+  QSaveFile file(QDir(run.runDir).filePath("trial.toml"));
+  if (!file.open(QIODevice::WriteOnly) ||
+      file.write(QByteArray::fromStdString(spec::write_experiment_toml(exp))) < 0 ||
+      !file.commit()) {
+    return fail("cannot write trial.toml in " + run.runDir.toStdString() + ": " +
+                file.errorString().toStdString());
+  }
+  return ok();
+}
+
+// The supervisor must exist before ranks start: a run whose supervisor cannot run would go on
+// with nobody following it until an `ls` adopted it (with the same missing executable).
+Result<void> checkSupervisor(const QString& supervisor) {
+  if (QFileInfo(supervisor).isExecutable()) return ok();
+  return fail("the supervisor " + supervisor.toStdString() +
+              " is not an executable; shardscope-cli is built beside shardscope");
+}
+
+}  // namespace
+
+Result<spec::Experiment> RunLifecycle::loadForRun(const QString& path,
+                                                  const std::vector<std::string>& overrides,
+                                                  LoadReport* report) const {
+  const std::string file = path.toStdString();
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto shape = spec::load_experiment(file, overrides, noPaths);
+  if (!shape) return invalid(report, shape.message());
+  const bool local = shape->launch.kind == spec::LaunchKind::local;
+  if (local) {
+    auto written = ensureDemoData(*shape);
+    if (!written) return written.error();
+    if (*written && report)
+      report->demoDataWritten = QString::fromStdString(shape->data.train_path);
+  }
+  spec::LoadOptions options;
+  options.check_paths = local;
+  auto exp = spec::load_experiment(file, overrides, options);
+  if (!exp) return invalid(report, exp.message());
+  auto valid = spec::validate_for_launch(*exp);
+  if (!valid) return invalid(report, file + ": " + valid.message());
+  // A bare launch.trainer name: the one built beside the caller wins over PATH.
+  const QString name = QString::fromStdString(exp->launch.trainer);
+  if (local && !name.contains('/') && !m_settings.trainerDir.isEmpty()) {
+    const QString sibling = QDir(m_settings.trainerDir).filePath(name);
+    if (QFileInfo(sibling).isExecutable()) exp->launch.trainer = sibling.toStdString();
+  }
+  auto launcher = makeLauncher(QString::fromUtf8(spec::to_string(exp->launch.kind)));
+  if (!launcher) return invalid(report, launcher.message());
+  return exp;
+}
+
+// Creates the experiment and the run rows; the run is named NAME-<n> with the next free n.
+Result<RunRecord> RunLifecycle::createRun(RunStore& store, const spec::Experiment& exp,
+                                          const QString& experimentPath,
+                                          const std::vector<std::string>& overrides) const {
+  const QString toml = QString::fromStdString(spec::write_experiment_toml(exp));
+  const QString expName = QString::fromStdString(exp.experiment.name);
+  auto expId =
+      store.createExperiment({0, expName, QFileInfo(experimentPath).absoluteFilePath(), toml, 0})
+          .get();
+  if (!expId) return expId.error();
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  auto runs = reader->listRuns();
+  if (!runs) return runs.error();
+  qint64 next = 1;
+  for (const auto& r : *runs) next = std::max(next, r.id + 1);
+  for (int attempt = 0; attempt < 1000; ++attempt, ++next) {
+    const QString name = QStringLiteral("%1-%2").arg(expName).arg(next);
+    auto taken = reader->runByName(name);
+    if (!taken) return taken.error();
+    if (*taken) continue;
+    NewRun run{*expId, name, QDir(m_settings.runsRoot).filePath(name), overridesAsParams(overrides),
+               spec::launch_world_size(exp.launch)};
+    auto id = store.createRun(run).get();
+    if (!id) continue;  // taken by a concurrent run: try the next number
+    auto created = reader->run(*id);
+    if (!created) return created.error();
+    if (!*created) return fail("run " + name.toStdString() + " vanished after creation");
+    return **created;
+  }
+  return fail("could not find a free run name for " + expName.toStdString());
+}
+
+Result<LaunchedRun> RunLifecycle::launch(RunStore& store, const spec::Experiment& exp,
+                                         const QString& experimentPath,
+                                         const std::vector<std::string>& overrides) const {
+  auto launcher =
+      makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind)), exp.launch.grace_s);
+  if (!launcher) return launcher.error();
+  auto run = createRun(store, exp, experimentPath, overrides);
+  if (!run) return run.error();
+  if (auto written = writeTrial(*run, exp); !written) return written.error();
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  auto token = reader->runLogToken();
+  if (!token) return token.error();
+  LaunchRequest request;
+  request.runId = run->id;
+  request.runName = run->name;
+  request.localRunDir = run->runDir;
+  request.runLogToken = *token;
+  request.launch = exp.launch;
+  request.shareGpus = exp.shard.backend == "gloo";
+  request.trainerArgs = {"train", "trial.toml"};
+  auto handle = (*launcher)->start(request);
+  if (!handle) {
+    (void)store
+        .setRunStatus(run->id, spec::RunStatus::failed, QString::fromStdString(handle.message()))
+        .get();
+    return handle.error();
+  }
+  if (auto r = store.setRunStatus(run->id, spec::RunStatus::running).get(); !r) return r.error();
+  LaunchedRun launched;
+  launched.run = std::move(*run);
+  launched.location = (*handle)->location().toJson();
+  launched.handle = std::move(*handle);
+  return launched;
+}
+
+Result<StartedRun> RunLifecycle::startDetached(RunStore& store, const spec::Experiment& exp,
+                                               const QString& experimentPath,
+                                               const std::vector<std::string>& overrides) const {
+  if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
+  auto launched = launch(store, exp, experimentPath, overrides);
+  if (!launched) return launched.error();
+  const RunRecord& run = launched->run;
+  if (auto r = store.setRunLocation(run.id, launched->location).get(); !r) return r.error();
+  store.flush();
+  auto supervisor = spawnSupervisor(run);
+  if (!supervisor) return supervisor.error();
+  StartedRun started{run.id, run.name, run.runDir, *supervisor, {}};
+  started.warning = waitForSupervisor(store, run.id, *supervisor);
+  return started;
+}
+
+// Waits until the supervisor holds the run's lease, so that once the start returns no other
+// process takes the run for an orphan. A supervisor that is slower only leaves a window in which
+// a concurrent `ls` may start a second one; the lease lets one of them follow. Returns a warning
+// when it has not taken it.
+std::string RunLifecycle::waitForSupervisor(RunStore& store, qint64 runId,
+                                            qint64 supervisor) const {
+  auto reader = store.reader();
+  if (!reader) return {};
+  QDeadlineTimer deadline(m_settings.supervisorWaitMs);
+  while (!deadline.hasExpired()) {
+    auto lease = reader->lease(runId);
+    if (!lease || (*lease && (*lease)->pid == supervisor)) return {};
+    QThread::msleep(20);
+  }
+  return "the supervisor (pid " + std::to_string(supervisor) +
+         ") has not taken the run yet; see supervisor.log in the run directory";
+}
+
+Result<bool> RunLifecycle::hasSearch(const QString& experimentPath) {
+  try {
+    const toml::table table = toml::parse_file(experimentPath.toStdString());
+    return table.contains("search");
+  } catch (const toml::parse_error& e) {
+    return fail(experimentPath.toStdString() + ": " + std::string(e.description()));
+  }
+}
+
+Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath) const {
+  const QString path = QFileInfo(experimentPath).absoluteFilePath();
+  StartedSweep sweep;
+  try {
+    const toml::table table = toml::parse_file(path.toStdString());
+    sweep.study = QString::fromStdString(table["search"]["name"].value_or(std::string()));
+  } catch (const toml::parse_error& e) {
+    return fail(path.toStdString() + ": " + std::string(e.description()));
+  }
+  if (sweep.study.isEmpty()) sweep.study = QFileInfo(path).completeBaseName();
+  if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
+  if (!QDir().mkpath(m_settings.runsRoot)) {
+    return fail("cannot create the runs folder " + m_settings.runsRoot.toStdString());
+  }
+  const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+  sweep.logPath =
+      QDir(m_settings.runsRoot).filePath(QStringLiteral("sweep-%1-%2.log").arg(sweep.study, stamp));
+  auto pid = spawnInSession({m_settings.supervisor, QStringLiteral("--db"), m_settings.dbPath,
+                             QStringLiteral("sweep"), path},
+                            sweep.logPath, "the sweep",
+                            "the sweep of " + path.toStdString() + " did not start");
+  if (!pid) return pid.error();
+  sweep.pid = *pid;
+  return sweep;
+}
+
+}  // namespace shardscope::backend

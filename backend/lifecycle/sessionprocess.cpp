@@ -1,0 +1,62 @@
+#include "backend/lifecycle/sessionprocess.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace shardscope::backend {
+
+Result<qint64> spawnInSession(const QStringList& argv, const QString& logPath,
+                              const std::string& what, const std::string& notStarted) {
+  if (argv.isEmpty()) return fail("nothing to start for " + what);
+  // Everything the child touches is ready before fork(): between fork and exec a child of a
+  // threaded process (the dashboard) may only make async-signal-safe calls.
+  std::vector<std::string> args;
+  for (const QString& a : argv) args.push_back(a.toStdString());
+  std::vector<const char*> cargs;
+  for (const std::string& a : args) cargs.push_back(a.c_str());
+  cargs.push_back(nullptr);
+  const std::string log = logPath.toStdString();
+  int pipeFds[2];
+  if (::pipe2(pipeFds, O_CLOEXEC) != 0) return fail("pipe failed: cannot start " + what);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(pipeFds[0]);
+    ::close(pipeFds[1]);
+    return fail("fork failed: cannot start " + what);
+  }
+  if (child == 0) {
+    ::close(pipeFds[0]);
+    ::setsid();
+    const pid_t grandchild = ::fork();
+    if (grandchild != 0) {
+      (void)!::write(pipeFds[1], &grandchild, sizeof grandchild);
+      ::_exit(0);
+    }
+    ::close(pipeFds[1]);
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in >= 0) ::dup2(in, 0);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    ::execv(cargs[0], const_cast<char* const*>(cargs.data()));
+    ::_exit(127);
+  }
+  ::close(pipeFds[1]);
+  pid_t started = -1;
+  const bool read = ::read(pipeFds[0], &started, sizeof started) == sizeof started;
+  ::close(pipeFds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!read || started <= 0) return fail(notStarted);
+  return qint64(started);
+}
+
+}  // namespace shardscope::backend

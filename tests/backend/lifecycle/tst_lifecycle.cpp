@@ -1,0 +1,290 @@
+// RunLifecycle (backend/lifecycle/runlifecycle.h) with real processes and a real run log: a run
+// of the fake trainer (2 local ranks) started detached is followed to its end by the real
+// `shardscope-cli supervise`, which holds the run's lease; a stop by id ends a detached run
+// `stopped`; a supervisor killed with SIGKILL is replaced by adoptOrphans and the new one follows
+// the run to its end without losing a row; a run launched and followed in this process reports
+// its steps; an experiment with [search] starts `shardscope-cli sweep` in its own session.
+#include <signal.h>
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "backend/lifecycle/runlifecycle.h"
+#include "backend/store/runreader.h"
+#include "backend/store/runstore.h"
+#include "tests/support/experiment.h"
+#include "tests/support/files.h"
+
+using namespace shardscope;
+using backend::RunLifecycle;
+
+namespace {
+
+constexpr int kWaitMs = 60000;  // generous: the machine is shared and loaded
+
+bool alive(qint64 pid) {
+  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+  if (!stat.open(QIODevice::ReadOnly)) return false;
+  const QByteArray s = stat.readAll();
+  const qsizetype close = s.lastIndexOf(')');
+  return close > 0 && s.size() > close + 2 && s[close + 2] != 'Z';  // a zombie has ended
+}
+
+}  // namespace
+
+class TestLifecycle : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir m_dir;
+  std::unique_ptr<backend::RunStore> m_store;
+
+  QString db() const { return m_dir.filePath("runs.db"); }
+
+  RunLifecycle lifecycle() const {
+    RunLifecycle::Settings settings;
+    settings.dbPath = db();
+    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    return RunLifecycle(settings);
+  }
+
+  QString writeExperiment(const QString& name) {
+    testing::TinyExperiment e;
+    e.name = name;
+    e.trainer = QStringLiteral(FAKETRAINER_PATH);
+    return testing::writeExperiment(m_dir.path(), e);
+  }
+
+  // Starts `name` detached with the fake trainer in `mode`; fails the test on an error.
+  backend::StartedRun startDetached(const QString& name, const QByteArray& mode) {
+    qputenv("SHARDSCOPE_FAKE_MODE", mode);
+    const RunLifecycle life = lifecycle();
+    const QString path = writeExperiment(name);
+    auto exp = life.loadForRun(path, {});
+    if (!exp) qFatal("%s", exp.message().c_str());
+    auto started = life.startDetached(*m_store, *exp, path, {});
+    if (!started) qFatal("%s", started.message().c_str());
+    return *started;
+  }
+
+  backend::RunReader reader() {
+    auto r = backend::RunReader::open(db());
+    if (!r) qFatal("%s", r.message().c_str());
+    return std::move(r).value();
+  }
+
+  QString status(qint64 runId) {
+    backend::RunReader r = reader();
+    auto run = r.run(runId);
+    if (!run || !*run) return QStringLiteral("(missing)");
+    return QString::fromUtf8(spec::to_string((*run)->status));
+  }
+
+  qint64 leaseHolder(qint64 runId) {
+    backend::RunReader r = reader();
+    auto lease = r.lease(runId);
+    return lease && *lease ? (*lease)->pid : 0;
+  }
+
+  qint64 lossRows(qint64 runId) {
+    backend::RunReader r = reader();
+    auto rows = r.metric(runId, QStringLiteral("loss"));
+    return rows ? qint64(rows->size()) : 0;
+  }
+
+  // Step events rank `rank` wrote to its events file.
+  int fileSteps(const QString& runDir, int rank) {
+    return int(
+        testing::readAll(QDir(runDir).filePath(QStringLiteral("events-rank-%1.jsonl").arg(rank)))
+            .count("\"ev\":\"step\""));
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_dir.isValid());
+    auto store = backend::RunStore::open(db());
+    QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    m_store = std::move(*store);
+  }
+
+  void runsRootIsBesideTheRunLog() {
+    QCOMPARE(RunLifecycle::runsRootFor("/x/runs.db"), QStringLiteral("/x/runs"));
+    QCOMPARE(RunLifecycle::runsRootFor("/x/a.db"), QStringLiteral("/x/a-runs"));
+    QCOMPARE(lifecycle().settings().runsRoot, m_dir.filePath("runs"));
+  }
+
+  void detachedRunIsSupervisedToItsEnd() {
+    const backend::StartedRun run = startDetached("solo", "--steps 40 --step-ms 50");
+    QVERIFY(run.id > 0);
+    QVERIFY2(run.warning.empty(), run.warning.c_str());
+    QCOMPARE(run.runDir, QDir(m_dir.filePath("runs")).filePath(run.name));
+    QVERIFY(QFile::exists(QDir(run.runDir).filePath("trial.toml")));
+    // The start returns once the supervisor holds the lease.
+    QVERIFY(run.supervisorPid > 0);
+    QCOMPARE(leaseHolder(run.id), run.supervisorPid);
+    QTRY_COMPARE_WITH_TIMEOUT(status(run.id), QStringLiteral("complete"), kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(run.supervisorPid), 30000);  // it ends with the run
+    QVERIFY(testing::readAll(QDir(run.runDir).filePath("supervisor.log")).contains("supervising"));
+    QCOMPARE(lossRows(run.id), qint64(fileSteps(run.runDir, 0) + fileSteps(run.runDir, 1)));
+    QCOMPARE(fileSteps(run.runDir, 0), 40);
+  }
+
+  void stopEndsADetachedRunStopped() {
+    const backend::StartedRun run = startDetached("stopme", "--steps 100000");
+    QTRY_VERIFY_WITH_TIMEOUT(lossRows(run.id) > 0, kWaitMs);
+    QObject context;  // the handle lives here for the grace period (its SIGKILL timer)
+    const Result<void> stopped = lifecycle().stop(&context, run.id, 5);
+    QVERIFY2(stopped.ok(), stopped.ok() ? "" : stopped.message().c_str());
+    QTRY_COMPARE_WITH_TIMEOUT(status(run.id), QStringLiteral("stopped"), kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(run.supervisorPid), 30000);
+    // An id the run log does not have is an error that names it.
+    const Result<void> unknown = lifecycle().stop(&context, 999999, 5);
+    QVERIFY(!unknown.ok());
+    QVERIFY2(unknown.message().find("999999") != std::string::npos, unknown.message().c_str());
+  }
+
+  void killedSupervisorIsAdoptedAndTheRunEnds() {
+    const backend::StartedRun run = startDetached("orphan", "--steps 150 --step-ms 60");
+    QTRY_VERIFY_WITH_TIMEOUT(lossRows(run.id) >= 10, kWaitMs);
+    QCOMPARE(::kill(pid_t(run.supervisorPid), SIGKILL), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(run.supervisorPid), 10000);
+    // The ranks keep running with nobody following them: adoptOrphans starts a new supervisor
+    // that takes the lease and catches up from the stored offsets.
+    backend::RunReader r = reader();
+    auto runs = r.listRuns();
+    QVERIFY(runs.ok());
+    const std::vector<backend::Adoption> adopted = lifecycle().adoptOrphans(r, *runs);
+    QCOMPARE(adopted.size(), std::size_t(1));
+    QCOMPARE(adopted[0].runId, run.id);
+    QVERIFY2(adopted[0].error.empty(), adopted[0].error.c_str());
+    const qint64 second = adopted[0].supervisorPid;
+    QVERIFY(second > 0 && second != run.supervisorPid);
+    QTRY_COMPARE_WITH_TIMEOUT(leaseHolder(run.id), second, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(status(run.id), QStringLiteral("complete"), kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(second), 30000);
+    QCOMPARE(fileSteps(run.runDir, 0), 150);
+    QCOMPARE(lossRows(run.id), qint64(fileSteps(run.runDir, 0) + fileSteps(run.runDir, 1)));
+    // A followed or final run is not adopted again.
+    auto after = r.listRuns();
+    QVERIFY(after.ok());
+    QVERIFY(lifecycle().adoptOrphans(r, *after).empty());
+  }
+
+  void launchedRunIsFollowedInThisProcess() {
+    qputenv("SHARDSCOPE_FAKE_MODE", "--steps 12 --step-ms 20");
+    const RunLifecycle life = lifecycle();
+    const QString path = writeExperiment("attached");
+    auto exp = life.loadForRun(path, {});
+    QVERIFY2(exp.ok(), exp.ok() ? "" : exp.message().c_str());
+    auto launched = life.launch(*m_store, *exp, path, {});
+    QVERIFY2(launched.ok(), launched.ok() ? "" : launched.message().c_str());
+    QCOMPARE(status(launched->run.id), QStringLiteral("running"));
+    backend::FollowOptions options;
+    options.maxSteps = 12;
+    qint64 lastStep = 0;
+    bool following = false;
+    options.onStep = [&](const backend::FollowProgress& p) { lastStep = p.step; };
+    options.onFollowing = [&] { following = true; };
+    auto outcome = RunLifecycle::follow(*m_store, *launched->handle, launched->run.id, options);
+    QVERIFY2(outcome.ok(), outcome.ok() ? "" : outcome.message().c_str());
+    QVERIFY(outcome->followed);
+    QVERIFY(following);
+    QCOMPARE(outcome->status, spec::RunStatus::complete);
+    QCOMPARE(lastStep, qint64(12));
+    // A run without a location has nothing to attach to, and says so.
+    backend::RunRecord never = launched->run;
+    never.location = {};
+    auto handle = RunLifecycle::attach(never);
+    QVERIFY(!handle.ok());
+    QVERIFY2(handle.message().find("no recorded location") != std::string::npos,
+             handle.message().c_str());
+  }
+
+  void invalidExperimentIsTheExperimentsError() {
+    const QString path = m_dir.filePath("bad.toml");
+    QVERIFY(testing::writeAll(path, "[experiment]\nname = \"bad\"\n[train]\nmax_steps = -1\n"));
+    backend::LoadReport report;
+    auto exp = lifecycle().loadForRun(path, {}, &report);
+    QVERIFY(!exp.ok());
+    QVERIFY(report.invalid);
+  }
+
+  void missingSupervisorStartsNothing() {
+    RunLifecycle::Settings settings = lifecycle().settings();
+    settings.supervisor = m_dir.filePath("no-such-cli");
+    const RunLifecycle life(settings);
+    const QString path = writeExperiment("nosup");
+    auto exp = life.loadForRun(path, {});
+    QVERIFY2(exp.ok(), exp.ok() ? "" : exp.message().c_str());
+    auto started = life.startDetached(*m_store, *exp, path, {});
+    QVERIFY(!started.ok());
+    QVERIFY2(started.message().find("no-such-cli") != std::string::npos, started.message().c_str());
+    // No run row and no run directory: nothing was started.
+    auto reader = backend::RunReader::open(db());
+    QVERIFY(reader.ok());
+    auto runs = reader->listRuns();
+    QVERIFY(runs.ok());
+    for (const backend::RunRecord& run : *runs)
+      QVERIFY2(!run.name.startsWith("nosup"), qPrintable(run.name));
+    const QStringList dirs = QDir(m_dir.filePath("runs")).entryList({"nosup-*"}, QDir::Dirs);
+    QVERIFY2(dirs.isEmpty(), qPrintable(dirs.join(", ")));
+  }
+
+  void experimentWithSearchStartsASweep() {
+    const QString dir = m_dir.filePath("sweep");
+    QVERIFY(QDir().mkpath(dir));
+    QVERIFY(testing::writeAll(QDir(dir).filePath("obj.py"), R"(import json, sys
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+f = (float(args["x"]) - 1) ** 2
+print(json.dumps({"ev": "eval", "step": 1, "metrics": {"objective": f}}), flush=True)
+print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
+)"));
+    const QString path = QDir(dir).filePath("quad.toml");
+    QVERIFY(testing::writeAll(path, R"([experiment]
+name = "quad"
+
+[search]
+name = "quadstudy"
+program = ["python3", "obj.py"]
+sampler = "random"
+seed = 1
+n_trials = 2
+concurrency = 1
+objectives = {objective = "minimize"}
+
+[search.space.x]
+type = "float"
+low = -5.0
+high = 5.0
+)"));
+    auto search = RunLifecycle::hasSearch(path);
+    QVERIFY2(search.ok(), search.ok() ? "" : search.message().c_str());
+    QVERIFY(*search);
+    auto noSearch = RunLifecycle::hasSearch(writeExperiment("plain"));
+    QVERIFY(noSearch.ok() && !*noSearch);
+
+    auto sweep = lifecycle().startSweep(path);
+    QVERIFY2(sweep.ok(), sweep.ok() ? "" : sweep.message().c_str());
+    QCOMPARE(sweep->study, QStringLiteral("quadstudy"));
+    QVERIFY(sweep->pid > 0);
+    QVERIFY2(sweep->logPath.startsWith(m_dir.filePath("runs/sweep-quadstudy-")),
+             qPrintable(sweep->logPath));
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(sweep->pid), 120000);
+    const QByteArray log = testing::readAll(sweep->logPath);
+    QVERIFY2(log.contains("study quadstudy finished: 2 complete"), log.constData());
+    backend::RunReader r = reader();
+    auto runs = r.listRuns();
+    QVERIFY(runs.ok());
+    int trials = 0;
+    for (const backend::RunRecord& run : *runs) {
+      if (!run.studyId) continue;
+      ++trials;
+      QCOMPARE(run.status, spec::RunStatus::complete);
+    }
+    QCOMPARE(trials, 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestLifecycle)
+#include "tst_lifecycle.moc"
