@@ -68,7 +68,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
 
   connect(m_runs, &RunsPanel::selectionChanged, this, &MainWindow::onSelection);
   connect(m_runs, &RunsPanel::stopRequested, this, &MainWindow::stopRequested);
-  connect(m_runs, &RunsPanel::cloneRequested, this, &MainWindow::cloneRequested);
+  connect(m_runs, &RunsPanel::cloneRequested, this, &MainWindow::cloneIntoBuilder);
+  connect(m_runs, &RunsPanel::trialRequested, this, &MainWindow::trialRequested);
   connect(m_builder->controller(), &BuilderController::launchRequested, this,
           &MainWindow::launchRequested);
   connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
@@ -161,6 +162,25 @@ void MainWindow::buildMenus() {
     m_runs->filterEdit()->setFocus();
   });
   filter->setShortcut(QKeySequence::Find);
+  m_runs->pruneAction()->setShortcut(QKeySequence(tr("Ctrl+Shift+X")));
+  run->insertAction(m_runs->cloneAction(), m_runs->pruneAction());
+
+  // The sweep of the current run, steered through the run log (any sweep: GUI or CLI started).
+  QMenu* sweep = menuBar()->addMenu(tr("&Sweep"));
+  const struct {
+    const char* text;
+    const char* keys;
+    backend::StudyControl control;
+  } steering[] = {{"&Pause sweep", "Ctrl+Alt+P", backend::StudyControl::pause},
+                  {"&Resume sweep", "Ctrl+Alt+R", backend::StudyControl::run},
+                  {"&Stop sweep", "Ctrl+Alt+.", backend::StudyControl::stop}};
+  for (const auto& s : steering) {
+    QAction* action =
+        sweep->addAction(tr(s.text), this, [this, c = s.control] { steerCurrentSweep(c); });
+    action->setShortcut(QKeySequence(tr(s.keys)));
+    action->setObjectName(QStringLiteral("sweep-%1").arg(backend::studyControlName(s.control)));
+    m_sweepActions.append(action);
+  }
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Shardscope"), this, [this] {
@@ -175,7 +195,51 @@ void MainWindow::buildMenus() {
   bar->addAction(refresh);
   bar->addSeparator();
   bar->addAction(m_runs->stopAction());
+  bar->addAction(m_runs->pruneAction());
   bar->addAction(m_runs->cloneAction());
+  bar->addSeparator();
+  for (QAction* action : std::as_const(m_sweepActions)) bar->addAction(action);
+  updateSweepActions();
+}
+
+void MainWindow::updateSweepActions() {
+  const RunSummary* run = m_runs->model()->runById(m_runs->currentRunId());
+  const bool trial = run != nullptr && run->record.studyId.has_value();
+  for (QAction* action : std::as_const(m_sweepActions)) action->setEnabled(trial);
+}
+
+void MainWindow::steerCurrentSweep(backend::StudyControl control) {
+  const RunSummary* run = m_runs->model()->runById(m_runs->currentRunId());
+  if (run == nullptr || !run->record.studyId) {
+    statusBar()->showMessage(tr("Select a trial of the sweep to pause, resume or stop"), 8000);
+    return;
+  }
+  const SweepData& sweep = m_compare->sweep();
+  const QString name = sweep.study.studyId == *run->record.studyId && !sweep.study.name.isEmpty()
+                           ? sweep.study.name
+                           : tr("of %1").arg(run->record.name);
+  emit sweepControlRequested(*run->record.studyId, name, control);
+}
+
+void MainWindow::cloneIntoBuilder(qint64 runId, const QJsonObject& params) {
+  const RunSummary* run = m_runs->model()->runById(runId);
+  if (run == nullptr || !run->record.experimentId) {
+    statusBar()->showMessage(tr("That run has no recorded experiment to clone"), 8000);
+    return;
+  }
+  BuilderController* builder = m_builder->controller();
+  if (builder->isModified()) {
+    statusBar()->showMessage(
+        tr("The builder has unsaved edits; save or undo them before cloning %1")
+            .arg(run->record.name),
+        8000);
+    return;
+  }
+  m_cloneParams = params;
+  m_cloning = true;
+  m_builderChosen = false;
+  m_builderWanted = *run->record.experimentId;
+  m_runLog->loadExperiment(m_builderWanted);
 }
 
 QStringList MainWindow::recentFiles() const { return QSettings().value(kRecentKey).toStringList(); }
@@ -256,6 +320,7 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
   if (!runs.isEmpty() && runs.first().record.experimentId) {
     m_compare->showSweep(*runs.first().record.experimentId);
   }
+  updateSweepActions();
   // A refresh of the table re-announces the same selection: only a new current run counts.
   if (const qint64 current = m_runs->currentRunId(); current != m_lastCurrent) {
     m_lastCurrent = current;
@@ -293,6 +358,7 @@ void MainWindow::onExperimentLoaded(qint64 experimentId, const QString& name, co
   if (experimentId != m_builderWanted) return;  // the selection moved on meanwhile
   m_builderWanted = -1;
   BuilderController* builder = m_builder->controller();
+  const bool cloning = std::exchange(m_cloning, false);
   if (!m_builderChosen && !builder->isModified()) {
     QString error;
     const bool before = std::exchange(m_loadingRecorded, true);
@@ -300,8 +366,37 @@ void MainWindow::onExperimentLoaded(qint64 experimentId, const QString& name, co
                                               tr("experiment %1 of the run log").arg(name), &error);
     m_loadingRecorded = before;
     if (!opened) statusBar()->showMessage(error, 8000);
+    if (opened && cloning) applyClone();
   }
   emit loadedChanged();
+}
+
+void MainWindow::applyClone() {
+  BuilderController* builder = m_builder->controller();
+  // Edits through the undo stack: the clone is an unsaved change of the recorded experiment.
+  builder->setSearchToml(QString());
+  QStringList refused;
+  int set = 0;
+  for (auto it = m_cloneParams.constBegin(); it != m_cloneParams.constEnd(); ++it) {
+    const QJsonValue v = it.value();
+    const QString text = v.isDouble() ? QString::number(v.toDouble(), 'g', 17)
+                         : v.isBool() ? QString::fromLatin1(v.toBool() ? "true" : "false")
+                                      : v.toString();
+    if (builder->setField(it.key(), text)) {
+      ++set;
+    } else {
+      refused.append(it.key());
+    }
+  }
+  QString text =
+      tr("Cloned into the builder: %n trial value(s) set, [search] removed; save it "
+         "as a new experiment to launch it",
+         nullptr, set);
+  if (!refused.isEmpty()) {
+    text += tr(" (not fields of the experiment, left out: %1)").arg(refused.join(", "));
+  }
+  statusBar()->showMessage(text, 12000);
+  m_cloneParams = {};
 }
 
 bool MainWindow::isLoaded() const {

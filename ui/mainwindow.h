@@ -5,9 +5,11 @@
 // The builder follows the current run: it shows the experiment that run was started from.
 #pragma once
 
+#include <QJsonObject>
 #include <QMainWindow>
 #include <QStringList>
 
+#include "backend/store/runrecords.h"
 #include "trainer/spec/result.h"
 
 class QDockWidget;
@@ -63,7 +65,12 @@ class MainWindow : public QMainWindow {
   /// Every panel has loaded its data (emitted after each change of what is shown).
   void loadedChanged();
   void stopRequested(qint64 runId, const QString& runName);
-  void cloneRequested(qint64 runId, const QJsonObject& params);
+  /// Prune or stop a running trial (RunsPanel::trialRequested).
+  void trialRequested(qint64 runId, const QString& runName,
+                      shardscope::backend::TrialRequest request);
+  /// Pause, resume or stop the sweep of study `studyId` (the Sweep menu, on the current run's).
+  void sweepControlRequested(qint64 studyId, const QString& name,
+                             shardscope::backend::StudyControl control);
   /// The builder's Launch: the saved experiment file to start.
   void launchRequested(const QString& experimentPath);
 
@@ -85,6 +92,12 @@ class MainWindow : public QMainWindow {
   /// Selects runs from code (first load, showcase): not the user's choice, so a file the user
   /// opened in the builder stays.
   void selectRunsInCode(const QList<qint64>& ids);
+  /// The builder gets run `runId`'s experiment with its trial values applied and no [search]:
+  /// one run like that trial, to edit, save and launch.
+  void cloneIntoBuilder(qint64 runId, const QJsonObject& params);
+  void applyClone();
+  void steerCurrentSweep(backend::StudyControl control);
+  void updateSweepActions();
   void chooseRunLog();
   void chooseExperiment();
   void restoreLayout();
@@ -104,6 +117,9 @@ class MainWindow : public QMainWindow {
   bool m_builderChosen = false;    // the user opened a file or template since their last pick
   bool m_loadingRecorded = false;  // the builder's content is being replaced by followInBuilder
   qint64 m_builderWanted = -1;     // experiment asked of the run log for the builder, -1: none
+  QJsonObject m_cloneParams;       // trial values to apply once m_builderWanted arrives
+  bool m_cloning = false;
+  QList<QAction*> m_sweepActions;  // pause, resume, stop: on the current run's sweep
 };
 
 }  // namespace shardscope::ui

@@ -126,6 +126,10 @@ int main(int argc, char** argv) {
                    &shardscope::app::RunControl::stop);
   QObject::connect(&window, &shardscope::ui::MainWindow::launchRequested, &control,
                    &shardscope::app::RunControl::launch);
+  QObject::connect(&window, &shardscope::ui::MainWindow::trialRequested, &control,
+                   &shardscope::app::RunControl::requestTrial);
+  QObject::connect(&window, &shardscope::ui::MainWindow::sweepControlRequested, &control,
+                   &shardscope::app::RunControl::steerSweep);
   QObject::connect(&control, &shardscope::app::RunControl::message, &window,
                    [&window](const QString& text) { window.statusBar()->showMessage(text, 8000); });
   window.openRunLog(dbPath);

@@ -74,6 +74,34 @@ void RunControl::stop(qint64 runId, const QString& runName) {
   });
 }
 
+void RunControl::steerSweep(qint64 studyId, const QString& name, backend::StudyControl control) {
+  QMetaObject::invokeMethod(m_context, [this, studyId, name, control] {
+    const Result<void> done = m_lifecycle.steerSweep(studyId, control);
+    const QString verb = control == backend::StudyControl::pause  ? tr("Pause")
+                         : control == backend::StudyControl::stop ? tr("Stop")
+                                                                  : tr("Resume");
+    const QString text =
+        done ? tr("%1 sent to sweep %2").arg(verb, name)
+             : tr("Could not %1 sweep %2: %3")
+                   .arg(verb.toLower(), name, QString::fromStdString(done.message()));
+    qCInfo(lcRunControl, "%s", qPrintable(text));
+    emit message(text);
+  });
+}
+
+void RunControl::requestTrial(qint64 runId, const QString& runName, backend::TrialRequest request) {
+  QMetaObject::invokeMethod(m_context, [this, runId, runName, request] {
+    const Result<void> done = m_lifecycle.requestTrial(runId, request);
+    const QString verb = request == backend::TrialRequest::prune ? tr("Prune") : tr("Stop");
+    const QString text =
+        done ? tr("%1 sent to trial %2").arg(verb, runName)
+             : tr("Could not %1 trial %2: %3")
+                   .arg(verb.toLower(), runName, QString::fromStdString(done.message()));
+    qCInfo(lcRunControl, "%s", qPrintable(text));
+    emit message(text);
+  });
+}
+
 void RunControl::launch(const QString& experimentPath) {
   QMetaObject::invokeMethod(m_context, [this, experimentPath] {
     const QString text = launchText(m_lifecycle, experimentPath);

@@ -26,6 +26,10 @@ class RunControl : public QObject {
   void stop(qint64 runId, const QString& runName);
   /// Starts the experiment file as a detached run in this run log (a sweep when it has [search]).
   void launch(const QString& experimentPath);
+  /// Pauses, resumes or stops the sweep of study `studyId` (named `name` in messages).
+  void steerSweep(qint64 studyId, const QString& name, backend::StudyControl control);
+  /// Prunes or stops one running trial of a sweep.
+  void requestTrial(qint64 runId, const QString& runName, backend::TrialRequest request);
 
  signals:
   /// What happened, for the status bar ("stop sent to run-3", or why not).

@@ -95,6 +95,18 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
   return FollowOutcome{true, monitor.status()};
 }
 
+Result<void> RunLifecycle::steerSweep(qint64 studyId, StudyControl control) const {
+  auto store = RunStore::open(m_settings.dbPath);
+  if (!store) return store.error();
+  return (*store)->setStudyControl(studyId, control).get();
+}
+
+Result<void> RunLifecycle::requestTrial(qint64 runId, TrialRequest request) const {
+  auto store = RunStore::open(m_settings.dbPath);
+  if (!store) return store.error();
+  return (*store)->requestTrial(runId, request).get();
+}
+
 Result<void> RunLifecycle::stop(QObject* context, qint64 runId, int graceS) const {
   auto reader = RunReader::open(m_settings.dbPath);
   if (!reader) return reader.error();

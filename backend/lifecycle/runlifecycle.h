@@ -125,6 +125,14 @@ class RunLifecycle {
   /// whoever follows the run records its end.
   [[nodiscard]] Result<void> stop(QObject* context, qint64 runId, int graceS) const;
 
+  /// Asks the process running study `studyId`'s sweep to go on, pause or stop, through the run
+  /// log (backend/search/sweepcontrol.h carries it out).
+  [[nodiscard]] Result<void> steerSweep(qint64 studyId, StudyControl control) const;
+  /// Asks the sweep running trial run `runId` to prune or stop it, through the run log. A trial
+  /// is stopped this way, never by a signal: its sweep then records it `stopped` and does not
+  /// retry it.
+  [[nodiscard]] Result<void> requestTrial(qint64 runId, TrialRequest request) const;
+
   /// Loads and validates an experiment for a run (overrides "dotted.key=value"); writes the
   /// demo's data first when it is missing; checks the launcher kind; prefers a trainer in
   /// trainerDir. `report` (optional) says whether an error is the experiment's.

@@ -320,6 +320,18 @@ class TestMainWindow : public QObject {
     QCOMPARE(builder->filePath(), mine);
     runs->selectRuns({runId});
     QTRY_COMPARE_WITH_TIMEOUT(builder->recordedExperimentId(), otherId, kWaitMs);
+
+    // Clone and edit on a trial: its experiment without [search], the trial's values applied
+    // as edits (unsaved); values that are not fields of the experiment (this fixture's program
+    // parameters) are named, not dropped silently.
+    runs->selectRuns({m_fixture.trialIds[4]});
+    QTRY_COMPARE_WITH_TIMEOUT(builder->recordedExperimentId(), m_fixture.experimentId, kWaitMs);
+    runs->cloneAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(builder->isModified(), kWaitMs);
+    QVERIFY(!builder->experiment().search.present);
+    const QString said = m_window->statusBar()->currentMessage();
+    QVERIFY2(said.contains("Cloned into the builder") && said.contains("left out: lora_rank, lr"),
+             qPrintable(said));
   }
 
   void cleanupTestCase() {

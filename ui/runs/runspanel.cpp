@@ -74,12 +74,15 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   }
   m_stop = new QAction(tr("Stop"), this);
   m_stop->setToolTip(tr("Stop the selected running runs gracefully (checkpoint, then exit)"));
+  m_prune = new QAction(tr("Prune trial"), this);
+  m_prune->setToolTip(tr("Prune the selected running trials of a sweep now (they end pruned)"));
   m_clone = new QAction(tr("Clone and edit"), this);
   m_clone->setToolTip(tr("Open the selected run's parameters in the experiment builder"));
   bar->addWidget(m_filter);
   bar->addWidget(m_statusFilter);
   bar->addSeparator();
   bar->addAction(m_stop);
+  bar->addAction(m_prune);
   bar->addAction(m_clone);
 
   m_view->setModel(m_proxy);
@@ -121,9 +124,19 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   connect(m_stop, &QAction::triggered, this, [this] {
     for (qint64 id : selectedRunIds()) {
       const RunSummary* run = m_model->runById(id);
-      if (run != nullptr && !spec::is_final(run->record.status)) {
+      if (run == nullptr || spec::is_final(run->record.status)) continue;
+      if (run->record.studyId) {
+        emit trialRequested(id, run->record.name, backend::TrialRequest::stop);
+      } else {
         emit stopRequested(id, run->record.name);
       }
+    }
+  });
+  connect(m_prune, &QAction::triggered, this, [this] {
+    for (qint64 id : selectedRunIds()) {
+      const RunSummary* run = m_model->runById(id);
+      if (run != nullptr && run->record.studyId && !spec::is_final(run->record.status))
+        emit trialRequested(id, run->record.name, backend::TrialRequest::prune);
     }
   });
   connect(m_clone, &QAction::triggered, this, [this] {
@@ -211,12 +224,16 @@ void RunsPanel::onSelectionChanged() {
 
 void RunsPanel::updateActions() {
   bool anyLive = false;
+  bool anyLiveTrial = false;
   const auto ids = selectedRunIds();
   for (qint64 id : ids) {
     const RunSummary* run = m_model->runById(id);
-    anyLive = anyLive || (run != nullptr && !spec::is_final(run->record.status));
+    const bool live = run != nullptr && !spec::is_final(run->record.status);
+    anyLive = anyLive || live;
+    anyLiveTrial = anyLiveTrial || (live && run->record.studyId.has_value());
   }
   m_stop->setEnabled(anyLive);
+  m_prune->setEnabled(anyLiveTrial);
   m_clone->setEnabled(ids.size() == 1);
 }
 

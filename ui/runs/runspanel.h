@@ -31,6 +31,7 @@ class RunsPanel : public QWidget {
   QLineEdit* filterEdit() const { return m_filter; }
   QAction* stopAction() const { return m_stop; }
   QAction* cloneAction() const { return m_clone; }
+  QAction* pruneAction() const { return m_prune; }
   /// The ids of the selected runs, in table order.
   QList<qint64> selectedRunIds() const;
   /// Selects these runs (others are deselected) and makes the first one current; the plots
@@ -45,8 +46,12 @@ class RunsPanel : public QWidget {
  signals:
   void loaded();
   void selectionChanged(const QList<qint64>& runIds);
-  /// The user asked to stop a run (the app stops it through the backend).
+  /// The user asked to stop a run outside a sweep (the app stops it through the backend).
   void stopRequested(qint64 runId, const QString& runName);
+  /// The user asked to prune or stop a running trial: its sweep does it (never a signal, so
+  /// the sweep records it as asked and does not retry it).
+  void trialRequested(qint64 runId, const QString& runName,
+                      shardscope::backend::TrialRequest request);
   /// The user asked for a new run like this one: the builder opens it for editing.
   void cloneRequested(qint64 runId, const QJsonObject& params);
 
@@ -63,6 +68,7 @@ class RunsPanel : public QWidget {
   QComboBox* m_statusFilter = nullptr;
   QAction* m_stop = nullptr;
   QAction* m_clone = nullptr;
+  QAction* m_prune = nullptr;
   QList<qint64> m_selected;
   qint64 m_current = -1;  // currentRunId() as last announced
   bool m_loaded = false;

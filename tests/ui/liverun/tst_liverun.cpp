@@ -24,6 +24,7 @@
 #include "tests/support/experiment.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
+#include "ui/compare/comparepanel.h"
 #include "ui/mainwindow.h"
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
@@ -213,6 +214,140 @@ class TestLiveRun : public QObject {
     QVERIFY(QDir().mkpath(artifacts));
     QVERIFY(window.grab().save(artifacts + "/liverun-window.png"));
     checkZeroSeriesAxis(window.plotsPanel());
+  }
+
+  // #17: a sweep launched from the builder and steered from the window, as a person does it:
+  // the trials appear in the runs table and the Compare panel; Prune trial, Pause sweep, Stop
+  // (on a trial), Resume sweep and Stop sweep each reach the sweep's own process (started by
+  // RunControl through backend/lifecycle) through the run log, and the run log ends as the
+  // window showed it.
+  void sweepLaunchedAndSteeredFromTheWindow() {
+    const QString db = m_dir.filePath("sweep.db");
+    {
+      auto store = backend::RunStore::open(db);
+      QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    }
+    QDir folder(m_dir.filePath("sweep"));
+    QVERIFY(folder.mkpath("."));
+    // One trial: an eval line every 0.3 s for 20 steps (6 s), then done.
+    QFile program(folder.filePath("obj.py"));
+    QVERIFY(program.open(QIODevice::WriteOnly));
+    program.write(R"(import json, sys, time
+x = float(dict(a[2:].split("=", 1) for a in sys.argv[1:])["x"])
+for step in range(1, 21):
+    print(json.dumps({"ev": "eval", "step": step, "metrics": {"loss": x * x + 1.0 / step}}),
+          flush=True)
+    time.sleep(0.3)
+print(json.dumps({"ev": "done", "status": "complete", "objective": x * x}), flush=True)
+)");
+    program.close();
+    QFile exp(folder.filePath("steer.toml"));
+    QVERIFY(exp.open(QIODevice::WriteOnly));
+    exp.write(R"([experiment]
+name = "steer"
+
+[search]
+program = ["python3", "obj.py"]
+sampler = "random"
+seed = 5
+n_trials = 6
+concurrency = 1
+objectives = {loss = "minimize"}
+
+[search.space.x]
+type = "float"
+low = -2.0
+high = 2.0
+)");
+    exp.close();
+
+    MainWindow window(nullptr, 50);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.openRunLog(db);
+    QTRY_VERIFY_WITH_TIMEOUT(window.runsPanel()->isLoaded(), kWaitMs);
+    backend::RunLifecycle::Settings settings;
+    settings.dbPath = db;
+    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    app::RunControl control(settings, 5);
+    connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
+    connect(&window, &MainWindow::trialRequested, &control, &app::RunControl::requestTrial);
+    connect(&window, &MainWindow::sweepControlRequested, &control, &app::RunControl::steerSweep);
+    connect(&window, &MainWindow::stopRequested, &control, &app::RunControl::stop);
+    QSignalSpy said(&control, &app::RunControl::message);
+
+    QVERIFY(window.openExperiment(folder.filePath("steer.toml")).ok());
+    window.builderPanel()->controller()->validateNow();
+    QVERIFY(window.builderPanel()->launchButton()->isEnabled());
+    QTest::mouseClick(window.builderPanel()->launchButton(), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(said.count(), 1, kWaitMs);
+    const QString started = said.takeFirst().first().toString();
+    QVERIFY2(started.startsWith("Started sweep steer"), qPrintable(started));
+
+    RunsPanel* runs = window.runsPanel();
+    const auto statusOf = [&](const QString& name) {
+      const RunSummary* r = nullptr;
+      for (int row = 0; row < runs->model()->rowCount(); ++row)
+        if (runs->model()->runAt(row)->record.name == name) r = runs->model()->runAt(row);
+      return r == nullptr ? QString() : QString::fromLatin1(spec::to_string(r->record.status));
+    };
+    const auto idOf = [&](const QString& name) {
+      for (int row = 0; row < runs->model()->rowCount(); ++row)
+        if (runs->model()->runAt(row)->record.name == name)
+          return runs->model()->runAt(row)->record.id;
+      return qint64(-1);
+    };
+    const auto action = [&](const char* name) {
+      auto* a = window.findChild<QAction*>(QString::fromLatin1(name));
+      return a;
+    };
+
+    // Trial 0 appears running, in the table and in the Compare panel; the user prunes it.
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("steer-0"), QString("running"), kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(window.comparePanel()->sweep().trials.size() >= 1, kWaitMs);
+    runs->selectRuns({idOf("steer-0")});
+    QVERIFY(runs->pruneAction()->isEnabled());
+    runs->pruneAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("steer-0"), QString("pruned"), kWaitMs);
+
+    // Trial 1 runs; the user pauses the sweep, then stops the trial: no trial starts after it.
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("steer-1"), QString("running"), kWaitMs);
+    runs->selectRuns({idOf("steer-1")});
+    QAction* pause = action("sweep-pause");
+    QVERIFY(pause != nullptr && pause->isEnabled());
+    pause->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !said.isEmpty() && said.last().first().toString().startsWith("Pause sent to sweep"),
+        kWaitMs);
+    runs->stopAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("steer-1"), QString("stopped"), kWaitMs);
+    {
+      // The sweep has read the run log since the pause (it carried out the stop after it).
+      auto reader = backend::RunReader::open(db);
+      QVERIFY(reader.ok());
+      auto all = reader->listRuns();
+      QVERIFY(all.ok());
+      QCOMPARE(all->size(), std::size_t(2));
+    }
+
+    // Resumed, trial 2 starts; Stop sweep ends it and the sweep.
+    action("sweep-run")->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("steer-2"), QString("running"), kWaitMs);
+    runs->selectRuns({idOf("steer-2")});
+    action("sweep-stop")->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("steer-2"), QString("stopped"), kWaitMs);
+
+    // The run log says what the window showed: pruned, stopped (not retried), stopped.
+    auto reader = backend::RunReader::open(db);
+    QVERIFY(reader.ok());
+    auto all = reader->listRuns();
+    QVERIFY(all.ok());
+    QCOMPARE(all->size(), std::size_t(3));
+    for (const backend::RunRecord& r : *all) {
+      QCOMPARE(statusOf(r.name), QString::fromLatin1(spec::to_string(r.status)));
+      QCOMPARE(r.attempt, 0);
+    }
   }
 };
 
