@@ -110,6 +110,22 @@ void runVerb(const Globals& g, const RunArgs& args) {
                         [&] { orExit(store->setRunLocation(run.id, launched.location).get()); })};
 }
 
+// `resume RUN`: the run's next attempt from its newest complete checkpoint, detached (a
+// supervisor follows it, as `run --detach`); prints the run id (--json: id, name, run_dir).
+void resumeVerb(const Globals& g, const std::string& runArg) {
+  auto store = openStore(g);
+  auto reader = orExit(store->reader());
+  const RunRecord run = findRun(reader, runArg);
+  const backend::StartedRun started = orExit(lifecycle(g).resumeDetached(*store, run.id));
+  if (!started.warning.empty()) std::cerr << "warning: " << started.warning << '\n';
+  if (g.json) {
+    printJson({{"id", started.id}, {"name", started.name}, {"run_dir", started.runDir}});
+  } else {
+    std::cout << started.id << '\n';
+  }
+  throw VerbExit{kExitOk};
+}
+
 void superviseVerb(const Globals& g, const std::string& runArg) {
   auto store = openStore(g);
   auto reader = orExit(store->reader());
@@ -134,6 +150,12 @@ void addRunVerbs(CLI::App& app, Globals& g) {
   run->add_flag("--detach", args->detach,
                 "Print only the run id and leave a supervisor that follows the run");
   run->callback([&g, args] { runVerb(g, *args); });
+
+  auto resumeArg = std::make_shared<std::string>();
+  CLI::App* resume = app.add_subcommand(
+      "resume", "Resume a stopped or failed run from its newest checkpoint, detached");
+  resume->add_option("RUN", *resumeArg, "Run id or name")->required();
+  resume->callback([&g, resumeArg] { resumeVerb(g, *resumeArg); });
 
   auto runArg = std::make_shared<std::string>();
   CLI::App* supervise =

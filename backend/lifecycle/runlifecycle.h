@@ -153,6 +153,13 @@ class RunLifecycle {
                                                  const QString& experimentPath,
                                                  const std::vector<std::string>& overrides) const;
 
+  /// Resumes run `runId` (outside a sweep; it ended stopped, failed or oom) from the newest
+  /// complete sharded checkpoint of its last attempt: a new attempt of the same run, in a fresh
+  /// folder `<run dir>-resume-<attempt>` with the same trial.toml, `shardtrain train trial.toml
+  /// --resume CKPT`, followed by a new supervisor. Its curve goes on from the checkpoint's step.
+  /// Fails, starting nothing, when the run has no complete checkpoint (start it again instead).
+  [[nodiscard]] Result<StartedRun> resumeDetached(RunStore& store, qint64 runId) const;
+
   /// Starts `<supervisor> --db DB sweep EXP` in its own session, its output appended to
   /// `<runsRoot>/sweep-<study>-<yyyyMMdd-HHmmss>.log`.
   [[nodiscard]] Result<StartedSweep> startSweep(const QString& experimentPath) const;

@@ -181,6 +181,74 @@ Result<StartedRun> RunLifecycle::startDetached(RunStore& store, const spec::Expe
   return started;
 }
 
+Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) const {
+  if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  auto found = reader->run(runId);
+  if (!found) return found.error();
+  if (!*found) return fail("run " + std::to_string(runId) + " is not in the run log");
+  const RunRecord before = **found;
+  const std::string label = "run " + before.name.toStdString();
+  if (before.studyId) {
+    return fail(label +
+                " is a trial of a sweep: its sweep retries it from its checkpoint "
+                "(search.retry_from_checkpoint)");
+  }
+  auto point = reader->resumePoint(runId, before.attempt);
+  if (!point) return point.error();
+  if (!*point) {
+    return fail(label + " has no complete sharded checkpoint to resume from (train.ckpt_every " +
+                "writes them; an oom or config error is not resumed): start it again instead");
+  }
+  auto previous = RunLocation::fromJson(before.location);
+  if (!previous) return previous.error();
+  const QString checkpoint = previous->runDir + '/' + (*point)->path;
+  auto exp = spec::load_experiment(QDir(before.runDir).filePath("trial.toml").toStdString(), {},
+                                   spec::LoadOptions{false});
+  if (!exp) return fail(label + ": " + exp.message());
+  auto launcher =
+      makeLauncher(QString::fromUtf8(spec::to_string(exp->launch.kind)), exp->launch.grace_s);
+  if (!launcher) return launcher.error();
+  auto attempt = store.beginResumedAttempt(runId).get();
+  if (!attempt) return attempt.error();
+  // Each attempt has its own folder (its event files count bytes and seq from 0).
+  QString base = before.runDir;
+  if (const qsizetype cut = base.lastIndexOf(QStringLiteral("-resume-")); cut > 0)
+    base.truncate(cut);
+  RunRecord run = before;
+  run.attempt = *attempt;
+  run.runDir = base + QStringLiteral("-resume-%1").arg(*attempt);
+  const auto failRun = [&](const std::string& why) -> Error {
+    (void)store.setRunStatus(runId, spec::RunStatus::failed, QString::fromStdString(why)).get();
+    return fail(label + ": " + why);
+  };
+  if (auto r = store.setRunDir(runId, run.runDir).get(); !r) return failRun(r.message());
+  if (auto written = writeTrial(run, *exp); !written) return failRun(written.message());
+  auto token = reader->runLogToken();
+  if (!token) return failRun(token.message());
+  LaunchRequest request;
+  request.runId = runId;
+  request.runName = run.name;
+  request.localRunDir = run.runDir;
+  request.attempt = run.attempt;
+  request.runLogToken = *token;
+  request.launch = exp->launch;
+  request.shareGpus = exp->shard.backend == "gloo";
+  request.trainerArgs = {QStringLiteral("train"), QStringLiteral("trial.toml"),
+                         QStringLiteral("--resume"), checkpoint};
+  auto handle = (*launcher)->start(request);
+  if (!handle) return failRun(handle.message());
+  if (auto r = store.setRunLocation(runId, (*handle)->location().toJson()).get(); !r)
+    return failRun(r.message());
+  store.flush();
+  auto supervisor = spawnSupervisor(run);
+  if (!supervisor) return supervisor.error();
+  StartedRun started{runId, run.name, run.runDir, *supervisor, {}};
+  started.warning = waitForSupervisor(store, runId, *supervisor);
+  return started;
+}
+
 // Waits until the supervisor holds the run's lease, so that once the start returns no other
 // process takes the run for an orphan. A supervisor that is slower only leaves a window in which
 // a concurrent `ls` may start a second one; the lease lets one of them follow. Returns a warning

@@ -16,8 +16,10 @@ Result<qint64> spawnInSession(const QStringList& argv, const QString& logPath,
   // Everything the child touches is ready before fork(): between fork and exec a child of a
   // threaded process (the dashboard) may only make async-signal-safe calls.
   std::vector<std::string> args;
+  args.reserve(std::size_t(argv.size()));
   for (const QString& a : argv) args.push_back(a.toStdString());
   std::vector<const char*> cargs;
+  cargs.reserve(args.size() + 1);
   for (const std::string& a : args) cargs.push_back(a.c_str());
   cargs.push_back(nullptr);
   const std::string log = logPath.toStdString();

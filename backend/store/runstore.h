@@ -115,6 +115,12 @@ class RunStore : public QObject {
   /// runner resumes it; otherwise the retry's curve starts empty.
   Pending<std::optional<TrialId>> claimTrial(qint64 studyId, int maxAttempt,
                                              bool fromCheckpoint = false);
+  /// Starts the next attempt of a run outside a study that ended stopped, failed or oom, to be
+  /// resumed from its newest complete sharded checkpoint (RunReader::resumePoint of the attempt
+  /// that ended): attempt + 1, running, error and end time cleared, the curve kept up to the
+  /// checkpoint's step. Returns the new attempt; fails naming the run when it is a trial (its
+  /// sweep retries it), still running, or complete.
+  Pending<int> beginResumedAttempt(qint64 runId);
   /// Ends a queued or running trial with a final `status`, its objective values (one per
   /// objective; may be empty) and `error`, in one transaction; fails naming the trial when it
   /// already ended (a second tell).

@@ -296,6 +296,44 @@ RunStore::Pending<void> RunStore::setStudyStatus(qint64 studyId, StudyStatus sta
   });
 }
 
+RunStore::Pending<int> RunStore::beginResumedAttempt(qint64 runId) {
+  return submit<int>(1, [runId](WriteContext& context) -> Result<int> {
+    auto stmt =
+        context.statement("SELECT attempt, status, study_id IS NOT NULL FROM runs WHERE id = ?1");
+    if (!stmt) return stmt.error();
+    Statement& select = **stmt;
+    if (auto r = select.bindInt64(1, runId); !r) return r.error();
+    auto row = select.step();
+    if (!row) return row.error();
+    if (!*row) {
+      select.reset();
+      return fail("run " + std::to_string(runId) + " is not in the run log");
+    }
+    const int attempt = static_cast<int>(select.columnInt64(0));
+    const std::string status = select.columnText(1);
+    const bool trial = select.columnInt64(2) != 0;
+    select.reset();
+    if (trial) {
+      return fail("run " + std::to_string(runId) +
+                  " is a trial of a sweep: its sweep retries it from its checkpoint "
+                  "(search.retry_from_checkpoint)");
+    }
+    if (status != "stopped" && status != "failed" && status != "oom") {
+      return fail("run " + std::to_string(runId) + " is " + status +
+                  ": only a stopped, failed or oom run is resumed");
+    }
+    if (auto r = runWithId(context,
+                           "UPDATE runs SET status = 'running', attempt = attempt + 1, error = '', "
+                           "objective = NULL, started_at = ?2, ended_at = NULL WHERE id = ?1",
+                           runId, spec::unix_time_now());
+        !r)
+      return r.error();
+    if (auto r = trimRetriedCurve(context, runId, attempt, true); !r) return r.error();
+    context.changes().runs = true;
+    return attempt + 1;
+  });
+}
+
 RunStore::Pending<void> RunStore::setStudyControl(qint64 studyId, StudyControl control) {
   return submit<void>(1, [studyId, control](WriteContext& context) -> Result<void> {
     auto stmt =

@@ -15,6 +15,7 @@
 #include "backend/store/runstore.h"
 #include "tests/support/experiment.h"
 #include "tests/support/files.h"
+#include "trainer/spec/events.h"
 
 using namespace shardscope;
 using backend::RunLifecycle;
@@ -169,6 +170,62 @@ class TestLifecycle : public QObject {
     auto after = r.listRuns();
     QVERIFY(after.ok());
     QVERIFY(lifecycle().adoptOrphans(r, *after).empty());
+  }
+
+  // #17: a stopped run goes on from its newest complete checkpoint as a new attempt in its own
+  // folder, followed by a new supervisor; the loss curve is one curve, each step once.
+  void stoppedRunResumesFromItsCheckpoint() {
+    const backend::StartedRun run =
+        startDetached("resumable", "--steps 60 --step-ms 40 --ckpt-every 5");
+    const auto checkpoint = [&](int attempt) -> qint64 {
+      backend::RunReader r = reader();
+      auto point = r.resumePoint(run.id, attempt);
+      return point && *point ? (*point)->step : -1;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(checkpoint(0) >= 10, kWaitMs);
+    // Resuming a run that is still running is refused, and starts nothing.
+    auto early = lifecycle().resumeDetached(*m_store, run.id);
+    QVERIFY(!early.ok());
+    QVERIFY2(early.message().find("is running") != std::string::npos, early.message().c_str());
+    QObject context;
+    QVERIFY(lifecycle().stop(&context, run.id, 5).ok());
+    QTRY_COMPARE_WITH_TIMEOUT(status(run.id), QStringLiteral("stopped"), kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(run.supervisorPid), 30000);
+    const qint64 k = checkpoint(0);
+    QVERIFY(k >= 10 && k < 60);
+
+    auto resumed = lifecycle().resumeDetached(*m_store, run.id);
+    QVERIFY2(resumed.ok(), resumed.ok() ? "" : resumed.message().c_str());
+    QCOMPARE(resumed->runDir, run.runDir + "-resume-1");
+    QVERIFY(resumed->supervisorPid > 0 && resumed->supervisorPid != run.supervisorPid);
+    QTRY_COMPARE_WITH_TIMEOUT(status(run.id), QStringLiteral("complete"), kWaitMs);
+    backend::RunReader r = reader();
+    QCOMPARE((*r.run(run.id))->attempt, 1);
+    // The new attempt's first step is k + 1, and rank 0's curve holds steps 1..60 once each.
+    auto events = r.events(run.id, 0);
+    QVERIFY(events.ok());
+    qint64 firstStep = -1;
+    for (const backend::EventRow& row : *events) {
+      if (row.attempt != 1 || row.kind != QLatin1String("step") || firstStep >= 0) continue;
+      auto event =
+          spec::parse_event(std::string_view(row.json.constData(), size_t(row.json.size())));
+      QVERIFY(event.ok());
+      firstStep = std::get<spec::StepEvent>(event->body).step;
+    }
+    QCOMPARE(firstStep, k + 1);
+    auto loss = r.metric(run.id, QStringLiteral("loss"));
+    QVERIFY(loss.ok());
+    std::vector<qint64> steps;
+    for (const backend::MetricPoint& p : *loss)
+      if (p.rank == 0) steps.push_back(p.step);
+    QCOMPARE(steps.size(), std::size_t(60));
+    for (std::size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i], qint64(i + 1));
+
+    // A complete run is not resumed; the message says what is.
+    auto again = lifecycle().resumeDetached(*m_store, run.id);
+    QVERIFY(!again.ok());
+    QVERIFY2(again.message().find("only a stopped, failed or oom run") != std::string::npos,
+             again.message().c_str());
   }
 
   void launchedRunIsFollowedInThisProcess() {
