@@ -70,6 +70,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runs, &RunsPanel::stopRequested, this, &MainWindow::stopRequested);
   connect(m_runs, &RunsPanel::cloneRequested, this, &MainWindow::cloneIntoBuilder);
   connect(m_runs, &RunsPanel::trialRequested, this, &MainWindow::trialRequested);
+  connect(m_runs, &RunsPanel::resumeRequested, this, &MainWindow::resumeRequested);
   connect(m_builder->controller(), &BuilderController::launchRequested, this,
           &MainWindow::launchRequested);
   connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
@@ -164,6 +165,8 @@ void MainWindow::buildMenus() {
   filter->setShortcut(QKeySequence::Find);
   m_runs->pruneAction()->setShortcut(QKeySequence(tr("Ctrl+Shift+X")));
   run->insertAction(m_runs->cloneAction(), m_runs->pruneAction());
+  m_runs->resumeAction()->setShortcut(QKeySequence(tr("Ctrl+Shift+R")));
+  run->insertAction(m_runs->cloneAction(), m_runs->resumeAction());
 
   // The sweep of the current run, steered through the run log (any sweep: GUI or CLI started).
   QMenu* sweep = menuBar()->addMenu(tr("&Sweep"));
@@ -196,6 +199,7 @@ void MainWindow::buildMenus() {
   bar->addSeparator();
   bar->addAction(m_runs->stopAction());
   bar->addAction(m_runs->pruneAction());
+  bar->addAction(m_runs->resumeAction());
   bar->addAction(m_runs->cloneAction());
   bar->addSeparator();
   for (QAction* action : std::as_const(m_sweepActions)) bar->addAction(action);

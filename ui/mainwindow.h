@@ -68,6 +68,8 @@ class MainWindow : public QMainWindow {
   /// Prune or stop a running trial (RunsPanel::trialRequested).
   void trialRequested(qint64 runId, const QString& runName,
                       shardscope::backend::TrialRequest request);
+  /// Resume a stopped or failed run from its newest checkpoint (RunsPanel::resumeRequested).
+  void resumeRequested(qint64 runId, const QString& runName);
   /// Pause, resume or stop the sweep of study `studyId` (the Sweep menu, on the current run's).
   void sweepControlRequested(qint64 studyId, const QString& name,
                              shardscope::backend::StudyControl control);

@@ -126,6 +126,8 @@ int main(int argc, char** argv) {
                    &shardscope::app::RunControl::stop);
   QObject::connect(&window, &shardscope::ui::MainWindow::launchRequested, &control,
                    &shardscope::app::RunControl::launch);
+  QObject::connect(&window, &shardscope::ui::MainWindow::resumeRequested, &control,
+                   &shardscope::app::RunControl::resume);
   QObject::connect(&window, &shardscope::ui::MainWindow::trialRequested, &control,
                    &shardscope::app::RunControl::requestTrial);
   QObject::connect(&window, &shardscope::ui::MainWindow::sweepControlRequested, &control,

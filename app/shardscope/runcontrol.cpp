@@ -102,6 +102,22 @@ void RunControl::requestTrial(qint64 runId, const QString& runName, backend::Tri
   });
 }
 
+void RunControl::resume(qint64 runId, const QString& runName) {
+  QMetaObject::invokeMethod(m_context, [this, runId, runName] {
+    QString text;
+    auto store = backend::RunStore::open(m_lifecycle.settings().dbPath);
+    auto started = store ? m_lifecycle.resumeDetached(**store, runId)
+                         : Result<backend::StartedRun>(store.error());
+    if (started) {
+      text = tr("Resumed %1 from its checkpoint (attempt in %2)").arg(runName, started->runDir);
+    } else {
+      text = tr("Could not resume %1: %2").arg(runName, QString::fromStdString(started.message()));
+    }
+    qCInfo(lcRunControl, "%s", qPrintable(text));
+    emit message(text);
+  });
+}
+
 void RunControl::launch(const QString& experimentPath) {
   QMetaObject::invokeMethod(m_context, [this, experimentPath] {
     const QString text = launchText(m_lifecycle, experimentPath);

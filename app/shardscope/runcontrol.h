@@ -26,6 +26,8 @@ class RunControl : public QObject {
   void stop(qint64 runId, const QString& runName);
   /// Starts the experiment file as a detached run in this run log (a sweep when it has [search]).
   void launch(const QString& experimentPath);
+  /// Resumes a stopped or failed run from its newest checkpoint (a new attempt, detached).
+  void resume(qint64 runId, const QString& runName);
   /// Pauses, resumes or stops the sweep of study `studyId` (named `name` in messages).
   void steerSweep(qint64 studyId, const QString& name, backend::StudyControl control);
   /// Prunes or stops one running trial of a sweep.

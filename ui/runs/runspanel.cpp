@@ -11,6 +11,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <utility>
 
 #include "ui/data/runlog.h"
@@ -76,6 +77,9 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   m_stop->setToolTip(tr("Stop the selected running runs gracefully (checkpoint, then exit)"));
   m_prune = new QAction(tr("Prune trial"), this);
   m_prune->setToolTip(tr("Prune the selected running trials of a sweep now (they end pruned)"));
+  m_resume = new QAction(tr("Resume"), this);
+  m_resume->setToolTip(
+      tr("Resume the selected stopped or failed run from its newest checkpoint (a new attempt)"));
   m_clone = new QAction(tr("Clone and edit"), this);
   m_clone->setToolTip(tr("Open the selected run's parameters in the experiment builder"));
   bar->addWidget(m_filter);
@@ -83,6 +87,7 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   bar->addSeparator();
   bar->addAction(m_stop);
   bar->addAction(m_prune);
+  bar->addAction(m_resume);
   bar->addAction(m_clone);
 
   m_view->setModel(m_proxy);
@@ -132,6 +137,12 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
       }
     }
   });
+  connect(m_resume, &QAction::triggered, this, [this] {
+    for (qint64 id : selectedRunIds()) {
+      if (const RunSummary* run = m_model->runById(id); run != nullptr && resumable(*run))
+        emit resumeRequested(id, run->record.name);
+    }
+  });
   connect(m_prune, &QAction::triggered, this, [this] {
     for (qint64 id : selectedRunIds()) {
       const RunSummary* run = m_model->runById(id);
@@ -146,6 +157,13 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     }
   });
   updateActions();
+}
+
+bool RunsPanel::resumable(const RunSummary& run) {
+  // A sweep retries its own trials; a complete run has nothing left to do.
+  const spec::RunStatus s = run.record.status;
+  return !run.record.studyId && (s == spec::RunStatus::stopped || s == spec::RunStatus::failed ||
+                                 s == spec::RunStatus::oom);
 }
 
 void RunsPanel::applyStatusFilter() {
@@ -234,6 +252,10 @@ void RunsPanel::updateActions() {
   }
   m_stop->setEnabled(anyLive);
   m_prune->setEnabled(anyLiveTrial);
+  m_resume->setEnabled(std::any_of(ids.begin(), ids.end(), [this](qint64 id) {
+    const RunSummary* run = m_model->runById(id);
+    return run != nullptr && resumable(*run);
+  }));
   m_clone->setEnabled(ids.size() == 1);
 }
 

@@ -32,6 +32,7 @@ class RunsPanel : public QWidget {
   QAction* stopAction() const { return m_stop; }
   QAction* cloneAction() const { return m_clone; }
   QAction* pruneAction() const { return m_prune; }
+  QAction* resumeAction() const { return m_resume; }
   /// The ids of the selected runs, in table order.
   QList<qint64> selectedRunIds() const;
   /// Selects these runs (others are deselected) and makes the first one current; the plots
@@ -52,6 +53,8 @@ class RunsPanel : public QWidget {
   /// the sweep records it as asked and does not retry it).
   void trialRequested(qint64 runId, const QString& runName,
                       shardscope::backend::TrialRequest request);
+  /// The user asked to resume a stopped or failed run (outside a sweep) from its checkpoint.
+  void resumeRequested(qint64 runId, const QString& runName);
   /// The user asked for a new run like this one: the builder opens it for editing.
   void cloneRequested(qint64 runId, const QJsonObject& params);
 
@@ -60,6 +63,8 @@ class RunsPanel : public QWidget {
   void onSelectionChanged();
   void applyStatusFilter();
   void updateActions();
+  /// Stopped, failed or oom, outside a sweep: what Resume acts on.
+  static bool resumable(const RunSummary& run);
 
   RunTableModel* m_model = nullptr;
   QSortFilterProxyModel* m_proxy = nullptr;
@@ -69,6 +74,7 @@ class RunsPanel : public QWidget {
   QAction* m_stop = nullptr;
   QAction* m_clone = nullptr;
   QAction* m_prune = nullptr;
+  QAction* m_resume = nullptr;
   QList<qint64> m_selected;
   qint64 m_current = -1;  // currentRunId() as last announced
   bool m_loaded = false;

@@ -216,6 +216,72 @@ class TestLiveRun : public QObject {
     checkZeroSeriesAxis(window.plotsPanel());
   }
 
+  // #17: a run stopped from the window resumes from its checkpoint with Resume: the same row
+  // goes back to running, then complete, and its curve continues from the checkpoint's step.
+  void stoppedRunResumesFromTheWindow() {
+    const QString db = m_dir.filePath("resume.db");
+    {
+      auto store = backend::RunStore::open(db);
+      QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    }
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = QStringLiteral("again");
+    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.steps = 80;
+    const QString path = shardscope::testing::writeExperiment(m_dir.path(), experiment);
+    qputenv("SHARDSCOPE_FAKE_MODE", "--steps 80 --step-ms 60 --ckpt-every 5");
+
+    MainWindow window(nullptr, 50);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.openRunLog(db);
+    QTRY_VERIFY_WITH_TIMEOUT(window.runsPanel()->isLoaded(), kWaitMs);
+    backend::RunLifecycle::Settings settings;
+    settings.dbPath = db;
+    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    app::RunControl control(settings, 5);
+    connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
+    connect(&window, &MainWindow::stopRequested, &control, &app::RunControl::stop);
+    connect(&window, &MainWindow::resumeRequested, &control, &app::RunControl::resume);
+    QSignalSpy said(&control, &app::RunControl::message);
+    QVERIFY(window.openExperiment(path).ok());
+    window.builderPanel()->controller()->validateNow();
+    QTest::mouseClick(window.builderPanel()->launchButton(), Qt::LeftButton);
+    RunsPanel* runs = window.runsPanel();
+    QTRY_COMPARE_WITH_TIMEOUT(runs->model()->rowCount(), 1, kWaitMs);
+    const qint64 id = runs->model()->runAt(0)->record.id;
+    const auto checkpointStep = [&]() -> qint64 {
+      auto reader = backend::RunReader::open(db);
+      auto point = reader ? reader->resumePoint(id, 0)
+                          : Result<std::optional<backend::ResumePoint>>(fail("no reader"));
+      return point && *point ? (*point)->step : -1;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(checkpointStep() >= 10, kWaitMs);
+    runs->selectRuns({id});
+    QVERIFY(!runs->resumeAction()->isEnabled());  // running: nothing to resume
+    runs->stopAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(statusAt(runs, 0), QStringLiteral("stopped"), kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(runs->resumeAction()->isEnabled(), kWaitMs);
+    const qint64 k = checkpointStep();
+    runs->resumeAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !said.isEmpty() && said.last().first().toString().startsWith("Resumed again-"), kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(statusAt(runs, 0), QStringLiteral("complete"), kWaitMs);
+    QCOMPARE(runs->model()->rowCount(), 1);  // the same run, not a new one
+    auto reader = backend::RunReader::open(db);
+    QVERIFY(reader.ok());
+    QCOMPARE((*reader->run(id))->attempt, 1);
+    auto loss = reader->metric(id, QStringLiteral("loss"));
+    QVERIFY(loss.ok());
+    qint64 expected = 1;
+    for (const backend::MetricPoint& p : *loss) {
+      if (p.rank != 0) continue;
+      QCOMPARE(p.step, expected++);  // steps 1..k from the first attempt, then k+1.. resumed
+    }
+    QCOMPARE(expected, qint64(81));
+    QVERIFY(k >= 10);
+  }
+
   // #17: a sweep launched from the builder and steered from the window, as a person does it:
   // the trials appear in the runs table and the Compare panel; Prune trial, Pause sweep, Stop
   // (on a trial), Resume sweep and Stop sweep each reach the sweep's own process (started by
