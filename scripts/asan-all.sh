@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite under ASan + UBSan: builds the `asan` preset (Debug, everything,
+# The whole test suite under ASan + UBSan: builds the `asan` preset (-O1, everything,
 # LibTorch included) into build-asan/ and runs every test. Long (the trainer's tests run about
 # 10x slower): not part of CI; run it before a release or after touching memory-heavy code.
 # Arguments go to ctest (e.g. -L unit, -R tst_flat_param).

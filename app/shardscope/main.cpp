@@ -1,6 +1,6 @@
 // shardscope: the dashboard. main() only wires the application, the main window, the run
 // control (stop requests) and the screenshot mode.
-//   shardscope [--db PATH] [EXP.toml]
+//   shardscope [--db PATH] [--launch] [EXP.toml]
 //   shardscope --screenshot DIR [--db PATH] [--size WxH]   (no display needed)
 #include <QApplication>
 #include <QCommandLineParser>
@@ -14,19 +14,23 @@
 #include "app/shardscope/runcontrol.h"
 #include "backend/store/runstore.h"
 #include "trainer/spec/version.h"
+#include "ui/builder/buildercontroller.h"
+#include "ui/builder/builderpanel.h"
 #include "ui/mainwindow.h"
 #include "ui/screenshot.h"
 
 namespace {
 
 const char* const kUsage =
-    "Usage: shardscope [--db PATH] [EXP.toml]\n"
+    "Usage: shardscope [--db PATH] [--launch] [EXP.toml]\n"
     "       shardscope --screenshot DIR [--db PATH] [--size WxH]\n"
     "The dashboard for sharded fine-tuning runs; shardscope-cli is its headless twin.\n"
     "  --db PATH         run log to open (default: the user's, as shardscope-cli uses)\n"
     "  --screenshot DIR  write DIR/{builder,runs,plots,compare,hosts}.png and DIR/index.json,\n"
     "                    then exit (0; 1 when the run log has no runs or DIR is not writable)\n"
     "  --size WxH        screenshot size in pixels (default 1600x1000)\n"
+    "  --launch          launch EXP.toml as the builder's Launch does (a sweep when it has\n"
+    "                    [search]); nothing is launched when it has validation errors\n"
     "  --version, -h/--help\n";
 
 // Answered before QApplication exists, so they work on a machine without a display; a
@@ -84,7 +88,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption db("db", "Run log to open.", "PATH");
   const QCommandLineOption shot("screenshot", "Write the panels' screenshots to DIR.", "DIR");
   const QCommandLineOption size("size", "Screenshot size (default 1600x1000).", "WxH");
-  parser.addOptions({db, shot, size});
+  const QCommandLineOption launch("launch", "Launch EXP.toml as the builder's Launch does.");
+  parser.addOptions({db, shot, size, launch});
   parser.addPositionalArgument("EXP.toml", "Experiment file to open in the builder.");
   if (!parser.parse(QApplication::arguments())) {
     std::fprintf(stderr, "shardscope: %s\n%s", qPrintable(parser.errorText()), kUsage);
@@ -135,9 +140,23 @@ int main(int argc, char** argv) {
   QObject::connect(&control, &shardscope::app::RunControl::message, &window,
                    [&window](const QString& text) { window.statusBar()->showMessage(text, 8000); });
   window.openRunLog(dbPath);
+  if (parser.isSet(launch) && parser.positionalArguments().isEmpty()) {
+    std::fprintf(stderr, "shardscope: --launch needs an EXP.toml to launch\n%s", kUsage);
+    return 2;
+  }
   if (!parser.positionalArguments().isEmpty()) {
     if (auto opened = window.openExperiment(parser.positionalArguments().first()); !opened) {
       std::fprintf(stderr, "shardscope: %s\n", opened.message().c_str());
+      if (parser.isSet(launch)) return 2;
+    } else if (parser.isSet(launch)) {
+      // The builder's own Launch: refused (and shown on the fields) while it has issues.
+      auto* builder = window.builderPanel()->controller();
+      builder->validateNow();
+      if (!builder->launchAllowed()) {
+        std::fprintf(stderr, "shardscope: %s has validation errors; nothing launched\n",
+                     qPrintable(parser.positionalArguments().first()));
+      }
+      builder->requestLaunch();
     }
   }
   if (parser.isSet(shot)) return screenshot(window, parser.value(shot), parser.value(size));

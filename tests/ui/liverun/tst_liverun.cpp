@@ -18,6 +18,8 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 
+#include <csignal>
+
 #include "app/shardscope/runcontrol.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
@@ -280,6 +282,87 @@ class TestLiveRun : public QObject {
     }
     QCOMPARE(expected, qint64(81));
     QVERIFY(k >= 10);
+  }
+
+  // #17: the dashboard (the real `shardscope`, offscreen) launches a sweep and is SIGKILLed
+  // mid-sweep: the sweep runs in its own session and goes on; a dashboard opened again finds
+  // its trials running and follows them to the end.
+  void sweepOutlivesAKilledDashboard() {
+    const QString db = m_dir.filePath("killed.db");
+    QDir folder(m_dir.filePath("killed"));
+    QVERIFY(folder.mkpath("."));
+    QFile program(folder.filePath("obj.py"));
+    QVERIFY(program.open(QIODevice::WriteOnly));
+    program.write(R"(import json, sys, time
+x = float(dict(a[2:].split("=", 1) for a in sys.argv[1:])["x"])
+for step in range(1, 11):
+    print(json.dumps({"ev": "eval", "step": step, "metrics": {"loss": x * x + 1.0 / step}}),
+          flush=True)
+    time.sleep(0.3)
+print(json.dumps({"ev": "done", "status": "complete", "objective": x * x}), flush=True)
+)");
+    program.close();
+    QFile exp(folder.filePath("killgui.toml"));
+    QVERIFY(exp.open(QIODevice::WriteOnly));
+    exp.write(R"([experiment]
+name = "killgui"
+
+[search]
+program = ["python3", "obj.py"]
+sampler = "random"
+seed = 2
+n_trials = 3
+concurrency = 1
+objectives = {loss = "minimize"}
+
+[search.space.x]
+type = "float"
+low = -2.0
+high = 2.0
+)");
+    exp.close();
+    {
+      auto store = backend::RunStore::open(db);
+      QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    }
+    const auto runStatus = [&](const QString& name) {
+      auto reader = backend::RunReader::open(db);
+      if (!reader) return QString();
+      auto run = reader->runByName(name);
+      return run && *run ? QString::fromLatin1(spec::to_string((*run)->status)) : QString();
+    };
+
+    QProcess gui;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    gui.setProcessEnvironment(env);
+    gui.setProcessChannelMode(QProcess::MergedChannels);
+    gui.start(QStringLiteral(SHARDSCOPE_GUI),
+              {"--db", db, "--launch", folder.filePath("killgui.toml")});
+    QVERIFY(gui.waitForStarted());
+    QTRY_COMPARE_WITH_TIMEOUT(runStatus("killgui-0"), QString("running"), kWaitMs);
+    QCOMPARE(gui.state(), QProcess::Running);  // the dashboard is up while the trial runs
+    QCOMPARE(::kill(pid_t(gui.processId()), SIGKILL), 0);
+    QVERIFY(gui.waitForFinished(30000));
+
+    // Opened again: the sweep is still running, and the window follows its trials to the end.
+    MainWindow window(nullptr, 50);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.openRunLog(db);
+    RunsPanel* runs = window.runsPanel();
+    const auto tableSays = [&](const QString& name) {
+      for (int row = 0; row < runs->model()->rowCount(); ++row)
+        if (runs->model()->runAt(row)->record.name == name) return statusAt(runs, row);
+      return QString();
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(runs->isLoaded(), kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(tableSays("killgui-2"), QString("complete"), kWaitMs);
+    for (const char* name : {"killgui-0", "killgui-1", "killgui-2"}) {
+      QCOMPARE(tableSays(name), QString("complete"));
+      QCOMPARE(runStatus(name), QString("complete"));
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(window.comparePanel()->sweep().trials.size(), qsizetype(3), kWaitMs);
   }
 
   // #17: a sweep launched from the builder and steered from the window, as a person does it:
