@@ -1,10 +1,11 @@
-# shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s]
+# shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s] [XVFB]
 #                     [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
-# One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen and
+# One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen (XVFB:
+# on a real X server, tests/ui/xvfb_run.sh, which fails when Xvfb is missing) and
 # single-threaded per process: OpenMP spinning makes oversubscribed ranks crawl on 2 cores. The
 # GUI-thread guard (backend/guithread.h) is on in every test, as in debug builds.
 function(shardscope_add_test name)
-  cmake_parse_arguments(T "" "PROCESSORS;TIMEOUT"
+  cmake_parse_arguments(T "XVFB" "PROCESSORS;TIMEOUT"
                         "SOURCES;LIBS;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
   if(NOT T_LABELS)
     message(FATAL_ERROR "shardscope_add_test(${name}): give LABELS (unit, integration, gui, reference, slow, cuda-build)")
@@ -19,7 +20,11 @@ function(shardscope_add_test name)
   if(T_DEPENDS)
     add_dependencies(${name} ${T_DEPENDS})
   endif()
-  add_test(NAME ${name} COMMAND ${name})
+  if(T_XVFB)
+    add_test(NAME ${name} COMMAND ${PROJECT_SOURCE_DIR}/tests/ui/xvfb_run.sh $<TARGET_FILE:${name}>)
+  else()
+    add_test(NAME ${name} COMMAND ${name})
+  endif()
   _shardscope_test_properties(${name})
 endfunction()
 

@@ -1,13 +1,16 @@
-// A live run moves the run table and the plots (#7 "Must hold"), offscreen: the main window is
-// open on an empty run log; the user opens an experiment for the fake trainer (2 ranks, 40
-// steps of 150 ms) in the builder and presses Launch. The launch goes where the dashboard sends
-// it: the dashboard's own RunControl (app/shardscope/runcontrol.cpp, compiled into this test)
-// starts the run detached through backend/lifecycle in its control thread, and the supervisor
-// it leaves (`shardscope-cli supervise RUN`) follows the run with the RunMonitor and the local
-// launcher; the window sees the run only through the run log. While it runs the table says
-// running and the loss curve grows; at the end the table says complete and the curve holds every
-// loss row of the log.
-// The window is kept as tests/artifacts/liverun-window.png in the build tree.
+// The dashboard's workflow as a person drives it, on a real X server (Xvfb, through
+// tests/ui/xvfb_run.sh; the test fails when Xvfb is missing). The launches go where the dashboard
+// sends them: its own RunControl (app/shardscope/runcontrol.cpp, compiled into this test) starts
+// runs and sweeps through backend/lifecycle in its control thread; supervisors
+// (`shardscope-cli supervise RUN`) and sweeps (`shardscope-cli sweep`) run in their own
+// sessions, and the window sees them only through the run log.
+//   - a live run (fake trainer, 2 ranks, 40 steps of 150 ms) launched from the builder moves
+//     the run table and the plots, and its curve ends holding every loss row of the log (#7);
+//   - a run stopped from the window resumes from its checkpoint with Resume;
+//   - the real `shardscope --launch` starts a sweep and is SIGKILLed mid-sweep; a window opened
+//     again finds the sweep running and follows it to its end;
+//   - a sweep launched from the builder is pruned, paused, stopped and resumed from the window.
+// The first window is kept as tests/artifacts/liverun-window.png in the build tree.
 #include <qcustomplot.h>
 #include <QtTest>
 
@@ -121,6 +124,8 @@ class TestLiveRun : public QObject {
 
  private slots:
   void initTestCase() {
+    // A real X server, never a silent fallback to the offscreen platform.
+    QCOMPARE(QGuiApplication::platformName(), QStringLiteral("xcb"));
     QStandardPaths::setTestModeEnabled(true);  // QSettings in a test location
     QVERIFY(m_dir.isValid());
     // The fake trainer reads its pace from the environment the launcher passes on.
@@ -284,7 +289,7 @@ class TestLiveRun : public QObject {
     QVERIFY(k >= 10);
   }
 
-  // #17: the dashboard (the real `shardscope`, offscreen) launches a sweep and is SIGKILLed
+  // #17: the dashboard (the real `shardscope`, a window on the same X server) launches a sweep and is SIGKILLed
   // mid-sweep: the sweep runs in its own session and goes on; a dashboard opened again finds
   // its trials running and follows them to the end.
   void sweepOutlivesAKilledDashboard() {
@@ -333,9 +338,6 @@ high = 2.0
     };
 
     QProcess gui;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("QT_QPA_PLATFORM", "offscreen");
-    gui.setProcessEnvironment(env);
     gui.setProcessChannelMode(QProcess::MergedChannels);
     gui.start(QStringLiteral(SHARDSCOPE_GUI),
               {"--db", db, "--launch", folder.filePath("killgui.toml")});
