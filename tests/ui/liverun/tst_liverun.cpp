@@ -17,6 +17,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -105,6 +106,16 @@ void checkZeroSeriesAxis(PlotsPanel* panel) {
   QCOMPARE(mfu->customPlot()->yAxis->range().lower, 0.0);
   QCOMPARE(mfu->customPlot()->yAxis->range().upper, 1.0);
 }
+
+// Stops study `name`'s sweep when a test leaves (also when it fails early): the sweep runs in
+// its own session and would outlive the test and its temporary folder.
+struct StopSweepAtExit {
+  QString db;
+  QString name;
+  ~StopSweepAtExit() {
+    QProcess::execute(QStringLiteral(SHARDSCOPE_CLI), {"--db", db, "study", "stop", name});
+  }
+};
 
 }  // namespace
 
@@ -289,9 +300,9 @@ class TestLiveRun : public QObject {
     QVERIFY(k >= 10);
   }
 
-  // #17: the dashboard (the real `shardscope`, a window on the same X server) launches a sweep and is SIGKILLed
-  // mid-sweep: the sweep runs in its own session and goes on; a dashboard opened again finds
-  // its trials running and follows them to the end.
+  // #17: the dashboard (the real `shardscope`, a window on the same X server) launches a sweep and
+  // is SIGKILLed mid-sweep: the sweep runs in its own session and goes on; a dashboard opened again
+  // finds its trials running and follows them to the end.
   void sweepOutlivesAKilledDashboard() {
     const QString db = m_dir.filePath("killed.db");
     QDir folder(m_dir.filePath("killed"));
@@ -337,6 +348,7 @@ high = 2.0
       return run && *run ? QString::fromLatin1(spec::to_string((*run)->status)) : QString();
     };
 
+    const StopSweepAtExit cleanup{db, QStringLiteral("killgui")};
     QProcess gui;
     gui.setProcessChannelMode(QProcess::MergedChannels);
     gui.start(QStringLiteral(SHARDSCOPE_GUI),
@@ -427,6 +439,7 @@ high = 2.0
     connect(&window, &MainWindow::sweepControlRequested, &control, &app::RunControl::steerSweep);
     connect(&window, &MainWindow::stopRequested, &control, &app::RunControl::stop);
     QSignalSpy said(&control, &app::RunControl::message);
+    const StopSweepAtExit cleanup{db, QStringLiteral("steer")};
 
     QVERIFY(window.openExperiment(folder.filePath("steer.toml")).ok());
     window.builderPanel()->controller()->validateNow();
