@@ -58,7 +58,14 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   m_plot->setMinimumHeight(200);
   m_plot->legend->setVisible(true);
   m_plot->legend->setFont(QFont(font().family(), 8));
-  m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  // The legend gets its own row under the chart, three entries a line: inside the chart it
+  // covered the budget line's label (the demo's screenshot showed "GiB (far above the bars)").
+  m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+  m_plot->plotLayout()->addElement(1, 0, m_plot->legend);
+  m_plot->plotLayout()->setRowStretchFactor(1, 0.001);
+  m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  m_plot->legend->setWrap(3);
+  m_plot->legend->setMargins(QMargins(4, 2, 4, 2));
   QCPBars* below = nullptr;
   for (int c = 0; c < CategoryCount; ++c) {
     auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);

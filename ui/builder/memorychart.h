@@ -51,6 +51,8 @@ class MemoryChart : public QWidget {
   /// "Estimate: 1.2 MiB per rank ..." or the reason there is none.
   QString statusText() const;
   QCustomPlot* plot() const { return m_plot; }
+  /// The budget line's label (its text and where it is drawn).
+  QCPItemText* budgetLabel() const { return m_budgetLabel; }
   /// True when the bars show the head's backward (activations held), false for backward's end.
   bool headMoment() const { return m_headMoment; }
 

@@ -2,6 +2,7 @@
 // round-trip through trainer/spec, validation beside the field and launch blocking, undo, the
 // memory bars against estimate_memory, the model picker's parameter counts, [search] editing,
 // and a screenshot (tests/artifacts/builder-panel.png in the build tree) for people to look at.
+#include <qcustomplot.h>
 #include <QtTest>
 
 #include <QCheckBox>
@@ -212,6 +213,39 @@ class TestBuilderPanel : public QObject {
     chart->setBudgetGiB(static_cast<double>(est->total) / 2 / (1024.0 * 1024.0 * 1024.0));
     QVERIFY(chart->overBudget());
     QVERIFY(chart->statusText().contains("OVER BUDGET"));
+
+    // Nothing covers the bars or the budget's label: the legend is a row of its own under the
+    // chart, for a budget near the bars and one far above them.
+    panel.resize(1400, 900);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    for (const double gib :
+         {static_cast<double>(est->total) / 2 / (1024.0 * 1024.0 * 1024.0), 24.0}) {
+      chart->setBudgetGiB(gib);
+      chart->plot()->replot();
+      const QRect data = chart->plot()->axisRect()->rect();
+      const QRect legend = chart->plot()->legend->outerRect();
+      QVERIFY2(!legend.intersects(data), "the legend overlaps the chart");
+      QCPItemText* label = chart->budgetLabel();
+      const QPointF at = label->position->pixelPosition();
+      const QFontMetrics metrics(label->font());
+      const QRect text = metrics.boundingRect(label->text());
+      // Right- and bottom-aligned at its position: the box it is drawn in.
+      const QRect box(int(at.x()) - text.width(), int(at.y()) - text.height(), text.width(),
+                      text.height());
+      QVERIFY2(!box.intersects(legend), qPrintable(label->text()));
+      QVERIFY2(data.contains(box.topLeft()) || data.contains(box.bottomLeft()),
+               qPrintable(label->text() + ": drawn outside the chart " +
+                          QStringLiteral("%1,%2 %3x%4 in %5,%6 %7x%8")
+                              .arg(box.x())
+                              .arg(box.y())
+                              .arg(box.width())
+                              .arg(box.height())
+                              .arg(data.x())
+                              .arg(data.y())
+                              .arg(data.width())
+                              .arg(data.height())));
+    }
   }
 
   // The panel names its budget and where it comes from (launch.device_memory_gib here), says
