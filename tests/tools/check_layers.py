@@ -51,8 +51,9 @@ INNER = {
     # engine; the optimizer; checkpoints; one training run; the verbs; main().
     "trainer": _below("base", ("dist", "model"), "shard", "optim", "ckpt", "run", "cli", ""),
     # The GUI-thread guard; the run store and SSH; launchers; the monitor; search orchestration;
-    # exports of runs and studies to other tools' formats.
-    "backend": _below("", ("store", "ssh"), "launch", "monitor", "search", "export"),
+    # exports of runs and studies to other tools' formats, and imports of other tools' training
+    # configs (neither uses the other).
+    "backend": _below("", ("store", "ssh"), "launch", "monitor", "search", ("export", "import")),
     # The run-log worker; shared widgets; the panels, none of which includes another's files; the
     # main window.
     "ui": _below("data", "widgets", ("runs", "plots", "compare", "hosts", "builder"), ""),
@@ -72,6 +73,7 @@ TARGETS = {
     "shardscope_trainer": "trainer",  # every trainer folder together: what main() and tests link
     "shardscope_rendezvous": "trainer/dist",  # torch-free: the fake trainer links it too
     "shardscope_backend": "backend",
+    "shardscope_import": "backend/import",
     "shardscope_ui": "ui",
 }
 TARGET_PREFIXES = {"shardscope_trainer_": "trainer/"}
