@@ -118,11 +118,17 @@ void importAccelerate(ImportContext& ctx, const QJsonObject& root) {
   const bool sharded = fsdp || deepspeed;
   const qint64 machines = asInt(root.value(QStringLiteral("num_machines"))).value_or(1);
 
+  if (!root.contains(QStringLiteral("distributed_type"))) {
+    ctx.error(QStringLiteral("distributed_type"), QJsonValue::Null,
+              QStringLiteral("missing; accelerate requires it (FSDP, MULTI_GPU, NO, ...)"));
+  }
   // fsdp_config first: distributed_type's default strategy applies only when it names none.
   if (root.contains(QStringLiteral("fsdp_config"))) {
     const QJsonValue v = root.value(QStringLiteral("fsdp_config"));
     if (!v.isObject() && !v.isNull()) {
       ctx.badValue(QStringLiteral("fsdp_config"), v, QStringLiteral("a table of fsdp_* keys"));
+    } else if (fsdp && isOff(v)) {
+      ctx.ignore(QStringLiteral("fsdp_config"), v, QStringLiteral("empty: accelerate's defaults"));
     } else if (fsdp) {
       importFsdpOptions(ctx, v.toObject(), QStringLiteral("fsdp_config."), 1, false);
     } else {

@@ -260,6 +260,12 @@ Result<ImportResult> importConfigText(ImportKind kind, const QByteArray& text,
 }
 
 Result<ImportResult> importConfig(ImportKind kind, const QString& path) {
+  const QFileInfo info(path);
+  if (!info.isFile()) return fail(path.toStdString() + ": not a file; give a config file");
+  if (info.size() > importing::kMaxConfigBytes) {
+    return fail(path.toStdString() + ": " + std::to_string(info.size()) +
+                " bytes is no config file (at most 16 MiB)");
+  }
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) {
     return fail(path.toStdString() + ": cannot read: " + f.errorString().toStdString());

@@ -50,9 +50,9 @@ void importBatch(ImportContext& ctx, const QJsonObject& root) {
   const QString kTbs = QStringLiteral("train_batch_size");
   const QString kMicro = QStringLiteral("train_micro_batch_size_per_gpu");
   const QString kGas = QStringLiteral("gradient_accumulation_steps");
-  const auto tbs = asInt(root.value(kTbs));
-  const auto micro = asInt(root.value(kMicro));
-  const auto gas = asInt(root.value(kGas));
+  const auto tbs = asCount(root.value(kTbs));
+  const auto micro = asCount(root.value(kMicro));
+  const auto gas = asCount(root.value(kGas));
   const auto& launch = ctx.experiment().launch;
   const qint64 world = qint64(launch.nnodes) * launch.nproc_per_node;
   for (const QString& k : {kTbs, kMicro, kGas}) {
@@ -65,9 +65,9 @@ void importBatch(ImportContext& ctx, const QJsonObject& root) {
       ctx.unsupported(k, v, kAuto.arg(field));
       continue;
     }
-    const auto n = asInt(v);
-    if (!n || *n < 1) {
-      ctx.badValue(k, v, QStringLiteral("a whole number >= 1 or \"auto\""));
+    const auto n = asCount(v);
+    if (!n) {
+      ctx.badValue(k, v, QStringLiteral("a whole number from 1 to 10^9, or \"auto\""));
       continue;
     }
     if (tbs && micro && gas) {
@@ -96,7 +96,8 @@ void importBatch(ImportContext& ctx, const QJsonObject& root) {
       ctx.map(k, v, {{"train.batch_size", QString::number(*n)}});
     } else if (k == kMicro) {
       std::vector<Assign> set{{"train.micro_batch_size", QString::number(*n)}};
-      if (!tbs && gas) set.push_back({"train.batch_size", QString::number(*n * *gas * world)});
+      const auto batch = product({*n, gas.value_or(1), world});
+      if (!tbs && gas && batch) set.push_back({"train.batch_size", QString::number(*batch)});
       ctx.map(k, v, set,
               !tbs && gas ? QStringLiteral("batch = micro x accumulation x %1 ranks "
                                            "(launch.nnodes x launch.nproc_per_node)")
@@ -105,8 +106,9 @@ void importBatch(ImportContext& ctx, const QJsonObject& root) {
     } else if (tbs && micro) {
       ctx.ignore(k, v, QStringLiteral("follows from train.batch_size / (micro x ranks)"));
     } else if (tbs) {
-      if (*tbs % (*n * world) == 0) {
-        ctx.map(k, v, {{"train.micro_batch_size", QString::number(*tbs / (*n * world))}},
+      const auto perMicro = product({*n, world});
+      if (perMicro && *tbs % *perMicro == 0) {
+        ctx.map(k, v, {{"train.micro_batch_size", QString::number(*tbs / *perMicro)}},
                 QStringLiteral("micro = train_batch_size / (accumulation x %1 ranks)").arg(world));
       } else {
         ctx.unsupported(k, v,
@@ -159,6 +161,7 @@ void importZero(ImportContext& ctx, const QString& prefix, const QJsonObject& ze
         continue;
       }
       const QJsonObject t = v.toObject();
+      if (t.isEmpty()) ctx.ignore(key, v, QStringLiteral("empty: no offload"));
       for (auto sub = t.begin(); sub != t.end(); ++sub) {
         const QString subKey = key + QLatin1Char('.') + sub.key();
         const QString device = asString(sub.value()).value_or(QString()).toLower();
@@ -240,6 +243,19 @@ void importZero(ImportContext& ctx, const QString& prefix, const QJsonObject& ze
   }
 }
 
+// A table's keys, or one entry for the table when it is empty or not a table.
+bool tableEntries(ImportContext& ctx, const QString& key, const QJsonValue& v) {
+  if (!v.isObject() && !v.isNull()) {
+    ctx.badValue(key, v, QStringLiteral("a table"));
+    return false;
+  }
+  if (v.toObject().isEmpty()) {
+    ctx.ignore(key, v, QStringLiteral("empty: nothing asked for"));
+    return false;
+  }
+  return true;
+}
+
 void importOptimizer(ImportContext& ctx, const QJsonObject& opt) {
   const QString type = asString(opt.value(QStringLiteral("type"))).value_or(QString());
   const QJsonObject params = opt.value(QStringLiteral("params")).toObject();
@@ -260,6 +276,7 @@ void importOptimizer(ImportContext& ctx, const QJsonObject& opt) {
       ctx.unknown(key, it.value());
       continue;
     }
+    if (!tableEntries(ctx, key, it.value())) continue;
     for (auto p = params.begin(); p != params.end(); ++p) {
       const QString pk = key + QLatin1Char('.') + p.key();
       const QJsonValue v = p.value();
@@ -329,6 +346,7 @@ void importScheduler(ImportContext& ctx, const QJsonObject& sched, double lr) {
       ctx.unknown(key, it.value());
       continue;
     }
+    if (!tableEntries(ctx, key, it.value())) continue;
     for (auto p = params.begin(); p != params.end(); ++p) {
       const QString pk = key + QLatin1Char('.') + p.key();
       const QJsonValue v = p.value();
@@ -411,22 +429,14 @@ void importDeepSpeed(ImportContext& ctx, const QJsonObject& root) {
       continue;  // importBatch
     }
     if (name == QLatin1String("zero_optimization")) {
-      if (!v.isObject()) {
-        ctx.badValue(name, v, QStringLiteral("a table"));
-      } else {
-        importZero(ctx, name + QLatin1Char('.'), v.toObject());
-      }
+      if (tableEntries(ctx, name, v)) importZero(ctx, name + QLatin1Char('.'), v.toObject());
     } else if (name == QLatin1String("fp16") || name == QLatin1String("bf16") ||
                name == QLatin1String("bfloat16")) {
-      if (!v.isObject()) {
-        ctx.badValue(name, v, QStringLiteral("a table with \"enabled\""));
-      } else {
-        importPrecision(ctx, name, v.toObject());
-      }
+      if (tableEntries(ctx, name, v)) importPrecision(ctx, name, v.toObject());
     } else if (name == QLatin1String("optimizer")) {
-      importOptimizer(ctx, v.toObject());
+      if (tableEntries(ctx, name, v)) importOptimizer(ctx, v.toObject());
     } else if (name == QLatin1String("scheduler")) {
-      importScheduler(ctx, v.toObject(), lr);
+      if (tableEntries(ctx, name, v)) importScheduler(ctx, v.toObject(), lr);
     } else if (name == QLatin1String("gradient_clipping")) {
       mapNumber(ctx, name, v, QStringLiteral("train.grad_clip"), false);
     } else if (name == QLatin1String("steps_per_print")) {

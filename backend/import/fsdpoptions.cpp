@@ -93,15 +93,14 @@ void importFsdpOptions(ImportContext& ctx, const QJsonObject& table, const QStri
                        int defaultVersion, bool trainerNames) {
   // The version decides how reshard_after_forward and backward_prefetch read, so it goes first.
   int version = defaultVersion;
+  const auto validVersion = [](const QJsonValue& v) {
+    const auto n = asInt(v);
+    return n && (*n == 1 || *n == 2) ? static_cast<int>(*n) : 0;
+  };
   for (const QString& k : {QStringLiteral("fsdp_version"), QStringLiteral("version")}) {
-    if (!table.contains(k)) continue;
-    const auto n = asInt(table[k]);
-    if (!n || (*n != 1 && *n != 2)) {
-      ctx.badValue(prefix + k, table[k], QStringLiteral("1 or 2"));
-    } else {
-      version = static_cast<int>(*n);
-    }
+    if (const int n = validVersion(table.value(k))) version = n;
   }
+
   QString wrapPolicy;
   for (const QString& k :
        {QStringLiteral("fsdp_auto_wrap_policy"), QStringLiteral("auto_wrap_policy")}) {
@@ -113,11 +112,13 @@ void importFsdpOptions(ImportContext& ctx, const QJsonObject& table, const QStri
     // accelerate writes fsdp_*; the Trainer strips the prefix and accepts either.
     const QString name = it.key().startsWith(QLatin1String("fsdp_")) ? it.key().mid(5) : it.key();
     if (name == QLatin1String("version")) {
-      if (asInt(v)) {
+      if (validVersion(v)) {
         ctx.ignore(key, v,
                    QStringLiteral("FSDP%1: decides how the strategy and prefetch keys read; "
                                   "Shardscope has one engine for both")
                        .arg(version));
+      } else {
+        ctx.badValue(key, v, QStringLiteral("1 or 2"));
       }
     } else if (name == QLatin1String("reshard_after_forward")) {
       mapReshard(ctx, key, v, version);

@@ -140,10 +140,7 @@ struct HfState {
 std::optional<qint64> stepsOf(const QJsonValue& v, qint64 maxSteps) {
   const auto d = asNumber(v);
   if (!d || *d < 0) return std::nullopt;
-  if (*d >= 1 || *d == 0) {
-    if (std::trunc(*d) != *d) return std::nullopt;
-    return static_cast<qint64>(*d);
-  }
+  if (*d >= 1 || *d == 0) return asInt(v);  // whole and in range, or nullopt
   if (maxSteps <= 0) return std::nullopt;
   return static_cast<qint64>(std::ceil(static_cast<double>(maxSteps) * *d));
 }
@@ -207,12 +204,24 @@ void mapFsdpConfig(ImportContext& ctx, const QString& key, const QJsonValue& v, 
   QJsonObject table;
   if (v.isObject()) {
     table = v.toObject();
+  } else if (v.isString() && v.toString().trimmed().startsWith(QLatin1Char('{'))) {
+    // A command line's --fsdp_config '{"version": 2, ...}': JSON text, as the Trainer reads it.
+    const auto doc = QJsonDocument::fromJson(v.toString().toUtf8());
+    if (!doc.isObject()) {
+      ctx.badValue(key, v, QStringLiteral("a JSON object"));
+      return;
+    }
+    table = doc.object();
   } else if (v.isString() && !v.toString().isEmpty()) {
+    // The path of a JSON file, relative to the imported file's folder; a regular file of a
+    // config's size, never a device or a pipe.
     const QString path = QFileInfo(ctx.file()).dir().absoluteFilePath(v.toString());
+    const QFileInfo info(path);
     QFile f(path);
-    QJsonParseError err{};
-    const auto doc =
-        f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll(), &err) : QJsonDocument();
+    QJsonDocument doc;
+    if (info.isFile() && info.size() <= kMaxConfigBytes && f.open(QIODevice::ReadOnly)) {
+      doc = QJsonDocument::fromJson(f.readAll());
+    }
     if (!doc.isObject()) {
       ctx.error(key, v, QStringLiteral("cannot read %1 as a JSON object").arg(path));
       return;
@@ -398,16 +407,19 @@ void mapIntervals(ImportContext& ctx, const QString& key, const QJsonValue& v, c
 // per_device_train_batch_size and gradient_accumulation_steps: the global batch is
 // micro x accumulation x ranks, with the ranks [launch] starts.
 void mapBatch(ImportContext& ctx, const QString& key, const QJsonValue& v, const HfState& s) {
-  const auto pd =
-      asInt(s.root.value(QStringLiteral("per_device_train_batch_size")))
-          .value_or(asInt(s.root.value(QStringLiteral("per_gpu_train_batch_size"))).value_or(8));
-  const auto gas = asInt(s.root.value(QStringLiteral("gradient_accumulation_steps"))).value_or(1);
-  if (!asInt(v) || *asInt(v) < 1) {
-    ctx.badValue(key, v, QStringLiteral("a whole number >= 1"));
-    return;
-  }
+  // The Trainer's defaults when a key is absent (a command line): 8 per device, 1 accumulation.
+  const qint64 pd =
+      asCount(s.root.value(QStringLiteral("per_device_train_batch_size")))
+          .value_or(asCount(s.root.value(QStringLiteral("per_gpu_train_batch_size"))).value_or(8));
+  const qint64 gas =
+      asCount(s.root.value(QStringLiteral("gradient_accumulation_steps"))).value_or(1);
   const auto& launch = ctx.experiment().launch;
   const qint64 world = qint64(launch.nnodes) * launch.nproc_per_node;
+  const auto batch = product({pd, gas, world});
+  if (!asCount(v) || !batch) {
+    ctx.badValue(key, v, QStringLiteral("a whole number from 1 to 10^9"));
+    return;
+  }
   const QString note = QStringLiteral(
                            "batch = %1 per device x %2 accumulation x %3 ranks "
                            "(launch.nnodes x launch.nproc_per_node); change them together")
@@ -415,11 +427,11 @@ void mapBatch(ImportContext& ctx, const QString& key, const QJsonValue& v, const
                            .arg(gas)
                            .arg(world);
   if (key.endsWith(QLatin1String("gradient_accumulation_steps"))) {
-    ctx.map(key, v, {{"train.batch_size", QString::number(pd * gas * world)}}, note);
+    ctx.map(key, v, {{"train.batch_size", QString::number(*batch)}}, note);
   } else {
     ctx.map(key, v,
             {{"train.micro_batch_size", QString::number(pd)},
-             {"train.batch_size", QString::number(pd * gas * world)}},
+             {"train.batch_size", QString::number(*batch)}},
             note);
   }
 }
@@ -427,8 +439,8 @@ void mapBatch(ImportContext& ctx, const QString& key, const QJsonValue& v, const
 // torchrun's / accelerate launch's own options before the script.
 void importLauncher(ImportContext& ctx, const QJsonObject& launcher) {
   const qint64 machines =
-      asInt(launcher.value(QStringLiteral("num_machines")))
-          .value_or(asInt(launcher.value(QStringLiteral("nnodes"))).value_or(1));
+      asCount(launcher.value(QStringLiteral("num_machines")))
+          .value_or(asCount(launcher.value(QStringLiteral("nnodes"))).value_or(1));
   for (auto it = launcher.begin(); it != launcher.end(); ++it) {
     const QString key = QStringLiteral("launcher --") + it.key();
     const QJsonValue v = it.value();

@@ -194,6 +194,20 @@ std::optional<qint64> asInt(const QJsonValue& v) {
   return static_cast<qint64>(*d);
 }
 
+std::optional<qint64> asCount(const QJsonValue& v) {
+  const auto n = asInt(v);
+  if (!n || *n < 1 || *n > 1'000'000'000) return std::nullopt;
+  return n;
+}
+
+std::optional<qint64> product(std::initializer_list<qint64> factors) {
+  qint64 out = 1;
+  for (qint64 f : factors) {
+    if (__builtin_mul_overflow(out, f, &out)) return std::nullopt;
+  }
+  return out;
+}
+
 std::optional<QString> asString(const QJsonValue& v) {
   if (v.isString()) return v.toString();
   if (v.isDouble() || v.isBool()) return valueText(v);
@@ -250,6 +264,7 @@ ImportContext::ImportContext(QString file, ImportKind kind) {
 }
 
 void ImportContext::add(ImportEntry entry) {
+  if (entry.key.isEmpty()) entry.key = QStringLiteral("\"\"");  // a key that is the empty string
   if (entry.outcome == ImportOutcome::error) m_failed = true;
   m_result.entries.append(std::move(entry));
 }

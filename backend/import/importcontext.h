@@ -16,6 +16,9 @@
 
 namespace shardscope::backend::importing {
 
+/// The largest config file read (a config is a few KiB; this keeps a device or a wrong file out).
+inline constexpr qint64 kMaxConfigBytes = 16 * 1024 * 1024;
+
 /// A value as report text: strings raw, numbers shortest, tables and lists as compact JSON.
 QString valueText(const QJsonValue& v);
 /// true/false, and the strings accelerate's str_to_bool accepts (yes/no, true/false, on/off, 1/0).
@@ -24,6 +27,10 @@ std::optional<bool> asBool(const QJsonValue& v);
 std::optional<double> asNumber(const QJsonValue& v);
 /// A whole number (2, 2.0, "2"); 1e8 counts, 2.5 does not.
 std::optional<qint64> asInt(const QJsonValue& v);
+/// A count of samples, steps or ranks: a whole number from 1 to 10^9, else nullopt.
+std::optional<qint64> asCount(const QJsonValue& v);
+/// The product, or nullopt when it overflows (batch arithmetic on values from a file).
+std::optional<qint64> product(std::initializer_list<qint64> factors);
 /// A string, or a number/boolean written as text (a command line's values are all strings).
 std::optional<QString> asString(const QJsonValue& v);
 /// null, false, "", "no", "none", [] or {}: "nothing asked for".

@@ -277,6 +277,58 @@ class TestConfigImport : public QObject {
             entry(r, "bf16.enabled").outcome == ImportOutcome::error);
   }
 
+  // accelerate itself refuses a file without distributed_type; so does the import.
+  void accelerateWithoutDistributedTypeIsAnError() {
+    auto r = importConfigText(ImportKind::accelerate, "mixed_precision: bf16\n", "bare.yaml");
+    QVERIFY(r && !r->ok());
+    QCOMPARE(entry(*r, "distributed_type").outcome, ImportOutcome::error);
+  }
+
+  // fsdp_version 0 was reported twice (as a bad value and as ignored); it is one error.
+  void badFsdpVersionIsOneError() {
+    auto r =
+        importConfigText(ImportKind::accelerate,
+                         "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 0\n", "v0.yaml");
+    QVERIFY(r && !r->ok());
+    QCOMPARE(r->entries.size(), 2);
+    QCOMPARE(entry(*r, "fsdp_config.fsdp_version").outcome, ImportOutcome::error);
+  }
+
+  // Empty tables are reported as such, so every key of the file has its entry.
+  void emptyTablesHaveAnEntry() {
+    auto r = importConfigText(ImportKind::deepspeed,
+                              R"({"zero_optimization": {}, "optimizer": {"type": "AdamW",
+                                  "params": {}}, "bf16": {}})",
+                              "empty.json");
+    QVERIFY(r && r->ok());
+    QCOMPARE(entry(*r, "zero_optimization").outcome, ImportOutcome::ignored);
+    QCOMPARE(entry(*r, "optimizer.params").outcome, ImportOutcome::ignored);
+    QCOMPARE(entry(*r, "bf16").outcome, ImportOutcome::ignored);
+  }
+
+  // A command line's --fsdp_config is JSON text (the Trainer parses it so), not a path.
+  void commandLineFsdpConfigIsJsonText() {
+    auto r = importConfigText(ImportKind::hfTrainer,
+                              R"(--fsdp --fsdp_config '{"version": 1, "reshard_after_forward":
+                                 "hybrid_shard", "backward_prefetch": "backward_post"}')",
+                              "line.sh");
+    QVERIFY(r);
+    QVERIFY2(r->ok(), qPrintable(r->reportText()));
+    QCOMPARE(field(*r, "shard.strategy"), QStringLiteral("HYBRID_SHARD"));
+    QCOMPARE(field(*r, "shard.backward_prefetch"), QStringLiteral("post"));
+  }
+
+  // Batch arithmetic on values from the file never overflows or divides by zero.
+  void batchArithmeticRefusesAbsurdValues() {
+    auto r = importConfigText(ImportKind::deepspeed,
+                              R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 0,
+                                  "gradient_accumulation_steps": 9000000000000000})",
+                              "absurd.json");
+    QVERIFY(r && !r->ok());
+    QCOMPARE(entry(*r, "train_micro_batch_size_per_gpu").outcome, ImportOutcome::error);
+    QCOMPARE(entry(*r, "gradient_accumulation_steps").outcome, ImportOutcome::error);
+  }
+
   void kindsHaveTheirCommandLineNames() {
     QVERIFY(shardscope::backend::importKindFromName("hf-trainer").ok());
     QVERIFY(!shardscope::backend::importKindFromName("megatron").ok());
