@@ -126,6 +126,50 @@ void importBatch(ImportContext& ctx, const QJsonObject& root) {
   }
 }
 
+// zero_optimization.offload_param / offload_optimizer: the device decides; the rest is tuning.
+void importOffload(ImportContext& ctx, const QString& name, const QString& key, const QJsonValue& v,
+                   qint64 stage) {
+  const bool param = name == QLatin1String("offload_param");
+  const QString field =
+      param ? QStringLiteral("shard.offload_params") : QStringLiteral("shard.offload_optimizer");
+  if (v.isNull()) {
+    ctx.ignore(key, v, QStringLiteral("off"));
+    return;
+  }
+  if (!v.isObject()) {
+    ctx.badValue(key, v, QStringLiteral("a table with \"device\""));
+    return;
+  }
+  const QJsonObject t = v.toObject();
+  if (t.isEmpty()) ctx.ignore(key, v, QStringLiteral("empty: no offload"));
+  for (auto sub = t.begin(); sub != t.end(); ++sub) {
+    const QString subKey = key + QLatin1Char('.') + sub.key();
+    const QString device = asString(sub.value()).value_or(QString()).toLower();
+    if (sub.key() == QLatin1String("device")) {
+      if (device == QLatin1String("none")) {
+        ctx.map(subKey, sub.value(), {{field, "false"}});
+      } else if (device == QLatin1String("cpu") && param && stage != 3) {
+        ctx.error(subKey, sub.value(),
+                  QStringLiteral("offload_param needs ZeRO stage 3 (DeepSpeed refuses it at "
+                                 "stage %1); use stage 3 or offload_optimizer")
+                      .arg(stage));
+      } else if (device == QLatin1String("cpu")) {
+        ctx.map(subKey, sub.value(), {{field, "true"}});
+      } else if (device == QLatin1String("nvme")) {
+        ctx.unsupported(subKey, sub.value(),
+                        QStringLiteral("no NVMe offload; use \"cpu\" (%1)").arg(field));
+      } else {
+        ctx.badValue(subKey, sub.value(), QStringLiteral("cpu, nvme or none"));
+      }
+    } else if (sub.key() == QLatin1String("ratio") && asNumber(sub.value()).value_or(1) < 1) {
+      ctx.unsupported(subKey, sub.value(),
+                      QStringLiteral("partial offload: the whole optimizer state moves"));
+    } else {
+      ctx.ignore(subKey, sub.value(), QStringLiteral("offload tuning (pinning, buffers, paths)"));
+    }
+  }
+}
+
 void importZero(ImportContext& ctx, const QString& prefix, const QJsonObject& zero) {
   const auto stage = asInt(zero.value(QStringLiteral("stage"))).value_or(0);
   for (auto it = zero.begin(); it != zero.end(); ++it) {
@@ -149,46 +193,7 @@ void importZero(ImportContext& ctx, const QString& prefix, const QJsonObject& ze
       }
     } else if (name == QLatin1String("offload_param") ||
                name == QLatin1String("offload_optimizer")) {
-      const bool param = name == QLatin1String("offload_param");
-      const QString field = param ? QStringLiteral("shard.offload_params")
-                                  : QStringLiteral("shard.offload_optimizer");
-      if (v.isNull()) {
-        ctx.ignore(key, v, QStringLiteral("off"));
-        continue;
-      }
-      if (!v.isObject()) {
-        ctx.badValue(key, v, QStringLiteral("a table with \"device\""));
-        continue;
-      }
-      const QJsonObject t = v.toObject();
-      if (t.isEmpty()) ctx.ignore(key, v, QStringLiteral("empty: no offload"));
-      for (auto sub = t.begin(); sub != t.end(); ++sub) {
-        const QString subKey = key + QLatin1Char('.') + sub.key();
-        const QString device = asString(sub.value()).value_or(QString()).toLower();
-        if (sub.key() == QLatin1String("device")) {
-          if (device == QLatin1String("none")) {
-            ctx.map(subKey, sub.value(), {{field, "false"}});
-          } else if (device == QLatin1String("cpu") && param && stage != 3) {
-            ctx.error(subKey, sub.value(),
-                      QStringLiteral("offload_param needs ZeRO stage 3 (DeepSpeed refuses it at "
-                                     "stage %1); use stage 3 or offload_optimizer")
-                          .arg(stage));
-          } else if (device == QLatin1String("cpu")) {
-            ctx.map(subKey, sub.value(), {{field, "true"}});
-          } else if (device == QLatin1String("nvme")) {
-            ctx.unsupported(subKey, sub.value(),
-                            QStringLiteral("no NVMe offload; use \"cpu\" (%1)").arg(field));
-          } else {
-            ctx.badValue(subKey, sub.value(), QStringLiteral("cpu, nvme or none"));
-          }
-        } else if (sub.key() == QLatin1String("ratio") && asNumber(sub.value()).value_or(1) < 1) {
-          ctx.unsupported(subKey, sub.value(),
-                          QStringLiteral("partial offload: the whole optimizer state moves"));
-        } else {
-          ctx.ignore(subKey, sub.value(),
-                     QStringLiteral("offload tuning (pinning, buffers, paths)"));
-        }
-      }
+      importOffload(ctx, name, key, v, stage);
     } else if (name == QLatin1String("cpu_offload")) {  // before DeepSpeed 0.3.16
       const auto b = asBool(v);
       if (!b) {

@@ -470,6 +470,262 @@ void importLauncher(ImportContext& ctx, const QJsonObject& launcher) {
   }
 }
 
+// FSDP, precision, checkpointing and the device: [shard]. Returns false for a key of another group.
+bool mapShardingKey(ImportContext& ctx, const QString& name, const QString& key,
+                    const QJsonValue& v, const HfState& s) {
+  const auto b = asBool(v);
+  if (name == QLatin1String("fsdp")) {
+    mapFsdp(ctx, key, v, s);
+    return true;
+  }
+  if (name == QLatin1String("fsdp_min_num_params")) {  // transformers 4.x
+    if (asInt(v).value_or(0) > 0) {
+      ctx.map(key, v, {{"shard.wrap_policy", "\"size\""}, {"shard.wrap_min_params", valueText(v)}});
+    } else {
+      ctx.ignore(key, v, QStringLiteral("0: not the size policy"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("fsdp_transformer_layer_cls_to_wrap")) {
+    ctx.ignore(key, v,
+               QStringLiteral("the block policy wraps every transformer block of model.arch"));
+    return true;
+  }
+  if (name == QLatin1String("deepspeed")) {
+    if (isOff(v)) {
+      ctx.ignore(key, v, QStringLiteral("off"));
+    } else {
+      ctx.unsupported(key, v,
+                      QStringLiteral("import the DeepSpeed config itself: `shardscope-cli import "
+                                     "deepspeed FILE`"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("bf16") || name == QLatin1String("fp16")) {
+    if (!b) {
+      ctx.badValue(key, v, QStringLiteral("true or false"));
+    } else if (*b) {
+      ctx.map(key, v, precisionFields(name, s.sharded));
+    } else {
+      ctx.ignore(key, v, QStringLiteral("off"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("tf32")) {
+    if (v.isNull()) {
+      ctx.ignore(key, v, QStringLiteral("PyTorch's default"));
+    } else if (!b) {
+      ctx.badValue(key, v, QStringLiteral("true or false"));
+    } else {
+      ctx.map(key, v, {{"shard.allow_tf32", *b ? "true" : "false"}});
+    }
+    return true;
+  }
+  if (name == QLatin1String("gradient_checkpointing") ||
+      name == QLatin1String("activation_checkpointing")) {
+    if (!b) {
+      ctx.badValue(key, v, QStringLiteral("true or false"));
+    } else if (*b) {
+      ctx.map(key, v, {{"shard.activation_checkpointing", "true"}});
+    } else {
+      ctx.ignore(key, v, QStringLiteral("off, as Shardscope's default"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("use_cpu") || name == QLatin1String("no_cuda")) {
+    if (!b) {
+      ctx.badValue(key, v, QStringLiteral("true or false"));
+    } else if (*b) {
+      ctx.map(key, v, {{"shard.device", "\"cpu\""}});
+    } else {
+      ctx.ignore(key, v, QStringLiteral("shard.device \"auto\" uses CUDA when there is a GPU"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("ddp_backend")) {
+    const QString be = asString(v).value_or(QString());
+    if (v.isNull()) {
+      ctx.ignore(key, v, QStringLiteral("shard.backend \"auto\": NCCL on CUDA, Gloo on CPU"));
+    } else if (be == QLatin1String("nccl") || be == QLatin1String("gloo")) {
+      ctx.map(key, v, {{"shard.backend", tomlString(be)}});
+    } else {
+      ctx.unsupported(key, v, QStringLiteral("collectives are NCCL or Gloo (shard.backend)"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("ddp_timeout")) {
+    const auto n = asInt(v);
+    if (!n || *n < 1) {
+      ctx.badValue(key, v, QStringLiteral("whole seconds >= 1"));
+    } else {
+      ctx.map(key, v, {{"shard.timeout_s", QString::number(*n)}});
+    }
+    return true;
+  }
+  return false;
+}
+
+// The learning rate, its schedule, the batch and the length of the run: [train]. Returns false for
+// a key of another group.
+bool mapScheduleKey(ImportContext& ctx, const QString& name, const QString& key,
+                    const QJsonValue& v, const HfState& s) {
+  const auto d = asNumber(v);
+  if (name == QLatin1String("learning_rate")) {
+    if (!d || *d <= 0) {
+      ctx.badValue(key, v, QStringLiteral("a number > 0"));
+    } else {
+      ctx.map(key, v, {{"train.lr", tomlDouble(*d)}});
+    }
+    return true;
+  }
+  if (name == QLatin1String("lr_scheduler_type")) {
+    mapScheduler(ctx, key, v, s);
+    return true;
+  }
+  if (name == QLatin1String("lr_scheduler_kwargs")) {
+    mapSchedulerKwargs(ctx, key, v, s);
+    return true;
+  }
+  if (name == QLatin1String("warmup_steps") || name == QLatin1String("warmup_ratio")) {
+    mapWarmup(ctx, key, v, s);
+    return true;
+  }
+  if (name == QLatin1String("per_device_train_batch_size") ||
+      name == QLatin1String("per_gpu_train_batch_size") ||
+      name == QLatin1String("gradient_accumulation_steps")) {
+    mapBatch(ctx, key, v, s);
+    return true;
+  }
+  if (name == QLatin1String("max_steps")) {
+    if (!asInt(v)) {
+      ctx.badValue(key, v, QStringLiteral("a whole number"));
+    } else if (s.maxSteps > 0) {
+      ctx.map(key, v, {{"train.max_steps", QString::number(s.maxSteps)}});
+    } else {
+      ctx.unsupported(key, v,
+                      QStringLiteral("the Trainer runs num_train_epochs epochs; set "
+                                     "train.max_steps = epochs x samples / train.batch_size"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("num_train_epochs")) {
+    if (s.maxSteps > 0) {
+      ctx.ignore(key, v, QStringLiteral("max_steps overrides it, as in the Trainer"));
+    } else {
+      ctx.unsupported(key, v,
+                      QStringLiteral("runs are bounded by steps: set train.max_steps = epochs x "
+                                     "samples / train.batch_size"));
+    }
+    return true;
+  }
+  return false;
+}
+
+// AdamW, clipping, seeds and data order. Returns false for a key of another group.
+bool mapOptimizerKey(ImportContext& ctx, const QString& name, const QString& key,
+                     const QJsonValue& v) {
+  const auto d = asNumber(v);
+  const auto b = asBool(v);
+  if (name == QLatin1String("weight_decay") || name == QLatin1String("adam_beta1") ||
+      name == QLatin1String("adam_beta2") || name == QLatin1String("adam_epsilon") ||
+      name == QLatin1String("max_grad_norm")) {
+    static const QHash<QString, QString> kField = {{"weight_decay", "train.weight_decay"},
+                                                   {"adam_beta1", "train.adam_beta1"},
+                                                   {"adam_beta2", "train.adam_beta2"},
+                                                   {"adam_epsilon", "train.adam_eps"},
+                                                   {"max_grad_norm", "train.grad_clip"}};
+    if (!d) {
+      ctx.badValue(key, v, QStringLiteral("a number"));
+    } else {
+      ctx.map(key, v, {{kField.value(name), tomlDouble(*d)}});
+    }
+    return true;
+  }
+  if (name == QLatin1String("optim")) {
+    const QString o = asString(v).value_or(QString());
+    if (isAdamW(o)) {
+      ctx.ignore(key, v, QStringLiteral("AdamW: the trainer's optimizer (train.adam_*)"));
+    } else {
+      ctx.unsupported(key, v, QStringLiteral("the optimizer is AdamW (train.adam_*)"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("seed")) {
+    const auto n = asInt(v);
+    if (!n || *n < 0) {
+      ctx.badValue(key, v, QStringLiteral("a whole number >= 0"));
+    } else {
+      ctx.map(key, v, {{"train.seed", QString::number(*n)}});
+    }
+    return true;
+  }
+  if (name == QLatin1String("data_seed")) {
+    if (v.isNull()) {
+      ctx.ignore(key, v, QStringLiteral("data order follows the seed"));
+    } else {
+      ctx.unsupported(
+          key, v, QStringLiteral("data order follows train.seed; there is no separate data seed"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("full_determinism")) {
+    if (!b) {
+      ctx.badValue(key, v, QStringLiteral("true or false"));
+    } else {
+      ctx.map(key, v, {{"train.deterministic", *b ? "true" : "false"}});
+    }
+    return true;
+  }
+  if (name == QLatin1String("train_sampling_strategy")) {
+    const QString t = asString(v).value_or(QString());
+    if (t == QLatin1String("random")) {
+      ctx.map(key, v, {{"data.shuffle", "true"}});
+    } else if (t == QLatin1String("sequential")) {
+      ctx.map(key, v, {{"data.shuffle", "false"}});
+    } else {
+      ctx.unsupported(key, v, QStringLiteral("samples are shuffled or in order (data.shuffle)"));
+    }
+    return true;
+  }
+  if (name == QLatin1String("average_tokens_across_devices")) {
+    if (b.value_or(false)) {
+      ctx.ignore(key, v,
+                 QStringLiteral("Shardscope's behaviour: the loss is divided by the tokens of all "
+                                "ranks' micro-batches"));
+    } else {
+      ctx.unsupported(key, v, QStringLiteral("the loss is always averaged over all ranks' tokens"));
+    }
+    return true;
+  }
+  return false;
+}
+
+// Evaluation, checkpoint and logging intervals, and the keys of those families that have no field.
+// Returns false for a key of another group.
+bool mapIntervalKey(ImportContext& ctx, const QString& name, const QString& key,
+                    const QJsonValue& v, const HfState& s) {
+  if (name.startsWith(QLatin1String("eval_")) || name == QLatin1String("evaluation_strategy") ||
+      name.startsWith(QLatin1String("save_")) || name.startsWith(QLatin1String("logging_"))) {
+    if (const auto rule = keyRules().constFind(name); rule != keyRules().constEnd()) {
+      applyRule(ctx, key, v, *rule);
+    } else if (name == QLatin1String("save_total_limit")) {
+      const auto n = asInt(v);
+      ctx.map(key, v, {{"train.ckpt_keep", QString::number(n.value_or(0))}},
+              v.isNull() ? QStringLiteral("null keeps all: 0") : QString());
+    } else if (name == QLatin1String("eval_strategy") ||
+               name == QLatin1String("evaluation_strategy") ||
+               name == QLatin1String("eval_steps") || name == QLatin1String("save_strategy") ||
+               name == QLatin1String("save_steps") || name == QLatin1String("logging_strategy") ||
+               name == QLatin1String("logging_steps")) {
+      mapIntervals(ctx, key, v, s);
+    } else {
+      ctx.unknown(key, v);
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void importHfTrainer(ImportContext& ctx, const QJsonObject& root, const QJsonObject& launcher,
@@ -496,192 +752,12 @@ void importHfTrainer(ImportContext& ctx, const QJsonObject& root, const QJsonObj
     const QString name = it.key();
     const QString key = prefix + name;
     const QJsonValue v = it.value();
-    const auto d = asNumber(v);
-    const auto b = asBool(v);
     if (name == QLatin1String("fsdp_config")) continue;
-    if (name == QLatin1String("fsdp")) {
-      mapFsdp(ctx, key, v, s);
-    } else if (name == QLatin1String("fsdp_min_num_params")) {  // transformers 4.x
-      if (asInt(v).value_or(0) > 0) {
-        ctx.map(key, v,
-                {{"shard.wrap_policy", "\"size\""}, {"shard.wrap_min_params", valueText(v)}});
-      } else {
-        ctx.ignore(key, v, QStringLiteral("0: not the size policy"));
-      }
-    } else if (name == QLatin1String("fsdp_transformer_layer_cls_to_wrap")) {
-      ctx.ignore(key, v,
-                 QStringLiteral("the block policy wraps every transformer block of model.arch"));
-    } else if (name == QLatin1String("deepspeed")) {
-      if (isOff(v)) {
-        ctx.ignore(key, v, QStringLiteral("off"));
-      } else {
-        ctx.unsupported(key, v,
-                        QStringLiteral("import the DeepSpeed config itself: `shardscope-cli import "
-                                       "deepspeed FILE`"));
-      }
-    } else if (name == QLatin1String("learning_rate")) {
-      if (!d || *d <= 0) {
-        ctx.badValue(key, v, QStringLiteral("a number > 0"));
-      } else {
-        ctx.map(key, v, {{"train.lr", tomlDouble(*d)}});
-      }
-    } else if (name == QLatin1String("lr_scheduler_type")) {
-      mapScheduler(ctx, key, v, s);
-    } else if (name == QLatin1String("lr_scheduler_kwargs")) {
-      mapSchedulerKwargs(ctx, key, v, s);
-    } else if (name == QLatin1String("warmup_steps") || name == QLatin1String("warmup_ratio")) {
-      mapWarmup(ctx, key, v, s);
-    } else if (name == QLatin1String("per_device_train_batch_size") ||
-               name == QLatin1String("per_gpu_train_batch_size") ||
-               name == QLatin1String("gradient_accumulation_steps")) {
-      mapBatch(ctx, key, v, s);
-    } else if (name == QLatin1String("max_steps")) {
-      if (!asInt(v)) {
-        ctx.badValue(key, v, QStringLiteral("a whole number"));
-      } else if (s.maxSteps > 0) {
-        ctx.map(key, v, {{"train.max_steps", QString::number(s.maxSteps)}});
-      } else {
-        ctx.unsupported(key, v,
-                        QStringLiteral("the Trainer runs num_train_epochs epochs; set "
-                                       "train.max_steps = epochs x samples / train.batch_size"));
-      }
-    } else if (name == QLatin1String("num_train_epochs")) {
-      if (s.maxSteps > 0) {
-        ctx.ignore(key, v, QStringLiteral("max_steps overrides it, as in the Trainer"));
-      } else {
-        ctx.unsupported(key, v,
-                        QStringLiteral("runs are bounded by steps: set train.max_steps = epochs x "
-                                       "samples / train.batch_size"));
-      }
-    } else if (name == QLatin1String("bf16") || name == QLatin1String("fp16")) {
-      if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else if (*b) {
-        ctx.map(key, v, precisionFields(name, s.sharded));
-      } else {
-        ctx.ignore(key, v, QStringLiteral("off"));
-      }
-    } else if (name == QLatin1String("tf32")) {
-      if (v.isNull()) {
-        ctx.ignore(key, v, QStringLiteral("PyTorch's default"));
-      } else if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else {
-        ctx.map(key, v, {{"shard.allow_tf32", *b ? "true" : "false"}});
-      }
-    } else if (name == QLatin1String("gradient_checkpointing") ||
-               name == QLatin1String("activation_checkpointing")) {
-      if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else if (*b) {
-        ctx.map(key, v, {{"shard.activation_checkpointing", "true"}});
-      } else {
-        ctx.ignore(key, v, QStringLiteral("off, as Shardscope's default"));
-      }
-    } else if (name == QLatin1String("weight_decay") || name == QLatin1String("adam_beta1") ||
-               name == QLatin1String("adam_beta2") || name == QLatin1String("adam_epsilon") ||
-               name == QLatin1String("max_grad_norm")) {
-      static const QHash<QString, QString> kField = {{"weight_decay", "train.weight_decay"},
-                                                     {"adam_beta1", "train.adam_beta1"},
-                                                     {"adam_beta2", "train.adam_beta2"},
-                                                     {"adam_epsilon", "train.adam_eps"},
-                                                     {"max_grad_norm", "train.grad_clip"}};
-      if (!d) {
-        ctx.badValue(key, v, QStringLiteral("a number"));
-      } else {
-        ctx.map(key, v, {{kField.value(name), tomlDouble(*d)}});
-      }
-    } else if (name == QLatin1String("optim")) {
-      const QString o = asString(v).value_or(QString());
-      if (isAdamW(o)) {
-        ctx.ignore(key, v, QStringLiteral("AdamW: the trainer's optimizer (train.adam_*)"));
-      } else {
-        ctx.unsupported(key, v, QStringLiteral("the optimizer is AdamW (train.adam_*)"));
-      }
-    } else if (name == QLatin1String("seed")) {
-      const auto n = asInt(v);
-      if (!n || *n < 0) {
-        ctx.badValue(key, v, QStringLiteral("a whole number >= 0"));
-      } else {
-        ctx.map(key, v, {{"train.seed", QString::number(*n)}});
-      }
-    } else if (name == QLatin1String("data_seed")) {
-      if (v.isNull()) {
-        ctx.ignore(key, v, QStringLiteral("data order follows the seed"));
-      } else {
-        ctx.unsupported(
-            key, v,
-            QStringLiteral("data order follows train.seed; there is no separate data seed"));
-      }
-    } else if (name == QLatin1String("full_determinism")) {
-      if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else {
-        ctx.map(key, v, {{"train.deterministic", *b ? "true" : "false"}});
-      }
-    } else if (name == QLatin1String("use_cpu") || name == QLatin1String("no_cuda")) {
-      if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else if (*b) {
-        ctx.map(key, v, {{"shard.device", "\"cpu\""}});
-      } else {
-        ctx.ignore(key, v, QStringLiteral("shard.device \"auto\" uses CUDA when there is a GPU"));
-      }
-    } else if (name == QLatin1String("ddp_backend")) {
-      const QString be = asString(v).value_or(QString());
-      if (v.isNull()) {
-        ctx.ignore(key, v, QStringLiteral("shard.backend \"auto\": NCCL on CUDA, Gloo on CPU"));
-      } else if (be == QLatin1String("nccl") || be == QLatin1String("gloo")) {
-        ctx.map(key, v, {{"shard.backend", tomlString(be)}});
-      } else {
-        ctx.unsupported(key, v, QStringLiteral("collectives are NCCL or Gloo (shard.backend)"));
-      }
-    } else if (name == QLatin1String("ddp_timeout")) {
-      const auto n = asInt(v);
-      if (!n || *n < 1) {
-        ctx.badValue(key, v, QStringLiteral("whole seconds >= 1"));
-      } else {
-        ctx.map(key, v, {{"shard.timeout_s", QString::number(*n)}});
-      }
-    } else if (name == QLatin1String("train_sampling_strategy")) {
-      const QString t = asString(v).value_or(QString());
-      if (t == QLatin1String("random")) {
-        ctx.map(key, v, {{"data.shuffle", "true"}});
-      } else if (t == QLatin1String("sequential")) {
-        ctx.map(key, v, {{"data.shuffle", "false"}});
-      } else {
-        ctx.unsupported(key, v, QStringLiteral("samples are shuffled or in order (data.shuffle)"));
-      }
-    } else if (name == QLatin1String("average_tokens_across_devices")) {
-      if (b.value_or(false)) {
-        ctx.ignore(
-            key, v,
-            QStringLiteral("Shardscope's behaviour: the loss is divided by the tokens of all "
-                           "ranks' micro-batches"));
-      } else {
-        ctx.unsupported(key, v,
-                        QStringLiteral("the loss is always averaged over all ranks' tokens"));
-      }
-    } else if (name.startsWith(QLatin1String("eval_")) ||
-               name == QLatin1String("evaluation_strategy") ||
-               name.startsWith(QLatin1String("save_")) ||
-               name.startsWith(QLatin1String("logging_"))) {
-      if (const auto rule = keyRules().constFind(name); rule != keyRules().constEnd()) {
-        applyRule(ctx, key, v, *rule);
-      } else if (name == QLatin1String("save_total_limit")) {
-        const auto n = asInt(v);
-        ctx.map(key, v, {{"train.ckpt_keep", QString::number(n.value_or(0))}},
-                v.isNull() ? QStringLiteral("null keeps all: 0") : QString());
-      } else if (name == QLatin1String("eval_strategy") ||
-                 name == QLatin1String("evaluation_strategy") ||
-                 name == QLatin1String("eval_steps") || name == QLatin1String("save_strategy") ||
-                 name == QLatin1String("save_steps") || name == QLatin1String("logging_strategy") ||
-                 name == QLatin1String("logging_steps")) {
-        mapIntervals(ctx, key, v, s);
-      } else {
-        ctx.unknown(key, v);
-      }
-    } else if (const auto rule = keyRules().constFind(name); rule != keyRules().constEnd()) {
+    if (mapShardingKey(ctx, name, key, v, s) || mapScheduleKey(ctx, name, key, v, s) ||
+        mapOptimizerKey(ctx, name, key, v) || mapIntervalKey(ctx, name, key, v, s)) {
+      continue;
+    }
+    if (const auto rule = keyRules().constFind(name); rule != keyRules().constEnd()) {
       applyRule(ctx, key, v, *rule);
     } else if (commandLine && scriptOptions().contains(name)) {
       ctx.unsupported(key, v, QLatin1String(scriptOptions().value(name)));
