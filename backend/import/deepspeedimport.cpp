@@ -97,7 +97,7 @@ void importBatch(ImportContext& ctx, const QJsonObject& root) {
     } else if (k == kMicro) {
       std::vector<Assign> set{{"train.micro_batch_size", QString::number(*n)}};
       const auto batch = product({*n, gas.value_or(1), world});
-      if (!tbs && gas && batch) set.push_back({"train.batch_size", QString::number(*batch)});
+      if (!tbs && gas && batch) set.emplace_back("train.batch_size", QString::number(*batch));
       ctx.map(k, v, set,
               !tbs && gas ? QStringLiteral("batch = micro x accumulation x %1 ranks "
                                            "(launch.nnodes x launch.nproc_per_node)")

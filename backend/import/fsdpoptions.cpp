@@ -73,7 +73,8 @@ void mapBool(ImportContext& ctx, const QString& key, const QJsonValue& v,
     return;
   }
   std::vector<Assign> set;
-  for (const auto& f : fields) set.push_back({f, *b ? "true" : "false"});
+  set.reserve(fields.size());
+  for (const auto& f : fields) set.emplace_back(f, *b ? "true" : "false");
   ctx.map(key, v, set);
 }
 

@@ -172,12 +172,12 @@ void mapFsdp(ImportContext& ctx, const QString& key, const QJsonValue& v, const 
       return;
     }
     if (strategy) {
-      set.push_back({QStringLiteral("shard.strategy"), tomlString(*strategy)});
+      set.emplace_back(QStringLiteral("shard.strategy"), tomlString(*strategy));
     } else if (item == QLatin1String("offload")) {
-      set.push_back({QStringLiteral("shard.offload_params"), QStringLiteral("true")});
-      set.push_back({QStringLiteral("shard.offload_optimizer"), QStringLiteral("true")});
+      set.emplace_back(QStringLiteral("shard.offload_params"), QStringLiteral("true"));
+      set.emplace_back(QStringLiteral("shard.offload_optimizer"), QStringLiteral("true"));
     } else if (item == QLatin1String("auto_wrap")) {
-      set.push_back({QStringLiteral("shard.wrap_policy"), QStringLiteral("\"block\"")});
+      set.emplace_back(QStringLiteral("shard.wrap_policy"), QStringLiteral("\"block\""));
     } else {
       ctx.badValue(key, v,
                    QStringLiteral("full_shard, shard_grad_op, no_shard, hybrid_shard, offload or "
@@ -189,7 +189,7 @@ void mapFsdp(ImportContext& ctx, const QString& key, const QJsonValue& v, const 
   bool strategyGiven = false;
   for (const auto& a : set) strategyGiven |= a.first == QLatin1String("shard.strategy");
   if (!strategyGiven && !ctx.has(QStringLiteral("shard.strategy"))) {
-    set.push_back({QStringLiteral("shard.strategy"), QStringLiteral("\"full_shard\"")});
+    set.emplace_back(QStringLiteral("shard.strategy"), QStringLiteral("\"full_shard\""));
   }
   if (set.empty()) {
     ctx.ignore(key, v, QStringLiteral("FSDP on; fsdp_config sets the strategy"));

@@ -293,7 +293,7 @@ void ImportContext::map(const QString& key, const QJsonValue& v, const std::vect
         (info->type == spec::FieldType::string || info->type == spec::FieldType::enumeration)) {
       value = tomlString(value);
     }
-    canonical.push_back({field, value});
+    canonical.emplace_back(field, value);
   }
   for (const auto& [field, value] : canonical) {
     const auto it = m_set.constFind(field);

@@ -17,7 +17,7 @@
 namespace shardscope::backend::importing {
 
 /// The largest config file read (a config is a few KiB; this keeps a device or a wrong file out).
-inline constexpr qint64 kMaxConfigBytes = 16 * 1024 * 1024;
+inline constexpr qint64 kMaxConfigBytes = qint64{16} * 1024 * 1024;
 
 /// A value as report text: strings raw, numbers shortest, tables and lists as compact JSON.
 QString valueText(const QJsonValue& v);
