@@ -334,12 +334,21 @@ void importScheduler(ImportContext& ctx, const QJsonObject& sched, double lr) {
                                    ? QStringLiteral("\"linear\"")
                                    : QStringLiteral("\"cosine\"");
       if (known) {
-        const bool logWarmup = type != QLatin1String("WarmupCosineLR") &&
-                               !params.contains(QStringLiteral("warmup_type"));
-        ctx.map(key, it.value(), {{"train.lr_schedule", schedule}},
-                logWarmup ? QStringLiteral("DeepSpeed's default warmup_type is log; Shardscope's "
-                                           "warmup is linear")
-                          : QString());
+        // WarmupLR and WarmupDecayLR warm up logarithmically unless warmup_type says linear:
+        // other learning rates during warmup, so the nearest schedule is not the same run.
+        const bool logWarmup =
+            type != QLatin1String("WarmupCosineLR") &&
+            asString(params.value(QStringLiteral("warmup_type"))).value_or(QStringLiteral("log")) !=
+                QLatin1String("linear") &&
+            asNumber(params.value(QStringLiteral("warmup_num_steps"))).value_or(1000) > 0;
+        if (logWarmup) {
+          ctx.mapNearest(key, it.value(), {{"train.lr_schedule", schedule}},
+                         QStringLiteral("DeepSpeed warms up logarithmically (warmup_type log, its "
+                                        "default); Shardscope's warmup is linear: set "
+                                        "warmup_type linear to accept it"));
+        } else {
+          ctx.map(key, it.value(), {{"train.lr_schedule", schedule}});
+        }
       } else {
         ctx.unsupported(key, it.value(),
                         QStringLiteral("schedules are constant, linear and cosine after a linear "

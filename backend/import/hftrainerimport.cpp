@@ -166,12 +166,9 @@ void mapFsdp(ImportContext& ctx, const QString& key, const QJsonValue& v, const 
   for (const auto& item : items) {
     const auto strategy = fsdpStrategy(item);
     if (strategy && *strategy == QLatin1String("hybrid_shard_zero2")) {
-      ctx.unsupported(key, v,
-                      QStringLiteral("hybrid_shard_zero2 keeps gathered parameters until backward; "
-                                     "use hybrid_shard (the same numerics, less memory)"));
-      return;
-    }
-    if (strategy) {
+      // Same numerics as hybrid_shard, which frees gathered parameters after forward.
+      set.emplace_back(QStringLiteral("shard.strategy"), QStringLiteral("\"hybrid_shard\""));
+    } else if (strategy) {
       set.emplace_back(QStringLiteral("shard.strategy"), tomlString(*strategy));
     } else if (item == QLatin1String("offload")) {
       set.emplace_back(QStringLiteral("shard.offload_params"), QStringLiteral("true"));

@@ -74,6 +74,9 @@ QString ImportResult::reportText() const {
       QString line =
           QStringLiteral("  %1 %2 = %3").arg(importOutcomeName(o), -11).arg(e.key, e.value);
       if (o == ImportOutcome::mapped) line += QStringLiteral(" -> ") + e.fields;
+      if (o == ImportOutcome::unsupported && !e.fields.isEmpty()) {
+        line += QStringLiteral(" -> nearest: ") + e.fields;
+      }
       if (o == ImportOutcome::error) {
         line = QStringLiteral("  %1 %2: %3: %4")
                    .arg(importOutcomeName(o), -11)
@@ -107,7 +110,7 @@ QJsonObject ImportResult::reportJson() const {
                   {"value", e.value},
                   {"outcome", importOutcomeName(e.outcome)},
                   {"detail", e.detail}};
-    if (e.outcome == ImportOutcome::mapped) o.insert("fields", e.fields);
+    if (!e.fields.isEmpty()) o.insert("fields", e.fields);
     list.append(o);
   }
   return {{"file", file},
@@ -311,6 +314,16 @@ void ImportContext::map(const QString& key, const QJsonValue& v, const std::vect
   }
   m_exp = std::move(probe);
   add({key, valueText(v), ImportOutcome::mapped, shown.join(QStringLiteral(", ")), note});
+}
+
+void ImportContext::mapNearest(const QString& key, const QJsonValue& v,
+                               const std::vector<Assign>& fields, const QString& whatDiffers) {
+  const auto before = m_result.entries.size();
+  map(key, v, fields, whatDiffers);
+  if (m_result.entries.size() > before &&
+      m_result.entries.last().outcome == ImportOutcome::mapped) {
+    m_result.entries.last().outcome = ImportOutcome::unsupported;
+  }
 }
 
 void ImportContext::ignore(const QString& key, const QJsonValue& v, const QString& why) {

@@ -51,6 +51,10 @@ class ImportContext {
   /// value makes both an error.
   void map(const QString& key, const QJsonValue& v, const std::vector<Assign>& fields,
            const QString& note = {});
+  /// Sets the nearest fields for a value the schema cannot express exactly, and records the key
+  /// as unsupported (the experiment differs there) with the fields it set and what differs.
+  void mapNearest(const QString& key, const QJsonValue& v, const std::vector<Assign>& fields,
+                  const QString& whatDiffers);
   void ignore(const QString& key, const QJsonValue& v, const QString& why);
   void unsupported(const QString& key, const QJsonValue& v, const QString& whatToDo);
   /// Records an error; the import writes nothing.

@@ -329,6 +329,20 @@ class TestConfigImport : public QObject {
     QCOMPARE(entry(*r, "gradient_accumulation_steps").outcome, ImportOutcome::error);
   }
 
+  // WarmupDecayLR warms up logarithmically by default: the nearest (linear) schedule is set, and
+  // the key is unsupported, never mapped, because the learning rates differ during warmup.
+  void deepSpeedLogWarmupIsTheNearestScheduleNotTheSame() {
+    auto r = importConfigText(ImportKind::deepspeed,
+                              R"({"scheduler": {"type": "WarmupDecayLR", "params":
+                                  {"warmup_num_steps": 10, "total_num_steps": 100}}})",
+                              "log.json");
+    QVERIFY(r && r->ok());
+    QCOMPARE(entry(*r, "scheduler.type").outcome, ImportOutcome::unsupported);
+    QCOMPARE(entry(*r, "scheduler.type").fields, QStringLiteral("train.lr_schedule = \"linear\""));
+    QCOMPARE(field(*r, "train.lr_schedule"), QStringLiteral("linear"));
+    QVERIFY(r->reportText().contains(QStringLiteral("-> nearest: train.lr_schedule")));
+  }
+
   void kindsHaveTheirCommandLineNames() {
     QVERIFY(shardscope::backend::importKindFromName("hf-trainer").ok());
     QVERIFY(!shardscope::backend::importKindFromName("megatron").ok());
