@@ -5,7 +5,8 @@
     fsdp_reshard_after_forward, as `accelerate config` writes it) and a version-2 one (a
     boolean), and to_json_file for a multi-GPU (DDP) one;
   - transformers: TrainingArguments(..., fsdp="full_shard auto_wrap", fsdp_config=...)
-    .to_json_string(), the JSON the Trainer saves, with warmup as a ratio.
+    .to_json_string(), the JSON the Trainer saves, with warmup as a ratio; and a torchrun
+    command line whose expected values are what HfArgumentParser parses from the same words.
 
 Each file is imported with --json; the report must have one entry per key of the file (a table
 reported whole, or each of its keys) and no error, and the written experiment (read with
@@ -13,6 +14,7 @@ tomllib) must hold the mapped values. Usage: check_import.py CLI
 """
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -144,6 +146,42 @@ def trainer_args(work):
                   "shard.device": "cpu"}
 
 
+def trainer_command_line(work):
+    """A launch line as a script's README shows it. HfArgumentParser parses the same words, so
+    the expected values are what the Trainer itself would run with, not what this test thinks."""
+    words = ("--output_dir out --fsdp 'full_shard auto_wrap offload' --learning_rate 3e-5 "
+             "--lr_scheduler_type cosine --warmup_steps 30 --per_device_train_batch_size 2 "
+             "--gradient_accumulation_steps 4 --max_steps 300 --bf16 --use_cpu --seed 9 "
+             "--eval_strategy steps --eval_steps 25 --save_strategy no --logging_steps 5 "
+             "--report_to none")
+    (args,) = transformers.HfArgumentParser(transformers.TrainingArguments) \
+        .parse_args_into_dataclasses(args=shlex.split(words))
+    path = os.path.join(work, "launch.sh")
+    with open(path, "w") as f:
+        f.write("torchrun --nproc_per_node 4 train.py \\\n  " + words + "\n")
+    strategy = "FULL_SHARD" if args.fsdp_config["reshard_after_forward"] else "SHARD_GRAD_OP"
+    return path, {"train.lr": args.learning_rate, "train.lr_schedule": "cosine",
+                  "train.lr_warmup_steps": args.get_warmup_steps(args.max_steps),
+                  "train.max_steps": args.max_steps,
+                  "train.micro_batch_size": args.per_device_train_batch_size,
+                  "train.batch_size": args.per_device_train_batch_size
+                  * args.gradient_accumulation_steps * 4,
+                  "train.seed": args.seed, "eval.every": args.eval_steps,
+                  "train.ckpt_every": 0, "train.ckpt_at_end": False,
+                  "train.log_every": args.logging_steps, "shard.strategy": strategy,
+                  "shard.offload_params": args.fsdp_config["cpu_offload"],
+                  "shard.precision": "bf16" if args.bf16 else "fp32",
+                  "shard.device": "cpu" if args.use_cpu else "auto",
+                  "launch.nproc_per_node": 4}
+
+
+def command_line_keys(path):
+    words = shlex.split(open(path).read())
+    script = words.index("train.py")
+    launcher = {"launcher --" + w[2:] for w in words[:script] if w.startswith("--")}
+    return launcher | {"--" + w[2:] for w in words[script + 1:] if w.startswith("--")}
+
+
 def load(path):
     with open(path) as f:
         return yaml.safe_load(f) if path.endswith(".yaml") else json.load(f)
@@ -154,10 +192,12 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         cases = [("accelerate", accelerate_fsdp1), ("accelerate", accelerate_fsdp2),
                  ("accelerate", accelerate_ddp_json), ("hf-trainer", trainer_args)]
+        cases.append(("hf-trainer", trainer_command_line))
         for kind, make in cases:
             path, expected = make(work)
             report, toml = run_import(cli, kind, path, path + ".toml")
-            check_coverage(path, leaf_keys(load(path)), report)
+            keys = command_line_keys(path) if path.endswith(".sh") else leaf_keys(load(path))
+            check_coverage(path, keys, report)
             expect(path, toml, expected)
             print(f"{os.path.basename(path)}: {len(report['entries'])} keys, "
                   f"{report['mapped']} mapped, {report['ignored']} ignored, "
