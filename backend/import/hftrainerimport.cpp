@@ -88,7 +88,8 @@ const QHash<QString, KeyRule>& keyRules() {
     unsupported({"group_by_length"}, "no length-grouped sampling; data.shuffle shuffles samples");
     unsupported({"adafactor"}, "AdamW only");
     unsupported({"sharded_ddp"}, "use fsdp (shard.strategy)");
-    unsupported({"tpu_num_cores", "tpu_metrics_debug", "use_mps_device"}, "CUDA or CPU only");
+    unsupported({"tpu_num_cores", "tpu_metrics_debug", "use_mps_device", "xpu_backend"},
+                "CUDA or CPU only");
     unsupported({"eval_on_start"}, "the first evaluation is at step eval.every");
     unsupported({"eval_delay"}, "evaluations start at step eval.every");
     return r;
