@@ -18,14 +18,14 @@ namespace {
 
 using importing::ImportContext;
 
-// A plain (unquoted) YAML scalar typed by YAML 1.1's resolvers, as PyYAML does: null, bool,
-// int and float (a float needs a '.', so 1e8 stays a string, as it does for PyYAML).
+// A plain (unquoted) YAML scalar typed by YAML 1.1's resolvers, as PyYAML does: null, bool
+// (yes/no/on/off too, but not y/n), int and float (a float needs a '.', so 1e8 stays a string,
+// as it does for PyYAML).
 QJsonValue plainScalar(const QString& s) {
   static const QRegularExpression kNull(QStringLiteral("^(~|null|Null|NULL|)$"));
-  static const QRegularExpression kTrue(
-      QStringLiteral("^(y|Y|yes|Yes|YES|true|True|TRUE|on|On|ON)$"));
+  static const QRegularExpression kTrue(QStringLiteral("^(yes|Yes|YES|true|True|TRUE|on|On|ON)$"));
   static const QRegularExpression kFalse(
-      QStringLiteral("^(n|N|no|No|NO|false|False|FALSE|off|Off|OFF)$"));
+      QStringLiteral("^(no|No|NO|false|False|FALSE|off|Off|OFF)$"));
   static const QRegularExpression kInt(QStringLiteral("^[-+]?(0|[1-9][0-9_]*)$"));
   static const QRegularExpression kFloat(
       QStringLiteral("^[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+][0-9]+)?$"));

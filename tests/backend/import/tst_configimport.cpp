@@ -147,6 +147,12 @@ class TestConfigImport : public QObject {
     QCOMPARE(field(*r, "shard.precision"), QStringLiteral("fp32"));
     QCOMPARE(entry(*r, "use_cpu").outcome, ImportOutcome::ignored);
     QCOMPARE(entry(*r, "main_process_ip").value, QStringLiteral("null"));
+    // y is a string to PyYAML, not a boolean; read as accelerate's str_to_bool reads it.
+    auto y =
+        importConfigText(ImportKind::accelerate, "distributed_type: NO\nuse_cpu: y\n", "y.yaml");
+    QVERIFY(y && y->ok());
+    QCOMPARE(entry(*y, "use_cpu").value, QStringLiteral("y"));
+    QCOMPARE(field(*y, "shard.device"), QStringLiteral("cpu"));
   }
 
   void acceleratePlainDataParallelBf16Autocasts() {
