@@ -21,7 +21,7 @@ build_pkgs=(
   build-essential cmake ninja-build ccache pkg-config git file dpkg-dev zstd
   qt6-base-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
-  libsqlite3-dev sqlite3 libssh-dev
+  libsqlite3-dev sqlite3 libssh-dev libyaml-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev
   libpcre2-dev libutf8proc-dev libbenchmark-dev
   clang-format clang-tidy

@@ -3,10 +3,12 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QKeySequence>
 #include <QLabel>
 #include <QLineEdit>
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "backend/import/configimport.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
@@ -136,6 +139,7 @@ void MainWindow::buildMenus() {
   open->setShortcut(QKeySequence::Open);
   QAction* openExp = file->addAction(tr("Open &experiment…"), this, &MainWindow::chooseExperiment);
   openExp->setShortcut(QKeySequence(tr("Ctrl+Shift+O")));
+  file->addAction(tr("&Import…"), this, &MainWindow::importConfig);
   m_recentMenu = file->addMenu(tr("Open &recent"));
   rebuildRecentMenu();
   file->addSeparator();
@@ -293,6 +297,55 @@ void MainWindow::chooseExperiment() {
   if (auto opened = openExperiment(path); !opened) {
     QMessageBox::warning(this, tr("Open experiment"), QString::fromStdString(opened.message()));
   }
+}
+
+void MainWindow::importConfig() {
+  QStringList kinds;
+  for (auto k : backend::importKinds()) kinds << backend::importKindName(k);
+  bool picked = false;
+  const QString kindName =
+      QInputDialog::getItem(this, tr("Import"), tr("Configuration of:"), kinds, 0, false, &picked);
+  if (!picked) return;
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Import %1 config").arg(kindName), QString(),
+                                   tr("Configs (*.yaml *.yml *.json *.sh *.txt);;All files (*)"));
+  if (path.isEmpty()) return;
+  auto result = importIntoBuilder(*backend::importKindFromName(kindName), path);
+  if (!result) {
+    QMessageBox::warning(this, tr("Import"), QString::fromStdString(result.message()));
+    return;
+  }
+  const QString name = QFileInfo(path).fileName();
+  QMessageBox box(result->ok() ? QMessageBox::Information : QMessageBox::Warning, tr("Import"),
+                  QString(), QMessageBox::Ok, this);
+  box.setDetailedText(result->reportText());
+  if (result->ok()) {
+    box.setText(tr("%1: %2 mapped, %3 ignored, %4 unsupported; the experiment is in the builder "
+                   "(unsaved).")
+                    .arg(name)
+                    .arg(result->count(backend::ImportOutcome::mapped))
+                    .arg(result->count(backend::ImportOutcome::ignored))
+                    .arg(result->count(backend::ImportOutcome::unsupported)));
+  } else {
+    box.setText(tr("%1: %n key(s) cannot be imported; nothing was opened (see the details).",
+                   nullptr, result->count(backend::ImportOutcome::error))
+                    .arg(name));
+  }
+  box.exec();
+}
+
+Result<backend::ImportResult> MainWindow::importIntoBuilder(backend::ImportKind kind,
+                                                            const QString& path) {
+  // A config file is small: read here, on the GUI thread, like an experiment file.
+  auto result = backend::importConfig(kind, path);
+  if (!result || !result->ok()) return result;
+  const QFileInfo info(path);
+  const QString source = info.dir().filePath(info.completeBaseName() + QStringLiteral(".toml"));
+  const QString toml = QString::fromStdString(spec::write_experiment_toml(*result->experiment));
+  QString error;
+  if (!m_builder->controller()->loadText(toml, source, &error)) return fail(error.toStdString());
+  if (QDockWidget* builder = dock(QStringLiteral("builder"))) builder->raise();
+  return result;
 }
 
 void MainWindow::openRunLog(const QString& path) {

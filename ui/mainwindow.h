@@ -9,6 +9,7 @@
 #include <QMainWindow>
 #include <QStringList>
 
+#include "backend/import/configimport.h"
 #include "backend/store/runrecords.h"
 #include "trainer/spec/result.h"
 
@@ -42,6 +43,11 @@ class MainWindow : public QMainWindow {
   void openRunLog(const QString& path);
   /// Opens the experiment file in the builder panel; an error names the file and the field.
   [[nodiscard]] Result<void> openExperiment(const QString& path);
+  /// File > Import… without its dialogs: reads `path` as `kind` (backend/import, as
+  /// `shardscope-cli import`) and opens the experiment in the builder, unsaved, named next to
+  /// `path`. The result's report lists every key; when a key is an error nothing is opened.
+  [[nodiscard]] Result<backend::ImportResult> importIntoBuilder(backend::ImportKind kind,
+                                                                const QString& path);
   /// True when every panel has shown the data asked for last, curves included.
   bool isLoaded() const;
   /// The first paint's content is there: the run table is filled and the Compare panel has
@@ -102,6 +108,9 @@ class MainWindow : public QMainWindow {
   void updateSweepActions();
   void chooseRunLog();
   void chooseExperiment();
+  /// File > Import…: an accelerate, HF Trainer or DeepSpeed config into the builder
+  /// (backend/import), with its report.
+  void importConfig();
   void restoreLayout();
 
   RunLog* m_runLog = nullptr;

@@ -18,6 +18,7 @@ namespace shardscope::cli {
 void addStudyVerb(CLI::App& app, Globals& g);      // app/cli/cmd_study.cpp
 void addSweepVerb(CLI::App& app, Globals& g);      // app/cli/cmd_sweep.cpp
 void addExportToVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_export_to.cpp
+void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   addStudyVerb(app, g);
   addSweepVerb(app, g);
   addExportToVerbs(app, g);
+  addImportVerb(app, g);
 
   try {
     app.parse(argc, argv);

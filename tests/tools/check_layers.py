@@ -52,8 +52,10 @@ INNER = {
     "trainer": _below("base", ("dist", "model"), "shard", "optim", "ckpt", "run", "cli", ""),
     # The GUI-thread guard; the run store and SSH; launchers; the monitor; the run lifecycle
     # (start, attach, follow, stop, adopt; the supervisor); search orchestration; exports of runs
-    # and studies to other tools' formats.
-    "backend": _below("", ("store", "ssh"), "launch", "monitor", "lifecycle", "search", "export"),
+    # and studies to other tools' formats, and imports of other tools' training configs (neither
+    # uses the other).
+    "backend": _below("", ("store", "ssh"), "launch", "monitor", "lifecycle", "search",
+                      ("export", "import")),
     # The run-log worker; shared widgets; the panels, none of which includes another's files; the
     # main window.
     "ui": _below("data", "widgets", ("runs", "plots", "compare", "hosts", "builder"), ""),
@@ -73,6 +75,7 @@ TARGETS = {
     "shardscope_trainer": "trainer",  # every trainer folder together: what main() and tests link
     "shardscope_rendezvous": "trainer/dist",  # torch-free: the fake trainer links it too
     "shardscope_backend": "backend",
+    "shardscope_import": "backend/import",
     "shardscope_ui": "ui",
 }
 TARGET_PREFIXES = {"shardscope_trainer_": "trainer/"}

@@ -334,6 +334,24 @@ class TestMainWindow : public QObject {
              qPrintable(said));
   }
 
+  // File > Import… without its dialogs: the report's mapped values are in the builder; a file
+  // with contradictory keys opens nothing and leaves the builder's experiment as it was.
+  void importOpensTheExperimentInTheBuilder() {
+    BuilderController* builder = m_window->builderPanel()->controller();
+    const QString fixtures =
+        QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/backend/import/fixtures/");
+    auto imported = m_window->importIntoBuilder(backend::ImportKind::accelerate,
+                                                fixtures + "accelerate_fsdp2.yaml");
+    QVERIFY2(imported && imported->ok(), imported ? "" : imported.message().c_str());
+    QCOMPARE(builder->fieldText(QStringLiteral("shard.strategy")), QString("SHARD_GRAD_OP"));
+    QCOMPARE(builder->fieldText(QStringLiteral("launch.nproc_per_node")), QString("4"));
+    QCOMPARE(builder->filePath(), QString());  // unsaved
+    auto refused = m_window->importIntoBuilder(backend::ImportKind::accelerate,
+                                               fixtures + "accelerate_legacy_conflict.yaml");
+    QVERIFY(refused && !refused->ok());
+    QCOMPARE(builder->fieldText(QStringLiteral("shard.strategy")), QString("SHARD_GRAD_OP"));
+  }
+
   void cleanupTestCase() {
     m_window.reset();
     m_fixture.store.reset();
