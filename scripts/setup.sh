@@ -30,7 +30,8 @@ build_pkgs=(
 # clang + libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes for scripts/fuzz.sh
 # (Debian 12's clang is clang-14; its libclang_rt.fuzzer is in libclang-rt-14-dev).
 # xvfb + xauth: the dashboard's workflow test (tst_liverun) drives real windows on an X server.
-test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc desktop-file-utils
+# groff-base: tst_manpages renders the generated man pages with groff and fails on a warning.
+test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc desktop-file-utils groff-base
   clang libclang-rt-14-dev xvfb xauth)
 
 missing_pkgs() {
