@@ -7,7 +7,11 @@
 #     (offscreen), shardtrain --version and shardtrain selftest (2 local ranks over Gloo: exit 0
 #     and two "done" events on stdout);
 #   - proves shardtrain loads the LibTorch bundled in <tmp>/usr/lib/shardtrain, not the one it
-#     was built against (ldd, with LD_LIBRARY_PATH cleared).
+#     was built against (ldd, with LD_LIBRARY_PATH cleared);
+#   - every packaged program's --version is the package's Version (its upstream part, and
+#     SHARDSCOPE_VERSION when set: the test passes CMake's PROJECT_VERSION), and the package
+#     holds its man page (usr/share/man/man1/NAME.1.gz), the desktop entry (valid for
+#     desktop-file-validate, which is required) and the bash completions.
 # Only what the build configured is checked (a trainer-only build makes no shardscope package).
 # Prints the .deb sizes and how long cpack took. Exits non-zero with a message on any failure.
 # CPACK may name the cpack executable (the CTest test passes CMake's own).
@@ -37,6 +41,8 @@ cpack_cmd=${CPACK:-cpack}
 command -v "${cpack_cmd}" >/dev/null || fail "cpack not found ('${cpack_cmd}')"
 command -v dpkg-deb >/dev/null || fail "dpkg-deb not found (apt-get install dpkg)"
 command -v ldd >/dev/null || fail "ldd not found (apt-get install libc-bin)"
+command -v desktop-file-validate >/dev/null ||
+  fail "desktop-file-validate not found (apt-get install desktop-file-utils; scripts/setup.sh --tests)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-packages.XXXXXX")
 trap 'rm -rf -- "${tmp}"' EXIT
@@ -65,6 +71,25 @@ done <"${tmp}/cpack.log"
 [[ ${#debs[@]} -gt 0 ]] || fail "cpack reported no .deb package (log above)"
 
 checked=0
+version=""  # the upstream part of the package being checked, from its Version field
+
+# check_program ROOT NAME: NAME --version prints the package's version, and its man page is there.
+check_program() {
+  local root=$1 name=$2 out page th
+  out=$(env QT_QPA_PLATFORM=offscreen "${root}/usr/bin/${name}" --version) ||
+    fail "${name} --version failed"
+  [[ ${out} == "${name} ${version}" ]] ||
+    fail "${name} --version prints '${out}', but its package's Version is ${version}"
+  page=${root}/usr/share/man/man1/${name}.1.gz
+  [[ -f ${page} ]] || fail "the package has no usr/share/man/man1/${name}.1.gz"
+  gzip -t "${page}" || fail "${page} is not valid gzip data"
+  th=$(zcat "${page}" | grep '^\.TH ') || fail "${name}.1.gz has no .TH line"
+  [[ ${th} == ".TH \"${name^^}\" 1 "*"\"Shardscope ${version}\""* ]] ||
+    fail "${name}.1.gz's title line '${th}' does not name ${name^^}(1) and version ${version}"
+  note "OK: ${name} --version is ${version}; usr/share/man/man1/${name}.1.gz is there"
+  checked=$((checked + 1))
+}
+
 run() {  # run LABEL COMMAND...: runs a packaged binary, prints its output, fails on non-zero
   local label=$1 out rc=0
   shift
@@ -79,17 +104,20 @@ check_dashboard() {  # check_dashboard ROOT
   if [[ -x "${root}/usr/bin/shardscope-cli" ]]; then
     note "shardscope-cli --version"
     run "shardscope-cli --version" "${root}/usr/bin/shardscope-cli" --version
+    check_program "${root}" shardscope-cli
+    [[ -f "${root}/usr/share/bash-completion/completions/shardscope-cli" ]] ||
+      fail "the shardscope package has no bash completion for shardscope-cli"
     ran=1
   fi
   if [[ -x "${root}/usr/bin/shardscope" ]]; then
     note "shardscope --version (QT_QPA_PLATFORM=offscreen)"
     run "shardscope --version" env QT_QPA_PLATFORM=offscreen "${root}/usr/bin/shardscope" --version
+    check_program "${root}" shardscope
     ran=1
     local desktop=${root}/usr/share/applications/shardscope.desktop
     [[ -f "${desktop}" ]] || fail "the shardscope package has no share/applications/shardscope.desktop"
-    if command -v desktop-file-validate >/dev/null; then
-      desktop-file-validate --no-hints "${desktop}" || fail "desktop-file-validate rejects ${desktop}"
-    fi
+    desktop-file-validate --no-hints "${desktop}" || fail "desktop-file-validate rejects ${desktop}"
+    note "OK: usr/share/applications/shardscope.desktop passes desktop-file-validate"
     if [[ ! -f "${root}/usr/share/icons/hicolor/scalable/apps/shardscope.svg" ]]; then
       note "warning: the shardscope package has no icon (was resources/shardscope.svg missing at configure time?)"
     fi
@@ -142,6 +170,9 @@ check_trainer() {  # check_trainer ROOT
 
   note "shardtrain --version"
   run "shardtrain --version" "${exe}" --version
+  check_program "${root}" shardtrain
+  [[ -f "${root}/usr/share/bash-completion/completions/shardtrain" ]] ||
+    fail "the shardtrain package has no bash completion for shardtrain"
 
   note "shardtrain selftest (2 local ranks over Gloo)"
   local out rc=0 done_count
@@ -164,6 +195,13 @@ for deb in "${debs[@]}"; do
   pkg=$(dpkg-deb -f "${deb}" Package) || fail "dpkg-deb cannot read ${deb}"
   depends=$(dpkg-deb -f "${deb}" Depends)
   installed=$(dpkg-deb -f "${deb}" Installed-Size)
+  # Version: [epoch:]upstream[-release]; the programs print the upstream part.
+  version=$(dpkg-deb -f "${deb}" Version)
+  version=${version#*:}
+  version=${version%-*}
+  if [[ -n ${SHARDSCOPE_VERSION:-} && ${version} != "${SHARDSCOPE_VERSION}" ]]; then
+    fail "${pkg}'s Version is ${version}, not the project's ${SHARDSCOPE_VERSION}"
+  fi
   note "=== ${pkg}: ${deb}"
   dpkg-deb -I "${deb}" | indent
   note "${pkg} Depends: ${depends}"
