@@ -184,7 +184,7 @@ Result<RgbImage> decode_image(const std::vector<std::uint8_t>& bytes, const std:
   }
   if (starts_with(bytes, 0, "\x89PNG")) {
     if (const char* why = png_problem(bytes))
-      return fail(name + ": corrupt or truncated PNG (" + why + "); re-export the image");
+      return fail(name + ": corrupt or truncated image (PNG: " + why + "); re-export the image");
   }
   if (starts_with(bytes, 0, "\xFF\xD8\xFF")) {
     if (const char* why = JpegWalk{bytes}.problem())
