@@ -107,6 +107,50 @@ void checkZeroSeriesAxis(PlotsPanel* panel) {
   QCOMPARE(mfu->customPlot()->yAxis->range().upper, 1.0);
 }
 
+// A sweep of program trials in `folder`: obj.py prints an eval line every 0.3 s for `steps`
+// steps, then done; NAME.toml searches x in [-2, 2] with `trials` random trials, one at a time.
+// Returns the experiment's path, empty when a file could not be written.
+QString writeProgramSweep(const QString& folder, const QString& name, int steps, int seed,
+                          int trials) {
+  if (!QDir().mkpath(folder)) return {};
+  QFile program(QDir(folder).filePath("obj.py"));
+  if (!program.open(QIODevice::WriteOnly)) return {};
+  program.write(QStringLiteral(R"(import json, sys, time
+x = float(dict(a[2:].split("=", 1) for a in sys.argv[1:])["x"])
+for step in range(1, %1):
+    print(json.dumps({"ev": "eval", "step": step, "metrics": {"loss": x * x + 1.0 / step}}),
+          flush=True)
+    time.sleep(0.3)
+print(json.dumps({"ev": "done", "status": "complete", "objective": x * x}), flush=True)
+)")
+                    .arg(steps + 1)
+                    .toUtf8());
+  const QString path = QDir(folder).filePath(name + ".toml");
+  QFile exp(path);
+  if (!exp.open(QIODevice::WriteOnly)) return {};
+  exp.write(QStringLiteral(R"([experiment]
+name = "%1"
+
+[search]
+program = ["python3", "obj.py"]
+sampler = "random"
+seed = %2
+n_trials = %3
+concurrency = 1
+objectives = {loss = "minimize"}
+
+[search.space.x]
+type = "float"
+low = -2.0
+high = 2.0
+)")
+                .arg(name)
+                .arg(seed)
+                .arg(trials)
+                .toUtf8());
+  return path;
+}
+
 // Stops study `name`'s sweep when a test leaves (also when it fails early): the sweep runs in
 // its own session and would outlive the test and its temporary folder.
 struct StopSweepAtExit {
@@ -305,38 +349,8 @@ class TestLiveRun : public QObject {
   // finds its trials running and follows them to the end.
   void sweepOutlivesAKilledDashboard() {
     const QString db = m_dir.filePath("killed.db");
-    QDir folder(m_dir.filePath("killed"));
-    QVERIFY(folder.mkpath("."));
-    QFile program(folder.filePath("obj.py"));
-    QVERIFY(program.open(QIODevice::WriteOnly));
-    program.write(R"(import json, sys, time
-x = float(dict(a[2:].split("=", 1) for a in sys.argv[1:])["x"])
-for step in range(1, 11):
-    print(json.dumps({"ev": "eval", "step": step, "metrics": {"loss": x * x + 1.0 / step}}),
-          flush=True)
-    time.sleep(0.3)
-print(json.dumps({"ev": "done", "status": "complete", "objective": x * x}), flush=True)
-)");
-    program.close();
-    QFile exp(folder.filePath("killgui.toml"));
-    QVERIFY(exp.open(QIODevice::WriteOnly));
-    exp.write(R"([experiment]
-name = "killgui"
-
-[search]
-program = ["python3", "obj.py"]
-sampler = "random"
-seed = 2
-n_trials = 3
-concurrency = 1
-objectives = {loss = "minimize"}
-
-[search.space.x]
-type = "float"
-low = -2.0
-high = 2.0
-)");
-    exp.close();
+    const QString experiment = writeProgramSweep(m_dir.filePath("killed"), "killgui", 10, 2, 3);
+    QVERIFY(!experiment.isEmpty());
     {
       auto store = backend::RunStore::open(db);
       QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
@@ -351,8 +365,7 @@ high = 2.0
     const StopSweepAtExit cleanup{db, QStringLiteral("killgui")};
     QProcess gui;
     gui.setProcessChannelMode(QProcess::MergedChannels);
-    gui.start(QStringLiteral(SHARDSCOPE_GUI),
-              {"--db", db, "--launch", folder.filePath("killgui.toml")});
+    gui.start(QStringLiteral(SHARDSCOPE_GUI), {"--db", db, "--launch", experiment});
     QVERIFY(gui.waitForStarted());
     QTRY_COMPARE_WITH_TIMEOUT(runStatus("killgui-0"), QString("running"), kWaitMs);
     QCOMPARE(gui.state(), QProcess::Running);  // the dashboard is up while the trial runs
@@ -390,39 +403,9 @@ high = 2.0
       auto store = backend::RunStore::open(db);
       QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
     }
-    QDir folder(m_dir.filePath("sweep"));
-    QVERIFY(folder.mkpath("."));
     // One trial: an eval line every 0.3 s for 20 steps (6 s), then done.
-    QFile program(folder.filePath("obj.py"));
-    QVERIFY(program.open(QIODevice::WriteOnly));
-    program.write(R"(import json, sys, time
-x = float(dict(a[2:].split("=", 1) for a in sys.argv[1:])["x"])
-for step in range(1, 21):
-    print(json.dumps({"ev": "eval", "step": step, "metrics": {"loss": x * x + 1.0 / step}}),
-          flush=True)
-    time.sleep(0.3)
-print(json.dumps({"ev": "done", "status": "complete", "objective": x * x}), flush=True)
-)");
-    program.close();
-    QFile exp(folder.filePath("steer.toml"));
-    QVERIFY(exp.open(QIODevice::WriteOnly));
-    exp.write(R"([experiment]
-name = "steer"
-
-[search]
-program = ["python3", "obj.py"]
-sampler = "random"
-seed = 5
-n_trials = 6
-concurrency = 1
-objectives = {loss = "minimize"}
-
-[search.space.x]
-type = "float"
-low = -2.0
-high = 2.0
-)");
-    exp.close();
+    const QString experiment = writeProgramSweep(m_dir.filePath("sweep"), "steer", 20, 5, 6);
+    QVERIFY(!experiment.isEmpty());
 
     MainWindow window(nullptr, 50);
     window.resize(1600, 1000);
@@ -441,7 +424,7 @@ high = 2.0
     QSignalSpy said(&control, &app::RunControl::message);
     const StopSweepAtExit cleanup{db, QStringLiteral("steer")};
 
-    QVERIFY(window.openExperiment(folder.filePath("steer.toml")).ok());
+    QVERIFY(window.openExperiment(experiment).ok());
     window.builderPanel()->controller()->validateNow();
     QVERIFY(window.builderPanel()->launchButton()->isEnabled());
     QTest::mouseClick(window.builderPanel()->launchButton(), Qt::LeftButton);
