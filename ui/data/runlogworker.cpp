@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "backend/store/runschema.h"
+#include "backend/store/runstore.h"
+
 Q_LOGGING_CATEGORY(lcRunLogWorker, "shardscope.ui.runlogworker")
 
 namespace shardscope::ui {
@@ -36,6 +39,19 @@ QStringList RunLogWorker::plottedKeys() {
 
 void RunLogWorker::open(const QString& path) {
   m_path = path;
+  // The panels read read-only: a log of an older schema (File > Open of an old file) is
+  // migrated first, here in the worker's thread, by opening it once for writing.
+  bool older = false;
+  if (auto probe = backend::RunReader::open(path)) {
+    auto version = backend::runSchemaVersion(probe->db());
+    older = version && *version >= 1 && *version < backend::kRunSchemaVersion;
+  }
+  if (older) {
+    if (auto store = backend::RunStore::open(path); !store) {
+      emit opened(false, QString::fromStdString(store.message()));
+      return;
+    }
+  }
   auto reader = backend::RunReader::open(path);
   if (!reader) {
     emit opened(false, QString::fromStdString(reader.message()));

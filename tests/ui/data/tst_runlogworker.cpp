@@ -3,11 +3,15 @@
 // so claiming it keeps steps 1..5 and the retry writes 6..8 with its own values. The worker had
 // delivered steps up to 10 and asked only for steps after 10: the plot kept the failed attempt's
 // 6..10 and never showed the retry's 6..8. Now a new attempt makes it read the run whole again,
-// in one chunk that replaces the plotted series.
+// in one chunk that replaces the plotted series. Also: a run log of an older schema (File > Open
+// of an old file) is migrated by the worker before it reads, instead of failing on a column the
+// old file lacks.
+#include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
 #include "tests/support/verify_ok.h"
 #include "ui/data/runlogworker.h"
@@ -21,6 +25,7 @@ class TestRunLogWorker : public QObject {
 
  private slots:
   void retriedRunIsOneCurve();
+  void olderSchemaIsMigratedOnOpen();
 
  private:
   /// The loss points of the chunks `spy` got since `from`, and whether the first one resets.
@@ -97,3 +102,28 @@ void TestRunLogWorker::retriedRunIsOneCurve() {
 
 QTEST_GUILESS_MAIN(TestRunLogWorker)
 #include "tst_runlogworker.moc"
+
+// The schema-2 asset of tst_runstore (three runs) opens in the worker: before, every read
+// failed with "no such column" and the window stayed empty.
+void TestRunLogWorker::olderSchemaIsMigratedOnOpen() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = dir.filePath("old.db");
+  QVERIFY(QFile::copy(
+      QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v2.db", path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  qRegisterMetaType<QVector<RunSummary>>();
+  RunLogWorker worker(3600 * 1000);
+  QSignalSpy opened(&worker, &RunLogWorker::opened);
+  QSignalSpy runs(&worker, &RunLogWorker::runsLoaded);
+  QSignalSpy failed(&worker, &RunLogWorker::failed);
+  worker.open(path);
+  QCOMPARE(opened.size(), 1);
+  QVERIFY2(opened.at(0).at(0).toBool(), qPrintable(opened.at(0).at(1).toString()));
+  QVERIFY(runs.size() >= 1);
+  QCOMPARE(runs.last().at(0).value<QVector<RunSummary>>().size(), 3);
+  QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+  auto reader = RunReader::open(path);
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+}
