@@ -1,8 +1,9 @@
 // `study create|ask|tell|report|should-prune|enqueue|ls|show|pause|resume|stop|prune-trial|
-// stop-trial`: ask/tell over the run log for
+// stop-trial|adopt`: ask/tell over the run log for
 // scripts (as Optuna's CLI offers), on backend/search/study.h. docs/cli.md documents each verb,
 // its output and the JSON of `show --json`.
 #include <QJsonArray>
+#include <QSysInfo>
 
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/launching.h"
 #include "backend/search/study.h"
 
 namespace shardscope::cli {
@@ -200,6 +202,12 @@ void lsVerb(const Globals& g) {
   if (g.json) printJson({{"studies", array}});
 }
 
+// Whether a process feeds a running study's sweep (schema v6), for show.
+bool sweepFed(const backend::StudyRecord& record) {
+  return backend::RunStore::sweepAlive(record, QSysInfo::machineHostName(),
+                                       backend::RunStore::kSweepStaleS);
+}
+
 QJsonObject summaryJson(const Study& study, const search::StudySummary& s) {
   QJsonArray objectives;
   for (const auto& o : study.space().objectives) {
@@ -217,24 +225,30 @@ QJsonObject summaryJson(const Study& study, const search::StudySummary& s) {
   QJsonArray trials;
   for (const auto& t : s.trials) trials.append(trialJson(t));
   const search::StudyCounts& c = s.counts;
-  return QJsonObject{{"id", study.id()},
-                     {"name", study.name()},
-                     {"status", backend::studyStatusName(study.record().status)},
-                     {"sampler", QString::fromStdString(study.space().sampler.type)},
-                     {"n_trials", static_cast<qint64>(study.space().n_trials)},
-                     {"max_retries", study.maxRetries()},
-                     {"objectives", objectives},
-                     {"counts", QJsonObject{{"queued", c.queued},
-                                            {"running", c.running},
-                                            {"complete", c.complete},
-                                            {"pruned", c.pruned},
-                                            {"failed", c.failed},
-                                            {"infeasible", c.infeasible},
-                                            {"oom", c.oom}}},
-                     {"best", s.best ? QJsonValue(trialJson(*s.best)) : QJsonValue()},
-                     {"pareto", pareto},
-                     {"importance", importance},
-                     {"trials", trials}};
+  return QJsonObject{
+      {"id", study.id()},
+      {"name", study.name()},
+      {"status", backend::studyStatusName(study.record().status)},
+      {"sampler", QString::fromStdString(study.space().sampler.type)},
+      {"n_trials", static_cast<qint64>(study.space().n_trials)},
+      {"max_retries", study.maxRetries()},
+      {"sweep_process", study.record().sweepPid > 0
+                            ? QJsonValue(QJsonObject{{"pid", study.record().sweepPid},
+                                                     {"host", study.record().sweepHost},
+                                                     {"alive", sweepFed(study.record())}})
+                            : QJsonValue()},
+      {"objectives", objectives},
+      {"counts", QJsonObject{{"queued", c.queued},
+                             {"running", c.running},
+                             {"complete", c.complete},
+                             {"pruned", c.pruned},
+                             {"failed", c.failed},
+                             {"infeasible", c.infeasible},
+                             {"oom", c.oom}}},
+      {"best", s.best ? QJsonValue(trialJson(*s.best)) : QJsonValue()},
+      {"pareto", pareto},
+      {"importance", importance},
+      {"trials", trials}};
 }
 
 void printSummary(const Study& study, const search::StudySummary& s) {
@@ -246,6 +260,17 @@ void printSummary(const Study& study, const search::StudySummary& s) {
             << c.complete << " complete, " << c.running << " running, " << c.queued << " queued, "
             << c.pruned << " pruned, " << c.failed << " failed, " << c.infeasible + c.oom
             << " infeasible/oom)\n";
+  const backend::StudyRecord& record = study.record();
+  if (record.status == backend::StudyStatus::running) {
+    if (sweepFed(record)) {
+      std::cout << "sweep:      process " << record.sweepPid << " on "
+                << record.sweepHost.toStdString() << '\n';
+    } else {
+      std::cout << "sweep:      no process feeds it (it was killed or crashed); go on with "
+                   "`shardscope-cli study adopt "
+                << study.name().toStdString() << "`\n";
+    }
+  }
   if (s.best) {
     std::cout << "best:       trial " << s.best->trial.number << " values";
     for (const double v : s.best->trial.values) std::cout << ' ' << v;
@@ -286,6 +311,18 @@ void controlVerb(const Globals& g, const StudyArgs& a, backend::StudyControl con
                                                               : "resume";
   std::cout << "study " << a.name << ": " << what
             << " asked; the process running its sweep carries it out\n";
+}
+
+// adopt: starts the sweep of a running study whose process died again (it reattaches the
+// trials left running); refused while a process feeds it.
+void adoptVerb(const Globals& g, const StudyArgs& a) {
+  auto store = openStore(g);
+  auto reader = orExit(store->reader());
+  auto record = orExit(reader.studyByName(QString::fromStdString(a.name)));
+  if (!record) exitWith(kExitUsage, "no study named " + a.name + " in the run log (see study ls)");
+  const auto started = orExit(lifecycle(g).adoptSweep(reader, record->id));
+  std::cout << "study " << a.name << ": sweep started again (pid " << started.pid << "), log "
+            << started.logPath.toStdString() << '\n';
 }
 
 // prune-trial, stop-trial: asks the sweep running trial TRIAL to prune or stop it.
@@ -388,6 +425,13 @@ void addStudyVerb(CLI::App& app, Globals& g) {
                                       : backend::StudyControl::run;
     sub->callback([&g, a, control] { controlVerb(g, *a, control); });
   }
+
+  CLI::App* adopt = study->add_subcommand(
+      "adopt",
+      "Start again the sweep of a running study whose process died (it reattaches the "
+      "trials left running and goes on)");
+  adopt->add_option("NAME", a->name, "Study name")->required();
+  adopt->callback([&g, a] { adoptVerb(g, *a); });
 
   CLI::App* show = study->add_subcommand("show", "Best trial, Pareto front, importance, trials");
   show->add_option("NAME", a->name, "Study name (default: the latest study)");

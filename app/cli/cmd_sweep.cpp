@@ -245,6 +245,9 @@ void runSweep(const SweepArgs& a, const Globals& g) {
               static_cast<long long>(study.space().n_trials), scheduler.slotCount(),
               study.space().sampler.type.c_str());
   std::fflush(stdout);
+  // A study that ended (complete, or stopped by the user) and is swept again is running again.
+  if (study.record().status != backend::StudyStatus::running)
+    orExit(store->setStudyStatus(study.id(), backend::StudyStatus::running).get());
   backend::SweepControl control(*store, study.id(), runner);
   orExit(control.start());
   SweepLoop loop(study, runner, scheduler, control);
@@ -256,6 +259,13 @@ void runSweep(const SweepArgs& a, const Globals& g) {
   auto summary = orExit(study.summary());
   const search::StudyCounts& c = summary.counts;
   const bool stopped = control.control() == backend::StudyControl::stop;
+  // The study has ended unless another process still runs some of its trials; a study left
+  // running with no process is what the dashboard offers to adopt.
+  if (stopped) {
+    orExit(store->setStudyStatus(study.id(), backend::StudyStatus::stopped).get());
+  } else if (c.running == 0 && c.queued == 0) {
+    orExit(store->setStudyStatus(study.id(), backend::StudyStatus::complete).get());
+  }
   std::printf("study %s %s: %d complete, %d pruned, %d failed, %d infeasible, %d oom\n",
               qPrintable(study.name()), stopped ? "stopped by the user" : "finished", c.complete,
               c.pruned, c.failed, c.infeasible, c.oom);

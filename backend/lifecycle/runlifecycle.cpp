@@ -143,6 +143,7 @@ std::vector<Adoption> RunLifecycle::adoptOrphans(RunReader& reader,
   std::vector<Adoption> adopted;
   for (const RunRecord& run : runs) {
     if (spec::is_final(run.status) || run.location.isEmpty()) continue;
+    if (run.studyId) continue;  // its sweep follows it (adoptSweep)
     auto lease = reader.lease(run.id);
     if (!lease) {
       qCWarning(lcLifecycle, "run %lld: %s", static_cast<long long>(run.id),

@@ -160,9 +160,17 @@ class RunLifecycle {
   /// Fails, starting nothing, when the run has no complete checkpoint (start it again instead).
   [[nodiscard]] Result<StartedRun> resumeDetached(RunStore& store, qint64 runId) const;
 
-  /// Starts `<supervisor> --db DB sweep EXP` in its own session, its output appended to
-  /// `<runsRoot>/sweep-<study>-<yyyyMMdd-HHmmss>.log`.
-  [[nodiscard]] Result<StartedSweep> startSweep(const QString& experimentPath) const;
+  /// Starts `<supervisor> --db DB sweep EXP [--name STUDY]` in its own session, its output
+  /// appended to `<runsRoot>/sweep-<study>-<yyyyMMdd-HHmmss>.log`.
+  [[nodiscard]] Result<StartedSweep> startSweep(const QString& experimentPath,
+                                                const QString& studyName = {}) const;
+
+  /// Starts the sweep of running study `studyId` again when no process feeds it any more
+  /// (RunStore::sweepAlive false: its process was killed or crashed): the new process
+  /// reattaches the trials the dead one left running and goes on with the study. Fails, starting
+  /// nothing, when the study has ended, when a live process feeds it, or when its experiment
+  /// file is gone.
+  [[nodiscard]] Result<StartedSweep> adoptSweep(RunReader& reader, qint64 studyId) const;
 
   /// True when the experiment file has a [search] table (it is started as a sweep).
   [[nodiscard]] static Result<bool> hasSearch(const QString& experimentPath);
@@ -173,6 +181,7 @@ class RunLifecycle {
 
   /// For each live run (not final, started) that no live process follows (no lease, a dead
   /// holder on this machine, or a stale heartbeat), starts a supervisor that takes it over.
+  /// Trials of a sweep are left to their sweep (adoptSweep), which records their objectives.
   [[nodiscard]] std::vector<Adoption> adoptOrphans(RunReader& reader,
                                                    const std::vector<RunRecord>& runs) const;
 

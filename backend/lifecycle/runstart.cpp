@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QSaveFile>
+#include <QSysInfo>
 #include <QThread>
 
 #include <toml++/toml.h>
@@ -276,7 +277,8 @@ Result<bool> RunLifecycle::hasSearch(const QString& experimentPath) {
   }
 }
 
-Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath) const {
+Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath,
+                                              const QString& studyName) const {
   const QString path = QFileInfo(experimentPath).absoluteFilePath();
   StartedSweep sweep;
   try {
@@ -285,6 +287,7 @@ Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath) con
   } catch (const toml::parse_error& e) {
     return fail(path.toStdString() + ": " + std::string(e.description()));
   }
+  if (!studyName.isEmpty()) sweep.study = studyName;
   if (sweep.study.isEmpty()) sweep.study = QFileInfo(path).completeBaseName();
   if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
   if (!QDir().mkpath(m_settings.runsRoot)) {
@@ -293,13 +296,47 @@ Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath) con
   const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
   sweep.logPath =
       QDir(m_settings.runsRoot).filePath(QStringLiteral("sweep-%1-%2.log").arg(sweep.study, stamp));
-  auto pid = spawnInSession({m_settings.supervisor, QStringLiteral("--db"), m_settings.dbPath,
-                             QStringLiteral("sweep"), path},
-                            sweep.logPath, "the sweep",
+  QStringList command{m_settings.supervisor, QStringLiteral("--db"), m_settings.dbPath,
+                      QStringLiteral("sweep"), path};
+  if (!studyName.isEmpty()) command << QStringLiteral("--name") << studyName;
+  auto pid = spawnInSession(command, sweep.logPath, "the sweep",
                             "the sweep of " + path.toStdString() + " did not start");
   if (!pid) return pid.error();
   sweep.pid = *pid;
   return sweep;
+}
+
+Result<StartedSweep> RunLifecycle::adoptSweep(RunReader& reader, qint64 studyId) const {
+  auto found = reader.study(studyId);
+  if (!found) return found.error();
+  if (!*found) return fail("study " + std::to_string(studyId) + " is not in the run log");
+  const StudyRecord& study = **found;
+  const std::string name = study.name.toStdString();
+  if (study.status != StudyStatus::running) {
+    return fail("study " + name + " has ended (" + studyStatusName(study.status).toStdString() +
+                "): no sweep to adopt");
+  }
+  if (RunStore::sweepAlive(study, QSysInfo::machineHostName(), RunStore::kSweepStaleS)) {
+    return fail("study " + name + " is fed by process " + std::to_string(study.sweepPid) + " on " +
+                study.sweepHost.toStdString() + ": nothing to adopt");
+  }
+  if (!study.experimentId) {
+    return fail("study " + name +
+                " has no recorded experiment: start its sweep again with `shardscope-cli sweep "
+                "EXP.toml --name " +
+                name + "`");
+  }
+  auto experiment = reader.experiment(*study.experimentId);
+  if (!experiment) return experiment.error();
+  const QString source = *experiment ? (*experiment)->source : QString();
+  if (source.isEmpty() || !QFileInfo(source).isFile()) {
+    return fail("the experiment file of study " + name + " (" +
+                (source.isEmpty() ? std::string("not recorded") : source.toStdString()) +
+                ") is gone: restore it, or start the sweep with `shardscope-cli sweep EXP.toml "
+                "--name " +
+                name + "`");
+  }
+  return startSweep(source, study.name);
 }
 
 }  // namespace shardscope::backend

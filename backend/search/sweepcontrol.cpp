@@ -1,6 +1,8 @@
 #include "backend/search/sweepcontrol.h"
 
+#include <QCoreApplication>
 #include <QLoggingCategory>
+#include <QSysInfo>
 
 #include "backend/search/trialrunner.h"
 
@@ -13,6 +15,22 @@ SweepControl::SweepControl(RunStore& store, qint64 studyId, TrialRunner& runner,
     : QObject(parent), m_store(store), m_studyId(studyId), m_runner(runner) {
   m_timer.setInterval(pollMs);
   connect(&m_timer, &QTimer::timeout, this, &SweepControl::poll);
+  m_stampTimer.setInterval(RunStore::kSweepStampMs);
+  connect(&m_stampTimer, &QTimer::timeout, this, [this] {
+    // Not waited for: a slow disk must not stall the sweep; a failure only logs.
+    (void)m_store.stampSweep(m_studyId, QCoreApplication::applicationPid(),
+                             QSysInfo::machineHostName());
+  });
+}
+
+SweepControl::~SweepControl() {
+  if (!m_stampTimer.isActive()) return;
+  if (auto r = m_store
+                   .clearSweepStamp(m_studyId, QCoreApplication::applicationPid(),
+                                    QSysInfo::machineHostName())
+                   .get();
+      !r)
+    qCWarning(lcSweepControl) << r.message().c_str();
 }
 
 Result<void> SweepControl::start() {
@@ -21,7 +39,14 @@ Result<void> SweepControl::start() {
   m_reader = std::make_unique<RunReader>(std::move(*reader));
   if (auto r = m_store.setStudyControl(m_studyId, StudyControl::run).get(); !r) return r;
   m_control = StudyControl::run;
+  if (auto r = m_store
+                   .stampSweep(m_studyId, QCoreApplication::applicationPid(),
+                               QSysInfo::machineHostName())
+                   .get();
+      !r)
+    return r;
   m_timer.start();
+  m_stampTimer.start();
   return ok();
 }
 

@@ -2,7 +2,9 @@
 // any other process (the GUI, `shardscope-cli study pause|resume|stop`, `prune`), through the
 // run log (schema v5): it polls the study's control and its trials' pending requests, prunes or
 // stops the trials its TrialRunner runs, clears each request it handled, and tells the sweep
-// loop when to ask for no more trials (pause), to go on (run) or to end (stop).
+// loop when to ask for no more trials (pause), to go on (run) or to end (stop). It also stamps
+// the study as fed by this process (schema v6) every RunStore::kSweepStampMs, and clears the
+// stamp when destroyed, so a sweep whose process died is seen as such (RunStore::sweepAlive).
 #pragma once
 
 #include <QObject>
@@ -22,9 +24,10 @@ class SweepControl : public QObject {
   /// Reads the run log every `pollMs`. `store` and `runner` must outlive it.
   SweepControl(RunStore& store, qint64 studyId, TrialRunner& runner, int pollMs = 300,
                QObject* parent = nullptr);
+  ~SweepControl() override;
 
   /// Sets the study's control to `run` (a sweep that starts goes on, whatever the last one was
-  /// told) and starts polling.
+  /// told), stamps the study as this process's and starts polling.
   [[nodiscard]] Result<void> start();
   StudyControl control() const { return m_control; }
   /// Reads the run log now (also done every pollMs).
@@ -43,6 +46,7 @@ class SweepControl : public QObject {
   TrialRunner& m_runner;
   std::unique_ptr<RunReader> m_reader;
   QTimer m_timer;
+  QTimer m_stampTimer;
   StudyControl m_control = StudyControl::run;
 };
 

@@ -160,7 +160,7 @@ RunRecord runFromRow(const Statement& stmt) {
 
 constexpr const char* kStudyColumns =
     "SELECT id, name, experiment_id, config, objectives, directions, sampler, seed, status, "
-    "created_at, ended_at, state, control FROM studies ";
+    "created_at, ended_at, state, control, sweep_pid, sweep_host, sweep_heartbeat FROM studies ";
 
 StudyRecord studyFromRow(const Statement& stmt) {
   StudyRecord study;
@@ -178,6 +178,9 @@ StudyRecord studyFromRow(const Statement& stmt) {
   study.endedAt = optionalReal(stmt, 10);
   study.state = jsonObject(stmt, 11);
   study.control = parseStudyControl(text(stmt, 12)).value_or(StudyControl::run);
+  study.sweepPid = optionalInt(stmt, 13).value_or(0);
+  study.sweepHost = text(stmt, 14);
+  study.sweepHeartbeat = optionalReal(stmt, 15).value_or(0);
   return study;
 }
 

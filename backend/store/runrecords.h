@@ -78,6 +78,10 @@ struct StudyRecord {
   std::optional<double> endedAt;
   QJsonObject state;
   StudyControl control = StudyControl::run;  ///< schema v5
+  /// The process that last stamped the study as running its sweep (schema v6; 0: none).
+  qint64 sweepPid = 0;
+  QString sweepHost;
+  double sweepHeartbeat = 0;  ///< unix time of its last stamp
 };
 
 /// What a new run needs; the store fills in id, status (queued) and created time.

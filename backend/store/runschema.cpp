@@ -226,9 +226,21 @@ ALTER TABLE studies ADD COLUMN control TEXT NOT NULL DEFAULT 'run'
 ALTER TABLE runs ADD COLUMN request TEXT NOT NULL DEFAULT '' CHECK(request IN ('','prune','stop'));
 )sql";
 
+// Version 6 (a sweep whose process died is seen as such): the process that runs a study's sweep
+// (`shardscope-cli sweep`) stamps its pid, host and a heartbeat on the study every few seconds
+// and clears them when it exits; a running study whose stamp is absent, stale or names a dead
+// pid on this machine has no sweep process, and the dashboard offers to adopt it (start the
+// sweep again, which reattaches its running trials). Several processes feeding one study each
+// stamp it; any fresh stamp means the study is fed.
+constexpr std::string_view kVersion6 = R"sql(
+ALTER TABLE studies ADD COLUMN sweep_pid INTEGER;
+ALTER TABLE studies ADD COLUMN sweep_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE studies ADD COLUMN sweep_heartbeat REAL;
+)sql";
+
 // kSteps[i] takes a database from version i to i + 1.
-constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {kVersion1, kVersion2, kVersion3,
-                                                                    kVersion4, kVersion5};
+constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {
+    kVersion1, kVersion2, kVersion3, kVersion4, kVersion5, kVersion6};
 
 Result<bool> hasVersionTable(SqliteDb& db) {
   auto stmt = db.prepare(

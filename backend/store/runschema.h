@@ -9,7 +9,7 @@
 namespace shardscope::backend {
 
 /// The version this build writes.
-inline constexpr int kRunSchemaVersion = 5;
+inline constexpr int kRunSchemaVersion = 6;
 
 /// The version stored in `db` (0 for an empty file).
 [[nodiscard]] Result<int> runSchemaVersion(SqliteDb& db);

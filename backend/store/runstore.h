@@ -90,6 +90,17 @@ class RunStore : public QObject {
   /// Asks the process running study `studyId`'s sweep to go on, pause or stop (schema v5).
   /// Fails when the study is not in the run log or has ended (nothing runs it any more).
   Pending<void> setStudyControl(qint64 studyId, StudyControl control);
+  /// Stamps study `studyId` as fed by process `pid` on `host` now (schema v6); the sweep's
+  /// process renews it every few seconds while it runs.
+  Pending<void> stampSweep(qint64 studyId, qint64 pid, const QString& host);
+  /// Clears the stamp when it is still this process's (a sweep that exits).
+  Pending<void> clearSweepStamp(qint64 studyId, qint64 pid, const QString& host);
+  /// True when a process runs the study's sweep: a stamp newer than staleAfterS whose pid, on
+  /// this machine (`host`), is alive. A study that has ended needs none (false as well).
+  static bool sweepAlive(const StudyRecord& study, const QString& host, double staleAfterS);
+  /// How often a sweep's process renews its stamp, and when a stamp counts as stale.
+  static constexpr int kSweepStampMs = 3000;
+  static constexpr double kSweepStaleS = 30;
   /// Asks the sweep running trial run `runId` to prune or stop it; TrialRequest::none clears the
   /// request (the sweep, once done). Fails when the run is not a running or queued trial.
   Pending<void> requestTrial(qint64 runId, TrialRequest request);

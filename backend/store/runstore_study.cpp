@@ -374,6 +374,61 @@ RunStore::Pending<void> RunStore::requestTrial(qint64 runId, TrialRequest reques
   });
 }
 
+RunStore::Pending<void> RunStore::stampSweep(qint64 studyId, qint64 pid, const QString& host) {
+  return submit<void>(1, [studyId, pid, host](WriteContext& context) -> Result<void> {
+    auto read = context.statement(
+        "SELECT sweep_pid, sweep_host, sweep_heartbeat FROM studies WHERE id = ?1");
+    if (!read) return read.error();
+    Statement& current = **read;
+    if (auto r = current.bindInt64(1, studyId); !r) return r;
+    auto row = current.step();
+    if (!row) return row.error();
+    if (!*row) return fail("study " + std::to_string(studyId) + " is not in the run log");
+    StudyRecord holder;
+    holder.sweepPid = current.columnIsNull(0) ? 0 : current.columnInt64(0);
+    holder.sweepHost = QString::fromStdString(current.columnText(1));
+    holder.sweepHeartbeat = current.columnIsNull(2) ? 0 : current.columnDouble(2);
+    current.reset();
+    const bool mine = holder.sweepPid == pid && holder.sweepHost == host;
+    // Another live process feeds the study: its stamp stays (no churn between feeders).
+    if (!mine && sweepAlive(holder, host, kSweepStaleS)) return ok();
+    auto stmt = context.statement(
+        "UPDATE studies SET sweep_pid = ?2, sweep_host = ?3, sweep_heartbeat = ?4 WHERE id = ?1");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    if (auto r = update.bindInt64(1, studyId); !r) return r;
+    if (auto r = update.bindInt64(2, pid); !r) return r;
+    if (auto r = update.bindText(3, host.toStdString()); !r) return r;
+    if (auto r = update.bindDouble(4, spec::unix_time_now()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    // Readers hear of a new feeder, not of each renewal.
+    if (!mine) context.changes().studies = true;
+    return ok();
+  });
+}
+
+RunStore::Pending<void> RunStore::clearSweepStamp(qint64 studyId, qint64 pid, const QString& host) {
+  return submit<void>(1, [studyId, pid, host](WriteContext& context) -> Result<void> {
+    auto stmt = context.statement(
+        "UPDATE studies SET sweep_pid = NULL, sweep_heartbeat = NULL "
+        "WHERE id = ?1 AND sweep_pid = ?2 AND sweep_host = ?3");
+    if (!stmt) return stmt.error();
+    Statement& update = **stmt;
+    if (auto r = update.bindInt64(1, studyId); !r) return r;
+    if (auto r = update.bindInt64(2, pid); !r) return r;
+    if (auto r = update.bindText(3, host.toStdString()); !r) return r;
+    if (auto r = execute(update); !r) return r;
+    if (changes(context) > 0) context.changes().studies = true;
+    return ok();
+  });
+}
+
+bool RunStore::sweepAlive(const StudyRecord& study, const QString& host, double staleAfterS) {
+  if (study.status != StudyStatus::running || study.sweepPid <= 0) return false;
+  if (spec::unix_time_now() - study.sweepHeartbeat > staleAfterS) return false;
+  return study.sweepHost != host || processAlive(study.sweepPid);
+}
+
 RunStore::Pending<void> RunStore::setStudyState(qint64 studyId, const QJsonObject& state) {
   return submit<void>(1, [studyId, state](WriteContext& context) -> Result<void> {
     auto r = updateOne(context, "UPDATE studies SET state = ?2 WHERE id = ?1", studyId,

@@ -3,10 +3,16 @@
 // `shardscope-cli supervise`, which holds the run's lease; a stop by id ends a detached run
 // `stopped`; a supervisor killed with SIGKILL is replaced by adoptOrphans and the new one follows
 // the run to its end without losing a row; a run launched and followed in this process reports
-// its steps; an experiment with [search] starts `shardscope-cli sweep` in its own session.
+// its steps; an experiment with [search] starts `shardscope-cli sweep` in its own session; a
+// sweep process killed with SIGKILL is seen as gone (its study's stamp names a dead pid) and
+// adoptSweep starts it again, which reattaches the trial left running and finishes the study.
 #include <signal.h>
+
+#include <algorithm>
+
 #include <QDir>
 #include <QFile>
+#include <QSysInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -80,6 +86,26 @@ class TestLifecycle : public QObject {
     auto run = r.run(runId);
     if (!run || !*run) return QStringLiteral("(missing)");
     return QString::fromUtf8(spec::to_string((*run)->status));
+  }
+
+  backend::StudyRecord study(const QString& name) {
+    backend::RunReader r = reader();
+    auto found = r.studyByName(name);
+    return found && *found ? **found : backend::StudyRecord{};
+  }
+
+  bool fed(const QString& name) {
+    return backend::RunStore::sweepAlive(study(name), QSysInfo::machineHostName(),
+                                         backend::RunStore::kSweepStaleS);
+  }
+
+  // Trials of study `name` with status `status`.
+  int trialsWith(const QString& name, spec::RunStatus status) {
+    backend::RunReader r = reader();
+    auto trials = r.trials(study(name).id);
+    if (!trials) return -1;
+    return int(std::count_if(trials->begin(), trials->end(),
+                             [status](const backend::RunRecord& t) { return t.status == status; }));
   }
 
   qint64 leaseHolder(qint64 runId) {
@@ -340,6 +366,60 @@ high = 5.0
       QCOMPARE(run.status, spec::RunStatus::complete);
     }
     QCOMPARE(trials, 2);
+  }
+
+  // #17: a sweep whose process died is shown as such and adopted in one call. The sweep runs 3
+  // trials of the fake trainer one at a time; it is killed while trial 0 runs.
+  void killedSweepIsSeenAndAdopted() {
+    const QString dir = m_dir.filePath("adopt");
+    QVERIFY(QDir().mkpath(dir));
+    testing::TinyExperiment e;
+    e.name = QStringLiteral("adopted");
+    e.trainer = QStringLiteral(FAKETRAINER_PATH);
+    e.tables =
+        "[search]\nname = \"adoptme\"\nsampler = \"random\"\nseed = 2\nn_trials = 3\n"
+        "concurrency = 1\nobjectives = {objective = \"minimize\"}\n"
+        "[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\nhigh = 1e-2\nlog = true\n";
+    const QString path = testing::writeExperiment(dir, e);
+    QVERIFY(!path.isEmpty());
+    qputenv("SHARDSCOPE_FAKE_MODE", "--steps 60 --step-ms 60");
+    const QString name = QStringLiteral("adoptme");
+    auto sweep = lifecycle().startSweep(path);
+    QVERIFY2(sweep.ok(), sweep.ok() ? "" : sweep.message().c_str());
+    // The sweep stamps its study; while it lives there is nothing to adopt.
+    QTRY_COMPARE_WITH_TIMEOUT(study(name).sweepPid, sweep->pid, kWaitMs);
+    QVERIFY(fed(name));
+    QTRY_VERIFY_WITH_TIMEOUT(trialsWith(name, spec::RunStatus::running) == 1, kWaitMs);
+    {
+      backend::RunReader r = reader();
+      auto refused = lifecycle().adoptSweep(r, study(name).id);
+      QVERIFY(!refused.ok());
+      QVERIFY2(refused.message().find("is fed by process") != std::string::npos,
+               refused.message().c_str());
+    }
+    QCOMPARE(::kill(pid_t(sweep->pid), SIGKILL), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(sweep->pid), 10000);
+    QVERIFY(!fed(name));  // the stamp names a dead pid of this machine
+    QCOMPARE(study(name).status, backend::StudyStatus::running);
+    // The trial left running belongs to its sweep: no supervisor takes it over.
+    backend::RunReader r = reader();
+    auto runs = r.listRuns();
+    QVERIFY(runs.ok());
+    QVERIFY(lifecycle().adoptOrphans(r, *runs).empty());
+    auto adopted = lifecycle().adoptSweep(r, study(name).id);
+    QVERIFY2(adopted.ok(), adopted.ok() ? "" : adopted.message().c_str());
+    QCOMPARE(adopted->study, name);
+    QVERIFY(adopted->pid > 0 && adopted->pid != sweep->pid);
+    QTRY_VERIFY_WITH_TIMEOUT(!alive(adopted->pid), 180000);
+    const QByteArray log = testing::readAll(adopted->logPath);
+    QVERIFY2(log.contains("trial 0 reattached"), log.constData());
+    QVERIFY2(log.contains("study adoptme finished: 3 complete"), log.constData());
+    QCOMPARE(trialsWith(name, spec::RunStatus::complete), 3);
+    QCOMPARE(study(name).status, backend::StudyStatus::complete);
+    QCOMPARE(study(name).sweepPid, qint64(0));  // cleared by the process that ended it
+    auto ended = lifecycle().adoptSweep(r, study(name).id);
+    QVERIFY(!ended.ok());
+    QVERIFY2(ended.message().find("has ended") != std::string::npos, ended.message().c_str());
   }
 };
 
