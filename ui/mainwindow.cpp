@@ -17,6 +17,7 @@
 #include <QMessageBox>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTimer>
 #include <QToolBar>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/data/runlog.h"
+#include "ui/data/sweepsource.h"
 #include "ui/hosts/hostspanel.h"
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
@@ -188,6 +190,27 @@ void MainWindow::buildMenus() {
     action->setObjectName(QStringLiteral("sweep-%1").arg(backend::studyControlName(s.control)));
     m_sweepActions.append(action);
   }
+  sweep->addSeparator();
+  m_adoptAction = sweep->addAction(tr("&Adopt sweep"), this, [this] {
+    const SweepStudy& study = m_compare->sweep().study;
+    if (!sweepProcessGone(study)) {
+      statusBar()->showMessage(tr("The shown sweep has a live process: nothing to adopt"), 8000);
+      return;
+    }
+    emit sweepAdoptRequested(study.studyId, study.name);
+  });
+  m_adoptAction->setShortcut(QKeySequence(tr("Ctrl+Alt+A")));
+  m_adoptAction->setObjectName(QStringLiteral("sweep-adopt"));
+  m_adoptAction->setToolTip(
+      tr("Start again the sweep whose process died; it reattaches the trials left running"));
+  m_sweepState = new QLabel(this);
+  m_sweepState->setObjectName(QStringLiteral("sweepState"));
+  statusBar()->addPermanentWidget(m_sweepState);
+  m_sweepWatch = new QTimer(this);
+  m_sweepWatch->setInterval(kSweepWatchMs);
+  connect(m_sweepWatch, &QTimer::timeout, this, &MainWindow::updateSweepWatch);
+  m_sweepWatch->start();
+  connect(m_runLog, &RunLog::sweepLoaded, this, &MainWindow::updateSweepWatch);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Shardscope"), this, [this] {
@@ -207,7 +230,24 @@ void MainWindow::buildMenus() {
   bar->addAction(m_runs->cloneAction());
   bar->addSeparator();
   for (QAction* action : std::as_const(m_sweepActions)) bar->addAction(action);
+  bar->addAction(m_adoptAction);
   updateSweepActions();
+  updateSweepWatch();
+}
+
+void MainWindow::updateSweepWatch() {
+  const SweepStudy& study = m_compare->sweep().study;
+  const bool gone = sweepProcessGone(study);
+  m_adoptAction->setEnabled(gone);
+  const QString text =
+      gone ? tr("Sweep %1: no process runs it (killed or crashed); Sweep > Adopt sweep goes on")
+                 .arg(study.name)
+           : QString();
+  if (text != m_sweepState->text()) {
+    m_sweepState->setText(text);
+    m_sweepState->setVisible(gone);
+    if (gone) qCInfo(lcMainWindow, "%s", qPrintable(text));
+  }
 }
 
 void MainWindow::updateSweepActions() {
@@ -359,6 +399,7 @@ void MainWindow::openRunLog(const QString& path) {
   m_compare->showSweep(-1);
   m_runLog->open(path);
   addRecent(path);
+  emit runLogOpened(path);
 }
 
 Result<void> MainWindow::openExperiment(const QString& path) {

@@ -16,6 +16,9 @@
 class QDockWidget;
 class QMenu;
 
+class QLabel;
+class QTimer;
+
 namespace shardscope::ui {
 
 class BuilderPanel;
@@ -81,6 +84,11 @@ class MainWindow : public QMainWindow {
                              shardscope::backend::StudyControl control);
   /// The builder's Launch: the saved experiment file to start.
   void launchRequested(const QString& experimentPath);
+  /// Start again the sweep of study `studyId`, whose process died (Sweep > Adopt sweep).
+  void sweepAdoptRequested(qint64 studyId, const QString& name);
+  /// A run log was opened (File > Open, a recent file, the first one): what the app's run
+  /// control acts on from now.
+  void runLogOpened(const QString& path);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -106,6 +114,9 @@ class MainWindow : public QMainWindow {
   void applyClone();
   void steerCurrentSweep(backend::StudyControl control);
   void updateSweepActions();
+  /// Shows whether the shown sweep's study has lost its process (a status-bar label, the Adopt
+  /// action), checked when the sweep is read and every kSweepWatchMs.
+  void updateSweepWatch();
   void chooseRunLog();
   void chooseExperiment();
   /// File > Import…: an accelerate, HF Trainer or DeepSpeed config into the builder
@@ -130,7 +141,11 @@ class MainWindow : public QMainWindow {
   qint64 m_builderWanted = -1;     // experiment asked of the run log for the builder, -1: none
   QJsonObject m_cloneParams;       // trial values to apply once m_builderWanted arrives
   bool m_cloning = false;
-  QList<QAction*> m_sweepActions;  // pause, resume, stop: on the current run's sweep
+  QList<QAction*> m_sweepActions;    // pause, resume, stop: on the current run's sweep
+  QAction* m_adoptAction = nullptr;  // start the shown sweep again when its process died
+  QLabel* m_sweepState = nullptr;    // "sweep NAME: no process" in the status bar
+  QTimer* m_sweepWatch = nullptr;
+  static constexpr int kSweepWatchMs = 2000;
 };
 
 }  // namespace shardscope::ui

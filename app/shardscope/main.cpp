@@ -137,6 +137,10 @@ int main(int argc, char** argv) {
                    &shardscope::app::RunControl::requestTrial);
   QObject::connect(&window, &shardscope::ui::MainWindow::sweepControlRequested, &control,
                    &shardscope::app::RunControl::steerSweep);
+  QObject::connect(&window, &shardscope::ui::MainWindow::sweepAdoptRequested, &control,
+                   &shardscope::app::RunControl::adoptSweep);
+  QObject::connect(&window, &shardscope::ui::MainWindow::runLogOpened, &control,
+                   &shardscope::app::RunControl::setRunLog);
   QObject::connect(&control, &shardscope::app::RunControl::message, &window,
                    [&window](const QString& text) { window.statusBar()->showMessage(text, 8000); });
   window.openRunLog(dbPath);

@@ -89,6 +89,37 @@ void RunControl::steerSweep(qint64 studyId, const QString& name, backend::StudyC
   });
 }
 
+void RunControl::adoptSweep(qint64 studyId, const QString& name) {
+  QMetaObject::invokeMethod(m_context, [this, studyId, name] {
+    QString text;
+    auto reader = backend::RunReader::open(m_lifecycle.settings().dbPath);
+    auto started = reader ? m_lifecycle.adoptSweep(*reader, studyId)
+                          : Result<backend::StartedSweep>(reader.error());
+    if (started) {
+      text = tr("Sweep %1 started again (pid %2); its log: %3")
+                 .arg(name)
+                 .arg(started->pid)
+                 .arg(started->logPath);
+    } else {
+      text =
+          tr("Could not adopt sweep %1: %2").arg(name, QString::fromStdString(started.message()));
+    }
+    qCInfo(lcRunControl, "%s", qPrintable(text));
+    emit message(text);
+  });
+}
+
+void RunControl::setRunLog(const QString& path) {
+  QMetaObject::invokeMethod(m_context, [this, path] {
+    if (path == m_lifecycle.settings().dbPath) return;
+    backend::RunLifecycle::Settings settings = m_lifecycle.settings();
+    settings.dbPath = path;
+    settings.runsRoot = backend::RunLifecycle::runsRootFor(path);
+    m_lifecycle = backend::RunLifecycle(std::move(settings));
+    qCInfo(lcRunControl, "acting on %s", qPrintable(path));
+  });
+}
+
 void RunControl::requestTrial(qint64 runId, const QString& runName, backend::TrialRequest request) {
   QMetaObject::invokeMethod(m_context, [this, runId, runName, request] {
     const Result<void> done = m_lifecycle.requestTrial(runId, request);

@@ -32,6 +32,10 @@ class RunControl : public QObject {
   void steerSweep(qint64 studyId, const QString& name, backend::StudyControl control);
   /// Prunes or stops one running trial of a sweep.
   void requestTrial(qint64 runId, const QString& runName, backend::TrialRequest request);
+  /// Starts again the sweep of study `studyId` (named `name`) whose process died.
+  void adoptSweep(qint64 studyId, const QString& name);
+  /// Acts on run log `path` from now (File > Open): its runs folder beside it.
+  void setRunLog(const QString& path);
 
  signals:
   /// What happened, for the status bar ("stop sent to run-3", or why not).

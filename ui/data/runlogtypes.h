@@ -64,6 +64,9 @@ struct SweepStudy {
   QString config;          ///< the experiment TOML with its [search] section
   QStringList objectives;  ///< metric names, one per objective
   QStringList directions;  ///< "minimize"/"maximize", one per objective
+  bool running = false;    ///< the study has not ended
+  qint64 sweepPid = 0;     ///< the process that stamped it as running its sweep (0: none)
+  QString sweepHost;       ///< that process's machine
 };
 
 /// The runs of one experiment or sweep, in creation order: the summaries, read by indexed

@@ -2,8 +2,11 @@
 
 #include <QMap>
 #include <QSet>
+#include <QSysInfo>
 
 #include <algorithm>
+
+#include "backend/store/runstore.h"
 
 namespace shardscope::ui {
 
@@ -93,7 +96,10 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
     data.names.insert(it.key(), it.value()->name);
   const backend::StudyRecord* study = perExperiment.value(id, nullptr);
   if (study != nullptr) {
-    data.study = {study->id, study->name, study->config, study->objectives, study->directions};
+    data.study = {study->id,         study->name,
+                  study->config,     study->objectives,
+                  study->directions, study->status == backend::StudyStatus::running,
+                  study->sweepPid,   study->sweepHost};
   }
   std::vector<const backend::RunRecord*> members;
   for (const auto& run : runs) {
@@ -129,6 +135,19 @@ Result<void> readCurve(backend::RunReader& reader, qint64 runId, const QString& 
     out.values.append(point.value);
   }
   return ok();
+}
+
+}  // namespace shardscope::ui
+
+namespace shardscope::ui {
+
+bool sweepProcessGone(const SweepStudy& study) {
+  if (study.studyId < 0 || !study.running) return false;
+  if (study.sweepPid <= 0) return true;
+  // Another machine's process is judged by the CLI (`study show`), which reads its heartbeat
+  // fresh; here only a pid of this machine can be checked without a read.
+  return study.sweepHost == QSysInfo::machineHostName() &&
+         !backend::RunStore::processAlive(study.sweepPid);
 }
 
 }  // namespace shardscope::ui

@@ -17,6 +17,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QLabel>
 #include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -495,6 +496,88 @@ class TestLiveRun : public QObject {
       QCOMPARE(statusOf(r.name), QString::fromLatin1(spec::to_string(r.status)));
       QCOMPARE(r.attempt, 0);
     }
+  }
+
+  // #17: a sweep whose process died is shown as such in the window (the status bar's sweep
+  // label, Sweep > Adopt sweep enabled) and adopted with one click: the new sweep process
+  // reattaches the trial left running and finishes the study. The sweep was started from a
+  // shell (RunLifecycle, as `shardscope-cli sweep` in its own session), not by this window.
+  void deadSweepIsAdoptedFromTheWindow() {
+    const QString db = m_dir.filePath("adopt.db");
+    {
+      auto store = backend::RunStore::open(db);
+      QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    }
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = QStringLiteral("orphaned");
+    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.steps = kSteps;
+    experiment.tables =
+        "[search]\nname = \"adoptgui\"\nsampler = \"random\"\nseed = 3\nn_trials = 2\n"
+        "concurrency = 1\nobjectives = {objective = \"minimize\"}\n"
+        "[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\nhigh = 1e-2\nlog = true\n";
+    const QString folder = m_dir.filePath("adopt");
+    QVERIFY(QDir().mkpath(folder));
+    const QString path = shardscope::testing::writeExperiment(folder, experiment);
+    QVERIFY(!path.isEmpty());
+    backend::RunLifecycle::Settings settings;
+    settings.dbPath = db;
+    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    const StopSweepAtExit cleanup{db, QStringLiteral("adoptgui")};
+    auto sweep = backend::RunLifecycle(settings).startSweep(path);
+    QVERIFY2(sweep.ok(), sweep.ok() ? "" : sweep.message().c_str());
+
+    MainWindow window(nullptr, 50);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.openRunLog(db);
+    app::RunControl control(settings, 5);
+    connect(&window, &MainWindow::sweepAdoptRequested, &control, &app::RunControl::adoptSweep);
+    QSignalSpy said(&control, &app::RunControl::message);
+    RunsPanel* runs = window.runsPanel();
+    const auto row = [&](const QString& name) -> const RunSummary* {
+      for (int r = 0; r < runs->model()->rowCount(); ++r)
+        if (runs->model()->runAt(r)->record.name == name) return runs->model()->runAt(r);
+      return nullptr;
+    };
+    const auto statusOf = [&](const QString& name) {
+      const RunSummary* r = row(name);
+      return r == nullptr ? QString() : QString::fromLatin1(spec::to_string(r->record.status));
+    };
+    auto* adopt = window.findChild<QAction*>(QStringLiteral("sweep-adopt"));
+    auto* label = window.findChild<QLabel*>(QStringLiteral("sweepState"));
+    QVERIFY(adopt != nullptr && label != nullptr);
+
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("adoptgui-0"), QString("running"), kWaitMs);
+    runs->selectRuns({row("adoptgui-0")->record.id});
+    QTRY_COMPARE_WITH_TIMEOUT(window.comparePanel()->sweep().study.name, QString("adoptgui"),
+                              kWaitMs);
+    QVERIFY(!adopt->isEnabled());  // its process is alive: nothing to adopt
+    QVERIFY(label->text().isEmpty());
+
+    QCOMPARE(::kill(pid_t(sweep->pid), SIGKILL), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(adopt->isEnabled(), kWaitMs);
+    QVERIFY2(label->text().contains("Sweep adoptgui: no process runs it"),
+             qPrintable(label->text()));
+    QCOMPARE(statusOf("adoptgui-0"), QString("running"));  // its ranks go on meanwhile
+    adopt->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(!said.isEmpty(), kWaitMs);
+    QVERIFY2(said.last().first().toString().startsWith("Sweep adoptgui started again"),
+             qPrintable(said.last().first().toString()));
+    QTRY_VERIFY_WITH_TIMEOUT(!adopt->isEnabled(), kWaitMs);  // the new process stamped it
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf("adoptgui-1"), QString("complete"), kWaitMs);
+    QCOMPARE(statusOf("adoptgui-0"), QString("complete"));  // reattached, followed to its end
+    QTRY_VERIFY_WITH_TIMEOUT(label->text().isEmpty(), kWaitMs);
+    auto reader = backend::RunReader::open(db);
+    QVERIFY(reader.ok());
+    auto study = reader->studyByName(QStringLiteral("adoptgui"));
+    QVERIFY(study.ok() && study->has_value());
+    QTRY_COMPARE_WITH_TIMEOUT((*reader->studyByName(QStringLiteral("adoptgui")))->status,
+                              backend::StudyStatus::complete, kWaitMs);
+    auto all = reader->listRuns();
+    QVERIFY(all.ok());
+    QCOMPARE(all->size(), std::size_t(2));  // no trial retried: the killed sweep lost nothing
   }
 };
 
