@@ -177,6 +177,7 @@ Nf4Weight quantize_nf4(const at::Tensor& weight, std::int64_t block_size, bool d
   Nf4Weight out;
   out.packed = packed.contiguous();
   out.shape = weight.sizes().vec();
+  out.dtype = dtype;
   out.block_size = bs;
   out.double_quant = double_quant;
   if (!double_quant) {

@@ -29,8 +29,9 @@ struct Nf4Weight {
   at::Tensor absmax;         // (nb,) fp32; with double_quant (nb,) uint8 codes of absmax - offset
   at::Tensor nested_absmax;  // (nn,) fp32; double_quant only (bitsandbytes' state2.absmax)
   at::Tensor offset;         // () fp32, the mean of the fp32 absmax; double_quant only
-  std::vector<std::int64_t> shape;  // the weight's shape
-  std::int64_t block_size = 64;     // bs
+  std::vector<std::int64_t> shape;    // the weight's shape
+  at::ScalarType dtype = at::kFloat;  // the weight's dtype before quantization
+  std::int64_t block_size = 64;       // bs
   bool double_quant = false;
 };
 

@@ -10,13 +10,20 @@ bitsandbytes.functional.quantize_4bit(quant_type="nf4") on the same weights, exa
     the double quantization's dynamic map;
   - the absmax the dequantization uses (bitsandbytes' dequantize_blockwise + offset);
   - the dequantized weight in fp32, bf16 and fp16 (bitsandbytes' dequantize_4bit kernel);
-  - the packed bytes stored as bf16 / fp16 / fp32 (quantize_4bit's quant_storage).
+  - the packed bytes stored as bf16 / fp16 / fp32 (quantize_4bit's quant_storage);
+  - the tensors bitsandbytes serializes (QuantState.as_dict(packed=True), what transformers saves
+    for a 4-bit model) equal ours, and bitsandbytes' QuantState.from_dict reads ours back;
+  - nf4_tool reads checkpoints bitsandbytes serialized (uint8 and bf16 storage) to the same
+    weights, and one whose quantization the config does not describe (block size, double
+    quantization, FP4, lora.quantize = "none") ends with a config error naming the field, one
+    whose metadata disagrees with its tensors with a data error.
 
 The weights: fp32 and bf16; shapes whose size is a multiple of 256 blocks, one that is not (the
 nested absmax has a partial block), one with a partial last block and an odd size (a padding
 nibble), a single partial block (its nested absmax is 0), and an all-zero row.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -81,12 +88,96 @@ def same(a, b):
     return torch.equal(a.view(torch.uint8), b.view(torch.uint8)) if a.numel() else True
 
 
+def serialized(name, q, st):
+    """What transformers saves for weight `name` quantized by bitsandbytes."""
+    out = {name: q}
+    out.update({f"{name}.{k}": v for k, v in st.as_dict(packed=True).items()})
+    return out
+
+
+def quant_state_json(t):
+    return json.loads(bytes(t.tolist()).decode("utf-8"))
+
+
+def check_serialized(ours_bnb, name, q, st, w, ours, where):
+    theirs = serialized(name, q, st)
+    mine = {k: v for k, v in ours_bnb.items() if k == name or k.startswith(name + ".")}
+    check(sorted(mine) == sorted(theirs), f"{where}: serialized keys {sorted(mine)}")
+    for key, t in theirs.items():
+        if key not in mine:
+            continue
+        if key.endswith("bitsandbytes__nf4"):
+            check(quant_state_json(mine[key]) == quant_state_json(t), f"{where}: {key} JSON")
+        else:
+            check(same(mine[key], t), f"{where}: serialized {key[len(name):] or 'codes'}")
+    # bitsandbytes reads ours back: its QuantState from our tensors dequantizes to our weight.
+    state = F.QuantState.from_dict({k[len(name) + 1:]: v for k, v in mine.items() if k != name},
+                                   device=torch.device("cpu"))
+    if w.shape[-1] % state.blocksize == 0 or w.shape[-1] % 16 != 0:
+        own = {torch.float32: "fp32", torch.bfloat16: "bf16"}[w.dtype]
+        check(same(F.dequantize_4bit(mine[name], state).reshape(w.shape),
+                   ours[name + ".dequant." + own]), f"{where}: QuantState.from_dict(ours)")
+
+
+def read_ckpt(tool, work, label, tensors, block, dq, quantize="nf4"):
+    """Runs `nf4_tool read` on `tensors`; returns (exit code, output text, result or None)."""
+    ckpt = os.path.join(work, f"read_{label}.safetensors")
+    out = os.path.join(work, f"read_{label}.out.safetensors")
+    save_file(tensors, ckpt)
+    r = subprocess.run([tool, "read", ckpt, out, str(block), "1" if dq else "0", quantize],
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr, (load_file(out) if r.returncode == 0 else None)
+
+
+def check_reading(tool, work, inputs):
+    """Checkpoints bitsandbytes serialized: read to its weights, or refused with the field."""
+    for label, name, block, dq, storage in [("u8_64_dq", "mlp_bf16", 64, True, torch.uint8),
+                                            ("bf16_128", "big_fp32", 128, False, torch.bfloat16),
+                                            ("u8_64_odd", "odd_fp32", 64, True, torch.uint8)]:
+        w = inputs[name]
+        q, st = F.quantize_4bit(w, blocksize=block, quant_type="nf4", compress_statistics=dq,
+                                quant_storage=storage)
+        rc, text, got = read_ckpt(tool, work, label, serialized(name, q, st), block, dq)
+        where = f"read {label} ({name}, block {block}, double_quant {dq}, {storage})"
+        check(rc == 0, f"{where}: exit 0 ({text.strip()[-300:]})")
+        if got is not None:
+            theirs = bnb_dequant(q.view(torch.uint8), F.dequantize_blockwise(st.absmax, st.state2)
+                                 + st.offset if dq else st.absmax, tuple(w.shape), block, w.dtype)
+            check(same(got[name + ".dequant"], theirs), f"{where}: dequantized weight")
+    w = inputs["mlp_bf16"]
+    q, st = F.quantize_4bit(w, blocksize=128, quant_type="nf4", compress_statistics=True)
+    ckpt = serialized("w", q, st)
+    qf, stf = F.quantize_4bit(w, blocksize=64, quant_type="fp4", compress_statistics=True)
+    bad_shape = dict(ckpt)
+    meta = quant_state_json(ckpt["w.quant_state.bitsandbytes__nf4"])
+    meta["shape"] = [128, 255]
+    bad_shape["w.quant_state.bitsandbytes__nf4"] = torch.tensor(list(json.dumps(meta).encode()),
+                                                               dtype=torch.uint8)
+    for label, tensors, block, dq, quantize, code, parts in [
+            ("block", ckpt, 64, True, "nf4", 2,
+             ["lora.quant_block_size", "blocks of 128", "set lora.quant_block_size = 128"]),
+            ("double_quant", ckpt, 128, False, "nf4", 2,
+             ["lora.double_quant", "set lora.double_quant = true"]),
+            ("none", ckpt, 128, True, "none", 2,
+             ["lora.quantize", "as bitsandbytes NF4", "set lora.quantize = \"nf4\""]),
+            ("fp4", serialized("w", qf, stf), 64, True, "nf4", 2, ["lora.quantize", "FP4"]),
+            ("shape", bad_shape, 128, True, "nf4", 1,
+             ["do not fit its shape [128,255]", "disagrees with its tensors"])]:
+        rc, text, _ = read_ckpt(tool, work, "bad_" + label, tensors, block, dq, quantize)
+        missing = [p for p in parts if p not in text]
+        check(rc == code and not missing,
+              f"read with a mismatched {label}: exit {rc} (want {code}), message has {parts}"
+              + (f"; missing {missing} in: {text.strip()}" if missing else ""))
+
+
 def check_config(tool, work, inputs, block, dq):
     tag = f"block {block}, double_quant {'on' if dq else 'off'}"
     out_path = os.path.join(work, f"nf4_{block}_{int(dq)}.safetensors")
-    subprocess.run([tool, os.path.join(work, "inputs.safetensors"), out_path, str(block),
-                    "1" if dq else "0"], check=True)
+    bnb_path = os.path.join(work, f"nf4_{block}_{int(dq)}.bnb.safetensors")
+    subprocess.run([tool, "quantize", os.path.join(work, "inputs.safetensors"), out_path,
+                    bnb_path, str(block), "1" if dq else "0"], check=True)
     ours = load_file(out_path)
+    ours_bnb = load_file(bnb_path)
     for name, w in inputs.items():
         q, st = F.quantize_4bit(w, blocksize=block, quant_type="nf4", compress_statistics=dq,
                                 quant_storage=torch.uint8)
@@ -112,6 +203,7 @@ def check_config(tool, work, inputs, block, dq):
             own = {torch.float32: "fp32", torch.bfloat16: "bf16"}[w.dtype]
             check(same(ours[name + ".dequant." + own], F.dequantize_4bit(q, st).reshape(w.shape)),
                   f"{where}: F.dequantize_4bit")
+        check_serialized(ours_bnb, name, q, st, w, ours, where)
         for suffix, dtype in DTYPES.items():
             key = name + ".storage." + suffix
             if q.numel() % torch.empty(0, dtype=dtype).element_size():
@@ -133,6 +225,7 @@ def main():
     save_file(inputs, os.path.join(args.work, "inputs.safetensors"))
     for block, dq in CONFIGS:
         check_config(args.tool, args.work, inputs, block, dq)
+    check_reading(args.tool, args.work, inputs)
     return finish()
 
 
