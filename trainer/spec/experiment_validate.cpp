@@ -281,7 +281,9 @@ void check_lora(const LoraSection& l, const ModelSection& m, const Check& check)
 // [lora] quantize and its nf4 fields. The block rules are bitsandbytes' (a power of two from 32
 // to 4096) plus one of ours: a block never spans two rows of a weight, so each quantized
 // Linear's in-features (model width for q/k/v/o/gate/up, MLP width for down) must be a multiple
-// of it (for Hugging Face models the loader checks this against config.json).
+// of it. Only the tiny model's widths are known here; a Hugging Face model's are in its
+// config.json, read by the trainer (which refuses lora.quantize = "nf4" until a model holds a
+// quantized base).
 void check_quantize(const LoraSection& l, const ModelSection& m, const Check& check) {
   static const std::vector<std::string> kQuantize = {"none", "nf4"};
   static const std::vector<std::string> kStorage = {"uint8", "bfloat16", "float16", "float32"};
