@@ -162,6 +162,13 @@ void init_lora(const LayerDef& layer, int index, std::vector<at::Tensor>& params
 }
 
 std::vector<std::string> apply_lora(Model& model, const spec::LoraSection& lora) {
+  // The NF4 quantization exists (nf4.h, equal to bitsandbytes'), but no model holds a quantized
+  // base yet: refuse rather than train an unquantized base the config did not ask for.
+  SHARD_CHECK(!lora.enabled || lora.quantize == "none", spec::ErrorKind::config,
+              "lora.quantize: \"" + lora.quantize +
+                  "\" is not supported by this shardtrain yet (the base Linears are not stored "
+                  "quantized)",
+              "set lora.quantize = \"none\" for LoRA on an unquantized base");
   if (auto* q = dynamic_cast<Qwen2Model*>(&model)) return q->add_lora(lora);
   if (auto* v = dynamic_cast<Qwen2VLModel*>(&model)) return v->add_lora(lora);
   SHARD_FAIL(spec::ErrorKind::config, "lora.enabled: this model type has no LoRA support",

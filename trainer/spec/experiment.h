@@ -150,6 +150,11 @@ struct LoraSection {
   double alpha = 16.0;   // scale = alpha / r
   double dropout = 0.0;  // on the LoRA input path
   std::vector<std::string> target_modules = {"q_proj", "k_proj", "v_proj", "o_proj"};
+  // QLoRA: the frozen base Linears stored as 4-bit NF4 codes (bitsandbytes' layout).
+  std::string quantize = "none";        // "none" or "nf4"; default "none"
+  bool double_quant = true;             // nf4: absmax quantized again (8-bit, blocks of 256)
+  std::int64_t quant_block_size = 64;   // nf4: weights per absmax block; default 64
+  std::string quant_storage = "uint8";  // nf4: dtype the packed bytes are stored (and sharded) as
 
   bool operator==(const LoraSection&) const = default;
 };

@@ -95,6 +95,11 @@ const Field<LS> kLoraFields[] = {
     {"alpha", &LS::alpha, "scale = alpha / r"},
     {"dropout", &LS::dropout, "dropout on the LoRA input path, in [0, 1)"},
     {"target_modules", &LS::target_modules, "module names that get adapters"},
+    {"quantize", &LS::quantize, "frozen base Linears: \"none\" or \"nf4\" (QLoRA)"},
+    {"double_quant", &LS::double_quant, "nf4: quantize the absmax values too (8-bit)"},
+    {"quant_block_size", &LS::quant_block_size, "nf4: weights per absmax block, a power of 2"},
+    {"quant_storage", &LS::quant_storage,
+     "nf4: dtype of the packed bytes: uint8, bfloat16, float16 or float32"},
 };
 
 using VS = EvalSection;

@@ -278,6 +278,68 @@ void check_lora(const LoraSection& l, const ModelSection& m, const Check& check)
               "o_proj, gate_proj, up_proj or down_proj");
 }
 
+// [lora] quantize and its nf4 fields. The block rules are bitsandbytes' (a power of two from 32
+// to 4096) plus one of ours: a block never spans two rows of a weight, so each quantized
+// Linear's in-features (model width for q/k/v/o/gate/up, MLP width for down) must be a multiple
+// of it. Only the tiny model's widths are known here; a Hugging Face model's are in its
+// config.json, read by the trainer (which refuses lora.quantize = "nf4" until a model holds a
+// quantized base).
+void check_quantize(const LoraSection& l, const ModelSection& m, const Check& check) {
+  static const std::vector<std::string> kQuantize = {"none", "nf4"};
+  static const std::vector<std::string> kStorage = {"uint8", "bfloat16", "float16", "float32"};
+  if (std::find(kQuantize.begin(), kQuantize.end(), l.quantize) == kQuantize.end()) {
+    const std::string near = closest(l.quantize, kQuantize);
+    check(false, "lora.quantize",
+          "unknown value " + quoted(l.quantize) + "; use \"none\" or \"nf4\"" +
+              (near.empty() ? "" : " (did you mean " + quoted(near) + "?)"));
+    return;
+  }
+  const LoraSection d;
+  if (l.quantize == "none") {
+    const std::pair<std::string_view, bool> nf4_only[] = {
+        {"double_quant", l.double_quant == d.double_quant},
+        {"quant_block_size", l.quant_block_size == d.quant_block_size},
+        {"quant_storage", l.quant_storage == d.quant_storage}};
+    for (const auto& [key, is_default] : nf4_only)
+      check(is_default, "lora." + std::string(key),
+            "is only used by lora.quantize = \"nf4\"; set quantize = \"nf4\" or remove it");
+    return;
+  }
+  check(l.enabled, "lora.quantize",
+        "\"nf4\" quantizes the frozen base of a LoRA run, but lora.enabled is false; set "
+        "lora.enabled = true, or quantize = \"none\"");
+  if (std::find(kStorage.begin(), kStorage.end(), l.quant_storage) == kStorage.end()) {
+    const std::string near = closest(l.quant_storage, kStorage);
+    check(false, "lora.quant_storage",
+          "unknown value " + quoted(l.quant_storage) +
+              "; use \"uint8\", \"bfloat16\", \"float16\" or \"float32\"" +
+              (near.empty() ? "" : " (did you mean " + quoted(near) + "?)"));
+  }
+  const std::int64_t b = l.quant_block_size;
+  const bool pow2 = b >= 32 && b <= 4096 && (b & (b - 1)) == 0;
+  check(pow2, "lora.quant_block_size",
+        "must be a power of two from 32 to 4096, as bitsandbytes allows (got " + num(b) +
+            "); use e.g. 64");
+  if (!pow2 || m.arch != "tiny" || m.tiny_hidden_size < 1) return;
+  const std::int64_t mlp =
+      m.tiny_intermediate_size > 0 ? m.tiny_intermediate_size : 4 * m.tiny_hidden_size;
+  // The fix: the largest allowed block size that divides `width`, or a width that one divides.
+  const auto fix = [](std::int64_t width) {
+    const std::int64_t p = std::min<std::int64_t>(width & -width, 4096);
+    return p >= 32 ? "use a power of two that divides it, e.g. " + num(p)
+                   : std::string("make it a multiple of 32 (no allowed block size divides it)");
+  };
+  check(m.tiny_hidden_size % b == 0, "lora.quant_block_size",
+        num(b) + " does not divide model.tiny_hidden_size (" + num(m.tiny_hidden_size) +
+            "), the in-features of q/k/v/o/gate/up_proj, so a block would span two rows; " +
+            fix(m.tiny_hidden_size));
+  check(mlp % b == 0, "lora.quant_block_size",
+        num(b) + " does not divide the MLP width (" + num(mlp) +
+            ", model.tiny_intermediate_size), the in-features of down_proj, so a block would "
+            "span two rows; " +
+            fix(mlp));
+}
+
 void check_eval(const EvalSection& e, const DataSection& d, const Check& check) {
   check.at_least(e.every, 0, "eval.every", "100 (0 = never)");
   check.at_least(e.batches, 1, "eval.batches", "4");
@@ -325,6 +387,7 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
   check_freeze(exp.train, exp.model, check);
   check_shard(exp.shard, check);
   check_lora(exp.lora, exp.model, check);
+  check_quantize(exp.lora, exp.model, check);
   check_eval(exp.eval, exp.data, check);
   validate_launch(exp, loc, diag);
 }

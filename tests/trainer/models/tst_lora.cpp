@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "trainer/base/fatal.h"
 #include "trainer/ckpt/peft.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/qwen2.h"
@@ -280,6 +281,22 @@ class TestLora : public QObject {
                          "weight"));
     QCOMPARE(keys[1].first,
              std::string("base_model.model.model.visual.blocks.0.attn.qkv.lora_B.weight"));
+  }
+
+  void quantizedBaseIsRefusedNotIgnored() {
+    // lora.quantize = "nf4" passes the config rules, but no model holds an NF4 base yet: building
+    // the adapters must stop with a config error naming the field, never train an fp32 base.
+    model::Qwen2Model m(dims());
+    auto l = lora(kAllText);
+    l.quantize = "nf4";
+    try {
+      model::apply_lora(m, l);
+      QFAIL("apply_lora accepted lora.quantize = \"nf4\"");
+    } catch (const trainer::TrainerError& e) {
+      QCOMPARE(e.kind(), spec::ErrorKind::config);
+      QVERIFY2(std::string(e.what()).find("lora.quantize") != std::string::npos, e.what());
+      QVERIFY2(e.hint().find("lora.quantize = \"none\"") != std::string::npos, e.hint().c_str());
+    }
   }
 
   void validationNamesTheField() {

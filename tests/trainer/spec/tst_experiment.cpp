@@ -147,6 +147,28 @@ class TestExperiment : public QObject {
              std::string("non-default values everywhere \"quoted\" and\ttabbed"));
   }
 
+  void qlora() {
+    // Every nf4 field away from its default is read back; the defaults are bitsandbytes'.
+    const LoraSection defaults;
+    QCOMPARE(defaults.quantize, std::string("none"));
+    QCOMPARE(defaults.double_quant, true);
+    QCOMPARE(defaults.quant_block_size, std::int64_t{64});
+    QCOMPARE(defaults.quant_storage, std::string("uint8"));
+    auto r = parseInline(kData +
+                         "[lora]\nenabled = true\nquantize = \"nf4\"\ndouble_quant = false\n"
+                         "quant_block_size = 32\nquant_storage = \"bfloat16\"\n");
+    QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+    QCOMPARE(r->lora.quantize, std::string("nf4"));
+    QCOMPARE(r->lora.double_quant, false);
+    QCOMPARE(r->lora.quant_block_size, std::int64_t{32});
+    QCOMPARE(r->lora.quant_storage, std::string("bfloat16"));
+    // The largest allowed block for the tiny model's 64 wide and 256 MLP, through --set.
+    auto big = parseInline(kData + "[lora]\nenabled = true\n",
+                           {"lora.quantize=\"nf4\"", "lora.quant_block_size=64"});
+    QVERIFY2(big.ok(), big.ok() ? "" : big.message().c_str());
+    QCOMPARE(big->lora.quant_block_size, std::int64_t{64});
+  }
+
   void enumNames() {
     QCOMPARE(to_string(ShardStrategy::hybrid_shard), "HYBRID_SHARD");
     QCOMPARE(to_string(ShardStrategy::shard_grad_op), "SHARD_GRAD_OP");
@@ -277,6 +299,34 @@ class TestExperiment : public QObject {
         {"inline.toml:5:", "lora.target_modules: is empty", "q_proj"});
     row("lora target number", d + "[lora]\ntarget_modules = [\"q_proj\", 3]\n",
         {"inline.toml:4:29: lora.target_modules[1]: expected a string, got an integer"});
+    // [lora] quantize (QLoRA)
+    const QString q = d + "[lora]\nenabled = true\nquantize = \"nf4\"\n";  // to line 5
+    row("quantize without lora", d + "[lora]\nquantize = \"nf4\"\n",
+        {"inline.toml:4:", "lora.quantize", "lora.enabled is false", "lora.enabled = true"});
+    row("quantize unknown", d + "[lora]\nenabled = true\nquantize = \"nf5\"\n",
+        {"inline.toml:5:", "lora.quantize: unknown value \"nf5\"", "did you mean \"nf4\"?"});
+    row("quantize number", d + "[lora]\nquantize = 4\n",
+        {"inline.toml:4:", "lora.quantize: expected a string, got an integer"});
+    row("quant block not a power of two", q + "quant_block_size = 48\n",
+        {"inline.toml:6:", "lora.quant_block_size: must be a power of two from 32 to 4096",
+         "(got 48)"});
+    row("quant block too small", q + "quant_block_size = 16\n",
+        {"inline.toml:6:", "lora.quant_block_size", "(got 16)"});
+    row("quant block zero", q + "quant_block_size = 0\n",
+        {"inline.toml:6:", "lora.quant_block_size", "(got 0)"});
+    row("quant block does not divide width", q + "quant_block_size = 128\n",
+        {"inline.toml:6:", "lora.quant_block_size: 128 does not divide model.tiny_hidden_size (64)",
+         "e.g. 64"});
+    row("quant block does not divide mlp",
+        d + "[model]\ntiny_intermediate_size = 96\n" +
+            "[lora]\nenabled = true\nquantize = \"nf4\"\nquant_block_size = 64\n",
+        {"inline.toml:8:", "lora.quant_block_size: 64 does not divide the MLP width (96",
+         "down_proj", "e.g. 32"});
+    row("quant storage unknown", q + "quant_storage = \"int8\"\n",
+        {"inline.toml:6:", "lora.quant_storage: unknown value \"int8\"", "\"bfloat16\"",
+         "did you mean \"uint8\"?"});
+    row("quant field without nf4", d + "[lora]\nenabled = true\ndouble_quant = false\n",
+        {"inline.toml:5:", "lora.double_quant: is only used by lora.quantize = \"nf4\""});
     row("eval without data", d + "[eval]\nevery = 10\n",
         {"inline.toml:4:", "eval.every", "needs data.eval_path", "eval.every = 0"});
     row("eval metric unknown", d + "[eval]\nmetrics = [\"perplexity\"]\n",
@@ -623,7 +673,7 @@ class TestExperiment : public QObject {
     const std::string h = config_hash(e);
     QCOMPARE(h, sha256_hex(write_experiment_toml(e)));
     QCOMPARE(QString::fromStdString(h),  // a QString: a failure prints the new value
-             QString("cab796428cfd47b6def60f23353527896cf634c0e2a7a916361293cc3cb5eeaa"));
+             QString("bc1dab214f0e08c5571b5a7990ed9e397038f50d0414c6409ce3c58f92fc6347"));
     // The same settings in another order and spelling hash the same.
     auto a =
         parseInline(kData + "[train]\nlr = 1e-3\nseed = 7\n[shard]\nstrategy = \"NO_SHARD\"\n");
