@@ -392,6 +392,7 @@ void MainWindow::openRunLog(const QString& path) {
   m_runCount = -1;
   m_autoSelected = false;
   m_lastCurrent = -1;
+  m_lastSelection.clear();
   m_builderWanted = -1;
   setWindowTitle(QStringLiteral("Shardscope — %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("Reading %1…").arg(path));
@@ -415,9 +416,12 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
     if (const RunSummary* run = m_runs->model()->runById(id)) runs.append(*run);
   }
   m_plots->setRuns(ids, runs, m_runs->currentRunId());
-  if (!runs.isEmpty() && runs.first().record.experimentId) {
+  // Compare follows a new selection only: a refresh of the table re-announces the same one, and
+  // must not take back a sweep the user picked in Compare's sweep list meanwhile.
+  if (ids != m_lastSelection && !runs.isEmpty() && runs.first().record.experimentId) {
     m_compare->showSweep(*runs.first().record.experimentId);
   }
+  if (!runs.isEmpty() || ids.isEmpty()) m_lastSelection = ids;  // rows not listed yet: later
   updateSweepActions();
   // A refresh of the table re-announces the same selection: only a new current run counts.
   if (const qint64 current = m_runs->currentRunId(); current != m_lastCurrent) {

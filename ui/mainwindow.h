@@ -136,6 +136,7 @@ class MainWindow : public QMainWindow {
   bool m_autoSelected = false;
   bool m_selectingInCode = false;
   qint64 m_lastCurrent = -1;       // current run as last seen by onSelection
+  QList<qint64> m_lastSelection;   // the runs selected as last seen by onSelection
   bool m_builderChosen = false;    // the user opened a file or template since their last pick
   bool m_loadingRecorded = false;  // the builder's content is being replaced by followInBuilder
   qint64 m_builderWanted = -1;     // experiment asked of the run log for the builder, -1: none
