@@ -275,13 +275,16 @@ void ComparePanel::mergeIntermediate(const SweepCurves& curves) {
       compare::appendIntermediate(m_intermediateLines, index, chunk);
     if (m_intermediateLines != nullptr && index == m_bestTrial)  // its bold copy on top
       compare::appendIntermediate(m_intermediateLines, m_intermediateLines->lineCount() - 1, chunk);
+    m_curvesChanged = true;
   }
   m_curvesDone = curves.done;
   m_curvesTotal = curves.total;
+  const bool wasComplete = m_curvesComplete;
   if (curves.last) m_curvesComplete = true;
   updateProgress();
   if (curves.last) {
-    replotCurves();  // the final state at once
+    // The final state at once; a pass that brought nothing new changes no pixel.
+    if (m_curvesChanged || !wasComplete) replotCurves();
   } else if (!curves.chunks.isEmpty() && !m_curveTimer.isActive()) {
     m_curveTimer.start();
   }
@@ -301,6 +304,7 @@ void ComparePanel::mergeOverlay(const SweepCurves& curves) {
 // arrive: waiting 4x the last replot between two keeps the GUI thread free 80% of the time.
 void ComparePanel::replotCurves() {
   m_curveTimer.stop();
+  m_curvesChanged = false;
   QElapsedTimer timer;
   timer.start();
   m_intermediate->rescaleAxes();

@@ -126,6 +126,7 @@ class ComparePanel : public QWidget {
   bool m_loaded = false;
   bool m_summaryDrawn = false;
   bool m_curvesComplete = false;
+  bool m_curvesChanged = false;  // curves merged since the last replotCurves()
   int m_curvesDone = 0;
   int m_curvesTotal = 0;
   bool m_filling = false;

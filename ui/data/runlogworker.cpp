@@ -4,6 +4,7 @@
 #include <QJsonObject>
 
 #include <QLoggingCategory>
+#include <QScopeGuard>
 
 #include <algorithm>
 #include <limits>
@@ -66,6 +67,9 @@ void RunLogWorker::open(const QString& path) {
   m_pollTimer->start(m_pollMs);
   emit opened(true, path);
   m_dataVersion = -1;
+  m_sweepPrint = 0;
+  m_overlayEnded.clear();
+  m_sinceRefresh.invalidate();
   poll();
 }
 
@@ -74,6 +78,8 @@ void RunLogWorker::poll() {
   auto version = m_reader->dataVersion();
   if (!version) return report(version.error());
   if (*version == m_dataVersion) return;
+  // Changed, but the last refresh was recent and costly: the next poll reads it.
+  if (m_sinceRefresh.isValid() && double(m_sinceRefresh.elapsed()) < 2 * m_refreshMs) return;
   m_dataVersion = *version;
   refresh();
 }
@@ -99,6 +105,12 @@ void RunLogWorker::forgetRetried(const std::vector<backend::RunRecord>& fresh) {
 // (10,000 index seeks): the GUI draws the Compare plots meanwhile.
 void RunLogWorker::refresh() {
   if (!m_reader) return;
+  QElapsedTimer cost;
+  cost.start();
+  const auto measured = qScopeGuard([&] {
+    m_refreshMs = double(cost.nsecsElapsed()) / 1e6;
+    m_sinceRefresh.start();
+  });
   auto runs = m_reader->listRuns();
   if (!runs) return report(runs.error());
   forgetRetried(*runs);
@@ -230,6 +242,7 @@ void RunLogWorker::watchSweep(qint64 experimentId) {
   const bool delivered = m_reader && experimentId >= 0 && experimentId == m_curveSweep;
   m_sweep = experimentId;
   if (delivered) return;
+  m_sweepPrint = 0;  // another sweep: delivered whatever it holds
   loadSweep();
   loadOverlay();
   queueSweepCurves();
@@ -248,12 +261,16 @@ void RunLogWorker::loadSweep() {
   }
   auto sweep = m_sweepSource.load(*m_reader, m_runs, id);
   if (!sweep) return report(sweep.error());
+  const quint64 print = sweepPrint(*sweep);
+  if (print == m_sweepPrint && id == m_curveSweep) return;  // nothing it shows has changed
+  m_sweepPrint = print;
   if (id != m_curveSweep || sweep->objectiveKey != m_curveKey) {
     // Another sweep or key: every curve is delivered afresh.
     m_curveSweep = id;
     m_curveKey = sweep->objectiveKey;
     m_curveSeen.clear();
     m_curveQueue.clear();
+    m_curvePassDone = false;
   }
   emit sweepLoaded(*sweep);
 }
@@ -270,6 +287,9 @@ void RunLogWorker::queueSweepCurves() {
     if (last->value(run.id, -1) > m_curveSeen.value(run.id, -1)) queue.append(run.id);
   }
   std::reverse(queue.begin(), queue.end());  // listRuns() is newest first: read oldest first
+  // Every curve delivered and nothing new: no empty pass (its "last" batch would make the panel
+  // replot thousands of curves for nothing, at every commit of another experiment's run).
+  if (queue.isEmpty() && m_curvePassDone && !m_curveBatchPosted) return;
   m_curveQueue = queue;
   m_curveDone = 0;
   m_curveTotal = static_cast<int>(queue.size());
@@ -305,6 +325,7 @@ void RunLogWorker::loadCurveBatch() {
   batch.done = m_curveDone;
   batch.total = m_curveTotal;
   batch.last = m_curveQueue.isEmpty();
+  m_curvePassDone = batch.last;
   emit sweepCurvesLoaded(batch);
   if (!batch.last) {
     m_curveBatchPosted = true;
@@ -328,6 +349,9 @@ void RunLogWorker::watchOverlay(const QList<qint64>& runIds) {
   for (auto it = m_overlaySeen.begin(); it != m_overlaySeen.end();) {
     it = runIds.contains(it.key()) ? std::next(it) : m_overlaySeen.erase(it);
   }
+  const QSet<qint64> watched(runIds.cbegin(), runIds.cend());
+  m_overlayEnded.intersect(watched);
+  m_overlayAsked = true;
   loadOverlay();
 }
 
@@ -338,7 +362,16 @@ void RunLogWorker::loadOverlay() {
   batch.experimentId = m_curveSweep;
   batch.set = CurveSet::overlay;
   batch.key = QStringLiteral("loss");
+  QSet<qint64> ended;  // overlay runs whose status is final now
+  if (!m_overlayRuns.isEmpty()) {
+    for (const auto& run : m_runs)
+      if (spec::is_final(run.status)) ended.insert(run.id);
+  }
   for (qint64 id : std::as_const(m_overlayRuns)) {
+    if (m_overlayEnded.contains(id)) {
+      if (ended.contains(id)) continue;  // read whole after it ended: nothing new
+      m_overlayEnded.remove(id);         // retried: live again
+    }
     SeriesChunk chunk;
     chunk.runId = id;
     chunk.key = batch.key;
@@ -349,11 +382,33 @@ void RunLogWorker::loadOverlay() {
     }
     if (!chunk.steps.isEmpty()) m_overlaySeen.insert(id, qint64(chunk.steps.last()));
     if (chunk.reset) m_overlaySeen.insert(id, m_overlaySeen.value(id, -1));
+    if (ended.contains(id)) m_overlayEnded.insert(id);  // its status was final before this read
     if (chunk.reset || !chunk.steps.isEmpty()) batch.chunks.append(std::move(chunk));
   }
   batch.done = batch.total = static_cast<int>(m_overlayRuns.size());
   batch.last = true;
+  if (batch.chunks.isEmpty() && !m_overlayAsked) return;  // nothing new for the overlay
+  m_overlayAsked = false;
   emit sweepCurvesLoaded(batch);
+}
+
+quint64 RunLogWorker::sweepPrint(const SweepData& sweep) {
+  size_t h = qHashMulti(0, sweep.experimentId, sweep.objectiveKey, sweep.experimentIds.size(),
+                        sweep.study.studyId, sweep.study.name, sweep.study.running,
+                        sweep.study.sweepPid, sweep.study.sweepHost, sweep.study.config,
+                        sweep.study.objectives, sweep.study.directions, sweep.trials.size());
+  for (auto it = sweep.names.cbegin(); it != sweep.names.cend(); ++it)
+    h = qHashMulti(h, it.key(), it.value());
+  for (const SweepTrial& t : sweep.trials) {
+    h = qHashMulti(h, t.runId, int(t.status), t.objective.value_or(-1.0), t.objective.has_value(),
+                   t.trialNumber.value_or(-1));
+    if (t.objectiveValues) {
+      for (double v : *t.objectiveValues) h = qHashMulti(h, v);
+    }
+    for (auto p = t.params.constBegin(); p != t.params.constEnd(); ++p)
+      h = qHashMulti(h, p.key(), p.value().toVariant().toString());
+  }
+  return quint64(h) | 1;  // never 0, which means "nothing delivered"
 }
 
 void RunLogWorker::loadHosts() {

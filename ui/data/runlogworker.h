@@ -8,6 +8,7 @@
 // meanwhile (a new selection, a new sweep) are served between batches.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QHash>
 #include <QObject>
 #include <QSet>
@@ -79,6 +80,8 @@ class RunLogWorker : public QObject {
   void loadCurveBatch();
   void loadOverlay();
   void loadHosts();
+  /// A digest of what a sweepLoaded shows: the trials' ids, statuses, objectives and the study.
+  static quint64 sweepPrint(const SweepData& sweep);
   void report(const Error& error);
 
   int m_pollMs;
@@ -105,9 +108,22 @@ class RunLogWorker : public QObject {
   int m_curveDone = 0;
   int m_curveTotal = 0;
   bool m_curveBatchPosted = false;
+  bool m_curvePassDone = false;  // the last pass over m_curveSweep ended (its "last" batch sent)
   int m_curveBatchRows = kCurveBatchRows;
   QList<qint64> m_overlayRuns;
   QHash<qint64, qint64> m_overlaySeen;
+  // Overlay runs read to their end after they had ended: nothing more to read for them (a
+  // retry makes the run live again, and it is read on).
+  QSet<qint64> m_overlayEnded;
+  bool m_overlayAsked = false;  // watchOverlay() since the last delivery: deliver even if empty
+  // What the last sweepLoaded carried (sweepPrint()): a refresh that changes none of it (a
+  // commit of another experiment's runs) re-delivers nothing, so a 10,000-trial sweep is not
+  // redrawn at every step of a live run.
+  quint64 m_sweepPrint = 0;
+  // A refresh costs more with a bigger run log: the next one waits twice the last one's time,
+  // so following live runs takes at most a third of this thread.
+  double m_refreshMs = 0;
+  QElapsedTimer m_sinceRefresh;
   QString m_lastError;
 };
 
