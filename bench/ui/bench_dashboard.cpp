@@ -37,6 +37,7 @@
 
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "bench/ui/bigrunlog.h"
 #include "bench/ui/overlaybench.h"
 #include "bench/ui/spin.h"
 #include "ui/compare/comparepanel.h"
@@ -54,66 +55,7 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// A sweep of `trials` finished runs with `steps` loss points each, written through RunStore
-// (on a worker thread: the store's writer is never driven from a GUI thread).
-Result<void> makeSweep(const QString& path, int trials, int steps) {
-  Result<void> outcome = ok();
-  std::thread writer([&] {
-    auto store = backend::RunStore::open(path);
-    if (!store) {
-      outcome = store.error();
-      return;
-    }
-    auto exp = (*store)->createExperiment({0, "bench-sweep", "bench.toml", "[train]\n", 0}).get();
-    if (!exp) {
-      outcome = exp.error();
-      return;
-    }
-    std::vector<backend::RunStore::Pending<void>> pending;
-    for (int t = 0; t < trials; ++t) {
-      const double lr = std::pow(10.0, -4.0 + 3.0 * double(t % 97) / 96.0);
-      QJsonObject params{{"train.lr", lr}, {"lora.r", 4 << (t % 4)}};
-      auto run = (*store)->createRun({*exp, QString("trial-%1").arg(t), "", params, 2}).get();
-      if (!run) {
-        outcome = run.error();
-        return;
-      }
-      std::vector<backend::MetricRow> rows;
-      rows.reserve(static_cast<std::size_t>(steps));
-      const double floor = 0.5 + std::fabs(std::log10(lr) + 2.5);
-      for (int s = 0; s < steps; ++s) {
-        rows.push_back({*run, s, "loss", floor + 5.0 / (1.0 + 0.05 * s), 0, 1.7e9 + s});
-      }
-      pending.push_back((*store)->appendMetrics(std::move(rows)));
-      pending.push_back((*store)->setRunStatus(*run, spec::RunStatus::complete, {}, floor));
-      if (pending.size() > 256) {
-        for (auto& p : pending) {
-          if (auto r = p.get(); !r) outcome = r.error();
-        }
-        pending.clear();
-        if (!outcome) return;
-      }
-    }
-    for (auto& p : pending) {
-      if (auto r = p.get(); !r) outcome = r.error();
-    }
-  });
-  writer.join();
-  return outcome;
-}
-
 using bench::spinUntil;
-
-// The CPU's model name (/proc/cpuinfo), for the figures' context.
-QString cpuModel() {
-  QFile info(QStringLiteral("/proc/cpuinfo"));
-  if (!info.open(QIODevice::ReadOnly)) return QStringLiteral("unknown");
-  for (const QByteArray& line : info.readAll().split('\n')) {
-    if (line.startsWith("model name"))
-      return QString::fromUtf8(line.mid(line.indexOf(':') + 1)).trimmed();
-  }
-  return QStringLiteral("unknown");
-}
 
 struct OpenTimes {
   double firstPaint = -1;  ///< ms from openRunLog() to the summaries painted
@@ -235,7 +177,7 @@ int main(int argc, char** argv) {
   const int steps = parser.value(stepsOpt).toInt();
   const QString db = parser.isSet(dbOpt) ? parser.value(dbOpt) : tmp.filePath("sweep.db");
 
-  std::printf("CPU: %s, Qt %s, QPA %s\n", qPrintable(cpuModel()), qVersion(),
+  std::printf("CPU: %s, Qt %s, QPA %s\n", qPrintable(bench::cpuModel()), qVersion(),
               qPrintable(QGuiApplication::platformName()));
   if (!parser.isSet(overlayOnly)) {
     if (!parser.isSet(skipFirst) && !firstPaintFigures(db, trials, steps)) return 1;
@@ -250,16 +192,14 @@ namespace {
 // Makes (or reuses) the big run log and opens it three times: first paint and complete load.
 bool firstPaintFigures(const QString& db, int trials, int steps) {
   std::printf("== time to first paint: %d trials x %d steps ==\n", trials, steps);
-  const QString marker = db + QString(".%1x%2").arg(trials).arg(steps);
-  if (!QFileInfo::exists(marker)) {
-    QFile::remove(db);
-    QElapsedTimer timer;
-    timer.start();
-    if (auto made = makeSweep(db, trials, steps); !made) {
-      std::fprintf(stderr, "bench_dashboard: %s\n", made.message().c_str());
-      return false;
-    }
-    QFile(marker).open(QIODevice::WriteOnly);
+  QElapsedTimer timer;
+  timer.start();
+  bool made = false;
+  if (auto big = bench::ensureBigSweep(db, trials, steps, &made); !big) {
+    std::fprintf(stderr, "bench_dashboard: %s\n", big.message().c_str());
+    return false;
+  }
+  if (made) {
     std::printf("made %s in %.1f s (%.0f MB)\n", qPrintable(db), timer.elapsed() / 1000.0,
                 double(QFileInfo(db).size()) / 1e6);
   }

@@ -15,11 +15,22 @@
 // first with the window idle on the same run log (the peer), then during the sweep; and the
 // GUI thread's time in RunLog notifications (the queued signals the worker thread sends).
 //
+// With --launch the sweep is started the way the dashboard's Launch does (RunLifecycle's
+// startSweep: one `shardscope-cli sweep` in its own session, its trials packed onto the
+// machine's slots, so on 2 cores one trial of 2 ranks runs at a time and new trials keep
+// appearing); with --big N the run log already holds a finished sweep of N trials x --big-steps
+// loss points (bench_dashboard's, made once and reused through --big-db), whose Compare overlay
+// is on screen throughout. Then it also prints the window's first paint of that run log and
+// the Compare overlay's replot (p50/p99) while the live sweep goes on (#10 item 7: < 1 s,
+// <= 16 ms, lateness p99 <= 50 ms).
+//
 //   bench_live [--seconds S] [--step-ms MS] [--cli PATH] [--trainer PATH] [--keep DIR]
+//              [--launch] [--big N] [--big-steps S] [--big-db FILE] [--program-trials]
 // QT_QPA_PLATFORM=offscreen works.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
@@ -29,6 +40,8 @@
 #include <QThread>
 #include <QTimer>
 
+#include <qcustomplot.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,9 +49,13 @@
 #include <thread>
 #include <vector>
 
+#include "backend/lifecycle/runlifecycle.h"
 #include "backend/store/runstore.h"
+#include "bench/ui/bigrunlog.h"
 #include "bench/ui/spin.h"
 #include "tests/support/experiment.h"
+#include "ui/compare/comparepanel.h"
+#include "ui/compare/studyviews.h"
 #include "ui/data/runlog.h"
 #include "ui/mainwindow.h"
 #include "ui/plots/plotspanel.h"
@@ -100,6 +117,10 @@ class ProbeApp : public QApplication {
     --m_depth;
     if (qstrcmp(cls, "shardscope::ui::RunLog") == 0) m_notifications.push_back(ms);
     m_byClass[label + " / " + QString::number(type)] += ms;
+    if (ms > m_worstMs) {
+      m_worstMs = ms;
+      m_worst = label + " / " + QString::number(type);
+    }
     return done;
   }
 
@@ -107,6 +128,12 @@ class ProbeApp : public QApplication {
   void resetProbe() {
     m_notifications.clear();
     m_byClass.clear();
+    m_worstMs = 0;
+    m_worst.clear();
+  }
+  /// The longest single event delivered since resetProbe(), and its receiver.
+  QString worst() const {
+    return QStringLiteral("%1 (%2 ms)").arg(m_worst).arg(m_worstMs, 0, 'f', 1);
   }
   const std::vector<double>& notifications() const { return m_notifications; }
   const QHash<QString, double>& byClass() const { return m_byClass; }
@@ -116,6 +143,8 @@ class ProbeApp : public QApplication {
   bool m_recording = false;
   std::vector<double> m_notifications;
   QHash<QString, double> m_byClass;
+  double m_worstMs = 0;
+  QString m_worst;
 };
 
 ProbeApp* probe() { return static_cast<ProbeApp*>(QCoreApplication::instance()); }
@@ -126,6 +155,7 @@ struct Lateness {
   std::vector<double> late;           ///< ms each 5 ms tick fired after it was due
   std::vector<double> notifications;  ///< ms the GUI thread spent in each RunLog notification
   QHash<QString, double> byClass;     ///< ms per receiver class / event type
+  QString worst;                      ///< the longest single event and its receiver
   double seconds = 0;
 };
 
@@ -154,11 +184,12 @@ Lateness measure(int seconds) {
   out.seconds = double(clock.nsecsElapsed()) / 1e9;
   out.notifications = probe()->notifications();
   out.byClass = probe()->byClass();
+  out.worst = probe()->worst();
   return out;
 }
 
 void printLateness(const char* what, const Lateness& l) {
-  std::printf("%-5s ticks %6zu  lateness p50 %6.2f  p95 %6.2f  p99 %6.2f  max %7.2f ms\n", what,
+  std::printf("%-28s ticks %6zu  lateness p50 %6.2f  p95 %6.2f  p99 %6.2f  max %7.2f ms\n", what,
               l.late.size(), percentile(l.late, 50), percentile(l.late, 95), percentile(l.late, 99),
               maxOf(l.late));
 }
@@ -174,6 +205,7 @@ void printNotifications(const Lateness& l) {
   for (auto it = l.byClass.cbegin(); it != l.byClass.cend(); ++it)
     top.append({it.value(), it.key()});
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::printf("longest single event: %s\n", qPrintable(l.worst));
   std::printf("GUI thread's busiest receivers (class / QEvent type: ms):\n");
   for (qsizetype i = 0; i < std::min<qsizetype>(8, top.size()); ++i) {
     std::printf("  %-60s %8.1f\n", qPrintable(top[i].second), top[i].first);
@@ -181,8 +213,9 @@ void printNotifications(const Lateness& l) {
 }
 
 // The sweep experiment: the fake trainer as `shardtrain`, 2 ranks per trial, a random search
-// of 4 trials run 4 at a time.
-bool writeExperiment(const QString& dir, const QString& trainer, int steps, bool program) {
+// of `trials` trials run up to that many at a time.
+bool writeExperiment(const QString& dir, const QString& trainer, int steps, bool program,
+                     int trials) {
   shardscope::testing::TinyExperiment experiment;
   experiment.name = QStringLiteral("live");
   experiment.fileName = QStringLiteral("sweep.toml");
@@ -195,7 +228,7 @@ bool writeExperiment(const QString& dir, const QString& trainer, int steps, bool
                           "objectives = {objective = \"minimize\"}\n"
                           "[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\n"
                           "high = 1e-2\nlog = true\n")
-                          .arg(kTrials)
+                          .arg(trials)
                           .arg(program ? QStringLiteral("program = [\"sh\", \"-c\", \"exec '%1' "
                                                         "train '%2'\", \"trial\"]\n")
                                              .arg(trainer, dir + "/sweep.toml")
@@ -246,6 +279,18 @@ QList<qint64> runningRuns(ui::MainWindow& window) {
   return ids;
 }
 
+// The experiment of the big sweep (its trials are named trial-N), -1 when none.
+qint64 bigExperiment(ui::MainWindow& window) {
+  ui::RunTableModel* model = window.runsPanel()->model();
+  for (int row = 0; row < model->rowCount(); ++row) {
+    const ui::RunSummary* run = model->runAt(row);
+    if (run != nullptr && run->record.name.startsWith(QStringLiteral("trial-")) &&
+        run->record.experimentId)
+      return *run->record.experimentId;
+  }
+  return -1;
+}
+
 void stopSweeps(const QString& cli, const QString& db, const QList<qint64>& runs,
                 Processes& sweeps) {
   for (qint64 id : runs) {
@@ -268,7 +313,37 @@ struct Options {
   QString trainer;
   QString keep;
   bool program = false;  ///< trials as a [search] program (1 rank each) instead of the trainer
+  bool launch = false;   ///< one sweep started as the dashboard's Launch starts it
+  int big = 0;           ///< trials of the finished sweep the run log holds first (0: none)
+  int bigSteps = 1000;   ///< loss points of each of them
+  QString bigDb;         ///< where the big run log is made once and reused (copied per run)
 };
+
+// Trials of the launched sweep: more than fit the measured window, so trials keep starting.
+constexpr int kLaunchTrials = 12;
+
+// The event loop's lateness while `plot` replots `n` times, each after the loop ran: p50/p99
+// milliseconds of QCustomPlot::replot (what every repaint of the Compare overlay costs).
+std::vector<double> replotTimes(QCustomPlot* plot, int n) {
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
+    QElapsedTimer timer;
+    timer.start();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    ms.push_back(double(timer.nsecsElapsed()) / 1e6);
+  }
+  return ms;
+}
+
+// Asks the launched sweep to stop through the run log, as the Sweep menu's Stop does, and waits
+// until the table shows no running trial.
+void stopLaunched(const QString& cli, const QString& db, ui::MainWindow& window) {
+  QProcess stop;
+  stop.start(cli, {"--db", db, "study", "stop", "live"});
+  stop.waitForFinished(60000);
+  spinUntil([&] { return runningRuns(window).isEmpty(); }, 120000);
+}
 
 int run(const Options& o) {
   QTemporaryDir tmp;
@@ -276,38 +351,101 @@ int run(const Options& o) {
   QDir().mkpath(dir);
   const QString db = dir + "/live.db";
   QFile::remove(db);
-  // Long enough to cover start-up, the measured window and a margin.
-  const int steps = (o.seconds + 30) * 1000 / std::max(1, o.stepMs);
-  if (!writeExperiment(dir, o.trainer, steps, o.program) || !makeRunLog(db)) {
+  // Long enough to cover start-up, the measured window and a margin; a launched sweep's
+  // trials run one after another, each about a third of the window.
+  const int steps = o.launch ? std::max(20, o.seconds * 1000 / 3 / std::max(1, o.stepMs))
+                             : (o.seconds + 30) * 1000 / std::max(1, o.stepMs);
+  const int trials = o.launch ? kLaunchTrials : kTrials;
+  bool logMade = false;
+  if (o.big > 0) {
+    QElapsedTimer made;
+    made.start();
+    bool fresh = false;
+    const QString bigDb = o.bigDb.isEmpty() ? dir + "/big.db" : o.bigDb;
+    if (auto ready = bench::ensureBigSweep(bigDb, o.big, o.bigSteps, &fresh); !ready) {
+      std::fprintf(stderr, "bench_live: %s\n", ready.message().c_str());
+      return 1;
+    }
+    if (fresh) std::printf("made %s in %.1f s\n", qPrintable(bigDb), made.elapsed() / 1000.0);
+    logMade = QFile::copy(bigDb, db);
+  } else {
+    logMade = makeRunLog(db);
+  }
+  if (!writeExperiment(dir, o.trainer, steps, o.program, trials) || !logMade) {
     std::fprintf(stderr, "bench_live: cannot write the experiment or the run log in %s\n",
                  qPrintable(dir));
     return 1;
   }
+  std::printf("CPU: %s, Qt %s, QPA %s\n", qPrintable(bench::cpuModel()), qVersion(),
+              qPrintable(QGuiApplication::platformName()));
   ui::MainWindow window;
   window.resize(1600, 1000);
+  window.dock(QStringLiteral("compare"))->raise();  // the Compare overlay is on screen
+  QElapsedTimer opening;
+  opening.start();
   window.openRunLog(db);
   window.show();
-  if (!spinUntil([&] { return window.runsPanel()->isLoaded(); }, 60000)) {
-    std::fprintf(stderr, "bench_live: the window did not load %s within 60 s\n", qPrintable(db));
+  const auto shown = [&] {
+    return o.big > 0 ? window.isSummaryShown() : window.runsPanel()->isLoaded();
+  };
+  if (!spinUntil(shown, 120000)) {
+    std::fprintf(stderr, "bench_live: the window did not show %s within 120 s\n", qPrintable(db));
     return 1;
   }
+  (void)window.grab();
+  const double firstPaint = double(opening.nsecsElapsed()) / 1e6;
+  if (o.big > 0 && !spinUntil([&] { return window.isLoaded(); }, 600000)) {
+    std::fprintf(stderr, "bench_live: the window did not load %s within 600 s\n", qPrintable(db));
+    return 1;
+  }
+  const double loaded = double(opening.nsecsElapsed()) / 1e6;
+  if (o.big > 0) {
+    std::printf(
+        "run log of %d trials x %d steps: first paint %.0f ms (target < 1000 ms), every curve "
+        "%.0f ms\n",
+        o.big, o.bigSteps, firstPaint, loaded);
+  }
+  QCustomPlot* overlay = window.comparePanel()->studyViews()->overlayPlot();
+  const std::vector<double> idleReplot = replotTimes(overlay, 100);
+  const int idleOverlay = window.comparePanel()->studyViews()->overlayCurves();
   std::printf("== event-loop latency: 5 ms timer, window 1600x1000, %d s each ==\n", o.seconds);
   const Lateness idle = measure(o.seconds);
   printLateness("idle", idle);
 
   const QByteArray mode = "--steps " + QByteArray::number(steps) + " --step-ms " +
                           QByteArray::number(o.stepMs) + " --mem-every 1";
-  Processes sweeps = startSweeps(o.cli, db, dir, mode);
-  if (!spinUntil([&] { return runningRuns(window).size() == kTrials; }, 120000)) {
-    std::fprintf(stderr, "bench_live: %d trials were not running within 120 s (see %s)\n", kTrials,
-                 qPrintable(dir + "/sweep-*.out"));
-    stopSweeps(o.cli, db, runningRuns(window), sweeps);
+  Processes sweeps;
+  if (o.launch) {
+    // What RunControl::launch does for an experiment with [search].
+    qputenv("SHARDSCOPE_FAKE_MODE", mode);
+    const backend::RunLifecycle lifecycle({db, {}, o.cli, {}});
+    if (auto started = lifecycle.startSweep(dir + "/sweep.toml"); !started) {
+      std::fprintf(stderr, "bench_live: launch: %s\n", started.message().c_str());
+      return 1;
+    }
+  } else {
+    sweeps = startSweeps(o.cli, db, dir, mode);
+  }
+  const int wanted = o.launch ? 1 : kTrials;
+  if (!spinUntil([&] { return runningRuns(window).size() >= wanted; }, 120000)) {
+    std::fprintf(stderr, "bench_live: %d trials were not running within 120 s (see %s)\n", wanted,
+                 qPrintable(o.launch ? dir + "/runs/sweep-*.log" : dir + "/sweep-*.out"));
+    if (o.launch) {
+      stopLaunched(o.cli, db, window);
+    } else {
+      stopSweeps(o.cli, db, runningRuns(window), sweeps);
+    }
     return 1;
   }
   const QList<qint64> live = runningRuns(window);
   window.runsPanel()->selectRuns(live);  // the plots and the log follow the 4 live runs
   // Measured from when their curves are drawn: following, not the first load of the selection.
-  spinUntil([&] { return window.plotsPanel()->isLoaded(); }, 60000);
+  QElapsedTimer selecting;
+  selecting.start();
+  const bool plotted = spinUntil([&] { return window.plotsPanel()->isLoaded(); }, 60000);
+  std::printf("the selected live run(s) plotted in %.0f ms%s; %d running when measured\n",
+              double(selecting.elapsed()), plotted ? "" : " (not within 60 s)",
+              int(runningRuns(window).size()));
   qint64 points = 0;
   const QMetaObject::Connection counter = QObject::connect(
       &window.runLog(), &ui::RunLog::seriesLoaded, [&](const QVector<ui::SeriesChunk>& chunks) {
@@ -315,11 +453,39 @@ int run(const Options& o) {
       });
   const Lateness busy = measure(o.seconds);
   QObject::disconnect(counter);
+  const std::vector<double> busyReplot = replotTimes(overlay, 100);
+  const int busyOverlay = window.comparePanel()->studyViews()->overlayCurves();
+  // The big sweep picked in Compare while the launched one goes on (its 10,000 curves drawn in
+  // the overlay, the live trials still in the table, the plots and the log).
+  Lateness bigBusy;
+  std::vector<double> bigReplot;
+  int bigOverlay = 0;
+  if (o.big > 0) {
+    window.comparePanel()->showSweep(bigExperiment(window));
+    spinUntil([&] { return window.comparePanel()->isLoaded(); }, 600000);
+    int deliveries = 0;
+    int curveBatches = 0;
+    int tables = 0;
+    const auto c1 =
+        QObject::connect(&window.runLog(), &ui::RunLog::sweepLoaded, [&] { ++deliveries; });
+    const auto c2 =
+        QObject::connect(&window.runLog(), &ui::RunLog::sweepCurvesLoaded, [&] { ++curveBatches; });
+    const auto c3 = QObject::connect(&window.runLog(), &ui::RunLog::runsLoaded, [&] { ++tables; });
+    bigBusy = measure(o.seconds);
+    QObject::disconnect(c1);
+    QObject::disconnect(c2);
+    QObject::disconnect(c3);
+    std::printf("while the big sweep was shown: %d sweep deliveries, %d curve batches, %d tables\n",
+                deliveries, curveBatches, tables);
+    bigReplot = replotTimes(overlay, 100);
+    bigOverlay = window.comparePanel()->studyViews()->overlayCurves();
+  }
   const int stillRunning = int(runningRuns(window).size());
   std::printf(
-      "%d trials x %d rank(s) of the fake trainer, %d steps/s each (step + mem every "
+      "%s: %d trials x %d rank(s) of the fake trainer, %d steps/s each (step + mem every "
       "step)\n",
-      kTrials, o.program ? 1 : kRanks, 1000 / std::max(1, o.stepMs));
+      o.launch ? "one sweep launched as the dashboard does" : "4 sweep processes", trials,
+      o.program ? 1 : kRanks, 1000 / std::max(1, o.stepMs));
   printLateness("idle", idle);
   printLateness("sweep", busy);
   const double p99Idle = std::max(0.01, percentile(idle.late, 99));
@@ -330,9 +496,28 @@ int run(const Options& o) {
   std::printf(
       "points delivered to the plots: %lld (%.0f/s); %d of %d trials still running at "
       "the end\n",
-      static_cast<long long>(points), double(points) / busy.seconds, stillRunning, kTrials);
+      static_cast<long long>(points), double(points) / busy.seconds, stillRunning, trials);
   printNotifications(busy);
-  stopSweeps(o.cli, db, live, sweeps);
+  std::printf("Compare overlay replot, %dx%d, p50 / p99 of 100 (target <= 16 ms):\n",
+              overlay->width(), overlay->height());
+  std::printf("  idle, before the sweep (%d trials drawn): %.2f / %.2f ms\n", idleOverlay,
+              percentile(idleReplot, 50), percentile(idleReplot, 99));
+  std::printf("  during the sweep, the live sweep shown (%d trials drawn): %.2f / %.2f ms\n",
+              busyOverlay, percentile(busyReplot, 50), percentile(busyReplot, 99));
+  if (o.big > 0) {
+    printLateness("sweep, big sweep in Compare", bigBusy);
+    printNotifications(bigBusy);
+    std::printf(
+        "  during the sweep, the big sweep shown (%d trials drawn): %.2f / %.2f ms; lateness "
+        "p99 %.2f ms (target < 50 ms)\n",
+        bigOverlay, percentile(bigReplot, 50), percentile(bigReplot, 99),
+        percentile(bigBusy.late, 99));
+  }
+  if (o.launch) {
+    stopLaunched(o.cli, db, window);
+  } else {
+    stopSweeps(o.cli, db, live, sweeps);
+  }
   return 0;
 }
 
@@ -353,7 +538,17 @@ int main(int argc, char** argv) {
       "program-trials",
       "Trials as a [search] program of one rank (sh -c faketrainer) instead of "
       "the experiment's trainer with 2 ranks.");
-  parser.addOptions({secondsOpt, stepOpt, cliOpt, trainerOpt, keepOpt, programOpt});
+  const QCommandLineOption launchOpt(
+      "launch",
+      "One sweep started as the dashboard's Launch starts it (RunLifecycle::startSweep).");
+  const QCommandLineOption bigOpt("big", "The run log first holds a finished sweep of N trials.",
+                                  "N", "0");
+  const QCommandLineOption bigStepsOpt("big-steps", "Loss points of each --big trial.", "S",
+                                       "1000");
+  const QCommandLineOption bigDbOpt("big-db", "Where the --big run log is made once and reused.",
+                                    "FILE");
+  parser.addOptions({secondsOpt, stepOpt, cliOpt, trainerOpt, keepOpt, programOpt, launchOpt,
+                     bigOpt, bigStepsOpt, bigDbOpt});
   parser.addHelpOption();
   parser.process(app);
   Options o;
@@ -363,6 +558,10 @@ int main(int argc, char** argv) {
   o.trainer = parser.value(trainerOpt);
   o.keep = parser.value(keepOpt);
   o.program = parser.isSet(programOpt);
+  o.launch = parser.isSet(launchOpt);
+  o.big = std::max(0, parser.value(bigOpt).toInt());
+  o.bigSteps = std::max(1, parser.value(bigStepsOpt).toInt());
+  o.bigDb = parser.value(bigDbOpt);
   if (o.trainer.isEmpty()) {
     std::fprintf(stderr,
                  "bench_live: no fake trainer (this tree was built without tests); pass "

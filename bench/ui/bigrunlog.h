@@ -1,0 +1,19 @@
+// What bench_dashboard and bench_live share: the big run log (a finished sweep of `trials` x
+// `steps` loss points) they open, and the machine's name for the figures' first line.
+#pragma once
+
+#include <QString>
+
+#include "trainer/spec/result.h"
+
+namespace shardscope::bench {
+
+/// Makes the run log `db` holding one finished sweep of `trials` runs with `steps` loss points
+/// each (written through RunStore on a worker thread), or reuses it when a marker beside it says
+/// it was made with the same size. `made` (optional) is set when it was written now.
+Result<void> ensureBigSweep(const QString& db, int trials, int steps, bool* made = nullptr);
+
+/// The CPU's model name from /proc/cpuinfo ("unknown" when unreadable).
+QString cpuModel();
+
+}  // namespace shardscope::bench
