@@ -7,13 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -170,8 +173,14 @@ void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::millis
 std::vector<std::pair<std::string, long>> exchange_peers(c10d::Store& store, const Rendezvous& r) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
+  std::string name = host;
+  // Where host names are not unique (containers that all call themselves "localhost"), the
+  // launcher can give each node a name of its own; a peer on another name is never probed as a
+  // local process, only through its heartbeat.
+  if (const char* own = std::getenv("SHARDSCOPE_PEER_HOST"); own != nullptr && *own != '\0')
+    name = own;
   std::ostringstream mine;
-  mine << host << ' ' << ::getpid();
+  mine << name << ' ' << ::getpid();
   const std::string text = mine.str();
   store.set("shardscope/peer/" + std::to_string(r.rank),
             std::vector<std::uint8_t>(text.begin(), text.end()));
@@ -249,6 +258,88 @@ class StagedWork final : public c10d::Work {
 
 }  // namespace
 
+// Every rank of a group of several adds 1 to "shardscope/beat/<rank>" in the world store each
+// second, from a thread with its own store connection: a rank that is frozen (SIGSTOP, a hung
+// host, a machine swapping to death) stops beating while its sockets stay open, so a peer whose
+// collective timed out can name it on any host, where /proc only shows this host's processes.
+class Heartbeat {
+ public:
+  Heartbeat(const c10::intrusive_ptr<c10d::Store>& store, int rank)
+      : m_store(store->clone()), m_key("shardscope/beat/" + std::to_string(rank)) {
+    m_store->setTimeout(std::chrono::seconds(5));  // a frozen store host delays the stop only
+    m_thread = std::thread([this] { run(); });
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+  ~Heartbeat() {
+    {
+      const std::lock_guard<std::mutex> lock(m_mutex);
+      m_stop = true;
+    }
+    m_wake.notify_all();
+    m_thread.join();
+  }
+
+  static constexpr std::chrono::milliseconds kEvery{1000};
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    while (!m_stop) {
+      lock.unlock();
+      try {
+        m_store->add(m_key, 1);
+      } catch (const std::exception&) {
+        // The store is gone or frozen: the collectives' own failure reports it.
+      }
+      lock.lock();
+      m_wake.wait_for(lock, kEvery, [this] { return m_stop; });
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> m_store;
+  std::string m_key;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_stop = false;
+  std::thread m_thread;
+};
+
+std::string ProcessGroup::silent_peers() const {
+  if (!m_world_store || m_peers.empty()) return "";
+  const auto beats = [&](c10d::Store& store) {
+    std::vector<std::int64_t> out;
+    for (std::size_t i = 0; i < m_peers.size(); ++i)
+      out.push_back(store.add("shardscope/beat/" + std::to_string(i), 0));
+    return out;
+  };
+  const auto peer = [&](std::size_t i) {
+    return "rank " + std::to_string(i) + " (" + m_peers[i].host + ", pid " +
+           std::to_string(m_peers[i].pid) + ")";
+  };
+  try {
+    auto probe = m_world_store->clone();
+    probe->setTimeout(std::chrono::seconds(3));
+    const std::vector<std::int64_t> before = beats(*probe);
+    std::this_thread::sleep_for(Heartbeat::kEvery * 5 / 2);
+    const std::vector<std::int64_t> after = beats(*probe);
+    std::string silent;
+    for (std::size_t i = 0; i < m_peers.size(); ++i) {
+      if (static_cast<int>(i) == m_global_rank || after[i] != before[i]) continue;
+      silent += (silent.empty() ? "" : ", ") + peer(i);
+    }
+    if (silent.empty()) return "";
+    char waited[32];
+    std::snprintf(waited, sizeof waited, "%.1f",
+                  static_cast<double>((Heartbeat::kEvery * 5 / 2).count()) / 1000.0);
+    return "no heartbeat for " + std::string(waited) + " s from " + silent +
+           " (exited, frozen or cut off)";
+  } catch (const std::exception&) {
+    return "the rendezvous store on " + peer(0) +
+           " does not answer (rank 0 is frozen, gone, or cut off)";
+  }
+}
+
 std::string ProcessGroup::lost_peers() const {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -274,6 +365,8 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
   group.m_store = connect_store(r, options.timeout);
   check_arrivals(*group.m_store, r, options.timeout);
   for (auto& [host, pid] : exchange_peers(*group.m_store, r)) group.m_peers.push_back({host, pid});
+  group.m_world_store = group.m_store;
+  if (r.world_size > 1) group.m_heartbeat = std::make_shared<Heartbeat>(group.m_store, r.rank);
   const std::string bind = is_loopback(r.master_addr) ? "127.0.0.1" : "";
   group.m_options = options;
   group.m_bind = bind;
@@ -321,6 +414,8 @@ ProcessGroup ProcessGroup::subgroup(const std::string& name, const std::vector<i
   sub.m_bind = m_bind;
   sub.m_peers = m_peers;
   sub.m_global_rank = m_global_rank;
+  sub.m_world_store = m_world_store;
+  sub.m_heartbeat = m_heartbeat;
   try {
     sub.m_backend =
         make_gloo_backend(sub.m_store, sub.m_rank, sub.m_size, m_bind, m_options.timeout);
@@ -399,9 +494,13 @@ void ProcessGroup::fail(const char* what, const std::exception& e) const {
     ::usleep(50'000);
     lost = lost_peers();
   }
+  // No process of this host explains it: ask the heartbeats, which name a rank on any host.
+  const std::string silent =
+      lost.empty() && kind == ErrorKind::peer_lost ? silent_peers() : std::string();
   SHARD_FAIL(kind,
              "rank " + std::to_string(m_global_rank) + ": " + what + " failed" +
-                 (lost.empty() ? std::string() : "; lost rank " + lost) + ": " +
+                 (lost.empty() ? std::string() : "; lost rank " + lost) +
+                 (silent.empty() ? std::string() : "; " + silent) + ": " +
                  std::string(e.what()).substr(0, 300),
              "another rank exited or stopped answering within shard.timeout_s (" +
                  std::to_string(m_options.timeout.count() / 1000) +

@@ -112,6 +112,11 @@ class ProcessGroup {
   };
   std::vector<Peer> m_peers;
   std::string lost_peers() const;
+  /// Ranks (on any host) whose heartbeat in the world store stopped, or a sentence saying the
+  /// store itself (rank 0's) does not answer; "" when every peer still beats.
+  std::string silent_peers() const;
+  c10::intrusive_ptr<c10d::Store> m_world_store;  // the TCPStore (heartbeats live there)
+  std::shared_ptr<class Heartbeat> m_heartbeat;   // this rank's beat, while any copy lives
 };
 
 }  // namespace shardscope::dist

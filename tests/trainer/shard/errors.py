@@ -11,6 +11,10 @@
       but silent, as a hung host is). Rank 0 must exit non-zero within the timeout plus slack,
       with one `error` of kind peer_lost that names the stopped rank and whose message or hint
       names shard.timeout_s.
+  --case frozen_remote: the same, with every rank publishing the host name "node-b"
+      (SHARDSCOPE_PEER_HOST), as ranks on other machines (or in containers that share one name)
+      appear: rank 0 cannot look the peer up in /proc, and must name it from the heartbeats
+      every rank writes to the store ("no heartbeat ... from rank 1 (node-b, pid N)").
   --case events_unwritable: one rank whose stdout is /dev/full (a full disk) must stop with exit
       1 and an io error on stderr naming the events, not train to the end unrecorded.
   --case invalid_config: configurations that are invalid for the launch shape (batch_size 13 on
@@ -67,12 +71,13 @@ def peer_lost(args):
         check(not ranks.events(run_dir, rank, "done"), f"rank {rank} wrote a done event")
 
 
-def frozen(args):
+def frozen(args, remote=False):
     timeout_s = 5
     config = ranks.setup_experiment(args.work, {"train": {"max_steps": 100000},
                                                 "shard": {"timeout_s": timeout_s}})
     run_dir = ranks.fresh_dir(os.path.join(args.work, "run"))
-    procs = ranks.start_ranks(args.shardtrain, ["train", config], run_dir, 2)
+    extra = {"SHARDSCOPE_PEER_HOST": "node-b"} if remote else None
+    procs = ranks.start_ranks(args.shardtrain, ["train", config], run_dir, 2, extra_env=extra)
     try:
         deadline = time.time() + 120
         while not any(e["step"] >= 3 for e in ranks.events(run_dir, 0, "step")):
@@ -97,8 +102,17 @@ def frozen(args):
           f"rank 0: want one peer_lost error, got {errors}")
     check("shard.timeout_s" in errors[0]["message"] + errors[0].get("hint", ""),
           f"rank 0: neither the message nor the hint names shard.timeout_s: {errors[0]}")
-    check(f"lost rank {VICTIM} (pid {procs[VICTIM].pid} stopped)" in errors[0]["message"],
-          f"rank 0: the message does not name the stopped rank {VICTIM}: {errors[0]}")
+    if remote:
+        check(f"no heartbeat for 2.5 s from rank {VICTIM} (node-b, pid {procs[VICTIM].pid})"
+              in errors[0]["message"],
+              f"rank 0: the message does not name the silent rank {VICTIM} on node-b: {errors[0]}")
+    else:
+        check(f"lost rank {VICTIM} (pid {procs[VICTIM].pid} stopped)" in errors[0]["message"],
+              f"rank 0: the message does not name the stopped rank {VICTIM}: {errors[0]}")
+
+
+def frozen_remote(args):
+    frozen(args, remote=True)
 
 
 def events_unwritable(args):
@@ -210,11 +224,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shardtrain", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", required=True, choices=["peer_lost", "frozen", "oom",
-                                                              "events_unwritable",
+    parser.add_argument("--case", required=True, choices=["peer_lost", "frozen", "frozen_remote",
+                                                              "oom", "events_unwritable",
                                                               "invalid_config"])
     args = parser.parse_args()
-    ranks.main_guard(lambda: {"peer_lost": peer_lost, "frozen": frozen, "oom": oom,
+    ranks.main_guard(lambda: {"peer_lost": peer_lost, "frozen": frozen,
+                              "frozen_remote": frozen_remote, "oom": oom,
                               "events_unwritable": events_unwritable,
                               "invalid_config": invalid_config}[args.case](args))
 
