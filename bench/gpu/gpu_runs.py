@@ -146,7 +146,11 @@ class Runner:
         if os.path.exists(port_file):
             os.remove(port_file)
         limit = None
-        if rlimit_as:
+        # Under AddressSanitizer (scripts/sanitizer-env.sh sets ASAN_OPTIONS) the shadow memory
+        # alone needs terabytes of address space, so an RLIMIT_AS kills the rank at start: the
+        # trainer's own host-memory limit (its counting allocator) stands in for it there.
+        sanitized = bool(os.environ.get("ASAN_OPTIONS"))
+        if rlimit_as and not sanitized:
             def limit():
                 resource.setrlimit(resource.RLIMIT_AS, (rlimit_as, rlimit_as))
         procs = []
@@ -155,6 +159,8 @@ class Runner:
             env.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                         "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
                         "MASTER_PORT": "0", "SHARDSCOPE_RDZV_FILE": port_file})
+            if rlimit_as and sanitized:
+                env["SHARDSCOPE_HOST_MEMORY_LIMIT"] = str(rlimit_as)
             with open(os.path.join(run_dir, f"events-rank-{rank}.jsonl"), "ab") as out, \
                     open(os.path.join(run_dir, f"rank-{rank}.log"), "ab") as err:
                 procs.append(subprocess.Popen([self.shardtrain] + argv, cwd=run_dir, env=env,
