@@ -90,8 +90,8 @@ Result<SweptStudy> SweepLoop::openStudy(RunStore& store, const SweepInput& input
   return SweptStudy{std::move(*created), false};
 }
 
-SweepLoop::SweepLoop(RunStore& store, search::Study study, const SweepInput& input, Options options,
-                     QObject* parent)
+SweepLoop::SweepLoop(RunStore& store, search::Study study, const SweepInput& input,
+                     const Options& options, QObject* parent)
     : QObject(parent),
       m_store(store),
       m_study(std::move(study)),

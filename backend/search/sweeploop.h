@@ -72,7 +72,7 @@ class SweepLoop : public QObject {
   /// Sets up the runner, the scheduler and the control of `study`'s sweep. The study's space
   /// takes the sweep settings an override may change on an existing study from `input`.
   /// `store` must outlive the loop.
-  SweepLoop(RunStore& store, search::Study study, const SweepInput& input, Options options,
+  SweepLoop(RunStore& store, search::Study study, const SweepInput& input, const Options& options,
             QObject* parent = nullptr);
   ~SweepLoop() override;
 
