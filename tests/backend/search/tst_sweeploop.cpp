@@ -1,7 +1,7 @@
-// Tests backend/search/sweeploop.cpp (#17): a study's ask -> run -> record loop driven without
+// Tests backend/search/sweeploop.cpp: a study's ask -> run -> record loop driven without
 // the CLI, on program trials (real processes) and a real SQLite run log: its events, the study's
-// status, continuing a finished study, and the input it refuses. Every wait has a generous
-// deadline; nothing asserts a duration.
+// status, continuing a finished study, a concurrency override, and the input it refuses. Every wait
+// has a generous deadline; nothing asserts a duration.
 #include <QDir>
 #include <QFile>
 #include <QSignalSpy>
