@@ -345,6 +345,53 @@ class TestLiveRun : public QObject {
     QVERIFY(k >= 10);
   }
 
+  // File > Open of another run log moves the app's run control to it: a launch after it lands
+  // in the run log the window shows (it went into the first one opened before).
+  void launchGoesToTheRunLogOpenedLast() {
+    const QString first = m_dir.filePath("first.db");
+    const QString second = m_dir.filePath("second.db");
+    for (const QString& db : {first, second}) {
+      auto store = backend::RunStore::open(db);
+      QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    }
+    const QString folder = m_dir.filePath("moved");
+    QVERIFY(QDir().mkpath(folder));
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = QStringLiteral("moved");
+    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.steps = 10;
+    const QString path = shardscope::testing::writeExperiment(folder, experiment);
+    QVERIFY(!path.isEmpty());
+    qputenv("SHARDSCOPE_FAKE_MODE", "--steps 10 --step-ms 20");
+
+    MainWindow window(nullptr, 50);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    backend::RunLifecycle::Settings settings;
+    settings.dbPath = first;
+    settings.runsRoot = backend::RunLifecycle::runsRootFor(first);
+    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    app::RunControl control(settings, 5);
+    connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
+    connect(&window, &MainWindow::runLogOpened, &control, &app::RunControl::setRunLog);
+    window.openRunLog(first);
+    window.openRunLog(second);  // File > Open
+    QTRY_VERIFY_WITH_TIMEOUT(window.runsPanel()->isLoaded(), kWaitMs);
+    QVERIFY(window.openExperiment(path).ok());
+    window.builderPanel()->controller()->validateNow();
+    QTest::mouseClick(window.builderPanel()->launchButton(), Qt::LeftButton);
+    RunsPanel* runs = window.runsPanel();
+    QTRY_COMPARE_WITH_TIMEOUT(runs->model()->rowCount(), 1, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(statusAt(runs, 0), QStringLiteral("complete"), kWaitMs);
+    const auto runsIn = [](const QString& db) {
+      auto reader = backend::RunReader::open(db);
+      auto all = reader ? reader->listRuns() : Result<std::vector<backend::RunRecord>>(fail("-"));
+      return all ? int(all->size()) : -1;
+    };
+    QCOMPARE(runsIn(second), 1);
+    QCOMPARE(runsIn(first), 0);
+  }
+
   // #17: the dashboard (the real `shardscope`, a window on the same X server) launches a sweep and
   // is SIGKILLed mid-sweep: the sweep runs in its own session and goes on; a dashboard opened again
   // finds its trials running and follows them to the end.
