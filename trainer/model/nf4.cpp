@@ -114,11 +114,11 @@ std::pair<at::Tensor, at::Tensor> quantize_dynamic(const at::Tensor& x) {
     const float inv = 1.0f / amax;
     for (std::int64_t i = begin; i < end; ++i) {
       // Separate float steps, as the native kernel rounds them: scale, shift to [0, 1], onto
-      // the grid, round half up by truncation.
+      // the grid, round half up (grid >= 0, so the floor is the kernel's truncation).
       const float v = std::clamp(src[i] * inv, -1.0f, 1.0f);
       const float unit = (v + 1.0f) * 0.5f;
       const float grid = unit * static_cast<float>(kGrid - 1);
-      out[i] = table[static_cast<std::uint16_t>(grid + 0.5f)];
+      out[i] = table[static_cast<std::uint16_t>(std::floor(grid + 0.5f))];
     }
   }
   return {codes.to(x.device()), absmax.to(x.device())};
