@@ -503,8 +503,9 @@ void MainWindow::applyClone() {
 
 bool MainWindow::isLoaded() const {
   const bool plotsReady = m_runs->selectedRunIds().isEmpty() || m_plots->isLoaded();
-  return m_runs->isLoaded() && plotsReady && m_builderWanted < 0 && m_compare->isLoaded() &&
-         m_hosts->isLoaded();
+  // The builder's widgets follow its controller on a short timer: loaded once they show it.
+  return m_runs->isLoaded() && plotsReady && m_builderWanted < 0 &&
+         !m_builder->isRefreshPending() && m_compare->isLoaded() && m_hosts->isLoaded();
 }
 
 bool MainWindow::isSummaryShown() const {

@@ -172,7 +172,11 @@ bool BuilderController::loadTemplate(const QString& name, QString* error) {
 
 bool BuilderController::openRecorded(qint64 experimentId, const QString& source,
                                      const QString& toml, const QString& label, QString* error) {
-  auto recorded = spec::read_experiment_unvalidated(toml.toStdString(), label.toStdString());
+  // Relative paths in the recorded text (data.train_path = "demo-data/train.jsonl") are the
+  // source file's: read it as that file, else they resolve against the working directory and the
+  // recorded copy never equals the file it came from.
+  auto recorded = spec::read_experiment_unvalidated(
+      toml.toStdString(), (source.isEmpty() ? label : source).toStdString());
   if (!recorded) {
     *error = QString::fromStdString(recorded.message());
     return false;

@@ -332,6 +332,8 @@ void BuilderPanel::syncEditor(const QString& path) {
   }
 }
 
+bool BuilderPanel::isRefreshPending() const { return m_refresh->isActive(); }
+
 void BuilderPanel::refreshNow() {
   m_refresh->stop();
   if (m_allDirty) {

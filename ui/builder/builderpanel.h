@@ -49,6 +49,8 @@ class BuilderPanel : public QWidget {
   QTabWidget* sections() const { return m_tabs; }
   /// Applies pending model changes to every view now (normally coalesced on a timer).
   void refreshNow();
+  /// The widgets have not caught up with the controller yet (a refresh is scheduled).
+  bool isRefreshPending() const;
 
  public slots:
   void openDialog();
