@@ -322,8 +322,8 @@ struct Options {
 // Trials of the launched sweep: more than fit the measured window, so trials keep starting.
 constexpr int kLaunchTrials = 12;
 
-// The event loop's lateness while `plot` replots `n` times, each after the loop ran: p50/p99
-// milliseconds of QCustomPlot::replot (what every repaint of the Compare overlay costs).
+// Milliseconds of each of `n` QCustomPlot::replot()s of `plot`, the event loop run between them
+// (what every repaint of the Compare overlay costs).
 std::vector<double> replotTimes(QCustomPlot* plot, int n) {
   std::vector<double> ms;
   for (int i = 0; i < n; ++i) {

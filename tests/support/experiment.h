@@ -1,6 +1,7 @@
 // The tiny experiment that the launcher, CLI and dashboard tests and the live benchmark run: the
 // tiny model (hidden size 16, one layer), 64 samples of 16 tokens, batch 4, no checkpoint at the
-// end, `ranks` local ranks of `trainer` (the fake trainer or shardtrain).
+// end, `ranks` local ranks of `trainer` (the fake trainer or shardtrain). Also the quadratic
+// program sweep the lifecycle and sweep-loop tests run.
 #pragma once
 
 #include <QByteArray>
@@ -48,6 +49,40 @@ inline QString writeExperiment(const QString& dir, const TinyExperiment& e) {
                           "[launch]\nnproc_per_node = " + QByteArray::number(e.ranks) +
                           "\ntrainer = \"" + e.trainer.toUtf8() + "\"\n" + e.launch + e.tables;
   return writeAll(path, toml) ? path : QString();
+}
+
+/// A sweep of program trials with no trainer: DIR/obj.py prints (x - 1)^2 as the objective of a
+/// random search over x in [-5, 5] (study "quadstudy", seed 1, one trial at a time); the
+/// experiment is DIR/quad.toml, whose path is returned ("" when a file cannot be written).
+inline QString writeQuadSweep(const QString& dir, int trials) {
+  const QByteArray program = R"(import json, sys
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+f = (float(args["x"]) - 1) ** 2
+print(json.dumps({"ev": "eval", "step": 1, "metrics": {"objective": f}}), flush=True)
+print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
+)";
+  const QByteArray toml = R"([experiment]
+name = "quad"
+
+[search]
+name = "quadstudy"
+program = ["python3", "obj.py"]
+sampler = "random"
+seed = 1
+n_trials = )" + QByteArray::number(trials) +
+                          R"(
+concurrency = 1
+objectives = {objective = "minimize"}
+
+[search.space.x]
+type = "float"
+low = -5.0
+high = 5.0
+)";
+  const QString path = QDir(dir).filePath(QStringLiteral("quad.toml"));
+  return writeAll(QDir(dir).filePath(QStringLiteral("obj.py")), program) && writeAll(path, toml)
+             ? path
+             : QString();
 }
 
 }  // namespace shardscope::testing

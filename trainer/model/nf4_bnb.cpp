@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/base/dtype_name.h"
 #include "trainer/base/fatal.h"
 
 namespace shardscope::model {
@@ -14,18 +15,6 @@ using Find = std::function<const at::Tensor*(const std::string&)>;
 
 constexpr const char* kStateNf4 = ".quant_state.bitsandbytes__nf4";
 constexpr const char* kStateFp4 = ".quant_state.bitsandbytes__fp4";
-
-// bitsandbytes' dtype names (str(torch.dtype) without "torch.").
-std::string dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kHalf:
-      return "float16";
-    default:
-      return "float32";
-  }
-}
 
 at::ScalarType dtype_of(const std::string& name, const std::string& where) {
   if (name == "float32") return at::kFloat;
@@ -89,7 +78,7 @@ std::vector<std::pair<std::string, at::Tensor>> nf4_to_bnb(const std::string& na
                                                            at::ScalarType storage) {
   nlohmann::json state = {{"quant_type", "nf4"},
                           {"blocksize", nf4.block_size},
-                          {"dtype", dtype_name(nf4.dtype)},
+                          {"dtype", trainer::torch_dtype_name(nf4.dtype)},
                           {"shape", nf4.shape}};
   std::vector<std::pair<std::string, at::Tensor>> out = {
       {name, nf4_as_storage(nf4.packed, storage).unsqueeze(1)},

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 
+#include "trainer/base/dtype_name.h"
 #include "trainer/base/fatal.h"
 
 namespace shardscope::shard {
@@ -154,18 +155,6 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     return h;
   }
 };
-
-// The dtype names the trace uses (PyTorch's: float32, bfloat16, float16).
-std::string dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kHalf:
-      return "float16";
-    default:
-      return "float32";
-  }
-}
 
 // Sum of squares of a gradient in double precision. A contiguous fp32 CPU tensor is read once,
 // without temporaries (four double accumulators over its elements); others go through ops in
@@ -358,7 +347,7 @@ void ShardEngine::trace_init(const FlatParam& flat, std::int64_t read_elements) 
                      static_cast<std::int64_t>(flat.master.nbytes()), m_shard.offload_params);
   m_trace->placement(
       flat.name, "param", m_device.is_cuda() ? "cuda" : "cpu",
-      dtype_name(to_scalar_type(m_prec.param)),
+      trainer::torch_dtype_name(to_scalar_type(m_prec.param)),
       flat.padded * static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param))));
   m_trace->load(flat.name, read_elements, flat.shard_numel);
 }

@@ -317,30 +317,8 @@ class TestLifecycle : public QObject {
   void experimentWithSearchStartsASweep() {
     const QString dir = m_dir.filePath("sweep");
     QVERIFY(QDir().mkpath(dir));
-    QVERIFY(testing::writeAll(QDir(dir).filePath("obj.py"), R"(import json, sys
-args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-f = (float(args["x"]) - 1) ** 2
-print(json.dumps({"ev": "eval", "step": 1, "metrics": {"objective": f}}), flush=True)
-print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
-)"));
-    const QString path = QDir(dir).filePath("quad.toml");
-    QVERIFY(testing::writeAll(path, R"([experiment]
-name = "quad"
-
-[search]
-name = "quadstudy"
-program = ["python3", "obj.py"]
-sampler = "random"
-seed = 1
-n_trials = 2
-concurrency = 1
-objectives = {objective = "minimize"}
-
-[search.space.x]
-type = "float"
-low = -5.0
-high = 5.0
-)"));
+    const QString path = testing::writeQuadSweep(dir, 2);
+    QVERIFY(!path.isEmpty());
     auto search = RunLifecycle::hasSearch(path);
     QVERIFY2(search.ok(), search.ok() ? "" : search.message().c_str());
     QVERIFY(*search);

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "backend/search/sweeploop.h"
+#include "tests/support/experiment.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -20,11 +21,6 @@ using namespace shardscope::backend;
 namespace {
 
 constexpr int kDeadlineMs = 120000;
-
-bool writeText(const QString& path, const char* text) {
-  QFile file(path);
-  return file.open(QIODevice::WriteOnly) && file.write(text) >= 0;
-}
 
 }  // namespace
 
@@ -48,30 +44,8 @@ class TestSweepLoop : public QObject {
 
 void TestSweepLoop::initTestCase() {
   QVERIFY(m_dir.isValid());
-  QVERIFY(writeText(m_dir.filePath("obj.py"), R"(import json, sys
-args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-f = (float(args["x"]) - 1) ** 2
-print(json.dumps({"ev": "eval", "step": 1, "metrics": {"objective": f}}), flush=True)
-print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
-)"));
-  m_experiment = m_dir.filePath("quad.toml");
-  QVERIFY(writeText(m_experiment, R"([experiment]
-name = "quad"
-
-[search]
-name = "quadstudy"
-program = ["python3", "obj.py"]
-sampler = "random"
-seed = 1
-n_trials = 3
-concurrency = 1
-objectives = {objective = "minimize"}
-
-[search.space.x]
-type = "float"
-low = -5.0
-high = 5.0
-)"));
+  m_experiment = testing::writeQuadSweep(m_dir.path(), 3);
+  QVERIFY(!m_experiment.isEmpty());
   auto store = RunStore::open(m_dir.filePath("runs.db"));
   VERIFY_OK(store);
   m_store = std::move(*store);
@@ -152,7 +126,7 @@ void TestSweepLoop::aFinishedStudyIsContinuedWithNothingToAsk() {
 // override; an existing study refuses an override of what it fixed at its creation.
 void TestSweepLoop::refusesBadInput() {
   const QString plain = m_dir.filePath("plain.toml");
-  QVERIFY(writeText(plain, "[experiment]\nname = \"p\"\n"));
+  QVERIFY(testing::writeAll(plain, "[experiment]\nname = \"p\"\n"));
   QVERIFY(!SweepLoop::readInput(plain, {}).ok());
   QVERIFY(!SweepLoop::readInput(m_dir.filePath("missing.toml"), {}).ok());
   QVERIFY(!SweepLoop::readInput(m_experiment, {"search.nope=1"}).ok());
