@@ -472,38 +472,52 @@ Result<std::optional<AskedTrial>> Study::tryAsk(const AskOptions& options) {
 }
 
 Result<std::optional<AskedTrial>> Study::askNew(const AskOptions& options) {
-  auto all = trials(true);
-  if (!all) return all.error();
-  if (static_cast<std::int64_t>(all->size()) >= m_space.n_trials)
-    return std::optional<AskedTrial>();
-  std::vector<Trial> finished;
-  std::vector<Trial> pending;
-  std::int64_t next = 0;
-  for (StudyTrial& t : *all) {
-    next = std::max(next, t.trial.number + 1);
-    (t.trial.state == TrialState::Running ? pending : finished).push_back(std::move(t.trial));
-  }
   // Trial n's draws depend only on (seed, n) and the trials before it: a restarted study
-  // proposes what the killed one would have. A concurrent asker may take `next` first; the
-  // store then numbers this trial after it, which only changes its seed.
-  Rng rng(splitmix(m_space.seed ^ splitmix(static_cast<std::uint64_t>(next))));
-  auto params = m_sampler->sample(m_space, finished, pending, rng);
-  if (!params) return fail(studyLabel(name()) + ": " + params.message());
-  if (auto r = m_space.check(*params); !r) return fail(studyLabel(name()) + ": " + r.message());
-  backend::NewTrial trial;
-  trial.studyId = m_record.id;
-  trial.params = paramsToJson(*params);
-  // The count above is a hint; the store counts again inside the insert's transaction, so
-  // concurrent askers never take more than n_trials numbers.
-  auto id = m_store->startTrialRunWithin(trial, m_space.n_trials).get();
-  if (!id) return id.error();
-  if (!*id) return std::optional<AskedTrial>();
-  if (auto r = takeAskLease((*id)->runId, options); !r) return r.error();
-  AskedTrial asked;
-  asked.number = (*id)->number;
-  asked.runId = (*id)->runId;
-  asked.params = std::move(*params);
-  return std::optional<AskedTrial>(std::move(asked));
+  // proposes what the killed one would have. Two askers reading the same history would draw the
+  // same parameters for the same n; the store starts a trial only under the number it was
+  // sampled for, so the one that loses reads the new history (the winner's trial pending in it)
+  // and samples again. Each retry means another asker made progress, so few askers converge
+  // quickly; past kAttempts the trial takes the next free number with the draws it has.
+  constexpr int kAttempts = 64;
+  for (int attempt = 1;; ++attempt) {
+    auto all = trials(true);
+    if (!all) return all.error();
+    if (static_cast<std::int64_t>(all->size()) >= m_space.n_trials)
+      return std::optional<AskedTrial>();
+    std::vector<Trial> finished;
+    std::vector<Trial> pending;
+    std::int64_t next = 0;
+    for (StudyTrial& t : *all) {
+      next = std::max(next, t.trial.number + 1);
+      (t.trial.state == TrialState::Running ? pending : finished).push_back(std::move(t.trial));
+    }
+    Rng rng(splitmix(m_space.seed ^ splitmix(static_cast<std::uint64_t>(next))));
+    auto params = m_sampler->sample(m_space, finished, pending, rng);
+    if (!params) return fail(studyLabel(name()) + ": " + params.message());
+    if (auto r = m_space.check(*params); !r) return fail(studyLabel(name()) + ": " + r.message());
+    backend::NewTrial trial;
+    trial.studyId = m_record.id;
+    trial.params = paramsToJson(*params);
+    if (attempt < kAttempts) trial.trialNumber = next;
+    // The count above is a hint; the store counts again inside the insert's transaction, so
+    // concurrent askers never take more than n_trials numbers.
+    auto started = m_store->startTrialRunWithin(trial, m_space.n_trials).get();
+    if (!started) return started.error();
+    switch (started->outcome) {
+      case backend::TrialStart::Outcome::Full:
+        return std::optional<AskedTrial>();
+      case backend::TrialStart::Outcome::Stale:
+        continue;
+      case backend::TrialStart::Outcome::Started:
+        break;
+    }
+    if (auto r = takeAskLease(started->id.runId, options); !r) return r.error();
+    AskedTrial asked;
+    asked.number = started->id.number;
+    asked.runId = started->id.runId;
+    asked.params = std::move(*params);
+    return std::optional<AskedTrial>(std::move(asked));
+  }
 }
 
 Result<void> Study::finish(std::int64_t number, RunStatus status, const std::vector<double>& values,

@@ -133,6 +133,17 @@ struct TrialId {
   qint64 number = 0;
 };
 
+/// What RunStore::startTrialRunWithin did with an asked trial.
+struct TrialStart {
+  enum class Outcome {
+    Started,  ///< the trial is in the run log as `id`
+    Full,     ///< the study already has its n_trials numbers
+    Stale,    ///< another asker took the trial number this one was sampled for
+  };
+  Outcome outcome = Outcome::Started;
+  TrialId id;  ///< Started only
+};
+
 /// One value of one metric at one step on one rank.
 struct MetricRow {
   qint64 runId = 0;

@@ -115,9 +115,12 @@ class RunStore : public QObject {
   /// other process mistakes it for an enqueued (queued) trial.
   Pending<TrialId> startTrialRun(const NewTrial& trial);
   /// As startTrialRun, but only while the study has fewer than `maxTrials` trial numbers,
-  /// counted in the same write transaction: nullopt once it has them all, so concurrent askers
+  /// counted in the same write transaction: Full once it has them all, so concurrent askers
   /// (slots of one sweep, or several processes) never overshoot search.n_trials. #6
-  Pending<std::optional<TrialId>> startTrialRunWithin(const NewTrial& trial, qint64 maxTrials);
+  /// With trial.trialNumber set, the trial starts only if that is still the study's next free
+  /// number, else Stale: the asker sampled from a history another asker has since extended, and
+  /// samples again rather than hand out the same parameters twice.
+  Pending<TrialStart> startTrialRunWithin(const NewTrial& trial, qint64 maxTrials);
   /// Claims, in one transaction, the study's lowest-numbered queued (enqueued) trial, else its
   /// lowest-numbered failed trial with attempt < maxAttempt (a retry: attempt + 1, its metrics,
   /// objectives and error cleared). The claimed run becomes running; nullopt when none.

@@ -468,23 +468,35 @@ RunStore::Pending<TrialId> RunStore::startTrialRun(const NewTrial& trial) {
   });
 }
 
-RunStore::Pending<std::optional<TrialId>> RunStore::startTrialRunWithin(const NewTrial& trial,
-                                                                        qint64 maxTrials) {
-  return submit<std::optional<TrialId>>(
-      1, [trial, maxTrials](WriteContext& context) -> Result<std::optional<TrialId>> {
-        auto stmt = context.statement("SELECT count(*) FROM runs WHERE study_id = ?1");
-        if (!stmt) return stmt.error();
-        Statement& count = **stmt;
-        if (auto r = count.bindInt64(1, trial.studyId); !r) return r.error();
-        auto row = count.step();
-        if (!row) return row.error();
-        const qint64 taken = *row ? count.columnInt64(0) : 0;
-        count.reset();
-        if (taken >= maxTrials) return std::optional<TrialId>();
-        auto id = insertTrial(context, trial, spec::RunStatus::running);
-        if (!id) return id.error();
-        return std::optional<TrialId>(*id);
-      });
+RunStore::Pending<TrialStart> RunStore::startTrialRunWithin(const NewTrial& trial,
+                                                            qint64 maxTrials) {
+  return submit<TrialStart>(1, [trial, maxTrials](WriteContext& context) -> Result<TrialStart> {
+    auto stmt = context.statement("SELECT count(*) FROM runs WHERE study_id = ?1");
+    if (!stmt) return stmt.error();
+    Statement& count = **stmt;
+    if (auto r = count.bindInt64(1, trial.studyId); !r) return r.error();
+    auto row = count.step();
+    if (!row) return row.error();
+    const qint64 taken = *row ? count.columnInt64(0) : 0;
+    count.reset();
+    TrialStart start;
+    if (taken >= maxTrials) {
+      start.outcome = TrialStart::Outcome::Full;
+      return start;
+    }
+    if (trial.trialNumber) {
+      auto study = studyForTrial(context, trial.studyId);
+      if (!study) return study.error();
+      if (study->second != *trial.trialNumber) {
+        start.outcome = TrialStart::Outcome::Stale;
+        return start;
+      }
+    }
+    auto id = insertTrial(context, trial, spec::RunStatus::running);
+    if (!id) return id.error();
+    start.id = *id;
+    return start;
+  });
 }
 
 RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(qint64 studyId, int maxAttempt,

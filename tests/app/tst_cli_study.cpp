@@ -1,6 +1,6 @@
 // Tests the `study` verbs through the real shardscope-cli binary on a real run log (#6): two
-// processes asking at once get distinct trial numbers, `show --json` names the best trial, and
-// report / should-prune / enqueue / tell --state with their exit codes and messages.
+// processes asking at once get distinct trial numbers and parameters, `show --json` names the best
+// trial, and report / should-prune / enqueue / tell --state with their exit codes and messages.
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -89,6 +89,7 @@ class TstCliStudy : public QObject {
       d.start("sh", {"-c", kDriver});
     }
     std::set<qint64> numbers;
+    std::set<double> values;
     double best = INFINITY;
     qint64 bestNumber = -1;
     for (QProcess& d : drivers) {
@@ -101,7 +102,13 @@ class TstCliStudy : public QObject {
         const qint64 n = line.section(' ', 0, 0).toLongLong();
         QVERIFY2(numbers.insert(n).second, qPrintable("trial handed out twice: " + line));
         const double v = line.section(' ', 1, 1).toDouble();
-        if (v < best) {
+        // Two askers reading the same history must not both get its draws: the second samples
+        // again with the first's trial pending (distinct parameters give distinct values here).
+        QVERIFY2(values.insert(v).second,
+                 qPrintable("the same parameters handed out twice: " + line));
+        // Two processes can sample the same x from the same history; the study names the
+        // lowest-numbered of equal trials as best, and so does this.
+        if (v < best || (v == best && n < bestNumber)) {
           best = v;
           bestNumber = n;
         }
