@@ -174,6 +174,7 @@ std::vector<std::string> apply_lora(const LoraSection& lora, std::vector<LayerSh
       bool selected = false;
       for (std::size_t t = 0; t < lora.target_modules.size(); ++t)
         if (lora_target_matches(lora.target_modules[t], module)) used[t] = selected = true;
+      if (lora.quantize == "nf4") p.nf4 = selected || module.rfind("visual.", 0) != 0;
       if (!selected) continue;
       const auto out = p.shape[0];
       const auto in = p.shape[1];

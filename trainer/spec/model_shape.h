@@ -21,6 +21,9 @@ struct ParamShape {
   /// (lm_head.weight tied to model.embed_tokens.weight); it is not counted twice and whoever owns
   /// storage must hand the layer the owner's values (and sum both gradients into it).
   std::string tied_to;
+  /// QLoRA (lora.quantize = "nf4"): a frozen base Linear weight stored as NF4 codes (packed
+  /// bytes plus its absmax), dequantized to the compute dtype only while its unit runs.
+  bool nf4 = false;
 };
 
 struct LayerShape {
@@ -69,8 +72,12 @@ bool is_lora_param(const std::string& name);
 bool lora_target_matches(const std::string& target, const std::string& module);
 /// With lora.enabled: for every 2-D "<module>.weight" whose module a target selects, appends
 /// lora_A (r, in) and lora_B (out, r) to that parameter's layer (after its base parameters, so
-/// base indices stay put), and freezes every other parameter (PEFT trains adapters only). Returns
-/// the targets that select no module (a configuration error for the caller). No-op when disabled.
+/// base indices stay put), and freezes every other parameter (PEFT trains adapters only). With
+/// lora.quantize = "nf4" it marks the base weights QLoRA quantizes (ParamShape::nf4): every
+/// Linear of the text stack (bitsandbytes' load_in_4bit), and the vision tower's ("visual.")
+/// only where a target selects them; embeddings, norms, biases, the merger and the head stay in
+/// the compute dtype. Returns the targets that select no module (a configuration error for the
+/// caller). No-op when disabled.
 std::vector<std::string> apply_lora(const LoraSection& lora, std::vector<LayerShape>& layers);
 /// Parameters of `layers`, a tied parameter counted once (transformers' num_parameters()).
 std::int64_t count_params(const std::vector<LayerShape>& layers);
