@@ -162,6 +162,13 @@ bool lora_target_matches(const std::string& target, const std::string& module) {
   return module == target || ends_with(module, "." + target);
 }
 
+std::int64_t nf4_record_bytes(std::int64_t n, std::int64_t block_size, bool double_quant) {
+  const std::int64_t blocks = (n + block_size - 1) / block_size;
+  const std::int64_t nested = (blocks + 255) / 256;
+  const std::int64_t absmax = double_quant ? 4 * nested + 4 + blocks : 4 * blocks;
+  return (absmax + (n + 1) / 2 + 3) / 4 * 4;
+}
+
 std::vector<std::string> apply_lora(const LoraSection& lora, std::vector<LayerShape>& layers) {
   if (!lora.enabled) return {};
   std::vector<bool> used(lora.target_modules.size(), false);

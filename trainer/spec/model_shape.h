@@ -79,6 +79,12 @@ bool lora_target_matches(const std::string& target, const std::string& module);
 /// the compute dtype. Returns the targets that select no module (a configuration error for the
 /// caller). No-op when disabled.
 std::vector<std::string> apply_lora(const LoraSection& lora, std::vector<LayerShape>& layers);
+/// Bytes of one weight's NF4 record in its unit's "<unit>/nf4" flat parameter (QLoRA), the
+/// layout the engine stores and shards, for a weight of `n` elements in blocks of `block_size`:
+/// with double_quant the nested absmax (fp32, one per 256 blocks) and the offset (fp32), then one
+/// absmax code (uint8) per block; without, one fp32 absmax per block; then the packed codes (two
+/// per byte, an odd n padded); the whole padded to a multiple of 4 bytes.
+std::int64_t nf4_record_bytes(std::int64_t n, std::int64_t block_size, bool double_quant);
 /// Parameters of `layers`, a tied parameter counted once (transformers' num_parameters()).
 std::int64_t count_params(const std::vector<LayerShape>& layers);
 /// The text stack's layers appended to `layers`: embed, blocks, head (names `prefix`-free HF).
