@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -162,17 +163,31 @@ void init_lora(const LayerDef& layer, int index, std::vector<at::Tensor>& params
 }
 
 std::vector<std::string> apply_lora(Model& model, const spec::LoraSection& lora) {
-  // The NF4 quantization exists (nf4.h, equal to bitsandbytes'), but no model holds a quantized
-  // base yet: refuse rather than train an unquantized base the config did not ask for.
-  SHARD_CHECK(!lora.enabled || lora.quantize == "none", spec::ErrorKind::config,
-              "lora.quantize: \"" + lora.quantize +
-                  "\" is not supported by this shardtrain yet (the base Linears are not stored "
-                  "quantized)",
-              "set lora.quantize = \"none\" for LoRA on an unquantized base");
-  if (auto* q = dynamic_cast<Qwen2Model*>(&model)) return q->add_lora(lora);
-  if (auto* v = dynamic_cast<Qwen2VLModel*>(&model)) return v->add_lora(lora);
-  SHARD_FAIL(spec::ErrorKind::config, "lora.enabled: this model type has no LoRA support",
-             "use a Qwen2 or Qwen2-VL model, or set lora.enabled = false");
+  std::vector<std::string> unmatched;
+  if (auto* q = dynamic_cast<Qwen2Model*>(&model)) {
+    unmatched = q->add_lora(lora);
+  } else if (auto* v = dynamic_cast<Qwen2VLModel*>(&model)) {
+    unmatched = v->add_lora(lora);
+  } else {
+    SHARD_FAIL(spec::ErrorKind::config, "lora.enabled: this model type has no LoRA support",
+               "use a Qwen2 or Qwen2-VL model, or set lora.enabled = false");
+  }
+  model.set_lora_config(lora);
+  // An NF4 block never spans two rows of a weight (the validation's rule for tiny models; here
+  // with the widths of the model's own config.json).
+  for (const auto& layer : model.layers()) {
+    for (const auto& p : layer.params) {
+      if (!p.nf4 || p.shape.size() != 2 || p.shape[1] % lora.quant_block_size == 0) continue;
+      const std::int64_t fits = std::min<std::int64_t>(p.shape[1] & -p.shape[1], 4096);
+      SHARD_FAIL(spec::ErrorKind::config,
+                 "lora.quant_block_size: " + std::to_string(lora.quant_block_size) +
+                     " does not divide the " + std::to_string(p.shape[1]) + " in-features of " +
+                     p.name + ", so an NF4 block would span two rows",
+                 fits >= 32 ? "use a power of two that divides it, e.g. " + std::to_string(fits)
+                            : std::string("use lora.quantize = \"none\" for this model"));
+    }
+  }
+  return unmatched;
 }
 
 }  // namespace shardscope::model

@@ -116,9 +116,16 @@ class Model {
   /// Counted parameters: all, and those that receive gradients.
   std::int64_t params_total() const;
   std::int64_t params_trainable() const;
+  /// The [lora] section apply_lora applied (disabled before): QLoRA's quantization of the
+  /// ParamShape::nf4 weights (quant_block_size, double_quant, quant_storage) is read here.
+  const spec::LoraSection& lora_config() const { return m_lora_config; }
+  void set_lora_config(const spec::LoraSection& lora) { m_lora_config = lora; }
 
  protected:
   virtual std::vector<LayerDef>& mutable_layers() = 0;
+
+ private:
+  spec::LoraSection m_lora_config;
 };
 
 using spec::numel;

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "trainer/base/fatal.h"
+#include "trainer/spec/model_shape.h"
 
 namespace shardscope::model {
 namespace {
@@ -220,6 +221,75 @@ at::Tensor dequantize_nf4(const Nf4Weight& nf4, at::ScalarType dtype) {
   levels = at::constant_pad_nd(levels.slice(0, 0, n), {0, nb * bs - n}, 0);  // (nb * bs,)
   const at::Tensor w = (levels.view({nb, bs}) * absmax.view({nb, 1})).reshape(-1).slice(0, 0, n);
   return w.to(dtype).reshape(nf4.shape);
+}
+
+namespace {
+
+// Where the parts of a record sit (bytes from its start).
+struct RecordLayout {
+  std::int64_t n = 0;       // weight elements
+  std::int64_t blocks = 0;  // nb
+  std::int64_t nested = 0;  // nn (double quantization)
+  std::int64_t codes = 0;   // the absmax codes (double quantization)
+  std::int64_t packed = 0;  // the packed NF4 codes
+  std::int64_t bytes = 0;   // the whole record, padded
+};
+
+RecordLayout record_layout(const std::vector<std::int64_t>& shape, std::int64_t block_size,
+                           bool double_quant) {
+  RecordLayout r;
+  r.n = 1;
+  for (const auto d : shape) r.n *= d;
+  r.blocks = (r.n + block_size - 1) / block_size;
+  r.nested = (r.blocks + kNf4NestedBlock - 1) / kNf4NestedBlock;
+  r.codes = double_quant ? 4 * r.nested + 4 : 0;
+  r.packed = double_quant ? r.codes + r.blocks : 4 * r.blocks;
+  r.bytes = spec::nf4_record_bytes(r.n, block_size, double_quant);
+  return r;
+}
+
+// `count` fp32 values at byte `at` of a record (aligned: records start on 4 bytes).
+at::Tensor record_floats(const at::Tensor& record, std::int64_t at, std::int64_t count) {
+  return record.narrow(0, at, 4 * count).view(at::kFloat);
+}
+
+}  // namespace
+
+at::Tensor nf4_record(const Nf4Weight& nf4) {
+  const RecordLayout r = record_layout(nf4.shape, nf4.block_size, nf4.double_quant);
+  at::Tensor record = at::zeros({r.bytes}, nf4.packed.options().dtype(at::kByte));
+  if (nf4.double_quant) {
+    record_floats(record, 0, r.nested).copy_(nf4.nested_absmax.reshape(-1));
+    record_floats(record, 4 * r.nested, 1).copy_(nf4.offset.reshape(-1));
+    record.narrow(0, r.codes, r.blocks).copy_(nf4.absmax.reshape(-1));
+  } else {
+    record_floats(record, 0, r.blocks).copy_(nf4.absmax.reshape(-1));
+  }
+  record.narrow(0, r.packed, (r.n + 1) / 2).copy_(nf4.packed.reshape(-1));
+  return record;
+}
+
+at::Tensor dequantize_nf4_record(const at::Tensor& record, const std::vector<std::int64_t>& shape,
+                                 std::int64_t block_size, bool double_quant, at::ScalarType dtype) {
+  const RecordLayout r = record_layout(shape, block_size, double_quant);
+  SHARD_CHECK(record.scalar_type() == at::kByte && record.dim() == 1 && record.numel() == r.bytes,
+              ErrorKind::internal,
+              "an NF4 record of a " + std::to_string(r.n) + "-element weight must be " +
+                  std::to_string(r.bytes) + " bytes, not " + std::to_string(record.numel()),
+              "report this as a bug");
+  Nf4Weight nf4;
+  nf4.shape = shape;
+  nf4.block_size = block_size;
+  nf4.double_quant = double_quant;
+  if (double_quant) {
+    nf4.nested_absmax = record_floats(record, 0, r.nested);
+    nf4.offset = record_floats(record, 4 * r.nested, 1).reshape({});
+    nf4.absmax = record.narrow(0, r.codes, r.blocks);
+  } else {
+    nf4.absmax = record_floats(record, 0, r.blocks);
+  }
+  nf4.packed = record.narrow(0, r.packed, (r.n + 1) / 2);
+  return dequantize_nf4(nf4, dtype);
 }
 
 at::Tensor nf4_as_storage(const at::Tensor& packed, at::ScalarType storage) {

@@ -53,6 +53,16 @@ at::Tensor nf4_block_absmax(const Nf4Weight& nf4);
 /// absmax in fp32, rounded once to `dtype` (bitsandbytes' dequantize_4bit).
 at::Tensor dequantize_nf4(const Nf4Weight& nf4, at::ScalarType dtype);
 
+/// One weight's NF4 record, as a QLoRA unit's flat parameter stores and shards it
+/// (spec::nf4_record_bytes bytes, uint8): with double quantization nested_absmax (fp32) and
+/// offset (fp32), then the absmax codes (uint8); without, the fp32 absmax; then the packed codes;
+/// zero padding to a multiple of 4 bytes.
+at::Tensor nf4_record(const Nf4Weight& nf4);
+/// The weight a record holds, back in `dtype` (dequantize_nf4's values, bit for bit), on the
+/// record's device. `record` is a 1-D uint8 view whose first byte is 4-byte aligned.
+at::Tensor dequantize_nf4_record(const at::Tensor& record, const std::vector<std::int64_t>& shape,
+                                 std::int64_t block_size, bool double_quant, at::ScalarType dtype);
+
 /// `packed`'s bytes reinterpreted as `storage` (uint8, bf16, fp16 or fp32), not converted:
 /// bitsandbytes' quant_storage, so the codes flatten into a flat parameter of that dtype. The
 /// byte count must be a multiple of the dtype's size.

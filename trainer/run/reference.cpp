@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "trainer/model/nf4.h"
 #include "trainer/run/step_runner.h"
 
 namespace shardscope::trainer {
@@ -22,6 +23,12 @@ class ReferenceRunner final : public StepRunner {
       for (const auto& p : layers[l].params) values.push_back(at::zeros(p.shape, at::kFloat));
       model.init_layer(static_cast<int>(l), values, exp.train.seed);
       for (std::size_t i = 0; i < values.size(); ++i) {
+        if (layers[l].params[i].nf4) {
+          // QLoRA: the base computes with its NF4 values, as the engine's dequantized units do.
+          values[i] = model::dequantize_nf4(
+              model::quantize_nf4(values[i], exp.lora.quant_block_size, exp.lora.double_quant),
+              at::kFloat);
+        }
         if (!layers[l].params[i].tied_to.empty()) {
           // One tensor for a tied pair: both uses' gradients sum into the owner (#3).
           values[i] = owner_of(layers[l].params[i].tied_to);

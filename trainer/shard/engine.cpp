@@ -12,6 +12,7 @@
 
 #include "trainer/base/dtype_name.h"
 #include "trainer/base/fatal.h"
+#include "trainer/model/nf4.h"
 
 namespace shardscope::shard {
 namespace {
@@ -183,6 +184,14 @@ double sum_squares(const at::Tensor& t) {
   return total;
 }
 
+// lora.quant_storage's dtype (validated: uint8, bfloat16, float16, float32).
+at::ScalarType quant_storage_type(const std::string& name) {
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float16") return at::kHalf;
+  if (name == "float32") return at::kFloat;
+  return at::kByte;
+}
+
 }  // namespace
 
 at::ScalarType to_scalar_type(spec::DType dtype) {
@@ -232,16 +241,33 @@ void ShardEngine::build_units(const spec::ShardSection& shard) {
     FlatParam trainable{unit.name + "/trainable"};
     FlatParam frozen{unit.name + "/frozen"};
     frozen.trainable = false;
+    // QLoRA: the NF4 weights' records, in their own flat of lora.quant_storage elements.
+    const auto& lora = m_model.lora_config();
+    FlatParam nf4{unit.name + "/nf4"};
+    nf4.trainable = false;
+    nf4.nf4 = true;
+    nf4.storage = quant_storage_type(lora.quant_storage);
+    nf4.nf4_block_size = lora.quant_block_size;
+    nf4.nf4_double_quant = lora.double_quant;
+    const auto storage_size = static_cast<std::int64_t>(c10::elementSize(nf4.storage));
     for (int l : unit.layers) {
       m_unit_of_layer[static_cast<std::size_t>(l)] = static_cast<int>(u);
       const auto& defs = layers[static_cast<std::size_t>(l)].params;
       for (std::size_t i = 0; i < defs.size(); ++i) {
         if (!defs[i].tied_to.empty()) continue;  // tie_params() points it at its owner
         FlatSlot slot{l, static_cast<int>(i), defs[i].name, defs[i].shape, 0, 0, defs[i].decay};
+        if (defs[i].nf4) {
+          // Records are whole 4-byte words, so any storage dtype holds them exactly.
+          slot.record = spec::nf4_record_bytes(spec::numel(defs[i].shape), nf4.nf4_block_size,
+                                               nf4.nf4_double_quant) /
+                        storage_size;
+          nf4.slots.push_back(std::move(slot));
+          continue;
+        }
         (defs[i].trainable ? trainable : frozen).slots.push_back(std::move(slot));
       }
     }
-    for (auto* flat : {&trainable, &frozen}) {
+    for (auto* flat : {&trainable, &frozen, &nf4}) {
       if (flat->slots.empty()) continue;
       layout_flat(*flat, shard_size, shard_rank);
       unit.flats.push_back(std::move(*flat));
@@ -291,11 +317,18 @@ void ShardEngine::init_params(std::uint64_t seed) {
     std::vector<std::int64_t> read(unit.flats.size(), 0);
     for (std::size_t f = 0; f < unit.flats.size(); ++f) {
       auto& flat = unit.flats[f];
-      flat.master = at::zeros({flat.shard_numel}, at::kFloat);  // (N), padding stays zero
+      flat.master = at::zeros({flat.shard_numel}, flat.storage);  // (N), padding stays zero
       for (const auto& slot : flat.slots) {
         const auto begin = std::max(slot.offset, flat.shard_offset);
         const auto end = std::min(slot.offset + slot.numel, flat.shard_offset + flat.shard_numel);
         if (begin >= end) continue;
+        if (flat.nf4) {  // quantized whole below, from the checkpoint or init_layer's values
+          auto none = at::empty({0}, at::kFloat);
+          if (!m_model.load_param_elements(slot.layer, static_cast<std::size_t>(slot.index), 0, 0,
+                                           none))
+            computed.emplace(slot.layer, std::vector<at::Tensor>{});
+          continue;
+        }
         auto dst = flat.master.narrow(0, begin - flat.shard_offset, end - begin);
         const auto index = static_cast<std::size_t>(slot.index);
         if (m_model.load_param_elements(slot.layer, index, begin - slot.offset, end - begin, dst)) {
@@ -319,7 +352,9 @@ void ShardEngine::init_params(std::uint64_t seed) {
     for (auto& [layer, params] : computed) m_model.init_layer(layer, params, seed);
     for (std::size_t f = 0; f < unit.flats.size(); ++f) {
       auto& flat = unit.flats[f];
+      if (flat.nf4) read[f] += init_nf4(flat, computed);
       for (const auto& slot : flat.slots) {
+        if (flat.nf4) break;
         auto it = computed.find(slot.layer);
         if (it == computed.end()) continue;
         const auto& value = it->second[static_cast<std::size_t>(slot.index)];
@@ -341,14 +376,68 @@ void ShardEngine::init_params(std::uint64_t seed) {
   }
 }
 
+std::int64_t ShardEngine::init_nf4(FlatParam& flat,
+                                   const std::map<int, std::vector<at::Tensor>>& computed) {
+  // Each weight whose record overlaps this rank's shard is read (or taken from init_layer's
+  // values) whole, quantized, and the overlapping bytes kept: the rank holds packed bytes plus
+  // one weight unpacked at a time, never the model unpacked.
+  const auto size = static_cast<std::int64_t>(c10::elementSize(flat.storage));
+  auto bytes = flat.master.view(at::kByte);  // (N * size)
+  std::int64_t read = 0;
+  for (const auto& slot : flat.slots) {
+    const auto begin = std::max(slot.offset, flat.shard_offset);
+    const auto end = std::min(slot.offset + slot.numel, flat.shard_offset + flat.shard_numel);
+    if (begin >= end) continue;
+    at::Tensor weight;
+    auto it = computed.find(slot.layer);
+    if (it != computed.end() && it->second[static_cast<std::size_t>(slot.index)].defined()) {
+      weight = it->second[static_cast<std::size_t>(slot.index)];
+    } else {
+      weight = at::empty({spec::numel(slot.shape)}, at::kFloat);
+      const bool loaded = m_model.load_param_elements(
+          slot.layer, static_cast<std::size_t>(slot.index), 0, weight.numel(), weight);
+      SHARD_CHECK(loaded, spec::ErrorKind::internal, slot.name + " has no value to quantize",
+                  "report this as a bug");
+      read += weight.numel();
+    }
+    const auto record = model::nf4_record(
+        model::quantize_nf4(weight.view(slot.shape), flat.nf4_block_size, flat.nf4_double_quant));
+    bytes.narrow(0, (begin - flat.shard_offset) * size, (end - begin) * size)
+        .copy_(record.narrow(0, (begin - slot.offset) * size, (end - begin) * size));
+  }
+  return read;
+}
+
+void ShardEngine::dequantize(FlatParam& flat) {
+  // The gathered records become the unit's weights in the param dtype, slot by slot; the packed
+  // buffer goes back at once, so a live unit holds its weights once, not twice.
+  const auto size = static_cast<std::int64_t>(c10::elementSize(flat.storage));
+  const auto bytes = flat.packed.view(at::kByte);  // (P * size)
+  const auto parts = at::split_with_sizes(flat.full_data, flat.split_sizes());
+  const auto dtype = to_scalar_type(m_prec.param);
+  for (std::size_t i = 0; i < flat.slots.size(); ++i) {
+    const auto& slot = flat.slots[i];
+    parts[i].copy_(
+        model::dequantize_nf4_record(bytes.narrow(0, slot.offset * size, slot.numel * size),
+                                     slot.shape, flat.nf4_block_size, flat.nf4_double_quant, dtype)
+            .reshape(-1));
+  }
+  if (m_streams.active()) {
+    c10::getDeviceAllocator(c10::DeviceType::CUDA)
+        ->recordStream(flat.packed.storage().data_ptr(), m_streams.compute());
+  }
+  flat.packed.reset();
+}
+
 void ShardEngine::trace_init(const FlatParam& flat, std::int64_t read_elements) {
   // offload_params keeps masters on the CPU; a CPU run keeps them there anyway.
-  m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda", "float32",
+  m_trace->placement(flat.name, "master", flat.master.device().is_cpu() ? "cpu" : "cuda",
+                     trainer::torch_dtype_name(flat.storage),
                      static_cast<std::int64_t>(flat.master.nbytes()), m_shard.offload_params);
-  m_trace->placement(
-      flat.name, "param", m_device.is_cuda() ? "cuda" : "cpu",
-      trainer::torch_dtype_name(to_scalar_type(m_prec.param)),
-      flat.padded * static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param))));
+  m_trace->placement(flat.name, "param", m_device.is_cuda() ? "cuda" : "cpu",
+                     trainer::torch_dtype_name(to_scalar_type(m_prec.param)),
+                     flat.full_numel() *
+                         static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param))));
   m_trace->load(flat.name, read_elements, flat.shard_numel);
 }
 
@@ -389,25 +478,32 @@ void ShardEngine::issue_gather(Unit& unit, const char* phase, bool prefetch) {
   }
   for (auto& flat : unit.flats) {
     if (flat.storage_live) continue;
-    const auto nbytes = static_cast<std::size_t>(flat.padded) * c10::elementSize(dtype);
+    const auto nbytes = static_cast<std::size_t>(flat.full_numel()) * c10::elementSize(dtype);
     if (!unit.active) {
-      flat.full =
-          at::empty({flat.padded}, at::TensorOptions().dtype(dtype).device(m_device));  // (P)
+      flat.full = at::empty({flat.full_numel()},
+                            at::TensorOptions().dtype(dtype).device(m_device));  // (P) or (D)
       flat.full_data = flat.full.variable_data();
     } else {
       alloc_storage(flat.full_data, nbytes);
     }
     flat.storage_live = true;
-    bytes += static_cast<std::int64_t>(nbytes);
+    if (flat.nf4) {  // the records travel; wait_gather dequantizes them into `full`
+      flat.packed =
+          at::empty({flat.padded}, at::TensorOptions().dtype(flat.storage).device(m_device));
+      bytes += static_cast<std::int64_t>(flat.packed.nbytes());
+    } else {
+      bytes += static_cast<std::int64_t>(nbytes);
+    }
     todo.push_back(&flat);
   }
   for (auto* flat : todo) {
     // The all-gather runs in place, as FSDP's copy-in does: this rank's master shard is cast (and
     // with offload_params copied from pinned host memory) straight into its own slice of the
     // gathered buffer, so no separate send buffer is allocated.
-    auto mine = flat->full_data.narrow(0, flat->shard_offset, flat->shard_numel);  // (N)
+    auto& target = flat->nf4 ? flat->packed : flat->full_data;
+    auto mine = target.narrow(0, flat->shard_offset, flat->shard_numel);  // (N)
     mine.copy_(flat->master.detach(), /*non_blocking=*/true);
-    unit.works.push_back(m_groups.shard->all_gather_async(flat->full_data, mine));
+    unit.works.push_back(m_groups.shard->all_gather_async(target, mine));
   }
   if (m_streams.active()) {
     // The gather stream waits for the collectives (NCCL's stream; a host-staged Gloo exchange
@@ -453,6 +549,8 @@ void ShardEngine::wait_gather(Unit& unit, const char* phase, const char* reason)
     unit.gathered.reset();
     if (timing()) after = dist::Streams::record(m_streams.compute(), true);
   }
+  for (auto& flat : unit.flats)
+    if (flat.nf4 && flat.packed.defined()) dequantize(flat);
   for (auto it = m_inflight.begin(); it != m_inflight.end(); ++it) {
     if (*it == &unit) {
       m_inflight.erase(it);
@@ -762,6 +860,7 @@ void ShardEngine::release(FlatParam& flat) {
         ->recordStream(flat.full_data.storage().data_ptr(), m_streams.compute());
   }
   free_storage(flat.full_data);
+  flat.packed.reset();
   flat.storage_live = false;
 }
 
@@ -829,6 +928,17 @@ std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_state() {
       auto send = flat.master.detach().to(m_device);
       auto full = at::empty({flat.padded}, send.options());  // (P)
       m_groups.shard->all_gather(full, send);
+      if (flat.nf4) {  // the dequantized weights, in fp32 (what the layers compute with)
+        const auto size = static_cast<std::int64_t>(c10::elementSize(flat.storage));
+        const auto bytes = full.view(at::kByte);
+        for (const auto& slot : flat.slots)
+          out.emplace_back(slot.name,
+                           model::dequantize_nf4_record(
+                               bytes.narrow(0, slot.offset * size, slot.numel * size), slot.shape,
+                               flat.nf4_block_size, flat.nf4_double_quant, at::kFloat)
+                               .to(at::kCPU));
+        continue;
+      }
       for (const auto& slot : flat.slots)
         out.emplace_back(slot.name, full.narrow(0, slot.offset, slot.numel)
                                         .view(slot.shape)

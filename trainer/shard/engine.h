@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,7 +112,8 @@ class ShardEngine {
   c10::Device device() const { return m_device; }
   /// Parameters that receive gradients (in trainable flats).
   std::int64_t params_trainable() const;
-  /// Full fp32 value of every parameter by HF name (a collective: every rank calls it).
+  /// Full fp32 value of every parameter by HF name (a collective: every rank calls it); an NF4
+  /// weight's is its dequantized value.
   std::vector<std::pair<std::string, at::Tensor>> full_state();
 
   // Called by the autograd pieces (engine.cpp); not for other users.
@@ -121,6 +123,11 @@ class ShardEngine {
 
  private:
   void trace_init(const FlatParam& flat, std::int64_t read_elements);
+  /// Fills an NF4 flat's master shard with the records of its weights; returns the checkpoint
+  /// elements read.
+  std::int64_t init_nf4(FlatParam& flat, const std::map<int, std::vector<at::Tensor>>& computed);
+  /// An NF4 flat's gathered records (`packed`) dequantized into its `full` buffer.
+  void dequantize(FlatParam& flat);
   void build_units(const spec::ShardSection& shard);
   void tie_params();
   void issue_gather(Unit& unit, const char* phase, bool prefetch = false);

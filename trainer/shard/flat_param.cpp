@@ -9,9 +9,24 @@ namespace shardscope::shard {
 std::vector<std::int64_t> FlatParam::split_sizes() const {
   std::vector<std::int64_t> sizes;
   sizes.reserve(slots.size() + 1);
-  for (const auto& s : slots) sizes.push_back(s.numel);
-  if (padded > numel) sizes.push_back(padded - numel);
+  for (const auto& s : slots) {
+    if (!nf4) {
+      sizes.push_back(s.numel);
+      continue;
+    }
+    std::int64_t n = 1;
+    for (auto d : s.shape) n *= d;
+    sizes.push_back(n);
+  }
+  if (!nf4 && padded > numel) sizes.push_back(padded - numel);
   return sizes;
+}
+
+std::int64_t FlatParam::full_numel() const {
+  if (!nf4) return padded;
+  std::int64_t n = 0;
+  for (auto size : split_sizes()) n += size;
+  return n;
 }
 
 void layout_flat(FlatParam& flat, int group_size, int group_rank) {
@@ -19,6 +34,7 @@ void layout_flat(FlatParam& flat, int group_size, int group_rank) {
   for (auto& s : flat.slots) {
     s.numel = 1;
     for (auto d : s.shape) s.numel *= d;
+    if (s.record > 0) s.numel = s.record;
     s.offset = offset;
     offset += s.numel;
   }

@@ -24,12 +24,25 @@ struct FlatSlot {
   std::int64_t numel = 0;
   std::int64_t offset = 0;  // element offset in the unpadded flat buffer
   bool decay = true;
+  /// NF4 flats: the storage elements of the slot's NF4 record (model::nf4_record); 0 for others,
+  /// whose numel is the shape's.
+  std::int64_t record = 0;
 };
 
 struct FlatParam {
-  std::string name;  // "<unit>/trainable" or "<unit>/frozen"
+  std::string name;  // "<unit>/trainable", "<unit>/frozen" or "<unit>/nf4"
   std::vector<FlatSlot> slots;
   bool trainable = true;
+  /// QLoRA: the unit's NF4 base weights (ParamShape::nf4), frozen. Its elements are the bytes of
+  /// each slot's NF4 record seen as `storage` (lora.quant_storage), so master is the (N) shard of
+  /// the records and a gather moves packed bytes; `packed` holds the gathered (P) records until
+  /// they are dequantized into `full`, here the (D) weights in the param dtype (D the sum of the
+  /// slots' shapes), which the layers' views use while the unit is live.
+  bool nf4 = false;
+  at::ScalarType storage = at::kFloat;  // master's dtype (fp32 but for NF4 flats)
+  std::int64_t nf4_block_size = 64;
+  bool nf4_double_quant = true;
+  at::Tensor packed;
   std::int64_t numel = 0;         // sum of slot numels
   std::int64_t padded = 0;        // P
   std::int64_t shard_numel = 0;   // N
@@ -48,8 +61,11 @@ struct FlatParam {
   bool storage_live = false;  // full's storage currently holds the gathered values
   bool grad_traced = false;   // the trace has a placement record of `grad`
 
-  /// Sizes for split_with_sizes: every slot, then the padding (if any).
+  /// Sizes for split_with_sizes of `full`: every slot, then the padding (if any); NF4 flats: the
+  /// slots' weights (no padding).
   std::vector<std::int64_t> split_sizes() const;
+  /// Elements of `full` while gathered: P, or D for an NF4 flat.
+  std::int64_t full_numel() const;
 };
 
 /// Lays out `slots` (offsets filled in) for a shard group of `group_size`, this rank at

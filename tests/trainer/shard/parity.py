@@ -13,6 +13,12 @@ One cell per CTest test (parity_<cell>):
               30 steps with adapters on q, v, o and down (base frozen) against the `--reference`
               run with the same adapters: losses and final adapters within 1e-5, every base
               parameter bit-identical to its initial value in both runs.
+  QLoRA cells qlora_<strategy>_<ranks> (issue #19): the same with lora.quantize = "nf4" (blocks
+              of 32, double quantization; the HYBRID_SHARD cell stores the records as bfloat16):
+              the engine gathers each unit's NF4 records and dequantizes them per unit; the
+              reference quantizes and dequantizes each base weight once. Losses and adapters
+              within 1e-5, and every base parameter (dumped dequantized) bit-identical to the
+              reference's, which proves the engine's NF4 values are the reference's.
 The reference runs are cached in the build tree (ranks.cached_run), shared by the cells.
 """
 import argparse
@@ -37,12 +43,16 @@ for _mode in ("bf16_autocast", "bf16_buffers_autocast", "bf16"):
 for _strategy in ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"):
     CELLS[f"lora_{_strategy.lower()}_2"] = (_strategy, 2, 2, "fp32")
 CELLS["lora_hybrid_shard_4"] = ("HYBRID_SHARD", 4, 2, "fp32")
+for _strategy in ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"):
+    CELLS[f"qlora_{_strategy.lower()}_2"] = (_strategy, 2, 2, "fp32")
+CELLS["qlora_hybrid_shard_4"] = ("HYBRID_SHARD", 4, 2, "fp32")
 LORA = {"enabled": True, "r": 4, "alpha": 8,
         "target_modules": ["q_proj", "v_proj", "o_proj", "down_proj"]}
+QLORA = dict(LORA, quantize="nf4", quant_block_size=32)
 
 
 def is_lora_cell(cell):
-    return cell.startswith("lora_")
+    return cell.startswith(("lora_", "qlora_"))
 
 # One reference step with lr 1, eps 1, no decay and no clipping moves each element by
 # -g / (|g| + 1): the step-1 gradient can be read back from the parameters.
@@ -112,6 +122,8 @@ def run_cell(args, config, strategy, world, local):
     mode = CELLS[args.cell][3]
     if mode != "fp32":
         sets.append(f"shard.precision=\"{mode}\"")
+    if args.cell == "qlora_hybrid_shard_4":  # records in another storage dtype: same values
+        sets.append("lora.quant_storage=\"bfloat16\"")
     with ranks.timed(f"{args.cell}: {world} rank(s) {' '.join(sets)}"):
         ranks.train(args.shardtrain, config, run_dir, world, local, sets,
                     ["--dump-params", "params.safetensors"])
@@ -185,8 +197,19 @@ def lora_cell(args, config):
     base = sorted(n for n in want if ".lora_" not in n)
     for name in base:
         check(np.array_equal(got.get(name), init[name]) and np.array_equal(want[name], init[name]),
-              f"{label}: the frozen base parameter {name} moved")
+              f"{label}: the frozen base parameter {name} moved, or differs from the reference's")
     print(f"{label}: {len(base)} base parameters bit-identical to their initial values")
+    if args.cell.startswith("qlora_"):
+        # NF4 took effect in both runs: every block of a quantized weight holds at most 16
+        # distinct values (levels times its absmax), which random init never gives.
+        block = QLORA["quant_block_size"]
+        linears = [n for n in base if n.endswith("_proj.weight")]
+        check(linears, f"{label}: no quantized Linear among the base parameters")
+        for name in linears:
+            blocks = got[name].reshape(-1, block)
+            most = max(len(np.unique(b)) for b in blocks)
+            check(most <= 16, f"{label}: {name} has a block of {most} distinct values: not NF4")
+        print(f"{label}: {len(linears)} quantized Linears, at most 16 values per block of {block}")
     compare_params(label, {n: got[n] for n in adapters}, {n: want[n] for n in adapters},
                    {n: init[n].astype("float64") for n in adapters}, {}, FP32_TOL)
 
@@ -232,7 +255,8 @@ def main():
     parser.add_argument("--cell", required=True, choices=sorted(CELLS))
     args = parser.parse_args()
     lora = is_lora_cell(args.cell)
-    config = ranks.setup_experiment(args.work, {"lora": LORA} if lora else None)
+    section = QLORA if args.cell.startswith("qlora_") else LORA
+    config = ranks.setup_experiment(args.work, {"lora": section} if lora else None)
     cell = lora_cell if lora else fp32_cell if CELLS[args.cell][3] == "fp32" else bf16_cell
     ranks.main_guard(lambda: cell(args, config))
 
