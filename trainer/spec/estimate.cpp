@@ -81,30 +81,63 @@ Result<ModelFacts> model_facts(const Experiment& exp) {
   return f;
 }
 
+enum class FlatKind { trainable, frozen, nf4 };
+
 struct FlatSizes {
-  std::int64_t shard = 0;   // N
-  std::int64_t padded = 0;  // P
-  bool trainable = true;
+  std::int64_t shard = 0;   // N, in the flat's elements
+  std::int64_t padded = 0;  // P = N x S
+  FlatKind kind = FlatKind::trainable;
 };
 
-std::vector<std::vector<FlatSizes>> unit_flats(const std::vector<LayerShape>& layers,
-                                               const std::vector<std::vector<int>>& units,
-                                               int shard_size) {
-  std::vector<std::vector<FlatSizes>> out;
+struct UnitSizes {
+  std::vector<FlatSizes> flats;
+  std::int64_t nf4_weights = 0;  // elements of the unit's NF4 weights
+  std::int64_t nf4_bytes = 0;    // their records, unsharded (the "<unit>/nf4" flat's bytes)
+  // Elements held in the param dtype while the unit runs: its full (padded) fp32-master flats
+  // and the dequantized copy of its NF4 weights (the packed bytes are only transient).
+  std::int64_t gathered = 0;
+};
+
+// Bytes of one element of the NF4 flat: lora.quant_storage reinterprets the packed bytes.
+std::int64_t storage_bytes(const std::string& storage) {
+  if (storage == "float32") return 4;
+  if (storage == "bfloat16" || storage == "float16") return 2;
+  return 1;
+}
+
+std::vector<UnitSizes> unit_flats(const std::vector<LayerShape>& layers,
+                                  const std::vector<std::vector<int>>& units, int shard_size,
+                                  const LoraSection& lora) {
+  std::vector<UnitSizes> out;
   for (const auto& unit : units) {
+    UnitSizes sizes;
     std::int64_t trainable = 0;
     std::int64_t frozen = 0;
     for (int l : unit)
-      for (const auto& p : layers[static_cast<std::size_t>(l)].params)
-        if (p.tied_to.empty())  // a tied parameter is its owner's storage (counted once)
-          (p.trainable ? trainable : frozen) += numel(p.shape);
-    std::vector<FlatSizes> flats;
-    for (auto [n, t] : {std::pair{trainable, true}, std::pair{frozen, false}}) {
+      for (const auto& p : layers[static_cast<std::size_t>(l)].params) {
+        if (!p.tied_to.empty()) continue;  // a tied parameter is its owner's storage (once)
+        const auto n = numel(p.shape);
+        if (p.nf4) {
+          sizes.nf4_weights += n;
+          sizes.nf4_bytes += nf4_record_bytes(n, lora);
+        } else {
+          (p.trainable ? trainable : frozen) += n;
+        }
+      }
+    for (auto [n, kind] :
+         {std::pair{trainable, FlatKind::trainable}, std::pair{frozen, FlatKind::frozen}}) {
       if (n == 0) continue;
       const auto s = shard_numel(n, shard_size);
-      flats.push_back({s, s * shard_size, t});
+      sizes.flats.push_back({s, s * shard_size, kind});
+      sizes.gathered += s * shard_size;
     }
-    out.push_back(std::move(flats));
+    if (sizes.nf4_bytes > 0) {
+      // Records are 4-byte multiples, so the flat holds a whole number of storage elements.
+      const auto s = shard_numel(sizes.nf4_bytes / storage_bytes(lora.quant_storage), shard_size);
+      sizes.flats.push_back({s, s * shard_size, FlatKind::nf4});
+      sizes.gathered += sizes.nf4_weights;
+    }
+    out.push_back(std::move(sizes));
   }
   return out;
 }
@@ -121,6 +154,14 @@ int shard_size_of(ShardStrategy s, int world, int local) {
 }
 
 }  // namespace
+
+std::int64_t nf4_record_bytes(std::int64_t n, const LoraSection& lora) {
+  const auto block = std::max<std::int64_t>(1, lora.quant_block_size);
+  const auto blocks = (n + block - 1) / block;
+  const auto codes = (n + 1) / 2;  // two 4-bit codes a byte
+  const auto absmax = lora.double_quant ? blocks + 4 * ((blocks + 255) / 256) + 4 : 4 * blocks;
+  return (codes + absmax + 3) / 4 * 4;
+}
 
 Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
                                        int local_world_size) {
@@ -153,38 +194,50 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
       if (p.trainable) e.params_trainable += numel(p.shape);
     }
   const auto units = plan_units(layers, exp.shard.wrap_policy, exp.shard.wrap_min_params);
-  const auto flats = unit_flats(layers, units, e.shard_size);
+  const auto flats = unit_flats(layers, units, e.shard_size, exp.lora);
+  const auto nf4_element = storage_bytes(exp.lora.quant_storage);
 
-  std::int64_t root_padded = 0;
-  std::int64_t max_unit_padded = 0;
-  std::int64_t all_padded = 0;
+  std::int64_t root_gathered = 0;
+  std::int64_t max_unit_gathered = 0;
+  std::int64_t all_gathered = 0;
   std::int64_t trainable_padded = 0;
   std::int64_t max_flat_padded = 0;
   for (std::size_t u = 0; u < flats.size(); ++u) {
-    std::int64_t unit_padded = 0;
-    for (const auto& f : flats[u]) {
-      e.params += 4 * f.shard;
-      if (f.trainable) {
-        e.grads += 4 * f.shard;
-        e.optimizer += 8 * f.shard;
-        trainable_padded += f.padded;
-        max_flat_padded = std::max(max_flat_padded, f.padded);
+    const auto& unit = flats[u];
+    for (const auto& f : unit.flats) {
+      switch (f.kind) {
+        case FlatKind::nf4:  // frozen: no gradient, no optimizer state
+          e.nf4 += f.shard * nf4_element;
+          break;
+        case FlatKind::frozen:
+          e.params += 4 * f.shard;
+          break;
+        case FlatKind::trainable:
+          e.params += 4 * f.shard;
+          e.grads += 4 * f.shard;
+          e.optimizer += 8 * f.shard;
+          trainable_padded += f.padded;
+          max_flat_padded = std::max(max_flat_padded, f.padded);
+          break;
       }
-      unit_padded += f.padded;
     }
-    all_padded += unit_padded;
+    e.nf4_params += unit.nf4_weights;
+    e.nf4_packed += unit.nf4_bytes;
+    all_gathered += unit.gathered;
     if (u == 0) {
-      root_padded = unit_padded;
+      root_gathered = unit.gathered;
     } else {
-      max_unit_padded = std::max(max_unit_padded, unit_padded);
+      max_unit_gathered = std::max(max_unit_gathered, unit.gathered);
     }
   }
+  e.params += e.nf4;
   const bool frees = exp.shard.strategy == ShardStrategy::full_shard ||
                      exp.shard.strategy == ShardStrategy::hybrid_shard;
   const bool prefetch =
       exp.shard.backward_prefetch != BackwardPrefetch::none || exp.shard.forward_prefetch;
   const std::int64_t in_flight = prefetch ? std::min(2, exp.shard.max_inflight_gathers + 1) : 1;
-  e.gathered = frees ? (root_padded + in_flight * max_unit_padded) * p_bytes : all_padded * p_bytes;
+  e.gathered =
+      frees ? (root_gathered + in_flight * max_unit_gathered) * p_bytes : all_gathered * p_bytes;
 
   const auto dp = world_size;
   e.micro_batch = exp.train.micro_batch_size > 0
@@ -229,7 +282,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   // the head's backward (every saved activation, the logits, the gathered units) and the end of
   // backward (every sharded gradient, the root still gathered, its gradient being reduced).
   const auto head_backward = e.gathered + e.activations + e.vision + e.logits + accum;
-  const auto backward_end = e.grads + root_padded * p_bytes + e.grad_buffers;
+  const auto backward_end = e.grads + root_gathered * p_bytes + e.grad_buffers;
   e.total = e.params + e.optimizer + std::max(head_backward, backward_end);
   // Offloaded state lives in host memory; everything else on the compute device.
   e.host =
@@ -293,7 +346,21 @@ std::string format_estimate(const MemoryEstimate& e) {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "memory per rank (world %d, %d per node, shards of %d, micro-batch %lld):\n"
-                "  params        %10.2f MiB  fp32 master shards\n"
+                "  params        %10.2f MiB  %s\n",
+                e.world_size, e.local_world_size, e.shard_size,
+                static_cast<long long>(e.micro_batch), mib(e.params),
+                e.nf4_params > 0 ? "fp32 master shards + NF4 base shards" : "fp32 master shards");
+  std::string out = buf;
+  if (e.nf4_params > 0) {
+    // The base as QLoRA stores it: what the quantized weights cost in all, and per weight.
+    std::snprintf(buf, sizeof buf,
+                  "    nf4 base    %10.2f MiB  of params: %lld weights as NF4, %.2f MiB packed "
+                  "in all (%.3f bits a weight), dequantized per unit when it runs\n",
+                  mib(e.nf4), static_cast<long long>(e.nf4_params), mib(e.nf4_packed),
+                  8.0 * static_cast<double>(e.nf4_packed) / static_cast<double>(e.nf4_params));
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf,
                 "  grads         %10.2f MiB  fp32 sharded gradients\n"
                 "  optimizer     %10.2f MiB  AdamW moments\n"
                 "  gathered      %10.2f MiB  full units at the peak\n"
@@ -302,12 +369,10 @@ std::string format_estimate(const MemoryEstimate& e) {
                 "  vision        %10.2f MiB  vision tower and merger, %lld image tokens a sample\n"
                 "  logits        %10.2f MiB\n"
                 "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
-                e.world_size, e.local_world_size, e.shard_size,
-                static_cast<long long>(e.micro_batch), mib(e.params), mib(e.grads),
-                mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers), mib(e.activations),
-                mib(e.vision), static_cast<long long>(e.image_tokens), mib(e.logits), mib(e.total),
-                mib(e.device), mib(e.host));
-  return buf;
+                mib(e.grads), mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers),
+                mib(e.activations), mib(e.vision), static_cast<long long>(e.image_tokens),
+                mib(e.logits), mib(e.total), mib(e.device), mib(e.host));
+  return out + buf;
 }
 
 std::string estimate_json(const MemoryEstimate& e) {
@@ -328,7 +393,10 @@ std::string estimate_json(const MemoryEstimate& e) {
                         {"logits", e.logits},
                         {"total", e.total},
                         {"device", e.device},
-                        {"host", e.host}}
+                        {"host", e.host},
+                        {"nf4_params", e.nf4_params},
+                        {"nf4_packed", e.nf4_packed},
+                        {"nf4", e.nf4}}
       .dump();
 }
 

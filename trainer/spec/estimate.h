@@ -21,10 +21,10 @@ struct MemoryEstimate {
   std::int64_t params_total = 0;  // parameter count of the model
   std::int64_t params_trainable = 0;
   // Bytes per rank.
-  std::int64_t params = 0;        // fp32 master shards, padded
+  std::int64_t params = 0;        // fp32 master shards, padded (plus the NF4 base's shards)
   std::int64_t grads = 0;         // fp32 sharded gradients (trainable flats)
   std::int64_t optimizer = 0;     // AdamW exp_avg + exp_avg_sq (fp32, sharded)
-  std::int64_t gathered = 0;      // full units in the param dtype at the peak
+  std::int64_t gathered = 0;      // full units in the param dtype at the peak (NF4 dequantized)
   std::int64_t grad_buffers = 0;  // unsharded gradients being reduced, accumulation buffers
   std::int64_t activations = 0;   // tensors saved for backward (text blocks, embedding, norm)
   std::int64_t vision = 0;        // the vision tower's and merger's saved tensors, pixel values
@@ -33,7 +33,17 @@ struct MemoryEstimate {
   std::int64_t total = 0;
   std::int64_t device = 0;  // of the total, on the compute device (GPU)
   std::int64_t host = 0;    // of the total, in host memory: offload_params / offload_optimizer
+  // QLoRA (lora.quantize = "nf4"): the base weights held as NF4 records instead of fp32 masters.
+  std::int64_t nf4_params = 0;  // weights stored as NF4 (0 without quantize = "nf4")
+  std::int64_t nf4_packed = 0;  // their records' bytes over the whole model, unsharded
+  std::int64_t nf4 = 0;         // of params: this rank's shards of the units' "<unit>/nf4" flats
 };
+
+/// Bytes of one NF4 weight of `n` elements as the engine stores it in its unit's "<unit>/nf4"
+/// flat: packed codes ceil(n / 2); per block of lora.quant_block_size weights, an fp32 absmax,
+/// or with double_quant an 8-bit code plus one fp32 absmax per 256 codes and an fp32 offset;
+/// the record padded to a multiple of 4 bytes.
+std::int64_t nf4_record_bytes(std::int64_t n, const LoraSection& lora);
 
 /// The estimate for a world shape (validated with validate_for_world first).
 Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size, int local_world_size);

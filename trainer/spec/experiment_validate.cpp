@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "trainer/spec/experiment_schema.h"
+#include "trainer/spec/field_catalog.h"
 #include "trainer/spec/model_shape.h"
 
 namespace shardscope::spec::detail {
@@ -285,8 +286,8 @@ void check_lora(const LoraSection& l, const ModelSection& m, const Check& check)
 // config.json, read by the trainer (which refuses lora.quantize = "nf4" until a model holds a
 // quantized base).
 void check_quantize(const LoraSection& l, const ModelSection& m, const Check& check) {
-  static const std::vector<std::string> kQuantize = {"none", "nf4"};
-  static const std::vector<std::string> kStorage = {"uint8", "bfloat16", "float16", "float32"};
+  const auto& kQuantize = lora_quantize_values();
+  const auto& kStorage = lora_quant_storage_values();
   if (std::find(kQuantize.begin(), kQuantize.end(), l.quantize) == kQuantize.end()) {
     const std::string near = closest(l.quantize, kQuantize);
     check(false, "lora.quantize",
@@ -393,3 +394,17 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
 }
 
 }  // namespace shardscope::spec::detail
+
+namespace shardscope::spec {
+
+const std::vector<std::string>& lora_quantize_values() {
+  static const std::vector<std::string> kValues = {"none", "nf4"};
+  return kValues;
+}
+
+const std::vector<std::string>& lora_quant_storage_values() {
+  static const std::vector<std::string> kValues = {"uint8", "bfloat16", "float16", "float32"};
+  return kValues;
+}
+
+}  // namespace shardscope::spec

@@ -107,6 +107,10 @@ std::vector<FieldInfo> build_catalog() {
             info.default_text = text_of(section.*member);
           },
           f.member);
+      // String fields with a fixed vocabulary offer it too (they stay strings: a file may hold
+      // any text, which validation then names).
+      if (info.path == "lora.quantize") info.choices = lora_quantize_values();
+      if (info.path == "lora.quant_storage") info.choices = lora_quant_storage_values();
       out.push_back(std::move(info));
     }
   });

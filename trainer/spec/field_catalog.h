@@ -22,12 +22,19 @@ struct FieldInfo {
   std::string section;  // "train"
   std::string key;      // "lr"
   FieldType type = FieldType::string;
-  bool list_of_int = false;          // list: elements are integers (else strings)
-  bool is_unsigned = false;          // integer: never negative (train.seed)
-  std::vector<std::string> choices;  // enumeration: the canonical spellings, in schema order
-  std::string default_text;          // get_field(Experiment{}, path)
-  std::string doc;                   // meaning and unit, from the schema table
+  bool list_of_int = false;  // list: elements are integers (else strings)
+  bool is_unsigned = false;  // integer: never negative (train.seed)
+  // enumeration: the canonical spellings, in schema order; string: the values it accepts when
+  // they are a fixed set (lora.quantize, lora.quant_storage), else empty
+  std::vector<std::string> choices;
+  std::string default_text;  // get_field(Experiment{}, path)
+  std::string doc;           // meaning and unit, from the schema table
 };
+
+/// The values lora.quantize accepts ("none", "nf4") and lora.quant_storage accepts ("uint8",
+/// "bfloat16", "float16", "float32"): validation and the catalogue's choices share them.
+const std::vector<std::string>& lora_quantize_values();
+const std::vector<std::string>& lora_quant_storage_values();
 
 /// Every typed field in file order ([search] is kept raw and is not listed).
 const std::vector<FieldInfo>& field_catalog();

@@ -254,6 +254,9 @@ QWidget* BuilderPanel::buildEditor(const spec::FieldInfo& f) {
       });
       return box;
     }
+    case spec::FieldType::string:
+      if (f.choices.empty()) return lineEditor(f);
+      [[fallthrough]];  // a string with a fixed vocabulary (lora.quantize) is picked like an enum
     case spec::FieldType::enumeration: {
       auto* combo = new QComboBox;
       for (const auto& c : f.choices) combo->addItem(QString::fromStdString(c));
@@ -271,15 +274,19 @@ QWidget* BuilderPanel::buildEditor(const spec::FieldInfo& f) {
         return spin;
       }
       [[fallthrough]];
-    default: {
-      auto* edit = new QLineEdit;
-      if (f.type == spec::FieldType::list) edit->setPlaceholderText(tr("comma-separated"));
-      if (f.type == spec::FieldType::map) edit->setPlaceholderText(tr("NAME=value, ..."));
-      connect(edit, &QLineEdit::editingFinished, this,
-              [this, path, edit] { commitText(path, edit->text()); });
-      return edit;
-    }
+    default:
+      return lineEditor(f);
   }
+}
+
+QLineEdit* BuilderPanel::lineEditor(const spec::FieldInfo& f) {
+  const QString path = QString::fromStdString(f.path);
+  auto* edit = new QLineEdit;
+  if (f.type == spec::FieldType::list) edit->setPlaceholderText(tr("comma-separated"));
+  if (f.type == spec::FieldType::map) edit->setPlaceholderText(tr("NAME=value, ..."));
+  connect(edit, &QLineEdit::editingFinished, this,
+          [this, path, edit] { commitText(path, edit->text()); });
+  return edit;
 }
 
 QWidget* BuilderPanel::withBrowse(QLineEdit* edit, const QString& path) {
@@ -323,6 +330,9 @@ void BuilderPanel::syncEditor(const QString& path) {
   if (auto* box = qobject_cast<QCheckBox*>(w)) {
     box->setChecked(value == QLatin1String("true"));
   } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
+    // A string field's file may hold a value outside its choices ("nf8"): it is shown as an
+    // extra item, with validation's message beside it, rather than hidden behind another one.
+    if (combo->findText(value) < 0) combo->addItem(value);
     combo->setCurrentText(value);
   } else if (auto* spin = qobject_cast<QSpinBox*>(w)) {
     spin->setValue(value.toInt());

@@ -64,6 +64,7 @@ class BuilderPanel : public QWidget {
   QWidget* buildToolbar();
   QWidget* buildSection(const QString& section);
   QWidget* buildEditor(const spec::FieldInfo& f);
+  QLineEdit* lineEditor(const spec::FieldInfo& f);
   QWidget* withBrowse(QLineEdit* edit, const QString& path);
   void commitText(const QString& path, const QString& shown);
   void syncEditor(const QString& path);

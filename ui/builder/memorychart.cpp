@@ -152,6 +152,8 @@ void MemoryChart::setExperiment(const spec::Experiment& exp) {
   applyBudget(exp);
   m_perRank.fill(0);
   m_ranks = 0;
+  m_nf4 = 0;
+  m_nf4Packed = 0;
   m_error.clear();
   const int world = spec::launch_world_size(exp.launch);
   auto est = spec::estimate_memory(exp, world, exp.launch.nproc_per_node);
@@ -161,6 +163,8 @@ void MemoryChart::setExperiment(const spec::Experiment& exp) {
   } else {
     const auto& e = *est;
     m_ranks = e.world_size;
+    m_nf4 = e.nf4;
+    m_nf4Packed = e.nf4_packed;
     m_budgeted = spec::budgeted_bytes(e, spec::DeviceBudget{0, {}, m_budgetGpu});
     // estimate_memory's total is a peak: params + optimizer + the larger of two moments, the
     // head's backward (gathered units, activations, logits, accumulation buffers) and the end of
@@ -224,6 +228,9 @@ void MemoryChart::replot() {
     bars->setBrush(color);
     bars->setPen(QPen(color.darker(130)));
   }
+  // QLoRA: the params bar holds the NF4 base's shards, and its legend entry says so.
+  m_bars[Params]->setName(m_nf4Packed > 0 ? tr("params (NF4 base %1)").arg(formatBytes(m_nf4))
+                                          : QString::fromLatin1(kNames[Params]));
   m_plot->xAxis->setTicker(ticker);
   m_plot->xAxis->setRange(-0.7, std::max(shown, 1) - 0.3);
   m_plot->yAxis->setLabel(tr("bytes per rank (%1)").arg(unit));
@@ -248,6 +255,9 @@ void MemoryChart::replot() {
                .arg(formatBytes(budget))
                .arg(over ? tr(": OVER BUDGET") : QString())
                .arg(m_headMoment ? tr("the head's backward") : tr("the end of backward"));
+    if (m_nf4Packed > 0)
+      text += tr("; base in NF4: %1 packed, %2 per rank")
+                  .arg(formatBytes(m_nf4Packed), formatBytes(m_nf4));
   }
   m_status->setText(text);
   m_status->setStyleSheet(over || !m_error.isEmpty() || !m_budgetError.isEmpty()

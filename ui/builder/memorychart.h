@@ -1,6 +1,7 @@
 // The builder's memory panel: trainer/spec's per-rank estimate for the configured world size as
 // one stacked bar per rank (params, grads, optimizer, gathered, activations, other), with the
-// device budget as a line; everything turns red when a rank is over the budget.
+// device budget as a line; everything turns red when a rank is over the budget. A QLoRA base
+// (lora.quantize = "nf4") is part of the params bar, named in its legend entry and the status.
 #pragma once
 
 #include <QVector>
@@ -74,6 +75,8 @@ class MemoryChart : public QWidget {
   std::vector<int> m_localGpus;
   int m_ranks = 0;
   std::array<std::int64_t, CategoryCount> m_perRank{};
+  std::int64_t m_nf4 = 0;        // of the params bar: the NF4 base's shards (lora.quantize)
+  std::int64_t m_nf4Packed = 0;  // the NF4 base's records over the whole model
   QString m_error;
   bool m_headMoment = true;  // the peak is at the head's backward (else at the end of backward)
 };

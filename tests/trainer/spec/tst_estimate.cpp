@@ -4,7 +4,9 @@
 // preprocessor_config.json, and a folder the estimate cannot trust (no config.json, another
 // model_type, weights whose shapes contradict config.json) is an error naming the file and the
 // field. The budget: launch.device_memory_gib always wins, a detected GPU next, the host's
-// memory for CPU runs, and Slurm without the field is an error naming it.
+// memory for CPU runs, and Slurm without the field is an error naming it. With lora.quantize =
+// "nf4" the base's Linears are counted as the engine stores them (NF4 records in each unit's
+// "<unit>/nf4" flat, dequantized while the unit runs), byte for byte on the tiny model.
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -114,6 +116,109 @@ class TestEstimate : public QObject {
     QCOMPARE(e->params_trainable, std::int64_t{28 * 16 * (1536 + 1536 + 1536 + 256)});
     QVERIFY(e->optimizer < 8 * e->params_trainable / 2 + 8 * 64 * 1024);
     QVERIFY(e->params >= 4 * e->params_total / 2);  // the frozen base is held, sharded
+  }
+
+  void nf4RecordsFollowTheByteFormula() {
+    LoraSection lora;
+    lora.quantize = "nf4";
+    lora.quant_block_size = 32;
+    // 130 weights: 65 packed bytes, 5 blocks: 5 absmax codes, one nested fp32 absmax, one fp32
+    // offset: 78 bytes, padded to 80.
+    QCOMPARE(nf4_record_bytes(130, lora), std::int64_t{80});
+    lora.double_quant = false;  // 65 + 5 fp32 absmax = 85, padded to 88
+    QCOMPARE(nf4_record_bytes(130, lora), std::int64_t{88});
+    lora.double_quant = true;
+    lora.quant_block_size = 64;  // 4096 weights: 2048 + 64 + 4 + 4
+    QCOMPARE(nf4_record_bytes(4096, lora), std::int64_t{2120});
+    // 64 x 64 x 1024 weights: 65536 blocks, 256 nested absmax.
+    QCOMPARE(nf4_record_bytes(64 * 64 * 1024, lora),
+             std::int64_t{64 * 64 * 512 + 65536 + 4 * 256 + 4});
+  }
+
+  // The tiny model (C 64, I 256, V 256, 2 blocks) with adapters on q and v (r 8) over a shard
+  // group of 3, counted by hand: a block's NF4 weights are q, k, v, o (64 x 64: 2048 packed +
+  // 64 codes + 4 + 4 = 2120 bytes each) and gate, up, down (64 x 256: 8192 + 256 + 4 + 4 = 8456),
+  // 33848 bytes, ceil(33848 / 3) = 11283 a rank; its other frozen tensors (two norms, three
+  // biases: 320) stay fp32 masters, ceil(320 / 3) = 107 elements; its adapters 2 x 2 x 8 x 64 =
+  // 2048, 683 a rank; the root (embedding, final norm, head: 32832) 10944 a rank.
+  void nf4CountsTheTinyModelsRecordsExactly() {
+    Experiment exp;
+    exp.model.arch = "tiny";
+    exp.data.train_path = "train.jsonl";
+    exp.data.seq_len = 32;
+    exp.train.batch_size = 3;
+    exp.shard.precision = PrecisionMode::bf16;
+    exp.launch.nproc_per_node = 3;
+    exp.lora.enabled = true;
+    exp.lora.r = 8;
+    exp.lora.target_modules = {"q_proj", "v_proj"};
+    exp.lora.quantize = "nf4";
+    auto e = estimate_memory(exp, 3, 3);
+    VERIFY_OK(e);
+    QCOMPARE(e->shard_size, 3);
+    QCOMPARE(e->nf4_params, std::int64_t{2 * (4 * 64 * 64 + 3 * 64 * 256)});
+    QCOMPARE(e->nf4_packed, std::int64_t{2 * 33848});
+    QCOMPARE(e->nf4, std::int64_t{2 * 11283});
+    QCOMPARE(e->params, std::int64_t{4 * 10944 + 2 * (4 * 107 + 4 * 683) + 2 * 11283});
+    QCOMPARE(e->grads, std::int64_t{2 * 4 * 683});      // adapters only
+    QCOMPARE(e->optimizer, std::int64_t{2 * 8 * 683});  // adapters only
+    QCOMPARE(e->params_trainable, std::int64_t{2 * 2048});
+    // FULL_SHARD with prefetch: the root and two blocks gathered, each block's flats padded
+    // (3 x 683 + 3 x 107) plus its NF4 weights dequantized, in bf16.
+    QCOMPARE(e->gathered, std::int64_t{(32832 + 2 * (3 * 683 + 3 * 107 + 65536)) * 2});
+    const auto text = format_estimate(*e);
+    QVERIFY2(contains(text, "nf4 base") && contains(text, "131072 weights as NF4"), text.c_str());
+    QVERIFY2(contains(estimate_json(*e), "\"nf4_packed\":67696"), estimate_json(*e).c_str());
+
+    // Without double quantization every block has an fp32 absmax: q 2048 + 4 x 64, gate
+    // 8192 + 4 x 256; 36864 bytes a block, 12288 a rank.
+    exp.lora.double_quant = false;
+    auto plain_absmax = estimate_memory(exp, 3, 3);
+    VERIFY_OK(plain_absmax);
+    QCOMPARE(plain_absmax->nf4, std::int64_t{2 * 12288});
+    // Stored as float32 the flat shards 4-byte elements: 33848 / 4 = 8462, 2821 a rank.
+    exp.lora.double_quant = true;
+    exp.lora.quant_storage = "float32";
+    auto f32 = estimate_memory(exp, 3, 3);
+    VERIFY_OK(f32);
+    QCOMPARE(f32->nf4, std::int64_t{2 * 4 * 2821});
+    // SHARD_GRAD_OP keeps every unit gathered.
+    exp.lora.quant_storage = "uint8";
+    exp.shard.strategy = ShardStrategy::shard_grad_op;
+    auto kept = estimate_memory(exp, 3, 3);
+    VERIFY_OK(kept);
+    QCOMPARE(kept->gathered, std::int64_t{(32832 + 2 * (3 * 683 + 3 * 107 + 65536)) * 2});
+  }
+
+  void nf4LowersTheEstimateBelowPlainLora() {
+    auto exp = experiment("qwen2_vl", kSource + "/examples/models/qwen2-vl-2b");
+    exp.lora.enabled = true;
+    exp.lora.r = 16;
+    exp.lora.target_modules = {"q_proj", "v_proj"};
+    auto plain = estimate_memory(exp, 2, 2);
+    VERIFY_OK(plain);
+    QCOMPARE(plain->nf4_params, std::int64_t{0});
+    QCOMPARE(plain->nf4, std::int64_t{0});
+    exp.lora.quantize = "nf4";
+    auto nf4 = estimate_memory(exp, 2, 2);
+    VERIFY_OK(nf4);
+    // Every Linear of the 28 text blocks (q, o: 1536 x 1536; k, v: 256 x 1536; gate, up, down:
+    // 8960 x 1536), none of the vision tower's (not targeted).
+    const std::int64_t text = 28LL * (2 * 1536 * 1536 + 2 * 256 * 1536 + 3 * 8960 * 1536);
+    QCOMPARE(nf4->nf4_params, text);
+    QCOMPARE(nf4->params_total, plain->params_total);
+    QCOMPARE(nf4->grads, plain->grads);
+    QCOMPARE(nf4->optimizer, plain->optimizer);
+    // Each weight: 4 bytes as an fp32 master, about half a byte as NF4.
+    QVERIFY(nf4->params < plain->params - 3 * text / 2);
+    QVERIFY(nf4->nf4 < text / 2 * 6 / 10);
+    QVERIFY(nf4->total < plain->total);
+    QVERIFY(nf4->device < plain->device);
+    // A targeted vision Linear is quantized too: qkv (3840 x 1280) in 32 vision blocks.
+    exp.lora.target_modules = {"q_proj", "v_proj", "qkv"};
+    auto vision = estimate_memory(exp, 2, 2);
+    VERIFY_OK(vision);
+    QCOMPARE(vision->nf4_params, text + 32LL * 3840 * 1280);
   }
 
   void offloadMovesStatesToTheHost() {

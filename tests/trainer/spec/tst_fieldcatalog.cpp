@@ -24,6 +24,12 @@ class TestFieldCatalog : public QObject {
              (std::vector<std::string>{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"}));
     // Aliases (float32) are accepted by the reader but not offered.
     QCOMPARE(find_field("shard.param_dtype")->choices.size(), std::size_t(3));
+    // A string with a fixed vocabulary stays a string and offers what validation accepts.
+    QCOMPARE(find_field("lora.quantize")->type, FieldType::string);
+    QCOMPARE(find_field("lora.quantize")->choices, (std::vector<std::string>{"none", "nf4"}));
+    QCOMPARE(find_field("lora.quant_storage")->choices,
+             (std::vector<std::string>{"uint8", "bfloat16", "float16", "float32"}));
+    QVERIFY(find_field("model.path")->choices.empty());
     QCOMPARE(find_field("lora.target_modules")->type, FieldType::list);
     QCOMPARE(find_field("launch.gpus")->list_of_int, true);
     QCOMPARE(find_field("launch.env")->type, FieldType::map);

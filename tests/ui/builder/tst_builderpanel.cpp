@@ -248,6 +248,65 @@ class TestBuilderPanel : public QObject {
     }
   }
 
+  // QLoRA in the LoRA tab: quantize and quant_storage are picked from what validation accepts,
+  // and switching the demo's LoRA run to nf4 lowers the charted params (the frozen base as NF4
+  // records instead of fp32 masters) while grads and optimizer stay, with the legend and the
+  // status naming the NF4 base.
+  void quantizingTheLoraBaseLowersTheChartedParams() {
+    BuilderPanel panel;
+    QString error;
+    QVERIFY(panel.controller()->openFile(m_demo, &error));
+    auto* enabled = qobject_cast<QCheckBox*>(panel.editor("lora.enabled"));
+    QVERIFY(enabled);
+    enabled->setChecked(true);
+    settle(panel);
+    auto* chart = panel.memoryChart();
+    QVERIFY2(chart->rankCount() == 2, qPrintable(chart->statusText()));
+    const auto plainParams = chart->barBytes(ui::MemoryChart::Params, 0);
+    const auto plainOptimizer = chart->barBytes(ui::MemoryChart::Optimizer, 0);
+    const auto plainStack = chart->stackBytes(0);
+    QVERIFY(!chart->statusText().contains("NF4"));
+
+    auto* quantize = qobject_cast<QComboBox*>(panel.editor("lora.quantize"));
+    QVERIFY2(quantize, "lora.quantize is not a combo box");
+    QCOMPARE(quantize->count(), 2);
+    QCOMPARE(quantize->itemText(1), QStringLiteral("nf4"));
+    auto* storage = qobject_cast<QComboBox*>(panel.editor("lora.quant_storage"));
+    QVERIFY2(storage, "lora.quant_storage is not a combo box");
+    QCOMPARE(storage->count(), 4);
+    QVERIFY(qobject_cast<QCheckBox*>(panel.editor("lora.double_quant")));
+    // The demo's width (32) is a whole number of blocks of 32, not of the default 64.
+    auto* block = qobject_cast<QSpinBox*>(panel.editor("lora.quant_block_size"));
+    QVERIFY(block);
+    quantize->setCurrentText("nf4");
+    block->setValue(32);
+    settle(panel);
+    const auto& lora = panel.controller()->experiment().lora;
+    QCOMPARE(lora.quantize, std::string("nf4"));
+    QCOMPARE(lora.quant_block_size, std::int64_t{32});
+    QVERIFY(panel.controller()->tomlText().contains("quantize = \"nf4\""));
+    QVERIFY2(chart->rankCount() == 2, qPrintable(chart->statusText()));
+    auto est = spec::estimate_memory(panel.controller()->experiment(), 2, 2);
+    QVERIFY2(est.ok(), est.ok() ? "" : est.message().c_str());
+    QVERIFY(est->nf4 > 0);
+    QCOMPARE(chart->barBytes(ui::MemoryChart::Params, 0), est->params);
+    QVERIFY2(chart->barBytes(ui::MemoryChart::Params, 0) < plainParams,
+             qPrintable(QStringLiteral("%1 >= %2")
+                            .arg(chart->barBytes(ui::MemoryChart::Params, 0))
+                            .arg(plainParams)));
+    QCOMPARE(chart->barBytes(ui::MemoryChart::Optimizer, 0), plainOptimizer);
+    QVERIFY(chart->stackBytes(0) < plainStack);
+    QVERIFY2(chart->statusText().contains("NF4"), qPrintable(chart->statusText()));
+    QVERIFY(chart->plot()->plottable(0)->name().contains("NF4"));
+
+    // Back to none: the chart returns to plain LoRA's figures.
+    block->setValue(64);
+    quantize->setCurrentText("none");
+    settle(panel);
+    QCOMPARE(chart->barBytes(ui::MemoryChart::Params, 0), plainParams);
+    QVERIFY(!chart->plot()->plottable(0)->name().contains("NF4"));
+  }
+
   // The panel names its budget and where it comes from (launch.device_memory_gib here), says
   // when Slurm lacks it, and shows a model folder's error (no config.json) instead of bars.
   void memoryPanelNamesTheBudgetAndBadModelFolders() {
