@@ -119,7 +119,7 @@ std::vector<UnitSizes> unit_flats(const std::vector<LayerShape>& layers,
         const auto n = numel(p.shape);
         if (p.nf4) {
           sizes.nf4_weights += n;
-          sizes.nf4_bytes += nf4_record_bytes(n, lora);
+          sizes.nf4_bytes += nf4_record_bytes(n, lora.quant_block_size, lora.double_quant);
         } else {
           (p.trainable ? trainable : frozen) += n;
         }
@@ -154,14 +154,6 @@ int shard_size_of(ShardStrategy s, int world, int local) {
 }
 
 }  // namespace
-
-std::int64_t nf4_record_bytes(std::int64_t n, const LoraSection& lora) {
-  const auto block = std::max<std::int64_t>(1, lora.quant_block_size);
-  const auto blocks = (n + block - 1) / block;
-  const auto codes = (n + 1) / 2;  // two 4-bit codes a byte
-  const auto absmax = lora.double_quant ? blocks + 4 * ((blocks + 255) / 256) + 4 : 4 * blocks;
-  return (codes + absmax + 3) / 4 * 4;
-}
 
 Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
                                        int local_world_size) {

@@ -39,12 +39,6 @@ struct MemoryEstimate {
   std::int64_t nf4 = 0;         // of params: this rank's shards of the units' "<unit>/nf4" flats
 };
 
-/// Bytes of one NF4 weight of `n` elements as the engine stores it in its unit's "<unit>/nf4"
-/// flat: packed codes ceil(n / 2); per block of lora.quant_block_size weights, an fp32 absmax,
-/// or with double_quant an 8-bit code plus one fp32 absmax per 256 codes and an fp32 offset;
-/// the record padded to a multiple of 4 bytes.
-std::int64_t nf4_record_bytes(std::int64_t n, const LoraSection& lora);
-
 /// The estimate for a world shape (validated with validate_for_world first).
 Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size, int local_world_size);
 

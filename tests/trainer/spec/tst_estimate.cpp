@@ -124,14 +124,14 @@ class TestEstimate : public QObject {
     lora.quant_block_size = 32;
     // 130 weights: 65 packed bytes, 5 blocks: 5 absmax codes, one nested fp32 absmax, one fp32
     // offset: 78 bytes, padded to 80.
-    QCOMPARE(nf4_record_bytes(130, lora), std::int64_t{80});
+    QCOMPARE(nf4_record_bytes(130, lora.quant_block_size, lora.double_quant), std::int64_t{80});
     lora.double_quant = false;  // 65 + 5 fp32 absmax = 85, padded to 88
-    QCOMPARE(nf4_record_bytes(130, lora), std::int64_t{88});
+    QCOMPARE(nf4_record_bytes(130, lora.quant_block_size, lora.double_quant), std::int64_t{88});
     lora.double_quant = true;
     lora.quant_block_size = 64;  // 4096 weights: 2048 + 64 + 4 + 4
-    QCOMPARE(nf4_record_bytes(4096, lora), std::int64_t{2120});
+    QCOMPARE(nf4_record_bytes(4096, lora.quant_block_size, lora.double_quant), std::int64_t{2120});
     // 64 x 64 x 1024 weights: 65536 blocks, 256 nested absmax.
-    QCOMPARE(nf4_record_bytes(64 * 64 * 1024, lora),
+    QCOMPARE(nf4_record_bytes(64 * 64 * 1024, lora.quant_block_size, lora.double_quant),
              std::int64_t{64 * 64 * 512 + 65536 + 4 * 256 + 4});
   }
 
