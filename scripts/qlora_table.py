@@ -75,8 +75,8 @@ def row(name, gpus, plain, nf4):
             f"{nf4['budget']['bytes'] / GIB:.0f} GiB: {fits} |")
 
 
-HEADER = ("| model | GPUs | params (with adapters) | NF4 base, packed (whole model) | params per GPU: LoRA | "
-          "params per GPU: QLoRA | gathered (QLoRA, dequantized) | LoRA: device / host | "
+HEADER = ("| model | GPUs | params (with adapters) | NF4 base, packed (whole model) | "
+          "params per GPU: LoRA | params per GPU: QLoRA | gathered (QLoRA, dequantized) | LoRA: device / host | "
           "QLoRA: device / host | QLoRA vs budget |\n|---|---|---|---|---|---|---|---|---|---|")
 
 

@@ -15,6 +15,12 @@ Asserted: every step's loss within 1e-4 relative, every final parameter within 1
 --lora: the same with LoRA (q, k, v, o, gate, up, down; r 4, alpha 8, no dropout) against peft's
 get_peft_model + FSDP2; peft starts from shardtrain's initial lora_A (a 1-step run at lr 1e-30
 dumps them; lora_B is zeros in both), and the frozen base must stay bit-identical in both.
+--qlora (issue #19): the LoRA comparison with lora.quantize = "nf4" (blocks of 64, double
+quantization) on a checkpoint whose Linears' in-features are multiples of 64. The peer's base is
+bitsandbytes' own: every text Linear replaced by bitsandbytes.functional.dequantize_4bit of its
+quantize_4bit (QLoRA's arithmetic; transformers cannot load 4-bit on the CPU), then peft + FSDP2.
+Beyond the LoRA assertions, shardtrain's dumped base (its NF4 weights dequantized) must equal
+bitsandbytes' bit for bit.
 
 Each FSDP2 rank is this script started again with --peer and the torchrun environment.
 """
@@ -44,11 +50,18 @@ LORA = {"r": 4, "alpha": 8,
                            "down_proj"]}
 
 
-def make_checkpoint(out):
+QLORA = {"quantize": "nf4", "quant_block_size": 64, "double_quant": True}
+LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def make_checkpoint(out, qlora=False):
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
-                      num_attention_heads=6, num_key_value_heads=2, rms_norm_eps=1e-6,
+    # QLoRA: in-features (hidden, intermediate) that blocks of 64 divide.
+    hidden, inter, heads = (64, 128, 8) if qlora else (48, 80, 6)
+    cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=inter,
+                      num_hidden_layers=2, num_attention_heads=heads, num_key_value_heads=2,
+                      rms_norm_eps=1e-6,
                       rope_theta=10000.0, tie_word_embeddings=False, use_cache=False)
     torch.manual_seed(7)
     model = Qwen2ForCausalLM(cfg)
@@ -70,7 +83,7 @@ def write_tokens(path):
     return path
 
 
-def write_config(path, model_dir, lora, sets=None):
+def write_config(path, model_dir, lora, sets=None, qlora=False):
     train = dict(TRAIN, grad_clip=CLIP[lora], max_steps=STEPS, batch_size=BATCH,
                  lr_schedule="constant", lr_warmup_steps=0, seed=3, log_every=1,
                  ckpt_at_end=False)
@@ -79,7 +92,7 @@ def write_config(path, model_dir, lora, sets=None):
                 "data": {"train_path": "train.jsonl", "seq_len": SEQ, "shuffle": False},
                 "train": train, "shard": {"strategy": "FULL_SHARD"}}
     if lora:
-        sections["lora"] = dict(LORA, enabled=True)
+        sections["lora"] = dict(LORA, enabled=True, **(QLORA if qlora else {}))
     with open(path, "w") as f:
         for name, values in sections.items():
             f.write(f"[{name}]\n" + "".join(f"{k} = {ranks.toml_value(v)}\n"
@@ -95,6 +108,15 @@ def peer_model(a):
     from transformers import Qwen2ForCausalLM
     lm = Qwen2ForCausalLM.from_pretrained(a.model, dtype=torch.float32,
                                           attn_implementation="sdpa")
+    if a.qlora:
+        import bitsandbytes.functional as bnbf
+        with torch.no_grad():
+            for name, module in lm.named_modules():
+                if name.rsplit(".", 1)[-1] in LINEARS:
+                    q, state = bnbf.quantize_4bit(module.weight.data, blocksize=QLORA[
+                        "quant_block_size"], quant_type="nf4",
+                        compress_statistics=QLORA["double_quant"])
+                    module.weight.copy_(bnbf.dequantize_4bit(q, state).reshape(module.weight.shape))
     if a.lora:
         import peft
         from safetensors.torch import load_file
@@ -184,6 +206,8 @@ def run_peers(args, model_dir, data, out_dir, lora_init):
                 "--data", data, "--out", os.path.join(out_dir, "params.safetensors")]
         if lora_init:
             argv += ["--lora", "--lora-init", lora_init]
+        if args.qlora:
+            argv.append("--qlora")
         with open(os.path.join(out_dir, f"events-rank-{rank}.jsonl"), "wb") as out, \
                 open(os.path.join(out_dir, f"rank-{rank}.log"), "wb") as err:
             procs.append(subprocess.Popen(argv, stdout=out, stderr=err, env=env))
@@ -198,15 +222,16 @@ def run_peers(args, model_dir, data, out_dir, lora_init):
 
 def compare(args, lora):
     import numpy as np
+    qlora = args.qlora
     work = ranks.fresh_dir(args.work)
     model_dir = os.path.join(work, "model")
-    make_checkpoint(model_dir)
+    make_checkpoint(model_dir, qlora)
     data = write_tokens(os.path.join(work, "train.jsonl"))
-    config = write_config(os.path.join(work, "exp.toml"), model_dir, lora)
+    config = write_config(os.path.join(work, "exp.toml"), model_dir, lora, qlora=qlora)
     lora_init = None
     if lora:
         probe = write_config(os.path.join(work, "probe.toml"), model_dir, lora,
-                             {"max_steps": 1, "lr": 1e-30})
+                             {"max_steps": 1, "lr": 1e-30}, qlora=qlora)
         probe_dir = ranks.train(args.shardtrain, probe, os.path.join(work, "probe"), 1,
                                 args=["--dump-params", "params.safetensors"])
         lora_init = os.path.join(probe_dir, "params.safetensors")
@@ -221,7 +246,8 @@ def compare(args, lora):
     check(want[STEPS]["loss"] < want[1]["loss"], "FSDP2 did not learn")
     check(0 < len(clipped) < STEPS, f"grad_clip {CLIP[lora]} clipped steps {clipped}: "
                                     "want some clipped and some not")
-    label = f"shardtrain vs FSDP2{' + peft' if lora else ''}"
+    label = (f"shardtrain vs FSDP2{' + peft' if lora else ''}"
+             f"{' + bitsandbytes NF4' if qlora else ''}")
     ranks.compare_curves(label, got, want, TOL, fields=("loss", "grad_norm"))
     mine = ranks.load_params(os.path.join(ours, "params.safetensors"))
     peer_params = ranks.load_params(os.path.join(theirs, "params.safetensors"))
@@ -234,9 +260,13 @@ def compare(args, lora):
                                                  f"{sorted(set(peer_base) ^ set(base))[:4]}")
         moved = [n for n in base if not (np.array_equal(base[n], start[n]) and
                                          np.array_equal(peer_base[n], start[n]))]
-        check(not moved, f"{label}: frozen base parameters moved: {moved[:4]}")
-        print(f"{label}: {len(base)} frozen base parameters bit-identical to the checkpoint in "
-              "both runs")
+        check(not moved, f"{label}: frozen base parameters moved or differ: {moved[:4]}")
+        print(f"{label}: {len(base)} frozen base parameters bit-identical to the "
+              f"{'NF4 dequantized ' if qlora else ''}checkpoint in both runs")
+        if qlora:
+            nf4 = [n for n in base if n.endswith(".weight") and n.rsplit(".", 2)[-2] in LINEARS]
+            check(len(nf4) == 2 * len(LINEARS), f"{label}: NF4 Linears {nf4}")
+            print(f"{label}: {len(nf4)} NF4 Linears equal bitsandbytes' dequantized weights")
         peer_params = {n: v for n, v in peer_params.items() if ".lora_" in n}
         mine = {n: v for n, v in mine.items() if ".lora_" in n}
     else:
@@ -255,6 +285,7 @@ def main():
     parser.add_argument("--shardtrain")
     parser.add_argument("--work")
     parser.add_argument("--lora", action="store_true")
+    parser.add_argument("--qlora", action="store_true", help="--lora with an NF4 base")
     parser.add_argument("--peer", action="store_true", help="run one FSDP2 rank (internal)")
     parser.add_argument("--model")
     parser.add_argument("--data")
@@ -264,6 +295,7 @@ def main():
     if args.peer:
         peer(args)
         return
+    args.lora = args.lora or args.qlora
     ranks.main_guard(lambda: compare(args, args.lora))
 
 
