@@ -12,6 +12,11 @@ exports the adapter as a PEFT directory and the weights merged into the base. Th
   - transformers loads the merged export (config.json copied beside it) with logits within 1e-4
     of the adapted model's.
 Qwen2-VL adapts vision modules too (qkv, fc2), so the transformers 5 key layout is exercised.
+QLoRA (issue #19, qwen2vl_nf4): lora_tool quantizes the base as lora.quantize = "nf4" says
+(every text Linear, and the targeted vision ones, in blocks of 64 with double quantization) and
+computes with the dequantized weights; peft's base gets bitsandbytes' dequantize_4bit of its
+quantize_4bit for the same weights (transformers cannot load 4-bit on the CPU), so the same
+assertions hold against bitsandbytes' arithmetic, the merged export included.
 """
 import argparse
 import os
@@ -19,6 +24,7 @@ import shutil
 import subprocess
 import sys
 
+import bitsandbytes.functional as bnbf
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file, save_file
@@ -31,13 +37,35 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from checks import check, finish  # noqa: E402
 
 R, ALPHA = 4, 12.0
-CASES = [  # label, class, builder, tied, vision, seed, targets
+NF4_BLOCK = 64
+TEXT_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+CASES = [  # label, class, builder, tied, vision, seed, targets, nf4
     ("qwen2_untied", Qwen2ForCausalLM, rm.qwen2, False, False, 11,
-     ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
-    ("qwen2_tied", Qwen2ForCausalLM, rm.qwen2, True, False, 12, ["q_proj", "mlp.down_proj"]),
+     ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], False),
+    ("qwen2_tied", Qwen2ForCausalLM, rm.qwen2, True, False, 12, ["q_proj", "mlp.down_proj"],
+     False),
     ("qwen2vl_untied", Qwen2VLForConditionalGeneration, rm.qwen2vl, False, True, 13,
-     ["q_proj", "v_proj", "o_proj", "down_proj", "qkv", "fc2"]),
+     ["q_proj", "v_proj", "o_proj", "down_proj", "qkv", "fc2"], False),
+    ("qwen2vl_nf4", Qwen2VLForConditionalGeneration, lambda t: rm.qwen2vl(t, wide=True), False,
+     True, 14, ["q_proj", "v_proj", "o_proj", "down_proj", "qkv", "fc2"], True),
 ]
+
+
+def nf4_base(model, targets):
+    """Replaces the weights QLoRA quantizes (every text Linear; vision ones only where targeted)
+    by bitsandbytes' NF4 round trip; returns how many."""
+    count = 0
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            last = name.rsplit(".", 1)[-1]
+            vision = ".visual." in f".{name}"
+            if not (last in targets if vision else last in TEXT_LINEARS):
+                continue
+            q, state = bnbf.quantize_4bit(module.weight.data, blocksize=NF4_BLOCK,
+                                          quant_type="nf4", compress_statistics=True)
+            module.weight.copy_(bnbf.dequantize_4bit(q, state).reshape(module.weight.shape))
+            count += 1
+    return count
 
 
 def forward(model, inputs):
@@ -52,7 +80,7 @@ def within(ours, theirs, abs_tol, rel_tol=0.0):
     return d <= abs_tol + rel_tol * theirs.abs().max().item(), d
 
 
-def check_case(tool, work, label, cls, build, tied, vision, seed, targets):
+def check_case(tool, work, label, cls, build, tied, vision, seed, targets, nf4):
     base_dir = os.path.join(work, label)
     out_dir = os.path.join(work, label + ".lora")
     base = build(tied)
@@ -62,14 +90,20 @@ def check_case(tool, work, label, cls, build, tied, vision, seed, targets):
     inputs_path = os.path.join(work, label + ".inputs.safetensors")
     save_file({k: v.contiguous() for k, v in inputs.items()}, inputs_path)
     os.makedirs(os.path.join(out_dir, "merged"))
-    proc = subprocess.run([tool, base_dir, inputs_path, out_dir, str(R), str(ALPHA),
-                           ",".join(targets)], capture_output=True, text=True, timeout=120)
+    argv = [tool, base_dir, inputs_path, out_dir, str(R), str(ALPHA), ",".join(targets)]
+    if nf4:
+        argv.append(str(NF4_BLOCK))
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         check(False, f"{label}: lora_tool failed: {proc.stdout}{proc.stderr}")
         return
     got = load_file(os.path.join(out_dir, "out.safetensors"))
 
-    peft = PeftModel.from_pretrained(cls.from_pretrained(base_dir), os.path.join(out_dir, "adapter"),
+    base_model = cls.from_pretrained(base_dir)
+    if nf4:
+        n = nf4_base(base_model, targets)
+        check(n == 2 * (len(TEXT_LINEARS) + 2), f"{label}: {n} weights NF4 round-tripped")
+    peft = PeftModel.from_pretrained(base_model, os.path.join(out_dir, "adapter"),
                                      is_trainable=True)
     peft.eval()  # no dropout anywhere (lora_dropout is 0 too)
     out = forward(peft, inputs)

@@ -3,7 +3,11 @@
 // forward and backward on the inputs of a safetensors file, and exports the adapter as PEFT
 // would save it and the weights merged into the base.
 //
-//   lora_tool MODEL_DIR INPUTS.safetensors OUT_DIR R ALPHA TARGET[,TARGET...]
+//   lora_tool MODEL_DIR INPUTS.safetensors OUT_DIR R ALPHA TARGET[,TARGET...] [NF4_BLOCK]
+//
+// With NF4_BLOCK the run is QLoRA's (lora.quantize = "nf4", double quantization): every base
+// weight spec::apply_lora marks nf4 computes with its NF4 round trip (model::quantize_nf4, then
+// dequantize_nf4 to fp32), the values the engine's units dequantize.
 //
 // Writes OUT_DIR/out.safetensors (logits (B, T, V) float32, loss float64 = mean over label
 // tokens, params_total / params_trainable int64 from trainer/spec, grad.<PEFT key> of every
@@ -22,6 +26,7 @@
 #include "trainer/base/safetensors.h"
 #include "trainer/ckpt/peft.h"
 #include "trainer/model/lora.h"
+#include "trainer/model/nf4.h"
 #include "trainer/model/qwen2vl.h"
 #include "trainer/spec/hf_config.h"
 
@@ -37,7 +42,8 @@ at::Tensor input(const ckpt::SafetensorsFile& file, const std::string& name) {
 }
 
 // Every layer's values; adapters trainable, base frozen; a tied parameter is its owner's tensor.
-std::vector<std::vector<at::Tensor>> load_params(const model::Qwen2VLModel& m) {
+std::vector<std::vector<at::Tensor>> load_params(const model::Qwen2VLModel& m,
+                                                 const spec::LoraSection& lora) {
   std::vector<std::vector<at::Tensor>> params;
   std::map<std::string, at::Tensor> by_name;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(1234);
@@ -53,6 +59,10 @@ std::vector<std::vector<at::Tensor>> load_params(const model::Qwen2VLModel& m) {
         continue;
       }
       if (def.name.find(".lora_B.") != std::string::npos) values[i].normal_(0.0, kLoraBStd, gen);
+      if (def.nf4) {
+        values[i] = model::dequantize_nf4(
+            model::quantize_nf4(values[i], lora.quant_block_size, lora.double_quant), at::kFloat);
+      }
       values[i].requires_grad_(def.trainable);
       by_name[def.name] = values[i];
     }
@@ -88,7 +98,7 @@ int run(const std::string& dir, const std::string& inputs_path, const std::strin
   batch.attention_mask = input(inputs, "attention_mask");
   batch.pixel_values = input(inputs, "pixel_values");
   batch.image_grid_thw = input(inputs, "image_grid_thw");
-  auto params = load_params(*model);
+  auto params = load_params(*model, lora);
 
   auto ctx = model->context(batch, at::kFloat);
   const auto T = batch.labels.size(1);
@@ -135,10 +145,16 @@ int run(const std::string& dir, const std::string& inputs_path, const std::strin
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::cerr << "usage: lora_tool MODEL_DIR INPUTS.safetensors OUT_DIR R ALPHA TARGETS\n";
+  if (argc != 7 && argc != 8) {
+    std::cerr << "usage: lora_tool MODEL_DIR INPUTS.safetensors OUT_DIR R ALPHA TARGETS "
+                 "[NF4_BLOCK]\n";
     return trainer::kExitConfig;
   }
   const std::vector<std::string> a(argv + 1, argv + argc);
-  return trainer::run_guarded([&] { return run(a[0], a[1], a[2], lora_of(a[3], a[4], a[5])); });
+  auto lora = lora_of(a[3], a[4], a[5]);
+  if (a.size() == 7) {
+    lora.quantize = "nf4";
+    lora.quant_block_size = std::stoll(a[6]);
+  }
+  return trainer::run_guarded([&] { return run(a[0], a[1], a[2], lora); });
 }

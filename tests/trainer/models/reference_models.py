@@ -53,11 +53,15 @@ def qwen2(tied):
     return Qwen2ForCausalLM(cfg)
 
 
-def qwen2vl(tied):
+def qwen2vl(tied, wide=False):
+    """`wide`: every Linear's in-features a multiple of 64 (NF4 blocks), not awkward sizes."""
     text = dict(TEXT, rope_parameters={"rope_type": "default", "rope_theta": 20000.0,
                                         "mrope_section": [2, 1, 1]})
     vision = dict(depth=2, embed_dim=32, num_heads=4, mlp_ratio=2, hidden_size=48, patch_size=4,
                   spatial_merge_size=2, temporal_patch_size=2)
+    if wide:
+        text.update(hidden_size=64, intermediate_size=128, num_attention_heads=8)
+        vision.update(embed_dim=64, hidden_size=64)
     cfg = Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=IMAGE,
                         video_token_id=299, vision_start_token_id=VSTART,
                         vision_end_token_id=VEND, tie_word_embeddings=tied)
