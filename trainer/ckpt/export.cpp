@@ -43,8 +43,15 @@ std::vector<ExportedPart> export_model(const std::string& dir, const NamedTensor
               "choose a writable --export folder");
   std::vector<ExportedPart> parts;
   const bool lora = exp.lora.enabled;
-  write_safetensors((fs::path(dir) / "model.safetensors").string(),
-                    lora ? merge_lora(state, exp.lora) : state);
+  NamedTensors weights = lora ? merge_lora(state, exp.lora) : state;
+  if (lora && exp.lora.quantize == "nf4") {
+    // QLoRA: the adapters merged into the dequantized base, written in bf16 (what fsdp_qlora and
+    // peft's merge of a 4-bit model give): the base holds 4-bit values, so fp32 would double the
+    // folder for digits the merge does not have.
+    for (auto& [name, t] : weights)
+      if (t.is_floating_point()) t = t.to(at::kBFloat16);
+  }
+  write_safetensors((fs::path(dir) / "model.safetensors").string(), weights);
   if (!exp.model.path.empty()) copy_side_files(exp.model.path, dir);
   parts.push_back({"full", dir});
   if (lora) {

@@ -20,7 +20,10 @@ quantization) on a checkpoint whose Linears' in-features are multiples of 64. Th
 bitsandbytes' own: every text Linear replaced by bitsandbytes.functional.dequantize_4bit of its
 quantize_4bit (QLoRA's arithmetic; transformers cannot load 4-bit on the CPU), then peft + FSDP2.
 Beyond the LoRA assertions, shardtrain's dumped base (its NF4 weights dequantized) must equal
-bitsandbytes' bit for bit.
+bitsandbytes' bit for bit, and `shardtrain export` of the run's checkpoint writes the adapters
+merged into the dequantized base in bf16: every tensor within bf16 rounding of the peer's
+(bitsandbytes' base + its trained adapters, merged in fp32), and transformers loads the folder
+with logits close to that fp32 merged model's.
 
 Each FSDP2 rank is this script started again with --peer and the torchrun environment.
 """
@@ -227,7 +230,8 @@ def compare(args, lora):
     model_dir = os.path.join(work, "model")
     make_checkpoint(model_dir, qlora)
     data = write_tokens(os.path.join(work, "train.jsonl"))
-    config = write_config(os.path.join(work, "exp.toml"), model_dir, lora, qlora=qlora)
+    config = write_config(os.path.join(work, "exp.toml"), model_dir, lora,
+                          {"ckpt_at_end": True} if qlora else None, qlora=qlora)
     lora_init = None
     if lora:
         probe = write_config(os.path.join(work, "probe.toml"), model_dir, lora,
@@ -278,6 +282,65 @@ def compare(args, lora):
     print(f"{label}: {len(diffs)} parameters, worst {diffs[worst]:.3e} ({worst}), "
           f"tolerance {TOL:g}")
     check(diffs[worst] <= TOL, f"{label}: {worst} differs by {diffs[worst]:.3e} relative")
+    if qlora:
+        check_qlora_export(args, work, config, ours, model_dir,
+                           ranks.load_params(os.path.join(theirs, "params.safetensors")), label)
+
+
+def check_qlora_export(args, work, config, run_dir, model_dir, peer, label):
+    """`shardtrain export` of the QLoRA run: the bf16 merge of shardtrain's own fp32 state, and
+    transformers' logits on it against the peer's fp32 merge."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import Qwen2ForCausalLM
+    out = os.path.join(work, "export")
+    proc = subprocess.run([args.shardtrain, "export", config, "--checkpoint", "auto",
+                           "--run-dir", run_dir, "--out", out], capture_output=True, text=True,
+                          timeout=120)
+    check(proc.returncode == 0, f"shardtrain export: exit {proc.returncode}\n{proc.stderr[-800:]}")
+    got = load_file(os.path.join(out, "model.safetensors"))
+    dtypes = sorted({str(t.dtype) for t in got.values()})
+    check(dtypes == ["torch.bfloat16"], f"{label}: QLoRA export dtypes {dtypes}, want bf16")
+
+    def merged(params):
+        """{HF name: fp32 weight} of a dumped state, adapters merged (scale alpha / r)."""
+        params = {k.removeprefix("base_model.model."): torch.from_numpy(v)
+                  for k, v in params.items()}
+        out = {}
+        for name, value in params.items():
+            if ".lora_" in name:
+                continue
+            name = name.replace(".base_layer.", ".")
+            module = name.removesuffix(".weight")
+            if module + ".lora_A.weight" in params:
+                value = value + (LORA["alpha"] / LORA["r"]) * (
+                    params[module + ".lora_B.weight"] @ params[module + ".lora_A.weight"])
+            out[name] = value
+        return out
+
+    mine = merged(ranks.load_params(os.path.join(run_dir, "params.safetensors")))
+    check(sorted(got) == sorted(mine), f"{label}: export names differ from the state's: "
+                                       f"{sorted(set(got) ^ set(mine))[:4]}")
+    worst, where = 0.0, ""
+    for name in sorted(mine):
+        # bf16 keeps 8 significant bits: rounding moves a value by at most 2^-8 of it.
+        excess = ((got[name].float() - mine[name]).abs()
+                  - 2 ** -8 * mine[name].abs()).max().item()
+        if excess >= worst or not where:
+            worst, where = excess, name
+    check(worst <= 1e-7, f"{label}: export vs shardtrain's fp32 merge rounded to bf16: "
+                         f"{where} off by {worst:.2e} beyond bf16 rounding")
+    print(f"{label}: export: {len(got)} bf16 tensors, each shardtrain's fp32 merge rounded")
+    peer_merged = merged(peer)
+    ids = torch.tensor([[(5 + 3 * k) % VOCAB for k in range(SEQ)]])
+    with torch.no_grad():
+        exported = Qwen2ForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
+        reference = Qwen2ForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        reference.load_state_dict(peer_merged)
+        d = (exported(ids).logits - reference(ids).logits).abs().max().item()
+    check(d <= 5e-2, f"{label}: transformers on the bf16 export vs the peer's fp32 merge: logits "
+                     f"max |diff| {d:.2e} <= 5e-2")
+    print(f"{label}: transformers on the export: logits within {d:.2e} of the peer's fp32 merge")
 
 
 def main():
