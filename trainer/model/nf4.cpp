@@ -269,8 +269,28 @@ at::Tensor nf4_record(const Nf4Weight& nf4) {
   return record;
 }
 
-at::Tensor dequantize_nf4_record(const at::Tensor& record, const std::vector<std::int64_t>& shape,
-                                 std::int64_t block_size, bool double_quant, at::ScalarType dtype) {
+namespace {
+
+// Levels times block absmax in fp32, each rounded once to T (c10's conversions round to nearest
+// even, as Tensor.to does): dequantize_nf4's arithmetic without its temporaries.
+template <class T>
+void dequantize_cpu(const std::uint8_t* packed, const float* absmax, std::int64_t n,
+                    std::int64_t block_size, T* out) {
+  std::array<float, 16> levels{};
+  for (std::size_t i = 0; i < levels.size(); ++i) levels[i] = static_cast<float>(kNf4Levels[i]);
+  for (std::int64_t begin = 0; begin < n; begin += block_size) {
+    const float scale = absmax[begin / block_size];
+    const std::int64_t end = std::min(n, begin + block_size);
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::uint8_t byte = packed[i / 2];
+      const int code = (i % 2 == 0) ? (byte >> 4) : (byte & 0x0F);
+      out[i] = static_cast<T>(levels[static_cast<std::size_t>(code)] * scale);
+    }
+  }
+}
+
+Nf4Weight record_weight(const at::Tensor& record, const std::vector<std::int64_t>& shape,
+                        std::int64_t block_size, bool double_quant) {
   const RecordLayout r = record_layout(shape, block_size, double_quant);
   SHARD_CHECK(record.scalar_type() == at::kByte && record.dim() == 1 && record.numel() == r.bytes,
               ErrorKind::internal,
@@ -289,7 +309,46 @@ at::Tensor dequantize_nf4_record(const at::Tensor& record, const std::vector<std
     nf4.absmax = record_floats(record, 0, r.blocks);
   }
   nf4.packed = record.narrow(0, r.packed, (r.n + 1) / 2);
-  return dequantize_nf4(nf4, dtype);
+  return nf4;
+}
+
+}  // namespace
+
+void dequantize_nf4_record_into(const at::Tensor& record, const std::vector<std::int64_t>& shape,
+                                std::int64_t block_size, bool double_quant, const at::Tensor& out) {
+  const Nf4Weight nf4 = record_weight(record, shape, block_size, double_quant);
+  const std::int64_t n = out.numel();
+  SHARD_CHECK(out.is_contiguous() && n == spec::numel(shape), ErrorKind::internal,
+              "NF4 dequantization needs a contiguous output of the weight's size",
+              "report this as a bug");
+  if (!out.is_cpu() || !record.is_cpu()) {
+    out.copy_(dequantize_nf4(nf4, out.scalar_type()).reshape(out.sizes()));
+    return;
+  }
+  const at::Tensor absmax = nf4_block_absmax(nf4).to(at::kFloat).contiguous();  // (nb,)
+  const auto* packed = nf4.packed.data_ptr<std::uint8_t>();
+  const auto* scale = absmax.data_ptr<float>();
+  switch (out.scalar_type()) {
+    case at::kFloat:
+      dequantize_cpu(packed, scale, n, block_size, out.data_ptr<float>());
+      return;
+    case at::kBFloat16:
+      dequantize_cpu(packed, scale, n, block_size, out.data_ptr<at::BFloat16>());
+      return;
+    case at::kHalf:
+      dequantize_cpu(packed, scale, n, block_size, out.data_ptr<at::Half>());
+      return;
+    default:
+      SHARD_FAIL(ErrorKind::internal,
+                 std::string("NF4 dequantizes to fp32, bf16 or fp16, not ") +
+                     c10::toString(out.scalar_type()),
+                 "report this as a bug");
+  }
+}
+
+at::Tensor dequantize_nf4_record(const at::Tensor& record, const std::vector<std::int64_t>& shape,
+                                 std::int64_t block_size, bool double_quant, at::ScalarType dtype) {
+  return dequantize_nf4(record_weight(record, shape, block_size, double_quant), dtype);
 }
 
 at::Tensor nf4_as_storage(const at::Tensor& packed, at::ScalarType storage) {

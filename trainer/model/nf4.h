@@ -63,6 +63,13 @@ at::Tensor nf4_record(const Nf4Weight& nf4);
 at::Tensor dequantize_nf4_record(const at::Tensor& record, const std::vector<std::int64_t>& shape,
                                  std::int64_t block_size, bool double_quant, at::ScalarType dtype);
 
+/// As dequantize_nf4_record, written into `out` (a contiguous tensor of the weight's element
+/// count, fp32, bf16 or fp16, on the record's device). On the CPU it is one pass over the codes
+/// with no temporaries beyond the block absmax (a unit's weights are dequantized at every gather);
+/// elsewhere it runs dequantize_nf4's ops and copies. The values are dequantize_nf4's bit for bit.
+void dequantize_nf4_record_into(const at::Tensor& record, const std::vector<std::int64_t>& shape,
+                                std::int64_t block_size, bool double_quant, const at::Tensor& out);
+
 /// `packed`'s bytes reinterpreted as `storage` (uint8, bf16, fp16 or fp32), not converted:
 /// bitsandbytes' quant_storage, so the codes flatten into a flat parameter of that dtype. The
 /// byte count must be a multiple of the dtype's size.

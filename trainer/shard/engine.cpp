@@ -413,14 +413,20 @@ void ShardEngine::dequantize(FlatParam& flat) {
   // buffer goes back at once, so a live unit holds its weights once, not twice.
   const auto size = static_cast<std::int64_t>(c10::elementSize(flat.storage));
   const auto bytes = flat.packed.view(at::kByte);  // (P * size)
-  const auto parts = at::split_with_sizes(flat.full_data, flat.split_sizes());
   const auto dtype = to_scalar_type(m_prec.param);
+  if (!flat.full.defined()) {  // the micro-step's first gather of this unit
+    flat.full = at::empty({flat.full_numel()}, at::TensorOptions().dtype(dtype).device(m_device));
+    flat.full_data = flat.full.variable_data();
+  } else {  // gathered again (backward): the views' storage comes back
+    alloc_storage(flat.full_data,
+                  static_cast<std::size_t>(flat.full_numel()) * c10::elementSize(dtype));
+  }
+  const auto parts = at::split_with_sizes(flat.full_data, flat.split_sizes());
   for (std::size_t i = 0; i < flat.slots.size(); ++i) {
     const auto& slot = flat.slots[i];
-    parts[i].copy_(
-        model::dequantize_nf4_record(bytes.narrow(0, slot.offset * size, slot.numel * size),
-                                     slot.shape, flat.nf4_block_size, flat.nf4_double_quant, dtype)
-            .reshape(-1));
+    model::dequantize_nf4_record_into(bytes.narrow(0, slot.offset * size, slot.numel * size),
+                                      slot.shape, flat.nf4_block_size, flat.nf4_double_quant,
+                                      parts[i]);
   }
   if (m_streams.active()) {
     c10::getDeviceAllocator(c10::DeviceType::CUDA)
@@ -478,23 +484,24 @@ void ShardEngine::issue_gather(Unit& unit, const char* phase, bool prefetch) {
   }
   for (auto& flat : unit.flats) {
     if (flat.storage_live) continue;
-    const auto nbytes = static_cast<std::size_t>(flat.full_numel()) * c10::elementSize(dtype);
+    flat.storage_live = true;
+    todo.push_back(&flat);
+    if (flat.nf4) {
+      // The records travel; wait_gather dequantizes them into `full`, allocated only then, so a
+      // prefetched unit holds its packed bytes alone.
+      flat.packed =
+          at::empty({flat.padded}, at::TensorOptions().dtype(flat.storage).device(m_device));
+      bytes += static_cast<std::int64_t>(flat.packed.nbytes());
+      continue;
+    }
+    const auto nbytes = static_cast<std::size_t>(flat.padded) * c10::elementSize(dtype);
     if (!unit.active) {
-      flat.full = at::empty({flat.full_numel()},
-                            at::TensorOptions().dtype(dtype).device(m_device));  // (P) or (D)
+      flat.full = at::empty({flat.padded}, at::TensorOptions().dtype(dtype).device(m_device));
       flat.full_data = flat.full.variable_data();
     } else {
       alloc_storage(flat.full_data, nbytes);
     }
-    flat.storage_live = true;
-    if (flat.nf4) {  // the records travel; wait_gather dequantizes them into `full`
-      flat.packed =
-          at::empty({flat.padded}, at::TensorOptions().dtype(flat.storage).device(m_device));
-      bytes += static_cast<std::int64_t>(flat.packed.nbytes());
-    } else {
-      bytes += static_cast<std::int64_t>(nbytes);
-    }
-    todo.push_back(&flat);
+    bytes += static_cast<std::int64_t>(nbytes);
   }
   for (auto* flat : todo) {
     // The all-gather runs in place, as FSDP's copy-in does: this rank's master shard is cast (and

@@ -94,8 +94,13 @@ struct UnitSizes {
   std::int64_t nf4_weights = 0;  // elements of the unit's NF4 weights
   std::int64_t nf4_bytes = 0;    // their records, unsharded (the "<unit>/nf4" flat's bytes)
   // Elements held in the param dtype while the unit runs: its full (padded) fp32-master flats
-  // and the dequantized copy of its NF4 weights (the packed bytes are only transient).
+  // and the dequantized copy of its NF4 weights.
   std::int64_t gathered = 0;
+  // Of those, the fp32-master flats' (what a prefetched unit holds besides its packed records).
+  std::int64_t unquantized = 0;
+  // Bytes of the gathered (padded) NF4 records: all a prefetched unit holds of its NF4 weights;
+  // they are freed as soon as the unit dequantizes them.
+  std::int64_t packed = 0;
 };
 
 // Bytes of one element of the NF4 flat: lora.quant_storage reinterprets the packed bytes.
@@ -130,12 +135,14 @@ std::vector<UnitSizes> unit_flats(const std::vector<LayerShape>& layers,
       const auto s = shard_numel(n, shard_size);
       sizes.flats.push_back({s, s * shard_size, kind});
       sizes.gathered += s * shard_size;
+      sizes.unquantized += s * shard_size;
     }
     if (sizes.nf4_bytes > 0) {
       // Records are 4-byte multiples, so the flat holds a whole number of storage elements.
       const auto s = shard_numel(sizes.nf4_bytes / storage_bytes(lora.quant_storage), shard_size);
       sizes.flats.push_back({s, s * shard_size, FlatKind::nf4});
       sizes.gathered += sizes.nf4_weights;
+      sizes.packed = s * shard_size * storage_bytes(lora.quant_storage);
     }
     out.push_back(std::move(sizes));
   }
@@ -190,7 +197,9 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   const auto nf4_element = storage_bytes(exp.lora.quant_storage);
 
   std::int64_t root_gathered = 0;
-  std::int64_t max_unit_gathered = 0;
+  std::int64_t max_unit_live = 0;     // bytes: a running unit, while it dequantizes
+  std::int64_t max_unit_waiting = 0;  // bytes: a prefetched unit, not yet dequantized
+  std::int64_t max_packed = 0;
   std::int64_t all_gathered = 0;
   std::int64_t trainable_padded = 0;
   std::int64_t max_flat_padded = 0;
@@ -216,10 +225,12 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
     e.nf4_params += unit.nf4_weights;
     e.nf4_packed += unit.nf4_bytes;
     all_gathered += unit.gathered;
+    max_packed = std::max(max_packed, unit.packed);
     if (u == 0) {
       root_gathered = unit.gathered;
     } else {
-      max_unit_gathered = std::max(max_unit_gathered, unit.gathered);
+      max_unit_live = std::max(max_unit_live, unit.gathered * p_bytes + unit.packed);
+      max_unit_waiting = std::max(max_unit_waiting, unit.unquantized * p_bytes + unit.packed);
     }
   }
   e.params += e.nf4;
@@ -228,8 +239,11 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   const bool prefetch =
       exp.shard.backward_prefetch != BackwardPrefetch::none || exp.shard.forward_prefetch;
   const std::int64_t in_flight = prefetch ? std::min(2, exp.shard.max_inflight_gathers + 1) : 1;
-  e.gathered =
-      frees ? (root_gathered + in_flight * max_unit_gathered) * p_bytes : all_gathered * p_bytes;
+  // FULL_SHARD: the root, the running unit (its NF4 records and their dequantized copy both
+  // held while it dequantizes) and the prefetched ones (their records only: the dequantized
+  // buffer is allocated when a unit is waited). Without NF4: root + in_flight x the largest unit.
+  e.gathered = frees ? root_gathered * p_bytes + max_unit_live + (in_flight - 1) * max_unit_waiting
+                     : all_gathered * p_bytes + max_packed;
 
   const auto dp = world_size;
   e.micro_batch = exp.train.micro_batch_size > 0

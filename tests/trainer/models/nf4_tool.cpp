@@ -6,7 +6,8 @@
 //   <name>.nested_absmax (nn,) fp32       <name>.offset (1,) fp32       (double quant only)
 //   <name>.block_absmax (nb,) fp32        <name>.dequant.{fp32,bf16,fp16} the weight's shape
 //   <name>.storage.{bf16,fp16,fp32} the packed bytes viewed as that dtype (when they divide)
-// and the tables: nf4_code (16,) and dynamic_map (256,).
+// and the tables: nf4_code (16,) and dynamic_map (256,). It fails (exit != 0) when the engine's
+// path, dequantize_nf4_record_into of the weight's nf4_record, differs from dequantize_nf4.
 // `read CKPT OUT BLOCK DQ QUANTIZE`: reads every bitsandbytes-quantized weight of CKPT with
 // model::nf4_from_bnb under [lora] enabled, quantize = QUANTIZE, quant_block_size = BLOCK,
 // double_quant = DQ, and writes <name>.dequant in the weight's own dtype; a quantization the
@@ -45,7 +46,16 @@ int quantize(const std::string& in, const std::string& out, const std::string& b
     const std::pair<const char*, at::ScalarType> dtypes[] = {
         {"fp32", at::kFloat}, {"bf16", at::kBFloat16}, {"fp16", at::kHalf}};
     for (const auto& [suffix, dtype] : dtypes) {
-      result.emplace_back(name + ".dequant." + suffix, model::dequantize_nf4(q, dtype));
+      const at::Tensor dequant = model::dequantize_nf4(q, dtype);
+      result.emplace_back(name + ".dequant." + suffix, dequant);
+      // The engine's path: the weight's record in a flat parameter, dequantized in place.
+      const at::Tensor into = at::empty({dequant.numel()}, dequant.options());
+      model::dequantize_nf4_record_into(model::nf4_record(q), q.shape, q.block_size, q.double_quant,
+                                        into);
+      SHARD_CHECK(
+          at::equal(into.view(dequant.sizes()).view(at::kByte), dequant.view(at::kByte)),
+          spec::ErrorKind::internal,
+          name + ": dequantize_nf4_record_into differs from dequantize_nf4 (" + suffix + ")", "");
       if (q.packed.numel() % static_cast<std::int64_t>(c10::elementSize(dtype)) == 0) {
         const at::Tensor stored = model::nf4_as_storage(q.packed, dtype);
         SHARD_CHECK(at::equal(model::nf4_bytes(stored), q.packed), spec::ErrorKind::internal,

@@ -163,9 +163,11 @@ class TestEstimate : public QObject {
     QCOMPARE(e->grads, std::int64_t{2 * 4 * 683});      // adapters only
     QCOMPARE(e->optimizer, std::int64_t{2 * 8 * 683});  // adapters only
     QCOMPARE(e->params_trainable, std::int64_t{2 * 2048});
-    // FULL_SHARD with prefetch: the root and two blocks gathered, each block's flats padded
-    // (3 x 683 + 3 x 107) plus its NF4 weights dequantized, in bf16.
-    QCOMPARE(e->gathered, std::int64_t{(32832 + 2 * (3 * 683 + 3 * 107 + 65536)) * 2});
+    // FULL_SHARD with prefetch, in bf16: the root; the running block, its flats padded
+    // (3 x 683 + 3 x 107) and its NF4 weights dequantized, while its gathered records (3 x 11283
+    // bytes) are still held; the prefetched block, its flats and its records only.
+    QCOMPARE(e->gathered, std::int64_t{32832 * 2 + (3 * 683 + 3 * 107 + 65536) * 2 + 3 * 11283 +
+                                       (3 * 683 + 3 * 107) * 2 + 3 * 11283});
     const auto text = format_estimate(*e);
     QVERIFY2(contains(text, "nf4 base") && contains(text, "131072 weights as NF4"), text.c_str());
     QVERIFY2(contains(estimate_json(*e), "\"nf4_packed\":67696"), estimate_json(*e).c_str());
@@ -182,12 +184,14 @@ class TestEstimate : public QObject {
     auto f32 = estimate_memory(exp, 3, 3);
     VERIFY_OK(f32);
     QCOMPARE(f32->nf4, std::int64_t{2 * 4 * 2821});
-    // SHARD_GRAD_OP keeps every unit gathered.
+    // SHARD_GRAD_OP keeps every unit gathered (dequantized), plus one unit's records while it
+    // dequantizes.
     exp.lora.quant_storage = "uint8";
     exp.shard.strategy = ShardStrategy::shard_grad_op;
     auto kept = estimate_memory(exp, 3, 3);
     VERIFY_OK(kept);
-    QCOMPARE(kept->gathered, std::int64_t{(32832 + 2 * (3 * 683 + 3 * 107 + 65536)) * 2});
+    QCOMPARE(kept->gathered,
+             std::int64_t{(32832 + 2 * (3 * 683 + 3 * 107 + 65536)) * 2 + 3 * 11283});
   }
 
   void nf4LowersTheEstimateBelowPlainLora() {
