@@ -103,6 +103,11 @@ void HfWeights::load(const std::string& name, at::Tensor& dst) const {
   dst.copy_(src.file->read(*src.entry));
 }
 
+at::Tensor HfWeights::read(const std::string& name) const {
+  const auto& src = source(name);
+  return src.file->read(*src.entry);
+}
+
 std::vector<std::int64_t> HfWeights::shape(const std::string& name) const {
   return source(name).entry->shape;
 }

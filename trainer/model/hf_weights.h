@@ -33,6 +33,9 @@ class HfWeights {
   /// Elements [first, first + count) of the row-major tensor for `name` (a rank's slice of a
   /// flat unit), as float32.
   at::Tensor load_elements(const std::string& name, std::int64_t first, std::int64_t count) const;
+  /// A copy of the checkpoint tensor `name` (ours) in its stored dtype and shape (raises when it
+  /// is missing): what bitsandbytes' side tensors (absmax, quant_state, ...) are read with.
+  at::Tensor read(const std::string& name) const;
   /// The shape of the checkpoint tensor for our parameter `name` (raises when it is missing).
   std::vector<std::int64_t> shape(const std::string& name) const;
   const std::string& dir() const { return m_dir; }

@@ -12,6 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "trainer/model/nf4.h"
 #include "trainer/spec/model_shape.h"
 
 namespace shardscope::model {
@@ -94,6 +95,14 @@ class Model {
   /// undefined. With `count` 0 it reads nothing and answers whether the parameter has one.
   virtual bool load_param_elements(int /*layer*/, std::size_t /*index*/, std::int64_t /*first*/,
                                    std::int64_t /*count*/, at::Tensor& /*dst*/) const {
+    return false;
+  }
+  /// QLoRA: when the checkpoint stores parameter `index` of `layer` already quantized
+  /// (bitsandbytes' 4-bit layout, nf4_bnb.h) as lora_config() describes, its NF4 form: the
+  /// engine keeps those codes instead of quantizing again. False when it is stored unquantized
+  /// (or there is no checkpoint); a quantization the config does not describe raises a config
+  /// error naming the [lora] field.
+  virtual bool load_nf4(int /*layer*/, std::size_t /*index*/, Nf4Weight& /*out*/) const {
     return false;
   }
   /// Builds the context of a batch; buffers in `buffer_dtype`.

@@ -5,10 +5,13 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <utility>
 
 #include "trainer/base/fatal.h"
 #include "trainer/model/dense.h"
+#include "trainer/model/nf4_bnb.h"
 #include "trainer/model/text_layers.h"
 
 namespace shardscope::model {
@@ -126,6 +129,11 @@ void Qwen2VLModel::init_layer(int layer, std::vector<at::Tensor>& params,
   for (std::size_t i = 0; i < defs.size(); ++i) {
     const auto& name = defs[i].name;
     if (spec::is_lora_param(name) || !params[i].defined()) continue;
+    if (Nf4Weight nf4; load_nf4(layer, i, nf4)) {  // stored in 4 bits: its dequantized values
+      at::NoGradGuard no_grad;
+      params[i].copy_(dequantize_nf4(nf4, at::kFloat));
+      continue;
+    }
     m_weights->load(checkpoint_name(defs[i]), params[i]);
   }
   init_lora(defs_layer, layer, params, seed);
@@ -136,12 +144,57 @@ std::string Qwen2VLModel::checkpoint_name(const ParamDef& def) const {
   return use_owner ? def.tied_to : def.name;
 }
 
+namespace {
+
+// bitsandbytes' tensors of `weights` for nf4_bnb's readers, each read once.
+class BnbTensors {
+ public:
+  explicit BnbTensors(const HfWeights& weights) : m_weights(weights) {}
+  const at::Tensor* operator()(const std::string& name) {
+    if (!m_weights.has(name)) return nullptr;
+    auto it = m_read.find(name);
+    if (it == m_read.end()) it = m_read.emplace(name, m_weights.read(name)).first;
+    return &it->second;
+  }
+
+ private:
+  const HfWeights& m_weights;
+  std::map<std::string, at::Tensor> m_read;
+};
+
+}  // namespace
+
+bool Qwen2VLModel::load_nf4(int layer, std::size_t index, Nf4Weight& out) const {
+  if (!m_weights) return false;
+  const auto& def = m_layers[static_cast<std::size_t>(layer)].params[index];
+  if (spec::is_lora_param(def.name)) return false;
+  const auto name = checkpoint_name(def);
+  BnbTensors find(*m_weights);
+  if (!is_bnb_quantized(name, std::ref(find))) return false;
+  out = nf4_from_bnb(name, std::ref(find), lora_config());
+  SHARD_CHECK(out.shape == def.shape, ErrorKind::data,
+              m_weights->dir() + ": the 4-bit tensor " + name + " has shape " +
+                  c10::str(at::IntArrayRef(out.shape)) + " but config.json gives " +
+                  c10::str(at::IntArrayRef(def.shape)),
+              "config.json and the weights disagree; use the config.json saved with them");
+  return true;
+}
+
 bool Qwen2VLModel::load_param_elements(int layer, std::size_t index, std::int64_t first,
                                        std::int64_t count, at::Tensor& dst) const {
   if (!m_weights) return false;
   const auto& def = m_layers[static_cast<std::size_t>(layer)].params[index];
   if (spec::is_lora_param(def.name)) return false;
   const auto name = checkpoint_name(def);
+  if (Nf4Weight nf4; load_nf4(layer, index, nf4)) {
+    // Stored in 4 bits but wanted unquantized here (a weight lora.quantize does not mark): its
+    // dequantized values, as transformers computes with them.
+    if (count > 0) {
+      at::NoGradGuard no_grad;
+      dst.copy_(dequantize_nf4(nf4, at::kFloat).reshape(-1).narrow(0, first, count));
+    }
+    return true;
+  }
   const auto shape = m_weights->shape(name);
   SHARD_CHECK(shape == def.shape, ErrorKind::data,
               m_weights->dir() + ": tensor " + name + " has shape " +

@@ -33,6 +33,7 @@ class Qwen2VLModel final : public Model {
 
   const std::vector<LayerDef>& layers() const override { return m_layers; }
   void init_layer(int layer, std::vector<at::Tensor>& params, std::uint64_t seed) const override;
+  bool load_nf4(int layer, std::size_t index, Nf4Weight& out) const override;
   bool load_param_elements(int layer, std::size_t index, std::int64_t first, std::int64_t count,
                            at::Tensor& dst) const override;
   LayerContext context(const Batch& batch, at::ScalarType buffer_dtype) const override;

@@ -58,6 +58,10 @@ class EngineRunner final : public StepRunner {
                shard::Trace* trace, c10::Device device)
       : m_engine(model, exp.shard, groups, trace, device) {
     m_engine.init_params(exp.train.seed);
+    if (trace != nullptr) {
+      const auto m = memory_stats();
+      trace->loaded(m.allocated, m.peak, m.rss);
+    }
     m_optimizer = std::make_unique<optim::ShardedAdamW>(m_engine.trainable_flats(), exp.train,
                                                         exp.shard.offload_optimizer);
     m_engine.trace_optimizer_state(m_optimizer->exp_avg(), m_optimizer->exp_avg_sq());

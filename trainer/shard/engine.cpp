@@ -388,6 +388,15 @@ std::int64_t ShardEngine::init_nf4(FlatParam& flat,
     const auto begin = std::max(slot.offset, flat.shard_offset);
     const auto end = std::min(slot.offset + slot.numel, flat.shard_offset + flat.shard_numel);
     if (begin >= end) continue;
+    model::Nf4Weight stored;
+    if (m_model.load_nf4(slot.layer, static_cast<std::size_t>(slot.index), stored)) {
+      // Already NF4 in the checkpoint (bitsandbytes' layout): its codes, not quantized again.
+      const auto record = model::nf4_record(stored);
+      bytes.narrow(0, (begin - flat.shard_offset) * size, (end - begin) * size)
+          .copy_(record.narrow(0, (begin - slot.offset) * size, (end - begin) * size));
+      read += spec::numel(slot.shape);
+      continue;
+    }
     at::Tensor weight;
     auto it = computed.find(slot.layer);
     if (it != computed.end() && it->second[static_cast<std::size_t>(slot.index)].defined()) {

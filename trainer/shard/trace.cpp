@@ -86,6 +86,12 @@ void Trace::load(const std::string& flat, std::int64_t read, std::int64_t shard)
   line(j.dump());
 }
 
+void Trace::loaded(std::int64_t allocated, std::int64_t peak, std::int64_t rss) {
+  if (!m_file) return;
+  nlohmann::json j{{"op", "loaded"}, {"allocated", allocated}, {"peak", peak}, {"rss", rss}};
+  line(j.dump());
+}
+
 void Trace::line(const std::string& json) {
   if (m_defer) {
     m_lines.push_back(json);

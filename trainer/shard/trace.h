@@ -64,6 +64,9 @@ class Trace {
   /// How a flat parameter's shard was initialised: `read` elements from the checkpoint's bytes
   /// of the shard (the rest by the model's seeded init), `shard` elements in all.
   void load(const std::string& flat, std::int64_t read, std::int64_t shard);
+  /// The host memory once every flat's shard is initialised (checkpoint read, NF4 quantized):
+  /// the counting allocator's live bytes and its peak so far (loading's peak), and the RSS.
+  void loaded(std::int64_t allocated, std::int64_t peak, std::int64_t rss);
 
  private:
   void line(const std::string& json);

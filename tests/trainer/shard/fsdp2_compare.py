@@ -23,7 +23,11 @@ Beyond the LoRA assertions, shardtrain's dumped base (its NF4 weights dequantize
 bitsandbytes' bit for bit, and `shardtrain export` of the run's checkpoint writes the adapters
 merged into the dequantized base in bf16: every tensor within bf16 rounding of the peer's
 (bitsandbytes' base + its trained adapters, merged in fp32), and transformers loads the folder
-with logits close to that fp32 merged model's.
+with logits close to that fp32 merged model's. Then the checkpoint saved the way transformers
+saves a bitsandbytes 4-bit model (the packed codes, absmax, quant_map, nested tensors and
+quant_state of every text Linear) loads as it stands: the same base, bit for bit, and the same
+first loss as the fp32 checkpoint; a lora.quant_block_size it was not quantized with (32) is a
+config error naming the field and the checkpoint's 64.
 
 Each FSDP2 rank is this script started again with --peer and the torchrun environment.
 """
@@ -239,6 +243,8 @@ def compare(args, lora):
         probe_dir = ranks.train(args.shardtrain, probe, os.path.join(work, "probe"), 1,
                                 args=["--dump-params", "params.safetensors"])
         lora_init = os.path.join(probe_dir, "params.safetensors")
+        if qlora:
+            check_bnb_checkpoint(args, work, model_dir, probe_dir)
     with ranks.timed(f"shardtrain: {WORLD} ranks FULL_SHARD{' LoRA' if lora else ''}"):
         ours = ranks.train(args.shardtrain, config, os.path.join(work, "shardtrain"), WORLD,
                            args=["--dump-params", "params.safetensors"])
@@ -285,6 +291,57 @@ def compare(args, lora):
     if qlora:
         check_qlora_export(args, work, config, ours, model_dir,
                            ranks.load_params(os.path.join(theirs, "params.safetensors")), label)
+
+
+def check_bnb_checkpoint(args, work, model_dir, probe_dir):
+    """A bitsandbytes-serialized copy of the checkpoint gives the probe run's base and loss."""
+    import shutil
+    import numpy as np
+    import bitsandbytes.functional as bnbf
+    from safetensors.torch import load_file, save_file
+    label = "bitsandbytes 4-bit checkpoint"
+    bnb_dir = os.path.join(work, "model-bnb")
+    shutil.copytree(model_dir, bnb_dir)
+    tensors = load_file(os.path.join(model_dir, "model.safetensors"))
+    out, quantized = {}, 0
+    for name, t in tensors.items():
+        if name.endswith(".weight") and name.rsplit(".", 2)[-2] in LINEARS:
+            q, state = bnbf.quantize_4bit(t, blocksize=QLORA["quant_block_size"],
+                                          quant_type="nf4",
+                                          compress_statistics=QLORA["double_quant"])
+            out[name] = q
+            out.update({f"{name}.{k}": v for k, v in state.as_dict(packed=True).items()})
+            quantized += 1
+        else:
+            out[name] = t
+    save_file(out, os.path.join(bnb_dir, "model.safetensors"), metadata={"format": "pt"})
+    probe = write_config(os.path.join(work, "probe-bnb.toml"), bnb_dir, True,
+                         {"max_steps": 1, "lr": 1e-30}, qlora=True)
+    run = ranks.train(args.shardtrain, probe, os.path.join(work, "probe-bnb"), 1,
+                      args=["--dump-params", "params.safetensors"])
+    got = ranks.load_params(os.path.join(run, "params.safetensors"))
+    want = ranks.load_params(os.path.join(probe_dir, "params.safetensors"))
+    differ = [n for n in want if not np.array_equal(got.get(n), want[n])]
+    check(not differ, f"{label}: parameters differ from the fp32 checkpoint's run: {differ[:4]}")
+    first, first_want = ranks.curve(run)[1]["loss"], ranks.curve(probe_dir)[1]["loss"]
+    check(first == first_want, f"{label}: step-1 loss {first} vs {first_want}")
+    print(f"{label}: {quantized} Linears read as stored; {len(want)} parameters and the step-1 "
+          f"loss {first:.7f} equal the fp32 checkpoint's")
+    bad_dir = os.path.join(work, "probe-bnb-block")
+    bad = write_config(os.path.join(work, "probe-bnb-block.toml"), bnb_dir, True,
+                       {"max_steps": 1}, qlora=True)
+    with open(bad) as f:
+        text = f.read().replace("quant_block_size = 64", "quant_block_size = 32")
+    with open(bad, "w") as f:
+        f.write(text)
+    ranks.fresh_dir(bad_dir)
+    codes = ranks.run_ranks(args.shardtrain, ["train", os.path.abspath(bad)], bad_dir, 1)
+    errors = ranks.events(bad_dir, 0, "error")
+    message = errors[0].get("message", "") if errors else ""
+    check(codes != [0] and errors and errors[0].get("kind") == "config" and
+          "lora.quant_block_size" in message and "64" in message,
+          f"{label} with quant_block_size 32: exit {codes}, error events {errors}")
+    print(f"{label} under quant_block_size = 32: config error: {message[:160]}")
 
 
 def check_qlora_export(args, work, config, run_dir, model_dir, peer, label):
