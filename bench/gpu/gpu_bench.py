@@ -1,6 +1,8 @@
 """gpu_check.py's benchmark: a random Qwen2-0.5B-shaped model, sequence 2048, bf16, 1 rank, with
 and without activation checkpointing, shardtrain against PyTorch FSDP2 (fsdp2_gpu_peer.py) on
-the same GPU. Figures, not assertions: the check fails only when a run fails."""
+the same GPU; then QLoRA (lora.quantize = "nf4", #19) against LoRA in bf16 with checkpointing,
+r 16 on every Linear: tokens/s and peak memory side by side. Figures, not assertions: the check
+fails only when a run fails."""
 import json
 import os
 import random
@@ -98,8 +100,8 @@ class Benchmark:
                                                   for _ in range(self.a.bench_seq)]}) + "\n")
         return path
 
-    def config(self, data, ac):
-        return {
+    def config(self, data, ac, quantize=None):
+        cfg = {
             "experiment": {"name": "gpu-bench"},
             "model": {"arch": "qwen2", "path": self.model_dir},
             "data": {"train_path": data, "format": "tokens", "seq_len": self.a.bench_seq,
@@ -111,12 +113,20 @@ class Benchmark:
             "shard": {"strategy": "FULL_SHARD", "precision": "bf16", "device": self.a.device,
                       "activation_checkpointing": ac},
         }
+        if quantize is not None:
+            cfg["lora"] = {"enabled": True, "r": 16, "alpha": 32, "quantize": quantize,
+                           "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj",
+                                              "gate_proj", "up_proj", "down_proj"]}
+        return cfg
 
-    def shardtrain(self, data, ac):
+    def shardtrain(self, data, ac, quantize=None):
         name = "bench-shardtrain-" + ("ac" if ac else "noac")
+        if quantize is not None:
+            name += "-lora-" + quantize
         trace = os.path.join(self.dir, name + ".trace.jsonl")
         limit = self.gc.timeout(100)
-        run = self.gc.runner.train(name, self.config(data, ac), 1, limit, extra=("--trace", trace))
+        run = self.gc.runner.train(name, self.config(data, ac, quantize), 1, limit,
+                                   extra=("--trace", trace))
         if run.timed_out and limit < 100:
             return {"skipped": f"cut at the time budget after {run.seconds:.0f} s"}
         if not run.ok():
@@ -215,4 +225,22 @@ class Benchmark:
                     check.fail(f"shardtrain {mode}: {result['error']}")
                 self.save_partial(check)
             self.ratios(mode)
+            self.save_partial(check)
+        for quantize in ("none", "nf4"):  # LoRA, then QLoRA, both with checkpointing
+            key = f"shardtrain_ac_lora_{quantize}"
+            if self.gc.left() < 25:
+                self.figures[key] = {"skipped": "time budget"}
+                continue
+            result = self.shardtrain(data, True, quantize)
+            self.figures[key] = result
+            self.gc.log(f"  shardtrain ac lora {quantize}: {json.dumps(result)}")
+            if "error" in result:
+                check.fail(f"shardtrain lora {quantize}: {result['error']}")
+            self.save_partial(check)
+        lora, qlora = (self.figures.get(f"shardtrain_ac_lora_{q}", {}) for q in ("none", "nf4"))
+        if "tokens_per_s" in lora and "tokens_per_s" in qlora:
+            self.figures["qlora_vs_lora"] = {
+                "tokens_per_s": qlora["tokens_per_s"] / lora["tokens_per_s"],
+                "peak_bytes": qlora["peak_bytes"] / lora["peak_bytes"]}
+            self.gc.log(f"  QLoRA/LoRA: {json.dumps(self.figures['qlora_vs_lora'])}")
             self.save_partial(check)

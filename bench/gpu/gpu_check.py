@@ -53,6 +53,12 @@ TINY = {
     "shard": {"strategy": "FULL_SHARD", "precision": "fp32", "allow_tf32": False},
 }
 TOL_FP32 = 1e-4        # per step, relative: device against CPU, 2 ranks against 1
+# QLoRA (#19): adapters on every Linear of the tiny model, its base NF4 (blocks of 32 divide the
+# width 64), double quantization, bf16 storage of the records.
+QLORA = {"enabled": True, "r": 4, "alpha": 8, "quantize": "nf4", "quant_block_size": 32,
+         "quant_storage": "bfloat16",
+         "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                            "down_proj"]}
 TOL_OFFLOAD = 1e-5     # per step, relative: offload on against off
 TOL_RESUME = 1e-6      # per step, relative: resumed fp16 run against the uninterrupted one (CPU)
 # On CUDA the runs are not forced deterministic (the head's scatter_add_ and flash attention's
@@ -247,6 +253,18 @@ class GpuCheck:
                          f"the shard.device=cuda run's hello names device {dev!r}, not cuda")
         self.record(c)
 
+    def check_qlora(self, run, cpu):
+        c = Check("qlora_vs_cpu")
+        c.runs += [run.dir, cpu.dir]
+        if self.expect_complete(c, run) and self.expect_complete(c, cpu):
+            compare_curves(c, "qlora_device_vs_cpu", run.curve(), cpu.curve(), TOL_FP32)
+            c.figures["final_loss"] = run.curve()[-1][1]
+            if self.ref_ok(c):  # the NF4 base changes the losses: the check is not vacuous
+                away = rel(run.curve()[-1][1], self.ref.curve()[-1][1])
+                c.figures["final_loss_vs_full_fp32"] = away
+                c.expect(away > 1e-6, "QLoRA gives the full-training losses: not quantized?")
+        self.record(c)
+
     def expect_complete(self, check, run):
         """Every rank exited 0 with a `done` event; the check fails with the reason otherwise."""
         ok = run.ok()
@@ -424,6 +442,11 @@ class GpuCheck:
                                    "train.deterministic": not self.cuda}),
             "offload": self.config(**{"shard.offload_params": True,
                                       "shard.offload_optimizer": True}),
+            # The NF4 base dequantized on the device (dequantize_nf4's ops) against the CPU's
+            # (its one-pass loop): the same values, so the fp32 tolerance.
+            "qlora": self.config(**{f"lora.{k}": v for k, v in QLORA.items()}),
+            "qlora-cpu": self.config(**{f"lora.{k}": v for k, v in QLORA.items()},
+                                     **{"shard.device": "cpu" if self.cuda else "auto"}),
         }
         return self.runner.train_many({k: (v, 1, {}) for k, v in specs.items()},
                                       self.args.jobs, self.timeout(120))
@@ -433,7 +456,7 @@ class GpuCheck:
         if self.room(["selftest"], 15):
             self.check_selftest()
         single = ["fp32_vs_cpu", "ranks2_full_shard", "ranks2_shard_grad_op", "bf16_vs_fp32",
-                  "fp16_vs_fp32", "fp16_resume", "offload"]
+                  "fp16_vs_fp32", "fp16_resume", "offload", "qlora_vs_cpu"]
         if self.room(single, 30):
             runs = self.single_rank_runs()
             self.ref = runs["fp32"]
@@ -452,6 +475,7 @@ class GpuCheck:
             if self.room(["fp16_resume"], 15):
                 self.check_resume(runs["fp16"])
             self.check_offload(runs["offload"])
+            self.check_qlora(runs["qlora"], runs["qlora-cpu"])
         if self.room(["oom"], 15):
             self.check_oom()
         if self.cuda and self.report["device"].get("gpus", 0) == 1 and self.room(

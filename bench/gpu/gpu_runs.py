@@ -26,6 +26,8 @@ def toml_value(v):
         return repr(v)
     if isinstance(v, str):
         return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     raise TypeError(f"no TOML spelling for {v!r}")
 
 
