@@ -283,18 +283,40 @@ class TestLora : public QObject {
              std::string("base_model.model.model.visual.blocks.0.attn.qkv.lora_B.weight"));
   }
 
-  void quantizedBaseIsRefusedNotIgnored() {
-    // lora.quantize = "nf4" passes the config rules, but no model holds an NF4 base yet: building
-    // the adapters must stop with a config error naming the field, never train an fp32 base.
-    model::Qwen2Model m(dims());
-    auto l = lora(kAllText);
+  void quantizeMarksEveryTextLinearAndChecksTheBlocks() {
+    // lora.quantize = "nf4" marks every Linear of the text stack (adapted or not, as
+    // bitsandbytes' load_in_4bit does); embeddings, norms, biases and the head stay unquantized.
+    auto wide = dims();
+    wide.hidden_size = 64;
+    wide.intermediate_size = 128;
+    wide.num_heads = 8;
+    model::Qwen2Model m(wide);
+    auto l = lora({"q_proj"});
     l.quantize = "nf4";
+    QVERIFY(model::apply_lora(m, l).empty());
+    QCOMPARE(m.lora_config().quantize, std::string("nf4"));
+    int marked = 0;
+    for (const auto& layer : m.layers()) {
+      for (const auto& p : layer.params) {
+        const bool linear = p.shape.size() == 2 &&
+                            p.name.find("_proj.weight") != std::string::npos &&
+                            p.name.find(".lora_") == std::string::npos;
+        QVERIFY2(p.nf4 == linear, p.name.c_str());
+        marked += p.nf4 ? 1 : 0;
+      }
+    }
+    QCOMPARE(marked, 7 * wide.num_layers);
+    // A block that does not divide a quantized Linear's in-features (24 here) is a config error
+    // naming the field and the weight; no allowed block size divides 24, so the fix is "none".
+    model::Qwen2Model narrow(dims());
     try {
-      model::apply_lora(m, l);
-      QFAIL("apply_lora accepted lora.quantize = \"nf4\"");
+      model::apply_lora(narrow, l);
+      QFAIL("apply_lora accepted blocks of 64 over 24 in-features");
     } catch (const trainer::TrainerError& e) {
       QCOMPARE(e.kind(), spec::ErrorKind::config);
-      QVERIFY2(std::string(e.what()).find("lora.quantize") != std::string::npos, e.what());
+      const std::string what = e.what();
+      QVERIFY2(what.find("lora.quant_block_size") != std::string::npos, e.what());
+      QVERIFY2(what.find("q_proj.weight") != std::string::npos, e.what());
       QVERIFY2(e.hint().find("lora.quantize = \"none\"") != std::string::npos, e.hint().c_str());
     }
   }
