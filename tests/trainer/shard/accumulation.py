@@ -27,7 +27,7 @@ def trace_counts(path):
     with open(path) as f:
         for line in f:
             rec = json.loads(line)
-            if rec["op"] not in ("placement", "load"):  # state records, not collectives
+            if rec["op"] not in ("placement", "load", "loaded"):  # state, not collectives
                 counts[(rec["op"], rec["stage"], rec["phase"])] += 1
     return counts
 

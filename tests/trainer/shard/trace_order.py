@@ -39,7 +39,7 @@ def read_trace(path):
     with open(path) as f:
         for line in f:
             rec = json.loads(line)
-            if rec["op"] == "load":  # how a shard was initialised: neither a collective nor state
+            if rec["op"] in ("load", "loaded"):  # how shards were initialised: no collective
                 continue
             (placements if rec["op"] == "placement" else records).append(rec)
     return records, placements
