@@ -117,8 +117,8 @@ QString writeWinner(const AutotuneArgs& a, const backend::TuneSettings& winner) 
   noPaths.check_paths = false;
   auto exp = orExit(spec::load_experiment(a.experiment, a.overrides, noPaths), kExitUsage);
   backend::applyTune(exp, winner);
-  const QString path = a.out.empty() ? defaultOut(QString::fromStdString(a.experiment))
-                                     : QString::fromStdString(a.out);
+  QString path = a.out.empty() ? defaultOut(QString::fromStdString(a.experiment))
+                               : QString::fromStdString(a.out);
   QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly) ||
       file.write(QByteArray::fromStdString(spec::write_experiment_toml(exp))) < 0 ||

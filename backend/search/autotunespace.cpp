@@ -151,7 +151,8 @@ std::vector<std::string> tuneOverrides(const TuneSettings& s) {
   // override's text as the run's parameter, shown without TOML's quotes.
   for (auto [field, value] : tuneValues(s)) {
     if (value.size() >= 2 && value.front() == '"') value = value.substr(1, value.size() - 2);
-    out.push_back(field + "=" + value);
+    out.push_back(field);
+    out.back().append("=").append(value);
   }
   return out;
 }
