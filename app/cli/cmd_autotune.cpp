@@ -73,6 +73,7 @@ QJsonObject candidateJson(const TuneCandidate& c) {
   return {{"number", c.number},
           {"settings", settings},
           {"estimate_bytes", c.estimateBytes},
+          {"peak_bytes", c.peakBytes > 0 ? QJsonValue(c.peakBytes) : QJsonValue()},
           {"tokens_per_s", number(c.tokensPerS)},
           {"mfu", number(c.mfu)},
           {"status", QString::fromLatin1(backend::tuneStatusName(c.status))},
@@ -94,17 +95,21 @@ std::string settingsText(const backend::TuneSettings& s) {
   return line;
 }
 
+constexpr double kMiB = 1024.0 * 1024.0;
+
 void printTable(const backend::TuneOutcome& outcome) {
-  std::printf("%3s %-13s %-5s %-5s %-5s %4s %-4s %-5s %2s %-5s %9s %12s %7s  %s\n", "#", "strategy",
-              "offp", "offo", "ac", "mbs", "bwd", "fwd", "ig", "wrap", "est MiB", "tok/s/rank",
-              "mfu", "status (run)");
+  std::printf("%3s %-13s %-5s %-5s %-5s %4s %-4s %-5s %2s %-5s %9s %9s %12s %7s  %s\n", "#",
+              "strategy", "offp", "offo", "ac", "mbs", "bwd", "fwd", "ig", "wrap", "est MiB",
+              "peak MiB", "tok/s/rank", "mfu", "status (run)");
   for (const TuneCandidate& c : outcome.candidates) {
     const std::string tokens =
         std::isfinite(c.tokensPerS) ? std::to_string(std::lround(c.tokensPerS)) : "-";
     char mfu[16] = "-";
     if (std::isfinite(c.mfu)) std::snprintf(mfu, sizeof mfu, "%.4f", c.mfu);
-    std::printf("%3d %s %9.2f %12s %7s  %s%s%s\n", c.number, settingsText(c.settings).c_str(),
-                double(c.estimateBytes) / (1024.0 * 1024.0), tokens.c_str(), mfu,
+    char peak[16] = "-";
+    if (c.peakBytes > 0) std::snprintf(peak, sizeof peak, "%.2f", double(c.peakBytes) / kMiB);
+    std::printf("%3d %s %9.2f %9s %12s %7s  %s%s%s\n", c.number, settingsText(c.settings).c_str(),
+                double(c.estimateBytes) / kMiB, peak, tokens.c_str(), mfu,
                 qPrintable(statusText(c)), c.runName.isEmpty() ? "" : " (",
                 c.runName.isEmpty() ? "" : (c.runName.toStdString() + ")").c_str());
   }

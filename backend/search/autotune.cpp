@@ -88,6 +88,7 @@ spec::Experiment Autotuner::candidateExperiment(const TuneSettings& s) const {
   exp.train.max_steps = m_options.warmup + m_options.steps;
   exp.train.lr_warmup_steps = std::min(exp.train.lr_warmup_steps, exp.train.max_steps);
   exp.train.log_every = 1;
+  exp.train.mem_every = exp.train.max_steps;  // one `mem` at the end: the peak of the whole run
   exp.train.ckpt_every = 0;
   exp.train.ckpt_at_end = false;
   exp.eval.every = 0;
@@ -152,6 +153,7 @@ TuneMeasure Autotuner::consider(const TuneSettings& s) {
       c.estimateBytes = e.estimateBytes;
       c.tokensPerS = e.tokensPerS;
       c.mfu = e.mfu;
+      c.peakBytes = e.peakBytes;
       c.value = e.value;
       c.error = e.status == TuneStatus::infeasible || e.status == TuneStatus::oom
                     ? QStringLiteral("out of memory as candidate %1").arg(c.duplicateOf)
@@ -264,10 +266,30 @@ void Autotuner::readSteps(TuneCandidate& c) {
     c.error = QStringLiteral("no step event after the %1 warm-up steps").arg(m_options.warmup);
     return;
   }
+  readPeak(*reader, c);
   c.tokensPerS = median(tokens);
   c.mfu = median(mfu);
   c.value = m_options.objective == TuneObjective::mfu ? c.mfu : c.tokensPerS;
   c.status = TuneStatus::measured;
+}
+
+// The highest peak among the ranks' last `mem` events: the GPU's caching allocator where the
+// budget is a GPU's and the rank reported one, else the trainer's counting allocator (what the
+// estimate's total models on CPU).
+void Autotuner::readPeak(RunReader& reader, TuneCandidate& c) const {
+  const int ranks = std::max(1, spec::launch_world_size(m_base.launch));
+  for (int rank = 0; rank < ranks; ++rank) {
+    auto row = reader.lastEvent(c.runId, rank, "mem");
+    if (!row || !*row) continue;
+    const QByteArray& json = (**row).json;
+    auto event = spec::parse_event(std::string_view(json.constData(), size_t(json.size())),
+                                   spec::ParseMode::lenient);
+    if (!event) continue;
+    const auto* mem = std::get_if<spec::MemEvent>(&event->body);
+    if (mem == nullptr) continue;
+    const qint64 peak = m_budget.gpu && mem->cuda_peak ? *mem->cuda_peak : mem->peak;
+    c.peakBytes = std::max(c.peakBytes, peak);
+  }
 }
 
 }  // namespace shardscope::backend

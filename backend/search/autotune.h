@@ -20,6 +20,7 @@
 
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/search/autotunespace.h"
+#include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "trainer/spec/estimate.h"
 #include "trainer/spec/experiment.h"
@@ -49,6 +50,7 @@ struct TuneCandidate {
   qint64 estimateBytes = 0;  ///< per rank, as the budget holds it (device or total)
   double tokensPerS = NAN;   ///< median tokens/s per rank over the measured steps
   double mfu = NAN;          ///< median MFU over the measured steps
+  qint64 peakBytes = 0;      ///< highest peak of its ranks' last `mem` event (0: none reported)
   double value = NAN;        ///< the objective (tokensPerS or mfu); NaN unless measured
   qint64 runId = 0;          ///< its run in the run log (0: never started)
   QString runName;
@@ -88,13 +90,15 @@ class Autotuner {
   [[nodiscard]] Result<TuneOutcome> run(const Report& report = {});
 
   /// The experiment a candidate runs: `base` with `s` and the measurement settings (warm-up +
-  /// measured steps, no evaluation, no checkpoint, runs named "<name>-autotune-<n>").
+  /// measured steps, a `mem` event at the last, no evaluation, no checkpoint, runs named
+  /// "<name>-autotune-<n>").
   spec::Experiment candidateExperiment(const TuneSettings& s) const;
 
  private:
   TuneMeasure consider(const TuneSettings& s);
   void measure(TuneCandidate& c);
   void readSteps(TuneCandidate& c);
+  void readPeak(RunReader& reader, TuneCandidate& c) const;
   std::vector<std::string> measureOverrides() const;
 
   RunStore& m_store;

@@ -129,6 +129,7 @@ class TestCliAutotune : public QObject {
         QVERIFY2(c["run_id"].isNull(), qPrintable(QString("candidate %1 ran").arg(i)));
       } else {
         QVERIFY2(!c["run_id"].isNull(), qPrintable(QString("candidate %1: no run").arg(i)));
+        if (status == "measured") QVERIFY(c["peak_bytes"].toInteger() > 0);
         withRun[c["run_id"].toInteger()] = c;
       }
       if (status == "infeasible") {
