@@ -133,31 +133,31 @@ TuneMeasure Autotuner::consider(const TuneSettings& s) {
   TuneCandidate c;
   c.number = static_cast<int>(m_outcome.candidates.size());
   c.settings = s;
+  // What the search learns: a duplicate teaches what its original taught.
+  TuneStatus taught = TuneStatus::failed;
   auto settle = [&]() -> TuneMeasure {
+    if (c.status != TuneStatus::duplicate) taught = c.status;
     m_outcome.candidates.push_back(c);
     if (m_report) m_report(c);
     TuneMeasure m;
-    if (c.status == TuneStatus::measured ||
-        (c.status == TuneStatus::duplicate && std::isfinite(c.value)))
-      m.value = c.value;
-    m.outOfMemory = c.status == TuneStatus::infeasible || c.status == TuneStatus::oom ||
-                    (c.status == TuneStatus::duplicate && c.error.contains("memory"));
+    if (taught == TuneStatus::measured) m.value = c.value;
+    m.outOfMemory = taught == TuneStatus::infeasible || taught == TuneStatus::oom;
     return m;
   };
   if (m_outcome.cpuTarget) {
+    // The first candidate with the same settings on this target is never a duplicate itself.
     const TuneSettings here = onTarget(s, *m_outcome.cpuTarget);
     for (const TuneCandidate& e : m_outcome.candidates) {
       if (onTarget(e.settings, *m_outcome.cpuTarget) != here) continue;
       c.status = TuneStatus::duplicate;
-      c.duplicateOf = e.duplicateOf >= 0 ? e.duplicateOf : e.number;
+      c.duplicateOf = e.number;
       c.estimateBytes = e.estimateBytes;
       c.tokensPerS = e.tokensPerS;
       c.mfu = e.mfu;
       c.peakBytes = e.peakBytes;
       c.value = e.value;
-      c.error = e.status == TuneStatus::infeasible || e.status == TuneStatus::oom
-                    ? QStringLiteral("out of memory as candidate %1").arg(c.duplicateOf)
-                    : QString();
+      c.error = e.error;
+      taught = e.status;
       return settle();
     }
   }
