@@ -220,11 +220,18 @@ std::optional<TuneSettings> coordinateDescent(
       const TuneSettings at = *current;
       std::optional<TuneSettings> best;
       double bestValue = value * (1.0 + limits.minGain);
+      // Strategies and micro-batches come in the order of the memory they need: past the
+      // current value, one out of memory means the rest are too.
+      const bool byMemory = f == kStrategy || f == kMicroBatch;
+      bool pastCurrent = false;
       for (const TuneSettings& alt : alternatives(at, f, domain)) {
-        if (alt == at) continue;
+        if (alt == at) {
+          pastCurrent = true;
+          continue;
+        }
         const auto m = get(alt);
         if (!m) return current;  // stopped: the best so far stands
-        if (f == kMicroBatch && m->outOfMemory && alt.microBatchSize > at.microBatchSize) break;
+        if (byMemory && pastCurrent && m->outOfMemory) break;
         if (m->value && *m->value > bestValue) {
           best = alt;
           bestValue = *m->value;

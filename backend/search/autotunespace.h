@@ -76,8 +76,9 @@ struct DescentLimits {
 
 /// Coordinate descent from the first start that measures: per field (tuneFields() order), every
 /// other value with the rest fixed; the best replaces the current configuration when it beats it
-/// by minGain. Passes repeat until one moves nothing. A micro-batch that ran out of memory ends
-/// that field's ascent (the larger ones need more). `measure` is called at most once per
+/// by minGain. Passes repeat until one moves nothing. A strategy or micro-batch above the current
+/// one that is out of memory ends that field's ascent (the ones after it need more; the domain
+/// lists them in that order). `measure` is called at most once per
 /// distinct configuration. Returns the best configuration measured (none: nothing ran).
 std::optional<TuneSettings> coordinateDescent(
     const std::vector<TuneSettings>& starts, const TuneDomain& domain,

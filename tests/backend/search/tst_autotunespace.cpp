@@ -134,16 +134,19 @@ class TestAutotuneSpace : public QObject {
     QVERIFY2(measured.size() < 40, qPrintable(QString::number(measured.size())));
   }
 
-  // The first start that gives a value is the start; a micro-batch that runs out of memory
-  // ends the ascent (8 is never measured once 4 was out of memory); a gain under minGain does
-  // not move the search.
+  // The first start that gives a value is the start; a micro-batch or a strategy out of memory
+  // ends that field's ascent (8 is never measured once 4 was out of memory, nor NO_SHARD once
+  // SHARD_GRAD_OP was); a gain under minGain does not move the search.
   void memoryLimitsAndSmallGains() {
     const auto domain = backend::tuneDomain(tiny(1));
     const auto starts = backend::tuneStarts(TuneSettings{}, domain);
     std::map<std::int64_t, int> microBatchesTried;
+    int unsharded = 0;
     auto measure = [&](const TuneSettings& s) -> TuneMeasure {
       if (s == starts.front()) return {std::nullopt, true};
       ++microBatchesTried[s.microBatchSize];
+      unsharded += s.strategy == spec::ShardStrategy::no_shard ? 1 : 0;
+      if (s.strategy == spec::ShardStrategy::shard_grad_op) return {std::nullopt, true};
       if (s.microBatchSize >= 4) return {std::nullopt, true};
       double v = 100 + 10.0 * double(s.microBatchSize);
       if (s.forwardPrefetch) v += 1;  // 1%: noise, not a gain
@@ -154,6 +157,7 @@ class TestAutotuneSpace : public QObject {
     QCOMPARE(best->microBatchSize, std::int64_t(2));
     QVERIFY(!best->forwardPrefetch);
     QCOMPARE(microBatchesTried.count(8), std::size_t(0));
+    QCOMPARE(unsharded, 0);  // SHARD_GRAD_OP was out of memory: NO_SHARD needs more
   }
 
   // The stop callback ends the search before the next measure; the best so far is returned,
