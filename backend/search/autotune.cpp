@@ -119,8 +119,9 @@ Result<TuneOutcome> Autotuner::run(const Report& report) {
       tuneStarts(tuneSettingsOf(m_base), domain), domain,
       [this](const TuneSettings& s) { return consider(s); }, limits);
   if (!m_error.empty()) return fail(m_error);
-  // The winner: the best measured candidate (the descent's current point is one of them, and
-  // no other measured candidate beats it by more than the minimum gain).
+  // The winner: the best measured candidate. Usually the descent's end point; a candidate the
+  // descent passed over (under the minimum gain, or at a point a later move left) can have
+  // measured higher, and the measurement is what counts.
   for (const TuneCandidate& c : m_outcome.candidates) {
     if (c.status != TuneStatus::measured) continue;
     if (!m_outcome.winner || c.value > m_outcome.candidates[*m_outcome.winner].value)
