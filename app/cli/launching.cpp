@@ -28,7 +28,8 @@ Result<backend::FollowOutcome> followRun(backend::RunStore& store, backend::RunH
                                          qint64 runId, backend::FollowOptions options,
                                          bool stopOnInterrupt) {
   if (stopOnInterrupt) {
-    g_interrupted = false;
+    // Not cleared here: a SIGINT between two follows of one process (autotune's candidates)
+    // stops the next one at once instead of being lost.
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
     options.stopRequested = [] {

@@ -19,6 +19,7 @@ void addStudyVerb(CLI::App& app, Globals& g);      // app/cli/cmd_study.cpp
 void addSweepVerb(CLI::App& app, Globals& g);      // app/cli/cmd_sweep.cpp
 void addExportToVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_export_to.cpp
 void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
+void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   addSweepVerb(app, g);
   addExportToVerbs(app, g);
   addImportVerb(app, g);
+  addAutotuneVerb(app, g);
 
   try {
     app.parse(argc, argv);

@@ -155,6 +155,23 @@ Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp) {
   return budgetWith(exp, detectMemory(exp.launch));
 }
 
+Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
+                                          const spec::DeviceBudget& budget) {
+  const int local = exp.launch.nproc_per_node;
+  auto estimate = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local);
+  if (!estimate) return fail("memory estimate: " + estimate.message());
+  BudgetCheck check;
+  check.need = spec::budgeted_bytes(*estimate, budget);
+  if (budget.bytes <= 0 || check.need <= budget.bytes) return check;
+  check.over = QStringLiteral(
+                   "memory estimate %1 MiB per rank%2 exceeds the budget of %3 MiB per rank (%4); "
+                   "lower train.micro_batch_size or data.seq_len, enable "
+                   "shard.activation_checkpointing, or search a smaller range")
+                   .arg(mib(check.need), budget.gpu ? QStringLiteral(" on the device") : QString(),
+                        mib(budget.bytes), QString::fromStdString(budget.source));
+  return check;
+}
+
 spec::RunStatus runStatusOf(TrialState state) {
   switch (state) {
     case TrialState::Running:
@@ -251,19 +268,12 @@ Result<spec::DeviceBudget> TrialRunner::budgetOf(const spec::Experiment& exp) co
 
 std::optional<QString> TrialRunner::infeasibility(const spec::Experiment& exp) const {
   if (programTrials()) return std::nullopt;  // a program's memory is its own business
-  const int local = exp.launch.nproc_per_node;
-  auto estimate = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local);
-  if (!estimate) return QString::fromStdString("memory estimate: " + estimate.message());
   auto budget = budgetOf(exp);
   if (!budget) return QString::fromStdString(budget.message());
-  const qint64 need = spec::budgeted_bytes(*estimate, *budget);
-  if (budget->bytes <= 0 || need <= budget->bytes) return std::nullopt;
-  return QStringLiteral(
-             "memory estimate %1 MiB per rank%2 exceeds the budget of %3 MiB per rank (%4); "
-             "lower train.micro_batch_size or data.seq_len, enable "
-             "shard.activation_checkpointing, or search a smaller range")
-      .arg(mib(need), budget->gpu ? QStringLiteral(" on the device") : QString(),
-           mib(budget->bytes), QString::fromStdString(budget->source));
+  auto check = estimateAgainstBudget(exp, *budget);
+  if (!check) return QString::fromStdString(check.message());
+  if (check->over.isEmpty()) return std::nullopt;
+  return check->over;
 }
 
 Result<qint64> TrialRunner::createRun(qint64 number, const search::TrialParams& params) {

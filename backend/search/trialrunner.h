@@ -45,6 +45,18 @@ struct TrialOutcome {
 /// host; the host's memory for CPU runs). Slurm without launch.device_memory_gib is an error.
 Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp);
 
+/// A configuration's memory estimate held against a budget (estimateAgainstBudget).
+struct BudgetCheck {
+  qint64 need = 0;  ///< the estimate's bytes per rank that the budget holds (budgeted_bytes)
+  QString over;     ///< why it does not fit (an infeasible trial's error); empty: it fits
+};
+
+/// Holds the per-rank memory estimate of `exp` (at the world shape [launch] asks for) against
+/// `budget`: the one check that keeps a sweep's trial and an autotune candidate from starting.
+/// A budget of 0 bytes (unknown) holds nothing: everything fits. Errors are the estimate's.
+Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
+                                          const spec::DeviceBudget& budget);
+
 /// The run-log status of a trial state.
 spec::RunStatus runStatusOf(search::TrialState state);
 

@@ -1,0 +1,116 @@
+// Autotuner: finds the fastest configuration of the sharding and batching fields that fits
+// (autotunespace.h says what it searches and in which order) by measuring it. Each candidate is
+// first held against the device budget with the memory estimate (estimateAgainstBudget, the
+// check a sweep's trials pass): over it, it is `infeasible` and never started. A candidate the
+// target runs the same as an earlier one (offload on a CPU run) is a `duplicate` of it and not
+// run again. The others run `shardtrain train` for warm-up + measured steps, all ranks, the
+// optimizer on, as ordinary runs of the run log started and followed by RunLifecycle (what
+// `run` does): the objective is the median over the measured steps of rank 0's `step` events.
+// An oom marks the candidate out of memory. Nothing here prints: each candidate is reported to
+// a callback when it is settled.
+#pragma once
+
+#include <QString>
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/lifecycle/runlifecycle.h"
+#include "backend/search/autotunespace.h"
+#include "backend/store/runreader.h"
+#include "backend/store/runstore.h"
+#include "trainer/spec/estimate.h"
+#include "trainer/spec/experiment.h"
+#include "trainer/spec/result.h"
+
+namespace shardscope::backend {
+
+/// How a candidate was settled.
+enum class TuneStatus {
+  measured,    ///< ran; its objective is the median of its measured steps
+  infeasible,  ///< its estimate is over the budget: never started
+  oom,         ///< ran out of memory while running
+  failed,      ///< did not run or ended without measured steps (see error)
+  duplicate,   ///< the same as an earlier candidate on this target: not run again
+  stopped      ///< stopped by the user while running
+};
+const char* tuneStatusName(TuneStatus status);
+
+/// What autotune maximises.
+enum class TuneObjective { tokensPerS, mfu };
+
+/// One configuration autotune considered.
+struct TuneCandidate {
+  int number = 0;  ///< from 0, in the order considered
+  TuneSettings settings;
+  TuneStatus status = TuneStatus::failed;
+  qint64 estimateBytes = 0;  ///< per rank, as the budget holds it (device or total)
+  double tokensPerS = NAN;   ///< median tokens/s per rank over the measured steps
+  double mfu = NAN;          ///< median MFU over the measured steps
+  qint64 peakBytes = 0;      ///< highest peak of its ranks' last `mem` event (0: none reported)
+  double value = NAN;        ///< the objective (tokensPerS or mfu); NaN unless measured
+  qint64 runId = 0;          ///< its run in the run log (0: never started)
+  QString runName;
+  int duplicateOf = -1;  ///< duplicate: the candidate it is the same as
+  QString error;         ///< why it is infeasible, oom, failed or stopped
+};
+
+/// How autotune ended.
+struct TuneOutcome {
+  std::vector<TuneCandidate> candidates;  ///< every candidate, by number
+  std::optional<int> winner;              ///< the best measured candidate's number
+  bool stopped = false;                   ///< the user stopped it
+  bool outOfTime = false;                 ///< the time budget ended the search
+  std::optional<bool> cpuTarget;          ///< the target computes on CPU (unknown: none ran)
+};
+
+class Autotuner {
+ public:
+  struct Options {
+    TuneObjective objective = TuneObjective::tokensPerS;
+    std::int64_t steps = 10;    ///< measured steps per candidate
+    std::int64_t warmup = 3;    ///< steps run first and not measured
+    double budgetMinutes = 30;  ///< no new candidate starts after this; 0 = no limit
+    double minGain = 0.03;      ///< a move needs this fraction more than the current value
+  };
+  /// RunLifecycle::follow, or the caller's wrapper of it (the CLI's stops on SIGINT).
+  using Follow = std::function<Result<FollowOutcome>(RunStore&, RunHandle&, qint64, FollowOptions)>;
+  using Report = std::function<void(const TuneCandidate&)>;
+
+  /// `base`: the experiment as RunLifecycle::loadForRun loaded it from `experimentPath`;
+  /// `budget`: what each candidate's estimate is held against (budgetFor). `store` must outlive
+  /// the tuner.
+  Autotuner(RunStore& store, RunLifecycle lifecycle, QString experimentPath, spec::Experiment base,
+            spec::DeviceBudget budget, Options options, Follow follow = RunLifecycle::follow);
+
+  /// Runs the search to its end; `report` hears of each candidate once it is settled.
+  [[nodiscard]] Result<TuneOutcome> run(const Report& report = {});
+
+  /// The experiment a candidate runs: `base` with `s` and the measurement settings (warm-up +
+  /// measured steps, a `mem` event at the last, no evaluation, no checkpoint, runs named
+  /// "<name>-autotune-<n>").
+  spec::Experiment candidateExperiment(const TuneSettings& s) const;
+
+ private:
+  TuneMeasure consider(const TuneSettings& s);
+  void measure(TuneCandidate& c);
+  void readSteps(TuneCandidate& c);
+  void readPeak(RunReader& reader, TuneCandidate& c) const;
+  std::vector<std::string> measureOverrides() const;
+
+  RunStore& m_store;
+  RunLifecycle m_lifecycle;
+  QString m_experimentPath;
+  spec::Experiment m_base;
+  spec::DeviceBudget m_budget;
+  Options m_options;
+  Follow m_follow;
+  Report m_report;
+  TuneOutcome m_outcome;
+  std::string m_error;  // a store error: ends the search
+};
+
+}  // namespace shardscope::backend
