@@ -186,13 +186,16 @@ bool Qwen2VLModel::load_param_elements(int layer, std::size_t index, std::int64_
   const auto& def = m_layers[static_cast<std::size_t>(layer)].params[index];
   if (spec::is_lora_param(def.name)) return false;
   const auto name = checkpoint_name(def);
-  if (Nf4Weight nf4; load_nf4(layer, index, nf4)) {
+  BnbTensors find(*m_weights);
+  if (is_bnb_quantized(name, std::ref(find))) {
+    // The engine's probe (count 0) only asks whether a value exists: nothing is read for it.
+    if (count == 0) return true;
     // Stored in 4 bits but wanted unquantized here (a weight lora.quantize does not mark): its
     // dequantized values, as transformers computes with them.
-    if (count > 0) {
-      at::NoGradGuard no_grad;
-      dst.copy_(dequantize_nf4(nf4, at::kFloat).reshape(-1).narrow(0, first, count));
-    }
+    Nf4Weight nf4;
+    (void)load_nf4(layer, index, nf4);
+    at::NoGradGuard no_grad;
+    dst.copy_(dequantize_nf4(nf4, at::kFloat).reshape(-1).narrow(0, first, count));
     return true;
   }
   const auto shape = m_weights->shape(name);
