@@ -205,8 +205,10 @@ void addAutotuneVerb(CLI::App& app, Globals& g) {
       ->type_name("K=V")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--budget-minutes", args->budgetMinutes,
-                  "No candidate starts after this many minutes; 0: no limit (default 30)")
+  cmd->add_option(
+         "--budget-minutes", args->budgetMinutes,
+         "No candidate starts after this many minutes (the first run always does); 0: no limit "
+         "(default 30)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--objective", args->objective,
                   "What to maximise: tokens/s per rank or MFU (default tokens_per_s)")

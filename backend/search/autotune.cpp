@@ -110,8 +110,12 @@ Result<TuneOutcome> Autotuner::run(const Report& report) {
   limits.minGain = m_options.minGain;
   limits.stop = [&] {
     if (m_outcome.stopped || !m_error.empty()) return true;
+    // The time budget never stops the first run: a search that measured nothing has no answer
+    // to give, however short the budget.
+    const bool anyRan = std::any_of(m_outcome.candidates.begin(), m_outcome.candidates.end(),
+                                    [](const TuneCandidate& c) { return c.runId != 0; });
     const double budgetMs = m_options.budgetMinutes * 60000.0;
-    if (budgetMs > 0 && double(clock.elapsed()) >= budgetMs) m_outcome.outOfTime = true;
+    if (budgetMs > 0 && anyRan && double(clock.elapsed()) >= budgetMs) m_outcome.outOfTime = true;
     return m_outcome.outOfTime;
   };
   const TuneDomain domain = tuneDomain(m_base);

@@ -73,7 +73,8 @@ class Autotuner {
     TuneObjective objective = TuneObjective::tokensPerS;
     std::int64_t steps = 10;    ///< measured steps per candidate
     std::int64_t warmup = 3;    ///< steps run first and not measured
-    double budgetMinutes = 30;  ///< no new candidate starts after this; 0 = no limit
+    double budgetMinutes = 30;  ///< no new candidate starts after this (the first run always
+                                ///< does); 0 = no limit
     double minGain = 0.03;      ///< a move needs this fraction more than the current value
   };
   /// RunLifecycle::follow, or the caller's wrapper of it (the CLI's stops on SIGINT).

@@ -1,6 +1,7 @@
 // shardscope-cli end to end on the real remote engines with the real trainer: `run` of a tiny
 // 2-rank experiment with launch.kind = "ssh" (through the sshd fixture) and "slurm" (the Slurm
-// fixture, submitted locally and over SSH), each to `complete`, its rows in the run log.
+// fixture, submitted locally and over SSH), each to `complete`, its rows in the run log; and
+// `autotune` measuring its candidates over both.
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -114,6 +115,50 @@ class TestCliRemote : public QObject {
     }
     QCOMPARE(stateByWidth.value("256"), QString("oom"));
     QCOMPARE(stateByWidth.value("16"), QString("complete"));
+  }
+
+  // autotune measures its candidates on the experiment's own launcher: over SSH and on Slurm
+  // too. A time budget of a few milliseconds lets exactly the first candidate start (the budget
+  // is checked before each start), so the test stays short while every piece runs for real: the
+  // candidate is a run of the run log on that launcher, measured from its `step` events, and it
+  // is written out as the winner.
+  void autotuneMeasuresOnTheTargetLauncher_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QByteArray>("launch");
+    const QByteArray remote = m_dir.filePath("tune-remote").toUtf8();
+    QTest::newRow("ssh") << "ssh"
+                         << "kind = \"ssh\"\nhosts = [\"node1\"]\nremote_dir = \"" + remote +
+                                "\"\n";
+    // Slurm's nodes are unknown until the job starts: the budget is the experiment's to give.
+    QTest::newRow("slurm") << "slurm" << QByteArray("kind = \"slurm\"\ndevice_memory_gib = 80\n");
+  }
+  void autotuneMeasuresOnTheTargetLauncher() {
+    QFETCH(QString, kind);
+    QFETCH(QByteArray, launch);
+    const QString exp = writeExperiment("tune-" + kind, launch);
+    QVERIFY(!exp.isEmpty());
+    const QString winner = m_dir.filePath("tune-" + kind + ".winner.toml");
+    const Run r = cli({"--db", db(), "--json", "autotune", exp, "--steps", "2", "--warmup", "1",
+                       "--budget-minutes", "0.0001", "--out", winner},
+                      m_env, 180000);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    const QJsonObject o = json(r.out.trimmed().split('\n').last());
+    QVERIFY(o["out_of_time"].toBool());
+    QCOMPARE(o["winner"].toInt(-1), 0);
+    QCOMPARE(o["winner_file"].toString(), winner);
+    QVERIFY(QFile::exists(winner));
+    const QJsonObject first = o["candidates"].toArray().first().toObject();
+    QCOMPARE(first["status"].toString(), QString("measured"));
+    QVERIFY2(first["tokens_per_s"].toDouble() > 0, qPrintable(r.out));
+    const QJsonObject shown =
+        json(cli({"--db", db(), "--json", "show", first["run"].toString()}, m_env).out);
+    QCOMPARE(shown["status"].toString(), QString("complete"));
+    QCOMPARE(shown["location"].toObject()["kind"].toString(), kind);
+    // Nothing started after the budget ran out: one run of this experiment in the run log.
+    int started = 0;
+    for (const auto& c : o["candidates"].toArray())
+      if (!c.toObject()["run_id"].isNull()) ++started;
+    QCOMPARE(started, 1);
   }
 
   void initTestCase() {
