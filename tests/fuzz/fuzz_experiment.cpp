@@ -2,7 +2,7 @@
 // section (backend/search/space): the input is an experiment file. Each parser must accept it
 // or refuse it naming the file; an accepted experiment must write back to TOML that loads to the
 // same experiment (the GUI's form saves through that writer).
-#include "backend/search/space.h"
+#include "search/space.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "trainer/spec/experiment.h"
 

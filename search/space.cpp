@@ -1,4 +1,4 @@
-#include "backend/search/space.h"
+#include "search/space.h"
 
 #include <algorithm>
 #include <cmath>
