@@ -2,7 +2,8 @@
 """Runs clang-tidy over translation units in parallel, skipping a unit whose inputs have not changed
 since it last passed, and tidying units that share compile flags together as one "group" unit.
 
-Cache: a unit's key hashes clang-tidy's version, .clang-tidy, the unit's compile command, the
+Cache: a unit's key hashes clang-tidy's version, .clang-tidy (and the unit's own folder's, when it
+has one), the unit's compile command, the
 contents of the unit and of every project header it includes (the compiler's -MM list), and the
 modification times of its system include directories (a new LibTorch or Qt invalidates). A passing
 unit stores its key in the cache directory (--cache, else $SHARDSCOPE_TIDY_CACHE, else
@@ -103,6 +104,10 @@ def unit_key(entry, base_key):
         text = dep.read().replace("\\\n", " ")
     files = sorted(set(text.split(":", 1)[1].split())) if ":" in text else []
     h = hashlib.sha256(base_key.encode())
+    config = nearest_config(os.path.join(entry["directory"], entry["file"]))
+    if config:  # a folder's own .clang-tidy (search/'s naming rules) changes what passes
+        with open(config, "rb") as fh:
+            h.update(fh.read())
     h.update(" ".join(args).encode())
     h.update(system_dirs_stamp(args).encode())
     paths = set()

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "backend/search/nsga2.h"
+#include "search/nsga2.h"
 #include "trainer/spec/events.h"
 #include "trainer/spec/experiment.h"
 

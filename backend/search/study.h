@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "backend/search/importance.h"
-#include "backend/search/pruner.h"
-#include "backend/search/sampler.h"
-#include "backend/search/space.h"
-#include "backend/search/trial.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "search/importance.h"
+#include "search/pruner.h"
+#include "search/sampler.h"
+#include "search/space.h"
+#include "search/trial.h"
 #include "trainer/spec/result.h"
 
 namespace shardscope::search {

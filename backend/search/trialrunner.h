@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "backend/launch/launcher.h"
-#include "backend/search/space.h"
-#include "backend/search/trial.h"
 #include "backend/store/runstore.h"
+#include "search/space.h"
+#include "search/trial.h"
 #include "trainer/spec/estimate.h"
 #include "trainer/spec/experiment.h"
 #include "trainer/spec/result.h"

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/search/pruner.h"
-#include "backend/search/space.h"
-#include "backend/search/trial.h"
+#include "search/pruner.h"
+#include "search/space.h"
+#include "search/trial.h"
 
 using namespace shardscope::search;
 

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/search/sampler.h"
-#include "backend/search/space.h"
+#include "search/sampler.h"
+#include "search/space.h"
 
 using namespace shardscope::search;
 

@@ -1,10 +1,10 @@
 // The experiment TOML (trainer/spec/experiment_toml, experiment_validate) and its [search]
-// section (backend/search/space): the input is an experiment file. Each parser must accept it
+// section (trainer/spec/search_space): the input is an experiment file. Each parser must accept it
 // or refuse it naming the file; an accepted experiment must write back to TOML that loads to the
 // same experiment (the GUI's form saves through that writer).
-#include "backend/search/space.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "trainer/spec/experiment.h"
+#include "trainer/spec/search_space.h"
 
 using namespace shardscope;
 
@@ -28,7 +28,7 @@ void check_experiment(std::string_view text) {
 }
 
 void check_search(std::string_view text) {
-  auto space = search::parse_search_space(text, kName);
+  auto space = spec::parse_search_space(text, kName);
   if (!space) {
     fuzz::expect_clear_error(space.message(), kName);
     return;

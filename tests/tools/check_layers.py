@@ -2,12 +2,12 @@
 """Fails when a file of a lower layer includes a header of a higher one, or a CMake target links one.
 
 Layers go one way (docs/ARCHITECTURE.md):
-    app -> ui -> backend -> trainer/spec        ui -> trainer/data
+    app -> ui -> backend -> search -> trainer/spec        ui -> trainer/data
     trainer (LibTorch) -> trainer/spec, trainer/data
 and inside the trainer, the backend and the ui the folders go one way too (INNER below). Project
 headers are included by their path from the repository root ("backend/store/x.h"), so the first
 folders of an include name its layer and folder. Third-party headers are checked too: no Qt below
-the backend, no Qt Widgets/Gui or QCustomPlot in the backend, no LibTorch outside the trainer.
+the backend (the search library included), no Qt Widgets/Gui or QCustomPlot in the backend, no LibTorch outside the trainer.
 target_link_libraries() in the layers' CMake files obey the same table.
 
 Usage: check_layers.py ROOT [--qt-include-dir DIR]    checks the tree, exit 1 on a violation
@@ -20,15 +20,19 @@ import re
 import sys
 import tempfile
 
-ORDER = "app -> ui -> backend -> trainer/spec (ui -> trainer/data; trainer -> trainer/spec, trainer/data)"
+ORDER = ("app -> ui -> backend -> search -> trainer/spec "
+         "(ui -> trainer/data; trainer -> trainer/spec, trainer/data)")
 # Layer -> the layers its files may include (its own included).
 ALLOWED = {
     "spec": {"spec"},
     "data": {"data", "spec"},
     "trainer": {"trainer", "spec", "data"},
-    "backend": {"backend", "spec"},
-    "ui": {"ui", "backend", "spec", "data"},
-    "app": {"app", "ui", "backend", "spec", "data"},
+    # search/: the Qt-free search algorithms (space transforms, samplers, pruners, importance)
+    # that the backend's orchestration drives; a plain C++ program can link them alone.
+    "search": {"search", "spec"},
+    "backend": {"backend", "search", "spec"},
+    "ui": {"ui", "backend", "search", "spec", "data"},
+    "app": {"app", "ui", "backend", "search", "spec", "data"},
 }
 
 
@@ -60,7 +64,7 @@ INNER = {
     # main window.
     "ui": _below("data", "widgets", ("runs", "plots", "compare", "hosts", "builder"), ""),
 }
-QT_FREE = {"spec", "data", "trainer"}
+QT_FREE = {"spec", "data", "trainer", "search"}
 TORCH_LAYERS = {"trainer"}
 BACKEND_QT_MODULES = {"QtCore", "QtSql", "QtNetwork", "QtConcurrent"}
 TORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")
@@ -74,6 +78,7 @@ TARGETS = {
     "shardscope_data": "trainer/data",
     "shardscope_trainer": "trainer",  # every trainer folder together: what main() and tests link
     "shardscope_rendezvous": "trainer/dist",  # torch-free: the fake trainer links it too
+    "shardscope_search": "search",
     "shardscope_backend": "backend",
     "shardscope_import": "backend/import",
     "shardscope_ui": "ui",
@@ -83,12 +88,16 @@ LINK = re.compile(r"target_link_libraries\s*\(([^)]*)\)", re.S)
 ADD_TARGET = re.compile(r"(?:add_library|add_executable|shardscope_trainer_folder)\s*\(\s*([\w${}-]+)")
 
 
+# The repository's top folders that are layers (trainer/spec and trainer/data are layers too).
+LAYER_TOPS = ("app", "ui", "backend", "search", "trainer")
+
+
 def layer_of(relpath):
     """The layer a repository path belongs to, or None when it is not in a layer."""
     parts = relpath.replace(os.sep, "/").split("/")
     if parts[0] == "trainer" and len(parts) > 1 and parts[1] in ("spec", "data"):
         return parts[1]
-    if parts[0] in ("app", "ui", "backend", "trainer"):
+    if parts[0] in LAYER_TOPS:
         return parts[0]
     return None
 
@@ -198,7 +207,7 @@ def cmake_links(text):
 
 def check_tree(root, qt_dir):
     violations = []
-    for top in ("app", "ui", "backend", "trainer"):
+    for top in LAYER_TOPS:
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for file in sorted(files):
                 path = os.path.join(dirpath, file)
@@ -264,12 +273,15 @@ def clean_tree(root):
             links.append(f"target_link_libraries(shardscope_trainer_{folder} PUBLIC shardscope_spec {deps} torch)")
     links.append("target_link_libraries(shardtrain PRIVATE shardscope_trainer CLI11::CLI11)")
     write(root, "trainer/CMakeLists.txt", "\n".join(links) + "\n")
-    write(root, "backend/CMakeLists.txt", "target_link_libraries(shardscope_backend PUBLIC Qt6::Core shardscope_spec)\n")
+    write(root, "backend/CMakeLists.txt",
+          "target_link_libraries(shardscope_backend PUBLIC Qt6::Core shardscope_search shardscope_spec)\n")
+    write(root, "search/CMakeLists.txt", "target_link_libraries(shardscope_search PUBLIC shardscope_spec)\n")
     write(root, "ui/CMakeLists.txt",
           "target_link_libraries(shardscope_ui PUBLIC Qt6::Widgets QCustomPlotQt6::QCustomPlotQt6\n"
           "  shardscope_backend shardscope_data)\n")
     write(root, "ui/b.cpp", '#include "backend/b.h"\n#include "trainer/data/d.h"\n#include <QWidget>\n')
-    write(root, "backend/b.h", '#include "trainer/spec/s.h"\n#include <QtCore/QObject>\n')
+    write(root, "backend/b.h", '#include "search/s.h"\n#include "trainer/spec/s.h"\n#include <QtCore/QObject>\n')
+    write(root, "search/s.h", '#include "trainer/spec/s.h"\n#include <vector>\n')
     write(root, "trainer/data/d.h", '#include "trainer/spec/s.h"\n')
     write(root, "trainer/spec/s.h", "#include <vector>\n")
     write(root, "trainer/t.cpp", '#include "trainer/data/d.h"\n#include <ATen/ATen.h>\n')
@@ -284,6 +296,11 @@ def self_test(qt_dir):
         "ui includes app": ("ui/a.cpp", '#include "app/m.h"', "app/m.h"),
         "trainer includes backend": ("trainer/a.cpp", '#include "backend/b.h"', "backend/b.h"),
         "backend includes trainer engine": ("backend/a.cpp", '#include "trainer/dist/p.h"', "trainer/dist/p.h"),
+        "search includes backend": ("search/a.cpp", '#include "backend/search/study.h"', "backend/search/study.h"),
+        "spec includes search": ("trainer/spec/a.h", '#include "search/tpe.h"', "search/tpe.h"),
+        "trainer includes search": ("trainer/run/a.cpp", '#include "search/tpe.h"', "search/tpe.h"),
+        "search includes Qt": ("search/a.h", "#include <QtCore/QString>", None),
+        "search includes torch": ("search/a.cpp", "#include <torch/torch.h>", None),
         "backend includes torch": ("backend/a.cpp", "#include <ATen/ATen.h>", None),
         "spec includes Qt": ("trainer/spec/a.cpp", "#include <QtCore/QString>", None),
         "trainer includes Qt": ("trainer/a.cpp", "#include <QtCore/QObject>", None),
@@ -298,6 +315,11 @@ def self_test(qt_dir):
                              "target_link_libraries(shardscope_trainer_base PUBLIC Qt6::Core)", None),
         "backend links Widgets": ("backend/CMakeLists.txt", "target_link_libraries(shardscope_backend PUBLIC Qt6::Widgets)", None),
         "backend links torch": ("backend/CMakeLists.txt", "target_link_libraries(shardscope_backend PUBLIC torch)", None),
+        "search links Qt": ("search/CMakeLists.txt", "target_link_libraries(shardscope_search PUBLIC Qt6::Core)", None),
+        "search links backend": ("search/CMakeLists.txt",
+                                 "target_link_libraries(shardscope_search PRIVATE shardscope_backend)", None),
+        "spec links search": ("trainer/spec/CMakeLists.txt",
+                              "target_link_libraries(shardscope_spec PUBLIC shardscope_search)", None),
         "a folder links all of the trainer": ("trainer/run/CMakeLists.txt",
                                               "target_link_libraries(shardscope_trainer_run PUBLIC shardscope_trainer)", None),
     }
@@ -305,6 +327,7 @@ def self_test(qt_dir):
     if qt_dir and os.path.exists(os.path.join(qt_dir, "QtWidgets", "QWidget")):
         cases["backend includes QWidget"] = ("backend/a.cpp", "#include <QWidget>", None)
         cases["spec includes QString"] = ("trainer/spec/a.cpp", "#include <QString>", None)
+        cases["search includes QString"] = ("search/a.cpp", "#include <QString>", None)
     failures = []
     for name, (path, line, target) in cases.items():
         with tempfile.TemporaryDirectory() as root:

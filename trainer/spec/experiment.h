@@ -200,7 +200,7 @@ struct LaunchSection {
   bool operator==(const LaunchSection&) const = default;
 };
 
-/// [search] (backend, #6): kept as its raw TOML text until the search layer parses it.
+/// [search]: kept as raw TOML text; parse_search_space (search_space.h) validates and types it.
 struct SearchSection {
   bool present = false;
   std::string toml;  // the [search] table re-serialized

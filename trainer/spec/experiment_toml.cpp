@@ -436,7 +436,7 @@ void apply_override(toml::table& root, const std::string& text, Reader& r) {
   table->insert_or_assign(parts.back(), *holder.get("v"));
 }
 
-// The [search] table kept as TOML text, header included, for the search layer (#6) to parse.
+// The [search] table kept as TOML text, header included, for parse_search_space to parse.
 void read_search(const toml::table& root, SearchSection& search, Reader& r) {
   const toml::node* node = root.get("search");
   if (!node) return;

@@ -8,7 +8,7 @@
 #include <QUndoCommand>
 
 #include "backend/launch/demodata.h"
-#include "backend/search/space.h"
+#include "search/space.h"
 #include "trainer/spec/field_catalog.h"
 
 Q_LOGGING_CATEGORY(lcBuilderController, "shardscope.ui.builder.controller")

@@ -19,7 +19,7 @@
 #include <array>
 #include <limits>
 
-#include "backend/search/space.h"
+#include "search/space.h"
 
 Q_LOGGING_CATEGORY(lcSearchEditor, "shardscope.ui.builder.search")
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "backend/search/importance.h"
-#include "backend/search/space.h"
+#include "search/importance.h"
+#include "search/space.h"
 #include "ui/compare/compareplots.h"
 #include "ui/widgets/curveplot.h"
 

@@ -19,7 +19,7 @@
 #include <QSpinBox>
 #include <QTableWidget>
 
-#include "backend/search/space.h"
+#include "search/space.h"
 #include "trainer/spec/estimate.h"
 #include "trainer/spec/experiment.h"
 #include "ui/builder/buildercontroller.h"

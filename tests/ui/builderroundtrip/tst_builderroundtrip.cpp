@@ -20,7 +20,7 @@
 
 #include <functional>
 
-#include "backend/search/space.h"
+#include "search/space.h"
 #include "trainer/spec/field_catalog.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"

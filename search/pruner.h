@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend/search/space.h"
-#include "backend/search/trial.h"
+#include "search/space.h"
+#include "search/trial.h"
 
 namespace shardscope::search {
 

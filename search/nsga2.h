@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "backend/search/sampler.h"
+#include "search/sampler.h"
 
 namespace shardscope::search {
 

@@ -1,12 +1,12 @@
-// Tests backend/search/importance.cpp: on synthetic objectives where one parameter dominates it
+// Tests search/importance.cpp: on synthetic objectives where one parameter dominates it
 // ranks first and an irrelevant parameter gets < 5%; categorical, log and conditional parameters;
 // maximised objectives; invalid input (#6).
 #include <QtTest>
 
 #include <cmath>
 
-#include "backend/search/importance.h"
-#include "backend/search/sampler.h"
+#include "search/importance.h"
+#include "search/sampler.h"
 
 using namespace shardscope::search;
 

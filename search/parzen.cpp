@@ -1,4 +1,4 @@
-#include "backend/search/parzen.h"
+#include "search/parzen.h"
 
 #include <algorithm>
 #include <cmath>
@@ -100,8 +100,10 @@ SHARDSCOPE_KERNEL_LOOP void truncation_masses(const double* mu, const double* si
 
 double normal_mass(double za, double zb);
 
-// Kinds of a dimension in the log-density loop.
-enum : unsigned char { kContinuous = 0, kDiscrete = 1, kCategorical = 2 };
+// Kinds of a dimension in the log-density loop (bytes: the loop reads them from a table).
+constexpr unsigned char kContinuous = 0;
+constexpr unsigned char kDiscrete = 1;
+constexpr unsigned char kCategorical = 2;
 
 // Every dimension's term of kernel i for c candidates, added to row (c) in dimension order:
 // continuous -z^2 / 2; discrete the log mass of the candidate's grid cell (cells (c, 2), plus

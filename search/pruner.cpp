@@ -1,4 +1,4 @@
-#include "backend/search/pruner.h"
+#include "search/pruner.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/search/sampler.h"
+#include "search/sampler.h"
 
 namespace shardscope::search {
 

@@ -1,12 +1,12 @@
-// Tests backend/search/space.cpp: parsing and validating [search], the internal transforms and
+// Tests search/space.cpp: parsing and validating [search], the internal transforms and
 // the program-argument contract (#6).
 #include <QtTest>
 
 #include <cmath>
 #include <map>
 
-#include "backend/search/space.h"
-#include "backend/search/trial.h"
+#include "search/space.h"
+#include "search/trial.h"
 
 using namespace shardscope::search;
 

@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend/search/parzen.h"
-#include "backend/search/sampler.h"
+#include "search/parzen.h"
+#include "search/sampler.h"
 
 namespace shardscope::search {
 

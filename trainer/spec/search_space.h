@@ -1,8 +1,10 @@
 // The [search] section of an experiment as a typed search space: parameters (float, int,
 // categorical, bool; log, step, conditions), objectives, sampler and pruner settings, and the
-// trial program. Every sampler works in one internal space: numeric parameters are mapped to
-// [internal_low, internal_high] (log applied, int/step widened by half a step so rounding gives
-// each grid value an equal share), categoricals to their index; `from_unit` maps [0,1] there.
+// trial program. trainer/spec owns this schema like every other section's (its parser and its
+// messages live here); the search library (search/space.h) and the backend consume the types. Every
+// sampler works in one internal space: numeric parameters are mapped to [internal_low,
+// internal_high] (log applied, int/step widened by half a step so rounding gives each grid value an
+// equal share), categoricals to their index; `from_unit` maps [0,1] there.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,7 @@
 
 #include "trainer/spec/result.h"
 
-namespace shardscope::search {
+namespace shardscope::spec {
 
 /// A sampled value: float, int, categorical string, or bool (categoricals may hold any of these).
 using ParamValue = std::variant<double, std::int64_t, std::string, bool>;
@@ -139,4 +141,4 @@ std::string format_value(const ParamValue& v);
 /// `--<dotted.name>=<value>` for every active parameter, in space order.
 std::vector<std::string> program_arguments(const SearchSpace& space, const TrialParams& params);
 
-}  // namespace shardscope::search
+}  // namespace shardscope::spec

@@ -1,8 +1,8 @@
-// Tests backend/search/pruner.cpp on hand-built curves; the decision-for-decision comparison
+// Tests search/pruner.cpp on hand-built curves; the decision-for-decision comparison
 // with Optuna is reference_pruners.py (#6).
 #include <QtTest>
 
-#include "backend/search/pruner.h"
+#include "search/pruner.h"
 
 using namespace shardscope::search;
 

@@ -12,8 +12,8 @@
 #include <limits>
 #include <map>
 
-#include "backend/search/pruner.h"
-#include "backend/search/space.h"
+#include "search/pruner.h"
+#include "search/space.h"
 
 using namespace shardscope::search;
 

@@ -1,4 +1,4 @@
-// Tests backend/search/samplers.cpp and tpe.cpp: every sampler stays in the space and honours
+// Tests search/samplers.cpp and tpe.cpp: every sampler stays in the space and honours
 // conditions, steps and log scales; grid visits every point once; seeds reproduce; Sobol points
 // are stratified; TPE's constant liar spreads concurrent proposals on Branin; TPE draws more
 // candidates for groups without a categorical, and its local candidates stay in the space and
@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <set>
 
-#include "backend/search/parzen.h"
-#include "backend/search/sampler.h"
-#include "backend/search/space.h"
-#include "backend/search/tpe.h"
+#include "search/parzen.h"
+#include "search/sampler.h"
+#include "search/space.h"
+#include "search/tpe.h"
 #include "sequential.h"
 
 using namespace shardscope::search;

@@ -1,12 +1,12 @@
-// Tests backend/search/nsga2.cpp: non-dominated sorting with constraints, crowding distance,
+// Tests search/nsga2.cpp: non-dominated sorting with constraints, crowding distance,
 // the Pareto front and 2-D hypervolume on hand-made points; NSGA-II's hypervolume on ZDT1 and
 // ZDT2 clearly above random search's with the same budget; resuming from the trial list (#6).
 #include <QtTest>
 
 #include <cmath>
 
-#include "backend/search/nsga2.h"
-#include "backend/search/space.h"
+#include "search/nsga2.h"
+#include "search/space.h"
 #include "sequential.h"
 
 using namespace shardscope::search;

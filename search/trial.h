@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/search/space.h"
+#include "search/space.h"
 
 namespace shardscope::search {
 

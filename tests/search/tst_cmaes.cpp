@@ -1,12 +1,12 @@
-// Tests backend/search/cmaes.cpp: CMA-ES converges on sphere and Rosenbrock within a trial
+// Tests search/cmaes.cpp: CMA-ES converges on sphere and Rosenbrock within a trial
 // budget, stays inside the box (ints on their grid, log scales), draws categorical and
 // conditional parameters independently, and resumes from the stored trial list alone (#6).
 #include <QtTest>
 
 #include <cmath>
 
-#include "backend/search/cmaes.h"
-#include "backend/search/space.h"
+#include "search/cmaes.h"
+#include "search/space.h"
 #include "sequential.h"
 
 using namespace shardscope::search;

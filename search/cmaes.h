@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/search/sampler.h"
+#include "search/sampler.h"
 
 namespace shardscope::search {
 

@@ -7,8 +7,8 @@
 #include <functional>
 #include <vector>
 
-#include "backend/search/sampler.h"
-#include "backend/search/space.h"
+#include "search/sampler.h"
+#include "search/space.h"
 
 namespace searchtest {
 

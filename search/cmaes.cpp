@@ -1,6 +1,6 @@
 // CMA-ES: the strategy update (Hansen's tutorial, eqs. 39-47 with positive weights only), a
 // Jacobi eigensolver for C = B D^2 B^T, and the replay of the strategy from the trial list.
-#include "backend/search/cmaes.h"
+#include "search/cmaes.h"
 
 #include <algorithm>
 #include <cmath>

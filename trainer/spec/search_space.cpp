@@ -1,4 +1,4 @@
-#include "backend/search/space.h"
+#include "trainer/spec/search_space.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <toml++/toml.h>
 
-namespace shardscope::search {
+namespace shardscope::spec {
 namespace {
 
 // Messages: "<source>: search.space."train.lr".low: <what>; <fix>".
@@ -697,4 +697,4 @@ std::vector<std::string> program_arguments(const SearchSpace& space, const Trial
   return out;
 }
 
-}  // namespace shardscope::search
+}  // namespace shardscope::spec

@@ -1,7 +1,7 @@
 // NSGA-II: constrained non-dominated sorting, crowding distance, elite selection replayed from
 // the trial list, tournament, uniform crossover and mutation; the Pareto front and 2-D
 // hypervolume used by the CLI, the GUI and the tests.
-#include "backend/search/nsga2.h"
+#include "search/nsga2.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // PED-ANOVA: grid counts per parameter, a Scott-bandwidth Parzen estimator on the grid, and the
 // Pearson divergence between the top trials' and the region's estimates.
-#include "backend/search/importance.h"
+#include "search/importance.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "backend/search/space.h"
-#include "backend/search/trial.h"
+#include "search/space.h"
+#include "search/trial.h"
 #include "trainer/spec/result.h"
 
 namespace shardscope::search {

@@ -4,10 +4,10 @@
 #include <set>
 #include <string>
 
-#include "backend/search/cmaes.h"
-#include "backend/search/nsga2.h"
-#include "backend/search/sampler.h"
-#include "backend/search/tpe.h"
+#include "search/cmaes.h"
+#include "search/nsga2.h"
+#include "search/sampler.h"
+#include "search/tpe.h"
 
 namespace shardscope::search {
 namespace {

@@ -1,4 +1,4 @@
-#include "backend/search/tpe.h"
+#include "search/tpe.h"
 
 #include <algorithm>
 #include <cmath>
