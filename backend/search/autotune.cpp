@@ -366,7 +366,11 @@ void Autotuner::measure(TuneCandidate& c) {
     c.error = QStringLiteral("run %1 is followed by another process").arg(c.runName);
     return;
   }
-  switch (followed->status) {
+  // A run the user's stop ended early (before its ranks could stop gracefully, it fails) was
+  // stopped, not a failure of its configuration.
+  const bool stoppedEarly = m_stopAsked && followed->status != spec::RunStatus::complete &&
+                            followed->status != spec::RunStatus::oom;
+  switch (stoppedEarly ? spec::RunStatus::stopped : followed->status) {
     case spec::RunStatus::complete:
       readSteps(c);
       return;
