@@ -119,7 +119,7 @@ Autotuner::Autotuner(RunStore& store, RunLifecycle lifecycle, QString experiment
       m_experimentPath(std::move(experimentPath)),
       m_base(std::move(base)),
       m_budget(std::move(budget)),
-      m_options(options),
+      m_options(std::move(options)),
       m_follow(std::move(follow)) {}
 
 spec::Experiment Autotuner::candidateExperiment(const TuneSettings& s) const {

@@ -171,7 +171,7 @@ AutotuneData autotuneFromStudy(const backend::StudyRecord& study) {
   data.objective = state.value(QStringLiteral("objective")).toString();
   if (data.objective.isEmpty() && !study.objectives.isEmpty())
     data.objective = study.objectives.first();
-  for (const QJsonValue& v : state.value(QStringLiteral("candidates")).toArray()) {
+  for (const auto& v : state.value(QStringLiteral("candidates")).toArray()) {
     const QJsonObject o = v.toObject();
     AutotuneCandidate c;
     c.number = o.value(QStringLiteral("number")).toInt();
