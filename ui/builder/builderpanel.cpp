@@ -464,6 +464,11 @@ QWidget* BuilderPanel::buildAutotune() {
     emit autotuneStopRequested(m_tune.studyId, m_tune.name);
   });
   connect(m_openWinner, &QPushButton::clicked, this, [this] {
+    if (m_controller->isModified() &&
+        QMessageBox::question(this, tr("Open winner"),
+                              tr("The builder has unsaved edits; replace them with the winner?")) !=
+            QMessageBox::Yes)
+      return;
     QString error;
     if (!m_controller->openFile(m_tune.winnerFile, &error))
       QMessageBox::warning(this, tr("Open winner"), error);
