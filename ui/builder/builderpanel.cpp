@@ -424,11 +424,19 @@ QWidget* BuilderPanel::buildAutotune() {
   m_tuneWarmup = new QSpinBox(page);
   m_tuneWarmup->setRange(0, 100000);
   m_tuneWarmup->setValue(3);
-  auto* form = new QFormLayout;
-  form->addRow(tr("Maximise"), m_tuneObjective);
-  form->addRow(tr("Time budget"), m_tuneMinutes);
-  form->addRow(tr("Measured steps"), m_tuneSteps);
-  form->addRow(tr("Warm-up steps"), m_tuneWarmup);
+  // One row: the dock is often short, and the candidates need the height.
+  auto* form = new QHBoxLayout;
+  const auto option = [&](const QString& label, QWidget* editor) {
+    form->addWidget(new QLabel(label, page));
+    form->addWidget(editor);
+  };
+  option(tr("Maximise"), m_tuneObjective);
+  option(tr("Budget"), m_tuneMinutes);
+  option(tr("Steps"), m_tuneSteps);
+  option(tr("Warm-up"), m_tuneWarmup);
+  form->addStretch();
+  m_tuneSteps->setToolTip(tr("Measured optimizer steps per candidate"));
+  m_tuneWarmup->setToolTip(tr("Steps each candidate runs first, not measured"));
   m_tuneStatus =
       new QLabel(tr("Autotune measures the setups that fit and keeps the fastest."), page);
   m_tuneStatus->setObjectName(QStringLiteral("autotuneStatus"));
@@ -443,9 +451,12 @@ QWidget* BuilderPanel::buildAutotune() {
   m_openWinner = new QPushButton(tr("Open winner"), page);
   m_openWinner->setEnabled(false);
   m_openWinner->setToolTip(tr("Load the winner's experiment file into the builder"));
+  m_winnerPath = new QLineEdit(page);
+  m_winnerPath->setReadOnly(true);
+  m_winnerPath->setPlaceholderText(tr("the winner's experiment file, once written"));
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(m_stopTune);
-  buttons->addStretch();
+  buttons->addWidget(m_winnerPath, 1);
   buttons->addWidget(m_openWinner);
   auto* layout = new QVBoxLayout(page);
   layout->addLayout(form);
@@ -502,6 +513,7 @@ void BuilderPanel::requestAutotune() {
   m_tuneLog.clear();
   m_tuneGoneChecks = 0;
   m_tuneTable->setAutotune(m_tune);
+  m_winnerPath->clear();
   m_autotune->setEnabled(false);
   m_openWinner->setEnabled(false);
   m_stopTune->setEnabled(false);
@@ -578,11 +590,13 @@ void BuilderPanel::showAutotune(const AutotuneData& autotune) {
     return;
   }
   endTuning();
+  if (const int row = m_tuneTable->rowOf(autotune.winner); row >= 0)
+    m_tuneTable->scrollToItem(m_tuneTable->item(row, 0));
   QString text;
   if (winner != nullptr) {
     const double value = autotune.valueOf(*winner);
     text =
-        tr("Autotune %1 %2: the winner is #%3, %4 %5; its experiment is in %6")
+        tr("Autotune %1 %2: the winner is #%3, %4 %5, written to %6")
             .arg(autotune.name, autotune.stopped ? tr("stopped (best so far)") : tr("complete"))
             .arg(winner->number)
             .arg(autotune.objective == QLatin1String("mfu") ? QString::number(value, 'f', 4)
@@ -595,6 +609,7 @@ void BuilderPanel::showAutotune(const AutotuneData& autotune) {
                     autotune.error.isEmpty() ? QString() : QStringLiteral(": ") + autotune.error);
   }
   setTuneMessage(text, winner == nullptr);
+  m_winnerPath->setText(autotune.winnerFile);
   m_openWinner->setEnabled(winner != nullptr && !autotune.winnerFile.isEmpty());
 }
 

@@ -63,6 +63,8 @@ class BuilderPanel : public QWidget {
   QPushButton* stopAutotuneButton() const { return m_stopTune; }
   /// Loads the autotune's winner file into the builder (enabled once it is written).
   QPushButton* openWinnerButton() const { return m_openWinner; }
+  /// The winner's file, shown in full once written.
+  QLineEdit* winnerPathEdit() const { return m_winnerPath; }
   /// What the autotune is doing, or why it did not start (names the fields to fix).
   QLabel* autotuneStatus() const { return m_tuneStatus; }
   CandidateTable* autotuneTable() const { return m_tuneTable; }
@@ -136,6 +138,7 @@ class BuilderPanel : public QWidget {
   QPushButton* m_autotune = nullptr;
   QPushButton* m_stopTune = nullptr;
   QPushButton* m_openWinner = nullptr;
+  QLineEdit* m_winnerPath = nullptr;  // the winner's file, selectable
   QLabel* m_tuneStatus = nullptr;
   CandidateTable* m_tuneTable = nullptr;
   QComboBox* m_tuneObjective = nullptr;

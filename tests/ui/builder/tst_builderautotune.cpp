@@ -7,9 +7,12 @@
 //     Open winner loads its file, and the Compare panel shows the same candidates;
 //   - Stop ends a running autotune: its study ends stopped and the best so far is offered.
 #include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QJsonArray>
 #include <QLabel>
+#include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -164,11 +167,18 @@ class TestBuilderAutotune : public QObject {
     QVERIFY(table->isWinnerRow(winnerRow));
     QVERIFY(table->statusText(winnerRow).contains(QStringLiteral("winner")));
 
+    // Kept for people to look at: the builder's Autotune tab at the end.
+    const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+    QVERIFY(QDir().mkpath(artifacts));
+    m_window->dock(QStringLiteral("builder"))->raise();
+    QVERIFY(builder()->grab().save(artifacts + "/builder-autotune.png"));
+
     // The winner's file is offered and loads into the builder with the winner's settings.
     const QString winnerFile = builder()->autotuneWinnerFile();
     QCOMPARE(winnerFile, m_dir.filePath("tiny.autotuned.toml"));
     QVERIFY(QFile::exists(winnerFile));
     QVERIFY(said.contains(winnerFile));
+    QCOMPARE(builder()->winnerPathEdit()->text(), winnerFile);
     QVERIFY(builder()->openWinnerButton()->isEnabled());
     QTest::mouseClick(builder()->openWinnerButton(), Qt::LeftButton);
     BuilderController* controller = builder()->controller();
@@ -193,6 +203,8 @@ class TestBuilderAutotune : public QObject {
                                  compare->candidateTable()->rowCount() == table->rowCount(),
                              kWaitMs);
     QVERIFY(compare->candidateTable()->isWinnerRow(compare->candidateTable()->rowOf(winner)));
+    m_window->dock(QStringLiteral("compare"))->raise();
+    QVERIFY(compare->grab().save(artifacts + "/compare-autotune.png"));
   }
 
   void stopEndsARunningAutotune() {
