@@ -78,6 +78,19 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runs, &RunsPanel::resumeRequested, this, &MainWindow::resumeRequested);
   connect(m_builder->controller(), &BuilderController::launchRequested, this,
           &MainWindow::launchRequested);
+  // The builder's autotune: started by the app, followed through the run log, stopped as a
+  // sweep is (the study's control).
+  connect(m_builder, &BuilderPanel::autotuneRequested, this,
+          [this](const QString& path, const QString& study, const QString& objective,
+                 double minutes, int steps, int warmup) {
+            m_runLog->watchAutotune(study);
+            emit autotuneRequested(path, study, objective, minutes, steps, warmup);
+          });
+  connect(m_runLog, &RunLog::autotuneLoaded, m_builder, &BuilderPanel::showAutotune);
+  connect(m_builder, &BuilderPanel::autotuneStopRequested, this,
+          [this](qint64 studyId, const QString& study) {
+            emit sweepControlRequested(studyId, study, backend::StudyControl::stop);
+          });
   connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
     m_runCount = static_cast<int>(list.size());
     statusBar()->showMessage(tr("%n run(s) in %1", nullptr, m_runCount).arg(m_runLog->path()));

@@ -84,6 +84,11 @@ class MainWindow : public QMainWindow {
                              shardscope::backend::StudyControl control);
   /// The builder's Launch: the saved experiment file to start.
   void launchRequested(const QString& experimentPath);
+  /// The builder's Autotune: the saved experiment file to autotune, recorded as study `study`
+  /// (its progress is read from the run log; BuilderPanel::autotuneStarted/autotuneFailed take
+  /// the start's answer).
+  void autotuneRequested(const QString& experimentPath, const QString& study,
+                         const QString& objective, double budgetMinutes, int steps, int warmup);
   /// Start again the sweep of study `studyId`, whose process died (Sweep > Adopt sweep).
   void sweepAdoptRequested(qint64 studyId, const QString& name);
   /// A run log was opened (File > Open, a recent file, the first one): what the app's run

@@ -1,11 +1,14 @@
 // `autotune EXP.toml [--set k=v ...] [--budget-minutes N] [--objective tokens_per_s|mfu]
-// [--out WINNER.toml] [--steps N] [--warmup N]`: the fastest sharding and batching setup of the
-// experiment that fits the device budget, found by measuring short runs (backend/search/
-// autotune.h: coordinate descent from the estimate's most frugal fitting start). This verb loads
-// the experiment, wires the tuner to the run log and this process's SIGINT, prints a line per
-// candidate on stderr, then the table of every candidate (or one JSON object) and writes the
-// winner as a new experiment file. Exit 0 with a winner, 3 when no candidate could be measured,
-// 4 when the user stopped it (the best so far is still written), 2 on bad input, 1 on an error.
+// [--out WINNER.toml] [--steps N] [--warmup N] [--name STUDY]`: the fastest sharding and batching
+// setup of the experiment that fits the device budget, found by measuring short runs
+// (backend/search/ autotune.h: coordinate descent from the estimate's most frugal fitting start).
+// This verb loads the experiment, wires the tuner to the run log and this process's SIGINT, prints
+// a line per candidate on stderr, then the table of every candidate (or one JSON object) and writes
+// the winner as a new experiment file. The run log holds the search as study STUDY (autotune.h),
+// which the dashboard reads for its progress and its Compare panel; the study's control stops it as
+// SIGINT does (the dashboard starts this verb in its own session and stops it so). Exit 0 with a
+// winner, 3 when no candidate could be measured, 4 when the user stopped it (the best so far is
+// still written), 2 on bad input, 1 on an error.
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -40,6 +43,7 @@ struct AutotuneArgs {
   std::string out;
   std::int64_t steps = 10;
   std::int64_t warmup = 3;
+  std::string name;
 };
 
 // The winner file's default path: "<stem>.autotuned.toml" beside the experiment.
@@ -53,34 +57,6 @@ QString statusText(const TuneCandidate& c) {
   if (c.status == TuneStatus::duplicate)
     return QStringLiteral("duplicate of #%1").arg(c.duplicateOf);
   return QString::fromLatin1(backend::tuneStatusName(c.status));
-}
-
-// A TOML value of tuneValues() as JSON: "FULL_SHARD" -> string, true -> bool, 2 -> integer.
-QJsonValue jsonValue(const std::string& toml) {
-  if (!toml.empty() && toml.front() == '"') {
-    return QString::fromStdString(toml.substr(1, toml.size() - 2));
-  }
-  if (toml == "true" || toml == "false") return toml == "true";
-  return qint64(std::stoll(toml));
-}
-
-QJsonValue number(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); }
-
-QJsonObject candidateJson(const TuneCandidate& c) {
-  QJsonObject settings;
-  for (const auto& [field, value] : backend::tuneValues(c.settings))
-    settings[QString::fromStdString(field)] = jsonValue(value);
-  return {{"number", c.number},
-          {"settings", settings},
-          {"estimate_bytes", c.estimateBytes},
-          {"peak_bytes", c.peakBytes > 0 ? QJsonValue(c.peakBytes) : QJsonValue()},
-          {"tokens_per_s", number(c.tokensPerS)},
-          {"mfu", number(c.mfu)},
-          {"status", QString::fromLatin1(backend::tuneStatusName(c.status))},
-          {"run_id", c.runId > 0 ? QJsonValue(c.runId) : QJsonValue()},
-          {"run", c.runName},
-          {"duplicate_of", c.duplicateOf >= 0 ? QJsonValue(c.duplicateOf) : QJsonValue()},
-          {"error", c.error}};
 }
 
 // One line of the settings for people: the values in tuneFields() order, shortened.
@@ -147,6 +123,7 @@ void autotune(const AutotuneArgs& a, const Globals& g) {
   options.steps = a.steps;
   options.warmup = a.warmup;
   options.budgetMinutes = a.budgetMinutes;
+  options.studyName = QString::fromStdString(a.name);
   auto follow = [](backend::RunStore& s, backend::RunHandle& h, qint64 id,
                    backend::FollowOptions o) { return followRun(s, h, id, std::move(o), true); };
   backend::Autotuner tuner(*store, life,
@@ -163,11 +140,16 @@ void autotune(const AutotuneArgs& a, const Globals& g) {
   }));
   QString winnerFile;
   if (outcome.winner) winnerFile = writeWinner(a, outcome.candidates[*outcome.winner].settings);
+  // The study ends after the file is written: whoever sees it end (the dashboard) can open it.
+  if (auto recorded = tuner.finish(winnerFile); !recorded)
+    std::fprintf(stderr, "warning: %s\n", recorded.message().c_str());
   if (g.json) {
     QJsonArray candidates;
-    for (const TuneCandidate& c : outcome.candidates) candidates.append(candidateJson(c));
+    for (const TuneCandidate& c : outcome.candidates)
+      candidates.append(backend::tuneCandidateJson(c));
     printJson({{"experiment", QFileInfo(QString::fromStdString(a.experiment)).absoluteFilePath()},
                {"objective", QString::fromStdString(a.objective)},
+               {"study", tuner.studyName()},
                {"budget", QJsonObject{{"bytes", qint64(budget.bytes)},
                                       {"source", QString::fromStdString(budget.source)},
                                       {"gpu", budget.gpu}}},
@@ -188,6 +170,8 @@ void autotune(const AutotuneArgs& a, const Globals& g) {
     }
     if (outcome.outOfTime)
       std::printf("the time budget (%g min) ended the search\n", a.budgetMinutes);
+    std::printf("study %s in the run log holds every candidate (the dashboard's Compare panel)\n",
+                qPrintable(tuner.studyName()));
   }
   std::fflush(stdout);
   if (outcome.stopped) throw VerbExit{kExitStopped};
@@ -220,6 +204,10 @@ void addAutotuneVerb(CLI::App& app, Globals& g) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "Steps run first and not measured (default 3)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--name", args->name,
+                  "Study recording the candidates in the run log (default: the experiment's name "
+                  "+ -autotune, numbered when taken)")
+      ->type_name("STUDY");
   cmd->callback([args, &g] { autotune(*args, g); });
 }
 

@@ -32,8 +32,9 @@ Result<backend::FollowOutcome> followRun(backend::RunStore& store, backend::RunH
     // stops the next one at once instead of being lost.
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
-    options.stopRequested = [] {
-      if (!g_interrupted.exchange(false)) return false;
+    // The caller's own stop (autotune's: the study's control in the run log) still counts.
+    options.stopRequested = [inner = std::move(options.stopRequested)] {
+      if (!g_interrupted.exchange(false)) return inner && inner();
       std::cerr << "\nstopping the run (graceful)...\n";
       return true;
     };

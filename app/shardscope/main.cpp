@@ -139,6 +139,12 @@ int main(int argc, char** argv) {
                    &shardscope::app::RunControl::steerSweep);
   QObject::connect(&window, &shardscope::ui::MainWindow::sweepAdoptRequested, &control,
                    &shardscope::app::RunControl::adoptSweep);
+  QObject::connect(&window, &shardscope::ui::MainWindow::autotuneRequested, &control,
+                   &shardscope::app::RunControl::autotune);
+  QObject::connect(&control, &shardscope::app::RunControl::autotuneStarted, window.builderPanel(),
+                   &shardscope::ui::BuilderPanel::autotuneStarted);
+  QObject::connect(&control, &shardscope::app::RunControl::autotuneFailed, window.builderPanel(),
+                   &shardscope::ui::BuilderPanel::autotuneFailed);
   QObject::connect(&window, &shardscope::ui::MainWindow::runLogOpened, &control,
                    &shardscope::app::RunControl::setRunLog);
   QObject::connect(&control, &shardscope::app::RunControl::message, &window,

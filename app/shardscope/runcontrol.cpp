@@ -1,5 +1,7 @@
 #include "app/shardscope/runcontrol.h"
 
+#include "backend/search/trialrunner.h"
+
 #include <QLoggingCategory>
 
 #include <memory>
@@ -154,6 +156,38 @@ void RunControl::launch(const QString& experimentPath) {
     const QString text = launchText(m_lifecycle, experimentPath);
     qCInfo(lcRunControl, "%s", qPrintable(text));
     emit message(text);
+  });
+}
+
+void RunControl::autotune(const QString& experimentPath, const QString& study,
+                          const QString& objective, double budgetMinutes, int steps, int warmup) {
+  QMetaObject::invokeMethod(m_context, [=, this] {
+    const auto failed = [&](const std::string& why) {
+      const QString text = tr("Could not start the autotune of %1: %2")
+                               .arg(experimentPath, QString::fromStdString(why));
+      qCInfo(lcRunControl, "%s", qPrintable(text));
+      emit message(text);
+      emit autotuneFailed(study, text);
+    };
+    // What the verb would refuse at once is said here, where the builder shows it.
+    auto exp = m_lifecycle.loadForRun(experimentPath, {});
+    if (!exp) return failed(exp.message());
+    if (auto budget = backend::budgetFor(*exp); !budget) return failed(budget.message());
+    backend::RunLifecycle::AutotuneRequest request;
+    request.studyName = study;
+    request.objective = objective;
+    request.budgetMinutes = budgetMinutes;
+    request.steps = steps;
+    request.warmup = warmup;
+    auto started = m_lifecycle.startAutotune(experimentPath, request);
+    if (!started) return failed(started.message());
+    const QString text = tr("Started autotune %1 of %2 (pid %3, log %4)")
+                             .arg(study, experimentPath)
+                             .arg(started->pid)
+                             .arg(started->logPath);
+    qCInfo(lcRunControl, "%s", qPrintable(text));
+    emit message(text);
+    emit autotuneStarted(study, started->pid, started->logPath);
   });
 }
 

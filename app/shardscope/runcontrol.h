@@ -34,12 +34,21 @@ class RunControl : public QObject {
   void requestTrial(qint64 runId, const QString& runName, backend::TrialRequest request);
   /// Starts again the sweep of study `studyId` (named `name`) whose process died.
   void adoptSweep(qint64 studyId, const QString& name);
+  /// Starts `shardscope-cli autotune` of the experiment file in its own session, recorded as
+  /// study `study` in this run log (autotuneStarted), after the checks it would fail on first:
+  /// the experiment and its device budget (autotuneFailed, with the message naming the field).
+  void autotune(const QString& experimentPath, const QString& study, const QString& objective,
+                double budgetMinutes, int steps, int warmup);
   /// Acts on run log `path` from now (File > Open): its runs folder beside it.
   void setRunLog(const QString& path);
 
  signals:
   /// What happened, for the status bar ("stop sent to run-3", or why not).
   void message(const QString& text);
+  /// The autotune recording study `study` runs as process `pid`, its output in `log`.
+  void autotuneStarted(const QString& study, qint64 pid, const QString& log);
+  /// The autotune of study `study` did not start: why.
+  void autotuneFailed(const QString& study, const QString& message);
 
  private:
   QThread m_thread;

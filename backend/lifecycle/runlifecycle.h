@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -142,9 +143,12 @@ class RunLifecycle {
 
   /// Creates the run row (NAME-<n>), writes trial.toml into its run directory, starts its ranks
   /// and marks it running. The caller records the location once a follower holds the lease.
+  /// `experimentId`: the experiment row the run belongs to (autotune's candidates share one, so
+  /// they compare as one sweep); none: a row of its own is recorded from `exp`.
   [[nodiscard]] Result<LaunchedRun> launch(RunStore& store, const spec::Experiment& exp,
                                            const QString& experimentPath,
-                                           const std::vector<std::string>& overrides) const;
+                                           const std::vector<std::string>& overrides,
+                                           std::optional<qint64> experimentId = {}) const;
 
   /// launch(), then records the location, starts the supervisor and waits (supervisorWaitMs)
   /// until it holds the run's lease: once this returns no other process takes it for an orphan.
@@ -164,6 +168,20 @@ class RunLifecycle {
   /// appended to `<runsRoot>/sweep-<study>-<yyyyMMdd-HHmmss>.log`.
   [[nodiscard]] Result<StartedSweep> startSweep(const QString& experimentPath,
                                                 const QString& studyName = {}) const;
+
+  /// What startAutotune passes on to `autotune` (its options of the same names).
+  struct AutotuneRequest {
+    QString studyName;  ///< --name: the study that records it
+    QString objective = QStringLiteral("tokens_per_s");
+    double budgetMinutes = 30;
+    qint64 steps = 10;
+    qint64 warmup = 3;
+  };
+  /// Starts `<supervisor> --db DB autotune EXP --name STUDY ...` in its own session (as a sweep
+  /// is), its output appended to `<runsRoot>/autotune-<study>-<yyyyMMdd-HHmmss>.log`. Its
+  /// progress and result are read from the study in the run log; its Stop is steerSweep's.
+  [[nodiscard]] Result<StartedSweep> startAutotune(const QString& experimentPath,
+                                                   const AutotuneRequest& request) const;
 
   /// Starts the sweep of running study `studyId` again when no process feeds it any more
   /// (RunStore::sweepAlive false: its process was killed or crashed): the new process
@@ -188,7 +206,8 @@ class RunLifecycle {
  private:
   Result<RunRecord> createRun(RunStore& store, const spec::Experiment& exp,
                               const QString& experimentPath,
-                              const std::vector<std::string>& overrides) const;
+                              const std::vector<std::string>& overrides,
+                              std::optional<qint64> experimentId) const;
   std::string waitForSupervisor(RunStore& store, qint64 runId, qint64 supervisor) const;
 
   Settings m_settings;

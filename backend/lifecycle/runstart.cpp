@@ -100,12 +100,16 @@ Result<spec::Experiment> RunLifecycle::loadForRun(const QString& path,
 // Creates the experiment and the run rows; the run is named NAME-<n> with the next free n.
 Result<RunRecord> RunLifecycle::createRun(RunStore& store, const spec::Experiment& exp,
                                           const QString& experimentPath,
-                                          const std::vector<std::string>& overrides) const {
-  const QString toml = QString::fromStdString(spec::write_experiment_toml(exp));
+                                          const std::vector<std::string>& overrides,
+                                          std::optional<qint64> experimentId) const {
   const QString expName = QString::fromStdString(exp.experiment.name);
-  auto expId =
-      store.createExperiment({0, expName, QFileInfo(experimentPath).absoluteFilePath(), toml, 0})
-          .get();
+  Result<qint64> expId = experimentId ? Result<qint64>(*experimentId) : Result<qint64>(qint64(0));
+  if (!experimentId) {
+    const QString toml = QString::fromStdString(spec::write_experiment_toml(exp));
+    expId =
+        store.createExperiment({0, expName, QFileInfo(experimentPath).absoluteFilePath(), toml, 0})
+            .get();
+  }
   if (!expId) return expId.error();
   auto reader = store.reader();
   if (!reader) return reader.error();
@@ -132,11 +136,12 @@ Result<RunRecord> RunLifecycle::createRun(RunStore& store, const spec::Experimen
 
 Result<LaunchedRun> RunLifecycle::launch(RunStore& store, const spec::Experiment& exp,
                                          const QString& experimentPath,
-                                         const std::vector<std::string>& overrides) const {
+                                         const std::vector<std::string>& overrides,
+                                         std::optional<qint64> experimentId) const {
   auto launcher =
       makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind)), exp.launch.grace_s);
   if (!launcher) return launcher.error();
-  auto run = createRun(store, exp, experimentPath, overrides);
+  auto run = createRun(store, exp, experimentPath, overrides, experimentId);
   if (!run) return run.error();
   if (auto written = writeTrial(*run, exp); !written) return written.error();
   auto reader = store.reader();
@@ -304,6 +309,41 @@ Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath,
   if (!pid) return pid.error();
   sweep.pid = *pid;
   return sweep;
+}
+
+Result<StartedSweep> RunLifecycle::startAutotune(const QString& experimentPath,
+                                                 const AutotuneRequest& request) const {
+  const QString path = QFileInfo(experimentPath).absoluteFilePath();
+  if (request.studyName.isEmpty()) return fail("autotune: the study needs a name");
+  if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
+  if (!QDir().mkpath(m_settings.runsRoot)) {
+    return fail("cannot create the runs folder " + m_settings.runsRoot.toStdString());
+  }
+  StartedSweep tune;
+  tune.study = request.studyName;
+  const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+  tune.logPath = QDir(m_settings.runsRoot)
+                     .filePath(QStringLiteral("autotune-%1-%2.log").arg(tune.study, stamp));
+  const QStringList command{m_settings.supervisor,
+                            QStringLiteral("--db"),
+                            m_settings.dbPath,
+                            QStringLiteral("autotune"),
+                            path,
+                            QStringLiteral("--name"),
+                            request.studyName,
+                            QStringLiteral("--objective"),
+                            request.objective,
+                            QStringLiteral("--budget-minutes"),
+                            QString::number(request.budgetMinutes),
+                            QStringLiteral("--steps"),
+                            QString::number(request.steps),
+                            QStringLiteral("--warmup"),
+                            QString::number(request.warmup)};
+  auto pid = spawnInSession(command, tune.logPath, "the autotune",
+                            "the autotune of " + path.toStdString() + " did not start");
+  if (!pid) return pid.error();
+  tune.pid = *pid;
+  return tune;
 }
 
 Result<StartedSweep> RunLifecycle::adoptSweep(RunReader& reader, qint64 studyId) const {

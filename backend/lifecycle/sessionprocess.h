@@ -1,5 +1,6 @@
 // A process started in its own session (double fork: a child of init), so it outlives the
-// process that starts it: the supervisor of a detached run and a sweep started by the dashboard.
+// process that starts it: the supervisor of a detached run, and a sweep or an autotune started by
+// the dashboard.
 #pragma once
 
 #include <QString>

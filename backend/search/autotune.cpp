@@ -13,8 +13,12 @@
 // the first measured run's `hello` event (device.type); until then nothing is a duplicate.
 #include "backend/search/autotune.h"
 
+#include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QFileInfo>
+#include <QJsonArray>
 #include <QLoggingCategory>
+#include <QSysInfo>
 
 #include <algorithm>
 #include <string_view>
@@ -50,7 +54,44 @@ QString runError(RunStore& store, qint64 runId) {
   return (*run)->error;
 }
 
+QJsonValue finite(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); }
+
+// A TOML value of tuneValues() as JSON: "FULL_SHARD" -> string, true -> bool, 2 -> integer.
+QJsonValue jsonValue(const std::string& toml) {
+  if (!toml.empty() && toml.front() == '"') {
+    return QString::fromStdString(toml.substr(1, toml.size() - 2));
+  }
+  if (toml == "true" || toml == "false") return toml == "true";
+  return qint64(std::stoll(toml));
+}
+
+// The candidate's settings as run-log params, {field: value} as the study state holds them.
+QJsonObject settingsJson(const TuneSettings& s) {
+  QJsonObject settings;
+  for (const auto& [field, value] : tuneValues(s))
+    settings[QString::fromStdString(field)] = jsonValue(value);
+  return settings;
+}
+
 }  // namespace
+
+const char* tuneObjectiveName(TuneObjective objective) {
+  return objective == TuneObjective::mfu ? "mfu" : "tokens_per_s";
+}
+
+QJsonObject tuneCandidateJson(const TuneCandidate& c) {
+  return {{"number", c.number},
+          {"settings", settingsJson(c.settings)},
+          {"estimate_bytes", c.estimateBytes},
+          {"peak_bytes", c.peakBytes > 0 ? QJsonValue(c.peakBytes) : QJsonValue()},
+          {"tokens_per_s", finite(c.tokensPerS)},
+          {"mfu", finite(c.mfu)},
+          {"status", QString::fromLatin1(tuneStatusName(c.status))},
+          {"run_id", c.runId > 0 ? QJsonValue(c.runId) : QJsonValue()},
+          {"run", c.runName},
+          {"duplicate_of", c.duplicateOf >= 0 ? QJsonValue(c.duplicateOf) : QJsonValue()},
+          {"error", c.error}};
+}
 
 const char* tuneStatusName(TuneStatus status) {
   switch (status) {
@@ -78,7 +119,7 @@ Autotuner::Autotuner(RunStore& store, RunLifecycle lifecycle, QString experiment
       m_experimentPath(std::move(experimentPath)),
       m_base(std::move(base)),
       m_budget(std::move(budget)),
-      m_options(options),
+      m_options(std::move(options)),
       m_follow(std::move(follow)) {}
 
 spec::Experiment Autotuner::candidateExperiment(const TuneSettings& s) const {
@@ -95,8 +136,105 @@ spec::Experiment Autotuner::candidateExperiment(const TuneSettings& s) const {
   return exp;
 }
 
-std::vector<std::string> Autotuner::measureOverrides() const {
-  return {"train.max_steps=" + std::to_string(m_options.warmup + m_options.steps)};
+Autotuner::~Autotuner() {
+  if (m_studyId > 0 && !m_finished) {
+    if (auto r = finish(m_winnerFile); !r) qCWarning(lcAutotune) << r.message().c_str();
+  }
+}
+
+// One experiment row for every candidate (the experiment as given: each run's trial.toml holds
+// its candidate's settings and the measurement's step counts), and the study naming it.
+Result<void> Autotuner::openStudy() {
+  const QString toml = QString::fromStdString(spec::write_experiment_toml(m_base));
+  const QString name = QString::fromStdString(m_base.experiment.name);
+  auto experiment =
+      m_store.createExperiment({0, name, QFileInfo(m_experimentPath).absoluteFilePath(), toml, 0})
+          .get();
+  if (!experiment) return experiment.error();
+  m_experimentId = *experiment;
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  QString studyName = m_options.studyName;
+  if (studyName.isEmpty()) {
+    const QString stem = name + QStringLiteral("-autotune");
+    for (int n = 1; studyName.isEmpty() && n < 10000; ++n) {
+      const QString candidate = n == 1 ? stem : QStringLiteral("%1-%2").arg(stem).arg(n);
+      auto taken = reader->studyByName(candidate);
+      if (!taken) return taken.error();
+      if (!*taken) studyName = candidate;
+    }
+  }
+  NewStudy study;
+  study.name = studyName;
+  study.experimentId = m_experimentId;
+  study.config = toml;
+  study.objectives = {QString::fromLatin1(tuneObjectiveName(m_options.objective))};
+  study.directions = {QStringLiteral("maximize")};
+  study.sampler = QString::fromLatin1(kAutotuneSampler);
+  study.state = studyState();
+  auto id = m_store.createStudy(study).get();
+  if (!id) {
+    return fail("autotune: study " + studyName.toStdString() + ": " + id.message() +
+                (m_options.studyName.isEmpty() ? "" : "; choose another --name"));
+  }
+  m_studyId = *id;
+  m_studyName = studyName;
+  m_reader.emplace(std::move(*reader));
+  return publish();
+}
+
+QJsonObject Autotuner::studyState() const {
+  QJsonArray candidates;
+  for (const TuneCandidate& c : m_outcome.candidates) candidates.append(tuneCandidateJson(c));
+  return {{"kind", QString::fromLatin1(kAutotuneSampler)},
+          {"objective", QString::fromLatin1(tuneObjectiveName(m_options.objective))},
+          {"source", QFileInfo(m_experimentPath).absoluteFilePath()},
+          {"budget_bytes", qint64(m_budget.bytes)},
+          {"candidates", candidates},
+          {"winner", m_outcome.winner ? QJsonValue(*m_outcome.winner) : QJsonValue()},
+          {"winner_file", m_winnerFile.isEmpty() ? QJsonValue() : QJsonValue(m_winnerFile)},
+          {"stopped", m_outcome.stopped},
+          {"out_of_time", m_outcome.outOfTime},
+          {"error", QString::fromStdString(m_error)}};
+}
+
+// The study's state, and the stamp that says this process runs it (the dashboard tells a live
+// autotune from one whose process died by it).
+Result<void> Autotuner::publish() {
+  if (m_studyId <= 0) return ok();
+  if (auto r = m_store.setStudyState(m_studyId, studyState()).get(); !r) return r;
+  return m_store
+      .stampSweep(m_studyId, QCoreApplication::applicationPid(), QSysInfo::machineHostName())
+      .get();
+}
+
+Result<void> Autotuner::finish(const QString& winnerFile) {
+  if (m_studyId <= 0 || m_finished) return ok();
+  m_finished = true;
+  m_winnerFile = winnerFile;
+  if (auto r = publish(); !r) return r;
+  const bool ended = m_outcome.stopped || !m_error.empty();
+  if (auto r =
+          m_store.setStudyStatus(m_studyId, ended ? StudyStatus::stopped : StudyStatus::complete)
+              .get();
+      !r)
+    return r;
+  return m_store
+      .clearSweepStamp(m_studyId, QCoreApplication::applicationPid(), QSysInfo::machineHostName())
+      .get();
+}
+
+bool Autotuner::stopAsked() {
+  if (m_stopAsked || !m_reader || m_studyId <= 0) return m_stopAsked;
+  const qint64 now = m_clock.elapsed();
+  if (m_controlReadMs >= 0 && now - m_controlReadMs < kControlPollMs) return false;
+  m_controlReadMs = now;
+  auto study = m_reader->study(m_studyId);
+  if (study && *study && (*study)->control == StudyControl::stop) {
+    qCInfo(lcAutotune) << "study" << m_studyName << "asked to stop";
+    m_stopAsked = true;
+  }
+  return m_stopAsked;
 }
 
 Result<TuneOutcome> Autotuner::run(const Report& report) {
@@ -104,11 +242,16 @@ Result<TuneOutcome> Autotuner::run(const Report& report) {
   m_outcome = {};
   m_outcome.cpuTarget = cpuFromConfig(m_base);
   m_error.clear();
+  m_clock.start();
+  if (m_studyId <= 0) {
+    if (auto opened = openStudy(); !opened) return opened.error();
+  }
   QElapsedTimer clock;
   clock.start();
   DescentLimits limits;
   limits.minGain = m_options.minGain;
   limits.stop = [&] {
+    if (!m_outcome.stopped && stopAsked()) m_outcome.stopped = true;
     if (m_outcome.stopped || !m_error.empty()) return true;
     // The time budget never stops the first run: a search that measured nothing has no answer
     // to give, however short the budget.
@@ -122,7 +265,10 @@ Result<TuneOutcome> Autotuner::run(const Report& report) {
   (void)coordinateDescent(
       tuneStarts(tuneSettingsOf(m_base), domain), domain,
       [this](const TuneSettings& s) { return consider(s); }, limits);
-  if (!m_error.empty()) return fail(m_error);
+  if (!m_error.empty()) {
+    if (auto r = finish({}); !r) qCWarning(lcAutotune) << r.message().c_str();
+    return fail(m_error);
+  }
   // The winner: the best measured candidate. Usually the descent's end point; a candidate the
   // descent passed over (under the minimum gain, or at a point a later move left) can have
   // measured higher, and the measurement is what counts.
@@ -131,6 +277,7 @@ Result<TuneOutcome> Autotuner::run(const Report& report) {
     if (!m_outcome.winner || c.value > m_outcome.candidates[*m_outcome.winner].value)
       m_outcome.winner = c.number;
   }
+  if (auto r = publish(); !r) return r.error();
   return m_outcome;
 }
 
@@ -143,6 +290,7 @@ TuneMeasure Autotuner::consider(const TuneSettings& s) {
   auto settle = [&]() -> TuneMeasure {
     if (c.status != TuneStatus::duplicate) taught = c.status;
     m_outcome.candidates.push_back(c);
+    if (auto r = publish(); !r) m_error = r.message();
     if (m_report) m_report(c);
     TuneMeasure m;
     if (taught == TuneStatus::measured) m.value = c.value;
@@ -191,9 +339,12 @@ TuneMeasure Autotuner::consider(const TuneSettings& s) {
 // Runs candidate `c` as an ordinary run and settles its status from how the run ended.
 void Autotuner::measure(TuneCandidate& c) {
   const spec::Experiment exp = candidateExperiment(c.settings);
-  std::vector<std::string> overrides = tuneOverrides(c.settings);
-  for (const std::string& o : measureOverrides()) overrides.push_back(o);
-  auto launched = m_lifecycle.launch(m_store, exp, m_experimentPath, overrides);
+  // The overrides become the run's params: the tuned settings only (the measurement's step
+  // counts are the same for every candidate and are in its trial.toml).
+  const std::vector<std::string> overrides = tuneOverrides(c.settings);
+  auto launched =
+      m_lifecycle.launch(m_store, exp, m_experimentPath, overrides,
+                         m_experimentId > 0 ? std::optional(m_experimentId) : std::nullopt);
   if (!launched) {
     c.error = QString::fromStdString(launched.message());
     return;
@@ -204,6 +355,7 @@ void Autotuner::measure(TuneCandidate& c) {
   options.maxSteps = exp.train.max_steps;
   const QJsonObject location = launched->location;
   const qint64 runId = c.runId;
+  options.stopRequested = [this] { return stopAsked(); };
   options.onFollowing = [this, runId, location] {
     if (auto r = m_store.setRunLocation(runId, location).get(); !r)
       qCWarning(lcAutotune) << "run" << runId << r.message().c_str();
@@ -218,7 +370,11 @@ void Autotuner::measure(TuneCandidate& c) {
     c.error = QStringLiteral("run %1 is followed by another process").arg(c.runName);
     return;
   }
-  switch (followed->status) {
+  // A run the user's stop ended early (before its ranks could stop gracefully, it fails) was
+  // stopped, not a failure of its configuration.
+  const bool stoppedEarly = m_stopAsked && followed->status != spec::RunStatus::complete &&
+                            followed->status != spec::RunStatus::oom;
+  switch (stoppedEarly ? spec::RunStatus::stopped : followed->status) {
     case spec::RunStatus::complete:
       readSteps(c);
       return;
@@ -276,6 +432,11 @@ void Autotuner::readSteps(TuneCandidate& c) {
   c.mfu = median(mfu);
   c.value = m_options.objective == TuneObjective::mfu ? c.mfu : c.tokensPerS;
   c.status = TuneStatus::measured;
+  // The run's objective is what the search compares, so a sweep's views rank the candidates.
+  if (std::isfinite(c.value)) {
+    if (auto r = m_store.setRunStatus(c.runId, spec::RunStatus::complete, {}, c.value).get(); !r)
+      qCWarning(lcAutotune) << "run" << c.runId << r.message().c_str();
+  }
 }
 
 // The highest peak among the ranks' last `mem` events: the GPU's caching allocator where the

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "backend/search/autotune.h"
 #include "search/nsga2.h"
 #include "trainer/spec/events.h"
 #include "trainer/spec/experiment.h"
@@ -315,6 +316,11 @@ Result<Study> Study::open(backend::RunStore& store, const QString& name) {
     return fail(studyLabel(name) +
                 " is not in the run log: `study ls` lists the studies, `study create` makes one");
   }
+  if ((*record)->sampler == QLatin1String(backend::kAutotuneSampler)) {
+    return fail(studyLabel(name) +
+                " is an autotune's record, not a sweep: `autotune` printed its candidates, `ls` "
+                "lists their runs and the dashboard's Compare panel shows them");
+  }
   const std::string source = (*record)->state.value("source").toString().toStdString();
   auto space =
       spaceFromExperiment((*record)->config.toStdString(), source.empty() ? "study" : source);
@@ -331,10 +337,11 @@ Result<Study> Study::latest(backend::RunStore& store) {
   if (!reader) return reader.error();
   auto studies = reader->listStudies();
   if (!studies) return studies.error();
-  if (studies->empty()) {
-    return fail("the run log has no study yet: create one with `study create NAME EXP.toml`");
+  // Newest first; an autotune's record is no sweep to show.
+  for (const auto& study : *studies) {
+    if (study.sampler != QLatin1String(backend::kAutotuneSampler)) return open(store, study.name);
   }
-  return open(store, studies->front().name);
+  return fail("the run log has no study yet: create one with `study create NAME EXP.toml`");
 }
 
 Result<std::vector<StudyTrial>> Study::trials(bool withCurves) {

@@ -269,3 +269,31 @@ void BuilderController::requestLaunch() {
 }
 
 }  // namespace shardscope::ui
+
+namespace shardscope::ui {
+
+QString BuilderController::prepareAutotune(QString* why) {
+  validateNow();
+  if (!m_launchAllowed) {
+    QStringList lines;
+    for (auto it = m_issues.cbegin(); it != m_issues.cend(); ++it) {
+      for (const QString& message : it.value()) {
+        // The spec's messages usually start with their field already.
+        lines << (it.key().isEmpty() || message.startsWith(it.key()) ? message
+                                                                     : it.key() + ": " + message);
+      }
+    }
+    *why = tr("Autotune needs a valid experiment; fix %n field(s) first:\n", nullptr,
+              int(m_issues.size())) +
+           lines.join(QLatin1Char('\n'));
+    return {};
+  }
+  if (m_path.isEmpty()) {
+    *why = tr("Save the experiment first: the autotune reads its file (Save as…)");
+    return {};
+  }
+  if (!m_undo.isClean() && !saveFile(m_path, why)) return {};
+  return m_path;
+}
+
+}  // namespace shardscope::ui

@@ -73,6 +73,12 @@ class BuilderController : public QObject {
   /// Saves to the current file when there is one and emits launchRequested(path) if allowed.
   void requestLaunch();
 
+ public:
+  /// What an autotune of the experiment starts from: validates now and saves pending edits (as
+  /// Launch does), then returns the saved file's path. Refused: "" and `why` says what to fix,
+  /// naming each field with a validation message ("train.batch_size: ...") or asking for a save.
+  QString prepareAutotune(QString* why);
+
  signals:
   /// One field changed ("" after a whole new experiment was loaded).
   void fieldChanged(const QString& path);

@@ -3,6 +3,8 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTime>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -21,11 +23,13 @@
 #include <QVBoxLayout>
 #include <limits>
 
+#include "backend/store/runstore.h"
 #include "trainer/spec/field_catalog.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/memorychart.h"
 #include "ui/builder/previewpanel.h"
 #include "ui/builder/searcheditor.h"
+#include "ui/widgets/candidatetable.h"
 
 Q_LOGGING_CATEGORY(lcBuilderPanel, "shardscope.ui.builder.panel")
 
@@ -120,9 +124,12 @@ BuilderPanel::BuilderPanel(QWidget* parent)
   m_command = new QLineEdit(this);
   m_command->setReadOnly(true);
   auto* right = new QTabWidget(this);
+  m_right = right;
   right->addTab(m_memory, tr("Memory per rank"));
   right->addTab(m_preview, tr("Model && data"));
   right->addTab(m_toml, tr("TOML"));
+  m_tunePage = buildAutotune();
+  right->addTab(m_tunePage, tr("Autotune"));
   auto* splitter = new QSplitter(this);
   splitter->addWidget(m_tabs);
   splitter->addWidget(right);
@@ -187,7 +194,12 @@ QWidget* BuilderPanel::buildToolbar() {
         static_cast<QWidget*>(open), static_cast<QWidget*>(save), static_cast<QWidget*>(saveAs),
         static_cast<QWidget*>(undo), static_cast<QWidget*>(redo)})
     row->addWidget(w);
+  m_autotune = new QPushButton(tr("Autotune"), bar);
+  m_autotune->setToolTip(
+      tr("Measure short runs of the sharding and batching setups that fit and find the fastest "
+         "(shardscope-cli autotune); the options are on the Autotune tab"));
   row->addStretch();
+  row->addWidget(m_autotune);
   row->addWidget(m_launch);
   auto* stack = m_controller->undoStack();
   connect(undo, &QPushButton::clicked, stack, &QUndoStack::undo);
@@ -200,6 +212,7 @@ QWidget* BuilderPanel::buildToolbar() {
   connect(save, &QPushButton::clicked, this, [this] { saveDialog(false); });
   connect(saveAs, &QPushButton::clicked, this, [this] { saveDialog(true); });
   connect(m_launch, &QPushButton::clicked, m_controller, &BuilderController::requestLaunch);
+  connect(m_autotune, &QPushButton::clicked, this, &BuilderPanel::requestAutotune);
   connect(useTemplate, &QPushButton::clicked, this, [this] {
     QString error;
     if (!m_controller->loadTemplate(m_templates->currentText(), &error)) {
@@ -393,6 +406,211 @@ void BuilderPanel::showIssues() {
   m_summary->setText(text);
   m_summary->setStyleSheet(count ? QString::fromLatin1(kErrorStyle) : QString());
   m_launch->setEnabled(m_controller->launchAllowed());
+}
+
+QWidget* BuilderPanel::buildAutotune() {
+  auto* page = new QWidget(this);
+  m_tuneObjective = new QComboBox(page);
+  m_tuneObjective->addItem(tr("tokens/s per rank"), QStringLiteral("tokens_per_s"));
+  m_tuneObjective->addItem(tr("MFU"), QStringLiteral("mfu"));
+  m_tuneMinutes = new QDoubleSpinBox(page);
+  m_tuneMinutes->setRange(0, 24 * 60);
+  m_tuneMinutes->setValue(30);
+  m_tuneMinutes->setSuffix(tr(" min"));
+  m_tuneMinutes->setToolTip(tr("No candidate starts after this; 0: no limit"));
+  m_tuneSteps = new QSpinBox(page);
+  m_tuneSteps->setRange(1, 100000);
+  m_tuneSteps->setValue(10);
+  m_tuneWarmup = new QSpinBox(page);
+  m_tuneWarmup->setRange(0, 100000);
+  m_tuneWarmup->setValue(3);
+  // One row: the dock is often short, and the candidates need the height.
+  auto* form = new QHBoxLayout;
+  const auto option = [&](const QString& label, QWidget* editor) {
+    form->addWidget(new QLabel(label, page));
+    form->addWidget(editor);
+  };
+  option(tr("Maximise"), m_tuneObjective);
+  option(tr("Budget"), m_tuneMinutes);
+  option(tr("Steps"), m_tuneSteps);
+  option(tr("Warm-up"), m_tuneWarmup);
+  form->addStretch();
+  m_tuneSteps->setToolTip(tr("Measured optimizer steps per candidate"));
+  m_tuneWarmup->setToolTip(tr("Steps each candidate runs first, not measured"));
+  m_tuneStatus =
+      new QLabel(tr("Autotune measures the setups that fit and keeps the fastest."), page);
+  m_tuneStatus->setObjectName(QStringLiteral("autotuneStatus"));
+  m_tuneStatus->setWordWrap(true);
+  m_tuneStatus->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_tuneTable = new CandidateTable(page);
+  m_stopTune = new QPushButton(tr("Stop"), page);
+  m_stopTune->setEnabled(false);
+  m_stopTune->setToolTip(
+      tr("Stop the running candidate and end the search; the best so far "
+         "is still written"));
+  m_openWinner = new QPushButton(tr("Open winner"), page);
+  m_openWinner->setEnabled(false);
+  m_openWinner->setToolTip(tr("Load the winner's experiment file into the builder"));
+  m_winnerPath = new QLineEdit(page);
+  m_winnerPath->setReadOnly(true);
+  m_winnerPath->setPlaceholderText(tr("the winner's experiment file, once written"));
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(m_stopTune);
+  buttons->addWidget(m_winnerPath, 1);
+  buttons->addWidget(m_openWinner);
+  auto* layout = new QVBoxLayout(page);
+  layout->addLayout(form);
+  layout->addWidget(m_tuneStatus);
+  layout->addWidget(m_tuneTable, 1);
+  layout->addLayout(buttons);
+  m_tuneWatch = new QTimer(this);
+  m_tuneWatch->setInterval(kTuneWatchMs);
+  connect(m_tuneWatch, &QTimer::timeout, this, &BuilderPanel::checkTuneProcess);
+  connect(m_stopTune, &QPushButton::clicked, this, [this] {
+    if (m_tune.studyId < 0) return;
+    m_tuneStopping = true;
+    m_stopTune->setEnabled(false);
+    setTuneMessage(
+        tr("Stopping autotune %1: the running candidate ends gracefully…").arg(m_tune.name), false);
+    emit autotuneStopRequested(m_tune.studyId, m_tune.name);
+  });
+  connect(m_openWinner, &QPushButton::clicked, this, [this] {
+    if (m_controller->isModified() &&
+        QMessageBox::question(this, tr("Open winner"),
+                              tr("The builder has unsaved edits; replace them with the winner?")) !=
+            QMessageBox::Yes)
+      return;
+    QString error;
+    if (!m_controller->openFile(m_tune.winnerFile, &error))
+      QMessageBox::warning(this, tr("Open winner"), error);
+  });
+  return page;
+}
+
+void BuilderPanel::setTuneMessage(const QString& text, bool error) {
+  m_tuneStatus->setText(text);
+  m_tuneStatus->setStyleSheet(error ? QString::fromLatin1(kErrorStyle) : QString());
+}
+
+void BuilderPanel::requestAutotune() {
+  m_right->setCurrentWidget(m_tunePage);
+  if (m_tuning) return;
+  QString why;
+  const QString path = m_controller->prepareAutotune(&why);
+  if (path.isEmpty()) {
+    setTuneMessage(why, true);
+    return;
+  }
+  // Named here, so the run log's record can be watched before the process has written it.
+  const QString name = QString::fromStdString(m_controller->experiment().experiment.name) +
+                       QStringLiteral("-autotune-") +
+                       QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"));
+  m_tune = {};
+  m_tune.name = name;
+  m_tuning = true;
+  m_tuneStopping = false;
+  m_tunePid = 0;
+  m_tuneLog.clear();
+  m_tuneGoneChecks = 0;
+  m_tuneTable->setAutotune(m_tune);
+  m_winnerPath->clear();
+  m_autotune->setEnabled(false);
+  m_openWinner->setEnabled(false);
+  m_stopTune->setEnabled(false);
+  setTuneMessage(tr("Starting autotune %1 of %2…").arg(name, path), false);
+  emit autotuneRequested(path, name, m_tuneObjective->currentData().toString(),
+                         m_tuneMinutes->value(), m_tuneSteps->value(), m_tuneWarmup->value());
+}
+
+void BuilderPanel::autotuneStarted(const QString& study, qint64 pid, const QString& log) {
+  if (study != m_tune.name || !m_tuning) return;
+  m_tunePid = pid;
+  m_tuneLog = log;
+  if (m_tune.studyId < 0) {
+    setTuneMessage(
+        tr("Autotune %1 started (pid %2); waiting for its first candidate…").arg(study).arg(pid),
+        false);
+  }
+  m_tuneWatch->start();
+}
+
+void BuilderPanel::autotuneFailed(const QString& study, const QString& message) {
+  if (study != m_tune.name || !m_tuning) return;
+  setTuneMessage(message, true);
+  endTuning();
+}
+
+void BuilderPanel::endTuning() {
+  m_tuning = false;
+  m_tuneWatch->stop();
+  m_autotune->setEnabled(true);
+  m_stopTune->setEnabled(false);
+}
+
+// A process that died (killed, crashed) never ends its record: seen gone twice in a row with the
+// record still open, the autotune is over as far as this panel can tell.
+void BuilderPanel::checkTuneProcess() {
+  if (!m_tuning || m_tunePid <= 0) return;
+  if (backend::RunStore::processAlive(m_tunePid)) {
+    m_tuneGoneChecks = 0;
+    return;
+  }
+  if (++m_tuneGoneChecks < 2) return;
+  setTuneMessage(tr("The autotune process (pid %1) ended without finishing its record; its "
+                    "output is in %2")
+                     .arg(m_tunePid)
+                     .arg(m_tuneLog),
+                 true);
+  endTuning();
+}
+
+void BuilderPanel::showAutotune(const AutotuneData& autotune) {
+  if (autotune.name != m_tune.name || m_tune.name.isEmpty()) return;
+  if (autotune.studyId < 0) return;  // not recorded yet
+  m_tune = autotune;
+  m_tuneTable->setAutotune(autotune);
+  if (!autotune.candidates.isEmpty()) m_tuneTable->scrollToBottom();
+  int measured = 0;
+  for (const AutotuneCandidate& c : autotune.candidates) {
+    if (c.status == QLatin1String("measured")) ++measured;
+  }
+  const AutotuneCandidate* winner = nullptr;
+  for (const AutotuneCandidate& c : autotune.candidates) {
+    if (c.number == autotune.winner) winner = &c;
+  }
+  if (autotune.running) {
+    if (m_tuning && !m_tuneStopping) {
+      m_stopTune->setEnabled(true);
+      setTuneMessage(tr("Autotune %1 running: %n candidate(s) settled, %2 measured", nullptr,
+                        int(autotune.candidates.size()))
+                         .arg(autotune.name)
+                         .arg(measured),
+                     false);
+    }
+    return;
+  }
+  endTuning();
+  if (const int row = m_tuneTable->rowOf(autotune.winner); row >= 0)
+    m_tuneTable->scrollToItem(m_tuneTable->item(row, 0));
+  QString text;
+  if (winner != nullptr) {
+    const double value = autotune.valueOf(*winner);
+    text =
+        tr("Autotune %1 %2: the winner is #%3, %4 %5, written to %6")
+            .arg(autotune.name, autotune.stopped ? tr("stopped (best so far)") : tr("complete"))
+            .arg(winner->number)
+            .arg(autotune.objective == QLatin1String("mfu") ? QString::number(value, 'f', 4)
+                                                            : QString::number(value, 'f', 0),
+                 autotune.objective == QLatin1String("mfu") ? tr("MFU") : tr("tokens/s per rank"),
+                 autotune.winnerFile.isEmpty() ? tr("(not written)") : autotune.winnerFile);
+  } else {
+    text = tr("Autotune %1 ended without a measured candidate%2")
+               .arg(autotune.name,
+                    autotune.error.isEmpty() ? QString() : QStringLiteral(": ") + autotune.error);
+  }
+  setTuneMessage(text, winner == nullptr);
+  m_winnerPath->setText(autotune.winnerFile);
+  m_openWinner->setEnabled(winner != nullptr && !autotune.winnerFile.isEmpty());
 }
 
 void BuilderPanel::openDialog() {

@@ -5,13 +5,24 @@
 //
 // Wiring (main window): `auto* builder = new shardscope::ui::BuilderPanel(this);` as a dock;
 // connect builder->controller(), &BuilderController::launchRequested (QString path).
+//
+// Autotune (the toolbar button, its tab beside the memory panel): the saved experiment goes out
+// as autotuneRequested (the app starts `shardscope-cli autotune` in its own session, as a sweep
+// is started); the run log's record of it comes back through showAutotune (RunLog::
+// watchAutotune), the candidates listed as each is settled; Stop asks for autotuneStopRequested;
+// at the end the winner's file is offered (Open winner loads it here). Nothing here blocks: the
+// start, the search and the reading happen in other threads and processes.
 #pragma once
 
 #include <QMap>
 #include <QWidget>
 
+#include "ui/data/runlogtypes.h"
+
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
+class QSpinBox;
 class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
@@ -25,6 +36,7 @@ struct FieldInfo;
 namespace shardscope::ui {
 
 class BuilderController;
+class CandidateTable;
 class MemoryChart;
 class PreviewPanel;
 class SearchEditor;
@@ -47,6 +59,25 @@ class BuilderPanel : public QWidget {
   PreviewPanel* previewPanel() const { return m_preview; }
   SearchEditor* searchEditor() const { return m_search; }
   QTabWidget* sections() const { return m_tabs; }
+  QPushButton* autotuneButton() const { return m_autotune; }
+  QPushButton* stopAutotuneButton() const { return m_stopTune; }
+  /// Loads the autotune's winner file into the builder (enabled once it is written).
+  QPushButton* openWinnerButton() const { return m_openWinner; }
+  /// The winner's file, shown in full once written.
+  QLineEdit* winnerPathEdit() const { return m_winnerPath; }
+  /// What the autotune is doing, or why it did not start (names the fields to fix).
+  QLabel* autotuneStatus() const { return m_tuneStatus; }
+  CandidateTable* autotuneTable() const { return m_tuneTable; }
+  /// The autotune's options: objective ("tokens_per_s"/"mfu"), time budget, step counts.
+  QComboBox* autotuneObjective() const { return m_tuneObjective; }
+  QSpinBox* autotuneSteps() const { return m_tuneSteps; }
+  QSpinBox* autotuneWarmup() const { return m_tuneWarmup; }
+  /// The study the last autotune records ("" before one was asked for).
+  const QString& autotuneStudy() const { return m_tune.name; }
+  /// The winner's file of the last autotune ("" until it is written).
+  const QString& autotuneWinnerFile() const { return m_tune.winnerFile; }
+  /// True from the request until its study ends (or it failed to start).
+  bool isAutotuning() const { return m_tuning; }
   /// Applies pending model changes to every view now (normally coalesced on a timer).
   void refreshNow();
   /// The widgets have not caught up with the controller yet (a refresh is scheduled).
@@ -55,6 +86,21 @@ class BuilderPanel : public QWidget {
  public slots:
   void openDialog();
   void saveDialog(bool askPath = false);
+  /// The Autotune button: checks and saves the experiment, then asks for the autotune.
+  void requestAutotune();
+  /// The app started the autotune recording study `study` as process `pid` (output in `log`).
+  void autotuneStarted(const QString& study, qint64 pid, const QString& log);
+  /// The app could not start the autotune of study `study`.
+  void autotuneFailed(const QString& study, const QString& message);
+  /// The run log's record of a watched autotune (ignored unless it is this panel's).
+  void showAutotune(const shardscope::ui::AutotuneData& autotune);
+
+ signals:
+  /// Start an autotune of the saved file `path`, recorded as study `study`.
+  void autotuneRequested(const QString& path, const QString& study, const QString& objective,
+                         double budgetMinutes, int steps, int warmup);
+  /// Stop the autotune recorded as study `studyId` (`study`): its record ends stopped.
+  void autotuneStopRequested(qint64 studyId, const QString& study);
 
  private:
   struct Row {
@@ -62,6 +108,10 @@ class BuilderPanel : public QWidget {
     QLabel* message = nullptr;
   };
   QWidget* buildToolbar();
+  QWidget* buildAutotune();
+  void setTuneMessage(const QString& text, bool error);
+  void checkTuneProcess();
+  void endTuning();
   QWidget* buildSection(const QString& section);
   QWidget* buildEditor(const spec::FieldInfo& f);
   QLineEdit* lineEditor(const spec::FieldInfo& f);
@@ -83,6 +133,26 @@ class BuilderPanel : public QWidget {
   PreviewPanel* m_preview = nullptr;
   SearchEditor* m_search = nullptr;
   QTimer* m_refresh = nullptr;
+  QTabWidget* m_right = nullptr;
+  QWidget* m_tunePage = nullptr;
+  QPushButton* m_autotune = nullptr;
+  QPushButton* m_stopTune = nullptr;
+  QPushButton* m_openWinner = nullptr;
+  QLineEdit* m_winnerPath = nullptr;  // the winner's file, selectable
+  QLabel* m_tuneStatus = nullptr;
+  CandidateTable* m_tuneTable = nullptr;
+  QComboBox* m_tuneObjective = nullptr;
+  QDoubleSpinBox* m_tuneMinutes = nullptr;
+  QSpinBox* m_tuneSteps = nullptr;
+  QSpinBox* m_tuneWarmup = nullptr;
+  QTimer* m_tuneWatch = nullptr;  // notices a process that died before its record ended
+  AutotuneData m_tune;            // the record as last shown
+  bool m_tuning = false;
+  bool m_tuneStopping = false;  // Stop was pressed: the record ends soon
+  qint64 m_tunePid = 0;
+  QString m_tuneLog;
+  int m_tuneGoneChecks = 0;  // checks in a row that found the process gone
+  static constexpr int kTuneWatchMs = 1000;
   QStringList m_dirty;
   bool m_allDirty = true;
 };

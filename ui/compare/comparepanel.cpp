@@ -21,6 +21,7 @@
 #include "ui/compare/triallines.h"
 #include "ui/compare/triallistmodel.h"
 #include "ui/data/runlog.h"
+#include "ui/widgets/candidatetable.h"
 
 Q_LOGGING_CATEGORY(lcComparePanel, "shardscope.ui.comparepanel")
 
@@ -90,11 +91,18 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   for (QCustomPlot* plot : {m_history, m_intermediate, m_parallel, m_slice})
     plot->setMinimumHeight(200);
   m_experiment->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_candidates = new CandidateTable(this);
+  m_candidates->setToolTip(
+      tr("Every candidate of the autotune: the winner highlighted, the ones "
+         "that did not measure marked (hover for why)"));
+  m_candidates->hide();
   auto* bottom = new QSplitter(Qt::Horizontal, this);
+  bottom->addWidget(m_candidates);
   bottom->addWidget(buildDiff());
   bottom->addWidget(m_views->overlayChooser());
   bottom->setStretchFactor(0, 3);
-  bottom->setStretchFactor(1, 1);
+  bottom->setStretchFactor(1, 3);
+  bottom->setStretchFactor(2, 1);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(plots);
   splitter->addWidget(bottom);
@@ -215,6 +223,8 @@ void ComparePanel::onSweep(const SweepData& sweep) {
     m_filling = false;
   }
   lap(QStringLiteral("combos"));
+  m_candidates->setVisible(m_sweep.autotune.has_value());
+  if (m_sweep.autotune) m_candidates->setAutotune(*m_sweep.autotune);
   redraw(lap);
   updateDiff();
   lap(QStringLiteral("diff"));

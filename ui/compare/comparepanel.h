@@ -2,6 +2,10 @@
 // history with best-so-far, intermediate values (pruned dimmed), parallel coordinates, a slice
 // plot of a chosen parameter, and a config diff of two chosen trials; below them the study views
 // (StudyViews: contour, importance, Pareto front, loss overlay).
+// An autotune's study is such a sweep too: its candidates' runs are the trials (the tuned
+// settings their parameters, the measured value their objective, maximised); a candidate table
+// beside the diff lists every candidate, those never started too, with its status, and the
+// winner highlighted.
 // Everything comes from RunLog's one reader thread: the summaries (sweepLoaded) draw the
 // history, parallel coordinates, slice and study views at once; the curves (intermediate values,
 // overlay) stream in afterwards (sweepCurvesLoaded) and are appended to their graphs, with a
@@ -25,6 +29,7 @@ class QTableWidget;
 
 namespace shardscope::ui {
 
+class CandidateTable;
 class RunLog;
 namespace compare {
 class StudyViews;
@@ -64,6 +69,8 @@ class ComparePanel : public QWidget {
   /// Compares two trials (by run id) in the config diff table.
   void setDiffRuns(qint64 a, qint64 b);
   QTableWidget* diffTable() const { return m_diff; }
+  /// Every candidate of the shown autotune (hidden when the sweep is not an autotune's).
+  CandidateTable* candidateTable() const { return m_candidates; }
   QCustomPlot* historyPlot() const { return m_history; }
   QCustomPlot* intermediatePlot() const { return m_intermediate; }
   /// The intermediate values' one plottable: line i is trial i of sweep(), the last line the
@@ -114,6 +121,7 @@ class ComparePanel : public QWidget {
   QCustomPlot* m_parallel = nullptr;
   QCustomPlot* m_slice = nullptr;
   QTableWidget* m_diff = nullptr;
+  CandidateTable* m_candidates = nullptr;
   compare::StudyViews* m_views = nullptr;
   QProgressBar* m_progress = nullptr;
   compare::StudyInfo m_study;

@@ -15,6 +15,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   qRegisterMetaType<SweepData>();
   qRegisterMetaType<SweepCurves>();
   qRegisterMetaType<QVector<HostSummary>>();
+  qRegisterMetaType<AutotuneData>();
   m_thread.setObjectName(QStringLiteral("runlog-reader"));
   m_worker->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -26,6 +27,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::sweepLoaded, this, &RunLog::sweepLoaded);
   connect(m_worker, &RunLogWorker::sweepCurvesLoaded, this, &RunLog::sweepCurvesLoaded);
   connect(m_worker, &RunLogWorker::hostsLoaded, this, &RunLog::hostsLoaded);
+  connect(m_worker, &RunLogWorker::autotuneLoaded, this, &RunLog::autotuneLoaded);
   connect(m_worker, &RunLogWorker::experimentLoaded, this, &RunLog::experimentLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
   m_thread.start();
@@ -54,6 +56,10 @@ void RunLog::watchLog(qint64 runId, int rank, int limit) {
 void RunLog::watchSweep(qint64 experimentId) {
   QMetaObject::invokeMethod(m_worker,
                             [w = m_worker, experimentId] { w->watchSweep(experimentId); });
+}
+
+void RunLog::watchAutotune(const QString& studyName) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, studyName] { w->watchAutotune(studyName); });
 }
 
 void RunLog::loadExperiment(qint64 experimentId) {

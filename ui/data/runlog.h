@@ -31,6 +31,8 @@ class RunLog : public QObject {
   void watchSweep(qint64 experimentId);
   /// The runs whose "loss" the worker keeps delivering for the Compare overlay.
   void watchOverlay(const QList<qint64>& runIds);
+  /// The autotune study the worker keeps delivering (autotuneLoaded); "": none.
+  void watchAutotune(const QString& studyName);
   /// Reads an experiment row once; experimentLoaded() delivers it.
   void loadExperiment(qint64 experimentId);
   /// Points per streamed batch of sweep curves (smaller: more, earlier batches).
@@ -47,6 +49,7 @@ class RunLog : public QObject {
   void sweepLoaded(const shardscope::ui::SweepData& sweep);
   void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
   void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
+  void autotuneLoaded(const shardscope::ui::AutotuneData& autotune);
   void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
                         const QString& toml);
   void failed(const QString& message);

@@ -10,6 +10,7 @@
 #include <QStringList>
 #include <QVector>
 
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -57,6 +58,41 @@ struct SweepTrial {
   std::optional<std::vector<double>> objectiveValues;  ///< one per study objective
 };
 
+/// One configuration an autotune considered, as its study's state records it
+/// (backend::tuneCandidateJson; NaN and -1 where unknown).
+struct AutotuneCandidate {
+  int number = 0;
+  QJsonObject settings;  ///< {"shard.strategy": "FULL_SHARD", ...}: the tuned fields
+  QString status;        ///< measured, infeasible, oom, failed, duplicate, stopped
+  double tokensPerS = std::numeric_limits<double>::quiet_NaN();  ///< per rank
+  double mfu = std::numeric_limits<double>::quiet_NaN();
+  qint64 estimateBytes = 0;
+  qint64 peakBytes = 0;
+  qint64 runId = 0;  ///< 0: never started
+  QString runName;
+  int duplicateOf = -1;
+  QString error;
+};
+
+/// An autotune as its study in the run log records it (sampler "autotune").
+struct AutotuneData {
+  QString name;          ///< the study's name
+  qint64 studyId = -1;   ///< -1: not in the run log (yet)
+  bool running = false;  ///< the study has not ended
+  bool stopped = false;  ///< it ended stopped (by the user, or an error)
+  QString objective;     ///< "tokens_per_s" or "mfu"
+  QVector<AutotuneCandidate> candidates;
+  int winner = -1;     ///< the best measured candidate's number (-1: none)
+  QString winnerFile;  ///< the winner's experiment file, once written
+  QString error;       ///< what ended it early, if anything
+  qint64 pid = 0;      ///< the process that runs it (0: none stamped)
+  QString host;
+  /// The candidate's value of the objective (NaN unless measured or a duplicate of one).
+  double valueOf(const AutotuneCandidate& c) const {
+    return objective == QLatin1String("mfu") ? c.mfu : c.tokensPerS;
+  }
+};
+
 /// The study (schema v3) a sweep belongs to, as stored; studyId -1 when it is none.
 struct SweepStudy {
   qint64 studyId = -1;
@@ -67,6 +103,7 @@ struct SweepStudy {
   bool running = false;    ///< the study has not ended
   qint64 sweepPid = 0;     ///< the process that stamped it as running its sweep (0: none)
   QString sweepHost;       ///< that process's machine
+  QString sampler;         ///< "tpe", ..., or "autotune" for an autotune's record
 };
 
 /// The runs of one experiment or sweep, in creation order: the summaries, read by indexed
@@ -78,6 +115,9 @@ struct SweepData {
   QHash<qint64, QString> names;  ///< experiment id -> its study's name (absent: no study)
   SweepStudy study;
   QVector<SweepTrial> trials;
+  /// The sweep is an autotune's: every candidate (those never started too) and the winner. Its
+  /// runs are the trials above (numbered by candidate), ranked by the measured value.
+  std::optional<AutotuneData> autotune;
 };
 
 /// Which curves of a sweep a SweepCurves batch carries.
@@ -114,3 +154,4 @@ Q_DECLARE_METATYPE(shardscope::ui::LogSnapshot)
 Q_DECLARE_METATYPE(shardscope::ui::SweepData)
 Q_DECLARE_METATYPE(shardscope::ui::SweepCurves)
 Q_DECLARE_METATYPE(shardscope::ui::HostSummary)
+Q_DECLARE_METATYPE(shardscope::ui::AutotuneData)

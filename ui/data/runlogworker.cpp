@@ -118,6 +118,7 @@ void RunLogWorker::refresh() {
   loadSweep();
   loadRuns();
   loadHosts();
+  loadAutotune();
   loadLog();
   loadSeries();
   loadOverlay();
@@ -397,6 +398,11 @@ quint64 RunLogWorker::sweepPrint(const SweepData& sweep) {
                         sweep.study.studyId, sweep.study.name, sweep.study.running,
                         sweep.study.sweepPid, sweep.study.sweepHost, sweep.study.config,
                         sweep.study.objectives, sweep.study.directions, sweep.trials.size());
+  if (sweep.autotune) {
+    h = qHashMulti(h, sweep.autotune->candidates.size(), sweep.autotune->winner,
+                   sweep.autotune->winnerFile, sweep.autotune->running);
+    for (const AutotuneCandidate& c : sweep.autotune->candidates) h = qHashMulti(h, c.status);
+  }
   for (auto it = sweep.names.cbegin(); it != sweep.names.cend(); ++it)
     h = qHashMulti(h, it.key(), it.value());
   for (const SweepTrial& t : sweep.trials) {
@@ -409,6 +415,31 @@ quint64 RunLogWorker::sweepPrint(const SweepData& sweep) {
       h = qHashMulti(h, p.key(), p.value().toVariant().toString());
   }
   return quint64(h) | 1;  // never 0, which means "nothing delivered"
+}
+
+void RunLogWorker::watchAutotune(const QString& name) {
+  m_autotune = name;
+  m_autotunePrint.clear();
+  loadAutotune();
+}
+
+void RunLogWorker::loadAutotune() {
+  if (!m_reader || m_autotune.isEmpty()) return;
+  auto study = m_reader->studyByName(m_autotune);
+  if (!study) return report(study.error());
+  AutotuneData data;
+  data.name = m_autotune;
+  QByteArray print("absent");
+  if (*study) {
+    data = autotuneFromStudy(**study);
+    // The state is rewritten whenever a candidate settles: it and the status are what shows.
+    print = QJsonDocument((*study)->state).toJson(QJsonDocument::Compact) +
+            backend::studyStatusName((*study)->status).toUtf8() +
+            QByteArray::number((*study)->sweepPid);
+  }
+  if (print == m_autotunePrint) return;
+  m_autotunePrint = print;
+  emit autotuneLoaded(data);
 }
 
 void RunLogWorker::loadHosts() {

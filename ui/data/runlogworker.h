@@ -43,6 +43,9 @@ class RunLogWorker : public QObject {
   void watchSweep(qint64 experimentId);
   /// The runs whose "loss" the Compare overlay shows (delivered as CurveSet::overlay).
   void watchOverlay(const QList<qint64>& runIds);
+  /// The autotune study `name` the worker keeps delivering (autotuneLoaded) until another is
+  /// asked for; "": none.
+  void watchAutotune(const QString& name);
   /// Reads one experiment row once (experimentLoaded; failed when it cannot be read).
   void loadExperiment(qint64 experimentId);
   /// Points per batch of streamed sweep curves (default kCurveBatchRows).
@@ -61,6 +64,9 @@ class RunLogWorker : public QObject {
   /// Curves of the sweep last delivered by sweepLoaded (after it, in batches).
   void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
   void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
+  /// The watched autotune's study as stored now (studyId -1 while it is not in the run log);
+  /// delivered when it changed.
+  void autotuneLoaded(const shardscope::ui::AutotuneData& autotune);
   /// The experiment a run was started from: its file's path and the TOML that ran.
   void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
                         const QString& toml);
@@ -80,6 +86,7 @@ class RunLogWorker : public QObject {
   void loadCurveBatch();
   void loadOverlay();
   void loadHosts();
+  void loadAutotune();
   /// A digest of what a sweepLoaded shows: the trials' ids, statuses, objectives and the study.
   static quint64 sweepPrint(const SweepData& sweep);
   void report(const Error& error);
@@ -125,6 +132,8 @@ class RunLogWorker : public QObject {
   double m_refreshMs = 0;
   QElapsedTimer m_sinceRefresh;
   QString m_lastError;
+  QString m_autotune;          // the watched autotune study ("": none)
+  QByteArray m_autotunePrint;  // what the last autotuneLoaded carried
 };
 
 }  // namespace shardscope::ui

@@ -1,11 +1,14 @@
 #include "ui/data/sweepsource.h"
 
+#include <QJsonArray>
 #include <QMap>
 #include <QSet>
 #include <QSysInfo>
 
 #include <algorithm>
+#include <limits>
 
+#include "backend/search/autotune.h"
 #include "backend/store/runstore.h"
 
 namespace shardscope::ui {
@@ -95,11 +98,18 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   for (auto it = perExperiment.cbegin(); it != perExperiment.cend(); ++it)
     data.names.insert(it.key(), it.value()->name);
   const backend::StudyRecord* study = perExperiment.value(id, nullptr);
+  QHash<qint64, int> candidateOfRun;  // an autotune's: run id -> candidate number
   if (study != nullptr) {
-    data.study = {study->id,         study->name,
-                  study->config,     study->objectives,
-                  study->directions, study->status == backend::StudyStatus::running,
-                  study->sweepPid,   study->sweepHost};
+    data.study = {
+        study->id,         study->name,       study->config,
+        study->objectives, study->directions, study->status == backend::StudyStatus::running,
+        study->sweepPid,   study->sweepHost,  study->sampler};
+    if (study->sampler == QLatin1String(backend::kAutotuneSampler)) {
+      data.autotune = autotuneFromStudy(*study);
+      for (const AutotuneCandidate& c : std::as_const(data.autotune->candidates)) {
+        if (c.runId > 0) candidateOfRun.insert(c.runId, c.number);
+      }
+    }
   }
   std::vector<const backend::RunRecord*> members;
   for (const auto& run : runs) {
@@ -112,6 +122,9 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   auto keys = sampledKeys(reader, members);
   if (!keys) return keys.error();
   data.objectiveKey = objectiveKey(*keys);
+  // An autotune's runs have no eval: their steps' throughput (or MFU) is what it compares.
+  if (data.autotune && keys->contains(data.autotune->objective))
+    data.objectiveKey = data.autotune->objective;
   data.trials.reserve(static_cast<qsizetype>(members.size()));
   for (const auto* run : members) {
     SweepTrial trial{run->id,        run->name, run->status, run->params, run->objective,
@@ -120,6 +133,8 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
       trial.trialNumber = run->trialNumber;
       trial.objectiveValues = run->objectiveValues;
     }
+    if (const auto it = candidateOfRun.constFind(run->id); it != candidateOfRun.cend())
+      trial.trialNumber = *it;
     data.trials.append(std::move(trial));
   }
   return data;
@@ -141,7 +156,46 @@ Result<void> readCurve(backend::RunReader& reader, qint64 runId, const QString& 
 
 namespace shardscope::ui {
 
+AutotuneData autotuneFromStudy(const backend::StudyRecord& study) {
+  const auto number = [](const QJsonValue& v) {
+    return v.isDouble() ? v.toDouble() : std::numeric_limits<double>::quiet_NaN();
+  };
+  AutotuneData data;
+  data.name = study.name;
+  data.studyId = study.id;
+  data.running = study.status == backend::StudyStatus::running;
+  data.stopped = study.status == backend::StudyStatus::stopped;
+  data.pid = study.sweepPid;
+  data.host = study.sweepHost;
+  const QJsonObject& state = study.state;
+  data.objective = state.value(QStringLiteral("objective")).toString();
+  if (data.objective.isEmpty() && !study.objectives.isEmpty())
+    data.objective = study.objectives.first();
+  for (const auto& v : state.value(QStringLiteral("candidates")).toArray()) {
+    const QJsonObject o = v.toObject();
+    AutotuneCandidate c;
+    c.number = o.value(QStringLiteral("number")).toInt();
+    c.settings = o.value(QStringLiteral("settings")).toObject();
+    c.status = o.value(QStringLiteral("status")).toString();
+    c.tokensPerS = number(o.value(QStringLiteral("tokens_per_s")));
+    c.mfu = number(o.value(QStringLiteral("mfu")));
+    c.estimateBytes = o.value(QStringLiteral("estimate_bytes")).toInteger();
+    c.peakBytes = o.value(QStringLiteral("peak_bytes")).toInteger();
+    c.runId = o.value(QStringLiteral("run_id")).toInteger();
+    c.runName = o.value(QStringLiteral("run")).toString();
+    c.duplicateOf = o.value(QStringLiteral("duplicate_of")).toInt(-1);
+    c.error = o.value(QStringLiteral("error")).toString();
+    data.candidates.append(std::move(c));
+  }
+  data.winner = state.value(QStringLiteral("winner")).toInt(-1);
+  data.winnerFile = state.value(QStringLiteral("winner_file")).toString();
+  data.error = state.value(QStringLiteral("error")).toString();
+  return data;
+}
+
 bool sweepProcessGone(const SweepStudy& study) {
+  // An autotune is no sweep to adopt: its record stays as its process left it.
+  if (study.sampler == QLatin1String(backend::kAutotuneSampler)) return false;
   if (study.studyId < 0 || !study.running) return false;
   if (study.sweepPid <= 0) return true;
   // Another machine's process is judged by the CLI (`study show`), which reads its heartbeat

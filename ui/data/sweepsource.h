@@ -47,6 +47,9 @@ class ExperimentSweepSource final : public SweepSource {
 [[nodiscard]] Result<void> readCurve(backend::RunReader& reader, qint64 runId, const QString& key,
                                      qint64 afterStep, SeriesChunk& out);
 
+/// The autotune study `study` records (its state: backend::Autotuner's).
+AutotuneData autotuneFromStudy(const backend::StudyRecord& study);
+
 /// True when `study` is running but no process runs its sweep any more (its stamp is absent, or
 /// names a dead pid on this machine): the dashboard offers to adopt it.
 bool sweepProcessGone(const SweepStudy& study);
