@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "trainer/spec/experiment.h"
+#include "trainer/spec/search_space.h"
 #include "trainer/spec/sha256.h"
 
 using namespace shardscope;
@@ -581,6 +582,10 @@ class TestExperiment : public QObject {
     QVERIFY(r->search.toml.find("sampler = 'tpe'") != std::string::npos ||
             r->search.toml.find("sampler = \"tpe\"") != std::string::npos);
     QVERIFY(r->search.toml.find("train.lr") != std::string::npos);
+    // The text kept is what the schema's own parser reads.
+    auto space = spec::parse_search_space(r->search.toml, "search.toml");
+    QVERIFY2(space.ok(), space.ok() ? "" : space.message().c_str());
+    QCOMPARE(space->params.size(), std::size_t{2});
   }
 
   void world() {
