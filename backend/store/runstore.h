@@ -1,4 +1,5 @@
-// RunStore: the run log (SQLite, WAL). One writer thread takes every write as a queued job and
+// RunStore: the run log (a SQLite file in WAL mode, or a PostgreSQL database shared by several
+// processes and machines; see db.h). One writer thread takes every write as a queued job and
 // commits them in batches; each call returns a future that is ready once its rows are committed
 // (or failed). Readers open their own read-only connections (reader()), so they never block the
 // writer and always see whole transactions. Changes are announced as coalesced Qt signals, at
@@ -46,7 +47,8 @@ class RunStore : public QObject {
   static bool leaseHolderAlive(const LeaseRecord& holder, const QString& host, double staleAfterS);
   /// $XDG_DATA_HOME/shardscope/runs.db (the user's data folder).
   static QString defaultPath();
-  /// Opens (creating it and its folder) and migrates the run log at `path`.
+  /// Opens (creating it and its folder) and migrates the run log at `path`: a SQLite file, or a
+  /// `postgresql://user@host:port/db` URL (the database must exist; its tables are created).
   [[nodiscard]] static Result<std::unique_ptr<RunStore>> open(const QString& path,
                                                               const Options& options);
   [[nodiscard]] static Result<std::unique_ptr<RunStore>> open(const QString& path);
@@ -152,7 +154,7 @@ class RunStore : public QObject {
   void studiesChanged();
 
  private:
-  RunStore(QString path, const Options& options, SqliteDb writerDb);
+  RunStore(QString path, const Options& options, Db writerDb);
   void onCommitted(const ChangeSet& changes);  // writer thread
   void emitPending();                          // this object's thread
 
