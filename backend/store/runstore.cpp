@@ -96,6 +96,8 @@ using storesql::metricInsertSql;
 
 // Rows per multi-row INSERT: one statement step stores this many metric rows (6 values each).
 constexpr std::size_t kMetricRowsPerInsert = 64;
+// Rows per multi-row INSERT of events (7 values each).
+constexpr std::size_t kEventRowsPerInsert = 32;
 
 // A metric row with its interned key, in the order of the metrics table's primary key.
 struct KeyedMetric {
@@ -173,29 +175,46 @@ Result<void> insertMetrics(WriteContext& context, const std::vector<MetricRow>& 
   return ok();
 }
 
+// "INSERT INTO events(...) VALUES (?,?,?,?,?,?,?),..." for `rows` rows: one statement step (on
+// PostgreSQL, one round trip to the server) stores that many events. Rows get their ids in
+// VALUES order, so ids still grow in file order.
+std::string eventInsertSql(std::size_t rows) {
+  std::string sql =
+      "INSERT INTO events(run_id, rank, seq, kind, json, file_offset, attempt) VALUES ";
+  for (std::size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
+  return sql;
+}
+
+Result<void> bindEvent(Statement& insert, int base, int attempt, const EventRow& row) {
+  if (auto r = insert.bindInt64(base + 1, row.runId); !r) return r;
+  if (auto r = insert.bindInt64(base + 2, row.rank); !r) return r;
+  if (auto r = insert.bindInt64(base + 3, row.seq); !r) return r;
+  if (auto r = insert.bindText(base + 4, row.kind.toStdString()); !r) return r;
+  if (auto r = insert.bindText(base + 5, std::string_view(row.json.constData(), row.json.size()));
+      !r)
+    return r;
+  if (auto r = insert.bindInt64(base + 6, row.offset); !r) return r;
+  return insert.bindInt64(base + 7, attempt);
+}
+
 Result<qint64> insertEvents(WriteContext& context, int attempt, const std::vector<EventRow>& rows) {
-  auto stmt = context.statement(
-      "INSERT INTO events(run_id, rank, seq, kind, json, file_offset, attempt) "
-      "VALUES (?1,?2,?3,?4,?5,?6,?7)");
-  if (!stmt) return stmt.error();
-  Statement& insert = **stmt;
-  qint64 lastId = 0;
-  for (const EventRow& row : rows) {
-    insert.reset();
-    if (auto r = insert.bindInt64(1, row.runId); !r) return r.error();
-    if (auto r = insert.bindInt64(2, row.rank); !r) return r.error();
-    if (auto r = insert.bindInt64(3, row.seq); !r) return r.error();
-    if (auto r = insert.bindText(4, row.kind.toStdString()); !r) return r.error();
-    if (auto r = insert.bindText(5, std::string_view(row.json.constData(), row.json.size())); !r)
-      return r.error();
-    if (auto r = insert.bindInt64(6, row.offset); !r) return r.error();
-    if (auto r = insert.bindInt64(7, attempt); !r) return r.error();
+  static const std::string kManySql = eventInsertSql(kEventRowsPerInsert);
+  static const std::string kOneSql = eventInsertSql(1);
+  std::size_t at = 0;
+  while (at < rows.size()) {
+    const std::size_t n = rows.size() - at >= kEventRowsPerInsert ? kEventRowsPerInsert : 1;
+    auto stmt = context.statement(n == 1 ? kOneSql : kManySql);
+    if (!stmt) return stmt.error();
+    Statement& insert = **stmt;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (auto r = bindEvent(insert, int(i) * 7, attempt, rows[at + i]); !r) return r.error();
+      context.changes().eventRuns.insert(rows[at + i].runId);
+    }
     if (auto r = execute(insert); !r) return r.error();
-    context.changes().eventRuns.insert(row.runId);
+    at += n;
   }
   // The id of the chunk's last event (ids grow in insert order).
-  if (!rows.empty()) lastId = context.db().lastInsertRowId();
-  return lastId;
+  return rows.empty() ? qint64(0) : context.db().lastInsertRowId();
 }
 
 Result<void> insertLogs(WriteContext& context, int attempt, const std::vector<LogLine>& lines) {

@@ -134,7 +134,10 @@ def main():
         env = dict(os.environ)
         env["SHARDSCOPE_TEST_DB"] = f"postgresql://postgres@127.0.0.1:{port}"
         print(f"with_postgres.py: PostgreSQL server on 127.0.0.1:{port} ({bin_dir})", flush=True)
-        rc = subprocess.run(sys.argv[1:], env=env).returncode
+        try:
+            rc = subprocess.run(sys.argv[1:], env=env).returncode
+        except OSError as e:
+            fail(f"cannot run {sys.argv[1]}: {e.strerror}")
     finally:
         if started:
             stop(bin_dir, data)

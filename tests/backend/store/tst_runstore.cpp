@@ -64,6 +64,7 @@ class TestRunStore : public QObject {
   void migratesSchemaTwoAsset();
   void refusesNewerSchema();
   void unreachableServerIsNamed();
+  void failedMigrationStepLeavesNoTrace();
   void repeatedMetricRowReplacesNeverFails();
   void runsAndStatuses();
   void ingestIsIdempotent();
@@ -198,6 +199,32 @@ void TestRunStore::unreachableServerIsNamed() {
   QVERIFY(!reader);
   QVERIFY2(reader.message().find("port " + std::to_string(port)) != std::string::npos,
            reader.message().c_str());
+}
+
+// A migration step runs in one transaction: one that fails halfway (here: step 3 meets a table
+// named `studies` it means to create, after it rebuilt metrics) leaves the run log exactly at
+// the previous version, and migrating again once the obstacle is gone completes.
+void TestRunStore::failedMigrationStepLeavesNoTrace() {
+  const QString path = spec("halfway.db");
+  auto db = Db::open(path);
+  VERIFY_OK(db);
+  VERIFY_OK(migrateRunSchema(*db, 2));
+  VERIFY_OK(db->exec("CREATE TABLE studies(x INTEGER)"));
+  auto failed = migrateRunSchema(*db);
+  QVERIFY(!failed);
+  QVERIFY2(failed.message().find("from schema 2 to 3") != std::string::npos,
+           failed.message().c_str());
+  QCOMPARE(*runSchemaVersion(*db), 2);
+  // Still the v2 metrics table (a rowid `id` column), not step 3's rebuilt one.
+  {
+    auto v2 = db->prepare("SELECT count(id) FROM metrics");
+    VERIFY_OK(v2);
+    VERIFY_OK(v2->step());
+  }
+  QVERIFY(!*db->hasTable("metrics_v2"));
+  VERIFY_OK(db->exec("DROP TABLE studies"));
+  VERIFY_OK(migrateRunSchema(*db));
+  QCOMPARE(*runSchemaVersion(*db), kRunSchemaVersion);
 }
 
 void TestRunStore::runsAndStatuses() {
