@@ -2,6 +2,7 @@
 
 #include <libpq-fe.h>
 #include <QLoggingCategory>
+#include <QString>
 
 #include <charconv>
 #include <cmath>
@@ -122,6 +123,23 @@ struct ResultDeleter {
 };
 using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
 
+// PostgreSQL text holds neither a NUL byte nor invalid UTF-8, which SQLite stores as given; a
+// rank's log may carry both (a crashed writer's garbage). Such text is stored with U+FFFD in their
+// place rather than failing the whole chunk (which would stop the monitor's ingest for good).
+std::string storableText(std::string_view text) {
+  bool plain = true;
+  for (const char ch : text) {
+    if (ch == '\0' || static_cast<unsigned char>(ch) >= 0x80) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return std::string(text);
+  QString decoded = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+  decoded.replace(QChar(u'\0'), QChar(QChar::ReplacementCharacter));
+  return decoded.toStdString();
+}
+
 bool resultOk(const PGresult* res) {
   const auto status = PQresultStatus(res);
   return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
@@ -159,11 +177,7 @@ class PgStatement final : public detail::StatementImpl {
     return bind(index, std::string(buffer, end), kFloat8Oid, "a real");
   }
   Result<void> bindText(int index, std::string_view text) override {
-    if (text.find('\0') != std::string_view::npos) {
-      return fail(m_c->where + ": binding text to parameter " + std::to_string(index) + " of '" +
-                  shortSql(m_sql) + "': PostgreSQL text cannot hold a NUL byte");
-    }
-    return bind(index, std::string(text), kUnknownOid, "text");
+    return bind(index, storableText(text), kUnknownOid, "text");
   }
   Result<void> bindNull(int index) override {
     if (auto r = checkIndex(index, "NULL"); !r) return r;

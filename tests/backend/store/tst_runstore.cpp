@@ -65,6 +65,7 @@ class TestRunStore : public QObject {
   void refusesNewerSchema();
   void unreachableServerIsNamed();
   void failedMigrationStepLeavesNoTrace();
+  void oddBytesInLinesNeverStopIngest();
   void repeatedMetricRowReplacesNeverFails();
   void runsAndStatuses();
   void ingestIsIdempotent();
@@ -225,6 +226,33 @@ void TestRunStore::failedMigrationStepLeavesNoTrace() {
   VERIFY_OK(db->exec("DROP TABLE studies"));
   VERIFY_OK(migrateRunSchema(*db));
   QCOMPARE(*runSchemaVersion(*db), kRunSchemaVersion);
+}
+
+// A rank's file may hold a NUL byte or bytes that are not UTF-8 (a crashed writer's garbage): the
+// chunk is stored all the same, so the monitor's ingest never stalls on it. (PostgreSQL text
+// cannot hold them as they are; it keeps U+FFFD in their place.)
+void TestRunStore::oddBytesInLinesNeverStopIngest() {
+  auto store = RunStore::open(spec("odd.db"));
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "odd", "", {}, 1}).get();
+  VERIFY_OK(run);
+  FileChunk chunk = stepChunk(*run, 0, 2);
+  const QByteArray garbage("gar\0ba\xff\xfege", 10);
+  chunk.logs.push_back({*run, 0, RankFile::events, 20, QString::fromUtf8(garbage)});
+  chunk.events.push_back({0, *run, 0, 9, "note", QByteArray("{\"t\":\"\xff\"}"), 30});
+  chunk.endOffset = 40;
+  auto receipt = (*store)->ingest(chunk).get();
+  VERIFY_OK(receipt);
+  QVERIFY(receipt->applied);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  auto lines = reader->logLines(*run, 0);
+  VERIFY_OK(lines);
+  QCOMPARE(lines->size(), std::size_t(1));
+  QVERIFY(lines->front().text.startsWith("gar"));
+  QVERIFY(lines->front().text.endsWith("ge"));
+  QCOMPARE(*reader->eventCount(*run, 0), 3);
+  QCOMPARE(*reader->offset(*run, 0, RankFile::events), 40);
 }
 
 void TestRunStore::runsAndStatuses() {
