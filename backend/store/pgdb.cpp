@@ -145,6 +145,11 @@ bool resultOk(const PGresult* res) {
   return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
 }
 
+bool changesRows(const PGresult* res) {
+  const std::string_view tag(PQcmdStatus(const_cast<PGresult*>(res)));
+  return tag.starts_with("INSERT") || tag.starts_with("UPDATE") || tag.starts_with("DELETE");
+}
+
 int affectedRows(const PGresult* res) {
   const char* tuples = PQcmdTuples(const_cast<PGresult*>(res));
   return tuples && *tuples ? std::atoi(tuples) : 0;
@@ -299,11 +304,9 @@ class PgStatement final : public detail::StatementImpl {
     if (!res || !resultOk(res.get())) {
       return fail(pgError(*m_c, res.get(), "running '" + shortSql(m_sql) + "'"));
     }
-    if (PQresultStatus(res.get()) == PGRES_COMMAND_OK) {
-      m_c->changes = affectedRows(res.get());
-    } else if (PQcmdTuples(res.get())[0] != '\0') {
-      m_c->changes = affectedRows(res.get());  // INSERT ... RETURNING
-    }
+    // As sqlite3_changes: the rows an INSERT, UPDATE or DELETE changed (with RETURNING too); a
+    // SELECT leaves the count alone.
+    if (changesRows(res.get())) m_c->changes = affectedRows(res.get());
     m_res = std::move(res);
     return ok();
   }
@@ -387,7 +390,7 @@ class PgConnection final : public detail::DbImpl {
     if (!res || !resultOk(res.get())) {
       return fail(pgError(*m_c, res.get(), "running '" + shortSql(sql) + "'"));
     }
-    if (PQresultStatus(res.get()) == PGRES_COMMAND_OK) m_c->changes = affectedRows(res.get());
+    if (changesRows(res.get())) m_c->changes = affectedRows(res.get());
     return ok();
   }
 

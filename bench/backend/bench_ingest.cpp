@@ -147,7 +147,7 @@ Result<Rate> chunkRate(const QString& spec) {
       offset += json.size() + 1;
     }
     chunk.endOffset = offset;
-    rows += 3 * kLines;
+    rows += qint64{3} * kLines;
     pending.push_back((*store)->ingest(std::move(chunk)));
     if (pending.size() > kChunksInFlight) {
       if (auto r = pending.front().get(); !r) return r.error();

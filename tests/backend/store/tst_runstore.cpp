@@ -191,7 +191,7 @@ void TestRunStore::unreachableServerIsNamed() {
   const QString url = QString("postgresql://shard:secret@127.0.0.1:%1/runs").arg(port);
   auto store = RunStore::open(url);
   QVERIFY(!store);
-  const std::string message = store.message();
+  const std::string& message = store.message();
   QVERIFY2(message.find("host 127.0.0.1") != std::string::npos, message.c_str());
   QVERIFY2(message.find("port " + std::to_string(port)) != std::string::npos, message.c_str());
   QVERIFY2(message.find("refused") != std::string::npos, message.c_str());
@@ -593,6 +593,7 @@ void TestRunStore::repeatedMetricRowReplacesNeverFails() {
                                  {*run, 1, "loss", 2.5, 0, 3.0}})
                 .get());
   std::vector<MetricRow> many;
+  many.reserve(200);
   for (int i = 0; i < 200; ++i) many.push_back({*run, i % 3, "loss", double(i), 0, 4.0});
   VERIFY_OK((*store)->appendMetrics(std::move(many)).get());  // more than one multi-row insert
   auto reader = (*store)->reader();
