@@ -67,8 +67,16 @@ struct PgConn {
     if (PQstatus(conn) == CONNECTION_OK) {
       ++generation;
       hasDataVersion = false;
+      PGresult* res = PQexec(conn, setupSql().c_str());  // a new session: its settings again
+      PQclear(res);
       qCInfo(lcPgDb, "%s: reconnected", where.c_str());
     }
+  }
+  // The session settings every connection starts with.
+  std::string setupSql() const {
+    std::string sql = "SET client_encoding = 'UTF8'; SET client_min_messages = warning;";
+    if (mode.readOnly) sql += " SET default_transaction_read_only = on;";
+    return sql;
   }
 };
 
@@ -301,6 +309,14 @@ class PgStatement final : public detail::StatementImpl {
                              nullptr, 0));
     }
     ++m_runs;
+    if ((!res || !resultOk(res.get())) && m_c->lost() && m_c->mode.readOnly) {
+      // A reader's query changes nothing, so one whose connection was dropped (a restart, a
+      // network blip) runs again on a new one, as an unnamed statement.
+      m_c->reconnectIfLost();
+      m_name.clear();
+      res.reset(PQexecParams(m_c->conn, m_pgSql.c_str(), n, m_types.data(), values.data(), nullptr,
+                             nullptr, 0));
+    }
     if (!res || !resultOk(res.get())) {
       return fail(pgError(*m_c, res.get(), "running '" + shortSql(m_sql) + "'"));
     }
@@ -410,6 +426,12 @@ class PgConnection final : public detail::DbImpl {
     }
     sql += "to_regclass('data_version') IS NOT NULL";
     PgResult res(PQexec(m_c->conn, sql.c_str()));
+    if ((!res || !resultOk(res.get())) && m_c->lost()) {
+      // The server dropped the connection while it was idle (a restart, a network blip): nothing
+      // of this transaction ran yet, so it begins again on a new connection.
+      m_c->reconnectIfLost();
+      res.reset(PQexec(m_c->conn, sql.c_str()));
+    }
     auto txn = std::make_unique<PgTransaction>(m_c.get());  // rolls back on every failure below
     if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK || PQntuples(res.get()) != 1) {
       return fail(pgError(*m_c, res.get(), "cannot begin a write transaction"));
@@ -546,9 +568,7 @@ Result<Db> openPostgres(const QString& url, OpenMode mode) {
     return fail(message);
   }
   PQsetNoticeProcessor(c->conn, ignoreNotice, nullptr);
-  std::string setup = "SET client_encoding = 'UTF8'; SET client_min_messages = warning;";
-  if (mode.readOnly) setup += " SET default_transaction_read_only = on;";
-  PgResult res(PQexec(c->conn, setup.c_str()));
+  PgResult res(PQexec(c->conn, c->setupSql().c_str()));
   if (!res || !resultOk(res.get())) {
     const std::string message = pgError(*c, res.get(), "configuring the connection");
     PQfinish(c->conn);

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "backend/store/pgdb.h"
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
 #include "tests/support/teststore.h"
@@ -66,6 +67,8 @@ class TestRunStore : public QObject {
   void unreachableServerIsNamed();
   void failedMigrationStepLeavesNoTrace();
   void oddBytesInLinesNeverStopIngest();
+  void placeholdersBecomeDollarNumbers();
+  void droppedServerConnectionIsOpenedAgain();
   void repeatedMetricRowReplacesNeverFails();
   void runsAndStatuses();
   void ingestIsIdempotent();
@@ -253,6 +256,47 @@ void TestRunStore::oddBytesInLinesNeverStopIngest() {
   QVERIFY(lines->front().text.endsWith("ge"));
   QCOMPARE(*reader->eventCount(*run, 0), 3);
   QCOMPARE(*reader->offset(*run, 0, RankFile::events), 40);
+}
+
+// Statements are written once with SQLite's placeholders; libpq gets $N, and nothing inside a
+// literal, a quoted name or a comment is touched.
+void TestRunStore::placeholdersBecomeDollarNumbers() {
+  int n = 0;
+  QCOMPARE(toPostgresPlaceholders("SELECT ?1, ?2 WHERE a = ?1", &n),
+           std::string("SELECT $1, $2 WHERE a = $1"));
+  QCOMPARE(n, 2);
+  QCOMPARE(toPostgresPlaceholders("VALUES (?,?),(?,?)", &n), std::string("VALUES ($1,$2),($3,$4)"));
+  QCOMPARE(n, 4);
+  QCOMPARE(
+      toPostgresPlaceholders("SELECT '?1 it''s ?', \"a?\" -- ?3\n/* ?4 */ FROM t WHERE x = ?2", &n),
+      std::string("SELECT '?1 it''s ?', \"a?\" -- ?3\n/* ?4 */ FROM t WHERE x = $2"));
+  QCOMPARE(n, 2);
+}
+
+// A server connection that drops between transactions (a restarted server, a network blip) is
+// opened again by the next write and the next read: neither fails, nothing stays broken.
+void TestRunStore::droppedServerConnectionIsOpenedAgain() {
+  if (!onPostgres()) QSKIP("a SQLite file has no connection to lose");
+  const QString path = spec("dropped.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = RunReader::open(path);
+  VERIFY_OK(reader);
+  auto first = (*store)->createRun({std::nullopt, "before", "", {}, 1}).get();
+  VERIFY_OK(first);
+  {
+    auto admin = Db::open(path);
+    VERIFY_OK(admin);
+    VERIFY_OK(
+        admin->exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                    "datname = current_database() AND pid <> pg_backend_pid()"));
+  }
+  auto after = (*store)->createRun({std::nullopt, "after", "", {}, 1}).get();
+  VERIFY_OK(after);
+  auto runs = reader->listRuns();  // the reader's connection was dropped too
+  VERIFY_OK(runs);
+  QCOMPARE(runs->size(), std::size_t(2));
+  QVERIFY(!reader->db().exec("CREATE TABLE x(a INTEGER)"));  // and it is still read-only
 }
 
 void TestRunStore::runsAndStatuses() {
