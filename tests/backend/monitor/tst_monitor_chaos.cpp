@@ -109,7 +109,7 @@ class TestMonitorChaos : public QObject {
       follower.start(kBin + "monitor_follower", args);
     } else {  // the run log may not grow past 300 KiB more; SIGXFSZ ignored, as the CLI does
       const QString limited = QString("trap '' XFSZ; exec prlimit --fsize=%1 \"$@\"")
-                                  .arg(QFileInfo(db).size() + 300 * 1024);
+                                  .arg(QFileInfo(db).size() + qint64{300} * 1024);
       follower.start("sh", QStringList{"-c", limited, "sh", kBin + "monitor_follower"} + args);
     }
     QVERIFY(follower.waitForStarted(10000));

@@ -115,7 +115,7 @@ class TstStudy : public QObject {
     QVERIFY2(bad.message().find("x: 9") != std::string::npos, bad.message().c_str());
     auto partial = study.enqueue({{"x", 1.0}});
     QVERIFY(!partial);
-    QVERIFY2(partial.message().find("y") != std::string::npos, partial.message().c_str());
+    QVERIFY2(partial.message().find('y') != std::string::npos, partial.message().c_str());
     auto asked = study.ask();
     QVERIFY(asked);
     QCOMPARE(asked->number, std::int64_t(1));

@@ -166,7 +166,7 @@ void TestRunLogWorker::olderSchemaIsMigratedOnOpen() {
   worker.open(path);
   QCOMPARE(opened.size(), 1);
   QVERIFY2(opened.at(0).at(0).toBool(), qPrintable(opened.at(0).at(1).toString()));
-  QVERIFY(runs.size() >= 1);
+  QVERIFY(!runs.isEmpty());
   QCOMPARE(runs.last().at(0).value<QVector<RunSummary>>().size(), 3);
   QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
   auto reader = RunReader::open(path);
