@@ -32,7 +32,8 @@ class RunStore : public QObject {
     int notifyIntervalMs = 50;         ///< shortest time between two signals of one kind
     std::size_t maxBatchRows = 50000;  ///< rows per transaction before a commit is forced
     int flushIntervalMs = 2;           ///< longest wait for more rows before a commit
-    /// Cap on the file size in pages (PRAGMA max_page_count); 0: none. Simulates a full disk.
+    /// Cap on the file size in pages (PRAGMA max_page_count); 0: none. Simulates a full disk
+    /// (SQLite only: a PostgreSQL run log ignores it).
     qint64 maxPageCount = 0;
   };
   template <class T>
