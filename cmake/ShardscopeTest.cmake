@@ -28,6 +28,23 @@ function(shardscope_add_test name)
   _shardscope_test_properties(${name})
 endfunction()
 
+# shardscope_add_pg_test(TARGET [TIMEOUT s] [LABELS...]): TARGET (a test added above) once more as
+# TARGET_pg, against a throwaway PostgreSQL server that tests/support/with_postgres.py starts on
+# loopback and stops (SHARDSCOPE_TEST_DB names it; tests/support/teststore.h makes each test's
+# database there). Labelled `postgres`; a server that cannot start fails the test.
+function(shardscope_add_pg_test target)
+  cmake_parse_arguments(T "" "TIMEOUT" "LABELS;ARGS" ${ARGN})
+  add_test(NAME ${target}_pg
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/support/with_postgres.py
+                   $<TARGET_FILE:${target}> ${T_ARGS})
+  set(timeout 300)
+  if(T_TIMEOUT)
+    set(timeout ${T_TIMEOUT})
+  endif()
+  set_tests_properties(${target}_pg PROPERTIES LABELS "postgres;integration;${T_LABELS}"
+                                               TIMEOUT ${timeout})
+endfunction()
+
 # shardscope_add_script_test(NAME COMMAND... LABELS... [...same options]): a test that runs a
 # command (a Python or shell checker) rather than a Qt Test executable.
 function(shardscope_add_script_test name)

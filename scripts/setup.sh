@@ -21,7 +21,7 @@ build_pkgs=(
   build-essential cmake ninja-build ccache pkg-config git file dpkg-dev zstd
   qt6-base-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
-  libsqlite3-dev sqlite3 libssh-dev libyaml-dev
+  libsqlite3-dev sqlite3 libpq-dev libssh-dev libyaml-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev
   libpcre2-dev libutf8proc-dev libbenchmark-dev
   clang-format clang-tidy
@@ -31,8 +31,10 @@ build_pkgs=(
 # (Debian 12's clang is clang-14; its libclang_rt.fuzzer is in libclang-rt-14-dev).
 # xvfb + xauth: the dashboard's workflow test (tst_liverun) drives real windows on an X server.
 # groff-base: tst_manpages renders the generated man pages with groff and fails on a warning.
+# postgresql: initdb and pg_ctl for the `postgres` test variants (tests/support/with_postgres.py
+# starts a throwaway cluster in a temporary folder; the package's own cluster is not used).
 test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc desktop-file-utils groff-base
-  clang libclang-rt-14-dev xvfb xauth)
+  clang libclang-rt-14-dev xvfb xauth postgresql)
 
 missing_pkgs() {
   local p

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "backend/import/configimport.h"
+#include "backend/store/db.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
@@ -41,6 +42,7 @@ namespace shardscope::ui {
 namespace {
 constexpr int kMaxRecent = 8;
 const char* const kRecentKey = "recentRunLogs";
+const char* const kServerUrlKey = "runLog/serverUrl";  // the last PostgreSQL URL opened
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent, int pollMs)
@@ -152,6 +154,8 @@ void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open run log…"), this, &MainWindow::chooseRunLog);
   open->setShortcut(QKeySequence::Open);
+  // A team's run log on a PostgreSQL server; the last URL is kept in the settings.
+  file->addAction(tr("Open run log on a &server…"), this, &MainWindow::chooseServerRunLog);
   QAction* openExp = file->addAction(tr("Open &experiment…"), this, &MainWindow::chooseExperiment);
   openExp->setShortcut(QKeySequence(tr("Ctrl+Shift+O")));
   file->addAction(tr("&Import…"), this, &MainWindow::importConfig);
@@ -307,7 +311,9 @@ QStringList MainWindow::recentFiles() const { return QSettings().value(kRecentKe
 
 void MainWindow::addRecent(const QString& path) {
   QStringList recent = recentFiles();
-  const QString absolute = QFileInfo(path).absoluteFilePath();
+  // A server's URL is kept as typed, without a password (libpq finds it in ~/.pgpass).
+  const QString absolute = backend::isPostgresSpec(path) ? backend::displaySpec(path)
+                                                         : QFileInfo(path).absoluteFilePath();
   recent.removeAll(absolute);
   recent.prepend(absolute);
   while (recent.size() > kMaxRecent) recent.removeLast();
@@ -341,6 +347,30 @@ void MainWindow::chooseRunLog() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Open run log"), QString(),
                                                     tr("Run logs (*.db);;All files (*)"));
   if (!path.isEmpty()) openRunLog(path);
+}
+
+void MainWindow::chooseServerRunLog() {
+  QSettings settings;
+  const QString last =
+      settings.value(kServerUrlKey, QStringLiteral("postgresql://user@host:5432/shardscope"))
+          .toString();
+  bool accepted = false;
+  const QString url =
+      QInputDialog::getText(
+          this, tr("Open run log on a server"),
+          tr("PostgreSQL URL of the team's run log (postgresql://user@host:port/database):"),
+          QLineEdit::Normal, last, &accepted)
+          .trimmed();
+  if (!accepted || url.isEmpty()) return;
+  if (!backend::isPostgresSpec(url)) {
+    QMessageBox::warning(this, tr("Open run log on a server"),
+                         tr("'%1' is not a PostgreSQL URL: it starts with postgresql://, e.g. "
+                            "postgresql://alice@db.lab:5432/shardscope")
+                             .arg(url));
+    return;
+  }
+  settings.setValue(kServerUrlKey, backend::displaySpec(url));
+  openRunLog(url);
 }
 
 void MainWindow::chooseExperiment() {

@@ -123,6 +123,7 @@ class MainWindow : public QMainWindow {
   /// action), checked when the sweep is read and every kSweepWatchMs.
   void updateSweepWatch();
   void chooseRunLog();
+  void chooseServerRunLog();
   void chooseExperiment();
   /// File > Import…: an accelerate, HF Trainer or DeepSpeed config into the builder
   /// (backend/import), with its report.

@@ -9,6 +9,7 @@
 
 #include "app/cli/verbexit.h"
 #include "backend/lifecycle/runlifecycle.h"
+#include "backend/store/db.h"
 
 namespace shardscope::cli {
 
@@ -29,7 +30,7 @@ std::unique_ptr<RunStore> openStore(const Globals& g) { return orExit(RunStore::
 
 RunReader openReader(const Globals& g) {
   const QString path = dbPath(g);
-  if (!QFileInfo::exists(path)) {
+  if (!backend::isPostgresSpec(path) && !QFileInfo::exists(path)) {
     exitWith(kExitError, "run log " + path.toStdString() +
                              " does not exist yet; start a run first or pass --db PATH");
   }

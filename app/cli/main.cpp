@@ -40,8 +40,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   Globals g;
   g.self = QCoreApplication::applicationFilePath().toStdString();
-  app.add_option("--db", g.dbPath, "Run store (SQLite file); default: in the user's data folder")
-      ->type_name("PATH");
+  app.add_option("--db", g.dbPath,
+                 "Run store: a SQLite file (default: in the user's data folder), or a "
+                 "postgresql://user@host:port/db URL shared by several machines")
+      ->type_name("PATH|URL");
   app.add_flag("--json", g.json, "Machine-readable output (one JSON object a line)");
   addRunVerbs(app, g);
   addLsVerb(app, g);

@@ -25,7 +25,8 @@ const char* const kUsage =
     "Usage: shardscope [--db PATH] [--launch] [EXP.toml]\n"
     "       shardscope --screenshot DIR [--db PATH] [--size WxH]\n"
     "The dashboard for sharded fine-tuning runs; shardscope-cli is its headless twin.\n"
-    "  --db PATH         run log to open (default: the user's, as shardscope-cli uses)\n"
+    "  --db PATH|URL     run log to open: a SQLite file (default: the user's, as shardscope-cli\n"
+    "                    uses) or a postgresql://user@host:port/db URL\n"
     "  --screenshot DIR  write DIR/{builder,runs,plots,compare,hosts}.png and DIR/index.json,\n"
     "                    then exit (0; 1 when the run log has no runs or DIR is not writable)\n"
     "  --size WxH        screenshot size in pixels (default 1600x1000)\n"
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
   QApplication::setWindowIcon(QIcon(QStringLiteral(":/shardscope/shardscope.svg")));
 
   QCommandLineParser parser;
-  const QCommandLineOption db("db", "Run log to open.", "PATH");
+  const QCommandLineOption db(
+      "db", "Run log to open: a SQLite file or a postgresql://user@host:port/db URL.", "PATH|URL");
   const QCommandLineOption shot("screenshot", "Write the panels' screenshots to DIR.", "DIR");
   const QCommandLineOption size("size", "Screenshot size (default 1600x1000).", "WxH");
   const QCommandLineOption launch("launch", "Launch EXP.toml as the builder's Launch does.");
@@ -103,7 +105,9 @@ int main(int argc, char** argv) {
   }
   const QString dbPath =
       parser.isSet(db) ? parser.value(db) : shardscope::backend::RunStore::defaultPath();
-  if (!QFileInfo::exists(dbPath)) {
+  // A PostgreSQL run log is opened (and its tables made) even when empty: other machines fill it.
+  const bool onServer = shardscope::backend::isPostgresSpec(dbPath);
+  if (!onServer && !QFileInfo::exists(dbPath)) {
     std::fprintf(stderr,
                  "shardscope: %s: no run log there; start a run with shardscope-cli first "
                  "or pass --db PATH\n",
@@ -111,7 +115,7 @@ int main(int argc, char** argv) {
     if (parser.isSet(shot)) return 1;
   }
 
-  if (QFileInfo::exists(dbPath)) {
+  if (onServer || QFileInfo::exists(dbPath)) {
     // The panels read the run log read-only: a log of an older schema is migrated here, once.
     if (auto store = shardscope::backend::RunStore::open(dbPath); !store) {
       std::fprintf(stderr, "shardscope: %s\n", store.message().c_str());

@@ -5,15 +5,18 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QLoggingCategory>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QSysInfo>
 #include <QTimer>
+#include <QUrl>
 
 #include <algorithm>
 
 #include "backend/launch/launchers.h"
 #include "backend/lifecycle/sessionprocess.h"
 #include "backend/monitor/runmonitor.h"
+#include "backend/store/db.h"
 
 Q_LOGGING_CATEGORY(lcLifecycle, "shardscope.backend.lifecycle")
 
@@ -24,6 +27,16 @@ RunLifecycle::RunLifecycle(Settings settings) : m_settings(std::move(settings)) 
 }
 
 QString RunLifecycle::runsRootFor(const QString& dbPath) {
+  if (isPostgresSpec(dbPath)) {
+    // A run log on a server has no folder beside it: each process that runs trials keeps their
+    // run directories in its user's data folder, one folder per server and database.
+    const QUrl url(dbPath);
+    QString name =
+        QString("%1_%2_%3").arg(url.host(), QString::number(url.port(5432)), url.path().mid(1));
+    name.replace(QRegularExpression("[^A-Za-z0-9._-]"), "_");
+    return QDir(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation))
+        .filePath("shardscope/pg-" + name + "-runs");
+  }
   if (!dbPath.isEmpty()) {
     // Beside the run log, one folder per run log: two logs in one folder (a.db, b.db) would
     // otherwise both put study 1's trial 0 in runs/study-1/trial-0, one over the other.

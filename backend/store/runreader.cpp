@@ -207,7 +207,7 @@ Anomaly::Kind anomalyKind(const std::string& name) {
   return Anomaly::Kind::malformed;
 }
 
-Result<qint64> singleInt(SqliteDb& db, const std::string& sql, qint64 a, qint64 b = 0) {
+Result<qint64> singleInt(Db& db, const std::string& sql, qint64 a, qint64 b = 0) {
   auto stmt = db.prepare(sql);
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, a); !r) return r.error();
@@ -224,7 +224,7 @@ Result<qint64> singleInt(SqliteDb& db, const std::string& sql, qint64 a, qint64 
 Result<RunReader> RunReader::open(const QString& path) {
   OpenMode mode;
   mode.readOnly = true;
-  auto db = SqliteDb::open(path, mode);
+  auto db = Db::open(path, mode);
   if (!db) return db.error();
   return RunReader(std::move(*db));
 }
@@ -326,9 +326,9 @@ Result<QHash<qint64, qint64>> RunReader::lastSteps(const QString& key) {
 }
 
 Result<qint64> RunReader::dataVersion() {
-  auto text = m_db.queryText("PRAGMA data_version");
-  if (!text) return text.error();
-  return std::stoll(*text);
+  auto version = m_db.dataVersion();
+  if (!version) return version.error();
+  return *version;
 }
 
 Result<std::vector<EventRow>> RunReader::events(qint64 runId, int rank, qint64 afterId) {
@@ -388,7 +388,7 @@ Result<std::vector<LogLine>> RunReader::logLines(qint64 runId, int rank, int lim
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
-  if (auto r = stmt->bindInt64(3, limit > 0 ? limit : -1); !r) return r.error();
+  if (auto r = stmt->bindInt64(3, limit > 0 ? limit : storesql::kNoLimit); !r) return r.error();
   std::vector<LogLine> lines;
   for (;;) {
     auto row = stmt->step();
@@ -431,7 +431,7 @@ Result<std::vector<Anomaly>> RunReader::anomalies(qint64 runId) {
 
 Result<qint64> RunReader::offset(qint64 runId, int rank, RankFile file) {
   auto stmt = m_db.prepare(
-      "SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3 AND " +
+      "SELECT \"offset\" FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3 AND " +
       std::string(kCurrentAttempt));
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
@@ -443,7 +443,7 @@ Result<qint64> RunReader::offset(qint64 runId, int rank, RankFile file) {
 }
 
 Result<std::optional<ResumePoint>> RunReader::resumePoint(qint64 runId, int attempt) {
-  auto stmt = m_db.prepare(storesql::kResumePointSql);
+  auto stmt = m_db.prepare(storesql::resumePointSql(m_db.kind()));
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   if (auto r = stmt->bindInt64(2, attempt); !r) return r.error();
@@ -474,7 +474,7 @@ Result<std::optional<LeaseRecord>> RunReader::lease(qint64 runId) {
 
 Result<std::vector<HostRecord>> RunReader::hosts() {
   auto stmt = m_db.prepare(
-      "SELECT alias, hostname, port, user, fingerprint, trusted_at FROM hosts ORDER BY alias");
+      "SELECT alias, hostname, port, \"user\", fingerprint, trusted_at FROM hosts ORDER BY alias");
   if (!stmt) return stmt.error();
   std::vector<HostRecord> hosts;
   for (;;) {
@@ -544,6 +544,6 @@ Result<std::vector<RunRecord>> RunReader::trials(qint64 studyId) {
   return queryRuns("WHERE study_id = ?1 ORDER BY trial_number", studyId, QString());
 }
 
-Result<std::string> RunReader::integrityCheck() { return m_db.queryText("PRAGMA integrity_check"); }
+Result<std::string> RunReader::integrityCheck() { return m_db.integrityCheck(); }
 
 }  // namespace shardscope::backend

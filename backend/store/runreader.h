@@ -1,5 +1,5 @@
 // RunReader: a read-only connection to the run log, for one thread. Every query sees whole
-// committed transactions and never blocks the writer (WAL).
+// committed transactions and never blocks the writer (SQLite's WAL, PostgreSQL's MVCC).
 #pragma once
 
 #include <QHash>
@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "backend/store/db.h"
 #include "backend/store/runrecords.h"
-#include "backend/store/sqlitedb.h"
 #include "trainer/spec/result.h"
 
 namespace shardscope::backend {
@@ -25,7 +25,8 @@ struct MetricPoint {
 
 class RunReader {
  public:
-  /// Opens `path` read-only; the file must exist (RunStore::open creates it).
+  /// Opens `path` (a file, or a postgresql:// URL) read-only; the run log must exist
+  /// (RunStore::open creates it).
   [[nodiscard]] static Result<RunReader> open(const QString& path);
 
   /// Every run, newest first.
@@ -41,7 +42,8 @@ class RunReader {
   [[nodiscard]] Result<qint64> metricCount(qint64 runId);
   /// The highest step of metric `key` per run (runs without it are absent), in one statement.
   [[nodiscard]] Result<QHash<qint64, qint64>> lastSteps(const QString& key);
-  /// PRAGMA data_version: changes whenever another connection (any process) commits.
+  /// Changes whenever another connection (any process) commits (SQLite: PRAGMA data_version;
+  /// PostgreSQL: the data_version row every write transaction bumps).
   [[nodiscard]] Result<qint64> dataVersion();
 
   /// Events of one rank of every attempt, in (attempt, file) order; afterId: only rows with a
@@ -80,18 +82,18 @@ class RunReader {
   /// The runs of a study in trial-number order (params, status, objective values filled in).
   [[nodiscard]] Result<std::vector<RunRecord>> trials(qint64 studyId);
 
-  /// PRAGMA integrity_check's answer ("ok" when the file is sound).
+  /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();
-  SqliteDb& db() { return m_db; }
+  Db& db() { return m_db; }
 
  private:
-  explicit RunReader(SqliteDb db) : m_db(std::move(db)) {}
+  explicit RunReader(Db db) : m_db(std::move(db)) {}
   Result<std::vector<RunRecord>> queryRuns(const std::string& where, qint64 id,
                                            const QString& name);
   Result<std::vector<StudyRecord>> queryStudies(const std::string& where, qint64 id,
                                                 const QString& name);
 
-  SqliteDb m_db;
+  Db m_db;
 };
 
 }  // namespace shardscope::backend

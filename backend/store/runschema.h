@@ -1,9 +1,11 @@
-// The run log's schema and its forward migrations. Version N is reached from N-1 by one list of
-// statements; a database made by any released version opens through the same path (the assets
-// under tests/backend/store/assets/ prove it). Never edit a released step: add the next one.
+// The run log's schema and its forward migrations, for both stores: SQLite and PostgreSQL each
+// have their own text of every step (their DDL differs), with the same version numbers and the
+// same tables and columns. Version N is reached from N-1 by one list of statements; a database made
+// by any released version opens through the same path (the assets under tests/backend/store/assets/
+// prove it). Never edit a released step: add the next one.
 #pragma once
 
-#include "backend/store/sqlitedb.h"
+#include "backend/store/db.h"
 #include "trainer/spec/result.h"
 
 namespace shardscope::backend {
@@ -12,10 +14,10 @@ namespace shardscope::backend {
 inline constexpr int kRunSchemaVersion = 6;
 
 /// The version stored in `db` (0 for an empty file).
-[[nodiscard]] Result<int> runSchemaVersion(SqliteDb& db);
+[[nodiscard]] Result<int> runSchemaVersion(Db& db);
 
 /// Migrates `db` forward to `target` (default: kRunSchemaVersion) in one transaction per step.
-/// A file from a newer build is refused with a message that says to upgrade.
-[[nodiscard]] Result<void> migrateRunSchema(SqliteDb& db, int target = kRunSchemaVersion);
+/// A run log from a newer build is refused with a message that names both versions.
+[[nodiscard]] Result<void> migrateRunSchema(Db& db, int target = kRunSchemaVersion);
 
 }  // namespace shardscope::backend

@@ -1,6 +1,5 @@
 #include "backend/store/runstore.h"
 
-#include <sqlite3.h>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -37,7 +36,36 @@ Result<void> execute(Statement& stmt) {
   return ok();
 }
 
-int changes(WriteContext& context) { return sqlite3_changes(context.db().handle()); }
+int changes(WriteContext& context) { return context.db().changes(); }
+
+const char* resumePointSql(DbKind kind) {
+  if (kind == DbKind::postgres) {
+    return "SELECT (e.json::jsonb ->> 'step')::bigint, e.json::jsonb ->> 'path' FROM events e "
+           "WHERE e.run_id = ?1 AND e.attempt = ?2 AND e.rank = 0 AND e.kind = 'ckpt' "
+           "AND e.json::jsonb ->> 'kind' = 'sharded' AND NOT EXISTS (SELECT 1 FROM events x "
+           "WHERE x.run_id = ?1 AND x.attempt = ?2 AND x.kind = 'error' "
+           "AND x.json::jsonb ->> 'kind' IN ('oom', 'config')) "
+           "ORDER BY (e.json::jsonb ->> 'step')::double precision DESC, e.file_offset DESC LIMIT 1";
+  }
+  return "SELECT json_extract(e.json, '$.step'), json_extract(e.json, '$.path') FROM events e "
+         "WHERE e.run_id = ?1 AND e.attempt = ?2 AND e.rank = 0 AND e.kind = 'ckpt' "
+         "AND json_extract(e.json, '$.kind') = 'sharded' AND NOT EXISTS (SELECT 1 FROM events x "
+         "WHERE x.run_id = ?1 AND x.attempt = ?2 AND x.kind = 'error' "
+         "AND json_extract(x.json, '$.kind') IN ('oom', 'config')) "
+         "ORDER BY json_extract(e.json, '$.step') DESC, e.file_offset DESC LIMIT 1";
+}
+
+std::string metricInsertSql(DbKind kind, std::size_t rows) {
+  std::string sql = kind == DbKind::postgres ? "INSERT" : "INSERT OR REPLACE";
+  sql += " INTO metrics(run_id, step, key_id, value, rank, time) VALUES ";
+  for (std::size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?)" : ",(?,?,?,?,?,?)";
+  if (kind == DbKind::postgres) {
+    sql +=
+        " ON CONFLICT (run_id, key_id, step, rank) DO UPDATE SET value = excluded.value, "
+        "time = excluded.time";
+  }
+  return sql;
+}
 
 Result<void> insertParams(WriteContext& context, qint64 runId, const QJsonObject& params) {
   auto stmt = context.statement("INSERT INTO params(run_id, key, value) VALUES (?1,?2,?3)");
@@ -64,19 +92,12 @@ using storesql::changes;
 using storesql::compactJson;
 using storesql::execute;
 using storesql::insertParams;
+using storesql::metricInsertSql;
 
 // Rows per multi-row INSERT: one statement step stores this many metric rows (6 values each).
 constexpr std::size_t kMetricRowsPerInsert = 64;
-
-// "INSERT OR REPLACE INTO metrics(...) VALUES (?,?,?,?,?,?),..." for `rows` rows. A repeated
-// (run, key, step, rank) replaces the stored row (the latest value wins, as in the v3 migration)
-// instead of failing the batch.
-std::string metricInsertSql(std::size_t rows) {
-  std::string sql =
-      "INSERT OR REPLACE INTO metrics(run_id, step, key_id, value, rank, time) VALUES ";
-  for (std::size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?)" : ",(?,?,?,?,?,?)";
-  return sql;
-}
+// Rows per multi-row INSERT of events (7 values each).
+constexpr std::size_t kEventRowsPerInsert = 32;
 
 // A metric row with its interned key, in the order of the metrics table's primary key.
 struct KeyedMetric {
@@ -116,12 +137,28 @@ Result<void> insertMetrics(WriteContext& context, const std::vector<MetricRow>& 
   std::stable_sort(sorted.begin(), sorted.end(), [](const KeyedMetric& a, const KeyedMetric& b) {
     return a.order() < b.order();
   });
-  static const std::string kManySql = metricInsertSql(kMetricRowsPerInsert);
-  static const std::string kOneSql = metricInsertSql(1);
+  // Of rows with the same key only the last is stored (it would replace the others anyway); one
+  // PostgreSQL statement may not name a key twice.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (kept > 0 && sorted[kept - 1].order() == sorted[i].order()) {
+      sorted[kept - 1] = sorted[i];
+    } else {
+      sorted[kept++] = sorted[i];
+    }
+  }
+  sorted.resize(kept);
+  const DbKind kind = context.db().kind();
+  static const std::string kManySql = metricInsertSql(DbKind::sqlite, kMetricRowsPerInsert);
+  static const std::string kOneSql = metricInsertSql(DbKind::sqlite, 1);
+  static const std::string kPgManySql = metricInsertSql(DbKind::postgres, kMetricRowsPerInsert);
+  static const std::string kPgOneSql = metricInsertSql(DbKind::postgres, 1);
+  const std::string& manySql = kind == DbKind::postgres ? kPgManySql : kManySql;
+  const std::string& oneSql = kind == DbKind::postgres ? kPgOneSql : kOneSql;
   std::size_t at = 0;
   while (at < sorted.size()) {
     const std::size_t n = sorted.size() - at >= kMetricRowsPerInsert ? kMetricRowsPerInsert : 1;
-    auto stmt = context.statement(n == 1 ? kOneSql : kManySql);
+    auto stmt = context.statement(n == 1 ? oneSql : manySql);
     if (!stmt) return stmt.error();
     Statement& insert = **stmt;
     for (std::size_t i = 0; i < n; ++i) {
@@ -138,28 +175,46 @@ Result<void> insertMetrics(WriteContext& context, const std::vector<MetricRow>& 
   return ok();
 }
 
+// "INSERT INTO events(...) VALUES (?,?,?,?,?,?,?),..." for `rows` rows: one statement step (on
+// PostgreSQL, one round trip to the server) stores that many events. Rows get their ids in
+// VALUES order, so ids still grow in file order.
+std::string eventInsertSql(std::size_t rows) {
+  std::string sql =
+      "INSERT INTO events(run_id, rank, seq, kind, json, file_offset, attempt) VALUES ";
+  for (std::size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
+  return sql;
+}
+
+Result<void> bindEvent(Statement& insert, int base, int attempt, const EventRow& row) {
+  if (auto r = insert.bindInt64(base + 1, row.runId); !r) return r;
+  if (auto r = insert.bindInt64(base + 2, row.rank); !r) return r;
+  if (auto r = insert.bindInt64(base + 3, row.seq); !r) return r;
+  if (auto r = insert.bindText(base + 4, row.kind.toStdString()); !r) return r;
+  if (auto r = insert.bindText(base + 5, std::string_view(row.json.constData(), row.json.size()));
+      !r)
+    return r;
+  if (auto r = insert.bindInt64(base + 6, row.offset); !r) return r;
+  return insert.bindInt64(base + 7, attempt);
+}
+
 Result<qint64> insertEvents(WriteContext& context, int attempt, const std::vector<EventRow>& rows) {
-  auto stmt = context.statement(
-      "INSERT INTO events(run_id, rank, seq, kind, json, file_offset, attempt) "
-      "VALUES (?1,?2,?3,?4,?5,?6,?7)");
-  if (!stmt) return stmt.error();
-  Statement& insert = **stmt;
-  qint64 lastId = 0;
-  for (const EventRow& row : rows) {
-    insert.reset();
-    if (auto r = insert.bindInt64(1, row.runId); !r) return r.error();
-    if (auto r = insert.bindInt64(2, row.rank); !r) return r.error();
-    if (auto r = insert.bindInt64(3, row.seq); !r) return r.error();
-    if (auto r = insert.bindText(4, row.kind.toStdString()); !r) return r.error();
-    if (auto r = insert.bindText(5, std::string_view(row.json.constData(), row.json.size())); !r)
-      return r.error();
-    if (auto r = insert.bindInt64(6, row.offset); !r) return r.error();
-    if (auto r = insert.bindInt64(7, attempt); !r) return r.error();
+  static const std::string kManySql = eventInsertSql(kEventRowsPerInsert);
+  static const std::string kOneSql = eventInsertSql(1);
+  std::size_t at = 0;
+  while (at < rows.size()) {
+    const std::size_t n = rows.size() - at >= kEventRowsPerInsert ? kEventRowsPerInsert : 1;
+    auto stmt = context.statement(n == 1 ? kOneSql : kManySql);
+    if (!stmt) return stmt.error();
+    Statement& insert = **stmt;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (auto r = bindEvent(insert, int(i) * 7, attempt, rows[at + i]); !r) return r.error();
+      context.changes().eventRuns.insert(rows[at + i].runId);
+    }
     if (auto r = execute(insert); !r) return r.error();
-    lastId = context.db().lastInsertRowId();
-    context.changes().eventRuns.insert(row.runId);
+    at += n;
   }
-  return lastId;
+  // The id of the chunk's last event (ids grow in insert order).
+  return rows.empty() ? qint64(0) : context.db().lastInsertRowId();
 }
 
 Result<void> insertLogs(WriteContext& context, int attempt, const std::vector<LogLine>& lines) {
@@ -205,7 +260,7 @@ Result<void> insertAnomalies(WriteContext& context, int attempt,
 
 Result<qint64> storedOffset(WriteContext& context, const FileChunk& chunk) {
   auto stmt = context.statement(
-      "SELECT offset FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3 AND "
+      "SELECT \"offset\" FROM read_offsets WHERE run_id = ?1 AND rank = ?2 AND file = ?3 AND "
       "attempt = ?4");
   if (!stmt) return stmt.error();
   Statement& select = **stmt;
@@ -222,8 +277,8 @@ Result<qint64> storedOffset(WriteContext& context, const FileChunk& chunk) {
 
 Result<void> storeOffset(WriteContext& context, const FileChunk& chunk) {
   auto stmt = context.statement(
-      "INSERT INTO read_offsets(run_id, rank, file, offset, attempt) VALUES (?1,?2,?3,?4,?5) "
-      "ON CONFLICT(run_id, attempt, rank, file) DO UPDATE SET offset = excluded.offset");
+      "INSERT INTO read_offsets(run_id, rank, file, \"offset\", attempt) VALUES (?1,?2,?3,?4,?5) "
+      "ON CONFLICT(run_id, attempt, rank, file) DO UPDATE SET \"offset\" = excluded.\"offset\"");
   if (!stmt) return stmt.error();
   Statement& upsert = **stmt;
   if (auto r = upsert.bindInt64(5, chunk.attempt); !r) return r;
@@ -330,15 +385,17 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const QString& path) {
 
 Result<std::unique_ptr<RunStore>> RunStore::open(const QString& path, const Options& options) {
   assertOffGuiThread("opening the run log for writing");
-  const QString folder = QFileInfo(path).absolutePath();
-  if (!QDir().mkpath(folder)) {
+  const bool postgres = isPostgresSpec(path);
+  const QString folder = postgres ? QString() : QFileInfo(path).absolutePath();
+  if (!postgres && !QDir().mkpath(folder)) {
     return fail(folder.toStdString() +
                 ": cannot create the run log's folder: check its permissions, or choose another "
                 "file with --db");
   }
-  auto db = SqliteDb::open(path);
+  auto db = Db::open(path);
   if (!db) return db.error();
   if (auto r = migrateRunSchema(*db); !r) return r.error();
+  if (postgres) return std::unique_ptr<RunStore>(new RunStore(path, options, std::move(*db)));
   // A larger page cache (in KiB) keeps the metrics index in memory while ingesting.
   if (auto r = db->exec("PRAGMA cache_size=-32768"); !r) return r.error();
   if (options.maxPageCount > 0) {
@@ -348,7 +405,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const QString& path, const Opti
   return std::unique_ptr<RunStore>(new RunStore(path, options, std::move(*db)));
 }
 
-RunStore::RunStore(QString path, const Options& options, SqliteDb writerDb)
+RunStore::RunStore(QString path, const Options& options, Db writerDb)
     : m_path(std::move(path)), m_options(options) {
   m_notifyTimer.setSingleShot(true);
   m_notifyTimer.setInterval(options.notifyIntervalMs);
@@ -463,8 +520,8 @@ RunStore::Pending<void> RunStore::setRunStatus(qint64 runId, spec::RunStatus sta
   return submit<void>(1, [=](WriteContext& context) -> Result<void> {
     auto stmt = context.statement(
         "UPDATE runs SET status = ?2, error = ?3, objective = coalesce(?4, objective), "
-        "started_at = CASE WHEN ?5 THEN coalesce(started_at, ?7) ELSE started_at END, "
-        "ended_at = CASE WHEN ?6 THEN coalesce(ended_at, ?7) ELSE ended_at END WHERE id = ?1");
+        "started_at = CASE WHEN ?5 <> 0 THEN coalesce(started_at, ?7) ELSE started_at END, "
+        "ended_at = CASE WHEN ?6 <> 0 THEN coalesce(ended_at, ?7) ELSE ended_at END WHERE id = ?1");
     if (!stmt) return stmt.error();
     Statement& update = **stmt;
     const bool final = spec::is_final(status);
@@ -503,9 +560,9 @@ RunStore::Pending<IngestReceipt> RunStore::ingest(FileChunk chunk) {
 RunStore::Pending<void> RunStore::saveHost(const HostRecord& host) {
   return submit<void>(1, [host](WriteContext& context) -> Result<void> {
     auto stmt = context.statement(
-        "INSERT INTO hosts(alias, hostname, port, user) VALUES (?1,?2,?3,?4) "
+        "INSERT INTO hosts(alias, hostname, port, \"user\") VALUES (?1,?2,?3,?4) "
         "ON CONFLICT(alias) DO UPDATE SET hostname = excluded.hostname, port = excluded.port, "
-        "user = excluded.user");
+        "\"user\" = excluded.\"user\"");
     if (!stmt) return stmt.error();
     Statement& upsert = **stmt;
     if (auto r = upsert.bindText(1, host.alias.toStdString()); !r) return r;

@@ -1,4 +1,5 @@
-// RunStore: the run log (SQLite, WAL). One writer thread takes every write as a queued job and
+// RunStore: the run log (a SQLite file in WAL mode, or a PostgreSQL database shared by several
+// processes and machines; see db.h). One writer thread takes every write as a queued job and
 // commits them in batches; each call returns a future that is ready once its rows are committed
 // (or failed). Readers open their own read-only connections (reader()), so they never block the
 // writer and always see whole transactions. Changes are announced as coalesced Qt signals, at
@@ -31,7 +32,8 @@ class RunStore : public QObject {
     int notifyIntervalMs = 50;         ///< shortest time between two signals of one kind
     std::size_t maxBatchRows = 50000;  ///< rows per transaction before a commit is forced
     int flushIntervalMs = 2;           ///< longest wait for more rows before a commit
-    /// Cap on the file size in pages (PRAGMA max_page_count); 0: none. Simulates a full disk.
+    /// Cap on the file size in pages (PRAGMA max_page_count); 0: none. Simulates a full disk
+    /// (SQLite only: a PostgreSQL run log ignores it).
     qint64 maxPageCount = 0;
   };
   template <class T>
@@ -46,7 +48,8 @@ class RunStore : public QObject {
   static bool leaseHolderAlive(const LeaseRecord& holder, const QString& host, double staleAfterS);
   /// $XDG_DATA_HOME/shardscope/runs.db (the user's data folder).
   static QString defaultPath();
-  /// Opens (creating it and its folder) and migrates the run log at `path`.
+  /// Opens (creating it and its folder) and migrates the run log at `path`: a SQLite file, or a
+  /// `postgresql://user@host:port/db` URL (the database must exist; its tables are created).
   [[nodiscard]] static Result<std::unique_ptr<RunStore>> open(const QString& path,
                                                               const Options& options);
   [[nodiscard]] static Result<std::unique_ptr<RunStore>> open(const QString& path);
@@ -152,7 +155,7 @@ class RunStore : public QObject {
   void studiesChanged();
 
  private:
-  RunStore(QString path, const Options& options, SqliteDb writerDb);
+  RunStore(QString path, const Options& options, Db writerDb);
   void onCommitted(const ChangeSet& changes);  // writer thread
   void emitPending();                          // this object's thread
 

@@ -162,7 +162,7 @@ Result<void> runWithId(WriteContext& context, const char* sql, qint64 id, double
 // The step a retry of `runId` resumes at (the newest sharded checkpoint of its failed attempt), or
 // -1 when it starts over.
 Result<qint64> resumeStep(WriteContext& context, qint64 runId, int failedAttempt) {
-  auto stmt = context.statement(storesql::kResumePointSql);
+  auto stmt = context.statement(storesql::resumePointSql(context.db().kind()));
   if (!stmt) return stmt.error();
   Statement& select = **stmt;
   if (auto r = select.bindInt64(1, runId); !r) return r.error();

@@ -7,6 +7,7 @@
 #include <QLoggingCategory>
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 Q_LOGGING_CATEGORY(lcSqliteDb, "shardscope.backend.sqlitedb")
@@ -70,153 +71,203 @@ std::string shortSql(std::string_view sql) {
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------- Statement
+namespace {
 
-Statement::Statement(sqlite3_stmt* stmt, std::string path)
-    : m_stmt(stmt), m_path(std::move(path)) {}
+class SqliteStatement final : public detail::StatementImpl {
+ public:
+  SqliteStatement(sqlite3_stmt* stmt, std::string path) : m_stmt(stmt), m_path(std::move(path)) {}
+  ~SqliteStatement() override { sqlite3_finalize(m_stmt); }
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
 
-Statement::Statement(Statement&& other) noexcept
-    : m_stmt(std::exchange(other.m_stmt, nullptr)), m_path(std::move(other.m_path)) {}
-
-Statement& Statement::operator=(Statement&& other) noexcept {
-  if (this != &other) {
-    sqlite3_finalize(m_stmt);
-    m_stmt = std::exchange(other.m_stmt, nullptr);
-    m_path = std::move(other.m_path);
+  Result<void> bindInt64(int index, std::int64_t value) override {
+    return checkBind(sqlite3_bind_int64(m_stmt, index, value), index, "an integer");
   }
-  return *this;
-}
-
-Statement::~Statement() { sqlite3_finalize(m_stmt); }
-
-Result<void> Statement::checkBind(int rc, int index, const char* kind) {
-  if (rc == SQLITE_OK) return ok();
-  const std::string what = std::string("binding ") + kind + " to parameter " +
-                           std::to_string(index) + " of '" + shortSql(sql()) + "'";
-  return fail(sqliteError(m_path, sqlite3_db_handle(m_stmt), rc, what));
-}
-
-Result<void> Statement::bindInt64(int index, std::int64_t value) {
-  return checkBind(sqlite3_bind_int64(m_stmt, index, value), index, "an integer");
-}
-
-Result<void> Statement::bindDouble(int index, double value) {
-  return checkBind(sqlite3_bind_double(m_stmt, index, value), index, "a real");
-}
-
-Result<void> Statement::bindText(int index, std::string_view text) {
-  const int rc =
-      sqlite3_bind_text64(m_stmt, index, text.data(), text.size(), kTransient, SQLITE_UTF8);
-  return checkBind(rc, index, "text");
-}
-
-Result<void> Statement::bindNull(int index) {
-  return checkBind(sqlite3_bind_null(m_stmt, index), index, "NULL");
-}
-
-Result<bool> Statement::step() {
-  const int rc = sqlite3_step(m_stmt);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  return fail(
-      sqliteError(m_path, sqlite3_db_handle(m_stmt), rc, "running '" + shortSql(sql()) + "'"));
-}
-
-void Statement::reset() {
+  Result<void> bindDouble(int index, double value) override {
+    return checkBind(sqlite3_bind_double(m_stmt, index, value), index, "a real");
+  }
+  Result<void> bindText(int index, std::string_view text) override {
+    const int rc =
+        sqlite3_bind_text64(m_stmt, index, text.data(), text.size(), kTransient, SQLITE_UTF8);
+    return checkBind(rc, index, "text");
+  }
+  Result<void> bindNull(int index) override {
+    return checkBind(sqlite3_bind_null(m_stmt, index), index, "NULL");
+  }
+  Result<bool> step() override {
+    const int rc = sqlite3_step(m_stmt);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return fail(
+        sqliteError(m_path, sqlite3_db_handle(m_stmt), rc, "running '" + shortSql(sql()) + "'"));
+  }
   // sqlite3_reset repeats the last step's error code; step() already reported that error, and
   // the rewind itself cannot fail.
-  sqlite3_reset(m_stmt);
-}
-
-void Statement::clearBindings() { sqlite3_clear_bindings(m_stmt); }
-
-int Statement::columnCount() const { return sqlite3_column_count(m_stmt); }
-
-bool Statement::columnIsNull(int column) const {
-  return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
-}
-
-std::int64_t Statement::columnInt64(int column) const {
-  return sqlite3_column_int64(m_stmt, column);
-}
-
-double Statement::columnDouble(int column) const { return sqlite3_column_double(m_stmt, column); }
-
-std::string Statement::columnText(int column) const {
-  // Text first, then its size: the documented order that avoids a second conversion.
-  const auto* text = sqlite3_column_text(m_stmt, column);
-  const int size = sqlite3_column_bytes(m_stmt, column);
-  if (!text) return {};
-  return std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(size));
-}
-
-std::string Statement::sql() const {
-  const char* text = sqlite3_sql(m_stmt);
-  return text ? text : "";
-}
-
-// -------------------------------------------------------------------------------- Transaction
-
-Transaction::Transaction(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
-
-Transaction::Transaction(Transaction&& other) noexcept
-    : m_db(std::exchange(other.m_db, nullptr)), m_path(std::move(other.m_path)) {}
-
-Transaction& Transaction::operator=(Transaction&& other) noexcept {
-  if (this != &other) {
-    rollback();
-    m_db = std::exchange(other.m_db, nullptr);
-    m_path = std::move(other.m_path);
+  void reset() override { sqlite3_reset(m_stmt); }
+  void clearBindings() override { sqlite3_clear_bindings(m_stmt); }
+  int columnCount() const override { return sqlite3_column_count(m_stmt); }
+  bool columnIsNull(int column) const override {
+    return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
   }
-  return *this;
-}
+  std::int64_t columnInt64(int column) const override {
+    return sqlite3_column_int64(m_stmt, column);
+  }
+  double columnDouble(int column) const override { return sqlite3_column_double(m_stmt, column); }
+  std::string columnText(int column) const override {
+    // Text first, then its size: the documented order that avoids a second conversion.
+    const auto* text = sqlite3_column_text(m_stmt, column);
+    const int size = sqlite3_column_bytes(m_stmt, column);
+    if (!text) return {};
+    return std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(size));
+  }
+  std::string sql() const override {
+    const char* text = sqlite3_sql(m_stmt);
+    return text ? text : "";
+  }
 
-Transaction::~Transaction() { rollback(); }
+ private:
+  Result<void> checkBind(int rc, int index, const char* kind) {
+    if (rc == SQLITE_OK) return ok();
+    const std::string what = std::string("binding ") + kind + " to parameter " +
+                             std::to_string(index) + " of '" + shortSql(sql()) + "'";
+    return fail(sqliteError(m_path, sqlite3_db_handle(m_stmt), rc, what));
+  }
 
-Result<void> Transaction::commit() {
-  if (!m_db) return fail(m_path + ": commit of a transaction that is no longer open");
-  const int rc = sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) return fail(sqliteError(m_path, m_db, rc, "commit"));
-  m_db = nullptr;
+  sqlite3_stmt* m_stmt = nullptr;
+  std::string m_path;
+};
+
+class SqliteTransaction final : public detail::TransactionImpl {
+ public:
+  SqliteTransaction(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
+  ~SqliteTransaction() override { rollback(); }
+  SqliteTransaction(const SqliteTransaction&) = delete;
+  SqliteTransaction& operator=(const SqliteTransaction&) = delete;
+
+  Result<void> commit() override {
+    if (!m_db) return fail(m_path + ": commit of a transaction that is no longer open");
+    const int rc = sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return fail(sqliteError(m_path, m_db, rc, "commit"));
+    m_db = nullptr;
+    return ok();
+  }
+  bool isActive() const override { return m_db != nullptr; }
+
+ private:
+  void rollback() {
+    if (!m_db) return;
+    // A failed statement may already have rolled back; autocommit mode means nothing is open.
+    if (!sqlite3_get_autocommit(m_db)) {
+      const int rc = sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+      if (rc != SQLITE_OK) {
+        qCWarning(lcSqliteDb, "%s", sqliteError(m_path, m_db, rc, "rollback").c_str());
+      }
+    }
+    m_db = nullptr;
+  }
+
+  sqlite3* m_db = nullptr;  // null once committed or rolled back
+  std::string m_path;
+};
+
+class SqliteConnection final : public detail::DbImpl {
+ public:
+  SqliteConnection(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
+  // close_v2: statements still alive keep the connection as a zombie instead of leaking it.
+  ~SqliteConnection() override { sqlite3_close_v2(m_db); }
+  SqliteConnection(const SqliteConnection&) = delete;
+  SqliteConnection& operator=(const SqliteConnection&) = delete;
+
+  DbKind kind() const override { return DbKind::sqlite; }
+
+  Result<void> exec(std::string_view sql) override {
+    // sqlite3_exec needs a NUL-terminated string; a string_view need not be one.
+    const std::string text(sql);
+    char* message = nullptr;
+    const int rc = sqlite3_exec(m_db, text.c_str(), nullptr, nullptr, &message);
+    sqlite3_free(message);  // sqlite3_errmsg holds the same text
+    if (rc != SQLITE_OK) {
+      return fail(sqliteError(m_path, m_db, rc, "running '" + shortSql(sql) + "'"));
+    }
+    return ok();
+  }
+
+  Result<std::unique_ptr<detail::StatementImpl>> prepare(std::string_view sql) override {
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v3(m_db, sql.data(), static_cast<int>(sql.size()),
+                                      SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(stmt);
+      return fail(sqliteError(m_path, m_db, rc, "preparing '" + shortSql(sql) + "'"));
+    }
+    return std::unique_ptr<detail::StatementImpl>(new SqliteStatement(stmt, m_path));
+  }
+
+  Result<std::unique_ptr<detail::TransactionImpl>> transaction() override {
+    const int rc = sqlite3_exec(m_db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) {
+      return fail(sqliteError(m_path, m_db, rc, "cannot begin a write transaction"));
+    }
+    return std::unique_ptr<detail::TransactionImpl>(new SqliteTransaction(m_db, m_path));
+  }
+
+  std::int64_t lastInsertRowId() override { return sqlite3_last_insert_rowid(m_db); }
+  int changes() const override { return sqlite3_changes(m_db); }
+  bool inTransaction() const override { return !sqlite3_get_autocommit(m_db); }
+
+  Result<bool> hasTable(std::string_view name) override {
+    auto stmt = prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
+    if (!stmt) return stmt.error();
+    if (auto r = (*stmt)->bindText(1, name); !r) return r.error();
+    auto row = (*stmt)->step();
+    if (!row) return row.error();
+    return *row && (*stmt)->columnInt64(0) > 0;
+  }
+
+  Result<std::int64_t> dataVersion() override {
+    auto stmt = prepare("PRAGMA data_version");
+    if (!stmt) return stmt.error();
+    auto row = (*stmt)->step();
+    if (!row) return row.error();
+    return *row ? (*stmt)->columnInt64(0) : 0;
+  }
+
+  Result<std::string> integrityCheck() override {
+    auto stmt = prepare("PRAGMA integrity_check");
+    if (!stmt) return stmt.error();
+    auto row = (*stmt)->step();
+    if (!row) return row.error();
+    return *row ? (*stmt)->columnText(0) : std::string("no answer");
+  }
+
+  sqlite3* handle() const { return m_db; }
+
+ private:
+  sqlite3* m_db = nullptr;
+  std::string m_path;
+};
+
+Result<void> configure(Db& db, sqlite3* raw, const OpenMode& mode) {
+  const std::string where = db.path().toStdString();
+  sqlite3_busy_timeout(raw, mode.busyTimeoutMs);
+  // The answer is the mode actually in force: a read-only connection cannot convert a file,
+  // and some file systems (network mounts) cannot do WAL at all.
+  auto journal = db.queryText("PRAGMA journal_mode=WAL");
+  if (!journal) return journal.error();
+  if (*journal != "wal") {
+    return fail(where + ": journal_mode is '" + *journal + "', not 'wal'" +
+                (mode.readOnly
+                     ? " (open it read-write once to convert it)"
+                     : " (is it on a network file system? keep the store on a local disk)"));
+  }
+  if (auto r = db.exec("PRAGMA synchronous=NORMAL"); !r) return r;
+  if (auto r = db.exec("PRAGMA foreign_keys=ON"); !r) return r;
   return ok();
 }
 
-void Transaction::rollback() {
-  if (!m_db) return;
-  // A failed statement may already have rolled back; autocommit mode means nothing is open.
-  if (!sqlite3_get_autocommit(m_db)) {
-    const int rc = sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) {
-      qCWarning(lcSqliteDb, "%s", sqliteError(m_path, m_db, rc, "rollback").c_str());
-    }
-  }
-  m_db = nullptr;
-}
+}  // namespace
 
-// ----------------------------------------------------------------------------------- SqliteDb
-
-SqliteDb::SqliteDb(sqlite3* db, QString path, bool readOnly)
-    : m_db(db), m_path(std::move(path)), m_readOnly(readOnly) {}
-
-SqliteDb::SqliteDb(SqliteDb&& other) noexcept
-    : m_db(std::exchange(other.m_db, nullptr)),
-      m_path(std::move(other.m_path)),
-      m_readOnly(other.m_readOnly) {}
-
-SqliteDb& SqliteDb::operator=(SqliteDb&& other) noexcept {
-  if (this != &other) {
-    sqlite3_close_v2(m_db);
-    m_db = std::exchange(other.m_db, nullptr);
-    m_path = std::move(other.m_path);
-    m_readOnly = other.m_readOnly;
-  }
-  return *this;
-}
-
-// close_v2: statements still alive keep the connection as a zombie instead of leaking it.
-SqliteDb::~SqliteDb() { sqlite3_close_v2(m_db); }
-
-Result<SqliteDb> SqliteDb::open(const QString& path, OpenMode mode) {
+Result<Db> openSqlite(const QString& path, OpenMode mode) {
   const QByteArray utf8 = path.toUtf8();
   const std::string where = utf8.toStdString();
   if (path.isEmpty()) return fail("run store path is empty: give the database file to open");
@@ -226,71 +277,12 @@ Result<SqliteDb> SqliteDb::open(const QString& path, OpenMode mode) {
       SQLITE_OPEN_NOMUTEX;
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(utf8.constData(), &raw, flags, nullptr);
-  SqliteDb db(raw, path, mode.readOnly);  // owns the handle even when opening failed
+  // The connection owns the handle even when opening failed.
+  Db db(std::make_unique<SqliteConnection>(raw, where), path, mode.readOnly);
   if (rc != SQLITE_OK) return fail(sqliteError(where, raw, rc, "cannot open"));
   sqlite3_extended_result_codes(raw, 1);
-  if (auto configured = db.configure(mode); !configured) return configured.error();
+  if (auto configured = configure(db, raw, mode); !configured) return configured.error();
   return db;
 }
-
-Result<void> SqliteDb::configure(const OpenMode& mode) {
-  const std::string where = m_path.toStdString();
-  sqlite3_busy_timeout(m_db, mode.busyTimeoutMs);
-  // The answer is the mode actually in force: a read-only connection cannot convert a file,
-  // and some file systems (network mounts) cannot do WAL at all.
-  auto journal = queryText("PRAGMA journal_mode=WAL");
-  if (!journal) return journal.error();
-  if (*journal != "wal") {
-    return fail(where + ": journal_mode is '" + *journal + "', not 'wal'" +
-                (mode.readOnly
-                     ? " (open it read-write once to convert it)"
-                     : " (is it on a network file system? keep the store on a local disk)"));
-  }
-  if (auto r = exec("PRAGMA synchronous=NORMAL"); !r) return r;
-  if (auto r = exec("PRAGMA foreign_keys=ON"); !r) return r;
-  return ok();
-}
-
-Result<void> SqliteDb::exec(std::string_view sql) {
-  // sqlite3_exec needs a NUL-terminated string; a string_view need not be one.
-  const std::string text(sql);
-  char* message = nullptr;
-  const int rc = sqlite3_exec(m_db, text.c_str(), nullptr, nullptr, &message);
-  sqlite3_free(message);  // sqlite3_errmsg holds the same text
-  if (rc != SQLITE_OK) {
-    return fail(sqliteError(m_path.toStdString(), m_db, rc, "running '" + shortSql(sql) + "'"));
-  }
-  return ok();
-}
-
-Result<Statement> SqliteDb::prepare(std::string_view sql) {
-  sqlite3_stmt* stmt = nullptr;
-  const int rc = sqlite3_prepare_v3(m_db, sql.data(), static_cast<int>(sql.size()),
-                                    SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
-  if (rc != SQLITE_OK) {
-    sqlite3_finalize(stmt);
-    return fail(sqliteError(m_path.toStdString(), m_db, rc, "preparing '" + shortSql(sql) + "'"));
-  }
-  return Statement(stmt, m_path.toStdString());
-}
-
-Result<Transaction> SqliteDb::transaction() {
-  const int rc = sqlite3_exec(m_db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) {
-    return fail(sqliteError(m_path.toStdString(), m_db, rc, "cannot begin a write transaction"));
-  }
-  return Transaction(m_db, m_path.toStdString());
-}
-
-Result<std::string> SqliteDb::queryText(std::string_view sql) {
-  auto stmt = prepare(sql);
-  if (!stmt) return stmt.error();
-  auto row = stmt->step();
-  if (!row) return row.error();
-  if (!*row) return fail(m_path.toStdString() + ": '" + shortSql(sql) + "' returned no row");
-  return stmt->columnText(0);
-}
-
-std::int64_t SqliteDb::lastInsertRowId() const { return sqlite3_last_insert_rowid(m_db); }
 
 }  // namespace shardscope::backend

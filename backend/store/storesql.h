@@ -1,9 +1,11 @@
-// Write helpers shared by RunStore's job functions (runstore.cpp, runstore_study.cpp); internal
-// to backend/store.
+// Write helpers shared by RunStore's job functions (runstore.cpp, runstore_study.cpp), and the
+// statements whose SQL differs between SQLite and PostgreSQL (the DML dialect; the DDL is in
+// runschema.cpp); internal to backend/store.
 #pragma once
 
 #include <QJsonObject>
 
+#include <limits>
 #include <string>
 
 #include "backend/store/storewriter.h"
@@ -20,14 +22,19 @@ int changes(WriteContext& context);
 /// The newest sharded checkpoint of one attempt of a run (?1 run id, ?2 attempt): its step and its
 /// path relative to that attempt's run directory, from rank 0's `ckpt` events (written only once
 /// a checkpoint is complete). No row when the attempt wrote none, or when it ended in an `error`
-/// of kind oom or config: resuming would only repeat that failure.
-inline constexpr const char* kResumePointSql =
-    "SELECT json_extract(e.json, '$.step'), json_extract(e.json, '$.path') FROM events e "
-    "WHERE e.run_id = ?1 AND e.attempt = ?2 AND e.rank = 0 AND e.kind = 'ckpt' "
-    "AND json_extract(e.json, '$.kind') = 'sharded' AND NOT EXISTS (SELECT 1 FROM events x "
-    "WHERE x.run_id = ?1 AND x.attempt = ?2 AND x.kind = 'error' "
-    "AND json_extract(x.json, '$.kind') IN ('oom', 'config')) "
-    "ORDER BY json_extract(e.json, '$.step') DESC, e.file_offset DESC LIMIT 1";
+/// of kind oom or config: resuming would only repeat that failure. (SQLite's json_extract, or
+/// PostgreSQL's jsonb ->>.)
+const char* resumePointSql(DbKind kind);
+
+/// "INSERT ... INTO metrics(run_id, step, key_id, value, rank, time) VALUES (?,?,?,?,?,?),..."
+/// for `rows` rows, where a repeated (run, key, step, rank) replaces the stored row (the latest
+/// value wins, as in the v3 migration) instead of failing the batch: SQLite's INSERT OR REPLACE,
+/// PostgreSQL's ON CONFLICT DO UPDATE. PostgreSQL refuses one statement that names a key twice,
+/// so callers pass rows whose keys are distinct.
+std::string metricInsertSql(DbKind kind, std::size_t rows);
+
+/// A LIMIT that means "no limit" (SQLite takes -1, PostgreSQL refuses a negative one).
+inline constexpr qint64 kNoLimit = std::numeric_limits<qint64>::max();
 
 /// Stores a run's parameters, one row per key, each value as JSON text.
 [[nodiscard]] Result<void> insertParams(WriteContext& context, qint64 runId,

@@ -1,6 +1,5 @@
 #include "backend/store/storewriter.h"
 
-#include <sqlite3.h>
 #include <QLoggingCategory>
 
 #include <chrono>
@@ -64,7 +63,7 @@ ChangeSet WriteContext::takeChanges() { return std::exchange(m_changes, {}); }
 
 // -------------------------------------------------------------------------------- StoreWriter
 
-StoreWriter::StoreWriter(SqliteDb db, Options options, CommitHook onCommit)
+StoreWriter::StoreWriter(Db db, Options options, CommitHook onCommit)
     : m_db(std::move(db)),
       m_options(options),
       m_onCommit(std::move(onCommit)),
@@ -135,9 +134,11 @@ Result<void> StoreWriter::runInSavepoint(WriteJob& job) {
   if (!begin) return begin.error();
   if (auto r = (*begin)->step(); !r) return r.error();
   auto result = job.run(*m_context);
-  // SQLite itself rolls back the whole transaction on some errors (a full disk, an I/O error):
-  // then there is no savepoint left, and the batch is lost.
-  if (sqlite3_get_autocommit(m_db.handle())) {
+  // SQLite itself rolls back the whole transaction on some errors (a full disk, an I/O error),
+  // and a PostgreSQL connection that dropped has none either: then there is no savepoint left,
+  // and the batch is lost. (A PostgreSQL statement that failed leaves the transaction open
+  // but aborted: ROLLBACK TO below restores it, as in SQLite.)
+  if (!m_db.inTransaction()) {
     return result ? fail(m_db.path().toStdString() + ": the transaction was rolled back") : result;
   }
   if (!result) {

@@ -19,7 +19,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "backend/store/sqlitedb.h"
+#include "backend/store/db.h"
 #include "trainer/spec/result.h"
 
 namespace shardscope::backend {
@@ -39,9 +39,9 @@ struct ChangeSet {
 /// The writer connection as a job sees it: cached statements and metric-key ids.
 class WriteContext {
  public:
-  explicit WriteContext(SqliteDb& db) : m_db(db) {}
+  explicit WriteContext(Db& db) : m_db(db) {}
 
-  SqliteDb& db() { return m_db; }
+  Db& db() { return m_db; }
   /// A prepared statement for `sql`, prepared once per connection, reset and unbound.
   [[nodiscard]] Result<Statement*> statement(const std::string& sql);
   /// The id of metric name `key`, inserting it when new.
@@ -54,7 +54,7 @@ class WriteContext {
   ChangeSet takeChanges();
 
  private:
-  SqliteDb& m_db;
+  Db& m_db;
   std::unordered_map<std::string, Statement> m_statements;
   QHash<QString, qint64> m_keys;        // committed metric keys
   QHash<QString, qint64> m_stagedKeys;  // inserted by the open transaction
@@ -82,7 +82,7 @@ class StoreWriter {
   using CommitHook = std::function<void(const ChangeSet&)>;
 
   /// Takes the connection and starts the thread; `onCommit` runs on the writer thread.
-  StoreWriter(SqliteDb db, Options options, CommitHook onCommit);
+  StoreWriter(Db db, Options options, CommitHook onCommit);
   StoreWriter(const StoreWriter&) = delete;
   StoreWriter& operator=(const StoreWriter&) = delete;
   /// Commits what is queued, then stops the thread.
@@ -102,7 +102,7 @@ class StoreWriter {
   void runBatch(std::deque<std::unique_ptr<WriteJob>>& batch);
   Result<void> runInSavepoint(WriteJob& job);
 
-  SqliteDb m_db;
+  Db m_db;
   Options m_options;
   CommitHook m_onCommit;
   WriteContext* m_context = nullptr;  // the writer thread's, while it runs

@@ -2,6 +2,10 @@
 // metrics table of schema 2 (rowid table + index) against schema 3 (one WITHOUT ROWID B-tree) on
 // the same SQL path, how long listing 10k runs takes, and the peak RSS. Prints a table; not a test.
 //   bench_ingest [FOLDER]   (default: a temporary folder; the files are removed afterwards)
+// With SHARDSCOPE_TEST_DB set to a PostgreSQL server (postgresql://user@host:port, e.g. through
+// tests/support/with_postgres.py), it first measures the same ingest on SQLite and on that server
+// in one run, side by side (each PostgreSQL measure in a database of its own, dropped after):
+//   python3 tests/support/with_postgres.py build/bin/bench_ingest
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QTemporaryDir>
@@ -9,11 +13,14 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "backend/store/sqlitedb.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
@@ -75,7 +82,7 @@ Result<Rate> ingestRate(const QString& path, int batch) {
 // The metrics table of one schema, bare: rows bound into 64-row INSERTs in 1000-row
 // transactions, as the writer does, without the store's queue (the table layout alone).
 Result<Rate> layoutRate(const QString& path, int schema) {
-  auto db = SqliteDb::open(path);
+  auto db = openSqlite(path);
   if (!db) return db.error();
   if (auto r = migrateRunSchema(*db, schema); !r) return r.error();
   if (auto r = db->exec("INSERT INTO runs(id, name, status, created_at) "
@@ -111,6 +118,94 @@ Result<Rate> layoutRate(const QString& path, int schema) {
               double(kRowsPerRate) / (cpuSeconds() - cpuStart)};
 }
 
+// Rows per second through RunStore::ingest, as the monitor feeds it: chunks of 200 event lines
+// (each with its step's two metric rows) and their new read offset, kChunksInFlight queued.
+Result<Rate> chunkRate(const QString& spec) {
+  constexpr int kChunks = 500;
+  constexpr int kLines = 200;
+  constexpr std::size_t kChunksInFlight = 4;
+  auto store = RunStore::open(spec);
+  if (!store) return store.error();
+  auto run = (*store)->createRun({std::nullopt, "bench-chunks", "", {}, 1}).get();
+  if (!run) return run.error();
+  const QByteArray json = R"({"v":1,"ev":"step","rank":0,"seq":1,"t":1.7e9,"step":1,"loss":0.5})";
+  std::deque<RunStore::Pending<IngestReceipt>> pending;
+  QElapsedTimer timer;
+  timer.start();
+  const double cpuStart = cpuSeconds();
+  qint64 offset = 0;
+  qint64 rows = 0;
+  for (int c = 0; c < kChunks; ++c) {
+    FileChunk chunk;
+    chunk.runId = *run;
+    chunk.startOffset = offset;
+    for (int i = 0; i < kLines; ++i) {
+      const qint64 step = qint64(c) * kLines + i;
+      chunk.events.push_back({0, *run, 0, step, "step", json, offset});
+      chunk.metrics.push_back({*run, step, "loss", 1.0 / double(step + 1), 0, 1.7e9});
+      chunk.metrics.push_back({*run, step, "lr", 1e-4, 0, 1.7e9});
+      offset += json.size() + 1;
+    }
+    chunk.endOffset = offset;
+    rows += qint64{3} * kLines;
+    pending.push_back((*store)->ingest(std::move(chunk)));
+    if (pending.size() > kChunksInFlight) {
+      if (auto r = pending.front().get(); !r) return r.error();
+      pending.pop_front();
+    }
+  }
+  for (auto& p : pending) {
+    if (auto r = p.get(); !r) return r.error();
+  }
+  return Rate{double(rows) / (double(timer.nsecsElapsed()) / 1e9),
+              double(rows) / (cpuSeconds() - cpuStart)};
+}
+
+// SQLite and PostgreSQL in one run: the same measures, each on a fresh run log.
+int compareStores(const QString& folder, const QString& server) {
+  int databases = 0;
+  auto freshPg = [&]() -> Result<QString> {
+    auto admin = Db::open(server + "/postgres");
+    if (!admin) return admin.error();
+    const QString name =
+        QString("bench_%1_%2").arg(QCoreApplication::applicationPid()).arg(databases++);
+    if (auto r = admin->exec(("CREATE DATABASE " + name).toStdString()); !r) return r.error();
+    return server + "/" + name;
+  };
+  std::printf("%-34s %14s %14s %14s %14s\n", "ingest (rows/s)", "SQLite wall", "SQLite CPU",
+              "PostgreSQL wall", "PostgreSQL CPU");
+  struct Measure {
+    QString label;
+    std::function<Result<Rate>(const QString&)> run;
+  };
+  const std::vector<Measure> measures = {
+      {"metric rows, 1 per call", [](const QString& s) { return ingestRate(s, 1); }},
+      {"metric rows, 100 per call", [](const QString& s) { return ingestRate(s, 100); }},
+      {"metric rows, 1000 per call", [](const QString& s) { return ingestRate(s, 1000); }},
+      {"ingest chunks (events+metrics)", [](const QString& s) { return chunkRate(s); }},
+  };
+  int i = 0;
+  for (const Measure& m : measures) {
+    auto lite = m.run(folder + QString("/compare-%1.db").arg(i++));
+    auto pgSpec = freshPg();
+    if (!pgSpec) {
+      std::fprintf(stderr, "bench_ingest: %s\n", pgSpec.message().c_str());
+      return 1;
+    }
+    auto pg = m.run(*pgSpec);
+    if (!lite || !pg) {
+      std::fprintf(stderr, "bench_ingest: %s\n", (!lite ? lite : pg).message().c_str());
+      return 1;
+    }
+    std::printf("%-34s %14.0f %14.0f %14.0f %14.0f\n", qPrintable(m.label), lite->wall, lite->cpu,
+                pg->wall, pg->cpu);
+  }
+  std::printf(
+      "(CPU: this process's user+system seconds; the PostgreSQL server's own CPU is not "
+      "counted)\n\n");
+  return 0;
+}
+
 // Seconds to list every run after kRunsToList were created.
 Result<double> listTime(const QString& path) {
   auto store = RunStore::open(path);
@@ -140,6 +235,10 @@ int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   QTemporaryDir temp;
   const QString folder = app.arguments().size() > 1 ? app.arguments().at(1) : temp.path();
+  const QString server = qEnvironmentVariable("SHARDSCOPE_TEST_DB");
+  if (!server.isEmpty()) {
+    if (const int rc = compareStores(folder, server); rc != 0) return rc;
+  }
   std::printf("%-34s %14s %14s\n", "measure", "value", "per CPU s");
   for (const int batch : {1, 100, 1000}) {
     auto rate = ingestRate(folder + QString("/ingest-%1.db").arg(batch), batch);

@@ -1,6 +1,9 @@
 // Tests the `study` verbs through the real shardscope-cli binary on a real run log (#6): two
 // processes asking at once get distinct trial numbers and parameters, `show --json` names the best
 // trial, and report / should-prune / enqueue / tell --state with their exit codes and messages.
+// tst_cli_study_pg runs the same against a PostgreSQL server (SHARDSCOPE_TEST_DB, teststore.h):
+// the two askers, each in its own working directory, share one study through the server.
+#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -14,6 +17,7 @@
 #include <set>
 
 #include "tests/app/clitest.h"
+#include "tests/support/teststore.h"
 
 namespace {
 
@@ -64,7 +68,7 @@ class TstCliStudy : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(m_dir.isValid());
-    m_db = m_dir.filePath("runs.db");
+    m_db = shardscope::testing::storeSpec(m_dir.path(), "runs.db");
     QFile exp(m_dir.filePath("exp.toml"));
     QVERIFY(exp.open(QIODevice::WriteOnly));
     exp.write(kExperiment);
@@ -80,7 +84,12 @@ class TstCliStudy : public QObject {
   void twoProcessesAskingAtOnceGetDistinctTrials() {
     const int kAsks = 50;
     QProcess drivers[2];
+    int which = 0;
     for (QProcess& d : drivers) {
+      // Each asker in a folder of its own, as two people's processes on two machines are.
+      const QString home = m_dir.filePath(QString("asker-%1").arg(which++));
+      QVERIFY(QDir().mkpath(home));
+      d.setWorkingDirectory(home);
       QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
       env.insert("CLI", kCli);
       env.insert("DB", m_db);

@@ -45,7 +45,10 @@ void RunLogWorker::open(const QString& path) {
   bool older = false;
   if (auto probe = backend::RunReader::open(path)) {
     auto version = backend::runSchemaVersion(probe->db());
-    older = version && *version >= 1 && *version < backend::kRunSchemaVersion;
+    // A server's database that no program used yet (version 0) gets its tables here too: the
+    // team's run log is the database, not a file someone wrote.
+    older = version && *version < backend::kRunSchemaVersion &&
+            (*version >= 1 || backend::isPostgresSpec(path));
   }
   if (older) {
     if (auto store = backend::RunStore::open(path); !store) {

@@ -20,6 +20,7 @@
 
 #include "backend/store/runstore.h"
 #include "tests/backend/monitor/monitortest.h"
+#include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -75,6 +76,7 @@ class TestMonitorChaos : public QObject {
   // so, names the file and the fix, keeps the ranks running and loses nothing; once there is
   // room again it catches up, and the log opens sound with every line one row.
   void runLogDiskFullThenFreed() {
+    if (shardscope::testing::onPostgres()) QSKIP("a full disk is the SQLite file's own disk");
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString small = dir.filePath("small");
@@ -107,7 +109,7 @@ class TestMonitorChaos : public QObject {
       follower.start(kBin + "monitor_follower", args);
     } else {  // the run log may not grow past 300 KiB more; SIGXFSZ ignored, as the CLI does
       const QString limited = QString("trap '' XFSZ; exec prlimit --fsize=%1 \"$@\"")
-                                  .arg(QFileInfo(db).size() + 300 * 1024);
+                                  .arg(QFileInfo(db).size() + qint64{300} * 1024);
       follower.start("sh", QStringList{"-c", limited, "sh", kBin + "monitor_follower"} + args);
     }
     QVERIFY(follower.waitForStarted(10000));
@@ -146,12 +148,14 @@ class TestMonitorChaos : public QObject {
   void supervisorKilledMidIngest200Times() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    auto store = RunStore::open(dir.filePath("runs.db"));
+    // A file, or a database on the PostgreSQL test server (tst_monitor_chaos_pg).
+    const QString db = shardscope::testing::storeSpec(dir.path(), "runs.db");
+    auto store = RunStore::open(db);
     VERIFY_OK(store);
     auto runId = (*store)->createRun({std::nullopt, "run", dir.path(), {}, kWorld}).get();
     VERIFY_OK(runId);
     std::vector<std::unique_ptr<QProcess>> ranks;
-    QStringList args{dir.filePath("runs.db"), QString::number(*runId), dir.path()};
+    QStringList args{db, QString::number(*runId), dir.path()};
     for (int rank = 0; rank < kWorld; ++rank) {
       auto process = std::make_unique<QProcess>();
       process->setStandardOutputFile(dir.filePath(QString("events-rank-%1.jsonl").arg(rank)));

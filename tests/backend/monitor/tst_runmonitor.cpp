@@ -15,6 +15,7 @@
 #include "backend/monitor/runmonitor.h"
 #include "tests/backend/monitor/dirrunhandle.h"
 #include "tests/backend/monitor/monitortest.h"
+#include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -62,6 +63,7 @@ class TestRunMonitor : public QObject {
   void waitForRanksToEnd();
 
   std::unique_ptr<QTemporaryDir> m_dir;
+  QString m_db;  // a file in m_dir, or a database on the PostgreSQL test server (_pg)
   std::unique_ptr<RunStore> m_store;
   std::vector<std::unique_ptr<QProcess>> m_ranks;
 };
@@ -69,7 +71,8 @@ class TestRunMonitor : public QObject {
 void TestRunMonitor::init() {
   m_dir = std::make_unique<QTemporaryDir>();
   QVERIFY(m_dir->isValid());
-  auto store = RunStore::open(m_dir->filePath("runs.db"));
+  m_db = shardscope::testing::storeSpec(m_dir->path(), "runs.db");
+  auto store = RunStore::open(m_db);
   VERIFY_OK(store);
   m_store = std::move(*store);
 }
@@ -279,7 +282,7 @@ void TestRunMonitor::followerKilledMidRunIsTakenOver() {
   const qint64 runId = createRun(2);
   QVERIFY(startRank(0, {"normal", "150", "10"}));
   QVERIFY(startRank(1, {"garbage", "150", "10"}));
-  QStringList args{m_dir->filePath("runs.db"), QString::number(runId), m_dir->path()};
+  QStringList args{m_db, QString::number(runId), m_dir->path()};
   for (const qint64 pid : pids()) args << QString::number(pid);
   QProcess first;
   first.start(kBin + "monitor_follower", args);
@@ -316,7 +319,7 @@ void TestRunMonitor::followerKilledMidRunIsTakenOver() {
 void TestRunMonitor::blockedFollowerKeepsItsLease() {
   const qint64 runId = createRun(1);
   QVERIFY(startRank(0, {"normal", "400", "50"}));
-  QStringList args{m_dir->filePath("runs.db"), QString::number(runId), m_dir->path()};
+  QStringList args{m_db, QString::number(runId), m_dir->path()};
   for (const qint64 pid : pids()) args << QString::number(pid);
   QProcess slow;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();

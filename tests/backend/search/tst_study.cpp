@@ -14,6 +14,7 @@
 
 #include "backend/search/study.h"
 #include "backend/store/runstore.h"
+#include "tests/support/teststore.h"
 
 using namespace shardscope;
 using namespace shardscope::search;
@@ -51,7 +52,9 @@ class TstStudy : public QObject {
     if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(*expPath));
     f.write(experiment(extra).toUtf8());
     f.close();
-    auto s = backend::RunStore::open(base + ".db");
+    // A file, or a database on the PostgreSQL test server (tst_study_pg).
+    auto s = backend::RunStore::open(
+        shardscope::testing::storeSpec(m_dir.path(), QString::number(m_files - 1) + ".db"));
     if (!s) qFatal("%s", s.message().c_str());
     return std::move(*s);
   }
@@ -112,7 +115,7 @@ class TstStudy : public QObject {
     QVERIFY2(bad.message().find("x: 9") != std::string::npos, bad.message().c_str());
     auto partial = study.enqueue({{"x", 1.0}});
     QVERIFY(!partial);
-    QVERIFY2(partial.message().find("y") != std::string::npos, partial.message().c_str());
+    QVERIFY2(partial.message().find('y') != std::string::npos, partial.message().c_str());
     auto asked = study.ask();
     QVERIFY(asked);
     QCOMPARE(asked->number, std::int64_t(1));

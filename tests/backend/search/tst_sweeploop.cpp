@@ -13,6 +13,7 @@
 
 #include "backend/search/sweeploop.h"
 #include "tests/support/experiment.h"
+#include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -46,7 +47,7 @@ void TestSweepLoop::initTestCase() {
   QVERIFY(m_dir.isValid());
   m_experiment = testing::writeQuadSweep(m_dir.path(), 3);
   QVERIFY(!m_experiment.isEmpty());
-  auto store = RunStore::open(m_dir.filePath("runs.db"));
+  auto store = RunStore::open(shardscope::testing::storeSpec(m_dir.path(), "runs.db"));
   VERIFY_OK(store);
   m_store = std::move(*store);
 }

@@ -14,6 +14,7 @@
 
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "backend/store/sqlitedb.h"
 #include "trainer/spec/events.h"
 
 using namespace shardscope;
@@ -170,7 +171,7 @@ INSERT INTO read_offsets(run_id, rank, file, offset) VALUES
 // A run log of schema `version` with one of everything, for tests/backend/store/assets/.
 int makeAsset(int version, const QString& path) {
   QFile::remove(path);
-  auto db = SqliteDb::open(path);
+  auto db = openSqlite(path);
   if (!db) return die(db.message());
   if (auto r = migrateRunSchema(*db, version); !r) return die(r.message());
   if (auto r = db->exec(kAssetRowsV1); !r) return die(r.message());

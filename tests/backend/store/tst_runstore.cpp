@@ -1,6 +1,7 @@
-// RunStore on real SQLite files: schema and migrations (with the schema-1 and schema-2 assets),
-// ingest idempotence, repeated metric rows, readers during writes, coalesced notifications, a full
-// disk, leases, and studies with their trials (schema 3).
+// RunStore on real SQLite files, and (the tst_runstore_pg variant, SHARDSCOPE_TEST_DB) on a real
+// PostgreSQL server, the same checks on both: schema and migrations (with the schema-1 and schema-2
+// assets), ingest idempotence, repeated metric rows, readers during writes, coalesced
+// notifications, a full disk, leases, and studies with their trials (schema 3).
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -9,7 +10,6 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,12 +18,15 @@
 #include <string>
 #include <thread>
 
+#include "backend/store/pgdb.h"
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
+using shardscope::testing::onPostgres;
 
 namespace {
 
@@ -41,7 +44,7 @@ FileChunk stepChunk(qint64 runId, qint64 offset, int lines) {
   return chunk;
 }
 
-qint64 countRows(SqliteDb& db, const std::string& sql) {
+qint64 countRows(Db& db, const std::string& sql) {
   auto text = db.queryText(sql);
   return text ? std::stoll(*text) : -1;
 }
@@ -51,6 +54,9 @@ qint64 countRows(SqliteDb& db, const std::string& sql) {
 class TestRunStore : public QObject {
   Q_OBJECT
 
+  // A new run log for one test: a file in m_dir, or a database on the PostgreSQL test server.
+  QString spec(const QString& name) { return shardscope::testing::storeSpec(m_dir.path(), name); }
+
  private slots:
   void createsFileAndFolderAtDefaultPath();
   void freshSchemaIsCurrent();
@@ -58,6 +64,11 @@ class TestRunStore : public QObject {
   void migratesSchemaOneAsset();
   void migratesSchemaTwoAsset();
   void refusesNewerSchema();
+  void unreachableServerIsNamed();
+  void failedMigrationStepLeavesNoTrace();
+  void oddBytesInLinesNeverStopIngest();
+  void placeholdersBecomeDollarNumbers();
+  void droppedServerConnectionIsOpenedAgain();
   void repeatedMetricRowReplacesNeverFails();
   void runsAndStatuses();
   void ingestIsIdempotent();
@@ -78,6 +89,7 @@ class TestRunStore : public QObject {
 };
 
 void TestRunStore::createsFileAndFolderAtDefaultPath() {
+  if (onPostgres()) QSKIP("the default run log is a SQLite file");
   const QByteArray old = qgetenv("XDG_DATA_HOME");
   qputenv("XDG_DATA_HOME", (m_dir.path() + "/xdg").toUtf8());
   const QString path = RunStore::defaultPath();
@@ -93,7 +105,7 @@ void TestRunStore::createsFileAndFolderAtDefaultPath() {
 }
 
 void TestRunStore::freshSchemaIsCurrent() {
-  auto store = RunStore::open(m_dir.filePath("fresh.db"));
+  auto store = RunStore::open(spec("fresh.db"));
   VERIFY_OK(store);
   auto reader = (*store)->reader();
   VERIFY_OK(reader);
@@ -103,23 +115,26 @@ void TestRunStore::freshSchemaIsCurrent() {
   for (const char* table :
        {"experiments", "runs", "params", "metrics", "events", "log_lines", "hosts", "leases",
         "read_offsets", "anomalies", "schema_version", "studies"}) {
-    const std::string sql =
-        std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'";
-    QVERIFY2(countRows(reader->db(), sql) == 1, table);
+    auto exists = reader->db().hasTable(table);
+    VERIFY_OK(exists);
+    QVERIFY2(*exists, table);
   }
-  QCOMPARE(QString::fromStdString(*reader->db().queryText("PRAGMA journal_mode")), "wal");
+  if (!onPostgres()) {
+    QCOMPARE(QString::fromStdString(*reader->db().queryText("PRAGMA journal_mode")), "wal");
+  }
 }
 
 // The asset was written by schema 1 (store_crash_writer --make-asset 1); it must open through
 // the migration path in every later version with its rows intact.
 void TestRunStore::migratesSchemaOneAsset() {
+  if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 6)");
   const QString asset =
       QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v1.db";
   const QString path = m_dir.filePath("v1.db");
   QVERIFY(QFile::copy(asset, path));
   QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
   {
-    auto db = SqliteDb::open(path);
+    auto db = Db::open(path);
     VERIFY_OK(db);
     QCOMPARE(*runSchemaVersion(*db), 1);
   }
@@ -158,10 +173,11 @@ void TestRunStore::migratesSchemaOneAsset() {
 }
 
 void TestRunStore::refusesNewerSchema() {
-  const QString path = m_dir.filePath("newer.db");
+  const QString path = spec("newer.db");
   { VERIFY_OK(RunStore::open(path)); }
   {
-    auto db = SqliteDb::open(path);
+    auto db = Db::open(path);
+    VERIFY_OK(db);
     VERIFY_OK(db->exec("UPDATE schema_version SET version = 99"));
   }
   auto store = RunStore::open(path);
@@ -171,8 +187,120 @@ void TestRunStore::refusesNewerSchema() {
            store.message().c_str());
 }
 
+// A PostgreSQL URL that cannot connect names the host, the port and the cause (no server needed:
+// nothing listens on port 1).
+void TestRunStore::unreachableServerIsNamed() {
+  const int port = 1;  // tcpmux: privileged, and nothing serves it here
+  const QString url = QString("postgresql://shard:secret@127.0.0.1:%1/runs").arg(port);
+  auto store = RunStore::open(url);
+  QVERIFY(!store);
+  const std::string& message = store.message();
+  QVERIFY2(message.find("host 127.0.0.1") != std::string::npos, message.c_str());
+  QVERIFY2(message.find("port " + std::to_string(port)) != std::string::npos, message.c_str());
+  QVERIFY2(message.find("refused") != std::string::npos, message.c_str());
+  QVERIFY2(message.find("secret") == std::string::npos, message.c_str());  // no password shown
+  auto reader = RunReader::open(url);
+  QVERIFY(!reader);
+  QVERIFY2(reader.message().find("port " + std::to_string(port)) != std::string::npos,
+           reader.message().c_str());
+}
+
+// A migration step runs in one transaction: one that fails halfway (here: step 3 meets a table
+// named `studies` it means to create, after it rebuilt metrics) leaves the run log exactly at
+// the previous version, and migrating again once the obstacle is gone completes.
+void TestRunStore::failedMigrationStepLeavesNoTrace() {
+  const QString path = spec("halfway.db");
+  auto db = Db::open(path);
+  VERIFY_OK(db);
+  VERIFY_OK(migrateRunSchema(*db, 2));
+  VERIFY_OK(db->exec("CREATE TABLE studies(x INTEGER)"));
+  auto failed = migrateRunSchema(*db);
+  QVERIFY(!failed);
+  QVERIFY2(failed.message().find("from schema 2 to 3") != std::string::npos,
+           failed.message().c_str());
+  QCOMPARE(*runSchemaVersion(*db), 2);
+  // Still the v2 metrics table (a rowid `id` column), not step 3's rebuilt one.
+  {
+    auto v2 = db->prepare("SELECT count(id) FROM metrics");
+    VERIFY_OK(v2);
+    VERIFY_OK(v2->step());
+  }
+  QVERIFY(!*db->hasTable("metrics_v2"));
+  VERIFY_OK(db->exec("DROP TABLE studies"));
+  VERIFY_OK(migrateRunSchema(*db));
+  QCOMPARE(*runSchemaVersion(*db), kRunSchemaVersion);
+}
+
+// A rank's file may hold a NUL byte or bytes that are not UTF-8 (a crashed writer's garbage): the
+// chunk is stored all the same, so the monitor's ingest never stalls on it. (PostgreSQL text
+// cannot hold them as they are; it keeps U+FFFD in their place.)
+void TestRunStore::oddBytesInLinesNeverStopIngest() {
+  auto store = RunStore::open(spec("odd.db"));
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "odd", "", {}, 1}).get();
+  VERIFY_OK(run);
+  FileChunk chunk = stepChunk(*run, 0, 2);
+  const QByteArray garbage("gar\0ba\xff\xfege", 10);
+  chunk.logs.push_back({*run, 0, RankFile::events, 20, QString::fromUtf8(garbage)});
+  chunk.events.push_back({0, *run, 0, 9, "note", QByteArray("{\"t\":\"\xff\"}"), 30});
+  chunk.endOffset = 40;
+  auto receipt = (*store)->ingest(chunk).get();
+  VERIFY_OK(receipt);
+  QVERIFY(receipt->applied);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  auto lines = reader->logLines(*run, 0);
+  VERIFY_OK(lines);
+  QCOMPARE(lines->size(), std::size_t(1));
+  QVERIFY(lines->front().text.startsWith("gar"));
+  QVERIFY(lines->front().text.endsWith("ge"));
+  QCOMPARE(*reader->eventCount(*run, 0), 3);
+  QCOMPARE(*reader->offset(*run, 0, RankFile::events), 40);
+}
+
+// Statements are written once with SQLite's placeholders; libpq gets $N, and nothing inside a
+// literal, a quoted name or a comment is touched.
+void TestRunStore::placeholdersBecomeDollarNumbers() {
+  int n = 0;
+  QCOMPARE(toPostgresPlaceholders("SELECT ?1, ?2 WHERE a = ?1", &n),
+           std::string("SELECT $1, $2 WHERE a = $1"));
+  QCOMPARE(n, 2);
+  QCOMPARE(toPostgresPlaceholders("VALUES (?,?),(?,?)", &n), std::string("VALUES ($1,$2),($3,$4)"));
+  QCOMPARE(n, 4);
+  QCOMPARE(
+      toPostgresPlaceholders("SELECT '?1 it''s ?', \"a?\" -- ?3\n/* ?4 */ FROM t WHERE x = ?2", &n),
+      std::string("SELECT '?1 it''s ?', \"a?\" -- ?3\n/* ?4 */ FROM t WHERE x = $2"));
+  QCOMPARE(n, 2);
+}
+
+// A server connection that drops between transactions (a restarted server, a network blip) is
+// opened again by the next write and the next read: neither fails, nothing stays broken.
+void TestRunStore::droppedServerConnectionIsOpenedAgain() {
+  if (!onPostgres()) QSKIP("a SQLite file has no connection to lose");
+  const QString path = spec("dropped.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = RunReader::open(path);
+  VERIFY_OK(reader);
+  auto first = (*store)->createRun({std::nullopt, "before", "", {}, 1}).get();
+  VERIFY_OK(first);
+  {
+    auto admin = Db::open(path);
+    VERIFY_OK(admin);
+    VERIFY_OK(
+        admin->exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                    "datname = current_database() AND pid <> pg_backend_pid()"));
+  }
+  auto after = (*store)->createRun({std::nullopt, "after", "", {}, 1}).get();
+  VERIFY_OK(after);
+  auto runs = reader->listRuns();  // the reader's connection was dropped too
+  VERIFY_OK(runs);
+  QCOMPARE(runs->size(), std::size_t(2));
+  QVERIFY(!reader->db().exec("CREATE TABLE x(a INTEGER)"));  // and it is still read-only
+}
+
 void TestRunStore::runsAndStatuses() {
-  auto store = RunStore::open(m_dir.filePath("runs.db"));
+  auto store = RunStore::open(spec("runs.db"));
   VERIFY_OK(store);
   auto exp = (*store)->createExperiment({0, "demo", "demo.toml", "[train]\n", 0}).get();
   VERIFY_OK(exp);
@@ -205,7 +333,7 @@ void TestRunStore::runsAndStatuses() {
 }
 
 void TestRunStore::lastStepsAndDataVersion() {
-  const QString path = m_dir.filePath("laststeps.db");
+  const QString path = spec("laststeps.db");
   auto store = RunStore::open(path);
   VERIFY_OK(store);
   auto a = (*store)->createRun({std::nullopt, "a", "", {}, 2}).get();
@@ -241,7 +369,7 @@ void TestRunStore::lastStepsAndDataVersion() {
 }
 
 void TestRunStore::ingestIsIdempotent() {
-  auto store = RunStore::open(m_dir.filePath("ingest.db"));
+  auto store = RunStore::open(spec("ingest.db"));
   VERIFY_OK(store);
   auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
   VERIFY_OK(run);
@@ -275,7 +403,7 @@ void TestRunStore::ingestIsIdempotent() {
 // A reader thread counts rows while the writer commits 1000-row jobs in batches: it never
 // fails, never waits, and only ever sees whole jobs (a count divisible by 1000).
 void TestRunStore::readersSeeWholeTransactionsDuringWrites() {
-  auto store = RunStore::open(m_dir.filePath("readers.db"));
+  auto store = RunStore::open(spec("readers.db"));
   VERIFY_OK(store);
   auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
   VERIFY_OK(run);
@@ -322,7 +450,7 @@ void TestRunStore::readersSeeWholeTransactionsDuringWrites() {
 void TestRunStore::notificationsCoalesce() {
   RunStore::Options options;
   options.flushIntervalMs = 0;  // every job its own transaction, as far as the writer can
-  auto store = RunStore::open(m_dir.filePath("notify.db"), options);
+  auto store = RunStore::open(spec("notify.db"), options);
   VERIFY_OK(store);
   auto a = (*store)->createRun({std::nullopt, "a", "", {}, 1}).get();
   auto b = (*store)->createRun({std::nullopt, "b", "", {}, 1}).get();
@@ -346,6 +474,7 @@ void TestRunStore::notificationsCoalesce() {
 }
 
 void TestRunStore::fullDiskIsClearAndFileStaysSound() {
+  if (onPostgres()) QSKIP("a full disk is simulated with SQLite's max_page_count");
   const QString path = m_dir.filePath("full.db");
   qint64 committed = 0;
   qint64 runId = 0;
@@ -384,7 +513,7 @@ void TestRunStore::fullDiskIsClearAndFileStaysSound() {
 }
 
 void TestRunStore::leases() {
-  auto store = RunStore::open(m_dir.filePath("lease.db"));
+  auto store = RunStore::open(spec("lease.db"));
   VERIFY_OK(store);
   auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
   VERIFY_OK(run);
@@ -429,13 +558,14 @@ void TestRunStore::leases() {
 // opens through the v2 -> v3 -> v4 migrations with every row, and the duplicate metric row is
 // reduced to the later one. // #5
 void TestRunStore::migratesSchemaTwoAsset() {
+  if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 6)");
   const QString asset =
       QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v2.db";
   const QString path = m_dir.filePath("v2.db");
   QVERIFY(QFile::copy(asset, path));
   QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
   {
-    auto db = SqliteDb::open(path);
+    auto db = Db::open(path);
     VERIFY_OK(db);
     QCOMPARE(*runSchemaVersion(*db), 2);
     QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics"), 9);
@@ -489,7 +619,7 @@ void TestRunStore::migratesSchemaTwoAsset() {
   // The migrated file takes new rows, and a run's delete still takes its metrics (the trigger).
   VERIFY_OK((*store)->ingest(stepChunk(live.id, 99, 3)).get());
   QCOMPARE(*reader->metricCount(live.id), 5 + 3);
-  auto db = SqliteDb::open(path);
+  auto db = Db::open(path);
   VERIFY_OK(db->exec("DELETE FROM runs WHERE name = 'demo-1'"));
   QCOMPARE(countRows(*db, "SELECT count(*) FROM metrics"), 8);
 }
@@ -497,7 +627,7 @@ void TestRunStore::migratesSchemaTwoAsset() {
 // A rank that re-emits steps (a resume) sends (run, key, step, rank) again: the batch never
 // fails, the latest value wins, and no row is stored twice. // #5
 void TestRunStore::repeatedMetricRowReplacesNeverFails() {
-  auto store = RunStore::open(m_dir.filePath("repeat.db"));
+  auto store = RunStore::open(spec("repeat.db"));
   VERIFY_OK(store);
   auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
   VERIFY_OK(run);
@@ -507,6 +637,7 @@ void TestRunStore::repeatedMetricRowReplacesNeverFails() {
                                  {*run, 1, "loss", 2.5, 0, 3.0}})
                 .get());
   std::vector<MetricRow> many;
+  many.reserve(200);
   for (int i = 0; i < 200; ++i) many.push_back({*run, i % 3, "loss", double(i), 0, 4.0});
   VERIFY_OK((*store)->appendMetrics(std::move(many)).get());  // more than one multi-row insert
   auto reader = (*store)->reader();
@@ -520,7 +651,7 @@ void TestRunStore::repeatedMetricRowReplacesNeverFails() {
 }
 
 void TestRunStore::studies() {
-  auto store = RunStore::open(m_dir.filePath("studies.db"));
+  auto store = RunStore::open(spec("studies.db"));
   VERIFY_OK(store);
   auto exp = (*store)->createExperiment({0, "sweep", "sweep.toml", "[search]\n", 0}).get();
   VERIFY_OK(exp);
@@ -582,7 +713,7 @@ void TestRunStore::studies() {
 }
 
 void TestRunStore::studyRejectsBadObjectives() {
-  auto store = RunStore::open(m_dir.filePath("badstudy.db"));
+  auto store = RunStore::open(spec("badstudy.db"));
   VERIFY_OK(store);
   auto mismatch =
       (*store)->createStudy({"a", std::nullopt, "", {"eval.loss"}, {}, "tpe", 1, {}}).get();
@@ -601,7 +732,7 @@ void TestRunStore::studyRejectsBadObjectives() {
 // Schema v5: what a user asks of a running sweep (studies.control) and of one running trial
 // (runs.request) is stored for the sweep's process to read; an ended trial takes no request.
 void TestRunStore::sweepControlAndTrialRequests() {
-  auto store = RunStore::open(m_dir.filePath("control.db"));
+  auto store = RunStore::open(spec("control.db"));
   VERIFY_OK(store);
   auto study =
       (*store)
@@ -636,7 +767,7 @@ void TestRunStore::sweepControlAndTrialRequests() {
 }
 
 void TestRunStore::trialsAndObjectives() {
-  auto store = RunStore::open(m_dir.filePath("trials.db"));
+  auto store = RunStore::open(spec("trials.db"));
   VERIFY_OK(store);
   auto study = (*store)
                    ->createStudy({"lr",
@@ -699,7 +830,7 @@ void TestRunStore::trialsAndObjectives() {
 // Two writers (two processes' stores) asking for trials at once get distinct numbers: the next
 // number is taken inside each writer's BEGIN IMMEDIATE transaction. // #6
 void TestRunStore::concurrentWritersGetDistinctTrialNumbers() {
-  const QString path = m_dir.filePath("concurrent.db");
+  const QString path = spec("concurrent.db");
   auto a = RunStore::open(path);
   VERIFY_OK(a);
   auto b = RunStore::open(path);
@@ -727,7 +858,7 @@ void TestRunStore::concurrentWritersGetDistinctTrialNumbers() {
 // Deleting a study deletes its trials, their params and (through the trigger) their metrics;
 // other runs stay.
 void TestRunStore::deletingStudyDeletesItsRuns() {
-  const QString path = m_dir.filePath("cascade.db");
+  const QString path = spec("cascade.db");
   auto store = RunStore::open(path);
   VERIFY_OK(store);
   auto study =
@@ -743,7 +874,7 @@ void TestRunStore::deletingStudyDeletesItsRuns() {
                 ->appendMetrics(
                     {{trial->runId, 1, "loss", 1.0, 0, 0.0}, {*other, 1, "loss", 2.0, 0, 0.0}})
                 .get());
-  auto db = SqliteDb::open(path);
+  auto db = Db::open(path);
   VERIFY_OK(db);
   VERIFY_OK(db->exec("DELETE FROM studies WHERE name = 'gone'"));
   QCOMPARE(countRows(*db, "SELECT count(*) FROM runs"), 1);
@@ -756,7 +887,7 @@ void TestRunStore::deletingStudyDeletesItsRuns() {
 // startTrialRun, claimTrial (enqueued first, then failed ones with attempts left) and
 // finishTrial (once only) of the Study's ask/tell. // #6
 void TestRunStore::claimAndFinishTrials() {
-  auto store = RunStore::open(m_dir.filePath("claim.db"));
+  auto store = RunStore::open(spec("claim.db"));
   VERIFY_OK(store);
   auto study =
       (*store)

@@ -5,14 +5,17 @@
 // 6..10 and never showed the retry's 6..8. Now a new attempt makes it read the run whole again,
 // in one chunk that replaces the plotted series. Also: a run log of an older schema (File > Open
 // of an old file) is migrated by the worker before it reads, instead of failing on a column the
-// old file lacks.
+// old file lacks. And: the worker follows what another process commits (a sweep the dashboard
+// watches but does not run), on a SQLite file and (tst_runlogworker_pg) on a PostgreSQL server.
 #include <QFile>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 #include "ui/data/runlogworker.h"
 
@@ -26,6 +29,7 @@ class TestRunLogWorker : public QObject {
  private slots:
   void retriedRunIsOneCurve();
   void olderSchemaIsMigratedOnOpen();
+  void followsAnotherProcessesCommits();
 
  private:
   /// The loss points of the chunks `spy` got since `from`, and whether the first one resets.
@@ -100,6 +104,48 @@ void TestRunLogWorker::retriedRunIsOneCurve() {
   QCOMPARE(seen.values, (QVector<double>{11, 12, 13, 14, 15, 106, 107, 108}));
 }
 
+// The dashboard opens a run log that another process fills (on a server: a fresh database, whose
+// tables the worker makes): its poll sees each commit of `shardscope-cli study ask` there.
+void TestRunLogWorker::followsAnotherProcessesCommits() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = shardscope::testing::storeSpec(dir.path(), "followed.db");
+  if (!shardscope::testing::onPostgres()) VERIFY_OK(RunStore::open(path));  // the file exists
+  qRegisterMetaType<QVector<RunSummary>>();
+  RunLogWorker worker(50);
+  QSignalSpy opened(&worker, &RunLogWorker::opened);
+  QSignalSpy runs(&worker, &RunLogWorker::runsLoaded);
+  worker.open(path);
+  QCOMPARE(opened.size(), 1);
+  QVERIFY2(opened.at(0).at(0).toBool(), qPrintable(opened.at(0).at(1).toString()));
+  QFile exp(dir.filePath("exp.toml"));
+  QVERIFY(exp.open(QIODevice::WriteOnly));
+  exp.write(
+      "[search]\nsampler = \"random\"\nseed = 1\nn_trials = 5\n"
+      "objectives = {objective = \"minimize\"}\n\n[search.space.x]\ntype = \"float\"\n"
+      "low = 0.0\nhigh = 1.0\n");
+  exp.close();
+  const QString cli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+  for (const QStringList& args :
+       {QStringList{"study", "create", "followed", exp.fileName()},
+        QStringList{"study", "ask", "followed"}, QStringList{"study", "ask", "followed"}}) {
+    QProcess p;
+    p.start(cli, QStringList{"--db", path} + args);
+    QVERIFY(p.waitForFinished(60000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+  }
+  auto names = [&runs] {
+    QStringList seen;
+    if (runs.isEmpty()) return seen;
+    for (const RunSummary& run : runs.last().at(0).value<QVector<RunSummary>>()) {
+      seen << run.record.name;
+    }
+    seen.sort();
+    return seen;
+  };
+  QTRY_COMPARE_WITH_TIMEOUT(names(), (QStringList{"followed-0", "followed-1"}), 20000);
+}
+
 QTEST_GUILESS_MAIN(TestRunLogWorker)
 #include "tst_runlogworker.moc"
 
@@ -120,7 +166,7 @@ void TestRunLogWorker::olderSchemaIsMigratedOnOpen() {
   worker.open(path);
   QCOMPARE(opened.size(), 1);
   QVERIFY2(opened.at(0).at(0).toBool(), qPrintable(opened.at(0).at(1).toString()));
-  QVERIFY(runs.size() >= 1);
+  QVERIFY(!runs.isEmpty());
   QCOMPARE(runs.last().at(0).value<QVector<RunSummary>>().size(), 3);
   QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
   auto reader = RunReader::open(path);
