@@ -23,6 +23,8 @@ namespace {
 // The run log's write lock: a transaction-scoped advisory lock of this key, per database.
 constexpr std::int64_t kWriteLockKey = 0x5348415244;  // "SHARD"
 
+/// Seconds a connection attempt may take when the URL does not set connect_timeout.
+constexpr int kConnectTimeoutS = 10;
 constexpr Oid kInt8Oid = 20;
 constexpr Oid kFloat8Oid = 701;
 constexpr Oid kUnknownOid = 0;  // text and NULL: the server infers the type from the statement
@@ -558,8 +560,19 @@ Result<Db> openPostgres(const QString& url, OpenMode mode) {
     return fail(c->where + ": not a PostgreSQL URL libpq understands: " + why +
                 " (expected postgresql://user@host:port/dbname)");
   }
+  // libpq waits for an unreachable host as long as TCP does (minutes): a run log that cannot be
+  // reached should say so within seconds. A URL that sets connect_timeout keeps its own.
+  bool hasTimeout = false;
+  for (const PQconninfoOption* o = options; o->keyword; ++o) {
+    if (std::string_view(o->keyword) == "connect_timeout" && o->val && *o->val) hasTimeout = true;
+  }
   PQconninfoFree(options);
-  c->conn = PQconnectdb(utf8.constData());
+  QByteArray conninfo = utf8;
+  if (!hasTimeout) {
+    conninfo += (conninfo.contains('?') ? "&" : "?");
+    conninfo += "connect_timeout=" + QByteArray::number(kConnectTimeoutS);
+  }
+  c->conn = PQconnectdb(conninfo.constData());
   if (!c->conn) return fail(c->where + ": cannot connect: out of memory");
   if (PQstatus(c->conn) != CONNECTION_OK) {
     const std::string message = c->where + ": cannot connect to the PostgreSQL server at " +
