@@ -1,6 +1,7 @@
 // Helper of tst_runstore_crash (and maker of the schema assets): ingests an events file into a
 // run log as fast as it can, the way the monitor does, and prints "committed ID" after each
-// chunk's COMMIT returned, where ID is the chunk's last event row. The test kills it with
+// chunk's COMMIT returned, where ID is the chunk's last event row ("replayed OFFSET" for a chunk
+// the run log already held). The test kills it with
 // SIGKILL at random moments and checks that every printed id survived.
 //
 //   store_crash_writer DB EVENTS_FILE         ingest into runs crash-0, crash-1, ... until killed
@@ -105,7 +106,14 @@ int ingestLoop(const QString& dbPath, const QString& eventsPath) {
         auto receipt = inFlight.front().get();
         inFlight.pop_front();
         if (!receipt) return die(receipt.message());
-        std::printf("committed %lld\n", static_cast<long long>(receipt->lastEventId));
+        // A chunk the run log already holds is not written again (applied false, no id). On a
+        // server that happens when the killed writer's last COMMIT landed after this writer read
+        // the stored offset: the server finished it although its client was gone.
+        if (receipt->applied) {
+          std::printf("committed %lld\n", static_cast<long long>(receipt->lastEventId));
+        } else {
+          std::printf("replayed %lld\n", static_cast<long long>(receipt->offset));
+        }
         std::fflush(stdout);
       }
     }
