@@ -234,6 +234,11 @@ class TestMainWindow : public QObject {
 
   void exportsPlotsAndCsv() {
     PlotsPanel* plots = m_window->plotsPanel();
+    // A refresh of the runs table announces the same selection again: the curves must stay (they
+    // were cleared, and the reader, having delivered them, sent nothing back).
+    QTRY_VERIFY_WITH_TIMEOUT(plots->isLoaded(), kWaitMs);
+    emit m_window->runsPanel()->selectionChanged({m_fixture.liveId});
+    QTRY_VERIFY_WITH_TIMEOUT(plots->isLoaded(), kWaitMs);
     for (const char* suffix : {"png", "svg", "pdf"}) {
       const QString path = m_dir.filePath(QStringLiteral("loss.%1").arg(suffix));
       auto written = plots->exportPlot("loss", path, 800, 500);

@@ -44,8 +44,9 @@ void RunLog::open(const QString& path) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, path] { w->open(path); });
 }
 
-void RunLog::watchRuns(const QList<qint64>& runIds) {
-  QMetaObject::invokeMethod(m_worker, [w = m_worker, runIds] { w->watchRuns(runIds); });
+void RunLog::watchRuns(const QList<qint64>& runIds, int generation) {
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, runIds, generation] { w->watchRuns(runIds, generation); });
 }
 
 void RunLog::watchLog(qint64 runId, int rank, int limit) {

@@ -24,7 +24,7 @@ class RunLog : public QObject {
   void open(const QString& path);
   const QString& path() const { return m_path; }
   /// The runs whose curves the worker keeps delivering (seriesLoaded).
-  void watchRuns(const QList<qint64>& runIds);
+  void watchRuns(const QList<qint64>& runIds, int generation = 0);
   /// The rank whose last `limit` log lines the worker keeps delivering (logLoaded).
   void watchLog(qint64 runId, int rank, int limit = 2000);
   /// The sweep the worker keeps delivering (sweepLoaded); -1: the largest one.
@@ -43,7 +43,7 @@ class RunLog : public QObject {
   void opened(bool ok, const QString& message);
   void runsLoaded(const QVector<shardscope::ui::RunSummary>& runs);
   void seriesLoaded(const QVector<shardscope::ui::SeriesChunk>& chunks);
-  void seriesPassDone(const QList<qint64>& runIds);
+  void seriesPassDone(const QList<qint64>& runIds, int generation);
   void logLoaded(const shardscope::ui::LogSnapshot& log);
   /// The watched sweep's summaries (no curves); its curves follow as sweepCurvesLoaded.
   void sweepLoaded(const shardscope::ui::SweepData& sweep);

@@ -144,11 +144,13 @@ void RunLogWorker::loadRuns() {
   emit runsLoaded(out);
 }
 
-void RunLogWorker::watchRuns(const QList<qint64>& runIds) {
+void RunLogWorker::watchRuns(const QList<qint64>& runIds, int generation) {
   m_watchedRuns = runIds;
-  for (auto it = m_seen.begin(); it != m_seen.end();) {
-    it = runIds.contains(it.key()) ? std::next(it) : m_seen.erase(it);
-  }
+  m_watchGeneration = generation;
+  // A new selection starts from empty plots (PlotsPanel::setRuns clears them), so every watched
+  // run is sent whole again, also one that stays selected: keeping its delivered steps sent it
+  // nothing, and a run still selected after the change showed no curve.
+  m_seen.clear();
   loadSeries();
 }
 
@@ -161,7 +163,7 @@ void RunLogWorker::loadSeries() {
     if (it != m_runs.end()) loadSeriesOf(*it, chunks);
   }
   if (!chunks.isEmpty()) emit seriesLoaded(chunks);
-  emit seriesPassDone(m_watchedRuns);
+  emit seriesPassDone(m_watchedRuns, m_watchGeneration);
 }
 
 // Ranks store their rows in separate transactions, so rank 1 may lag rank 0: ask from the lowest

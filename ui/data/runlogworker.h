@@ -38,7 +38,9 @@ class RunLogWorker : public QObject {
 
  public slots:
   void open(const QString& path);
-  void watchRuns(const QList<qint64>& runIds);
+  /// `generation` comes back with each seriesPassDone, so a pass of an earlier watch of the
+  /// same runs is told apart from this one's.
+  void watchRuns(const QList<qint64>& runIds, int generation = 0);
   void watchLog(qint64 runId, int rank, int limit);
   void watchSweep(qint64 experimentId);
   /// The runs whose "loss" the Compare overlay shows (delivered as CurveSet::overlay).
@@ -58,7 +60,7 @@ class RunLogWorker : public QObject {
   void runsLoaded(const QVector<shardscope::ui::RunSummary>& runs);
   /// New points for the watched runs; `pass` ends with seriesPassDone().
   void seriesLoaded(const QVector<shardscope::ui::SeriesChunk>& chunks);
-  void seriesPassDone(const QList<qint64>& runIds);
+  void seriesPassDone(const QList<qint64>& runIds, int generation);
   void logLoaded(const shardscope::ui::LogSnapshot& log);
   void sweepLoaded(const shardscope::ui::SweepData& sweep);
   /// Curves of the sweep last delivered by sweepLoaded (after it, in batches).
@@ -99,6 +101,7 @@ class RunLogWorker : public QObject {
   std::vector<backend::RunRecord> m_runs;
   QList<qint64> m_watchedRuns;
   // (run, key) -> last step seen per rank; a run is new when absent (its first chunk resets).
+  int m_watchGeneration = 0;  // of the watchRuns call m_watchedRuns came from
   QHash<qint64, QHash<QString, QHash<int, qint64>>> m_seen;
   QHash<qint64, qint64> m_estimates;  // run -> mem_estimate of rank 0's hello (0: none)
   qint64 m_logRun = -1;

@@ -160,11 +160,16 @@ QString PlotsPanel::seriesName(const QString& runName, const QString& key, int r
 
 void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs,
                          qint64 logRun) {
+  // A refresh of the runs table announces the same selection again: the curves stay, and the
+  // reader goes on following them.
+  const bool changed = runIds != m_runIds;
   m_runIds = runIds;
-  m_loaded = false;
-  for (CurvePlot* plot : std::as_const(m_plots)) {
-    plot->clear();
-    plot->replot();
+  if (changed) {
+    m_loaded = false;
+    for (CurvePlot* plot : std::as_const(m_plots)) {
+      plot->clear();
+      plot->replot();
+    }
   }
   if (!runIds.contains(logRun)) logRun = runIds.isEmpty() ? -1 : runIds.first();
   const RunSummary* shown = nullptr;
@@ -173,7 +178,7 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
   }
   m_log->setRun(shown != nullptr ? logRun : -1, shown != nullptr ? shown->record.worldSize : 1,
                 shown != nullptr ? shown->record.name : QString(), int(runIds.size()));
-  m_runLog.watchRuns(runIds);
+  if (changed) m_runLog.watchRuns(runIds, ++m_watchGeneration);
 }
 
 void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
@@ -218,8 +223,8 @@ void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
   scheduleReplot();
 }
 
-void PlotsPanel::onPassDone(const QList<qint64>& runIds) {
-  if (runIds != m_runIds) return;
+void PlotsPanel::onPassDone(const QList<qint64>& runIds, int generation) {
+  if (runIds != m_runIds || generation != m_watchGeneration) return;
   if (!m_loaded) {
     m_loaded = true;
     replotNow();

@@ -60,7 +60,7 @@ class PlotsPanel : public QWidget {
 
  private:
   void onSeries(const QVector<SeriesChunk>& chunks);
-  void onPassDone(const QList<qint64>& runIds);
+  void onPassDone(const QList<qint64>& runIds, int generation);
   void scheduleReplot();
   void replotNow();
   /// Gives the plots in `id`'s grid column one legend width (the widest legend's), so their
@@ -76,6 +76,9 @@ class PlotsPanel : public QWidget {
   QTimer m_replotTimer;
   QSet<QString> m_dirty;
   bool m_loaded = false;
+  // Counts the selections asked of the reader: a pass it finished for an earlier selection of
+  // the same runs (queued before the plots were cleared) must not mark this one loaded.
+  int m_watchGeneration = 0;
 };
 
 }  // namespace shardscope::ui
