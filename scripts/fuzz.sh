@@ -14,4 +14,19 @@ if [[ ${count:-0} -eq 0 ]]; then
   exit 1
 fi
 cd build-fuzz
-ctest -L '^fuzz$' -j2 --output-on-failure "$@"
+stamp=$(mktemp)
+trap 'rm -f "$stamp"' EXIT
+status=0
+ctest -L '^fuzz$' -j2 --output-on-failure "$@" || status=$?
+# A failure's verdict and input, repeated at the end: a CI log that keeps only its tail still
+# says what broke and holds the input (base64; inputs are at most 4 KiB) to replay it here.
+if ((status != 0)); then
+  while IFS= read -r -d '' input; do
+    work=$(dirname "$(dirname "$input")")
+    echo "fuzz.sh: $(basename "$work"): $(grep -m1 -E 'ERROR|out-of-memory|timeout|deadly signal|broken' \
+      "$work/fuzzer.log" 2>/dev/null || echo 'see its output above')"
+    echo "fuzz.sh: input $input ($(stat -c %s "$input") bytes), base64:"
+    base64 -w0 "$input" && echo
+  done < <(find fuzz-work -path '*/artifacts/*' -type f -newer "$stamp" -print0)
+fi
+exit "$status"

@@ -31,11 +31,14 @@ name=$(basename "$fuzzer")
 dict=()
 if [[ -f "$(dirname "$0")/${name#fuzz_}.dict" ]]; then dict=(-dict="$(dirname "$0")/${name#fuzz_}.dict"); fi
 status=0
-# -timeout: one input may take 10 s (a hang fails); -rss_limit_mb/-malloc_limit_mb: an input
-# that makes a parser allocate more than 2 GiB fails as "out-of-memory" (an unbounded allocation).
-"$fuzzer" -seed="$seed" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-  -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" ||
-  status=$?
+# -timeout: one input may take 30 s (a hang fails; a 1-megapixel image takes ~1 s under ASan
+# here, and a CI machine running two fuzzers beside other jobs can be many times slower);
+# -rss_limit_mb/-malloc_limit_mb: an input that makes a parser allocate more than 2 GiB fails as
+# "out-of-memory" (an unbounded allocation).
+# The output is also kept in WORK/fuzzer.log: scripts/fuzz.sh repeats its verdict at the end.
+"$fuzzer" -seed="$seed" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+  -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" \
+  > >(tee "$work/fuzzer.log") 2>&1 || status=$?
 if ((status != 0)); then
   echo "run_fuzzer.sh: $name found a bug; the input is in $work/artifacts/." >&2
   echo "  Fix the parser, then copy the input into $seeds/ (a regression file that the" >&2
