@@ -1,5 +1,7 @@
 // Reading an experiment from TOML: syntax, overrides, types, enum spellings and unknown keys.
 // Range and cross-field rules live in experiment_validate.cpp.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -436,11 +438,38 @@ void apply_override(toml::table& root, const std::string& text, Reader& r) {
   table->insert_or_assign(parts.back(), *holder.get("v"));
 }
 
+// A key as the search schema's messages write it: quoted under space and objectives (whose keys
+// are dotted field and metric names) and wherever it is not a bare TOML key.
+std::string search_key(const std::string& parent, std::string_view key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  });
+  const bool quoted = !bare || parent == "search.space" || parent == "search.objectives";
+  std::string out = parent;
+  out += '.';
+  if (quoted) out += '"';
+  out += key;
+  if (quoted) out += '"';
+  return out;
+}
+
+// Remembers where every key under [search] was written, so the schema's messages name the line.
+void remember_search_keys(const toml::node& node, const std::string& dotted, Reader& r) {
+  if (const auto* tbl = node.as_table()) {
+    for (const auto& [key, child] : *tbl) {
+      const std::string name = search_key(dotted, key.str());
+      r.remember(name, key.source());
+      remember_search_keys(child, name, r);
+    }
+  }
+}
+
 // The [search] table kept as TOML text, header included, for parse_search_space to parse.
 void read_search(const toml::table& root, SearchSection& search, Reader& r) {
   const toml::node* node = root.get("search");
   if (!node) return;
   r.remember("search", node->source());
+  remember_search_keys(*node, "search", r);
   const auto* tbl = node->as_table();
   if (!tbl) {
     r.type_error("search", *node, "a table", "write it as a section: [search]");

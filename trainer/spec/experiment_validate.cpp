@@ -11,6 +11,7 @@
 #include "trainer/spec/experiment_schema.h"
 #include "trainer/spec/field_catalog.h"
 #include "trainer/spec/model_shape.h"
+#include "trainer/spec/search_space.h"
 
 namespace shardscope::spec::detail {
 namespace {
@@ -376,6 +377,36 @@ bool program_trials(const SearchSection& search) {
   }
 }
 
+// [search], parsed by the search schema with every message placed at its line in the file. A
+// study's trials get their values through `--set`, so each searched name must be a field of the
+// experiment (a typo would otherwise fail every trial of the sweep, not the file).
+void check_search(const Experiment& exp, const Locator& loc, Diagnostics& diag) {
+  if (!exp.search.present) return;
+  auto space = parse_search_space(exp.search.toml, exp.source,
+                                  [&loc](std::string_view field) { return loc.at(field); });
+  if (!space) {
+    diag.add(space.message());
+    return;
+  }
+  if (!space->program.empty()) return;  // another program's flags: any names it accepts
+  std::vector<std::string> names;
+  for (const FieldInfo& f : field_catalog()) names.push_back(f.path);
+  for (const Param& p : space->params) {
+    if (find_field(p.name) != nullptr) continue;
+    const std::string field = "search.space.\"" + p.name + "\"";
+    // A name cut short ("train.lr_warmup") means the field it starts; else the nearest spelling.
+    auto started = std::find_if(names.begin(), names.end(), [&p](const std::string& n) {
+      return n.size() > p.name.size() && n.compare(0, p.name.size(), p.name) == 0;
+    });
+    const std::string near = started != names.end() ? *started : closest(p.name, names);
+    diag.add(loc.at(field) + ": " + field + ": \"" + p.name +
+             "\" is not a field of the experiment, so no trial could set it; " +
+             (near.empty() ? std::string("name a field as \"section.key\" (e.g. \"train.lr\"); "
+                                         "see docs/config.md")
+                           : "did you mean \"" + near + "\"?"));
+  }
+}
+
 }  // namespace
 
 void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& diag) {
@@ -391,6 +422,7 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
   check_quantize(exp.lora, exp.model, check);
   check_eval(exp.eval, exp.data, check);
   validate_launch(exp, loc, diag);
+  check_search(exp, loc, diag);
 }
 
 }  // namespace shardscope::spec::detail

@@ -13,10 +13,13 @@ namespace shardscope::spec {
 namespace {
 
 // Messages: "<source>: search.space."train.lr".low: <what>; <fix>".
+// With `where`, the prefix is the field's place in the file instead of the source name.
 struct Ctx {
   std::string source;
+  std::function<std::string(std::string_view)> where;
   Error err(const std::string& field, const std::string& what) const {
-    return fail((source.empty() ? std::string() : source + ": ") + field + ": " + what);
+    std::string prefix = where ? where(field) : source;
+    return fail((prefix.empty() ? std::string() : prefix + ": ") + field + ": " + what);
   }
 };
 
@@ -658,7 +661,13 @@ Result<void> SearchSpace::check(const TrialParams& values) const {
 }
 
 Result<SearchSpace> parse_search_space(std::string_view toml_text, const std::string& source_name) {
-  Ctx ctx{source_name};
+  return parse_search_space(toml_text, source_name, {});
+}
+
+Result<SearchSpace> parse_search_space(
+    std::string_view toml_text, const std::string& source_name,
+    const std::function<std::string(std::string_view field)>& where) {
+  Ctx ctx{source_name, where};
   toml::table root;
   try {
     root = toml::parse(toml_text, source_name.empty() ? std::string("search") : source_name);

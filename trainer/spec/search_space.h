@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -133,6 +134,12 @@ struct SearchSpace {
 /// prefixes messages and gives the default study name (its stem).
 Result<SearchSpace> parse_search_space(std::string_view toml_text,
                                        const std::string& source_name = "");
+/// The same, with each message prefixed by `where(field)` instead of the source name: the
+/// experiment loader passes the place ("FILE:LINE:COL") where the field was written, since the
+/// text it parses is the section re-serialised and its lines are not the file's.
+Result<SearchSpace> parse_search_space(
+    std::string_view toml_text, const std::string& source_name,
+    const std::function<std::string(std::string_view field)>& where);
 
 /// Whether two values are equal, comparing int and float numerically.
 bool same_value(const ParamValue& a, const ParamValue& b);

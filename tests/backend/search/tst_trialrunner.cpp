@@ -162,8 +162,11 @@ TrialOutcome TestTrialRunner::runOne(TrialRunner& runner, qint64 number,
 // trainer/spec: `[search] program` makes [data] (and [model], [launch]) optional; without it
 // data.train_path stays required.
 void TestTrialRunner::programExperimentNeedsNoData() {
-  VERIFY_OK(spec::parse_experiment("[search]\nprogram = [\"python3\", \"obj.py\"]\n", "p.toml"));
-  auto shardtrain = spec::parse_experiment("[search]\nn_trials = 3\n", "s.toml");
+  const std::string space = "[search.space.x]\ntype = \"float\"\nlow = 0.0\nhigh = 1.0\n";
+  VERIFY_OK(
+      spec::parse_experiment("[search]\nprogram = [\"python3\", \"obj.py\"]\n" + space, "p.toml"));
+  auto shardtrain = spec::parse_experiment(
+      "[search]\nn_trials = 3\n[search.space.\"train.lr\"]\nlow = 1e-5\nhigh = 1e-3\n", "s.toml");
   QVERIFY(!shardtrain.ok());
   QVERIFY2(shardtrain.message().find("data.train_path") != std::string::npos,
            shardtrain.message().c_str());

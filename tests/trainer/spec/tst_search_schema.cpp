@@ -66,6 +66,69 @@ class TestSearchSchema : public QObject {
     QCOMPARE(s.message(), std::string("exp.toml: search.sampler: unknown sampler \"bogus\"; use "
                                       "random, grid, qmc, tpe, cmaes, nsga2"));
   }
+
+  // Loading the experiment validates [search] like every other section: a bad value is refused
+  // at the line that holds it (not at sweep time), with the field and the fix.
+  void loadRefusesBadSearchAtItsLine() {
+    const std::string text =
+        "[search]\n"                     // line 1
+        "n_trials = 4\n"                 // 2
+        "\n"                             // 3
+        "[search.space.\"train.lr\"]\n"  // 4
+        "type = \"float\"\n"             // 5
+        "low = 1e-2\n"                   // 6
+        "high = 1e-5\n";                 // 7
+    auto exp = parse_experiment(text, "exp.toml", {}, noPaths());
+    QVERIFY(!exp.ok());
+    QVERIFY2(
+        exp.message().find("exp.toml:6:1: search.space.\"train.lr\".low: must be below high") !=
+            std::string::npos,
+        exp.message().c_str());
+    auto sampler = parse_experiment("[model]\nname = \"tiny\"\n[search]\nsampler = \"bogus\"\n",
+                                    "exp.toml", {}, noPaths());
+    QVERIFY(!sampler.ok());
+    QVERIFY2(sampler.message().find("exp.toml:4:1: search.sampler: unknown sampler") !=
+                 std::string::npos,
+             sampler.message().c_str());
+  }
+
+  // A sweep of shardtrain sets each parameter with --set, so a name that is no field of the
+  // experiment is refused on load with the field it was probably meant to be.
+  void loadRefusesAParameterThatIsNoField() {
+    const std::string text =
+        "[search]\n[search.space.\"train.lr_warmup\"]\ntype = \"int\"\nlow = 0\nhigh = 40\n"
+        "[search.space.\"train.weight_decy\"]\ntype = \"float\"\nlow = 0.0\nhigh = 0.1\n";
+    auto exp = parse_experiment(text, "exp.toml", {}, noPaths());
+    QVERIFY(!exp.ok());
+    QVERIFY2(exp.message().find("exp.toml:2:15: search.space.\"train.lr_warmup\": "
+                                "\"train.lr_warmup\" is not a field of the experiment") !=
+                 std::string::npos,
+             exp.message().c_str());
+    QVERIFY2(exp.message().find("did you mean \"train.lr_warmup_steps\"?") != std::string::npos,
+             exp.message().c_str());
+    QVERIFY2(exp.message().find("did you mean \"train.weight_decay\"?") != std::string::npos,
+             exp.message().c_str());
+    // Another program's trials take any flag: the same names are fine there.
+    auto program =
+        parse_experiment("[search]\nprogram = [\"python3\", \"obj.py\"]\n" + text.substr(9),
+                         "exp.toml", {}, noPaths());
+    QVERIFY2(program.ok(), program.ok() ? "" : program.message().c_str());
+  }
+
+  // A [search] with no parameter cannot run a study: refused on load, saying what to add.
+  void loadRefusesASearchWithoutParameters() {
+    auto exp = parse_experiment("[search]\nn_trials = 3\n", "exp.toml", {}, noPaths());
+    QVERIFY(!exp.ok());
+    QVERIFY2(exp.message().find("search.space: no parameters; add e.g.") != std::string::npos,
+             exp.message().c_str());
+  }
+
+ private:
+  static LoadOptions noPaths() {
+    LoadOptions options;
+    options.check_paths = false;
+    return options;
+  }
 };
 
 QTEST_GUILESS_MAIN(TestSearchSchema)
