@@ -360,7 +360,9 @@ class TestLifecycle : public QObject {
         "[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\nhigh = 1e-2\nlog = true\n";
     const QString path = testing::writeExperiment(dir, e);
     QVERIFY(!path.isEmpty());
-    qputenv("SHARDSCOPE_FAKE_MODE", "--steps 60 --step-ms 60");
+    // 8 s a trial: trial 0 must still run when the adopting process starts, which on a loaded
+    // machine (two test jobs beside a fuzzer) came after a 3.6 s trial had ended.
+    qputenv("SHARDSCOPE_FAKE_MODE", "--steps 80 --step-ms 100");
     const QString name = QStringLiteral("adoptme");
     auto sweep = lifecycle().startSweep(path);
     QVERIFY2(sweep.ok(), sweep.ok() ? "" : sweep.message().c_str());
