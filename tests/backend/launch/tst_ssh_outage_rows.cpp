@@ -91,7 +91,7 @@ QList<QByteArray> linesOf(const QByteArray& text) {
 using MetricTuple = std::tuple<QString, qint64, int, double, double>;
 
 // What the run log must hold for one events file, read independently from the JSON lines with
-// the keys the protocol names (docs/ARCHITECTURE.md "Event protocol v1").
+// the keys the protocol names (docs/trainer.md "Event protocol v1").
 void expectMetrics(const QList<QByteArray>& lines, std::vector<MetricTuple>& out) {
   for (const QByteArray& line : lines) {
     const QJsonObject ev = QJsonDocument::fromJson(line).object();
