@@ -1,4 +1,4 @@
-// The dashboard's rule (#7): its GUI thread never runs a run-log write or a launcher, so a slow
+// The dashboard's rule: its GUI thread never runs a run-log write or a launcher, so a slow
 // disk or an unreachable host cannot freeze the window. Store writes and launchers call
 // assertOffGuiThread(); in the CLI (no QGuiApplication) it never fires.
 #pragma once

@@ -48,7 +48,7 @@ macro(shardscope_find_torch)
   endif()
   # PyTorch wheels ship ProcessGroupGloo.hpp but not the gloo headers it includes. Ours in
   # trainer/dist/gloo_decl declare just the four gloo names that header mentions; see
-  # docs/ARCHITECTURE.md, "c10d and Gloo from a wheel", for why that is ABI-safe.
+  # docs/design/2026-11-22-gloo-from-the-wheel.md for why that is ABI-safe.
   if(EXISTS "${_torch_root}/include/gloo/context.h")
     set(SHARDSCOPE_GLOO_DECL OFF)
   else()

@@ -1,4 +1,4 @@
-// shardtrain: the trainer executable. One process per rank; see docs/ARCHITECTURE.md for the
+// shardtrain: the trainer executable. One process per rank; see docs/trainer.md for the
 // contract (verbs, rendezvous environment, events on stdout, logs on stderr). main() only wires.
 #include <csignal>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // (locally, over SSH, through Slurm) and returns a RunHandle; the monitor reads the ranks' event
 // files through the handle and decides the run's status; the CLI and GUI only see handles.
 //
-// Durability contract (docs/ARCHITECTURE.md, "The trainer contract"): rank N's stdout goes to
+// Durability contract (docs/trainer.md, "The contract"): rank N's stdout goes to
 // `events-rank-N.jsonl` and stderr to `rank-N.log` in the run directory on the machine where it
 // runs, and every rank starts in its own session, so ranks outlive the backend and a dropped SSH
 // connection. A RunLocation (persisted in the run log) is enough for any later backend process

@@ -2,7 +2,7 @@
 // CLI (`run`, `supervise`, `stop`, `ls`/`show`), the dashboard's run control and the search's
 // trial runner. A detached run is handed to a supervisor: `<supervisor> --db DB supervise ID`
 // (shardscope-cli's hidden verb) in its own session, which follows the run with a RunMonitor
-// and holds its lease in the run log (docs/ARCHITECTURE.md, "The supervisor"). Nothing here
+// and holds its lease in the run log (docs/backend.md, "The supervisor"). Nothing here
 // prints: what the CLI shows is returned as values or passed in as callbacks.
 #pragma once
 

@@ -206,7 +206,7 @@ void RunMonitor::poll() {
   decide(ranks, caughtUp);
   m_polling = false;
   // Only a read cut short re-polls at once. A failed read (host unreachable while the handle
-  // reconnects) waits for the poll timer: re-polling at once would spin on the error. #5
+  // reconnects) waits for the poll timer: re-polling at once would spin on the error.
   if (m_active && moreToRead) QTimer::singleShot(0, this, &RunMonitor::poll);
 }
 

@@ -1,4 +1,4 @@
-// Study: ask/tell over the run log (#6). A study is a row of `studies` plus one run per trial;
+// Study: ask/tell over the run log. A study is a row of `studies` plus one run per trial;
 // everything a sampler or pruner needs is read back from those rows on every call, so any
 // number of processes can ask and tell on one study, and a process started after another was
 // killed continues with the next trial numbers and every told result.
@@ -142,7 +142,7 @@ class Study {
   [[nodiscard]] Result<int> failLostTrials();
   /// Running trials that a sweep launched and whose following process (the RunMonitor lease's
   /// holder) is gone from this machine, by number: a restarted sweep reattaches them (their
-  /// ranks may still run) before it asks, so they are not failed as lost. #6
+  /// ranks may still run) before it asks, so they are not failed as lost.
   [[nodiscard]] Result<std::vector<StudyTrial>> orphanedTrials();
   /// Refuses `overrides` (applied to the experiment file at `experimentPath`) that change this
   /// existing study's search space: a `search.*` value other than the ones

@@ -30,7 +30,7 @@ struct ExperimentRecord {
   double createdAt = 0;
 };
 
-/// Where a study (a search of #6) stands.
+/// Where a study (a hyperparameter search) stands.
 enum class StudyStatus { running, complete, stopped };
 
 /// What the user asked of a running sweep (schema v5): go on asking for trials, ask for none

@@ -113,13 +113,13 @@ ALTER TABLE leases ADD COLUMN host TEXT NOT NULL DEFAULT '';
 CREATE INDEX events_by_kind ON events(run_id, rank, kind, seq);
 )sql";
 
-// Version 3 (ingest speed, studies of #6):
+// Version 3 (ingest speed, studies of a search):
 // - metrics becomes one WITHOUT ROWID B-tree keyed by (run_id, key_id, step, rank): a row is
 //   stored once instead of in a table and an index, and a curve is one range of the key. An
 //   exact duplicate of (run, key, step, rank), which schema 2 allowed (a rank that re-emitted a
 //   step after a resume), keeps its latest row (highest v2 id): the copy runs in id order per key
 //   with INSERT OR REPLACE, as the writer's own INSERT OR REPLACE does from now on.
-// - studies (a search of #6) and, on runs, the study a trial belongs to, its trial number (unique
+// - studies (one search each) and, on runs, the study a trial belongs to, its trial number (unique
 //   in the study), its objective values (JSON array, NULL until known) and its attempt (retries of
 //   the same trial number re-queue the same run). Deleting a study deletes its runs (and, through
 //   the trigger, their metrics).

@@ -83,7 +83,7 @@ class RunStore : public QObject {
   Pending<bool> renewLease(const LeaseRecord& me);
   Pending<void> releaseLease(const LeaseRecord& me);
 
-  // Studies (schema v3, the search of #6); see runstore_study.cpp.
+  // Studies (schema v3: the searches' ask/tell); see runstore_study.cpp.
   /// A running study; fails when the name is taken or directions and objectives disagree.
   Pending<qint64> createStudy(const NewStudy& study);
   /// Sets the status; complete or stopped stamps ended_at, running (a resume) clears it.
@@ -119,7 +119,7 @@ class RunStore : public QObject {
   Pending<TrialId> startTrialRun(const NewTrial& trial);
   /// As startTrialRun, but only while the study has fewer than `maxTrials` trial numbers,
   /// counted in the same write transaction: Full once it has them all, so concurrent askers
-  /// (slots of one sweep, or several processes) never overshoot search.n_trials. #6
+  /// (slots of one sweep, or several processes) never overshoot search.n_trials.
   /// With trial.trialNumber set, the trial starts only if that is still the study's next free
   /// number, else Stale: the asker sampled from a history another asker has since extended, and
   /// samples again rather than hand out the same parameters twice.

@@ -1,4 +1,4 @@
-// RunStore's writes of studies and trials (schema v3; the search of #6 drives them).
+// RunStore's writes of studies and trials (schema v3; the Study's ask/tell drives them).
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>

@@ -1,6 +1,6 @@
 """gpu_check.py's benchmark: a random Qwen2-0.5B-shaped model, sequence 2048, bf16, 1 rank, with
 and without activation checkpointing, shardtrain against PyTorch FSDP2 (fsdp2_gpu_peer.py) on
-the same GPU; then QLoRA (lora.quantize = "nf4", #19) against LoRA in bf16 with checkpointing,
+the same GPU; then QLoRA (lora.quantize = "nf4") against LoRA in bf16 with checkpointing,
 r 16 on every Linear: tokens/s and peak memory side by side. Figures, not assertions: the check
 fails only when a run fails."""
 import json

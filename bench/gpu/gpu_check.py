@@ -53,7 +53,7 @@ TINY = {
     "shard": {"strategy": "FULL_SHARD", "precision": "fp32", "allow_tf32": False},
 }
 TOL_FP32 = 1e-4        # per step, relative: device against CPU, 2 ranks against 1
-# QLoRA (#19): adapters on every Linear of the tiny model, its base NF4 (blocks of 32 divide the
+# QLoRA: adapters on every Linear of the tiny model, its base NF4 (blocks of 32 divide the
 # width 64), double quantization, bf16 storage of the records.
 QLORA = {"enabled": True, "r": 4, "alpha": 8, "quantize": "nf4", "quant_block_size": 32,
          "quant_storage": "bfloat16",

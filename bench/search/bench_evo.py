@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CMA-ES and NSGA-II benchmark (#6): our samplers (bench_search) against Optuna 5.0.0's
+"""CMA-ES and NSGA-II benchmark: our samplers (bench_search) against Optuna 5.0.0's
 CmaEsSampler and NSGAIISampler with their defaults, on the same functions, in one script.
 
 CMA-ES: the continuous functions of bench_search.py (Branin, Hartmann-6, Rosenbrock-10,

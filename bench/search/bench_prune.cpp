@@ -1,4 +1,4 @@
-// bench_prune: our pruners on replayed learning curves (#6). A benchmark, not a test: it prints
+// bench_prune: our pruners on replayed learning curves. A benchmark, not a test: it prints
 // figures; bench_prune.py drives it and replays the same curves through Optuna's pruners.
 //
 // The curves are a generated family, deterministic from the seed (not recorded from shardtrain):

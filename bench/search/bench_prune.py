@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pruning benchmark (#6): our median and ASHA pruners against no pruning on replayed learning
+"""Pruning benchmark: our median and ASHA pruners against no pruning on replayed learning
 curves, and Optuna 5.0.0's MedianPruner / SuccessiveHalvingPruner on the very same curves, in one
 script. The curves are a generated family, deterministic from the seed (bench_prune.cpp documents
 the model: lr and weight decay drawn at random, crossing power-law curves, divergence at large lr,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Search benchmark: our TPE (bench_search) against Optuna's TPE on the same functions, in one
-script (#6). Prints, per function, the mean normalised regret of both (regret of the best observed
+script. Prints, per function, the mean normalised regret of both (regret of the best observed
 trial divided by random search's mean regret with the same budget), their ratio and a two-sided
 Mann-Whitney U p-value; then CPU time per suggestion at 100/1,000/10,000 finished trials against
 Optuna at 1,000. A benchmark, not a test: it prints figures.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Forward+backward tokens/s of a Qwen2 on one process: shardtrain vs transformers (issue #4).
+"""Forward+backward tokens/s of a Qwen2 on one process: shardtrain vs transformers.
 
 No optimizer on either side: each timed pass is the loss forward (shardtrain's head: lm_head on
 positions 0..T-2, summed cross-entropy times 1 / loss tokens) and its backward; gradients are

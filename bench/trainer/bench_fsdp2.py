@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""shardtrain vs PyTorch FSDP2, side by side on this machine (issue #3, "Benchmark").
+"""shardtrain vs PyTorch FSDP2, side by side on this machine.
 
 Same model (the Qwen2-architecture "tiny" model; transformers' Qwen2ForCausalLM for the peer),
 same data (arithmetic progressions, pre-tokenized JSONL), same global batch, sequence length and

@@ -1,4 +1,4 @@
-// bench_dashboard: the dashboard's three figures of #7, printed against their targets (not a
+// bench_dashboard: the dashboard's three figures, printed against their targets (not a
 // test; the machine is shared, so each figure is a median over repeats):
 //   1. time to first paint when opening a run log of 10,000 trials x 1,000 steps (< 1 s): a
 //      fresh MainWindow (Compare tab raised) opens the file and paints once as soon as the run

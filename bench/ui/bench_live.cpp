@@ -1,5 +1,5 @@
-// bench_live: event-loop latency of the dashboard while it follows a live 4-trial sweep (#7,
-// target: p99 lateness under 50 ms). Not a test: it prints figures.
+// bench_live: event-loop latency of the dashboard while it follows a live 4-trial sweep
+// (target: p99 lateness under 50 ms). Not a test: it prints figures.
 //
 // The sweep is real: `shardscope-cli sweep` on an experiment with a [search] section (4 trials,
 // concurrency 4) whose trials are the fake trainer (2 ranks each, real processes writing real
@@ -8,8 +8,8 @@
 // starve the GUI thread of CPU: what is measured is the GUI's own cost of following the sweep.
 // The scheduler packs local trials onto cores / ranks per trial slots (1 on a 2-core machine),
 // so the 4 concurrent trials come from 4 `sweep` processes sharing one study of 4 trials (each
-// takes one; #6 makes them share the budget). The main window follows the run log with the 4
-// live runs selected, so every plot and the log view update live.
+// takes one: a study's trial budget is shared by every sweep on it). The main window follows the
+// run log with the 4 live runs selected, so every plot and the log view update live.
 //
 // Measured, side by side in one process: a 5 ms PreciseTimer's lateness (p50/p95/p99/max)
 // first with the window idle on the same run log (the peer), then during the sweep; and the
@@ -21,7 +21,7 @@
 // appearing); with --big N the run log already holds a finished sweep of N trials x --big-steps
 // loss points (bench_dashboard's, made once and reused through --big-db), whose Compare overlay
 // is on screen throughout. Then it also prints the window's first paint of that run log and
-// the Compare overlay's replot (p50/p99) while the live sweep goes on (#10 item 7: < 1 s,
+// the Compare overlay's replot (p50/p99) while the live sweep goes on (targets: < 1 s,
 // <= 16 ms, lateness p99 <= 50 ms).
 //
 //   bench_live [--seconds S] [--step-ms MS] [--cli PATH] [--trainer PATH] [--keep DIR]

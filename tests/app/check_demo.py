@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's main job in its quick headless form (#7): scripts/demo.sh on a copy of
+"""The README's main job in its quick headless form: scripts/demo.sh on a copy of
 examples/demo-sweep.toml cut to 2 trials of 30 steps, with its own run log. It must run the
 sweep through shardtrain, write every panel's PNG and index.json naming the sweep's trials, and
 run again safely (the study is continued, not duplicated).

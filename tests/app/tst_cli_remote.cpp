@@ -73,7 +73,7 @@ class TestCliRemote : public QObject {
   }
 
  private slots:
-  // #16: trials that run out of memory (shardtrain's allocator refuses past
+  // Trials that run out of memory (shardtrain's allocator refuses past
   // SHARDSCOPE_HOST_MEMORY_LIMIT, passed through launch.env) are recorded `oom` over every
   // launcher, and the study goes on to the next trial: a grid over the tiny model's width where
   // hidden 256 (about 20 MiB per rank) is over an 8 MiB limit and hidden 16 (about 4 MiB) is not.

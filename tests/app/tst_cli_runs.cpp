@@ -1,4 +1,4 @@
-// shardscope-cli end to end (#5): real runs of the fake trainer (and of the real shardtrain when
+// shardscope-cli end to end: real runs of the fake trainer (and of the real shardtrain when
 // SHARDSCOPE_SHARDTRAIN names it) through the local launcher, into a real run log; then ls, show,
 // export and logs on them; exit codes for failed and stopped runs; bad experiment files start
 // nothing; --detach leaves a supervisor that records the end of a run stopped with `stop`.

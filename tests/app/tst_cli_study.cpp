@@ -1,4 +1,4 @@
-// Tests the `study` verbs through the real shardscope-cli binary on a real run log (#6): two
+// Tests the `study` verbs through the real shardscope-cli binary on a real run log: two
 // processes asking at once get distinct trial numbers and parameters, `show --json` names the best
 // trial, and report / should-prune / enqueue / tell --state with their exit codes and messages.
 // tst_cli_study_pg runs the same against a PostgreSQL server (SHARDSCOPE_TEST_DB, teststore.h):

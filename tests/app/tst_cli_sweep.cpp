@@ -1,4 +1,4 @@
-// `shardscope-cli sweep` end to end on a real run log with a program trial (#6): every trial
+// `shardscope-cli sweep` end to end on a real run log with a program trial: every trial
 // runs as its own process through the trial runner and scheduler, the median pruner stops some
 // through their `eval` events, `study show --json` agrees with the values the program printed;
 // a sweep SIGKILLed mid-study and started again continues with the same trial numbers and loses
@@ -184,7 +184,7 @@ class TestCliSweep : public QObject {
              qPrintable(r.out));
   }
 
-  // #6: kill -9 of the sweep leaves its running trials' processes alive (their own sessions).
+  // A kill -9 of the sweep leaves its running trials' processes alive (their own sessions).
   // One of them is then killed too (really gone); the restarted sweep reattaches the others and
   // records their own objective at attempt 0, and fails only the gone one as lost and retries it.
   void killedSweepReattachesLiveTrials() {
@@ -272,7 +272,7 @@ class TestCliSweep : public QObject {
     QCOMPARE(second.out.count("(retry"), 1);
   }
 
-  // #17: a running sweep is steered from another process through the run log: pause starts
+  // A running sweep is steered from another process through the run log: pause starts
   // no new trial while the running ones go on, prune-trial and stop-trial end one trial each
   // (pruned; stopped and never retried), resume starts trials again, stop ends the sweep (exit 4).
   void steeredFromAnotherProcess() {
@@ -339,7 +339,7 @@ class TestCliSweep : public QObject {
     QVERIFY2(r.err.contains("has no trial 99"), qPrintable(r.err));
   }
 
-  // #6: two sweeps started at once on one study share its n_trials: together they record
+  // Two sweeps started at once on one study share its n_trials: together they record
   // exactly n_trials trials with distinct numbers, and every trial is told once.
   void twoSweepsKeepTheTrialBudget() {
     QTemporaryDir dir;
@@ -374,7 +374,7 @@ class TestCliSweep : public QObject {
     QCOMPARE(values.readAll().count('\n'), 9);  // 9 processes ran, not more
   }
 
-  // #6: `sweep --set` applies overrides before the study is created (here: n_trials and the
+  // `sweep --set` applies overrides before the study is created (here: n_trials and the
   // range of x, stored with the study); continuing it with an override that changes its search
   // space is refused naming the study and the field; search.concurrency may change.
   // Two run logs in one folder each keep their trials' run directories apart (both studies are

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Our pruners decide as Optuna's MedianPruner, PercentilePruner and SuccessiveHalvingPruner on
-the same recorded learning curves (#6). Builds curves and an interleaved schedule (several trials
+the same recorded learning curves. Builds curves and an interleaved schedule (several trials
 running at once), asks Optuna for every decision, runs prune_replay on the same file and
 compares decision by decision. Exits non-zero on any difference."""
 import argparse

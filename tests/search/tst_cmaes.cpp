@@ -1,6 +1,6 @@
 // Tests search/cmaes.cpp: CMA-ES converges on sphere and Rosenbrock within a trial
 // budget, stays inside the box (ints on their grid, log scales), draws categorical and
-// conditional parameters independently, and resumes from the stored trial list alone (#6).
+// conditional parameters independently, and resumes from the stored trial list alone.
 #include <QtTest>
 
 #include <cmath>

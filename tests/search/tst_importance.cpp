@@ -1,6 +1,6 @@
 // Tests search/importance.cpp: on synthetic objectives where one parameter dominates it
 // ranks first and an irrelevant parameter gets < 5%; categorical, log and conditional parameters;
-// maximised objectives; invalid input (#6).
+// maximised objectives; invalid input.
 #include <QtTest>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Tests search/nsga2.cpp: non-dominated sorting with constraints, crowding distance,
 // the Pareto front and 2-D hypervolume on hand-made points; NSGA-II's hypervolume on ZDT1 and
-// ZDT2 clearly above random search's with the same budget; resuming from the trial list (#6).
+// ZDT2 clearly above random search's with the same budget; resuming from the trial list.
 #include <QtTest>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Tests search/pruner.cpp on hand-built curves; the decision-for-decision comparison
-// with Optuna is reference_pruners.py (#6).
+// with Optuna is reference_pruners.py.
 #include <QtTest>
 
 #include "search/pruner.h"

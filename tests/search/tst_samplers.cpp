@@ -2,7 +2,7 @@
 // conditions, steps and log scales; grid visits every point once; seeds reproduce; Sobol points
 // are stratified; TPE's constant liar spreads concurrent proposals on Branin; TPE draws more
 // candidates for groups without a categorical, and its local candidates stay in the space and
-// search near the best trial (#6).
+// search near the best trial.
 #include <QtTest>
 
 #include <algorithm>
@@ -517,7 +517,7 @@ class TestSamplers : public QObject {
     QVERIFY2(late_bad < 12, qPrintable(QString::number(late_bad)));  // random: ~27 of 40
   }
 
-  // #6: 8 pending TPE proposals on Branin after 20 random trials spread to at least half of
+  // 8 pending TPE proposals on Branin after 20 random trials spread to at least half of
   // random sampling's mean pairwise distance with the constant liar, and collapse without it
   // (to the spread between the few best trials: under 60% of the liar's spread).
   void constantLiarSpreadsProposals() {
@@ -551,7 +551,7 @@ class TestSamplers : public QObject {
     QVERIFY(tpe_proposals(kCatFloat, 24, 48) == tpe_proposals(kCatFloat, 24, 0));
     QVERIFY(tpe_proposals(kCatFloat, 24, 48) != tpe_proposals(kCatFloat, 48, 0));
   }
-  // #6: local candidates (the best "below" trial's values, its numeric ones redrawn near it)
+  // Local candidates (the best "below" trial's values, its numeric ones redrawn near it)
   // stay in the space, on its step grids and log scales, honour conditions and follow the seed.
   // Nearly every candidate is a local one here, so one off the grid or out of bounds would show.
   void tpeLocalCandidatesStayInSpace() {
@@ -567,7 +567,7 @@ class TestSamplers : public QObject {
       QVERIFY(a[i].params == b[i].params);
     }
   }
-  // #6: local candidates are drawn near the best trial. The same 40 random trials on Branin,
+  // Local candidates are drawn near the best trial. The same 40 random trials on Branin,
   // 200 proposals from independent random states: with nearly every candidate a local one (1 from
   // l(x), 31 local) they lie closer to the best of the 40 (mean distance in unit coordinates)
   // than with 32 from l(x) and none local.
@@ -599,7 +599,7 @@ class TestSamplers : public QObject {
           without);
     QVERIFY(with < 0.7 * without);
   }
-  // #6: the log density that adds only the terms able to change the sum equals the sum of every
+  // The log density that adds only the terms able to change the sum equals the sum of every
   // kernel's term to the last bit, for any candidate count (24, 32, 40, 48 and 64 have unrolled
   // scans, the others the generic one), few or many kernels (the far ones skipped), continuous,
   // discrete and categorical dimensions.

@@ -1,5 +1,5 @@
 // Tests search/space.cpp: parsing and validating [search], the internal transforms and
-// the program-argument contract (#6).
+// the program-argument contract.
 #include <QtTest>
 
 #include <cmath>

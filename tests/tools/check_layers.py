@@ -13,7 +13,9 @@ target_link_libraries() in the layers' CMake files obey the same table.
 Usage: check_layers.py ROOT [--qt-include-dir DIR]    checks the tree, exit 1 on a violation
        check_layers.py --self-test [--qt-include-dir DIR]   proves every rule fires
        check_layers.py --table                             prints the allowed dependencies
+       check_layers.py --check-doc DOC                     fails when DOC's copy of the table differs
 """
+import difflib
 import argparse
 import os
 import re
@@ -347,16 +349,55 @@ def self_test(qt_dir):
     return 1 if failures else 0
 
 
-def print_table():
-    """The allowed dependencies as Markdown (for docs/ARCHITECTURE.md)."""
-    print("| layer | may include |\n|---|---|")
+def table_lines():
+    """The allowed dependencies as Markdown lines (docs/ARCHITECTURE.md holds a copy)."""
+    lines = ["| layer | may include |", "|---|---|"]
     for layer, allowed in ALLOWED.items():
-        print(f"| {layer} | {', '.join(sorted(allowed - {layer})) or '-'} |")
+        lines.append(f"| {layer} | {', '.join(sorted(allowed - {layer})) or '-'} |")
     for layer, table in INNER.items():
-        print(f"\n| {layer}/ folder | may include ({layer}/) |\n|---|---|")
+        lines += ["", f"| {layer}/ folder | may include ({layer}/) |", "|---|---|"]
         for folder, allowed in table.items():
-            print(f"| {folder or '(top)'} | {', '.join(sorted(f or '(top)' for f in allowed)) or '-'} |")
+            lines.append(f"| {folder or '(top)'} | {', '.join(sorted(f or '(top)' for f in allowed)) or '-'} |")
+    return lines
+
+
+def print_table():
+    print("\n".join(table_lines()))
     return 0
+
+
+DOC_BEGIN = "<!-- layers-table:begin -->"
+DOC_END = "<!-- layers-table:end -->"
+
+
+def check_doc(path):
+    """Fails when the table between DOC_BEGIN and DOC_END in `path` is not the one this file holds,
+    so a change of the rules cannot leave the map behind."""
+    fix = (f"run `python3 tests/tools/check_layers.py --table` and paste its output between "
+           f"{DOC_BEGIN} and {DOC_END} in {path}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read().splitlines()
+    except OSError as e:
+        print(f"check_layers: cannot read {path}: {e.strerror}")
+        return 1
+    if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1 or text.index(DOC_BEGIN) > text.index(DOC_END):
+        print(f"{path}: expected one {DOC_BEGIN} line, then one {DOC_END} line; {fix}")
+        return 1
+    first = text.index(DOC_BEGIN)
+    doc = [line.rstrip() for line in text[first + 1:text.index(DOC_END)]]
+    while doc and not doc[0]:
+        doc.pop(0)
+    while doc and not doc[-1]:
+        doc.pop()
+    want = table_lines()
+    if doc == want:
+        print(f"check_layers: {path}'s table matches")
+        return 0
+    print(f"{path}:{first + 2}: the allowed-dependency table differs from check_layers.py's; {fix}")
+    sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(
+        doc, want, f"{path} (table)", "check_layers.py --table", lineterm=""))
+    return 1
 
 
 def write(root, rel, text):
@@ -372,13 +413,16 @@ def main():
     parser.add_argument("--qt-include-dir", default="")
     parser.add_argument("--self-test", action="store_true")
     parser.add_argument("--table", action="store_true")
+    parser.add_argument("--check-doc", metavar="DOC")
     args = parser.parse_args()
     if args.self_test:
         return self_test(args.qt_include_dir)
     if args.table:
         return print_table()
+    if args.check_doc:
+        return check_doc(args.check_doc)
     if not args.root:
-        parser.error("give ROOT, --self-test or --table")
+        parser.error("give ROOT, --self-test, --table or --check-doc DOC")
     violations = check_tree(args.root, args.qt_include_dir)
     for v in violations:
         print(v)

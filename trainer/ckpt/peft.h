@@ -1,4 +1,4 @@
-// LoRA export (issue #4): a PEFT adapter directory that peft's PeftModel.from_pretrained loads
+// LoRA export: a PEFT adapter directory that peft's PeftModel.from_pretrained loads
 // onto the base model (adapter_model.safetensors with PEFT's keys, no ".default" adapter name,
 // and adapter_config.json), and the adapters merged into the base weights (W + alpha / r * B A)
 // under Hugging Face names, for save/from_pretrained without peft. Both take the full (gathered)

@@ -1,6 +1,6 @@
 // `shardtrain bench-step CONFIG [--set k=v]... [--iters N] [--warmup W] [--plain]`: times forward
-// + backward of the experiment's model on one process, without an optimizer (issue #4's
-// benchmark, bench/trainer/bench_forward.py). The batch is the first train.batch_size samples
+// + backward of the experiment's model on one process, without an optimizer (the
+// benchmark of bench/trainer/bench_forward.py). The batch is the first train.batch_size samples
 // of data.train_path (data.format = "tokens"), data.seq_len long. By default the model runs
 // under the sharding engine as a 1-process `train` runs it (flat parameters, gradients into the
 // sharded fp32 buffer); --plain runs it as plain autograd leaves (the kernels alone). Gradients

@@ -155,8 +155,8 @@ std::int64_t special_id(const char* name) {
 /// blocks of width 128. rope_theta is 4, not Qwen2's 1e6: with head_dim 32 and mrope_section
 /// [4, 6, 6] the height and width sections get the 12 lowest of 16 frequencies, which at theta
 /// 1e4 turn by at most 0.1 (height) and 0.003 (width) radians per token, so attention could not
-/// tell the 6 columns of image tokens apart; at theta 4 they turn by 0.27..0.71 radians. (#4:
-/// theta 4 alone on the former 84-pixel layout left position at its prior; with the 168-pixel
+/// tell the 6 columns of image tokens apart; at theta 4 they turn by 0.27..0.71 radians. (Theta
+/// 4 alone on the former 84-pixel layout left position at its prior; with the 168-pixel
 /// layout the demo answers position and count.)
 json config_document() {
   return {{"architectures", json::array({"Qwen2VLForConditionalGeneration"})},

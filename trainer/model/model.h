@@ -34,7 +34,7 @@ struct DecodeState {
   std::int64_t past(std::int64_t T) const { return key_mask.size(1) - T; }
 };
 
-/// Token accuracy of evaluation forwards (#4): label tokens, and those whose argmax logit (at
+/// Token accuracy of evaluation forwards: label tokens, and those whose argmax logit (at
 /// the position before) is the label.
 struct TokenTally {
   std::int64_t correct = 0;

@@ -50,7 +50,7 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tens
 // gradient in place: s * (exp(logp) - onehot(label)) per row, s = scale * upstream gradient, 0 on
 // ignored rows. The same values as nll_loss + log_softmax backward (exp(out) * s, minus s at the
 // label), without their zero-filled (R, V) gradient and second (R, V) buffer: at 10M parameters
-// and vocab 8192 those allocations, fills and passes were ~3% of a training step (issue #3).
+// and vocab 8192 those allocations, fills and passes were ~3% of a training step.
 struct CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& logits,
                             const at::Tensor& labels, double scale) {

@@ -1,4 +1,4 @@
-// Generation for evaluation under sharding (issue #4): prompts cut from SFT samples at their
+// Generation for evaluation under sharding: prompts cut from SFT samples at their
 // first label, left-padded into a batch, prefilled once and decoded token by token with the
 // text blocks' key/value caches (model::DecodeState), greedy or sampled (temperature, top-p,
 // a generator per sample from the seed). The forward runs through whatever holds the parameters

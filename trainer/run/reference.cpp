@@ -30,7 +30,7 @@ class ReferenceRunner final : public StepRunner {
               at::kFloat);
         }
         if (!layers[l].params[i].tied_to.empty()) {
-          // One tensor for a tied pair: both uses' gradients sum into the owner (#3).
+          // One tensor for a tied pair: both uses' gradients sum into the owner.
           values[i] = owner_of(layers[l].params[i].tied_to);
           continue;
         }

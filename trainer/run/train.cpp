@@ -551,7 +551,7 @@ struct Loop {
   }
 };
 
-/// data.blank_images (#4): every pixel value 0, the normalised mean, so image tokens and grids
+/// data.blank_images: every pixel value 0, the normalised mean, so image tokens and grids
 /// stay and only what they show is gone.
 void blank_images(std::vector<data::PreparedSample>& samples) {
   for (auto& s : samples)

@@ -7,7 +7,7 @@
 // hook on a unit's output gradient gathers it again (prefetching the next unit in backward order
 // when backward_prefetch = pre), the gradient of its flat buffer is reduce-scattered within the
 // shard group (then all-reduced across replicas for HYBRID_SHARD; NO_SHARD all-reduces) and added
-// to the fp32 sharded gradient. See docs/ARCHITECTURE.md, "The sharding engine".
+// to the fp32 sharded gradient. See docs/trainer.md, "The sharding engine".
 #pragma once
 
 #include <cstdint>

@@ -76,7 +76,7 @@ struct DataSection {
   std::string format = "tokens";
   std::int64_t seq_len = 128;  // tokens per sample after packing/padding/truncation
   bool shuffle = true;         // shuffle sample order each epoch with train.seed
-  /// Control runs (#4): every image's pixel values replaced by 0 (the normalised mean) in
+  /// Control runs: every image's pixel values replaced by 0 (the normalised mean) in
   /// training and evaluation, so the model sees image tokens but nothing in them.
   bool blank_images = false;
 

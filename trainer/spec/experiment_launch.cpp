@@ -1,4 +1,4 @@
-// The [launch] rules (#5): the shape of the job, where it runs, its environment and the Slurm
+// The [launch] rules: the shape of the job, where it runs, its environment and the Slurm
 // fields. Fields of another launcher kind must keep their defaults, so a typo'd kind never
 // silently drops the hosts or the partition the user wrote.
 #include <algorithm>

@@ -365,7 +365,7 @@ void check_eval(const EvalSection& e, const DataSection& d, const Check& check) 
         "must be in (0, 1] (got " + num(e.top_p) + "); use e.g. 0.9, or 1 to turn it off");
 }
 
-// A search whose trials are another program (`[search] program`, #6): the trainer's data is
+// A search whose trials are another program (`[search] program`): the trainer's data is
 // not read, so [data] may be absent. [model] and [launch] have usable defaults either way.
 bool program_trials(const SearchSection& search) {
   if (!search.present) return false;

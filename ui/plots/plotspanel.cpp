@@ -45,7 +45,7 @@ QList<PlotSpec> plotSpecs() {
 }
 
 // Moves the legend out of the axis rect into a column at its right, on top of a spacer, so it
-// never covers a curve (#7: it hid the right end of the memory curves).
+// never covers a curve (it once hid the right end of the memory curves).
 void placeLegendOutside(QCustomPlot* cp, const QFont& font) {
   QCPLegend* legend = cp->legend;
   cp->axisRect()->insetLayout()->take(legend);
@@ -247,7 +247,8 @@ void PlotsPanel::replotNow() {
     return;
   }
   // While following live runs, one plot per turn of the event loop: six replots in one go held
-  // the GUI thread for tens of ms (#7's latency target); the rest follow as soon as it is free.
+  // the GUI thread for tens of ms (the dashboard's latency target); the rest follow as soon as it
+  // is free.
   QString id;
   for (const QString& candidate : plotIds()) {
     if (m_dirty.remove(candidate)) {
@@ -288,7 +289,7 @@ void PlotsPanel::fitAxes(const QString& id) {
     anyValue = anyValue || found;
   }
   if (anyKey) {
-    // The x axis ends at the last step (#7: it stopped at 38 of 40 steps).
+    // The x axis ends at the last step (it once stopped at 38 of 40 steps).
     cp->xAxis->setRange(keys.lower, keys.upper > keys.lower ? keys.upper : keys.lower + 1);
   }
   if (anyValue) cp->yAxis->setRange(valueRange(values.lower, values.upper));

@@ -1,4 +1,4 @@
-// The dashboard's rule that its GUI thread never writes the run log or drives a launcher (#7),
+// The dashboard's rule that its GUI thread never writes the run log or drives a launcher,
 // checked on real processes: guithread_probe (a QGuiApplication) makes the call from its event
 // loop, from a worker thread, or at start-up, with the guard switched on as in debug builds.
 #include <QtTest>

@@ -1,4 +1,4 @@
-// Must hold (#5), through the whole backend path: SshLauncher -> RunMonitor -> RunStore. A
+// Must hold, through the whole backend path: SshLauncher -> RunMonitor -> RunStore. A
 // 2-node run of the fake trainer over a private sshd; mid-run the sshd listener and every
 // per-connection sshd are killed with SIGKILL and kept down while the monitor's reads and the
 // handle's reconnects fail and the ranks write on; then sshd restarts on the same port with the
@@ -91,7 +91,7 @@ QList<QByteArray> linesOf(const QByteArray& text) {
 using MetricTuple = std::tuple<QString, qint64, int, double, double>;
 
 // What the run log must hold for one events file, read independently from the JSON lines with
-// the keys the protocol names (docs/ARCHITECTURE.md "Event protocol v1").
+// the keys the protocol names (docs/trainer.md "Event protocol v1").
 void expectMetrics(const QList<QByteArray>& lines, std::vector<MetricTuple>& out) {
   for (const QByteArray& line : lines) {
     const QJsonObject ev = QJsonDocument::fromJson(line).object();
@@ -375,7 +375,7 @@ class TestSshOutageRows : public QObject {
     run("bash", {m_sshdScript, "stop", m_sshdDir});
   }
 
-  // #5: sshd killed mid-run (listener and every per-connection child) and restarted: the ranks
+  // sshd killed mid-run (listener and every per-connection child) and restarted: the ranks
   // kept running, the launcher reattached, and the run log holds every line exactly once.
   void sshdKilledMidRunLosesAndDoublesNoRow() {
     QElapsedTimer clock;

@@ -321,7 +321,7 @@ class TestSshLauncher : public QObject {
     QVERIFY(!QFile::exists(m_tmp.filePath("remote/untrusted")));
   }
 
-  // Must hold (#5): sshd killed mid-run (the listener and every per-connection child) and
+  // Must hold: sshd killed mid-run (the listener and every per-connection child) and
   // restarted: the remote ranks kept running, the handle reconnects, no event lost or doubled.
   // A private sshd (same script as the fixture) so that no other test loses its server.
   // A private sshd in `dir` (the fixture's script) and options that reach it as own-a, own-b.
@@ -384,7 +384,7 @@ class TestSshLauncher : public QObject {
     run("bash", {script, "stop", dir});
   }
 
-  // #18: a stop asked for while the hosts are unreachable is delivered once they are back (it
+  // A stop asked for while the hosts are unreachable is delivered once they are back (it
   // was dropped with a warning, and the run trained on to its end).
   void stopSentWhileDisconnectedIsDelivered() {
     const QString dir = m_tmp.filePath("own-sshd-stop");
@@ -418,7 +418,7 @@ class TestSshLauncher : public QObject {
     }
   }
 
-  // #18: after a host rebooted, the stored pids may be anyone's: attach sees the boot id
+  // After a host rebooted, the stored pids may be anyone's: attach sees the boot id
   // changed, reports the ranks gone and signals nothing (a live stand-in group survives stop).
   void rebootedHostIsNeverSignalled() {
     QProcess standIn;

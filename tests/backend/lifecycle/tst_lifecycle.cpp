@@ -198,7 +198,7 @@ class TestLifecycle : public QObject {
     QVERIFY(lifecycle().adoptOrphans(r, *after).empty());
   }
 
-  // #17: a stopped run goes on from its newest complete checkpoint as a new attempt in its own
+  // A stopped run goes on from its newest complete checkpoint as a new attempt in its own
   // folder, followed by a new supervisor; the loss curve is one curve, each step once.
   void stoppedRunResumesFromItsCheckpoint() {
     const backend::StartedRun run =
@@ -346,7 +346,7 @@ class TestLifecycle : public QObject {
     QCOMPARE(trials, 2);
   }
 
-  // #17: a sweep whose process died is shown as such and adopted in one call. The sweep runs 3
+  // A sweep whose process died is shown as such and adopted in one call. The sweep runs 3
   // trials of the fake trainer one at a time; it is killed while trial 0 runs.
   void killedSweepIsSeenAndAdopted() {
     const QString dir = m_dir.filePath("adopt");

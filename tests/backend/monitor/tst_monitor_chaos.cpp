@@ -1,4 +1,4 @@
-// kill -9 of the supervisor mid-ingest, 200 times (#18 fault injection): a RunMonitor in its own
+// kill -9 of the supervisor mid-ingest, 200 times (fault injection): a RunMonitor in its own
 // process (monitor_follower) follows a live 2-rank run and is killed at a random moment, and the
 // next one takes its lease over from the stored offsets. After every kill the run log passes
 // PRAGMA integrity_check; at the end a last follower catches up and every line of every rank file

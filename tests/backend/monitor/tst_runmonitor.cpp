@@ -1,7 +1,7 @@
 // RunMonitor with real rank processes (fake_rank) writing real files into a real run log:
 // statuses (complete, oom, failed with last words), one dead rank stopping the others, leases,
 // and a follower process killed with SIGKILL mid-run whose successor catches up with nothing
-// lost and nothing stored twice (issue #5, "Must hold").
+// lost and nothing stored twice.
 #include <QFile>
 #include <QProcess>
 #include <QSignalSpy>
@@ -313,7 +313,7 @@ void TestRunMonitor::followerKilledMidRunIsTakenOver() {
   }
 }
 
-// #18: a follower whose thread is stuck in slow reads (here 7 s each, longer than the 5 s after
+// A follower whose thread is stuck in slow reads (here 7 s each, longer than the 5 s after
 // which a lease is stale) keeps its lease: the heartbeat has its own thread. It went stale, and a
 // second follower took over a run whose first one was alive.
 void TestRunMonitor::blockedFollowerKeepsItsLease() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A search-trial program honouring Shardscope's program contract (#6), for tst_trialrunner.
+"""A search-trial program honouring Shardscope's program contract, for tst_trialrunner.
 
 Its own options come first (--mode MODE, --meet DIR); the trial's values follow as
 --<dotted.name>=<value>. It records what it received in received.json (in its working

@@ -1,6 +1,6 @@
 // Tests backend/search/study.cpp on real run-log files: ask/tell reaching an optimum, enqueue,
 // the retry limit, pruning from reported values, several objectives, and a driver process
-// SIGKILLed between ask and tell, continued by new processes (#6).
+// SIGKILLed between ask and tell, continued by new processes.
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>

@@ -1,4 +1,4 @@
-// `sweep` of a study whose [launch] is Slurm (#6), on the real one-node Slurm fixture: each trial
+// `sweep` of a study whose [launch] is Slurm, on the real one-node Slurm fixture: each trial
 // is its own job submitted through the Slurm launcher, at most search.concurrency of the sweep's
 // jobs are queued or running at any time (squeue, polled while the sweep runs), every trial ends
 // complete with its own objective (the fake trainer reports the train.lr it found in its

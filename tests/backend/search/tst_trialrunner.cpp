@@ -1,5 +1,5 @@
-// Tests backend/search/trialrunner.cpp, scheduler.cpp and backend/launch/programlauncher.cpp
-// (#6): real trial processes (trial_program.py, and shardtrain with 2 ranks), a real SQLite run
+// Tests backend/search/trialrunner.cpp, scheduler.cpp and backend/launch/programlauncher.cpp:
+// real trial processes (trial_program.py, and shardtrain with 2 ranks), a real SQLite run
 // log. Every wait has a generous deadline; nothing asserts a duration.
 #include <signal.h>
 #include <QDir>
@@ -276,7 +276,7 @@ void TestTrialRunner::nonFiniteObjectiveFails() {
   QVERIFY2(outcome.error.contains("not finite"), qPrintable(outcome.error));
 }
 
-// #6: a program that prints its `done` as its very last bytes (no newline) and exits at once
+// A program that prints its `done` as its very last bytes (no newline) and exits at once
 // must never be recorded failed on the way to complete. A trigger on the real run log records
 // every status the runs table takes, so a failed that lasts one statement is seen too.
 void TestTrialRunner::statusNeverFailsBeforeTheVerdict() {

@@ -556,7 +556,7 @@ void TestRunStore::leases() {
 
 // The asset was written by schema 2 (store_crash_writer --make-asset 2, see assets/README.md): it
 // opens through the v2 -> v3 -> v4 migrations with every row, and the duplicate metric row is
-// reduced to the later one. // #5
+// reduced to the later one.
 void TestRunStore::migratesSchemaTwoAsset() {
   if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 6)");
   const QString asset =
@@ -625,7 +625,7 @@ void TestRunStore::migratesSchemaTwoAsset() {
 }
 
 // A rank that re-emits steps (a resume) sends (run, key, step, rank) again: the batch never
-// fails, the latest value wins, and no row is stored twice. // #5
+// fails, the latest value wins, and no row is stored twice.
 void TestRunStore::repeatedMetricRowReplacesNeverFails() {
   auto store = RunStore::open(spec("repeat.db"));
   VERIFY_OK(store);
@@ -828,7 +828,7 @@ void TestRunStore::trialsAndObjectives() {
 }
 
 // Two writers (two processes' stores) asking for trials at once get distinct numbers: the next
-// number is taken inside each writer's BEGIN IMMEDIATE transaction. // #6
+// number is taken inside each writer's BEGIN IMMEDIATE transaction.
 void TestRunStore::concurrentWritersGetDistinctTrialNumbers() {
   const QString path = spec("concurrent.db");
   auto a = RunStore::open(path);
@@ -885,7 +885,7 @@ void TestRunStore::deletingStudyDeletesItsRuns() {
 }
 
 // startTrialRun, claimTrial (enqueued first, then failed ones with attempts left) and
-// finishTrial (once only) of the Study's ask/tell. // #6
+// finishTrial (once only) of the Study's ask/tell.
 void TestRunStore::claimAndFinishTrials() {
   auto store = RunStore::open(spec("claim.db"));
   VERIFY_OK(store);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`[eval] metrics = ["accuracy"]` (issue #4): token accuracy over label tokens, under every
+"""`[eval] metrics = ["accuracy"]`: token accuracy over label tokens, under every
 sharding strategy.
 
 A few steps of the shapes demo model on 2 ranks with FULL_SHARD, SHARD_GRAD_OP, NO_SHARD and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`shardtrain make-demo-data` (issue #4): the shapes VQA set and its tiny Qwen2-VL folder.
+"""`shardtrain make-demo-data`: the shapes VQA set and its tiny Qwen2-VL folder.
 
 Checked: the same seed writes byte-identical trees (images, JSONL, tokenizer, config, weights);
 another seed writes other images and other weights; train and eval use different image files with

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The shapes VQA demo end to end (issue #4): make-demo-data -> train on 2 ranks -> exact match.
+"""The shapes VQA demo end to end: make-demo-data -> train on 2 ranks -> exact match.
 
 --mode ci (label integration): a small set and a few steps of examples/shapes-vqa.toml on 2
 ranks; checks both ranks exit 0, `step` events, and an `eval` event whose `exact_match` is finite

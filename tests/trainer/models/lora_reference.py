@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Shardscope's LoRA vs peft on tiny random Qwen2 and Qwen2-VL (label `reference`, issue #4).
+"""Shardscope's LoRA vs peft on tiny random Qwen2 and Qwen2-VL (label `reference`).
 
 transformers saves a tiny random base model (reference_models.py's awkward sizes); lora_tool
 (C++) adds adapters with a non-zero random lora_B, runs forward and backward in float32 and
@@ -12,7 +12,7 @@ exports the adapter as a PEFT directory and the weights merged into the base. Th
   - transformers loads the merged export (config.json copied beside it) with logits within 1e-4
     of the adapted model's.
 Qwen2-VL adapts vision modules too (qkv, fc2), so the transformers 5 key layout is exercised.
-QLoRA (issue #19, qwen2vl_nf4): lora_tool quantizes the base as lora.quantize = "nf4" says
+QLoRA (qwen2vl_nf4): lora_tool quantizes the base as lora.quantize = "nf4" says
 (every text Linear, and the targeted vision ones, in blocks of 64 with double quantization) and
 computes with the dequantized weights; peft's base gets bitsandbytes' dequantize_4bit of its
 quantize_4bit for the same weights (transformers cannot load 4-bit on the CPU), so the same

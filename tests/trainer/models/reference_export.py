@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The export of a trained model vs transformers and peft (label `reference`, issues #3 and #4).
+"""The export of a trained model vs transformers and peft (label `reference`).
 
 A tiny random Qwen2 (reference_forward.py's, saved by transformers with its tokenizer) is trained
 with LoRA on 2 ranks (FULL_SHARD) for 2 steps with `--export DIR`. Checked: the `ckpt` events of

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`shardtrain generate` vs transformers' generate on tiny random Qwen2 / Qwen2-VL (issue #4).
+"""`shardtrain generate` vs transformers' generate on tiny random Qwen2 / Qwen2-VL.
 
 transformers builds tiny random models (GQA ratio 3, vocabulary 301; the Qwen2-VL one with two
 images of different sizes in a sample) and saves them; the same conversations go to shardtrain

@@ -1,4 +1,4 @@
-// model::dense, the models' Linear (issue #4): its values and its gradients for x, W and b equal
+// model::dense, the models' Linear: its values and its gradients for x, W and b equal
 // at::linear's (within float32 summation-order noise) on the oneDNN path and on the BLAS path
 // below its size thresholds (each case checks which GEMMs took oneDNN), with a frozen weight, a
 // strided input, no bias, in no-grad mode and under bf16 autocast (where it must compute in bf16,

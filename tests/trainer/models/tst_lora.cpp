@@ -1,4 +1,4 @@
-// LoRA on the functional Qwen2 (issue #4): spec::apply_lora's shapes and counts, PEFT's init,
+// LoRA on the functional Qwen2: spec::apply_lora's shapes and counts, PEFT's init,
 // an all-zero lora_B leaving the model's output bit-identical to the base model's, the adapter
 // math of lora_linear, the merged export matching the adapted model, the PEFT adapter files, and
 // the validation messages of [lora].

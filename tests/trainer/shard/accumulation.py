@@ -1,4 +1,4 @@
-"""Gradient accumulation and clipping on real ranks (issue #3).
+"""Gradient accumulation and clipping on real ranks.
 
   --case accumulation: 2 FULL_SHARD ranks, batch 12: micro_batch_size 2 (k = 3 micro-steps per
       rank) equals micro_batch_size 6 (k = 1) within 1e-5 (every step's loss, final

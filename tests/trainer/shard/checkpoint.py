@@ -1,4 +1,4 @@
-"""Sharded checkpoints on real ranks: exact resume after kill -9, and resharding (issue #3).
+"""Sharded checkpoints on real ranks: exact resume after kill -9, and resharding.
 
 Both cases first run 2 FULL_SHARD ranks for 30 steps uninterrupted, with train.ckpt_every = 5,
 train.ckpt_keep = 0 and train.deterministic = true.

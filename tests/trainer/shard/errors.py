@@ -1,4 +1,4 @@
-"""Failures on real ranks (issue #3).
+"""Failures on real ranks.
 
   --case peer_lost: 3 FULL_SHARD ranks training; rank 1 is killed with SIGKILL mid-run. Ranks 0
       and 2 must exit non-zero within the collective timeout, each with one `error` event of

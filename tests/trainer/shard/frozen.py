@@ -1,4 +1,4 @@
-"""Frozen parameters (`[train] freeze`, issue #3): 2 FULL_SHARD ranks, 10 steps, with the
+"""Frozen parameters (`[train] freeze`): 2 FULL_SHARD ranks, 10 steps, with the
 embedding and block 0 frozen ("model.embed_tokens.*", "model.layers.0.*").
 
   - frozen parameters are bit-identical in the 2-rank run, the unsharded reference run (which

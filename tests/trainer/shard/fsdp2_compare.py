@@ -1,4 +1,4 @@
-"""shardtrain against PyTorch FSDP2 itself (issue #16, item 7; torchtitan's loss_compare idea).
+"""shardtrain against PyTorch FSDP2 itself (torchtitan's loss_compare idea).
 
 transformers writes a tiny random Qwen2 checkpoint (GQA, biases, untied head; float32
 safetensors) and the test writes token rows of exactly seq_len ids, so no padding. Then for 20
@@ -15,7 +15,7 @@ Asserted: every step's loss within 1e-4 relative, every final parameter within 1
 --lora: the same with LoRA (q, k, v, o, gate, up, down; r 4, alpha 8, no dropout) against peft's
 get_peft_model + FSDP2; peft starts from shardtrain's initial lora_A (a 1-step run at lr 1e-30
 dumps them; lora_B is zeros in both), and the frozen base must stay bit-identical in both.
---qlora (issue #19): the LoRA comparison with lora.quantize = "nf4" (blocks of 64, double
+--qlora: the LoRA comparison with lora.quantize = "nf4" (blocks of 64, double
 quantization) on a checkpoint whose Linears' in-features are multiples of 64. The peer's base is
 bitsandbytes' own: every text Linear replaced by bitsandbytes.functional.dequantize_4bit of its
 quantize_4bit (QLoRA's arithmetic; transformers cannot load 4-bit on the CPU), then peft + FSDP2.

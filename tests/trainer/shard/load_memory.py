@@ -1,4 +1,4 @@
-"""Host memory while a QLoRA run loads a Hugging Face checkpoint (issue #19, item 5).
+"""Host memory while a QLoRA run loads a Hugging Face checkpoint.
 
 transformers saves a Qwen2 of 54.0M parameters (vocabulary 8192, hidden 512, MLP 2048, 12
 blocks, 2 key/value heads) in bf16 safetensors. `shardtrain train` runs 1 step on 2 FULL_SHARD ranks with --trace,
@@ -11,7 +11,7 @@ every rank:
     records plus the unquantized embeddings, norms, biases and head as fp32 masters) plus one
     unit's weights unpacked in fp32;
   - it is below plain LoRA's loading peak, whose base is kept as fp32 masters.
-The figures are printed (the note of #19 quotes them).
+The figures are printed, for a reader to compare across changes.
 """
 import argparse
 import json

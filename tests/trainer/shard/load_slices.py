@@ -1,5 +1,5 @@
-"""Each rank loads only its own slice of a Hugging Face checkpoint (issue #4, "Safetensors
-reading ... each rank reading only its own slice of each flat unit (no rank-0 broadcast)").
+"""Each rank loads only its own slice of a Hugging Face checkpoint (no rank-0
+broadcast): each rank reads only the part of each tensor its flat units hold.
 
 The checkpoint is the tiny Qwen2-VL folder `shardtrain make-demo-data` writes (safetensors and
 config.json in Hugging Face's layout, seeded weights, no download). Runs of 2 steps on 1, 2 and 3

@@ -1,9 +1,9 @@
-"""The memory estimate against what the engine holds (issue #3, "Must hold: Memory").
+"""The memory estimate against what the engine holds.
 
 A Qwen2-shaped tiny model of 50.4M parameters (vocab 8192, hidden 512, 10 blocks, 8 heads, MLP
 2048) trains 2 steps at a fixed batch (2 samples x 128 tokens per rank) in 14 configurations
 (strategy x precision x activation checkpointing x world size 1/2), two of them QLoRA (LoRA r 8
-on every text Linear, lora.quantize = "nf4": the base as NF4 records, #19). Not asserted here:
+on every text Linear, lora.quantize = "nf4": the base as NF4 records). Not asserted here:
 QLoRA in pure bf16 with activation checkpointing, where the estimate is 1.31x the counted peak
 (its small total makes the ~20 MiB that plain LoRA's pure-bf16 estimate is also over by a large
 share). For each:

@@ -1,4 +1,4 @@
-"""Loss and parameter parity of the sharding engine with one unsharded process (issue #3).
+"""Loss and parameter parity of the sharding engine with one unsharded process.
 
 One cell per CTest test (parity_<cell>):
   fp32 cells  <strategy>_<ranks>: 30 AdamW steps (weight decay, warmup + cosine, clipping on
@@ -9,11 +9,11 @@ One cell per CTest test (parity_<cell>):
               precision mode (fp32 reduce); losses within 1e-3 relative.
   bf16_full_shard_2: pure bf16 (bf16 reduce): reports the difference, asserts only that the run
               completes with finite losses.
-  LoRA cells  lora_<strategy>_<ranks> (issue #4, "LoRA ... works under every strategy"): the same
+  LoRA cells  lora_<strategy>_<ranks> (LoRA must work under every strategy): the same
               30 steps with adapters on q, v, o and down (base frozen) against the `--reference`
               run with the same adapters: losses and final adapters within 1e-5, every base
               parameter bit-identical to its initial value in both runs.
-  QLoRA cells qlora_<strategy>_<ranks> (issue #19): the same with lora.quantize = "nf4" (blocks
+  QLoRA cells qlora_<strategy>_<ranks>: the same with lora.quantize = "nf4" (blocks
               of 32, double quantization; the HYBRID_SHARD cell stores the records as bfloat16):
               the engine gathers each unit's NF4 records and dequantizes them per unit; the
               reference quantizes and dequantizes each base weight once. Losses and adapters
@@ -228,7 +228,7 @@ def bf16_cell(args, config):
     got = ranks.curve(run_dir)
     label = f"{args.cell} vs 1 rank {mode}"
     if mode == "bf16":
-        # Pure bf16 reduces gradients in bf16: reported, not asserted (issue #3).
+        # Pure bf16 reduces gradients in bf16: reported, not asserted.
         bad = [s for s in got if not math.isfinite(got[s]["loss"])]
         check(not bad and len(got) == len(base), f"{label}: non-finite or missing steps {bad}")
         ranks.compare_curves(label, got, base, math.inf)

@@ -1,4 +1,4 @@
-"""Training paths against the unsharded reference on 2 and 3 ranks (issue #16, item 6).
+"""Training paths against the unsharded reference on 2 and 3 ranks.
 
 Every run is 30 steps of the tiny model with ranks.BASE_CONFIG's schedule (lr 1e-2, warmup,
 cosine to 1e-3, weight decay, clipping on a third of the steps) under FULL_SHARD. Not lr 1e-5: at

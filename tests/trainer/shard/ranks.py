@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-# The tiny decoder-only model and schedule every engine test starts from (issue #3): 30 steps
+# The tiny decoder-only model and schedule every engine test starts from: 30 steps
 # take about 2 s per run on this machine. grad_clip = 0.8 clips about a third of the steps.
 # adam_eps = 1e-4, not 1e-8: AdamW moves an element by lr * m / (sqrt(v) + eps), so with eps
 # 1e-8 an element whose first gradient is ~0 by chance (layers.2.mlp.gate_proj[124, 15] here,

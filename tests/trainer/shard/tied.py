@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tied embeddings under sharding (#3): lm_head.weight tied to model.embed_tokens.weight keeps one
+"""Tied embeddings under sharding: lm_head.weight tied to model.embed_tokens.weight keeps one
 storage in the engine. tied_tool trains a tied tiny Qwen2 model on 2 ranks x FULL_SHARD and once
 unsharded (the reference runner: one tensor for the pair, both gradients summed into it); the loss
 curves and final parameters must agree within the parity tolerance, and the engine's head must

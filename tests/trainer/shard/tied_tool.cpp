@@ -1,7 +1,7 @@
 // tied_tool: trains a tiny Qwen2 model whose lm_head.weight is tied to model.embed_tokens.weight
 // (Qwen2-VL-2B's tie_word_embeddings), either through the sharding engine on the ranks of a
 // torchrun-style environment or through the unsharded reference runner (--reference, one
-// process). tied.py compares the two (#3, tied embeddings).
+// process). tied.py compares the two (tied embeddings).
 //
 //   tied_tool OUT.safetensors [--reference] [--steps N]
 //

@@ -1,4 +1,4 @@
-"""What the --trace of 2 FULL_SHARD ranks proves about prefetching and placement (issue #3).
+"""What the --trace of 2 FULL_SHARD ranks proves about prefetching and placement.
 
   --policy pre|post|none: shard.backward_prefetch = POLICY with forward_prefetch off/on and
       max_inflight_gathers 1 and 2 (4 runs). Per micro-step of every rank's trace:

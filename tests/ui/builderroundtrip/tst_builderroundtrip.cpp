@@ -1,4 +1,4 @@
-// The builder round trip (#7 "Must hold"), offscreen, through the widgets:
+// The builder round trip, offscreen, through the widgets:
 //  a. every field of every section, the [search] settings and its space table (float log, int
 //     step, categorical, bool, `when` conditions), objectives, sampler and pruner, entered as a
 //     user does (keys into line edits and spin boxes, arrow keys in combo boxes, space on check

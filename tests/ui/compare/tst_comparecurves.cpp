@@ -1,4 +1,4 @@
-// #7: first paint before the curves. A study of 200 trials x 200 steps written through RunStore
+// First paint before the curves. A study of 200 trials x 200 steps written through RunStore
 // is opened in the main window with small curve batches; the run table and the Compare panel's
 // history and parallel coordinates must be drawn from the summaries while no curve has arrived,
 // the curves must then stream in batches with the progress bar shown, and end complete: every
@@ -171,7 +171,7 @@ class TestCompareCurves : public QObject {
     QCOMPARE(compare->dimmedTrials(), kTrials - stored.complete);
   }
 
-  // #7 Compare polish: the picker names the study, and the history numbers trials from 0.
+  // Compare polish: the picker names the study, and the history numbers trials from 0.
   void pickerNamesTheStudyAndHistoryCountsFromZero() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());

@@ -1,4 +1,4 @@
-// The Compare panel's study views on a real run log written through RunStore (#7): a study of
+// The Compare panel's study views on a real run log written through RunStore: a study of
 // schema v3 with two objectives (eval.loss minimized, eval.accuracy maximized) where train.lr
 // alone decides the loss. Asserts what is plotted: the Pareto points equal the brute-force
 // non-dominated set of the stored trials, importance ranks train.lr first, the contour's cells

@@ -1,4 +1,4 @@
-// #7: TrialLines, the one plottable that draws a sweep's trials. Its per-pixel-column reduction
+// TrialLines, the one plottable that draws a sweep's trials. Its per-pixel-column reduction
 // must paint what plain polylines through every point paint, batched lines must paint what
 // lines drawn one by one paint, and 10,000 trials must stay one plottable.
 #include <qcustomplot.h>

@@ -1,4 +1,4 @@
-// The Hosts panel against the real sshd fixture (#7): a check shows every step green except the
+// The Hosts panel against the real sshd fixture: a check shows every step green except the
 // GPUs (none here: "no nvidia-smi", not a failure of the host), off the GUI thread; an unknown
 // host key opens the fingerprint dialog with the key type and the fingerprint ssh-keygen prints;
 // rejecting it leaves known_hosts as it was, trusting it writes the key and the check goes on;

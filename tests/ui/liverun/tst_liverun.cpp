@@ -5,7 +5,7 @@
 // (`shardscope-cli supervise RUN`) and sweeps (`shardscope-cli sweep`) run in their own
 // sessions, and the window sees them only through the run log.
 //   - a live run (fake trainer, 2 ranks, 40 steps of 150 ms) launched from the builder moves
-//     the run table and the plots, and its curve ends holding every loss row of the log (#7);
+//     the run table and the plots, and its curve ends holding every loss row of the log;
 //   - a run stopped from the window resumes from its checkpoint with Resume;
 //   - the real `shardscope --launch` starts a sweep and is SIGKILLed mid-sweep; a window opened
 //     again finds the sweep running and follows it to its end;
@@ -50,7 +50,7 @@ QString statusAt(RunsPanel* runs, int row) {
   return runs->model()->index(row, RunTableModel::StatusCol).data().toString();
 }
 
-// #7, flaws seen in liverun-window.png: the legend covered the memory curves' right end; MFU of
+// Flaws once seen in liverun-window.png: the legend covered the memory curves' right end; MFU of
 // a flat series drew on -10..10; the x axis stopped at step 38 of 40. After the run: every x axis
 // reaches the last step, no y axis of these non-negative metrics goes below 0, a flat series
 // includes 0, and no legend overlaps the data area or the curves' last points.
@@ -78,7 +78,7 @@ void checkPlotLayout(PlotsPanel* panel) {
     }
   }
   // Plots stacked in one grid column end their x axes at the same pixel, whatever their legends
-  // hold (#7: loss and throughput ended 20 px apart, memory's long legend shrank its plot).
+  // hold (once loss and throughput ended 20 px apart, memory's long legend shrank its plot).
   const QStringList ids = PlotsPanel::plotIds();
   for (int i = PlotsPanel::kGridColumns; i < ids.size(); ++i) {
     const int above =
@@ -98,7 +98,7 @@ void checkPlotLayout(PlotsPanel* panel) {
   }
 }
 
-// A run that reports MFU 0 throughout gets 0..1, not -10..10 (#7).
+// A run that reports MFU 0 throughout gets 0..1, not -10..10.
 void checkZeroSeriesAxis(PlotsPanel* panel) {
   CurvePlot* mfu = panel->plot(QStringLiteral("mfu"));
   mfu->clear();
@@ -279,7 +279,7 @@ class TestLiveRun : public QObject {
     checkZeroSeriesAxis(window.plotsPanel());
   }
 
-  // #17: a run stopped from the window resumes from its checkpoint with Resume: the same row
+  // A run stopped from the window resumes from its checkpoint with Resume: the same row
   // goes back to running, then complete, and its curve continues from the checkpoint's step.
   void stoppedRunResumesFromTheWindow() {
     const QString db = m_dir.filePath("resume.db");
@@ -392,7 +392,7 @@ class TestLiveRun : public QObject {
     QCOMPARE(runsIn(first), 0);
   }
 
-  // #17: the dashboard (the real `shardscope`, a window on the same X server) launches a sweep and
+  // The dashboard (the real `shardscope`, a window on the same X server) launches a sweep and
   // is SIGKILLed mid-sweep: the sweep runs in its own session and goes on; a dashboard opened again
   // finds its trials running and follows them to the end.
   void sweepOutlivesAKilledDashboard() {
@@ -440,7 +440,7 @@ class TestLiveRun : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(window.comparePanel()->sweep().trials.size(), qsizetype(3), kWaitMs);
   }
 
-  // #17: a sweep launched from the builder and steered from the window, as a person does it:
+  // A sweep launched from the builder and steered from the window, as a person does it:
   // the trials appear in the runs table and the Compare panel; Prune trial, Pause sweep, Stop
   // (on a trial), Resume sweep and Stop sweep each reach the sweep's own process (started by
   // RunControl through backend/lifecycle) through the run log, and the run log ends as the
@@ -545,7 +545,7 @@ class TestLiveRun : public QObject {
     }
   }
 
-  // #17: a sweep whose process died is shown as such in the window (the status bar's sweep
+  // A sweep whose process died is shown as such in the window (the status bar's sweep
   // label, Sweep > Adopt sweep enabled) and adopted with one click: the new sweep process
   // reattaches the trial left running and finishes the study. The sweep was started from a
   // shell (RunLifecycle, as `shardscope-cli sweep` in its own session), not by this window.

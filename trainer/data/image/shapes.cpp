@@ -117,7 +117,7 @@ RgbImage render_shapes(const ShapesScene& scene, int size, std::uint64_t seed) {
   // The background sits at the image normaliser's mean, so its pixel values are about 0 and
   // its patches embed to about 0: a shape's patch then differs from the background by its whole
   // embedding, not by a few percent of a large common one (on a white canvas a tiny model
-  // trained from scratch learnt the answer priors and never the image; #4).
+  // trained from scratch learnt the answer priors and never the image).
   const int tint = rng.between(-6, 6);
   for (std::size_t i = 0; i < image.pixels.size(); ++i)
     image.pixels[i] = static_cast<std::uint8_t>(kBackgroundRgb[i % 3] + tint + rng.between(-2, 2));

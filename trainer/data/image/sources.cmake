@@ -1,4 +1,4 @@
-# Image decoding, smart resize, normalisation and patchify (issue #4).
+# Image decoding, smart resize, normalisation and patchify.
 target_sources(shardscope_data PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/image.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resize.cpp

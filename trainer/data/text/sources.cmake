@@ -1,4 +1,4 @@
-# Tokenizer, chat template and SFT samples (issue #4).
+# Tokenizer, chat template and SFT samples.
 target_sources(shardscope_data PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/chat.cpp
   ${CMAKE_CURRENT_LIST_DIR}/packing.cpp

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference test (issue #4): trainer/data's Qwen2-VL image preprocessing against transformers'
+"""Reference test: trainer/data's Qwen2-VL image preprocessing against transformers'
 PIL-based Qwen2VLImageProcessorPil.
 
 - PNG inputs whose size needs no resize: pixel_values within 1e-5.

@@ -1,5 +1,5 @@
 // Unit tests of trainer/data/image: decoding and its errors, smart resize, PIL's bicubic resize,
-// the image processor config and the patch order (issue #4). The numbers marked "Pillow 13.0.0"
+// the image processor config and the patch order. The numbers marked "Pillow 13.0.0"
 // and "transformers 5.23.0" were computed by those libraries; ref_qwen2vl_image.py re-derives
 // the whole pipeline against them.
 #include <QTemporaryDir>

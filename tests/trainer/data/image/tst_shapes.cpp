@@ -1,4 +1,4 @@
-// Unit tests of the shapes demo data generator (issue #4): same seed same bytes, every answer
+// Unit tests of the shapes demo data generator: same seed same bytes, every answer
 // class present, train and eval on different images, the JSONL in the SFT format, and the
 // drawn scene matching its answers.
 #include <QTemporaryDir>

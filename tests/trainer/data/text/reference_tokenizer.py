@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference test of trainer/data/text against Hugging Face tokenizers and transformers (#4).
+"""Reference test of trainer/data/text against Hugging Face tokenizers and transformers.
 
 Trains a small byte-level BPE tokenizer.json with Qwen2's pre-tokenizer regex, NFC normaliser and
 special tokens, then checks that tokenize_tool (our C++ tokenizer) gives the ids `tokenizers`

@@ -1,4 +1,4 @@
-// trainer/data/text: the Qwen2-VL chat template, labels, SFT JSONL and padding/packing (#4).
+// trainer/data/text: the Qwen2-VL chat template, labels, SFT JSONL and padding/packing.
 // The reference test checks the template against transformers' apply_chat_template.
 #include <QTemporaryDir>
 #include <QTest>

@@ -1,5 +1,5 @@
 // trainer/data/text/sft_prepare: SFT JSONL lines to ids, labels and image patches with a model
-// folder's tokenizer.json and preprocessor_config.json (#4). The reference test
+// folder's tokenizer.json and preprocessor_config.json. The reference test
 // (tests/trainer/models/reference_forward.py) checks the numbers against transformers; this one
 // checks the shapes and that every bad input names its file:line and the fix.
 #include <QTemporaryDir>

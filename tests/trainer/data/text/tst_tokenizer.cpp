@@ -1,4 +1,4 @@
-// trainer/data/text/tokenizer: byte-level BPE on a hand-written tokenizer.json (#4). The
+// trainer/data/text/tokenizer: byte-level BPE on a hand-written tokenizer.json. The
 // reference test compares against Hugging Face tokenizers on a trained one.
 #include <QTemporaryDir>
 #include <QTest>
