@@ -19,7 +19,7 @@ done
 # Build and runtime packages. Kept in one list so the README, CI and packaging agree.
 build_pkgs=(
   build-essential cmake ninja-build ccache pkg-config git file dpkg-dev zstd
-  qt6-base-dev qt6-svg-dev libqt6sql6-sqlite libgl-dev
+  qt6-base-dev qt6-svg-dev libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   libsqlite3-dev sqlite3 libpq-dev libssh-dev libyaml-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev

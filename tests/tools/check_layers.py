@@ -68,7 +68,7 @@ INNER = {
 }
 QT_FREE = {"spec", "data", "trainer", "search"}
 TORCH_LAYERS = {"trainer"}
-BACKEND_QT_MODULES = {"QtCore", "QtSql", "QtNetwork", "QtConcurrent"}
+BACKEND_QT_MODULES = {"QtCore", "QtNetwork", "QtConcurrent"}
 TORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cxx", ".hxx", ".in")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
