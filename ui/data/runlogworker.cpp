@@ -424,7 +424,7 @@ quint64 RunLogWorker::sweepPrint(const SweepData& sweep) {
 
 void RunLogWorker::watchAutotune(const QString& name) {
   m_autotune = name;
-  m_autotunePrint.clear();
+  m_autotuneShown.reset();
   loadAutotune();
 }
 
@@ -432,18 +432,15 @@ void RunLogWorker::loadAutotune() {
   if (!m_reader || m_autotune.isEmpty()) return;
   auto study = m_reader->studyByName(m_autotune);
   if (!study) return report(study.error());
+  // The state is rewritten whenever a candidate settles: it, the status and the sweep's pid are
+  // what shows, compared as stored (no rebuild nor re-serialisation on a poll that changed none).
+  AutotuneShown now;
+  if (*study) now = {true, (*study)->state, (*study)->status, (*study)->sweepPid};
+  if (m_autotuneShown && *m_autotuneShown == now) return;
+  m_autotuneShown = now;
   AutotuneData data;
   data.name = m_autotune;
-  QByteArray print("absent");
-  if (*study) {
-    data = autotuneFromStudy(**study);
-    // The state is rewritten whenever a candidate settles: it and the status are what shows.
-    print = QJsonDocument((*study)->state).toJson(QJsonDocument::Compact) +
-            backend::studyStatusName((*study)->status).toUtf8() +
-            QByteArray::number((*study)->sweepPid);
-  }
-  if (print == m_autotunePrint) return;
-  m_autotunePrint = print;
+  if (*study) data = autotuneFromStudy(**study);
   emit autotuneLoaded(data);
 }
 

@@ -10,6 +10,7 @@
 
 #include <QElapsedTimer>
 #include <QHash>
+#include <QJsonObject>
 #include <QObject>
 #include <QSet>
 #include <QTimer>
@@ -135,8 +136,16 @@ class RunLogWorker : public QObject {
   double m_refreshMs = 0;
   QElapsedTimer m_sinceRefresh;
   QString m_lastError;
-  QString m_autotune;          // the watched autotune study ("": none)
-  QByteArray m_autotunePrint;  // what the last autotuneLoaded carried
+  QString m_autotune;  // the watched autotune study ("": none)
+  // What the last autotuneLoaded showed (nullopt: nothing sent since the watch began).
+  struct AutotuneShown {
+    bool present = false;
+    QJsonObject state;
+    backend::StudyStatus status{};
+    qint64 sweepPid = 0;
+    bool operator==(const AutotuneShown&) const = default;
+  };
+  std::optional<AutotuneShown> m_autotuneShown;
 };
 
 }  // namespace shardscope::ui
