@@ -128,6 +128,10 @@ macro(shardscope_find_backend_deps)
   find_package(SQLite3 QUIET)
   if(NOT SQLite3_FOUND)
     shardscope_missing("SQLite 3" libsqlite3-dev)
+  elseif(SQLite3_VERSION VERSION_LESS 3.35)
+    # The run log's inserts read their ids back with RETURNING (one round trip on a server).
+    shardscope_fatal("SQLite ${SQLite3_VERSION} is too old (need >= 3.35, for INSERT ... RETURNING): "
+                     "${SHARDSCOPE_SETUP_HINT} apt-get install libsqlite3-dev (Debian 12 has 3.40)")
   endif()
   # The run log on a PostgreSQL server (--db postgresql://...): libpq.
   find_package(PostgreSQL QUIET)

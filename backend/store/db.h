@@ -65,7 +65,6 @@ class DbImpl {
   virtual Result<void> exec(std::string_view sql) = 0;
   virtual Result<std::unique_ptr<StatementImpl>> prepare(std::string_view sql) = 0;
   virtual Result<std::unique_ptr<TransactionImpl>> transaction() = 0;
-  virtual std::int64_t lastInsertRowId() = 0;
   virtual int changes() const = 0;
   virtual bool inTransaction() const = 0;
   virtual Result<bool> hasTable(std::string_view name) = 0;
@@ -160,8 +159,6 @@ class Db {
   /// The spec it was opened with, as messages show it (no password).
   const QString& path() const { return m_path; }
   bool isReadOnly() const { return m_readOnly; }
-  /// The id the last INSERT on this connection gave its row.
-  std::int64_t lastInsertRowId() { return m_impl->lastInsertRowId(); }
   /// Rows changed by the last INSERT, UPDATE or DELETE on this connection.
   int changes() const { return m_impl->changes(); }
   /// True while a transaction is open (PostgreSQL: also one that failed and awaits a rollback).

@@ -447,11 +447,6 @@ class PgConnection final : public detail::DbImpl {
     return std::unique_ptr<detail::TransactionImpl>(std::move(txn));
   }
 
-  std::int64_t lastInsertRowId() override {
-    PgResult res(PQexec(m_c->conn, "SELECT lastval()"));
-    if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK || PQntuples(res.get()) != 1) return 0;
-    return std::strtoll(PQgetvalue(res.get(), 0, 0), nullptr, 10);
-  }
   int changes() const override { return m_c->changes; }
   bool inTransaction() const override { return m_c->inTransaction(); }
 

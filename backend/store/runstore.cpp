@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -34,6 +35,20 @@ Result<void> execute(Statement& stmt) {
   auto row = stmt.step();
   if (!row) return row.error();
   return ok();
+}
+
+Result<qint64> insertedId(Statement& stmt) {
+  std::optional<qint64> id;
+  for (;;) {
+    auto row = stmt.step();
+    if (!row) return row.error();
+    if (!*row) break;
+    const qint64 value = stmt.columnInt64(0);
+    if (!id || value > *id) id = value;
+  }
+  stmt.reset();
+  if (!id) return fail(stmt.sql() + ": inserted no row");
+  return *id;
 }
 
 int changes(WriteContext& context) { return context.db().changes(); }
@@ -91,6 +106,7 @@ namespace {
 using storesql::changes;
 using storesql::compactJson;
 using storesql::execute;
+using storesql::insertedId;
 using storesql::insertParams;
 using storesql::metricInsertSql;
 
@@ -182,7 +198,7 @@ std::string eventInsertSql(std::size_t rows) {
   std::string sql =
       "INSERT INTO events(run_id, rank, seq, kind, json, file_offset, attempt) VALUES ";
   for (std::size_t i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
-  return sql;
+  return sql + " RETURNING id";
 }
 
 Result<void> bindEvent(Statement& insert, int base, int attempt, const EventRow& row) {
@@ -201,6 +217,7 @@ Result<qint64> insertEvents(WriteContext& context, int attempt, const std::vecto
   static const std::string kManySql = eventInsertSql(kEventRowsPerInsert);
   static const std::string kOneSql = eventInsertSql(1);
   std::size_t at = 0;
+  qint64 lastId = 0;
   while (at < rows.size()) {
     const std::size_t n = rows.size() - at >= kEventRowsPerInsert ? kEventRowsPerInsert : 1;
     auto stmt = context.statement(n == 1 ? kOneSql : kManySql);
@@ -210,11 +227,13 @@ Result<qint64> insertEvents(WriteContext& context, int attempt, const std::vecto
       if (auto r = bindEvent(insert, int(i) * 7, attempt, rows[at + i]); !r) return r.error();
       context.changes().eventRuns.insert(rows[at + i].runId);
     }
-    if (auto r = execute(insert); !r) return r.error();
+    auto id = insertedId(insert);
+    if (!id) return id.error();
+    lastId = *id;
     at += n;
   }
   // The id of the chunk's last event (ids grow in insert order).
-  return rows.empty() ? qint64(0) : context.db().lastInsertRowId();
+  return lastId;
 }
 
 Result<void> insertLogs(WriteContext& context, int attempt, const std::vector<LogLine>& lines) {
@@ -460,15 +479,15 @@ void RunStore::emitPending() {
 RunStore::Pending<qint64> RunStore::createExperiment(const ExperimentRecord& experiment) {
   return submit<qint64>(1, [experiment](WriteContext& context) -> Result<qint64> {
     auto stmt = context.statement(
-        "INSERT INTO experiments(name, source, toml, created_at) VALUES (?1,?2,?3,?4)");
+        "INSERT INTO experiments(name, source, toml, created_at) VALUES (?1,?2,?3,?4) "
+        "RETURNING id");
     if (!stmt) return stmt.error();
     Statement& insert = **stmt;
     if (auto r = insert.bindText(1, experiment.name.toStdString()); !r) return r.error();
     if (auto r = insert.bindText(2, experiment.source.toStdString()); !r) return r.error();
     if (auto r = insert.bindText(3, experiment.toml.toStdString()); !r) return r.error();
     if (auto r = insert.bindDouble(4, spec::unix_time_now()); !r) return r.error();
-    if (auto r = execute(insert); !r) return r.error();
-    return context.db().lastInsertRowId();
+    return insertedId(insert);
   });
 }
 
@@ -476,7 +495,7 @@ RunStore::Pending<qint64> RunStore::createRun(const NewRun& run) {
   return submit<qint64>(1, [run](WriteContext& context) -> Result<qint64> {
     auto stmt = context.statement(
         "INSERT INTO runs(experiment_id, name, status, run_dir, params, created_at, world_size) "
-        "VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?6)");
+        "VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?6) RETURNING id");
     if (!stmt) return stmt.error();
     Statement& insert = **stmt;
     auto id = run.experimentId ? insert.bindInt64(1, *run.experimentId) : insert.bindNull(1);
@@ -486,14 +505,15 @@ RunStore::Pending<qint64> RunStore::createRun(const NewRun& run) {
     if (auto r = insert.bindText(4, compactJson(run.params)); !r) return r.error();
     if (auto r = insert.bindDouble(5, spec::unix_time_now()); !r) return r.error();
     if (auto r = insert.bindInt64(6, run.worldSize); !r) return r.error();
-    if (auto r = execute(insert); !r) {
-      if (r.message().find("UNIQUE") != std::string::npos) {
+    auto inserted = insertedId(insert);
+    if (!inserted) {
+      if (inserted.message().find("UNIQUE") != std::string::npos) {
         return fail("run name '" + run.name.toStdString() +
                     "' is taken in the run log: choose another name");
       }
-      return r.error();
+      return inserted.error();
     }
-    const qint64 runId = context.db().lastInsertRowId();
+    const qint64 runId = *inserted;
     if (auto r = insertParams(context, runId, run.params); !r) return r.error();
     context.changes().runs = true;
     return runId;

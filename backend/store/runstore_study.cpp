@@ -21,6 +21,7 @@ namespace {
 using storesql::changes;
 using storesql::compactJson;
 using storesql::execute;
+using storesql::insertedId;
 
 std::string jsonText(const QJsonArray& array) {
   return QJsonDocument(array).toJson(QJsonDocument::Compact).toStdString();
@@ -53,7 +54,7 @@ Result<qint64> insertStudy(WriteContext& context, const NewStudy& study) {
   if (auto r = validateStudy(study); !r) return r.error();
   auto stmt = context.statement(
       "INSERT INTO studies(name, experiment_id, config, objectives, directions, sampler, seed, "
-      "status, created_at, state) VALUES (?1,?2,?3,?4,?5,?6,?7,'running',?8,?9)");
+      "status, created_at, state) VALUES (?1,?2,?3,?4,?5,?6,?7,'running',?8,?9) RETURNING id");
   if (!stmt) return stmt.error();
   Statement& insert = **stmt;
   if (auto r = insert.bindText(1, study.name.toStdString()); !r) return r.error();
@@ -70,15 +71,16 @@ Result<qint64> insertStudy(WriteContext& context, const NewStudy& study) {
     return r.error();
   if (auto r = insert.bindDouble(8, spec::unix_time_now()); !r) return r.error();
   if (auto r = insert.bindText(9, compactJson(study.state)); !r) return r.error();
-  if (auto r = execute(insert); !r) {
-    if (r.message().find("UNIQUE") != std::string::npos) {
+  auto inserted = insertedId(insert);
+  if (!inserted) {
+    if (inserted.message().find("UNIQUE") != std::string::npos) {
       return fail("study name '" + study.name.toStdString() +
                   "' is taken in the run log: choose another search.name, or resume that study");
     }
-    return r.error();
+    return inserted.error();
   }
   context.changes().studies = true;
-  return context.db().lastInsertRowId();
+  return *inserted;
 }
 
 // The study's name and its next free trial number; fails when the study does not exist.
@@ -107,7 +109,7 @@ Result<TrialId> insertTrial(WriteContext& context, const NewTrial& trial,
   auto stmt = context.statement(
       "INSERT INTO runs(experiment_id, name, status, run_dir, params, created_at, world_size, "
       "study_id, trial_number, started_at) SELECT experiment_id, ?2, ?8, ?3, ?4, ?5, ?6, id, ?7, "
-      "CASE WHEN ?8 = 'running' THEN ?5 END FROM studies WHERE id = ?1");
+      "CASE WHEN ?8 = 'running' THEN ?5 END FROM studies WHERE id = ?1 RETURNING id");
   if (!stmt) return stmt.error();
   Statement& insert = **stmt;
   if (auto r = insert.bindInt64(1, trial.studyId); !r) return r.error();
@@ -118,17 +120,18 @@ Result<TrialId> insertTrial(WriteContext& context, const NewTrial& trial,
   if (auto r = insert.bindInt64(6, trial.worldSize); !r) return r.error();
   if (auto r = insert.bindInt64(7, number); !r) return r.error();
   if (auto r = insert.bindText(8, spec::to_string(status)); !r) return r.error();
-  if (auto r = execute(insert); !r) {
-    if (r.message().find("trial_number") != std::string::npos) {
+  auto inserted = insertedId(insert);
+  if (!inserted) {
+    if (inserted.message().find("trial_number") != std::string::npos) {
       return fail("study '" + study->first + "' already has trial " + std::to_string(number) +
                   ": leave the number out to take the next free one");
     }
-    if (r.message().find("runs.name") != std::string::npos) {
+    if (inserted.message().find("runs.name") != std::string::npos) {
       return fail("run name '" + name + "' is taken in the run log: choose another name");
     }
-    return r.error();
+    return inserted.error();
   }
-  const qint64 runId = context.db().lastInsertRowId();
+  const qint64 runId = *inserted;
   if (auto r = storesql::insertParams(context, runId, trial.params); !r) return r.error();
   context.changes().runs = true;
   context.changes().studies = true;

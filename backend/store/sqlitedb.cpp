@@ -211,7 +211,6 @@ class SqliteConnection final : public detail::DbImpl {
     return std::unique_ptr<detail::TransactionImpl>(new SqliteTransaction(m_db, m_path));
   }
 
-  std::int64_t lastInsertRowId() override { return sqlite3_last_insert_rowid(m_db); }
   int changes() const override { return sqlite3_changes(m_db); }
   bool inTransaction() const override { return !sqlite3_get_autocommit(m_db); }
 

@@ -17,6 +17,11 @@ namespace shardscope::backend::storesql {
 std::string compactJson(const QJsonObject& object);
 /// Steps a write statement to its end.
 [[nodiscard]] Result<void> execute(Statement& stmt);
+/// Steps an `INSERT ... RETURNING id` to its end and rewinds it: the largest id it returned (a
+/// multi-row insert's last row, as ids grow in insert order). Fails when it inserted no row. The
+/// id comes back with the insert itself, where asking for it afterwards would cost PostgreSQL a
+/// second round trip (SQLite has RETURNING since 3.35).
+[[nodiscard]] Result<qint64> insertedId(Statement& stmt);
 /// Rows changed by the last statement on the writer's connection.
 int changes(WriteContext& context);
 /// The newest sharded checkpoint of one attempt of a run (?1 run id, ?2 attempt): its step and its

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <utility>
 
+#include "backend/store/storesql.h"
+
 Q_LOGGING_CATEGORY(lcStoreWriter, "shardscope.backend.storewriter")
 
 namespace shardscope::backend {
@@ -39,13 +41,13 @@ Result<qint64> WriteContext::metricKeyId(const QString& key) {
     m_stagedKeys.insert(key, id);
     return id;
   }
-  auto insert = statement("INSERT INTO metric_keys(name) VALUES (?1)");
+  auto insert = statement("INSERT INTO metric_keys(name) VALUES (?1) RETURNING id");
   if (!insert) return insert.error();
   if (auto r = (*insert)->bindText(1, utf8); !r) return r.error();
-  if (auto done = (*insert)->step(); !done) return done.error();
-  const qint64 id = m_db.lastInsertRowId();
-  m_stagedKeys.insert(key, id);
-  return id;
+  auto id = storesql::insertedId(**insert);
+  if (!id) return id.error();
+  m_stagedKeys.insert(key, *id);
+  return *id;
 }
 
 void WriteContext::committed() {

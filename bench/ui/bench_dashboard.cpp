@@ -13,8 +13,13 @@
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
+//                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
-// trial count matches). QT_QPA_PLATFORM=offscreen works.
+// trial count matches). --pg measures figure 1 on SQLite and then on a PostgreSQL run log of the
+// same sweep (written through the same RunStore) and prints both and their ratio, and nothing
+// else (figures 2 and 3 read no run log). The server is --pg-server, else $SHARDSCOPE_TEST_DB;
+// with neither, the tool runs itself again under tests/support/with_postgres.py, which starts a
+// throwaway server on loopback. QT_QPA_PLATFORM=offscreen works.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -35,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/store/db.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "bench/ui/bigrunlog.h"
@@ -127,7 +133,30 @@ void replotFigures() {
   }
 }
 
-bool firstPaintFigures(const QString& db, int trials, int steps);
+// Medians of three opens of one run log, in ms (-1: not measured).
+struct PaintFigures {
+  double firstPaint = -1;
+  double complete = -1;
+};
+
+Result<PaintFigures> firstPaintFigures(const QString& db, int trials, int steps);
+Result<PaintFigures> serverFirstPaintFigures(const QString& server, int trials, int steps);
+void printRatios(const PaintFigures& lite, const PaintFigures& pg);
+
+// --pg without a server: this tool again, under with_postgres.py (which sets
+// SHARDSCOPE_TEST_DB to the throwaway server it starts); its exit status.
+int underThrowawayServer() {
+  const QString script =
+      QStringLiteral(SHARDSCOPE_SOURCE_DIR) + QStringLiteral("/tests/support/with_postgres.py");
+  QStringList args{script};
+  args += QCoreApplication::arguments();
+  args[1] = QCoreApplication::applicationFilePath();
+  std::printf("bench_dashboard: no --pg-server or SHARDSCOPE_TEST_DB: running under %s\n",
+              qPrintable(script));
+  const int rc = QProcess::execute(QStringLiteral("python3"), args);
+  if (rc < 0) std::fprintf(stderr, "bench_dashboard: cannot run python3 %s\n", qPrintable(script));
+  return rc < 0 ? 1 : rc;
+}
 
 // What the reader thread does before the first paint, timed on a reader of its own: the run
 // table's queries and the sweep's summaries (each the median of 3).
@@ -170,17 +199,41 @@ int main(int argc, char** argv) {
   const QCommandLineOption stepsOpt("steps", "Loss points per trial.", "S", "1000");
   const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
   const QCommandLineOption overlayOnly("overlay-only", "Only the overlay's figures.");
-  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly});
+  const QCommandLineOption pgOpt(
+      "pg", "First paint on SQLite and on PostgreSQL, side by side (figure 1 only).");
+  const QCommandLineOption pgServerOpt(
+      "pg-server",
+      "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
+  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
   const int steps = parser.value(stepsOpt).toInt();
   const QString db = parser.isSet(dbOpt) ? parser.value(dbOpt) : tmp.filePath("sweep.db");
+  const bool pg = parser.isSet(pgOpt) || parser.isSet(pgServerOpt);
+  const QString server = parser.isSet(pgServerOpt) ? parser.value(pgServerOpt)
+                                                   : qEnvironmentVariable("SHARDSCOPE_TEST_DB");
+  if (pg && server.isEmpty()) return underThrowawayServer();
 
   std::printf("CPU: %s, Qt %s, QPA %s\n", qPrintable(bench::cpuModel()), qVersion(),
               qPrintable(QGuiApplication::platformName()));
+  if (pg) {
+    auto lite = firstPaintFigures(db, trials, steps);
+    auto onServer = lite ? serverFirstPaintFigures(server, trials, steps) : lite;
+    if (!onServer) {
+      std::fprintf(stderr, "bench_dashboard: %s\n", onServer.message().c_str());
+      return 1;
+    }
+    printRatios(*lite, *onServer);
+    return 0;
+  }
   if (!parser.isSet(overlayOnly)) {
-    if (!parser.isSet(skipFirst) && !firstPaintFigures(db, trials, steps)) return 1;
+    if (!parser.isSet(skipFirst)) {
+      if (auto r = firstPaintFigures(db, trials, steps); !r) {
+        std::fprintf(stderr, "bench_dashboard: %s\n", r.message().c_str());
+        return 1;
+      }
+    }
     replotFigures();
   }
   bench::overlayFigures(trials, steps);
@@ -189,20 +242,8 @@ int main(int argc, char** argv) {
 
 namespace {
 
-// Makes (or reuses) the big run log and opens it three times: first paint and complete load.
-bool firstPaintFigures(const QString& db, int trials, int steps) {
-  std::printf("== time to first paint: %d trials x %d steps ==\n", trials, steps);
-  QElapsedTimer timer;
-  timer.start();
-  bool made = false;
-  if (auto big = bench::ensureBigSweep(db, trials, steps, &made); !big) {
-    std::fprintf(stderr, "bench_dashboard: %s\n", big.message().c_str());
-    return false;
-  }
-  if (made) {
-    std::printf("made %s in %.1f s (%.0f MB)\n", qPrintable(db), timer.elapsed() / 1000.0,
-                double(QFileInfo(db).size()) / 1e6);
-  }
+// Opens `db` (a file or a URL) three times: the reader's queries, first paint, complete load.
+Result<PaintFigures> paintFigures(const QString& db) {
   readerFigures(db);
   std::vector<double> first;
   std::vector<double> complete;
@@ -217,6 +258,7 @@ bool firstPaintFigures(const QString& db, int trials, int steps) {
         "    breakdown: run table shown at %.0f ms, Compare summaries drawn at %.0f ms "
         "(%s), first paint (grab) %.0f ms\n",
         t.runsShown, t.sweepShown, qPrintable(laps.trimmed()), t.paint);
+    if (t.firstPaint < 0) return fail(backend::displaySpec(db).toStdString() + ": never painted");
     first.push_back(t.firstPaint);
     complete.push_back(t.complete);
   }
@@ -226,7 +268,51 @@ bool firstPaintFigures(const QString& db, int trials, int steps) {
       median(first), first[0], first[1], first[2]);
   std::printf("every curve loaded and painted: median %.0f ms of 3 (%.0f, %.0f, %.0f)\n",
               median(complete), complete[0], complete[1], complete[2]);
-  return true;
+  return PaintFigures{median(first), median(complete)};
+}
+
+// Makes (or reuses) the big run log in the file `db` and measures it.
+Result<PaintFigures> firstPaintFigures(const QString& db, int trials, int steps) {
+  std::printf("== time to first paint: %d trials x %d steps (SQLite) ==\n", trials, steps);
+  QElapsedTimer timer;
+  timer.start();
+  bool made = false;
+  if (auto big = bench::ensureBigSweep(db, trials, steps, &made); !big) return big.error();
+  if (made) {
+    std::printf("made %s in %.1f s (%.0f MB)\n", qPrintable(db), timer.elapsed() / 1000.0,
+                double(QFileInfo(db).size()) / 1e6);
+  }
+  return paintFigures(db);
+}
+
+// The same on the PostgreSQL server `server`, in a database of its own.
+Result<PaintFigures> serverFirstPaintFigures(const QString& server, int trials, int steps) {
+  std::printf("\n== time to first paint: %d trials x %d steps (PostgreSQL, %s) ==\n", trials, steps,
+              qPrintable(backend::displaySpec(server)));
+  QElapsedTimer timer;
+  timer.start();
+  bool made = false;
+  QString spec;
+  if (auto big = bench::ensureBigSweepOnServer(server, trials, steps, &spec, &made); !big)
+    return big.error();
+  if (made) {
+    auto db = backend::Db::open(spec);
+    if (!db) return db.error();
+    auto size = db->queryText("SELECT pg_database_size(current_database())");
+    if (!size) return size.error();
+    std::printf("made %s in %.1f s (%.0f MB)\n", qPrintable(backend::displaySpec(spec)),
+                timer.elapsed() / 1000.0, std::stod(*size) / 1e6);
+  }
+  return paintFigures(spec);
+}
+
+void printRatios(const PaintFigures& lite, const PaintFigures& pg) {
+  std::printf("\n== SQLite against PostgreSQL (medians of 3, same sweep, same machine) ==\n");
+  std::printf("%-40s %10s %12s %8s\n", "", "SQLite", "PostgreSQL", "PG/SQLite");
+  std::printf("%-40s %7.0f ms %9.0f ms %8.2f\n", "first paint (target < 1000 ms)", lite.firstPaint,
+              pg.firstPaint, pg.firstPaint / lite.firstPaint);
+  std::printf("%-40s %7.0f ms %9.0f ms %8.2f\n", "every curve loaded and painted", lite.complete,
+              pg.complete, pg.complete / lite.complete);
 }
 
 }  // namespace

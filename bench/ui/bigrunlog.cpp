@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/store/db.h"
 #include "backend/store/runstore.h"
 
 namespace shardscope::bench {
@@ -71,6 +72,30 @@ Result<void> ensureBigSweep(const QString& db, int trials, int steps, bool* made
   QFile::remove(db);
   if (auto written = makeSweep(db, trials, steps); !written) return written;
   QFile(marker).open(QIODevice::WriteOnly);
+  if (made != nullptr) *made = true;
+  return ok();
+}
+
+Result<void> ensureBigSweepOnServer(const QString& server, int trials, int steps, QString* spec,
+                                    bool* made) {
+  if (made != nullptr) *made = false;
+  const QString name = QString("bench_dashboard_%1x%2").arg(trials).arg(steps);
+  const QString filling = name + "_filling";
+  *spec = server + "/" + name;
+  auto admin = backend::Db::open(server + "/postgres");
+  if (!admin) return admin.error();
+  auto exists = admin->prepare("SELECT count(*) FROM pg_database WHERE datname = ?1");
+  if (!exists) return exists.error();
+  if (auto r = exists->bindText(1, name.toStdString()); !r) return r;
+  auto row = exists->step();
+  if (!row) return row.error();
+  if (*row && exists->columnInt64(0) > 0) return ok();
+  // CREATE DATABASE runs outside a transaction, so these are single statements.
+  if (auto r = admin->exec(("DROP DATABASE IF EXISTS " + filling).toStdString()); !r) return r;
+  if (auto r = admin->exec(("CREATE DATABASE " + filling).toStdString()); !r) return r;
+  if (auto written = makeSweep(server + "/" + filling, trials, steps); !written) return written;
+  if (auto r = admin->exec(("ALTER DATABASE " + filling + " RENAME TO " + name).toStdString()); !r)
+    return r;
   if (made != nullptr) *made = true;
   return ok();
 }

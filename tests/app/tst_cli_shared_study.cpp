@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "backend/store/runreader.h"
+#include "tests/support/experiment.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
@@ -28,20 +29,10 @@ namespace {
 
 const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
 
-// f(x, y) = (x-1)^2 + (y+2)^2 after 5 eval steps; "NUMBER f" goes to values.txt beside it.
-const char* kProgram = R"(import json, os, sys, time
-args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-x, y = float(args["x"]), float(args["y"])
-f = (x - 1) ** 2 + (y + 2) ** 2
-here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(here, "values.txt"), "a") as out:
-    out.write("%s %r\n" % (os.environ["SHARDSCOPE_TRIAL"], f))
-for step in range(1, 6):
-    print(json.dumps({"ev": "eval", "step": step, "metrics": {"objective": f + 1.0 / step}}),
-          flush=True)
-    time.sleep(0.02)
-print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
-)";
+// The trial (tests/support/experiment.h): f(x, y) = (x-1)^2 + (y+2)^2 after 5 eval steps 0.02 s
+// apart; "NUMBER f" goes to values.txt beside it.
+constexpr int kTrialSteps = 5;
+constexpr double kTrialSleepS = 0.02;
 
 constexpr int kTrials = 12;
 
@@ -73,17 +64,6 @@ bool write(const QString& path, const QString& text) {
   return f.open(QIODevice::WriteOnly) && f.write(text.toUtf8()) == text.toUtf8().size();
 }
 
-std::map<int, double> computedValues(const QString& dir) {
-  QFile values(QDir(dir).filePath("values.txt"));
-  std::map<int, double> computed;
-  if (!values.open(QIODevice::ReadOnly)) return computed;
-  for (const QByteArray& line : values.readAll().split('\n')) {
-    const QList<QByteArray> parts = line.split(' ');
-    if (parts.size() == 2) computed[parts[0].toInt()] = parts[1].toDouble();
-  }
-  return computed;
-}
-
 }  // namespace
 
 class TestCliSharedStudy : public QObject {
@@ -97,7 +77,7 @@ class TestCliSharedStudy : public QObject {
     const QStringList homes = {dir.filePath("alice"), dir.filePath("bob")};
     for (const QString& home : homes) {
       QVERIFY(QDir().mkpath(home + "/data"));
-      QVERIFY(write(home + "/obj.py", kProgram));
+      QVERIFY(shardscope::testing::writeQuadTrial(home, kTrialSteps, kTrialSleepS));
       QVERIFY(write(home + "/exp.toml", kExperiment));
     }
     QProcess create;
@@ -149,7 +129,7 @@ class TestCliSharedStudy : public QObject {
     std::map<int, double> computed;
     int ranHere[2] = {0, 0};
     for (int i = 0; i < 2; ++i) {
-      for (const auto& [number, value] : computedValues(homes[i])) {
+      for (const auto& [number, value] : shardscope::testing::quadTrialValues(homes[i])) {
         QVERIFY2(computed.emplace(number, value).second,
                  qPrintable(QString("trial %1 ran in both folders").arg(number)));
         ++ranHere[i];

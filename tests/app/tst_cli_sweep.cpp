@@ -21,29 +21,19 @@
 #include <map>
 #include <set>
 
+#include "tests/support/experiment.h"
+
 namespace {
+
+using shardscope::testing::quadTrialValues;
+using shardscope::testing::writeQuadTrial;
 
 const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
 
-// The trial: f(x, y) = (x-1)^2 + (y+2)^2, reported at 10 steps as f + 1/step, then `done`; it
-// also appends "NUMBER f" to values.txt in the experiment's folder (what the program computed).
-// Its pid goes to pids/NUMBER beside it, so a test can kill one trial.
-const char* kProgram = R"(import json, os, sys, time
-args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-x, y = float(args["x"]), float(args["y"])
-f = (x - 1) ** 2 + (y + 2) ** 2
-here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(here, "values.txt"), "a") as out:
-    out.write("%s %r\n" % (os.environ["SHARDSCOPE_TRIAL"], f))
-os.makedirs(os.path.join(here, "pids"), exist_ok=True)
-with open(os.path.join(here, "pids", os.environ["SHARDSCOPE_TRIAL"]), "w") as out:
-    out.write(str(os.getpid()))
-for step in range(1, 11):
-    print(json.dumps({"ev": "eval", "step": step, "metrics": {"objective": f + 1.0 / step}}),
-          flush=True)
-    time.sleep(float(os.environ.get("TRIAL_SLEEP", "0.05")))
-print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
-)";
+// The trial (tests/support/experiment.h): f(x, y) = (x-1)^2 + (y+2)^2 at 10 eval steps, 0.05 s
+// apart unless TRIAL_SLEEP says otherwise; values.txt and pids/ beside it.
+constexpr int kTrialSteps = 10;
+constexpr double kTrialSleepS = 0.05;
 
 QString experiment(int trials, int concurrency,
                    const QString& pruner =
@@ -108,18 +98,6 @@ QJsonObject show(const QString& db, const QString& study = "exp") {
   return QJsonDocument::fromJson(r.out.toUtf8()).object();
 }
 
-// "NUMBER f" lines of values.txt: what the program computed for each trial.
-std::map<int, double> computedValues(const QString& dir) {
-  QFile values(QDir(dir).filePath("values.txt"));
-  std::map<int, double> computed;
-  if (!values.open(QIODevice::ReadOnly)) return computed;
-  for (const QByteArray& line : values.readAll().split('\n')) {
-    const QList<QByteArray> parts = line.split(' ');
-    if (parts.size() == 2) computed[parts[0].toInt()] = parts[1].toDouble();
-  }
-  return computed;
-}
-
 qint64 trialPid(const QString& dir, int number) {
   QFile f(QDir(dir).filePath(QStringLiteral("pids/%1").arg(number)));
   return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toLongLong() : 0;
@@ -140,7 +118,7 @@ class TestCliSweep : public QObject {
  private slots:
   void sweepRunsPrunesAndNamesTheBest() {
     QTemporaryDir dir;
-    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
     QVERIFY(write(dir.filePath("exp.toml"), experiment(14, 2)));
     const QString db = dir.filePath("runs.db");
     const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml")});
@@ -171,7 +149,7 @@ class TestCliSweep : public QObject {
     QVERIFY(complete >= 4);  // n_startup_trials are never pruned
 
     // The stored values are what the program computed, and show names the smallest.
-    std::map<int, double> computed = computedValues(dir.path());
+    std::map<int, double> computed = quadTrialValues(dir.path());
     QCOMPARE(int(computed.size()), 14);
     for (const auto& t : trials) {
       const QJsonObject o = t.toObject();
@@ -189,7 +167,7 @@ class TestCliSweep : public QObject {
   // records their own objective at attempt 0, and fails only the gone one as lost and retries it.
   void killedSweepReattachesLiveTrials() {
     QTemporaryDir dir;
-    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
     QVERIFY(write(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
 
@@ -240,7 +218,7 @@ class TestCliSweep : public QObject {
     QVERIFY2(second.exitCode == 0, qPrintable(second.out + second.err));
     QVERIFY2(second.out.contains("continuing study exp"), qPrintable(second.out));
 
-    const std::map<int, double> computed = computedValues(dir.path());
+    const std::map<int, double> computed = quadTrialValues(dir.path());
     const QJsonArray trials = show(db)["trials"].toArray();
     QCOMPARE(trials.size(), 8);  // numbers 0..7, each once: none skipped, none doubled
     std::set<int> numbers;
@@ -277,7 +255,7 @@ class TestCliSweep : public QObject {
   // (pruned; stopped and never retried), resume starts trials again, stop ends the sweep (exit 4).
   void steeredFromAnotherProcess() {
     QTemporaryDir dir;
-    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
     QVERIFY(write(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
     QProcess sweep;
@@ -343,7 +321,7 @@ class TestCliSweep : public QObject {
   // exactly n_trials trials with distinct numbers, and every trial is told once.
   void twoSweepsKeepTheTrialBudget() {
     QTemporaryDir dir;
-    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
     QVERIFY(write(dir.filePath("exp.toml"), experiment(9, 2, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
     QVERIFY(cli({"--db", db, "study", "create", "exp", dir.filePath("exp.toml")}).exitCode == 0);
@@ -381,7 +359,7 @@ class TestCliSweep : public QObject {
   // study 1 with trials 0 and 1: they shared runs/study-1/trial-N before).
   void runLogsInOneFolderKeepTheirRunsApart() {
     QTemporaryDir dir;
-    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
     QVERIFY(write(dir.filePath("exp.toml"), experiment(2, 1, "{type = \"none\"}")));
     QStringList all;
     for (const char* log : {"a.db", "b.db", "runs.db"}) {
@@ -405,7 +383,7 @@ class TestCliSweep : public QObject {
 
   void setOverridesTheExperiment() {
     QTemporaryDir dir;
-    QVERIFY(write(dir.filePath("obj.py"), kProgram));
+    QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
     QVERIFY(write(dir.filePath("exp.toml"), experiment(20, 1, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
     const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml"), "--set", "search.n_trials=3",

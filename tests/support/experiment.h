@@ -9,6 +9,8 @@
 #include <QFile>
 #include <QString>
 
+#include <map>
+
 #include "tests/support/files.h"
 
 namespace shardscope::testing {
@@ -83,6 +85,45 @@ high = 5.0
   return writeAll(QDir(dir).filePath(QStringLiteral("obj.py")), program) && writeAll(path, toml)
              ? path
              : QString();
+}
+
+/// The program trial of the `sweep` tests, written to DIR/obj.py (false when it cannot be):
+/// f(x, y) = (x-1)^2 + (y+2)^2, reported as an `eval` of f + 1/step at steps 1..`steps`,
+/// $TRIAL_SLEEP seconds apart (default `sleepS`), then `done` with f. It appends "NUMBER f" to
+/// DIR/values.txt (what the program computed; quadTrialValues reads it) and writes its pid to
+/// DIR/pids/NUMBER, so a test can kill one trial.
+inline bool writeQuadTrial(const QString& dir, int steps, double sleepS) {
+  const QByteArray program = R"(import json, os, sys, time
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+x, y = float(args["x"]), float(args["y"])
+f = (x - 1) ** 2 + (y + 2) ** 2
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "values.txt"), "a") as out:
+    out.write("%s %r\n" % (os.environ["SHARDSCOPE_TRIAL"], f))
+os.makedirs(os.path.join(here, "pids"), exist_ok=True)
+with open(os.path.join(here, "pids", os.environ["SHARDSCOPE_TRIAL"]), "w") as out:
+    out.write(str(os.getpid()))
+for step in range(1, @STEPS@ + 1):
+    print(json.dumps({"ev": "eval", "step": step, "metrics": {"objective": f + 1.0 / step}}),
+          flush=True)
+    time.sleep(float(os.environ.get("TRIAL_SLEEP", "@SLEEP@")))
+print(json.dumps({"ev": "done", "status": "complete", "objective": f}), flush=True)
+)";
+  return writeAll(QDir(dir).filePath(QStringLiteral("obj.py")),
+                  QByteArray(program)
+                      .replace("@STEPS@", QByteArray::number(steps))
+                      .replace("@SLEEP@", QByteArray::number(sleepS)));
+}
+
+/// The trials' values that writeQuadTrial's program computed, by trial number.
+inline std::map<int, double> quadTrialValues(const QString& dir) {
+  std::map<int, double> computed;
+  for (const QByteArray& line :
+       readAll(QDir(dir).filePath(QStringLiteral("values.txt"))).split('\n')) {
+    const QList<QByteArray> parts = line.split(' ');
+    if (parts.size() == 2) computed[parts[0].toInt()] = parts[1].toDouble();
+  }
+  return computed;
 }
 
 }  // namespace shardscope::testing

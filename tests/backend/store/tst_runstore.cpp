@@ -398,6 +398,9 @@ void TestRunStore::ingestIsIdempotent() {
   auto events = reader->events(*run, 0);
   VERIFY_OK(events);
   for (std::size_t i = 0; i < events->size(); ++i) QCOMPARE(events->at(i).offset, qint64(i) * 10);
+  // The receipt names the first chunk's last event (its 50 rows go in as a multi-row insert and
+  // single ones, each returning its ids).
+  QCOMPARE(applied->lastEventId, events->at(49).id);
 }
 
 // A reader thread counts rows while the writer commits 1000-row jobs in batches: it never
