@@ -12,13 +12,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WRAPPER = os.path.join(HERE, "with_postgres.py")
 
 
-def ours():
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "shardscope-pg-*")))
+def ours(tmp):
+    return set(glob.glob(os.path.join(tmp, "shardscope-pg-*")))
 
 
 def main():
-    before = ours()
-    with tempfile.TemporaryDirectory() as fake:
+    # The wrapper's servers get a temporary folder of their own: the other PostgreSQL tests of a
+    # parallel run start and remove theirs in the shared one meanwhile.
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)  # as root, the server runs as `postgres` inside it
+        check(tmp)
+
+
+def check(tmp):
+    os.environ["TMPDIR"] = tmp
+    with tempfile.TemporaryDirectory(dir=tmp) as fake:
         os.chmod(fake, 0o755)  # as root, the tools run as `postgres`
         for tool in ("initdb", "pg_ctl"):
             path = os.path.join(fake, tool)
@@ -42,7 +50,7 @@ def main():
                              text=True)
     if failing.returncode != 3:
         sys.exit(f"the command's exit status is the run's: rc {failing.returncode}")
-    left = ours() - before
+    left = ours(tmp)
     if left:
         sys.exit(f"server folders left behind: {sorted(left)}")
     print("with_postgres.py: fails when the server cannot start, passes the URL, cleans up")
