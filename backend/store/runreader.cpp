@@ -304,6 +304,44 @@ Result<std::vector<MetricPoint>> RunReader::metric(qint64 runId, const QString& 
   return points;
 }
 
+Result<QHash<qint64, std::vector<MetricPoint>>> RunReader::metricOfRuns(const QList<qint64>& runIds,
+                                                                        const QString& key,
+                                                                        int rank,
+                                                                        qint64 afterStep) {
+  // Runs per statement: far below SQLite's 32,766 and PostgreSQL's 65,535 parameters.
+  constexpr qsizetype kRunsPerStatement = 500;
+  QHash<qint64, std::vector<MetricPoint>> out;
+  for (qsizetype first = 0; first < runIds.size(); first += kRunsPerStatement) {
+    const QList<qint64> part = runIds.mid(first, kRunsPerStatement);
+    std::string sql =
+        "SELECT m.run_id, m.step, m.value, m.time FROM metrics m JOIN metric_keys k ON k.id = "
+        "m.key_id WHERE k.name = ?1 AND m.rank = ?2 AND m.step > ?3 AND m.run_id IN (";
+    for (qsizetype i = 0; i < part.size(); ++i) {
+      sql += (i == 0 ? "?" : ", ?") + std::to_string(i + 4);
+    }
+    sql += ") ORDER BY m.run_id, m.step";
+    auto stmt = m_db.prepare(sql);
+    if (!stmt) return stmt.error();
+    if (auto r = stmt->bindText(1, key.toStdString()); !r) return r.error();
+    if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
+    if (auto r = stmt->bindInt64(3, afterStep); !r) return r.error();
+    for (qsizetype i = 0; i < part.size(); ++i) {
+      if (auto r = stmt->bindInt64(static_cast<int>(i + 4), part[i]); !r) return r.error();
+    }
+    for (;;) {
+      auto row = stmt->step();
+      if (!row) return row.error();
+      if (!*row) break;
+      // A NULL value is a non-finite number the trainer wrote as null (a diverged loss).
+      const double value =
+          stmt->columnIsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt->columnDouble(2);
+      out[stmt->columnInt64(0)].push_back(
+          {stmt->columnInt64(1), value, rank, stmt->columnDouble(3)});
+    }
+  }
+  return out;
+}
+
 Result<qint64> RunReader::metricCount(qint64 runId) {
   return singleInt(m_db, "SELECT count(*) FROM metrics WHERE run_id = ?1", runId);
 }

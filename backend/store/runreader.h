@@ -39,6 +39,11 @@ class RunReader {
   /// One metric of a run in step order; afterStep: only steps > afterStep.
   [[nodiscard]] Result<std::vector<MetricPoint>> metric(qint64 runId, const QString& key,
                                                         qint64 afterStep = -1);
+  /// One rank's points of metric `key` for several runs in one statement (a server answers
+  /// thousands of curves in a few round trips, not one each), each run's in step order; only
+  /// steps > afterStep. Runs without the metric are absent.
+  [[nodiscard]] Result<QHash<qint64, std::vector<MetricPoint>>> metricOfRuns(
+      const QList<qint64>& runIds, const QString& key, int rank, qint64 afterStep = -1);
   [[nodiscard]] Result<qint64> metricCount(qint64 runId);
   /// The highest step of metric `key` per run (runs without it are absent), in one statement.
   [[nodiscard]] Result<QHash<qint64, qint64>> lastSteps(const QString& key);

@@ -33,6 +33,8 @@ class RunLogWorker : public QObject {
 
   /// Default points per streamed batch of sweep curves.
   static constexpr int kCurveBatchRows = 100000;
+  /// Most runs a sweep-curve read asks for in one statement.
+  static constexpr int kCurveRunsPerRead = 256;
 
   /// The metric keys the Plots panel draws (the monitor's names).
   static QStringList plottedKeys();
@@ -116,6 +118,7 @@ class RunLogWorker : public QObject {
   QString m_curveKey;
   QHash<qint64, qint64> m_curveSeen;
   QList<qint64> m_curveQueue;
+  QHash<qint64, qint64> m_curveLast;  // each run's last step of the curve key, at queueing
   int m_curveDone = 0;
   int m_curveTotal = 0;
   bool m_curveBatchPosted = false;

@@ -140,16 +140,30 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   return data;
 }
 
-Result<void> readCurve(backend::RunReader& reader, qint64 runId, const QString& key,
-                       qint64 afterStep, SeriesChunk& out) {
-  auto points = reader.metric(runId, key, afterStep);
+Result<QVector<SeriesChunk>> readCurves(backend::RunReader& reader, const QList<qint64>& runIds,
+                                        const QString& key,
+                                        const QHash<qint64, qint64>& afterSteps) {
+  // One statement from the lowest step any of them has; each run keeps what is past its own.
+  qint64 lowest = std::numeric_limits<qint64>::max();
+  for (qint64 id : runIds) lowest = std::min(lowest, afterSteps.value(id, -1));
+  auto points = reader.metricOfRuns(runIds, key, 0, runIds.isEmpty() ? -1 : lowest);
   if (!points) return points.error();
-  for (const auto& point : *points) {
-    if (point.rank != 0) continue;
-    out.steps.append(double(point.step));
-    out.values.append(point.value);
+  QVector<SeriesChunk> out;
+  out.reserve(runIds.size());
+  for (qint64 id : runIds) {
+    SeriesChunk chunk;
+    chunk.runId = id;
+    chunk.key = key;
+    chunk.reset = !afterSteps.contains(id);
+    const qint64 after = afterSteps.value(id, -1);
+    for (const auto& point : points->value(id)) {
+      if (point.step <= after) continue;
+      chunk.steps.append(double(point.step));
+      chunk.values.append(point.value);
+    }
+    out.append(std::move(chunk));
   }
-  return ok();
+  return out;
 }
 
 }  // namespace shardscope::ui

@@ -2,7 +2,8 @@
 // experiment_id; when a study (schema v3) names that experiment, its name, objectives and the
 // trial numbers come with them. Runs in the worker thread, on its RunReader.
 // load() reads summaries only (the run rows and the study rows, no metric scan), so the Compare
-// panel paints at once; readCurve() then reads one trial's intermediate values at a time.
+// panel paints at once; readCurves() then reads the trials' intermediate values, many runs a
+// statement.
 #pragma once
 
 #include <QList>
@@ -43,9 +44,13 @@ class ExperimentSweepSource final : public SweepSource {
   static constexpr int kKeySample = 32;
 };
 
-/// Appends to `out` the rank-0 points of `key` of run `runId` with a step above `afterStep`.
-[[nodiscard]] Result<void> readCurve(backend::RunReader& reader, qint64 runId, const QString& key,
-                                     qint64 afterStep, SeriesChunk& out);
+/// One chunk per run of `runIds` (in that order) with the rank-0 points of `key` above the run's
+/// step in `afterSteps` (-1 when absent), read in one statement: `reset` is set where the run had
+/// no step yet. A run with no new point gets an empty chunk.
+[[nodiscard]] Result<QVector<SeriesChunk>> readCurves(backend::RunReader& reader,
+                                                      const QList<qint64>& runIds,
+                                                      const QString& key,
+                                                      const QHash<qint64, qint64>& afterSteps);
 
 /// The autotune study `study` records (its state: backend::Autotuner's).
 AutotuneData autotuneFromStudy(const backend::StudyRecord& study);

@@ -73,6 +73,7 @@ class TestRunStore : public QObject {
   void runsAndStatuses();
   void ingestIsIdempotent();
   void lastStepsAndDataVersion();
+  void metricOfRunsReadsManyRunsAtOnce();
   void readersSeeWholeTransactionsDuringWrites();
   void notificationsCoalesce();
   void fullDiskIsClearAndFileStaysSound();
@@ -366,6 +367,52 @@ void TestRunStore::lastStepsAndDataVersion() {
   VERIFY_OK((*store)->appendMetrics({{*b, 7, "loss", 0.5, 0, 0.0}}).get());
   QVERIFY(*reader->dataVersion() != *before);  // the writer's commit is seen
   QCOMPARE(reader->lastSteps("loss")->value(*b), 7);
+}
+
+// The sweep curves' read: one rank of one metric for many runs, each run's points in step order,
+// only steps past afterStep, runs without the metric absent; more runs than one statement takes
+// (500) come back whole.
+void TestRunStore::metricOfRunsReadsManyRunsAtOnce() {
+  const QString path = spec("manyruns.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  QList<qint64> ids;
+  std::vector<MetricRow> rows;
+  for (int i = 0; i < 520; ++i) {
+    auto run = (*store)->createRun({std::nullopt, QStringLiteral("r%1").arg(i), "", {}, 2}).get();
+    VERIFY_OK(run);
+    ids.append(*run);
+    if (i == 7) continue;  // no loss at all
+    for (qint64 step = 0; step < 3; ++step) {
+      rows.push_back({*run, step, "loss", double(i) + 0.1 * double(step), 0, 0.0});
+      rows.push_back({*run, step, "loss", -1.0, 1, 0.0});  // rank 1: never returned for rank 0
+      rows.push_back({*run, step, "lr", 1e-3, 0, 0.0});
+    }
+  }
+  VERIFY_OK((*store)->appendMetrics(std::move(rows)).get());
+  auto reader = RunReader::open(path);
+  VERIFY_OK(reader);
+
+  auto all = reader->metricOfRuns(ids, "loss", 0);
+  VERIFY_OK(all);
+  QCOMPARE(all->size(), 519);
+  QVERIFY(!all->contains(ids[7]));
+  for (int i : {0, 499, 500, 519}) {
+    const auto& points = all->value(ids[i]);
+    QCOMPARE(points.size(), std::size_t(3));
+    for (qint64 step = 0; step < 3; ++step) {
+      QCOMPARE(points[std::size_t(step)].step, step);
+      QCOMPARE(points[std::size_t(step)].rank, 0);
+      QCOMPARE(points[std::size_t(step)].value, double(i) + 0.1 * double(step));
+    }
+  }
+  auto later = reader->metricOfRuns({ids[1], ids[2]}, "loss", 1, 0);
+  VERIFY_OK(later);
+  QCOMPARE(later->value(ids[1]).size(), std::size_t(2));  // steps 1 and 2 of rank 1
+  QCOMPARE(later->value(ids[1]).front().step, qint64(1));
+  QCOMPARE(later->value(ids[1]).front().value, -1.0);
+  QVERIFY(reader->metricOfRuns({}, "loss", 0)->isEmpty());
+  QVERIFY(reader->metricOfRuns(ids, "no_such_metric", 0)->isEmpty());
 }
 
 void TestRunStore::ingestIsIdempotent() {
