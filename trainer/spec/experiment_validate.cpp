@@ -393,6 +393,11 @@ void check_search(const Experiment& exp, const Locator& loc, Diagnostics& diag) 
   for (const FieldInfo& f : field_catalog()) names.push_back(f.path);
   for (const Param& p : space->params) {
     if (find_field(p.name) != nullptr) continue;
+    // launch.env.NAME sets a variable of the ranks' environment (an NCCL setting, say), as
+    // `--set launch.env.NAME=...` does.
+    constexpr std::string_view kEnv = "launch.env.";
+    if (p.name.rfind(kEnv, 0) == 0 && is_identifier(std::string_view(p.name).substr(kEnv.size())))
+      continue;
     const std::string field = "search.space.\"" + p.name + "\"";
     // A name cut short ("train.lr_warmup") means the field it starts; else the nearest spelling.
     auto started = std::find_if(names.begin(), names.end(), [&p](const std::string& n) {

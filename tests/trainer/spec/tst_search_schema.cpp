@@ -108,6 +108,13 @@ class TestSearchSchema : public QObject {
              exp.message().c_str());
     QVERIFY2(exp.message().find("did you mean \"train.weight_decay\"?") != std::string::npos,
              exp.message().c_str());
+    // An environment variable of the ranks is a field too, as `--set launch.env.NAME=` is.
+    auto env = parse_experiment(
+        "[search]\n[search.space.\"launch.env.NCCL_ALGO\"]\ntype = \"categorical\"\n"
+        "choices = [\"ring\", \"tree\"]\n",
+        "exp.toml", {}, noPaths());
+    QVERIFY2(env.ok() || env.message().find("is not a field") == std::string::npos,
+             env.message().c_str());
     // Another program's trials take any flag: the same names are fine there.
     auto program =
         parse_experiment("[search]\nprogram = [\"python3\", \"obj.py\"]\n" + text.substr(9),
