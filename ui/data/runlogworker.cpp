@@ -324,11 +324,7 @@ void RunLogWorker::loadCurveBatch() {
       group.append(id);
       expected += std::max<qint64>(1, m_curveLast.value(id, 0) - m_curveSeen.value(id, -1));
     }
-    QHash<qint64, qint64> after;
-    for (qint64 id : std::as_const(group)) {
-      if (auto it = m_curveSeen.constFind(id); it != m_curveSeen.cend()) after.insert(id, *it);
-    }
-    auto chunks = readCurves(*m_reader, group, m_curveKey, after);
+    auto chunks = readCurves(*m_reader, group, m_curveKey, m_curveSeen);
     if (!chunks) {
       m_curveQueue.clear();
       return report(chunks.error());

@@ -146,7 +146,7 @@ Result<QVector<SeriesChunk>> readCurves(backend::RunReader& reader, const QList<
   // One statement from the lowest step any of them has; each run keeps what is past its own.
   qint64 lowest = std::numeric_limits<qint64>::max();
   for (qint64 id : runIds) lowest = std::min(lowest, afterSteps.value(id, -1));
-  auto points = reader.metricOfRuns(runIds, key, 0, runIds.isEmpty() ? -1 : lowest);
+  auto points = reader.metricOfRuns(runIds, key, 0, lowest);
   if (!points) return points.error();
   QVector<SeriesChunk> out;
   out.reserve(runIds.size());
@@ -156,10 +156,12 @@ Result<QVector<SeriesChunk>> readCurves(backend::RunReader& reader, const QList<
     chunk.key = key;
     chunk.reset = !afterSteps.contains(id);
     const qint64 after = afterSteps.value(id, -1);
-    for (const auto& point : points->value(id)) {
-      if (point.step <= after) continue;
-      chunk.steps.append(double(point.step));
-      chunk.values.append(point.value);
+    if (const auto it = points->constFind(id); it != points->cend()) {
+      for (const auto& point : *it) {
+        if (point.step <= after) continue;
+        chunk.steps.append(double(point.step));
+        chunk.values.append(point.value);
+      }
     }
     out.append(std::move(chunk));
   }
