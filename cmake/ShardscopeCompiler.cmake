@@ -29,7 +29,7 @@ if(SHARDSCOPE_FUZZ)
 endif()
 
 # shardscope_layer(TARGET [VIEW FOLDER...]) marks a target as ours: warnings on, includes rooted
-# at the repo so every include names its layer ("trainer/spec/events.h"), which
+# at the repo so every include names its layer ("spec/events.h"), which
 # tests/tools/check_layers.py reads. A library given VIEW publishes only its own FOLDERs (or one
 # header): its include root is build/layers/TARGET/, which holds a link to each and nothing else. A unit
 # of the library then finds the headers of its own folders and of the libraries it links, so an

@@ -60,7 +60,7 @@ macro(shardscope_use_deps_dir)
   message(STATUS "Shardscope: dependencies from ${SHARDSCOPE_DEPS_DIR} (SHARDSCOPE_DEPS_DIR)")
 endmacro()
 
-# Packages every layer needs, the torch-free trainer/spec and trainer/data included.
+# Packages every layer needs, the torch-free spec and data included.
 macro(shardscope_find_common_deps)
   if(SHARDSCOPE_DEPS_DIR)
     shardscope_use_deps_dir()

@@ -17,7 +17,7 @@
 
 #include "search/space.h"
 #include "search/trial.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::search {
 

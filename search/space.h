@@ -1,10 +1,10 @@
 // The search space as the search library uses it. The [search] schema (parameters, objectives,
-// sampler and pruner settings) is trainer/spec's, parsed and validated there with every other
+// sampler and pruner settings) is spec's, parsed and validated there with every other
 // section; these names make it this library's vocabulary, so samplers and the backend write
 // search::Param and search::parse_search_space.
 #pragma once
 
-#include "trainer/spec/search_space.h"
+#include "spec/search_space.h"
 
 namespace shardscope::search {
 

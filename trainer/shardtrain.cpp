@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "spec/version.h"
 #include "trainer/base/fatal.h"
 #include "trainer/cli/bench_step.h"
 #include "trainer/cli/estimate.h"
@@ -17,7 +18,6 @@
 #include "trainer/cli/selftest.h"
 #include "trainer/cli/tokenize.h"
 #include "trainer/run/train.h"
-#include "trainer/spec/version.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include "backend/import/configimport.h"
 #include "backend/store/runrecords.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 class QDockWidget;
 class QMenu;

@@ -7,7 +7,7 @@
 #include <QSize>
 #include <QString>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::ui {
 

@@ -13,7 +13,7 @@
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/runstore.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::cli {
 

@@ -1,7 +1,7 @@
 // `autotune EXP.toml [--set k=v ...] [--budget-minutes N] [--objective tokens_per_s|mfu]
 // [--out WINNER.toml] [--steps N] [--warmup N] [--name STUDY]`: the fastest sharding and batching
 // setup of the experiment that fits the device budget, found by measuring short runs
-// (backend/search/ autotune.h: coordinate descent from the estimate's most frugal fitting start).
+// (backend/sweep/ autotune.h: coordinate descent from the estimate's most frugal fitting start).
 // This verb loads the experiment, wires the tuner to the run log and this process's SIGINT, prints
 // a line per candidate on stderr, then the table of every candidate (or one JSON object) and writes
 // the winner as a new experiment file. The run log holds the search as study STUDY (autotune.h),
@@ -23,8 +23,8 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/launching.h"
-#include "backend/search/autotune.h"
-#include "backend/search/trialrunner.h"
+#include "backend/sweep/autotune.h"
+#include "backend/sweep/trialrunner.h"
 
 namespace shardscope::cli {
 

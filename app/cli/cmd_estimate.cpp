@@ -1,5 +1,5 @@
 // `estimate EXP.toml`: validates the experiment for the world size [launch] asks for and prints
-// its shape (world size, micro-batch, accumulation), trainer/spec's per-rank memory estimate (the
+// its shape (world size, micro-batch, accumulation), spec's per-rank memory estimate (the
 // same numbers `shardtrain estimate` and the trainer's `hello` event give) and the budget a sweep
 // holds it against, with the budget's source.
 #include <QJsonDocument>
@@ -8,9 +8,9 @@
 #include <iostream>
 
 #include "app/cli/cli_common.h"
-#include "backend/search/trialrunner.h"
-#include "trainer/spec/estimate.h"
-#include "trainer/spec/model_shape.h"
+#include "backend/sweep/trialrunner.h"
+#include "spec/estimate.h"
+#include "spec/model_shape.h"
 
 namespace shardscope::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "app/cli/cli_common.h"
 #include "backend/export/optunajournal.h"
 #include "backend/export/tensorboardexport.h"
-#include "backend/search/study.h"
+#include "backend/sweep/study.h"
 
 namespace shardscope::cli {
 

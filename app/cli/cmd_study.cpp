@@ -1,6 +1,6 @@
 // `study create|ask|tell|report|should-prune|enqueue|ls|show|pause|resume|stop|prune-trial|
 // stop-trial|adopt`: ask/tell over the run log for
-// scripts (as Optuna's CLI offers), on backend/search/study.h. docs/cli.md documents each verb,
+// scripts (as Optuna's CLI offers), on backend/sweep/study.h. docs/cli.md documents each verb,
 // its output and the JSON of `show --json`.
 #include <QJsonArray>
 #include <QSysInfo>
@@ -16,7 +16,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/launching.h"
-#include "backend/search/study.h"
+#include "backend/sweep/study.h"
 
 namespace shardscope::cli {
 
@@ -299,7 +299,7 @@ void showVerb(const Globals& g, const StudyArgs& a) {
 }
 
 // pause, resume, stop: what the process running the study's sweep should do (it reads the run
-// log within a second; backend/search/sweepcontrol.h).
+// log within a second; backend/sweep/sweepcontrol.h).
 void controlVerb(const Globals& g, const StudyArgs& a, backend::StudyControl control) {
   auto store = openStore(g);
   auto reader = orExit(store->reader());

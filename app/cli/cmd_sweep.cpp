@@ -1,5 +1,5 @@
 // `sweep EXP.toml [--set k=v ...] [--name NAME] [--max-retries N]`: runs the experiment's
-// [search] study to its end through backend::SweepLoop (backend/search/sweeploop.h: ask -> run
+// [search] study to its end through backend::SweepLoop (backend/sweep/sweeploop.h: ask -> run
 // the trial -> record, pruning, the user's control, continuing a study and reattaching the trials
 // a killed sweep left running). This verb only reads the arguments, wires the loop to the run log
 // and this process's event loop, and prints a line per event and the best trial at the end; exit
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "app/cli/cli_common.h"
-#include "backend/search/sweeploop.h"
+#include "backend/sweep/sweeploop.h"
 
 namespace shardscope::cli {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "app/cli/cli_common.h"
-#include "trainer/spec/version.h"
+#include "spec/version.h"
 
 using namespace shardscope::cli;
 

@@ -13,7 +13,7 @@
 
 #include "app/shardscope/runcontrol.h"
 #include "backend/store/runstore.h"
-#include "trainer/spec/version.h"
+#include "spec/version.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/mainwindow.h"

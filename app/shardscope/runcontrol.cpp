@@ -1,6 +1,6 @@
 #include "app/shardscope/runcontrol.h"
 
-#include "backend/search/trialrunner.h"
+#include "backend/sweep/trialrunner.h"
 
 #include <QLoggingCategory>
 

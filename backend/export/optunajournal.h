@@ -11,9 +11,9 @@
 
 #include <QString>
 
-#include "backend/search/study.h"
 #include "backend/store/runreader.h"
-#include "trainer/spec/result.h"
+#include "backend/sweep/study.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

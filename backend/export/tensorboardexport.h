@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "backend/search/study.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
-#include "trainer/spec/result.h"
+#include "backend/sweep/study.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

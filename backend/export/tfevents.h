@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend::tfevents {
 

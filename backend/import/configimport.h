@@ -13,8 +13,8 @@
 
 #include <optional>
 
-#include "trainer/spec/experiment.h"
-#include "trainer/spec/result.h"
+#include "spec/experiment.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

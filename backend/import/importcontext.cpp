@@ -9,7 +9,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "trainer/spec/field_catalog.h"
+#include "spec/field_catalog.h"
 
 namespace shardscope::backend {
 

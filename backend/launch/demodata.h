@@ -1,8 +1,8 @@
 // The demo experiment's token data, generated on first use (examples/demo.toml).
 #pragma once
 
-#include "trainer/spec/experiment.h"
-#include "trainer/spec/result.h"
+#include "spec/experiment.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

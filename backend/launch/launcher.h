@@ -16,8 +16,8 @@
 #include <QStringList>
 #include <memory>
 
-#include "trainer/spec/experiment.h"
-#include "trainer/spec/result.h"
+#include "spec/experiment.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

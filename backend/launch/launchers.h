@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "backend/launch/launcher.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

@@ -45,7 +45,7 @@
 #include <variant>
 
 #include "backend/launch/localprocess.h"
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 Q_LOGGING_CATEGORY(lcLocalLauncher, "shardscope.launch.local")
 Q_LOGGING_CATEGORY(lcLocalRunHandle, "shardscope.launch.local.run")

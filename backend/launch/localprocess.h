@@ -8,7 +8,7 @@
 #include <QStringList>
 #include <optional>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend::localproc {
 

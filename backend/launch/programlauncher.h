@@ -21,7 +21,7 @@
 
 #include "backend/launch/launcher.h"
 #include "backend/launch/locallauncher.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

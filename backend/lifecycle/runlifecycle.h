@@ -20,9 +20,9 @@
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/runstore.h"
-#include "trainer/spec/experiment.h"
-#include "trainer/spec/result.h"
-#include "trainer/spec/status.h"
+#include "spec/experiment.h"
+#include "spec/result.h"
+#include "spec/status.h"
 
 namespace shardscope::backend {
 
@@ -127,7 +127,7 @@ class RunLifecycle {
   [[nodiscard]] Result<void> stop(QObject* context, qint64 runId, int graceS) const;
 
   /// Asks the process running study `studyId`'s sweep to go on, pause or stop, through the run
-  /// log (backend/search/sweepcontrol.h carries it out).
+  /// log (backend/sweep/sweepcontrol.h carries it out).
   [[nodiscard]] Result<void> steerSweep(qint64 studyId, StudyControl control) const;
   /// Asks the sweep running trial run `runId` to prune or stop it, through the run log. A trial
   /// is stopped this way, never by a signal: its sweep then records it `stopped` and does not

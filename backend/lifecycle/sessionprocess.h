@@ -6,7 +6,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

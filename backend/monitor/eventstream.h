@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "backend/store/runrecords.h"
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 namespace shardscope::backend {
 

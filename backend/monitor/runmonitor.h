@@ -21,8 +21,8 @@
 #include "backend/monitor/eventstream.h"
 #include "backend/monitor/leasekeeper.h"
 #include "backend/store/runstore.h"
-#include "trainer/spec/result.h"
-#include "trainer/spec/status.h"
+#include "spec/result.h"
+#include "spec/status.h"
 
 namespace shardscope::backend {
 

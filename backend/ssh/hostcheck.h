@@ -11,9 +11,9 @@
 #include <functional>
 #include <optional>
 
-#include "trainer/spec/estimate.h"
-#include "trainer/spec/experiment.h"
-#include "trainer/spec/result.h"
+#include "spec/estimate.h"
+#include "spec/experiment.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/ssh/sshsession.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "backend/ssh/sshsession.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

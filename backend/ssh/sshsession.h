@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

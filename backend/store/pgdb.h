@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "backend/store/db.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

@@ -11,7 +11,7 @@
 
 #include "backend/store/db.h"
 #include "backend/store/runrecords.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "trainer/spec/status.h"
+#include "spec/status.h"
 
 namespace shardscope::backend {
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "backend/store/db.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

@@ -19,7 +19,7 @@
 
 #include "backend/store/runschema.h"
 #include "backend/store/storesql.h"
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 Q_LOGGING_CATEGORY(lcRunStore, "shardscope.backend.runstore")
 

@@ -20,8 +20,8 @@
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/storewriter.h"
-#include "trainer/spec/result.h"
-#include "trainer/spec/status.h"
+#include "spec/result.h"
+#include "spec/status.h"
 
 namespace shardscope::backend {
 

@@ -10,7 +10,7 @@
 
 #include "backend/store/runstore.h"
 #include "backend/store/storesql.h"
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 Q_LOGGING_CATEGORY(lcRunStoreStudy, "shardscope.backend.runstore.study")
 

@@ -7,7 +7,7 @@
 #include <QString>
 
 #include "backend/store/db.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

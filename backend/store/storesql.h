@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backend/store/storewriter.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend::storesql {
 

@@ -20,7 +20,7 @@
 #include <unordered_map>
 
 #include "backend/store/db.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::backend {
 

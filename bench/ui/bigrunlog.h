@@ -4,7 +4,7 @@
 
 #include <QString>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::bench {
 

@@ -3,7 +3,7 @@
 #include <QProcess>
 #include <QTest>
 
-#include "trainer/spec/version.h"
+#include "spec/version.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
-// The Qwen2-VL chat template (trainer/data/text/chat, sft): the input is one SFT record
+// The Qwen2-VL chat template (data/text/chat, sft): the input is one SFT record
 // {"messages": [...]}. A valid record renders with every option, its label spans lie inside the
 // text in order, and it tokenizes with one image size per image: labels match the ids one to one.
 #include <nlohmann/json.hpp>
 
+#include "data/text/chat.h"
+#include "data/text/sft.h"
+#include "tests/data/text/tiny_tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "tests/trainer/data/text/tiny_tokenizer.h"
-#include "trainer/data/text/chat.h"
-#include "trainer/data/text/sft.h"
 
 using namespace shardscope;
 

@@ -1,8 +1,8 @@
-// The event-line parser (trainer/spec/events): one input = one line, parsed strictly (a
+// The event-line parser (spec/events): one input = one line, parsed strictly (a
 // shardtrain rank) and leniently (any trial program). A line that parses must encode and parse
 // back to the same line, so the reader and the writer agree on everything the reader accepts.
+#include "spec/events.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "trainer/spec/events.h"
 
 using namespace shardscope;
 

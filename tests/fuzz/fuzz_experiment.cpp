@@ -1,10 +1,10 @@
-// The experiment TOML (trainer/spec/experiment_toml, experiment_validate) and its [search]
-// section (trainer/spec/search_space): the input is an experiment file. Each parser must accept it
+// The experiment TOML (spec/experiment_toml, experiment_validate) and its [search]
+// section (spec/search_space): the input is an experiment file. Each parser must accept it
 // or refuse it naming the file; an accepted experiment must write back to TOML that loads to the
 // same experiment (the GUI's form saves through that writer).
+#include "spec/experiment.h"
+#include "spec/search_space.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "trainer/spec/experiment.h"
-#include "trainer/spec/search_space.h"
 
 using namespace shardscope;
 

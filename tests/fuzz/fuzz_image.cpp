@@ -1,11 +1,11 @@
-// Image decoding (trainer/data/image): PNG and JPEG through stb, behind the pixel-count check
+// Image decoding (data/image): PNG and JPEG through stb, behind the pixel-count check
 // that refuses a decompression bomb by its header. An image that decodes must respect the limit
 // and go through Qwen2-VL's resize and patchify; a refused one names the file.
 #include <vector>
 
+#include "data/image/image.h"
+#include "data/image/qwen2vl_preprocess.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "trainer/data/image/image.h"
-#include "trainer/data/image/qwen2vl_preprocess.h"
 
 using namespace shardscope;
 

@@ -7,8 +7,8 @@
 #include <QSet>
 
 #include "backend/import/configimport.h"
+#include "spec/field_catalog.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "trainer/spec/field_catalog.h"
 
 using namespace shardscope;
 

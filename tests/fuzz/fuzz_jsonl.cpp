@@ -1,10 +1,10 @@
-// JSONL samples (trainer/data/jsonl, text/sft): the input is a train.jsonl file. It must load or
+// JSONL samples (data/jsonl, text/sft): the input is a train.jsonl file. It must load or
 // be refused with a message naming the file; a loaded file has one sample per non-blank line.
 #include <nlohmann/json.hpp>
 
+#include "data/jsonl.h"
+#include "data/text/sft.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "trainer/data/jsonl.h"
-#include "trainer/data/text/sft.h"
 
 using namespace shardscope;
 

@@ -1,4 +1,4 @@
-// tokenizer.json loading and encoding (trainer/data/text/tokenizer*). An input that starts with
+// tokenizer.json loading and encoding (data/text/tokenizer*). An input that starts with
 // '{' is a tokenizer.json: it must load or be refused naming the file; one that loads encodes a
 // few texts. Any other input is text, encoded by a small Qwen2-style tokenizer with and without
 // special tokens: every token id must be in the vocabulary and every span inside the text, in
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "data/text/tokenizer.h"
+#include "tests/data/text/tiny_tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "tests/trainer/data/text/tiny_tokenizer.h"
-#include "trainer/data/text/tokenizer.h"
 
 using namespace shardscope;
 

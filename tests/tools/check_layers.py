@@ -2,8 +2,8 @@
 """Fails when a file of a lower layer includes a header of a higher one, or a CMake target links one.
 
 Layers go one way (docs/ARCHITECTURE.md):
-    app -> ui -> backend -> search -> trainer/spec        ui -> trainer/data
-    trainer (LibTorch) -> trainer/spec, trainer/data
+    app -> ui -> backend -> search -> spec        ui -> data
+    trainer (LibTorch) -> spec, data
 and inside the trainer, the backend and the ui the folders go one way too (INNER below). Project
 headers are included by their path from the repository root ("backend/store/x.h"), so the first
 folders of an include name its layer and folder. Third-party headers are checked too: no Qt below
@@ -22,8 +22,8 @@ import re
 import sys
 import tempfile
 
-ORDER = ("app -> ui -> backend -> search -> trainer/spec "
-         "(ui -> trainer/data; trainer -> trainer/spec, trainer/data)")
+ORDER = ("app -> ui -> backend -> search -> spec "
+         "(ui -> data; trainer -> spec, data)")
 # Layer -> the layers its files may include (its own included).
 ALLOWED = {
     "spec": {"spec"},
@@ -57,10 +57,10 @@ INNER = {
     # engine; the optimizer; checkpoints; one training run; the verbs; main().
     "trainer": _below("base", ("dist", "model"), "shard", "optim", "ckpt", "run", "cli", ""),
     # The GUI-thread guard; the run store and SSH; launchers; the monitor; the run lifecycle
-    # (start, attach, follow, stop, adopt; the supervisor); search orchestration; exports of runs
+    # (start, attach, follow, stop, adopt; the supervisor); sweeps (studies, trials, the loop); exports of runs
     # and studies to other tools' formats, and imports of other tools' training configs (neither
     # uses the other).
-    "backend": _below("", ("store", "ssh"), "launch", "monitor", "lifecycle", "search",
+    "backend": _below("", ("store", "ssh"), "launch", "monitor", "lifecycle", "sweep",
                       ("export", "import")),
     # The run-log worker; shared widgets; the panels, none of which includes another's files; the
     # main window.
@@ -76,8 +76,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 # The project's library targets: name -> repository folder. A target named here and linked from
 # a CMake file is held to the include table; `shardscope_trainer_<folder>` names trainer/<folder>.
 TARGETS = {
-    "shardscope_spec": "trainer/spec",
-    "shardscope_data": "trainer/data",
+    "shardscope_spec": "spec",
+    "shardscope_data": "data",
     "shardscope_trainer": "trainer",  # every trainer folder together: what main() and tests link
     "shardscope_rendezvous": "trainer/dist",  # torch-free: the fake trainer links it too
     "shardscope_search": "search",
@@ -90,15 +90,13 @@ LINK = re.compile(r"target_link_libraries\s*\(([^)]*)\)", re.S)
 ADD_TARGET = re.compile(r"(?:add_library|add_executable|shardscope_trainer_folder)\s*\(\s*([\w${}-]+)")
 
 
-# The repository's top folders that are layers (trainer/spec and trainer/data are layers too).
-LAYER_TOPS = ("app", "ui", "backend", "search", "trainer")
+# The repository's top folders that are layers.
+LAYER_TOPS = ("app", "ui", "backend", "search", "trainer", "spec", "data")
 
 
 def layer_of(relpath):
     """The layer a repository path belongs to, or None when it is not in a layer."""
     parts = relpath.replace(os.sep, "/").split("/")
-    if parts[0] == "trainer" and len(parts) > 1 and parts[1] in ("spec", "data"):
-        return parts[1]
     if parts[0] in LAYER_TOPS:
         return parts[0]
     return None
@@ -281,34 +279,34 @@ def clean_tree(root):
     write(root, "ui/CMakeLists.txt",
           "target_link_libraries(shardscope_ui PUBLIC Qt6::Widgets QCustomPlotQt6::QCustomPlotQt6\n"
           "  shardscope_backend shardscope_data)\n")
-    write(root, "ui/b.cpp", '#include "backend/b.h"\n#include "trainer/data/d.h"\n#include <QWidget>\n')
-    write(root, "backend/b.h", '#include "search/s.h"\n#include "trainer/spec/s.h"\n#include <QtCore/QObject>\n')
-    write(root, "search/s.h", '#include "trainer/spec/s.h"\n#include <vector>\n')
-    write(root, "trainer/data/d.h", '#include "trainer/spec/s.h"\n')
-    write(root, "trainer/spec/s.h", "#include <vector>\n")
-    write(root, "trainer/t.cpp", '#include "trainer/data/d.h"\n#include <ATen/ATen.h>\n')
+    write(root, "ui/b.cpp", '#include "backend/b.h"\n#include "data/d.h"\n#include <QWidget>\n')
+    write(root, "backend/b.h", '#include "search/s.h"\n#include "spec/s.h"\n#include <QtCore/QObject>\n')
+    write(root, "search/s.h", '#include "spec/s.h"\n#include <vector>\n')
+    write(root, "data/d.h", '#include "spec/s.h"\n')
+    write(root, "spec/s.h", "#include <vector>\n")
+    write(root, "trainer/t.cpp", '#include "data/d.h"\n#include <ATen/ATen.h>\n')
 
 
 def self_test(qt_dir):
     """Builds small trees that each break one rule; every one must be caught, and a clean one not."""
     cases = {
-        "spec includes backend": ("trainer/spec/a.h", '#include "backend/b.h"', "backend/b.h"),
-        "data includes trainer": ("trainer/data/a.h", '#include "trainer/run/x.h"', "trainer/run/x.h"),
+        "spec includes backend": ("spec/a.h", '#include "backend/b.h"', "backend/b.h"),
+        "data includes trainer": ("data/a.h", '#include "trainer/run/x.h"', "trainer/run/x.h"),
         "backend includes ui": ("backend/a.cpp", '#include "ui/w.h"', "ui/w.h"),
         "ui includes app": ("ui/a.cpp", '#include "app/m.h"', "app/m.h"),
         "trainer includes backend": ("trainer/a.cpp", '#include "backend/b.h"', "backend/b.h"),
         "backend includes trainer engine": ("backend/a.cpp", '#include "trainer/dist/p.h"', "trainer/dist/p.h"),
-        "search includes backend": ("search/a.cpp", '#include "backend/search/study.h"', "backend/search/study.h"),
-        "spec includes search": ("trainer/spec/a.h", '#include "search/tpe.h"', "search/tpe.h"),
+        "search includes backend": ("search/a.cpp", '#include "backend/sweep/study.h"', "backend/sweep/study.h"),
+        "spec includes search": ("spec/a.h", '#include "search/tpe.h"', "search/tpe.h"),
         "trainer includes search": ("trainer/run/a.cpp", '#include "search/tpe.h"', "search/tpe.h"),
         "search includes Qt": ("search/a.h", "#include <QtCore/QString>", None),
         "search includes torch": ("search/a.cpp", "#include <torch/torch.h>", None),
         "backend includes torch": ("backend/a.cpp", "#include <ATen/ATen.h>", None),
-        "spec includes Qt": ("trainer/spec/a.cpp", "#include <QtCore/QString>", None),
+        "spec includes Qt": ("spec/a.cpp", "#include <QtCore/QString>", None),
         "trainer includes Qt": ("trainer/a.cpp", "#include <QtCore/QObject>", None),
         "backend includes QCustomPlot": ("backend/a.cpp", "#include <qcustomplot.h>", None),
         "a folder missing from INNER": ("trainer/newfolder/a.cpp", '#include "trainer/base/x.h"', "trainer/base/x.h"),
-        "spec links backend": ("trainer/spec/CMakeLists.txt",
+        "spec links backend": ("spec/CMakeLists.txt",
                                "target_link_libraries(shardscope_spec PUBLIC shardscope_backend)", None),
         "backend links ui": ("backend/CMakeLists.txt", "target_link_libraries(shardscope_backend PRIVATE shardscope_ui)", None),
         "backend links trainer": ("backend/CMakeLists.txt",
@@ -320,7 +318,7 @@ def self_test(qt_dir):
         "search links Qt": ("search/CMakeLists.txt", "target_link_libraries(shardscope_search PUBLIC Qt6::Core)", None),
         "search links backend": ("search/CMakeLists.txt",
                                  "target_link_libraries(shardscope_search PRIVATE shardscope_backend)", None),
-        "spec links search": ("trainer/spec/CMakeLists.txt",
+        "spec links search": ("spec/CMakeLists.txt",
                               "target_link_libraries(shardscope_spec PUBLIC shardscope_search)", None),
         "a folder links all of the trainer": ("trainer/run/CMakeLists.txt",
                                               "target_link_libraries(shardscope_trainer_run PUBLIC shardscope_trainer)", None),
@@ -328,7 +326,7 @@ def self_test(qt_dir):
     cases.update(inner_cases())
     if qt_dir and os.path.exists(os.path.join(qt_dir, "QtWidgets", "QWidget")):
         cases["backend includes QWidget"] = ("backend/a.cpp", "#include <QWidget>", None)
-        cases["spec includes QString"] = ("trainer/spec/a.cpp", "#include <QString>", None)
+        cases["spec includes QString"] = ("spec/a.cpp", "#include <QString>", None)
         cases["search includes QString"] = ("search/a.cpp", "#include <QString>", None)
     failures = []
     for name, (path, line, target) in cases.items():

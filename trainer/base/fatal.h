@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 namespace shardscope::trainer {
 

@@ -11,9 +11,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "spec/remove_tree.h"
 #include "trainer/base/fatal.h"
 #include "trainer/base/safetensors.h"
-#include "trainer/spec/remove_tree.h"
 
 namespace shardscope::ckpt {
 namespace fs = std::filesystem;

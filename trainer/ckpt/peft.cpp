@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "spec/model_shape.h"
 #include "trainer/base/fatal.h"
-#include "trainer/spec/model_shape.h"
 
 namespace shardscope::ckpt {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <string>
 
+#include "spec/experiment.h"
 #include "trainer/base/safetensors.h"
-#include "trainer/spec/experiment.h"
 
 namespace shardscope::ckpt {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "data/tokens.h"
 #include "trainer/base/fatal.h"
-#include "trainer/data/tokens.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/qwen2.h"

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "spec/estimate.h"
 #include "trainer/base/fatal.h"
 #include "trainer/dist/device.h"
-#include "trainer/spec/estimate.h"
 
 namespace shardscope::trainer {
 namespace {

@@ -1,5 +1,5 @@
 // `shardtrain estimate CONFIG [--world-size N --local-world-size M] [--json]`: the per-rank
-// memory estimate of trainer/spec, without LibTorch work or peers.
+// memory estimate of spec, without LibTorch work or peers.
 #pragma once
 
 #include <string>

@@ -8,9 +8,9 @@
 #include <optional>
 #include <vector>
 
+#include "data/text/sft_prepare.h"
 #include "trainer/base/fatal.h"
 #include "trainer/base/safetensors.h"
-#include "trainer/data/text/sft_prepare.h"
 #include "trainer/model/qwen2vl.h"
 #include "trainer/run/sft_batch.h"
 

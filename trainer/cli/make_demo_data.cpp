@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/image/shapes.h"
+#include "spec/events.h"
 #include "trainer/base/fatal.h"
 #include "trainer/base/safetensors.h"
-#include "trainer/data/image/shapes.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/spec/events.h"
 
 namespace shardscope::trainer {
 namespace {

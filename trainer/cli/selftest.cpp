@@ -15,11 +15,11 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include "spec/remove_tree.h"
+#include "spec/version.h"
 #include "trainer/base/fatal.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/process_group.h"
-#include "trainer/spec/remove_tree.h"
-#include "trainer/spec/version.h"
 
 extern char** environ;
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "data/text/tokenizer.h"
 #include "trainer/base/fatal.h"
-#include "trainer/data/text/tokenizer.h"
 
 namespace shardscope::trainer {
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace shardscope::dist {
 

@@ -14,8 +14,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "spec/experiment.h"
 #include "trainer/model/model.h"
-#include "trainer/spec/experiment.h"
 
 namespace shardscope::model {
 

@@ -12,13 +12,13 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "spec/model_shape.h"
 #include "trainer/model/nf4.h"
-#include "trainer/spec/model_shape.h"
 
 namespace shardscope::model {
 
 /// One parameter of a layer, and a layer (the smallest piece the engine runs and wraps): the
-/// torch-free shapes of trainer/spec, so the memory estimate counts the same parameters.
+/// torch-free shapes of spec, so the memory estimate counts the same parameters.
 using ParamDef = spec::ParamShape;
 using LayerDef = spec::LayerShape;
 

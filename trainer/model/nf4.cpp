@@ -15,8 +15,8 @@
 #include <array>
 #include <cmath>
 
+#include "spec/model_shape.h"
 #include "trainer/base/fatal.h"
-#include "trainer/spec/model_shape.h"
 
 namespace shardscope::model {
 namespace {

@@ -17,8 +17,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "spec/experiment.h"
 #include "trainer/model/nf4.h"
-#include "trainer/spec/experiment.h"
 
 namespace shardscope::model {
 

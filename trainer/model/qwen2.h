@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "spec/experiment.h"
+#include "spec/model_shape.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/model.h"
 #include "trainer/model/text_layers.h"
-#include "trainer/spec/experiment.h"
-#include "trainer/spec/model_shape.h"
 
 namespace shardscope::model {
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "spec/hf_config.h"
 #include "trainer/model/hf_weights.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/model.h"
-#include "trainer/spec/hf_config.h"
 
 namespace shardscope::model {
 

@@ -11,9 +11,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "spec/model_shape.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/model.h"
-#include "trainer/spec/model_shape.h"
 
 namespace shardscope::model {
 

@@ -11,8 +11,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "spec/experiment.h"
 #include "trainer/shard/flat_param.h"
-#include "trainer/spec/experiment.h"
 
 namespace shardscope::optim {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "trainer/spec/experiment.h"
+#include "spec/experiment.h"
 
 namespace shardscope::optim {
 

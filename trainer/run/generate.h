@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "trainer/data/text/sft_prepare.h"
-#include "trainer/data/text/tokenizer.h"
+#include "data/text/sft_prepare.h"
+#include "data/text/tokenizer.h"
 #include "trainer/model/model.h"
 
 namespace shardscope::trainer {

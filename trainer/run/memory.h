@@ -1,6 +1,6 @@
 // What the trainer holds: a counting CPU allocator (c10::SetCPUAllocator) that wraps LibTorch's
 // own and tracks live and peak bytes, plus the process RSS. `mem` events report these; the
-// memory test compares them with the estimate of trainer/spec.
+// memory test compares them with the estimate of spec.
 #pragma once
 
 #include <cstdint>

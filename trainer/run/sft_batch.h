@@ -1,4 +1,4 @@
-// Model batches of prepared SFT samples (trainer/data/text/sft_prepare.h): right padding to the
+// Model batches of prepared SFT samples (data/text/sft_prepare.h): right padding to the
 // longest sample of the batch with an attention mask, and every image's patches concatenated in
 // token order. Shared by `shardtrain train` (chat data) and `shardtrain forward`.
 //
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "trainer/data/text/sft_prepare.h"
+#include "data/text/sft_prepare.h"
 #include "trainer/model/model.h"
 
 namespace shardscope::trainer {

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
+#include "spec/experiment.h"
 #include "trainer/base/safetensors.h"
 #include "trainer/model/model.h"
-#include "trainer/spec/experiment.h"
 
 namespace shardscope::trainer {
 

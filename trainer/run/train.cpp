@@ -18,11 +18,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/text/sft_prepare.h"
+#include "data/tokens.h"
+#include "spec/device_peaks.h"
+#include "spec/estimate.h"
+#include "spec/version.h"
 #include "trainer/base/fatal.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/ckpt/export.h"
-#include "trainer/data/text/sft_prepare.h"
-#include "trainer/data/tokens.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/nccl_backend.h"
 #include "trainer/dist/process_group.h"
@@ -38,9 +41,6 @@
 #include "trainer/run/sft_batch.h"
 #include "trainer/run/step_runner.h"
 #include "trainer/shard/engine.h"
-#include "trainer/spec/device_peaks.h"
-#include "trainer/spec/estimate.h"
-#include "trainer/spec/version.h"
 
 namespace shardscope::trainer {
 namespace {

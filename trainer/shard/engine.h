@@ -23,12 +23,12 @@
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "spec/experiment.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/model/model.h"
 #include "trainer/shard/flat_param.h"
 #include "trainer/shard/trace.h"
-#include "trainer/spec/experiment.h"
 
 namespace shardscope::shard {
 

@@ -9,7 +9,7 @@
 
 #include "backend/launch/demodata.h"
 #include "search/space.h"
-#include "trainer/spec/field_catalog.h"
+#include "spec/field_catalog.h"
 
 Q_LOGGING_CATEGORY(lcBuilderController, "shardscope.ui.builder.controller")
 
@@ -182,7 +182,7 @@ bool BuilderController::openRecorded(qint64 experimentId, const QString& source,
     return false;
   }
   // The file is taken when it still says what ran: the same experiment once both are written
-  // by trainer/spec's writer (a sweep records the file's text, a run the resolved one).
+  // by spec's writer (a sweep records the file's text, a run the resolved one).
   QFile file(source);
   if (!source.isEmpty() && file.open(QIODevice::ReadOnly)) {
     auto onDisk =

@@ -1,5 +1,5 @@
 // The experiment builder's state: one spec::Experiment edited field by field (each edit one
-// QUndoStack command), validated by trainer/spec after every edit (debounced), serialised to the
+// QUndoStack command), validated by spec after every edit (debounced), serialised to the
 // exact TOML the CLI reads. The panel's widgets only talk to this class.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <QTimer>
 #include <QUndoStack>
 
-#include "trainer/spec/experiment.h"
+#include "spec/experiment.h"
 
 namespace shardscope::ui {
 
@@ -50,7 +50,7 @@ class BuilderController : public QObject {
   bool loadTemplate(const QString& name, QString* error);
 
   QString filePath() const { return m_path; }
-  /// The exact file content Save writes (trainer/spec's writer).
+  /// The exact file content Save writes (spec's writer).
   QString tomlText() const;
   /// `shardscope-cli run FILE` for the current file ("<unsaved>.toml" before a save).
   QString commandLine() const;

@@ -24,7 +24,7 @@
 #include <limits>
 
 #include "backend/store/runstore.h"
-#include "trainer/spec/field_catalog.h"
+#include "spec/field_catalog.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/memorychart.h"
 #include "ui/builder/previewpanel.h"

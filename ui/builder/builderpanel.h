@@ -1,4 +1,4 @@
-// The experiment builder panel: one form per section generated from trainer/spec's
+// The experiment builder panel: one form per section generated from spec's
 // field catalogue, the spec's validation messages beside the field they name, memory panel,
 // model/data preview, [search] editor, the exact TOML and command, open/save, undo/redo and
 // templates. State lives in BuilderController; this class only builds and syncs widgets.

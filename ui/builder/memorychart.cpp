@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "backend/ssh/hostcheck.h"
-#include "trainer/spec/estimate.h"
+#include "spec/estimate.h"
 
 Q_LOGGING_CATEGORY(lcMemoryChart, "shardscope.ui.builder.memory")
 
@@ -113,7 +113,7 @@ void MemoryChart::setBudgetGiB(double gib) {
 
 QString MemoryChart::budgetSource() const { return m_budgetSource->text(); }
 
-// The budget of trainer/spec's rules for this experiment: launch.device_memory_gib, this
+// The budget of spec's rules for this experiment: launch.device_memory_gib, this
 // machine's GPU or memory for local launches (nvidia-smi once per panel); SSH hosts are not
 // contacted from the GUI thread, so without the field their budget is the one entered here.
 void MemoryChart::applyBudget(const spec::Experiment& exp) {

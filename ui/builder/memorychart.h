@@ -1,4 +1,4 @@
-// The builder's memory panel: trainer/spec's per-rank estimate for the configured world size as
+// The builder's memory panel: spec's per-rank estimate for the configured world size as
 // one stacked bar per rank (params, grads, optimizer, gathered, activations, other), with the
 // device budget as a line; everything turns red when a rank is over the budget. A QLoRA base
 // (lora.quantize = "nf4") is part of the params bar, named in its legend entry and the status.
@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "trainer/spec/estimate.h"
-#include "trainer/spec/experiment.h"
+#include "spec/estimate.h"
+#include "spec/experiment.h"
 
 class QCustomPlot;
 class QCPBars;

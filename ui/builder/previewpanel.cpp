@@ -1,4 +1,4 @@
-// Model and data preview for the builder, on trainer/spec and trainer/data (no LibTorch).
+// Model and data preview for the builder, on spec and data (no LibTorch).
 #include "ui/builder/previewpanel.h"
 
 #include <QFileInfo>
@@ -13,12 +13,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "trainer/data/image/image.h"
-#include "trainer/data/text/chat.h"
-#include "trainer/data/text/sft.h"
-#include "trainer/data/text/tokenizer.h"
-#include "trainer/spec/hf_config.h"
-#include "trainer/spec/model_shape.h"
+#include "data/image/image.h"
+#include "data/text/chat.h"
+#include "data/text/sft.h"
+#include "data/text/tokenizer.h"
+#include "spec/hf_config.h"
+#include "spec/model_shape.h"
 
 Q_LOGGING_CATEGORY(lcPreviewPanel, "shardscope.ui.builder.preview")
 

@@ -7,7 +7,7 @@
 #include <QWidget>
 #include <cstdint>
 
-#include "trainer/spec/experiment.h"
+#include "spec/experiment.h"
 
 class QLabel;
 

@@ -1,4 +1,4 @@
-// [search] editor: widgets <-> TOML through backend/search's parser.
+// [search] editor: widgets <-> TOML through backend/sweep's parser.
 #include "ui/builder/searcheditor.h"
 
 #include <QCheckBox>

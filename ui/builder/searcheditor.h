@@ -2,7 +2,7 @@
 // concurrency, timeouts, trial program, objectives, the sampler and the pruner with their
 // settings) and a table of the searched fields (name, type, low, high, log, step, choices and
 // a `when` condition). The settings come from one table in searcheditor.cpp, so widgets, TOML
-// writing and reading cannot drift. It writes the [search] TOML that backend/search parses;
+// writing and reading cannot drift. It writes the [search] TOML that backend/sweep parses;
 // opening a file fills it from that parser. Every widget's objectName is "search.<key>".
 #pragma once
 

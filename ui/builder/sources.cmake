@@ -1,4 +1,4 @@
-# The experiment builder panel: forms generated from trainer/spec's field catalogue,
+# The experiment builder panel: forms generated from spec's field catalogue,
 # validation beside each field, memory panel, model/data preview, [search] editor, templates.
 target_sources(shardscope_ui PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/buildercontroller.cpp ${CMAKE_CURRENT_LIST_DIR}/buildercontroller.h

@@ -1,5 +1,5 @@
 // The Compare panel's study views: a contour of two parameters (objective as colour), parameter
-// importance bars (backend/search/importance), the Pareto front of two objectives and an overlay
+// importance bars (backend/sweep/importance), the Pareto front of two objectives and an overlay
 // of chosen trials' loss curves. The computations are free functions over plain values so tests
 // check what is drawn; the draw* functions put them on a QCustomPlot.
 #pragma once
@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 #include "ui/data/runlogtypes.h"
 
 class QCustomPlot;

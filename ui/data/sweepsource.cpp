@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "backend/search/autotune.h"
 #include "backend/store/runstore.h"
+#include "backend/sweep/autotune.h"
 
 namespace shardscope::ui {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/store/runreader.h"
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 #include "ui/data/runlogtypes.h"
 
 namespace shardscope::ui {

@@ -11,7 +11,7 @@
 #include <QTimer>
 #include <QWidget>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 #include "ui/data/runlogtypes.h"
 
 namespace shardscope::ui {

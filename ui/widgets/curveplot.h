@@ -8,7 +8,7 @@
 #include <QVector>
 #include <QWidget>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 class QCPGraph;
 class QCustomPlot;

@@ -7,7 +7,7 @@
 #include <QTest>
 
 #include "backend/import/configimport.h"
-#include "trainer/spec/field_catalog.h"
+#include "spec/field_catalog.h"
 
 using shardscope::backend::importConfig;
 using shardscope::backend::importConfigText;

@@ -18,8 +18,8 @@
 #include <variant>
 
 #include "backend/launch/locallauncher.h"
+#include "spec/events.h"
 #include "tests/support/files.h"
-#include "trainer/spec/events.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;

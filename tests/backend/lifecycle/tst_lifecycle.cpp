@@ -19,9 +19,9 @@
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "spec/events.h"
 #include "tests/support/experiment.h"
 #include "tests/support/files.h"
-#include "trainer/spec/events.h"
 
 using namespace shardscope;
 using backend::RunLifecycle;

@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 namespace spec = shardscope::spec;
 

@@ -16,7 +16,7 @@
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
 #include "backend/store/sqlitedb.h"
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "backend/store/runstore.h"
+#include "spec/events.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
-#include "trainer/spec/events.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;

@@ -23,9 +23,9 @@
 #include <sstream>
 #include <string>
 
+#include "spec/events.h"
 #include "tests/tools/faketrainer/options.h"
 #include "tests/tools/faketrainer/rendezvous.h"
-#include "trainer/spec/events.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/spec/result.h"
+#include "spec/result.h"
 
 namespace faketrainer {
 

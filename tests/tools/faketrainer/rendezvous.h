@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "spec/result.h"
+#include "spec/status.h"
 #include "trainer/dist/rendezvous.h"
-#include "trainer/spec/result.h"
-#include "trainer/spec/status.h"
 
 namespace faketrainer {
 

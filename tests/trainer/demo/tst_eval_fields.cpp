@@ -1,11 +1,11 @@
-// tst_eval_fields: the [eval] generation fields (trainer/spec/experiment.h):
+// tst_eval_fields: the [eval] generation fields (spec/experiment.h):
 // defaults, parsing, the round trip through write_experiment_toml, and each validation message
 // naming the field and the fix (exact_match on non-chat data, max_new_tokens, temperature, top_p).
 #include <QTest>
 
 #include <string>
 
-#include "trainer/spec/experiment.h"
+#include "spec/experiment.h"
 
 using namespace shardscope;
 using namespace shardscope::spec;

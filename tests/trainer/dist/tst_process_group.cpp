@@ -17,7 +17,7 @@
 #include <map>
 #include <set>
 
-#include "trainer/spec/events.h"
+#include "spec/events.h"
 
 using namespace shardscope::spec;
 

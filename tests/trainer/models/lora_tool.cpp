@@ -10,7 +10,7 @@
 // dequantize_nf4 to fp32), the values the engine's units dequantize.
 //
 // Writes OUT_DIR/out.safetensors (logits (B, T, V) float32, loss float64 = mean over label
-// tokens, params_total / params_trainable int64 from trainer/spec, grad.<PEFT key> of every
+// tokens, params_total / params_trainable int64 from spec, grad.<PEFT key> of every
 // adapter), OUT_DIR/adapter/ (adapter_model.safetensors + adapter_config.json) and
 // OUT_DIR/merged/model.safetensors (OUT_DIR/merged must exist).
 #include <ATen/ATen.h>
@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "spec/hf_config.h"
 #include "trainer/base/fatal.h"
 #include "trainer/base/safetensors.h"
 #include "trainer/ckpt/peft.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/nf4.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/spec/hf_config.h"
 
 using namespace shardscope;
 

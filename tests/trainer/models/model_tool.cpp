@@ -6,7 +6,7 @@
 //
 // Inputs: input_ids, labels (B, T) int64; optional attention_mask (B, T), pixel_values (N, P),
 // image_grid_thw (I, 3). Output: logits (B, T, V) float32, loss (float64 scalar: mean over label
-// tokens), param_count (int64, from trainer/spec without LibTorch), and grad.<name> for every
+// tokens), param_count (int64, from spec without LibTorch), and grad.<name> for every
 // parameter (a tied parameter once, under its owner's name).
 #include <ATen/ATen.h>
 
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "spec/hf_config.h"
 #include "trainer/base/fatal.h"
 #include "trainer/base/safetensors.h"
 #include "trainer/model/qwen2vl.h"
-#include "trainer/spec/hf_config.h"
 
 using namespace shardscope;
 

@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "spec/model_shape.h"
 #include "trainer/base/fatal.h"
 #include "trainer/ckpt/peft.h"
 #include "trainer/model/lora.h"
 #include "trainer/model/qwen2.h"
-#include "trainer/spec/model_shape.h"
 
 using namespace shardscope;
 

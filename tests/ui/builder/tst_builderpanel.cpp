@@ -1,5 +1,5 @@
 // The experiment builder panel driven through its widgets, offscreen: TOML preview and
-// round-trip through trainer/spec, validation beside the field and launch blocking, undo, the
+// round-trip through spec, validation beside the field and launch blocking, undo, the
 // memory bars against estimate_memory, the model picker's parameter counts, [search] editing,
 // and a screenshot (tests/artifacts/builder-panel.png in the build tree) for people to look at.
 #include <qcustomplot.h>
@@ -20,8 +20,8 @@
 #include <QTableWidget>
 
 #include "search/space.h"
-#include "trainer/spec/estimate.h"
-#include "trainer/spec/experiment.h"
+#include "spec/estimate.h"
+#include "spec/experiment.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/builder/memorychart.h"
@@ -109,7 +109,7 @@ class TestBuilderPanel : public QObject {
     QVERIFY(after.contains("strategy = \"SHARD_GRAD_OP\""));
     QCOMPARE(panel.controller()->undoStack()->count(), 5);  // one command per field edit
 
-    // The preview is exactly what trainer/spec parses back into the same experiment.
+    // The preview is exactly what spec parses back into the same experiment.
     auto parsed = spec::parse_experiment(after.toStdString(), m_demo.toStdString());
     QVERIFY2(parsed.ok(), parsed.ok() ? "" : parsed.message().c_str());
     QVERIFY(*parsed == panel.controller()->experiment());
@@ -140,7 +140,7 @@ class TestBuilderPanel : public QObject {
     panel.refreshNow();
     QLabel* label = panel.messageLabel("train.lr");
     QVERIFY(!label->isHidden());
-    // The text beside the field is trainer/spec's own message for it.
+    // The text beside the field is spec's own message for it.
     spec::Experiment exp = panel.controller()->experiment();
     auto spec_says = spec::validate_for_launch(exp);
     QVERIFY(!spec_says.ok());

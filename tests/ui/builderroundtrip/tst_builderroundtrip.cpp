@@ -21,7 +21,7 @@
 #include <functional>
 
 #include "search/space.h"
-#include "trainer/spec/field_catalog.h"
+#include "spec/field_catalog.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/builder/searcheditor.h"

@@ -1,0 +1,202 @@
+#include "backend/sweep/sweeploop.h"
+
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <QTimer>
+
+#include <utility>
+
+#include "backend/launch/demodata.h"
+
+namespace shardscope::backend {
+
+namespace {
+
+using search::Study;
+
+// The study's space with the sweep settings an override may change on an existing study
+// (Study::overridableOnExistingStudy) taken from the experiment as overridden.
+search::SearchSpace sweepSpace(const Study& study, const search::SearchSpace& effective,
+                               const std::vector<std::string>& overrides) {
+  search::SearchSpace space = study.space();
+  for (const std::string& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (key == "search.concurrency") space.concurrency = effective.concurrency;
+    if (key == "search.timeout_s") space.timeout_s = effective.timeout_s;
+    if (key == "search.stop_grace_s") space.stop_grace_s = effective.stop_grace_s;
+  }
+  return space;
+}
+
+TrialRunner::Options runnerOptions(const Study& study, const SweepInput& input,
+                                   const SweepLoop::Options& options) {
+  TrialRunner::Options o;
+  o.studyId = study.id();
+  o.runsRoot = options.runsRoot;
+  o.overrides = input.overrides;
+  o.trainer = options.trainer;
+  return o;
+}
+
+}  // namespace
+
+Result<SweepInput> SweepLoop::readInput(const QString& experimentPath,
+                                        std::vector<std::string> overrides) {
+  SweepInput input;
+  input.experimentPath = QFileInfo(experimentPath).absoluteFilePath();
+  input.overrides = std::move(overrides);
+  auto space = Study::readSpace(input.experimentPath, input.overrides);
+  if (!space) return space.error();
+  input.space = std::move(*space);
+  if (input.space.program.empty()) {  // shardtrain trials
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto shape =
+        spec::load_experiment(input.experimentPath.toStdString(), input.overrides, noPaths);
+    if (!shape) return shape.error();
+    // The budget's own errors (Slurm without launch.device_memory_gib) before any trial.
+    if (shape->launch.kind == spec::LaunchKind::slurm) {
+      if (auto budget = budgetFor(*shape); !budget) return budget.error();
+    }
+    input.shape = std::move(*shape);
+  }
+  return input;
+}
+
+Result<void> SweepLoop::prepareData(const SweepInput& input) {
+  if (!input.shape || input.shape->launch.kind != spec::LaunchKind::local) return ok();
+  if (auto made = ensureDemoData(*input.shape); !made) return made.error();
+  return ok();
+}
+
+Result<SweptStudy> SweepLoop::openStudy(RunStore& store, const SweepInput& input,
+                                        const QString& name, int maxRetries) {
+  const QString studyName = name.isEmpty() ? QString::fromStdString(input.space.name) : name;
+  const auto continued = [&](Study existing) -> Result<SweptStudy> {
+    if (auto r = existing.checkOverrides(input.experimentPath, input.overrides); !r)
+      return r.error();
+    return SweptStudy{std::move(existing), true};
+  };
+  if (auto existing = Study::open(store, studyName)) return continued(std::move(*existing));
+  Study::CreateOptions options;
+  options.name = studyName;
+  options.maxRetries = maxRetries;
+  options.overrides = input.overrides;
+  auto created = Study::create(store, input.experimentPath, options);
+  if (!created && created.message().find("is taken") != std::string::npos) {
+    if (auto existing = Study::open(store, studyName)) return continued(std::move(*existing));
+  }
+  if (!created) return created.error();
+  return SweptStudy{std::move(*created), false};
+}
+
+SweepLoop::SweepLoop(RunStore& store, search::Study study, const SweepInput& input,
+                     const Options& options, QObject* parent)
+    : QObject(parent),
+      m_store(store),
+      m_study(std::move(study)),
+      m_runner(store, input.experimentPath, sweepSpace(m_study, input.space, input.overrides),
+               runnerOptions(m_study, input, options)),
+      m_scheduler(m_runner),
+      m_control(store, m_study.id(), m_runner) {
+  connect(&m_control, &SweepControl::controlChanged, this, [this](StudyControl c) {
+    emit controlChanged(c);
+    if (c == StudyControl::stop) m_stopped = true;
+    fill();
+  });
+  connect(&m_control, &SweepControl::trialRequestHandled, this, &SweepLoop::trialRequestHandled);
+  m_runner.setPruneCallback(
+      [this](qint64 number, qint64 step, double value) { return judge(number, step, value); });
+  connect(&m_scheduler, &Scheduler::trialFinished, this, [this](const TrialOutcome& outcome) {
+    emit trialEnded(outcome);
+    fill();
+  });
+  connect(&m_scheduler, &Scheduler::trialRejected, this,
+          [this](qint64 number, const QString& error) {
+            emit trialRejected(number, error);
+            fill();
+          });
+}
+
+SweepLoop::~SweepLoop() = default;
+
+Result<void> SweepLoop::start() {
+  // A study that ended (complete, or stopped by the user) and is swept again is running again.
+  if (m_study.record().status != StudyStatus::running) {
+    if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::running).get(); !r) return r;
+  }
+  if (auto r = m_control.start(); !r) return r;
+  m_clock.start();
+  // Follows the trials a killed sweep left running (Study::orphanedTrials) to their own end.
+  auto orphans = m_study.orphanedTrials();
+  if (!orphans) return orphans.error();
+  for (const search::StudyTrial& t : *orphans) {
+    if (auto r = m_runner.attach(t.trial.number, t.runId); !r) {
+      emit trialNotReattached(t.trial.number, QString::fromStdString(r.message()));
+    } else {
+      emit trialReattached(t.trial.number, t.trial.params);
+    }
+  }
+  QTimer::singleShot(0, this, [this] { fill(); });
+  return ok();
+}
+
+// Asks for as many trials as there are free slots; ends when nothing runs and nothing is left
+// to ask. "Nothing to ask" is not final: a trial that fails later may be retried.
+void SweepLoop::fill() {
+  const double budget = m_study.space().timeout_s;
+  if (budget > 0 && double(m_clock.elapsed()) / 1000.0 >= budget) m_stopped = true;
+  bool more = !m_stopped;
+  // Paused: ask for no trial and wait for a resume or a stop, even with nothing running.
+  if (more && m_control.control() == StudyControl::pause) return;
+  while (more && m_scheduler.freeSlots() > 0) {
+    // Owned by this process until its run monitor takes over: a sweep killed in between
+    // leaves the trial to be failed as lost, not running forever.
+    search::AskOptions owner;
+    owner.ownerPid = QCoreApplication::applicationPid();
+    auto asked = m_study.tryAsk(owner);
+    if (!asked) {
+      m_error = asked.message();
+      m_stopped = true;
+      more = false;
+      break;
+    }
+    if (!*asked) {
+      more = false;
+      break;
+    }
+    const search::AskedTrial& t = **asked;
+    emit trialStarting(t.number, t.attempt, t.params);
+    m_scheduler.enqueue(t.number, t.params, t.runId);
+  }
+  if (!more && m_scheduler.idle()) emit ended();
+}
+
+bool SweepLoop::judge(qint64 number, qint64 step, double value) {
+  if (auto r = m_study.report(number, step, value); !r) {
+    emit reportFailed(number, QString::fromStdString(r.message()));
+    return false;
+  }
+  auto prune = m_study.shouldPrune(number);
+  return prune && *prune;
+}
+
+Result<SweepOutcome> SweepLoop::finish() {
+  if (!m_error.empty()) return fail(m_error);
+  auto summary = m_study.summary();
+  if (!summary) return summary.error();
+  const search::StudyCounts& c = summary->counts;
+  const bool stopped = m_control.control() == StudyControl::stop;
+  // The study has ended unless another process still runs some of its trials; a study left
+  // running with no process is what the dashboard offers to adopt.
+  if (stopped) {
+    if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::stopped).get(); !r)
+      return r.error();
+  } else if (c.running == 0 && c.queued == 0) {
+    if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::complete).get(); !r)
+      return r.error();
+  }
+  return SweepOutcome{std::move(*summary), stopped};
+}
+
+}  // namespace shardscope::backend

@@ -1,0 +1,648 @@
+// The trial runner (see trialrunner.h).
+//
+// Verdict of a finished trial, in this order: pruned (we stopped it) > oom (an `error` of kind
+// oom) > failed (a rank exited non-zero or by a signal, the monitor saw a death, no `done`, a
+// `done` other than complete, an objective missing or not finite) > complete. The run monitor
+// records its own view first (complete/stopped/failed); the runner then writes the verdict over
+// it, so the run log's status is the trial's state.
+//
+// Objective values, in the order of search.objectives: a metric `eval.X` is X at the last `eval`
+// event that reported it (shardtrain's rule: the last evaluation wins); otherwise, or when no
+// evaluation reported it, the `done` event's objective: element i when it holds one value per
+// objective, its only value when there is one objective.
+#include "backend/sweep/trialrunner.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLoggingCategory>
+#include <QSaveFile>
+#include <QTimer>
+
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+
+#include "backend/launch/launchers.h"
+#include "backend/launch/programlauncher.h"
+#include "backend/lifecycle/runlifecycle.h"
+#include "backend/monitor/runmonitor.h"
+#include "backend/ssh/hostcheck.h"
+#include "backend/sweep/study.h"
+#include "spec/estimate.h"
+#include "spec/events.h"
+
+Q_LOGGING_CATEGORY(lcTrialRunner, "shardscope.search.trialrunner")
+
+namespace shardscope::backend {
+
+using search::TrialState;
+
+namespace {
+
+constexpr int kEvalPollMs = 200;
+constexpr qint64 kReadBytes = qint64{1} << 20;
+
+Error runnerError(const QString& message) { return fail(message.toStdString()); }
+
+// A value as a TOML literal for a --set override: floats keep 17 digits and a decimal point
+// (so a float field never receives a TOML integer), strings are quoted.
+std::string tomlValue(const search::ParamValue& value) {
+  if (const auto* d = std::get_if<double>(&value)) {
+    std::string text = search::format_value(value);
+    if (std::isfinite(*d) && text.find_first_of(".eE") == std::string::npos) text += ".0";
+    return text;
+  }
+  if (const auto* s = std::get_if<std::string>(&value)) {
+    std::string out = "\"";
+    for (const char c : *s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  }
+  return search::format_value(value);
+}
+
+QJsonObject paramsJson(const search::TrialParams& params) {
+  QJsonObject json;
+  for (const auto& [name, value] : params) {
+    const QString key = QString::fromStdString(name);
+    if (const auto* d = std::get_if<double>(&value)) {
+      json[key] = *d;
+    } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
+      json[key] = static_cast<qint64>(*i);
+    } else if (const auto* b = std::get_if<bool>(&value)) {
+      json[key] = *b;
+    } else {
+      json[key] = QString::fromStdString(std::get<std::string>(value));
+    }
+  }
+  return json;
+}
+
+// Rank 0's last `done`; a single objective written as null (the protocol's non-finite number)
+// comes back as NaN, not as "no objective".
+std::optional<spec::DoneEvent> lastDone(RunReader& reader, qint64 runId) {
+  auto row = reader.lastEvent(runId, 0, "done");
+  if (!row || !*row) return std::nullopt;
+  const QByteArray& json = (**row).json;
+  auto event = spec::parse_event(std::string_view(json.constData(), size_t(json.size())),
+                                 spec::ParseMode::lenient);
+  if (!event) return std::nullopt;
+  auto done = std::get<spec::DoneEvent>(event->body);
+  const QJsonObject object = QJsonDocument::fromJson(json).object();
+  if (done.objective.empty() && object.contains(QLatin1String("objective")) &&
+      object.value(QLatin1String("objective")).isNull()) {
+    done.objective.push_back(std::nan(""));
+  }
+  return done;
+}
+
+Result<void> writeTrialToml(const QString& runDir, const spec::Experiment& exp) {
+  QSaveFile file(QDir(runDir).filePath(QStringLiteral("trial.toml")));
+  if (!file.open(QIODevice::WriteOnly) ||
+      file.write(QByteArray::fromStdString(spec::write_experiment_toml(exp))) < 0 ||
+      !file.commit()) {
+    return runnerError(
+        QStringLiteral("%1: cannot write trial.toml: %2").arg(runDir, file.errorString()));
+  }
+  return ok();
+}
+
+// A retry of a crashed trial resumes from its failed attempt's newest complete sharded checkpoint,
+// which stays in that attempt's run directory (local, or remote for SSH and Slurm: the stored
+// location is still the failed attempt's until the retry launches). Empty: start over.
+Result<QStringList> resumeArgs(RunReader& reader, const RunRecord& run) {
+  if (run.attempt == 0 || run.location.isEmpty()) return QStringList();
+  auto point = reader.resumePoint(run.id, run.attempt - 1);
+  if (!point) return point.error();
+  if (!*point) return QStringList();
+  auto previous = RunLocation::fromJson(run.location);
+  if (!previous) return previous.error();
+  const QString path = previous->runDir + '/' + (*point)->path;
+  qCInfo(lcTrialRunner).noquote() << "run" << run.id << "attempt" << run.attempt << "resumes from"
+                                  << path << "at step" << (*point)->step;
+  return QStringList{QStringLiteral("--resume"), path};
+}
+
+QString mib(qint64 bytes) { return QString::number(double(bytes) / (1024.0 * 1024.0), 'f', 1); }
+
+// Where a launch's ranks run, for the detection cache: kind, first host, GPU pool.
+std::string targetKey(const spec::LaunchSection& l) {
+  std::string key = std::to_string(static_cast<int>(l.kind));
+  if (l.kind == spec::LaunchKind::ssh && !l.hosts.empty()) key += "|" + l.hosts.front();
+  key += "|";
+  for (int g : l.gpus) key += std::to_string(g) + ",";
+  return key;
+}
+
+// The detection for `exp`'s target; a host that cannot be checked leaves the budget unknown
+// (its launch fails on its own, with the SSH error), named in the source.
+Result<spec::DeviceBudget> budgetWith(const spec::Experiment& exp,
+                                      const Result<spec::DetectedMemory>& found) {
+  if (!found && exp.launch.device_memory_gib <= 0)
+    return spec::DeviceBudget{0, "unknown: " + found.message(), true};
+  return spec::device_budget(exp, found ? *found : spec::DetectedMemory{});
+}
+
+}  // namespace
+
+Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp) {
+  if (exp.launch.device_memory_gib > 0 || exp.launch.kind == spec::LaunchKind::slurm)
+    return spec::device_budget(exp, {});
+  return budgetWith(exp, detectMemory(exp.launch));
+}
+
+Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
+                                          const spec::DeviceBudget& budget) {
+  const int local = exp.launch.nproc_per_node;
+  auto estimate = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local);
+  if (!estimate) return fail("memory estimate: " + estimate.message());
+  BudgetCheck check;
+  check.need = spec::budgeted_bytes(*estimate, budget);
+  if (budget.bytes <= 0 || check.need <= budget.bytes) return check;
+  check.over = QStringLiteral(
+                   "memory estimate %1 MiB per rank%2 exceeds the budget of %3 MiB per rank (%4); "
+                   "lower train.micro_batch_size or data.seq_len, enable "
+                   "shard.activation_checkpointing, or search a smaller range")
+                   .arg(mib(check.need), budget.gpu ? QStringLiteral(" on the device") : QString(),
+                        mib(budget.bytes), QString::fromStdString(budget.source));
+  return check;
+}
+
+spec::RunStatus runStatusOf(TrialState state) {
+  switch (state) {
+    case TrialState::Running:
+      return spec::RunStatus::running;
+    case TrialState::Complete:
+      return spec::RunStatus::complete;
+    case TrialState::Pruned:
+      return spec::RunStatus::pruned;
+    case TrialState::Failed:
+      return spec::RunStatus::failed;
+    case TrialState::Infeasible:
+      return spec::RunStatus::infeasible;
+    case TrialState::Oom:
+      return spec::RunStatus::oom;
+  }
+  return spec::RunStatus::failed;
+}
+
+/// A launched trial and what the runner learns while it runs.
+struct TrialRunner::Running {
+  qint64 number = 0;
+  qint64 runId = 0;
+  std::unique_ptr<Launcher> launcher;
+  std::unique_ptr<RunHandle> handle;
+  std::unique_ptr<RunMonitor> monitor;
+  QTimer evalTimer;
+  QTimer killTimer;
+  qint64 evalOffset = 0;                        // bytes of rank 0's events file read for evals
+  std::map<std::string, double> lastEval;       // "eval.loss" -> value at the last evaluation
+  std::map<std::int64_t, double> intermediate;  // step -> first objective's eval value
+  bool pruned = false;
+  bool stopped = false;  // TrialRunner::stop: the user's stop, not a failure
+};
+
+TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search::SearchSpace space,
+                         Options options, QObject* parent)
+    : QObject(parent),
+      m_store(store),
+      m_experimentPath(QFileInfo(experimentPath).absoluteFilePath()),
+      m_space(std::move(space)),
+      m_options(std::move(options)) {
+  qRegisterMetaType<TrialOutcome>();
+  auto base = experimentFor({});
+  if (base) m_base = std::move(*base);
+}
+
+TrialRunner::~TrialRunner() = default;
+
+int TrialRunner::ranksPerTrial() const {
+  if (programTrials() || !m_base) return 1;
+  return std::max(1, m_base->launch.nproc_per_node);
+}
+
+bool TrialRunner::runsHere() const {
+  return programTrials() || !m_base || m_base->launch.kind == spec::LaunchKind::local;
+}
+
+Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params) const {
+  std::vector<std::string> overrides = m_options.overrides;
+  if (!programTrials()) {  // a program's parameters are its own, not experiment fields
+    for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
+  }
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto shape = spec::load_experiment(m_experimentPath.toStdString(), overrides, noPaths);
+  if (!shape) return shape.error();
+  spec::LoadOptions options;
+  options.check_paths = programTrials() || shape->launch.kind == spec::LaunchKind::local;
+  auto exp = spec::load_experiment(m_experimentPath.toStdString(), overrides, options);
+  if (!exp) return exp.error();
+  if (!programTrials()) {
+    if (auto valid = spec::validate_for_launch(*exp); !valid) return valid.error();
+    // A bare name (the default "shardtrain") means the caller's build; a path is the user's.
+    const bool bare = exp->launch.trainer.find('/') == std::string::npos;
+    if (bare && !m_options.trainer.isEmpty()) exp->launch.trainer = m_options.trainer.toStdString();
+  }
+  return exp;
+}
+
+Result<spec::DeviceBudget> TrialRunner::budgetOf(const spec::Experiment& exp) const {
+  if (m_options.deviceBudgetBytes)
+    return spec::DeviceBudget{*m_options.deviceBudgetBytes, "the caller's budget", false};
+  if (exp.launch.device_memory_gib > 0 || exp.launch.kind == spec::LaunchKind::slurm)
+    return spec::device_budget(exp, {});
+  const auto key = targetKey(exp.launch);
+  auto it = m_detected.find(key);
+  if (it == m_detected.end()) {
+    auto found = detectMemory(exp.launch);
+    if (!found) return budgetWith(exp, found);  // not cached: the host may come back
+    it = m_detected.emplace(key, *found).first;
+  }
+  return spec::device_budget(exp, it->second);
+}
+
+std::optional<QString> TrialRunner::infeasibility(const spec::Experiment& exp) const {
+  if (programTrials()) return std::nullopt;  // a program's memory is its own business
+  auto budget = budgetOf(exp);
+  if (!budget) return QString::fromStdString(budget.message());
+  auto check = estimateAgainstBudget(exp, *budget);
+  if (!check) return QString::fromStdString(check.message());
+  if (check->over.isEmpty()) return std::nullopt;
+  return check->over;
+}
+
+Result<qint64> TrialRunner::createRun(qint64 number, const search::TrialParams& params) {
+  backend::NewTrial trial;
+  trial.studyId = m_options.studyId;
+  trial.trialNumber = number;
+  trial.runDir =
+      QDir(m_options.runsRoot)
+          .filePath(QStringLiteral("study-%1/trial-%2").arg(m_options.studyId).arg(number));
+  trial.params = paramsJson(params);
+  trial.worldSize = ranksPerTrial();
+  auto id = m_store.createTrialRun(trial).get();
+  if (!id) return id.error();
+  return id->runId;
+}
+
+Result<qint64> TrialRunner::start(qint64 number, const search::TrialParams& params,
+                                  std::optional<qint64> runId) {
+  if (m_trials.count(number) != 0) {
+    return runnerError(QStringLiteral("trial %1 is already running").arg(number));
+  }
+  if (auto check = m_space.check(params); !check) return check.error();
+  if (!runId) {
+    auto created = createRun(number, params);
+    if (!created) return created.error();
+    runId = *created;
+  }
+  auto exp = experimentFor(params);
+  if (!exp) {
+    finishEarly(number, *runId, TrialState::Failed, QString::fromStdString(exp.message()));
+    return *runId;
+  }
+  if (auto why = infeasibility(*exp)) {
+    finishEarly(number, *runId, TrialState::Infeasible, *why);
+    return *runId;
+  }
+  auto trial = std::make_unique<Running>();
+  trial->number = number;
+  trial->runId = *runId;
+  if (auto launched = launch(*trial, *exp, params); !launched) {
+    finishEarly(number, *runId, TrialState::Failed, QString::fromStdString(launched.message()));
+    return *runId;
+  }
+  m_trials[number] = std::move(trial);
+  emit trialStarted(number, *runId);
+  return *runId;
+}
+
+Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
+                                 const search::TrialParams& params) {
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  auto run = reader->run(trial.runId);
+  if (!run) return run.error();
+  if (!*run) return runnerError(QStringLiteral("run %1 is not in the run log").arg(trial.runId));
+  QString runDir = (*run)->runDir;
+  // A study's ask() makes runs without a folder; a retry gets a fresh one (its own files).
+  if (runDir.isEmpty() || (*run)->attempt > 0) {
+    QString leaf = QStringLiteral("study-%1/trial-%2").arg(m_options.studyId).arg(trial.number);
+    if ((*run)->attempt > 0) leaf += QStringLiteral("-retry-%1").arg((*run)->attempt);
+    runDir = QDir(m_options.runsRoot).filePath(leaf);
+    if (auto r = m_store.setRunDir(trial.runId, runDir).get(); !r) return r;
+  }
+  if (!QDir().mkpath(runDir)) {
+    return runnerError(QStringLiteral("%1: cannot create the run directory").arg(runDir));
+  }
+  if (auto written = writeTrialToml(runDir, exp); !written) return written;
+  LaunchRequest request;
+  request.runId = trial.runId;
+  request.runName = (*run)->name;
+  request.localRunDir = runDir;
+  request.attempt = (*run)->attempt;
+  auto token = reader->runLogToken();
+  if (!token) return token.error();
+  request.runLogToken = *token;
+  request.launch = exp.launch;
+  request.shareGpus = exp.shard.backend == "gloo";
+  // The stop grace of a trial is search.stop_grace_s (a prune is a stop).
+  request.launch.grace_s = std::max(0, int(std::ceil(m_space.stop_grace_s)));
+  request.extraEnv.insert(QStringLiteral("SHARDSCOPE_TRIAL"), QString::number(trial.number));
+  if (programTrials()) {
+    auto argv = resolveProgram(m_space.program, QFileInfo(m_experimentPath).absolutePath());
+    if (!argv) return argv.error();
+    trial.launcher = std::make_unique<ProgramLauncher>(*argv, request.launch.grace_s);
+    for (const std::string& arg : search::program_arguments(m_space, params)) {
+      request.trainerArgs << QString::fromStdString(arg);
+    }
+  } else {
+    auto launcher =
+        makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind)), request.launch.grace_s);
+    if (!launcher) return launcher.error();
+    trial.launcher = std::move(*launcher);
+    request.trainerArgs = {QStringLiteral("train"), QStringLiteral("trial.toml")};
+    if (m_space.retry_from_checkpoint) {
+      auto resume = resumeArgs(*reader, **run);
+      if (!resume) return resume.error();
+      request.trainerArgs << *resume;
+    }
+    request.extraEnv.insert(QStringLiteral("SHARDSCOPE_RUN_DIR"), runDir);
+  }
+  auto handle = trial.launcher->start(request);
+  if (!handle) return handle.error();
+  trial.handle = std::move(*handle);
+  if (auto r = m_store.setRunLocation(trial.runId, trial.handle->location().toJson()).get(); !r) {
+    qCWarning(lcTrialRunner) << "trial" << trial.number << r.message().c_str();
+  }
+  (void)m_store.setRunStatus(trial.runId, spec::RunStatus::running).get();
+  // The asker's lease (Study::tryAsk with an owner) kept the trial from being taken for lost
+  // until now; the run monitor's lease replaces it.
+  (void)m_store
+      .releaseLease({trial.runId, 0, {}, QString::fromLatin1(search::Study::kAskLeaseToken), 0})
+      .get();
+  if (auto followed = follow(trial); !followed) {
+    trial.handle->kill();
+    return followed;
+  }
+  qCInfo(lcTrialRunner) << "trial" << trial.number << "run" << trial.runId << "started in"
+                        << runDir;
+  return ok();
+}
+
+// Starts the run monitor (it takes the run's lease) and the eval reader of a launched trial.
+Result<void> TrialRunner::follow(Running& trial) {
+  trial.monitor = std::make_unique<RunMonitor>(m_store, trial.runId, *trial.handle);
+  const qint64 number = trial.number;
+  connect(trial.monitor.get(), &RunMonitor::finished, this, [this, number] {
+    // Not inside the monitor's own signal: onMonitorFinished destroys it.
+    QTimer::singleShot(0, this, [this, number] { onMonitorFinished(number); });
+  });
+  if (auto started = trial.monitor->start(); !started) return started;
+  Running* raw = &trial;
+  connect(trial.handle.get(), &RunHandle::filesGrew, this, [this, raw] { readEvals(*raw); });
+  connect(&trial.evalTimer, &QTimer::timeout, this, [this, raw] { readEvals(*raw); });
+  trial.evalTimer.start(kEvalPollMs);
+  return ok();
+}
+
+Result<void> TrialRunner::attach(qint64 number, qint64 runId) {
+  if (m_trials.count(number) != 0) {
+    return runnerError(QStringLiteral("trial %1 is already running").arg(number));
+  }
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  auto run = reader->run(runId);
+  if (!run) return run.error();
+  if (!*run || (*run)->location.isEmpty()) {
+    return runnerError(QStringLiteral("trial %1 (run %2) has no stored location: it never "
+                                      "launched, so there is nothing to reattach")
+                           .arg(number)
+                           .arg(runId));
+  }
+  auto trial = std::make_unique<Running>();
+  trial->number = number;
+  trial->runId = runId;
+  // A program trial's location has kind "program": its handle reads the normalised files and
+  // needs no argv, so the attach is the lifecycle's, as for a shardtrain trial.
+  auto handle = RunLifecycle::attach(**run, std::max(0, int(std::ceil(m_space.stop_grace_s))));
+  if (!handle) return handle.error();
+  trial->handle = std::move(*handle);
+  if (auto followed = follow(*trial); !followed) return followed;
+  // What it evaluated while nobody followed it is history, already judged by the dead sweep.
+  readEvals(*trial, false);
+  qCInfo(lcTrialRunner) << "trial" << number << "run" << runId << "reattached in"
+                        << trial->handle->location().runDir;
+  m_trials[number] = std::move(trial);
+  emit trialStarted(number, runId);
+  return ok();
+}
+
+void TrialRunner::finishEarly(qint64 number, qint64 runId, TrialState state, const QString& error) {
+  qCInfo(lcTrialRunner).noquote() << "trial" << number << "not launched:" << error;
+  if (auto r = m_store.setRunStatus(runId, runStatusOf(state), error).get(); !r) {
+    qCWarning(lcTrialRunner) << "trial" << number << r.message().c_str();
+  }
+  TrialOutcome outcome;
+  outcome.number = number;
+  outcome.runId = runId;
+  outcome.state = state;
+  outcome.error = error;
+  QTimer::singleShot(0, this, [this, outcome] { emit trialFinished(outcome); });
+}
+
+// Reads rank 0's new complete lines for `eval` events and asks the prune callback about each
+// (unless `judgePrunes` is false).
+void TrialRunner::readEvals(Running& trial, bool judgePrunes) {
+  if (!trial.handle) return;
+  auto bytes = trial.handle->readEvents(0, trial.evalOffset, kReadBytes);
+  if (!bytes || bytes->isEmpty()) return;
+  const qsizetype last = bytes->lastIndexOf('\n');
+  if (last < 0) {
+    // A whole read without a newline is part of a line longer than any eval event: passed over
+    // (its end then fails to parse and is skipped too), or no later eval would ever be read.
+    if (bytes->size() >= kReadBytes) trial.evalOffset += bytes->size();
+    return;
+  }
+  trial.evalOffset += last + 1;
+  const std::string firstMetric =
+      m_space.objectives.empty() ? std::string() : m_space.objectives.front().metric;
+  for (const QByteArray& line : bytes->left(last).split('\n')) {
+    auto event = spec::parse_event(std::string_view(line.constData(), size_t(line.size())),
+                                   spec::ParseMode::lenient);
+    if (!event) continue;
+    const auto* eval = std::get_if<spec::EvalEvent>(&event->body);
+    if (eval == nullptr) continue;
+    for (const auto& [name, value] : eval->metrics) trial.lastEval["eval." + name] = value;
+    std::optional<double> value;
+    if (firstMetric.rfind("eval.", 0) == 0 && eval->metrics.count(firstMetric.substr(5)) != 0) {
+      value = eval->metrics.at(firstMetric.substr(5));
+    } else if (eval->metrics.size() == 1) {
+      value = eval->metrics.begin()->second;
+    }
+    if (!value) continue;
+    trial.intermediate[eval->step] = *value;
+    if (judgePrunes && !trial.pruned && m_prune && m_prune(trial.number, eval->step, *value)) {
+      prune(trial.number);
+    }
+  }
+}
+
+bool TrialRunner::prune(qint64 number) {
+  const auto it = m_trials.find(number);
+  if (it == m_trials.end() || it->second->pruned || it->second->stopped) return false;
+  Running& trial = *it->second;
+  trial.pruned = true;
+  qCInfo(lcTrialRunner) << "trial" << number << "pruned: SIGTERM, SIGKILL after"
+                        << m_space.stop_grace_s << "s";
+  endGracefully(trial);
+  return true;
+}
+
+bool TrialRunner::stop(qint64 number) {
+  const auto it = m_trials.find(number);
+  if (it == m_trials.end() || it->second->pruned || it->second->stopped) return false;
+  Running& trial = *it->second;
+  trial.stopped = true;
+  qCInfo(lcTrialRunner) << "trial" << number << "stopped by the user: SIGTERM, SIGKILL after"
+                        << m_space.stop_grace_s << "s";
+  endGracefully(trial);
+  return true;
+}
+
+void TrialRunner::stopAll() {
+  std::vector<qint64> numbers;
+  for (const auto& [number, trial] : m_trials) numbers.push_back(number);
+  for (const qint64 number : numbers) stop(number);
+}
+
+void TrialRunner::endGracefully(Running& trial) {
+  trial.handle->stop();
+  trial.killTimer.setSingleShot(true);
+  connect(&trial.killTimer, &QTimer::timeout, trial.handle.get(), &RunHandle::kill,
+          Qt::UniqueConnection);
+  trial.killTimer.start(int(std::lround(std::max(0.0, m_space.stop_grace_s) * 1000.0)));
+}
+
+void TrialRunner::onMonitorFinished(qint64 number) {
+  const auto it = m_trials.find(number);
+  if (it == m_trials.end()) return;
+  std::unique_ptr<Running> trial = std::move(it->second);
+  m_trials.erase(it);
+  trial->evalTimer.stop();
+  trial->killTimer.stop();
+  // The last lines: kept in the outcome, not judged (the monitor has ended the run already).
+  readEvals(*trial, false);
+  TrialOutcome outcome;
+  outcome.number = number;
+  outcome.runId = trial->runId;
+  outcome.intermediate = trial->intermediate;
+  outcome.ranks = trial->handle->ranks();
+  judge(*trial, outcome);
+  // The user's stop: a trial that did not complete before the signal ends `stopped` (a study
+  // counts it as failed for its samplers but never retries it).
+  spec::RunStatus status = runStatusOf(outcome.state);
+  if (trial->stopped && outcome.state != TrialState::Complete) {
+    outcome.stopped = true;
+    outcome.state = TrialState::Failed;
+    outcome.error = QStringLiteral("stopped by the user");
+    status = spec::RunStatus::stopped;
+  }
+  const std::optional<double> first =
+      outcome.values.empty() ? std::nullopt : std::optional<double>(outcome.values.front());
+  if (auto r = m_store.setRunStatus(trial->runId, status, outcome.error, first).get(); !r) {
+    qCWarning(lcTrialRunner) << "trial" << number << r.message().c_str();
+  }
+  if (!outcome.values.empty()) (void)m_store.setRunObjectives(trial->runId, outcome.values).get();
+  qCInfo(lcTrialRunner).noquote() << "trial" << number << "ended:" << spec::to_string(status).data()
+                                  << outcome.error;
+  emit trialFinished(outcome);
+}
+
+std::optional<double> TrialRunner::objectiveValue(const Running& trial, std::size_t index,
+                                                  const std::vector<double>& done) const {
+  const std::string& metric = m_space.objectives[index].metric;
+  if (metric.rfind("eval.", 0) == 0) {
+    if (const auto found = trial.lastEval.find(metric); found != trial.lastEval.end()) {
+      return found->second;
+    }
+  }
+  if (done.size() == m_space.objectives.size()) return done[index];
+  if (done.size() == 1 && m_space.objectives.size() == 1) return done.front();
+  return std::nullopt;
+}
+
+// The trial's verdict (see the top of this file).
+void TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
+  outcome.state = TrialState::Failed;
+  if (trial.pruned) {
+    outcome.state = TrialState::Pruned;
+    return;
+  }
+  auto reader = m_store.reader();
+  if (!reader) {
+    outcome.error = QString::fromStdString(reader.message());
+    return;
+  }
+  auto run = reader->run(trial.runId);
+  const QString monitorError = run && *run ? (*run)->error : QString();
+  if (trial.monitor->status() == spec::RunStatus::oom) {
+    outcome.state = TrialState::Oom;
+    outcome.error = monitorError;
+    return;
+  }
+  for (const RankState& rank : trial.handle->ranks()) {
+    if (rank.signal != 0 || rank.exitCode > 0) {
+      outcome.error =
+          rank.signal != 0
+              ? QStringLiteral("rank %1 was killed by signal %2").arg(rank.rank).arg(rank.signal)
+              : QStringLiteral("rank %1 exited with code %2").arg(rank.rank).arg(rank.exitCode);
+      if (!monitorError.isEmpty()) outcome.error += "; " + monitorError;
+      return;
+    }
+  }
+  if (trial.monitor->status() == spec::RunStatus::failed) {
+    outcome.error = monitorError.isEmpty() ? QStringLiteral("the run failed") : monitorError;
+    return;
+  }
+  std::optional<spec::DoneEvent> done = lastDone(*reader, trial.runId);
+  if (!done) {
+    outcome.error = QStringLiteral(
+        "the trial ended without a done event; a trial program prints "
+        "{\"ev\":\"done\",\"status\":\"complete\",\"objective\":VALUE}");
+    return;
+  }
+  if (done->status != spec::DoneStatus::complete) {
+    outcome.error = QStringLiteral("the trial's done event says %1, not complete")
+                        .arg(QString::fromUtf8(spec::to_string(done->status)));
+    return;
+  }
+  for (std::size_t i = 0; i < m_space.objectives.size(); ++i) {
+    const QString name = QString::fromStdString(m_space.objectives[i].metric);
+    const auto value = objectiveValue(trial, i, done->objective);
+    if (!value) {
+      outcome.values.clear();
+      outcome.error = QStringLiteral(
+                          "objective %1: no eval event reported it and done's "
+                          "objective has %2 value(s) for %3 objective(s)")
+                          .arg(name)
+                          .arg(done->objective.size())
+                          .arg(m_space.objectives.size());
+      return;
+    }
+    if (!std::isfinite(*value)) {
+      outcome.values.clear();
+      outcome.error = QStringLiteral("objective %1 is not finite (%2)").arg(name).arg(*value);
+      return;
+    }
+    outcome.values.push_back(*value);
+  }
+  outcome.state = TrialState::Complete;
+}
+
+}  // namespace shardscope::backend

@@ -1,0 +1,160 @@
+// TrialRunner: one search trial = one launched run. start() applies the trial's values to the
+// experiment (as --set overrides for shardtrain, as `--name=value` arguments for a program
+// trial), refuses a configuration whose memory estimate exceeds the device budget (infeasible,
+// never launched), launches it (makeLauncher for shardtrain, ProgramLauncher for
+// `[search] program`), follows it into the run log with a RunMonitor, feeds its `eval` events to
+// the caller's prune callback (a prune: SIGTERM, SIGKILL after search.stop_grace_s) and reports
+// the trial's end with its state and objective values. A sweep loop is: ask -> start -> (finished)
+// -> tell. Scheduler (scheduler.h) runs up to N trials at once on top of it.
+#pragma once
+
+#include <QObject>
+#include <QString>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/launch/launcher.h"
+#include "backend/store/runstore.h"
+#include "search/space.h"
+#include "search/trial.h"
+#include "spec/estimate.h"
+#include "spec/experiment.h"
+#include "spec/result.h"
+
+namespace shardscope::backend {
+
+/// How a trial ended, as the study records it.
+struct TrialOutcome {
+  qint64 number = 0;
+  qint64 runId = 0;
+  search::TrialState state = search::TrialState::Failed;
+  std::vector<double> values;                   ///< one per objective (complete only)
+  std::map<std::int64_t, double> intermediate;  ///< step -> reported eval value
+  QString error;                                ///< why it failed/was infeasible; empty otherwise
+  QList<RankState> ranks;  ///< how each rank ended, as its launcher saw it (empty: never launched)
+  bool stopped = false;    ///< stopped by the user (TrialRunner::stop): the run ends `stopped`
+};
+
+/// The budget a trial of `exp` is held against on its target (spec::device_budget over what
+/// detectMemory finds: launch.device_memory_gib wins; nvidia-smi locally or on the first SSH
+/// host; the host's memory for CPU runs). Slurm without launch.device_memory_gib is an error.
+Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp);
+
+/// A configuration's memory estimate held against a budget (estimateAgainstBudget).
+struct BudgetCheck {
+  qint64 need = 0;  ///< the estimate's bytes per rank that the budget holds (budgeted_bytes)
+  QString over;     ///< why it does not fit (an infeasible trial's error); empty: it fits
+};
+
+/// Holds the per-rank memory estimate of `exp` (at the world shape [launch] asks for) against
+/// `budget`: the one check that keeps a sweep's trial and an autotune candidate from starting.
+/// A budget of 0 bytes (unknown) holds nothing: everything fits. Errors are the estimate's.
+Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
+                                          const spec::DeviceBudget& budget);
+
+/// The run-log status of a trial state.
+spec::RunStatus runStatusOf(search::TrialState state);
+
+class TrialRunner : public QObject {
+  Q_OBJECT
+ public:
+  struct Options {
+    qint64 studyId = 0;  ///< runs are created as trials of this study (createTrialRun)
+    QString runsRoot;    ///< run directories: runsRoot/study-<id>/trial-<number>
+    /// Per-rank memory budget in bytes held against the estimate's total, winning over
+    /// everything; unset: budgetFor() (launch.device_memory_gib, the target's GPU memory from
+    /// nvidia-smi, or its physical memory divided by the ranks per node for CPU runs).
+    std::optional<qint64> deviceBudgetBytes;
+    /// launch.trainer for shardtrain trials whose launch.trainer is a bare name, when not empty
+    /// (the shardtrain built beside the caller); a path in the experiment wins.
+    QString trainer;
+    /// "dotted.key=value" overrides (sweep --set) applied to the experiment before a trial's own
+    /// values.
+    std::vector<std::string> overrides;
+  };
+  /// Called for each `eval` event of a running trial (rank 0) with the value of the first
+  /// objective's metric; true prunes the trial. Its history (the intermediate values) is in the
+  /// outcome.
+  using PruneCallback = std::function<bool(qint64 number, qint64 step, double value)>;
+
+  /// `experimentPath`: the experiment file (program paths and overrides resolve against it);
+  /// `space`: its parsed [search] section. `store` must outlive the runner.
+  TrialRunner(RunStore& store, const QString& experimentPath, search::SearchSpace space,
+              Options options, QObject* parent = nullptr);
+  ~TrialRunner() override;
+
+  void setPruneCallback(PruneCallback callback) { m_prune = std::move(callback); }
+  const search::SearchSpace& space() const { return m_space; }
+  /// True when trials run `[search] program` rather than shardtrain.
+  bool programTrials() const { return !m_space.program.empty(); }
+  /// Ranks (processes) one trial takes on its machine: 1 for a program, else
+  /// launch.nproc_per_node of the experiment.
+  int ranksPerTrial() const;
+  /// True when trials run on this machine (a program, or launch.kind local).
+  bool runsHere() const;
+  /// Trials started and not yet finished.
+  int running() const { return static_cast<int>(m_trials.size()); }
+
+  /// Starts trial `number` with `params` (active parameters only). Creates its run in the store
+  /// unless `runId` names one that exists (a run the study already created). Returns the run
+  /// id; trialFinished follows from the event loop, also for a trial that never launched
+  /// (infeasible, an invalid configuration, a launch error).
+  [[nodiscard]] Result<qint64> start(qint64 number, const search::TrialParams& params,
+                                     std::optional<qint64> runId = std::nullopt);
+  /// Follows trial `number` whose run `runId` was launched by a process that died (a killed
+  /// sweep): attaches to its ranks through the stored run location, takes over the run's lease
+  /// and follows it to its end like a trial started here (trialFinished with its own result).
+  /// Evaluations already written are read without asking the prune callback again. Fails when
+  /// the run has no location (it never launched) or another live process follows it.
+  [[nodiscard]] Result<void> attach(qint64 number, qint64 runId);
+  /// Prunes a running trial now (as if the callback said so); false when it is not running.
+  bool prune(qint64 number);
+  /// Stops a running trial as the user asked (SIGTERM, SIGKILL after search.stop_grace_s): it
+  /// ends `stopped`, which a study never retries; false when it is not running.
+  bool stop(qint64 number);
+  /// Stops every running trial (stop()).
+  void stopAll();
+
+ signals:
+  void trialStarted(qint64 number, qint64 runId);
+  void trialFinished(const shardscope::backend::TrialOutcome& outcome);
+
+ private:
+  struct Running;
+
+  Result<qint64> createRun(qint64 number, const search::TrialParams& params);
+  Result<spec::Experiment> experimentFor(const search::TrialParams& params) const;
+  std::optional<QString> infeasibility(const spec::Experiment& exp) const;
+  /// The per-rank budget `exp`'s trial is held against (budgetFor's rules); the detection of
+  /// the target host's memory runs once per launch target.
+  Result<spec::DeviceBudget> budgetOf(const spec::Experiment& exp) const;
+  Result<void> launch(Running& trial, const spec::Experiment& exp,
+                      const search::TrialParams& params);
+  void finishEarly(qint64 number, qint64 runId, search::TrialState state, const QString& error);
+  Result<void> follow(Running& trial);
+  void readEvals(Running& trial, bool judgePrunes = true);
+  void onMonitorFinished(qint64 number);
+  /// SIGTERM now, SIGKILL after search.stop_grace_s (a prune or the user's stop).
+  void endGracefully(Running& trial);
+  void judge(Running& trial, TrialOutcome& outcome);
+  std::optional<double> objectiveValue(const Running& trial, std::size_t index,
+                                       const std::vector<double>& done) const;
+
+  RunStore& m_store;
+  QString m_experimentPath;
+  search::SearchSpace m_space;
+  Options m_options;
+  mutable std::map<std::string, spec::DetectedMemory> m_detected;  ///< per launch target
+  std::optional<spec::Experiment> m_base;  // the experiment without overrides, when it loads
+  PruneCallback m_prune;
+  std::map<qint64, std::unique_ptr<Running>> m_trials;  // by trial number
+};
+
+}  // namespace shardscope::backend
+
+Q_DECLARE_METATYPE(shardscope::backend::TrialOutcome)

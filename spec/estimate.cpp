@@ -1,0 +1,409 @@
+#include "spec/estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "spec/hf_config.h"
+#include "spec/model_shape.h"
+
+namespace shardscope::spec {
+namespace {
+
+std::int64_t dtype_bytes(DType d) { return d == DType::fp32 ? 4 : 2; }
+
+// 80 -> "80", 0.5 -> "0.5": the shortest spelling that reads back the same.
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// Saved-for-backward elements per token of one Qwen2 block, in the compute dtype: C-sized
+// tensors (norm inputs and outputs, q/k/v, rotary products, attention output, residuals) and
+// I-sized ones (gate, SiLU, up, their product). Calibrated against the counting allocator.
+constexpr std::int64_t kBlockActC = 16;
+constexpr std::int64_t kBlockActI = 4;
+// Logits (fp32), log-softmax output and the logits' gradient in the head's backward.
+constexpr std::int64_t kLogitCopies = 3;
+// Saved-for-backward elements per patch of one vision block (E-sized: LayerNorm inputs and
+// outputs, qkv, rotary q and k, attention output, residuals; M-sized: fc1's output, the
+// activation's input and output), and of the merger per patch (E-sized: ln_q's input and output,
+// mlp.0's input; its GELU's input and output and mlp.2's input, merge^2 x E each per token).
+constexpr std::int64_t kVisionActE = 14;
+constexpr std::int64_t kVisionActM = 3;
+constexpr std::int64_t kMergerActE = 6;
+// With LoRA the base is frozen: its Linears keep no input for a weight gradient and its norms no
+// normalised output, so a block saves about 11/20 of what full training saves (fitted to the
+// counting allocator on the 55M Qwen2-VL of the shard_memory_vl test: 0.50-0.62 over 3 runs).
+constexpr std::int64_t kFrozenShareNum = 11;
+constexpr std::int64_t kFrozenShareDen = 20;
+
+// What the estimate needs of the model: its layers (LoRA and freezing not yet applied), the text
+// dimensions, and for Qwen2-VL the vision tower's and the image tokens of one sample.
+struct ModelFacts {
+  std::vector<LayerShape> layers;
+  Qwen2Dims text;
+  bool has_vision = false;
+  VisionDims vision;
+  std::int64_t image_tokens = 0;  // merged image tokens per sample
+};
+
+Result<ModelFacts> model_facts(const Experiment& exp) {
+  ModelFacts f;
+  if (exp.model.arch == "tiny") {
+    f.text = tiny_dims(exp.model);
+    f.layers = qwen2_layers(f.text);
+    return f;
+  }
+  if (exp.model.path.empty())
+    return fail("model.path: model.arch = \"" + exp.model.arch +
+                "\" needs the checkpoint folder (config.json + *.safetensors); set model.path");
+  auto config = read_hf_config(exp.model.path);
+  if (!config) return config.error();
+  if (config->model_type != exp.model.arch)
+    return fail(exp.model.path + "/config.json: field model_type is \"" + config->model_type +
+                "\" but model.arch is \"" + exp.model.arch + "\"; set model.arch = \"" +
+                config->model_type + "\" or point model.path at another checkpoint");
+  if (auto weights = check_hf_weights(exp.model.path, *config); !weights) return weights.error();
+  f.text = config->text;
+  f.has_vision = config->has_vision;
+  f.vision = config->vision;
+  f.layers = hf_layers(*config);
+  // Images come with chat samples only; one image per sample at the processor's largest size,
+  // and never more image tokens than the sequence holds.
+  if (f.has_vision && exp.data.format == "chat") {
+    auto tokens = max_image_tokens(exp.model.path, f.vision);
+    if (!tokens) return tokens.error();
+    f.image_tokens = std::min<std::int64_t>(*tokens, exp.data.seq_len);
+  }
+  return f;
+}
+
+enum class FlatKind { trainable, frozen, nf4 };
+
+struct FlatSizes {
+  std::int64_t shard = 0;   // N, in the flat's elements
+  std::int64_t padded = 0;  // P = N x S
+  FlatKind kind = FlatKind::trainable;
+};
+
+struct UnitSizes {
+  std::vector<FlatSizes> flats;
+  std::int64_t nf4_weights = 0;  // elements of the unit's NF4 weights
+  std::int64_t nf4_bytes = 0;    // their records, unsharded (the "<unit>/nf4" flat's bytes)
+  // Elements held in the param dtype while the unit runs: its full (padded) fp32-master flats
+  // and the dequantized copy of its NF4 weights.
+  std::int64_t gathered = 0;
+  // Of those, the fp32-master flats' (what a prefetched unit holds besides its packed records).
+  std::int64_t unquantized = 0;
+  // Bytes of the gathered (padded) NF4 records: all a prefetched unit holds of its NF4 weights;
+  // they are freed as soon as the unit dequantizes them.
+  std::int64_t packed = 0;
+};
+
+// Bytes of one element of the NF4 flat: lora.quant_storage reinterprets the packed bytes.
+std::int64_t storage_bytes(const std::string& storage) {
+  if (storage == "float32") return 4;
+  if (storage == "bfloat16" || storage == "float16") return 2;
+  return 1;
+}
+
+std::vector<UnitSizes> unit_flats(const std::vector<LayerShape>& layers,
+                                  const std::vector<std::vector<int>>& units, int shard_size,
+                                  const LoraSection& lora) {
+  std::vector<UnitSizes> out;
+  for (const auto& unit : units) {
+    UnitSizes sizes;
+    std::int64_t trainable = 0;
+    std::int64_t frozen = 0;
+    for (int l : unit)
+      for (const auto& p : layers[static_cast<std::size_t>(l)].params) {
+        if (!p.tied_to.empty()) continue;  // a tied parameter is its owner's storage (once)
+        const auto n = numel(p.shape);
+        if (p.nf4) {
+          sizes.nf4_weights += n;
+          sizes.nf4_bytes += nf4_record_bytes(n, lora.quant_block_size, lora.double_quant);
+        } else {
+          (p.trainable ? trainable : frozen) += n;
+        }
+      }
+    for (auto [n, kind] :
+         {std::pair{trainable, FlatKind::trainable}, std::pair{frozen, FlatKind::frozen}}) {
+      if (n == 0) continue;
+      const auto s = shard_numel(n, shard_size);
+      sizes.flats.push_back({s, s * shard_size, kind});
+      sizes.gathered += s * shard_size;
+      sizes.unquantized += s * shard_size;
+    }
+    if (sizes.nf4_bytes > 0) {
+      // Records are 4-byte multiples, so the flat holds a whole number of storage elements.
+      const auto s = shard_numel(sizes.nf4_bytes / storage_bytes(lora.quant_storage), shard_size);
+      sizes.flats.push_back({s, s * shard_size, FlatKind::nf4});
+      sizes.gathered += sizes.nf4_weights;
+      sizes.packed = s * shard_size * storage_bytes(lora.quant_storage);
+    }
+    out.push_back(std::move(sizes));
+  }
+  return out;
+}
+
+int shard_size_of(ShardStrategy s, int world, int local) {
+  switch (s) {
+    case ShardStrategy::no_shard:
+      return 1;
+    case ShardStrategy::hybrid_shard:
+      return local;
+    default:
+      return world;
+  }
+}
+
+}  // namespace
+
+Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
+                                       int local_world_size) {
+  auto valid = validate_for_world(exp, world_size, local_world_size);
+  if (!valid) return valid.error();
+  MemoryEstimate e;
+  e.world_size = world_size;
+  e.local_world_size = local_world_size;
+  e.shard_size = shard_size_of(exp.shard.strategy, world_size, local_world_size);
+  const auto prec = resolve_precision(exp.shard);
+  const auto p_bytes = dtype_bytes(prec.param);
+  const auto r_bytes = dtype_bytes(prec.reduce);
+  const auto a_bytes = prec.autocast ? dtype_bytes(prec.autocast_dtype) : p_bytes;
+
+  auto facts = model_facts(exp);
+  if (!facts) return facts.error();
+  const auto& dims = facts->text;
+  auto layers = std::move(facts->layers);
+  (void)apply_lora(exp.lora, layers);  // validation reported targets that select nothing
+  apply_freeze(exp.train, layers);     // validation reported unmatched globs
+  bool head_trainable = false;  // lm_head's weight gets a gradient (its own, or the embedding's)
+  std::map<std::string, bool> trainable;
+  for (const auto& l : layers)
+    for (const auto& p : l.params) {
+      trainable[p.name] = p.trainable;
+      if (p.name == "lm_head.weight")
+        head_trainable = p.tied_to.empty() ? p.trainable : trainable[p.tied_to];
+      if (!p.tied_to.empty()) continue;  // one storage for a tied pair
+      e.params_total += numel(p.shape);
+      if (p.trainable) e.params_trainable += numel(p.shape);
+    }
+  const auto units = plan_units(layers, exp.shard.wrap_policy, exp.shard.wrap_min_params);
+  const auto flats = unit_flats(layers, units, e.shard_size, exp.lora);
+  const auto nf4_element = storage_bytes(exp.lora.quant_storage);
+
+  std::int64_t root_gathered = 0;
+  std::int64_t max_unit_live = 0;     // bytes: a running unit, while it dequantizes
+  std::int64_t max_unit_waiting = 0;  // bytes: a prefetched unit, not yet dequantized
+  std::int64_t max_packed = 0;
+  std::int64_t all_gathered = 0;
+  std::int64_t trainable_padded = 0;
+  std::int64_t max_flat_padded = 0;
+  for (std::size_t u = 0; u < flats.size(); ++u) {
+    const auto& unit = flats[u];
+    for (const auto& f : unit.flats) {
+      switch (f.kind) {
+        case FlatKind::nf4:  // frozen: no gradient, no optimizer state
+          e.nf4 += f.shard * nf4_element;
+          break;
+        case FlatKind::frozen:
+          e.params += 4 * f.shard;
+          break;
+        case FlatKind::trainable:
+          e.params += 4 * f.shard;
+          e.grads += 4 * f.shard;
+          e.optimizer += 8 * f.shard;
+          trainable_padded += f.padded;
+          max_flat_padded = std::max(max_flat_padded, f.padded);
+          break;
+      }
+    }
+    e.nf4_params += unit.nf4_weights;
+    e.nf4_packed += unit.nf4_bytes;
+    all_gathered += unit.gathered;
+    max_packed = std::max(max_packed, unit.packed);
+    if (u == 0) {
+      root_gathered = unit.gathered;
+    } else {
+      max_unit_live = std::max(max_unit_live, unit.gathered * p_bytes + unit.packed);
+      max_unit_waiting = std::max(max_unit_waiting, unit.unquantized * p_bytes + unit.packed);
+    }
+  }
+  e.params += e.nf4;
+  const bool frees = exp.shard.strategy == ShardStrategy::full_shard ||
+                     exp.shard.strategy == ShardStrategy::hybrid_shard;
+  const bool prefetch =
+      exp.shard.backward_prefetch != BackwardPrefetch::none || exp.shard.forward_prefetch;
+  const std::int64_t in_flight = prefetch ? std::min(2, exp.shard.max_inflight_gathers + 1) : 1;
+  // FULL_SHARD: the root, the running unit (its NF4 records and their dequantized copy both
+  // held while it dequantizes) and the prefetched ones (their records only: the dequantized
+  // buffer is allocated when a unit is waited). Without NF4: root + in_flight x the largest unit.
+  e.gathered = frees ? root_gathered * p_bytes + max_unit_live + (in_flight - 1) * max_unit_waiting
+                     : all_gathered * p_bytes + max_packed;
+
+  const auto dp = world_size;
+  e.micro_batch = exp.train.micro_batch_size > 0
+                      ? exp.train.micro_batch_size
+                      : std::max<std::int64_t>(1, exp.train.batch_size / dp);
+  const auto micro_steps = std::max<std::int64_t>(1, exp.train.batch_size / dp / e.micro_batch);
+  // The largest flat's unsharded gradient (param dtype), its reduce-dtype copy and its reduced
+  // shard; micro-steps without reduction keep every unit's unsharded gradient.
+  e.grad_buffers = max_flat_padded * (p_bytes + r_bytes) + max_flat_padded / e.shard_size * r_bytes;
+  std::int64_t accum = 0;
+  if (micro_steps > 1 && !exp.shard.reduce_every_microstep) accum = trainable_padded * r_bytes;
+  e.grad_buffers += accum;
+
+  e.image_tokens = facts->image_tokens;
+  const auto tokens = e.micro_batch * exp.data.seq_len;
+  const auto C = dims.hidden_size;
+  const auto I = dims.intermediate_size;
+  const bool ac = exp.shard.activation_checkpointing;
+  const bool frozen_base = exp.lora.enabled;
+  const auto share = [&](std::int64_t bytes) {
+    return frozen_base ? bytes * kFrozenShareNum / kFrozenShareDen : bytes;
+  };
+  const auto block = share(tokens * (kBlockActC * C + kBlockActI * I) * a_bytes);
+  e.activations = ac ? dims.num_layers * tokens * C * a_bytes + block : dims.num_layers * block;
+  e.activations += 3 * tokens * C * a_bytes;  // embedding output and the final norm
+  if (facts->has_vision && e.image_tokens > 0) {
+    const auto& v = facts->vision;
+    const auto merge2 = v.spatial_merge_size * v.spatial_merge_size;
+    const auto patches = e.micro_batch * e.image_tokens * merge2;  // vision tokens per forward
+    const auto E = v.embed_dim;
+    const auto vblock = share(patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes);
+    e.vision = ac ? v.depth * patches * E * a_bytes + vblock : v.depth * vblock;
+    // The pixel values (fp32 patches), patch_embed's output, and the merger's saved tensors.
+    e.vision +=
+        patches * v.patch_dim() * 4 + patches * E * a_bytes + patches * kMergerActE * E * a_bytes;
+  }
+  // Logits' copies plus lm_head's weight gradient (when it has one), held until the root unit's
+  // backward ends.
+  e.logits = kLogitCopies * e.micro_batch * (exp.data.seq_len - 1) * dims.vocab_size * 4 +
+             (head_trainable ? dims.vocab_size * C * p_bytes : 0);
+  // Gradients are freed after each optimizer step, so the peak is the larger of two moments:
+  // the head's backward (every saved activation, the logits, the gathered units) and the end of
+  // backward (every sharded gradient, the root still gathered, its gradient being reduced).
+  const auto head_backward = e.gathered + e.activations + e.vision + e.logits + accum;
+  const auto backward_end = e.grads + root_gathered * p_bytes + e.grad_buffers;
+  e.total = e.params + e.optimizer + std::max(head_backward, backward_end);
+  // Offloaded state lives in host memory; everything else on the compute device.
+  e.host =
+      (exp.shard.offload_params ? e.params : 0) + (exp.shard.offload_optimizer ? e.optimizer : 0);
+  e.device = e.total - e.host;
+  return e;
+}
+
+Result<DeviceBudget> device_budget(const Experiment& exp, const DetectedMemory& detected) {
+  const auto& l = exp.launch;
+  const bool cpu = exp.shard.device == "cpu";
+  DeviceBudget b;
+  if (l.device_memory_gib > 0) {
+    b.bytes = static_cast<std::int64_t>(l.device_memory_gib * 1024.0 * 1024.0 * 1024.0);
+    b.source = "launch.device_memory_gib = " + format_number(l.device_memory_gib);
+    b.gpu = !cpu;
+    return b;
+  }
+  if (l.kind == LaunchKind::slurm)
+    return fail(
+        "launch.device_memory_gib: required for launch.kind = \"slurm\" (the job's nodes are "
+        "not known before it starts); set it to the GPU memory of the partition's nodes in GiB, "
+        "e.g. 80");
+  if (!cpu && detected.gpu_bytes > 0) {
+    b.bytes = detected.gpu_bytes;
+    b.source = detected.gpu_source;
+    return b;
+  }
+  if (exp.shard.device == "cuda")
+    return fail("launch.device_memory_gib: shard.device = \"cuda\" but no GPU was found on " +
+                (detected.host_source.empty() ? std::string("the host") : detected.host_source) +
+                "; set launch.device_memory_gib to the GPU memory in GiB, or run the host check");
+  b.gpu = false;
+  if (detected.host_bytes <= 0) return b;  // unknown: nothing to hold the estimate against
+  const int ranks = std::max(1, l.nproc_per_node);
+  b.bytes = detected.host_bytes / ranks;
+  b.source = "memory of " + detected.host_source + " (" +
+             format_number(static_cast<double>(detected.host_bytes) / (1024.0 * 1024.0 * 1024.0)) +
+             " GiB) / " + std::to_string(ranks) + " rank(s), CPU run";
+  return b;
+}
+
+std::int64_t budgeted_bytes(const MemoryEstimate& e, const DeviceBudget& budget) {
+  return budget.gpu ? e.device : e.total;
+}
+
+std::string format_budget(const MemoryEstimate& e, const DeviceBudget& budget) {
+  if (budget.bytes <= 0) return "budget: unknown (set launch.device_memory_gib)\n";
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const auto need = budgeted_bytes(e, budget);
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "budget        %10.2f GiB per rank (%s): %s, %.2f GiB %s\n",
+                static_cast<double>(budget.bytes) / gib, budget.source.c_str(),
+                need <= budget.bytes ? "fits" : "DOES NOT FIT", static_cast<double>(need) / gib,
+                budget.gpu ? "on the device" : "in all");
+  return buf;
+}
+
+std::string format_estimate(const MemoryEstimate& e) {
+  auto mib = [](std::int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "memory per rank (world %d, %d per node, shards of %d, micro-batch %lld):\n"
+                "  params        %10.2f MiB  %s\n",
+                e.world_size, e.local_world_size, e.shard_size,
+                static_cast<long long>(e.micro_batch), mib(e.params),
+                e.nf4_params > 0 ? "fp32 master shards + NF4 base shards" : "fp32 master shards");
+  std::string out = buf;
+  if (e.nf4_params > 0) {
+    // The base as QLoRA stores it: what the quantized weights cost in all, and per weight.
+    std::snprintf(buf, sizeof buf,
+                  "    nf4 base    %10.2f MiB  of params: %lld weights as NF4, %.2f MiB packed "
+                  "in all (%.3f bits a weight), dequantized per unit when it runs\n",
+                  mib(e.nf4), static_cast<long long>(e.nf4_params), mib(e.nf4_packed),
+                  8.0 * static_cast<double>(e.nf4_packed) / static_cast<double>(e.nf4_params));
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "  grads         %10.2f MiB  fp32 sharded gradients\n"
+                "  optimizer     %10.2f MiB  AdamW moments\n"
+                "  gathered      %10.2f MiB  full units at the peak\n"
+                "  grad buffers  %10.2f MiB  gradients being reduced / accumulated\n"
+                "  activations   %10.2f MiB  saved for backward (text stack)\n"
+                "  vision        %10.2f MiB  vision tower and merger, %lld image tokens a sample\n"
+                "  logits        %10.2f MiB\n"
+                "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
+                mib(e.grads), mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers),
+                mib(e.activations), mib(e.vision), static_cast<long long>(e.image_tokens),
+                mib(e.logits), mib(e.total), mib(e.device), mib(e.host));
+  return out + buf;
+}
+
+std::string estimate_json(const MemoryEstimate& e) {
+  return nlohmann::json{{"world_size", e.world_size},
+                        {"local_world_size", e.local_world_size},
+                        {"shard_size", e.shard_size},
+                        {"micro_batch", e.micro_batch},
+                        {"params_total", e.params_total},
+                        {"params_trainable", e.params_trainable},
+                        {"params", e.params},
+                        {"grads", e.grads},
+                        {"optimizer", e.optimizer},
+                        {"gathered", e.gathered},
+                        {"grad_buffers", e.grad_buffers},
+                        {"activations", e.activations},
+                        {"vision", e.vision},
+                        {"image_tokens", e.image_tokens},
+                        {"logits", e.logits},
+                        {"total", e.total},
+                        {"device", e.device},
+                        {"host", e.host},
+                        {"nf4_params", e.nf4_params},
+                        {"nf4_packed", e.nf4_packed},
+                        {"nf4", e.nf4}}
+      .dump();
+}
+
+}  // namespace shardscope::spec

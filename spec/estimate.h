@@ -1,0 +1,75 @@
+// Per-rank memory estimate of a training run, torch-free (the GUI's memory panel, `shardtrain
+// estimate`, `shardscope-cli estimate` and the `hello` event share it). docs/config.md, "Memory
+// estimate", gives the formulas. The params, grads and optimizer terms count exactly what the
+// engine allocates (same units, same padding); the others model the peak at the head's
+// backward, when every unit's saved activations are still held.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "spec/experiment.h"
+#include "spec/result.h"
+
+namespace shardscope::spec {
+
+struct MemoryEstimate {
+  int world_size = 1;
+  int local_world_size = 1;
+  int shard_size = 1;             // ranks a flat parameter is split across
+  std::int64_t micro_batch = 1;   // samples per rank per forward
+  std::int64_t params_total = 0;  // parameter count of the model
+  std::int64_t params_trainable = 0;
+  // Bytes per rank.
+  std::int64_t params = 0;        // fp32 master shards, padded (plus the NF4 base's shards)
+  std::int64_t grads = 0;         // fp32 sharded gradients (trainable flats)
+  std::int64_t optimizer = 0;     // AdamW exp_avg + exp_avg_sq (fp32, sharded)
+  std::int64_t gathered = 0;      // full units in the param dtype at the peak (NF4 dequantized)
+  std::int64_t grad_buffers = 0;  // unsharded gradients being reduced, accumulation buffers
+  std::int64_t activations = 0;   // tensors saved for backward (text blocks, embedding, norm)
+  std::int64_t vision = 0;        // the vision tower's and merger's saved tensors, pixel values
+  std::int64_t image_tokens = 0;  // merged image tokens per sample the vision term assumes
+  std::int64_t logits = 0;        // logits, their log-softmax and gradient (fp32)
+  std::int64_t total = 0;
+  std::int64_t device = 0;  // of the total, on the compute device (GPU)
+  std::int64_t host = 0;    // of the total, in host memory: offload_params / offload_optimizer
+  // QLoRA (lora.quantize = "nf4"): the base weights held as NF4 records instead of fp32 masters.
+  std::int64_t nf4_params = 0;  // weights stored as NF4 (0 without quantize = "nf4")
+  std::int64_t nf4_packed = 0;  // their records' bytes over the whole model, unsharded
+  std::int64_t nf4 = 0;         // of params: this rank's shards of the units' "<unit>/nf4" flats
+};
+
+/// The estimate for a world shape (validated with validate_for_world first).
+Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size, int local_world_size);
+
+/// What the memory of the target hosts is known to be (each caller detects what it can reach).
+struct DetectedMemory {
+  std::int64_t gpu_bytes = 0;   // memory of the smallest GPU a rank would use; 0 = no GPU found
+  std::string gpu_source;       // "nvidia-smi on gpu1 (NVIDIA H100 80GB HBM3)"
+  std::int64_t host_bytes = 0;  // physical memory of the host the ranks run on; 0 = unknown
+  std::string host_source;      // "this machine", "gpu1"
+};
+
+/// The memory one rank may use, and where that number came from.
+struct DeviceBudget {
+  std::int64_t bytes = 0;  // per rank; 0 = unknown (nothing to hold the estimate against)
+  std::string source;      // for people: "launch.device_memory_gib = 80", "nvidia-smi on ..."
+  bool gpu = true;         // compared with the estimate's device bytes; false: with its total
+};
+
+/// The budget a trial of `exp` is held against: launch.device_memory_gib when set (always
+/// wins); else a detected GPU's memory (unless shard.device = "cpu"); else the host's memory
+/// divided by its ranks (CPU runs). Slurm without launch.device_memory_gib, and
+/// shard.device = "cuda" with no GPU detected, are config errors naming the field.
+Result<DeviceBudget> device_budget(const Experiment& exp, const DetectedMemory& detected);
+/// The part of `e` a budget holds: device bytes on a GPU, the total on CPU.
+std::int64_t budgeted_bytes(const MemoryEstimate& e, const DeviceBudget& budget);
+/// One line for people: "budget 80.00 GiB per rank (launch.device_memory_gib = 80): fits".
+std::string format_budget(const MemoryEstimate& e, const DeviceBudget& budget);
+
+/// One line per term with its formula's inputs, for people.
+std::string format_estimate(const MemoryEstimate& e);
+/// JSON object with every field (bytes), for the CLI's --json and the GUI.
+std::string estimate_json(const MemoryEstimate& e);
+
+}  // namespace shardscope::spec

@@ -1,0 +1,423 @@
+#include "spec/events.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace shardscope::spec {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A float as JSON: finite numbers as themselves, NaN and infinities as null.
+Json number(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
+
+// A value as an error message shows it: a scalar as JSON, cut at 80 bytes, an array or object by
+// its type. Dumping a whole value recursed once per nesting level (a 1 MB line of '[' overflowed
+// the backend's stack) and copied any size into the message.
+std::string preview(const Json& v) {
+  if (v.is_structured()) return std::string("an ") + v.type_name();
+  std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
+struct Encoder {
+  Json& out;
+  void operator()(const HelloEvent& e) const {
+    out["world_size"] = e.world_size;
+    out["local_world_size"] = e.local_world_size;
+    out["config_hash"] = e.config_hash;
+    out["versions"] = Json::object();
+    for (const auto& [name, version] : e.versions) out["versions"][name] = version;
+    out["params"] = {{"total", e.params_total}, {"trainable", e.params_trainable}};
+    out["mem_estimate"] = e.mem_estimate;
+    if (e.device) {
+      out["device"] = {{"type", e.device->type},
+                       {"index", e.device->index},
+                       {"name", e.device->name},
+                       {"memory_bytes", e.device->memory_bytes},
+                       {"capability", e.device->capability}};
+    }
+  }
+  void operator()(const StepEvent& e) const {
+    out["step"] = e.step;
+    out["loss"] = number(e.loss);
+    out["lr"] = number(e.lr);
+    out["grad_norm"] = number(e.grad_norm);
+    out["tokens_per_s"] = number(e.tokens_per_s);
+    out["mfu"] = number(e.mfu);
+    out["comm_bytes"] = {{"all_gather", e.all_gather_bytes},
+                         {"reduce_scatter", e.reduce_scatter_bytes}};
+  }
+  void operator()(const EvalEvent& e) const {
+    out["step"] = e.step;
+    out["metrics"] = Json::object();
+    for (const auto& [name, value] : e.metrics) out["metrics"][name] = number(value);
+  }
+  void operator()(const MemEvent& e) const {
+    out["step"] = e.step;
+    out["allocated"] = e.allocated;
+    out["reserved"] = e.reserved;
+    out["peak"] = e.peak;
+    out["rss"] = e.rss;
+    if (e.cuda_allocated) out["cuda_allocated"] = *e.cuda_allocated;
+    if (e.cuda_reserved) out["cuda_reserved"] = *e.cuda_reserved;
+    if (e.cuda_peak) out["cuda_peak"] = *e.cuda_peak;
+  }
+  void operator()(const CkptEvent& e) const {
+    out["step"] = e.step;
+    out["path"] = e.path;
+    out["kind"] = e.kind;
+  }
+  void operator()(const LogEvent& e) const {
+    out["level"] = e.level;
+    out["message"] = e.message;
+  }
+  void operator()(const DoneEvent& e) const {
+    out["status"] = to_string(e.status);
+    if (e.objective_is_array || e.objective.size() > 1) {
+      Json values = Json::array();
+      for (double v : e.objective) values.push_back(number(v));
+      out["objective"] = values;
+    } else if (e.objective.size() == 1) {
+      out["objective"] = number(e.objective.front());
+    }
+    if (e.steps) out["steps"] = *e.steps;
+  }
+  void operator()(const ErrorEvent& e) const {
+    out["kind"] = to_string(e.kind);
+    out["message"] = e.message;
+    out["hint"] = e.hint;
+  }
+};
+
+// Reads typed fields out of one parsed line; the first failure is kept with its field path.
+class Reader {
+ public:
+  Reader(const Json& object, std::string kind) : m_obj(object), m_kind(std::move(kind)) {}
+
+  bool failed() const { return !m_error.empty(); }
+  const Json& root() const { return m_obj; }
+  const std::string& error() const { return m_error; }
+
+  const Json* field(const Json& obj, std::string_view path, const char* key, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required) set_error(path, key, "is missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  std::int64_t integer(const char* key, bool required = true) {
+    return integer_in(m_obj, "", key, required);
+  }
+  std::int64_t integer_in(const Json& obj, std::string_view path, const char* key,
+                          bool required = true) {
+    const Json* v = field(obj, path, key, required);
+    if (!v) return 0;
+    // Only values an int64 holds: a larger one (2^64 - 1 read as unsigned, 4.9e19 written as a
+    // float) wrapped around, or was undefined behaviour to convert.
+    constexpr double kLimit = 9223372036854775808.0;  // 2^63
+    if (v->is_number_unsigned() &&
+        v->get<std::uint64_t>() > std::uint64_t{std::numeric_limits<std::int64_t>::max()}) {
+      set_error(path, key, "expected an integer below 2^63, got " + preview(*v));
+      return 0;
+    }
+    if (v->is_number_integer()) return v->get<std::int64_t>();
+    if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && d >= -kLimit && d < kLimit)
+        return static_cast<std::int64_t>(d);
+    }
+    set_error(path, key, "expected an integer, got " + preview(*v));
+    return 0;
+  }
+
+  // An int field (v, rank, world sizes, device index): 2^32 + 1 must not pass as 1.
+  int int32_in(const Json& obj, std::string_view path, const char* key, bool required = true) {
+    const std::int64_t n = integer_in(obj, path, key, required);
+    if (n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
+      set_error(path, key, "expected a 32-bit integer, got " + std::to_string(n));
+      return 0;
+    }
+    return static_cast<int>(n);
+  }
+  int int32(const char* key, bool required = true) { return int32_in(m_obj, "", key, required); }
+
+  double real(const char* key, bool required = true) { return real_in(m_obj, "", key, required); }
+  double real_in(const Json& obj, std::string_view path, const char* key, bool required = true) {
+    const Json* v = field(obj, path, key, required);
+    if (!v) return kNaN;
+    if (v->is_null()) return kNaN;
+    if (v->is_number()) return v->get<double>();
+    set_error(path, key, "expected a number, got " + preview(*v));
+    return kNaN;
+  }
+
+  std::string text(const char* key, bool required = true) {
+    const Json* v = field(m_obj, "", key, required);
+    if (!v) return {};
+    if (v->is_string()) return v->get<std::string>();
+    set_error("", key, "expected a string, got " + preview(*v));
+    return {};
+  }
+
+  const Json* object(const char* key, bool required = true) {
+    const Json* v = field(m_obj, "", key, required);
+    if (v && !v->is_object()) {
+      set_error("", key, "expected an object, got " + preview(*v));
+      return nullptr;
+    }
+    return v;
+  }
+
+  void set_error(std::string_view path, std::string_view key, const std::string& what) {
+    if (!m_error.empty()) return;
+    m_error = m_kind + ".";
+    if (!path.empty()) m_error.append(path).append(".");
+    m_error.append(key).append(": ").append(what);
+  }
+
+ private:
+  const Json& m_obj;
+  std::string m_kind;
+  std::string m_error;
+};
+
+HelloEvent read_hello(Reader& r) {
+  HelloEvent e;
+  e.world_size = r.int32("world_size");
+  e.local_world_size = r.int32("local_world_size");
+  e.config_hash = r.text("config_hash");
+  if (const Json* versions = r.object("versions")) {
+    for (const auto& [name, value] : versions->items()) {
+      if (!value.is_string())
+        r.set_error("versions", name, "expected a string, got " + preview(value));
+      else
+        e.versions[name] = value.get<std::string>();
+    }
+  }
+  if (const Json* params = r.object("params")) {
+    e.params_total = r.integer_in(*params, "params", "total");
+    e.params_trainable = r.integer_in(*params, "params", "trainable");
+  }
+  e.mem_estimate = r.integer("mem_estimate");
+  if (const Json* device = r.object("device", false)) {
+    DeviceSummary d;
+    if (const Json* type = r.field(*device, "device", "type", true); type && type->is_string())
+      d.type = type->get<std::string>();
+    d.index = r.int32_in(*device, "device", "index");
+    if (const Json* name = r.field(*device, "device", "name", true); name && name->is_string())
+      d.name = name->get<std::string>();
+    d.memory_bytes = r.integer_in(*device, "device", "memory_bytes");
+    if (const Json* cap = r.field(*device, "device", "capability", false); cap && cap->is_string())
+      d.capability = cap->get<std::string>();
+    if (d.type != "cpu" && d.type != "cuda")
+      r.set_error("device", "type", "expected \"cpu\" or \"cuda\", got \"" + d.type + "\"");
+    e.device = d;
+  }
+  return e;
+}
+
+StepEvent read_step(Reader& r) {
+  StepEvent e;
+  e.step = r.integer("step");
+  e.loss = r.real("loss");
+  e.lr = r.real("lr");
+  e.grad_norm = r.real("grad_norm");
+  e.tokens_per_s = r.real("tokens_per_s");
+  e.mfu = r.real("mfu");
+  if (const Json* comm = r.object("comm_bytes")) {
+    e.all_gather_bytes = r.integer_in(*comm, "comm_bytes", "all_gather");
+    e.reduce_scatter_bytes = r.integer_in(*comm, "comm_bytes", "reduce_scatter");
+  }
+  return e;
+}
+
+EvalEvent read_eval(Reader& r) {
+  EvalEvent e;
+  e.step = r.integer("step");
+  if (const Json* metrics = r.object("metrics")) {
+    for (const auto& [name, value] : metrics->items()) {
+      e.metrics[name] = r.real_in(*metrics, "metrics", name.c_str());
+    }
+  }
+  return e;
+}
+
+MemEvent read_mem(Reader& r) {
+  MemEvent e;
+  e.step = r.integer("step");
+  e.allocated = r.integer("allocated");
+  e.reserved = r.integer("reserved");
+  e.peak = r.integer("peak");
+  e.rss = r.integer("rss");
+  for (auto [key, slot] :
+       {std::pair{"cuda_allocated", &e.cuda_allocated},
+        std::pair{"cuda_reserved", &e.cuda_reserved}, std::pair{"cuda_peak", &e.cuda_peak}}) {
+    if (r.field(r.root(), "", key, false)) *slot = r.integer(key);
+  }
+  return e;
+}
+
+CkptEvent read_ckpt(Reader& r) {
+  CkptEvent e;
+  e.step = r.integer("step");
+  e.path = r.text("path");
+  e.kind = r.text("kind");
+  if (!r.failed() && e.kind != "sharded" && e.kind != "full" && e.kind != "adapter") {
+    r.set_error("", "kind", "expected sharded, full or adapter, got \"" + e.kind + "\"");
+  }
+  return e;
+}
+
+LogEvent read_log(Reader& r) {
+  LogEvent e;
+  e.level = r.text("level");
+  e.message = r.text("message");
+  return e;
+}
+
+DoneEvent read_done(Reader& r, const Json& obj) {
+  DoneEvent e;
+  std::string status = r.text("status");
+  if (auto s = parse_done_status(status)) {
+    e.status = *s;
+  } else if (!r.failed()) {
+    r.set_error("", "status", "expected complete, stopped or failed, got \"" + status + "\"");
+  }
+  if (auto it = obj.find("objective"); it != obj.end() && !it->is_null()) {
+    if (it->is_array()) {
+      e.objective_is_array = true;
+      for (const auto& v : *it) {
+        if (v.is_null())
+          e.objective.push_back(kNaN);
+        else if (v.is_number())
+          e.objective.push_back(v.get<double>());
+        else
+          r.set_error("", "objective", "expected numbers in the array, got " + preview(v));
+      }
+    } else if (it->is_number()) {
+      e.objective.push_back(it->get<double>());
+    } else {
+      r.set_error("", "objective", "expected a number or an array of numbers, got " + preview(*it));
+    }
+  }
+  if (obj.contains("steps")) e.steps = r.integer("steps");
+  return e;
+}
+
+ErrorEvent read_error(Reader& r) {
+  ErrorEvent e;
+  std::string kind = r.text("kind");
+  if (auto k = parse_error_kind(kind)) {
+    e.kind = *k;
+  } else if (!r.failed()) {
+    r.set_error("", "kind",
+                "expected oom, peer_lost, config, data, io or internal, got \"" + kind + "\"");
+  }
+  e.message = r.text("message");
+  e.hint = r.text("hint", false);
+  return e;
+}
+
+Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj) {
+  Payload body;
+  if (kind == "hello")
+    body = read_hello(r);
+  else if (kind == "step")
+    body = read_step(r);
+  else if (kind == "eval")
+    body = read_eval(r);
+  else if (kind == "mem")
+    body = read_mem(r);
+  else if (kind == "ckpt")
+    body = read_ckpt(r);
+  else if (kind == "log")
+    body = read_log(r);
+  else if (kind == "done")
+    body = read_done(r, obj);
+  else if (kind == "error")
+    body = read_error(r);
+  else
+    return fail("ev: unknown event kind \"" + kind +
+                "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error)");
+  if (r.failed()) return fail(r.error());
+  return body;
+}
+
+}  // namespace
+
+std::string_view kind_name(const Payload& body) {
+  static constexpr std::string_view kNames[] = {"hello", "step", "eval", "mem",
+                                                "ckpt",  "log",  "done", "error"};
+  return kNames[body.index()];
+}
+
+std::string encode_event(const Event& event) {
+  Json out;
+  out["v"] = event.env.v;
+  out["ev"] = kind_name(event.body);
+  out["rank"] = event.env.rank;
+  out["seq"] = event.env.seq;
+  out["t"] = number(event.env.t);
+  std::visit(Encoder{out}, event.body);
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Result<Event> parse_event(std::string_view line, ParseMode mode) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  Json obj = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (obj.is_discarded()) return fail("not a JSON object: " + std::string(line.substr(0, 80)));
+  if (!obj.is_object()) return fail("expected a JSON object, got " + preview(obj));
+  auto ev = obj.find("ev");
+  if (ev == obj.end() || !ev->is_string()) return fail("ev: missing or not a string");
+  const std::string kind = ev->get<std::string>();
+
+  const bool strict = mode == ParseMode::strict;
+  Reader r(obj, kind);
+  Event event;
+  event.env.v = obj.contains("v") || strict ? r.int32("v") : kProtocolVersion;
+  if (!r.failed() && event.env.v != kProtocolVersion) {
+    return fail(kind + ".v: protocol v" + std::to_string(event.env.v) + " is not v" +
+                std::to_string(kProtocolVersion) +
+                "; use a shardtrain and a backend of one release");
+  }
+  event.env.rank = obj.contains("rank") || strict ? r.int32("rank") : 0;
+  event.env.seq = obj.contains("seq") || strict ? r.integer("seq") : -1;
+  event.env.t = obj.contains("t") || strict ? r.real("t") : kNaN;
+  if (r.failed()) return fail(r.error());
+  auto body = read_payload(kind, r, obj);
+  if (!body) return body.error();
+  event.body = std::move(body).value();
+  return event;
+}
+
+EventWriter::EventWriter(int rank, std::FILE* out) : m_rank(rank), m_out(out) {}
+
+bool EventWriter::write(const Payload& body) {
+  Event event{Envelope{kProtocolVersion, m_rank, m_seq++, unix_time_now()}, body};
+  std::string line = encode_event(event);
+  line.push_back('\n');
+  errno = 0;
+  const bool written =
+      std::fwrite(line.data(), 1, line.size(), m_out) == line.size() && std::fflush(m_out) == 0;
+  if (!written && m_error.empty()) {
+    m_error = errno != 0 ? std::strerror(errno) : "short write";
+  }
+  return written;
+}
+
+double unix_time_now() {
+  using namespace std::chrono;
+  auto ms = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  return static_cast<double>(ms) / 1000.0;
+}
+
+}  // namespace shardscope::spec

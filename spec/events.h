@@ -1,0 +1,163 @@
+// Event protocol v1: the JSON Lines each rank of `shardtrain` writes on stdout, and the only
+// thing the backend reads from a running trainer. Frozen: tests/spec/golden/ holds one
+// golden line per kind; changing a field name, unit or meaning bumps kProtocolVersion.
+//
+// Every line is one JSON object: {"v":1,"ev":KIND,"rank":R,"seq":S,"t":T, ...payload}
+//   v     protocol version (int)          rank  global rank (int, 0-based)
+//   seq   per-rank counter from 0 (int)   t     unix time in seconds (float, ms precision)
+// Units: bytes for memory and traffic, seconds for time, tokens/s for throughput, fractions
+// (0..1) for MFU. A non-finite float (a diverged loss) is written as null and read back as NaN.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "spec/result.h"
+#include "spec/status.h"
+
+namespace shardscope::spec {
+
+inline constexpr int kProtocolVersion = 1;
+
+/// `hello`: the first line of every rank, before any collective.
+/// The device a rank computes on (`hello.device`, optional: absent from older trainers).
+struct DeviceSummary {
+  std::string type;               // "cpu" or "cuda"
+  int index = 0;                  // CUDA device index in the rank's visible devices
+  std::string name;               // "NVIDIA H100 80GB HBM3", or the CPU model
+  std::int64_t memory_bytes = 0;  // device memory (CPU: physical memory)
+  std::string capability;         // CUDA compute capability "9.0"; empty on CPU
+
+  bool operator==(const DeviceSummary&) const = default;
+};
+
+struct HelloEvent {
+  int world_size = 0;
+  int local_world_size = 0;
+  std::string config_hash;                      // sha256 of the resolved config, hex
+  std::map<std::string, std::string> versions;  // "shardtrain", "torch", "backend" (gloo/nccl)
+  std::int64_t params_total = 0;                // parameter count of the whole model
+  std::int64_t params_trainable = 0;            // those that receive gradients
+  std::int64_t mem_estimate = 0;                // bytes per rank, from spec's estimate
+  std::optional<DeviceSummary> device;          // where the rank computes
+};
+
+/// `step`: one optimizer step finished (rank 0 only).
+struct StepEvent {
+  std::int64_t step = 0;                  // optimizer steps done, from 1
+  double loss = 0;                        // mean training loss of the step
+  double lr = 0;                          // learning rate used by the step
+  double grad_norm = 0;                   // global norm before clipping
+  double tokens_per_s = 0;                // tokens of all ranks per wall second
+  double mfu = 0;                         // model FLOPs utilisation, 0..1
+  std::int64_t all_gather_bytes = 0;      // bytes this rank all-gathered in the step
+  std::int64_t reduce_scatter_bytes = 0;  // bytes this rank reduce-scattered in the step
+};
+
+/// `eval`: metrics of an evaluation at a step; pruners read these.
+struct EvalEvent {
+  std::int64_t step = 0;
+  std::map<std::string, double> metrics;  // "loss", "accuracy", ...
+};
+
+/// `mem`: memory of one rank at a step (every rank), in bytes.
+struct MemEvent {
+  std::int64_t step = 0;
+  std::int64_t allocated = 0;  // host: the trainer's counting allocator
+  std::int64_t reserved = 0;
+  std::int64_t peak = 0;
+  std::int64_t rss = 0;
+  /// CUDA runs: the caching allocator's bytes on the rank's GPU (absent on CPU).
+  std::optional<std::int64_t> cuda_allocated;
+  std::optional<std::int64_t> cuda_reserved;
+  std::optional<std::int64_t> cuda_peak;
+};
+
+/// `ckpt`: a checkpoint is complete on disk (written only after the rename).
+struct CkptEvent {
+  std::int64_t step = 0;
+  std::string path;  // relative to the run directory
+  std::string kind;  // sharded | full | adapter
+};
+
+/// `log`: a message worth showing beside the curves (human logs go to stderr).
+struct LogEvent {
+  std::string level;  // debug | info | warn | error
+  std::string message;
+};
+
+/// `done`: the rank ends; objective is a number, an array (several objectives) or absent.
+struct DoneEvent {
+  DoneStatus status = DoneStatus::complete;
+  std::vector<double> objective;    // empty: none; one value is written as a number
+  bool objective_is_array = false;  // true when written (or to be written) as an array
+  std::optional<std::int64_t> steps;
+};
+
+/// `error`: why this rank fails, with what to do about it; a `done` may not follow.
+struct ErrorEvent {
+  ErrorKind kind = ErrorKind::internal;
+  std::string message;
+  std::string hint;
+};
+
+using Payload = std::variant<HelloEvent, StepEvent, EvalEvent, MemEvent, CkptEvent, LogEvent,
+                             DoneEvent, ErrorEvent>;
+
+/// The fields every line carries.
+struct Envelope {
+  int v = kProtocolVersion;
+  int rank = 0;
+  std::int64_t seq = 0;  // -1 when a lenient line had none (the reader's caller numbers it)
+  double t = 0;          // NaN when a lenient line had none (the caller stamps arrival time)
+};
+
+struct Event {
+  Envelope env;
+  Payload body;
+};
+
+/// The `ev` name of a payload: "hello", "step", ...
+std::string_view kind_name(const Payload& body);
+
+/// One line of JSON, without the newline; fields in protocol order.
+std::string encode_event(const Event& event);
+
+enum class ParseMode {
+  strict,   // a shardtrain rank: v, rank, seq and t are required
+  lenient,  // any program used as a search trial: they default to 1, 0, -1 and NaN
+};
+
+/// Parses one line. Errors name the field and what was expected, e.g.
+/// "step.loss: expected a number, got \"abc\"".
+Result<Event> parse_event(std::string_view line, ParseMode mode = ParseMode::strict);
+
+/// Writes events of one rank, numbering them and stamping the time; flushes every line so a
+/// tailing backend sees it at once. Not thread-safe: one writer per rank.
+class EventWriter {
+ public:
+  EventWriter(int rank, std::FILE* out);
+  /// Writes and flushes one line; false when the stream refused it (a full disk). The first
+  /// failure is kept: ok() stays false and error() says why.
+  bool write(const Payload& body);
+  std::int64_t next_seq() const { return m_seq; }
+  bool ok() const { return m_error.empty(); }
+  const std::string& error() const { return m_error; }
+
+ private:
+  int m_rank;
+  std::FILE* m_out;
+  std::int64_t m_seq = 0;
+  std::string m_error;
+};
+
+/// Unix time in seconds with millisecond precision, as `t` carries it.
+double unix_time_now();
+
+}  // namespace shardscope::spec

@@ -1,0 +1,142 @@
+// tst_search_schema: spec owns the [search] schema like every other section: the spec
+// library alone (no search library, no Qt in the code under test) reads an experiment's [search]
+// into typed settings, applies an override to it, and refuses a bad value naming the file, the
+// field and the fix. The parser's every rule is tested through the search library in
+// tests/search/tst_space.cpp.
+#include <QTest>
+
+#include <string>
+
+#include "spec/experiment.h"
+#include "spec/search_space.h"
+
+using namespace shardscope;
+using namespace shardscope::spec;
+
+namespace {
+
+const std::string kSweep = SHARDSCOPE_SOURCE_DIR "/examples/demo-sweep.toml";
+
+Result<SearchSpace> spaceOf(const std::vector<std::string>& overrides) {
+  LoadOptions options;
+  options.check_paths = false;  // the example's data is generated on demand
+  auto exp = load_experiment(kSweep, overrides, options);
+  if (!exp) return exp.error();
+  if (!exp->search.present) return fail("no [search] in " + kSweep);
+  return parse_search_space(exp->search.toml, exp->source);
+}
+
+}  // namespace
+
+class TestSearchSchema : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void readsTheExamplesSearch() {
+    auto s = spaceOf({});
+    QVERIFY2(s.ok(), s.ok() ? "" : s.message().c_str());
+    QCOMPARE(s->name, std::string("demo-sweep"));
+    QCOMPARE(s->sampler.type, std::string("tpe"));
+    QCOMPARE(s->seed, std::uint64_t{7});
+    QCOMPARE(s->n_trials, std::int64_t{8});
+    QCOMPARE(s->objectives.size(), std::size_t{1});
+    QCOMPARE(s->objectives[0].metric, std::string("objective"));
+    QVERIFY(s->objectives[0].direction == Direction::Minimize);
+    const int lr = s->index_of("train.lr");
+    QVERIFY(lr >= 0);
+    const Param& p = s->params[static_cast<std::size_t>(lr)];
+    QVERIFY(p.type == ParamType::Float && p.log);
+    QCOMPARE(p.low, 1e-3);
+    QCOMPARE(p.high, 1e-1);
+  }
+
+  // A --set on a [search] key reaches the typed settings, as one on any section does.
+  void overrideReachesSearch() {
+    auto s = spaceOf({"search.n_trials=3", "search.sampler=\"random\""});
+    QVERIFY2(s.ok(), s.ok() ? "" : s.message().c_str());
+    QCOMPARE(s->n_trials, std::int64_t{3});
+    QCOMPARE(s->sampler.type, std::string("random"));
+  }
+
+  void badValueNamesFileFieldAndFix() {
+    auto s = parse_search_space(
+        "[search]\nsampler = \"bogus\"\n[search.space.\"lora.enabled\"]\ntype = \"bool\"\n",
+        "exp.toml");
+    QVERIFY(!s.ok());
+    QCOMPARE(s.message(), std::string("exp.toml: search.sampler: unknown sampler \"bogus\"; use "
+                                      "random, grid, qmc, tpe, cmaes, nsga2"));
+  }
+
+  // Loading the experiment validates [search] like every other section: a bad value is refused
+  // at the line that holds it (not at sweep time), with the field and the fix.
+  void loadRefusesBadSearchAtItsLine() {
+    const std::string text =
+        "[search]\n"                     // line 1
+        "n_trials = 4\n"                 // 2
+        "\n"                             // 3
+        "[search.space.\"train.lr\"]\n"  // 4
+        "type = \"float\"\n"             // 5
+        "low = 1e-2\n"                   // 6
+        "high = 1e-5\n";                 // 7
+    auto exp = parse_experiment(text, "exp.toml", {}, noPaths());
+    QVERIFY(!exp.ok());
+    QVERIFY2(
+        exp.message().find("exp.toml:6:1: search.space.\"train.lr\".low: must be below high") !=
+            std::string::npos,
+        exp.message().c_str());
+    auto sampler = parse_experiment("[model]\nname = \"tiny\"\n[search]\nsampler = \"bogus\"\n",
+                                    "exp.toml", {}, noPaths());
+    QVERIFY(!sampler.ok());
+    QVERIFY2(sampler.message().find("exp.toml:4:1: search.sampler: unknown sampler") !=
+                 std::string::npos,
+             sampler.message().c_str());
+  }
+
+  // A sweep of shardtrain sets each parameter with --set, so a name that is no field of the
+  // experiment is refused on load with the field it was probably meant to be.
+  void loadRefusesAParameterThatIsNoField() {
+    const std::string text =
+        "[search]\n[search.space.\"train.lr_warmup\"]\ntype = \"int\"\nlow = 0\nhigh = 40\n"
+        "[search.space.\"train.weight_decy\"]\ntype = \"float\"\nlow = 0.0\nhigh = 0.1\n";
+    auto exp = parse_experiment(text, "exp.toml", {}, noPaths());
+    QVERIFY(!exp.ok());
+    QVERIFY2(exp.message().find("exp.toml:2:15: search.space.\"train.lr_warmup\": "
+                                "\"train.lr_warmup\" is not a field of the experiment") !=
+                 std::string::npos,
+             exp.message().c_str());
+    QVERIFY2(exp.message().find("did you mean \"train.lr_warmup_steps\"?") != std::string::npos,
+             exp.message().c_str());
+    QVERIFY2(exp.message().find("did you mean \"train.weight_decay\"?") != std::string::npos,
+             exp.message().c_str());
+    // An environment variable of the ranks is a field too, as `--set launch.env.NAME=` is.
+    auto env = parse_experiment(
+        "[search]\n[search.space.\"launch.env.NCCL_ALGO\"]\ntype = \"categorical\"\n"
+        "choices = [\"ring\", \"tree\"]\n",
+        "exp.toml", {}, noPaths());
+    QVERIFY2(env.ok() || env.message().find("is not a field") == std::string::npos,
+             env.message().c_str());
+    // Another program's trials take any flag: the same names are fine there.
+    auto program =
+        parse_experiment("[search]\nprogram = [\"python3\", \"obj.py\"]\n" + text.substr(9),
+                         "exp.toml", {}, noPaths());
+    QVERIFY2(program.ok(), program.ok() ? "" : program.message().c_str());
+  }
+
+  // A [search] with no parameter cannot run a study: refused on load, saying what to add.
+  void loadRefusesASearchWithoutParameters() {
+    auto exp = parse_experiment("[search]\nn_trials = 3\n", "exp.toml", {}, noPaths());
+    QVERIFY(!exp.ok());
+    QVERIFY2(exp.message().find("search.space: no parameters; add e.g.") != std::string::npos,
+             exp.message().c_str());
+  }
+
+ private:
+  static LoadOptions noPaths() {
+    LoadOptions options;
+    options.check_paths = false;
+    return options;
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSearchSchema)
+#include "tst_search_schema.moc"
