@@ -1,5 +1,7 @@
 #include "search/pruner.h"
 
+#include "spec/search_names.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -196,10 +198,18 @@ PruneDecision HyperbandPruner::should_prune(const Trial& trial, const std::vecto
 }
 
 std::unique_ptr<Pruner> make_pruner(const PrunerConfig& cfg) {
-  if (cfg.type == "median" || cfg.type == "percentile")
-    return std::make_unique<PercentilePruner>(cfg);
-  if (cfg.type == "asha") return std::make_unique<SuccessiveHalvingPruner>(cfg);
-  if (cfg.type == "hyperband") return std::make_unique<HyperbandPruner>(cfg);
+  // The parser let only registered names through (spec/search_names.h); every kind has its case.
+  switch (spec::kind_of(spec::kPruners, cfg.type).value_or(spec::PrunerKind::none)) {
+    case spec::PrunerKind::none:
+      return std::make_unique<NopPruner>();
+    case spec::PrunerKind::median:
+    case spec::PrunerKind::percentile:
+      return std::make_unique<PercentilePruner>(cfg);
+    case spec::PrunerKind::asha:
+      return std::make_unique<SuccessiveHalvingPruner>(cfg);
+    case spec::PrunerKind::hyperband:
+      return std::make_unique<HyperbandPruner>(cfg);
+  }
   return std::make_unique<NopPruner>();
 }
 

@@ -8,6 +8,7 @@
 #include "search/nsga2.h"
 #include "search/sampler.h"
 #include "search/tpe.h"
+#include "spec/search_names.h"
 
 namespace shardscope::search {
 namespace {
@@ -207,40 +208,44 @@ Result<TrialParams> QmcSampler::sample(const SearchSpace& space, const std::vect
 
 Result<std::unique_ptr<Sampler>> make_sampler(const SearchSpace& space) {
   const std::string& type = space.sampler.type;
-  if (type == "random") return std::unique_ptr<Sampler>(std::make_unique<RandomSampler>());
-  if (type == "grid") {
-    auto pts = GridSampler::points(space);
-    if (!pts) return pts.error();
-    return std::unique_ptr<Sampler>(std::make_unique<GridSampler>());
-  }
-  if (type == "qmc") {
-    if (static_cast<int>(space.params.size()) > QmcSampler::kMaxDims) {
-      return fail("search.sampler: qmc supports up to " + std::to_string(QmcSampler::kMaxDims) +
-                  " parameters; use tpe or random");
-    }
-    return std::unique_ptr<Sampler>(std::make_unique<QmcSampler>(space.seed));
-  }
-  if ((type == "tpe" || type == "cmaes") && space.objectives.size() != 1) {
+  const std::optional<spec::SamplerKind> kind = spec::kind_of(spec::kSamplers, type);
+  if (!kind) return fail("search.sampler: unknown sampler \"" + type + "\"");
+  const bool one_objective = *kind == spec::SamplerKind::tpe || *kind == spec::SamplerKind::cmaes;
+  if (one_objective && space.objectives.size() != 1) {
     return fail("search.sampler: " + type +
                 " optimises one objective; several objectives need sampler = \"nsga2\" (or "
                 "random or qmc)");
   }
-  if (type == "tpe") {
-    return std::unique_ptr<Sampler>(
-        std::make_unique<TpeSampler>(space.sampler, space.objectives.front().direction));
-  }
-  if (type == "cmaes") {
-    if (CmaEsSampler::driven(space).empty()) {
-      return fail(
-          "search.sampler: cmaes needs at least one float or int parameter without `when`; "
-          "this space has none, so use tpe");
+  // Every kind has its case (-Wswitch, warnings are errors): a name registered in
+  // spec/search_names.h cannot lack its sampler.
+  switch (*kind) {
+    case spec::SamplerKind::random:
+      return std::unique_ptr<Sampler>(std::make_unique<RandomSampler>());
+    case spec::SamplerKind::grid: {
+      auto pts = GridSampler::points(space);
+      if (!pts) return pts.error();
+      return std::unique_ptr<Sampler>(std::make_unique<GridSampler>());
     }
-    return std::unique_ptr<Sampler>(
-        std::make_unique<CmaEsSampler>(space.sampler, space.objectives.front().direction));
-  }
-  if (type == "nsga2") {
-    return std::unique_ptr<Sampler>(
-        std::make_unique<Nsga2Sampler>(space.sampler, space.objectives));
+    case spec::SamplerKind::qmc:
+      if (static_cast<int>(space.params.size()) > QmcSampler::kMaxDims) {
+        return fail("search.sampler: qmc supports up to " + std::to_string(QmcSampler::kMaxDims) +
+                    " parameters; use tpe or random");
+      }
+      return std::unique_ptr<Sampler>(std::make_unique<QmcSampler>(space.seed));
+    case spec::SamplerKind::tpe:
+      return std::unique_ptr<Sampler>(
+          std::make_unique<TpeSampler>(space.sampler, space.objectives.front().direction));
+    case spec::SamplerKind::cmaes:
+      if (CmaEsSampler::driven(space).empty()) {
+        return fail(
+            "search.sampler: cmaes needs at least one float or int parameter without `when`; "
+            "this space has none, so use tpe");
+      }
+      return std::unique_ptr<Sampler>(
+          std::make_unique<CmaEsSampler>(space.sampler, space.objectives.front().direction));
+    case spec::SamplerKind::nsga2:
+      return std::unique_ptr<Sampler>(
+          std::make_unique<Nsga2Sampler>(space.sampler, space.objectives));
   }
   return fail("search.sampler: unknown sampler \"" + type + "\"");
 }

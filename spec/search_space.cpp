@@ -9,6 +9,8 @@
 
 #include <toml++/toml.h>
 
+#include "spec/search_names.h"
+
 namespace shardscope::spec {
 namespace {
 
@@ -35,6 +37,14 @@ std::string keys_of(const std::vector<std::string_view>& keys) {
   std::string out;
   for (std::string_view k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
   return out;
+}
+
+/// The registered names, listed for an error message ("tpe, random, ...").
+template <typename Kind, std::size_t N>
+std::string names_of(const std::array<SearchName<Kind>, N>& names) {
+  std::vector<std::string_view> keys;
+  for (const SearchName<Kind>& n : names) keys.push_back(n.name);
+  return keys_of(keys);
 }
 
 Result<void> check_keys(const toml::table& t, const std::vector<std::string_view>& known,
@@ -394,10 +404,9 @@ Result<void> parse_sampler(const toml::table& s, SamplerConfig& c, const Ctx& ct
   } else if (auto r = parse_sampler_table(*t, c, ctx); !r) {
     return r;
   }
-  static const std::vector<std::string_view> kTypes = {"random", "grid",  "qmc",
-                                                       "tpe",    "cmaes", "nsga2"};
-  if (std::find(kTypes.begin(), kTypes.end(), c.type) == kTypes.end()) {
-    return ctx.err("search.sampler", "unknown sampler \"" + c.type + "\"; use " + keys_of(kTypes));
+  if (!kind_of(kSamplers, c.type)) {
+    return ctx.err("search.sampler",
+                   "unknown sampler \"" + c.type + "\"; use " + names_of(kSamplers));
   }
   return ok();
 }
@@ -454,10 +463,8 @@ Result<void> parse_pruner(const toml::table& s, PrunerConfig& c, const Ctx& ctx)
   } else {
     return ctx.err("search.pruner", "must be a name or a table");
   }
-  static const std::vector<std::string_view> kTypes = {"none", "median", "percentile", "asha",
-                                                       "hyperband"};
-  if (std::find(kTypes.begin(), kTypes.end(), c.type) == kTypes.end()) {
-    return ctx.err("search.pruner", "unknown pruner \"" + c.type + "\"; use " + keys_of(kTypes));
+  if (!kind_of(kPruners, c.type)) {
+    return ctx.err("search.pruner", "unknown pruner \"" + c.type + "\"; use " + names_of(kPruners));
   }
   if (c.type == "median") c.percentile = 50.0;
   if (c.min_resource && c.max_resource && *c.max_resource <= *c.min_resource) {

@@ -72,7 +72,7 @@ struct Objective {
 
 /// `sampler = "tpe"` or `[search.sampler] type = "tpe" ...`.
 struct SamplerConfig {
-  std::string type = "tpe";         // random | grid | qmc | tpe | cmaes | nsga2
+  std::string type = "tpe";         // a name of kSamplers (spec/search_names.h)
   int n_startup_trials = 10;        // tpe (default 10), cmaes (default 1): random trials first
   int n_ei_candidates = 24;         // tpe: candidates drawn from l(x) per suggestion
   int n_ei_candidates_numeric = 0;  // tpe: the same for a group without a categorical; 0 = above
@@ -93,7 +93,7 @@ struct SamplerConfig {
 
 /// `pruner = "median"` or `[search.pruner] type = "asha" ...`.
 struct PrunerConfig {
-  std::string type = "none";  // none | median | percentile | asha | hyperband
+  std::string type = "none";  // a name of kPruners (spec/search_names.h)
   double percentile = 50.0;   // percentile: keep trials better than this percentile
   int n_startup_trials = 5;   // median/percentile: complete trials before pruning starts
   int n_warmup_steps = 0;     // median/percentile: never prune before this step

@@ -12,10 +12,12 @@
 #include <set>
 
 #include "search/parzen.h"
+#include "search/pruner.h"
 #include "search/sampler.h"
 #include "search/space.h"
 #include "search/tpe.h"
 #include "sequential.h"
+#include "spec/search_names.h"
 
 using namespace shardscope::search;
 
@@ -341,6 +343,29 @@ class TestSamplers : public QObject {
   Q_OBJECT
 
  private slots:
+  // One list of names (spec/search_names.h): each registered sampler and pruner is accepted by
+  // the [search] parser, under its own name, and made by the factory.
+  void everyRegisteredNameParsesAndIsMade() {
+    const std::string space = "[search.space.x]\ntype = \"float\"\nlow = 0\nhigh = 1\n";
+    for (const auto& n : shardscope::spec::kSamplers) {
+      const std::string name(n.name);
+      auto s = parse_search_space("[search]\nsampler = \"" + name + "\"\n" + space, "t.toml");
+      QVERIFY2(s.ok(), s.ok() ? "" : s.message().c_str());
+      QCOMPARE(s->sampler.type, name);
+      auto made = make_sampler(*s);
+      QVERIFY2(made.ok() && *made, name.c_str());
+    }
+    for (const auto& n : shardscope::spec::kPruners) {
+      const std::string name(n.name);
+      auto s = parse_search_space("[search]\npruner = \"" + name + "\"\n" + space, "t.toml");
+      QVERIFY2(s.ok(), s.ok() ? "" : s.message().c_str());
+      QCOMPARE(s->pruner.type, name);
+      QVERIFY2(make_pruner(s->pruner) != nullptr, name.c_str());
+    }
+    auto unknown = parse_search_space("[search]\nsampler = \"bogus\"\n" + space, "t.toml");
+    QVERIFY(!unknown.ok());
+  }
+
   void staysInSpaceAndHonoursConditions_data() {
     QTest::addColumn<QString>("sampler");
     for (const char* s : {"random", "qmc", "tpe"}) QTest::newRow(s) << s;

@@ -64,7 +64,7 @@ class TestSearchSchema : public QObject {
         "exp.toml");
     QVERIFY(!s.ok());
     QCOMPARE(s.message(), std::string("exp.toml: search.sampler: unknown sampler \"bogus\"; use "
-                                      "random, grid, qmc, tpe, cmaes, nsga2"));
+                                      "tpe, random, grid, qmc, cmaes, nsga2"));
   }
 
   // Loading the experiment validates [search] like every other section: a bad value is refused

@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "search/space.h"
+#include "spec/search_names.h"
 
 Q_LOGGING_CATEGORY(lcSearchEditor, "shardscope.ui.builder.search")
 
@@ -149,8 +150,17 @@ constexpr std::array<Setting, 37> kSettings = {{
 
 static_assert(kSettings.back().key != nullptr, "kSettings lists fewer settings than its size");
 
-const QStringList kSamplers = {"tpe", "random", "grid", "qmc", "cmaes", "nsga2"};
-const QStringList kPruners = {"none", "median", "percentile", "asha", "hyperband"};
+/// The registered names (spec/search_names.h), in its order, with each one's summary as a tip.
+template <typename Kind, std::size_t N>
+void addNames(QComboBox* combo, const std::array<spec::SearchName<Kind>, N>& names) {
+  for (const spec::SearchName<Kind>& n : names) {
+    combo->addItem(QString::fromUtf8(n.name.data(), static_cast<qsizetype>(n.name.size())));
+    combo->setItemData(
+        combo->count() - 1,
+        QString::fromUtf8(n.summary.data(), static_cast<qsizetype>(n.summary.size())),
+        Qt::ToolTipRole);
+  }
+}
 
 QString typeName(search::ParamType t) {
   switch (t) {
@@ -317,7 +327,11 @@ QWidget* SearchEditor::makeEditor(int index) {
     }
     case Kind::Choice: {
       auto* combo = new QComboBox(this);
-      combo->addItems(QByteArray(s.key) == "sampler" ? kSamplers : kPruners);
+      if (QByteArray(s.key) == "sampler") {
+        addNames(combo, spec::kSamplers);
+      } else {
+        addNames(combo, spec::kPruners);
+      }
       connect(combo, &QComboBox::currentIndexChanged, this, &SearchEditor::emitEdited);
       w = combo;
       break;
