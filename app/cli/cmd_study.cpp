@@ -188,6 +188,7 @@ void lsVerb(const Globals& g) {
       array.append(QJsonObject{{"id", s.id},
                                {"name", s.name},
                                {"status", status},
+                               {"kind", backend::studyKindName(s.kind)},
                                {"sampler", s.sampler},
                                {"trials", static_cast<qint64>(trials.size())},
                                {"objectives", QJsonArray::fromStringList(s.objectives)},
@@ -196,8 +197,10 @@ void lsVerb(const Globals& g) {
     }
     std::printf("%-5lld %-24s %-9s %-8s %-7zu %s\n", static_cast<long long>(s.id),
                 s.name.toStdString().c_str(), status.toStdString().c_str(),
-                s.sampler.toStdString().c_str(), trials.size(),
-                s.objectives.join(",").toStdString().c_str());
+                (s.kind == backend::StudyKind::autotune ? QStringLiteral("(autotune)") : s.sampler)
+                    .toStdString()
+                    .c_str(),
+                trials.size(), s.objectives.join(",").toStdString().c_str());
   }
   if (g.json) printJson({{"studies", array}});
 }

@@ -48,6 +48,17 @@ std::optional<StudyStatus> parseStudyStatus(const QString& name) {
   return std::nullopt;
 }
 
+QString studyKindName(StudyKind kind) {
+  return kind == StudyKind::autotune ? QStringLiteral("autotune") : QStringLiteral("search");
+}
+
+std::optional<StudyKind> parseStudyKind(const QString& name) {
+  for (const StudyKind k : {StudyKind::search, StudyKind::autotune}) {
+    if (studyKindName(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
 QString studyControlName(StudyControl control) {
   switch (control) {
     case StudyControl::run:
@@ -160,7 +171,8 @@ RunRecord runFromRow(const Statement& stmt) {
 
 constexpr const char* kStudyColumns =
     "SELECT id, name, experiment_id, config, objectives, directions, sampler, seed, status, "
-    "created_at, ended_at, state, control, sweep_pid, sweep_host, sweep_heartbeat FROM studies ";
+    "created_at, ended_at, state, control, sweep_pid, sweep_host, sweep_heartbeat, kind "
+    "FROM studies ";
 
 StudyRecord studyFromRow(const Statement& stmt) {
   StudyRecord study;
@@ -181,6 +193,8 @@ StudyRecord studyFromRow(const Statement& stmt) {
   study.sweepPid = optionalInt(stmt, 13).value_or(0);
   study.sweepHost = text(stmt, 14);
   study.sweepHeartbeat = optionalReal(stmt, 15).value_or(0);
+  // The CHECK constraint keeps the list closed.
+  study.kind = parseStudyKind(text(stmt, 16)).value_or(StudyKind::search);
   return study;
 }
 

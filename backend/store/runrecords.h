@@ -46,6 +46,13 @@ enum class TrialRequest { none, prune, stop };
 QString trialRequestName(TrialRequest request);
 std::optional<TrialRequest> parseTrialRequest(const QString& name);
 
+/// What a study records (schema v7): a hyperparameter search (its trials come from a sampler), or
+/// an autotune's measured candidates (shardscope-cli autotune), which is no sweep to continue.
+enum class StudyKind { search, autotune };
+/// "search", "autotune", as stored in studies.kind.
+QString studyKindName(StudyKind kind);
+std::optional<StudyKind> parseStudyKind(const QString& name);
+
 /// "running", "complete", "stopped", as stored in studies.status.
 QString studyStatusName(StudyStatus status);
 /// The status named `name`; nullopt for any other text.
@@ -58,9 +65,10 @@ struct NewStudy {
   QString config;          ///< the experiment TOML as given (with its [search] section)
   QStringList objectives;  ///< metric names ("eval.loss", "objective", ...)
   QStringList directions;  ///< "minimize" or "maximize", one per objective
-  QString sampler;         ///< "tpe", "random", ...
+  QString sampler;         ///< a name of spec::kSamplers ("tpe", ...); empty for an autotune
   std::optional<qint64> seed;
   QJsonObject state;  ///< sampler/scheduler state
+  StudyKind kind = StudyKind::search;
 };
 
 /// One study as the store knows it.
@@ -81,7 +89,8 @@ struct StudyRecord {
   /// The process that last stamped the study as running its sweep (schema v6; 0: none).
   qint64 sweepPid = 0;
   QString sweepHost;
-  double sweepHeartbeat = 0;  ///< unix time of its last stamp
+  double sweepHeartbeat = 0;           ///< unix time of its last stamp
+  StudyKind kind = StudyKind::search;  ///< schema v7
 };
 
 /// What a new run needs; the store fills in id, status (queued) and created time.

@@ -238,6 +238,15 @@ ALTER TABLE studies ADD COLUMN sweep_host TEXT NOT NULL DEFAULT '';
 ALTER TABLE studies ADD COLUMN sweep_heartbeat REAL;
 )sql";
 
+// Version 7 (one list per name): what a study is has its own column. An autotune's record was a
+// study whose sampler column said "autotune", a name no sampler has; it becomes kind 'autotune'
+// with no sampler.
+constexpr std::string_view kVersion7 = R"sql(
+ALTER TABLE studies ADD COLUMN kind TEXT NOT NULL DEFAULT 'search'
+  CHECK(kind IN ('search','autotune'));
+UPDATE studies SET kind = 'autotune', sampler = '' WHERE sampler = 'autotune';
+)sql";
+
 // ------------------------------------------------------------------------------- PostgreSQL
 // The same versions on a PostgreSQL server. Integers are BIGINT, times DOUBLE PRECISION, ids
 // identity columns; JSON columns stay TEXT (queries cast to jsonb where they look inside).
@@ -415,11 +424,13 @@ ALTER TABLE studies ADD COLUMN sweep_host TEXT NOT NULL DEFAULT '';
 ALTER TABLE studies ADD COLUMN sweep_heartbeat DOUBLE PRECISION;
 )sql";
 
+constexpr std::string_view kPgVersion7 = kVersion7;  // the same statements on both
+
 // kSteps[i] takes a database from version i to i + 1.
 constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {
-    kVersion1, kVersion2, kVersion3, kVersion4, kVersion5, kVersion6};
+    kVersion1, kVersion2, kVersion3, kVersion4, kVersion5, kVersion6, kVersion7};
 constexpr std::array<std::string_view, kRunSchemaVersion> kPgSteps = {
-    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4, kPgVersion5, kPgVersion6};
+    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4, kPgVersion5, kPgVersion6, kPgVersion7};
 
 std::string_view stepSql(const Db& db, int from) {
   const auto i = static_cast<std::size_t>(from);

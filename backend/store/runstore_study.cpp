@@ -54,7 +54,8 @@ Result<qint64> insertStudy(WriteContext& context, const NewStudy& study) {
   if (auto r = validateStudy(study); !r) return r.error();
   auto stmt = context.statement(
       "INSERT INTO studies(name, experiment_id, config, objectives, directions, sampler, seed, "
-      "status, created_at, state) VALUES (?1,?2,?3,?4,?5,?6,?7,'running',?8,?9) RETURNING id");
+      "status, created_at, state, kind) VALUES (?1,?2,?3,?4,?5,?6,?7,'running',?8,?9,?10) "
+      "RETURNING id");
   if (!stmt) return stmt.error();
   Statement& insert = **stmt;
   if (auto r = insert.bindText(1, study.name.toStdString()); !r) return r.error();
@@ -71,6 +72,7 @@ Result<qint64> insertStudy(WriteContext& context, const NewStudy& study) {
     return r.error();
   if (auto r = insert.bindDouble(8, spec::unix_time_now()); !r) return r.error();
   if (auto r = insert.bindText(9, compactJson(study.state)); !r) return r.error();
+  if (auto r = insert.bindText(10, studyKindName(study.kind).toStdString()); !r) return r.error();
   auto inserted = insertedId(insert);
   if (!inserted) {
     if (inserted.message().find("UNIQUE") != std::string::npos) {

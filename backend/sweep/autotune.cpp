@@ -170,7 +170,7 @@ Result<void> Autotuner::openStudy() {
   study.config = toml;
   study.objectives = {QString::fromLatin1(tuneObjectiveName(m_options.objective))};
   study.directions = {QStringLiteral("maximize")};
-  study.sampler = QString::fromLatin1(kAutotuneSampler);
+  study.kind = StudyKind::autotune;
   study.state = studyState();
   auto id = m_store.createStudy(study).get();
   if (!id) {
@@ -186,7 +186,7 @@ Result<void> Autotuner::openStudy() {
 QJsonObject Autotuner::studyState() const {
   QJsonArray candidates;
   for (const TuneCandidate& c : m_outcome.candidates) candidates.append(tuneCandidateJson(c));
-  return {{"kind", QString::fromLatin1(kAutotuneSampler)},
+  return {{"kind", QString::fromLatin1(kAutotuneKind)},
           {"objective", QString::fromLatin1(tuneObjectiveName(m_options.objective))},
           {"source", QFileInfo(m_experimentPath).absoluteFilePath()},
           {"budget_bytes", qint64(m_budget.bytes)},

@@ -9,7 +9,7 @@
 // An oom marks the candidate out of memory. Nothing here prints: each candidate is reported to
 // a callback when it is settled.
 //
-// The run log holds the whole search as a study (sampler "autotune", one objective to maximise):
+// The run log holds the whole search as a study (kind autotune, one objective to maximise):
 // one experiment row that every candidate's run points to, so the Compare panel shows the
 // candidates that ran side by side like a sweep's trials (params: the tuned settings; objective:
 // the measured value), and the study's state holds every candidate (tuneCandidateJson), those
@@ -74,8 +74,8 @@ struct TuneCandidate {
 /// tokens_per_s, mfu, status, run_id, run, duplicate_of, error; null where unknown).
 QJsonObject tuneCandidateJson(const TuneCandidate& c);
 
-/// The sampler name of an autotune's study in the run log.
-inline constexpr const char* kAutotuneSampler = "autotune";
+/// The "kind" of an autotune study's state JSON (its row's kind column is StudyKind::autotune).
+inline constexpr const char* kAutotuneKind = "autotune";
 
 /// How autotune ended.
 struct TuneOutcome {

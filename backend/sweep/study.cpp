@@ -316,7 +316,7 @@ Result<Study> Study::open(backend::RunStore& store, const QString& name) {
     return fail(studyLabel(name) +
                 " is not in the run log: `study ls` lists the studies, `study create` makes one");
   }
-  if ((*record)->sampler == QLatin1String(backend::kAutotuneSampler)) {
+  if ((*record)->kind == backend::StudyKind::autotune) {
     return fail(studyLabel(name) +
                 " is an autotune's record, not a sweep: `autotune` printed its candidates, `ls` "
                 "lists their runs and the dashboard's Compare panel shows them");
@@ -339,7 +339,7 @@ Result<Study> Study::latest(backend::RunStore& store) {
   if (!studies) return studies.error();
   // Newest first; an autotune's record is no sweep to show.
   for (const auto& study : *studies) {
-    if (study.sampler != QLatin1String(backend::kAutotuneSampler)) return open(store, study.name);
+    if (study.kind != backend::StudyKind::autotune) return open(store, study.name);
   }
   return fail("the run log has no study yet: create one with `study create NAME EXP.toml`");
 }

@@ -74,7 +74,7 @@ struct AutotuneCandidate {
   QString error;
 };
 
-/// An autotune as its study in the run log records it (sampler "autotune").
+/// An autotune as its study in the run log records it (kind autotune).
 struct AutotuneData {
   QString name;          ///< the study's name
   qint64 studyId = -1;   ///< -1: not in the run log (yet)
@@ -103,7 +103,8 @@ struct SweepStudy {
   bool running = false;    ///< the study has not ended
   qint64 sweepPid = 0;     ///< the process that stamped it as running its sweep (0: none)
   QString sweepHost;       ///< that process's machine
-  QString sampler;         ///< "tpe", ..., or "autotune" for an autotune's record
+  QString sampler;         ///< a name of spec::kSamplers; empty for an autotune's record
+  bool autotune = false;   ///< the study is an autotune's record (candidates, no sweep)
 };
 
 /// The runs of one experiment or sweep, in creation order: the summaries, read by indexed

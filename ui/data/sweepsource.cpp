@@ -100,11 +100,12 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   const backend::StudyRecord* study = perExperiment.value(id, nullptr);
   QHash<qint64, int> candidateOfRun;  // an autotune's: run id -> candidate number
   if (study != nullptr) {
-    data.study = {
-        study->id,         study->name,       study->config,
-        study->objectives, study->directions, study->status == backend::StudyStatus::running,
-        study->sweepPid,   study->sweepHost,  study->sampler};
-    if (study->sampler == QLatin1String(backend::kAutotuneSampler)) {
+    data.study = {study->id,         study->name,
+                  study->config,     study->objectives,
+                  study->directions, study->status == backend::StudyStatus::running,
+                  study->sweepPid,   study->sweepHost,
+                  study->sampler,    study->kind == backend::StudyKind::autotune};
+    if (data.study.autotune) {
       data.autotune = autotuneFromStudy(*study);
       for (const AutotuneCandidate& c : std::as_const(data.autotune->candidates)) {
         if (c.runId > 0) candidateOfRun.insert(c.runId, c.number);
@@ -211,7 +212,7 @@ AutotuneData autotuneFromStudy(const backend::StudyRecord& study) {
 
 bool sweepProcessGone(const SweepStudy& study) {
   // An autotune is no sweep to adopt: its record stays as its process left it.
-  if (study.sampler == QLatin1String(backend::kAutotuneSampler)) return false;
+  if (study.autotune) return false;
   if (study.studyId < 0 || !study.running) return false;
   if (study.sweepPid <= 0) return true;
   // Another machine's process is judged by the CLI (`study show`), which reads its heartbeat

@@ -66,6 +66,7 @@ class TestRunStore : public QObject {
   void refusesNewerSchema();
   void unreachableServerIsNamed();
   void failedMigrationStepLeavesNoTrace();
+  void autotuneMarkerBecomesStudyKind();
   void oddBytesInLinesNeverStopIngest();
   void placeholdersBecomeDollarNumbers();
   void droppedServerConnectionIsOpenedAgain();
@@ -128,7 +129,7 @@ void TestRunStore::freshSchemaIsCurrent() {
 // The asset was written by schema 1 (store_crash_writer --make-asset 1); it must open through
 // the migration path in every later version with its rows intact.
 void TestRunStore::migratesSchemaOneAsset() {
-  if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 6)");
+  if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 7)");
   const QString asset =
       QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v1.db";
   const QString path = m_dir.filePath("v1.db");
@@ -230,6 +231,54 @@ void TestRunStore::failedMigrationStepLeavesNoTrace() {
   VERIFY_OK(db->exec("DROP TABLE studies"));
   VERIFY_OK(migrateRunSchema(*db));
   QCOMPARE(*runSchemaVersion(*db), kRunSchemaVersion);
+}
+
+// Schema 7 gives a study's kind its own column. Before it, an autotune's record was the study whose
+// sampler said "autotune": the migration turns that row into kind autotune with no sampler, and
+// leaves a search's row a search with its sampler.
+void TestRunStore::autotuneMarkerBecomesStudyKind() {
+  const QString path = spec("kind.db");
+  {
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(migrateRunSchema(*db, 6));
+    VERIFY_OK(
+        db->exec("INSERT INTO studies(name, sampler, created_at) VALUES "
+                 "('tune', 'autotune', 1), ('sweep', 'tpe', 2)"));
+  }
+  auto store = RunStore::open(path);  // migrates to the current schema
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto tune = reader->studyByName("tune");
+  VERIFY_OK(tune);
+  QVERIFY(tune->has_value());
+  QVERIFY((*tune)->kind == StudyKind::autotune);
+  QCOMPARE((*tune)->sampler, QString());
+  auto sweep = reader->studyByName("sweep");
+  VERIFY_OK(sweep);
+  QVERIFY(sweep->has_value());
+  QVERIFY((*sweep)->kind == StudyKind::search);
+  QCOMPARE((*sweep)->sampler, QStringLiteral("tpe"));
+  // A new study keeps the kind it is created with, and the column refuses any other name.
+  NewStudy fresh;
+  fresh.name = "tune-2";
+  fresh.objectives = {"tokens_per_s"};
+  fresh.directions = {"maximize"};
+  fresh.kind = StudyKind::autotune;
+  VERIFY_OK((*store)->createStudy(fresh).get());
+  auto again = reader->studyByName("tune-2");
+  VERIFY_OK(again);
+  QVERIFY(again->has_value() && (*again)->kind == StudyKind::autotune);
+  auto writer = Db::open(path);
+  VERIFY_OK(writer);
+  auto refused = writer->exec("UPDATE studies SET kind = 'other' WHERE name = 'tune'");
+  QVERIFY(!refused);
+  QVERIFY2(refused.message().find("kind") != std::string::npos ||
+               refused.message().find("CHECK") != std::string::npos ||
+               refused.message().find("check") != std::string::npos,
+           refused.message().c_str());
 }
 
 // A rank's file may hold a NUL byte or bytes that are not UTF-8 (a crashed writer's garbage): the
@@ -608,7 +657,7 @@ void TestRunStore::leases() {
 // opens through the v2 -> v3 -> v4 migrations with every row, and the duplicate metric row is
 // reduced to the later one.
 void TestRunStore::migratesSchemaTwoAsset() {
-  if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 6)");
+  if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 7)");
   const QString asset =
       QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v2.db";
   const QString path = m_dir.filePath("v2.db");
