@@ -16,6 +16,7 @@
 
 #include "clitest.h"
 #include "tests/support/experiment.h"
+#include "tests/support/process.h"
 
 using clitest::cli;
 using clitest::documentedFields;
@@ -24,6 +25,8 @@ using clitest::kCli;
 using clitest::Run;
 using clitest::sortedKeys;
 
+using shardscope::testing::alive;
+
 namespace {
 
 const QString kFake = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/bin/faketrainer");
@@ -31,14 +34,6 @@ const QString kFake = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/bin/faketrain
 bool isFinal(const QJsonObject& run) {
   static const QSet<QString> final{"complete", "stopped", "pruned", "failed", "oom", "infeasible"};
   return final.contains(run["status"].toString());
-}
-
-bool alive(qint64 pid) {
-  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
-  if (!stat.open(QIODevice::ReadOnly)) return false;
-  const QByteArray s = stat.readAll();
-  const qsizetype close = s.lastIndexOf(')');
-  return close > 0 && s.size() > close + 2 && s[close + 2] != 'Z';  // a zombie has ended
 }
 
 // Per rank: the step events in its events file, and the `loss` rows `export` has for it, each

@@ -22,6 +22,9 @@
 #include <set>
 
 #include "tests/support/experiment.h"
+#include "tests/support/process.h"
+
+using shardscope::testing::alive;
 
 namespace {
 
@@ -101,13 +104,6 @@ QJsonObject show(const QString& db, const QString& study = "exp") {
 qint64 trialPid(const QString& dir, int number) {
   QFile f(QDir(dir).filePath(QStringLiteral("pids/%1").arg(number)));
   return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toLongLong() : 0;
-}
-
-bool alive(qint64 pid) {
-  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
-  if (pid <= 0 || !stat.open(QIODevice::ReadOnly)) return false;
-  const QByteArray text = stat.readAll();
-  return text.mid(text.lastIndexOf(')') + 2, 1) != "Z";
 }
 
 }  // namespace

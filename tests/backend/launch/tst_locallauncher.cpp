@@ -20,9 +20,12 @@
 #include "backend/launch/locallauncher.h"
 #include "spec/events.h"
 #include "tests/support/files.h"
+#include "tests/support/ranks.h"
 
 using namespace shardscope;
 using namespace shardscope::backend;
+
+using shardscope::testing::allExited;
 
 namespace {
 
@@ -77,13 +80,6 @@ QList<qint64> liveInSessions(const QList<qint64>& sids) {
   return out;
 }
 
-bool allExited(const RunHandle& h) {
-  for (const RankState& s : h.ranks()) {
-    if (s.phase != RankState::Phase::exited) return false;
-  }
-  return true;
-}
-
 /// The highest `step` rank 0 reported so far.
 qint64 lastStep(const QString& runDir) {
   qint64 step = 0;
@@ -101,7 +97,6 @@ class TestLocalLauncher : public QObject {
  private:
   QTemporaryDir m_root;
   int m_runs = 0;
-  std::function<void()> m_noted;
   QList<qint64> m_sessions;  // every rank this test case started, for cleanup()
 
   /// A run directory with trial.toml and a request for `world` fake ranks.
@@ -133,10 +128,6 @@ class TestLocalLauncher : public QObject {
   }
 
  private slots:
-  void noteTime() {
-    if (m_noted) m_noted();
-  }
-
   // A test that failed half-way must not leave its ranks running: they run for 100000 steps.
   void cleanup() {
     for (qint64 pid : liveInSessions(m_sessions)) ::kill(static_cast<pid_t>(pid), SIGKILL);
@@ -224,12 +215,14 @@ class TestLocalLauncher : public QObject {
 
     QElapsedTimer clock;
     qint64 detectUs = -1;  // stamped when the handle reports, not when this test looks
-    connect(h.get(), SIGNAL(rankFailed(int, QString)), this, SLOT(noteTime()));
-    m_noted = [&] { detectUs = clock.nsecsElapsed() / 1000; };
+    // A lambda, not a slot of this class: Qt Test would run such a slot as a test of its own.
+    const QMetaObject::Connection stamp =
+        connect(qobject_cast<LocalRunHandle*>(h.get()), &LocalRunHandle::rankFailed, this,
+                [&] { detectUs = clock.nsecsElapsed() / 1000; });
     clock.start();
     QCOMPARE(::kill(static_cast<pid_t>(sessions[1]), SIGKILL), 0);
     QVERIFY(failed.wait(kDeadlineMs));  // a real event loop: the notifier fires at once
-    m_noted = nullptr;
+    disconnect(stamp);
     QCOMPARE(failed.first().at(0).toInt(), 1);
     QVERIFY2(failed.first().at(1).toString().contains("SIGKILL"),
              qPrintable(failed.first().at(1).toString()));

@@ -13,6 +13,7 @@
 
 #include "backend/launch/slurmlauncher.h"
 #include "remotetest.h"
+#include "tests/support/ranks.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -21,16 +22,9 @@ using namespace remotetest;
 
 using shardscope::testing::why;
 
-namespace {
+using shardscope::testing::allExited;
 
-bool allExited(const RunHandle& handle) {
-  const QList<RankState> ranks = handle.ranks();
-  return !ranks.isEmpty() && std::all_of(ranks.begin(), ranks.end(), [](const RankState& r) {
-    return r.phase == RankState::Phase::exited;
-  });
-}
-
-}  // namespace
+namespace {}  // namespace
 
 class TestSlurmLauncher : public QObject {
   Q_OBJECT

@@ -17,6 +17,7 @@
 
 #include "backend/launch/sshlauncher.h"
 #include "remotetest.h"
+#include "tests/support/ranks.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -25,16 +26,11 @@ using namespace remotetest;
 
 using shardscope::testing::why;
 
+using shardscope::testing::allExited;
+
 namespace {
 
 bool groupAlive(qint64 pgid) { return ::kill(static_cast<pid_t>(-pgid), 0) == 0 || errno == EPERM; }
-
-bool allExited(const RunHandle& handle) {
-  const QList<RankState> ranks = handle.ranks();
-  return !ranks.isEmpty() && std::all_of(ranks.begin(), ranks.end(), [](const RankState& r) {
-    return r.phase == RankState::Phase::exited;
-  });
-}
 
 // Reads a rank's events file through the handle from `offset` until nothing new, in small
 // chunks so that offsets are exercised.

@@ -22,21 +22,16 @@
 #include "spec/events.h"
 #include "tests/support/experiment.h"
 #include "tests/support/files.h"
+#include "tests/support/process.h"
 
 using namespace shardscope;
 using backend::RunLifecycle;
 
+using shardscope::testing::alive;
+
 namespace {
 
 constexpr int kWaitMs = 60000;  // generous: the machine is shared and loaded
-
-bool alive(qint64 pid) {
-  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
-  if (!stat.open(QIODevice::ReadOnly)) return false;
-  const QByteArray s = stat.readAll();
-  const qsizetype close = s.lastIndexOf(')');
-  return close > 0 && s.size() > close + 2 && s[close + 2] != 'Z';  // a zombie has ended
-}
 
 }  // namespace
 
