@@ -71,22 +71,30 @@ function(shardscope_add_test_tool name)
 endfunction()
 
 # shardscope_reference_python(VAR MODULE...): VAR is the project's .venv Python when it imports
-# every MODULE (scripts/setup.sh --tests installs the pinned references), else empty, and a
-# status line says which tests of this folder are off.
+# every MODULE (scripts/setup.sh --tests installs the pinned references). Otherwise VAR is a
+# command that fails naming the missing modules and the fix (tests/support/missing_modules.py),
+# so a reference test never silently disappears: it is registered and fails.
 function(shardscope_reference_python var)
   set(py "${PROJECT_SOURCE_DIR}/.venv/bin/python")
-  set(rc 1)
-  if(EXISTS "${py}")
-    list(JOIN ARGN ", " modules)
-    execute_process(COMMAND "${py}" -c "import ${modules}" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
-  endif()
-  if(rc EQUAL 0)
+  set(missing "")
+  foreach(module ${ARGN})
+    set(rc 1)
+    if(EXISTS "${py}")
+      execute_process(COMMAND "${py}" -c "import ${module}" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+    endif()
+    if(NOT rc EQUAL 0)
+      list(APPEND missing ${module})
+    endif()
+  endforeach()
+  if(NOT missing)
     set(${var} "${py}" PARENT_SCOPE)
   else()
     file(RELATIVE_PATH where "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
-    message(STATUS "Shardscope: ${where}: reference tests off (.venv lacks ${ARGN}; "
+    list(JOIN missing "," names)
+    message(STATUS "Shardscope: ${where}: reference tests will fail (.venv lacks ${missing}; "
                    "scripts/setup.sh --tests)")
-    set(${var} "" PARENT_SCOPE)
+    set(${var} "${Python3_EXECUTABLE};${PROJECT_SOURCE_DIR}/tests/support/missing_modules.py;${names}"
+        PARENT_SCOPE)
   endif()
 endfunction()
 
