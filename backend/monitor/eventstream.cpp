@@ -139,6 +139,17 @@ FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& s
           keepLastWords(stream, text);
           return;
         }
+        if (!std::isfinite(event->env.t)) {
+          // A null, NaN or infinite time (a program printing float('nan')) would make every
+          // metric row of the line fail the run log's `time REAL NOT NULL`, and the chunk would
+          // be read again on every poll, forever. One rule for it: the time the line was read,
+          // and an anomaly that says so.
+          event->env.t = spec::unix_time_now();
+          chunk.anomalies.push_back(
+              {runId, stream.rank, Anomaly::Kind::malformed, -1, offset,
+               QStringLiteral("t: null or not a finite number; stored with the time the "
+                              "line was read")});
+        }
         checkSeq(runId, offset, *event, stream, chunk);
         noteEvent(*event, stream);
         chunk.events.push_back({0, runId, stream.rank, event->env.seq,

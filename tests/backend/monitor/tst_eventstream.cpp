@@ -2,6 +2,8 @@
 // lines become log lines and anomalies, seq gaps and repeats are recorded, metrics come out.
 #include <QTest>
 
+#include <cmath>
+
 #include "backend/monitor/eventstream.h"
 
 using namespace shardscope;
@@ -23,6 +25,33 @@ class TestEventStream : public QObject {
   Q_OBJECT
 
  private slots:
+  // A line whose time is null (a program trial writing None) used to reach the store as a NaN
+  // time, which `time REAL NOT NULL` refused, so the monitor read the same chunk forever and the
+  // sweep never ended. Its metrics now carry the time the line was read. (A bare NaN, as Python's
+  // json.dumps writes float('nan'), is no JSON: that line is kept as a malformed log line.)
+  void nullTimeIsStampedOnRead() {
+    EventStream stream;
+    const QByteArray nullTime =
+        R"({"v":1,"ev":"eval","rank":0,"seq":0,"t":null,"step":3,"metrics":{"loss":0.5}})"
+        "\n";
+    const QByteArray nanTime =
+        R"({"v":1,"ev":"eval","rank":0,"seq":1,"t":NaN,"step":4,"metrics":{"loss":0.25}})"
+        "\n";
+    const double before = spec::unix_time_now();
+    FileChunk chunk = parseEventsChunk(7, nullTime + nanTime + stepLine(2, 5), stream);
+    QCOMPARE(chunk.endOffset, qint64(nullTime.size() + nanTime.size() + stepLine(2, 5).size()));
+    QCOMPARE(chunk.events.size(), std::size_t(2));  // the NaN line is a malformed log line
+    QCOMPARE(chunk.logs.size(), std::size_t(1));
+    QVERIFY(!chunk.metrics.empty());
+    for (const MetricRow& m : chunk.metrics) {
+      QVERIFY2(std::isfinite(m.time), qPrintable(m.key));
+      if (m.key == QLatin1String("eval.loss")) QVERIFY(m.time >= before);
+    }
+    int stamped = 0;
+    for (const Anomaly& a : chunk.anomalies) stamped += a.detail.startsWith("t: null") ? 1 : 0;
+    QCOMPARE(stamped, 1);
+  }
+
   void partialLineWaitsForNewline() {
     EventStream stream;
     const QByteArray whole = stepLine(0, 1);
