@@ -2,11 +2,15 @@
 # Qt, LibTorch and Debian's headers come in as SYSTEM includes through their imported targets).
 find_program(SHARDSCOPE_CCACHE ccache)
 if(SHARDSCOPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  # ccache caches compiles that use a precompiled header only with this sloppiness; the base dir
-  # lets build trees in different folders share hits.
+  # ccache caches compiles that use a precompiled header only with this sloppiness. The base dir
+  # makes paths inside the clone relative, and NOHASHDIR keeps the working folder out of the hash
+  # of compiles with debug info (the asan and fuzz trees), so a clone in another folder (CI's) and
+  # a tree at the same depth (build/, build-asan-ci/, the reduced trees) hit what this machine
+  # compiled before. All the trees of a full test run can hold more than ccache's default 5 GB,
+  # and a run would then evict its own first trees: hence the larger size.
   set(_ccache ${CMAKE_COMMAND} -E env
       CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-      CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} ${SHARDSCOPE_CCACHE})
+      CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=20G ${SHARDSCOPE_CCACHE})
   set(CMAKE_C_COMPILER_LAUNCHER ${_ccache})
   set(CMAKE_CXX_COMPILER_LAUNCHER ${_ccache})
 endif()

@@ -8,7 +8,9 @@
 # Usage: check_alt_build.sh SOURCE_DIR BUILD_ROOT trainer-only|no-torch|cuda [LIBTORCH_DIR]
 set -euo pipefail
 src=$1 root=$2 mode=$3 libtorch=${4:-}
-tree="$root/alt-$mode"
+# Beside BUILD_ROOT, at the same depth (build-alt-no-torch next to build): ccache's base dir makes
+# paths relative to the tree, so the compiles this tree shares with BUILD_ROOT hit ccache there.
+tree="${root%/}-alt-$mode"
 args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DSHARDSCOPE_WERROR=ON)
 case "$mode" in
   trainer-only)
