@@ -4,8 +4,10 @@ since it last passed, and tidying units that share compile flags together as one
 
 Cache: a unit's key hashes clang-tidy's version, .clang-tidy (and the unit's own folder's, when it
 has one), the unit's compile command, the
-contents of the unit and of every project header it includes (the compiler's -MM list), and the
-modification times of its system include directories (a new LibTorch or Qt invalidates). A passing
+contents of the unit and of every project header it includes (the compiler's -MM list), and what
+identifies its system include directories (a new LibTorch or Qt invalidates). Paths inside the
+clone enter the key relative to it, so a clone in another folder (CI's) finds what this machine
+passed. A passing
 unit stores its key in the cache directory (--cache, else $SHARDSCOPE_TIDY_CACHE, else
 ${XDG_CACHE_HOME:-~/.cache}/shardscope/tidy: outside the clone, so a machine pays once per change).
 A failing unit is never cached.
@@ -30,7 +32,14 @@ heuristic, which a single unit applies to its own helpers too); a namespace-scop
 counts as used when a later unit of the group uses the name (misc-unused-using-decls); two units'
 declarations of one function meet (readability-inconsistent-declaration-parameter-name).
 
+Record: the keys of passing units can be written to a file in the repository (--write-record), and
+a run reads them (--record) beside its cache. The keys name no machine (paths inside the clone are
+relative; system headers enter by their packages' versions), so a fresh machine re-tidies only the
+units whose inputs changed since the record was written: the everyday path lints what a change
+touched, and a change of clang-tidy, .clang-tidy, the flags or a package re-tidies all it affects.
+
 Usage: tidy_cached.py BUILD_DIR UNIT.cpp... [--jobs N] [--fix] [--cache DIR] [--group-size N]
+                      [--record FILE] [--write-record FILE]
 """
 import argparse
 import concurrent.futures
@@ -83,18 +92,69 @@ def dependency_command(args):
     return out + ["-MM", "-E", "-o", os.devnull]
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def portable(text):
+    """`text` with the clone's own folder written as @ROOT@: a key must not depend on where the
+    clone lies, or CI's fresh clone in another folder would find nothing its machine had passed."""
+    return text.replace(ROOT + os.sep, "@ROOT@/").replace(ROOT, "@ROOT@")
+
+
+_DPKG_VERSIONS = {}
+
+
+def debian_versions(d):
+    """The Debian packages that own folder `d`, with their versions ("" when dpkg knows none).
+    Unlike a modification time, the same on every machine with the same packages: a key recorded
+    on one machine (--record) holds on a fresh one."""
+    if d not in _DPKG_VERSIONS:
+        owners = ""
+        if shutil.which("dpkg-query"):
+            r = subprocess.run(["dpkg-query", "-S", d], capture_output=True, text=True)
+            names = sorted({n.strip().split(":")[0] for line in r.stdout.splitlines()
+                            if line.endswith(": " + d) for n in line.rsplit(": ", 1)[0].split(",")})
+            if names:
+                r = subprocess.run(["dpkg-query", "-W", "-f", "${Package}=${Version}\n", *names],
+                                   capture_output=True, text=True)
+                owners = ",".join(sorted(r.stdout.split()))
+        _DPKG_VERSIONS[d] = owners
+    return _DPKG_VERSIONS[d]
+
+
+def package_stamp(d):
+    """What identifies the headers of a system include folder. Inside the clone (the venv's
+    LibTorch) a fresh clone has fresh modification times, so there the Python package's installed
+    version (its .dist-info folder's name) stands for them; elsewhere (Debian's Qt, toml++) the
+    Debian packages that own the folder, with their versions (its modification time where dpkg
+    knows none)."""
+    real = os.path.realpath(d)
+    if not real.startswith(ROOT + os.sep):
+        return f"{d}:{debian_versions(real) or os.stat(d).st_mtime_ns}"
+    parts = real.split(os.sep)
+    if "site-packages" in parts:
+        i = parts.index("site-packages")
+        site, package = os.sep.join(parts[:i + 1]), parts[i + 1] if i + 1 < len(parts) else ""
+        infos = sorted(n for n in os.listdir(site)
+                       if n.endswith(".dist-info") and n.split("-")[0].lower() == package.lower())
+        if infos:
+            return f"{portable(d)}:{','.join(infos)}"
+    return f"{portable(d)}:{os.stat(d).st_mtime_ns}"
+
+
 def system_dirs_stamp(args):
     stamps = []
     for i, a in enumerate(args):
         d = args[i + 1] if a == "-isystem" and i + 1 < len(args) else None
         if d and os.path.isdir(d):
-            stamps.append(f"{d}:{os.stat(d).st_mtime_ns}")
+            stamps.append(package_stamp(d))
     return "\n".join(stamps)
 
 
 def unit_key(entry, base_key):
     """(cache key, the unit's project files as real paths); the key is None when the compiler
-    cannot list the unit's inputs (then the unit always runs)."""
+    cannot list the unit's inputs (then the unit always runs). Paths inside the clone enter the
+    key relative to it, so the same sources key alike in any folder."""
     args = command_of(entry)
     with tempfile.NamedTemporaryFile("r", suffix=".d") as dep:
         cmd = dependency_command(args) + ["-MF", dep.name]
@@ -108,13 +168,13 @@ def unit_key(entry, base_key):
     if config:  # a folder's own .clang-tidy (search/'s naming rules) changes what passes
         with open(config, "rb") as fh:
             h.update(fh.read())
-    h.update(" ".join(args).encode())
+    h.update(portable(" ".join(args)).encode())
     h.update(system_dirs_stamp(args).encode())
     paths = set()
     for f in files:
         path = os.path.join(entry["directory"], f)
         paths.add(os.path.realpath(path))
-        h.update(path.encode())
+        h.update(portable(os.path.realpath(path)).encode())
         with open(path, "rb") as fh:
             h.update(hashlib.sha256(fh.read()).digest())
     return h.hexdigest(), paths
@@ -325,6 +385,18 @@ class Tidy:
         return sorted(culprits)
 
 
+RECORD_HEADER = ("# The clang-tidy keys of the units that passed (scripts/tidy_cached.py): a unit whose key\n"
+                 "# is here is skipped, on any machine. Rewritten by scripts/lint.sh --record.\n")
+
+
+def read_record(path):
+    """The keys a committed record says passed (none when there is no record)."""
+    if not path or not os.path.isfile(path):
+        return set()
+    with open(path) as f:
+        return {ln.strip() for ln in f if ln.strip() and not ln.startswith("#")}
+
+
 def compute_keys(opt, db, base_key, units, pool):
     """unit -> (key, project files) for units in the compile database and without --fix."""
     def key(unit):
@@ -344,6 +416,8 @@ def parse_args():
     default_cache = os.environ.get("SHARDSCOPE_TIDY_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shardscope", "tidy")
     ap.add_argument("--cache", default=default_cache)
+    ap.add_argument("--record", help="a committed list of keys that passed (read only)")
+    ap.add_argument("--write-record", help="after a clean run, write the passing units' keys here")
     ap.add_argument("--group-size", type=int,
                     default=int(os.environ.get("SHARDSCOPE_TIDY_GROUP_SIZE", DEFAULT_GROUP_SIZE)),
                     help="most units tidied as one generated unit; 1: unit by unit "
@@ -356,8 +430,7 @@ def main():
     with open(os.path.join(opt.build_dir, "compile_commands.json")) as f:
         db = {os.path.realpath(os.path.join(e["directory"], e["file"])): e for e in json.load(f)}
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True, text=True).stdout
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, ".clang-tidy")) as f:
+    with open(os.path.join(ROOT, ".clang-tidy")) as f:
         base_key = version + f.read()
     os.makedirs(opt.cache, exist_ok=True)
 
@@ -369,8 +442,9 @@ def main():
         for unit in missing:
             print(f"tidy: {unit}: not in {opt.build_dir}/compile_commands.json (re-run cmake)")
         tidy.failed.extend(missing)
+        recorded = read_record(opt.record)
         cached = [u for u in opt.units if keys[u][0] and
-                  os.path.exists(os.path.join(opt.cache, keys[u][0]))]
+                  (keys[u][0] in recorded or os.path.exists(os.path.join(opt.cache, keys[u][0])))]
         todo = [u for u in dict.fromkeys(opt.units) if u not in cached and u not in missing]
         tasks = plan_tasks(todo, db, 1 if opt.fix else opt.group_size)
         try:
@@ -389,6 +463,13 @@ def main():
           f"{len(tidy.failed)} failed")
     for unit in sorted(set(tidy.failed)):
         print(f"tidy: FAILED {unit}")
+    if opt.write_record and not tidy.failed:
+        passed = sorted({keys[u][0] for u in opt.units if keys[u][0] and
+                         os.path.exists(os.path.join(opt.cache, keys[u][0]))} |
+                        {keys[u][0] for u in cached if keys[u][0]})
+        with open(opt.write_record, "w") as f:
+            f.write(RECORD_HEADER + "".join(k + "\n" for k in passed))
+        print(f"tidy: {opt.write_record}: the keys of {len(passed)} passing units")
     return 1 if tidy.failed else 0
 
 

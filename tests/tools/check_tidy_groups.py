@@ -5,7 +5,8 @@ analyzer's) are reported at the original file:line exactly as in per-unit mode; 
 not compile as one unit (two units with the same static helper, grouped with a third) is split
 into the unit the error is in and a group of the rest, and passes; units that define main() are
 never grouped; a dirty group caches none of its units; a clean re-run caches every unit and the
-next run skips them all.
+next run skips them all. Keys name no folder: the same sources in another folder hit the cache,
+and a written record alone skips them, except a unit changed since.
 
 Usage: check_tidy_groups.py SOURCE_DIR
 """
@@ -69,10 +70,10 @@ def make_project(root):
     return build
 
 
-def tidy(source_dir, root, build, cache, group_size):
+def tidy(source_dir, root, build, cache, group_size, extra=()):
     units = [os.path.join("src", n + ".cpp") for n in "abcdefmn"]
     cmd = [sys.executable, os.path.join(source_dir, "scripts", "tidy_cached.py"), build] + \
-        units + ["--jobs", "2", "--cache", cache, "--group-size", str(group_size)]
+        units + ["--jobs", "2", "--cache", cache, "--group-size", str(group_size)] + list(extra)
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
 
@@ -122,7 +123,41 @@ def main():
         rc, out = tidy(source_dir, root, build, cache, 8)
         expect(rc == 0 and "8 unchanged" in out and "0 tidied" in out,
                "the next run skips every unit", out)
+    relocated(source_dir)
     return 0
+
+
+def clean_project(root, source_dir):
+    """The project with a clean b.cpp and its own copy of tidy_cached.py (as a clone has it), so
+    the script's clone folder is `root`."""
+    build = make_project(root)
+    write(root, "src/b.cpp", CLEAN_B)
+    with open(os.path.join(source_dir, "scripts", "tidy_cached.py")) as f:
+        write(root, "scripts/tidy_cached.py", f.read())
+    return build
+
+
+def relocated(source_dir):
+    """Keys name no folder: the same project in another folder (CI's fresh clone) finds what the
+    first one passed, in the shared cache and in a record written by the first."""
+    with tempfile.TemporaryDirectory() as top:
+        one, two = os.path.join(top, "one"), os.path.join(top, "elsewhere", "two")
+        cache, record = os.path.join(top, "cache"), os.path.join(top, "tidy-passed.txt")
+        build = clean_project(one, source_dir)
+        rc, out = tidy(one, one, build, cache, 8, ["--write-record", record])
+        expect(rc == 0 and "0 unchanged" in out and "8 passing units" in out,
+               "a clean run writes the record of its 8 units", out)
+        build = clean_project(two, source_dir)
+        rc, out = tidy(two, two, build, cache, 8)
+        expect(rc == 0 and "8 unchanged" in out,
+               "the same sources in another folder hit the first folder's cache", out)
+        rc, out = tidy(two, two, build, os.path.join(top, "empty"), 8, ["--record", record])
+        expect(rc == 0 and "8 unchanged" in out,
+               "with an empty cache, the committed record alone skips them", out)
+        write(two, "src/f.cpp", "int f_value() { return 7; }\n")
+        rc, out = tidy(two, two, build, os.path.join(top, "empty2"), 8, ["--record", record])
+        expect(rc == 0 and "7 unchanged" in out and "1 tidied" in out,
+               "a changed unit is tidied again: the record does not cover it", out)
 
 
 if __name__ == "__main__":
