@@ -346,7 +346,8 @@ class TestSamplers : public QObject {
   // One list of names (spec/search_names.h): each registered sampler and pruner is accepted by
   // the [search] parser, under its own name, and made by the factory.
   void everyRegisteredNameParsesAndIsMade() {
-    const std::string space = "[search.space.x]\ntype = \"float\"\nlow = 0\nhigh = 1\n";
+    // An int parameter: every sampler takes it, grid included (a float without a step is no grid).
+    const std::string space = "[search.space.x]\ntype = \"int\"\nlow = 0\nhigh = 3\n";
     for (const auto& n : shardscope::spec::kSamplers) {
       const std::string name(n.name);
       auto s = parse_search_space("[search]\nsampler = \"" + name + "\"\n" + space, "t.toml");
