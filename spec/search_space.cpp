@@ -43,6 +43,7 @@ std::string keys_of(const std::vector<std::string_view>& keys) {
 template <typename Kind, std::size_t N>
 std::string names_of(const std::array<SearchName<Kind>, N>& names) {
   std::vector<std::string_view> keys;
+  keys.reserve(N);
   for (const SearchName<Kind>& n : names) keys.push_back(n.name);
   return keys_of(keys);
 }
