@@ -11,6 +11,7 @@ src=$1 root=$2 mode=$3 libtorch=${4:-}
 # Beside BUILD_ROOT, at the same depth (build-alt-no-torch next to build): ccache's base dir makes
 # paths relative to the tree, so the compiles this tree shares with BUILD_ROOT hit ccache there.
 tree="${root%/}-alt-$mode"
+mkdir -p "$tree"
 args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DSHARDSCOPE_WERROR=ON)
 case "$mode" in
   trainer-only)
@@ -36,8 +37,8 @@ case "$mode" in
   *) echo "check_alt_build.sh: unknown mode '$mode' (trainer-only, no-torch or cuda)" >&2; exit 2 ;;
 esac
 start=$SECONDS
-cmake -S "$src" -B "$tree" "${args[@]}" >"$tree.configure.log" 2>&1 || {
-  cat "$tree.configure.log"; echo "FAILED: $mode: configure"; exit 1; }
+cmake -S "$src" -B "$tree" "${args[@]}" >"$tree/shardscope-configure.log" 2>&1 || {
+  cat "$tree/shardscope-configure.log"; echo "FAILED: $mode: configure"; exit 1; }
 cmake --build "$tree" -j2 --target "${targets[@]}"
 for t in "${targets[@]}"; do
   bin="$tree/bin/$t"
@@ -55,7 +56,7 @@ for t in "${targets[@]}"; do
   QT_QPA_PLATFORM=offscreen "$bin" --version
 done
 if [[ $mode != no-torch ]]; then
-  OMP_NUM_THREADS=1 "$tree/bin/shardtrain" selftest --world-size 2 >"$tree.selftest.log"
-  [[ $(grep -c '"ev":"done"' "$tree.selftest.log") -eq 2 ]] || { echo "FAILED: selftest"; exit 1; }
+  OMP_NUM_THREADS=1 "$tree/bin/shardtrain" selftest --world-size 2 >"$tree/shardscope-selftest.log"
+  [[ $(grep -c '"ev":"done"' "$tree/shardscope-selftest.log") -eq 2 ]] || { echo "FAILED: selftest"; exit 1; }
 fi
 echo "ok: $mode build configured, built and ran in $((SECONDS - start)) s"
