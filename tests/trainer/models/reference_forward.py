@@ -31,7 +31,7 @@ from transformers import (PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "data", "text"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "data", "text"))
 from reference_tokenizer import QWEN2VL_TEMPLATE, expected_labels, expand  # noqa: E402
 from reference_tokenizer import QWEN2_PATTERN  # noqa: E402
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models  # noqa: E402
