@@ -5,18 +5,20 @@
 #   scripts/time-commands.sh          warm: this machine's ccache, clang-tidy cache and pip cache
 #   scripts/time-commands.sh --cold   cold: an empty ccache, clang-tidy cache and pip cache (Debian
 #                                     packages stay installed: apt is the one cache it cannot empty)
-# Options: --test-only (skip run.sh, as CI does), --keep (keep the clone and its caches),
+# Options: --test-only (skip run.sh, as CI does), --run-only (skip test.sh),
+#          --keep (keep the clone and its caches),
 #          --out FILE (also append the lines to FILE). Exits non-zero when a command fails.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cold=0 test_only=0 keep=0 out=""
+cold=0 test_only=0 run_only=0 keep=0 out=""
 while (($#)); do
   case "$1" in
     --cold) cold=1 ;;
     --test-only) test_only=1 ;;
+    --run-only) run_only=1 ;;
     --keep) keep=1 ;;
     --out) out=$2; shift ;;
-    *) echo "time-commands.sh: unknown option '$1' (--cold, --test-only, --keep, --out FILE)" >&2; exit 2 ;;
+    *) echo "time-commands.sh: unknown option '$1' (--cold, --test-only, --run-only, --keep, --out FILE)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -42,6 +44,7 @@ if ((!test_only)); then
   env -u DISPLAY -u WAYLAND_DISPLAY scripts/run.sh >"$work/run.log" 2>&1 || status=$?
   say "scripts/run.sh $((SECONDS - start)) s (exit $status; log $work/run.log)"
 fi
+((run_only)) && exit "$status"
 start=$SECONDS
 test_status=0
 CI=true scripts/test.sh >"$work/test.log" 2>&1 || test_status=$?
