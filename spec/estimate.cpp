@@ -25,8 +25,9 @@ std::string format_number(double v) {
 // I-sized ones (gate, SiLU, up, their product). Calibrated against the counting allocator.
 constexpr std::int64_t kBlockActC = 16;
 constexpr std::int64_t kBlockActI = 4;
-// Logits (fp32), log-softmax output and the logits' gradient in the head's backward.
-constexpr std::int64_t kLogitCopies = 3;
+// Bytes per logit of one chunk of the fused linear cross-entropy besides the compute dtype's
+// logits: the fp32 log-softmax, which becomes the gradient in place, and its cast for the GEMMs.
+constexpr std::int64_t kChunkLogitBytes = 8;
 // Saved-for-backward elements per patch of one vision block (E-sized: LayerNorm inputs and
 // outputs, qkv, rotary q and k, attention output, residuals; M-sized: fc1's output, the
 // activation's input and output), and of the merger per patch (E-sized: ln_q's input and output,
@@ -280,10 +281,15 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
     e.vision +=
         patches * v.patch_dim() * 4 + patches * E * a_bytes + patches * kMergerActE * E * a_bytes;
   }
-  // Logits' copies plus lm_head's weight gradient (when it has one), held until the root unit's
-  // backward ends.
-  e.logits = kLogitCopies * e.micro_batch * (exp.data.seq_len - 1) * dims.vocab_size * 4 +
-             (head_trainable ? dims.vocab_size * C * p_bytes : 0);
+  // The head's fused linear cross-entropy (trainer/model/text_layers.cpp): one chunk of logits
+  // at a time, the label rows' hidden states and their gradient (every row counted: the estimate
+  // does not know how many carry a label), and lm_head's weight gradient accumulated in fp32
+  // (plus its cast to the parameter dtype) when the head trains. No (tokens x vocab) tensor.
+  const auto head_rows = e.micro_batch * (exp.data.seq_len - 1);
+  e.loss_chunk_rows = loss_chunk_rows(head_rows, dims.vocab_size, C, exp.train.loss_chunk_tokens);
+  e.logits = e.loss_chunk_rows * dims.vocab_size * (a_bytes + kChunkLogitBytes) +
+             2 * head_rows * C * a_bytes +
+             (head_trainable ? dims.vocab_size * C * (4 + (p_bytes == 4 ? 0 : p_bytes)) : 0);
   // Gradients are freed after each optimizer step, so the peak is the larger of two moments:
   // the head's backward (every saved activation, the logits, the gathered units) and the end of
   // backward (every sharded gradient, the root still gathered, its gradient being reduced).
@@ -295,6 +301,20 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
       (exp.shard.offload_params ? e.params : 0) + (exp.shard.offload_optimizer ? e.optimizer : 0);
   e.device = e.total - e.host;
   return e;
+}
+
+std::int64_t loss_chunk_rows(std::int64_t rows, std::int64_t vocab, std::int64_t hidden,
+                             std::int64_t wanted, std::int64_t free_bytes) {
+  rows = std::max<std::int64_t>(rows, 1);
+  if (wanted > 0) return std::min(wanted, rows);
+  vocab = std::max<std::int64_t>(vocab, 1);
+  constexpr std::int64_t kMinLogits = std::int64_t{1} << 20;
+  const auto target =
+      std::max((rows * hidden + vocab - 1) / vocab, (kMinLogits + vocab - 1) / vocab);
+  std::int64_t n = 1;
+  while (n < target && n < rows) n *= 2;
+  if (free_bytes > 0) n = std::min(n, std::max<std::int64_t>(1, free_bytes / 16 / (vocab * 10)));
+  return std::min(n, rows);
 }
 
 Result<DeviceBudget> device_budget(const Experiment& exp, const DetectedMemory& detected) {
@@ -373,11 +393,12 @@ std::string format_estimate(const MemoryEstimate& e) {
                 "  grad buffers  %10.2f MiB  gradients being reduced / accumulated\n"
                 "  activations   %10.2f MiB  saved for backward (text stack)\n"
                 "  vision        %10.2f MiB  vision tower and merger, %lld image tokens a sample\n"
-                "  logits        %10.2f MiB\n"
+                "  logits        %10.2f MiB  head's fused loss, %lld tokens a chunk\n"
                 "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
                 mib(e.grads), mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers),
                 mib(e.activations), mib(e.vision), static_cast<long long>(e.image_tokens),
-                mib(e.logits), mib(e.total), mib(e.device), mib(e.host));
+                mib(e.logits), static_cast<long long>(e.loss_chunk_rows), mib(e.total),
+                mib(e.device), mib(e.host));
   return out + buf;
 }
 
@@ -397,6 +418,7 @@ std::string estimate_json(const MemoryEstimate& e) {
                         {"vision", e.vision},
                         {"image_tokens", e.image_tokens},
                         {"logits", e.logits},
+                        {"loss_chunk_rows", e.loss_chunk_rows},
                         {"total", e.total},
                         {"device", e.device},
                         {"host", e.host},

@@ -21,15 +21,17 @@ struct MemoryEstimate {
   std::int64_t params_total = 0;  // parameter count of the model
   std::int64_t params_trainable = 0;
   // Bytes per rank.
-  std::int64_t params = 0;        // fp32 master shards, padded (plus the NF4 base's shards)
-  std::int64_t grads = 0;         // fp32 sharded gradients (trainable flats)
-  std::int64_t optimizer = 0;     // AdamW exp_avg + exp_avg_sq (fp32, sharded)
-  std::int64_t gathered = 0;      // full units in the param dtype at the peak (NF4 dequantized)
-  std::int64_t grad_buffers = 0;  // unsharded gradients being reduced, accumulation buffers
-  std::int64_t activations = 0;   // tensors saved for backward (text blocks, embedding, norm)
-  std::int64_t vision = 0;        // the vision tower's and merger's saved tensors, pixel values
-  std::int64_t image_tokens = 0;  // merged image tokens per sample the vision term assumes
-  std::int64_t logits = 0;        // logits, their log-softmax and gradient (fp32)
+  std::int64_t params = 0;           // fp32 master shards, padded (plus the NF4 base's shards)
+  std::int64_t grads = 0;            // fp32 sharded gradients (trainable flats)
+  std::int64_t optimizer = 0;        // AdamW exp_avg + exp_avg_sq (fp32, sharded)
+  std::int64_t gathered = 0;         // full units in the param dtype at the peak (NF4 dequantized)
+  std::int64_t grad_buffers = 0;     // unsharded gradients being reduced, accumulation buffers
+  std::int64_t activations = 0;      // tensors saved for backward (text blocks, embedding, norm)
+  std::int64_t vision = 0;           // the vision tower's and merger's saved tensors, pixel values
+  std::int64_t image_tokens = 0;     // merged image tokens per sample the vision term assumes
+  std::int64_t logits = 0;           // the head's loss: one chunk of logits, hidden-state rows and
+                                     // their gradient, lm_head's fp32 weight gradient
+  std::int64_t loss_chunk_rows = 0;  // tokens per chunk of the fused linear cross-entropy
   std::int64_t total = 0;
   std::int64_t device = 0;  // of the total, on the compute device (GPU)
   std::int64_t host = 0;    // of the total, in host memory: offload_params / offload_optimizer
@@ -38,6 +40,15 @@ struct MemoryEstimate {
   std::int64_t nf4_packed = 0;  // their records' bytes over the whole model, unsharded
   std::int64_t nf4 = 0;         // of params: this rank's shards of the units' "<unit>/nf4" flats
 };
+
+/// Rows (label tokens) per chunk of the head's fused linear cross-entropy. `wanted` > 0
+/// (train.loss_chunk_tokens) is taken as it is; 0 chooses: about as many logits per chunk as the
+/// hidden states have elements (rows x hidden / vocab) but at least 2^20 (so a small vocabulary
+/// does not loop over tiny GEMMs), to a power of two, and, when `free_bytes` > 0 (a CUDA device's
+/// free memory), one chunk's logits, log-softmax and gradient (10 bytes per logit) within a
+/// sixteenth of it. Always within [1, rows] (1 when rows is 0).
+std::int64_t loss_chunk_rows(std::int64_t rows, std::int64_t vocab, std::int64_t hidden,
+                             std::int64_t wanted, std::int64_t free_bytes = 0);
 
 /// The estimate for a world shape (validated with validate_for_world first).
 Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size, int local_world_size);

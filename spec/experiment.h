@@ -107,6 +107,9 @@ struct TrainSection {
   std::int64_t ckpt_keep = 2;   // newest checkpoints kept; 0 keeps all
   bool ckpt_at_end = true;      // write a sharded checkpoint when the run completes
   int threads = 0;              // intra-op threads per rank; 0 = OMP_NUM_THREADS or 1
+  /// Tokens per chunk of the head's fused linear cross-entropy (spec::loss_chunk_rows); 0 chooses
+  /// from the vocabulary, the hidden size and the device's free memory.
+  std::int64_t loss_chunk_tokens = 0;
   /// Hugging Face parameter-name globs (`*`, `?`, `[...]`, as fnmatch) whose parameters are
   /// frozen: no gradient, no optimizer state; each must match at least one parameter.
   std::vector<std::string> freeze;

@@ -61,6 +61,8 @@ const Field<TS> kTrainFields[] = {
     {"ckpt_keep", &TS::ckpt_keep, "newest checkpoints kept; 0 = all"},
     {"ckpt_at_end", &TS::ckpt_at_end, "checkpoint when the run completes"},
     {"threads", &TS::threads, "intra-op threads per rank; 0 = OMP_NUM_THREADS or 1"},
+    {"loss_chunk_tokens", &TS::loss_chunk_tokens,
+     "tokens per chunk of the head's fused loss; 0 = chosen"},
     {"freeze", &TS::freeze, "HF parameter-name globs to freeze (no grads, no optimizer state)"},
 };
 

@@ -152,6 +152,7 @@ void check_train_counts(const TrainSection& t, const Check& check) {
   check.at_least(t.ckpt_every, 0, "train.ckpt_every", "500 (0 = only at the end)");
   check.at_least(t.ckpt_keep, 0, "train.ckpt_keep", "2 (0 keeps all)");
   check.at_least(t.threads, 0, "train.threads", "0 (follow OMP_NUM_THREADS)");
+  check.at_least(t.loss_chunk_tokens, 0, "train.loss_chunk_tokens", "0 (chosen)");
 }
 
 void check_train_optim(const TrainSection& t, const Check& check) {

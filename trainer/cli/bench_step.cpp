@@ -100,6 +100,7 @@ int run_bench_step(const BenchStepOptions& options) {
     engine = std::make_unique<shard::ShardEngine>(
         *model, exp->shard, shard::Groups{&world, &shard_group, &replicate}, nullptr);
     engine->init_params(exp->train.seed);
+    engine->set_loss_chunk_tokens(exp->train.loss_chunk_tokens);
     pass = {[&] { return engine->forward_backward(batch, scale, true); },
             [&] { engine->zero_grads(); }};
   }

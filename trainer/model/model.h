@@ -74,9 +74,14 @@ struct LayerContext {
   at::Tensor rope_cos;      // (T, D) in the buffer dtype; (B, 1, T, D) with M-RoPE
   at::Tensor rope_sin;      // (T, D); (B, 1, T, D) with M-RoPE
   double loss_scale = 1.0;  // the head returns sum(token losses) * loss_scale
-  at::Tensor attn_mask;     // (B, 1, T, T) bool, true = attend; undefined: causal only
-  at::Tensor vision_cos;    // (N, Dv) float32: the vision tower's 2-D rotary tables
-  at::Tensor vision_sin;    // (N, Dv)
+  // The head's fused linear cross-entropy: label tokens per chunk (train.loss_chunk_tokens; 0
+  // chooses, spec::loss_chunk_rows) and the device's free bytes that choice may use (0: unknown).
+  std::int64_t loss_chunk_tokens = 0;
+  std::int64_t loss_free_bytes = 0;
+  at::Tensor attn_mask;   // generation's (B, 1, T, S) bool, true = attend; else undefined:
+                          // causal only (loss batches are right-padded)
+  at::Tensor vision_cos;  // (N, Dv) float32: the vision tower's 2-D rotary tables
+  at::Tensor vision_sin;  // (N, Dv)
   std::vector<std::int64_t> vision_seqlens;  // patches per image frame (attention stays inside)
   DropoutKeys vision_dropout;  // training: one span per image, keyed by its sample and index
 };

@@ -69,7 +69,7 @@ LayerContext Qwen2Model::context(const Batch& batch, at::ScalarType buffer_dtype
     ctx.attn_mask = decode_mask(batch.decode->key_mask, T);
   } else {
     rope = rope_tables(T, D, m_config.rope_theta);
-    ctx.attn_mask = padding_causal_mask(batch.attention_mask);
+    require_right_padding(batch.attention_mask);  // causal attention, no mask tensor
   }
   ctx.rope_cos = rope.first.to(buffer_dtype);
   ctx.rope_sin = rope.second.to(buffer_dtype);

@@ -343,8 +343,10 @@ LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dty
   }
   ctx.rope_cos = rope.first.to(buffer_dtype);
   ctx.rope_sin = rope.second.to(buffer_dtype);
-  ctx.attn_mask = batch.decode ? decode_mask(batch.decode->key_mask, batch.input_ids.size(1))
-                               : padding_causal_mask(batch.attention_mask);
+  if (batch.decode)
+    ctx.attn_mask = decode_mask(batch.decode->key_mask, batch.input_ids.size(1));
+  else
+    require_right_padding(batch.attention_mask);  // causal attention, no mask tensor
   return ctx;
 }
 

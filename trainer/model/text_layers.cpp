@@ -1,8 +1,15 @@
 #include "trainer/model/text_layers.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+#include <cstdint>
+
+#include "spec/estimate.h"
+
+#include "trainer/base/fatal.h"
 #include "trainer/model/dense.h"
 
 namespace shardscope::model {
@@ -45,38 +52,70 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tens
   return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
 }
 
-// Summed token cross-entropy of logits (R, V) against labels (R) (-100: ignored), times
-// `scale`. Forward keeps only the log-softmax (R, V); backward turns that buffer into the logits'
-// gradient in place: s * (exp(logp) - onehot(label)) per row, s = scale * upstream gradient, 0 on
-// ignored rows. The same values as nll_loss + log_softmax backward (exp(out) * s, minus s at the
-// label), without their zero-filled (R, V) gradient and second (R, V) buffer: at 10M parameters
-// and vocab 8192 those allocations, fills and passes were ~3% of a training step.
-struct CrossEntropyFn : public torch::autograd::Function<CrossEntropyFn> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& logits,
-                            const at::Tensor& labels, double scale) {
-    auto logp = at::log_softmax(logits, -1);  // (R, V)
-    auto loss = at::nll_loss(logp, labels, {}, at::Reduction::Sum, -100);
-    ctx->save_for_backward({logp, labels});
-    ctx->saved_data["scale"] = scale;
+// The head and its loss in one: summed token cross-entropy of dense(h, w) (R, V) against labels
+// (R) (every row a label, none -100), times `scale`, computed `chunk` rows at a time, so no
+// (R, V) tensor exists in any dtype (the fused linear cross-entropy of Liger-Kernel). Each
+// chunk's logits are made in the compute dtype, their log-softmax in fp32; when gradients are
+// wanted the log-softmax becomes that chunk's logit gradient in place, scale * (softmax -
+// onehot(label)), cast to the compute dtype for the two GEMMs that give the chunk's rows of the
+// hidden states' gradient and add its share of lm_head's weight gradient (accumulated in fp32).
+// Backward only multiplies the stored gradients by the upstream one. The same values as
+// dense + log_softmax + nll_loss and their backward up to the order of the weight gradient's
+// sums over rows. `tally` (an evaluation's TokenTally, as an integer; 0: none) gets the rows and
+// their argmax hits from the same logits.
+struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntropyFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& h,
+                            const at::Tensor& w, const at::Tensor& labels, double scale,
+                            std::int64_t chunk, bool want_grads, std::int64_t tally) {
+    const auto R = h.size(0);
+    const bool grad_h = want_grads && h.requires_grad();
+    const bool grad_w = want_grads && w.requires_grad();
+    at::Tensor dh = grad_h ? at::empty_like(h) : at::Tensor();  // (R, C)
+    at::Tensor dw = grad_w ? at::zeros(w.sizes(), w.options().dtype(at::kFloat)) : at::Tensor();
+    auto loss = at::zeros({}, h.options().dtype(at::kFloat));
+    auto hits = at::zeros({}, h.options().dtype(at::kLong));
+    // lm_head's weight in the compute dtype, once (no copy when it already is: fp32, bf16).
+    const auto wc = grad_h && w.scalar_type() != h.scalar_type() ? w.to(h.scalar_type()) : w;
+    for (std::int64_t r0 = 0; r0 < R; r0 += chunk) {
+      const auto n = std::min(chunk, R - r0);
+      auto hc = h.narrow(0, r0, n);                                  // (n, C)
+      auto lc = labels.narrow(0, r0, n);                             // (n)
+      auto logp = at::log_softmax(dense(hc, w).to(at::kFloat), -1);  // (n, V) fp32
+      loss.add_(at::nll_loss(logp, lc, {}, at::Reduction::Sum, -100));
+      if (tally != 0) hits.add_((logp.argmax(-1) == lc).sum());
+      if (!grad_h && !grad_w) continue;
+      auto g = logp.exp_();  // softmax
+      g.scatter_add_(1, lc.unsqueeze(1), at::full({n, 1}, -1.0, g.options()));
+      g.mul_(scale);
+      const auto gc = g.to(h.scalar_type());  // (n, V) in the compute dtype, as dense's backward
+      if (grad_h) dh.narrow(0, r0, n).copy_(at::mm(gc, wc));
+      if (grad_w) dw.add_(at::mm(gc.t(), hc));
+    }
+    if (tally != 0) {
+      auto* t = reinterpret_cast<TokenTally*>(static_cast<std::intptr_t>(tally));
+      t->total += R;
+      t->correct += hits.item<std::int64_t>();
+    }
+    ctx->save_for_backward({dh, dw});
+    ctx->saved_data["dtype"] = static_cast<std::int64_t>(w.scalar_type());
     ctx->saved_data["used"] = false;
     return loss * scale;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     TORCH_CHECK(!ctx->saved_data["used"].toBool(),
-                "the head's cross-entropy backward ran twice: its buffer became the gradient in "
-                "the first run (call backward once per forward)");
+                "the head's fused cross-entropy backward ran twice: its gradients were scaled "
+                "in place in the first run (call backward once per forward)");
     ctx->saved_data["used"] = true;
     const auto saved = ctx->get_saved_variables();
-    const auto& grad = saved[0];    // (R, V) log-softmax, becomes the gradient (in place)
-    const auto& labels = saved[1];  // (R)
-    // The upstream gradient times scale in the loss dtype, as MulBackward computes it.
-    const auto s = grads[0].to(grad.scalar_type()) * ctx->saved_data["scale"].toDouble();  // ()
-    const auto valid = labels.ne(-100).unsqueeze(1);                                       // (R, 1)
-    const auto row = at::where(valid, s, at::zeros_like(s));                               // (R, 1)
-    grad.exp_().mul_(row);
-    grad.scatter_add_(1, labels.clamp_min(0).unsqueeze(1), row.neg());
-    return {grad, at::Tensor(), at::Tensor()};
+    auto dh = saved[0];
+    auto dw = saved[1];
+    const auto up = grads[0];  // () the upstream gradient: 1 for the loss itself
+    if (dh.defined()) dh.mul_(up.to(dh.scalar_type()));
+    if (dw.defined())
+      dw = dw.mul_(up.to(dw.scalar_type()))
+               .to(static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt()));
+    return {dh, dw, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -148,13 +187,20 @@ KvSlot kv_slot(const LayerContext& ctx, int layer) {
   return {&d->keys[n - 1], &d->values[n - 1]};
 }
 
-at::Tensor padding_causal_mask(const at::Tensor& attention_mask) {
-  if (!attention_mask.defined()) return {};
-  const auto T = attention_mask.size(1);
-  auto causal = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).tril();  // (T, T)
-  auto keys = attention_mask.to(at::kBool).view({-1, 1, 1, T});                 // (B, 1, 1, T)
-  auto eye = at::eye(T, at::TensorOptions().dtype(at::kBool));
-  return (causal & keys) | eye;  // (B, 1, T, T)
+void require_right_padding(const at::Tensor& attention_mask) {
+  if (!attention_mask.defined()) return;
+  // Right padding: every row is ones then zeros, so no 1 follows a 0 (a step up along a row).
+  const auto mask = attention_mask.to(at::kCPU, at::kLong);  // (B, T)
+  const auto T = mask.size(1);
+  const bool ones_then_zeros =
+      T < 2 || !(mask.narrow(1, 1, T - 1) > mask.narrow(1, 0, T - 1)).any().item<bool>();
+  SHARD_CHECK(ones_then_zeros && ((mask == 0) | (mask == 1)).all().item<bool>(),
+              spec::ErrorKind::internal,
+              "a training or evaluation batch is not right-padded (its attention mask has a "
+              "token after padding): the attention kernel applies causality alone and masks "
+              "no keys",
+              "batches for the loss put each sample's tokens first and the padding after them "
+              "(trainer/run/sft_batch.cpp); only generation pads on the left");
 }
 
 at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
@@ -186,7 +232,9 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
     *cache.values = v;
   }
   // Grouped KV heads go to the kernel as they are (enable_gqa): no (B, H, S, D) copies of k, v.
-  // Without a padding or cache mask the kernel applies causality itself (no (T, T) mask).
+  // Outside generation there is no mask: batches are right-padded (require_right_padding), so
+  // causality alone keeps every real token's keys real, and a padding position's output carries
+  // no loss and feeds no real token. The kernel then takes its fused causal path (flash on CUDA).
   const bool gqa = K != H;
   at::Tensor a;  // (B, H, T, D)
   if (ctx.attn_mask.defined()) {
@@ -212,16 +260,18 @@ at::Tensor qwen2_logits(const spec::Qwen2Dims& d, const std::vector<at::Tensor>&
 at::Tensor qwen2_loss(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
                       const at::Tensor& x, const LayerContext& ctx) {
   const auto T = x.size(1);
-  auto h = rms_norm(x.narrow(1, 0, T - 1), p[0], d.rms_eps);  // (B, T-1, C)
-  auto logits = dense(h, p[1]).to(at::kFloat);                // (B, T-1, V)
-  auto labels = ctx.batch->labels.narrow(1, 1, T - 1);        // (B, T-1)
-  if (auto* tally = ctx.batch->tally) {  // evaluation: argmax hits from the same logits
-    auto counted = labels != -100;
-    tally->total += counted.sum().item<std::int64_t>();
-    tally->correct += (counted & (logits.argmax(-1) == labels)).sum().item<std::int64_t>();
-  }
-  return CrossEntropyFn::apply(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
-                               ctx.loss_scale);
+  auto h = rms_norm(x.narrow(1, 0, T - 1), p[0], d.rms_eps).reshape({-1, x.size(2)});  // (R, C)
+  auto labels = ctx.batch->labels.narrow(1, 1, T - 1).reshape({-1});                   // (R)
+  // Only rows with a label reach the head (a chat sample's prompt and the padding do not). The
+  // row count is read on the host (one synchronisation per micro-batch on CUDA).
+  const auto rows = labels.ne(-100).nonzero().squeeze(1);  // (L)
+  auto hl = h.index_select(0, rows);                       // (L, C)
+  auto ll = labels.index_select(0, rows);                  // (L)
+  const auto chunk = spec::loss_chunk_rows(rows.size(0), d.vocab_size, d.hidden_size,
+                                           ctx.loss_chunk_tokens, ctx.loss_free_bytes);
+  const auto tally = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(ctx.batch->tally));
+  return LinearCrossEntropyFn::apply(hl, p[1], ll, ctx.loss_scale, chunk,
+                                     at::GradMode::is_enabled(), tally);
 }
 
 at::Tensor qwen2_head(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,

@@ -41,9 +41,9 @@ struct KvSlot {
 };
 /// The cache of model layer `layer` when ctx's batch is a generation step.
 KvSlot kv_slot(const LayerContext& ctx, int layer);
-/// Causal attention mask with padding keys masked: (B, 1, T, T) bool, every row keeps its own
-/// position so a padding row has no empty softmax. Undefined when `attention_mask` is.
-at::Tensor padding_causal_mask(const at::Tensor& attention_mask);
+/// Raises unless `attention_mask` (B, T) (undefined: no padding) is right-padded: each row ones
+/// then zeros. The loss paths attend with the causal kernel alone, never a (B, 1, T, T) mask.
+void require_right_padding(const at::Tensor& attention_mask);
 /// One decoder block (B, T, C) -> (B, T, C); `lora` adds the adapters of its Linears. With a
 /// cache, this call's keys and values are appended to it and attention runs over all of them.
 at::Tensor qwen2_block(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,

@@ -58,6 +58,7 @@ class EngineRunner final : public StepRunner {
                shard::Trace* trace, c10::Device device)
       : m_engine(model, exp.shard, groups, trace, device) {
     m_engine.init_params(exp.train.seed);
+    m_engine.set_loss_chunk_tokens(exp.train.loss_chunk_tokens);
     if (trace != nullptr) {
       const auto m = memory_stats();
       trace->loaded(m.allocated, m.peak, m.rss);

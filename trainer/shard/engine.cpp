@@ -666,6 +666,11 @@ at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale
               "set shard.device = \"cpu\" for generation, or drop exact_match from eval.metrics");
   auto ctx = m_model.context(batch, to_scalar_type(m_prec.buffer));
   ctx.loss_scale = loss_scale;
+  ctx.loss_chunk_tokens = m_loss_chunk_tokens;
+  if (m_device.is_cuda() && m_loss_chunk_tokens == 0) {
+    const auto mem = dist::device_memory(m_device);
+    ctx.loss_free_bytes = std::max<std::int64_t>(0, mem.total - mem.reserved);
+  }
   if (m_device.is_cuda()) place_batch(batch, ctx);
   if (m_streams.active()) {
     // The gathers of this micro-step read the masters the last optimizer step wrote.

@@ -91,6 +91,9 @@ class ShardEngine {
   /// Records where the optimizer state of each trainable flat lives (the trace's placement).
   void trace_optimizer_state(const std::vector<at::Tensor>& exp_avg,
                              const std::vector<at::Tensor>& exp_avg_sq);
+  /// Tokens per chunk of the head's fused linear cross-entropy (train.loss_chunk_tokens; 0, the
+  /// default: chosen from the model's shape and, on CUDA, the device's free memory).
+  void set_loss_chunk_tokens(std::int64_t tokens) { m_loss_chunk_tokens = tokens; }
   /// Forward only (evaluation): returns this rank's scaled loss contribution.
   double forward_only(const model::Batch& batch, double loss_scale);
 
@@ -166,6 +169,7 @@ class ShardEngine {
   std::vector<std::vector<at::Tensor>> m_layer_params;  // views per layer, this micro-step
   model::LayerContext m_ctx;  // this micro-step's context (checkpointed units read it in backward)
   c10::Device m_device;
+  std::int64_t m_loss_chunk_tokens = 0;  // train.loss_chunk_tokens
   dist::Streams m_streams;  // CUDA: compute, gather and reduce streams; inactive on CPU
   model::Batch m_batch;     // CUDA: this micro-step's batch on the device
   // --trace on CUDA: each collective's start and end on its stream, and for each all-gather

@@ -73,6 +73,7 @@ const QMap<QString, QString> kTyped = {
     {"train.ckpt_keep", "3"},
     {"train.ckpt_at_end", "false"},
     {"train.threads", "3"},
+    {"train.loss_chunk_tokens", "256"},
     {"train.freeze", "model.embed_tokens.*, visual.blocks.[0-3].*"},
     {"shard.strategy", "HYBRID_SHARD"},
     {"shard.wrap_policy", "size"},
