@@ -36,6 +36,10 @@ SIZES = {
                 batch=8, steps=10),
     "100m": dict(vocab=8192, hidden=768, layers=9, heads=12, intermediate=3072, seq_len=128,
                  batch=4, steps=5),
+    # Qwen2's vocabulary under a small stack: where the head's logits dominate memory (the fused
+    # linear cross-entropy against the peer's full fp32 logits).
+    "vocab152k": dict(vocab=151936, hidden=256, layers=2, heads=4, intermediate=1024, seq_len=256,
+                      batch=4, steps=6),
     # A negligible model: its peak RSS is each program's baseline (runtime, libraries, groups).
     "null": dict(vocab=256, hidden=32, layers=1, heads=2, intermediate=64, seq_len=16, batch=2,
                  steps=3),
