@@ -1,7 +1,7 @@
 // Dense (no sparsity) peak matrix FLOP/s of common GPUs by compute dtype, from the vendors'
 // datasheets, for MFU: MFU = model FLOPs per token x tokens/s / (peak x ranks), with the model
-// FLOPs of Model::flops_per_token (6 N + 12 L H Q T per token for training). Torch-free, so the
-// table is tested without a GPU.
+// FLOPs of spec::training_flops_per_token (spec/model_shape.h). Torch-free, so the table is
+// tested without a GPU.
 #pragma once
 
 #include <optional>

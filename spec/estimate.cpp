@@ -308,7 +308,9 @@ std::int64_t loss_chunk_rows(std::int64_t rows, std::int64_t vocab, std::int64_t
   rows = std::max<std::int64_t>(rows, 1);
   if (wanted > 0) return std::min(wanted, rows);
   vocab = std::max<std::int64_t>(vocab, 1);
-  constexpr std::int64_t kMinLogits = std::int64_t{1} << 20;
+  // At least 2^24 logits a chunk: each chunk adds its (vocab x hidden) share to lm_head's weight
+  // gradient, whose traffic a chunk of few rows cannot pay for with its GEMM's arithmetic.
+  constexpr std::int64_t kMinLogits = std::int64_t{1} << 24;
   const auto target =
       std::max((rows * hidden + vocab - 1) / vocab, (kMinLogits + vocab - 1) / vocab);
   std::int64_t n = 1;

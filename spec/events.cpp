@@ -43,6 +43,7 @@ struct Encoder {
                        {"memory_bytes", e.device->memory_bytes},
                        {"capability", e.device->capability}};
     }
+    if (e.flops_per_token) out["flops_per_token"] = number(*e.flops_per_token);
   }
   void operator()(const StepEvent& e) const {
     out["step"] = e.step;
@@ -221,6 +222,12 @@ HelloEvent read_hello(Reader& r) {
     if (d.type != "cpu" && d.type != "cuda")
       r.set_error("device", "type", "expected \"cpu\" or \"cuda\", got \"" + d.type + "\"");
     e.device = d;
+  }
+  if (const Json* f = r.field(r.root(), "", "flops_per_token", false)) {
+    if (f->is_number() && std::isfinite(f->get<double>()) && f->get<double>() > 0)
+      e.flops_per_token = f->get<double>();
+    else
+      r.set_error("", "flops_per_token", "expected a positive number, got " + preview(*f));
   }
   return e;
 }

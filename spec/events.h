@@ -46,6 +46,9 @@ struct HelloEvent {
   std::int64_t params_trainable = 0;            // those that receive gradients
   std::int64_t mem_estimate = 0;                // bytes per rank, from spec's estimate
   std::optional<DeviceSummary> device;          // where the rank computes
+  /// Model FLOPs per trained token (spec::training_flops_per_token at data.seq_len): what `mfu`
+  /// divides by, so a reader can recompute it. Absent from older trainers.
+  std::optional<double> flops_per_token;
 };
 
 /// `step`: one optimizer step finished (rank 0 only).

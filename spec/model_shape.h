@@ -46,6 +46,14 @@ struct Qwen2Dims {
   bool tie_word_embeddings = false;      // tie_word_embeddings: lm_head shares the embedding
 };
 
+/// Model FLOPs of training (forward and backward) per token at sequence length `seq_len`, the one
+/// formula behind every MFU figure (shardtrain's `step.mfu`, `hello.flops_per_token`, the
+/// benchmarks and their FSDP2 peers): 6 x the text stack's non-embedding parameters outside the
+/// head (blocks and the final norm), plus the head's 6 x vocab x hidden whether it is tied to the
+/// embedding or not, plus attention's 12 x layers x hidden x seq_len. Qwen2-VL's vision tower is
+/// not counted (its patches are not tokens of the sequence).
+double training_flops_per_token(const Qwen2Dims& dims, std::int64_t seq_len);
+
 /// The tiny test model's dimensions from [model] tiny_* fields.
 Qwen2Dims tiny_dims(const ModelSection& model);
 /// Embedding, blocks, head, with HF parameter names.

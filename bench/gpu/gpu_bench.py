@@ -132,6 +132,9 @@ class Benchmark:
         if not run.ok():
             return {"error": run.failure()}
         timed = [e for e in run.all("step") if e["step"] > self.a.bench_warmup]
+        hello = next((e for e in run.all("hello") if e.get("flops_per_token")), None)
+        if hello:  # the bench JSON carries it, so a reader can recompute every MFU
+            self.figures["flops_per_token"] = hello["flops_per_token"]
         hidden, detail = hidden_fraction(trace, self.a.bench_warmup)
         return {"tokens_per_s": statistics.median(e["tokens_per_s"] for e in timed),
                 "mfu": statistics.median(e.get("mfu", 0.0) for e in timed),
@@ -186,12 +189,12 @@ class Benchmark:
                     f"peak memory {r.get('peak_memory', float('nan')):.3f}")
 
     def table_mfu(self, result):
-        """MFU from the device's dense bf16 peak (PEAKS) and 6N + 12 L C T FLOPs per token."""
+        """MFU from the device's dense bf16 peak (PEAKS) and the FLOPs per token of shardtrain's
+        hello (the one formula, docs/trainer.md), for shardtrain and the peer alike."""
         peak = device_peak(self.gc.report["device"].get("name"))
-        if not peak or not self.model or "tokens_per_s" not in result:
+        fpt = self.figures.get("flops_per_token")
+        if not peak or not fpt or "tokens_per_s" not in result:
             return
-        n = self.model["params"] - self.model["embedding"]
-        fpt = 6.0 * n + 12.0 * self.model["layers"] * self.model["hidden"] * self.a.bench_seq
         result["mfu_table"] = fpt * result["tokens_per_s"] / peak
 
     def run(self, check):

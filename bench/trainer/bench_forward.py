@@ -92,12 +92,15 @@ def run_one(args, key, size, work):
     if proc.returncode != 0:
         tail = proc.stderr.decode()[-3000:]
         raise SystemExit(f"{key} ({size}) failed with exit code {proc.returncode}:\n{tail}")
-    steps = [e for e in read_events(out) if e["ev"] == "step"]
+    events = read_events(out)
+    steps = [e for e in events if e["ev"] == "step"]
+    if key == "ours":  # the one FLOPs formula, from shardtrain's hello
+        args.flops_per_token = flops_per_token(events)
     return statistics.median(e["tokens_per_s"] for e in steps), steps[-1]["loss"]
 
 
 def print_table(args, size, s, runs):
-    fpt = flops_per_token(s)
+    fpt = getattr(args, "flops_per_token", 0.0)
     print(f"\n{size}: {param_count(s) / 1e6:.1f}M parameters, batch {s['batch']} x seq "
           f"{s['seq_len']}, 1 process x 1 thread; forward+backward only; GEMM peak "
           f"{args.peak_flops / 1e9:.1f} GFLOP/s; medians of {args.repeats} alternating runs of "

@@ -61,10 +61,13 @@ def param_count(s):
     return 2 * V * C + L * block + C
 
 
-def flops_per_token(s):
-    """torchtitan's 6N + 12 L H Q T with N the non-embedding parameters (shardtrain's formula)."""
-    n = param_count(s) - s["vocab"] * s["hidden"]
-    return 6.0 * n + 12.0 * s["layers"] * s["hidden"] * s["seq_len"]
+def flops_per_token(events):
+    """The model FLOPs per token of shardtrain's hello (spec::training_flops_per_token, the one
+    formula: docs/trainer.md, "MFU, one formula"), used for shardtrain and its peer alike."""
+    for e in events:
+        if e.get("ev") == "hello" and e.get("flops_per_token"):
+            return e["flops_per_token"]
+    raise SystemExit("shardtrain wrote no hello.flops_per_token: rebuild it (build/bin/shardtrain)")
 
 
 def write_data(path, s):
@@ -214,8 +217,8 @@ def run_one(args, key, size, s, work, tag):
     if any(codes):
         tail = open(os.path.join(run_dir, "rank-0.log")).read()[-3000:]
         raise SystemExit(f"{name} ({size}) failed with exit codes {codes}; rank-0.log:\n{tail}")
-    steps = [e for e in read_events(os.path.join(run_dir, "events-rank-0.jsonl"))
-             if e["ev"] == "step"]
+    events0 = read_events(os.path.join(run_dir, "events-rank-0.jsonl"))
+    steps = [e for e in events0 if e["ev"] == "step"]
     timed = [e for e in steps if e["step"] > args.warmup] or steps[-1:]
     mems = [e for r in range(world) for e in read_events(
         os.path.join(run_dir, f"events-rank-{r}.jsonl")) if e["ev"] == "mem" and "peak" in e]
@@ -227,6 +230,7 @@ def run_one(args, key, size, s, work, tag):
         "hwm": max(hwm),
         "alloc_peak": max((e["peak"] for e in mems), default=0),
         "losses": [e["loss"] for e in steps],
+        "flops_per_token": flops_per_token(events0) if prog == "shardtrain" else 0,
     }
 
 
@@ -257,7 +261,8 @@ def median_of(runs, field):
 def summarize(args, size, s, runs, null_hwm):
     """One row per configuration: medians over the repeats."""
     rows = {}
-    fpt = flops_per_token(s)
+    fpt = next((r["flops_per_token"] for rs in runs.values() for r in rs if r["flops_per_token"]),
+               0.0)
     for key, rs in runs.items():
         world = CONFIGS[key][2]
         tps = median_of(rs, "tokens_per_s")

@@ -50,12 +50,14 @@ class TestEvents : public QObject {
     DoneEvent doneMulti{DoneStatus::stopped, {1.5, 0.75}, true, std::nullopt};
     ErrorEvent error{ErrorKind::peer_lost, "rank 0 is gone", "check rank-0.log"};
     StepEvent diverged{2, NAN, 1e-4, INFINITY, 0, 0, 0, 0};
-    // A rank on a GPU: hello names the device, mem adds the CUDA caching allocator's bytes.
+    // A rank on a GPU: hello names the device and the FLOPs per token behind `mfu`; mem adds the
+    // CUDA caching allocator's bytes.
     HelloEvent helloCuda{
-        1,          1,
-        "9f2c",     {{"shardtrain", "0.1.0"}, {"torch", "2.11.0"}, {"backend", "local"}},
-        494032768,  494032768,
-        8589934592, DeviceSummary{"cuda", 0, "NVIDIA H100 80GB HBM3", 85045870592, "9.0"}};
+        1,           1,
+        "9f2c",      {{"shardtrain", "0.1.0"}, {"torch", "2.11.0"}, {"backend", "local"}},
+        494032768,   494032768,
+        8589934592,  DeviceSummary{"cuda", 0, "NVIDIA H100 80GB HBM3", 85045870592, "9.0"},
+        3026454528.0};
     MemEvent memCuda{10,         1073741824,  2147483648,  1610612736,
                      3221225472, 17179869184, 21474836480, 19327352832};
     const std::vector<Event> events{
@@ -101,6 +103,8 @@ class TestEvents : public QObject {
     QVERIFY(helloCuda.device.has_value());
     QCOMPARE(helloCuda.device->name, std::string("NVIDIA H100 80GB HBM3"));
     QCOMPARE(helloCuda.device->capability, std::string("9.0"));
+    QVERIFY(!hello.flops_per_token.has_value());  // older trainers send none
+    QCOMPARE(*helloCuda.flops_per_token, 3026454528.0);
     auto mem = std::get<MemEvent>(parseOrFail(golden[3]).body);
     QVERIFY(!mem.cuda_peak.has_value());
     auto memCuda = std::get<MemEvent>(parseOrFail(golden[11]).body);
@@ -129,6 +133,10 @@ class TestEvents : public QObject {
         << QByteArray(
                R"({"v":1,"ev":"step","rank":0,"seq":0,"t":1,"step":1,"loss":1,"lr":1,"grad_norm":1,"tokens_per_s":1,"mfu":0,"comm_bytes":{"all_gather":1.5,"reduce_scatter":0}})")
         << "step.comm_bytes.all_gather: expected an integer, got 1.5";
+    QTest::newRow("negative flops")
+        << QByteArray(
+               R"({"v":1,"ev":"hello","rank":0,"seq":0,"t":1,"world_size":1,"local_world_size":1,"config_hash":"x","versions":{},"params":{"total":1,"trainable":1},"mem_estimate":0,"flops_per_token":-5})")
+        << "hello.flops_per_token: expected a positive number, got -5";
     QTest::newRow("bad done status")
         << QByteArray(R"({"v":1,"ev":"done","rank":0,"seq":0,"t":1,"status":"ok"})")
         << "done.status: expected complete, stopped or failed";

@@ -109,6 +109,16 @@ int run_bench_step(const BenchStepOptions& options) {
   const double peak = peak_env != nullptr ? std::atof(peak_env) : 0.0;
   const double flops_token = model->flops_per_token(exp->data.seq_len);
   const auto n_tokens = static_cast<double>(batch.input_ids.numel());
+  // The first line names the FLOPs per token the `mfu` fields divide by (for the benchmarks).
+  events().write(spec::HelloEvent{1,
+                                  1,
+                                  "bench-step",
+                                  {},
+                                  model->params_total(),
+                                  model->params_trainable(),
+                                  0,
+                                  std::nullopt,
+                                  flops_token});
   std::vector<double> rates;
   for (int i = 0; i < options.warmup + options.iters; ++i) {
     const auto t0 = Clock::now();

@@ -86,13 +86,7 @@ at::Tensor Qwen2Model::forward_layer(int layer, const std::vector<at::Tensor>& p
 }
 
 double Qwen2Model::flops_per_token(std::int64_t seq_len) const {
-  // N excludes the embedding table (a lookup, not a matmul); the head's matmul stays in.
-  const double n = static_cast<double>(params_total() - m_config.vocab_size * m_config.hidden_size);
-  const double L = static_cast<double>(m_config.num_layers);
-  const double H = static_cast<double>(m_config.num_heads);
-  const double Q =
-      static_cast<double>(m_config.hidden_size) / static_cast<double>(m_config.num_heads);
-  return 6.0 * n + 12.0 * L * H * Q * static_cast<double>(seq_len);
+  return spec::training_flops_per_token(m_config, seq_len);
 }
 
 }  // namespace shardscope::model

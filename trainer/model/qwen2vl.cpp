@@ -453,14 +453,7 @@ at::Tensor Qwen2VLModel::logits(const std::vector<at::Tensor>& head_params,
 }
 
 double Qwen2VLModel::flops_per_token(std::int64_t seq_len) const {
-  const auto& t = m_config.text;
-  std::int64_t n = 0;
-  for (int l = m_embed + 1; l <= m_head; ++l)
-    for (const auto& p : m_layers[static_cast<std::size_t>(l)].params) n += numel(p.shape);
-  const double L = static_cast<double>(t.num_layers);
-  const double H = static_cast<double>(t.num_heads);
-  const double Q = static_cast<double>(t.hidden_size) / static_cast<double>(t.num_heads);
-  return 6.0 * static_cast<double>(n) + 12.0 * L * H * Q * static_cast<double>(seq_len);
+  return spec::training_flops_per_token(m_config.text, seq_len);  // the text stack's
 }
 
 std::unique_ptr<Qwen2VLModel> load_hf_model(const std::string& dir) {

@@ -1,6 +1,7 @@
 #include "trainer/model/text_layers.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -74,6 +75,7 @@ struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntrop
     at::Tensor dw = grad_w ? at::zeros(w.sizes(), w.options().dtype(at::kFloat)) : at::Tensor();
     auto loss = at::zeros({}, h.options().dtype(at::kFloat));
     auto hits = at::zeros({}, h.options().dtype(at::kLong));
+    const bool autocast = at::autocast::is_autocast_enabled(h.device().type());
     // lm_head's weight in the compute dtype, once (no copy when it already is: fp32, bf16).
     const auto wc = grad_h && w.scalar_type() != h.scalar_type() ? w.to(h.scalar_type()) : w;
     for (std::int64_t r0 = 0; r0 < R; r0 += chunk) {
@@ -88,8 +90,22 @@ struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntrop
       g.scatter_add_(1, lc.unsqueeze(1), at::full({n, 1}, -1.0, g.options()));
       g.mul_(scale);
       const auto gc = g.to(h.scalar_type());  // (n, V) in the compute dtype, as dense's backward
-      if (grad_h) dh.narrow(0, r0, n).copy_(at::mm(gc, wc));
-      if (grad_w) dw.add_(at::mm(gc.t(), hc));
+      // Into the gradients' own storage where the dtypes allow (no (n, C) or (V, C) temporary);
+      // under autocast through its casts, as dense's backward would run.
+      if (grad_h) {
+        if (autocast)
+          dh.narrow(0, r0, n).copy_(at::mm(gc, wc));
+        else {
+          auto rows = dh.narrow(0, r0, n);  // contiguous: dh is (R, C) row-major
+          at::mm_out(rows, gc, wc);
+        }
+      }
+      if (grad_w) {
+        if (!autocast && gc.scalar_type() == at::kFloat)
+          dw.addmm_(gc.t(), hc);
+        else
+          dw.add_(at::mm(gc.t(), hc));
+      }
     }
     if (tally != 0) {
       auto* t = reinterpret_cast<TokenTally*>(static_cast<std::intptr_t>(tally));

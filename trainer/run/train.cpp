@@ -715,7 +715,8 @@ int run_train(const TrainOptions& options) {
                                   model.params_total(),
                                   model.params_trainable(),
                                   estimate_total(*exp, *rdzv),
-                                  summary});
+                                  summary,
+                                  model.flops_per_token(exp->data.seq_len)});
   Loop loop{*exp,          options, model, *runner,
             engine_runner, groups,  *rdzv, samples,
             eval_samples,  prep,    hash,  spec::resolve_precision(exp->shard),

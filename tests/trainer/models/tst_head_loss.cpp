@@ -194,8 +194,10 @@ class TestHeadLoss : public QObject {
   void chunkRule() {
     // Qwen2-1.5B's head at 8 x 4096 tokens: about rows x hidden / vocab (331), to 512.
     QCOMPARE(spec::loss_chunk_rows(8 * 4095, 151936, 1536, 0), std::int64_t{512});
-    // A small vocabulary: at least 2^20 logits a chunk (128 rows of 8192).
-    QCOMPARE(spec::loss_chunk_rows(4096, 8192, 64, 0), std::int64_t{128});
+    // A small vocabulary: at least 2^24 logits a chunk (2048 rows of 8192), and Qwen2's
+    // vocabulary under a narrow stack: 111 rows, to 128.
+    QCOMPARE(spec::loss_chunk_rows(4096, 8192, 64, 0), std::int64_t{2048});
+    QCOMPARE(spec::loss_chunk_rows(1020, 151936, 256, 0), std::int64_t{128});
     QCOMPARE(spec::loss_chunk_rows(50, 8192, 64, 0), std::int64_t{50});  // never above the rows
     QCOMPARE(spec::loss_chunk_rows(0, 8192, 64, 0), std::int64_t{1});    // nothing to compute
     QCOMPARE(spec::loss_chunk_rows(5000, 151936, 1536, 300), std::int64_t{300});  // as asked
