@@ -44,9 +44,10 @@ struct MemoryEstimate {
 /// Rows (label tokens) per chunk of the head's fused linear cross-entropy. `wanted` > 0
 /// (train.loss_chunk_tokens) is taken as it is; 0 chooses: about as many logits per chunk as the
 /// hidden states have elements (rows x hidden / vocab) but at least 2^24 (each chunk reads and
-/// writes lm_head's whole weight gradient once, which a chunk of few rows does not amortise), to a power of two, and, when `free_bytes` > 0 (a CUDA device's
-/// free memory), one chunk's logits, log-softmax and gradient (10 bytes per logit) within a
-/// sixteenth of it. Always within [1, rows] (1 when rows is 0).
+/// writes lm_head's whole weight gradient once, which a chunk of few rows does not amortise), to a
+/// power of two, and, when `free_bytes` > 0 (a CUDA device's free memory), one chunk's logits,
+/// log-softmax and gradient (10 bytes per logit) within a sixteenth of it. Always within [1, rows]
+/// (1 when rows is 0).
 std::int64_t loss_chunk_rows(std::int64_t rows, std::int64_t vocab, std::int64_t hidden,
                              std::int64_t wanted, std::int64_t free_bytes = 0);
 

@@ -389,18 +389,21 @@ class GpuCheck:
 
     def check_oom(self):
         c = Check("oom")
+        # The head's loss in one chunk of every row (train.loss_chunk_tokens), so its logits
+        # (rows x vocab) are allocated at once:
         if self.cuda:
-            # logits (batch x (seq-1) x vocab fp32) of 16384 x 127 x 65536: 545 GB, past any GPU.
+            # 16384 x 127 x 65536 fp32: 545 GB, past any GPU.
             vocab, seq, batch, limit = 65536, 128, 16384, None
         else:
-            # 2048 x 63 x 65536 fp32 logits: 34 GB, past an 8 GiB address-space limit; what is
+            # 2048 x 63 x 65536 fp32: 34 GB, past an 8 GiB address-space limit; what is
             # allocated before that (embeddings, attention) stays near 200 MB.
             vocab, seq, batch, limit = 65536, 64, 2048, 8 << 30
         data = write_tokens(os.path.join(self.work, "oom.jsonl"), 64, seq, vocab)
         cfg = self.config(**{"model.tiny_vocab_size": vocab, "model.tiny_hidden_size": 32,
                              "model.tiny_layers": 1, "data.seq_len": seq, "data.train_path": data,
                              "train.batch_size": batch, "train.max_steps": 2,
-                             "train.lr_warmup_steps": 0})
+                             "train.lr_warmup_steps": 0,
+                             "train.loss_chunk_tokens": batch * (seq - 1)})
         run = self.runner.train("oom", cfg, 1, timeout=self.timeout(90), rlimit_as=limit)
         c.runs.append(run.dir)
         c.figures.update(batch=batch, seq_len=seq, vocab=vocab, address_space_limit=limit,
