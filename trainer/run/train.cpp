@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -37,6 +38,7 @@
 #include "trainer/optim/adamw.h"
 #include "trainer/optim/schedule.h"
 #include "trainer/run/generate.h"
+#include "trainer/run/human_log.h"
 #include "trainer/run/memory.h"
 #include "trainer/run/sft_batch.h"
 #include "trainer/run/step_runner.h"
@@ -181,7 +183,7 @@ double cuda_peak_flops(const dist::DeviceInfo& info, const spec::PrecisionDTypes
   dist::synchronize(info.device);
   const double peak =
       10 * 2.0 * n * n * n / std::chrono::duration<double>(Clock::now() - t0).count();
-  events().write(spec::LogEvent{
+  report(spec::LogEvent{
       "warn", "MFU: \"" + info.name + "\" is not in the peak table; MFU is against a measured " +
                   std::to_string(static_cast<int>(peak / 1e12)) +
                   " TFLOP/s GEMM (set SHARDSCOPE_PEAK_FLOPS to the datasheet's dense peak)"});
@@ -357,7 +359,7 @@ struct Loop {
       const auto per_batch = (exp.train.batch_size + rdzv.world_size - 1) / rdzv.world_size;
       metrics["exact_match"] = match_rate(generate_mine(mine, exp.eval.batches * per_batch));
     }
-    if (rdzv.rank == 0) events().write(spec::EvalEvent{step, metrics});
+    if (rdzv.rank == 0) report(spec::EvalEvent{step, metrics});
     last_eval = metrics.count("loss")       ? metrics["loss"]
                 : metrics.count("accuracy") ? metrics["accuracy"]
                                             : metrics["exact_match"];
@@ -415,7 +417,7 @@ struct Loop {
                 "choose a writable --out path");
     const double rate = match_rate(answers);
     groups.world.barrier();
-    events().write(spec::DoneEvent{spec::DoneStatus::complete, {rate}, false, std::nullopt});
+    report(spec::DoneEvent{spec::DoneStatus::complete, {rate}, false, std::nullopt});
     return kExitOk;
   }
   double last_eval = std::nan("");
@@ -438,7 +440,7 @@ struct Loop {
     auto rel = ckpt::save_checkpoint(
         options.run_dir, engine_runner->engine(), engine_runner->optimizer(),
         {step, offset, grad_scale, good_steps}, config_hash, groups.world, exp.train.ckpt_keep);
-    if (rdzv.rank == 0) events().write(spec::CkptEvent{step, rel, "sharded"});
+    if (rdzv.rank == 0) report(spec::CkptEvent{step, rel, "sharded"});
   }
 
   int run() {
@@ -462,8 +464,8 @@ struct Loop {
           scaler = " (loss scale " + std::to_string(grad_scale) + ", " +
                    std::to_string(good_steps) + " steps since it changed)";
         }
-        events().write(spec::LogEvent{
-            "info", "resumed from " + dir + " at step " + std::to_string(step) + scaler});
+        report(spec::LogEvent{"info",
+                              "resumed from " + dir + " at step " + std::to_string(step) + scaler});
       }
     }
     if (!options.generate_out.empty()) return generate_all();
@@ -501,8 +503,9 @@ struct Loop {
                   "--resume auto");
       if (rdzv.rank == 0 && (step % exp.train.log_every == 0 || step == exp.train.max_steps)) {
         const double mfu = peak > 0 ? flops_token * tps / (peak * rdzv.world_size) : 0.0;
-        events().write(spec::StepEvent{step, loss, lr, grad_norm, tps, mfu, comm_bytes(true) - ag0,
-                                       comm_bytes(false) - rs0});
+        report(spec::StepEvent{step, loss, lr, grad_norm, tps, mfu, comm_bytes(true) - ag0,
+                               comm_bytes(false) - rs0},
+               exp.train.max_steps);
       }
       if (exp.train.mem_every > 0 && step % exp.train.mem_every == 0) {
         auto m = memory_stats();
@@ -513,7 +516,7 @@ struct Loop {
           mem.cuda_reserved = d.reserved;
           mem.cuda_peak = d.peak;
         }
-        events().write(mem);
+        report(mem);
       }
       if (exp.eval.every > 0 && !eval_samples.empty() && step % exp.eval.every == 0) evaluate(step);
       if (exp.train.ckpt_every > 0 && step % exp.train.ckpt_every == 0 &&
@@ -539,15 +542,15 @@ struct Loop {
       auto state = runner.full_state();  // collective: every rank gathers, rank 0 writes
       if (rdzv.rank == 0) {
         for (const auto& part : ckpt::export_model(options.export_dir, state, exp))
-          events().write(spec::CkptEvent{step, part.path, part.kind});
+          report(spec::CkptEvent{step, part.path, part.kind});
       }
     }
     groups.world.barrier();
     const double objective = std::isnan(last_eval) ? last_loss : last_eval;
-    events().write(spec::DoneEvent{stopped ? spec::DoneStatus::stopped : spec::DoneStatus::complete,
-                                   {objective},
-                                   false,
-                                   step});
+    report(spec::DoneEvent{stopped ? spec::DoneStatus::stopped : spec::DoneStatus::complete,
+                           {objective},
+                           false,
+                           step});
     return kExitOk;
   }
 };
@@ -706,17 +709,35 @@ int run_train(const TrainOptions& options) {
       device_info.memory_bytes,
       device.is_cuda() ? std::to_string(device_info.major) + "." + std::to_string(device_info.minor)
                        : std::string()};
-  events().write(spec::HelloEvent{rdzv->world_size,
-                                  rdzv->local_world_size,
-                                  hash,
-                                  {{"shardtrain", kVersion},
-                                   {"torch", TORCH_VERSION},
-                                   {"backend", groups.world.backend_name()}},
-                                  model.params_total(),
-                                  model.params_trainable(),
-                                  estimate_total(*exp, *rdzv),
-                                  summary,
-                                  model.flops_per_token(exp->data.seq_len)});
+  report(spec::HelloEvent{rdzv->world_size,
+                          rdzv->local_world_size,
+                          hash,
+                          {{"shardtrain", kVersion},
+                           {"torch", TORCH_VERSION},
+                           {"backend", groups.world.backend_name()}},
+                          model.params_total(),
+                          model.params_trainable(),
+                          estimate_total(*exp, *rdzv),
+                          summary,
+                          model.flops_per_token(exp->data.seq_len)});
+  {
+    const auto& t = exp->train;
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%g", t.lr);
+    const auto micro = t.micro_batch_size > 0
+                           ? t.micro_batch_size
+                           : std::max<std::int64_t>(1, t.batch_size / rdzv->world_size);
+    say("plan: rank " + std::to_string(rdzv->rank) + " of " + std::to_string(rdzv->world_size) +
+        "; " + std::to_string(t.max_steps) + " steps of " + std::to_string(t.batch_size) +
+        " samples (micro-batch " + std::to_string(micro) + " a rank), seq_len " +
+        std::to_string(exp->data.seq_len) + ", lr " + std::string(lr) + " " +
+        std::string(spec::to_string(t.lr_schedule)) + " (warmup " +
+        std::to_string(t.lr_warmup_steps) + "), " +
+        std::string(spec::to_string(exp->shard.strategy)) + ", precision " +
+        std::string(spec::to_string(exp->shard.precision)) + (exp->lora.enabled ? ", LoRA" : "") +
+        "; " + std::to_string(samples.size()) + " training samples, " +
+        std::to_string(eval_samples.size()) + " eval samples");
+  }
   Loop loop{*exp,          options, model, *runner,
             engine_runner, groups,  *rdzv, samples,
             eval_samples,  prep,    hash,  spec::resolve_precision(exp->shard),

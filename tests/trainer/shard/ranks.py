@@ -213,7 +213,27 @@ def train(shardtrain, config, run_dir, world=1, local_world=None, sets=(), args=
     check(all(c == 0 for c in codes),
           f"{run_dir}: exit codes {codes}\n{log_tail(run_dir, world)}")
     check(events(run_dir, 0, "done"), f"{run_dir}: no done event\n{log_tail(run_dir, world)}")
+    check_human_log(run_dir, world)
     return run_dir
+
+
+def check_human_log(run_dir, world):
+    """Each rank's log reads like a trainer's: the banner, the plan naming the rank, rank 0's
+    line for each step event, and the end (trainer/run/human_log.h)."""
+    for rank in range(world):
+        with open(os.path.join(run_dir, f"rank-{rank}.log")) as f:
+            lines = f.read().splitlines()
+        where = f"{run_dir}/rank-{rank}.log"
+        check(any(line.startswith("shardtrain ") and "parameters" in line for line in lines),
+              f"{where}: no start banner in {lines[:3]}")
+        check(any(line.startswith(f"plan: rank {rank} of {world};") for line in lines),
+              f"{where}: no plan line naming rank {rank} of {world}")
+        check(any(line.startswith("done: ") for line in lines), f"{where}: no done line")
+        if rank == 0:
+            steps = [line for line in lines if line.startswith("step ") and " | loss " in line]
+            check(len(steps) == len(events(run_dir, 0, "step")),
+                  f"{where}: {len(steps)} step lines for {len(events(run_dir, 0, 'step'))} "
+                  f"step events")
 
 
 def curve(run_dir):
