@@ -62,12 +62,14 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tens
 // hidden states' gradient and add its share of lm_head's weight gradient (accumulated in fp32).
 // Backward only multiplies the stored gradients by the upstream one. The same values as
 // dense + log_softmax + nll_loss and their backward up to the order of the weight gradient's
-// sums over rows. `tally` (an evaluation's TokenTally, as an integer; 0: none) gets the rows and
-// their argmax hits from the same logits.
+// sums over rows. Returns {loss, argmax hits}: with `count_hits` (an evaluation's tally) the
+// second counts the rows whose argmax logit is the label, from the same logits.
 struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntropyFn> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& h,
-                            const at::Tensor& w, const at::Tensor& labels, double scale,
-                            std::int64_t chunk, bool want_grads, std::int64_t tally) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const at::Tensor& h, const at::Tensor& w,
+                                                const at::Tensor& labels, double scale,
+                                                std::int64_t chunk, bool want_grads,
+                                                bool count_hits) {
     const auto R = h.size(0);
     const bool grad_h = want_grads && h.requires_grad();
     const bool grad_w = want_grads && w.requires_grad();
@@ -84,7 +86,7 @@ struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntrop
       auto lc = labels.narrow(0, r0, n);                             // (n)
       auto logp = at::log_softmax(dense(hc, w).to(at::kFloat), -1);  // (n, V) fp32
       loss.add_(at::nll_loss(logp, lc, {}, at::Reduction::Sum, -100));
-      if (tally != 0) hits.add_((logp.argmax(-1) == lc).sum());
+      if (count_hits) hits.add_((logp.argmax(-1) == lc).sum());
       if (!grad_h && !grad_w) continue;
       auto g = logp.exp_();  // softmax
       g.scatter_add_(1, lc.unsqueeze(1), at::full({n, 1}, -1.0, g.options()));
@@ -107,15 +109,11 @@ struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntrop
           dw.add_(at::mm(gc.t(), hc));
       }
     }
-    if (tally != 0) {
-      auto* t = reinterpret_cast<TokenTally*>(static_cast<std::intptr_t>(tally));
-      t->total += R;
-      t->correct += hits.item<std::int64_t>();
-    }
     ctx->save_for_backward({dh, dw});
     ctx->saved_data["dtype"] = static_cast<std::int64_t>(w.scalar_type());
     ctx->saved_data["used"] = false;
-    return loss * scale;
+    ctx->mark_non_differentiable({hits});
+    return {loss * scale, hits};
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
@@ -124,9 +122,9 @@ struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntrop
                 "in place in the first run (call backward once per forward)");
     ctx->saved_data["used"] = true;
     const auto saved = ctx->get_saved_variables();
-    auto dh = saved[0];
+    const auto& dh = saved[0];
     auto dw = saved[1];
-    const auto up = grads[0];  // () the upstream gradient: 1 for the loss itself
+    const auto& up = grads[0];  // () the upstream gradient: 1 for the loss itself
     if (dh.defined()) dh.mul_(up.to(dh.scalar_type()));
     if (dw.defined())
       dw = dw.mul_(up.to(dw.scalar_type()))
@@ -285,9 +283,14 @@ at::Tensor qwen2_loss(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p
   auto ll = labels.index_select(0, rows);                  // (L)
   const auto chunk = spec::loss_chunk_rows(rows.size(0), d.vocab_size, d.hidden_size,
                                            ctx.loss_chunk_tokens, ctx.loss_free_bytes);
-  const auto tally = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(ctx.batch->tally));
-  return LinearCrossEntropyFn::apply(hl, p[1], ll, ctx.loss_scale, chunk,
-                                     at::GradMode::is_enabled(), tally);
+  auto* tally = ctx.batch->tally;
+  auto out = LinearCrossEntropyFn::apply(hl, p[1], ll, ctx.loss_scale, chunk,
+                                         at::GradMode::is_enabled(), tally != nullptr);
+  if (tally) {  // evaluation: argmax hits from the same logits
+    tally->total += rows.size(0);
+    tally->correct += out[1].item<std::int64_t>();
+  }
+  return out[0];
 }
 
 at::Tensor qwen2_head(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& p,
