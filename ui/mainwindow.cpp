@@ -253,6 +253,7 @@ void MainWindow::buildMenus() {
 }
 
 void MainWindow::updateSweepWatch() {
+  updateSweepActions();
   const SweepStudy& study = m_compare->sweep().study;
   const bool gone = sweepProcessGone(study);
   m_adoptAction->setEnabled(gone);
@@ -270,7 +271,10 @@ void MainWindow::updateSweepWatch() {
 void MainWindow::updateSweepActions() {
   const RunSummary* run = m_runs->model()->runById(m_runs->currentRunId());
   const bool trial = run != nullptr && run->record.studyId.has_value();
-  for (QAction* action : std::as_const(m_sweepActions)) action->setEnabled(trial);
+  // A study that has ended takes no steering (its sweep is over); one not loaded yet may.
+  const SweepStudy& study = m_compare->sweep().study;
+  const bool ended = trial && study.studyId == *run->record.studyId && !study.running;
+  for (QAction* action : std::as_const(m_sweepActions)) action->setEnabled(trial && !ended);
 }
 
 void MainWindow::steerCurrentSweep(backend::StudyControl control) {

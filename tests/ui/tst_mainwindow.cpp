@@ -73,6 +73,21 @@ class TestMainWindow : public QObject {
         m_window->recentFiles().contains(QFileInfo(m_dir.filePath("runs.db")).absoluteFilePath()));
   }
 
+  // A 1080p screen's work area (a panel or task bar taken off, a title bar above) leaves about
+  // 1000 pixels: the window opens no taller, every dock's content can shrink to fit.
+  void windowFitsA1080pScreen() {
+    QString hints;
+    for (const QString& name : MainWindow::panelNames())
+      hints +=
+          QStringLiteral(" %1 %2").arg(name).arg(m_window->panel(name)->minimumSizeHint().height());
+    QVERIFY2(m_window->minimumSizeHint().height() <= 1000,
+             qPrintable(QStringLiteral("minimum height %1; panels:%2")
+                            .arg(m_window->minimumSizeHint().height())
+                            .arg(hints)));
+    QVERIFY2(m_window->height() <= 1000, qPrintable(QString::number(m_window->height())));
+    qInfo("minimum height %d; panels:%s", m_window->minimumSizeHint().height(), qPrintable(hints));
+  }
+
   void runTableShowsRowsAndStatuses() {
     RunsPanel* runs = m_window->runsPanel();
     QCOMPARE(runs->model()->rowCount(), 9);

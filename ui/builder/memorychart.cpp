@@ -55,7 +55,7 @@ QString formatBytes(double bytes) {
 
 MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   m_plot = new QCustomPlot(this);
-  m_plot->setMinimumHeight(200);
+  m_plot->setMinimumHeight(140);
   m_plot->legend->setVisible(true);
   m_plot->legend->setFont(QFont(font().family(), 8));
   // The legend gets its own row under the chart, three entries a line: inside the chart it

@@ -89,7 +89,7 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   grid->setRowStretch(0, 1);
   grid->setRowStretch(1, 1);
   for (QCustomPlot* plot : {m_history, m_intermediate, m_parallel, m_slice})
-    plot->setMinimumHeight(200);
+    plot->setMinimumHeight(120);
   m_experiment->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_candidates = new CandidateTable(this);
   m_candidates->setToolTip(

@@ -109,7 +109,7 @@ StudyViews::StudyViews(QWidget* parent)
   chooserLayout->addWidget(m_trialList);
 
   for (QCustomPlot* plot : {m_contourPlot, m_importancePlot, m_paretoPlot, m_overlayPlot})
-    plot->setMinimumHeight(200);
+    plot->setMinimumHeight(120);
   for (QComboBox* combo : {m_contourX, m_contourY, m_paretoX, m_paretoY}) {
     combo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     connect(combo, &QComboBox::currentIndexChanged, this, [this] {

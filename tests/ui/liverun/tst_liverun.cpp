@@ -543,6 +543,11 @@ class TestLiveRun : public QObject {
       QCOMPARE(statusOf(r.name), QString::fromLatin1(spec::to_string(r.status)));
       QCOMPARE(r.attempt, 0);
     }
+    // The study has ended: Pause, Resume and Stop sweep have nothing left to steer.
+    QTRY_VERIFY_WITH_TIMEOUT(!action("sweep-pause")->isEnabled() &&
+                                 !action("sweep-run")->isEnabled() &&
+                                 !action("sweep-stop")->isEnabled(),
+                             kWaitMs);
   }
 
   // A sweep whose process died is shown as such in the window (the status bar's sweep
