@@ -221,7 +221,10 @@ QString BuilderController::tomlText() const {
 
 QString BuilderController::commandLine() const {
   const QString file = m_path.isEmpty() ? QStringLiteral("<unsaved>.toml") : m_path;
-  return QStringLiteral("shardscope-cli run ") + file;
+  // What Launch starts: a sweep when the experiment has a [search] table, else one run.
+  return (m_exp.search.present ? QStringLiteral("shardscope-cli sweep ")
+                               : QStringLiteral("shardscope-cli run ")) +
+         file;
 }
 
 int BuilderController::issueCount() const {

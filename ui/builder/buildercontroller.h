@@ -52,7 +52,8 @@ class BuilderController : public QObject {
   QString filePath() const { return m_path; }
   /// The exact file content Save writes (spec's writer).
   QString tomlText() const;
-  /// `shardscope-cli run FILE` for the current file ("<unsaved>.toml" before a save).
+  /// What Launch runs, as a shell command: `shardscope-cli sweep FILE` with a [search] table,
+  /// else `shardscope-cli run FILE` ("<unsaved>.toml" before a save).
   QString commandLine() const;
   QUndoStack* undoStack() { return &m_undo; }
 

@@ -391,10 +391,13 @@ class TestBuilderPanel : public QObject {
     BuilderPanel panel;
     QString error;
     QVERIFY(panel.controller()->openFile(m_demo, &error));
+    QCOMPARE(panel.controller()->commandLine(), "shardscope-cli run " + m_demo);
     panel.searchEditor()->addParam("train.lr", "float");
     settle(panel);
     const auto& exp = panel.controller()->experiment();
     QVERIFY(exp.search.present);
+    // Launch starts it as a sweep now, and the command line says so.
+    QCOMPARE(panel.controller()->commandLine(), "shardscope-cli sweep " + m_demo);
     auto space = search::parse_search_space(exp.search.toml);
     QVERIFY2(space.ok(), space.ok() ? "" : space.message().c_str());
     QCOMPARE(space->params.size(), std::size_t(1));
