@@ -138,15 +138,14 @@ std::string linear_module(const ParamShape& p) {
 }  // namespace
 
 double training_flops_per_token(const Qwen2Dims& d, std::int64_t seq_len) {
-  const double C = static_cast<double>(d.hidden_size);
-  const double I = static_cast<double>(d.intermediate_size);
-  const double L = static_cast<double>(d.num_layers);
-  const double KD = C / static_cast<double>(d.num_heads) * static_cast<double>(d.num_kv_heads);
-  // One block: q and o (C x C), k and v (C x K D), the q/k/v biases, two norms, the SwiGLU MLP.
-  const double block = 2 * C * C + 2 * C * KD + (C + 2 * KD) + 2 * C + 3 * C * I;
-  const double body = L * block + C;  // and the final norm
-  const double head = static_cast<double>(d.vocab_size) * C;
-  return 6.0 * (body + head) + 12.0 * L * C * static_cast<double>(seq_len);
+  // Every parameter after the embedding: the blocks, the final norm and lm_head (a tied head's
+  // weight is listed there too, tied_to the embedding's), so the head's matmul counts either way.
+  double n = 0;
+  const auto layers = qwen2_layers(d);
+  for (std::size_t l = 1; l < layers.size(); ++l)
+    for (const auto& p : layers[l].params) n += static_cast<double>(numel(p.shape));
+  return 6.0 * n + 12.0 * static_cast<double>(d.num_layers) * static_cast<double>(d.hidden_size) *
+                       static_cast<double>(seq_len);
 }
 
 const std::vector<std::string>& lora_module_names() {

@@ -724,9 +724,7 @@ int run_train(const TrainOptions& options) {
     const auto& t = exp->train;
     char lr[32];
     std::snprintf(lr, sizeof lr, "%g", t.lr);
-    const auto micro = t.micro_batch_size > 0
-                           ? t.micro_batch_size
-                           : std::max<std::int64_t>(1, t.batch_size / rdzv->world_size);
+    const auto micro = spec::micro_batch_size_for(t, rdzv->world_size);
     say("plan: rank " + std::to_string(rdzv->rank) + " of " + std::to_string(rdzv->world_size) +
         "; " + std::to_string(t.max_steps) + " steps of " + std::to_string(t.batch_size) +
         " samples (micro-batch " + std::to_string(micro) + " a rank), seq_len " +
