@@ -1,40 +1,38 @@
-// Fixed-length rows from tokenized samples, as flat row-major arrays (torch-free): padding (one
-// sample per row) or packing (several samples per row, each attending only to itself).
+// Packing: which samples share a row of seq_len tokens (torch-free). The trainer lays the rows out
+// (trainer/run/sft_batch.h): each sample keeps its own positions and attends only to itself.
 //
-// Legend: R rows, L = seq_len. Packed samples restart their positions at 0, and the first
-// token of every sample has label -100 (with labels unshifted, it would otherwise be predicted
-// from the previous sample's last token).
+// First-fit decreasing by length: the longest sample first, each into the first row with room,
+// else a new row. No sample is split, dropped or placed twice.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "data/text/chat.h"
 #include "spec/result.h"
 
 namespace shardscope::data {
 
-struct TokenRows {
-  std::int64_t rows = 0;
-  std::int64_t seq_len = 0;
-  std::vector<std::int64_t> input_ids;       // (R, L), pad_id at padding
-  std::vector<std::int64_t> labels;          // (R, L), -100 = no loss
-  std::vector<std::int64_t> attention_mask;  // (R, L), 1 = token, 0 = padding
-  std::vector<std::int64_t> position_ids;    // (R, L), from 0 in each sample; 0 at padding
-  std::vector<std::int64_t> segment_ids;     // (R, L), 1, 2, ... per sample in the row; 0 = pad
-  std::vector<std::vector<std::int64_t>> row_samples;  // (R, samples in the row): sample indices
-
-  /// Whether the token at `query` may attend to `key` in `row`: causal and same sample.
-  bool attends(std::int64_t row, std::int64_t query, std::int64_t key) const;
+/// Rows of packed items: each row lists the positions (in the `lengths` passed to pack_rows) of
+/// its items in increasing order, and its items' lengths sum to at most seq_len.
+struct PackedRows {
+  std::vector<std::vector<std::int64_t>> rows;
+  std::int64_t tokens = 0;   ///< the items' lengths summed
+  std::int64_t seq_len = 0;  ///< a row's capacity
+  /// Real tokens over row slots (rows x seq_len), in (0, 1]; 1 with no rows.
+  double efficiency() const {
+    return rows.empty() ? 1.0
+                        : static_cast<double>(tokens) /
+                              (static_cast<double>(rows.size()) * static_cast<double>(seq_len));
+  }
 };
 
-/// One sample per row, padded with pad_id to seq_len. A sample longer than seq_len is an error
-/// unless `truncate` (then its tail is cut).
-Result<TokenRows> pad_samples(const std::vector<ChatSample>& samples, std::int64_t seq_len,
-                              std::int64_t pad_id, bool truncate = false);
+/// Packs items of `lengths` (each at least 1) into rows of `seq_len`. An item longer than a row
+/// is an error naming its position and data.seq_len (the loaders refuse such samples first).
+Result<PackedRows> pack_rows(const std::vector<std::int64_t>& lengths, std::int64_t seq_len);
 
-/// Samples in order, each appended to the current row while it fits, else to a new row.
-Result<TokenRows> pack_samples(const std::vector<ChatSample>& samples, std::int64_t seq_len,
-                               std::int64_t pad_id, bool truncate = false);
+/// Splits the row with the most items into two (its first half of items, then the rest) until
+/// there are `count` rows or every row holds one item: so that each of `count` micro-batches
+/// gets a row.
+void split_rows(PackedRows& packed, std::size_t count);
 
 }  // namespace shardscope::data

@@ -1,8 +1,9 @@
-// data/text: the Qwen2-VL chat template, labels, SFT JSONL and padding/packing.
+// data/text: the Qwen2-VL chat template, labels, SFT JSONL and packing plans.
 // The reference test checks the template against transformers' apply_chat_template.
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -41,8 +42,6 @@ data::Tokenizer tiny_tokenizer() {
   if (!tok) qFatal("%s", tok.message().c_str());
   return std::move(tok).value();
 }
-
-data::ChatSample sample(I64 ids, I64 labels) { return {std::move(ids), std::move(labels)}; }
 
 }  // namespace
 
@@ -184,44 +183,59 @@ class TestChat : public QObject {
     QVERIFY(has(load_error(R"({"messages":[]})"), "messages: empty"));
   }
 
-  void paddingMasksAndPositions() {
-    std::vector<data::ChatSample> s = {sample({1, 2, 3}, {-100, 2, 3}), sample({4, 5}, {4, 5})};
-    auto rows = data::pad_samples(s, 4, 0);
-    QVERIFY(rows.ok());
-    QCOMPARE(rows->rows, 2LL);
-    QCOMPARE(rows->input_ids, (I64{1, 2, 3, 0, 4, 5, 0, 0}));
-    QCOMPARE(rows->labels, (I64{-100, 2, 3, -100, 4, 5, -100, -100}));
-    QCOMPARE(rows->attention_mask, (I64{1, 1, 1, 0, 1, 1, 0, 0}));
-    QCOMPARE(rows->position_ids, (I64{0, 1, 2, 0, 0, 1, 0, 0}));
-    QVERIFY(rows->attends(0, 2, 0));
-    QVERIFY(!rows->attends(0, 0, 2));
-    QVERIFY(!rows->attends(0, 3, 0));  // padding attends to nothing
-    auto too_long = data::pad_samples(s, 2, 0);
+  void packingIsFirstFitDecreasing() {
+    // Longest first, each into the first row with room: 5 -> row 0, 4 -> row 1, 3 -> row 2,
+    // 2 -> row 1 (row 0 has 1 left), 1 -> row 0. Rows list their items in input order.
+    auto packed = data::pack_rows({3, 5, 1, 4, 2}, 6);
+    QVERIFY(packed.ok());
+    QCOMPARE(packed->rows, (std::vector<I64>{{1, 2}, {3, 4}, {0}}));
+    QCOMPARE(packed->tokens, 15LL);
+    QCOMPARE(packed->efficiency(), 15.0 / 18.0);
+    auto too_long = data::pack_rows({2, 7}, 6);
     QVERIFY(!too_long.ok());
-    QVERIFY2(too_long.message().find("sample 0: 3 tokens, more than data.seq_len (2)") !=
-                 std::string::npos,
+    QVERIFY2(too_long.message().find("sample 1: 7 tokens") != std::string::npos &&
+                 too_long.message().find("data.seq_len (6)") != std::string::npos,
              too_long.message().c_str());
-    auto cut = data::pad_samples(s, 2, 0, true);
-    QVERIFY(cut.ok());
-    QCOMPARE(cut->input_ids, (I64{1, 2, 4, 5}));
+    QVERIFY(!data::pack_rows({0}, 6).ok());
+    QVERIFY(!data::pack_rows({1}, 0).ok());
+    QCOMPARE(data::pack_rows({}, 6)->efficiency(), 1.0);
   }
 
-  void packingRestartsPositionsAndIsolatesSamples() {
-    std::vector<data::ChatSample> s = {sample({1, 2, 3}, {1, 2, 3}), sample({4, 5}, {4, 5}),
-                                       sample({6, 7, 8, 9}, {6, 7, 8, 9}), sample({10}, {10})};
-    auto rows = data::pack_samples(s, 6, 0);
-    QVERIFY(rows.ok());
-    QCOMPARE(rows->rows, 2LL);
-    QCOMPARE(rows->input_ids, (I64{1, 2, 3, 4, 5, 0, 6, 7, 8, 9, 10, 0}));
-    QCOMPARE(rows->labels, (I64{-100, 2, 3, -100, 5, -100, -100, 7, 8, 9, -100, -100}));
-    QCOMPARE(rows->position_ids, (I64{0, 1, 2, 0, 1, 0, 0, 1, 2, 3, 0, 0}));
-    QCOMPARE(rows->segment_ids, (I64{1, 1, 1, 2, 2, 0, 1, 1, 1, 1, 2, 0}));
-    QCOMPARE(rows->attention_mask, (I64{1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0}));
-    QCOMPARE(rows->row_samples, (std::vector<I64>{{0, 1}, {2, 3}}));
-    QVERIFY(rows->attends(0, 4, 3));
-    QVERIFY(!rows->attends(0, 3, 2));  // sample 1 does not see sample 0
-    QVERIFY(!rows->attends(1, 4, 3));
-    QVERIFY(rows->attends(1, 3, 0));
+  void packingPlacesEverySampleOnce() {
+    // Long-tailed lengths: every item lands in exactly one row, no row overflows, and the rows
+    // are fewer than one a sample.
+    I64 lengths;
+    std::uint64_t x = 12345;
+    for (int i = 0; i < 500; ++i) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      const auto u = static_cast<double>(x >> 11) / 9007199254740992.0;  // [0, 1)
+      lengths.push_back(
+          std::min<std::int64_t>(1 + static_cast<std::int64_t>(40.0 / (1.02 - u)), 2048));
+    }
+    auto packed = data::pack_rows(lengths, 2048);
+    QVERIFY(packed.ok());
+    std::vector<int> seen(lengths.size(), 0);
+    for (const auto& row : packed->rows) {
+      std::int64_t used = 0;
+      QVERIFY(std::is_sorted(row.begin(), row.end()));
+      for (auto i : row) {
+        ++seen[static_cast<std::size_t>(i)];
+        used += lengths[static_cast<std::size_t>(i)];
+      }
+      QVERIFY(used <= 2048);
+    }
+    QVERIFY(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    QVERIFY(packed->rows.size() < lengths.size() / 4);
+    QVERIFY2(packed->efficiency() > 0.9, std::to_string(packed->efficiency()).c_str());
+  }
+
+  void splitRowsGivesEveryMicroBatchARow() {
+    auto packed = data::pack_rows({1, 1, 1, 1, 1}, 8);
+    QCOMPARE(packed->rows.size(), std::size_t{1});
+    data::split_rows(*packed, 3);
+    QCOMPARE(packed->rows, (std::vector<I64>{{0, 1}, {2}, {3, 4}}));
+    data::split_rows(*packed, 9);  // stops once every row holds one item
+    QCOMPARE(packed->rows.size(), std::size_t{5});
   }
 };
 
