@@ -40,6 +40,11 @@ constexpr std::int64_t kMergerActE = 6;
 // counting allocator on the 55M Qwen2-VL of the shard_memory_vl test: 0.50-0.62 over 3 runs).
 constexpr std::int64_t kFrozenShareNum = 11;
 constexpr std::int64_t kFrozenShareDen = 20;
+// Packed rows (data.pack) hold several image samples: at most a row of seq_len over one image's
+// tokens plus the fewest other tokens a chat sample has (the template's <|im_start|>, role,
+// newline and <|im_end|> of a user and an assistant turn, the vision start and end, a one-token
+// answer): so many images a row is the densest packing, the vision term's bound.
+constexpr std::int64_t kChatTokensBesideImage = 12;
 
 // What the estimate needs of the model: its layers (LoRA and freezing not yet applied), the text
 // dimensions, and for Qwen2-VL the vision tower's and the image tokens of one sample.
@@ -259,6 +264,10 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   e.grad_buffers += accum;
 
   e.image_tokens = facts->image_tokens;
+  e.images_per_row =
+      exp.data.pack && e.image_tokens > 0
+          ? std::max<std::int64_t>(1, exp.data.seq_len / (e.image_tokens + kChatTokensBesideImage))
+          : 1;
   const auto tokens = e.micro_batch * exp.data.seq_len;
   const auto C = dims.hidden_size;
   const auto I = dims.intermediate_size;
@@ -273,7 +282,8 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   if (facts->has_vision && e.image_tokens > 0) {
     const auto& v = facts->vision;
     const auto merge2 = v.spatial_merge_size * v.spatial_merge_size;
-    const auto patches = e.micro_batch * e.image_tokens * merge2;  // vision tokens per forward
+    // Vision tokens per forward: every row's images at their largest.
+    const auto patches = e.micro_batch * e.images_per_row * e.image_tokens * merge2;
     const auto E = v.embed_dim;
     const auto vblock = share(patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes);
     e.vision = ac ? v.depth * patches * E * a_bytes + vblock : v.depth * vblock;
@@ -388,19 +398,20 @@ std::string format_estimate(const MemoryEstimate& e) {
                   8.0 * static_cast<double>(e.nf4_packed) / static_cast<double>(e.nf4_params));
     out += buf;
   }
-  std::snprintf(buf, sizeof buf,
-                "  grads         %10.2f MiB  fp32 sharded gradients\n"
-                "  optimizer     %10.2f MiB  AdamW moments\n"
-                "  gathered      %10.2f MiB  full units at the peak\n"
-                "  grad buffers  %10.2f MiB  gradients being reduced / accumulated\n"
-                "  activations   %10.2f MiB  saved for backward (text stack)\n"
-                "  vision        %10.2f MiB  vision tower and merger, %lld image tokens a sample\n"
-                "  logits        %10.2f MiB  head's fused loss, %lld tokens a chunk\n"
-                "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
-                mib(e.grads), mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers),
-                mib(e.activations), mib(e.vision), static_cast<long long>(e.image_tokens),
-                mib(e.logits), static_cast<long long>(e.loss_chunk_rows), mib(e.total),
-                mib(e.device), mib(e.host));
+  std::snprintf(
+      buf, sizeof buf,
+      "  grads         %10.2f MiB  fp32 sharded gradients\n"
+      "  optimizer     %10.2f MiB  AdamW moments\n"
+      "  gathered      %10.2f MiB  full units at the peak\n"
+      "  grad buffers  %10.2f MiB  gradients being reduced / accumulated\n"
+      "  activations   %10.2f MiB  saved for backward (text stack)\n"
+      "  vision        %10.2f MiB  vision tower and merger, %lld x %lld image tokens a row\n"
+      "  logits        %10.2f MiB  head's fused loss, %lld tokens a chunk\n"
+      "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
+      mib(e.grads), mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers), mib(e.activations),
+      mib(e.vision), static_cast<long long>(e.images_per_row),
+      static_cast<long long>(e.image_tokens), mib(e.logits),
+      static_cast<long long>(e.loss_chunk_rows), mib(e.total), mib(e.device), mib(e.host));
   return out + buf;
 }
 
@@ -419,6 +430,7 @@ std::string estimate_json(const MemoryEstimate& e) {
                         {"activations", e.activations},
                         {"vision", e.vision},
                         {"image_tokens", e.image_tokens},
+                        {"images_per_row", e.images_per_row},
                         {"logits", e.logits},
                         {"loss_chunk_rows", e.loss_chunk_rows},
                         {"total", e.total},

@@ -17,7 +17,7 @@ struct MemoryEstimate {
   int world_size = 1;
   int local_world_size = 1;
   int shard_size = 1;             // ranks a flat parameter is split across
-  std::int64_t micro_batch = 1;   // samples per rank per forward
+  std::int64_t micro_batch = 1;   // samples (packed rows) per rank per forward
   std::int64_t params_total = 0;  // parameter count of the model
   std::int64_t params_trainable = 0;
   // Bytes per rank.
@@ -29,6 +29,7 @@ struct MemoryEstimate {
   std::int64_t activations = 0;      // tensors saved for backward (text blocks, embedding, norm)
   std::int64_t vision = 0;           // the vision tower's and merger's saved tensors, pixel values
   std::int64_t image_tokens = 0;     // merged image tokens per sample the vision term assumes
+  std::int64_t images_per_row = 1;   // image samples a row holds (data.pack: as many as fit)
   std::int64_t logits = 0;           // the head's loss: one chunk of logits, hidden-state rows and
                                      // their gradient, lm_head's fp32 weight gradient
   std::int64_t loss_chunk_rows = 0;  // tokens per chunk of the fused linear cross-entropy

@@ -44,6 +44,7 @@ struct Encoder {
                        {"capability", e.device->capability}};
     }
     if (e.flops_per_token) out["flops_per_token"] = number(*e.flops_per_token);
+    if (e.pack_efficiency) out["pack_efficiency"] = number(*e.pack_efficiency);
   }
   void operator()(const StepEvent& e) const {
     out["step"] = e.step;
@@ -228,6 +229,12 @@ HelloEvent read_hello(Reader& r) {
       e.flops_per_token = f->get<double>();
     else
       r.set_error("", "flops_per_token", "expected a positive number, got " + preview(*f));
+  }
+  if (const Json* f = r.field(r.root(), "", "pack_efficiency", false)) {
+    if (f->is_number() && f->get<double>() > 0 && f->get<double>() <= 1)
+      e.pack_efficiency = f->get<double>();
+    else
+      r.set_error("", "pack_efficiency", "expected a number in (0, 1], got " + preview(*f));
   }
   return e;
 }

@@ -49,6 +49,9 @@ struct HelloEvent {
   /// Model FLOPs per trained token (spec::training_flops_per_token at data.seq_len): what `mfu`
   /// divides by, so a reader can recompute it. Absent from older trainers.
   std::optional<double> flops_per_token;
+  /// data.pack: real tokens over row slots (rows x seq_len) of the run's first epoch, in (0, 1].
+  /// Absent when samples are not packed (and from older trainers).
+  std::optional<double> pack_efficiency;
 };
 
 /// `step`: one optimizer step finished (rank 0 only).
@@ -57,7 +60,7 @@ struct StepEvent {
   double loss = 0;                        // mean training loss of the step
   double lr = 0;                          // learning rate used by the step
   double grad_norm = 0;                   // global norm before clipping
-  double tokens_per_s = 0;                // tokens of all ranks per wall second
+  double tokens_per_s = 0;                // real tokens of all ranks per wall second
   double mfu = 0;                         // model FLOPs utilisation, 0..1
   std::int64_t all_gather_bytes = 0;      // bytes this rank all-gathered in the step
   std::int64_t reduce_scatter_bytes = 0;  // bytes this rank reduce-scattered in the step

@@ -79,6 +79,9 @@ struct DataSection {
   /// Control runs: every image's pixel values replaced by 0 (the normalised mean) in
   /// training and evaluation, so the model sees image tokens but nothing in them.
   bool blank_images = false;
+  /// Chat data: several whole samples a row of seq_len (first-fit by length), each with its own
+  /// positions and attending only to itself; train.micro_batch_size then counts rows.
+  bool pack = true;
 
   bool operator==(const DataSection&) const = default;
 };
@@ -89,7 +92,7 @@ struct DataSection {
 struct TrainSection {
   std::int64_t max_steps = 100;       // optimizer steps; bounds a run
   std::int64_t batch_size = 8;        // samples per optimizer step, across all ranks
-  std::int64_t micro_batch_size = 0;  // samples per rank per forward; 0 = batch_size / dp ranks
+  std::int64_t micro_batch_size = 0;  // samples (packed rows) per rank per forward; 0 = batch/dp
   double lr = 3e-4;                   // peak learning rate
   double lr_min = 0.0;                // floor of linear/cosine decay
   std::int64_t lr_warmup_steps = 0;   // linear warmup from 0 to lr

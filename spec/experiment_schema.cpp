@@ -37,13 +37,15 @@ const Field<DS> kDataFields[] = {
     {"seq_len", &DS::seq_len, "tokens per sample"},
     {"shuffle", &DS::shuffle, "shuffle each epoch with train.seed"},
     {"blank_images", &DS::blank_images, "pixel values replaced by 0 (control runs)"},
+    {"pack", &DS::pack, "chat: whole samples share rows of seq_len, each attending to itself"},
 };
 
 using TS = TrainSection;
 const Field<TS> kTrainFields[] = {
     {"max_steps", &TS::max_steps, "optimizer steps"},
     {"batch_size", &TS::batch_size, "samples per optimizer step, all ranks"},
-    {"micro_batch_size", &TS::micro_batch_size, "samples per rank per forward; 0 = batch/ranks"},
+    {"micro_batch_size", &TS::micro_batch_size,
+     "samples (packed rows) per rank per forward; 0 = batch/ranks"},
     {"lr", &TS::lr, "peak learning rate"},
     {"lr_min", &TS::lr_min, "floor of linear/cosine decay"},
     {"lr_warmup_steps", &TS::lr_warmup_steps, "linear warmup steps from 0 to lr"},

@@ -255,6 +255,18 @@ class TestEstimate : public QObject {
     VERIFY_OK(short_seq);
     QCOMPARE(short_seq->image_tokens, std::int64_t{100});
     QVERIFY(short_seq->vision < e->vision);
+    // Packed rows hold as many image samples as fit (256 image tokens + 12 others each); one a
+    // row unpacked.
+    exp.data.seq_len = 2048;
+    exp.data.pack = true;
+    auto packed = estimate_memory(exp, 1, 1);
+    VERIFY_OK(packed);
+    QCOMPARE(packed->images_per_row, std::int64_t{7});
+    exp.data.pack = false;
+    auto unpacked = estimate_memory(exp, 1, 1);
+    VERIFY_OK(unpacked);
+    QCOMPARE(unpacked->images_per_row, std::int64_t{1});
+    QVERIFY(packed->vision > 6 * unpacked->vision);
     exp.data.format = "tokens";  // token samples have no images
     auto text_only = estimate_memory(exp, 1, 1);
     VERIFY_OK(text_only);

@@ -52,12 +52,16 @@ class TestEvents : public QObject {
     StepEvent diverged{2, NAN, 1e-4, INFINITY, 0, 0, 0, 0};
     // A rank on a GPU: hello names the device and the FLOPs per token behind `mfu`; mem adds the
     // CUDA caching allocator's bytes.
-    HelloEvent helloCuda{
-        1,           1,
-        "9f2c",      {{"shardtrain", "0.1.0"}, {"torch", "2.11.0"}, {"backend", "local"}},
-        494032768,   494032768,
-        8589934592,  DeviceSummary{"cuda", 0, "NVIDIA H100 80GB HBM3", 85045870592, "9.0"},
-        3026454528.0};
+    HelloEvent helloCuda{1,
+                         1,
+                         "9f2c",
+                         {{"shardtrain", "0.1.0"}, {"torch", "2.11.0"}, {"backend", "local"}},
+                         494032768,
+                         494032768,
+                         8589934592,
+                         DeviceSummary{"cuda", 0, "NVIDIA H100 80GB HBM3", 85045870592, "9.0"},
+                         3026454528.0,
+                         0.875};
     MemEvent memCuda{10,         1073741824,  2147483648,  1610612736,
                      3221225472, 17179869184, 21474836480, 19327352832};
     const std::vector<Event> events{
@@ -105,6 +109,8 @@ class TestEvents : public QObject {
     QCOMPARE(helloCuda.device->capability, std::string("9.0"));
     QVERIFY(!hello.flops_per_token.has_value());  // older trainers send none
     QCOMPARE(*helloCuda.flops_per_token, 3026454528.0);
+    QVERIFY(!hello.pack_efficiency.has_value());  // unpacked runs and older trainers
+    QCOMPARE(*helloCuda.pack_efficiency, 0.875);
     auto mem = std::get<MemEvent>(parseOrFail(golden[3]).body);
     QVERIFY(!mem.cuda_peak.has_value());
     auto memCuda = std::get<MemEvent>(parseOrFail(golden[11]).body);
@@ -137,6 +143,10 @@ class TestEvents : public QObject {
         << QByteArray(
                R"({"v":1,"ev":"hello","rank":0,"seq":0,"t":1,"world_size":1,"local_world_size":1,"config_hash":"x","versions":{},"params":{"total":1,"trainable":1},"mem_estimate":0,"flops_per_token":-5})")
         << "hello.flops_per_token: expected a positive number, got -5";
+    QTest::newRow("pack efficiency above 1")
+        << QByteArray(
+               R"({"v":1,"ev":"hello","rank":0,"seq":0,"t":1,"world_size":1,"local_world_size":1,"config_hash":"x","versions":{},"params":{"total":1,"trainable":1},"mem_estimate":0,"pack_efficiency":1.5})")
+        << "hello.pack_efficiency: expected a number in (0, 1], got 1.5";
     QTest::newRow("bad done status")
         << QByteArray(R"({"v":1,"ev":"done","rank":0,"seq":0,"t":1,"status":"ok"})")
         << "done.status: expected complete, stopped or failed";

@@ -53,6 +53,7 @@ const QMap<QString, QString> kTyped = {
     {"data.seq_len", "384"},
     {"data.shuffle", "false"},
     {"data.blank_images", "true"},
+    {"data.pack", "false"},
     {"train.max_steps", "1234"},
     {"train.batch_size", "48"},
     {"train.micro_batch_size", "6"},
