@@ -85,6 +85,9 @@ CLI::App* add_train(CLI::App& app, TrainOptions& train) {
       ->capture_default_str();
   cmd->add_option("--dump-params", train.dump_params,
                   "Write the final full parameters to FILE (safetensors), for tests");
+  cmd->add_option("--dump-grads", train.dump_grads,
+                  "Write the first step's full reduced gradients to FILE (safetensors), before "
+                  "clipping and the optimizer step, for tests");
   cmd->add_flag("--reference", train.reference,
                 "Unsharded plain-autograd reference (one process), for parity tests");
   cmd->add_option("--export", train.export_dir,

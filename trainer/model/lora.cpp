@@ -104,16 +104,19 @@ at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
   if (!keys.spans.empty()) {
     std::int64_t rows = 0;
     for (auto n : keys.spans) rows += n;
-    SHARD_CHECK(x.dim() == 2 && x.size(0) == rows && keys.spans.size() == keys.samples.size(),
+    const auto width = x.size(-1);
+    SHARD_CHECK((x.dim() == 2 || x.dim() == 3) && x.numel() == rows * width &&
+                    keys.spans.size() == keys.samples.size(),
                 spec::ErrorKind::internal,
                 "LoRA dropout: " + std::to_string(keys.spans.size()) + " spans of " +
-                    std::to_string(rows) + " rows for an input of " + std::to_string(x.size(0)),
-                "build the vision dropout keys from the batch's image grid");
+                    std::to_string(rows) + " rows for an input of " +
+                    std::to_string(width > 0 ? x.numel() / width : 0),
+                "key one span per image (vision) or per packed segment (text)");
     for (std::int64_t j = 0; j < K; ++j) {
       const auto jj = static_cast<std::size_t>(j);
-      parts.push_back(keep_mask({keys.spans[jj], x.size(1)}, lora.dropout, key(keys.samples[jj])));
+      parts.push_back(keep_mask({keys.spans[jj], width}, lora.dropout, key(keys.samples[jj])));
     }
-    return at::cat(parts);  // (N, in)
+    return at::cat(parts).view(x.sizes());  // (N, in) or (B, T, in)
   }
   SHARD_CHECK(x.dim() == 3 && x.size(0) == K, spec::ErrorKind::internal,
               "LoRA dropout: " + std::to_string(K) + " sample keys for an input of shape " +

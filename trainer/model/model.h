@@ -48,8 +48,10 @@ struct DropoutKeys {
   std::uint64_t seed = 0;             // train.seed
   std::int64_t step = 0;              // the optimizer step, from 1
   std::vector<std::int64_t> samples;  // (B) each row's global sample index (position in the run)
-  /// Input (N, in) in consecutive spans of spans[j] rows, span j keyed by samples[j] (the vision
-  /// tower: one span per image); empty: input (B, T, in), row b keyed by samples[b].
+  /// Input (N, in), or (B, T, in) read as (B * T, in), in consecutive spans of spans[j] rows,
+  /// span j keyed by samples[j] (the vision tower: one span per image; packed rows: one per
+  /// sample and per row's padding); empty: input (B, T, in), row b keyed by samples[b]. A
+  /// sample's span draws the first rows of the mask it draws as a row, so packing keeps its masks.
   std::vector<std::int64_t> spans;
   /// False for evaluation and generation batches: no dropout.
   bool active() const { return !samples.empty(); }
@@ -60,9 +62,14 @@ struct Batch {
   at::Tensor input_ids;  // (B, T) int64
   at::Tensor labels;     // (B, T) int64, -100 where no loss; position t is predicted from < t
   // Optional (undefined when absent):
-  at::Tensor attention_mask;      // (B, T) int64, 1 = token, 0 = padding
-  at::Tensor pixel_values;        // (N, C*tp*p*p) float: every image's patches, in token order
-  at::Tensor image_grid_thw;      // (I, 3) int64: each image's t, h, w in patches, in token order
+  at::Tensor attention_mask;  // (B, T) int64, 1 = token, 0 = padding
+  // Packed rows (data.pack): the lengths of the segments each row is cut into, row after row
+  // (its samples, then its padding if any; they sum to T per row): attention stays inside a
+  // segment. Empty: one sample a row.
+  std::vector<std::int64_t> seqlens;
+  at::Tensor position_ids;    // (B, T) int64 rotary positions of packed rows (each sample from 0)
+  at::Tensor pixel_values;    // (N, C*tp*p*p) float: every image's patches, in token order
+  at::Tensor image_grid_thw;  // (I, 3) int64: each image's t, h, w in patches, in token order
   DecodeState* decode = nullptr;  // generation: caches and logits; null = training/eval loss
   TokenTally* tally = nullptr;    // evaluation: the head adds label tokens and argmax hits here
   DropoutKeys dropout;            // training: the masks' keys; empty: no dropout

@@ -68,7 +68,10 @@ LayerContext Qwen2Model::context(const Batch& batch, at::ScalarType buffer_dtype
     rope = rope_tables_at(batch.decode->positions, D, m_config.rope_theta);
     ctx.attn_mask = decode_mask(batch.decode->key_mask, T);
   } else {
-    rope = rope_tables(T, D, m_config.rope_theta);
+    check_segments(batch);
+    rope = batch.position_ids.defined()  // packed rows: each sample's positions from 0
+               ? rope_tables_at(batch.position_ids, D, m_config.rope_theta)
+               : rope_tables(T, D, m_config.rope_theta);
     require_right_padding(batch.attention_mask);  // causal attention, no mask tensor
   }
   ctx.rope_cos = rope.first.to(buffer_dtype);

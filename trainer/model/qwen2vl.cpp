@@ -230,20 +230,30 @@ at::Tensor mrope_positions(const Batch& batch, std::int64_t image_token_id,
   auto m = mask.accessor<std::int64_t, 2>();
   auto g = grid.accessor<std::int64_t, 2>();
   std::int64_t image = 0;
-  for (std::int64_t b = 0; b < B; ++b) {
-    std::vector<std::int64_t> cols;  // unpadded positions of row b
-    for (std::int64_t t = 0; t < T; ++t)
+  std::size_t segment = 0;  // packed rows: batch.seqlens' next segment
+  for (std::int64_t b = 0, t0 = 0; b < B;) {
+    // The next sample: row b's columns [t0, t0 + n) (a packed segment; else the whole row), its
+    // positions counted from 0.
+    const auto span = batch.seqlens.empty() ? T : batch.seqlens[segment++];
+    std::vector<std::int64_t> cols;  // its unpadded columns
+    for (std::int64_t t = t0; t < t0 + span; ++t)
       if (m[b][t] != 0) cols.push_back(t);
+    t0 += span;
+    const auto row = b;
+    if (t0 >= T) {
+      ++b;
+      t0 = 0;
+    }
     std::int64_t cur = 0;
     for (std::size_t i = 0; i < cols.size();) {
-      if (id[b][cols[i]] != image_token_id) {
-        for (int a = 0; a < 3; ++a) p[a][b][cols[i]] = cur;
+      if (id[row][cols[i]] != image_token_id) {
+        for (int a = 0; a < 3; ++a) p[a][row][cols[i]] = cur;
         ++cur;
         ++i;
         continue;
       }
       SHARD_CHECK(image < grid.size(0), ErrorKind::data,
-                  "sample " + std::to_string(b) +
+                  "sample " + std::to_string(row) +
                       " has more <|image_pad|> runs than "
                       "image_grid_thw has images",
                   "expand each image to t*h*w/merge^2 pad tokens as the processor does");
@@ -252,14 +262,14 @@ at::Tensor mrope_positions(const Batch& batch, std::int64_t image_token_id,
       const auto gw = g[image][2] / spatial_merge_size;
       const auto n = static_cast<std::size_t>(gt * gh * gw);
       for (std::size_t k = 0; k < n; ++k) {
-        SHARD_CHECK(i + k < cols.size() && id[b][cols[i + k]] == image_token_id, ErrorKind::data,
-                    "sample " + std::to_string(b) + ": image " + std::to_string(image) + " needs " +
-                        std::to_string(n) + " <|image_pad|> tokens in a row",
+        SHARD_CHECK(i + k < cols.size() && id[row][cols[i + k]] == image_token_id, ErrorKind::data,
+                    "sample " + std::to_string(row) + ": image " + std::to_string(image) +
+                        " needs " + std::to_string(n) + " <|image_pad|> tokens in a row",
                     "expand each image to t*h*w/merge^2 pad tokens as the processor does");
         const auto s = static_cast<std::int64_t>(k);
-        p[0][b][cols[i + k]] = cur + s / (gh * gw);
-        p[1][b][cols[i + k]] = cur + (s / gw) % gh;
-        p[2][b][cols[i + k]] = cur + s % gw;
+        p[0][row][cols[i + k]] = cur + s / (gh * gw);
+        p[1][row][cols[i + k]] = cur + (s / gw) % gh;
+        p[2][row][cols[i + k]] = cur + s % gw;
       }
       cur += std::max(gh, gw);
       i += n;
@@ -278,28 +288,44 @@ namespace {
 // The vision tower's LoRA dropout keys: one span per image (its t*h*w patches, in token order),
 // keyed by its sample's global index and its place among that sample's images (index * 2^16 +
 // place), so an image's masks do not depend on the samples batched with it. Image i belongs to
-// the row whose <|image_pad|> tokens it consumes (t*h*w / merge^2 of them, rows in order).
+// the row (or packed segment) whose <|image_pad|> tokens it consumes (t*h*w / merge^2 of them,
+// in token order).
 DropoutKeys vision_dropout_keys(const Batch& batch, std::int64_t image_token_id,
                                 std::int64_t merge) {
   DropoutKeys keys{batch.dropout.seed, batch.dropout.step, {}, {}};
   auto grid = batch.image_grid_thw.to(at::kLong).contiguous();
   auto g = grid.accessor<std::int64_t, 2>();
-  auto pads = batch.input_ids.eq(image_token_id).sum(1).to(at::kLong).contiguous();  // (B)
-  auto left = pads.accessor<std::int64_t, 1>();
-  std::int64_t b = 0;
+  // The <|image_pad|> tokens of each keyed span of the text: a row, or a packed row's segment.
+  const auto T = batch.input_ids.size(1);
+  const auto pads_upto =  // (B * T) <|image_pad|> tokens up to each token
+      batch.input_ids.eq(image_token_id).reshape({-1}).to(at::kCPU, at::kLong).cumsum(0);
+  auto pads_at = pads_upto.accessor<std::int64_t, 1>();
+  const std::vector<std::int64_t> spans =
+      batch.dropout.spans.empty()
+          ? std::vector<std::int64_t>(static_cast<std::size_t>(batch.input_ids.size(0)), T)
+          : batch.dropout.spans;
+  std::vector<std::int64_t> left;  // per span
+  std::int64_t end = 0;
+  std::int64_t before = 0;
+  for (auto n : spans) {
+    end += n;
+    const auto upto = pads_at[end - 1];
+    left.push_back(upto - before);
+    before = upto;
+  }
+  std::size_t b = 0;
   std::int64_t place = 0;
   for (std::int64_t i = 0; i < grid.size(0); ++i) {
     const auto patches = g[i][0] * g[i][1] * g[i][2];
-    while (b < pads.size(0) && left[b] == 0) {
+    while (b < left.size() && left[b] == 0) {
       ++b;
       place = 0;
     }
-    SHARD_CHECK(b < pads.size(0) && left[b] >= patches / (merge * merge), ErrorKind::data,
+    SHARD_CHECK(b < left.size() && left[b] >= patches / (merge * merge), ErrorKind::data,
                 "image " + std::to_string(i) + " has no <|image_pad|> run of its size in the batch",
                 "expand each image to t*h*w/merge^2 pad tokens as the processor does");
     left[b] -= patches / (merge * merge);
-    keys.samples.push_back(batch.dropout.samples[static_cast<std::size_t>(b)] * (1 << 16) +
-                           place++);
+    keys.samples.push_back(batch.dropout.samples[b] * (1 << 16) + place++);
     keys.spans.push_back(patches);
   }
   return keys;
@@ -312,6 +338,7 @@ LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dty
   const auto D = t.hidden_size / t.num_heads;
   LayerContext ctx;
   ctx.batch = &batch;
+  if (!batch.decode) check_segments(batch);
   std::pair<at::Tensor, at::Tensor> rope;
   if (batch.decode) {  // generation: this call's explicit positions
     rope = m_config.has_vision
@@ -339,7 +366,9 @@ LayerContext Qwen2VLModel::context(const Batch& batch, at::ScalarType buffer_dty
             vision_dropout_keys(batch, m_config.image_token_id, v.spatial_merge_size);
     }
   } else if (!batch.decode) {
-    rope = rope_tables(batch.input_ids.size(1), D, t.rope_theta);
+    rope = batch.position_ids.defined()  // packed rows: each sample's positions from 0
+               ? rope_tables_at(batch.position_ids, D, t.rope_theta)
+               : rope_tables(batch.input_ids.size(1), D, t.rope_theta);
   }
   ctx.rope_cos = rope.first.to(buffer_dtype);
   ctx.rope_sin = rope.second.to(buffer_dtype);

@@ -78,8 +78,8 @@ class Qwen2VLModel final : public Model {
 /// M-RoPE positions (3, B, T) int64 as transformers' get_rope_index computes them: text tokens
 /// count up on all three axes; an image's tokens take t/h/w grid positions (merged grid) offset
 /// by the position before it, and the text after continues from offset + max(h, w) / merge.
-/// Padding (attention_mask 0) is skipped and left at 0. Raises when image tokens and
-/// image_grid_thw disagree.
+/// Padding (attention_mask 0) is skipped and left at 0. A packed row (batch.seqlens) counts each
+/// sample's positions from 0. Raises when image tokens and image_grid_thw disagree.
 at::Tensor mrope_positions(const Batch& batch, std::int64_t image_token_id,
                            std::int64_t spatial_merge_size);
 

@@ -133,6 +133,50 @@ struct LinearCrossEntropyFn : public torch::autograd::Function<LinearCrossEntrop
   }
 };
 
+// Attention of packed rows: causal inside each segment of `seqlens` (row after row; each row's
+// segments sum to T), nothing across. On CUDA in bf16/fp16 one variable-length flash attention
+// over the rows read as a single sequence of B * T tokens (FlashAttention's cu_seqlens form),
+// else one causal SDPA per segment. q (B, H, T, D), k and v (B, K, T, D) -> (B, H, T, D).
+at::Tensor segment_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const std::vector<std::int64_t>& seqlens, bool gqa) {
+  const auto B = q.size(0);
+  const auto H = q.size(1);
+  const auto T = q.size(2);
+  const auto D = q.size(3);
+  const bool half = q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf;
+  if (q.is_cuda() && half && D % 8 == 0 && D <= 256) {
+    std::vector<std::int32_t> offsets{0};  // (segments + 1) cumulative token offsets
+    std::int64_t longest = 0;
+    for (auto n : seqlens) {
+      offsets.push_back(offsets.back() + static_cast<std::int32_t>(n));
+      longest = std::max(longest, n);
+    }
+    auto cu = at::tensor(at::ArrayRef<std::int32_t>(offsets), at::kInt).to(q.device());
+    auto tokens = [&](const at::Tensor& t) {  // (B, heads, T, D) -> (B * T, heads, D)
+      return t.transpose(1, 2).reshape({B * T, t.size(1), D});
+    };
+    auto out = std::get<0>(at::_flash_attention_forward(tokens(q), tokens(k), tokens(v), cu, cu,
+                                                        longest, longest, 0.0,
+                                                        /*is_causal=*/true, false));
+    return out.view({B, T, H, D}).transpose(1, 2);
+  }
+  std::vector<at::Tensor> rows;
+  rows.reserve(static_cast<std::size_t>(B));
+  std::size_t segment = 0;
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<at::Tensor> parts;
+    for (std::int64_t t = 0; t < T;) {
+      const auto n = seqlens[segment++];
+      auto piece = [&](const at::Tensor& x) { return x.select(0, b).narrow(1, t, n).unsqueeze(0); };
+      parts.push_back(at::scaled_dot_product_attention(piece(q), piece(k), piece(v), {}, 0.0,
+                                                       /*is_causal=*/true, std::nullopt, gqa));
+      t += n;
+    }
+    rows.push_back(at::cat(parts, 2).squeeze(0));  // (H, T, D)
+  }
+  return at::stack(rows);
+}
+
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
@@ -201,6 +245,24 @@ KvSlot kv_slot(const LayerContext& ctx, int layer) {
   return {&d->keys[n - 1], &d->values[n - 1]};
 }
 
+void check_segments(const Batch& batch) {
+  if (batch.seqlens.empty()) return;
+  const auto B = batch.input_ids.size(0);
+  const auto T = batch.input_ids.size(1);
+  std::size_t s = 0;
+  bool whole =
+      batch.position_ids.defined() && batch.position_ids.sizes() == batch.input_ids.sizes();
+  for (std::int64_t b = 0; b < B && whole; ++b) {
+    std::int64_t t = 0;
+    while (t < T && s < batch.seqlens.size() && batch.seqlens[s] > 0) t += batch.seqlens[s++];
+    whole = t == T;
+  }
+  SHARD_CHECK(whole && s == batch.seqlens.size(), spec::ErrorKind::internal,
+              "a packed batch's segment lengths do not cut each of its " + std::to_string(B) +
+                  " rows of " + std::to_string(T) + " tokens exactly (or it has no positions)",
+              "build packed batches with trainer/run/sft_batch.h");
+}
+
 void require_right_padding(const at::Tensor& attention_mask) {
   if (!attention_mask.defined()) return;
   // Right padding: every row is ones then zeros, so no 1 follows a 0 (a step up along a row).
@@ -254,6 +316,8 @@ at::Tensor qwen2_block(const spec::Qwen2Dims& d, const std::vector<at::Tensor>& 
   if (ctx.attn_mask.defined()) {
     a = at::scaled_dot_product_attention(q, k, v, ctx.attn_mask, 0.0, /*is_causal=*/false,
                                          std::nullopt, gqa);
+  } else if (ctx.batch != nullptr && !ctx.batch->seqlens.empty()) {  // packed rows
+    a = segment_attention(q, k, v, ctx.batch->seqlens, gqa);
   } else {
     a = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt, gqa);
   }

@@ -44,6 +44,9 @@ KvSlot kv_slot(const LayerContext& ctx, int layer);
 /// Raises unless `attention_mask` (B, T) (undefined: no padding) is right-padded: each row ones
 /// then zeros. The loss paths attend with the causal kernel alone, never a (B, 1, T, T) mask.
 void require_right_padding(const at::Tensor& attention_mask);
+/// Raises unless a packed batch's seqlens cut each row into segments summing to T exactly and
+/// it carries position_ids (B, T); nothing for an unpacked batch.
+void check_segments(const Batch& batch);
 /// One decoder block (B, T, C) -> (B, T, C); `lora` adds the adapters of its Linears. With a
 /// cache, this call's keys and values are appended to it and attention runs over all of them.
 at::Tensor qwen2_block(const spec::Qwen2Dims& dims, const std::vector<at::Tensor>& p,

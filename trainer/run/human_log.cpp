@@ -43,6 +43,8 @@ std::string human_line(const spec::Payload& body, std::int64_t max_steps) {
           line += format("; %.2fM parameters, %.2fM trainable; estimate %.1f MiB per rank",
                          static_cast<double>(e.params_total) / 1e6,
                          static_cast<double>(e.params_trainable) / 1e6, mib(e.mem_estimate));
+          if (e.pack_efficiency)
+            line += format("; packed rows %.0f%% full", 100.0 * *e.pack_efficiency);
           return line;
         } else if constexpr (std::is_same_v<T, spec::StepEvent>) {
           std::string line = max_steps > 0 ? format("step %" PRId64 "/%" PRId64, e.step, max_steps)

@@ -85,6 +85,15 @@ class ReferenceRunner final : public StepRunner {
     m_optimizer->step();
   }
   void zero_grads() override { m_optimizer->zero_grad(true); }
+  ckpt::NamedTensors full_grads() override {
+    ckpt::NamedTensors out;
+    const auto& layers = m_model.layers();
+    for (std::size_t l = 0; l < layers.size(); ++l)
+      for (std::size_t i = 0; i < layers[l].params.size(); ++i)
+        if (m_params[l][i].grad().defined())
+          out.emplace_back(layers[l].params[i].name, m_params[l][i].grad().detach().clone());
+    return out;
+  }
   ckpt::NamedTensors full_state() override {
     ckpt::NamedTensors out;
     const auto& layers = m_model.layers();

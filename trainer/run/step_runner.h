@@ -26,6 +26,9 @@ class StepRunner {
   virtual void zero_grads() = 0;
   /// Full fp32 parameters by HF name (collective for the engine).
   virtual ckpt::NamedTensors full_state() = 0;
+  /// Full fp32 gradients of the trainable parameters by HF name, as the optimizer would use
+  /// them (collective for the engine).
+  virtual ckpt::NamedTensors full_grads() = 0;
 };
 
 /// The unsharded reference: every parameter a plain leaf tensor, torch::optim::AdamW with a

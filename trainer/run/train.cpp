@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/text/packing.h"
 #include "data/text/sft_prepare.h"
 #include "data/tokens.h"
 #include "spec/device_peaks.h"
@@ -82,6 +83,7 @@ class EngineRunner final : public StepRunner {
   void optimizer_step(double lr) override { m_optimizer->step(lr); }
   void zero_grads() override { m_engine.zero_grads(); }
   ckpt::NamedTensors full_state() override { return m_engine.full_state(); }
+  ckpt::NamedTensors full_grads() override { return m_engine.full_grads(); }
   shard::ShardEngine& engine() { return m_engine; }
   optim::ShardedAdamW& optimizer() { return *m_optimizer; }
 
@@ -159,6 +161,12 @@ struct Dataset {
   model::Batch batch(const std::vector<std::int64_t>& indices) const {
     return chat.empty() ? make_batch(tokens, indices) : make_sft_batch(chat, indices, pad_id);
   }
+  /// Tokens of sample i (chat: its length; token rows: seq_len, padding included).
+  std::int64_t length(std::int64_t i) const {
+    const auto k = static_cast<std::size_t>(i);
+    return static_cast<std::int64_t>(chat.empty() ? tokens[k].input_ids.size()
+                                                  : chat[k].input_ids.size());
+  }
 };
 
 /// The GPU's dense peak for the compute dtype from the datasheet table (spec/device_peaks.h),
@@ -219,6 +227,43 @@ std::vector<std::int64_t> rank_samples(data::SampleOrder& order, std::int64_t ba
   return out;
 }
 
+/// Samples of each rank for the step at global offset `base` (rank_samples for every rank).
+std::vector<std::vector<std::int64_t>> step_shares(data::SampleOrder& order, std::int64_t base,
+                                                   std::int64_t batch, int world) {
+  std::vector<std::vector<std::int64_t>> shares;
+  for (int r = 0; r < world; ++r) shares.push_back(rank_samples(order, base, batch, r, world));
+  return shares;
+}
+
+/// data.pack: the rows of one rank's share of a step (positions into `share`).
+data::PackedRows pack_share(const Dataset& samples, const std::vector<std::int64_t>& share,
+                            std::int64_t seq_len) {
+  std::vector<std::int64_t> lengths;
+  lengths.reserve(share.size());
+  for (auto i : share) lengths.push_back(samples.length(i));
+  auto rows = data::pack_rows(lengths, seq_len);
+  SHARD_CHECK_OK(rows, ErrorKind::data, "the loader refuses samples longer than data.seq_len");
+  return std::move(*rows);
+}
+
+/// data.pack's efficiency over the run's first epoch (or its steps, if fewer): real tokens over
+/// row slots (rows x seq_len), every rank's rows counted.
+double pack_efficiency(const Dataset& samples, const spec::Experiment& exp, int world) {
+  data::SampleOrder order(samples.size(), exp.train.seed, exp.data.shuffle);
+  const auto batch = exp.train.batch_size;
+  const auto steps = std::min(exp.train.max_steps, (samples.size() + batch - 1) / batch);
+  double tokens = 0;
+  double slots = 0;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    for (const auto& share : step_shares(order, step * batch, batch, world)) {
+      const auto rows = pack_share(samples, share, exp.data.seq_len);
+      tokens += static_cast<double>(rows.tokens);
+      slots += static_cast<double>(rows.rows.size()) * static_cast<double>(rows.seq_len);
+    }
+  }
+  return slots > 0 ? tokens / slots : 1.0;
+}
+
 struct Loop {
   const spec::Experiment& exp;
   const TrainOptions& options;
@@ -237,34 +282,92 @@ struct Loop {
   int good_steps = 0;       // steps since the scale last changed
   bool skipped = false;     // the last step found inf/NaN gradients and did not update
 
+  bool dumped_grads = false;  // --dump-grads written
+  double step_tokens = 0;     // real tokens of the last step, all ranks (chat: padding excluded)
+
   std::int64_t micro_batch() const {
     const auto per_rank = exp.train.batch_size / rdzv.world_size;
     return exp.train.micro_batch_size > 0 ? exp.train.micro_batch_size : per_rank;
   }
 
+  bool packing() const { return exp.data.pack && !samples.chat.empty(); }
+
+  // This rank's micro-batches of a step, each a list of rows and each row positions into its
+  // share (shares[rank]). One sample a row, micro_batch() samples at a time; or (data.pack) whole
+  // samples packed into rows of seq_len, micro_batch() rows at a time, in as many micro-batches
+  // as the rank that needs the most: every rank plans every rank's rows (all know the lengths),
+  // so all run the same number of micro-steps and their collectives pair up.
+  std::vector<std::vector<std::vector<std::int64_t>>> micro_batches(
+      const std::vector<std::vector<std::int64_t>>& shares) const {
+    const auto mb = static_cast<std::size_t>(micro_batch());
+    const auto& mine = shares[static_cast<std::size_t>(rdzv.rank)];
+    std::vector<std::vector<std::vector<std::int64_t>>> out;
+    if (!packing()) {
+      for (std::size_t j = 0; j < mine.size(); ++j) {
+        if (j % mb == 0) out.emplace_back();
+        out.back().push_back({static_cast<std::int64_t>(j)});
+      }
+      return out;
+    }
+    data::PackedRows own;
+    std::size_t count = 1;
+    for (std::size_t r = 0; r < shares.size(); ++r) {
+      auto rows = pack_share(samples, shares[r], exp.data.seq_len);
+      count = std::max(count, (rows.rows.size() + mb - 1) / mb);
+      if (r == static_cast<std::size_t>(rdzv.rank)) own = std::move(rows);
+    }
+    data::split_rows(own, count);  // a row for every micro-batch (each share has >= count samples)
+    SHARD_CHECK(own.rows.size() >= count, ErrorKind::internal,
+                "rank " + std::to_string(rdzv.rank) + " packed " + std::to_string(mine.size()) +
+                    " samples into fewer rows than the " + std::to_string(count) +
+                    " micro-steps another rank runs",
+                "give every rank the same number of samples a step");
+    // Contiguous groups whose sizes differ by at most one (none above micro_batch()).
+    const auto rows = own.rows.size();
+    std::size_t next = 0;
+    for (std::size_t k = 0; k < count; ++k) {
+      const auto take = rows / count + (k < rows % count ? 1 : 0);
+      out.emplace_back(own.rows.begin() + static_cast<std::ptrdiff_t>(next),
+                       own.rows.begin() + static_cast<std::ptrdiff_t>(next + take));
+      next += take;
+    }
+    return out;
+  }
+
   // One optimizer step; returns the step's mean loss and sets grad_norm.
   double train_step(data::SampleOrder& order, std::int64_t base, double& grad_norm) {
-    auto mine = rank_samples(order, base, exp.train.batch_size, rdzv.rank, rdzv.world_size);
+    const auto shares = step_shares(order, base, exp.train.batch_size, rdzv.world_size);
+    const auto& mine = shares[static_cast<std::size_t>(rdzv.rank)];
     auto count = at::zeros({1}, at::kDouble);
     for (auto i : mine) count += static_cast<double>(samples.loss_tokens(i));
     groups.world.all_reduce_sum(count);
     const double tokens = std::max(1.0, count.item<double>());
-    const auto mb = micro_batch();
+    step_tokens = 0;
+    for (const auto& share : shares)
+      for (auto i : share) step_tokens += static_cast<double>(samples.length(i));
+    const std::int64_t step = base / exp.train.batch_size + 1;
+    // Dropout keys: mine[j] is the step's sample base + rank + j * world (rank_samples).
+    std::vector<std::int64_t> keys;
+    for (std::size_t j = 0; j < mine.size(); ++j)
+      keys.push_back(base + rdzv.rank + static_cast<std::int64_t>(j) * rdzv.world_size);
+    const auto micros = micro_batches(shares);
     double local = 0;
-    for (std::size_t start = 0; start < mine.size(); start += static_cast<std::size_t>(mb)) {
-      std::vector<std::int64_t> part(
-          mine.begin() + static_cast<std::ptrdiff_t>(start),
-          mine.begin() + static_cast<std::ptrdiff_t>(
-                             std::min(mine.size(), start + static_cast<std::size_t>(mb))));
-      const bool last = start + static_cast<std::size_t>(mb) >= mine.size();
-      const std::int64_t step = base / exp.train.batch_size + 1;
-      runner.set_position(step, static_cast<int>(start / static_cast<std::size_t>(mb)));
-      auto batch = samples.batch(part);
-      // Dropout keys: mine[j] is the step's sample base + rank + j * world (rank_samples).
-      batch.dropout = {exp.train.seed, step, {}};
-      for (std::size_t j = start; j < start + part.size(); ++j)
-        batch.dropout.samples.push_back(base + rdzv.rank +
-                                        static_cast<std::int64_t>(j) * rdzv.world_size);
+    for (std::size_t k = 0; k < micros.size(); ++k) {
+      const auto& rows = micros[k];
+      const bool last = k + 1 == micros.size();
+      runner.set_position(step, static_cast<int>(k));
+      model::Batch batch;
+      if (packing()) {
+        batch = make_packed_sft_batch(samples.chat, mine, rows, samples.pad_id, keys);
+      } else {
+        std::vector<std::int64_t> part;
+        for (const auto& row : rows) part.push_back(mine[static_cast<std::size_t>(row.front())]);
+        batch = samples.batch(part);
+        for (const auto& row : rows)
+          batch.dropout.samples.push_back(keys[static_cast<std::size_t>(row.front())]);
+      }
+      batch.dropout.seed = exp.train.seed;
+      batch.dropout.step = step;
       local +=
           runner.micro_step(batch, grad_scale / tokens, last || exp.shard.reduce_every_microstep);
     }
@@ -286,6 +389,11 @@ struct Loop {
         grad_scale *= 2.0;
         good_steps = 0;
       }
+    }
+    if (!options.dump_grads.empty() && !dumped_grads) {  // this run's first step's gradients
+      auto grads = runner.full_grads();  // collective: every rank gathers, rank 0 writes
+      if (rdzv.rank == 0) ckpt::write_safetensors(options.dump_grads, grads);
+      dumped_grads = true;
     }
     grad_norm = runner.grad_norm();
     if (exp.train.grad_clip > 0) {
@@ -493,7 +601,8 @@ struct Loop {
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       ++step;
       last_loss = loss;
-      const double tps = static_cast<double>(exp.train.batch_size * exp.data.seq_len) / secs;
+      // Real tokens: chat samples without their padding; token rows are seq_len long.
+      const double tps = step_tokens / secs;
       // Events are the run's record: a rank that cannot write them (a full disk) stops rather
       // than train on unrecorded.
       SHARD_CHECK(events().ok(), ErrorKind::io,
@@ -709,17 +818,21 @@ int run_train(const TrainOptions& options) {
       device_info.memory_bytes,
       device.is_cuda() ? std::to_string(device_info.major) + "." + std::to_string(device_info.minor)
                        : std::string()};
-  report(spec::HelloEvent{rdzv->world_size,
-                          rdzv->local_world_size,
-                          hash,
-                          {{"shardtrain", kVersion},
-                           {"torch", TORCH_VERSION},
-                           {"backend", groups.world.backend_name()}},
-                          model.params_total(),
-                          model.params_trainable(),
-                          estimate_total(*exp, *rdzv),
-                          summary,
-                          model.flops_per_token(exp->data.seq_len)});
+  const bool packs = exp->data.pack && !samples.chat.empty();
+  report(spec::HelloEvent{
+      rdzv->world_size,
+      rdzv->local_world_size,
+      hash,
+      {{"shardtrain", kVersion},
+       {"torch", TORCH_VERSION},
+       {"backend", groups.world.backend_name()}},
+      model.params_total(),
+      model.params_trainable(),
+      estimate_total(*exp, *rdzv),
+      summary,
+      model.flops_per_token(exp->data.seq_len),
+      packs ? std::optional<double>(pack_efficiency(samples, *exp, rdzv->world_size))
+            : std::nullopt});
   {
     const auto& t = exp->train;
     char lr[32];
@@ -727,8 +840,8 @@ int run_train(const TrainOptions& options) {
     const auto micro = spec::micro_batch_size_for(t, rdzv->world_size);
     say("plan: rank " + std::to_string(rdzv->rank) + " of " + std::to_string(rdzv->world_size) +
         "; " + std::to_string(t.max_steps) + " steps of " + std::to_string(t.batch_size) +
-        " samples (micro-batch " + std::to_string(micro) + " a rank), seq_len " +
-        std::to_string(exp->data.seq_len) + ", lr " + std::string(lr) + " " +
+        " samples (micro-batch " + std::to_string(micro) + (packs ? " packed rows" : "") +
+        " a rank), seq_len " + std::to_string(exp->data.seq_len) + ", lr " + std::string(lr) + " " +
         std::string(spec::to_string(t.lr_schedule)) + " (warmup " +
         std::to_string(t.lr_warmup_steps) + "), " +
         std::string(spec::to_string(exp->shard.strategy)) + ", precision " +

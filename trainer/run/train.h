@@ -14,10 +14,11 @@ struct TrainOptions {
   /// With resume "auto": the checkpoint to start from when the run has none of its own yet (a
   /// requeued Slurm job of a retry that resumed from the failed attempt's checkpoint).
   std::string resume_fallback;
-  std::string trace;                   // --trace FILE
-  std::string dump_params;             // --dump-params FILE: final full state (safetensors)
-  std::string export_dir;              // --export DIR: the model as a Hugging Face folder
-  bool export_only = false;            // `shardtrain export`: resume, no steps, export
+  std::string trace;         // --trace FILE
+  std::string dump_params;   // --dump-params FILE: final full state (safetensors)
+  std::string dump_grads;    // --dump-grads FILE: first step's reduced gradients (safetensors)
+  std::string export_dir;    // --export DIR: the model as a Hugging Face folder
+  bool export_only = false;  // `shardtrain export`: resume, no steps, export
   std::vector<std::string> overrides;  // --set key=value
   bool reference = false;              // --reference: plain autograd, no engine (tests)
   std::string run_dir = ".";           // checkpoints go to run_dir/ckpt

@@ -942,6 +942,21 @@ void ShardEngine::zero_grads() {
   for (auto* flat : trainable_flats()) flat->grad.reset();
 }
 
+std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_grads() {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (auto* flat : trainable_flats()) {
+    if (!flat->grad.defined()) continue;
+    auto send = flat->grad.detach().to(at::kFloat);
+    auto full = at::empty({flat->padded}, send.options());  // (P)
+    m_groups.shard->all_gather(full, send);
+    for (const auto& slot : flat->slots)
+      out.emplace_back(slot.name, full.narrow(0, slot.offset, slot.numel)
+                                      .view(slot.shape)
+                                      .to(at::kCPU, /*non_blocking=*/false, /*copy=*/true));
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, at::Tensor>> ShardEngine::full_state() {
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (auto& unit : m_units) {

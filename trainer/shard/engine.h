@@ -118,6 +118,9 @@ class ShardEngine {
   /// Full fp32 value of every parameter by HF name (a collective: every rank calls it); an NF4
   /// weight's is its dequantized value.
   std::vector<std::pair<std::string, at::Tensor>> full_state();
+  /// Full fp32 gradient of every trainable parameter by HF name, as reduced (a collective);
+  /// empty before the first reduction. Tied parameters appear once, under their owner's name.
+  std::vector<std::pair<std::string, at::Tensor>> full_grads();
 
   // Called by the autograd pieces (engine.cpp); not for other users.
   void on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& grad);

@@ -94,6 +94,7 @@ class EngineRunner final : public trainer::StepRunner {
   void optimizer_step(double lr) override { m_optimizer->step(lr); }
   void zero_grads() override { m_engine.zero_grads(); }
   ckpt::NamedTensors full_state() override { return m_engine.full_state(); }
+  ckpt::NamedTensors full_grads() override { return m_engine.full_grads(); }
 
  private:
   shard::ShardEngine m_engine;
