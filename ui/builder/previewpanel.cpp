@@ -9,13 +9,16 @@
 #include <QTextBrowser>
 #include <QUrl>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "data/image/image.h"
 #include "data/text/chat.h"
+#include "data/text/packing.h"
 #include "data/text/sft.h"
+#include "data/text/sft_prepare.h"
 #include "data/text/tokenizer.h"
 #include "spec/hf_config.h"
 #include "spec/model_shape.h"
@@ -26,6 +29,8 @@ namespace shardscope::ui {
 namespace {
 
 constexpr int kPreviewSamples = 3;
+// Samples the packing summary tokenizes (images included) to count rows.
+constexpr int kPackingSamples = 32;
 constexpr int kThumbSize = 96;            // pixels, longest side
 constexpr int kTokensShown = 48;          // token ids listed per sample
 constexpr std::size_t kTextShown = 1500;  // bytes of templated text per sample
@@ -152,6 +157,73 @@ QString PreviewPanel::chatSampleHtml(const std::string& line, const std::string&
   return html + QStringLiteral("</p><pre>%1</pre>").arg(escaped(text));
 }
 
+QString PreviewPanel::packingHtml(const spec::Experiment& exp, const std::string& base_dir) {
+  auto lines = firstLines(exp.data.train_path, kPackingSamples);
+  auto preparer = data::SftPreparer::open(exp.model.path);
+  if (!lines || !preparer) return {};  // the samples above say what is wrong
+  std::vector<std::int64_t> lengths;
+  for (const auto& line : *lines) {
+    auto record = nlohmann::json::parse(line, nullptr, false);
+    auto sample = data::parse_sft_record(record, base_dir);
+    if (!sample) continue;
+    auto prepared = preparer->prepare(*sample);
+    if (prepared) lengths.push_back(static_cast<std::int64_t>(prepared->input_ids.size()));
+  }
+  const auto seq_len = exp.data.seq_len;
+  if (lengths.empty() || seq_len < 1) return {};
+  // As the trainer does: each rank's share of a step packed on its own, or cut into micro-batches
+  // padded to their longest sample.
+  const int world = std::max(1, spec::launch_world_size(exp.launch));
+  const auto share = std::max<std::int64_t>(1, exp.train.batch_size / world);
+  const auto micro = std::max<std::int64_t>(
+      1, exp.train.micro_batch_size > 0 ? exp.train.micro_batch_size : share);
+  std::int64_t tokens = 0;
+  std::int64_t rows = 0;
+  std::int64_t padded = 0;  // slots of the unpacked micro-batches
+  std::int64_t shares = 0;
+  for (std::size_t first = 0; first < lengths.size(); first += static_cast<std::size_t>(share)) {
+    const auto end = std::min(lengths.size(), first + static_cast<std::size_t>(share));
+    std::vector<std::int64_t> part(lengths.begin() + static_cast<std::ptrdiff_t>(first),
+                                   lengths.begin() + static_cast<std::ptrdiff_t>(end));
+    auto packed = data::pack_rows(part, seq_len);
+    if (!packed) return tr("<p><b>Packing:</b> %1</p>").arg(escaped(packed.message()));
+    tokens += packed->tokens;
+    rows += static_cast<std::int64_t>(packed->rows.size());
+    ++shares;
+    for (std::size_t m = 0; m < part.size(); m += static_cast<std::size_t>(micro)) {
+      const auto stop = std::min(part.size(), m + static_cast<std::size_t>(micro));
+      padded += static_cast<std::int64_t>(stop - m) *
+                *std::max_element(part.begin() + static_cast<std::ptrdiff_t>(m),
+                                  part.begin() + static_cast<std::ptrdiff_t>(stop));
+    }
+  }
+  const double packedFull = 100.0 * static_cast<double>(tokens) /
+                            (static_cast<double>(rows) * static_cast<double>(seq_len));
+  const double paddedFull = 100.0 * static_cast<double>(tokens) / static_cast<double>(padded);
+  const QString what =
+      tr("the first %1 samples (%2 tokens) in shares of %3 (a rank's part of a step: "
+         "train.batch_size %4 over %5 ranks)")
+          .arg(lengths.size())
+          .arg(tokens)
+          .arg(share)
+          .arg(exp.train.batch_size)
+          .arg(world);
+  const QString packedText =
+      tr("packed, %1 rows of %2 tokens, %3 a rank a step, %4% of their slots real tokens")
+          .arg(rows)
+          .arg(seq_len)
+          .arg(static_cast<double>(rows) / static_cast<double>(shares), 0, 'f', 1)
+          .arg(packedFull, 0, 'f', 0);
+  const QString paddedText =
+      tr("one sample a row padded to each micro-batch's longest, %1% real tokens")
+          .arg(paddedFull, 0, 'f', 0);
+  return exp.data.pack
+             ? tr("<p><b>Packing</b> (data.pack = true): %1: %2; %3 unpacked.</p>")
+                   .arg(what, packedText, paddedText)
+             : tr("<p><b>No packing</b> (data.pack = false): %1: %2; %3 with data.pack.</p>")
+                   .arg(what, paddedText, packedText);
+}
+
 void PreviewPanel::readData(const spec::Experiment& exp) {
   m_thumbnails = 0;
   m_data->images.clear();
@@ -176,6 +248,7 @@ void PreviewPanel::readData(const spec::Experiment& exp) {
     const std::string& line = (*lines)[static_cast<std::size_t>(i)];
     if (exp.data.format == "chat") {
       html += chatSampleHtml(line, base, i);
+      if (i + 1 == static_cast<int>(lines->size())) html += packingHtml(exp, base);
       continue;
     }
     nlohmann::json record = nlohmann::json::parse(line, nullptr, false);

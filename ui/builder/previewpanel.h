@@ -1,7 +1,7 @@
 // The builder's model and data preview: the model's parameter counts (from config.json, or the
 // tiny model's fields) and the first samples of the training file as the trainer will see them
 // (chat-templated text with image thumbnails; token ids, decoded when the model folder has a
-// tokenizer.json).
+// tokenizer.json), and for chat data how its first samples fill rows (data.pack).
 #pragma once
 
 #include <QWidget>
@@ -36,6 +36,8 @@ class PreviewPanel : public QWidget {
   void readModel(const spec::Experiment& exp);
   void readData(const spec::Experiment& exp);
   QString chatSampleHtml(const std::string& line, const std::string& base_dir, int index);
+  /// Chat data with the model's tokenizer: the first samples' rows a step, packed and not.
+  QString packingHtml(const spec::Experiment& exp, const std::string& base_dir);
 
   QLabel* m_model = nullptr;
   ThumbnailBrowser* m_data = nullptr;

@@ -19,9 +19,12 @@
 #include <QSpinBox>
 #include <QTableWidget>
 
+#include "data/text/sft.h"
+#include "data/text/sft_prepare.h"
 #include "search/space.h"
 #include "spec/estimate.h"
 #include "spec/experiment.h"
+#include "tests/data/text/tiny_tokenizer.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/builder/memorychart.h"
@@ -385,6 +388,61 @@ class TestBuilderPanel : public QObject {
                                 .arg(first[1].toInt())
                                 .arg(first[2].toInt());
     QVERIFY2(text.contains(leading), qPrintable(leading + " in " + text));
+  }
+
+  // Chat data with the model's tokenizer: the preview says how its first samples fill rows. Eight
+  // equal samples of n tokens, seq_len 2n + 1, a step of 8: packed, 4 rows (two samples each);
+  // one a row, every slot real.
+  void dataPreviewShowsHowChatSamplesPack() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QVERIFY(QDir(dir.path()).mkdir("model"));
+    QVERIFY(QFile::copy(kQwen + "/config.json", dir.filePath("model/config.json")));
+    QFile tokenizer(dir.filePath("model/tokenizer.json"));
+    QVERIFY(tokenizer.open(QIODevice::WriteOnly));
+    tokenizer.write(QByteArray::fromStdString(tiny::document().dump()));
+    tokenizer.close();
+    QFile data(dir.filePath("train.jsonl"));
+    QVERIFY(data.open(QIODevice::WriteOnly));
+    const QByteArray line =
+        R"({"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"abc"}]})";
+    for (int i = 0; i < 8; ++i) data.write(line + "\n");
+    data.close();
+    auto preparer = data::SftPreparer::open(dir.filePath("model").toStdString());
+    QVERIFY2(preparer.ok(), preparer.ok() ? "" : preparer.message().c_str());
+    auto record = data::parse_sft_record(nlohmann::json::parse(line.toStdString()), "");
+    QVERIFY(record.ok());
+    auto prepared = preparer->prepare(*record);
+    QVERIFY2(prepared.ok(), prepared.ok() ? "" : prepared.message().c_str());
+    const auto n = static_cast<qint64>(prepared->input_ids.size());
+    const QString text = QStringLiteral(
+                             "[model]\narch = \"qwen2_vl\"\npath = \"model\"\n[data]\n"
+                             "train_path = \"train.jsonl\"\nformat = \"chat\"\nseq_len = %1\n"
+                             "pack = %2\n[train]\nbatch_size = 8\n")
+                             .arg(2 * n + 1);
+    for (const bool pack : {true, false}) {
+      const QString path = dir.filePath(pack ? "packed.toml" : "unpacked.toml");
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text.arg(pack ? "true" : "false").toUtf8());
+      f.close();
+      BuilderPanel panel;
+      QString error;
+      QVERIFY2(panel.controller()->openFile(path, &error), qPrintable(error));
+      settle(panel);
+      const QString shown = panel.previewPanel()->dataText();
+      // The launch's default 2 ranks: shares of 4 samples, two rows a rank a step.
+      const QString rows =
+          QStringLiteral("packed, 4 rows of %1 tokens, 2.0 a rank a step").arg(2 * n + 1);
+      QVERIFY2(shown.contains(rows), qPrintable(rows + " in " + shown));
+      QVERIFY2(shown.contains(QStringLiteral("the first 8 samples (%1 tokens)").arg(8 * n)),
+               qPrintable(shown));
+      QVERIFY2(shown.contains("padded to each micro-batch's longest, 100% real tokens"),
+               qPrintable(shown));
+      QVERIFY2(
+          shown.contains(pack ? "Packing (data.pack = true)" : "No packing (data.pack = false)"),
+          qPrintable(shown));
+    }
   }
 
   void searchTableWritesParsableToml() {
