@@ -13,6 +13,9 @@ still leaves the checks done so far):
                         1e-6 of the uninterrupted run (the loss scaler's state survives)
   offload               offload_params + offload_optimizer against neither: losses within 1e-5,
                         device peak lower by >= 12 bytes per trainable parameter per rank
+  packing               data.pack on the demo's Qwen2-VL, chat samples with 0-2 images, against one
+                        sample a row: losses within TOL_PACK and step-1 gradients' cosine >= the
+                        bound (bf16 on CUDA, through variable-length flash attention; fp32 on CPU)
   oom                   a too-large batch ends with exit 1 and an `error` of kind oom naming bytes
   benchmark             Qwen2-0.5B shape, seq 2048, bf16, 1 rank, with and without activation
                         checkpointing, against PyTorch FSDP2 (fsdp2_gpu_peer.py): figures only
@@ -66,6 +69,10 @@ TOL_RESUME = 1e-6      # per step, relative: resumed fp16 run against the uninte
 # resumed run may differ by accumulation order; the scaler's state is checked exactly instead.
 TOL_RESUME_CUDA = 1e-4
 TOL_LOWP = 0.02        # final loss, relative: bf16 / fp16_autocast against fp32
+# data.pack against one sample a row: per-step loss (relative) and the step-1 gradients' cosine.
+# bf16 on CUDA (flash attention per row against variable-length flash over the packed rows, bf16
+# rounding); fp32 on the CPU (shard_packing holds the CPU gradients to 1e-6 elementwise).
+TOL_PACK = {"cuda": (0.02, 0.99), "cpu": (1e-5, 0.999999)}
 OPT_BYTES_PER_PARAM = 12  # fp32 master + AdamW's two moments, per trainable parameter
 BYTES_RE = re.compile(r"\d[\d,.]*\s*(bytes|[KMGT]i?B)\b")
 
@@ -387,6 +394,60 @@ class GpuCheck:
                          f"({OPT_BYTES_PER_PARAM} x {trainable} trainable parameters)")
         self.record(c)
 
+    def check_packing(self):
+        c = Check("packing")
+        demo = os.path.join(self.work, "pack-demo")
+        made = self.runner.command("pack-demo-data",
+                                   ["make-demo-data", demo, "--train", "6", "--eval", "0"],
+                                   self.timeout(60))
+        if not c.expect(made["code"] == 0, f"make-demo-data: exit {made['code']}: {made['tail']}"):
+            self.record(c)
+            return
+        images = sorted(f"img/{n}" for n in os.listdir(os.path.join(demo, "img")))
+        data = os.path.join(demo, "mixed.jsonl")
+        with open(data, "w") as f:  # 0, 1 or 2 images and 1-40 words, in a fixed pattern
+            for i in range(32):
+                words = " ".join(["How many shapes are there"] * (1 + (i * 7) % 8))
+                user = [{"type": "image", "image": images[(i + k) % len(images)]}
+                        for k in range(i % 3)] + [{"type": "text", "text": words}]
+                f.write(json.dumps({"messages": [{"role": "user", "content": user},
+                                                 {"role": "assistant", "content": "circle"}]})
+                        + "\n")
+        device = "cuda" if self.cuda else "cpu"
+        cfg = {"experiment": {"name": "gpu-check-pack"},
+               "model": {"arch": "qwen2_vl", "path": os.path.join(demo, "model")},
+               "data": {"train_path": data, "format": "chat", "seq_len": 512},
+               "train": {"max_steps": 6, "batch_size": 8, "micro_batch_size": 2, "lr": 1e-3,
+                         "seed": SEED, "log_every": 1, "ckpt_at_end": False},
+               "shard": {"device": self.args.device,
+                         "precision": "bf16" if self.cuda else "fp32"}}
+        runs = {}
+        for pack in (True, False):
+            cfg["data"]["pack"] = pack
+            name = "pack" if pack else "unpacked"
+            runs[name] = self.runner.train(name, {k: dict(v) for k, v in cfg.items()}, 1,
+                                           self.timeout(120),
+                                           extra=("--dump-grads", "grads.safetensors"))
+            c.runs.append(runs[name].dir)
+        if all(self.expect_complete(c, r) for r in runs.values()):
+            loss_tol, cosine_bound = TOL_PACK[device]
+            compare_curves(c, "packed_vs_unpacked", runs["pack"].curve(),
+                           runs["unpacked"].curve(), loss_tol)
+            hello = runs["pack"].first("hello") or {}
+            c.figures["pack_efficiency"] = hello.get("pack_efficiency")
+            c.expect(hello.get("pack_efficiency") is not None, "no hello.pack_efficiency")
+            got, want = (read_f32_safetensors(os.path.join(runs[n].dir, "grads.safetensors"))
+                         for n in ("pack", "unpacked"))
+            dot = sum(a * b for n in want for a, b in zip(got.get(n, []), want[n]))
+            norm = math.sqrt(sum(a * a for n in got for a in got[n]) *
+                             sum(b * b for n in want for b in want[n]))
+            cosine = dot / norm if norm > 0 else 0.0
+            c.figures["grad_cosine"] = cosine
+            c.expect(sorted(got) == sorted(want) and cosine >= cosine_bound,
+                     f"step-1 gradients packed against unpacked: cosine {cosine:.6f} < "
+                     f"{cosine_bound} (or different parameters)")
+        self.record(c)
+
     def check_oom(self):
         c = Check("oom")
         # The head's loss in one chunk of every row (train.loss_chunk_tokens), so its logits
@@ -479,6 +540,8 @@ class GpuCheck:
                 self.check_resume(runs["fp16"])
             self.check_offload(runs["offload"])
             self.check_qlora(runs["qlora"], runs["qlora-cpu"])
+        if self.room(["packing"], 30):
+            self.check_packing()
         if self.room(["oom"], 15):
             self.check_oom()
         if self.cuda and self.report["device"].get("gpus", 0) == 1 and self.room(
@@ -493,6 +556,29 @@ class GpuCheck:
         self.report["complete"] = True
         self.report["seconds"] = round(self.args.budget_s - self.left(), 1)
         self.save()
+
+
+def read_f32_safetensors(path):
+    """{name: array of float} of a float32 safetensors file (standard library only)."""
+    import array
+    import struct
+    out = {}
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+        body = f.read()
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] != "F32":
+            raise ValueError(f"{path}: {name} is {info['dtype']}, not F32")
+        begin, end = info["data_offsets"]
+        values = array.array("f")
+        values.frombytes(body[begin:end])
+        if sys.byteorder != "little":
+            values.byteswap()
+        out[name] = values
+    return out
 
 
 def cpu_name():
