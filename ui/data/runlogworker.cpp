@@ -1,5 +1,7 @@
 #include "ui/data/runlogworker.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -40,6 +42,16 @@ QStringList RunLogWorker::plottedKeys() {
 
 void RunLogWorker::open(const QString& path) {
   m_path = path;
+  // A run log file that does not exist yet (`shardscope --db new.db`, the default path on a
+  // fresh account) is created here, empty, folder and all: the runs this dashboard's Launch
+  // records go into it, and a reader of a missing file would never see them.
+  if (!backend::isPostgresSpec(path) && !QFileInfo::exists(path)) {
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    if (auto store = backend::RunStore::open(path); !store) {
+      emit opened(false, QString::fromStdString(store.message()));
+      return;
+    }
+  }
   // The panels read read-only: a log of an older schema (File > Open of an old file) is
   // migrated first, here in the worker's thread, by opening it once for writing.
   bool older = false;

@@ -7,6 +7,7 @@
 // of an old file) is migrated by the worker before it reads, instead of failing on a column the
 // old file lacks. And: the worker follows what another process commits (a sweep the dashboard
 // watches but does not run), on a SQLite file and (tst_runlogworker_pg) on a PostgreSQL server.
+// And: a run log that does not exist yet is created, so the dashboard shows what it launches.
 #include <QFile>
 #include <QProcess>
 #include <QSignalSpy>
@@ -30,6 +31,7 @@ class TestRunLogWorker : public QObject {
   void retriedRunIsOneCurve();
   void olderSchemaIsMigratedOnOpen();
   void followsAnotherProcessesCommits();
+  void runLogThatDoesNotExistYetIsCreated();
 
  private:
   /// The loss points of the chunks `spy` got since `from`, and whether the first one resets.
@@ -144,6 +146,40 @@ void TestRunLogWorker::followsAnotherProcessesCommits() {
     return seen;
   };
   QTRY_COMPARE_WITH_TIMEOUT(names(), (QStringList{"followed-0", "followed-1"}), 20000);
+}
+
+// `shardscope --db new.db`, or the default path on a fresh account: the run log does not exist
+// when the dashboard starts. Before, the worker failed to open it and never looked again, so the
+// runs its own Launch then recorded never showed, not even after Refresh. Now it creates the
+// empty run log (its folder too) and follows it like any other.
+void TestRunLogWorker::runLogThatDoesNotExistYetIsCreated() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = dir.filePath("fresh-account/shardscope/runs.db");
+  qRegisterMetaType<QVector<RunSummary>>();
+  RunLogWorker worker(50);
+  QSignalSpy opened(&worker, &RunLogWorker::opened);
+  QSignalSpy runs(&worker, &RunLogWorker::runsLoaded);
+  worker.open(path);
+  QCOMPARE(opened.size(), 1);
+  QVERIFY2(opened.at(0).at(0).toBool(), qPrintable(opened.at(0).at(1).toString()));
+  QVERIFY(QFile::exists(path));
+  auto store = RunStore::open(path);  // what Launch does
+  VERIFY_OK(store);
+  NewStudy study;
+  study.name = "launched";
+  study.objectives = {"loss"};
+  study.directions = {"minimize"};
+  auto studyId = (*store)->createStudy(study).get();
+  VERIFY_OK(studyId);
+  NewTrial trial;
+  trial.studyId = *studyId;
+  trial.worldSize = 1;
+  VERIFY_OK((*store)->createTrialRun(trial).get());
+  auto count = [&runs] {
+    return runs.isEmpty() ? 0 : runs.last().at(0).value<QVector<RunSummary>>().size();
+  };
+  QTRY_COMPARE_WITH_TIMEOUT(count(), 1, 20000);
 }
 
 QTEST_GUILESS_MAIN(TestRunLogWorker)
