@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QSaveFile>
+#include <QStandardPaths>
 #include <QUndoCommand>
 
 #include "backend/launch/demodata.h"
@@ -150,6 +151,11 @@ bool BuilderController::loadText(const QString& text, const QString& sourceName,
     *error = QString::fromStdString(exp.message());
     return false;
   }
+  // The demo's data is made on first use, as openFile does.
+  if (auto written = backend::ensureDemoData(*exp); !written) {
+    *error = sourceName + QStringLiteral(": ") + QString::fromStdString(written.message());
+    return false;
+  }
   exp->source.clear();
   replaceExperiment(std::move(*exp), QString());
   return true;
@@ -167,7 +173,13 @@ bool BuilderController::loadTemplate(const QString& name, QString* error) {
                  .arg(name, templateNames().join(QStringLiteral(", ")));
     return false;
   }
-  return loadText(QString::fromUtf8(file.readAll()), name + QStringLiteral(".toml"), error);
+  // A template's relative paths (the demo's data.train_path) resolve in the user's data folder,
+  // $XDG_DATA_HOME/shardscope/templates, where the demo makes its data: so a template validates
+  // and launches as it is, from any working directory.
+  const QString base =
+      QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+      QStringLiteral("/shardscope/templates/%1.toml").arg(name);
+  return loadText(QString::fromUtf8(file.readAll()), base, error);
 }
 
 bool BuilderController::openRecorded(qint64 experimentId, const QString& source,

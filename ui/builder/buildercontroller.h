@@ -34,7 +34,8 @@ class BuilderController : public QObject {
   bool openFile(const QString& path, QString* error);
   /// Writes tomlText() to `path`; later commands name it.
   bool saveFile(const QString& path, QString* error);
-  /// Replaces the experiment with TOML text (a template); the file path becomes "".
+  /// Replaces the experiment with TOML text (a template); the file path becomes "". Relative
+  /// paths resolve against `sourceName`'s folder; the demo's data is written there when missing.
   bool loadText(const QString& text, const QString& sourceName, QString* error);
   /// Opens the experiment run-log row `experimentId` was recorded from: the file `source` when
   /// it still reads as the recorded TOML (so Save and Launch go back to it), else the recorded
@@ -47,6 +48,8 @@ class BuilderController : public QObject {
   bool isModified() const { return !m_undo.isClean(); }
   /// Built-in templates (resources): "demo", "qwen2-vl-2b-lora", "full-finetune".
   static QStringList templateNames();
+  /// loadText of the bundled template `name` as if it were
+  /// $XDG_DATA_HOME/shardscope/templates/NAME.toml (where the demo's data then goes).
   bool loadTemplate(const QString& name, QString* error);
 
   QString filePath() const { return m_path; }

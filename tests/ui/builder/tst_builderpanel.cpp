@@ -16,6 +16,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSpinBox>
 #include <QTableWidget>
 
@@ -489,6 +490,32 @@ class TestBuilderPanel : public QObject {
     QCOMPARE(qobject_cast<QCheckBox*>(panel.editor("lora.enabled"))->isChecked(), true);
     QCOMPARE(qobject_cast<QLineEdit*>(panel.editor("lora.target_modules"))->text(),
              QStringLiteral("q_proj, k_proj, v_proj, o_proj"));
+  }
+
+  // New from template > demo, as a new user does it: the template validates and Launch is
+  // enabled. Before, its data.train_path resolved against the working directory, where no demo
+  // data was ever made ("demo-data/train.jsonl does not exist"), and Launch stayed disabled.
+  void demoTemplateLaunchesAsItIs() {
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    const QByteArray before = qgetenv("XDG_DATA_HOME");
+    qputenv("XDG_DATA_HOME", home.path().toUtf8());
+    auto restore = qScopeGuard([&] { qputenv("XDG_DATA_HOME", before); });
+    BuilderPanel panel;
+    QString error;
+    QVERIFY2(panel.controller()->loadTemplate("demo", &error), qPrintable(error));
+    settle(panel);
+    const auto& exp = panel.controller()->experiment();
+    QVERIFY2(QFileInfo::exists(QString::fromStdString(exp.data.train_path)),
+             exp.data.train_path.c_str());
+    QVERIFY2(QString::fromStdString(exp.data.train_path).startsWith(home.path()),
+             exp.data.train_path.c_str());
+    QStringList issues;
+    for (const auto& field : panel.controller()->issues().keys())
+      issues << field + ": " + panel.controller()->issues().value(field).join(", ");
+    QVERIFY2(issues.isEmpty(), qPrintable(issues.join("; ")));
+    QVERIFY(panel.controller()->launchAllowed());
+    QVERIFY(panel.launchButton()->isEnabled());
   }
 
   void screenshot() {
