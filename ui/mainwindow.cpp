@@ -79,7 +79,17 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runs, &RunsPanel::trialRequested, this, &MainWindow::trialRequested);
   connect(m_runs, &RunsPanel::resumeRequested, this, &MainWindow::resumeRequested);
   connect(m_builder->controller(), &BuilderController::launchRequested, this,
-          &MainWindow::launchRequested);
+          [this, runs](const QString& path) {
+            // Say what is starting and bring the runs to the front; the run is selected (so
+            // the plots show it) once the run log has it.
+            statusBar()->showMessage(tr("Launching %1 ...").arg(path));
+            runs->raise();
+            m_selectLaunched = true;
+            m_runCountAtLaunch = m_runCount;
+            emit launchRequested(path);
+          });
+  connect(m_builder->controller(), &BuilderController::launchFailed, this,
+          [this](const QString& message) { statusBar()->showMessage(message); });
   // The builder's autotune: started by the app, followed through the run log, stopped as a
   // sweep is (the study's control).
   connect(m_builder, &BuilderPanel::autotuneRequested, this,
@@ -99,6 +109,9 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
     // First load: show the newest run, so the plots are never empty when there is data.
     if (!m_autoSelected && !list.isEmpty() && m_runs->selectedRunIds().isEmpty()) {
       m_autoSelected = true;
+      selectRunsInCode({list.first().record.id});
+    } else if (m_selectLaunched && m_runCount > m_runCountAtLaunch && !list.isEmpty()) {
+      m_selectLaunched = false;  // the newest run: the one the launch recorded
       selectRunsInCode({list.first().record.id});
     }
     emit loadedChanged();

@@ -140,6 +140,8 @@ class MainWindow : public QMainWindow {
   QList<QDockWidget*> m_docks;
   int m_runCount = -1;
   bool m_autoSelected = false;
+  bool m_selectLaunched = false;  // a Launch waits for its run to show, to select it
+  int m_runCountAtLaunch = 0;
   bool m_selectingInCode = false;
   qint64 m_lastCurrent = -1;       // current run as last seen by onSelection
   QList<qint64> m_lastSelection;   // the runs selected as last seen by onSelection

@@ -4,6 +4,7 @@
 //   shardscope --screenshot DIR [--db PATH] [--size WxH]   (no display needed)
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QFileInfo>
 #include <QIcon>
 #include <QStatusBar>
@@ -105,22 +106,14 @@ int main(int argc, char** argv) {
   }
   const QString dbPath =
       parser.isSet(db) ? parser.value(db) : shardscope::backend::RunStore::defaultPath();
-  // A PostgreSQL run log is opened (and its tables made) even when empty: other machines fill it.
-  const bool onServer = shardscope::backend::isPostgresSpec(dbPath);
-  if (!onServer && !QFileInfo::exists(dbPath)) {
-    std::fprintf(stderr,
-                 "shardscope: %s: no run log there; start a run with shardscope-cli first "
-                 "or pass --db PATH\n",
-                 qPrintable(dbPath));
-    if (parser.isSet(shot)) return 1;
-  }
-
-  if (onServer || QFileInfo::exists(dbPath)) {
-    // The panels read the run log read-only: a log of an older schema is migrated here, once.
-    if (auto store = shardscope::backend::RunStore::open(dbPath); !store) {
-      std::fprintf(stderr, "shardscope: %s\n", store.message().c_str());
-      return 1;
-    }
+  // The run log is opened (and its tables made) even when empty or new: a PostgreSQL one is
+  // filled by other machines, and a file that does not exist yet (`--db new.db`, the default
+  // path on a fresh account) is created, folder and all, for the runs this window launches. A
+  // log of an older schema is migrated here, once: the panels read it read-only.
+  if (!shardscope::backend::isPostgresSpec(dbPath)) QDir().mkpath(QFileInfo(dbPath).absolutePath());
+  if (auto store = shardscope::backend::RunStore::open(dbPath); !store) {
+    std::fprintf(stderr, "shardscope: %s\n", store.message().c_str());
+    return 1;
   }
   shardscope::ui::MainWindow window;
   // The run lifecycle of this run log; shardscope-cli beside this executable supervises the

@@ -7,6 +7,7 @@
 #include <QImage>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTableView>
@@ -370,6 +371,67 @@ class TestMainWindow : public QObject {
                                                fixtures + "accelerate_legacy_conflict.yaml");
     QVERIFY(refused && !refused->ok());
     QCOMPARE(builder->fieldText(QStringLiteral("shard.strategy")), QString("SHARD_GRAD_OP"));
+  }
+
+  // Launch as a new user does it: New from template > demo, then Launch. The unsaved template
+  // is saved for them (before: a warning in a log nobody reads, and nothing happened); the
+  // window says what it launches, brings the runs to the front (before: the Builder stayed in
+  // front) and selects the run once it is recorded, so the plots show it.
+  void launchSaysAndShowsWhatItStarted() {
+    BuilderPanel* builder = m_window->builderPanel();
+    m_window->dock("builder")->raise();
+    QSignalSpy launched(m_window.get(), &MainWindow::launchRequested);
+    QString error;
+    QVERIFY2(builder->controller()->loadTemplate("demo", &error), qPrintable(error));
+    builder->controller()->validateNow();
+    QVERIFY(builder->launchButton()->isEnabled());
+    QTest::mouseClick(builder->launchButton(), Qt::LeftButton);
+    QCOMPARE(launched.size(), 1);
+    const QString saved = launched.at(0).at(0).toString();
+    QVERIFY2(QFile::exists(saved), qPrintable(saved));
+    QCOMPARE(builder->controller()->filePath(), saved);
+    QVERIFY2(m_window->statusBar()->currentMessage().startsWith("Launching " + saved),
+             qPrintable(m_window->statusBar()->currentMessage()));
+    QVERIFY(!m_window->dock("runs")->visibleRegion().isEmpty());
+    QVERIFY(m_window->dock("builder")->visibleRegion().isEmpty());
+    // What the run lifecycle then records (app::RunControl's supervisor, tst_liverun).
+    backend::NewRun run;
+    run.name = "demo-1";
+    run.runDir = m_dir.filePath("demo-1");
+    run.worldSize = 2;
+    const qint64 id = testing::waitOk(m_fixture.store->createRun(run));
+    QTRY_COMPARE_WITH_TIMEOUT(m_window->runsPanel()->selectedRunIds(), QList<qint64>({id}),
+                              kWaitMs);
+    QFile::remove(saved);
+  }
+
+  // A new run log: the runs panel says how to start (before: an empty table, empty axes and no
+  // word), and steps aside for the table once a run exists.
+  void emptyRunLogSaysHowToStart() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    MainWindow window(nullptr, 50);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    const QString path = dir.filePath("new.db");
+    window.openRunLog(path);
+    RunsPanel* runs = window.runsPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(runs->isLoaded(), kWaitMs);
+    QVERIFY(runs->emptyState()->isVisible());
+    QVERIFY(!runs->view()->isVisible());
+    const QString hint = runs->emptyState()->text();
+    QVERIFY2(hint.contains("New from") && hint.contains("demo") && hint.contains("Launch"),
+             qPrintable(hint));
+    auto store = backend::RunStore::open(path);
+    QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
+    backend::NewRun run;
+    run.name = "first";
+    run.runDir = dir.filePath("first");
+    run.worldSize = 1;
+    testing::waitOk((*store)->createRun(run));
+    QTRY_VERIFY_WITH_TIMEOUT(runs->view()->isVisible(), kWaitMs);
+    QVERIFY(!runs->emptyState()->isVisible());
   }
 
   void cleanupTestCase() {

@@ -1,9 +1,12 @@
 // The builder's state, undo commands and validation.
 #include "ui/builder/buildercontroller.h"
 
+#include <QDateTime>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QLoggingCategory>
+#include <QRegularExpression>
 #include <QSaveFile>
 #include <QStandardPaths>
 #include <QUndoCommand>
@@ -277,8 +280,23 @@ void BuilderController::requestLaunch() {
     }
   }
   if (m_path.isEmpty()) {
-    qCWarning(lcBuilderController) << "save the experiment before launching it";
-    return;
+    // Unsaved (a template, a recorded copy): saved for the user where their experiments go,
+    // $XDG_DATA_HOME/shardscope/experiments/NAME-yyyyMMdd-HHmmss.toml, since a run records
+    // the file it was launched from.
+    const QString folder = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+                           QStringLiteral("/shardscope/experiments");
+    QString name = QString::fromStdString(m_exp.experiment.name);
+    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
+    const QString path =
+        folder + QLatin1Char('/') + (name.isEmpty() ? QStringLiteral("experiment") : name) +
+        QLatin1Char('-') + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")) +
+        QStringLiteral(".toml");
+    QString error;
+    if (!QDir().mkpath(folder) || !saveFile(path, &error)) {
+      qCWarning(lcBuilderController) << "cannot save the experiment to launch it:" << path << error;
+      emit launchFailed(tr("Cannot save the experiment to launch it: %1 %2").arg(path, error));
+      return;
+    }
   }
   emit launchRequested(m_path);
 }

@@ -89,8 +89,11 @@ class BuilderController : public QObject {
   void editRejected(const QString& path, const QString& message);
   void issuesChanged();
   void launchAllowedChanged(bool allowed);
-  /// The user asked to run the saved experiment file `path`.
+  /// The user asked to run the saved experiment file `path` (an unsaved experiment is saved
+  /// first, to $XDG_DATA_HOME/shardscope/experiments).
   void launchRequested(const QString& path);
+  /// Launch could not go ahead (the unsaved experiment could not be saved): why.
+  void launchFailed(const QString& message);
   void filePathChanged(const QString& path);
 
  private:

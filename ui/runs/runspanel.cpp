@@ -105,10 +105,25 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_view->horizontalHeader()->setSectionResizeMode(RunTableModel::ParamsCol, QHeaderView::Stretch);
 
+  // An empty run log says how to start, in place of an empty table.
+  m_empty = new QLabel(
+      tr("<p><b>No runs in this run log yet.</b></p>"
+         "<p>Start one from the <b>Builder</b> tab: choose <i>demo</i> and press <i>New from "
+         "template</i> (a tiny model, 2 local ranks, about half a minute), then <b>Launch</b>. "
+         "Or open an experiment file (File &gt; Open experiment), or from a terminal: "
+         "<code>shardscope-cli run examples/demo.toml</code>.</p>"
+         "<p>Runs and sweeps show here as they start; their curves below.</p>"),
+      this);
+  m_empty->setObjectName(QStringLiteral("runsEmptyState"));
+  m_empty->setWordWrap(true);
+  m_empty->setAlignment(Qt::AlignCenter);
+  m_empty->setTextFormat(Qt::RichText);
+  m_empty->hide();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(bar);
   layout->addWidget(m_view);
+  layout->addWidget(m_empty, 1);
 
   connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& text) {
     m_proxy->setFilterRegularExpression(QRegularExpression(
@@ -180,6 +195,9 @@ void RunsPanel::onRunsLoaded(const QVector<RunSummary>& runs) {
   selectRuns(keep);
   m_restoring = false;
   updateActions();
+  const bool empty = m_model->rowCount() == 0;
+  m_empty->setVisible(empty);
+  m_view->setVisible(!empty);
   if (!m_loaded) {
     m_loaded = true;
     emit loaded();

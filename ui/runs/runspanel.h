@@ -9,6 +9,7 @@
 #include "ui/data/runlogtypes.h"
 
 class QComboBox;
+class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -28,6 +29,8 @@ class RunsPanel : public QWidget {
   bool isLoaded() const { return m_loaded; }
   RunTableModel* model() const { return m_model; }
   QTableView* view() const { return m_view; }
+  /// Shown instead of the table while the run log has no run: how to start one.
+  QLabel* emptyState() const { return m_empty; }
   QLineEdit* filterEdit() const { return m_filter; }
   QAction* stopAction() const { return m_stop; }
   QAction* cloneAction() const { return m_clone; }
@@ -68,6 +71,7 @@ class RunsPanel : public QWidget {
 
   RunTableModel* m_model = nullptr;
   QSortFilterProxyModel* m_proxy = nullptr;
+  QLabel* m_empty = nullptr;
   QTableView* m_view = nullptr;
   QLineEdit* m_filter = nullptr;
   QComboBox* m_statusFilter = nullptr;
