@@ -69,7 +69,9 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   resizeDocks({runs, plots}, {35, 65}, Qt::Vertical);
 
   buildMenus();
-  statusBar()->showMessage(tr("No run log opened yet"));
+  m_runCountLabel = new QLabel(tr("No run log opened yet"), this);
+  m_runCountLabel->setObjectName(QStringLiteral("runCount"));
+  statusBar()->addPermanentWidget(m_runCountLabel);
   resize(1400, 900);
   restoreLayout();
 
@@ -82,7 +84,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
           [this, runs](const QString& path) {
             // Say what is starting and bring the runs to the front; the run is selected (so
             // the plots show it) once the run log has it.
-            statusBar()->showMessage(tr("Launching %1 ...").arg(path));
+            statusBar()->showMessage(tr("Launching %1 ...").arg(path), 15000);
             runs->raise();
             m_selectLaunched = true;
             m_runCountAtLaunch = m_runCount;
@@ -105,7 +107,9 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
           });
   connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
     m_runCount = static_cast<int>(list.size());
-    statusBar()->showMessage(tr("%n run(s) in %1", nullptr, m_runCount).arg(m_runLog->path()));
+    // A permanent label: a message (a launch, a stop) stays readable while the runs reload.
+    m_runCountLabel->setText(tr("%n run(s) in %1", nullptr, m_runCount).arg(m_runLog->path()));
+    if (statusBar()->currentMessage().startsWith(tr("Reading "))) statusBar()->clearMessage();
     // First load: show the newest run, so the plots are never empty when there is data.
     if (!m_autoSelected && !list.isEmpty() && m_runs->selectedRunIds().isEmpty()) {
       m_autoSelected = true;

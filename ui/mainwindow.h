@@ -14,9 +14,8 @@
 #include "spec/result.h"
 
 class QDockWidget;
-class QMenu;
-
 class QLabel;
+class QMenu;
 class QTimer;
 
 namespace shardscope::ui {
@@ -139,6 +138,7 @@ class MainWindow : public QMainWindow {
   QMenu* m_recentMenu = nullptr;
   QList<QDockWidget*> m_docks;
   int m_runCount = -1;
+  QLabel* m_runCountLabel = nullptr;  // the status bar's permanent "N run(s) in PATH"
   bool m_autoSelected = false;
   bool m_selectLaunched = false;  // a Launch waits for its run to show, to select it
   int m_runCountAtLaunch = 0;

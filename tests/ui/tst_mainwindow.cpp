@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSignalSpy>
@@ -402,6 +403,13 @@ class TestMainWindow : public QObject {
     const qint64 id = testing::waitOk(m_fixture.store->createRun(run));
     QTRY_COMPARE_WITH_TIMEOUT(m_window->runsPanel()->selectedRunIds(), QList<qint64>({id}),
                               kWaitMs);
+    // The run count sits apart, so the reload did not wipe what the launch said.
+    QVERIFY2(m_window->statusBar()->currentMessage().startsWith("Launching"),
+             qPrintable(m_window->statusBar()->currentMessage()));
+    auto* count = m_window->statusBar()->findChild<QLabel*>("runCount");
+    QVERIFY(count != nullptr);
+    QVERIFY2(count->text().startsWith(QString("%1 run(s) in").arg(m_window->runCount())),
+             qPrintable(count->text()));
     QFile::remove(saved);
   }
 
