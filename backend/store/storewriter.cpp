@@ -135,6 +135,7 @@ Result<void> StoreWriter::runInSavepoint(WriteJob& job) {
   auto begin = m_context->statement("SAVEPOINT job");
   if (!begin) return begin.error();
   if (auto r = (*begin)->step(); !r) return r.error();
+  auto staged = m_context->stagedKeys();
   auto result = job.run(*m_context);
   // SQLite itself rolls back the whole transaction on some errors (a full disk, an I/O error),
   // and a PostgreSQL connection that dropped has none either: then there is no savepoint left,
@@ -147,6 +148,9 @@ Result<void> StoreWriter::runInSavepoint(WriteJob& job) {
     auto undo = m_context->statement("ROLLBACK TO job");
     if (!undo) return undo.error();
     if (auto r = (*undo)->step(); !r) return r.error();
+    // The keys this job inserted went with its savepoint: before, they stayed staged, the batch
+    // committed them as known, and every later metric of those names pointed at no key.
+    m_context->restoreStagedKeys(std::move(staged));
   }
   auto release = m_context->statement("RELEASE job");
   if (!release) return release.error();

@@ -48,10 +48,13 @@ class WriteContext {
   [[nodiscard]] Result<qint64> metricKeyId(const QString& key);
   ChangeSet& changes() { return m_changes; }
 
-  // The writer's bookkeeping around a transaction.
+  // The writer's bookkeeping around a transaction, and around one job's savepoint: the metric
+  // keys a rolled-back savepoint inserted do not exist (a later commit must not record them).
   void committed();
   void rolledBack();
   ChangeSet takeChanges();
+  QHash<QString, qint64> stagedKeys() const { return m_stagedKeys; }
+  void restoreStagedKeys(QHash<QString, qint64> keys) { m_stagedKeys = std::move(keys); }
 
  private:
   Db& m_db;

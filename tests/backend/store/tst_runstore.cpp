@@ -68,6 +68,7 @@ class TestRunStore : public QObject {
   void failedMigrationStepLeavesNoTrace();
   void autotuneMarkerBecomesStudyKind();
   void oddBytesInLinesNeverStopIngest();
+  void refusedIngestTakesItsNewMetricKeysWithIt();
   void placeholdersBecomeDollarNumbers();
   void droppedServerConnectionIsOpenedAgain();
   void repeatedMetricRowReplacesNeverFails();
@@ -279,6 +280,40 @@ void TestRunStore::autotuneMarkerBecomesStudyKind() {
                refused.message().find("CHECK") != std::string::npos ||
                refused.message().find("check") != std::string::npos,
            refused.message().c_str());
+}
+
+// An ingest refused inside its savepoint (here by a trigger installed from outside) takes the
+// metric names it interned with it. Before, the batch still committed them as known, and every
+// later row of that metric pointed at a key that did not exist: the run's curve was empty.
+void TestRunStore::refusedIngestTakesItsNewMetricKeysWithIt() {
+  const QString path = spec("keys.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "keys", "", {}, 1}).get();
+  VERIFY_OK(run);
+  {
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(db->exec(
+        db->isPostgres()
+            ? "CREATE FUNCTION refuse_step7() RETURNS trigger AS $$ BEGIN IF NEW.step = 7 THEN "
+              "RAISE EXCEPTION 'step 7 refused by the test'; END IF; RETURN NEW; END $$ "
+              "LANGUAGE plpgsql; CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics FOR EACH "
+              "ROW EXECUTE FUNCTION refuse_step7();"
+            : "CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics WHEN NEW.step = 7 BEGIN "
+              "SELECT RAISE(ABORT, 'step 7 refused by the test'); END;"));
+  }
+  FileChunk refused = stepChunk(*run, 0, 1);
+  refused.metrics.front().step = 7;  // the first row of "loss": its key is new
+  auto first = (*store)->ingest(refused).get();
+  QVERIFY(!first.ok());
+  QVERIFY2(first.message().find("step 7 refused") != std::string::npos, first.message().c_str());
+  VERIFY_OK((*store)->ingest(stepChunk(*run, 0, 2)).get());
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  auto loss = reader->metric(*run, "loss");
+  VERIFY_OK(loss);
+  QCOMPARE(loss->size(), std::size_t(2));
 }
 
 // A rank's file may hold a NUL byte or bytes that are not UTF-8 (a crashed writer's garbage): the
