@@ -231,6 +231,7 @@ std::vector<std::int64_t> rank_samples(data::SampleOrder& order, std::int64_t ba
 std::vector<std::vector<std::int64_t>> step_shares(data::SampleOrder& order, std::int64_t base,
                                                    std::int64_t batch, int world) {
   std::vector<std::vector<std::int64_t>> shares;
+  shares.reserve(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) shares.push_back(rank_samples(order, base, batch, r, world));
   return shares;
 }
@@ -348,6 +349,7 @@ struct Loop {
     const std::int64_t step = base / exp.train.batch_size + 1;
     // Dropout keys: mine[j] is the step's sample base + rank + j * world (rank_samples).
     std::vector<std::int64_t> keys;
+    keys.reserve(mine.size());
     for (std::size_t j = 0; j < mine.size(); ++j)
       keys.push_back(base + rdzv.rank + static_cast<std::int64_t>(j) * rdzv.world_size);
     const auto micros = micro_batches(shares);
@@ -361,8 +363,10 @@ struct Loop {
         batch = make_packed_sft_batch(samples.chat, mine, rows, samples.pad_id, keys);
       } else {
         std::vector<std::int64_t> part;
+        part.reserve(rows.size());
         for (const auto& row : rows) part.push_back(mine[static_cast<std::size_t>(row.front())]);
         batch = samples.batch(part);
+        batch.dropout.samples.reserve(rows.size());
         for (const auto& row : rows)
           batch.dropout.samples.push_back(keys[static_cast<std::size_t>(row.front())]);
       }
