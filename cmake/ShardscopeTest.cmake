@@ -1,3 +1,15 @@
+# Qt6::Test hands each unit that links it its target's absolute folders, for QFINDTESTDATA
+# (QT_TESTCASE_SOURCEDIR, and QT_TESTCASE_BUILDDIR, which QTEST_MAIN expands into every test's
+# main unit). No test uses QFINDTESTDATA: tests find their files through tests/support/paths.h.
+# Left in, those folders would make every test unit compile differently in each clone folder,
+# which ccache cannot share between clones; without them QFINDTESTDATA still works, relative to
+# the test's source file and executable.
+if(TARGET Qt6::Test)
+  get_target_property(_qt_test_defs Qt6::Test INTERFACE_COMPILE_DEFINITIONS)
+  list(FILTER _qt_test_defs EXCLUDE REGEX "^QT_TESTCASE_(BUILD|SOURCE)DIR=")
+  set_target_properties(Qt6::Test PROPERTIES INTERFACE_COMPILE_DEFINITIONS "${_qt_test_defs}")
+endif()
+
 # shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s] [XVFB]
 #                     [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
 # One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen (XVFB:
