@@ -1,9 +1,26 @@
+# Qt6::Test hands each unit that links it its target's absolute folders, for QFINDTESTDATA
+# (QT_TESTCASE_SOURCEDIR, and QT_TESTCASE_BUILDDIR, which QTEST_MAIN expands into every test's
+# main unit). No test uses QFINDTESTDATA: tests find their files through tests/support/paths.h.
+# Left in, those folders would make every test unit compile differently in each clone folder,
+# which ccache cannot share between clones; without them QFINDTESTDATA still works, relative to
+# the test's source file and executable.
+if(TARGET Qt6::Test)
+  get_target_property(_qt_test_defs Qt6::Test INTERFACE_COMPILE_DEFINITIONS)
+  list(FILTER _qt_test_defs EXCLUDE REGEX "^QT_TESTCASE_(BUILD|SOURCE)DIR=")
+  set_target_properties(Qt6::Test PROPERTIES INTERFACE_COMPILE_DEFINITIONS "${_qt_test_defs}")
+endif()
+
 # shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s] [XVFB]
 #                     [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
 # One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen (XVFB:
 # on a real X server, tests/ui/xvfb_run.sh, which fails when Xvfb is missing) and
 # single-threaded per process: OpenMP spinning makes oversubscribed ranks crawl on 2 cores. The
 # GUI-thread guard (backend/guithread.h) is on in every test, as in debug builds.
+# Paths reach the test at run time, in its environment, never as compile definitions (a clone's
+# folder compiled in makes every clone compile its own unit, and ccache cannot share it): the
+# checkout and the build tree in SHARDSCOPE_TEST_SOURCE_DIR and SHARDSCOPE_TEST_BINARY_DIR, and a
+# program the test runs through ENVIRONMENT (SHARDSCOPE_TEST_CLI=$<TARGET_FILE:shardscope-cli>).
+# The test reads them with tests/support/paths.h, which fails naming a variable that is missing.
 function(shardscope_add_test name)
   cmake_parse_arguments(T "XVFB" "PROCESSORS;TIMEOUT"
                         "SOURCES;LIBS;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
@@ -15,8 +32,10 @@ function(shardscope_add_test name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/bin
                                            AUTOMOC ON)
   target_link_libraries(${name} PRIVATE Qt6::Test Qt6::Core ${T_LIBS})
-  target_compile_definitions(${name} PRIVATE
-    SHARDSCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SHARDSCOPE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  list(PREPEND T_ENVIRONMENT "SHARDSCOPE_TEST_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+                             "SHARDSCOPE_TEST_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  # shardscope_add_pg_test gives the test's _pg variant the same paths.
+  set_property(TARGET ${name} PROPERTY SHARDSCOPE_TEST_ENVIRONMENT "${T_ENVIRONMENT}")
   if(T_DEPENDS)
     add_dependencies(${name} ${T_DEPENDS})
   endif()
@@ -31,7 +50,9 @@ endfunction()
 # shardscope_add_pg_test(TARGET [TIMEOUT s] [LABELS...]): TARGET (a test added above) once more as
 # TARGET_pg, against a throwaway PostgreSQL server that tests/support/with_postgres.py starts on
 # loopback and stops (SHARDSCOPE_TEST_DB names it; tests/support/teststore.h makes each test's
-# database there). Labelled `postgres`; a server that cannot start fails the test.
+# database there). Labelled `postgres`; a server that cannot start fails the test. It gets the
+# paths TARGET's test gets: SHARDSCOPE_TEST_SOURCE_DIR, SHARDSCOPE_TEST_BINARY_DIR and the
+# test's ENVIRONMENT.
 function(shardscope_add_pg_test target)
   cmake_parse_arguments(T "" "TIMEOUT" "LABELS;ARGS" ${ARGN})
   add_test(NAME ${target}_pg
@@ -41,8 +62,9 @@ function(shardscope_add_pg_test target)
   if(T_TIMEOUT)
     set(timeout ${T_TIMEOUT})
   endif()
+  get_target_property(environment ${target} SHARDSCOPE_TEST_ENVIRONMENT)
   set_tests_properties(${target}_pg PROPERTIES LABELS "postgres;integration;${T_LABELS}"
-                                               TIMEOUT ${timeout})
+                                               TIMEOUT ${timeout} ENVIRONMENT "${environment}")
 endfunction()
 
 # shardscope_add_script_test(NAME COMMAND... LABELS... [...same options]): a test that runs a

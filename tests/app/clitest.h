@@ -15,6 +15,7 @@
 #include <QStringList>
 
 #include "tests/backend/launch/remotetest.h"
+#include "tests/support/paths.h"
 
 namespace clitest {
 
@@ -22,7 +23,7 @@ using remotetest::fixtureEnv;
 using remotetest::readAll;
 using remotetest::writeAll;
 
-inline const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+inline const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
 
 struct Run {
   int exitCode = -1;
@@ -64,7 +65,7 @@ inline QStringList sortedKeys(const QJsonObject& o) {
 /// The field names of the table after `<!-- json-fields: SECTION -->` in docs/cli.md, sorted;
 /// empty when the file or the section is missing.
 inline QStringList documentedFields(const QString& section) {
-  QFile file(QStringLiteral(SHARDSCOPE_SOURCE_DIR "/docs/cli.md"));
+  QFile file(shardscope::testing::sourceDir() + "/docs/cli.md");
   if (!file.open(QIODevice::ReadOnly)) return {};
   const QString text = QString::fromUtf8(file.readAll());
   const qsizetype at = text.indexOf("<!-- json-fields: " + section + " -->");

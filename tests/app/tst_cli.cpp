@@ -4,6 +4,7 @@
 #include <QTest>
 
 #include "spec/version.h"
+#include "tests/support/paths.h"
 
 namespace {
 
@@ -37,9 +38,9 @@ Run run(const QString& program, const QStringList& args,
   return result;
 }
 
-const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
 #ifdef SHARDSCOPE_HAS_GUI
-const QString kGui = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope");
+const QString kGui = shardscope::testing::binaryDir() + "/bin/shardscope";
 
 // An environment in which QApplication cannot start: no display and no usable platform plugin.
 QProcessEnvironment noDisplay() {

@@ -7,6 +7,7 @@
 #include <QTest>
 
 #include "tests/app/clitest.h"
+#include "tests/support/paths.h"
 
 using clitest::cli;
 using clitest::documentedFields;
@@ -17,7 +18,7 @@ using clitest::sortedKeys;
 namespace {
 
 QString fixture(const QString& name) {
-  return QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/backend/import/fixtures/") + name;
+  return shardscope::testing::sourceDir() + "/tests/backend/import/fixtures/" + name;
 }
 
 }  // namespace

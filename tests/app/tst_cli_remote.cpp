@@ -9,12 +9,13 @@
 
 #include "clitest.h"
 #include "tests/support/experiment.h"
+#include "tests/support/paths.h"
 
 using namespace clitest;
 
 namespace {
 
-const QString kShardtrain = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardtrain");
+const QString kShardtrain = shardscope::testing::binaryDir() + "/bin/shardtrain";
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 
 #include "clitest.h"
 #include "tests/support/experiment.h"
+#include "tests/support/paths.h"
 #include "tests/support/process.h"
 
 using clitest::cli;
@@ -29,7 +30,7 @@ using shardscope::testing::alive;
 
 namespace {
 
-const QString kFake = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/bin/faketrainer");
+const QString kFake = shardscope::testing::binaryDir() + "/tests/bin/faketrainer";
 
 bool isFinal(const QJsonObject& run) {
   static const QSet<QString> final{"complete", "stopped", "pruned", "failed", "oom", "infeasible"};

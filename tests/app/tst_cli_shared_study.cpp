@@ -22,12 +22,13 @@
 
 #include "backend/store/runreader.h"
 #include "tests/support/experiment.h"
+#include "tests/support/paths.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 namespace {
 
-const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
 
 // The trial (tests/support/experiment.h): f(x, y) = (x-1)^2 + (y+2)^2 after 5 eval steps 0.02 s
 // apart; "NUMBER f" goes to values.txt beside it.

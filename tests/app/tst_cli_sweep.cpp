@@ -22,6 +22,7 @@
 #include <set>
 
 #include "tests/support/experiment.h"
+#include "tests/support/paths.h"
 #include "tests/support/process.h"
 
 using shardscope::testing::alive;
@@ -31,7 +32,7 @@ namespace {
 using shardscope::testing::quadTrialValues;
 using shardscope::testing::writeQuadTrial;
 
-const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
 
 // The trial (tests/support/experiment.h): f(x, y) = (x-1)^2 + (y+2)^2 at 10 eval steps, 0.05 s
 // apart unless TRIAL_SLEEP says otherwise; values.txt and pids/ beside it.

@@ -18,6 +18,7 @@
 #include <QTest>
 
 #include "tests/app/clitest.h"
+#include "tests/support/paths.h"
 
 using clitest::cli;
 using clitest::json;
@@ -25,7 +26,7 @@ using clitest::Run;
 
 namespace {
 
-const QString kShardtrain = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardtrain");
+const QString kShardtrain = shardscope::testing::binaryDir() + "/bin/shardtrain";
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The trial experiment: the demo checkpoint, LoRA on q/v and the vision qkv, 2 ranks, 2 steps.

@@ -19,6 +19,7 @@
 #include "spec/estimate.h"
 #include "spec/experiment.h"
 #include "spec/hf_config.h"
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope::spec;
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSource = SHARDSCOPE_SOURCE_DIR;
+const std::string kSource = shardscope::testing::sourceDir().toStdString();
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 const std::string kData = "[data]\ntrain_path = \"train.jsonl\"\n";
 const LoadOptions kNoPaths = [] {

@@ -7,13 +7,14 @@
 #include <cstdio>
 
 #include "spec/events.h"
+#include "tests/support/paths.h"
 
 using namespace shardscope::spec;
 
 namespace {
 
 QList<QByteArray> goldenLines() {
-  QFile file(SHARDSCOPE_SOURCE_DIR "/tests/spec/golden/events-v1.jsonl");
+  QFile file(shardscope::testing::sourceDir() + "/tests/spec/golden/events-v1.jsonl");
   if (!file.open(QIODevice::ReadOnly))
     qFatal("cannot open the golden file %s", qPrintable(file.fileName()));
   QList<QByteArray> lines;

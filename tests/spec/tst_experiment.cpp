@@ -13,13 +13,15 @@
 #include "spec/experiment.h"
 #include "spec/search_space.h"
 #include "spec/sha256.h"
+#include "tests/support/paths.h"
 
 using namespace shardscope;
 using namespace shardscope::spec;
 
 namespace {
 
-const std::string kDir = SHARDSCOPE_SOURCE_DIR "/tests/spec/experiments/";
+const std::string kDir =
+    shardscope::testing::sourceDir().toStdString() + "/tests/spec/experiments/";
 const std::string kInline = kDir + "inline.toml";  // never read: names texts parsed in memory
 const std::string kData = "[data]\ntrain_path = \"data/train.jsonl\"\n";  // lines 1-2
 
@@ -693,7 +695,7 @@ class TestExperiment : public QObject {
 
   void docsListEveryField() {
     const auto written = writtenFields(write_experiment_toml(Experiment{}));
-    const auto documented = documentedFields(SHARDSCOPE_SOURCE_DIR "/docs/config.md");
+    const auto documented = documentedFields(shardscope::testing::sourceDir() + "/docs/config.md");
     QVERIFY2(!documented.empty(), "docs/config.md has no field tables");
     for (const auto& [section, fields] : written) {
       for (const auto& [key, def] : fields) {

@@ -5,13 +5,14 @@
 #include <QTest>
 
 #include "spec/hf_config.h"
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope::spec;
 
 namespace {
 
-const std::string kSource = SHARDSCOPE_SOURCE_DIR;
+const std::string kSource = shardscope::testing::sourceDir().toStdString();
 
 bool same_dims(const HfModelConfig& a, const HfModelConfig& b) {
   const auto& t = a.text;

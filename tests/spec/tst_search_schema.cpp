@@ -9,13 +9,15 @@
 
 #include "spec/experiment.h"
 #include "spec/search_space.h"
+#include "tests/support/paths.h"
 
 using namespace shardscope;
 using namespace shardscope::spec;
 
 namespace {
 
-const std::string kSweep = SHARDSCOPE_SOURCE_DIR "/examples/demo-sweep.toml";
+const std::string kSweep =
+    shardscope::testing::sourceDir().toStdString() + "/examples/demo-sweep.toml";
 
 Result<SearchSpace> spaceOf(const std::vector<std::string>& overrides) {
   LoadOptions options;

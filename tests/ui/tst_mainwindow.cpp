@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "tests/support/paths.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
@@ -360,8 +361,7 @@ class TestMainWindow : public QObject {
   // with contradictory keys opens nothing and leaves the builder's experiment as it was.
   void importOpensTheExperimentInTheBuilder() {
     BuilderController* builder = m_window->builderPanel()->controller();
-    const QString fixtures =
-        QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/backend/import/fixtures/");
+    const QString fixtures = shardscope::testing::sourceDir() + "/tests/backend/import/fixtures/";
     auto imported = m_window->importIntoBuilder(backend::ImportKind::accelerate,
                                                 fixtures + "accelerate_fsdp2.yaml");
     QVERIFY2(imported && imported->ok(), imported ? "" : imported.message().c_str());

@@ -11,11 +11,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "tests/support/paths.h"
 #include "tests/ui/runlogfixture.h"
 
 namespace {
 
-const QString kExe = QStringLiteral(SHARDSCOPE_EXE);
+const QString kExe =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_GUI", "the shardscope executable");
 
 struct Outcome {
   int exitCode = -1;

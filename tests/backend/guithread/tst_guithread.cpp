@@ -6,6 +6,8 @@
 #include <QProcess>
 #include <QTemporaryDir>
 
+#include "tests/support/paths.h"
+
 namespace {
 
 struct Outcome {
@@ -21,7 +23,9 @@ Outcome probe(const QString& action, const QString& where, const QString& db) {
   env.insert("SHARDSCOPE_THREAD_CHECKS", "1");
   env.insert("QT_QPA_PLATFORM", "offscreen");
   process.setProcessEnvironment(env);
-  process.start(QStringLiteral(GUITHREAD_PROBE), {action, where, db});
+  process.start(shardscope::testing::envPath("SHARDSCOPE_TEST_GUITHREAD_PROBE",
+                                             "the guithread_probe executable"),
+                {action, where, db});
   Outcome outcome;
   if (!process.waitForFinished(60000)) {
     process.kill();

@@ -8,6 +8,7 @@
 
 #include "backend/import/configimport.h"
 #include "spec/field_catalog.h"
+#include "tests/support/paths.h"
 
 using shardscope::backend::importConfig;
 using shardscope::backend::importConfigText;
@@ -18,7 +19,7 @@ using shardscope::backend::ImportResult;
 namespace {
 
 QString fixture(const QString& name) {
-  return QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/backend/import/fixtures/") + name;
+  return shardscope::testing::sourceDir() + "/tests/backend/import/fixtures/" + name;
 }
 
 ImportResult importOk(ImportKind kind, const QString& name) {

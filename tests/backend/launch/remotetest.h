@@ -15,13 +15,14 @@
 #include <optional>
 
 #include "tests/support/files.h"
+#include "tests/support/paths.h"
 
 namespace remotetest {
 
 /// KEY=value pairs of a fixture's env file (`export KEY=value` lines).
 inline QMap<QString, QString> fixtureEnv(const QString& fixture) {
   QMap<QString, QString> env;
-  QFile file(QStringLiteral(SHARDSCOPE_BINARY_DIR "/fixtures/%1/env").arg(fixture));
+  QFile file(shardscope::testing::binaryDir() + QStringLiteral("/fixtures/%1/env").arg(fixture));
   if (!file.open(QIODevice::ReadOnly)) return env;
   for (const QByteArray& raw : file.readAll().split('\n')) {
     QString line = QString::fromUtf8(raw).trimmed();
@@ -59,7 +60,7 @@ inline QByteArray run(const QString& program, const QStringList& args, int* exit
 
 /// The source folder of these tests (fake_rank.sh lives there).
 inline QString testSourceDir() {
-  return QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/backend/launch");
+  return shardscope::testing::sourceDir() + "/tests/backend/launch";
 }
 
 /// A process as /proc/PID/stat describes it.

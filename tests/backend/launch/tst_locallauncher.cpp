@@ -20,6 +20,7 @@
 #include "backend/launch/locallauncher.h"
 #include "spec/events.h"
 #include "tests/support/files.h"
+#include "tests/support/paths.h"
 #include "tests/support/ranks.h"
 
 using namespace shardscope;
@@ -29,7 +30,8 @@ using shardscope::testing::allExited;
 
 namespace {
 
-const QString kFake = QStringLiteral(FAKETRAINER_PATH);
+const QString kFake =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_FAKETRAINER", "the faketrainer executable");
 constexpr int kDeadlineMs = 60000;  // generous: a wait, never an assertion on duration
 
 /// Every parseable event of a file (garbage lines are skipped).

@@ -13,6 +13,7 @@
 
 #include "backend/launch/slurmlauncher.h"
 #include "remotetest.h"
+#include "tests/support/paths.h"
 #include "tests/support/ranks.h"
 #include "tests/support/verify_ok.h"
 
@@ -250,7 +251,7 @@ class TestSlurmLauncher : public QObject {
     // A private cluster: stopping the shared fixture's controller would fail other tests' jobs.
     QTemporaryDir cluster;
     QVERIFY(cluster.isValid());
-    const QString fixture = QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/fixtures/slurm.sh");
+    const QString fixture = shardscope::testing::sourceDir() + "/tests/fixtures/slurm.sh";
     int code = -1;
     const QByteArray started = run(fixture, {"start", cluster.path()}, &code);
     QVERIFY2(code == 0, started.constData());

@@ -31,6 +31,7 @@
 #include "backend/ssh/sshsession.h"
 #include "backend/store/runstore.h"
 #include "remotetest.h"
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -141,7 +142,7 @@ class TestSshOutageRows : public QObject {
  private:
   QTemporaryDir m_tmp;
   QString m_sshdDir;
-  QString m_sshdScript = SHARDSCOPE_SOURCE_DIR "/tests/fixtures/sshd.sh";
+  QString m_sshdScript = shardscope::testing::sourceDir() + "/tests/fixtures/sshd.sh";
   SshLauncherOptions m_options;
 
   qint64 storedEvents(RunReader& reader, qint64 runId, int rank) {
@@ -162,7 +163,9 @@ class TestSshOutageRows : public QObject {
     req.launch.nproc_per_node = 1;
     req.launch.hosts = {"own-a", "own-b"};
     req.launch.remote_dir = m_tmp.filePath("remote").toStdString();
-    req.launch.trainer = FAKETRAINER_PATH;
+    req.launch.trainer =
+        shardscope::testing::envPath("SHARDSCOPE_TEST_FAKETRAINER", "the faketrainer executable")
+            .toStdString();
     req.launch.grace_s = 5;
     req.trainerArgs = {"train",     "trial.toml",
                        "--steps",   QString::number(kSteps),

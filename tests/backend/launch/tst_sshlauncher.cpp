@@ -17,6 +17,7 @@
 
 #include "backend/launch/sshlauncher.h"
 #include "remotetest.h"
+#include "tests/support/paths.h"
 #include "tests/support/ranks.h"
 #include "tests/support/verify_ok.h"
 
@@ -79,7 +80,7 @@ bool seqContiguous(const QByteArray& events) {
   return expected > 0;
 }
 
-const QString kSshdScript = QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/fixtures/sshd.sh");
+const QString kSshdScript = shardscope::testing::sourceDir() + "/tests/fixtures/sshd.sh";
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include "spec/events.h"
 #include "tests/support/experiment.h"
 #include "tests/support/files.h"
+#include "tests/support/paths.h"
 #include "tests/support/process.h"
 
 using namespace shardscope;
@@ -30,6 +31,11 @@ using backend::RunLifecycle;
 using shardscope::testing::alive;
 
 namespace {
+
+const QString kCli =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_CLI", "the shardscope-cli executable");
+const QString kFake =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_FAKETRAINER", "the faketrainer executable");
 
 constexpr int kWaitMs = 60000;  // generous: the machine is shared and loaded
 
@@ -47,14 +53,14 @@ class TestLifecycle : public QObject {
   RunLifecycle lifecycle() const {
     RunLifecycle::Settings settings;
     settings.dbPath = db();
-    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    settings.supervisor = kCli;
     return RunLifecycle(settings);
   }
 
   QString writeExperiment(const QString& name) {
     testing::TinyExperiment e;
     e.name = name;
-    e.trainer = QStringLiteral(FAKETRAINER_PATH);
+    e.trainer = kFake;
     return testing::writeExperiment(m_dir.path(), e);
   }
 
@@ -348,7 +354,7 @@ class TestLifecycle : public QObject {
     QVERIFY(QDir().mkpath(dir));
     testing::TinyExperiment e;
     e.name = QStringLiteral("adopted");
-    e.trainer = QStringLiteral(FAKETRAINER_PATH);
+    e.trainer = kFake;
     e.tables =
         "[search]\nname = \"adoptme\"\nsampler = \"random\"\nseed = 2\nn_trials = 3\n"
         "concurrency = 1\nobjectives = {objective = \"minimize\"}\n"

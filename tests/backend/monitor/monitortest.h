@@ -8,10 +8,11 @@
 #include <string>
 
 #include "backend/store/runreader.h"
+#include "tests/support/paths.h"
 
 namespace monitortest {
 
-inline const QString kBin = QStringLiteral(SHARDSCOPE_BINARY_DIR) + "/tests/bin/";
+inline const QString kBin = shardscope::testing::binaryDir() + "/tests/bin/";
 inline constexpr int kDeadlineMs = 60000;
 
 /// Complete lines of a file (0 when it does not exist).

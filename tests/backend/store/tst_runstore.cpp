@@ -21,6 +21,7 @@
 #include "backend/store/pgdb.h"
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "tests/support/paths.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
@@ -131,8 +132,7 @@ void TestRunStore::freshSchemaIsCurrent() {
 // the migration path in every later version with its rows intact.
 void TestRunStore::migratesSchemaOneAsset() {
   if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 7)");
-  const QString asset =
-      QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v1.db";
+  const QString asset = shardscope::testing::sourceDir() + "/tests/backend/store/assets/runs-v1.db";
   const QString path = m_dir.filePath("v1.db");
   QVERIFY(QFile::copy(asset, path));
   QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
@@ -693,8 +693,7 @@ void TestRunStore::leases() {
 // reduced to the later one.
 void TestRunStore::migratesSchemaTwoAsset() {
   if (onPostgres()) QSKIP("the asset is a SQLite file (freshSchemaIsCurrent migrates 0 -> 7)");
-  const QString asset =
-      QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v2.db";
+  const QString asset = shardscope::testing::sourceDir() + "/tests/backend/store/assets/runs-v2.db";
   const QString path = m_dir.filePath("v2.db");
   QVERIFY(QFile::copy(asset, path));
   QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);

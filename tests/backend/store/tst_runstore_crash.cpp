@@ -16,6 +16,7 @@
 
 #include "backend/store/runstore.h"
 #include "spec/events.h"
+#include "tests/support/paths.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
@@ -141,7 +142,7 @@ void TestRunStoreCrash::checkAfterKill(const QString& dbPath, const std::vector<
 }
 
 void TestRunStoreCrash::killNineDuringIngest() {
-  const QString writer = QStringLiteral(SHARDSCOPE_BINARY_DIR) + "/tests/bin/store_crash_writer";
+  const QString writer = shardscope::testing::binaryDir() + "/tests/bin/store_crash_writer";
   const quint32 seed = QRandomGenerator::global()->generate();
   qInfo("seed %u", seed);
   QRandomGenerator random(seed);

@@ -14,6 +14,7 @@
 
 #include "backend/store/runstore.h"
 #include "backend/sweep/study.h"
+#include "tests/support/paths.h"
 #include "tests/support/teststore.h"
 
 using namespace shardscope;
@@ -21,7 +22,7 @@ using namespace shardscope::search;
 
 namespace {
 
-const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
 
 // A 2-D float space on [-5, 5]^2; `extra` goes into [search] (sampler, objectives, pruner).
 QString experiment(const QString& extra) {

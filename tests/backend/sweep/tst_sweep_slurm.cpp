@@ -24,6 +24,7 @@
 #include "backend/sweep/trialrunner.h"
 #include "spec/events.h"
 #include "tests/backend/launch/remotetest.h"
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -31,7 +32,7 @@ using namespace shardscope::backend;
 
 namespace {
 
-const QString kCli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
 
 // One rank: hello, then `done` whose objective is train.lr of the trial.toml in its working
 // directory (the run directory), after a pause long enough for jobs to overlap.
@@ -182,9 +183,10 @@ low = 1e-4
 high = 1e-2
 )";
     const QString path = dir.filePath("exp.toml");
+    const QByteArray trainer =
+        (shardscope::testing::sourceDir() + "/tests/backend/sweep/crash_once_trainer.sh").toUtf8();
     QVERIFY(remotetest::writeAll(path, QByteArray(exp)
-                                           .replace("TRAINER", SHARDSCOPE_SOURCE_DIR
-                                                    "/tests/backend/sweep/crash_once_trainer.sh")
+                                           .replace("TRAINER", trainer)
                                            .replace("TRAIN", dir.filePath("train.jsonl").toUtf8())
                                            .replace("@MARK@", dir.filePath("crashed").toUtf8())
                                            .replace("@LAUNCH@", launch)));

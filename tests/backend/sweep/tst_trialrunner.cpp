@@ -23,6 +23,7 @@
 #include "backend/sweep/scheduler.h"
 #include "backend/sweep/trialrunner.h"
 #include "spec/events.h"
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -110,7 +111,7 @@ class TestTrialRunner : public QObject {
 
 void TestTrialRunner::initTestCase() {
   QVERIFY(m_dir.isValid());
-  QFile::copy(QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/backend/sweep/trial_program.py"),
+  QFile::copy(shardscope::testing::sourceDir() + "/tests/backend/sweep/trial_program.py",
               m_dir.filePath("trial_program.py"));
   auto store = RunStore::open(m_dir.filePath("runs.db"));
   VERIFY_OK(store);

@@ -13,6 +13,7 @@
 #include "data/image/qwen2vl_preprocess.h"
 #include "data/image/resize.h"
 #include "data/image/stb/stb_codec.h"
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -302,7 +303,8 @@ class TestImage : public QObject {
   // went negative and passed), and a JPEG whose frame header follows a fill byte (FF FF C0) hid
   // its 2000x2000 from the header walk, so stb allocated for it. Both are refused by size now.
   void sizeCheckHoldsForOverflowAndHiddenFrames() {
-    const std::string corpus = SHARDSCOPE_SOURCE_DIR "/tests/fuzz/corpus/image/";
+    const std::string corpus =
+        shardscope::testing::sourceDir().toStdString() + "/tests/fuzz/corpus/image/";
     auto overflow = read_image(corpus + "regress-png-size-overflow.png", 1000);
     QVERIFY(!overflow.ok());
     QVERIFY2(contains(overflow.message(),
@@ -322,7 +324,8 @@ class TestImage : public QObject {
   // no DHT defined made it decode from uninitialised memory (a symbol index of -95). Both are
   // refused before stb sees the file; baseline, progressive and grey JPEGs still decode.
   void corruptHuffmanTablesRefusedValidOnesDecode() {
-    const std::string corpus = SHARDSCOPE_SOURCE_DIR "/tests/fuzz/corpus/image/";
+    const std::string corpus =
+        shardscope::testing::sourceDir().toStdString() + "/tests/fuzz/corpus/image/";
     const std::pair<const char*, const char*> bad[] = {
         {"regress-jpeg-huffman-table-overflow.jpg", "a Huffman table with more than 256 codes"},
         {"regress-jpeg-scan-uses-undefined-table.jpg",

@@ -18,12 +18,13 @@
 #include <set>
 
 #include "spec/events.h"
+#include "tests/support/paths.h"
 
 using namespace shardscope::spec;
 
 namespace {
 
-const QString kShardtrain = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardtrain");
+const QString kShardtrain = shardscope::testing::binaryDir() + "/bin/shardtrain";
 
 struct RankRun {
   int exitCode = -1;

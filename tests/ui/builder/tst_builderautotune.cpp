@@ -25,6 +25,7 @@
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "tests/support/experiment.h"
+#include "tests/support/paths.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
@@ -37,6 +38,10 @@ using namespace shardscope::ui;
 
 namespace {
 
+const QString kCli =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_CLI", "the shardscope-cli executable");
+const QString kShardtrain =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_SHARDTRAIN", "the shardtrain executable");
 constexpr int kWaitMs = 180000;  // a whole autotune on a shared 2-core machine
 
 // What app/shardscope/main.cpp wires between the window and the run control.
@@ -72,7 +77,7 @@ class TestBuilderAutotune : public QObject {
   QString writeExperiment(const QString& name) {
     shardscope::testing::TinyExperiment e;
     e.name = name;
-    e.trainer = QStringLiteral(SHARDTRAIN_PATH);
+    e.trainer = kShardtrain;
     e.ranks = 1;
     e.launch = "kind = \"local\"\nthreads_per_rank = 1\n";
     e.tables = "[shard]\ndevice = \"cpu\"\n";
@@ -95,7 +100,7 @@ class TestBuilderAutotune : public QObject {
     backend::RunLifecycle::Settings settings;
     settings.dbPath = m_db;
     settings.runsRoot = backend::RunLifecycle::runsRootFor(m_db);
-    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    settings.supervisor = kCli;
     m_control = std::make_unique<app::RunControl>(settings, 5);
     wire(*m_window, *m_control);
   }
@@ -103,8 +108,7 @@ class TestBuilderAutotune : public QObject {
   // An autotune runs in its own session: one a failed test left running is stopped.
   void cleanup() {
     if (builder()->isAutotuning()) {
-      QProcess::execute(QStringLiteral(SHARDSCOPE_CLI),
-                        {"--db", m_db, "study", "stop", builder()->autotuneStudy()});
+      QProcess::execute(kCli, {"--db", m_db, "study", "stop", builder()->autotuneStudy()});
     }
   }
 
@@ -168,7 +172,7 @@ class TestBuilderAutotune : public QObject {
     QVERIFY(table->statusText(winnerRow).contains(QStringLiteral("winner")));
 
     // Kept for people to look at: the builder's Autotune tab at the end.
-    const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+    const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
     QVERIFY(QDir().mkpath(artifacts));
     m_window->dock(QStringLiteral("builder"))->raise();
     QVERIFY(builder()->grab().save(artifacts + "/builder-autotune.png"));

@@ -26,6 +26,7 @@
 #include "spec/estimate.h"
 #include "spec/experiment.h"
 #include "tests/data/text/tiny_tokenizer.h"
+#include "tests/support/paths.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/builder/memorychart.h"
@@ -37,7 +38,7 @@ using shardscope::ui::BuilderPanel;
 
 namespace {
 
-const QString kQwen = QStringLiteral(SHARDSCOPE_SOURCE_DIR "/examples/models/qwen2-vl-2b");
+const QString kQwen = shardscope::testing::sourceDir() + "/examples/models/qwen2-vl-2b";
 
 // Types into a line edit as a user would and leaves it (editingFinished).
 void typeInto(BuilderPanel& panel, const QString& path, const QString& text) {
@@ -68,7 +69,7 @@ class TestBuilderPanel : public QObject {
   void initTestCase() {
     QVERIFY(m_demoDir.isValid());
     m_demo = m_demoDir.filePath("demo.toml");
-    QVERIFY(QFile::copy(SHARDSCOPE_SOURCE_DIR "/examples/demo.toml", m_demo));
+    QVERIFY(QFile::copy(shardscope::testing::sourceDir() + "/examples/demo.toml", m_demo));
   }
 
   void openingTheDemoMakesItsData() {
@@ -532,7 +533,7 @@ class TestBuilderPanel : public QObject {
     QTemporaryDir dir;
     QVERIFY(image.save(dir.filePath("builder-panel.png")));
     // Kept in the build tree as an artifact for people to look at.
-    const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+    const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
     QDir().mkpath(artifacts);
     QVERIFY(image.save(artifacts + "/builder-panel.png"));
     typeInto(panel, "train.lr", "-0.1");

@@ -22,6 +22,7 @@
 
 #include "search/space.h"
 #include "spec/field_catalog.h"
+#include "tests/support/paths.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/builder/searcheditor.h"
@@ -32,8 +33,7 @@ using shardscope::ui::SearchEditor;
 
 namespace {
 
-const QString kFixture =
-    QStringLiteral(SHARDSCOPE_SOURCE_DIR "/tests/ui/builderroundtrip/full.toml");
+const QString kFixture = shardscope::testing::sourceDir() + "/tests/ui/builderroundtrip/full.toml";
 
 // What the user enters in each field's widget (lists and maps as the widget shows them).
 const QMap<QString, QString> kTyped = {

@@ -18,6 +18,7 @@
 #include <map>
 
 #include "tests/support/experiment.h"
+#include "tests/support/paths.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/data/runlog.h"
 #include "ui/widgets/candidatetable.h"
@@ -27,6 +28,10 @@ using namespace shardscope::ui;
 
 namespace {
 
+const QString kCli =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_CLI", "the shardscope-cli executable");
+const QString kShardtrain =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_SHARDTRAIN", "the shardtrain executable");
 constexpr int kWaitMs = 60000;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -38,7 +43,7 @@ struct Cli {
 
 Cli cli(const QStringList& args) {
   QProcess p;
-  p.start(QStringLiteral(SHARDSCOPE_CLI), args);
+  p.start(kCli, args);
   Cli r;
   if (!p.waitForFinished(240000)) {
     p.kill();
@@ -68,7 +73,7 @@ class TestCompareAutotune : public QObject {
     QVERIFY(dir.isValid());
     shardscope::testing::TinyExperiment e;
     e.name = QStringLiteral("tiny");
-    e.trainer = QStringLiteral(SHARDTRAIN_PATH);
+    e.trainer = kShardtrain;
     e.ranks = 1;
     e.launch = "kind = \"local\"\nthreads_per_rank = 1\n";
     e.tables = "[shard]\ndevice = \"cpu\"\n";

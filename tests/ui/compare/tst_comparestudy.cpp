@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 
+#include "tests/support/paths.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/studyviews.h"
@@ -351,7 +352,7 @@ class TestCompareStudy : public QObject {
     views()->setOverlayRuns({listedRun(0), listedRun(1), listedRun(2)});
     QCOMPARE(views()->overlayCurves(), kTrials);
     QCOMPARE(views()->overlay().highlighted, 2);  // and the best, bold
-    const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+    const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
     QDir().mkpath(artifacts);
     QVERIFY(m_panel->grab().save(artifacts + "/compare-panel.png"));
   }

@@ -16,6 +16,7 @@
 
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "tests/support/paths.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 #include "ui/data/runlogworker.h"
@@ -127,7 +128,7 @@ void TestRunLogWorker::followsAnotherProcessesCommits() {
       "objectives = {objective = \"minimize\"}\n\n[search.space.x]\ntype = \"float\"\n"
       "low = 0.0\nhigh = 1.0\n");
   exp.close();
-  const QString cli = QStringLiteral(SHARDSCOPE_BINARY_DIR "/bin/shardscope-cli");
+  const QString cli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
   for (const QStringList& args :
        {QStringList{"study", "create", "followed", exp.fileName()},
         QStringList{"study", "ask", "followed"}, QStringList{"study", "ask", "followed"}}) {
@@ -191,8 +192,8 @@ void TestRunLogWorker::olderSchemaIsMigratedOnOpen() {
   QTemporaryDir dir;
   QVERIFY(dir.isValid());
   const QString path = dir.filePath("old.db");
-  QVERIFY(QFile::copy(
-      QStringLiteral(SHARDSCOPE_SOURCE_DIR) + "/tests/backend/store/assets/runs-v2.db", path));
+  QVERIFY(QFile::copy(shardscope::testing::sourceDir() + "/tests/backend/store/assets/runs-v2.db",
+                      path));
   QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
   qRegisterMetaType<QVector<RunSummary>>();
   RunLogWorker worker(3600 * 1000);

@@ -15,6 +15,7 @@
 
 #include "backend/store/runstore.h"
 #include "tests/backend/launch/remotetest.h"
+#include "tests/support/paths.h"
 #include "ui/data/runlog.h"
 #include "ui/hosts/hostdialogs.h"
 #include "ui/hosts/hostspanel.h"
@@ -183,7 +184,7 @@ class TestHostsPanel : public QObject {
     QVERIFY(m_panel->checkHost("gpubox"));
     QVERIFY(waitCheck("gpubox"));
     m_panel->table()->selectRow(0);
-    const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+    const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
     QDir().mkpath(artifacts);
     QVERIFY(m_panel->grab().save(artifacts + "/hosts-panel.png"));
   }

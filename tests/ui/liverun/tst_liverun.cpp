@@ -29,6 +29,7 @@
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "tests/support/experiment.h"
+#include "tests/support/paths.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
@@ -43,6 +44,12 @@ using namespace shardscope::ui;
 
 namespace {
 
+const QString kCli =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_CLI", "the shardscope-cli executable");
+const QString kGui =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_GUI", "the shardscope executable");
+const QString kFake =
+    shardscope::testing::envPath("SHARDSCOPE_TEST_FAKETRAINER", "the faketrainer executable");
 constexpr int kWaitMs = 60000;  // generous: the machine is shared and loaded
 constexpr int kSteps = 40;
 
@@ -157,9 +164,7 @@ high = 2.0
 struct StopSweepAtExit {
   QString db;
   QString name;
-  ~StopSweepAtExit() {
-    QProcess::execute(QStringLiteral(SHARDSCOPE_CLI), {"--db", db, "study", "stop", name});
-  }
+  ~StopSweepAtExit() { QProcess::execute(kCli, {"--db", db, "study", "stop", name}); }
 };
 
 }  // namespace
@@ -173,7 +178,7 @@ class TestLiveRun : public QObject {
   QString writeExperiment() {
     shardscope::testing::TinyExperiment experiment;
     experiment.name = QStringLiteral("live");
-    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.trainer = kFake;
     experiment.steps = kSteps;
     return shardscope::testing::writeExperiment(m_dir.path(), experiment);
   }
@@ -209,7 +214,7 @@ class TestLiveRun : public QObject {
     // What app/shardscope/main.cpp wires to MainWindow::launchRequested.
     backend::RunLifecycle::Settings settings;
     settings.dbPath = db;
-    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    settings.supervisor = kCli;
     app::RunControl control(settings, 5);
     connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
     QSignalSpy said(&control, &app::RunControl::message);
@@ -273,7 +278,7 @@ class TestLiveRun : public QObject {
     // Kept for people to look at.
     window.dock(QStringLiteral("runs"))->raise();  // the table, not the builder, above the plots
     window.plotsPanel()->repaint();
-    const QString artifacts = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+    const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
     QVERIFY(QDir().mkpath(artifacts));
     QVERIFY(window.grab().save(artifacts + "/liverun-window.png"));
     checkZeroSeriesAxis(window.plotsPanel());
@@ -289,7 +294,7 @@ class TestLiveRun : public QObject {
     }
     shardscope::testing::TinyExperiment experiment;
     experiment.name = QStringLiteral("again");
-    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.trainer = kFake;
     experiment.steps = 80;
     const QString path = shardscope::testing::writeExperiment(m_dir.path(), experiment);
     qputenv("SHARDSCOPE_FAKE_MODE", "--steps 80 --step-ms 60 --ckpt-every 5");
@@ -301,7 +306,7 @@ class TestLiveRun : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(window.runsPanel()->isLoaded(), kWaitMs);
     backend::RunLifecycle::Settings settings;
     settings.dbPath = db;
-    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    settings.supervisor = kCli;
     app::RunControl control(settings, 5);
     connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
     connect(&window, &MainWindow::stopRequested, &control, &app::RunControl::stop);
@@ -358,7 +363,7 @@ class TestLiveRun : public QObject {
     QVERIFY(QDir().mkpath(folder));
     shardscope::testing::TinyExperiment experiment;
     experiment.name = QStringLiteral("moved");
-    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.trainer = kFake;
     experiment.steps = 10;
     const QString path = shardscope::testing::writeExperiment(folder, experiment);
     QVERIFY(!path.isEmpty());
@@ -370,7 +375,7 @@ class TestLiveRun : public QObject {
     backend::RunLifecycle::Settings settings;
     settings.dbPath = first;
     settings.runsRoot = backend::RunLifecycle::runsRootFor(first);
-    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    settings.supervisor = kCli;
     app::RunControl control(settings, 5);
     connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
     connect(&window, &MainWindow::runLogOpened, &control, &app::RunControl::setRunLog);
@@ -413,7 +418,7 @@ class TestLiveRun : public QObject {
     const StopSweepAtExit cleanup{db, QStringLiteral("killgui")};
     QProcess gui;
     gui.setProcessChannelMode(QProcess::MergedChannels);
-    gui.start(QStringLiteral(SHARDSCOPE_GUI), {"--db", db, "--launch", experiment});
+    gui.start(kGui, {"--db", db, "--launch", experiment});
     QVERIFY(gui.waitForStarted());
     QTRY_COMPARE_WITH_TIMEOUT(runStatus("killgui-0"), QString("running"), kWaitMs);
     QCOMPARE(gui.state(), QProcess::Running);  // the dashboard is up while the trial runs
@@ -463,7 +468,7 @@ class TestLiveRun : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(window.runsPanel()->isLoaded(), kWaitMs);
     backend::RunLifecycle::Settings settings;
     settings.dbPath = db;
-    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    settings.supervisor = kCli;
     app::RunControl control(settings, 5);
     connect(&window, &MainWindow::launchRequested, &control, &app::RunControl::launch);
     connect(&window, &MainWindow::trialRequested, &control, &app::RunControl::requestTrial);
@@ -562,7 +567,7 @@ class TestLiveRun : public QObject {
     }
     shardscope::testing::TinyExperiment experiment;
     experiment.name = QStringLiteral("orphaned");
-    experiment.trainer = QStringLiteral(FAKETRAINER_PATH);
+    experiment.trainer = kFake;
     experiment.steps = kSteps;
     experiment.tables =
         "[search]\nname = \"adoptgui\"\nsampler = \"random\"\nseed = 3\nn_trials = 2\n"
@@ -574,7 +579,7 @@ class TestLiveRun : public QObject {
     QVERIFY(!path.isEmpty());
     backend::RunLifecycle::Settings settings;
     settings.dbPath = db;
-    settings.supervisor = QStringLiteral(SHARDSCOPE_CLI);
+    settings.supervisor = kCli;
     const StopSweepAtExit cleanup{db, QStringLiteral("adoptgui")};
     auto sweep = backend::RunLifecycle(settings).startSweep(path);
     QVERIFY2(sweep.ok(), sweep.ok() ? "" : sweep.message().c_str());

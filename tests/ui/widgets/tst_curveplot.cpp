@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 #include "ui/widgets/curveplot.h"
 
@@ -24,7 +25,7 @@ constexpr int kHeight = 500;
 constexpr int kTolerance = 3;  // pixels between where a point should be and where it is drawn
 
 QString artifactDir() {
-  const QString dir = QStringLiteral(SHARDSCOPE_BINARY_DIR "/tests/artifacts");
+  const QString dir = shardscope::testing::binaryDir() + "/tests/artifacts";
   QDir().mkpath(dir);
   return dir;
 }
