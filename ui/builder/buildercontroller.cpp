@@ -179,9 +179,8 @@ bool BuilderController::loadTemplate(const QString& name, QString* error) {
   // A template's relative paths (the demo's data.train_path) resolve in the user's data folder,
   // $XDG_DATA_HOME/shardscope/templates, where the demo makes its data: so a template validates
   // and launches as it is, from any working directory.
-  const QString base =
-      QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
-      QStringLiteral("/shardscope/templates/%1.toml").arg(name);
+  const QString base = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+                       QStringLiteral("/shardscope/templates/%1.toml").arg(name);
   return loadText(QString::fromUtf8(file.readAll()), base, error);
 }
 
@@ -287,10 +286,10 @@ void BuilderController::requestLaunch() {
                            QStringLiteral("/shardscope/experiments");
     QString name = QString::fromStdString(m_exp.experiment.name);
     name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
-    const QString path =
-        folder + QLatin1Char('/') + (name.isEmpty() ? QStringLiteral("experiment") : name) +
-        QLatin1Char('-') + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")) +
-        QStringLiteral(".toml");
+    const QString path = folder + QLatin1Char('/') +
+                         (name.isEmpty() ? QStringLiteral("experiment") : name) + QLatin1Char('-') +
+                         QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")) +
+                         QStringLiteral(".toml");
     QString error;
     if (!QDir().mkpath(folder) || !saveFile(path, &error)) {
       qCWarning(lcBuilderController) << "cannot save the experiment to launch it:" << path << error;
