@@ -118,8 +118,11 @@ def run_cell(args, cell):
     work = ranks.fresh_dir(os.path.join(args.work, name))
     changes = {
         "model": {"arch": "qwen2_vl", "path": os.path.join(args.work, f"model-{px}")},
+        # One sample a row: the terms are held to the counted peak for rows of one image each.
+        # Packed rows' vision term is the densest packing's bound (docs/config.md), above a
+        # peak of real samples by design.
         "data": {"train_path": os.path.join(args.work, f"demo-{px}", "train.jsonl"),
-                 "format": "chat", "seq_len": seq_len},
+                 "format": "chat", "seq_len": seq_len, "pack": False},
         "train": {"max_steps": STEPS, "batch_size": micro * world, "micro_batch_size": micro,
                   "lr_warmup_steps": 1, "mem_every": 1, "threads": 1},
         "shard": {"strategy": strategy, "activation_checkpointing": ac},
