@@ -15,7 +15,6 @@
 
 #include <memory>
 #include <optional>
-#include <tuple>
 #include <vector>
 
 #include "backend/launch/launcher.h"
@@ -76,21 +75,8 @@ class RunMonitor : public QObject {
     QString error;
   };
 
-  /// Polls in a row that refuse the same chunk before it goes in line by line: a refusal that
-  /// passes (a busy writer) is simply retried.
-  static constexpr int kRefusalsBeforeSplit = 3;
-  /// A chunk on its way into the run log, kept until the store answers.
-  struct Ingesting {
-    FileChunk chunk;
-    RunStore::Pending<IngestReceipt> receipt;
-  };
-
   Result<void> restoreStreams();
-  Result<bool> readRank(EventStream& stream, std::vector<Ingesting>& out);
-  /// A chunk refused kRefusalsBeforeSplit polls in a row goes in line by line; a line refused
-  /// alone is stored as a log line with an anomaly instead (if that is refused too, the run log
-  /// takes no writes at all, and the next poll tries again).
-  Result<void> ingestLineByLine(const FileChunk& chunk);
+  Result<bool> readRank(EventStream& stream, std::vector<RunStore::Pending<IngestReceipt>>& out);
   void emitSteps(const FileChunk& chunk);
   void noteReadOutcome(EventStream& stream, const Result<bool>& outcome);
   void decide(const QList<RankState>& ranks, bool caughtUp);
@@ -121,9 +107,6 @@ class RunMonitor : public QObject {
   bool m_tookOver = false;
   bool m_polling = false;
   int m_storeFailures = 0;  // polls in a row whose rows the run log refused
-  // The chunk the run log refused last (rank, file, start offset) and how many polls in a row.
-  std::tuple<int, RankFile, qint64> m_refusedChunk{-1, RankFile::events, -1};
-  int m_chunkRefusals = 0;
 };
 
 }  // namespace shardscope::backend
