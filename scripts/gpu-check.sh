@@ -6,15 +6,17 @@
 #       configures the trainer-only preset against that torch and builds shardtrain into TREE
 #       (default build-gpu/), logging to OUT/gpu-build.log
 #   scripts/gpu-check.sh run --out OUT [--deps DIR] [--shardtrain PATH] [--device cuda|cpu]
-#                            [--quick] [--python PY] [--budget-s S] [-- gpu_check.py options]
+#                            [--quick] [--multi] [--python PY] [--budget-s S] [-- gpu_check.py options]
 #       runs bench/gpu/gpu_check.py: OUT/gpu-check.json and OUT/gpu-check.log; exit 0 when every
-#       check that ran passed. CI runs `run --device cpu --quick --shardtrain build/bin/shardtrain`.
+#       check that ran passed. --multi adds the multi-GPU proof (docs/trainer.md) when the machine
+#       has several GPUs ("1 GPU: skipped" otherwise). CI runs
+#       `run --device cpu --quick --shardtrain build/bin/shardtrain`.
 # Safe to run again: build reuses its tree, run replaces OUT's files.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 usage() {
-  sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 }
 die() {
   echo "gpu-check: $*" >&2
@@ -25,7 +27,7 @@ verb=${1:-}
 [[ $verb == build || $verb == run ]] || { usage; die "first argument: build or run, not '${verb}'"; }
 shift
 deps="" out="" shardtrain="" device=cuda quick=0 python=python3 tree="$root/build-gpu"
-budget="" extra=()
+budget="" multi=0 extra=()
 need() { [[ $# -ge 2 && -n $2 && $2 != --* ]] || die "$1 needs a value (see scripts/gpu-check.sh --help)"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -37,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) need "$@"; tree=$2; shift 2 ;;
     --budget-s) need "$@"; budget=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --multi) multi=1; shift ;;
     --help | -h) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     *) usage; die "unknown option '$1'" ;;
@@ -108,6 +111,7 @@ run() {
     die "--shardtrain $shardtrain: no such executable: run scripts/gpu-check.sh build first, or pass --shardtrain PATH"
   args=(--shardtrain "$shardtrain" --out "$out" --device "$device" --python "$(command -v "$python")")
   ((quick)) && args+=(--quick)
+  ((multi)) && args+=(--multi)
   [[ -n $budget ]] && args+=(--budget-s "$budget")
   # gpu_check.py keeps to its budget (230 s by default); this limit only catches a hang.
   timeout --kill-after=10 "${budget_outer:-300}" \

@@ -25,7 +25,8 @@ using namespace shardscope::trainer;
 
 // `selftest`: start local ranks and check the collectives.
 CLI::App* add_selftest(CLI::App& app, SelftestOptions& selftest) {
-  auto* cmd = app.add_subcommand("selftest", "Start local ranks and check the collectives (Gloo)");
+  auto* cmd =
+      app.add_subcommand("selftest", "Start local ranks and check the collectives (Gloo, NCCL)");
   cmd->add_option("--world-size", selftest.world_size, "Ranks to start when no rendezvous is set")
       ->capture_default_str();
   cmd->add_option("--timeout-s", selftest.timeout_s, "Rendezvous and collective timeout, seconds")
@@ -42,6 +43,9 @@ CLI::App* add_selftest(CLI::App& app, SelftestOptions& selftest) {
                   "CUDA tensors through: auto or nccl (NCCL, one GPU per rank), or gloo (host "
                   "memory, ranks may share a GPU)")
       ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
+  cmd->add_flag("--no-shortcut", selftest.no_shortcut,
+                "A world of one still runs every collective through Gloo or NCCL (one GPU "
+                "creates a real NCCL communicator)");
   return cmd;
 }
 

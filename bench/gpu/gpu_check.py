@@ -4,6 +4,9 @@
 Checks (each time-bounded; OUT/gpu-check.json is rewritten after every check, so a run cut short
 still leaves the checks done so far):
   selftest              shardtrain selftest on the device
+  nccl_one_gpu          selftest --no-shortcut on one rank: a real NCCL communicator made, used
+                        (all-gather, reduce-scatter, all-reduce, broadcast) and torn down; on the
+                        CPU (gloo_one_rank) the same through Gloo
   fp32_vs_cpu           1 rank on the device in fp32 (TF32 off) against the CPU run, per step 1e-4
   ranks2_full_shard     2 ranks (Gloo sharing one GPU; NCCL with >= 2 GPUs) against 1 rank, 1e-4
   ranks2_shard_grad_op  the same with SHARD_GRAD_OP
@@ -17,6 +20,11 @@ still leaves the checks done so far):
                         sample a row: losses within TOL_PACK and step-1 gradients' cosine >= the
                         bound (bf16 on CUDA, through variable-length flash attention; fp32 on CPU)
   oom                   a too-large batch ends with exit 1 and an `error` of kind oom naming bytes
+  multi_gpu             (--multi) the multi-GPU proof on every GPU when there are several;
+                        "1 GPU: skipped" otherwise
+  peer_lost_gpu         2 Gloo ranks on the GPU; rank 1 killed, then stopped, mid-step: rank 0
+                        reports peer_lost naming it within shard.timeout_s + 30 s (CPU: CI's
+                        shard_error_* tests)
   benchmark             Qwen2-0.5B shape, seq 2048, bf16, 1 rank, with and without activation
                         checkpointing, against PyTorch FSDP2 (fsdp2_gpu_peer.py): figures only
 With --device cpu --quick (CI): every check that means something on a CPU, a few steps each, no
@@ -243,6 +251,86 @@ class GpuCheck:
         c.expect(res["code"] == 0, f"exit code {res['code']}: {res['tail']}")
         c.expect(not errors, f"error events: {errors[:1]}")
         c.expect(done == world, f"{done} done events for {world} ranks")
+        self.record(c)
+
+    def check_one_rank_backend(self):
+        """selftest --no-shortcut on one rank: every collective through the backend instead of
+        a local copy. On a GPU that creates a real NCCL communicator, runs all-gather,
+        reduce-scatter, all-reduce and broadcast through it (fp32, bf16) and tears it down; on
+        the CPU the same through Gloo."""
+        c = Check("nccl_one_gpu" if self.cuda else "gloo_one_rank")
+        argv = ["selftest", "--timeout-s", "60", "--world-size", "1", "--no-shortcut"]
+        if self.cuda:
+            argv += ["--device", "cuda"]
+        res = self.runner.command(c.name, argv, timeout=self.timeout(90))
+        c.runs.append(res["dir"])
+        want = "nccl" if self.cuda else "gloo"
+        hello = next((e for e in res["events"] if e.get("ev") == "hello"), {})
+        backend = (hello.get("versions") or {}).get("backend")
+        logs = [e.get("message", "") for e in res["events"] if e.get("ev") == "log"]
+        checked = sum(1 for m in logs if "all_reduce and broadcast" in m and " ok on " in m)
+        through = next((m for m in logs if m.startswith("selftest: through ")), "")
+        done = sum(1 for e in res["events"] if e.get("ev") == "done")
+        c.figures.update(exit_code=res["code"], backend=backend, dtypes_checked=checked,
+                         through=through)
+        c.expect(res["code"] == 0, f"exit code {res['code']}: {res['tail']}")
+        c.expect(backend == want, f"hello names backend {backend!r}, not {want!r}")
+        c.expect(checked == 2, f"{checked} of 2 dtypes checked: {logs}")
+        c.expect(through.startswith(f"selftest: through {want}: ")
+                 and not through.startswith(f"selftest: through {want}: 0 bytes"),
+                 f"no bytes went through {want}: {through!r}")
+        c.expect(done == 1, f"{done} done events")
+        self.record(c)
+
+    def check_peer_lost(self):
+        """Two ranks on the GPU (Gloo staged through host memory, so one GPU holds both): rank 1
+        SIGKILLed, then SIGSTOPped, mid-step; rank 0 ends with one peer_lost error naming it
+        within shard.timeout_s + 30 s (tests/trainer/shard/errors.py, whose CPU form CI runs as
+        shard_error_peer_lost and shard_error_frozen)."""
+        c = Check("peer_lost_gpu")
+        if not self.cuda:
+            c.skip("the CPU form is CI's ctest -R 'shard_error_(peer_lost|frozen)$'")
+            self.record(c)
+            return
+        script = os.path.join(HERE, "..", "..", "tests", "trainer", "shard", "errors.py")
+        for case in ("frozen", "peer_lost"):
+            work = os.path.join(self.work, f"peer_lost_{case}")
+            started = time.time()
+            try:
+                p = subprocess.run([sys.executable, script, "--shardtrain", self.runner.shardtrain,
+                                    "--work", work, "--case", case, "--device", "cuda"],
+                                   capture_output=True, text=True, timeout=self.timeout(180))
+                code, out = p.returncode, (p.stdout + p.stderr)[-1500:]
+            except subprocess.TimeoutExpired as e:
+                code, out = "timeout", str(e)[-500:]
+            c.figures[f"{case}_seconds"] = round(time.time() - started, 1)
+            c.figures[f"{case}_exit"] = code
+            c.expect(code == 0, f"errors.py --case {case} --device cuda: {out}")
+        self.record(c)
+
+    def check_multi_gpu(self):
+        """The multi-GPU proof (docs/trainer.md) on every GPU of this machine: each strategy
+        against one rank, a reshard onto half the ranks, a rank killed mid-step."""
+        c = Check("multi_gpu")
+        gpus = self.report["device"].get("gpus", 0) if self.cuda else 0
+        if gpus < 2:
+            c.skip(f"{gpus} GPU: skipped (the proof needs at least 2)" if self.cuda
+                   else "no GPU: the CPU form is CI's ctest -R shard_multi_gpu_cpu")
+            self.record(c)
+            return
+        script = os.path.join(HERE, "..", "..", "tests", "trainer", "shard", "multi_gpu.py")
+        started = time.time()
+        try:
+            p = subprocess.run([sys.executable, script, "--shardtrain", self.runner.shardtrain,
+                                "--work", os.path.join(self.work, "multi_gpu"),
+                                "--device", "cuda", "--world", str(gpus)],
+                               capture_output=True, text=True, timeout=self.timeout(600))
+            code, out = p.returncode, p.stdout + p.stderr
+        except subprocess.TimeoutExpired as e:
+            code, out = "timeout", str(e)
+        c.figures.update(gpus=gpus, exit=code, seconds=round(time.time() - started, 1),
+                         worst=[line for line in out.splitlines() if "max relative" in line])
+        c.expect(code == 0, f"multi_gpu.py --world {gpus}: {out[-1500:]}")
         self.record(c)
 
     def check_fp32(self, ref, other):
@@ -519,6 +607,8 @@ class GpuCheck:
         self.describe_device()
         if self.room(["selftest"], 15):
             self.check_selftest()
+        if self.room(["nccl_one_gpu" if self.cuda else "gloo_one_rank"], 15):
+            self.check_one_rank_backend()
         single = ["fp32_vs_cpu", "ranks2_full_shard", "ranks2_shard_grad_op", "bf16_vs_fp32",
                   "fp16_vs_fp32", "fp16_resume", "offload", "qlora_vs_cpu"]
         if self.room(single, 30):
@@ -544,9 +634,13 @@ class GpuCheck:
             self.check_packing()
         if self.room(["oom"], 15):
             self.check_oom()
+        if self.room(["peer_lost_gpu"], 120 if self.cuda else 1):
+            self.check_peer_lost()
         if self.cuda and self.report["device"].get("gpus", 0) == 1 and self.room(
                 ["nccl_shared_gpu"], 15):
             self.check_nccl_shared_gpu()
+        if self.args.multi and self.room(["multi_gpu"], 120):
+            self.check_multi_gpu()
         c = Check("benchmark")
         if self.args.bench or (self.cuda and not self.args.quick):
             gpu_bench.Benchmark(self).run(c)
@@ -658,6 +752,9 @@ def parse_args(argv):
     p.add_argument("--bench-steps", type=int, default=15, help="benchmark: steps per run")
     p.add_argument("--bench-shape", choices=["0.5b", "tiny"], default="0.5b",
                    help="benchmark model: Qwen2-0.5B's shape, or tiny (to try this script)")
+    p.add_argument("--multi", action="store_true",
+                   help="with more than one GPU, also run the multi-GPU proof "
+                        "(tests/trainer/shard/multi_gpu.py on every GPU); one GPU: skipped")
     p.add_argument("--bench", action="store_true",
                    help="run the benchmark even with --quick or on the CPU (to try this script)")
     p.add_argument("--bench-warmup", type=int, default=5, help="benchmark: steps left out")

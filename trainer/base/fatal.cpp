@@ -1,6 +1,7 @@
 #include "trainer/base/fatal.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <new>
 
@@ -44,6 +45,12 @@ std::string hint_for(spec::ErrorKind kind) {
 void raise(spec::ErrorKind kind, const std::string& message, const std::string& hint,
            const char* file, int line) {
   throw TrainerError(kind, message, hint, std::string(file) + ":" + std::to_string(line));
+}
+
+void report_and_exit(spec::ErrorKind kind, const std::string& message, const std::string& hint) {
+  const int code = report(kind, message, hint);
+  std::fflush(stdout);
+  std::_Exit(code);
 }
 
 spec::EventWriter& events() { return *writer_slot(); }

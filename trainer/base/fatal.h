@@ -43,6 +43,11 @@ class TrainerError : public std::runtime_error {
 spec::EventWriter& events();
 void set_event_rank(int rank);
 
+/// For a thread other than main's: reports the error as run_guarded would (event and stderr)
+/// and ends the process at once with its exit code.
+[[noreturn]] void report_and_exit(spec::ErrorKind kind, const std::string& message,
+                                  const std::string& hint);
+
 /// Runs `body`, turning any exception into an `error` event, a stderr line and an exit code.
 int run_guarded(const std::function<int()>& body);
 

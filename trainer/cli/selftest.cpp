@@ -72,10 +72,38 @@ void check_collectives(dist::ProcessGroup& group, at::ScalarType dtype, std::int
     want_rs[static_cast<std::size_t>(i)] = rank_sum * expected_value(group.rank() * shard + i, n);
   }
   check_equal(reduced, want_rs, "reduce_scatter_tensor " + name);
-  events().write(
-      spec::LogEvent{"info", "selftest: all_gather_into_tensor and reduce_scatter_tensor " + name +
-                                 " ok on " + device.str() + " (" + std::to_string(n) +
-                                 " elements, " + std::to_string(padded - n) + " padding)"});
+
+  // (reduce-scatter summed into `contribution` in place: a fresh copy)
+  auto summed = (full.to(at::kDouble) * (group.rank() + 1)).to(dtype);  // (padded,)
+  group.all_reduce_sum(summed);
+  std::vector<double> want_ar(static_cast<std::size_t>(padded));
+  for (std::int64_t g = 0; g < padded; ++g)
+    want_ar[static_cast<std::size_t>(g)] = rank_sum * expected_value(g, n);
+  check_equal(summed, want_ar, "all_reduce " + name);
+
+  // Rank world-1 (rank 0 when alone) sends (world)*(1..n); every rank ends with it.
+  const int root = static_cast<int>(world) - 1;
+  auto sent = (full.to(at::kDouble) * (group.rank() + 1)).to(dtype);  // (padded,)
+  group.broadcast(sent, root);
+  std::vector<double> want_bc(static_cast<std::size_t>(padded));
+  for (std::int64_t g = 0; g < padded; ++g)
+    want_bc[static_cast<std::size_t>(g)] = static_cast<double>(world) * expected_value(g, n);
+  check_equal(sent, want_bc, "broadcast " + name);
+  events().write(spec::LogEvent{
+      "info", "selftest: all_gather_into_tensor, reduce_scatter_tensor, all_reduce and broadcast " +
+                  name + " ok on " + device.str() + " (" + std::to_string(n) + " elements, " +
+                  std::to_string(padded - n) + " padding)"});
+}
+
+// The communication variables this rank ended up with (set by it, or by the user before it).
+std::string comm_settings() {
+  std::string out;
+  for (const char* name : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
+                           "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_DUMP_ON_TIMEOUT"}) {
+    const char* value = std::getenv(name);
+    out += std::string(out.empty() ? "" : " ") + name + "=" + (value ? value : "(unset)");
+  }
+  return out;
 }
 
 int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
@@ -87,6 +115,8 @@ int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
   group_options.timeout = std::chrono::seconds(options.timeout_s);
   group_options.nccl = device.is_cuda() && options.backend != "gloo";
   group_options.bus_id = info.bus_id;
+  group_options.watch_peers = device.is_cuda();
+  group_options.no_shortcut = options.no_shortcut;
   auto group = dist::ProcessGroup::create(rdzv, group_options);
   events().write(spec::HelloEvent{
       rdzv.world_size,
@@ -110,6 +140,12 @@ int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
   check_collectives(group, at::kFloat, n, device);
   check_collectives(group, at::kBFloat16, n, device);
   group.barrier();
+  const auto& moved = group.counters();
+  events().write(spec::LogEvent{"info", "selftest: through " + group.backend_name() + ": " +
+                                            std::to_string(moved.all_gather_bytes) +
+                                            " bytes all-gathered, " +
+                                            std::to_string(moved.reduce_scatter_bytes) +
+                                            " reduce-scattered; " + comm_settings()});
   events().write(spec::DoneEvent{spec::DoneStatus::complete, {}, false, 0});
   return kExitOk;
 }
@@ -174,6 +210,7 @@ pid_t spawn_rank(const std::string& exe, int rank, const SelftestOptions& option
                                 options.device,
                                 "--backend",
                                 options.backend};
+  if (options.no_shortcut) args.emplace_back("--no-shortcut");
   auto argv = c_strings(args);
   auto envp = c_strings(env);
   pid_t pid = 0;

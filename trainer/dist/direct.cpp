@@ -84,6 +84,7 @@ c10::intrusive_ptr<c10d::Work> direct_reduce_scatter(const Exchange& x, at::Tens
   // other ranks sum c0 + c1 ... into a received buffer and copy the total into theirs.
   auto add = [got = std::move(got), mine, rank = x.rank]() {
     const auto size = got.size();
+    if (size == 1) return;  // a group of one (ProcessGroup's no_shortcut): the sum is `mine`
     if (rank <= 1) {
       mine.add_(got[static_cast<std::size_t>(1 - rank)]);  // c0 + c1
       for (std::size_t j = 2; j < size; ++j) mine.add_(got[j]);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "trainer/base/fatal.h"
+#include "trainer/dist/comm_env.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/direct.h"
 #include "trainer/dist/gloo_backend.h"
@@ -34,6 +36,10 @@ namespace shardscope::dist {
 namespace {
 
 using spec::ErrorKind;
+
+// How much later than the collective timeout PyTorch's NCCL watchdog may end the process: the
+// heartbeat watchdog needs the timeout, then Heartbeat::kSilentFor, to name a silent peer.
+constexpr std::chrono::milliseconds kNcclWatchdogLead{60'000};
 
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
@@ -262,11 +268,26 @@ class StagedWork final : public c10d::Work {
 // second, from a thread with its own store connection: a rank that is frozen (SIGSTOP, a hung
 // host, a machine swapping to death) stops beating while its sockets stay open, so a peer whose
 // collective timed out can name it on any host, where /proc only shows this host's processes.
+//
+// On CUDA the same thread is the rank's watchdog. A collective there is queued on a stream, and
+// the host thread may wait for it inside any CUDA call, where no exception of the collective
+// reaches it. When this rank's collectives have made no progress for the collective timeout, the
+// thread reads every peer's beat; a peer silent for kSilentFor (or rank 0's store gone) ends the
+// run with a peer_lost error naming it, before PyTorch's NCCL watchdog would abort the process
+// without a word. Peers are only read while this rank is stalled, so a large world costs the
+// store nothing in a healthy run.
 class Heartbeat {
  public:
-  Heartbeat(const c10::intrusive_ptr<c10d::Store>& store, int rank)
-      : m_store(store->clone()), m_key("shardscope/beat/" + std::to_string(rank)) {
+  /// `peers` names every global rank for messages; `watch_after` > 0 turns the watchdog on.
+  Heartbeat(const c10::intrusive_ptr<c10d::Store>& store, int rank, std::vector<std::string> peers,
+            std::chrono::milliseconds watch_after)
+      : m_store(store->clone()),
+        m_key("shardscope/beat/" + std::to_string(rank)),
+        m_rank(rank),
+        m_peers(std::move(peers)),
+        m_watch_after(watch_after) {
     m_store->setTimeout(std::chrono::seconds(5));  // a frozen store host delays the stop only
+    progress();
     m_thread = std::thread([this] { run(); });
   }
   Heartbeat(const Heartbeat&) = delete;
@@ -280,9 +301,19 @@ class Heartbeat {
     m_thread.join();
   }
 
+  /// A collective of this rank was issued or completed.
+  void progress() { m_progress.store(now_ms(), std::memory_order_relaxed); }
+
   static constexpr std::chrono::milliseconds kEvery{1000};
+  static constexpr std::chrono::milliseconds kSilentFor{5000};
 
  private:
+  static std::int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
   void run() {
     std::unique_lock<std::mutex> lock(m_mutex);
     while (!m_stop) {
@@ -290,15 +321,56 @@ class Heartbeat {
       try {
         m_store->add(m_key, 1);
       } catch (const std::exception&) {
-        // The store is gone or frozen: the collectives' own failure reports it.
+        // The store is gone or frozen: the collectives' own failure (or the watchdog) reports it.
       }
+      if (m_watch_after.count() > 0) watch();
       lock.lock();
       m_wake.wait_for(lock, kEvery, [this] { return m_stop; });
     }
   }
 
+  // Reads the peers' beats while this rank is stalled; ends the process when one is silent.
+  void watch() {
+    const std::int64_t now = now_ms();
+    if (now - m_progress.load(std::memory_order_relaxed) < m_watch_after.count()) {
+      m_seen.clear();  // progressing again: silence is counted afresh next time
+      return;
+    }
+    if (m_seen.empty()) m_seen.assign(m_peers.size(), {-1, now});
+    std::string silent;
+    try {
+      for (std::size_t i = 0; i < m_peers.size(); ++i) {
+        if (static_cast<int>(i) == m_rank) continue;
+        const std::int64_t beat = m_store->add("shardscope/beat/" + std::to_string(i), 0);
+        if (beat != m_seen[i].beat) m_seen[i] = {beat, now};
+        if (now - m_seen[i].since >= kSilentFor.count())
+          silent += (silent.empty() ? "" : ", ") + m_peers[i];
+      }
+    } catch (const std::exception&) {
+      silent =
+          "the rendezvous store on " + m_peers.front() + " (rank 0 is frozen, gone, or cut off)";
+    }
+    if (silent.empty()) return;
+    trainer::report_and_exit(
+        ErrorKind::peer_lost,
+        "rank " + std::to_string(m_rank) + ": no collective progressed for " +
+            std::to_string((now - m_progress.load()) / 1000) + " s and no heartbeat came from " +
+            silent + " for " + std::to_string(kSilentFor.count() / 1000) + " s",
+        "a peer exited or froze while this rank waited for it on the GPU: read that rank's "
+        "rank-N.log for its first error; raise shard.timeout_s if a rank is merely slow");
+  }
+
+  struct Seen {
+    std::int64_t beat = -1;
+    std::int64_t since = 0;  // when `beat` was first read (steady ms)
+  };
   c10::intrusive_ptr<c10d::Store> m_store;
   std::string m_key;
+  int m_rank;
+  std::vector<std::string> m_peers;
+  std::chrono::milliseconds m_watch_after;
+  std::atomic<std::int64_t> m_progress{0};
+  std::vector<Seen> m_seen;  // watchdog thread only
   std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_stop = false;
@@ -358,6 +430,12 @@ std::string ProcessGroup::lost_peers() const {
 
 ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& options) {
   Rendezvous r = rdzv;
+  // NCCL and PyTorch's wrapper read their settings once, when the first group is made.
+  for (const auto& s : comm_environment(r)) {
+    std::fprintf(stderr, "shardtrain: rank %d sets %s=%s (%s)\n", r.rank, s.name.c_str(),
+                 s.value.c_str(), s.why.c_str());
+    apply_environment({s});
+  }
   ProcessGroup group;
   group.m_rank = r.rank;
   group.m_global_rank = r.rank;
@@ -366,7 +444,16 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
   check_arrivals(*group.m_store, r, options.timeout);
   for (auto& [host, pid] : exchange_peers(*group.m_store, r)) group.m_peers.push_back({host, pid});
   group.m_world_store = group.m_store;
-  if (r.world_size > 1) group.m_heartbeat = std::make_shared<Heartbeat>(group.m_store, r.rank);
+  if (r.world_size > 1) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < group.m_peers.size(); ++i) {
+      names.push_back("rank " + std::to_string(i) + " (" + group.m_peers[i].host + ", pid " +
+                      std::to_string(group.m_peers[i].pid) + ")");
+    }
+    group.m_heartbeat = std::make_shared<Heartbeat>(
+        group.m_store, r.rank, std::move(names),
+        options.watch_peers ? options.timeout : std::chrono::milliseconds(0));
+  }
   const std::string bind = is_loopback(r.master_addr) ? "127.0.0.1" : "";
   group.m_options = options;
   group.m_bind = bind;
@@ -458,8 +545,10 @@ void ProcessGroup::add_nccl(const std::string& what) {
                "shard.backend = \"gloo\" to share GPUs through host memory");
   }
   try {
+    // PyTorch's own NCCL watchdog aborts the process at its timeout without an event; this
+    // rank's heartbeat watchdog (on from the collective timeout) reports a lost peer first.
     m_nccl = make_nccl_backend(c10::make_intrusive<c10d::PrefixStore>("nccl", m_store), m_rank,
-                               m_size, m_options.timeout);
+                               m_size, m_options.timeout + kNcclWatchdogLead);
   } catch (const trainer::TrainerError&) {
     throw;
   } catch (const std::exception& e) {
@@ -513,7 +602,9 @@ auto ProcessGroup::guarded(const char* what, F&& issue) -> decltype(issue()) {
   // A peer that is gone can fail a collective when it is issued (a send to a closed socket) as
   // well as when it is waited: both report the same way.
   try {
-    return issue();
+    auto work = issue();
+    if (m_heartbeat) m_heartbeat->progress();
+    return work;
   } catch (const trainer::TrainerError&) {
     throw;
   } catch (const std::exception& e) {
@@ -525,6 +616,7 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* 
   if (!work) return;  // a one-process group finished the collective inline
   try {
     work->wait();
+    if (m_heartbeat) m_heartbeat->progress();
   } catch (const trainer::TrainerError&) {
     throw;
   } catch (const std::exception& e) {
@@ -542,7 +634,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::all_gather_async(at::Tensor& out, a
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_all_gather(at::Tensor& out, at::Tensor& in) {
-  if (m_size == 1) {
+  if (local()) {
     if (in.data_ptr() != out.data_ptr()) out.copy_(in.view(out.sizes()));  // else in place
     return {};
   }
@@ -560,7 +652,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_async(at::Tensor& ou
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_reduce_scatter(at::Tensor& out, at::Tensor& in) {
-  if (m_size == 1) {
+  if (local()) {
     out.copy_(in.view(out.sizes()));
     return {};
   }
@@ -608,7 +700,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::issue_all_reduce(at::Tensor& tensor
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::all_reduce_sum_async(at::Tensor& tensor) {
-  if (m_size == 1) return {};
+  if (local()) return {};
   m_counters.all_gather_bytes += static_cast<std::int64_t>(tensor.nbytes());
   m_counters.reduce_scatter_bytes += static_cast<std::int64_t>(tensor.nbytes());
   return all_reduce_async(tensor, c10d::ReduceOp::SUM);
@@ -619,12 +711,33 @@ void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
 }
 
 void ProcessGroup::all_reduce_max(at::Tensor& tensor) {
-  if (m_size == 1) return;
+  if (local()) return;
   wait(all_reduce_async(tensor, c10d::ReduceOp::MAX), "all_reduce(max)");
 }
 
+void ProcessGroup::broadcast(at::Tensor& tensor, int root) {
+  if (local()) return;
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  auto issue = [&]() -> c10::intrusive_ptr<c10d::Work> {
+    if (tensor.is_cuda() && m_nccl) {
+      std::vector<at::Tensor> tensors{tensor};
+      return m_nccl->broadcast(tensors, opts);
+    }
+    if (!tensor.is_cuda()) {
+      std::vector<at::Tensor> tensors{tensor};
+      return m_backend->broadcast(tensors, opts);
+    }
+    auto host = to_host(tensor);
+    std::vector<at::Tensor> tensors{host};
+    auto work = m_backend->broadcast(tensors, opts);
+    return c10::make_intrusive<StagedWork>(work, host, tensor, at::Tensor());
+  };
+  wait(guarded("broadcast", issue), "broadcast");
+}
+
 void ProcessGroup::barrier() {
-  if (m_size == 1) return;
+  if (local()) return;
   wait(guarded("barrier", [&] { return m_backend->barrier(); }), "barrier");
 }
 

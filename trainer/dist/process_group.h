@@ -29,6 +29,13 @@ struct GroupOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  // per collective and rendezvous
   bool nccl = false;   // CUDA tensors through NCCL (else Gloo, staged through host memory)
   std::string bus_id;  // with nccl: this rank's GPU (PCI bus id), to name ranks sharing one
+  /// The rank computes on CUDA: when its collectives stall for `timeout`, the heartbeat thread
+  /// reads its peers' beats and ends the run with peer_lost if one is silent (a wait on the GPU
+  /// raises nothing by itself).
+  bool watch_peers = false;
+  /// A group of one still runs every collective through Gloo/NCCL instead of copying locally
+  /// (`shardtrain selftest --no-shortcut`: NCCL's communicator on a machine with one GPU).
+  bool no_shortcut = false;
 };
 
 /// Collective traffic of this rank since construction, in bytes (what `step` events report).
@@ -72,6 +79,8 @@ class ProcessGroup {
   c10::intrusive_ptr<c10d::Work> all_reduce_sum_async(at::Tensor& tensor);
   /// In-place element-wise maximum over ranks (control flags, e.g. "a rank asked to stop").
   void all_reduce_max(at::Tensor& tensor);
+  /// In place: every rank's `tensor` becomes rank `root`'s.
+  void broadcast(at::Tensor& tensor, int root);
   void barrier();
 
   /// Waits for `work`, turning a Gloo/NCCL failure into a peer_lost TrainerError naming `what`.
@@ -79,6 +88,8 @@ class ProcessGroup {
 
  private:
   ProcessGroup() = default;
+  /// A group of one whose collectives are local copies (no_shortcut unset).
+  bool local() const { return m_size == 1 && !m_options.no_shortcut; }
   /// The next point-to-point exchange's tag and peers.
   Exchange next_exchange();
   /// NCCL over this group's store (its own key prefix), after checking no two ranks share a GPU.

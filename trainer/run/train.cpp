@@ -796,6 +796,7 @@ int run_train(const TrainOptions& options) {
   group_options.timeout = std::chrono::seconds(exp->shard.timeout_s);
   group_options.nccl = nccl;
   group_options.bus_id = device_info.bus_id;
+  group_options.watch_peers = device.is_cuda();
   auto groups = make_groups(*rdzv, exp->shard.strategy, group_options);
   shard::Trace trace;
   if (!options.trace.empty()) trace.open(options.trace, rdzv->rank);

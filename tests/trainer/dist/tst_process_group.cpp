@@ -135,9 +135,11 @@ class TestProcessGroup : public QObject {
       const auto& run = runs[static_cast<std::size_t>(r)];
       QVERIFY2(run.exitCode == 0, qPrintable(run.stderrText));
       auto logs = eventsOf<LogEvent>(run);
-      QCOMPARE(logs.size(), std::size_t{2});
-      QVERIFY(QString::fromStdString(logs[0].message).contains("Float ok"));
+      QCOMPARE(logs.size(), std::size_t{3});
+      QVERIFY(
+          QString::fromStdString(logs[0].message).contains("all_reduce and broadcast Float ok"));
       QVERIFY(QString::fromStdString(logs[1].message).contains("BFloat16 ok"));
+      QVERIFY(QString::fromStdString(logs[2].message).startsWith("selftest: through gloo"));
       auto hello = eventsOf<HelloEvent>(run);
       QCOMPARE(hello.size(), std::size_t{1});
       QCOMPARE(hello[0].world_size, world);
@@ -164,6 +166,66 @@ class TestProcessGroup : public QObject {
       if (std::holds_alternative<DoneEvent>(e.body)) ++doneByRank[e.env.rank];
     }
     QCOMPARE(doneByRank, (std::map<int, int>{{0, 1}, {1, 1}}));
+  }
+
+  void ranksSetTheCommunicationEnvironment() {
+    // Both ranks on this host: NCCL and Gloo on loopback; a value the user set stays.
+    QTemporaryDir dir;
+    const QString port = dir.filePath("port");
+    std::vector<QProcessEnvironment> envs{rankEnv(0, 2, port), rankEnv(1, 2, port)};
+    for (auto& env : envs) {
+      env.remove("NCCL_SOCKET_IFNAME");
+      env.remove("GLOO_SOCKET_IFNAME");
+      env.insert("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+    }
+    auto runs = runRanks(envs, {});
+    for (const auto& run : runs) {
+      QCOMPARE(run.exitCode, 0);
+      QString settings;
+      for (const auto& log : eventsOf<LogEvent>(run)) {
+        if (QString::fromStdString(log.message).contains("through gloo"))
+          settings = QString::fromStdString(log.message);
+      }
+      QVERIFY2(settings.contains("NCCL_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo"),
+               qPrintable(settings));
+      QVERIFY2(settings.contains("TORCH_NCCL_ASYNC_ERROR_HANDLING=1"), qPrintable(settings));
+      QVERIFY2(settings.contains("TORCH_NCCL_DUMP_ON_TIMEOUT=0"), qPrintable(settings));
+      QVERIFY2(run.stderrText.contains("sets NCCL_SOCKET_IFNAME=lo (every rank runs on this host)"),
+               qPrintable(run.stderrText));
+    }
+  }
+
+  void noShortcutRunsOneRankThroughGloo_data() {
+    QTest::addColumn<bool>("noShortcut");
+    QTest::newRow("--no-shortcut") << true;
+    QTest::newRow("shortcut") << false;
+  }
+  void noShortcutRunsOneRankThroughGloo() {
+    // A world of one copies locally unless --no-shortcut: then every collective (all-gather,
+    // reduce-scatter, all-reduce, broadcast, barrier) goes through the Gloo backend, which the
+    // bytes counted show (the shortcut counts none). On a GPU the same mode makes NCCL's
+    // communicator (bench/gpu/gpu_check.py, check nccl_one_gpu).
+    QFETCH(bool, noShortcut);
+    QProcess p;
+    QStringList args{"selftest", "--world-size", "1"};
+    if (noShortcut) args << "--no-shortcut";
+    p.start(kShardtrain, args);
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    RankRun run;
+    run.events = parseEvents(p.readAllStandardOutput());
+    QCOMPARE(eventsOf<DoneEvent>(run).size(), std::size_t{1});
+    QString through;
+    int checked = 0;
+    for (const auto& log : eventsOf<LogEvent>(run)) {
+      const auto text = QString::fromStdString(log.message);
+      if (text.contains("through gloo")) through = text;
+      if (text.contains("all_reduce and broadcast")) ++checked;
+    }
+    QCOMPARE(checked, 2);  // fp32 and bf16
+    QVERIFY2(through.startsWith("selftest: through gloo: "), qPrintable(through));
+    const bool moved = !through.contains(": 0 bytes all-gathered, 0 reduce-scattered");
+    QVERIFY2(moved == noShortcut, qPrintable(through));
   }
 
   void peerThatLeavesIsReported_data() {

@@ -39,8 +39,16 @@ COLLECTIVE_TIMEOUT_S = 60  # trainer/run/train.cpp make_groups()
 VICTIM = 1
 
 
+def on_device(args, changes):
+    """`changes` with the ranks on --device: on CUDA through Gloo staged in host memory
+    (shard.backend "gloo"), so several ranks share one GPU (bench/gpu/gpu_check.py)."""
+    if args.device != "cpu":
+        changes.setdefault("shard", {}).update({"device": args.device, "backend": "gloo"})
+    return changes
+
+
 def peer_lost(args):
-    config = ranks.setup_experiment(args.work, {"train": {"max_steps": 100000}})
+    config = ranks.setup_experiment(args.work, on_device(args, {"train": {"max_steps": 100000}}))
     run_dir = ranks.fresh_dir(os.path.join(args.work, "run"))
     procs = ranks.start_ranks(args.shardtrain, ["train", config], run_dir, 3)
     deadline = time.time() + 120
@@ -73,8 +81,8 @@ def peer_lost(args):
 
 def frozen(args, remote=False):
     timeout_s = 5
-    config = ranks.setup_experiment(args.work, {"train": {"max_steps": 100000},
-                                                "shard": {"timeout_s": timeout_s}})
+    config = ranks.setup_experiment(args.work, on_device(args, {"train": {"max_steps": 100000},
+                                                                "shard": {"timeout_s": timeout_s}}))
     run_dir = ranks.fresh_dir(os.path.join(args.work, "run"))
     extra = {"SHARDSCOPE_PEER_HOST": "node-b"} if remote else None
     procs = ranks.start_ranks(args.shardtrain, ["train", config], run_dir, 2, extra_env=extra)
@@ -227,6 +235,8 @@ def main():
     parser.add_argument("--case", required=True, choices=["peer_lost", "frozen", "frozen_remote",
                                                               "oom", "events_unwritable",
                                                               "invalid_config"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="peer_lost and frozen: where the ranks compute (cuda: the GPU check)")
     args = parser.parse_args()
     ranks.main_guard(lambda: {"peer_lost": peer_lost, "frozen": frozen,
                               "frozen_remote": frozen_remote, "oom": oom,
