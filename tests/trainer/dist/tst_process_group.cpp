@@ -4,6 +4,7 @@
 // that leaves or hangs makes the others fail within the timeout with a clear error event; the
 // store listens on MASTER_ADDR only.
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
@@ -11,6 +12,7 @@
 #include <QTest>
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -193,6 +195,75 @@ class TestProcessGroup : public QObject {
       QVERIFY2(run.stderrText.contains("sets NCCL_SOCKET_IFNAME=lo (every rank runs on this host)"),
                qPrintable(run.stderrText));
     }
+  }
+
+  void watchdogEndsARankStalledOutsideCollectives_data() {
+    QTest::addColumn<bool>("stopPeer");
+    QTest::newRow("peer stopped") << true;
+    QTest::newRow("every peer alive") << false;
+  }
+  void watchdogEndsARankStalledOutsideCollectives() {
+    // A CUDA rank can wait for a lost peer inside a CUDA call, where no collective's exception
+    // reaches it: its heartbeat thread must end it (peer_lost naming the silent rank) once its
+    // collectives stalled for the timeout and a peer stopped beating; a stalled rank whose
+    // peers all beat (a slow step elsewhere) is left alone.
+    QFETCH(bool, stopPeer);
+    const QString probe = shardscope::testing::envPath("SHARDSCOPE_TEST_WATCHDOG_PROBE",
+                                                       "the watchdog probe (tests/trainer/dist)");
+    QTemporaryDir dir;
+    std::vector<std::unique_ptr<QProcess>> procs;
+    for (int rank = 0; rank < 2; ++rank) {
+      auto env = rankEnv(rank, 2, dir.filePath("port"));
+      env.insert("PROBE_TIMEOUT_S", "3");
+      auto p = std::make_unique<QProcess>();
+      p->setProcessEnvironment(env);
+      p->start(probe, {});
+      QVERIFY(p->waitForStarted());
+      procs.push_back(std::move(p));
+    }
+    QString said[2];
+    QElapsedTimer ready;
+    ready.start();
+    while (!(said[0].contains("ready 2") && said[1].contains("ready 2")) &&
+           ready.elapsed() < 60000) {
+      for (int rank = 0; rank < 2; ++rank) {
+        procs[static_cast<std::size_t>(rank)]->waitForReadyRead(100);
+        said[rank] +=
+            QString::fromUtf8(procs[static_cast<std::size_t>(rank)]->readAllStandardError());
+      }
+    }
+    QVERIFY2(said[0].contains("ready 2") && said[1].contains("ready 2"),
+             qPrintable(said[0] + said[1]));
+    const qint64 peer = procs[1]->processId();
+    if (stopPeer) ::kill(static_cast<pid_t>(peer), SIGSTOP);
+    QElapsedTimer waited;
+    waited.start();
+    // The timeout (3 s), then 5 s of silence, then the report: rank 0 ends within 30 s.
+    const bool ended = procs[0]->waitForFinished(stopPeer ? 30000 : 12000);
+    const qint64 seconds = waited.elapsed() / 1000;
+    ::kill(static_cast<pid_t>(peer), SIGKILL);
+    ::kill(static_cast<pid_t>(peer), SIGCONT);
+    procs[1]->waitForFinished();
+    if (!stopPeer) {
+      QVERIFY2(!ended, "rank 0 ended although its peer kept beating");
+      procs[0]->kill();
+      procs[0]->waitForFinished();
+      return;
+    }
+    QVERIFY2(ended, "rank 0 still waits 30 s after its peer stopped");
+    QCOMPARE(procs[0]->exitCode(), 1);
+    RankRun run;
+    run.events = parseEvents(procs[0]->readAllStandardOutput());
+    auto errors = eventsOf<ErrorEvent>(run);
+    QCOMPARE(errors.size(), std::size_t{1});
+    QCOMPARE(errors[0].kind, ErrorKind::peer_lost);
+    const auto message = QString::fromStdString(errors[0].message);
+    QVERIFY2(message.contains(QString("no heartbeat came from rank 1 (")) &&
+                 message.contains(QString("pid %1)").arg(peer)),
+             qPrintable(message));
+    QVERIFY2(QString::fromStdString(errors[0].hint).contains("shard.timeout_s"),
+             errors[0].hint.c_str());
+    qInfo("rank 0 reported its stopped peer after %lld s: %s", seconds, qPrintable(message));
   }
 
   void noShortcutRunsOneRankThroughGloo_data() {
