@@ -16,6 +16,8 @@ still leaves the checks done so far):
                         1e-6 of the uninterrupted run (the loss scaler's state survives)
   offload               offload_params + offload_optimizer against neither: losses within 1e-5,
                         device peak lower by >= 12 bytes per trainable parameter per rank
+  lora_dropout          LoRA with dropout 0.1: 2 ranks against 1 on the device to 1e-5, and the
+                        device against the CPU to 1e-4 (the masks are the same integers there)
   packing               data.pack on the demo's Qwen2-VL, chat samples with 0-2 images, against one
                         sample a row: losses within TOL_PACK and step-1 gradients' cosine >= the
                         bound (bf16 on CUDA, through variable-length flash attention; fp32 on CPU)
@@ -71,6 +73,7 @@ QLORA = {"enabled": True, "r": 4, "alpha": 8, "quantize": "nf4", "quant_block_si
          "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                             "down_proj"]}
 TOL_OFFLOAD = 1e-5     # per step, relative: offload on against off
+TOL_LORA_RANKS = 1e-5  # per step, relative: LoRA with dropout, 2 ranks against 1 (#35 item 3)
 TOL_RESUME = 1e-6      # per step, relative: resumed fp16 run against the uninterrupted one (CPU)
 # On CUDA the runs are not forced deterministic (the head's scatter_add_ and flash attention's
 # backward may have no deterministic kernel there, and an error would lose the check), so the
@@ -375,6 +378,32 @@ class GpuCheck:
                 compare_curves(c, "2_ranks_vs_1", run.curve(), self.ref.curve(), TOL_FP32)
             self.record(c)
 
+    def check_lora_dropout(self):
+        """LoRA with dropout 0.1 on every Linear: 2 ranks against 1 on the device (Gloo sharing
+        one GPU; NCCL with >= 2 GPUs) to TOL_LORA_RANKS, and the device's 1 rank against the
+        CPU's to TOL_FP32. The masks are keyed by sample, not rank, and drawn by a counter-based
+        hash on the device (model/lora.cpp), the same integers as the CPU's."""
+        c = Check("lora_dropout")
+        lora = {f"lora.{k}": v for k, v in QLORA.items() if k not in ("quantize",
+                                                                       "quant_block_size",
+                                                                       "quant_storage")}
+        lora["lora.dropout"] = 0.1
+        backend = "nccl" if self.cuda and self.report["device"].get("gpus", 0) >= 2 else "gloo"
+        runs = self.runner.train_many({
+            "lora-1": (self.config(**lora), 1, {}),
+            "lora-2": (self.config(**lora, **{"shard.backend": backend}), 2, {}),
+            "lora-cpu": (self.config(**lora, **{"shard.device": "cpu" if self.cuda else "auto"}),
+                         1, {}),
+        }, self.args.jobs, self.timeout(120))
+        c.runs += [r.dir for r in runs.values()]
+        c.figures["backend"] = backend
+        if all(self.expect_complete(c, r) for r in runs.values()):
+            compare_curves(c, "2_ranks_vs_1", runs["lora-2"].curve(), runs["lora-1"].curve(),
+                           TOL_LORA_RANKS)
+            compare_curves(c, "device_vs_cpu", runs["lora-1"].curve(), runs["lora-cpu"].curve(),
+                           TOL_FP32)
+        self.record(c)
+
     def check_nccl_shared_gpu(self):
         """One GPU, 2 ranks, shard.backend = "nccl": NCCL cannot put two ranks on one device, so
         shardtrain must refuse before the first collective, with a config error naming both
@@ -630,6 +659,8 @@ class GpuCheck:
                 self.check_resume(runs["fp16"])
             self.check_offload(runs["offload"])
             self.check_qlora(runs["qlora"], runs["qlora-cpu"])
+        if self.room(["lora_dropout"], 30):
+            self.check_lora_dropout()
         if self.room(["packing"], 30):
             self.check_packing()
         if self.room(["oom"], 15):

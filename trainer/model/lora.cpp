@@ -32,12 +32,30 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return z ^ (z >> 31);
 }
 
-// Keep-mask of `shape` scaled by 1 / (1 - p), from a generator seeded by `key`. uniform_ on the
-// CPU draws element by element in order, so a longer shape extends a shorter one's values.
-at::Tensor keep_mask(at::IntArrayRef shape, double p, std::uint64_t key) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(key);
-  auto u = at::empty(shape, at::kFloat).uniform_(0.0, 1.0, gen);
-  return u.ge(p).to(at::kFloat).mul_(1.0 / (1.0 - p));
+// One round of a 32-bit integer hash on int64 tensors holding values below 2^32: every product
+// stays below 2^63 (the multiplier is below 2^31), so the integer ops are exact on any device.
+at::Tensor hash32_round(const at::Tensor& x) {
+  constexpr std::int64_t kMul = 0x45d9f3b;
+  constexpr std::int64_t kLow32 = 0xffffffffLL;
+  return (x.bitwise_xor(x.bitwise_right_shift(16)) * kMul).bitwise_and(kLow32);
+}
+
+// Keep-mask of `shape` scaled by 1 / (1 - p), on `options`' device. Element i (row-major) keeps
+// when hash(i, key) >= p * 2^32: a counter-based draw, so the mask is the same on the CPU and on
+// a GPU (integer ops only) and a longer shape extends a shorter one's values (a packed sample's
+// span sees the mask of its unpacked row). Drawn where it is used: no host loop, no copy.
+at::Tensor keep_mask(at::IntArrayRef shape, double p, std::uint64_t key,
+                     const at::TensorOptions& options) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  const auto low = static_cast<std::int64_t>(key & 0xffffffffULL);
+  const auto high = static_cast<std::int64_t>(key >> 32);
+  auto x = at::arange(n, options.dtype(at::kLong)).bitwise_xor(low);
+  x = hash32_round(hash32_round(x));
+  x = hash32_round(hash32_round((x + high).bitwise_and(0xffffffffLL)));
+  x = x.bitwise_xor(x.bitwise_right_shift(16));
+  const auto threshold = static_cast<std::int64_t>(std::ceil(p * 4294967296.0));
+  return x.ge(threshold).to(at::kFloat).mul_(1.0 / (1.0 - p)).view(shape);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -91,13 +109,16 @@ const LayerLora* LoraLinks::layer(int layer) const {
                                                 : nullptr;
 }
 
+std::uint64_t lora_dropout_key(const LayerLora& lora, int w, const DropoutKeys& keys,
+                               std::int64_t sample) {
+  const auto module = mix(static_cast<std::uint64_t>(lora.layer), static_cast<std::uint64_t>(w));
+  auto h = mix(mix(kDropoutStream, keys.seed), static_cast<std::uint64_t>(keys.step));
+  return mix(mix(h, static_cast<std::uint64_t>(sample)), module);
+}
+
 at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
                              const DropoutKeys& keys) {
-  const auto module = mix(static_cast<std::uint64_t>(lora.layer), static_cast<std::uint64_t>(w));
-  auto key = [&](std::int64_t sample) {
-    auto h = mix(mix(kDropoutStream, keys.seed), static_cast<std::uint64_t>(keys.step));
-    return mix(mix(h, static_cast<std::uint64_t>(sample)), module);
-  };
+  auto key = [&](std::int64_t sample) { return lora_dropout_key(lora, w, keys, sample); };
   const auto K = static_cast<std::int64_t>(keys.samples.size());
   std::vector<at::Tensor> parts;  // K x (rows, in)
   parts.reserve(static_cast<std::size_t>(K));
@@ -114,7 +135,8 @@ at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
                 "key one span per image (vision) or per packed segment (text)");
     for (std::int64_t j = 0; j < K; ++j) {
       const auto jj = static_cast<std::size_t>(j);
-      parts.push_back(keep_mask({keys.spans[jj], width}, lora.dropout, key(keys.samples[jj])));
+      parts.push_back(
+          keep_mask({keys.spans[jj], width}, lora.dropout, key(keys.samples[jj]), x.options()));
     }
     return at::cat(parts).view(x.sizes());  // (N, in) or (B, T, in)
   }
@@ -124,7 +146,7 @@ at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
               "set one dropout key per batch row");
   for (std::int64_t b = 0; b < K; ++b)
     parts.push_back(keep_mask({x.size(1), x.size(2)}, lora.dropout,
-                              key(keys.samples[static_cast<std::size_t>(b)])));
+                              key(keys.samples[static_cast<std::size_t>(b)]), x.options()));
   return at::stack(parts);  // (B, T, in)
 }
 
@@ -141,7 +163,7 @@ at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, in
     // Not at::dropout: its mask would come from the global generator, so it would change with the
     // world size and on a resume, and activation checkpointing's recompute (and its forward,
     // which runs without grad mode) would not see the mask the loss used.
-    h = h * lora_dropout_mask(h, *lora, w, *keys).to(h.device(), h.scalar_type());
+    h = h * lora_dropout_mask(h, *lora, w, *keys).to(h.scalar_type());
   }
   auto delta = dense(dense(h, A), B) * lora->scale;  // (..., out)
   return y + delta.to(y.scalar_type());

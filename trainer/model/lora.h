@@ -53,10 +53,15 @@ class LoraLinks {
 at::Tensor lora_linear(const at::Tensor& x, const std::vector<at::Tensor>& p, int w, int b,
                        const LayerLora* lora, const DropoutKeys* keys);
 
-/// The inverted-dropout mask (0 or 1 / (1 - p), float32, on the CPU) of an adapter input `x` of
-/// weight `w` of `lora`'s layer: each row b of a (B, T, in) input, or each span of an (N, in)
-/// input (keys.spans), from its own generator seeded by (keys.seed, keys.step, keys.samples[b],
-/// layer, w), drawn element by element, so a row's mask does not depend on its padded length.
+/// The inverted-dropout mask (0 or 1 / (1 - p), float32, on x's device) of an adapter input `x`
+/// of weight `w` of `lora`'s layer: each row b of a (B, T, in) input, or each span of an (N, in)
+/// input (keys.spans), from a counter-based hash keyed by (keys.seed, keys.step, keys.samples[b],
+/// layer, w), so a row's mask depends neither on its padded length nor on the device: the CPU and
+/// a GPU draw the same mask bit for bit.
+/// The 64-bit key of the mask of `sample` for weight `w` of `lora`'s layer at keys' seed and
+/// step (what lora_dropout_mask hashes each element's index with).
+std::uint64_t lora_dropout_key(const LayerLora& lora, int w, const DropoutKeys& keys,
+                               std::int64_t sample);
 at::Tensor lora_dropout_mask(const at::Tensor& x, const LayerLora& lora, int w,
                              const DropoutKeys& keys);
 

@@ -249,6 +249,42 @@ class TestLora : public QObject {
     QVERIFY2(dropped > 0.4 && dropped < 0.6, std::to_string(dropped).c_str());
     QVERIFY(at::equal(long_mask.masked_select(long_mask.ne(0)),
                       at::full({long_mask.ne(0).sum().item<std::int64_t>()}, 2.0f)));
+    // The mask is drawn on the input's device and its dtype-independent: float32 on x's device.
+    QCOMPARE(long_mask.scalar_type(), at::kFloat);
+    QVERIFY(long_mask.device().is_cpu());
+    // A small rate is kept at its rate too (a threshold on 32-bit hashes, not on bytes).
+    layer.dropout = 0.05;
+    auto sparse = model::lora_dropout_mask(at::zeros({1, 512, 64}), layer, 2, one);
+    const double few = sparse.eq(0).to(at::kDouble).mean().item<double>();
+    QVERIFY2(few > 0.04 && few < 0.06, std::to_string(few).c_str());
+  }
+
+  // The counter-based mask, recomputed here from its definition (model/lora.cpp keep_mask) for
+  // a few elements: the same integers on any device, so a GPU's mask equals the CPU's.
+  void dropoutMaskIsTheDocumentedHash() {
+    auto hash = [](std::uint64_t x) {
+      for (int i = 0; i < 2; ++i) x = ((x ^ (x >> 16)) * 0x45d9f3bULL) & 0xffffffffULL;
+      return x;
+    };
+    model::LayerLora layer;
+    layer.dropout = 0.3;
+    layer.layer = 2;
+    const model::DropoutKeys keys{7, 9, {4}};
+    const auto mask = model::lora_dropout_mask(at::zeros({1, 6, 16}), layer, 1, keys);
+    // Element i keeps iff hash(hash(i ^ lo) + hi) >= p * 2^32, for the 64-bit key of
+    // (seed 7, step 9, sample 4, layer 2, weight 1).
+    const auto key = model::lora_dropout_key(layer, 1, keys, 4);
+    const std::uint64_t lo = key & 0xffffffffULL;
+    const std::uint64_t hi = key >> 32;
+    const auto threshold = static_cast<std::uint64_t>(std::ceil(0.3 * 4294967296.0));
+    const auto flat = mask.reshape({-1});
+    for (std::int64_t i = 0; i < flat.numel(); ++i) {
+      std::uint64_t x = hash(static_cast<std::uint64_t>(i) ^ lo);
+      x = hash((x + hi) & 0xffffffffULL);
+      x ^= x >> 16;
+      const float want = x >= threshold ? static_cast<float>(1.0 / 0.7) : 0.0f;
+      QCOMPARE(flat[i].item<float>(), want);
+    }
   }
 
   void peftAdapterFiles() {
