@@ -21,6 +21,9 @@ still leaves the checks done so far):
   packing               data.pack on the demo's Qwen2-VL, chat samples with 0-2 images, against one
                         sample a row: losses within TOL_PACK and step-1 gradients' cosine >= the
                         bound (bf16 on CUDA, through variable-length flash attention; fp32 on CPU)
+  generate              shardtrain generate (greedy, key/value cache) of the demo's Qwen2-VL with
+                        images: fp32 ids on the device equal the CPU's; bf16 agreement and
+                        tokens/s reported
   oom                   a too-large batch ends with exit 1 and an `error` of kind oom naming bytes
   multi_gpu             (--multi) the multi-GPU proof on every GPU when there are several;
                         "1 GPU: skipped" otherwise
@@ -49,7 +52,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gpu_bench  # noqa: E402
-from gpu_runs import Runner, rel, write_tokens  # noqa: E402
+from gpu_runs import Runner, rel, toml_text, write_tokens  # noqa: E402
 
 SEED = 1234
 # The tiny model every correctness check trains: 2 wrap units plus the root, so gathers,
@@ -565,6 +568,81 @@ class GpuCheck:
                      f"{cosine_bound} (or different parameters)")
         self.record(c)
 
+    def generate_answers(self, name, cfg, demo):
+        """`shardtrain generate` of cfg on 1 rank; returns (Run, {index: ids}, log messages)."""
+        run_dir = os.path.join(self.work, name)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        os.makedirs(run_dir)
+        with open(os.path.join(run_dir, "exp.toml"), "w") as f:
+            f.write(toml_text(cfg))
+        out = os.path.join(run_dir, "answers.jsonl")
+        started = time.time()
+        procs = self.runner.start(["generate", os.path.join(run_dir, "exp.toml"), "--out", out],
+                                  run_dir, 1)
+        run = self.runner.wait(name, procs, run_dir, self.timeout(120), started)
+        answers = {}
+        if os.path.exists(out):
+            with open(out) as f:
+                for line in f:
+                    a = json.loads(line)
+                    answers[a["index"]] = a["ids"]
+        return run, answers, [e.get("message", "") for e in run.all("log")]
+
+    def check_generate(self):
+        """Greedy generation (eval by generation) on the device: the demo's Qwen2-VL on its eval
+        set, images included, with the key/value cache; fp32 ids equal the CPU's exactly, bf16
+        reported (how many answers match fp32 and the first divergence), tokens/s from the
+        run's own `generation:` log line."""
+        c = Check("generate")
+        demo = os.path.join(self.work, "gen-demo")
+        made = self.runner.command("gen-demo-data",
+                                   ["make-demo-data", demo, "--train", "4", "--eval", "12"],
+                                   self.timeout(60))
+        if not c.expect(made["code"] == 0, f"make-demo-data: exit {made['code']}: {made['tail']}"):
+            self.record(c)
+            return
+
+        def cfg(device, precision):
+            return {"experiment": {"name": "gpu-check-generate"},
+                    "model": {"arch": "qwen2_vl", "path": os.path.join(demo, "model")},
+                    "data": {"train_path": os.path.join(demo, "train.jsonl"),
+                             "eval_path": os.path.join(demo, "eval.jsonl"), "format": "chat",
+                             "seq_len": 512},
+                    "train": {"max_steps": 1, "batch_size": 4, "seed": SEED},
+                    "eval": {"max_new_tokens": 12},
+                    "shard": {"device": device, "precision": precision, "allow_tf32": False}}
+        runs = {}
+        for name, device, precision in (("gen-fp32", self.args.device, "fp32"),
+                                        ("gen-cpu", "cpu", "fp32"),
+                                        ("gen-bf16", self.args.device, "bf16")):
+            if name == "gen-bf16" and not self.cuda:
+                continue
+            runs[name] = self.generate_answers(name, cfg(device, precision), demo)
+            c.runs.append(runs[name][0].dir)
+        if all(self.expect_complete(c, r[0]) for r in runs.values()):
+            got, want = runs["gen-fp32"][1], runs["gen-cpu"][1]
+            c.figures["answers"] = len(want)
+            c.expect(len(want) == 12 and got == want,
+                     f"fp32 greedy ids on {self.args.device} differ from the CPU's: "
+                     f"{[i for i in want if got.get(i) != want[i]][:4]}")
+            speed = [m for m in runs["gen-fp32"][2] if m.startswith("generation: ")]
+            c.figures["generation"] = speed[0] if speed else None
+            c.expect(len(speed) == 1 and "tokens/s" in speed[0],
+                     f"no 'generation: ... tokens/s' log: {runs['gen-fp32'][2]}")
+            if "gen-bf16" in runs:
+                low = runs["gen-bf16"][1]
+                agree = []
+                for i, ids in want.items():
+                    other = low.get(i, [])
+                    n = 0
+                    while n < min(len(ids), len(other)) and ids[n] == other[n]:
+                        n += 1
+                    agree.append(n)
+                c.figures["bf16_equal_answers"] = sum(1 for i in want if low.get(i) == want[i])
+                c.figures["bf16_tokens_before_first_divergence"] = agree
+                c.expect(len(low) == len(want), f"bf16: {len(low)} answers for {len(want)}")
+        self.record(c)
+
     def check_oom(self):
         c = Check("oom")
         # The head's loss in one chunk of every row (train.loss_chunk_tokens), so its logits
@@ -663,6 +741,8 @@ class GpuCheck:
             self.check_lora_dropout()
         if self.room(["packing"], 30):
             self.check_packing()
+        if self.room(["generate"], 40):
+            self.check_generate()
         if self.room(["oom"], 15):
             self.check_oom()
         if self.room(["peer_lost_gpu"], 120 if self.cuda else 1):

@@ -96,6 +96,16 @@ DeviceInfo describe(c10::Device device) {
   return info;
 }
 
+std::int64_t host_available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return kib * 1024;
+  }
+  return 0;
+}
+
 DeviceMemory device_memory(c10::Device device) {
   DeviceMemory m;
   if (!device.is_cuda()) return m;
@@ -104,7 +114,9 @@ DeviceMemory device_memory(c10::Device device) {
   m.allocated = stats.allocated_bytes[kAll].current;
   m.reserved = stats.reserved_bytes[kAll].current;
   m.peak = stats.allocated_bytes[kAll].peak;
-  m.total = static_cast<std::int64_t>(at::accelerator::getMemoryInfo(device.index()).second);
+  const auto [free, total] = at::accelerator::getMemoryInfo(device.index());
+  m.total = static_cast<std::int64_t>(total);
+  m.free = static_cast<std::int64_t>(free) + (m.reserved - m.allocated);
   return m;
 }
 

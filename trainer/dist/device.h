@@ -45,8 +45,12 @@ struct DeviceMemory {
   std::int64_t reserved = 0;
   std::int64_t peak = 0;  // max allocated since the process started
   std::int64_t total = 0;
+  std::int64_t free = 0;  // what this process can still allocate: the driver's free memory
+                          // plus the allocator's reserved bytes no tensor holds
 };
 DeviceMemory device_memory(c10::Device device);
+/// The host memory the kernel could give this process now (MemAvailable), in bytes; 0 unknown.
+std::int64_t host_available_memory();
 /// TF32 for CUDA matmuls and convolutions (shard.allow_tf32); off unless asked.
 void set_allow_tf32(bool allow);
 /// Waits until everything queued on the device is done (nothing on CPU).

@@ -70,8 +70,11 @@ at::Tensor step_positions(const at::Tensor& next, bool mrope) {
 }
 
 /// The token of each row from its logits (B, V).
-std::vector<std::int64_t> choose(const at::Tensor& logits, const GenerateConfig& config,
+std::vector<std::int64_t> choose(const at::Tensor& device_logits, const GenerateConfig& config,
                                  std::vector<at::Generator>& gens) {
+  // On the host (one copy of B x V per token): the CPU generators sample on any device, so a
+  // GPU's generation draws what the CPU's does.
+  const auto logits = device_logits.to(at::kCPU);
   const auto B = logits.size(0);
   std::vector<std::int64_t> out(static_cast<std::size_t>(B));
   if (!config.do_sample) {

@@ -19,6 +19,10 @@ class StepRunner {
   /// Labels what follows with its optimizer step (from 1) and micro-step (trace records).
   virtual void set_position(std::int64_t /*step*/, int /*micro*/) {}
   virtual double eval_step(const model::Batch& batch, double loss_scale) = 0;
+  /// Around generation: keep the parameters gathered between eval_step calls when they fit
+  /// (collective for the engine); returns whether they are held and sets `bytes` to their size.
+  /// The reference holds its parameters whole anyway.
+  virtual bool hold_gathered(bool /*on*/, std::int64_t* /*bytes*/) { return false; }
   virtual double grad_norm() = 0;
   virtual void scale_grads(double factor) = 0;
   virtual bool grads_nonfinite() = 0;

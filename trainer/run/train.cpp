@@ -77,6 +77,9 @@ class EngineRunner final : public StepRunner {
   double eval_step(const model::Batch& b, double scale) override {
     return m_engine.forward_only(b, scale);
   }
+  bool hold_gathered(bool on, std::int64_t* bytes) override {
+    return m_engine.hold_gathered(on, bytes);
+  }
   double grad_norm() override { return m_engine.grad_norm(); }
   void scale_grads(double f) override { m_engine.scale_grads(f); }
   bool grads_nonfinite() override { return m_engine.grads_nonfinite(); }
@@ -434,8 +437,29 @@ struct Loop {
       groups.world.all_reduce_max(flag);
       return flag.item<float>() > 0;
     };
-    return generate_answers(model, eval_samples.chat, mine, (per_rank + mb - 1) / mb, mb,
-                            preparer->tokenizer(), config, forward, any_running);
+    std::int64_t bytes = 0;
+    const bool held = runner.hold_gathered(true, &bytes);
+    const auto started = std::chrono::steady_clock::now();
+    auto answers = generate_answers(model, eval_samples.chat, mine, (per_rank + mb - 1) / mb, mb,
+                                    preparer->tokenizer(), config, forward, any_running);
+    runner.hold_gathered(false, nullptr);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    auto tokens = at::zeros({1}, at::kDouble);
+    for (const auto& a : answers) tokens[0] += static_cast<double>(a.ids.size());
+    groups.world.all_reduce_sum(tokens);
+    if (rdzv.rank == 0) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "generation: %.0f tokens in %.2f s, %.1f tokens/s on %s (parameters %s, "
+                    "%.1f MB a rank)",
+                    tokens[0].item<double>(), seconds,
+                    tokens[0].item<double>() / std::max(seconds, 1e-9), device.name.c_str(),
+                    held ? "gathered once" : "gathered per unit and token",
+                    static_cast<double>(bytes) / 1e6);
+      report(spec::LogEvent{"info", line});
+    }
+    return answers;
   }
 
   // Fraction of `answers` (this rank's) that match, over every rank.

@@ -661,9 +661,6 @@ void ShardEngine::place_batch(const model::Batch& batch, model::LayerContext& ct
 }
 
 at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale) {
-  SHARD_CHECK(!m_device.is_cuda() || batch.decode == nullptr, spec::ErrorKind::config,
-              "generation (eval exact_match, shardtrain generate) runs on the CPU only so far",
-              "set shard.device = \"cpu\" for generation, or drop exact_match from eval.metrics");
   auto ctx = m_model.context(batch, to_scalar_type(m_prec.buffer));
   ctx.loss_scale = loss_scale;
   ctx.loss_chunk_tokens = m_loss_chunk_tokens;
@@ -709,7 +706,7 @@ at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale
       }
     }
     x = run_unit_layers(unit, l, x, m_ctx);
-    if (!unit.root && full_shard) free_unit(unit, "forward");
+    if (!unit.root && full_shard && !m_hold_gathered) free_unit(unit, "forward");
     prev = &unit;
   }
   return x;
@@ -733,10 +730,45 @@ double ShardEngine::forward_only(const model::Batch& batch, double loss_scale) {
   m_grad_enabled = false;
   auto loss = run_forward(batch, loss_scale);
   const double value = loss.item<double>();
-  for (auto& unit : m_units) free_unit(unit, "forward");
-  reset_micro_state();
+  if (m_hold_gathered) {
+    // The units stay gathered and active (their views built) for the next call.
+    m_inflight.clear();
+    if (timing()) flush_timing();
+    m_batch = model::Batch{};
+  } else {
+    for (auto& unit : m_units) free_unit(unit, "forward");
+    reset_micro_state();
+  }
   m_grad_enabled = true;
   return value;
+}
+
+bool ShardEngine::hold_gathered(bool on, std::int64_t* bytes) {
+  std::int64_t need = 0;
+  const auto size = static_cast<std::int64_t>(c10::elementSize(to_scalar_type(m_prec.param)));
+  for (const auto& unit : m_units)
+    for (const auto& flat : unit.flats) need += flat.full_numel() * size;
+  if (bytes != nullptr) *bytes = need;
+  if (!on) {
+    if (m_hold_gathered) {
+      m_hold_gathered = false;
+      for (auto& unit : m_units) free_unit(unit, "forward");
+      reset_micro_state();
+    }
+    return false;
+  }
+  std::int64_t free = 0;
+  if (m_device.is_cuda()) {
+    free = dist::device_memory(m_device).free;
+  } else {
+    free = dist::host_available_memory();
+  }
+  // Every rank of the shard group must decide alike: one holding while another gathers per
+  // token would leave their all-gathers unmatched.
+  auto refuse = at::full({1}, need <= free / 2 ? 0.0F : 1.0F);
+  m_groups.shard->all_reduce_max(refuse);
+  m_hold_gathered = refuse.item<float>() == 0.0F;
+  return m_hold_gathered;
 }
 
 void ShardEngine::on_pre_backward(Unit& unit) {

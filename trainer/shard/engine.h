@@ -96,6 +96,12 @@ class ShardEngine {
   void set_loss_chunk_tokens(std::int64_t tokens) { m_loss_chunk_tokens = tokens; }
   /// Forward only (evaluation): returns this rank's scaled loss contribution.
   double forward_only(const model::Batch& batch, double loss_scale);
+  /// Generation's many small forwards: with `on`, forward_only keeps every unit gathered from
+  /// one call to the next (one all-gather per unit for a whole generation instead of one per
+  /// token) when all gathered parameters take at most half of the free memory on every rank of
+  /// the shard group (a collective: every rank calls it); `false` frees them. Returns whether
+  /// the units are held, and sets `bytes` to what holding them takes on this rank.
+  bool hold_gathered(bool on, std::int64_t* bytes = nullptr);
 
   /// Global L2 norm of the sharded gradients (every rank gets the same value).
   double grad_norm();
@@ -169,6 +175,7 @@ class ShardEngine {
   std::deque<Unit*> m_inflight;  // units with an issued, un-waited all-gather
   bool m_reduce = true;
   bool m_grad_enabled = true;
+  bool m_hold_gathered = false;  // forward_only keeps units gathered (hold_gathered)
   std::vector<std::vector<at::Tensor>> m_layer_params;  // views per layer, this micro-step
   model::LayerContext m_ctx;  // this micro-step's context (checkpointed units read it in backward)
   c10::Device m_device;

@@ -91,6 +91,8 @@ def run_generate(tool, config, run_dir, world, extra):
             text=True))
     outs = [p.communicate(timeout=180)[0] for p in procs]
     codes = [p.returncode for p in procs]
+    with open(os.path.join(run_dir, "stdout-rank-0.jsonl"), "w") as f:
+        f.write(outs[0])
     answers = {}
     for rank in range(world):
         path = out + (f".rank-{rank}" if rank else "")
@@ -113,6 +115,15 @@ def generated(label, tool, config, work, world, extra):
         return None
     LAST_ANSWERS.clear()
     LAST_ANSWERS.update(answers)
+    # Rank 0 says how fast it generated and that the sharded parameters were gathered once for
+    # the whole generation (tiny models fit), not once per token.
+    with open(os.path.join(run_dir, "stdout-rank-0.jsonl")) as f:
+        logs = [json.loads(line).get("message", "") for line in f
+                if line.strip() and json.loads(line).get("ev") == "log"]
+    speed = [m for m in logs if m.startswith("generation: ")]
+    check(len(speed) == 1 and "tokens/s" in speed[0] and "parameters gathered once" in speed[0],
+          f"{label}: want one 'generation: ... tokens/s ... parameters gathered once' log, "
+          f"got {speed}")
     rate = sum(a["match"] for a in answers.values()) / max(1, len(answers))
     check(done.get("ev") == "done" and abs(done.get("objective", -1) - rate) < 1e-12,
           f"{label}: done objective {done.get('objective')} = exact-match rate of the answers")
