@@ -21,6 +21,9 @@ still leaves the checks done so far):
   packing               data.pack on the demo's Qwen2-VL, chat samples with 0-2 images, against one
                         sample a row: losses within TOL_PACK and step-1 gradients' cosine >= the
                         bound (bf16 on CUDA, through variable-length flash attention; fp32 on CPU)
+  qwen2vl_vs_cpu        the demo's Qwen2-VL with two images of different sizes per sample and LoRA
+                        (text and vision, dropout 0.1): 10 steps on the device against the CPU in
+                        fp32, per step 1e-5
   generate              shardtrain generate (greedy, key/value cache) of the demo's Qwen2-VL with
                         images: fp32 ids on the device equal the CPU's; bf16 agreement and
                         tokens/s reported
@@ -76,6 +79,7 @@ QLORA = {"enabled": True, "r": 4, "alpha": 8, "quantize": "nf4", "quant_block_si
          "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                             "down_proj"]}
 TOL_OFFLOAD = 1e-5     # per step, relative: offload on against off
+TOL_VL = 1e-5          # per step, relative: Qwen2-VL with LoRA on the device against the CPU
 TOL_LORA_RANKS = 1e-5  # per step, relative: LoRA with dropout, 2 ranks against 1 (#35 item 3)
 TOL_RESUME = 1e-6      # per step, relative: resumed fp16 run against the uninterrupted one (CPU)
 # On CUDA the runs are not forced deterministic (the head's scatter_add_ and flash attention's
@@ -568,6 +572,56 @@ class GpuCheck:
                      f"{cosine_bound} (or different parameters)")
         self.record(c)
 
+    def check_qwen2vl(self):
+        """The demo's Qwen2-VL (vision tower, merger, M-RoPE) on the device against the CPU in
+        fp32 (TF32 off), every sample holding two images of different sizes (168 and 112 px),
+        LoRA on the text stack and the vision tower (qkv, fc1) with dropout 0.1: every step's loss
+        within TOL_VL of the CPU's."""
+        c = Check("qwen2vl_vs_cpu")
+        demo = os.path.join(self.work, "vl-demo")
+        small = os.path.join(self.work, "vl-demo-small")
+        made = [self.runner.command("vl-demo-data", ["make-demo-data", demo, "--train", "4",
+                                                     "--eval", "0"], self.timeout(60)),
+                self.runner.command("vl-demo-small", ["make-demo-data", small, "--train", "4",
+                                                      "--eval", "0", "--image-size", "112"],
+                                    self.timeout(60))]
+        for m in made:
+            if not c.expect(m["code"] == 0, f"make-demo-data: exit {m['code']}: {m['tail']}"):
+                self.record(c)
+                return
+        shutil.copytree(os.path.join(small, "img"), os.path.join(demo, "img112"),
+                        dirs_exist_ok=True)
+        big = sorted(f"img/{n}" for n in os.listdir(os.path.join(demo, "img")))
+        little = sorted(f"img112/{n}" for n in os.listdir(os.path.join(demo, "img112")))
+        data = os.path.join(demo, "two-sizes.jsonl")
+        with open(data, "w") as f:
+            for i in range(16):
+                user = [{"type": "image", "image": big[i % len(big)]},
+                        {"type": "image", "image": little[(i * 3) % len(little)]},
+                        {"type": "text", "text": "Which picture holds more shapes?"}]
+                f.write(json.dumps({"messages": [
+                    {"role": "user", "content": user},
+                    {"role": "assistant", "content": "the first" if i % 2 else "the second"}]})
+                    + "\n")
+
+        def cfg(device):
+            return {"experiment": {"name": "gpu-check-vl"},
+                    "model": {"arch": "qwen2_vl", "path": os.path.join(demo, "model")},
+                    "data": {"train_path": data, "format": "chat", "seq_len": 512},
+                    "train": {"max_steps": 10, "batch_size": 4, "lr": 1e-3, "seed": SEED,
+                              "log_every": 1, "ckpt_at_end": False},
+                    "lora": {"enabled": True, "r": 4, "alpha": 8, "dropout": 0.1,
+                             "target_modules": ["q_proj", "v_proj", "down_proj", "qkv", "fc1"]},
+                    "shard": {"device": device, "precision": "fp32", "allow_tf32": False}}
+        runs = self.runner.train_many({"vl-device": (cfg(self.args.device), 1, {}),
+                                       "vl-cpu": (cfg("cpu"), 1, {})},
+                                      self.args.jobs, self.timeout(150))
+        c.runs += [r.dir for r in runs.values()]
+        if all(self.expect_complete(c, r) for r in runs.values()):
+            compare_curves(c, "device_vs_cpu", runs["vl-device"].curve(),
+                           runs["vl-cpu"].curve(), TOL_VL)
+        self.record(c)
+
     def generate_answers(self, name, cfg, demo):
         """`shardtrain generate` of cfg on 1 rank; returns (Run, {index: ids}, log messages)."""
         run_dir = os.path.join(self.work, name)
@@ -741,6 +795,8 @@ class GpuCheck:
             self.check_lora_dropout()
         if self.room(["packing"], 30):
             self.check_packing()
+        if self.room(["qwen2vl_vs_cpu"], 40):
+            self.check_qwen2vl()
         if self.room(["generate"], 40):
             self.check_generate()
         if self.room(["oom"], 15):
