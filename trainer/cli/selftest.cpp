@@ -18,6 +18,7 @@
 #include "spec/remove_tree.h"
 #include "spec/version.h"
 #include "trainer/base/fatal.h"
+#include "trainer/dist/comm_env.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/process_group.h"
 
@@ -113,7 +114,10 @@ int run_rank(const dist::Rendezvous& rdzv, const SelftestOptions& options) {
   const auto info = dist::describe(device);
   dist::GroupOptions group_options;
   group_options.timeout = std::chrono::seconds(options.timeout_s);
-  group_options.nccl = device.is_cuda() && options.backend != "gloo";
+  // A world of one takes no shortcut with --no-shortcut, so it may use NCCL too.
+  group_options.nccl =
+      device.is_cuda() && (dist::use_nccl(options.backend, rdzv, dist::cuda_device_count()) ||
+                           (options.no_shortcut && options.backend != "gloo"));
   group_options.bus_id = info.bus_id;
   group_options.watch_peers = device.is_cuda();
   group_options.no_shortcut = options.no_shortcut;

@@ -88,6 +88,18 @@ std::vector<EnvSetting> comm_environment(
   return out;
 }
 
+bool use_nccl(const std::string& backend, const Rendezvous& r, int visible_gpus, std::string* why) {
+  if (backend == "gloo" || r.world_size < 2) return false;
+  if (backend == "nccl" || r.local_world_size <= visible_gpus) return true;
+  if (why != nullptr) {
+    *why = std::to_string(r.local_world_size) + " ranks on this host share " +
+           std::to_string(visible_gpus) +
+           " visible GPU(s): shard.backend \"auto\" sends their collectives through Gloo in "
+           "host memory (NCCL needs one GPU per rank; start at most one rank per GPU for it)";
+  }
+  return false;
+}
+
 void apply_environment(const std::vector<EnvSetting>& settings) {
   for (const auto& s : settings) ::setenv(s.name.c_str(), s.value.c_str(), /*overwrite=*/0);
 }

@@ -35,6 +35,13 @@ std::vector<EnvSetting> comm_environment(
     const Rendezvous& r, const EnvLookup& env = process_env(),
     const std::function<std::string(const std::string&)>& interface_of = interface_toward);
 
+/// Whether a CUDA rank of several sends its tensors through NCCL (shard.backend): "nccl" always,
+/// "gloo" never, "auto" when every local rank has a GPU of its own (local_world_size <= the
+/// visible GPUs). Ranks that share a GPU go through Gloo staged in host memory, as NCCL refuses
+/// two ranks on one device; `why` (when given) then says so.
+bool use_nccl(const std::string& backend, const Rendezvous& r, int visible_gpus,
+              std::string* why = nullptr);
+
 /// Sets each variable in this process's environment, never overwriting one that is set.
 void apply_environment(const std::vector<EnvSetting>& settings);
 

@@ -28,6 +28,7 @@
 #include "trainer/base/fatal.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/ckpt/export.h"
+#include "trainer/dist/comm_env.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/nccl_backend.h"
 #include "trainer/dist/process_group.h"
@@ -770,7 +771,10 @@ int run_train(const TrainOptions& options) {
   dist::use_device(device);
   dist::set_allow_tf32(exp->shard.allow_tf32);
   const auto device_info = dist::describe(device);
-  const bool nccl = device.is_cuda() && exp->shard.backend != "gloo" && rdzv->world_size > 1;
+  std::string staged;  // why "auto" chose Gloo on CUDA
+  const bool nccl = device.is_cuda() &&
+                    dist::use_nccl(exp->shard.backend, *rdzv, dist::cuda_device_count(), &staged);
+  if (!staged.empty() && rdzv->rank == 0) events().write(spec::LogEvent{"info", staged});
   SHARD_CHECK(
       exp->shard.backend != "nccl" || device.is_cuda(), ErrorKind::config,
       "shard.backend = \"nccl\" needs CUDA, but this rank computes on the CPU (shard.device "

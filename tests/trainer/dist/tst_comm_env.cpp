@@ -120,6 +120,19 @@ class TestCommEnv : public QObject {
     QCOMPARE(std::string(std::getenv("SHARDSCOPE_TST_COMM_ENV2")), std::string("new"));
   }
 
+  void autoBackendUsesNcclOnlyWithAGpuPerRank() {
+    std::string why;
+    QVERIFY(use_nccl("auto", world(2, 2, "127.0.0.1"), 2, &why));
+    QVERIFY(why.empty());
+    QVERIFY(use_nccl("auto", world(16, 8, "node1"), 8, &why));
+    QVERIFY(!use_nccl("auto", world(2, 2, "127.0.0.1"), 1, &why));  // the demo on one GPU
+    QVERIFY2(why.find("2 ranks on this host share 1 visible GPU") != std::string::npos,
+             why.c_str());
+    QVERIFY(use_nccl("nccl", world(2, 2, "127.0.0.1"), 1));  // asked: NCCL names the clash
+    QVERIFY(!use_nccl("gloo", world(2, 2, "127.0.0.1"), 2));
+    QVERIFY(!use_nccl("auto", world(1, 1, "127.0.0.1"), 1));  // one rank: no collectives
+  }
+
   void interfaceTowardRealAddresses() {
     QCOMPARE(interface_toward("127.0.0.1"), std::string("lo"));
     QCOMPARE(interface_toward("localhost"), std::string("lo"));
