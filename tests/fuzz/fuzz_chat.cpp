@@ -5,7 +5,7 @@
 
 #include "data/text/chat.h"
 #include "data/text/sft.h"
-#include "tests/data/text/tiny_tokenizer.h"
+#include "tests/data/text/tiny_loaded.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace shardscope;
@@ -13,12 +13,7 @@ using namespace shardscope;
 namespace {
 
 const data::Tokenizer& tiny_tokenizer() {
-  static const data::Tokenizer tok = [] {
-    auto t = data::Tokenizer::from_json(tiny::document().dump(), "tiny.json");
-    if (!t) fuzz::broken("the built-in tokenizer does not load: " + t.message());
-    return std::move(t).value();
-  }();
-  return tok;
+  return tiny::tokenizer([](const std::string& why) { fuzz::broken(why); });
 }
 
 void check_render(const std::vector<data::ChatMessage>& messages, const data::ChatOptions& opt) {

@@ -10,7 +10,7 @@
 #include "data/text/chat.h"
 #include "data/text/packing.h"
 #include "data/text/sft.h"
-#include "tests/data/text/tiny_tokenizer.h"
+#include "tests/data/text/tiny_loaded.h"
 
 using namespace shardscope;
 using data::ChatItem;
@@ -37,10 +37,8 @@ ChatMessage items(const char* role, std::vector<ChatItem> list) {
 ChatItem text(const char* t) { return {ChatItem::Kind::Text, t, ""}; }
 ChatItem image(const char* path) { return {ChatItem::Kind::Image, "", path}; }
 
-data::Tokenizer tiny_tokenizer() {
-  auto tok = data::Tokenizer::from_json(tiny::document().dump(), "tiny.json");
-  if (!tok) qFatal("%s", tok.message().c_str());
-  return std::move(tok).value();
+const data::Tokenizer& tiny_tokenizer() {
+  return tiny::tokenizer([](const std::string& why) { qFatal("%s", why.c_str()); });
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "data/text/tokenizer.h"
-#include "tests/data/text/tiny_tokenizer.h"
+#include "tests/data/text/tiny_loaded.h"
 
 using namespace shardscope;
 using data::Tokenizer;
@@ -14,10 +14,8 @@ using Ids = std::vector<std::int32_t>;
 
 namespace {
 
-Tokenizer tiny_tokenizer() {
-  auto tok = Tokenizer::from_json(tiny::document().dump(), "tiny.json");
-  if (!tok) qFatal("%s", tok.message().c_str());
-  return std::move(tok).value();
+const Tokenizer& tiny_tokenizer() {
+  return tiny::tokenizer([](const std::string& why) { qFatal("%s", why.c_str()); });
 }
 
 // Loads a variant of the tiny document and returns the error message ("" if it loaded).
