@@ -11,10 +11,16 @@ namespace shardscope {
 /// What went wrong, phrased for the user: names the field or file and the fix.
 struct Error {
   std::string message;
+  /// The same request would be refused again (a constraint, a value out of range, a row too
+  /// big): retrying cannot help. False for what may pass (a full disk, a lost connection, a busy
+  /// writer) and when unknown.
+  bool permanent = false;
 };
 
 /// An error value for `return fail("...")` in any Result-returning function.
 inline Error fail(std::string message) { return Error{std::move(message)}; }
+/// An error that retrying the same request cannot cure (Error::permanent).
+inline Error fail_permanent(std::string message) { return Error{std::move(message), true}; }
 
 template <class T>
 class [[nodiscard]] Result {

@@ -155,6 +155,7 @@ FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& s
         chunk.events.push_back({0, runId, stream.rank, event->env.seq,
                                 QString::fromUtf8(spec::kind_name(event->body)), line, offset});
         std::vector<MetricRow> metrics = metricsOf(runId, *event);
+        for (MetricRow& row : metrics) row.offset = offset;
         chunk.metrics.insert(chunk.metrics.end(), metrics.begin(), metrics.end());
       });
   if (full && consumed == 0 && !bytes.isEmpty()) {

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 Q_LOGGING_CATEGORY(lcRunMonitor, "shardscope.backend.runmonitor")
@@ -145,8 +146,7 @@ Result<void> RunMonitor::restoreStreams() {
 
 // Reads what is new in one rank's two files and queues the chunks; true when both files were
 // read to their current end.
-Result<bool> RunMonitor::readRank(EventStream& stream,
-                                  std::vector<RunStore::Pending<IngestReceipt>>& out) {
+Result<bool> RunMonitor::readRank(EventStream& stream, std::vector<Ingesting>& out) {
   auto events = m_handle.readEvents(stream.rank, stream.eventsOffset, m_options.maxReadBytes);
   if (!events) return events.error();
   auto log = m_handle.readLog(stream.rank, stream.logOffset, m_options.maxReadBytes);
@@ -156,11 +156,15 @@ Result<bool> RunMonitor::readRank(EventStream& stream,
   eventsChunk.attempt = m_attempt;
   if (stream.rank == 0) emitSteps(eventsChunk);
   if (eventsChunk.endOffset > eventsChunk.startOffset) {
-    out.push_back(m_store.ingest(std::move(eventsChunk)));
+    auto receipt = m_store.ingest(eventsChunk);
+    out.push_back({std::move(eventsChunk), std::move(receipt)});
   }
   FileChunk logChunk = parseLogChunk(m_runId, *log, stream, log->size() >= m_options.maxReadBytes);
   logChunk.attempt = m_attempt;
-  if (logChunk.endOffset > logChunk.startOffset) out.push_back(m_store.ingest(std::move(logChunk)));
+  if (logChunk.endOffset > logChunk.startOffset) {
+    auto receipt = m_store.ingest(logChunk);
+    out.push_back({std::move(logChunk), std::move(receipt)});
+  }
   return events->size() < m_options.maxReadBytes && log->size() < m_options.maxReadBytes;
 }
 
@@ -177,7 +181,7 @@ void RunMonitor::poll() {
   const QList<RankState> ranks = m_handle.ranks();
   bool caughtUp = true;     // every file read to its current end
   bool moreToRead = false;  // a read stopped at maxReadBytes: read on at once
-  std::vector<RunStore::Pending<IngestReceipt>> pending;
+  std::vector<Ingesting> pending;
   for (EventStream& stream : m_streams) {
     auto complete = readRank(stream, pending);
     noteReadOutcome(stream, complete);
@@ -185,7 +189,8 @@ void RunMonitor::poll() {
     if (complete && !*complete) moreToRead = true;
   }
   bool stored = true;
-  for (auto& receipt : pending) {
+  const FileChunk* refused = nullptr;  // the first chunk the run log refused for good this poll
+  for (auto& [chunk, receipt] : pending) {
     auto r = receipt.get();
     if (!r) {
       // Every poll retries; a full disk can last a while, so one line per 50 failed polls.
@@ -194,7 +199,17 @@ void RunMonitor::poll() {
                   static_cast<long long>(m_runId), r.message().c_str());
       }
       stored = false;
+      if (refused == nullptr && r.error().permanent) refused = &chunk;
     }
+  }
+  if (refused != nullptr) {
+    // A refusal that a retry meets again (a constraint or a trigger refusing a value): the chunk
+    // goes in line by line, so the line the run log will never take is set aside and the run
+    // goes on. A refusal that may pass (a full disk, a lost connection) is only retried: nothing
+    // is set aside while the run log cannot write.
+    if (auto r = ingestLineByLine(*refused); !r)
+      qCWarning(lcRunMonitor, "run %lld: %s (retrying)", static_cast<long long>(m_runId),
+                r.message().c_str());
   }
   if (stored && !pending.empty()) m_storeFailures = 0;
   if (!stored) {
@@ -208,6 +223,66 @@ void RunMonitor::poll() {
   // Only a read cut short re-polls at once. A failed read (host unreachable while the handle
   // reconnects) waits for the poll timer: re-polling at once would spin on the error.
   if (m_active && moreToRead) QTimer::singleShot(0, this, &RunMonitor::poll);
+}
+
+Result<void> RunMonitor::ingestLineByLine(const FileChunk& chunk) {
+  // Where each line starts: every row carries its line's offset (a log line, an event and its
+  // metrics, an anomaly); bytes before the first of them (a cut line's rest) go with it.
+  std::vector<qint64> starts{chunk.startOffset};
+  auto note = [&](qint64 offset) {
+    if (offset > chunk.startOffset && offset < chunk.endOffset) starts.push_back(offset);
+  };
+  for (const EventRow& row : chunk.events) note(row.offset);
+  for (const LogLine& row : chunk.logs) note(row.offset);
+  for (const Anomaly& row : chunk.anomalies) note(row.offset);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const qint64 begin = starts[i];
+    const qint64 end = i + 1 < starts.size() ? starts[i + 1] : chunk.endOffset;
+    auto inLine = [&](qint64 offset) { return offset >= begin && offset < end; };
+    FileChunk line;
+    line.runId = chunk.runId;
+    line.attempt = chunk.attempt;
+    line.rank = chunk.rank;
+    line.file = chunk.file;
+    line.startOffset = begin;
+    line.endOffset = end;
+    for (const EventRow& row : chunk.events)
+      if (inLine(row.offset)) line.events.push_back(row);
+    for (const MetricRow& row : chunk.metrics)
+      if (inLine(row.offset)) line.metrics.push_back(row);
+    for (const LogLine& row : chunk.logs)
+      if (inLine(row.offset)) line.logs.push_back(row);
+    for (const Anomaly& row : chunk.anomalies)
+      if (inLine(row.offset)) line.anomalies.push_back(row);
+    auto stored = m_store.ingest(line).get();
+    if (stored) continue;
+    if (!stored.error().permanent) return stored.error();  // may pass: the next poll retries
+    // Refused alone: kept verbatim as a log line, with an anomaly that says why.
+    FileChunk aside;
+    aside.runId = line.runId;
+    aside.attempt = line.attempt;
+    aside.rank = line.rank;
+    aside.file = line.file;
+    aside.startOffset = begin;
+    aside.endOffset = end;
+    for (const EventRow& row : line.events)
+      aside.logs.push_back(
+          {row.runId, row.rank, line.file, row.offset, QString::fromUtf8(row.json)});
+    for (const LogLine& row : line.logs) aside.logs.push_back(row);
+    aside.anomalies.push_back(
+        {line.runId, line.rank, Anomaly::Kind::malformed, -1, begin,
+         QStringLiteral("the run log refused this line (%1); kept as a log line")
+             .arg(QString::fromStdString(stored.message()))});
+    if (auto kept = m_store.ingest(std::move(aside)).get(); !kept) return kept.error();
+    qCWarning(lcRunMonitor,
+              "run %lld rank %d: the run log refused the line at byte %lld (%s); "
+              "kept as a log line",
+              static_cast<long long>(m_runId), line.rank, static_cast<long long>(begin),
+              stored.message().c_str());
+  }
+  return ok();
 }
 
 // One warning when a rank's files become unreadable and one line when they are readable again,

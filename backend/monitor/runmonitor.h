@@ -75,8 +75,18 @@ class RunMonitor : public QObject {
     QString error;
   };
 
+  /// A chunk on its way into the run log, kept until the store answers.
+  struct Ingesting {
+    FileChunk chunk;
+    RunStore::Pending<IngestReceipt> receipt;
+  };
+
   Result<void> restoreStreams();
-  Result<bool> readRank(EventStream& stream, std::vector<RunStore::Pending<IngestReceipt>>& out);
+  Result<bool> readRank(EventStream& stream, std::vector<Ingesting>& out);
+  /// A chunk the run log refused for good (Error::permanent) goes in line by line; a line
+  /// refused for good alone is stored as a log line with an anomaly instead. A refusal that may
+  /// pass stops the split there, and the next poll reads on from what the run log holds.
+  Result<void> ingestLineByLine(const FileChunk& chunk);
   void emitSteps(const FileChunk& chunk);
   void noteReadOutcome(EventStream& stream, const Result<bool>& outcome);
   void decide(const QList<RankState>& ranks, bool caughtUp);

@@ -127,6 +127,24 @@ std::string pgError(const PgConn& c, const PGresult* res, std::string_view what)
   return message;
 }
 
+// The server's refusals that the same statement meets again on a retry, by SQLSTATE class: 22
+// data exception (a value out of range, a bad encoding), 23 integrity constraint, 42 syntax or
+// access rule, 54 program limit (a row too big), P0 a PL/pgSQL RAISE (a trigger refusing the
+// row). Everything else (08 connection, 40 serialization or deadlock, 53 out of disk or
+// memory, 55 a lock not available, 57 an administrator's shutdown, 58 an I/O error) may pass,
+// and so does an error without a state (the connection gone before the server answered).
+bool isPermanent(const PGresult* res) {
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  if (state == nullptr || std::string_view(state).size() < 2) return false;
+  const std::string_view cls = std::string_view(state).substr(0, 2);
+  return cls == "22" || cls == "23" || cls == "42" || cls == "54" || cls == "P0";
+}
+
+// pgError's message as an Error, permanent as isPermanent says.
+Error pgFailure(const PgConn& c, const PGresult* res, std::string_view what) {
+  return Error{pgError(c, res, what), isPermanent(res)};
+}
+
 // Owns a PGresult.
 struct ResultDeleter {
   void operator()(PGresult* res) const { PQclear(res); }
@@ -298,7 +316,7 @@ class PgStatement final : public detail::StatementImpl {
       const std::string name = "ss" + std::to_string(++m_c->nextStatement);
       PgResult prepared(PQprepare(m_c->conn, name.c_str(), m_pgSql.c_str(), n, m_types.data()));
       if (!prepared || !resultOk(prepared.get())) {
-        return fail(pgError(*m_c, prepared.get(), "preparing '" + shortSql(m_sql) + "'"));
+        return pgFailure(*m_c, prepared.get(), "preparing '" + shortSql(m_sql) + "'");
       }
       m_name = name;
       m_signature = sig;
@@ -320,7 +338,7 @@ class PgStatement final : public detail::StatementImpl {
                              nullptr, 0));
     }
     if (!res || !resultOk(res.get())) {
-      return fail(pgError(*m_c, res.get(), "running '" + shortSql(m_sql) + "'"));
+      return pgFailure(*m_c, res.get(), "running '" + shortSql(m_sql) + "'");
     }
     // As sqlite3_changes: the rows an INSERT, UPDATE or DELETE changed (with RETURNING too); a
     // SELECT leaves the count alone.
@@ -364,9 +382,9 @@ class PgTransaction final : public detail::TransactionImpl {
         m_c->hasDataVersion ? "UPDATE data_version SET version = version + 1; COMMIT" : "COMMIT";
     PgResult res(PQexec(m_c->conn, sql));
     if (!res || !resultOk(res.get())) {
-      const std::string message = pgError(*m_c, res.get(), "commit");
+      Error error = pgFailure(*m_c, res.get(), "commit");
       rollback();
-      return fail(message);
+      return error;
     }
     if (std::string_view(PQcmdStatus(res.get())) != "COMMIT") {
       m_active = false;
@@ -406,7 +424,7 @@ class PgConnection final : public detail::DbImpl {
     const std::string text(sql);
     PgResult res(PQexec(m_c->conn, text.c_str()));
     if (!res || !resultOk(res.get())) {
-      return fail(pgError(*m_c, res.get(), "running '" + shortSql(sql) + "'"));
+      return pgFailure(*m_c, res.get(), "running '" + shortSql(sql) + "'");
     }
     if (changesRows(res.get())) m_c->changes = affectedRows(res.get());
     return ok();
@@ -436,7 +454,7 @@ class PgConnection final : public detail::DbImpl {
     }
     auto txn = std::make_unique<PgTransaction>(m_c.get());  // rolls back on every failure below
     if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK || PQntuples(res.get()) != 1) {
-      return fail(pgError(*m_c, res.get(), "cannot begin a write transaction"));
+      return pgFailure(*m_c, res.get(), "cannot begin a write transaction");
     }
     if (m_c->mode.busyTimeoutMs <= 0 && std::string_view(PQgetvalue(res.get(), 0, 0)) != "t") {
       return fail(m_c->where +

@@ -161,6 +161,7 @@ struct MetricRow {
   double value = 0;
   int rank = 0;
   double time = 0;
+  qint64 offset = -1;  ///< the events-file line it came from (not stored: splits a chunk)
 };
 
 /// One parsed event line, kept verbatim.

@@ -62,6 +62,26 @@ std::string sqliteError(const std::string& path, sqlite3* db, int rc, std::strin
   return message;
 }
 
+// SQLite's refusals that the same statement meets again on a retry: a constraint (or a trigger's
+// RAISE), a value of the wrong type, a string or blob past the limit, a parameter out of range.
+// Everything else (a full disk, an I/O error, a busy or locked database) may pass.
+bool isPermanent(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG:
+    case SQLITE_RANGE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// sqliteError's message as an Error, permanent as isPermanent says.
+Error sqliteFailure(const std::string& path, sqlite3* db, int rc, std::string_view what) {
+  return Error{sqliteError(path, db, rc, what), isPermanent(rc)};
+}
+
 // Statements appear in messages shortened, so one long INSERT does not drown the error.
 std::string shortSql(std::string_view sql) {
   constexpr std::size_t kMax = 80;
@@ -98,8 +118,8 @@ class SqliteStatement final : public detail::StatementImpl {
     const int rc = sqlite3_step(m_stmt);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    return fail(
-        sqliteError(m_path, sqlite3_db_handle(m_stmt), rc, "running '" + shortSql(sql()) + "'"));
+    return sqliteFailure(m_path, sqlite3_db_handle(m_stmt), rc,
+                         "running '" + shortSql(sql()) + "'");
   }
   // sqlite3_reset repeats the last step's error code; step() already reported that error, and
   // the rewind itself cannot fail.
@@ -130,7 +150,7 @@ class SqliteStatement final : public detail::StatementImpl {
     if (rc == SQLITE_OK) return ok();
     const std::string what = std::string("binding ") + kind + " to parameter " +
                              std::to_string(index) + " of '" + shortSql(sql()) + "'";
-    return fail(sqliteError(m_path, sqlite3_db_handle(m_stmt), rc, what));
+    return sqliteFailure(m_path, sqlite3_db_handle(m_stmt), rc, what);
   }
 
   sqlite3_stmt* m_stmt = nullptr;
@@ -147,7 +167,7 @@ class SqliteTransaction final : public detail::TransactionImpl {
   Result<void> commit() override {
     if (!m_db) return fail(m_path + ": commit of a transaction that is no longer open");
     const int rc = sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return fail(sqliteError(m_path, m_db, rc, "commit"));
+    if (rc != SQLITE_OK) return sqliteFailure(m_path, m_db, rc, "commit");
     m_db = nullptr;
     return ok();
   }
@@ -187,7 +207,7 @@ class SqliteConnection final : public detail::DbImpl {
     const int rc = sqlite3_exec(m_db, text.c_str(), nullptr, nullptr, &message);
     sqlite3_free(message);  // sqlite3_errmsg holds the same text
     if (rc != SQLITE_OK) {
-      return fail(sqliteError(m_path, m_db, rc, "running '" + shortSql(sql) + "'"));
+      return sqliteFailure(m_path, m_db, rc, "running '" + shortSql(sql) + "'");
     }
     return ok();
   }
@@ -198,7 +218,7 @@ class SqliteConnection final : public detail::DbImpl {
                                       SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) {
       sqlite3_finalize(stmt);
-      return fail(sqliteError(m_path, m_db, rc, "preparing '" + shortSql(sql) + "'"));
+      return sqliteFailure(m_path, m_db, rc, "preparing '" + shortSql(sql) + "'");
     }
     return std::unique_ptr<detail::StatementImpl>(new SqliteStatement(stmt, m_path));
   }
@@ -206,7 +226,7 @@ class SqliteConnection final : public detail::DbImpl {
   Result<std::unique_ptr<detail::TransactionImpl>> transaction() override {
     const int rc = sqlite3_exec(m_db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) {
-      return fail(sqliteError(m_path, m_db, rc, "cannot begin a write transaction"));
+      return sqliteFailure(m_path, m_db, rc, "cannot begin a write transaction");
     }
     return std::unique_ptr<detail::TransactionImpl>(new SqliteTransaction(m_db, m_path));
   }
@@ -278,7 +298,7 @@ Result<Db> openSqlite(const QString& path, OpenMode mode) {
   const int rc = sqlite3_open_v2(utf8.constData(), &raw, flags, nullptr);
   // The connection owns the handle even when opening failed.
   Db db(std::make_unique<SqliteConnection>(raw, where), path, mode.readOnly);
-  if (rc != SQLITE_OK) return fail(sqliteError(where, raw, rc, "cannot open"));
+  if (rc != SQLITE_OK) return sqliteFailure(where, raw, rc, "cannot open");
   sqlite3_extended_result_codes(raw, 1);
   if (auto configured = configure(db, raw, mode); !configured) return configured.error();
   return db;

@@ -1,7 +1,8 @@
 // RunMonitor with real rank processes (fake_rank) writing real files into a real run log:
 // statuses (complete, oom, failed with last words), one dead rank stopping the others, leases,
 // and a follower process killed with SIGKILL mid-run whose successor catches up with nothing
-// lost and nothing stored twice.
+// lost and nothing stored twice. A line the run log refuses is kept as a log line, never read
+// again forever.
 #include <QFile>
 #include <QProcess>
 #include <QSignalSpy>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "backend/monitor/runmonitor.h"
+#include "backend/store/db.h"
 #include "tests/backend/monitor/dirrunhandle.h"
 #include "tests/backend/monitor/monitortest.h"
 #include "tests/support/teststore.h"
@@ -45,6 +47,7 @@ class TestRunMonitor : public QObject {
   void cleanup();
   void completeRunStoresEveryLine();
   void garbageLinesAreCountedAndKept();
+  void linesTheStoreRefusesAreKeptAsLogLines();
   void linesLongerThanAReadAreCutNotWaitedFor();
   void oomIsItsOwnStatus();
   void deadRankFailsTheRunAndStopsTheOthers();
@@ -162,6 +165,50 @@ void TestRunMonitor::garbageLinesAreCountedAndKept() {
   VERIFY_OK(anomalies);
   QCOMPARE(anomalies->size(), std::size_t(4));
   for (const Anomaly& a : *anomalies) QCOMPARE(a.kind, Anomaly::Kind::malformed);
+}
+
+// A chunk the run log refuses for a reason that does not pass (here a trigger, installed from
+// outside, that refuses every metric row of step 7): before, the monitor read the same chunk on
+// every poll, forever, so the run never ended. Now a refusal the store calls permanent sends the
+// chunk in line by line; a line refused alone is kept verbatim as a log line with an anomaly
+// naming the store's error, and everything after it is stored. (A refusal that may pass, a full
+// disk, is only retried: tst_monitor_chaos runLogDiskFullThenFreed.)
+void TestRunMonitor::linesTheStoreRefusesAreKeptAsLogLines() {
+  const qint64 runId = createRun(1);
+  {
+    auto db = Db::open(m_db);
+    VERIFY_OK(db);
+    VERIFY_OK(db->exec(
+        db->isPostgres()
+            ? "CREATE FUNCTION refuse_step7() RETURNS trigger AS $$ BEGIN IF NEW.step = 7 THEN "
+              "RAISE EXCEPTION 'step 7 refused by the test'; END IF; RETURN NEW; END $$ "
+              "LANGUAGE plpgsql; CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics FOR EACH "
+              "ROW EXECUTE FUNCTION refuse_step7();"
+            : "CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics WHEN NEW.step = 7 BEGIN "
+              "SELECT RAISE(ABORT, 'step 7 refused by the test'); END;"));
+  }
+  QVERIFY(startRank(0, {"normal", "30", "5"}));
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  VERIFY_OK(monitor.start());
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::complete);
+  checkRowsEqualLines(runId, 1);  // the refused lines are log lines: nothing lost
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  auto loss = reader->metric(runId, "loss");
+  VERIFY_OK(loss);
+  QCOMPARE(loss->size(), std::size_t(29));  // every step but 7
+  auto anomalies = reader->anomalies(runId);
+  VERIFY_OK(anomalies);
+  QVERIFY(!anomalies->empty());
+  for (const Anomaly& a : *anomalies) {
+    QVERIFY2(a.detail.contains("the run log refused this line") &&
+                 a.detail.contains("step 7 refused by the test"),
+             qPrintable(a.detail));
+  }
+  QCOMPARE((*reader->run(runId))->status, spec::RunStatus::complete);
 }
 
 void TestRunMonitor::linesLongerThanAReadAreCutNotWaitedFor() {

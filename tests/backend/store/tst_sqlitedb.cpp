@@ -185,6 +185,8 @@ class TestSqliteDb : public QObject {
     QVERIFY2(refused.message().rfind(expected, 0) == 0, refused.message().c_str());
     QVERIFY2(refused.message().find("database is locked (another writer?)") != std::string::npos,
              refused.message().c_str());
+    QVERIFY(
+        !refused.error().permanent);  // the lock passes: the monitor retries, sets nothing aside
   }
 
   void missingFolderIsAnErrorNamingThePath() {
@@ -294,6 +296,8 @@ class TestSqliteDb : public QObject {
     QVERIFY(!violated);
     QVERIFY2(violated.message().find("NOT NULL constraint failed: t.x") != std::string::npos,
              violated.message().c_str());
+    QVERIFY(violated.error().permanent);  // the same row is refused again on every retry
+    QVERIFY(bad.error().permanent);       // and so is a parameter out of range
     auto typo = db->prepare("SELEC 1");
     QVERIFY(!typo);
     QVERIFY2(typo.message().find("SELEC 1") != std::string::npos, typo.message().c_str());
