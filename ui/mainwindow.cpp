@@ -15,8 +15,10 @@
 #include <QLoggingCategory>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPromise>
 #include <QSettings>
 #include <QStatusBar>
+#include <QThreadPool>
 #include <QTimer>
 #include <QToolBar>
 
@@ -68,6 +70,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   plots->raise();
   resizeDocks({runs, plots}, {35, 65}, Qt::Vertical);
 
+  m_import = new QFutureWatcher<ImportRead>(this);
+  connect(m_import, &QFutureWatcher<ImportRead>::finished, this, &MainWindow::finishImport);
   buildMenus();
   m_runCountLabel = new QLabel(tr("No run log opened yet"), this);
   m_runCountLabel->setObjectName(QStringLiteral("runCount"));
@@ -414,12 +418,59 @@ void MainWindow::importConfig() {
       QFileDialog::getOpenFileName(this, tr("Import %1 config").arg(kindName), QString(),
                                    tr("Configs (*.yaml *.yml *.json *.sh *.txt);;All files (*)"));
   if (path.isEmpty()) return;
-  auto result = importIntoBuilder(*backend::importKindFromName(kindName), path);
+  if (startImport(*backend::importKindFromName(kindName), path)) m_importReport = true;
+}
+
+bool MainWindow::isImporting() const { return m_importing; }
+
+bool MainWindow::startImport(backend::ImportKind kind, const QString& path) {
+  const QString name = QFileInfo(path).fileName();
+  if (isImporting()) {
+    statusBar()->showMessage(
+        tr("Still reading %1; import %2 once it is done").arg(m_importPath, name), 8000);
+    return false;
+  }
+  m_importReport = false;
+  m_importing = true;
+  m_importPath = QFileInfo(path).fileName();
+  statusBar()->showMessage(tr("Importing %1…").arg(name));
+  // On a pool thread: the file's size and its YAML expansion are bounded (backend/import), but
+  // reading it is still disk and parsing work the window must not wait for.
+  auto promise = std::make_shared<QPromise<ImportRead>>();
+  m_import->setFuture(promise->future());
+  QThreadPool::globalInstance()->start([promise, kind, path] {
+    promise->start();
+    promise->addResult(ImportRead{kind, path, backend::importConfig(kind, path)});
+    promise->finish();
+  });
+  return true;
+}
+void MainWindow::finishImport() {
+  m_importing = false;
+  if (m_import->future().resultCount() == 0) return;
+  ImportRead read = m_import->result();
+  Result<backend::ImportResult> result = std::move(read.result);
+  if (result && result->ok()) {
+    const QFileInfo info(read.path);
+    const QString source = info.dir().filePath(info.completeBaseName() + QStringLiteral(".toml"));
+    const QString toml = QString::fromStdString(spec::write_experiment_toml(*result->experiment));
+    QString error;
+    if (m_builder->controller()->loadText(toml, source, &error)) {
+      if (QDockWidget* builder = dock(QStringLiteral("builder"))) builder->raise();
+    } else {
+      result = fail(error.toStdString());
+    }
+  }
+  const QString name = QFileInfo(read.path).fileName();
+  statusBar()->showMessage(result && result->ok() ? tr("Imported %1 into the builder").arg(name)
+                                                  : tr("Import of %1 failed").arg(name),
+                           8000);
+  emit importFinished(read.path, result);
+  if (!std::exchange(m_importReport, false)) return;
   if (!result) {
     QMessageBox::warning(this, tr("Import"), QString::fromStdString(result.message()));
     return;
   }
-  const QString name = QFileInfo(path).fileName();
   QMessageBox box(result->ok() ? QMessageBox::Information : QMessageBox::Warning, tr("Import"),
                   QString(), QMessageBox::Ok, this);
   box.setDetailedText(result->reportText());
@@ -436,20 +487,6 @@ void MainWindow::importConfig() {
                     .arg(name));
   }
   box.exec();
-}
-
-Result<backend::ImportResult> MainWindow::importIntoBuilder(backend::ImportKind kind,
-                                                            const QString& path) {
-  // A config file is small: read here, on the GUI thread, like an experiment file.
-  auto result = backend::importConfig(kind, path);
-  if (!result || !result->ok()) return result;
-  const QFileInfo info(path);
-  const QString source = info.dir().filePath(info.completeBaseName() + QStringLiteral(".toml"));
-  const QString toml = QString::fromStdString(spec::write_experiment_toml(*result->experiment));
-  QString error;
-  if (!m_builder->controller()->loadText(toml, source, &error)) return fail(error.toStdString());
-  if (QDockWidget* builder = dock(QStringLiteral("builder"))) builder->raise();
-  return result;
 }
 
 void MainWindow::openRunLog(const QString& path) {

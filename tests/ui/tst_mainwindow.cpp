@@ -16,6 +16,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <optional>
+
 #include "tests/support/paths.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/builder/buildercontroller.h"
@@ -357,21 +359,45 @@ class TestMainWindow : public QObject {
              qPrintable(said));
   }
 
-  // File > Import… without its dialogs: the report's mapped values are in the builder; a file
+  // File > Import… without its dialogs: the file is read on a pool thread, so startImport
+  // returns before anything reaches the builder and the result comes back through the event
+  // loop (the GUI thread never parses a file, which a YAML bomb could make take minutes). The
+  // report's mapped values are then in the builder; a second import waits for the first; a file
   // with contradictory keys opens nothing and leaves the builder's experiment as it was.
-  void importOpensTheExperimentInTheBuilder() {
+  void importIsReadOffTheGuiThreadThenOpensInTheBuilder() {
     BuilderController* builder = m_window->builderPanel()->controller();
     const QString fixtures = shardscope::testing::sourceDir() + "/tests/backend/import/fixtures/";
-    auto imported = m_window->importIntoBuilder(backend::ImportKind::accelerate,
-                                                fixtures + "accelerate_fsdp2.yaml");
-    QVERIFY2(imported && imported->ok(), imported ? "" : imported.message().c_str());
+    std::optional<Result<backend::ImportResult>> finished;
+    QString finishedPath;
+    const auto connection =
+        connect(m_window.get(), &MainWindow::importFinished, this,
+                [&](const QString& path, const Result<backend::ImportResult>& r) {
+                  finishedPath = path;
+                  finished = r;
+                });
+    const QString before = builder->fieldText(QStringLiteral("launch.nproc_per_node"));
+    QVERIFY(
+        m_window->startImport(backend::ImportKind::accelerate, fixtures + "accelerate_fsdp2.yaml"));
+    QVERIFY(!finished);
+    QVERIFY(m_window->isImporting());
+    QCOMPARE(builder->fieldText(QStringLiteral("launch.nproc_per_node")), before);
+    QCOMPARE(m_window->statusBar()->currentMessage(), QString("Importing accelerate_fsdp2.yaml…"));
+    QVERIFY(!m_window->startImport(backend::ImportKind::accelerate,
+                                   fixtures + "accelerate_fsdp1.yaml"));
+    QTRY_VERIFY_WITH_TIMEOUT(finished.has_value(), kWaitMs);
+    QVERIFY(!m_window->isImporting());
+    QCOMPARE(finishedPath, fixtures + "accelerate_fsdp2.yaml");
+    QVERIFY2(*finished && (*finished)->ok(), *finished ? "" : finished->message().c_str());
     QCOMPARE(builder->fieldText(QStringLiteral("shard.strategy")), QString("SHARD_GRAD_OP"));
     QCOMPARE(builder->fieldText(QStringLiteral("launch.nproc_per_node")), QString("4"));
     QCOMPARE(builder->filePath(), QString());  // unsaved
-    auto refused = m_window->importIntoBuilder(backend::ImportKind::accelerate,
-                                               fixtures + "accelerate_legacy_conflict.yaml");
-    QVERIFY(refused && !refused->ok());
+    finished.reset();
+    QVERIFY(m_window->startImport(backend::ImportKind::accelerate,
+                                  fixtures + "accelerate_legacy_conflict.yaml"));
+    QTRY_VERIFY_WITH_TIMEOUT(finished.has_value(), kWaitMs);
+    QVERIFY(*finished && !(*finished)->ok());
     QCOMPARE(builder->fieldText(QStringLiteral("shard.strategy")), QString("SHARD_GRAD_OP"));
+    disconnect(connection);
   }
 
   // Launch as a new user does it: New from template > demo, then Launch. The unsaved template
