@@ -112,7 +112,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
     m_runCount = static_cast<int>(list.size());
     // A permanent label: a message (a launch, a stop) stays readable while the runs reload.
-    m_runCountLabel->setText(tr("%n run(s) in %1", nullptr, m_runCount).arg(m_runLog->path()));
+    m_runCountLabel->setText(
+        tr("%n run(s) in %1", nullptr, m_runCount).arg(backend::displaySpec(m_runLog->path())));
     if (statusBar()->currentMessage().startsWith(tr("Reading "))) statusBar()->clearMessage();
     // First load: show the newest run, so the plots are never empty when there is data.
     if (!m_autoSelected && !list.isEmpty() && m_runs->selectedRunIds().isEmpty()) {
@@ -335,8 +336,11 @@ void MainWindow::cloneIntoBuilder(qint64 runId, const QJsonObject& params) {
 QStringList MainWindow::recentFiles() const { return QSettings().value(kRecentKey).toStringList(); }
 
 void MainWindow::addRecent(const QString& path) {
+  // A key=value connection string with a password (the run log refuses it) is not kept at all.
+  if (!backend::isPostgresSpec(path) && backend::displaySpec(path) != path) return;
   QStringList recent = recentFiles();
-  // A server's URL is kept as typed, without a password (libpq finds it in ~/.pgpass).
+  // A server's URL is kept as typed, without a password in any form (libpq finds it in
+  // ~/.pgpass or PGPASSWORD); the settings file is no place for it.
   const QString absolute = backend::isPostgresSpec(path) ? backend::displaySpec(path)
                                                          : QFileInfo(path).absoluteFilePath();
   recent.removeAll(absolute);
@@ -383,7 +387,10 @@ void MainWindow::chooseServerRunLog() {
   const QString url =
       QInputDialog::getText(
           this, tr("Open run log on a server"),
-          tr("PostgreSQL URL of the team's run log (postgresql://user@host:port/database):"),
+          tr("PostgreSQL URL of the team's run log (postgresql://user@host:port/database).\n"
+             "Keep the password out of it: put it in ~/.pgpass (or PGPASSWORD), where libpq "
+             "finds it.\nFor a server across a network, add ?sslmode=verify-full (the server's "
+             "certificate and name are checked)."),
           QLineEdit::Normal, last, &accepted)
           .trimmed();
   if (!accepted || url.isEmpty()) return;
@@ -391,7 +398,7 @@ void MainWindow::chooseServerRunLog() {
     QMessageBox::warning(this, tr("Open run log on a server"),
                          tr("'%1' is not a PostgreSQL URL: it starts with postgresql://, e.g. "
                             "postgresql://alice@db.lab:5432/shardscope")
-                             .arg(url));
+                             .arg(backend::displaySpec(url)));
     return;
   }
   settings.setValue(kServerUrlKey, backend::displaySpec(url));
@@ -495,8 +502,12 @@ void MainWindow::openRunLog(const QString& path) {
   m_lastCurrent = -1;
   m_lastSelection.clear();
   m_builderWanted = -1;
-  setWindowTitle(QStringLiteral("Shardscope — %1").arg(QFileInfo(path).fileName()));
-  statusBar()->showMessage(tr("Reading %1…").arg(path));
+  // A server's URL is shown whole less its password (backend::displaySpec): its last path part
+  // may be no database name but user:password@host.
+  const QString shown = backend::displaySpec(path);
+  setWindowTitle(QStringLiteral("Shardscope — %1")
+                     .arg(backend::isPostgresSpec(path) ? shown : QFileInfo(shown).fileName()));
+  statusBar()->showMessage(tr("Reading %1…").arg(shown));
   // The sweep is asked for first, so the reader's first pass delivers its summaries too.
   m_compare->showSweep(-1);
   m_runLog->open(path);
