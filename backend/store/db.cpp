@@ -56,7 +56,7 @@ QString stripUrlPassword(const QString& spec) {
   return out;
 }
 
-// A key=value connection string (`host=db password='it''s' user=x`) as libpq reads it
+// A key=value connection string (`host=db password='it\'s' user=x`) as libpq reads it
 // (conninfo_parse): a keyword, '=' with optional spaces around it, then a value in single quotes
 // (backslash escapes) or up to the next space (backslash escapes too). The secret pairs are left
 // out; a string that is not of that shape is cut at its first secret keyword, so what follows it
