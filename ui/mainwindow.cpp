@@ -15,8 +15,10 @@
 #include <QLoggingCategory>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPromise>
 #include <QSettings>
 #include <QStatusBar>
+#include <QThreadPool>
 #include <QTimer>
 #include <QToolBar>
 
@@ -68,6 +70,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   plots->raise();
   resizeDocks({runs, plots}, {35, 65}, Qt::Vertical);
 
+  m_import = new QFutureWatcher<ImportRead>(this);
+  connect(m_import, &QFutureWatcher<ImportRead>::finished, this, &MainWindow::finishImport);
   buildMenus();
   m_runCountLabel = new QLabel(tr("No run log opened yet"), this);
   m_runCountLabel->setObjectName(QStringLiteral("runCount"));
@@ -108,7 +112,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
     m_runCount = static_cast<int>(list.size());
     // A permanent label: a message (a launch, a stop) stays readable while the runs reload.
-    m_runCountLabel->setText(tr("%n run(s) in %1", nullptr, m_runCount).arg(m_runLog->path()));
+    m_runCountLabel->setText(
+        tr("%n run(s) in %1", nullptr, m_runCount).arg(backend::displaySpec(m_runLog->path())));
     if (statusBar()->currentMessage().startsWith(tr("Reading "))) statusBar()->clearMessage();
     // First load: show the newest run, so the plots are never empty when there is data.
     if (!m_autoSelected && !list.isEmpty() && m_runs->selectedRunIds().isEmpty()) {
@@ -331,8 +336,11 @@ void MainWindow::cloneIntoBuilder(qint64 runId, const QJsonObject& params) {
 QStringList MainWindow::recentFiles() const { return QSettings().value(kRecentKey).toStringList(); }
 
 void MainWindow::addRecent(const QString& path) {
+  // A key=value connection string with a password (the run log refuses it) is not kept at all.
+  if (!backend::isPostgresSpec(path) && backend::displaySpec(path) != path) return;
   QStringList recent = recentFiles();
-  // A server's URL is kept as typed, without a password (libpq finds it in ~/.pgpass).
+  // A server's URL is kept as typed, without a password in any form (libpq finds it in
+  // ~/.pgpass or PGPASSWORD); the settings file is no place for it.
   const QString absolute = backend::isPostgresSpec(path) ? backend::displaySpec(path)
                                                          : QFileInfo(path).absoluteFilePath();
   recent.removeAll(absolute);
@@ -379,7 +387,10 @@ void MainWindow::chooseServerRunLog() {
   const QString url =
       QInputDialog::getText(
           this, tr("Open run log on a server"),
-          tr("PostgreSQL URL of the team's run log (postgresql://user@host:port/database):"),
+          tr("PostgreSQL URL of the team's run log (postgresql://user@host:port/database).\n"
+             "Keep the password out of it: put it in ~/.pgpass (or PGPASSWORD), where libpq "
+             "finds it.\nFor a server across a network, add ?sslmode=verify-full (the server's "
+             "certificate and name are checked)."),
           QLineEdit::Normal, last, &accepted)
           .trimmed();
   if (!accepted || url.isEmpty()) return;
@@ -387,7 +398,7 @@ void MainWindow::chooseServerRunLog() {
     QMessageBox::warning(this, tr("Open run log on a server"),
                          tr("'%1' is not a PostgreSQL URL: it starts with postgresql://, e.g. "
                             "postgresql://alice@db.lab:5432/shardscope")
-                             .arg(url));
+                             .arg(backend::displaySpec(url)));
     return;
   }
   settings.setValue(kServerUrlKey, backend::displaySpec(url));
@@ -414,12 +425,59 @@ void MainWindow::importConfig() {
       QFileDialog::getOpenFileName(this, tr("Import %1 config").arg(kindName), QString(),
                                    tr("Configs (*.yaml *.yml *.json *.sh *.txt);;All files (*)"));
   if (path.isEmpty()) return;
-  auto result = importIntoBuilder(*backend::importKindFromName(kindName), path);
+  if (startImport(*backend::importKindFromName(kindName), path)) m_importReport = true;
+}
+
+bool MainWindow::isImporting() const { return m_importing; }
+
+bool MainWindow::startImport(backend::ImportKind kind, const QString& path) {
+  const QString name = QFileInfo(path).fileName();
+  if (isImporting()) {
+    statusBar()->showMessage(
+        tr("Still reading %1; import %2 once it is done").arg(m_importPath, name), 8000);
+    return false;
+  }
+  m_importReport = false;
+  m_importing = true;
+  m_importPath = QFileInfo(path).fileName();
+  statusBar()->showMessage(tr("Importing %1…").arg(name));
+  // On a pool thread: the file's size and its YAML expansion are bounded (backend/import), but
+  // reading it is still disk and parsing work the window must not wait for.
+  auto promise = std::make_shared<QPromise<ImportRead>>();
+  m_import->setFuture(promise->future());
+  QThreadPool::globalInstance()->start([promise, kind, path] {
+    promise->start();
+    promise->addResult(ImportRead{kind, path, backend::importConfig(kind, path)});
+    promise->finish();
+  });
+  return true;
+}
+void MainWindow::finishImport() {
+  m_importing = false;
+  if (m_import->future().resultCount() == 0) return;
+  ImportRead read = m_import->result();
+  Result<backend::ImportResult> result = std::move(read.result);
+  if (result && result->ok()) {
+    const QFileInfo info(read.path);
+    const QString source = info.dir().filePath(info.completeBaseName() + QStringLiteral(".toml"));
+    const QString toml = QString::fromStdString(spec::write_experiment_toml(*result->experiment));
+    QString error;
+    if (m_builder->controller()->loadText(toml, source, &error)) {
+      if (QDockWidget* builder = dock(QStringLiteral("builder"))) builder->raise();
+    } else {
+      result = fail(error.toStdString());
+    }
+  }
+  const QString name = QFileInfo(read.path).fileName();
+  statusBar()->showMessage(result && result->ok() ? tr("Imported %1 into the builder").arg(name)
+                                                  : tr("Import of %1 failed").arg(name),
+                           8000);
+  emit importFinished(read.path, result);
+  if (!std::exchange(m_importReport, false)) return;
   if (!result) {
     QMessageBox::warning(this, tr("Import"), QString::fromStdString(result.message()));
     return;
   }
-  const QString name = QFileInfo(path).fileName();
   QMessageBox box(result->ok() ? QMessageBox::Information : QMessageBox::Warning, tr("Import"),
                   QString(), QMessageBox::Ok, this);
   box.setDetailedText(result->reportText());
@@ -438,28 +496,18 @@ void MainWindow::importConfig() {
   box.exec();
 }
 
-Result<backend::ImportResult> MainWindow::importIntoBuilder(backend::ImportKind kind,
-                                                            const QString& path) {
-  // A config file is small: read here, on the GUI thread, like an experiment file.
-  auto result = backend::importConfig(kind, path);
-  if (!result || !result->ok()) return result;
-  const QFileInfo info(path);
-  const QString source = info.dir().filePath(info.completeBaseName() + QStringLiteral(".toml"));
-  const QString toml = QString::fromStdString(spec::write_experiment_toml(*result->experiment));
-  QString error;
-  if (!m_builder->controller()->loadText(toml, source, &error)) return fail(error.toStdString());
-  if (QDockWidget* builder = dock(QStringLiteral("builder"))) builder->raise();
-  return result;
-}
-
 void MainWindow::openRunLog(const QString& path) {
   m_runCount = -1;
   m_autoSelected = false;
   m_lastCurrent = -1;
   m_lastSelection.clear();
   m_builderWanted = -1;
-  setWindowTitle(QStringLiteral("Shardscope — %1").arg(QFileInfo(path).fileName()));
-  statusBar()->showMessage(tr("Reading %1…").arg(path));
+  // A server's URL is shown whole less its password (backend::displaySpec): its last path part
+  // may be no database name but user:password@host.
+  const QString shown = backend::displaySpec(path);
+  setWindowTitle(QStringLiteral("Shardscope — %1")
+                     .arg(backend::isPostgresSpec(path) ? shown : QFileInfo(shown).fileName()));
+  statusBar()->showMessage(tr("Reading %1…").arg(shown));
   // The sweep is asked for first, so the reader's first pass delivers its summaries too.
   m_compare->showSweep(-1);
   m_runLog->open(path);

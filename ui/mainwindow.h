@@ -5,6 +5,7 @@
 // The builder follows the current run: it shows the experiment that run was started from.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QJsonObject>
 #include <QMainWindow>
 #include <QStringList>
@@ -46,10 +47,14 @@ class MainWindow : public QMainWindow {
   /// Opens the experiment file in the builder panel; an error names the file and the field.
   [[nodiscard]] Result<void> openExperiment(const QString& path);
   /// File > Import… without its dialogs: reads `path` as `kind` (backend/import, as
-  /// `shardscope-cli import`) and opens the experiment in the builder, unsaved, named next to
-  /// `path`. The result's report lists every key; when a key is an error nothing is opened.
-  [[nodiscard]] Result<backend::ImportResult> importIntoBuilder(backend::ImportKind kind,
-                                                                const QString& path);
+  /// `shardscope-cli import`) on a pool thread, never the GUI thread (a file on a slow disk, or
+  /// one made to be slow, must not freeze the window), then opens the experiment in the builder,
+  /// unsaved, named next to `path`, and emits importFinished. The report lists every key; when a
+  /// key is an error nothing is opened. Returns false (and says so in the status bar) while an
+  /// import is still being read.
+  bool startImport(backend::ImportKind kind, const QString& path);
+  /// True from startImport until its result is in the builder (importFinished).
+  bool isImporting() const;
   /// True when every panel has shown the data asked for last, curves included.
   bool isLoaded() const;
   /// The first paint's content is there: the run table is filled and the Compare panel has
@@ -93,6 +98,10 @@ class MainWindow : public QMainWindow {
   /// A run log was opened (File > Open, a recent file, the first one): what the app's run
   /// control acts on from now.
   void runLogOpened(const QString& path);
+  /// An import started by startImport ended: `result` as backend::importConfig gave it, or the
+  /// builder's refusal of the experiment; on success the experiment is in the builder.
+  void importFinished(const QString& path,
+                      const shardscope::Result<shardscope::backend::ImportResult>& result);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -127,6 +136,9 @@ class MainWindow : public QMainWindow {
   /// File > Import…: an accelerate, HF Trainer or DeepSpeed config into the builder
   /// (backend/import), with its report.
   void importConfig();
+  /// The GUI thread's half of an import: the read result into the builder, and the report box
+  /// when the import came from the menu.
+  void finishImport();
   void restoreLayout();
 
   RunLog* m_runLog = nullptr;
@@ -155,6 +167,15 @@ class MainWindow : public QMainWindow {
   QLabel* m_sweepState = nullptr;    // "sweep NAME: no process" in the status bar
   QTimer* m_sweepWatch = nullptr;
   static constexpr int kSweepWatchMs = 2000;
+  struct ImportRead {
+    backend::ImportKind kind{};
+    QString path;
+    Result<backend::ImportResult> result;
+  };
+  QFutureWatcher<ImportRead>* m_import = nullptr;  // the import being read, off the GUI thread
+  bool m_importReport = false;  // show the report box when it ends (File > Import…)
+  QString m_importPath;         // the file name of the import being read
+  bool m_importing = false;     // from startImport until finishImport has its result
 };
 
 }  // namespace shardscope::ui

@@ -31,7 +31,7 @@ std::unique_ptr<RunStore> openStore(const Globals& g) { return orExit(RunStore::
 RunReader openReader(const Globals& g) {
   const QString path = dbPath(g);
   if (!backend::isPostgresSpec(path) && !QFileInfo::exists(path)) {
-    exitWith(kExitError, "run log " + path.toStdString() +
+    exitWith(kExitError, "run log " + backend::displaySpec(path).toStdString() +
                              " does not exist yet; start a run first or pass --db PATH");
   }
   return orExit(RunReader::open(path));

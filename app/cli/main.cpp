@@ -10,6 +10,7 @@
 #include <string>
 
 #include "app/cli/cli_common.h"
+#include "backend/lifecycle/sessionprocess.h"
 #include "spec/version.h"
 
 using namespace shardscope::cli;
@@ -40,9 +41,19 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   Globals g;
   g.self = QCoreApplication::applicationFilePath().toStdString();
+  // The run log may come in the environment instead (SHARDSCOPE_DB, as the dashboard passes it
+  // to the processes it starts): a PostgreSQL URL with a password stays out of the command line,
+  // which every local user reads. Taken out of the environment at once, so the trainers and
+  // other processes this one starts do not inherit it (RunLifecycle passes it on by name).
+  if (const QByteArray fromEnv = qgetenv(shardscope::backend::kDbEnvironmentVariable);
+      !fromEnv.isEmpty()) {
+    g.dbPath = fromEnv.toStdString();
+  }
+  qunsetenv(shardscope::backend::kDbEnvironmentVariable);
   app.add_option("--db", g.dbPath,
                  "Run store: a SQLite file (default: in the user's data folder), or a "
-                 "postgresql://user@host:port/db URL shared by several machines")
+                 "postgresql://user@host:port/db URL shared by several machines (a password "
+                 "goes in ~/.pgpass or PGPASSWORD, not here); default: $SHARDSCOPE_DB")
       ->type_name("PATH|URL");
   app.add_flag("--json", g.json, "Machine-readable output (one JSON object a line)");
   addRunVerbs(app, g);

@@ -1,5 +1,6 @@
 #include "app/shardscope/runcontrol.h"
 
+#include "backend/store/db.h"
 #include "backend/sweep/trialrunner.h"
 
 #include <QLoggingCategory>
@@ -118,7 +119,7 @@ void RunControl::setRunLog(const QString& path) {
     settings.dbPath = path;
     settings.runsRoot = backend::RunLifecycle::runsRootFor(path);
     m_lifecycle = backend::RunLifecycle(std::move(settings));
-    qCInfo(lcRunControl, "acting on %s", qPrintable(path));
+    qCInfo(lcRunControl, "acting on %s", qPrintable(backend::displaySpec(path)));
   });
 }
 

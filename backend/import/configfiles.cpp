@@ -53,11 +53,37 @@ struct YamlDoc {
   }
 };
 
-Result<QJsonValue> yamlNode(yaml_document_t* doc, yaml_node_t* node, const QString& file,
-                            int depth) {
+// What the walk may make of one document. libyaml loads an alias as a second reference to the
+// node it names, and the walk below copies that node wherever it is referenced: ten aliases of a
+// list of ten aliases, nine levels deep, is a file under 1 KB that expands to 10^9 nodes (the
+// "billion laughs"). An accelerate config is a few dozen keys, so the walk stops at a bound far
+// above any real file and far below a frozen window: the nodes it makes, and the bytes of their
+// scalars (at most what a config file may hold, so a file without aliases never meets it).
+struct YamlBudget {
+  static constexpr qint64 kMaxNodes = 100000;
+  qint64 nodes = 0;
+  qint64 bytes = 0;
+};
+
+Result<QJsonValue> yamlNode(yaml_document_t* doc, yaml_node_t* node, const QString& file, int depth,
+                            YamlBudget& budget) {
   if (!node) return QJsonValue(QJsonValue::Null);
   const std::string where = file.toStdString() + ":" + std::to_string(node->start_mark.line + 1);
   if (depth > 32) return fail(where + ": nested deeper than 32 levels (a recursive alias?)");
+  if (++budget.nodes > YamlBudget::kMaxNodes) {
+    return fail(file.toStdString() + ": expands to more than " +
+                std::to_string(YamlBudget::kMaxNodes) +
+                " nodes (aliases such as *name repeat what they name wherever they appear, so "
+                "nested aliases multiply); an accelerate config has a few dozen keys: write its "
+                "values out instead of nesting aliases");
+  }
+  if (node->type == YAML_SCALAR_NODE) budget.bytes += static_cast<qint64>(node->data.scalar.length);
+  if (budget.bytes > importing::kMaxConfigBytes) {
+    return fail(where +
+                ": expands to more than 16 MiB of values (aliases such as *name "
+                "repeat what they name wherever they appear); write the values out "
+                "instead of repeating a long one through aliases");
+  }
   switch (node->type) {
     case YAML_SCALAR_NODE: {
       const QString s = QString::fromUtf8(reinterpret_cast<const char*>(node->data.scalar.value),
@@ -69,7 +95,7 @@ Result<QJsonValue> yamlNode(yaml_document_t* doc, yaml_node_t* node, const QStri
       QJsonArray out;
       for (auto* item = node->data.sequence.items.start; item < node->data.sequence.items.top;
            ++item) {
-        auto v = yamlNode(doc, yaml_document_get_node(doc, *item), file, depth + 1);
+        auto v = yamlNode(doc, yaml_document_get_node(doc, *item), file, depth + 1, budget);
         if (!v) return v;
         out.append(*v);
       }
@@ -83,6 +109,8 @@ Result<QJsonValue> yamlNode(yaml_document_t* doc, yaml_node_t* node, const QStri
         if (!keyNode || keyNode->type != YAML_SCALAR_NODE) {
           return fail(where + ": a mapping key that is not a plain name");
         }
+        // A key is a copy too (an alias may name a long scalar as the key of many mappings).
+        budget.bytes += static_cast<qint64>(keyNode->data.scalar.length);
         const QString key =
             QString::fromUtf8(reinterpret_cast<const char*>(keyNode->data.scalar.value),
                               static_cast<qsizetype>(keyNode->data.scalar.length));
@@ -90,7 +118,7 @@ Result<QJsonValue> yamlNode(yaml_document_t* doc, yaml_node_t* node, const QStri
           return fail(file.toStdString() + ":" + std::to_string(keyNode->start_mark.line + 1) +
                       ": " + key.toStdString() + ": given twice; keep one");
         }
-        auto v = yamlNode(doc, yaml_document_get_node(doc, pair->value), file, depth + 1);
+        auto v = yamlNode(doc, yaml_document_get_node(doc, pair->value), file, depth + 1, budget);
         if (!v) return v;
         out.insert(key, *v);
       }
@@ -113,7 +141,8 @@ Result<QJsonObject> parseYamlMapping(const QByteArray& text, const QString& file
                 ": not YAML: " + (y.parser.problem ? y.parser.problem : "parse error"));
   }
   y.docReady = true;
-  auto root = yamlNode(&y.doc, yaml_document_get_root_node(&y.doc), file, 0);
+  YamlBudget budget;
+  auto root = yamlNode(&y.doc, yaml_document_get_root_node(&y.doc), file, 0, budget);
   if (!root) return root.error();
   if (!root->isObject()) {
     return fail(file.toStdString() + ": expected a mapping of keys (an accelerate config file)");

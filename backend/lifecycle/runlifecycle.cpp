@@ -127,7 +127,7 @@ Result<void> RunLifecycle::stop(QObject* context, qint64 runId, int graceS) cons
   if (!run) return run.error();
   if (!*run) {
     return fail("run " + std::to_string(runId) + " is no longer in " +
-                m_settings.dbPath.toStdString());
+                displaySpec(m_settings.dbPath).toStdString());
   }
   const RunRecord& record = **run;
   if (record.location.isEmpty()) {
@@ -145,10 +145,15 @@ Result<void> RunLifecycle::stop(QObject* context, qint64 runId, int graceS) cons
 
 Result<qint64> RunLifecycle::spawnSupervisor(const RunRecord& run) const {
   const QString id = QString::number(run.id);
-  return spawnInSession({m_settings.supervisor, QStringLiteral("--db"), m_settings.dbPath,
-                         QStringLiteral("supervise"), id},
+  return spawnInSession({m_settings.supervisor, QStringLiteral("supervise"), id},
                         QDir(run.runDir).filePath("supervisor.log"), "the supervisor",
-                        "the supervisor of run " + id.toStdString() + " did not start");
+                        "the supervisor of run " + id.toStdString() + " did not start",
+                        dbEnvironment());
+}
+
+QStringList RunLifecycle::dbEnvironment() const {
+  // Never on the command line, which every local user reads (sessionprocess.h).
+  return {QString::fromLatin1(kDbEnvironmentVariable) + QLatin1Char('=') + m_settings.dbPath};
 }
 
 std::vector<Adoption> RunLifecycle::adoptOrphans(RunReader& reader,

@@ -1,8 +1,8 @@
 // RunLifecycle: the one place that starts, attaches to, follows, stops and adopts runs, for the
 // CLI (`run`, `supervise`, `stop`, `ls`/`show`), the dashboard's run control and the search's
-// trial runner. A detached run is handed to a supervisor: `<supervisor> --db DB supervise ID`
-// (shardscope-cli's hidden verb) in its own session, which follows the run with a RunMonitor
-// and holds its lease in the run log (docs/backend.md, "The supervisor"). Nothing here
+// trial runner. A detached run is handed to a supervisor: `<supervisor> supervise ID` (the run log
+// in SHARDSCOPE_DB) (shardscope-cli's hidden verb) in its own session, which follows the run with a
+// RunMonitor and holds its lease in the run log (docs/backend.md, "The supervisor"). Nothing here
 // prints: what the CLI shows is returned as values or passed in as callbacks.
 #pragma once
 
@@ -74,7 +74,7 @@ struct StartedRun {
   std::string warning;
 };
 
-/// A sweep started in its own process (`<supervisor> --db DB sweep EXP`).
+/// A sweep started in its own process (`<supervisor> sweep EXP`, the run log in SHARDSCOPE_DB).
 struct StartedSweep {
   QString study;    ///< search.name, or the experiment file's stem
   qint64 pid = 0;   ///< the sweep process
@@ -164,7 +164,8 @@ class RunLifecycle {
   /// Fails, starting nothing, when the run has no complete checkpoint (start it again instead).
   [[nodiscard]] Result<StartedRun> resumeDetached(RunStore& store, qint64 runId) const;
 
-  /// Starts `<supervisor> --db DB sweep EXP [--name STUDY]` in its own session, its output
+  /// Starts `<supervisor> sweep EXP [--name STUDY]` in its own session, the run log in its
+  /// environment (SHARDSCOPE_DB, never the command line: sessionprocess.h), its output
   /// appended to `<runsRoot>/sweep-<study>-<yyyyMMdd-HHmmss>.log`.
   [[nodiscard]] Result<StartedSweep> startSweep(const QString& experimentPath,
                                                 const QString& studyName = {}) const;
@@ -177,8 +178,8 @@ class RunLifecycle {
     qint64 steps = 10;
     qint64 warmup = 3;
   };
-  /// Starts `<supervisor> --db DB autotune EXP --name STUDY ...` in its own session (as a sweep
-  /// is), its output appended to `<runsRoot>/autotune-<study>-<yyyyMMdd-HHmmss>.log`. Its
+  /// Starts `<supervisor> autotune EXP --name STUDY ...` (SHARDSCOPE_DB) in its own session (as a
+  /// sweep is), its output appended to `<runsRoot>/autotune-<study>-<yyyyMMdd-HHmmss>.log`. Its
   /// progress and result are read from the study in the run log; its Stop is steerSweep's.
   [[nodiscard]] Result<StartedSweep> startAutotune(const QString& experimentPath,
                                                    const AutotuneRequest& request) const;
@@ -193,8 +194,8 @@ class RunLifecycle {
   /// True when the experiment file has a [search] table (it is started as a sweep).
   [[nodiscard]] static Result<bool> hasSearch(const QString& experimentPath);
 
-  /// Starts `<supervisor> --db DB supervise RUN` in its own session (double fork, a child of
-  /// init) with its output appended to `<run dir>/supervisor.log`; returns its pid.
+  /// Starts `<supervisor> supervise RUN` (SHARDSCOPE_DB) in its own session (double fork, a child
+  /// of init) with its output appended to `<run dir>/supervisor.log`; returns its pid.
   [[nodiscard]] Result<qint64> spawnSupervisor(const RunRecord& run) const;
 
   /// For each live run (not final, started) that no live process follows (no lease, a dead
@@ -209,6 +210,8 @@ class RunLifecycle {
                               const std::vector<std::string>& overrides,
                               std::optional<qint64> experimentId) const;
   std::string waitForSupervisor(RunStore& store, qint64 runId, qint64 supervisor) const;
+  /// How a process this starts learns the run log: SHARDSCOPE_DB=<dbPath> in its environment.
+  QStringList dbEnvironment() const;
 
   Settings m_settings;
 };

@@ -301,11 +301,11 @@ Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath,
   const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
   sweep.logPath =
       QDir(m_settings.runsRoot).filePath(QStringLiteral("sweep-%1-%2.log").arg(sweep.study, stamp));
-  QStringList command{m_settings.supervisor, QStringLiteral("--db"), m_settings.dbPath,
-                      QStringLiteral("sweep"), path};
+  QStringList command{m_settings.supervisor, QStringLiteral("sweep"), path};
   if (!studyName.isEmpty()) command << QStringLiteral("--name") << studyName;
-  auto pid = spawnInSession(command, sweep.logPath, "the sweep",
-                            "the sweep of " + path.toStdString() + " did not start");
+  auto pid =
+      spawnInSession(command, sweep.logPath, "the sweep",
+                     "the sweep of " + path.toStdString() + " did not start", dbEnvironment());
   if (!pid) return pid.error();
   sweep.pid = *pid;
   return sweep;
@@ -325,8 +325,6 @@ Result<StartedSweep> RunLifecycle::startAutotune(const QString& experimentPath,
   tune.logPath = QDir(m_settings.runsRoot)
                      .filePath(QStringLiteral("autotune-%1-%2.log").arg(tune.study, stamp));
   const QStringList command{m_settings.supervisor,
-                            QStringLiteral("--db"),
-                            m_settings.dbPath,
                             QStringLiteral("autotune"),
                             path,
                             QStringLiteral("--name"),
@@ -339,8 +337,9 @@ Result<StartedSweep> RunLifecycle::startAutotune(const QString& experimentPath,
                             QString::number(request.steps),
                             QStringLiteral("--warmup"),
                             QString::number(request.warmup)};
-  auto pid = spawnInSession(command, tune.logPath, "the autotune",
-                            "the autotune of " + path.toStdString() + " did not start");
+  auto pid =
+      spawnInSession(command, tune.logPath, "the autotune",
+                     "the autotune of " + path.toStdString() + " did not start", dbEnvironment());
   if (!pid) return pid.error();
   tune.pid = *pid;
   return tune;

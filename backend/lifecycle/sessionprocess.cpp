@@ -11,7 +11,8 @@
 namespace shardscope::backend {
 
 Result<qint64> spawnInSession(const QStringList& argv, const QString& logPath,
-                              const std::string& what, const std::string& notStarted) {
+                              const std::string& what, const std::string& notStarted,
+                              const QStringList& environment) {
   if (argv.isEmpty()) return fail("nothing to start for " + what);
   // Everything the child touches is ready before fork(): between fork and exec a child of a
   // threaded process (the dashboard) may only make async-signal-safe calls.
@@ -22,6 +23,22 @@ Result<qint64> spawnInSession(const QStringList& argv, const QString& logPath,
   cargs.reserve(args.size() + 1);
   for (const std::string& a : args) cargs.push_back(a.c_str());
   cargs.push_back(nullptr);
+  // The environment: this process's, less the names `environment` sets, then those.
+  std::vector<std::string> envs;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const QString& set : environment) {
+      replaced |= set.section(QLatin1Char('='), 0, 0).toStdString() == name;
+    }
+    if (!replaced) envs.push_back(entry);
+  }
+  for (const QString& set : environment) envs.push_back(set.toStdString());
+  std::vector<const char*> cenv;
+  cenv.reserve(envs.size() + 1);
+  for (const std::string& e : envs) cenv.push_back(e.c_str());
+  cenv.push_back(nullptr);
   const std::string log = logPath.toStdString();
   int pipeFds[2];
   if (::pipe2(pipeFds, O_CLOEXEC) != 0) return fail("pipe failed: cannot start " + what);
@@ -48,7 +65,8 @@ Result<qint64> spawnInSession(const QStringList& argv, const QString& logPath,
       ::dup2(out, 1);
       ::dup2(out, 2);
     }
-    ::execv(cargs[0], const_cast<char* const*>(cargs.data()));
+    ::execve(cargs[0], const_cast<char* const*>(cargs.data()),
+             const_cast<char* const*>(cenv.data()));
     ::_exit(127);
   }
   ::close(pipeFds[1]);

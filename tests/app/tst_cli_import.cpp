@@ -86,6 +86,25 @@ class TestCliImport : public QObject {
     QVERIFY2(named, qPrintable(r.out));
   }
 
+  // Nine levels of ten aliases (under 1 KB, 10^9 nodes once expanded): before the bound the
+  // import ran for minutes; it must end at once, exit 1 and name the file and the limit.
+  void aliasBombEndsAtOnceNamingTheFile() {
+    QByteArray text = "distributed_type: NO\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i < 9; ++i) {
+      text += "l" + QByteArray::number(i) + ": &l" + QByteArray::number(i) + " [";
+      for (int k = 0; k < 10; ++k) text += (k ? ", *l" : "*l") + QByteArray::number(i - 1);
+      text += "]\n";
+    }
+    QVERIFY(text.size() < 1024);
+    const QString bomb = path("bomb.yaml");
+    QVERIFY(clitest::writeAll(bomb, text));
+    const Run r = cli({"import", "accelerate", bomb, "-o", path("bomb.toml")},
+                      QProcessEnvironment::systemEnvironment(), 20000);
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains(bomb + ": expands to more than 100000 nodes"), qPrintable(r.err));
+    QVERIFY(!QFile::exists(path("bomb.toml")));
+  }
+
   void unreadableFileExits1() {
     const Run r =
         cli({"import", "accelerate", fixture("accelerate_broken.yaml"), "-o", path("broken.toml")});

@@ -1,13 +1,20 @@
 // The dashboard on a real run log (tests/ui/runlogfixture.h), offscreen: what the runs, plots,
 // compare and hosts panels hold, that rows written while the window is open appear, and the
 // exports.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <qcustomplot.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QDockWidget>
 #include <QFile>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMutex>
 #include <QPlainTextEdit>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -16,6 +23,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <optional>
+
+#include "tests/support/files.h"
 #include "tests/support/paths.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/builder/buildercontroller.h"
@@ -45,6 +55,20 @@ QString statusOf(RunsPanel* runs, const QString& name) {
   }
   return {};
 }
+// A loopback port nobody listens on (bound, then closed): a connection to it is refused at once.
+int unusedPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  return bound ? ntohs(addr.sin_port) : -1;
+}
+
 }  // namespace
 
 class TestMainWindow : public QObject {
@@ -357,21 +381,45 @@ class TestMainWindow : public QObject {
              qPrintable(said));
   }
 
-  // File > Import… without its dialogs: the report's mapped values are in the builder; a file
+  // File > Import… without its dialogs: the file is read on a pool thread, so startImport
+  // returns before anything reaches the builder and the result comes back through the event
+  // loop (the GUI thread never parses a file, which a YAML bomb could make take minutes). The
+  // report's mapped values are then in the builder; a second import waits for the first; a file
   // with contradictory keys opens nothing and leaves the builder's experiment as it was.
-  void importOpensTheExperimentInTheBuilder() {
+  void importIsReadOffTheGuiThreadThenOpensInTheBuilder() {
     BuilderController* builder = m_window->builderPanel()->controller();
     const QString fixtures = shardscope::testing::sourceDir() + "/tests/backend/import/fixtures/";
-    auto imported = m_window->importIntoBuilder(backend::ImportKind::accelerate,
-                                                fixtures + "accelerate_fsdp2.yaml");
-    QVERIFY2(imported && imported->ok(), imported ? "" : imported.message().c_str());
+    std::optional<Result<backend::ImportResult>> finished;
+    QString finishedPath;
+    const auto connection =
+        connect(m_window.get(), &MainWindow::importFinished, this,
+                [&](const QString& path, const Result<backend::ImportResult>& r) {
+                  finishedPath = path;
+                  finished = r;
+                });
+    const QString before = builder->fieldText(QStringLiteral("launch.nproc_per_node"));
+    QVERIFY(
+        m_window->startImport(backend::ImportKind::accelerate, fixtures + "accelerate_fsdp2.yaml"));
+    QVERIFY(!finished);
+    QVERIFY(m_window->isImporting());
+    QCOMPARE(builder->fieldText(QStringLiteral("launch.nproc_per_node")), before);
+    QCOMPARE(m_window->statusBar()->currentMessage(), QString("Importing accelerate_fsdp2.yaml…"));
+    QVERIFY(!m_window->startImport(backend::ImportKind::accelerate,
+                                   fixtures + "accelerate_fsdp1.yaml"));
+    QTRY_VERIFY_WITH_TIMEOUT(finished.has_value(), kWaitMs);
+    QVERIFY(!m_window->isImporting());
+    QCOMPARE(finishedPath, fixtures + "accelerate_fsdp2.yaml");
+    QVERIFY2(*finished && (*finished)->ok(), *finished ? "" : finished->message().c_str());
     QCOMPARE(builder->fieldText(QStringLiteral("shard.strategy")), QString("SHARD_GRAD_OP"));
     QCOMPARE(builder->fieldText(QStringLiteral("launch.nproc_per_node")), QString("4"));
     QCOMPARE(builder->filePath(), QString());  // unsaved
-    auto refused = m_window->importIntoBuilder(backend::ImportKind::accelerate,
-                                               fixtures + "accelerate_legacy_conflict.yaml");
-    QVERIFY(refused && !refused->ok());
+    finished.reset();
+    QVERIFY(m_window->startImport(backend::ImportKind::accelerate,
+                                  fixtures + "accelerate_legacy_conflict.yaml"));
+    QTRY_VERIFY_WITH_TIMEOUT(finished.has_value(), kWaitMs);
+    QVERIFY(*finished && !(*finished)->ok());
     QCOMPARE(builder->fieldText(QStringLiteral("shard.strategy")), QString("SHARD_GRAD_OP"));
+    disconnect(connection);
   }
 
   // Launch as a new user does it: New from template > demo, then Launch. The unsaved template
@@ -440,6 +488,56 @@ class TestMainWindow : public QObject {
     testing::waitOk((*store)->createRun(run));
     QTRY_VERIFY_WITH_TIMEOUT(runs->view()->isVisible(), kWaitMs);
     QVERIFY(!runs->emptyState()->isVisible());
+  }
+
+  // A PostgreSQL password in any form libpq takes shows in no window text (title, status bar,
+  // labels, tool tips, menus), in no log line and in no settings file, while the window tries to
+  // open the server's run log (here a port nobody listens on) and says it cannot.
+  void passwordIsInNoWindowTextLogOrSettings() {
+    const int port = unusedPort();
+    QVERIFY(port > 0);
+    const QString host = QStringLiteral("127.0.0.1:%1").arg(port);
+    const QStringList specs{
+        "postgresql://alice:s3cretPW@" + host + "/runs",
+        "postgresql://alice:s3cretPW@" + host,  // no database name: the title used the host part
+        "postgresql://alice@" + host + "/runs?password=s3cretPW&sslmode=disable",
+        "postgresql://alice:s3cretPW@" + host + "," + host + "/runs",
+        "postgresql://" + host + "," + host + "/runs?user=alice&password=s3cretPW",
+        QStringLiteral("host=127.0.0.1 port=%1 password=s3cretPW dbname=runs").arg(port)};
+    static QMutex logMutex;
+    static QStringList logged;
+    const QtMessageHandler previous =
+        qInstallMessageHandler([](QtMsgType, const QMessageLogContext&, const QString& text) {
+          const QMutexLocker lock(&logMutex);
+          logged << text;
+        });
+    MainWindow window(nullptr, 50);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    for (const QString& spec : specs) {
+      window.statusBar()->clearMessage();
+      window.openRunLog(spec);
+      // The reader tried and said why it could not (libpq's refusal, or the key=value refusal).
+      QTRY_VERIFY2_WITH_TIMEOUT(window.statusBar()->currentMessage().contains("127.0.0.1") &&
+                                    !window.statusBar()->currentMessage().startsWith("Reading"),
+                                qPrintable(window.statusBar()->currentMessage()), kWaitMs);
+      QStringList shown{window.windowTitle(), window.statusBar()->currentMessage()};
+      for (const QWidget* w : window.findChildren<QWidget*>()) {
+        shown << w->windowTitle() << w->toolTip();
+        if (const auto* label = qobject_cast<const QLabel*>(w)) shown << label->text();
+      }
+      for (const QAction* a : window.findChildren<QAction*>()) shown << a->text() << a->toolTip();
+      const QString all = shown.join('\n');
+      QVERIFY2(!all.contains("s3cret"), qPrintable(spec + ": " + all));
+    }
+    QSettings settings;
+    settings.sync();
+    const QByteArray file = testing::readAll(settings.fileName());
+    QVERIFY2(!file.isEmpty() && !file.contains("s3cret"), file.constData());
+    qInstallMessageHandler(previous);
+    const QMutexLocker lock(&logMutex);
+    QVERIFY(!logged.isEmpty());
+    QVERIFY2(!logged.join('\n').contains("s3cret"), qPrintable(logged.join('\n')));
   }
 
   void cleanupTestCase() {

@@ -2,6 +2,7 @@
 
 #include <QLoggingCategory>
 
+#include "backend/store/db.h"
 #include "ui/data/runlogworker.h"
 
 Q_LOGGING_CATEGORY(lcRunLog, "shardscope.ui.runlog")
@@ -40,7 +41,7 @@ RunLog::~RunLog() {
 
 void RunLog::open(const QString& path) {
   m_path = path;
-  qCInfo(lcRunLog, "opening %s", qPrintable(path));
+  qCInfo(lcRunLog, "opening %s", qPrintable(backend::displaySpec(path)));
   QMetaObject::invokeMethod(m_worker, [w = m_worker, path] { w->open(path); });
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "backend/store/db.h"
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
 
@@ -142,7 +143,8 @@ void RunLogWorker::refresh() {
 
 void RunLogWorker::report(const Error& error) {
   const QString message = QString::fromStdString(error.message);
-  qCWarning(lcRunLogWorker, "%s: %s", qPrintable(m_path), qPrintable(message));
+  qCWarning(lcRunLogWorker, "%s: %s", qPrintable(backend::displaySpec(m_path)),
+            qPrintable(message));
   if (message != m_lastError) emit failed(message);
   m_lastError = message;
 }

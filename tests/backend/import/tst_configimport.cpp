@@ -1,6 +1,7 @@
 // backend/import against hand-written files of each format: every key of the file gets exactly
 // one report entry, mapped keys set the fields the docs promise, and an unknown key, a value of
 // the wrong kind or two keys asking for different values of one field leave no experiment.
+#include <QElapsedTimer>
 #include <QFile>
 #include <QJsonDocument>
 #include <QSet>
@@ -55,6 +56,20 @@ void leafKeys(const QJsonObject& o, const QString& prefix, QSet<QString>& out) {
       out.insert(prefix + it.key());
     }
   }
+}
+
+// A "billion laughs" YAML file: `levels` lists of ten aliases of the list before, so the walk
+// that expands each alias where it appears visits 10^levels scalars from a file of ~60 bytes a
+// level.
+QByteArray aliasBomb(int levels) {
+  QByteArray text = "distributed_type: NO\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < levels; ++i) {
+    const QByteArray prev = "*l" + QByteArray::number(i - 1);
+    text += "l" + QByteArray::number(i) + ": &l" + QByteArray::number(i) + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", " : "") + prev;
+    text += "]\n";
+  }
+  return text;
 }
 
 }  // namespace
@@ -348,6 +363,48 @@ class TestConfigImport : public QObject {
     QCOMPARE(entry(*r, "scheduler.type").fields, QStringLiteral("train.lr_schedule = \"linear\""));
     QCOMPARE(field(*r, "train.lr_schedule"), QStringLiteral("linear"));
     QVERIFY(r->reportText().contains(QStringLiteral("-> nearest: train.lr_schedule")));
+  }
+
+  // Aliases repeat what they name: six levels of ten (under 400 bytes) would be a million
+  // nodes, and nine a billion (the GUI froze for minutes). The walk counts the nodes it makes
+  // and refuses past the bound, naming the file, the limit and the fix.
+  void aliasBombIsRefusedNamingTheFileAndTheLimit() {
+    const QByteArray bomb = aliasBomb(6);
+    QVERIFY(bomb.size() < 400);
+    QElapsedTimer timer;
+    timer.start();
+    auto r = importConfigText(ImportKind::accelerate, bomb, "bomb.yaml");
+    QVERIFY2(!r, r ? qPrintable(r->reportText()) : "");
+    const QString message = QString::fromStdString(r.message());
+    QVERIFY2(message.startsWith("bomb.yaml") && message.contains("100000 nodes") &&
+                 message.contains("alias"),
+             qPrintable(message));
+    // Nine levels: refused as fast (the bound stops the walk, not the clock).
+    auto nine = importConfigText(ImportKind::accelerate, aliasBomb(9), "nine.yaml");
+    QVERIFY(!nine);
+    QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed())));
+  }
+
+  // Few nodes, many bytes: one 64 KiB scalar named 300 times is 19 MiB of output, more than any
+  // config file may hold; refused by the output bound.
+  void aliasedLongScalarIsRefusedByTheOutputBound() {
+    QByteArray text = "distributed_type: NO\nbig: &big " + QByteArray(64 * 1024, 'a') + "\nmany: [";
+    for (int k = 0; k < 300; ++k) text += (k ? ", *big" : "*big");
+    text += "]\n";
+    auto r = importConfigText(ImportKind::accelerate, text, "long.yaml");
+    QVERIFY2(!r, r ? qPrintable(r->reportText()) : "");
+    const QString message = QString::fromStdString(r.message());
+    QVERIFY2(message.startsWith("long.yaml") && message.contains("16 MiB"), qPrintable(message));
+  }
+
+  // An alias used as YAML means it (a value named once, used twice) still imports.
+  void aFewAliasesStillImport() {
+    const QByteArray text =
+        "distributed_type: MULTI_GPU\nnum_processes: &n 2\nnum_machines: 1\n"
+        "fsdp_config: {}\ngpu_ids: all\nmain_process_port: *n\n";
+    auto r = importConfigText(ImportKind::accelerate, text, "alias.yaml");
+    QVERIFY2(r, r ? "" : r.message().c_str());
+    QCOMPARE(entry(*r, "main_process_port").value, QStringLiteral("2"));
   }
 
   void kindsHaveTheirCommandLineNames() {
