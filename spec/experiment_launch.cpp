@@ -150,7 +150,8 @@ void check_env(const LaunchSection& l, const Check& check) {
       {"MASTER_ADDR", "launch.hosts"},
       {"MASTER_PORT", "the launcher (a free port per run)"},
       {"OMP_NUM_THREADS", "launch.threads_per_rank"},
-      {"CUDA_VISIBLE_DEVICES", "launch.gpus"}};
+      {"CUDA_VISIBLE_DEVICES", "launch.gpus"},
+      {"SHARDSCOPE_RDZV_TOKEN", "the launcher (a random token per run)"}};
   for (const auto& [key, value] : l.env) {
     const std::string field = "launch.env." + key;
     check(identifier(key), field,

@@ -365,6 +365,8 @@ class TestExperiment : public QObject {
         {"inline.toml:4:", "launch.env.1BAD: is not a valid environment variable name"});
     row("env owned", d + "[launch]\nenv = { MASTER_PORT = \"29500\" }\n",
         {"inline.toml:4:", "launch.env.MASTER_PORT: is set by the launcher"});
+    row("env owned token", d + "[launch]\nenv = { SHARDSCOPE_RDZV_TOKEN = \"${T}\" }\n",
+        {"inline.toml:4:", "launch.env.SHARDSCOPE_RDZV_TOKEN: is set by the launcher"});
     row("env float", d + "[launch]\nenv = { X = 1.5 }\n",
         {"inline.toml:4:", "launch.env.X: expected a string, got a float"});
     row("env literal secret", d + "[launch]\nenv = { HF_TOKEN = \"hf_abc\" }\n",
