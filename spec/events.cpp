@@ -333,8 +333,7 @@ ErrorEvent read_error(Reader& r) {
   if (auto k = parse_error_kind(kind)) {
     e.kind = *k;
   } else if (!r.failed()) {
-    r.set_error("", "kind",
-                "expected oom, peer_lost, config, data, io or internal, got \"" + kind + "\"");
+    r.set_error("", "kind", "expected " + error_kind_names() + ", got \"" + kind + "\"");
   }
   e.message = r.text("message");
   e.hint = r.text("hint", false);

@@ -285,8 +285,13 @@ int launch_world_size(const LaunchSection& launch);
 /// a "${" without a closing "}" or a NAME that is no variable name. "$" alone is literal.
 Result<std::vector<std::string>> env_references(const std::string& value);
 /// True for names that usually hold credentials (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY,
-/// *PASSWORD*): their launch.env values must be "${NAME}" references, never literals.
+/// *PASSWORD*, any name ending in _KEY): their launch.env values must be "${NAME}" references,
+/// never literals.
 bool env_name_looks_secret(const std::string& name);
+/// True for a launch.env value holding a URL whose userinfo (user[:password]@) is literal text
+/// ("https://user:pw@host", "postgresql://alice:pw@db/x"): the password or token would be stored
+/// like a literal secret. Userinfo made only of "${NAME}" references is not literal.
+bool env_value_looks_secret(const std::string& value);
 /// launch.env with every "${NAME}" replaced by `lookup(NAME)`, the environment of the process
 /// that starts the run, at launch time: secrets never reach the experiment file, the run log or
 /// a file on the remote host other than the 0600 environment file. An unset NAME is an error

@@ -150,7 +150,8 @@ void check_env(const LaunchSection& l, const Check& check) {
       {"MASTER_ADDR", "launch.hosts"},
       {"MASTER_PORT", "the launcher (a free port per run)"},
       {"OMP_NUM_THREADS", "launch.threads_per_rank"},
-      {"CUDA_VISIBLE_DEVICES", "launch.gpus"}};
+      {"CUDA_VISIBLE_DEVICES", "launch.gpus"},
+      {"SHARDSCOPE_RDZV_TOKEN", "the launcher (a random token per run)"}};
   for (const auto& [key, value] : l.env) {
     const std::string field = "launch.env." + key;
     check(identifier(key), field,
@@ -168,6 +169,13 @@ void check_env(const LaunchSection& l, const Check& check) {
             "looks like a secret, and a literal value would be stored in the run log, trial.toml "
             "and the job script; write \"${" +
                 key + "}\" to take it from the environment of the process that starts the run");
+    } else if (env_value_looks_secret(value)) {
+      check(false, field,
+            "is a URL with a literal user or password (user:password@), which would be stored in "
+            "the run log, trial.toml and the job script; write \"${" +
+                key +
+                "}\" to take the whole URL from the environment of the process that starts the "
+                "run, or put references in its userinfo (\"https://${USER}:${PASS}@host\")");
     }
   }
 }
@@ -289,8 +297,35 @@ bool env_name_looks_secret(const std::string& name) {
   static const char* const kMarks[] = {"TOKEN",      "SECRET", "PASSWORD",   "PASSWD",
                                        "API_KEY",    "APIKEY", "ACCESS_KEY", "PRIVATE_KEY",
                                        "CREDENTIAL", "AUTH"};
-  return std::any_of(std::begin(kMarks), std::end(kMarks),
-                     [&](const char* mark) { return upper.find(mark) != std::string::npos; });
+  const std::string key_suffix = "_KEY";
+  const bool ends_in_key =
+      upper.size() > key_suffix.size() &&
+      upper.compare(upper.size() - key_suffix.size(), key_suffix.size(), key_suffix) == 0;
+  return ends_in_key || std::any_of(std::begin(kMarks), std::end(kMarks), [&](const char* mark) {
+           return upper.find(mark) != std::string::npos;
+         });
+}
+
+bool env_value_looks_secret(const std::string& value) {
+  for (std::size_t scheme = value.find("://"); scheme != std::string::npos;
+       scheme = value.find("://", scheme + 3)) {
+    const std::size_t from = scheme + 3;
+    const std::size_t end = value.find_first_of("/?#", from);
+    const std::string authority =
+        value.substr(from, end == std::string::npos ? std::string::npos : end - from);
+    const std::size_t at = authority.rfind('@');
+    if (at == std::string::npos) continue;
+    std::string userinfo = authority.substr(0, at);
+    // "${NAME}" references are taken from the environment at launch: not literal.
+    for (std::size_t open = userinfo.find("${"); open != std::string::npos;
+         open = userinfo.find("${")) {
+      const std::size_t close = userinfo.find('}', open);
+      if (close == std::string::npos) break;
+      userinfo.erase(open, close - open + 1);
+    }
+    if (userinfo.find_first_not_of(':') != std::string::npos) return true;
+  }
+  return false;
 }
 
 Result<std::map<std::string, std::string>> resolve_launch_env(

@@ -17,11 +17,12 @@ constexpr Names<RunStatus, 8> kRunStatus{{{RunStatus::queued, "queued"},
                                           {RunStatus::failed, "failed"},
                                           {RunStatus::oom, "oom"},
                                           {RunStatus::infeasible, "infeasible"}}};
-constexpr Names<ErrorKind, 6> kErrorKind{{{ErrorKind::oom, "oom"},
+constexpr Names<ErrorKind, 7> kErrorKind{{{ErrorKind::oom, "oom"},
                                           {ErrorKind::peer_lost, "peer_lost"},
                                           {ErrorKind::config, "config"},
                                           {ErrorKind::data, "data"},
                                           {ErrorKind::io, "io"},
+                                          {ErrorKind::disk_full, "disk_full"},
                                           {ErrorKind::internal, "internal"}}};
 constexpr Names<DoneStatus, 3> kDoneStatus{{{DoneStatus::complete, "complete"},
                                             {DoneStatus::stopped, "stopped"},
@@ -56,6 +57,15 @@ std::optional<ErrorKind> parse_error_kind(std::string_view name) {
 }
 std::optional<DoneStatus> parse_done_status(std::string_view name) {
   return value_of(kDoneStatus, name);
+}
+
+std::string error_kind_names() {
+  std::string out;
+  for (std::size_t i = 0; i < kErrorKind.size(); ++i) {
+    if (i > 0) out += i + 1 == kErrorKind.size() ? " or " : ", ";
+    out += kErrorKind[i].second;
+  }
+  return out;
 }
 
 bool is_final(RunStatus status) {

@@ -1,10 +1,15 @@
 // RunLocation as JSON: the row the run log keeps so any later backend can attach() to a run.
 #include "backend/launch/launcher.h"
 
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonValue>
 #include <QProcessEnvironment>
+#include <QRandomGenerator>
 
+#include <array>
 #include <cmath>
 
 #include "backend/guithread.h"
@@ -18,6 +23,24 @@ Result<std::map<std::string, std::string>> resolvedLaunchEnv(const spec::LaunchS
     return system.contains(key) ? std::optional<std::string>(system.value(key).toStdString())
                                 : std::nullopt;
   });
+}
+
+QString rendezvousToken() {
+  std::array<quint32, 8> words{};
+  QRandomGenerator::system()->fillRange(words.data(), words.size());
+  QString out;
+  for (quint32 w : words) out += QStringLiteral("%1").arg(w, 8, 16, QLatin1Char('0'));
+  return out;
+}
+
+bool makeRunDir(const QString& path) {
+  const QFileInfo info(path);
+  const QFileDevice::Permissions owner =
+      QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner;
+  if (info.isDir()) return QFile::setPermissions(info.absoluteFilePath(), owner);
+  if (!QDir().mkpath(info.absolutePath())) return false;
+  // QDir::mkdir with permissions creates it with them (mkdir(2)'s mode, under the umask).
+  return QDir().mkdir(info.absoluteFilePath(), owner) || QFileInfo(path).isDir();
 }
 
 namespace {

@@ -43,6 +43,16 @@ struct LaunchRequest {
 [[nodiscard]] Result<std::map<std::string, std::string>> resolvedLaunchEnv(
     const spec::LaunchSection& launch);
 
+/// A fresh run's rendezvous token (SHARDSCOPE_RDZV_TOKEN): 32 random bytes from the system's
+/// generator, as 64 hex digits. Every launcher puts it in the ranks' environment or an owner-only
+/// file, never on a command line; the trainer's ranks prove they know it at the store.
+QString rendezvousToken();
+
+/// Creates a run directory (and its missing parents) with the run directory itself owner-only
+/// (0700) from its creation: its files, rank logs included, may echo secrets. A directory that
+/// already exists (a resumed run) is made 0700. False when it cannot be created.
+[[nodiscard]] bool makeRunDir(const QString& path);
+
 /// Where a run's ranks are: persisted as JSON in the run log so any backend can reattach.
 struct RunLocation {
   QString kind;        // "local", "ssh", "slurm"

@@ -10,6 +10,11 @@
 // directory must not read the previous attempt's port). A port set in launch.env wins and is
 // then the user's to keep unique.
 //
+// Rendezvous token: a fresh random SHARDSCOPE_RDZV_TOKEN per start, in every rank's environment
+// (never its command line); each rank proves it knows it before it registers at rank 0's store,
+// so no process outside the run can join it (docs/trainer.md, "Rendezvous"). The port file and
+// the ranks' output files are created owner-only (0600): a rank's log may echo secrets.
+//
 // Environment of rank r (of W): the backend's own, then MASTER_ADDR, MASTER_PORT,
 // SHARDSCOPE_RDZV_FILE, WORLD_SIZE=W, LOCAL_WORLD_SIZE=W, OMP_NUM_THREADS=launch.threads_per_rank,
 // then launch.env and the request's extraEnv, then RANK=r, LOCAL_RANK=r and, when launch.gpus is
@@ -232,6 +237,9 @@ Result<Plan> planRun(const LaunchRequest& request) {
       !r) {
     return r.error();
   }
+  // The run's own rendezvous token, drawn per start, after the user's variables so nothing
+  // overrides it; the environment (owner-only in /proc), never the command line.
+  plan.env.insert(QStringLiteral("SHARDSCOPE_RDZV_TOKEN"), rendezvousToken());
   return plan;
 }
 

@@ -77,7 +77,8 @@ class SpawnSetup {
   /// makes it descriptor `target` in the child.
   Result<void> redirect(const QString& path, int target) {
     const QByteArray name = QFile::encodeName(path);
-    const int fd = ::open(name.constData(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // Owner-only from its creation: a rank's or supervisor's output may echo secrets.
+    const int fd = ::open(name.constData(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) {
       return fail("cannot open " + path.toStdString() + " for the rank's output: " +
                   errnoText(errno) + "; check that the run directory exists and is writable");

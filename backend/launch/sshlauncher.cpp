@@ -105,7 +105,9 @@ std::string sshEnvFile(const EnvMap& base) {
 std::string sshStartScript(const std::string& runDir, const QList<int>& ranks, int nodeRank,
                            int worldSize, int localWorldSize, const std::string& trainer,
                            const QStringList& args) {
-  std::string script = "cd " + shellQuote(runDir) + " || exit 97\n";
+  // umask 077: the rank logs and event files this script creates are owner-only (they may echo
+  // secrets), like the run directory (0700) and env.sh (0600).
+  std::string script = "umask 077\ncd " + shellQuote(runDir) + " || exit 97\n";
   script += ". ./" + std::string(kSshEnvFile) + " || exit 96\n";
   script += "echo boot $(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)\n";
   for (int rank : ranks) {
@@ -262,7 +264,7 @@ Result<std::unique_ptr<RunHandle>> SshLauncher::start(const LaunchRequest& reque
   if (!root) return root.error();
   const std::string runDir = *root + "/" + str(remoteRunDirName(request));
   for (auto& node : nodes) {
-    if (auto made = sftpMakeDirs(*node.session, runDir); !made) return made.error();
+    if (auto made = sftpMakeDirs(*node.session, runDir, 0700); !made) return made.error();
     if (auto put = sftpWriteFile(*node.session, runDir + "/trial.toml", trialToml, 0600); !put) {
       return put.error();
     }
@@ -273,6 +275,8 @@ Result<std::unique_ptr<RunHandle>> SshLauncher::start(const LaunchRequest& reque
     (*env)["MASTER_PORT"] = std::to_string(*port);
   }
   (*env)["MASTER_ADDR"] = nodes.front().target.host;
+  // The run's rendezvous token reaches the ranks through the 0600 env.sh, never a command line.
+  (*env)["SHARDSCOPE_RDZV_TOKEN"] = str(rendezvousToken());
 
   RunLocation location;
   location.kind = "ssh";

@@ -42,7 +42,7 @@ QJsonObject overridesAsParams(const std::vector<std::string>& overrides) {
 }
 
 Result<void> writeTrial(const RunRecord& run, const spec::Experiment& exp) {
-  if (!QDir().mkpath(run.runDir)) {
+  if (!makeRunDir(run.runDir)) {
     return fail("cannot create the run directory " + run.runDir.toStdString());
   }
   QSaveFile file(QDir(run.runDir).filePath("trial.toml"));

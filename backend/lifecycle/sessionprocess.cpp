@@ -59,7 +59,8 @@ Result<qint64> spawnInSession(const QStringList& argv, const QString& logPath,
     }
     ::close(pipeFds[1]);
     const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    // Owner-only from its creation: a supervisor's or sweep's log may echo secrets.
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (in >= 0) ::dup2(in, 0);
     if (out >= 0) {
       ::dup2(out, 1);

@@ -33,7 +33,7 @@ struct FileCloser {
 
 }  // namespace
 
-Result<void> sftpMakeDirs(SshSession& session, const std::string& path) {
+Result<void> sftpMakeDirs(SshSession& session, const std::string& path, int leafMode) {
   auto sftp = session.sftp();
   if (!sftp) return sftp.error();
   std::string prefix;
@@ -44,7 +44,8 @@ Result<void> sftpMakeDirs(SshSession& session, const std::string& path) {
     prefix = path.substr(0, end);
     pos = end + 1;
     if (prefix.empty() || prefix == "." || prefix == "~") continue;
-    if (sftp_mkdir(*sftp, prefix.c_str(), 0755) == SSH_OK) continue;
+    const bool leaf = end == path.size();
+    if (sftp_mkdir(*sftp, prefix.c_str(), leaf ? leafMode : 0755) == SSH_OK) continue;
     const int code = sftp_get_error(*sftp);
     if (code == SSH_FX_FILE_ALREADY_EXISTS || code == SSH_FX_FAILURE) {
       // FAILURE is what OpenSSH's server returns for an existing directory.

@@ -10,8 +10,10 @@
 
 namespace shardscope::backend {
 
-/// `mkdir -p` over SFTP (mode 0755 for new directories).
-[[nodiscard]] Result<void> sftpMakeDirs(SshSession& session, const std::string& path);
+/// `mkdir -p` over SFTP (mode 0755 for new parent directories).
+/// `leafMode`: the mode `path` itself is created with (a run directory: 0700); parents get 0755.
+[[nodiscard]] Result<void> sftpMakeDirs(SshSession& session, const std::string& path,
+                                        int leafMode = 0755);
 /// Writes `data` to `path` (created or truncated) with permission bits `mode`.
 [[nodiscard]] Result<void> sftpWriteFile(SshSession& session, const std::string& path,
                                          const std::string& data, int mode = 0644);

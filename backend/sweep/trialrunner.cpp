@@ -337,7 +337,7 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
     runDir = QDir(m_options.runsRoot).filePath(leaf);
     if (auto r = m_store.setRunDir(trial.runId, runDir).get(); !r) return r;
   }
-  if (!QDir().mkpath(runDir)) {
+  if (!makeRunDir(runDir)) {
     return runnerError(QStringLiteral("%1: cannot create the run directory").arg(runDir));
   }
   if (auto written = writeTrialToml(runDir, exp); !written) return written;

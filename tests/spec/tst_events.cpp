@@ -153,7 +153,8 @@ class TestEvents : public QObject {
         << "done.status: expected complete, stopped or failed";
     QTest::newRow("bad error kind")
         << QByteArray(R"({"v":1,"ev":"error","rank":0,"seq":0,"t":1,"kind":"boom","message":"m"})")
-        << "error.kind: expected oom, peer_lost";
+        << "error.kind: expected oom, peer_lost, config, data, io, disk_full or internal, got "
+           "\"boom\"";
     QTest::newRow("bad ckpt kind")
         << QByteArray(
                R"({"v":1,"ev":"ckpt","rank":0,"seq":0,"t":1,"step":1,"path":"p","kind":"zip"})")

@@ -365,12 +365,20 @@ class TestExperiment : public QObject {
         {"inline.toml:4:", "launch.env.1BAD: is not a valid environment variable name"});
     row("env owned", d + "[launch]\nenv = { MASTER_PORT = \"29500\" }\n",
         {"inline.toml:4:", "launch.env.MASTER_PORT: is set by the launcher"});
+    row("env owned token", d + "[launch]\nenv = { SHARDSCOPE_RDZV_TOKEN = \"${T}\" }\n",
+        {"inline.toml:4:", "launch.env.SHARDSCOPE_RDZV_TOKEN: is set by the launcher"});
     row("env float", d + "[launch]\nenv = { X = 1.5 }\n",
         {"inline.toml:4:", "launch.env.X: expected a string, got a float"});
     row("env literal secret", d + "[launch]\nenv = { HF_TOKEN = \"hf_abc\" }\n",
         {"inline.toml:4:", "launch.env.HF_TOKEN: looks like a secret", "\"${HF_TOKEN}\""});
     row("env literal api key", d + "[launch]\nenv = { WANDB_API_KEY = \"k\" }\n",
         {"inline.toml:4:", "launch.env.WANDB_API_KEY: looks like a secret"});
+    row("env literal key suffix", d + "[launch]\nenv = { WANDB_KEY = \"k\" }\n",
+        {"inline.toml:4:", "launch.env.WANDB_KEY: looks like a secret", "\"${WANDB_KEY}\""});
+    row("env url with password",
+        d + "[launch]\nenv = { DATA_URL = \"https://alice:pw@example.com/d\" }\n",
+        {"inline.toml:4:", "launch.env.DATA_URL: is a URL with a literal user or password",
+         "\"${DATA_URL}\""});
     row("env unclosed reference", d + "[launch]\nenv = { X = \"a${HOME\" }\n",
         {"inline.toml:4:", "launch.env.X: has \"${\" without a closing \"}\""});
     row("env bad reference", d + "[launch]\nenv = { X = \"${1A}\" }\n",
@@ -438,6 +446,26 @@ class TestExperiment : public QObject {
     QVERIFY(env_name_looks_secret("AWS_SECRET_ACCESS_KEY"));
     QVERIFY(env_name_looks_secret("hf_token"));
     QVERIFY(!env_name_looks_secret("NCCL_DEBUG"));
+  }
+
+  // launch.env secrets (issue 29, item 7): names ending in _KEY, _TOKEN, _SECRET, _PASSWORD, and
+  // URL values whose userinfo is literal.
+  void envSecretDetection() {
+    for (const char* name : {"WANDB_KEY", "openai_key", "GH_TOKEN", "DB_SECRET", "PG_PASSWORD",
+                             "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"})
+      QVERIFY2(env_name_looks_secret(name), name);
+    for (const char* name : {"NCCL_DEBUG", "KEYBOARD", "KEY", "DATASET_URL", "MONKEY_COUNT"})
+      QVERIFY2(!env_name_looks_secret(name), name);
+    for (const char* value :
+         {"https://alice:s3cret@example.com/repo.git", "https://ghp_abc@github.com/x",
+          "postgresql://alice:pw@db.example/runs?sslmode=verify-full", "redis://:pw@cache:6379/0",
+          "a=1 https://u:p@h", "https://${USER}:pw@host"})
+      QVERIFY2(env_value_looks_secret(value), value);
+    for (const char* value :
+         {"https://example.com/data", "https://${GIT_USER}:${GIT_TOKEN}@github.com/x",
+          "https://host/path@not-userinfo", "user@example.com", "INFO", "",
+          "https://${CREDS}@host/x", "mailto:alice@example.com"})
+      QVERIFY2(!env_value_looks_secret(value), value);
   }
 
   void gpusSharedWithGloo() {

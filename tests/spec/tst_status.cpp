@@ -21,6 +21,19 @@ class TestStatus : public QObject {
     QCOMPARE(parse_done_status("stopped"), std::optional<DoneStatus>(DoneStatus::stopped));
   }
 
+  // Every kind reads back from its name, and the message that lists them is built from the one
+  // list, so a new kind (disk_full) is accepted and named without a second list to update.
+  void errorKinds() {
+    for (const char* name : {"oom", "peer_lost", "config", "data", "io", "disk_full", "internal"}) {
+      auto kind = parse_error_kind(name);
+      QVERIFY2(kind.has_value(), name);
+      QCOMPARE(std::string(to_string(*kind)), std::string(name));
+    }
+    QCOMPARE(error_kind_names(),
+             std::string("oom, peer_lost, config, data, io, disk_full or internal"));
+    QVERIFY(!parse_error_kind("enospc").has_value());
+  }
+
   void finalStatuses() {
     QVERIFY(!is_final(RunStatus::queued));
     QVERIFY(!is_final(RunStatus::running));

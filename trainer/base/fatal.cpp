@@ -1,5 +1,6 @@
 #include "trainer/base/fatal.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -56,6 +57,11 @@ void report_and_exit(spec::ErrorKind kind, const std::string& message, const std
 spec::EventWriter& events() { return *writer_slot(); }
 
 void set_event_rank(int rank) { writer_slot() = std::make_unique<spec::EventWriter>(rank, stdout); }
+
+spec::ErrorKind write_error_kind(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG ? spec::ErrorKind::disk_full
+                                                        : spec::ErrorKind::io;
+}
 
 spec::ErrorKind classify_exception(const std::string& what) {
   for (const char* lost :

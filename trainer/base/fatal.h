@@ -51,6 +51,10 @@ void set_event_rank(int rank);
 /// Runs `body`, turning any exception into an `error` event, a stderr line and an exit code.
 int run_guarded(const std::function<int()>& body);
 
+/// The kind of a failed write's errno: disk_full when the disk has no space left (ENOSPC, EDQUOT)
+/// or the file passed the size limit (EFBIG, RLIMIT_FSIZE with SIGXFSZ ignored), else io.
+spec::ErrorKind write_error_kind(int err);
+
 /// Classifies an exception message from LibTorch/Gloo: a lost peer, out of memory, or internal.
 spec::ErrorKind classify_exception(const std::string& what);
 

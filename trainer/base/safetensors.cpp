@@ -85,11 +85,14 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   text.append((8 - text.size() % 8) % 8, ' ');  // align the data to 8 bytes
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  SHARD_CHECK(f != nullptr, ErrorKind::io, "cannot write " + tmp + ": " + std::strerror(errno),
+  SHARD_CHECK(f != nullptr, trainer::write_error_kind(errno),
+              "cannot write " + tmp + ": " + std::strerror(errno),
               "check the folder exists and is writable, and the disk has space");
   std::uint64_t n = text.size();
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xFF);
+  std::uint64_t total = 8 + n;
+  for (const auto& c : data) total += c.nbytes();
   int err = 0;  // the first failure's errno (fclose and remove may change errno)
   const auto step = [&](bool done) {
     if (!done && err == 0) err = errno != 0 ? errno : EIO;
@@ -101,9 +104,13 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   }
   step(std::fflush(f) == 0);
   if (err == 0) step(::fsync(fileno(f)) == 0);
+  struct stat st {};
+  const auto reached = ::fstat(fileno(f), &st) == 0 ? static_cast<long long>(st.st_size) : -1LL;
   step(std::fclose(f) == 0);
   if (err != 0) std::remove(tmp.c_str());  // a partial file only takes the space others need
-  SHARD_CHECK(err == 0, ErrorKind::io, "writing " + tmp + " failed: " + std::strerror(err),
+  SHARD_CHECK(err == 0, trainer::write_error_kind(err),
+              "writing " + tmp + " failed after " + std::to_string(reached) + " of " +
+                  std::to_string(total) + " bytes: " + std::strerror(err),
               "free disk space (or raise the file size limit) and retry");
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

@@ -5,11 +5,15 @@
 
 #include <ATen/ATen.h>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "spec/remove_tree.h"
 #include "trainer/base/fatal.h"
@@ -69,12 +73,73 @@ std::string incomplete_reason(const fs::path& dir) {
   return {};
 }
 
-// Flushes a file or folder to disk, so a completed checkpoint survives a crash of the machine.
-void sync_path(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+// Flushes a folder to disk (a rename or a new entry in it), so a completed checkpoint survives a
+// crash of the machine. EINVAL: a file system that cannot sync folders has nothing to flush.
+void sync_dir(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    if (::fsync(fd) != 0) err = errno;
+    ::close(fd);
+  }
+  SHARD_CHECK(err == 0 || err == EINVAL, trainer::write_error_kind(err),
+              "cannot sync folder " + path.string() + ": " + std::strerror(err),
+              "check the run directory's disk");
+}
+
+// Writes `text` to `path` and syncs it, every result checked: a full disk (ENOSPC, or EFBIG past
+// the file size limit) raises disk_full naming the file and the bytes, and leaves no file behind.
+void write_synced(const fs::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SHARD_CHECK(fd >= 0, trainer::write_error_kind(errno),
+              "cannot create " + path.string() + ": " + std::strerror(errno),
+              "check the run directory is writable and has space");
+  std::size_t done = 0;
+  int err = 0;
+  while (done < text.size()) {
+    const auto n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : ENOSPC;  // write() of 0 bytes into a regular file: no room
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (err == 0 && ::fsync(fd) != 0) err = errno;  // tmpfs and NFS report ENOSPC here
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) ::unlink(path.c_str());
+  SHARD_CHECK(err == 0, trainer::write_error_kind(err),
+              "writing " + path.string() + " failed after " + std::to_string(done) + " of " +
+                  std::to_string(text.size()) + " bytes: " + std::strerror(err),
+              "free space on the run directory's disk (the older checkpoints are kept), then "
+              "resume with --resume auto");
+}
+
+// Every rank learns whether every rank did its part of a checkpoint phase: the rank whose part
+// failed raises its own error; the others raise the same kind naming it. Rank 0 first removes the
+// .tmp folder (every rank's writes are over), so a failed checkpoint leaves nothing behind and
+// every older checkpoint stays. Without this a failing rank would leave its peers in the next
+// barrier until they reported peer_lost, hiding the cause.
+void agree(dist::ProcessGroup& world, const std::optional<trainer::TrainerError>& failure,
+           const fs::path& tmp, const std::string& name) {
+  auto flag = at::zeros({2}, at::kFloat);
+  if (failure) {
+    flag[0] = static_cast<float>(world.rank() + 1);
+    flag[1] = failure->kind() == ErrorKind::disk_full ? 1.0F : 0.0F;
+  }
+  world.all_reduce_max(flag);
+  const int failed = static_cast<int>(flag[0].item<float>()) - 1;
+  if (failed < 0) return;
+  if (world.rank() == 0) spec::remove_tree(tmp.string());
+  if (failure) throw *failure;
+  const auto kind = flag[1].item<float>() > 0 ? ErrorKind::disk_full : ErrorKind::io;
+  SHARD_FAIL(kind,
+             "checkpoint " + name + " not written: rank " + std::to_string(failed) +
+                 " could not write its part (" + std::string(spec::to_string(kind)) +
+                 ", see rank-" + std::to_string(failed) + ".log); the older checkpoints are kept",
+             kind == ErrorKind::disk_full
+                 ? "free space on the run directory's disk, then resume with --resume auto"
+                 : "read rank-" + std::to_string(failed) + ".log for the file and the cause");
 }
 
 // This rank's shard index: its rank inside the shard group.
@@ -108,17 +173,29 @@ std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engi
                             optim::ShardedAdamW& optimizer, const TrainPosition& position,
                             const std::string& config_hash, dist::ProcessGroup& world,
                             std::int64_t keep) {
-  const fs::path root = fs::path(run_dir) / "ckpt";
+  // Absolute, so an error names the file wherever the run directory was given from ("--run-dir .").
+  const fs::path root = fs::absolute(fs::path(run_dir) / "ckpt").lexically_normal();
   const std::string name = step_name(position.step);
   const fs::path tmp = root / ("." + name + ".tmp");
+  std::optional<trainer::TrainerError> failure;
+  const auto attempt = [&](const std::function<void()>& part) {
+    try {
+      part();
+    } catch (const trainer::TrainerError& e) {
+      failure = e;
+    }
+  };
   if (world.rank() == 0) {
-    std::error_code ec;
-    spec::remove_tree(tmp.string());
-    fs::create_directories(tmp, ec);
-    SHARD_CHECK(!ec, ErrorKind::io, "cannot create " + tmp.string() + ": " + ec.message(),
-                "check the run directory is writable and has space");
+    attempt([&] {
+      std::error_code ec;
+      spec::remove_tree(tmp.string());
+      fs::create_directories(tmp, ec);
+      SHARD_CHECK(!ec, trainer::write_error_kind(ec.value()),
+                  "cannot create " + tmp.string() + ": " + ec.message(),
+                  "check the run directory is writable and has space");
+    });
   }
-  world.barrier();
+  agree(world, failure, tmp, name);
   NamedTensors tensors;
   auto& params = optimizer.params();
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -127,39 +204,39 @@ std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engi
   }
   for (const auto& unit : engine.units())
     for (const auto& flat : unit.flats) tensors.emplace_back(flat.name + ".master", flat.master);
-  write_safetensors((tmp / ("rank-" + std::to_string(world.rank()) + ".safetensors")).string(),
-                    tensors,
-                    {{"rank", std::to_string(world.rank())},
-                     {"shard_index", std::to_string(shard_index(engine))}});
-  world.barrier();
+  attempt([&] {
+    write_safetensors((tmp / ("rank-" + std::to_string(world.rank()) + ".safetensors")).string(),
+                      tensors,
+                      {{"rank", std::to_string(world.rank())},
+                       {"shard_index", std::to_string(shard_index(engine))}});
+  });
+  agree(world, failure, tmp, name);
   std::string rel = "ckpt/" + name;
   if (world.rank() == 0) {
-    nlohmann::json meta{{"format", "shardscope-sharded-v1"},
-                        {"step", position.step},
-                        {"data_offset", position.data_offset},
-                        {"grad_scale", position.grad_scale},
-                        {"grad_scale_good_steps", position.good_steps},
-                        {"optimizer_steps", optimizer.steps()},
-                        {"world_size", world.size()},
-                        {"shard_size", engine.groups().shard->size()},
-                        {"config_hash", config_hash},
-                        {"flats", layout_json(engine)}};
-    {
-      std::ofstream out(tmp / "meta.json");
-      out << meta.dump(1) << '\n';
-      SHARD_CHECK(out.good(), ErrorKind::io, "cannot write " + (tmp / "meta.json").string(),
-                  "free disk space");
-    }
-    sync_path(tmp / "meta.json");
-    sync_path(tmp);
-    std::error_code ec;
-    spec::remove_tree((root / name).string());
-    fs::rename(tmp, root / name, ec);
-    SHARD_CHECK(!ec, ErrorKind::io, "cannot complete checkpoint " + rel + ": " + ec.message(), "");
-    sync_path(root);  // the rename itself
-    prune(root, keep);
+    attempt([&] {
+      nlohmann::json meta{{"format", "shardscope-sharded-v1"},
+                          {"step", position.step},
+                          {"data_offset", position.data_offset},
+                          {"grad_scale", position.grad_scale},
+                          {"grad_scale_good_steps", position.good_steps},
+                          {"optimizer_steps", optimizer.steps()},
+                          {"world_size", world.size()},
+                          {"shard_size", engine.groups().shard->size()},
+                          {"config_hash", config_hash},
+                          {"flats", layout_json(engine)}};
+      write_synced(tmp / "meta.json", meta.dump(1) + "\n");
+      sync_dir(tmp);
+      std::error_code ec;
+      spec::remove_tree((root / name).string());
+      fs::rename(tmp, root / name, ec);
+      SHARD_CHECK(!ec, trainer::write_error_kind(ec.value()),
+                  "cannot complete checkpoint " + rel + ": " + ec.message(), "");
+      sync_dir(root);  // the rename itself
+    });
   }
-  world.barrier();
+  agree(world, failure, tmp, name);
+  // Only now, with the new checkpoint complete and synced, may older ones go.
+  if (world.rank() == 0) prune(root, keep);
   return rel;
 }
 

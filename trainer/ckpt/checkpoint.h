@@ -23,7 +23,9 @@ struct TrainPosition {
 
 /// Collective: every rank writes its file; rank 0 completes the directory. Returns the
 /// directory's path relative to the run directory ("ckpt/step-000010"). Keeps the newest `keep`
-/// checkpoints (0 keeps all).
+/// checkpoints (0 keeps all), pruning only once the new one is complete and synced. When any
+/// rank's part fails every rank raises (disk_full on a full disk, naming the file and the bytes;
+/// the others name the failing rank), the .tmp folder is removed and older checkpoints stay.
 std::string save_checkpoint(const std::string& run_dir, shard::ShardEngine& engine,
                             optim::ShardedAdamW& optimizer, const TrainPosition& position,
                             const std::string& config_hash, dist::ProcessGroup& world,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -191,7 +192,7 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 
 // Starts `exe selftest` as local rank `rank`, rendezvousing through `port_file`.
 pid_t spawn_rank(const std::string& exe, int rank, const SelftestOptions& options,
-                 const std::string& port_file) {
+                 const std::string& port_file, const std::string& token) {
   const std::string world = std::to_string(options.world_size);
   std::vector<std::string> env{"RANK=" + std::to_string(rank),
                                "WORLD_SIZE=" + world,
@@ -200,6 +201,7 @@ pid_t spawn_rank(const std::string& exe, int rank, const SelftestOptions& option
                                "MASTER_ADDR=127.0.0.1",
                                "MASTER_PORT=0",
                                "SHARDSCOPE_RDZV_FILE=" + port_file,
+                               "SHARDSCOPE_RDZV_TOKEN=" + token,
                                "OMP_NUM_THREADS=1"};
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
   std::vector<std::string> args{exe,
@@ -230,10 +232,20 @@ int launch_local(const SelftestOptions& options) {
              ("shardtrain-selftest-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  // The run's rendezvous token, in the ranks' environment (never their command line).
+  std::string token;
+  {
+    std::ifstream urandom("/dev/urandom", std::ios::binary);
+    unsigned char raw[16] = {};
+    SHARD_CHECK(urandom.read(reinterpret_cast<char*>(raw), sizeof raw), ErrorKind::io,
+                "cannot read /dev/urandom for the rendezvous token", "");
+    static const char* const kHex = "0123456789abcdef";
+    for (unsigned char c : raw) token += {kHex[c >> 4], kHex[c & 15]};
+  }
   std::vector<pid_t> pids;
   pids.reserve(static_cast<std::size_t>(options.world_size));
   for (int rank = 0; rank < options.world_size; ++rank) {
-    pids.push_back(spawn_rank(exe, rank, options, (dir / "port").string()));
+    pids.push_back(spawn_rank(exe, rank, options, (dir / "port").string(), token));
   }
   const int worst = wait_ranks(pids, std::chrono::seconds(options.timeout_s + 5));
   spec::remove_tree(dir.string());

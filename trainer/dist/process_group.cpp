@@ -134,6 +134,90 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(Rendezvous& r, std::chrono::mil
   return store;
 }
 
+std::vector<std::uint8_t> bytes_of(const std::string& text) {
+  return std::vector<std::uint8_t>(text.begin(), text.end());
+}
+
+// 16 bytes from the kernel's generator, as hex: rank 0's nonce for this store.
+std::string random_hex(std::size_t n) {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  std::string raw(n, '\0');
+  SHARD_CHECK(in.read(raw.data(), static_cast<std::streamsize>(n)), ErrorKind::io,
+              "cannot read /dev/urandom for the rendezvous nonce", "");
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) out += {kHex[c >> 4], kHex[c & 15]};
+  return out;
+}
+
+constexpr const char* kNonceKey = "shardscope/auth/nonce";
+constexpr const char* kServerKey = "shardscope/auth/server";
+std::string auth_key(int rank) { return "shardscope/auth/rank/" + std::to_string(rank); }
+
+// The run's token (SHARDSCOPE_RDZV_TOKEN, drawn by Shardscope's launchers and passed in the
+// environment) is the first thing at the store: rank 0 writes a fresh nonce and its own proof;
+// every other rank checks rank 0's proof before it writes anything else (a store that is not its
+// run's, such as another run's rank 0 on a reused port, fails it here) and then presents its own,
+// which rank 0 checks once the ranks arrived (check_tokens). Proofs are sha256 of the token, the
+// nonce and who presents it: the token never crosses the wire. A run without a token (torchrun,
+// srun by hand) writes "none"; a mix of the two fails the same way, naming what is missing.
+void present_token(c10d::Store& store, const Rendezvous& r) {
+  const auto proof = [&](const std::string& nonce, const std::string& who) {
+    return r.token.empty() ? std::string("none") : token_proof(r.token, nonce, who);
+  };
+  if (r.rank == 0) {
+    const std::string nonce = random_hex(16);
+    store.set(kNonceKey, bytes_of(nonce));
+    store.set(kServerKey, bytes_of(proof(nonce, "server")));
+    return;
+  }
+  const auto nonce_bytes = store.get(kNonceKey);
+  const auto server_bytes = store.get(kServerKey);
+  const std::string nonce(nonce_bytes.begin(), nonce_bytes.end());
+  const std::string server(server_bytes.begin(), server_bytes.end());
+  if (server == proof(nonce, "server")) {
+    store.set(auth_key(r.rank), bytes_of(proof(nonce, "rank " + std::to_string(r.rank))));
+    return;
+  }
+  SHARD_FAIL(
+      ErrorKind::config,
+      "rank " + std::to_string(r.rank) + ": the rendezvous at " + where(r) +
+          " is not this run's: " +
+          (r.token.empty()    ? std::string("its rank 0 holds a run token "
+                                               "(SHARDSCOPE_RDZV_TOKEN) and this rank has none")
+           : server == "none" ? std::string("its rank 0 has no run token (SHARDSCOPE_RDZV_TOKEN)")
+                              : std::string("its rank 0 holds another run token")),
+      "start every rank from the same launch, which gives each the run's "
+      "SHARDSCOPE_RDZV_TOKEN in its environment; if another run holds MASTER_PORT, use "
+      "another port or MASTER_PORT=0");
+}
+
+// Rank 0: every rank that arrived presented the run's token; a process that did not (a client
+// outside this run that claimed a rank) fails the run, named, before any collective.
+void check_tokens(c10d::Store& store, const Rendezvous& r) {
+  if (r.rank != 0) return;
+  const auto nonce_bytes = store.get(kNonceKey);
+  const std::string nonce(nonce_bytes.begin(), nonce_bytes.end());
+  for (int i = 1; i < r.world_size; ++i) {
+    const std::string want =
+        r.token.empty() ? "none" : token_proof(r.token, nonce, "rank " + std::to_string(i));
+    std::string got;
+    if (store.check({auth_key(i)})) {
+      const auto value = store.get(auth_key(i));
+      got.assign(value.begin(), value.end());
+    }
+    if (got == want) continue;
+    SHARD_FAIL(ErrorKind::config,
+               "rank 0 refused the process that registered as rank " + std::to_string(i) + " at " +
+                   where(r) + ": " +
+                   (got.empty()     ? std::string("it presented no run token")
+                    : got == "none" ? std::string("it has no run token (SHARDSCOPE_RDZV_TOKEN)")
+                                    : std::string("its run token is not this run's")),
+               "a process outside this run connected to its rendezvous; start every rank from "
+               "the same launch (the launcher gives each the run's SHARDSCOPE_RDZV_TOKEN)");
+  }
+}
+
 [[noreturn]] void report_world_mismatch(int rank, const std::string& mine, int other,
                                         const std::string& theirs) {
   SHARD_FAIL(ErrorKind::config,
@@ -168,6 +252,7 @@ void check_arrivals(c10d::Store& store, const Rendezvous& r, std::chrono::millis
                "start WORLD_SIZE ranks with the same MASTER_ADDR/MASTER_PORT; check WORLD_SIZE is "
                "the same on every rank");
   }
+  check_tokens(store, r);
   for (int i = 0; i < r.world_size; ++i) {
     auto value = store.get(keys[static_cast<std::size_t>(i)]);
     std::string theirs(value.begin(), value.end());
@@ -441,6 +526,7 @@ ProcessGroup ProcessGroup::create(const Rendezvous& rdzv, const GroupOptions& op
   group.m_global_rank = r.rank;
   group.m_size = r.world_size;
   group.m_store = connect_store(r, options.timeout);
+  present_token(*group.m_store, r);  // before anything else at the store
   check_arrivals(*group.m_store, r, options.timeout);
   for (auto& [host, pid] : exchange_peers(*group.m_store, r)) group.m_peers.push_back({host, pid});
   group.m_world_store = group.m_store;

@@ -1,5 +1,8 @@
 #include "trainer/dist/rendezvous.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -8,8 +11,12 @@
 #include <fstream>
 #include <thread>
 
+#include "spec/sha256.h"
+
 namespace shardscope::dist {
 namespace {
+
+constexpr std::size_t kMinTokenChars = 16;
 
 Result<int> parse_int(const std::string& name, const std::string& text, int min_value) {
   int value = 0;
@@ -138,18 +145,41 @@ Result<Rendezvous> rendezvous_from_env(const EnvLookup& env) {
   if (!r) return r;
   if (!torchrun && !slurm) r->source = "single";
   if (auto file = env("SHARDSCOPE_RDZV_FILE")) r->port_file = *file;
+  if (auto token = env("SHARDSCOPE_RDZV_TOKEN")) {
+    if (token->size() < kMinTokenChars) {
+      return fail("SHARDSCOPE_RDZV_TOKEN has " + std::to_string(token->size()) +
+                  " characters, fewer than " + std::to_string(kMinTokenChars) +
+                  ": a guessable token guards nothing; unset it, or let Shardscope's launcher "
+                  "draw one");
+    }
+    r->token = *token;
+  }
   if (auto v = validate(*r); !v) return v.error();
   return r;
 }
 
+std::string token_proof(const std::string& token, const std::string& nonce,
+                        const std::string& who) {
+  return spec::sha256_hex("shardscope-rdzv-v1\n" + token + "\n" + nonce + "\n" + who);
+}
+
 Result<void> publish_port(const std::string& port_file, int port) {
   const std::string tmp = port_file + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!(out << port << '\n')) {
-      return fail(port_file + ": cannot write the rendezvous port (" + std::strerror(errno) +
-                  "); check SHARDSCOPE_RDZV_FILE points into a writable folder");
-    }
+  // Owner-only from its creation (0600, never chmod'ed after): which port a run's store listens
+  // on is the run's business.
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const std::string text = std::to_string(port) + "\n";
+  const bool written =
+      fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int err = errno;
+  if (fd >= 0 && ::close(fd) != 0 && written) {
+    return fail(port_file + ": cannot write the rendezvous port (" + std::strerror(errno) +
+                "); check SHARDSCOPE_RDZV_FILE points into a writable folder");
+  }
+  if (!written) {
+    return fail(port_file + ": cannot write the rendezvous port (" + std::strerror(err) +
+                "); check SHARDSCOPE_RDZV_FILE points into a writable folder");
   }
   if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
     return fail(port_file + ": cannot rename " + tmp + " (" + std::strerror(errno) + ")");

@@ -5,6 +5,9 @@
 //   SLURM_PROCID SLURM_NTASKS SLURM_LOCALID SLURM_NTASKS_PER_NODE ...      (used when absent)
 //   SHARDSCOPE_RDZV_FILE   with MASTER_PORT=0: rank 0 listens on a free port and writes it to
 //                          this file; the other ranks read it (local runs never collide).
+//   SHARDSCOPE_RDZV_TOKEN  the run's secret, drawn by Shardscope's launchers and passed in the
+//                          environment (never the command line): every rank proves it knows it
+//                          before it registers at the store (ProcessGroup::create).
 #pragma once
 
 #include <chrono>
@@ -24,6 +27,7 @@ struct Rendezvous {
   int local_rank = 0;
   int local_world_size = 1;
   std::string port_file;  // SHARDSCOPE_RDZV_FILE
+  std::string token;      // SHARDSCOPE_RDZV_TOKEN ("" when the launcher gave none)
   std::string source;     // "torchrun", "slurm" or "single": where the values came from
 
   /// Index of this rank's node, when nodes have local_world_size ranks each.
@@ -41,6 +45,11 @@ Result<Rendezvous> rendezvous_from_env(const EnvLookup& env = process_env());
 
 /// Rank 0: publishes the port it listens on (write to a temporary name, then rename).
 Result<void> publish_port(const std::string& port_file, int port);
+
+/// What a rank presents for the run's token at the store: sha256 of the token, the nonce rank 0
+/// drew for this store and who presents it ("rank 3", "server"), so the token itself never
+/// crosses the wire and a proof read from the store is no good for another store or rank.
+std::string token_proof(const std::string& token, const std::string& nonce, const std::string& who);
 
 /// Other ranks: waits for rank 0's port, up to `timeout`.
 Result<int> wait_for_port(const std::string& port_file, std::chrono::milliseconds timeout);

@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 #include <csignal>
@@ -107,7 +108,7 @@ class TestLocalLauncher : public QObject {
     req.runId = ++m_runs;
     req.runName = QStringLiteral("run-%1").arg(m_runs);
     req.localRunDir = m_root.filePath(req.runName);
-    QDir().mkpath(req.localRunDir);
+    if (!makeRunDir(req.localRunDir)) qWarning("cannot create %s", qPrintable(req.localRunDir));
     QFile toml(req.localRunDir + "/trial.toml");
     if (toml.open(QIODevice::WriteOnly)) toml.write("[train]\nmax_steps = 10\n");
     req.launch.nproc_per_node = world;
@@ -451,6 +452,56 @@ class TestLocalLauncher : public QObject {
     }
   }
 
+  // The rendezvous belongs to the run (issue 29, item 7): every rank of a run gets one fresh
+  // SHARDSCOPE_RDZV_TOKEN in its environment, never on its command line, another run another;
+  // the run directory is 0700 and every file the ranks and the launcher create in it 0600.
+  void rendezvousTokenAndModes() {
+    const QRegularExpression tokenIn(QStringLiteral("SHARDSCOPE_RDZV_TOKEN=([^ \\n]*)"));
+    QStringList tokens;
+    for (int run = 0; run < 2; ++run) {
+      LaunchRequest req =
+          request(2, {"--steps", "3", "--step-ms", "200", "--print-env", "SHARDSCOPE_RDZV_TOKEN"});
+      auto h = start(req);
+      QVERIFY(h);
+      const qint64 pid = h->location().pids.at(0);
+      const QByteArray cmdline = readAll(QStringLiteral("/proc/%1/cmdline").arg(pid));
+      const QByteArray environ = readAll(QStringLiteral("/proc/%1/environ").arg(pid));
+      QVERIFY(waitFinished(h.get()));
+      QStringList mine;
+      for (int r = 0; r < 2; ++r) {
+        QCOMPARE(h->ranks().at(r).exitCode, 0);
+        const QString log =
+            QString::fromUtf8(readAll(req.localRunDir + QStringLiteral("/rank-%1.log").arg(r)));
+        const auto m = tokenIn.match(log);
+        QVERIFY2(m.hasMatch(), qPrintable(log));
+        mine << m.captured(1);
+      }
+      QCOMPARE(mine[0], mine[1]);
+      QVERIFY2(QRegularExpression(QStringLiteral("^[0-9a-f]{64}$")).match(mine[0]).hasMatch(),
+               qPrintable(mine[0]));
+      QVERIFY(environ.isEmpty() || environ.contains(mine[0].toUtf8()));
+      QVERIFY2(!cmdline.isEmpty() && !cmdline.contains(mine[0].toUtf8()),
+               "the token is on the command line (or the rank was gone before it was read)");
+      tokens << mine[0];
+
+      const auto mode = [](const QString& path) {
+        struct stat st {};
+        return ::stat(QFile::encodeName(path).constData(), &st) == 0 ? (st.st_mode & 07777)
+                                                                     : 0xFFFF;
+      };
+      QCOMPARE(mode(req.localRunDir), 0700U);
+      for (const QString& name :
+           {QStringLiteral("rank-0.log"), QStringLiteral("rank-1.log"),
+            QStringLiteral("events-rank-0.jsonl"), QStringLiteral("events-rank-1.jsonl"),
+            QStringLiteral("rendezvous-port")}) {
+        QVERIFY2(mode(req.localRunDir + "/" + name) == 0600U,
+                 qPrintable(name + QStringLiteral(" has mode %1, want 600")
+                                       .arg(mode(req.localRunDir + "/" + name), 0, 8)));
+      }
+    }
+    QVERIFY2(tokens[0] != tokens[1], "two runs got the same token");
+  }
+
   void badRequestsAreClearErrors_data() {
     QTest::addColumn<QString>("what");
     QTest::addColumn<QString>("expected");
@@ -495,8 +546,10 @@ class TestLocalLauncher : public QObject {
     }
     if (what == "nnodes") req.launch.nnodes = 2;
     if (what == "gpus") req.launch.gpus = {0, 1, 2};
-    if (what == "rank") req.launch.env["RANK"] = "0";
-    if (what == "omp") req.launch.env["OMP_NUM_THREADS"] = "8";
+    // insert_or_assign of std::string: GCC 12 at -O3 reports a false -Wrestrict on
+    // operator=(const char*) here since request() creates the run directory through makeRunDir.
+    if (what == "rank") req.launch.env.insert_or_assign("RANK", std::string("0"));
+    if (what == "omp") req.launch.env.insert_or_assign("OMP_NUM_THREADS", std::string("8"));
     if (what == "dir") req.localRunDir = m_root.filePath("no-such-dir");
     LocalLauncher launcher;
     auto h = launcher.start(req);

@@ -7,6 +7,7 @@
 
 #include <QDeadlineTimer>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
@@ -39,7 +40,8 @@ class TestSlurmLauncher : public QObject {
     LaunchRequest req;
     req.runName = name;
     req.localRunDir = m_tmp.filePath(name);
-    QDir().mkpath(req.localRunDir);
+    // As the backend does (0700).
+    if (!makeRunDir(req.localRunDir)) qWarning("cannot create %s", qPrintable(req.localRunDir));
     writeAll(req.localRunDir + "/trial.toml", "[train]\nmax_steps = 3\n");
     req.launch.kind = spec::LaunchKind::slurm;
     req.launch.nnodes = 1;
@@ -108,6 +110,12 @@ class TestSlurmLauncher : public QObject {
                   "\"$@\"")}) {
       QVERIFY2(lines.contains(expected), qPrintable("missing line: " + expected + "\n" + *script));
     }
+    // The run's rendezvous token is exported by this 0600 script, never put on srun's command
+    // line; umask 077 makes srun's rank logs and event files owner-only.
+    QVERIFY2(lines.contains("umask 077"), qPrintable(*script));
+    const QRegularExpression token("^export SHARDSCOPE_RDZV_TOKEN='[0-9a-f]{64}'$");
+    QVERIFY2(lines.filter(token).size() == 1, qPrintable(*script));
+    QVERIFY(!lines.filter(QRegularExpression("^srun ")).first().contains("SHARDSCOPE_RDZV_TOKEN"));
     // Directives come before the first command, or sbatch ignores them.
     const auto firstCommand = lines.indexOf("set -u");
     for (int i = 0; i < lines.size(); ++i) {
@@ -176,6 +184,14 @@ class TestSlurmLauncher : public QObject {
       QCOMPARE(thisPort, port);
     }
     QVERIFY(QFile::exists(loc.runDir + "/job.sbatch"));
+    // Owner-only (issue 29, item 7): the script (created 0600, it holds the run's token) and what
+    // the job wrote under umask 077.
+    for (const char* name :
+         {"job.sbatch", "rank-0.log", "rank-1.log", "events-rank-0.jsonl", "events-rank-1.jsonl"}) {
+      struct stat st {};
+      QVERIFY2(::stat(qPrintable(loc.runDir + "/" + name), &st) == 0, name);
+      QVERIFY2((st.st_mode & 0777) == 0600, name);
+    }
   }
 
   void stopIsGracefulAndKillCancels() {

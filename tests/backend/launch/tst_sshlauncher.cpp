@@ -169,6 +169,24 @@ class TestSshLauncher : public QObject {
     QVERIFY2(script.find("hf_s3cret") == std::string::npos &&
                  script.find("SHARDSCOPE_TEST_VALUE") == std::string::npos,
              script.c_str());
+    // The run's rendezvous token (issue 29, item 7) is in env.sh, not the start script; the remote
+    // run directory is 0700 and the rank files the script creates (umask 077) 0600.
+    const QByteArray envFile = readAll(loc.runDir + "/" + kSshEnvFile);
+    const auto tokenAt = envFile.indexOf("export SHARDSCOPE_RDZV_TOKEN='");
+    QVERIFY2(tokenAt >= 0, envFile.constData());
+    const std::string token = envFile.mid(tokenAt + 30, 64).toStdString();
+    QVERIFY(script.find(token) == std::string::npos);
+    QVERIFY(script.rfind("umask 077\n", 0) == 0);
+    {
+      struct stat st {};
+      QVERIFY(::stat(qPrintable(loc.runDir), &st) == 0);
+      QCOMPARE(st.st_mode & 0777, mode_t{0700});
+    }
+    for (const char* name : {"rank-0.log", "rank-1.log", "events-rank-0.jsonl"}) {
+      struct stat st {};
+      QVERIFY2(::stat(qPrintable(loc.runDir + "/" + name), &st) == 0, name);
+      QVERIFY2((st.st_mode & 0777) == 0600, name);
+    }
     QString port;
     for (int rank = 0; rank < 2; ++rank) {
       const QByteArray onDisk = readAll(loc.runDir + QString("/events-rank-%1.jsonl").arg(rank));

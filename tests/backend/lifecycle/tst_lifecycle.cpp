@@ -7,6 +7,7 @@
 // sweep process killed with SIGKILL is seen as gone (its study's stamp names a dead pid) and
 // adoptSweep starts it again, which reattaches the trial left running and finishes the study.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -156,6 +157,16 @@ class TestLifecycle : public QObject {
     QVERIFY(testing::readAll(QDir(run.runDir).filePath("supervisor.log")).contains("supervising"));
     QCOMPARE(lossRows(run.id), qint64(fileSteps(run.runDir, 0) + fileSteps(run.runDir, 1)));
     QCOMPARE(fileSteps(run.runDir, 0), 40);
+    // Owner-only (issue 29, item 7): the run directory 0700, the supervisor's and the ranks'
+    // output 0600, as created (the supervisor and ranks may echo secrets).
+    const auto mode = [](const QString& path) {
+      struct stat st {};
+      return ::stat(QFile::encodeName(path).constData(), &st) == 0 ? (st.st_mode & 07777) : 0xFFFFU;
+    };
+    QCOMPARE(mode(run.runDir), 0700U);
+    for (const char* name : {"supervisor.log", "rank-0.log", "rank-1.log", "events-rank-0.jsonl",
+                             "events-rank-1.jsonl"})
+      QCOMPARE(mode(QDir(run.runDir).filePath(name)), 0600U);
   }
 
   void stopEndsADetachedRunStopped() {

@@ -1,4 +1,5 @@
 // Rendezvous from torchrun's and Slurm's environment variables (trainer/dist/rendezvous.cpp).
+#include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -94,6 +95,9 @@ class TestRendezvous : public QObject {
     QTest::newRow("port 0 without file") << "MASTER_PORT"
                                          << "0"
                                          << "MASTER_PORT=0 needs SHARDSCOPE_RDZV_FILE";
+    QTest::newRow("short token") << "SHARDSCOPE_RDZV_TOKEN"
+                                 << "abc"
+                                 << "SHARDSCOPE_RDZV_TOKEN has 3 characters, fewer than 16";
   }
   void errorsNameTheVariable() {
     QFETCH(QString, name);
@@ -107,6 +111,25 @@ class TestRendezvous : public QObject {
     QVERIFY2(QString::fromStdString(r.message()).contains(expected), r.message().c_str());
   }
 
+  // The run's token comes from the environment; proofs bind it to the nonce and who presents it.
+  void tokenFromTheEnvironment() {
+    const std::string token = "0123456789abcdef0123456789abcdef";
+    auto r = rendezvous_from_env(
+        envOf({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SHARDSCOPE_RDZV_TOKEN", token}}));
+    QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+    QCOMPARE(r->token, token);
+    auto none = rendezvous_from_env(envOf({{"RANK", "1"}, {"WORLD_SIZE", "2"}}));
+    QVERIFY(none.ok());
+    QVERIFY(none->token.empty());
+    const auto proof = token_proof(token, "nonce", "rank 1");
+    QCOMPARE(proof.size(), std::size_t{64});
+    QVERIFY(proof.find(token) == std::string::npos);
+    QCOMPARE(token_proof(token, "nonce", "rank 1"), proof);
+    QVERIFY(token_proof(token, "nonce", "rank 2") != proof);
+    QVERIFY(token_proof(token, "other", "rank 1") != proof);
+    QVERIFY(token_proof(token + "x", "nonce", "rank 1") != proof);
+  }
+
   void portFileHandsThePortOver() {
     QTemporaryDir dir;
     const std::string file = dir.filePath("port").toStdString();
@@ -118,6 +141,10 @@ class TestRendezvous : public QObject {
     writer.join();
     QVERIFY(port.ok());
     QCOMPARE(*port, 40123);
+    // Owner-only from its creation: 0600 whatever the umask allows.
+    QCOMPARE(QFile::permissions(QString::fromStdString(file)),
+             QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadUser |
+                 QFileDevice::WriteUser);
     auto missing =
         wait_for_port(dir.filePath("none").toStdString(), std::chrono::milliseconds(100));
     QVERIFY(!missing.ok());

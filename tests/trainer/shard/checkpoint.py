@@ -16,15 +16,22 @@ train.ckpt_keep = 0 and train.deterministic = true.
       the run's own newest once it has one.
   --case disk_full: the disk fills up during a checkpoint (RLIMIT_FSIZE below a rank file's size,
       so a write fails with EFBIG as on a full disk, after the run resumed from step 10): every
-      rank stops with an `io` error naming the file, no step-15 checkpoint is left looking
-      complete, and --resume auto without the limit goes on from step 10 to the uninterrupted
-      run's curve, bit for bit.
+      rank stops with a `disk_full` error naming the file and the bytes, no step-15 checkpoint is
+      left looking complete, and --resume auto without the limit goes on from step 10 to the
+      uninterrupted run's curve, bit for bit.
+  --case disk_full_meta: the checkpoint folder is a tmpfs sized so that step 15's rank files fit
+      and its meta.json does not (one page short), with train.ckpt_keep = 1: rank 0 stops with a
+      `disk_full` error naming meta.json and the bytes, the other rank with a `disk_full` error
+      naming rank 0, no `.step-000015.tmp` or step-000015 is left, step-000010 is kept intact
+      (pruning waits for a complete checkpoint), and once the tmpfs is grown --resume auto goes
+      on from step 10 to the uninterrupted run's curve, bit for bit. Needs `mount` (root).
 """
 import argparse
 import os
 import resource
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -213,9 +220,11 @@ def disk_full(args, config):
                                       f"{ranks.log_tail(run_dir, WORLD)}")
     errors = [e for r in range(WORLD) for e in ranks.events(run_dir, r, "error")]
     print(f"errors: {errors}")
-    io = [e for e in errors if e["kind"] == "io"]
-    check(io and all("rank-" in e["message"] and "File too large" in e["message"] for e in io),
-          f"want io errors naming the rank file and the cause, got {errors}")
+    full = [e for e in errors if e["kind"] == "disk_full"]
+    check(len(full) == WORLD and all("rank-" in e["message"] and "File too large" in e["message"]
+                                     and "bytes" in e["message"] for e in full),
+          f"want a disk_full error on every rank naming the rank file, the bytes and the cause, "
+          f"got {errors}")
     steps = [e["step"] for e in ranks.events(run_dir, 0, "step")]
     check(steps and steps[-1] == 15, f"the limited run's steps {steps}: want 11..15")
     check(sorted(d for d in os.listdir(root) if d.startswith("step-")) ==
@@ -232,14 +241,91 @@ def disk_full(args, config):
                          steps=list(range(KILL_AFTER + 1, max(want) + 1)))
 
 
+PAGE = 4096  # tmpfs counts whole pages; folders take none
+
+
+def pages(path):
+    return (os.path.getsize(path) + PAGE - 1) // PAGE * PAGE
+
+
+def disk_full_meta(args, config):
+    source, want = uninterrupted(args, config)
+    step10 = os.path.join(source, "ckpt", f"step-{KILL_AFTER:06d}")
+    step15 = os.path.join(source, "ckpt", "step-000015")
+    kept = sum(pages(os.path.join(step10, f)) for f in os.listdir(step10))
+    shards = sum(pages(os.path.join(step15, f"rank-{r}.safetensors")) for r in range(WORLD))
+    meta = pages(os.path.join(step15, "meta.json"))
+    size = kept + shards + meta - PAGE  # step 15's rank files fit, its meta.json does not
+    run_dir = ranks.fresh_dir(os.path.join(args.work, "disk_full_meta"))
+    root = os.path.join(run_dir, "ckpt")
+    os.makedirs(root)
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", root],
+                           capture_output=True, text=True)
+    check(mount.returncode == 0,
+          f"cannot mount a {size}-byte tmpfs on {root} ({mount.stderr.strip()}): this case fills "
+          f"a real disk and needs root (or CAP_SYS_ADMIN)")
+    try:
+        shutil.copytree(step10, os.path.join(root, f"step-{KILL_AFTER:06d}"))
+        fs = os.statvfs(root)
+        print(f"tmpfs of {size} bytes: step-10 takes {kept}, step 15 needs {shards} for its rank "
+              f"files and {meta} for meta.json; {fs.f_bavail * fs.f_frsize} bytes free")
+        check(fs.f_bavail * fs.f_frsize == shards + meta - PAGE,
+              f"the tmpfs has {fs.f_bavail * fs.f_frsize} bytes free, want {shards + meta - PAGE}")
+        codes = ranks.run_ranks(args.shardtrain,
+                                argv(config, "--set", "train.ckpt_keep=1", "--resume", "auto"),
+                                run_dir, WORLD)
+        print(f"meta.json one page short: exit codes {codes}")
+        check(all(c == 1 for c in codes), f"want every rank to exit 1, got {codes}\n"
+                                          f"{ranks.log_tail(run_dir, WORLD)}")
+        errors = {r: ranks.events(run_dir, r, "error") for r in range(WORLD)}
+        print(f"errors: {errors}")
+        first = errors[0][0] if errors[0] else {}
+        check(len(errors[0]) == 1 and first["kind"] == "disk_full"
+              and os.path.join(root, ".step-000015.tmp", "meta.json") in first["message"]
+              and "bytes" in first["message"] and "No space left" in first["message"],
+              f"rank 0: want one disk_full error naming meta.json, the bytes and the cause, got "
+              f"{errors[0]}\n{ranks.log_tail(run_dir, WORLD)}")
+        for r in range(1, WORLD):
+            check(len(errors[r]) == 1 and errors[r][0]["kind"] == "disk_full"
+                  and "rank 0" in errors[r][0]["message"],
+                  f"rank {r}: want one disk_full error naming rank 0, got {errors[r]}")
+        steps = [e["step"] for e in ranks.events(run_dir, 0, "step")]
+        check(steps and steps[-1] == 15, f"the run's steps {steps}: want 11..15")
+        left = sorted(os.listdir(root))
+        check(left == [f"step-{KILL_AFTER:06d}"],
+              f"{root} holds {left}: want step-{KILL_AFTER:06d} alone (no step 15, no .tmp)")
+        for f in sorted(os.listdir(step10)):
+            with open(os.path.join(step10, f), "rb") as a, \
+                    open(os.path.join(root, f"step-{KILL_AFTER:06d}", f), "rb") as b:
+                check(a.read() == b.read(), f"step-{KILL_AFTER:06d}/{f} changed")
+        check(not ranks.events(run_dir, 0, "ckpt"), "a ckpt event for a failed checkpoint")
+
+        grow = subprocess.run(["mount", "-o", "remount,size=512m", root], capture_output=True,
+                              text=True)
+        check(grow.returncode == 0, f"cannot grow the tmpfs: {grow.stderr.strip()}")
+        resumed, _ = resume_auto(args, config, run_dir, "after space was freed")
+        want_resume = f"step-{KILL_AFTER:06d} at step {KILL_AFTER}"
+        check(len(resumed) == 2 and all(r.endswith(want_resume) for r in resumed),
+              f"want both runs to resume from step-{KILL_AFTER:06d}, got {resumed}")
+        got = {}
+        for e in ranks.events(run_dir, 0, "step"):
+            got[e["step"]] = e  # the resumed run's steps 11..15 replace the failed run's
+        ranks.compare_curves("resumed after the disk filled up", got, want, 0.0,
+                             steps=list(range(KILL_AFTER + 1, max(want) + 1)))
+    finally:
+        subprocess.run(["umount", "-l", root])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shardtrain", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", required=True, choices=["resume", "reshard", "fallback", "disk_full"])
+    parser.add_argument("--case", required=True, choices=["resume", "reshard", "fallback", "disk_full",
+                                                           "disk_full_meta"])
     args = parser.parse_args()
     config = ranks.setup_experiment(args.work)
-    cases = {"resume": resume, "reshard": reshard, "fallback": fallback, "disk_full": disk_full}
+    cases = {"resume": resume, "reshard": reshard, "fallback": fallback, "disk_full": disk_full,
+             "disk_full_meta": disk_full_meta}
     ranks.main_guard(lambda: cases[args.case](args, config))
 
 
