@@ -28,6 +28,8 @@ still leaves the checks done so far):
                         images: fp32 ids on the device equal the CPU's; bf16 agreement and
                         tokens/s reported
   oom                   a too-large batch ends with exit 1 and an `error` of kind oom naming bytes
+  hybrid_one_gpu        (CUDA) 4 Gloo ranks on the one GPU: every strategy, HYBRID_SHARD in groups
+                        of 2, against 1 rank to 1e-5; their checkpoint resumed on 2 CPU ranks
   multi_gpu             (--multi) the multi-GPU proof on every GPU when there are several;
                         "1 GPU: skipped" otherwise
   peer_lost_gpu         2 Gloo ranks on the GPU; rank 1 killed, then stopped, mid-step: rank 0
@@ -292,6 +294,23 @@ class GpuCheck:
         c.expect(done == 1, f"{done} done events")
         self.record(c)
 
+    def run_script(self, c, name, argv, timeout):
+        """python3 tests/trainer/shard/NAME ARGV, bounded by `timeout`; records its exit code and
+        seconds in c.figures (prefixed by NAME's stem when several runs share a check) and
+        returns (code, output)."""
+        script = os.path.join(HERE, "..", "..", "tests", "trainer", "shard", name)
+        started = time.time()
+        try:
+            p = subprocess.run([sys.executable, script, "--shardtrain", self.runner.shardtrain]
+                               + argv, capture_output=True, text=True,
+                               timeout=self.timeout(timeout))
+            code, out = p.returncode, p.stdout + p.stderr
+        except subprocess.TimeoutExpired as e:
+            code, out = "timeout", str(e)
+        c.figures.setdefault("runs", []).append(
+            {"script": name, "exit": code, "seconds": round(time.time() - started, 1)})
+        return code, out
+
     def check_peer_lost(self):
         """Two ranks on the GPU (Gloo staged through host memory, so one GPU holds both): rank 1
         SIGKILLed, then SIGSTOPped, mid-step; rank 0 ends with one peer_lost error naming it
@@ -302,20 +321,29 @@ class GpuCheck:
             c.skip("the CPU form is CI's ctest -R 'shard_error_(peer_lost|frozen)$'")
             self.record(c)
             return
-        script = os.path.join(HERE, "..", "..", "tests", "trainer", "shard", "errors.py")
         for case in ("frozen", "peer_lost"):
-            work = os.path.join(self.work, f"peer_lost_{case}")
-            started = time.time()
-            try:
-                p = subprocess.run([sys.executable, script, "--shardtrain", self.runner.shardtrain,
-                                    "--work", work, "--case", case, "--device", "cuda"],
-                                   capture_output=True, text=True, timeout=self.timeout(180))
-                code, out = p.returncode, (p.stdout + p.stderr)[-1500:]
-            except subprocess.TimeoutExpired as e:
-                code, out = "timeout", str(e)[-500:]
-            c.figures[f"{case}_seconds"] = round(time.time() - started, 1)
-            c.figures[f"{case}_exit"] = code
-            c.expect(code == 0, f"errors.py --case {case} --device cuda: {out}")
+            code, out = self.run_script(
+                c, "errors.py", ["--work", os.path.join(self.work, f"peer_lost_{case}"),
+                                 "--case", case, "--device", "cuda"], 180)
+            c.expect(code == 0, f"errors.py --case {case} --device cuda: {out[-1500:]}")
+        self.record(c)
+
+    def check_hybrid_one_gpu(self):
+        """One GPU, 4 ranks sharing it through Gloo: every strategy (HYBRID_SHARD with
+        LOCAL_WORLD_SIZE 2: shard groups of 2, replica groups of 2) against 1 rank within 1e-5,
+        the FULL_SHARD checkpoint of the 4 GPU ranks resumed on 2 CPU ranks, a rank killed
+        (tests/trainer/shard/multi_gpu.py --share-gpu)."""
+        c = Check("hybrid_one_gpu")
+        if not self.cuda:
+            c.skip("the CPU form is CI's ctest -R shard_multi_gpu_cpu")
+            self.record(c)
+            return
+        code, out = self.run_script(
+            c, "multi_gpu.py", ["--work", os.path.join(self.work, "hybrid_one_gpu"),
+                                "--device", "cuda", "--world", "4", "--share-gpu",
+                                "--resume-device", "cpu", "--tol", "1e-5"], 300)
+        c.figures["worst"] = [line for line in out.splitlines() if "max relative" in line]
+        c.expect(code == 0, f"multi_gpu.py --share-gpu: {out[-1500:]}")
         self.record(c)
 
     def check_multi_gpu(self):
@@ -328,17 +356,10 @@ class GpuCheck:
                    else "no GPU: the CPU form is CI's ctest -R shard_multi_gpu_cpu")
             self.record(c)
             return
-        script = os.path.join(HERE, "..", "..", "tests", "trainer", "shard", "multi_gpu.py")
-        started = time.time()
-        try:
-            p = subprocess.run([sys.executable, script, "--shardtrain", self.runner.shardtrain,
-                                "--work", os.path.join(self.work, "multi_gpu"),
-                                "--device", "cuda", "--world", str(gpus)],
-                               capture_output=True, text=True, timeout=self.timeout(600))
-            code, out = p.returncode, p.stdout + p.stderr
-        except subprocess.TimeoutExpired as e:
-            code, out = "timeout", str(e)
-        c.figures.update(gpus=gpus, exit=code, seconds=round(time.time() - started, 1),
+        code, out = self.run_script(
+            c, "multi_gpu.py", ["--work", os.path.join(self.work, "multi_gpu"),
+                                "--device", "cuda", "--world", str(gpus)], 600)
+        c.figures.update(gpus=gpus,
                          worst=[line for line in out.splitlines() if "max relative" in line])
         c.expect(code == 0, f"multi_gpu.py --world {gpus}: {out[-1500:]}")
         self.record(c)
@@ -806,6 +827,8 @@ class GpuCheck:
         if self.cuda and self.report["device"].get("gpus", 0) == 1 and self.room(
                 ["nccl_shared_gpu"], 15):
             self.check_nccl_shared_gpu()
+        if self.cuda and self.room(["hybrid_one_gpu"], 120):
+            self.check_hybrid_one_gpu()
         if self.args.multi and self.room(["multi_gpu"], 120):
             self.check_multi_gpu()
         c = Check("benchmark")

@@ -10,19 +10,14 @@
 #include <cstdlib>
 #include <map>
 
+#include "tests/trainer/dist/env_of.h"
 #include "trainer/dist/comm_env.h"
 
 using namespace shardscope::dist;
 
 namespace {
 
-EnvLookup envOf(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using shardscope::testing::envOf;
 
 Rendezvous world(int size, int local, const std::string& master) {
   Rendezvous r;

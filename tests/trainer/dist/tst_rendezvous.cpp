@@ -6,19 +6,14 @@
 #include <map>
 #include <thread>
 
+#include "tests/trainer/dist/env_of.h"
 #include "trainer/dist/rendezvous.h"
 
 using namespace shardscope::dist;
 
 namespace {
 
-EnvLookup envOf(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using shardscope::testing::envOf;
 
 }  // namespace
 

@@ -2,14 +2,19 @@
 to check the sharding on them, and what CI runs on CPU ranks as its CPU form.
 
   --device cuda --world N   N ranks, one GPU each (CUDA_VISIBLE_DEVICES per rank), NCCL
+  --device cuda --world N --share-gpu
+                            N ranks on the one visible GPU through Gloo staged in host memory
+                            (the check of a machine with one GPU: gpu_check.py hybrid_one_gpu)
   --device cpu --world N    N CPU ranks over Gloo (CI: shard_multi_gpu_cpu, N = 4)
+  --resume-device cpu       the reshard check resumes on the CPU (a checkpoint written on GPUs
+                            goes on on a laptop)
 
 Checks, each against one rank of the same device on the same global batch (fp32; TF32 off):
   strategies   FULL_SHARD, SHARD_GRAD_OP, NO_SHARD and HYBRID_SHARD (LOCAL_WORLD_SIZE = N/2: two
                shard groups of N/2, as two nodes would be) on N ranks: every step's loss within
                TOL (1e-5 on CPU, 1e-4 on CUDA).
-  reshard      the FULL_SHARD run's middle checkpoint resumed on N/2 ranks: the remaining steps
-               within TOL of the uninterrupted run.
+  reshard      the FULL_SHARD run's middle checkpoint resumed on N/2 ranks (on --resume-device):
+               the remaining steps within TOL of the uninterrupted run.
   peer_lost    a fresh FULL_SHARD run on N ranks whose rank 1 is SIGKILLed after step 3: rank 0
                ends with one `error` of kind peer_lost naming rank 1 within shard.timeout_s +
                30 s, and no rank is left running.
@@ -34,7 +39,7 @@ STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD")
 def device_env(args, world):
     """Per-rank environment: one GPU each on CUDA (so HYBRID_SHARD's LOCAL_RANK, which repeats
     across the two groups, never puts two NCCL ranks on one GPU)."""
-    if args.device != "cuda":
+    if args.device != "cuda" or args.share_gpu:
         return [None] * world
     return [{"CUDA_VISIBLE_DEVICES": str(rank)} for rank in range(world)]
 
@@ -95,8 +100,10 @@ def reshard(args, config, tol):
     check(os.path.isfile(os.path.join(ckpt, "meta.json")), f"{ckpt}: no complete checkpoint")
     world = max(1, args.world // 2)
     run_dir = os.path.join(args.work, "reshard")
-    with ranks.timed(f"resume step {STEPS // 2} of {args.world} ranks on {world}"):
-        got = run(args, config, run_dir, world, extra=("--resume", ckpt))
+    sets = [f"shard.device={args.resume_device}"] if args.resume_device else []
+    with ranks.timed(f"resume step {STEPS // 2} of {args.world} ranks on {world}"
+                     f"{' on ' + args.resume_device if args.resume_device else ''}"):
+        got = run(args, config, run_dir, world, sets=sets, extra=("--resume", ckpt))
     check(sorted(got) == list(range(STEPS // 2 + 1, STEPS + 1)),
           f"reshard: steps {sorted(got)}, want {STEPS // 2 + 1}..{STEPS}")
     ranks.compare_curves(f"saved on {args.world}, resumed on {world}", got, want, tol,
@@ -147,14 +154,22 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--world", type=int, default=4, help="ranks (GPUs on CUDA)")
+    parser.add_argument("--share-gpu", action="store_true",
+                        help="cuda: every rank on the one visible GPU, through Gloo")
+    parser.add_argument("--resume-device", choices=["cpu", "cuda"],
+                        help="where the reshard check resumes (default: --device)")
+    parser.add_argument("--tol", type=float,
+                        help="per-step relative tolerance (default 1e-5 on CPU, 1e-4 on CUDA)")
     args = parser.parse_args()
     args.shardtrain = os.path.abspath(args.shardtrain)
 
     def body():
         check(args.world >= 2, "--world must be at least 2")
-        tol = 1e-4 if args.device == "cuda" else 1e-5
+        tol = args.tol or (1e-4 if args.device == "cuda" else 1e-5)
         batch = 24 if 24 % args.world == 0 else 3 * args.world
         shard = {"timeout_s": TIMEOUT_S, "device": args.device}
+        if args.share_gpu:
+            shard["backend"] = "gloo"
         if args.device == "cuda":
             shard["allow_tf32"] = False
         config = ranks.setup_experiment(args.work, {
