@@ -135,6 +135,8 @@ Result<void> RunMonitor::restoreStreams() {
     stream.eventsOffset = *events;
     stream.logOffset = *log;
     stream.lastSeq = *seq;
+    if (auto aside = m_asideSeq.find(rank); aside != m_asideSeq.end())
+      stream.lastSeq = std::max(stream.lastSeq, aside->second);
     stream.hello = hello->has_value();
     stream.done = payloadOf<spec::DoneEvent>(*done);
     stream.lastError = payloadOf<spec::ErrorEvent>(*error);
@@ -276,6 +278,8 @@ Result<void> RunMonitor::ingestLineByLine(const FileChunk& chunk) {
          QStringLiteral("the run log refused this line (%1); kept as a log line")
              .arg(QString::fromStdString(stored.message()))});
     if (auto kept = m_store.ingest(std::move(aside)).get(); !kept) return kept.error();
+    for (const EventRow& row : line.events)
+      m_asideSeq[line.rank] = std::max(m_asideSeq[line.rank], row.seq);
     qCWarning(lcRunMonitor,
               "run %lld rank %d: the run log refused the line at byte %lld (%s); "
               "kept as a log line",

@@ -13,6 +13,7 @@
 #include <QObject>
 #include <QTimer>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -117,6 +118,10 @@ class RunMonitor : public QObject {
   bool m_tookOver = false;
   bool m_polling = false;
   int m_storeFailures = 0;  // polls in a row whose rows the run log refused
+  // Per rank, the highest seq of an event line kept as a log line (refused for good): the run
+  // log's own highest seq stops below it, and restoring from that alone would report the lines
+  // set aside as missing events.
+  std::map<int, qint64> m_asideSeq;
 };
 
 }  // namespace shardscope::backend
