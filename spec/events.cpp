@@ -96,6 +96,18 @@ struct Encoder {
     out["message"] = e.message;
     out["hint"] = e.hint;
   }
+  void operator()(const PhasesEvent& e) const {
+    out["step"] = e.step;
+    out["wall"] = number(e.wall);
+    out["data"] = number(e.data);
+    out["forward"] = number(e.forward);
+    out["backward"] = number(e.backward);
+    out["optimizer"] = number(e.optimizer);
+    out["comm_exposed"] = number(e.comm_exposed);
+    out["comm_total"] = number(e.comm_total);
+    out["copy"] = number(e.copy);
+    out["other"] = number(e.other);
+  }
 };
 
 // Reads typed fields out of one parsed line; the first failure is kept with its field path.
@@ -340,6 +352,21 @@ ErrorEvent read_error(Reader& r) {
   return e;
 }
 
+PhasesEvent read_phases(Reader& r) {
+  PhasesEvent e;
+  e.step = r.integer("step");
+  e.wall = r.real("wall");
+  e.data = r.real("data");
+  e.forward = r.real("forward");
+  e.backward = r.real("backward");
+  e.optimizer = r.real("optimizer");
+  e.comm_exposed = r.real("comm_exposed");
+  e.comm_total = r.real("comm_total");
+  e.copy = r.real("copy");
+  e.other = r.real("other");
+  return e;
+}
+
 Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj) {
   Payload body;
   if (kind == "hello")
@@ -358,9 +385,11 @@ Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj
     body = read_done(r, obj);
   else if (kind == "error")
     body = read_error(r);
+  else if (kind == "phases")
+    body = read_phases(r);
   else
     return fail("ev: unknown event kind \"" + kind +
-                "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error)");
+                "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error, phases)");
   if (r.failed()) return fail(r.error());
   return body;
 }
@@ -368,8 +397,8 @@ Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj
 }  // namespace
 
 std::string_view kind_name(const Payload& body) {
-  static constexpr std::string_view kNames[] = {"hello", "step", "eval", "mem",
-                                                "ckpt",  "log",  "done", "error"};
+  static constexpr std::string_view kNames[] = {"hello", "step", "eval",  "mem",   "ckpt",
+                                                "log",   "done", "error", "phases"};
   return kNames[body.index()];
 }
 

@@ -113,8 +113,27 @@ struct ErrorEvent {
   std::string hint;
 };
 
+/// `phases`: where one rank's wall time of an optimizer step went, in seconds (every rank,
+/// every step). Every instant of the step belongs to exactly one phase, so data + forward +
+/// backward + optimizer + comm_exposed + copy + other = wall. forward and backward are compute
+/// only: a wait for a collective inside them is comm_exposed. comm_total is how long at least one
+/// of this rank's collectives was in flight, each from its issue to the end of its wait
+/// (overlapped with compute or not; on the CPU the end is when the rank saw the result, so an
+/// upper bound), never more than wall; comm_exposed / comm_total is the share left exposed.
+struct PhasesEvent {
+  std::int64_t step = 0;
+  double wall = 0;          // the step's wall time on this rank
+  double data = 0;          // choosing and building the step's micro-batches
+  double forward = 0;       // forward compute
+  double backward = 0;      // backward compute (gradient reduction issued, not waited)
+  double optimizer = 0;     // clipping, the gradient norm, the optimizer update, zeroing
+  double comm_exposed = 0;  // waiting on collectives (gathers, reductions, control all-reduces)
+  double comm_total = 0;    // while any collective was in flight, overlapped or not
+  double copy = 0;          // host-device copies (0 on the CPU)
+  double other = 0;         // the rest (the loss's read-back, bookkeeping)
+};
 using Payload = std::variant<HelloEvent, StepEvent, EvalEvent, MemEvent, CkptEvent, LogEvent,
-                             DoneEvent, ErrorEvent>;
+                             DoneEvent, ErrorEvent, PhasesEvent>;
 
 /// The fields every line carries.
 struct Envelope {

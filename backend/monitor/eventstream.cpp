@@ -75,6 +75,15 @@ std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event) {
       addMetric(rows, runId, event, m->step, "mem.cuda_reserved", double(*m->cuda_reserved));
     if (m->cuda_peak)
       addMetric(rows, runId, event, m->step, "mem.cuda_peak", double(*m->cuda_peak));
+  } else if (const auto* p = std::get_if<spec::PhasesEvent>(&event.body)) {
+    for (const auto& [name, value] :
+         {std::pair{"phase.wall", p->wall}, std::pair{"phase.data", p->data},
+          std::pair{"phase.forward", p->forward}, std::pair{"phase.backward", p->backward},
+          std::pair{"phase.optimizer", p->optimizer},
+          std::pair{"phase.comm_exposed", p->comm_exposed},
+          std::pair{"phase.comm_total", p->comm_total}, std::pair{"phase.copy", p->copy},
+          std::pair{"phase.other", p->other}})
+      addMetric(rows, runId, event, p->step, name, value);
   }
   return rows;
 }

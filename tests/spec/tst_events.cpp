@@ -65,13 +65,16 @@ class TestEvents : public QObject {
                          0.875};
     MemEvent memCuda{10,         1073741824,  2147483648,  1610612736,
                      3221225472, 17179869184, 21474836480, 19327352832};
+    // Every rank's phases of a step: they add up to its wall time.
+    PhasesEvent phases{12, 0.5, 0.015625, 0.125, 0.1875, 0.0625, 0.09375, 0.25, 0, 0.015625};
     const std::vector<Event> events{
         {{1, 0, 0, 1732280000.125}, hello},    {{1, 0, 1, 1732280001.5}, step},
         {{1, 0, 2, 1732280002.0}, eval},       {{1, 1, 3, 1732280002.25}, mem},
         {{1, 0, 4, 1732280003.0}, ckpt},       {{1, 0, 5, 1732280003.5}, log},
         {{1, 0, 6, 1732280004.0}, done},       {{1, 0, 7, 1732280004.0}, doneMulti},
         {{1, 1, 8, 1732280005.0}, error},      {{1, 0, 9, 1732280006.0}, diverged},
-        {{1, 0, 10, 1732280007.0}, helloCuda}, {{1, 0, 11, 1732280007.5}, memCuda}};
+        {{1, 0, 10, 1732280007.0}, helloCuda}, {{1, 0, 11, 1732280007.5}, memCuda},
+        {{1, 1, 12, 1732280008.0}, phases}};
     const auto golden = goldenLines();
     QCOMPARE(golden.size(), static_cast<qsizetype>(events.size()));
     for (std::size_t i = 0; i < events.size(); ++i) {
@@ -116,6 +119,12 @@ class TestEvents : public QObject {
     QVERIFY(!mem.cuda_peak.has_value());
     auto memCuda = std::get<MemEvent>(parseOrFail(golden[11]).body);
     QCOMPARE(*memCuda.cuda_peak, 19327352832LL);
+    auto phases = std::get<PhasesEvent>(parseOrFail(golden[12]).body);
+    QCOMPARE(phases.step, 12LL);
+    QCOMPARE(phases.comm_total, 0.25);
+    QCOMPARE(phases.data + phases.forward + phases.backward + phases.optimizer +
+                 phases.comm_exposed + phases.copy + phases.other,
+             phases.wall);
   }
 
   void errorsNameTheField_data() {
@@ -132,6 +141,10 @@ class TestEvents : public QObject {
     QTest::newRow("missing seq")
         << QByteArray(R"({"v":1,"ev":"log","rank":0,"t":1,"level":"info","message":"x"})")
         << "log.seq: is missing";
+    QTest::newRow("phases without forward")
+        << QByteArray(
+               R"({"v":1,"ev":"phases","rank":0,"seq":0,"t":1,"step":1,"wall":1,"data":0,"backward":0,"optimizer":0,"comm_exposed":0,"comm_total":0,"copy":0,"other":0})")
+        << "phases.forward: is missing";
     QTest::newRow("string loss")
         << QByteArray(
                R"({"v":1,"ev":"step","rank":0,"seq":0,"t":1,"step":1,"loss":"abc","lr":1,"grad_norm":1,"tokens_per_s":1,"mfu":0,"comm_bytes":{"all_gather":0,"reduce_scatter":0}})")

@@ -26,6 +26,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "trainer/base/fatal.h"
+#include "trainer/base/phase_clock.h"
 #include "trainer/dist/comm_env.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/direct.h"
@@ -690,6 +691,7 @@ auto ProcessGroup::guarded(const char* what, F&& issue) -> decltype(issue()) {
   try {
     auto work = issue();
     if (m_heartbeat) m_heartbeat->progress();
+    trainer::PhaseClock::process().issued(work.get());
     return work;
   } catch (const trainer::TrainerError&) {
     throw;
@@ -700,8 +702,12 @@ auto ProcessGroup::guarded(const char* what, F&& issue) -> decltype(issue()) {
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
   if (!work) return;  // a one-process group finished the collective inline
+  // The host stands waiting: the step's exposed communication (on the CPU, where the host is
+  // the compute).
+  const trainer::PhaseScope waiting(trainer::Phase::comm);
   try {
     work->wait();
+    trainer::PhaseClock::process().waited(work.get());
     if (m_heartbeat) m_heartbeat->progress();
   } catch (const trainer::TrainerError&) {
     throw;

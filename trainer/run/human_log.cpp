@@ -73,7 +73,7 @@ std::string human_line(const spec::Payload& body, std::int64_t max_steps) {
           if (!e.objective.empty()) line += format(", objective %.4f", e.objective.front());
           return line;
         } else {
-          return {};  // errors print their own lines (raise)
+          return {};  // errors print their own lines (raise); phases are for the dashboard
         }
       },
       body);

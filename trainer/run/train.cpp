@@ -26,6 +26,7 @@
 #include "spec/estimate.h"
 #include "spec/version.h"
 #include "trainer/base/fatal.h"
+#include "trainer/base/phase_clock.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/ckpt/export.h"
 #include "trainer/dist/comm_env.h"
@@ -269,6 +270,21 @@ double pack_efficiency(const Dataset& samples, const spec::Experiment& exp, int 
   return slots > 0 ? tokens / slots : 1.0;
 }
 
+spec::PhasesEvent phases_event(std::int64_t step, const PhaseTimes& t) {
+  spec::PhasesEvent e;
+  e.step = step;
+  e.wall = t.wall;
+  e.data = t[Phase::data];
+  e.forward = t[Phase::forward];
+  e.backward = t[Phase::backward];
+  e.optimizer = t[Phase::optimizer];
+  e.comm_exposed = t[Phase::comm];
+  e.comm_total = t.comm_total;
+  e.copy = t[Phase::copy];
+  e.other = t[Phase::other];
+  return e;
+}
+
 struct Loop {
   const spec::Experiment& exp;
   const TrainOptions& options;
@@ -341,6 +357,10 @@ struct Loop {
 
   // One optimizer step; returns the step's mean loss and sets grad_norm.
   double train_step(data::SampleOrder& order, std::int64_t base, double& grad_norm) {
+    // Phases: data until the runner runs (its forward and backward name their own), then the
+    // optimizer's part (the scaler's check, the norm and clipping); the caller ends the step.
+    auto& clock = PhaseClock::process();
+    clock.enter(Phase::data);
     const auto shares = step_shares(order, base, exp.train.batch_size, rdzv.world_size);
     const auto& mine = shares[static_cast<std::size_t>(rdzv.rank)];
     auto count = at::zeros({1}, at::kDouble);
@@ -362,6 +382,7 @@ struct Loop {
       const auto& rows = micros[k];
       const bool last = k + 1 == micros.size();
       runner.set_position(step, static_cast<int>(k));
+      clock.enter(Phase::data);
       model::Batch batch;
       if (packing()) {
         batch = make_packed_sft_batch(samples.chat, mine, rows, samples.pad_id, keys);
@@ -376,11 +397,13 @@ struct Loop {
       }
       batch.dropout.seed = exp.train.seed;
       batch.dropout.step = step;
+      clock.enter(Phase::other);
       local +=
           runner.micro_step(batch, grad_scale / tokens, last || exp.shard.reduce_every_microstep);
     }
     auto loss = at::full({1}, local / grad_scale, at::kDouble);
     groups.world.all_reduce_sum(loss);
+    clock.enter(Phase::optimizer);
     skipped = false;
     if (precision.grad_scaler) {
       // A sharded scaler: every rank checks its own shards, the flag is all-reduced.
@@ -622,12 +645,22 @@ struct Loop {
       const auto ag0 = comm_bytes(true);
       const auto rs0 = comm_bytes(false);
       const auto t0 = Clock::now();
+      auto& clock = PhaseClock::process();
+      clock.start_step();
       double grad_norm = 0;
       const double loss = train_step(order, step * exp.train.batch_size, grad_norm);
       const double lr = optim::lr_at(exp.train, step);
-      if (!skipped) runner.optimizer_step(lr);
-      runner.zero_grads();
+      {
+        const PhaseScope phase(Phase::optimizer);
+        if (!skipped) runner.optimizer_step(lr);
+        runner.zero_grads();
+      }
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      // Agreed here, inside the step's phases: a rank that finished early waits for the others
+      // in this all-reduce, and that wait is the step's (a SIGTERM during this step's
+      // evaluation or checkpoint is then agreed at the next step's end).
+      const bool stop = stop_agreed();
+      const auto phases = clock.end_step();
       ++step;
       last_loss = loss;
       // Real tokens: chat samples without their padding; token rows are seq_len long.
@@ -645,6 +678,9 @@ struct Loop {
                                comm_bytes(false) - rs0},
                exp.train.max_steps);
       }
+      // On the CPU the host's clock is the step's; on CUDA it would time the queueing of
+      // kernels, not the kernels, so no figures rather than wrong ones (docs/trainer.md).
+      if (!device.device.is_cuda()) report(phases_event(step, phases));
       if (exp.train.mem_every > 0 && step % exp.train.mem_every == 0) {
         auto m = memory_stats();
         spec::MemEvent mem{step, m.allocated, m.reserved, m.peak, m.rss, {}, {}, {}};
@@ -662,7 +698,7 @@ struct Loop {
         checkpoint(step, step * exp.train.batch_size);
         last_ckpt = step;
       }
-      if (stop_agreed()) {
+      if (stop) {
         stopped = true;
         break;
       }

@@ -12,6 +12,7 @@
 
 #include "trainer/base/dtype_name.h"
 #include "trainer/base/fatal.h"
+#include "trainer/base/phase_clock.h"
 #include "trainer/model/nf4.h"
 
 namespace shardscope::shard {
@@ -668,7 +669,10 @@ at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale
     const auto mem = dist::device_memory(m_device);
     ctx.loss_free_bytes = std::max<std::int64_t>(0, mem.total - mem.reserved);
   }
-  if (m_device.is_cuda()) place_batch(batch, ctx);
+  if (m_device.is_cuda()) {
+    const trainer::PhaseScope copy(trainer::Phase::copy);
+    place_batch(batch, ctx);
+  }
   if (m_streams.active()) {
     // The gathers of this micro-step read the masters the last optimizer step wrote.
     dist::Streams::record(m_streams.compute()).block(m_streams.gather());
@@ -715,10 +719,19 @@ at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale
 double ShardEngine::forward_backward(const model::Batch& batch, double loss_scale, bool reduce) {
   m_reduce = reduce;
   m_grad_enabled = true;
-  auto loss = run_forward(batch, loss_scale);
-  // Backward is queued before the loss is read: on CUDA, item() would wait for the forward.
-  loss.backward();
+  at::Tensor loss;
+  {
+    const trainer::PhaseScope forward(trainer::Phase::forward);
+    loss = run_forward(batch, loss_scale);
+  }
+  {
+    // Backward is queued before the loss is read: on CUDA, item() would wait for the forward.
+    // The CPU's autograd runs the hooks (gathers, reduce-scatters) on this thread.
+    const trainer::PhaseScope backward(trainer::Phase::backward);
+    loss.backward();
+  }
   const double value = loss.item<double>();
+  const trainer::PhaseScope backward(trainer::Phase::backward);
   for (auto it = m_units.rbegin(); it != m_units.rend(); ++it) on_unit_backward_done(*it);
   if (reduce) finish_reductions();
   reset_micro_state();

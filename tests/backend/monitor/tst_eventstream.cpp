@@ -124,6 +124,28 @@ class TestEventStream : public QObject {
     QCOMPARE(chunk.metrics[4].key, "eval.accuracy");
   }
 
+  // Every rank's phases become per-rank metrics `phase.*` (the Plots panel's and `why`'s input).
+  void phasesBecomeMetricsOfTheirRank() {
+    EventStream stream;
+    stream.rank = 1;
+    const QByteArray bytes = line(
+        1, 0,
+        spec::PhasesEvent{3, 0.5, 0.015625, 0.125, 0.1875, 0.0625, 0.09375, 0.25, 0, 0.015625});
+    FileChunk chunk = parseEventsChunk(0, bytes, stream);
+    QCOMPARE(chunk.metrics.size(), std::size_t(9));
+    QStringList keys;
+    for (const auto& m : chunk.metrics) {
+      keys << m.key;
+      QCOMPARE(m.rank, 1);
+      QCOMPARE(m.step, 3);
+    }
+    QCOMPARE(keys, QStringList({"phase.wall", "phase.data", "phase.forward", "phase.backward",
+                                "phase.optimizer", "phase.comm_exposed", "phase.comm_total",
+                                "phase.copy", "phase.other"}));
+    QCOMPARE(chunk.metrics[5].value, 0.09375);
+    QCOMPARE(chunk.metrics[6].value, 0.25);
+  }
+
   void logLinesKeepLastWords() {
     EventStream stream;
     QByteArray bytes;
