@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 namespace shardscope::trainer {
 namespace {
@@ -17,7 +19,12 @@ constexpr std::size_t kMaxInFlight = 4096;
 }  // namespace
 
 PhaseClock& PhaseClock::process() {
-  static PhaseClock clock;
+  static PhaseClock clock = [] {
+    PhaseClock c;
+    const char* env = std::getenv("SHARDSCOPE_PHASES");
+    c.m_enabled = env == nullptr || std::string_view(env) != "0";
+    return c;
+  }();
   return clock;
 }
 
@@ -29,6 +36,7 @@ void PhaseClock::close_current(double now) {
 }
 
 void PhaseClock::start_step() {
+  if (!m_enabled) return;
   m_running = true;
   m_thread = std::this_thread::get_id();
   m_current = Phase::other;

@@ -32,8 +32,10 @@ struct PhaseTimes {
 
 class PhaseClock {
  public:
-  /// The process's clock.
+  /// The process's clock. SHARDSCOPE_PHASES=0 in the environment turns it off (no `phases`
+  /// events): the peer run of bench/trainer/bench_phases.py, which measures what it costs.
   static PhaseClock& process();
+  bool enabled() const { return m_enabled; }
 
   /// Starts a step on the calling thread (the training thread), in Phase::other.
   void start_step();
@@ -53,6 +55,7 @@ class PhaseClock {
   bool mine() const;
   void close_current(double now);
 
+  bool m_enabled = true;
   bool m_running = false;
   std::thread::id m_thread;
   Phase m_current = Phase::other;

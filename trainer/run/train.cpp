@@ -680,7 +680,7 @@ struct Loop {
       }
       // On the CPU the host's clock is the step's; on CUDA it would time the queueing of
       // kernels, not the kernels, so no figures rather than wrong ones (docs/trainer.md).
-      if (!device.device.is_cuda()) report(phases_event(step, phases));
+      if (!device.device.is_cuda() && clock.enabled()) report(phases_event(step, phases));
       if (exp.train.mem_every > 0 && step % exp.train.mem_every == 0) {
         auto m = memory_stats();
         spec::MemEvent mem{step, m.allocated, m.reserved, m.peak, m.rss, {}, {}, {}};
