@@ -21,6 +21,7 @@ void addSweepVerb(CLI::App& app, Globals& g);      // app/cli/cmd_sweep.cpp
 void addExportToVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_export_to.cpp
 void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
 void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
+void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   addExportToVerbs(app, g);
   addImportVerb(app, g);
   addAutotuneVerb(app, g);
+  addWhyVerb(app, g);
 
   try {
     app.parse(argc, argv);

@@ -51,7 +51,7 @@ FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& s
 FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream,
                         bool full = false);
 
-/// The metric rows of one event (step, eval and mem events; none for the others).
+/// The metric rows of one event (step, eval, mem and phases events; none for the others).
 std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event);
 
 }  // namespace shardscope::backend
