@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <QAction>
 #include <QDockWidget>
 #include <QFile>
 #include <QImage>
@@ -14,10 +15,12 @@
 #include <QLineEdit>
 #include <QMutex>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QSysInfo>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -32,6 +35,7 @@
 #include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/compareplots.h"
+#include "ui/data/runlog.h"
 #include "ui/hosts/hostspanel.h"
 #include "ui/mainwindow.h"
 #include "ui/plots/logview.h"
@@ -488,6 +492,78 @@ class TestMainWindow : public QObject {
     testing::waitOk((*store)->createRun(run));
     QTRY_VERIFY_WITH_TIMEOUT(runs->view()->isVisible(), kWaitMs);
     QVERIFY(!runs->emptyState()->isVisible());
+  }
+
+  // A sweep marks its study ended, then exits. The window's sweep watch looked at the study as
+  // last read, which may predate the end (the poll that delivers it not come yet), found the
+  // process gone and said "no process runs it (killed or crashed)" with Sweep > Adopt sweep
+  // enabled, for a sweep that had finished: seen after the first Launch of the demo sweep. Now it
+  // reads the run log again before saying so; a study that is really left running with no process
+  // is still reported. The window here never polls, so only the watch's own read brings the end.
+  void finishedSweepIsNotCalledKilled() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("ending.db");
+    auto opened = backend::RunStore::open(path);
+    QVERIFY2(opened.ok(), opened.ok() ? "" : opened.message().c_str());
+    backend::RunStore& store = **opened;
+    backend::ExperimentRecord experiment;
+    experiment.name = "ending";
+    experiment.toml = "[search]\nobjective = \"objective\"\n";
+    backend::NewStudy newStudy;
+    newStudy.name = "ending";
+    newStudy.experimentId = testing::waitOk(store.createExperiment(experiment));
+    newStudy.objectives = {"objective"};
+    newStudy.directions = {"minimize"};
+    newStudy.sampler = "random";
+    const qint64 studyId = testing::waitOk(store.createStudy(newStudy));
+    backend::NewTrial trial;
+    trial.studyId = studyId;
+    trial.runDir = dir.filePath("ending-0");
+    trial.worldSize = 1;
+    testing::waitOk(store.startTrialRun(trial));
+    // The sweep's process: alive while the study runs.
+    QProcess sweeper;
+    sweeper.start("sleep", {"600"});
+    QVERIFY(sweeper.waitForStarted());
+    const qint64 pid = sweeper.processId();
+    const QString host = QSysInfo::machineHostName();
+    testing::waitOk(store.stampSweep(studyId, pid, host));
+
+    MainWindow window(nullptr, 3600 * 1000);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.openRunLog(path);
+    QTRY_VERIFY_WITH_TIMEOUT(window.comparePanel()->sweep().study.studyId == studyId &&
+                                 window.comparePanel()->sweep().study.running,
+                             kWaitMs);
+    auto* adopt = window.findChild<QAction*>(QStringLiteral("sweep-adopt"));
+    auto* label = window.findChild<QLabel*>(QStringLiteral("sweepState"));
+    QVERIFY(adopt != nullptr && label != nullptr);
+    window.checkSweepProcess();
+    QVERIFY(!adopt->isEnabled());
+    QVERIFY(label->text().isEmpty());
+
+    // The sweep ends as SweepLoop::finish and ~SweepControl do, then its process exits.
+    testing::waitOk(store.setStudyStatus(studyId, backend::StudyStatus::complete));
+    testing::waitOk(store.clearSweepStamp(studyId, pid, host));
+    sweeper.kill();
+    QVERIFY(sweeper.waitForFinished());
+    QVERIFY(window.comparePanel()->sweep().study.running);  // as last read
+    window.checkSweepProcess();
+    QVERIFY2(label->text().isEmpty(), qPrintable(label->text()));
+    QVERIFY(!adopt->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(!window.comparePanel()->sweep().study.running, kWaitMs);
+    QVERIFY2(label->text().isEmpty(), qPrintable(label->text()));
+    QVERIFY(!adopt->isEnabled());
+
+    // Running again with a process that has died (killed): said, and Adopt offered.
+    testing::waitOk(store.setStudyStatus(studyId, backend::StudyStatus::running));
+    testing::waitOk(store.stampSweep(studyId, pid, host));
+    window.runLog().refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(adopt->isEnabled(), kWaitMs);
+    QVERIFY2(label->text().contains("Sweep ending: no process runs it"), qPrintable(label->text()));
   }
 
   // A PostgreSQL password in any form libpq takes shows in no window text (title, status bar,
