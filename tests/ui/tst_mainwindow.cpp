@@ -483,6 +483,17 @@ class TestMainWindow : public QObject {
     const QString hint = runs->emptyState()->text();
     QVERIFY2(hint.contains("New from") && hint.contains("demo") && hint.contains("Launch"),
              qPrintable(hint));
+    // The plots too: a word on how to start in place of six empty axes (before: axes 0..5).
+    auto* plotsHint = window.plotsPanel()->findChild<QLabel*>("plotsEmptyState");
+    QVERIFY(plotsHint != nullptr);
+    QVERIFY(plotsHint->isVisible());
+    QVERIFY2(plotsHint->text().contains("Builder") && plotsHint->text().contains("demo") &&
+                 plotsHint->text().contains("Launch"),
+             qPrintable(plotsHint->text()));
+    for (const QString& id : PlotsPanel::plotIds()) {
+      const CurvePlot* plot = window.plotsPanel()->plot(id);
+      QVERIFY2(plot != nullptr && !plot->isVisible(), qPrintable(id));
+    }
     auto store = backend::RunStore::open(path);
     QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
     backend::NewRun run;
@@ -492,6 +503,15 @@ class TestMainWindow : public QObject {
     testing::waitOk((*store)->createRun(run));
     QTRY_VERIFY_WITH_TIMEOUT(runs->view()->isVisible(), kWaitMs);
     QVERIFY(!runs->emptyState()->isVisible());
+    // The first run is selected by itself: its plots replace the hint.
+    const CurvePlot* loss = window.plotsPanel()->plot("loss");
+    QVERIFY(loss != nullptr);
+    QTRY_VERIFY_WITH_TIMEOUT(loss->isVisible(), kWaitMs);
+    QVERIFY(!plotsHint->isVisible());
+    // With runs but none selected, the hint says to pick one.
+    runs->selectRuns({});
+    QTRY_VERIFY_WITH_TIMEOUT(plotsHint->isVisible(), kWaitMs);
+    QVERIFY2(plotsHint->text().contains("Select a run"), qPrintable(plotsHint->text()));
   }
 
   // A sweep marks its study ended, then exits. The window's sweep watch looked at the study as

@@ -5,9 +5,11 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
+#include <QLabel>
 #include <QLoggingCategory>
 #include <QMenu>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QSvgGenerator>
 #include <QTextStream>
 #include <QVBoxLayout>
@@ -96,7 +98,9 @@ QCPRange valueRange(double low, double high) {
 
 PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     : QWidget(parent), m_runLog(runLog), m_log(new LogView(runLog, this)) {
-  auto* grid = new QWidget(this);
+  m_stack = new QStackedWidget(this);
+  auto* grid = new QWidget(m_stack);
+  m_grid = grid;
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);
   int index = 0;
@@ -119,8 +123,16 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     gridLayout->addWidget(plot, index / kGridColumns, index % kGridColumns);
     ++index;
   }
+  // Empty axes say nothing: with no run selected, a word on what to do instead.
+  m_empty = new QLabel(m_stack);
+  m_empty->setObjectName(QStringLiteral("plotsEmptyState"));
+  m_empty->setWordWrap(true);
+  m_empty->setAlignment(Qt::AlignCenter);
+  m_empty->setTextFormat(Qt::RichText);
+  m_stack->addWidget(grid);
+  m_stack->addWidget(m_empty);
   auto* splitter = new QSplitter(Qt::Vertical, this);
-  splitter->addWidget(grid);
+  splitter->addWidget(m_stack);
   splitter->addWidget(m_log);
   splitter->setStretchFactor(0, 4);
   splitter->setStretchFactor(1, 1);
@@ -134,6 +146,26 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
   connect(&m_replotTimer, &QTimer::timeout, this, &PlotsPanel::replotNow);
   connect(&runLog, &RunLog::seriesLoaded, this, &PlotsPanel::onSeries);
   connect(&runLog, &RunLog::seriesPassDone, this, &PlotsPanel::onPassDone);
+  connect(&runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& runs) {
+    m_runCount = static_cast<int>(runs.size());
+    updateEmptyState();
+  });
+  updateEmptyState();
+}
+
+void PlotsPanel::updateEmptyState() {
+  if (!m_runIds.isEmpty()) {
+    m_stack->setCurrentWidget(m_grid);
+    return;
+  }
+  m_empty->setText(
+      m_runCount == 0
+          ? tr("<p><b>No runs yet.</b></p><p>Start one from the <b>Builder</b> tab: choose "
+               "<i>demo</i>, press <i>New from template</i>, then <b>Launch</b>. Its loss, "
+               "learning rate, throughput and memory curves draw here as it trains.</p>")
+          : tr("<p>Select a run in the <b>Runs</b> table to see its curves here (several, "
+               "with Ctrl or Shift, to compare them).</p>"));
+  m_stack->setCurrentWidget(m_empty);
 }
 
 QStringList PlotsPanel::plotIds() {
@@ -179,6 +211,7 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
   m_log->setRun(shown != nullptr ? logRun : -1, shown != nullptr ? shown->record.worldSize : 1,
                 shown != nullptr ? shown->record.name : QString(), int(runIds.size()));
   if (changed) m_runLog.watchRuns(runIds, ++m_watchGeneration);
+  updateEmptyState();
 }
 
 void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
