@@ -494,6 +494,17 @@ class TestMainWindow : public QObject {
       const CurvePlot* plot = window.plotsPanel()->plot(id);
       QVERIFY2(plot != nullptr && !plot->isVisible(), qPrintable(id));
     }
+    // Compare (behind Plots): what a sweep is and how to start one, in place of eight empty
+    // plots (before: their axes and "No finished trial with an objective yet").
+    ComparePanel* compare = window.comparePanel();
+    auto* compareHint = compare->findChild<QLabel*>("compareEmptyState");
+    QVERIFY(compareHint != nullptr);
+    QTRY_VERIFY_WITH_TIMEOUT(compareHint->isVisibleTo(compare), kWaitMs);
+    QVERIFY2(compareHint->text().contains("Builder") && compareHint->text().contains("search") &&
+                 compareHint->text().contains("demo-sweep.toml"),
+             qPrintable(compareHint->text()));
+    for (auto* plot : compare->findChildren<QCustomPlot*>())
+      QVERIFY2(!plot->isVisibleTo(compare), qPrintable(plot->objectName()));
     auto store = backend::RunStore::open(path);
     QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
     backend::NewRun run;
@@ -512,6 +523,16 @@ class TestMainWindow : public QObject {
     runs->selectRuns({});
     QTRY_VERIFY_WITH_TIMEOUT(plotsHint->isVisible(), kWaitMs);
     QVERIFY2(plotsHint->text().contains("Select a run"), qPrintable(plotsHint->text()));
+    // A run of an experiment: Compare shows it (its plots replace the hint).
+    backend::ExperimentRecord experiment;
+    experiment.name = "second";
+    experiment.toml = "[experiment]\nname = \"second\"\n";
+    run.experimentId = testing::waitOk((*store)->createExperiment(experiment));
+    run.name = "second";
+    run.runDir = dir.filePath("second");
+    testing::waitOk((*store)->createRun(run));
+    QTRY_VERIFY_WITH_TIMEOUT(!compareHint->isVisibleTo(compare), kWaitMs);
+    QVERIFY(compare->findChild<QCustomPlot*>()->isVisibleTo(compare));
   }
 
   // A sweep marks its study ended, then exits. The window's sweep watch looked at the study as
