@@ -303,6 +303,53 @@ class TestMainWindow : public QObject {
     QCOMPARE(lines.size(), 1 + 25 + 2);
   }
 
+  // A plot's x tick labels never run together. The plots of a grid column share one legend
+  // width (the memory plot's, two columns of entries), so the gradient norm plot above it is a
+  // narrow one: with 300 steps and QCustomPlot's default of 5 ticks it drew "50 100150200250300"
+  // (the demo's first run, 1600x1000). Its ticks now thin out to the width it has.
+  void tickLabelsNeverRunTogether() {
+    backend::NewRun longer;
+    longer.name = "demo-sweep-12";  // a trial's name: its legend entries as wide as they come
+    longer.runDir = m_dir.filePath("longer");
+    longer.worldSize = testing::SweepFixture::kWorld;
+    const qint64 id = testing::waitOk(m_fixture.store->createRun(longer));
+    auto rows = testing::stepRows(id, 1, 301, 1.0);
+    rows.push_back({id, 1, "mem.estimate", 2.0 * 1048576.0, 0, 1.7e9});  // as the trainer's hello
+    testing::waitOk(m_fixture.store->appendMetrics(std::move(rows)));
+    testing::waitOk(m_fixture.store->setRunStatus(id, spec::RunStatus::complete));
+    RunsPanel* runs = m_window->runsPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(runs->model()->runById(id) != nullptr, kWaitMs);
+    runs->selectRuns({id});
+    PlotsPanel* plots = m_window->plotsPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(plots->isLoaded() && plots->runs() == QList<qint64>{id}, kWaitMs);
+    m_window->dock("plots")->raise();
+    // The labels' extents along the axis, as drawn: none reaches into the next one.
+    const auto crowded = [plots]() -> QString {
+      for (const QString& plotId : PlotsPanel::plotIds()) {
+        const CurvePlot* plot = plots->plot(plotId);
+        if (plot == nullptr) return plotId + ": no such plot";
+        QCustomPlot* cp = plot->customPlot();
+        const QVector<double> ticks = cp->xAxis->tickVector();
+        const QVector<QString> labels = cp->xAxis->tickVectorLabels();
+        const QFontMetrics metrics(cp->xAxis->tickLabelFont());
+        double right = -1e9;
+        QString previous;
+        for (qsizetype i = 0; i < ticks.size() && i < labels.size(); ++i) {
+          const double at = cp->xAxis->coordToPixel(ticks[i]);
+          if (at < cp->axisRect()->left() - 1 || at > cp->axisRect()->right() + 1) continue;
+          const double half = metrics.horizontalAdvance(labels[i]) / 2.0;
+          if (at - half < right + 4)
+            return plotId + ": \"" + previous + "\" and \"" + labels[i] + "\" touch (" +
+                   QString::number(cp->axisRect()->width()) + " px wide)";
+          right = at + half;
+          previous = labels[i];
+        }
+      }
+      return {};
+    };
+    QTRY_COMPARE_WITH_TIMEOUT((plots->repaint(), crowded()), QString(), kWaitMs);
+  }
+
   void hostsPanelLoads() {
     testing::waitOk(
         m_fixture.store->saveHost({"gpu-a", "10.0.0.5", 2222, "alice", "", std::nullopt}));

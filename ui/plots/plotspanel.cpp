@@ -29,7 +29,9 @@ namespace shardscope::ui {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr int kReplotMs = 50;  // at most 20 replots a second, however fast points arrive
+constexpr int kReplotMs = 50;       // at most 20 replots a second, however fast points arrive
+constexpr int kTickSpacingPx = 60;  // the room an x tick (a label of 3-5 digits) starts with
+constexpr int kTickGapPx = 4;       // the least space between two tick labels
 
 struct PlotSpec {
   QString id;
@@ -94,6 +96,22 @@ QCPRange valueRange(double low, double high) {
   return {low >= 0 ? std::max(0.0, low - pad) : low - pad, high + pad};
 }
 
+// True when two neighbouring tick labels of `axis` (horizontal) come closer than a few pixels.
+bool tickLabelsTouch(const QCPAxis* axis) {
+  const QVector<double> ticks = axis->tickVector();
+  const QVector<QString> labels = axis->tickVectorLabels();
+  const QFontMetrics metrics(axis->tickLabelFont());
+  double right = -1e9;
+  for (qsizetype i = 0; i < ticks.size() && i < labels.size(); ++i) {
+    const double at = axis->coordToPixel(ticks[i]);
+    if (at < axis->axisRect()->left() - 1 || at > axis->axisRect()->right() + 1) continue;
+    const double half = metrics.horizontalAdvance(labels[i]) / 2.0;
+    if (at - half < right + kTickGapPx) return true;
+    right = at + half;
+  }
+  return false;
+}
+
 }  // namespace
 
 PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
@@ -115,6 +133,24 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     plot->customPlot()->plotLayout()->addElement(0, 0, title);
     placeLegendOutside(plot->customPlot(), QFont(font().family(), font().pointSize() - 2));
     plot->customPlot()->installEventFilter(this);
+    // As many x ticks as the width holds: a plot narrowed by its column's legend (the memory
+    // plot's, two columns wide) drew 300 steps as "50 100150200250300" with the default 5.
+    // A new width starts from one tick per kTickSpacingPx; while the labels still touch, one
+    // fewer. This replot's ticks were made before its layout, so a change queues another.
+    QCustomPlot* cp = plot->customPlot();
+    connect(cp, &QCustomPlot::afterLayout, cp, [cp, width = -1]() mutable {
+      QCPAxisTicker& ticker = *cp->xAxis->ticker();
+      int fit = ticker.tickCount();
+      if (cp->axisRect()->width() != width) {
+        width = cp->axisRect()->width();
+        fit = std::clamp(width / kTickSpacingPx, 2, 6);
+      } else if (tickLabelsTouch(cp->xAxis) && fit > 1) {
+        fit -= 1;
+      }
+      if (fit == ticker.tickCount()) return;
+      ticker.setTickCount(fit);
+      cp->replot(QCustomPlot::rpQueuedReplot);
+    });
     plot->setContextMenuPolicy(Qt::CustomContextMenu);
     plot->customPlot()->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(plot->customPlot(), &QWidget::customContextMenuRequested, this,
