@@ -558,7 +558,7 @@ class TestMainWindow : public QObject {
     run.name = "first";
     run.runDir = dir.filePath("first");
     run.worldSize = 1;
-    testing::waitOk((*store)->createRun(run));
+    const qint64 first = testing::waitOk((*store)->createRun(run));
     QTRY_VERIFY_WITH_TIMEOUT(runs->view()->isVisible(), kWaitMs);
     QVERIFY(!runs->emptyState()->isVisible());
     // The first run is selected by itself: its plots replace the hint.
@@ -566,6 +566,17 @@ class TestMainWindow : public QObject {
     QVERIFY(loss != nullptr);
     QTRY_VERIFY_WITH_TIMEOUT(loss->isVisible(), kWaitMs);
     QVERIFY(!plotsHint->isVisible());
+    // Its log panel says "yet" while it may still write, not once it has ended (before: "No log
+    // lines from first yet" on a finished run whose trainer printed nothing).
+    auto* log = window.plotsPanel()->logView()->findChild<QPlainTextEdit*>();
+    QVERIFY(log != nullptr);
+    QVERIFY2(log->placeholderText().contains("yet"), qPrintable(log->placeholderText()));
+    testing::waitOk((*store)->setRunStatus(first, spec::RunStatus::running));
+    testing::waitOk((*store)->setRunStatus(first, spec::RunStatus::complete));
+    QTRY_VERIFY_WITH_TIMEOUT(log->placeholderText().contains("has ended"), kWaitMs);
+    QVERIFY2(
+        !log->placeholderText().contains("yet") && log->placeholderText().contains("rank-N.log"),
+        qPrintable(log->placeholderText()));
     // With runs but none selected, the hint says to pick one.
     runs->selectRuns({});
     QTRY_VERIFY_WITH_TIMEOUT(plotsHint->isVisible(), kWaitMs);

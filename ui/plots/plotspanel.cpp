@@ -96,6 +96,11 @@ QCPRange valueRange(double low, double high) {
   return {low >= 0 ? std::max(0.0, low - pad) : low - pad, high + pad};
 }
 
+bool hasEnded(const RunSummary& run) {
+  return run.record.status != spec::RunStatus::queued &&
+         run.record.status != spec::RunStatus::running;
+}
+
 // True when two neighbouring tick labels of `axis` (horizontal) come closer than a few pixels.
 bool tickLabelsTouch(const QCPAxis* axis) {
   const QVector<double> ticks = axis->tickVector();
@@ -185,6 +190,10 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
   connect(&runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& runs) {
     m_runCount = static_cast<int>(runs.size());
     updateEmptyState();
+    // The selection is not announced again when the table reloads: the log's run may have ended.
+    for (const RunSummary& run : runs) {
+      if (run.record.id == m_log->runId()) m_log->setEnded(hasEnded(run));
+    }
   });
   updateEmptyState();
 }
@@ -244,8 +253,9 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
   for (const RunSummary& run : runs) {
     if (run.record.id == logRun) shown = &run;
   }
+  const bool ended = shown != nullptr && hasEnded(*shown);
   m_log->setRun(shown != nullptr ? logRun : -1, shown != nullptr ? shown->record.worldSize : 1,
-                shown != nullptr ? shown->record.name : QString(), int(runIds.size()));
+                shown != nullptr ? shown->record.name : QString(), int(runIds.size()), ended);
   if (changed) m_runLog.watchRuns(runIds, ++m_watchGeneration);
   updateEmptyState();
 }
