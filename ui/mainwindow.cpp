@@ -247,9 +247,10 @@ void MainWindow::buildMenus() {
   statusBar()->addPermanentWidget(m_sweepState);
   m_sweepWatch = new QTimer(this);
   m_sweepWatch->setInterval(kSweepWatchMs);
-  connect(m_sweepWatch, &QTimer::timeout, this, &MainWindow::updateSweepWatch);
+  connect(m_sweepWatch, &QTimer::timeout, this, &MainWindow::checkSweepProcess);
   m_sweepWatch->start();
-  connect(m_runLog, &RunLog::sweepLoaded, this, &MainWindow::updateSweepWatch);
+  connect(m_runLog, &RunLog::sweepLoaded, this, &MainWindow::checkSweepProcess);
+  connect(m_runLog, &RunLog::synced, this, &MainWindow::onSweepSynced);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Shardscope"), this, [this] {
@@ -271,13 +272,38 @@ void MainWindow::buildMenus() {
   for (QAction* action : std::as_const(m_sweepActions)) bar->addAction(action);
   bar->addAction(m_adoptAction);
   updateSweepActions();
-  updateSweepWatch();
+  checkSweepProcess();
 }
 
-void MainWindow::updateSweepWatch() {
+void MainWindow::checkSweepProcess() {
   updateSweepActions();
   const SweepStudy& study = m_compare->sweep().study;
+  if (!sweepProcessGone(study)) {
+    m_sweepGone = -1;
+    showSweepGone(false);
+    return;
+  }
+  if (m_sweepGone == study.studyId) return;  // a fresh read said so already
+  // The record may predate the process's end: a sweep marks its study ended, then exits, and
+  // the poll that delivers the end may not have come yet. Once before, a finished sweep was
+  // called killed here for a moment. Read the run log again before saying so.
+  if (m_sweepSyncPending) return;
+  m_sweepSyncPending = true;
+  m_runLog->sync(++m_sweepSync);
+}
+
+void MainWindow::onSweepSynced(quint64 token) {
+  if (token != m_sweepSync) return;
+  m_sweepSyncPending = false;
+  // Read after the process was found dead: the study as it ended, or still running with none.
+  const SweepStudy& study = m_compare->sweep().study;
   const bool gone = sweepProcessGone(study);
+  m_sweepGone = gone ? study.studyId : -1;
+  showSweepGone(gone);
+}
+
+void MainWindow::showSweepGone(bool gone) {
+  const SweepStudy& study = m_compare->sweep().study;
   m_adoptAction->setEnabled(gone);
   const QString text =
       gone ? tr("Sweep %1: no process runs it (killed or crashed); Sweep > Adopt sweep goes on")

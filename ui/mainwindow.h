@@ -73,6 +73,11 @@ class MainWindow : public QMainWindow {
   HostsPanel* hostsPanel() const { return m_hosts; }
   BuilderPanel* builderPanel() const { return m_builder; }
   QStringList recentFiles() const;
+  /// The sweep watch (every kSweepWatchMs, and whenever the sweep is read): says in the status
+  /// bar, and enables Sweep > Adopt sweep, when the shown sweep's study is running with no
+  /// process. A record that looks so is read again first (RunLog::sync): a sweep ends its study,
+  /// then exits, and a read made before the end must not call a finished sweep killed.
+  void checkSweepProcess();
 
  signals:
   /// Every panel has loaded its data (emitted after each change of what is shown).
@@ -127,9 +132,9 @@ class MainWindow : public QMainWindow {
   void applyClone();
   void steerCurrentSweep(backend::StudyControl control);
   void updateSweepActions();
-  /// Shows whether the shown sweep's study has lost its process (a status-bar label, the Adopt
-  /// action), checked when the sweep is read and every kSweepWatchMs.
-  void updateSweepWatch();
+  /// The answer to checkSweepProcess's re-read: the sweep is shown as gone when it still is.
+  void onSweepSynced(quint64 token);
+  void showSweepGone(bool gone);
   void chooseRunLog();
   void chooseServerRunLog();
   void chooseExperiment();
@@ -166,6 +171,9 @@ class MainWindow : public QMainWindow {
   QAction* m_adoptAction = nullptr;  // start the shown sweep again when its process died
   QLabel* m_sweepState = nullptr;    // "sweep NAME: no process" in the status bar
   QTimer* m_sweepWatch = nullptr;
+  quint64 m_sweepSync = 0;          // the token of the last re-read asked for
+  bool m_sweepSyncPending = false;  // a re-read is under way
+  qint64 m_sweepGone = -1;          // the study seen running with no process on a fresh read
   static constexpr int kSweepWatchMs = 2000;
   struct ImportRead {
     backend::ImportKind kind{};

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <QAction>
 #include <QDockWidget>
 #include <QFile>
 #include <QImage>
@@ -14,10 +15,12 @@
 #include <QLineEdit>
 #include <QMutex>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QSysInfo>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -32,6 +35,7 @@
 #include "ui/builder/builderpanel.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/compareplots.h"
+#include "ui/data/runlog.h"
 #include "ui/hosts/hostspanel.h"
 #include "ui/mainwindow.h"
 #include "ui/plots/logview.h"
@@ -299,6 +303,53 @@ class TestMainWindow : public QObject {
     QCOMPARE(lines.size(), 1 + 25 + 2);
   }
 
+  // A plot's x tick labels never run together. The plots of a grid column share one legend
+  // width (the memory plot's, two columns of entries), so the gradient norm plot above it is a
+  // narrow one: with 300 steps and QCustomPlot's default of 5 ticks it drew "50 100150200250300"
+  // (the demo's first run, 1600x1000). Its ticks now thin out to the width it has.
+  void tickLabelsNeverRunTogether() {
+    backend::NewRun longer;
+    longer.name = "demo-sweep-12";  // a trial's name: its legend entries as wide as they come
+    longer.runDir = m_dir.filePath("longer");
+    longer.worldSize = testing::SweepFixture::kWorld;
+    const qint64 id = testing::waitOk(m_fixture.store->createRun(longer));
+    auto rows = testing::stepRows(id, 1, 301, 1.0);
+    rows.push_back({id, 1, "mem.estimate", 2.0 * 1048576.0, 0, 1.7e9});  // as the trainer's hello
+    testing::waitOk(m_fixture.store->appendMetrics(std::move(rows)));
+    testing::waitOk(m_fixture.store->setRunStatus(id, spec::RunStatus::complete));
+    RunsPanel* runs = m_window->runsPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(runs->model()->runById(id) != nullptr, kWaitMs);
+    runs->selectRuns({id});
+    PlotsPanel* plots = m_window->plotsPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(plots->isLoaded() && plots->runs() == QList<qint64>{id}, kWaitMs);
+    m_window->dock("plots")->raise();
+    // The labels' extents along the axis, as drawn: none reaches into the next one.
+    const auto crowded = [plots]() -> QString {
+      for (const QString& plotId : PlotsPanel::plotIds()) {
+        const CurvePlot* plot = plots->plot(plotId);
+        if (plot == nullptr) return plotId + ": no such plot";
+        QCustomPlot* cp = plot->customPlot();
+        const QVector<double> ticks = cp->xAxis->tickVector();
+        const QVector<QString> labels = cp->xAxis->tickVectorLabels();
+        const QFontMetrics metrics(cp->xAxis->tickLabelFont());
+        double right = -1e9;
+        QString previous;
+        for (qsizetype i = 0; i < ticks.size() && i < labels.size(); ++i) {
+          const double at = cp->xAxis->coordToPixel(ticks[i]);
+          if (at < cp->axisRect()->left() - 1 || at > cp->axisRect()->right() + 1) continue;
+          const double half = metrics.horizontalAdvance(labels[i]) / 2.0;
+          if (at - half < right + 4)
+            return plotId + ": \"" + previous + "\" and \"" + labels[i] + "\" touch (" +
+                   QString::number(cp->axisRect()->width()) + " px wide)";
+          right = at + half;
+          previous = labels[i];
+        }
+      }
+      return {};
+    };
+    QTRY_COMPARE_WITH_TIMEOUT((plots->repaint(), crowded()), QString(), kWaitMs);
+  }
+
   void hostsPanelLoads() {
     testing::waitOk(
         m_fixture.store->saveHost({"gpu-a", "10.0.0.5", 2222, "alice", "", std::nullopt}));
@@ -479,15 +530,139 @@ class TestMainWindow : public QObject {
     const QString hint = runs->emptyState()->text();
     QVERIFY2(hint.contains("New from") && hint.contains("demo") && hint.contains("Launch"),
              qPrintable(hint));
+    // The plots too: a word on how to start in place of six empty axes (before: axes 0..5).
+    auto* plotsHint = window.plotsPanel()->findChild<QLabel*>("plotsEmptyState");
+    QVERIFY(plotsHint != nullptr);
+    QVERIFY(plotsHint->isVisible());
+    QVERIFY2(plotsHint->text().contains("Builder") && plotsHint->text().contains("demo") &&
+                 plotsHint->text().contains("Launch"),
+             qPrintable(plotsHint->text()));
+    for (const QString& id : PlotsPanel::plotIds()) {
+      const CurvePlot* plot = window.plotsPanel()->plot(id);
+      QVERIFY2(plot != nullptr && !plot->isVisible(), qPrintable(id));
+    }
+    // Compare (behind Plots): what a sweep is and how to start one, in place of eight empty
+    // plots (before: their axes and "No finished trial with an objective yet").
+    ComparePanel* compare = window.comparePanel();
+    auto* compareHint = compare->findChild<QLabel*>("compareEmptyState");
+    QVERIFY(compareHint != nullptr);
+    QTRY_VERIFY_WITH_TIMEOUT(compareHint->isVisibleTo(compare), kWaitMs);
+    QVERIFY2(compareHint->text().contains("Builder") && compareHint->text().contains("search") &&
+                 compareHint->text().contains("demo-sweep.toml"),
+             qPrintable(compareHint->text()));
+    for (auto* plot : compare->findChildren<QCustomPlot*>())
+      QVERIFY2(!plot->isVisibleTo(compare), qPrintable(plot->objectName()));
     auto store = backend::RunStore::open(path);
     QVERIFY2(store.ok(), store.ok() ? "" : store.message().c_str());
     backend::NewRun run;
     run.name = "first";
     run.runDir = dir.filePath("first");
     run.worldSize = 1;
-    testing::waitOk((*store)->createRun(run));
+    const qint64 first = testing::waitOk((*store)->createRun(run));
     QTRY_VERIFY_WITH_TIMEOUT(runs->view()->isVisible(), kWaitMs);
     QVERIFY(!runs->emptyState()->isVisible());
+    // The first run is selected by itself: its plots replace the hint.
+    const CurvePlot* loss = window.plotsPanel()->plot("loss");
+    QVERIFY(loss != nullptr);
+    QTRY_VERIFY_WITH_TIMEOUT(loss->isVisible(), kWaitMs);
+    QVERIFY(!plotsHint->isVisible());
+    // Its log panel says "yet" while it may still write, not once it has ended (before: "No log
+    // lines from first yet" on a finished run whose trainer printed nothing).
+    auto* log = window.plotsPanel()->logView()->findChild<QPlainTextEdit*>();
+    QVERIFY(log != nullptr);
+    QVERIFY2(log->placeholderText().contains("yet"), qPrintable(log->placeholderText()));
+    testing::waitOk((*store)->setRunStatus(first, spec::RunStatus::running));
+    testing::waitOk((*store)->setRunStatus(first, spec::RunStatus::complete));
+    QTRY_VERIFY_WITH_TIMEOUT(log->placeholderText().contains("has ended"), kWaitMs);
+    QVERIFY2(
+        !log->placeholderText().contains("yet") && log->placeholderText().contains("rank-N.log"),
+        qPrintable(log->placeholderText()));
+    // With runs but none selected, the hint says to pick one.
+    runs->selectRuns({});
+    QTRY_VERIFY_WITH_TIMEOUT(plotsHint->isVisible(), kWaitMs);
+    QVERIFY2(plotsHint->text().contains("Select a run"), qPrintable(plotsHint->text()));
+    // A run of an experiment: Compare shows it (its plots replace the hint).
+    backend::ExperimentRecord experiment;
+    experiment.name = "second";
+    experiment.toml = "[experiment]\nname = \"second\"\n";
+    run.experimentId = testing::waitOk((*store)->createExperiment(experiment));
+    run.name = "second";
+    run.runDir = dir.filePath("second");
+    testing::waitOk((*store)->createRun(run));
+    QTRY_VERIFY_WITH_TIMEOUT(!compareHint->isVisibleTo(compare), kWaitMs);
+    QVERIFY(compare->findChild<QCustomPlot*>()->isVisibleTo(compare));
+  }
+
+  // A sweep marks its study ended, then exits. The window's sweep watch looked at the study as
+  // last read, which may predate the end (the poll that delivers it not come yet), found the
+  // process gone and said "no process runs it (killed or crashed)" with Sweep > Adopt sweep
+  // enabled, for a sweep that had finished: seen after the first Launch of the demo sweep. Now it
+  // reads the run log again before saying so; a study that is really left running with no process
+  // is still reported. The window here never polls, so only the watch's own read brings the end.
+  void finishedSweepIsNotCalledKilled() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("ending.db");
+    auto opened = backend::RunStore::open(path);
+    QVERIFY2(opened.ok(), opened.ok() ? "" : opened.message().c_str());
+    backend::RunStore& store = **opened;
+    backend::ExperimentRecord experiment;
+    experiment.name = "ending";
+    experiment.toml = "[search]\nobjective = \"objective\"\n";
+    backend::NewStudy newStudy;
+    newStudy.name = "ending";
+    newStudy.experimentId = testing::waitOk(store.createExperiment(experiment));
+    newStudy.objectives = {"objective"};
+    newStudy.directions = {"minimize"};
+    newStudy.sampler = "random";
+    const qint64 studyId = testing::waitOk(store.createStudy(newStudy));
+    backend::NewTrial trial;
+    trial.studyId = studyId;
+    trial.runDir = dir.filePath("ending-0");
+    trial.worldSize = 1;
+    testing::waitOk(store.startTrialRun(trial));
+    // The sweep's process: alive while the study runs.
+    QProcess sweeper;
+    sweeper.start("sleep", {"600"});
+    QVERIFY(sweeper.waitForStarted());
+    const qint64 pid = sweeper.processId();
+    const QString host = QSysInfo::machineHostName();
+    testing::waitOk(store.stampSweep(studyId, pid, host));
+
+    MainWindow window(nullptr, 3600 * 1000);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.openRunLog(path);
+    QTRY_VERIFY_WITH_TIMEOUT(window.comparePanel()->sweep().study.studyId == studyId &&
+                                 window.comparePanel()->sweep().study.running,
+                             kWaitMs);
+    auto* adopt = window.findChild<QAction*>(QStringLiteral("sweep-adopt"));
+    auto* label = window.findChild<QLabel*>(QStringLiteral("sweepState"));
+    QVERIFY(adopt != nullptr && label != nullptr);
+    window.checkSweepProcess();
+    QVERIFY(!adopt->isEnabled());
+    QVERIFY(label->text().isEmpty());
+
+    // The sweep ends as SweepLoop::finish and ~SweepControl do, then its process exits.
+    testing::waitOk(store.setStudyStatus(studyId, backend::StudyStatus::complete));
+    testing::waitOk(store.clearSweepStamp(studyId, pid, host));
+    sweeper.kill();
+    QVERIFY(sweeper.waitForFinished());
+    QVERIFY(window.comparePanel()->sweep().study.running);  // as last read
+    window.checkSweepProcess();
+    QVERIFY2(label->text().isEmpty(), qPrintable(label->text()));
+    QVERIFY(!adopt->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(!window.comparePanel()->sweep().study.running, kWaitMs);
+    QVERIFY2(label->text().isEmpty(), qPrintable(label->text()));
+    QVERIFY(!adopt->isEnabled());
+
+    // Running again with a process that has died (killed): said, and Adopt offered.
+    testing::waitOk(store.setStudyStatus(studyId, backend::StudyStatus::running));
+    testing::waitOk(store.stampSweep(studyId, pid, host));
+    window.runLog().refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(adopt->isEnabled(), kWaitMs);
+    QVERIFY2(label->text().contains("Sweep ending: no process runs it"), qPrintable(label->text()));
   }
 
   // A PostgreSQL password in any form libpq takes shows in no window text (title, status bar,

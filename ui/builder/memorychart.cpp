@@ -23,6 +23,7 @@ constexpr int kMaxBars = 16;  // more ranks share one shape: the first 16 are dr
 constexpr double kDefaultBudgetGiB = 24.0;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kOffScale = 20.0;  // a budget this many times the stack is not drawn to scale
+constexpr int kLabelPad = 2;        // pixels above and below the budget's label
 
 const char* const kNames[] = {"params",
                               "grads",
@@ -78,11 +79,16 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   }
   m_budgetLine = new QCPItemStraightLine(m_plot);
   m_budgetLine->setPen(QPen(Qt::red, 2, Qt::DashLine));
+  // The budget's label hangs from the chart's top right corner, inside it, and replot() keeps
+  // the bars and the line below it. Bottom-aligned 8% down, it stood above the data area of the
+  // Builder's few hundred pixels and was clipped to its lower half.
   m_budgetLabel = new QCPItemText(m_plot);
-  m_budgetLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+  m_budgetLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
   m_budgetLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
-  m_budgetLabel->position->setCoords(0.99, 0.08);
+  m_budgetLabel->position->setCoords(0.99, 0);
+  m_budgetLabel->setPadding(QMargins(0, kLabelPad, 0, 0));
   m_budgetLabel->setColor(Qt::red);
+  connect(m_plot, &QCustomPlot::afterLayout, this, &MemoryChart::fitRange);
 
   m_budget = new QDoubleSpinBox(this);
   m_budget->setRange(0.001, 4096);
@@ -104,6 +110,16 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   layout->addWidget(m_plot, 1);
   layout->addWidget(m_status);
   connect(m_budget, &QDoubleSpinBox::valueChanged, this, [this] { replot(); });
+}
+
+// The top of the y axis: the highest bar or line ends below the budget's label, at the data
+// area's height as last laid out (afterLayout calls this again, before each draw).
+void MemoryChart::fitRange() {
+  const double height = m_plot->axisRect()->rect().height();
+  const double label = QFontMetrics(m_budgetLabel->font()).height() + 2 * kLabelPad;
+  const double room = height > 2 * label ? height / (height - label) : 2.0;
+  const double top = m_highest * std::max(m_headroom, room * 1.05);
+  if (top != m_plot->yAxis->range().upper) m_plot->yAxis->setRange(0, top);
 }
 
 void MemoryChart::setBudgetGiB(double gib) {
@@ -233,9 +249,12 @@ void MemoryChart::replot() {
                                           : QString::fromLatin1(kNames[Params]));
   m_plot->xAxis->setTicker(ticker);
   m_plot->xAxis->setRange(-0.7, std::max(shown, 1) - 0.3);
-  m_plot->yAxis->setLabel(tr("bytes per rank (%1)").arg(unit));
-  const double top = toScale ? std::max(total, budget) * 1.15 : std::max(total * 1.3, 1.0);
-  m_plot->yAxis->setRange(0, top / scale);
+  // The unit alone: "bytes per rank (MiB)" was longer than the axis is high in the Builder, and
+  // drew cut ("bytes per rank (M"); the tab says "Memory per rank".
+  m_plot->yAxis->setLabel(unit);
+  m_highest = (toScale ? std::max(total, budget) : std::max(total, 1.0)) / scale;
+  m_headroom = toScale ? 1.15 : 1.3;
+  fitRange();
   m_budgetLine->setVisible(toScale);
   m_budgetLine->point1->setCoords(-1, budget / scale);
   m_budgetLine->point2->setCoords(1, budget / scale);

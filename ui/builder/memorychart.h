@@ -59,6 +59,7 @@ class MemoryChart : public QWidget {
 
  private:
   void replot();
+  void fitRange();
   void applyBudget(const spec::Experiment& exp);
 
   QCustomPlot* m_plot = nullptr;
@@ -68,6 +69,8 @@ class MemoryChart : public QWidget {
   QDoubleSpinBox* m_budget = nullptr;
   QLabel* m_status = nullptr;
   QLabel* m_budgetSource = nullptr;
+  double m_highest = 1;         // the highest bar or budget line, in the axis's unit
+  double m_headroom = 1.3;      // the least room above it, as a factor
   QString m_budgetError;        // device_budget's error (Slurm without launch.device_memory_gib)
   bool m_budgetGpu = true;      // the budget holds device bytes (else the total)
   std::int64_t m_budgeted = 0;  // the bytes the budget holds, per rank

@@ -11,6 +11,7 @@
 #include <QLoggingCategory>
 #include <QProgressBar>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -108,10 +109,30 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   splitter->addWidget(bottom);
   splitter->setStretchFactor(0, 4);
   splitter->setStretchFactor(1, 1);
+  // Eight empty axes say nothing to someone who has not swept yet: a word on how to start.
+  m_empty = new QLabel(
+      tr("<p><b>No sweep in this run log yet.</b></p>"
+         "<p>A sweep runs one experiment many times with the settings it searches, and this "
+         "tab compares the trials: the best so far, the parameters that matter, each trial's "
+         "curves.</p>"
+         "<p>In the <b>Builder</b>: start from the <i>demo</i> template (<i>New from "
+         "template</i>), add the parameters to search on its <i>search</i> tab, then "
+         "<b>Launch</b>. Or open <code>examples/demo-sweep.toml</code> (File &gt; Open "
+         "experiment), or from a terminal: <code>shardscope-cli sweep "
+         "examples/demo-sweep.toml</code>.</p>"),
+      this);
+  m_empty->setObjectName(QStringLiteral("compareEmptyState"));
+  m_empty->setWordWrap(true);
+  m_empty->setAlignment(Qt::AlignCenter);
+  m_empty->setTextFormat(Qt::RichText);
+  m_stack = new QStackedWidget(this);
+  m_content = splitter;
+  m_stack->addWidget(splitter);
+  m_stack->addWidget(m_empty);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(bar);
-  layout->addWidget(splitter);
+  layout->addWidget(m_stack);
 
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
   connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
@@ -185,6 +206,7 @@ void ComparePanel::onSweep(const SweepData& sweep) {
     m_study.lossCurves.clear();
   }
   m_sweep = sweep;
+  m_stack->setCurrentWidget(m_sweep.experimentId < 0 ? static_cast<QWidget*>(m_empty) : m_content);
   m_trialIndex.clear();
   for (qsizetype i = 0; i < m_sweep.trials.size(); ++i) {
     SweepTrial& trial = m_sweep.trials[i];
@@ -383,14 +405,13 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
   m_slicePoints = compare::drawSlice(m_slice, m_sweep, m_sliceParam->currentText());
   mark("slice");
   const compare::History h = compare::history(m_sweep, m_minimize);
-  m_summary->setText(
-      m_sweep.experimentId < 0
-          ? tr("No sweep in this run log: runs started from an experiment appear here")
-          : tr("%1 trials, %2 with an objective; best %3")
-                .arg(m_sweep.trials.size())
-                .arg(h.objectives.size())
-                .arg(h.best.isEmpty() ? QStringLiteral("—")
-                                      : QString::number(h.best.last(), 'g', 5)));
+  m_summary->setText(m_sweep.experimentId < 0
+                         ? tr("No sweep in this run log yet")
+                         : tr("%1 trials, %2 with an objective; best %3")
+                               .arg(m_sweep.trials.size())
+                               .arg(h.objectives.size())
+                               .arg(h.best.isEmpty() ? QStringLiteral("—")
+                                                     : QString::number(h.best.last(), 'g', 5)));
 }
 
 QVector<double> ComparePanel::bestSoFar() const {

@@ -24,6 +24,7 @@
 class QComboBox;
 class QCustomPlot;
 class QLabel;
+class QStackedWidget;
 class QProgressBar;
 class QTableWidget;
 
@@ -56,6 +57,9 @@ class ComparePanel : public QWidget {
   /// The sweep picker (its items: the study's name, else "experiment N").
   QComboBox* sweepPicker() const { return m_experiment; }
   const SweepData& sweep() const { return m_sweep; }
+  /// Shown instead of the plots while the run log has no sweep (nor any run of an
+  /// experiment): what a sweep is and how to start one.
+  QLabel* emptyState() const { return m_empty; }
   /// The best-so-far curve shown in the history plot.
   QVector<double> bestSoFar() const;
   bool minimize() const { return m_minimize; }
@@ -116,6 +120,9 @@ class ComparePanel : public QWidget {
   QComboBox* m_diffA = nullptr;
   QComboBox* m_diffB = nullptr;
   QLabel* m_summary = nullptr;
+  QStackedWidget* m_stack = nullptr;  // the plots and tables, or m_empty
+  QWidget* m_content = nullptr;
+  QLabel* m_empty = nullptr;
   QCustomPlot* m_history = nullptr;
   QCustomPlot* m_intermediate = nullptr;
   QCustomPlot* m_parallel = nullptr;

@@ -31,6 +31,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::autotuneLoaded, this, &RunLog::autotuneLoaded);
   connect(m_worker, &RunLogWorker::experimentLoaded, this, &RunLog::experimentLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
+  connect(m_worker, &RunLogWorker::synced, this, &RunLog::synced);
   m_thread.start();
 }
 
@@ -79,6 +80,10 @@ void RunLog::setCurveBatchRows(int rows) {
 
 void RunLog::refresh() {
   QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->refresh(); });
+}
+
+void RunLog::sync(quint64 token) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, token] { w->sync(token); });
 }
 
 }  // namespace shardscope::ui

@@ -38,6 +38,11 @@ class RunLog : public QObject {
   /// Points per streamed batch of sweep curves (smaller: more, earlier batches).
   void setCurveBatchRows(int rows);
   void refresh();
+  /// Re-reads everything watched now, then emits synced(token): the summaries that read
+  /// delivers (sweepLoaded, runsLoaded) arrive before it (streamed curves may follow), so a record
+  /// older than `sync` is not taken for what the run log holds (the sweep watch: a study shown as
+  /// running whose process has since ended it and exited).
+  void sync(quint64 token);
 
  signals:
   void opened(bool ok, const QString& message);
@@ -53,6 +58,7 @@ class RunLog : public QObject {
   void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
                         const QString& toml);
   void failed(const QString& message);
+  void synced(quint64 token);
 
  private:
   QThread m_thread;

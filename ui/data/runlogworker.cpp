@@ -116,6 +116,11 @@ void RunLogWorker::forgetRetried(const std::vector<backend::RunRecord>& fresh) {
   }
 }
 
+void RunLogWorker::sync(quint64 token) {
+  refresh();
+  emit synced(token);
+}
+
 // Summaries first (what the first paint shows), curves last and in batches. The sweep's
 // summaries need only the run rows, so they go out before the run table's last steps are read
 // (10,000 index seeks): the GUI draws the Compare plots meanwhile.

@@ -57,6 +57,8 @@ class RunLogWorker : public QObject {
   void setCurveBatchRows(int rows);
   /// Re-reads everything watched now (also done whenever the file changed).
   void refresh();
+  /// refresh(), then synced(token): what that read delivered is in before synced arrives.
+  void sync(quint64 token);
 
  signals:
   void opened(bool ok, const QString& message);
@@ -76,6 +78,8 @@ class RunLogWorker : public QObject {
   void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
                         const QString& toml);
   void failed(const QString& message);
+  /// The read asked for by sync(token) has been delivered.
+  void synced(quint64 token);
 
  private:
   void poll();

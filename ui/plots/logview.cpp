@@ -59,20 +59,31 @@ LogView::LogView(RunLog& runLog, QWidget* parent)
   connect(m_search, &QLineEdit::returnPressed, this, &LogView::findNext);
 }
 
-void LogView::setRun(qint64 runId, int worldSize, const QString& name, int selected) {
+void LogView::setRun(qint64 runId, int worldSize, const QString& name, int selected, bool ended) {
   const QString shown = name.isEmpty() ? tr("run %1").arg(runId) : name;
   m_title->setText(runId < 0 ? tr("Log")
                    : selected > 1
                        ? tr("Log of %1 (current of %2 selected)").arg(shown).arg(selected)
                        : tr("Log of %1").arg(shown));
-  m_text->setPlaceholderText(runId < 0 ? tr("Select a run to see its log")
-                                       : tr("No log lines from %1 yet").arg(shown));
+  m_shown = runId < 0 ? QString() : shown;
+  setEnded(ended);
   if (runId == m_runId) return;
   m_runId = runId;
   m_rank->setRange(0, std::max(0, worldSize - 1));
   m_lines.clear();
   m_text->clear();
   if (runId >= 0) m_runLog.watchLog(runId, m_rank->value());
+}
+
+void LogView::setEnded(bool ended) {
+  // "yet" only while it runs: an ended run with no lines will have none (its trainer printed
+  // nothing to stdout or stderr besides its events), and says where its files are.
+  m_text->setPlaceholderText(
+      m_shown.isEmpty() ? tr("Select a run to see its log")
+      : !ended          ? tr("No log lines from %1 yet").arg(m_shown)
+                        : tr("%1 has ended without a log line from this rank: its trainer printed "
+                                      "nothing besides its events (rank-N.log in its run directory)")
+                     .arg(m_shown));
 }
 
 QString LogView::title() const { return m_title->text(); }

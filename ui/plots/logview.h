@@ -25,7 +25,11 @@ class LogView : public QWidget {
 
   /// Shows the log of `runId` (rank from the spin box), named `name`, the current one of
   /// `selected` selected runs (the header says so when they are several); -1 shows nothing.
-  void setRun(qint64 runId, int worldSize, const QString& name = QString(), int selected = 1);
+  /// `ended`: the run has ended, so an empty log will stay empty, and says so.
+  void setRun(qint64 runId, int worldSize, const QString& name = QString(), int selected = 1,
+              bool ended = false);
+  /// The shown run has ended (the run table's last read): an empty log says it stays empty.
+  void setEnded(bool ended);
   /// The header: which run the log is of ("Log of sweep-3, the current of 3 selected runs").
   QString title() const;
   qint64 runId() const { return m_runId; }
@@ -50,6 +54,7 @@ class LogView : public QWidget {
   QLabel* m_matches = nullptr;
   QPlainTextEdit* m_text = nullptr;
   qint64 m_runId = -1;
+  QString m_shown;  // the shown run's name; empty: none
   QStringList m_lines;
 };
 

@@ -5,9 +5,11 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
+#include <QLabel>
 #include <QLoggingCategory>
 #include <QMenu>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QSvgGenerator>
 #include <QTextStream>
 #include <QVBoxLayout>
@@ -27,7 +29,9 @@ namespace shardscope::ui {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr int kReplotMs = 50;  // at most 20 replots a second, however fast points arrive
+constexpr int kReplotMs = 50;       // at most 20 replots a second, however fast points arrive
+constexpr int kTickSpacingPx = 60;  // the room an x tick (a label of 3-5 digits) starts with
+constexpr int kTickGapPx = 4;       // the least space between two tick labels
 
 struct PlotSpec {
   QString id;
@@ -92,11 +96,34 @@ QCPRange valueRange(double low, double high) {
   return {low >= 0 ? std::max(0.0, low - pad) : low - pad, high + pad};
 }
 
+bool hasEnded(const RunSummary& run) {
+  return run.record.status != spec::RunStatus::queued &&
+         run.record.status != spec::RunStatus::running;
+}
+
+// True when two neighbouring tick labels of `axis` (horizontal) come closer than a few pixels.
+bool tickLabelsTouch(const QCPAxis* axis) {
+  const QVector<double> ticks = axis->tickVector();
+  const QVector<QString> labels = axis->tickVectorLabels();
+  const QFontMetrics metrics(axis->tickLabelFont());
+  double right = -1e9;
+  for (qsizetype i = 0; i < ticks.size() && i < labels.size(); ++i) {
+    const double at = axis->coordToPixel(ticks[i]);
+    if (at < axis->axisRect()->left() - 1 || at > axis->axisRect()->right() + 1) continue;
+    const double half = metrics.horizontalAdvance(labels[i]) / 2.0;
+    if (at - half < right + kTickGapPx) return true;
+    right = at + half;
+  }
+  return false;
+}
+
 }  // namespace
 
 PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     : QWidget(parent), m_runLog(runLog), m_log(new LogView(runLog, this)) {
-  auto* grid = new QWidget(this);
+  m_stack = new QStackedWidget(this);
+  auto* grid = new QWidget(m_stack);
+  m_grid = grid;
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);
   int index = 0;
@@ -111,6 +138,24 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     plot->customPlot()->plotLayout()->addElement(0, 0, title);
     placeLegendOutside(plot->customPlot(), QFont(font().family(), font().pointSize() - 2));
     plot->customPlot()->installEventFilter(this);
+    // As many x ticks as the width holds: a plot narrowed by its column's legend (the memory
+    // plot's, two columns wide) drew 300 steps as "50 100150200250300" with the default 5.
+    // A new width starts from one tick per kTickSpacingPx; while the labels still touch, one
+    // fewer. This replot's ticks were made before its layout, so a change queues another.
+    QCustomPlot* cp = plot->customPlot();
+    connect(cp, &QCustomPlot::afterLayout, cp, [cp, width = -1]() mutable {
+      QCPAxisTicker& ticker = *cp->xAxis->ticker();
+      int fit = ticker.tickCount();
+      if (cp->axisRect()->width() != width) {
+        width = cp->axisRect()->width();
+        fit = std::clamp(width / kTickSpacingPx, 2, 6);
+      } else if (tickLabelsTouch(cp->xAxis) && fit > 1) {
+        fit -= 1;
+      }
+      if (fit == ticker.tickCount()) return;
+      ticker.setTickCount(fit);
+      cp->replot(QCustomPlot::rpQueuedReplot);
+    });
     plot->setContextMenuPolicy(Qt::CustomContextMenu);
     plot->customPlot()->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(plot->customPlot(), &QWidget::customContextMenuRequested, this,
@@ -119,8 +164,16 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     gridLayout->addWidget(plot, index / kGridColumns, index % kGridColumns);
     ++index;
   }
+  // Empty axes say nothing: with no run selected, a word on what to do instead.
+  m_empty = new QLabel(m_stack);
+  m_empty->setObjectName(QStringLiteral("plotsEmptyState"));
+  m_empty->setWordWrap(true);
+  m_empty->setAlignment(Qt::AlignCenter);
+  m_empty->setTextFormat(Qt::RichText);
+  m_stack->addWidget(grid);
+  m_stack->addWidget(m_empty);
   auto* splitter = new QSplitter(Qt::Vertical, this);
-  splitter->addWidget(grid);
+  splitter->addWidget(m_stack);
   splitter->addWidget(m_log);
   splitter->setStretchFactor(0, 4);
   splitter->setStretchFactor(1, 1);
@@ -134,6 +187,30 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
   connect(&m_replotTimer, &QTimer::timeout, this, &PlotsPanel::replotNow);
   connect(&runLog, &RunLog::seriesLoaded, this, &PlotsPanel::onSeries);
   connect(&runLog, &RunLog::seriesPassDone, this, &PlotsPanel::onPassDone);
+  connect(&runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& runs) {
+    m_runCount = static_cast<int>(runs.size());
+    updateEmptyState();
+    // The selection is not announced again when the table reloads: the log's run may have ended.
+    for (const RunSummary& run : runs) {
+      if (run.record.id == m_log->runId()) m_log->setEnded(hasEnded(run));
+    }
+  });
+  updateEmptyState();
+}
+
+void PlotsPanel::updateEmptyState() {
+  if (!m_runIds.isEmpty()) {
+    m_stack->setCurrentWidget(m_grid);
+    return;
+  }
+  m_empty->setText(
+      m_runCount == 0
+          ? tr("<p><b>No runs yet.</b></p><p>Start one from the <b>Builder</b> tab: choose "
+               "<i>demo</i>, press <i>New from template</i>, then <b>Launch</b>. Its loss, "
+               "learning rate, throughput and memory curves draw here as it trains.</p>")
+          : tr("<p>Select a run in the <b>Runs</b> table to see its curves here (several, "
+               "with Ctrl or Shift, to compare them).</p>"));
+  m_stack->setCurrentWidget(m_empty);
 }
 
 QStringList PlotsPanel::plotIds() {
@@ -176,9 +253,11 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
   for (const RunSummary& run : runs) {
     if (run.record.id == logRun) shown = &run;
   }
+  const bool ended = shown != nullptr && hasEnded(*shown);
   m_log->setRun(shown != nullptr ? logRun : -1, shown != nullptr ? shown->record.worldSize : 1,
-                shown != nullptr ? shown->record.name : QString(), int(runIds.size()));
+                shown != nullptr ? shown->record.name : QString(), int(runIds.size()), ended);
   if (changed) m_runLog.watchRuns(runIds, ++m_watchGeneration);
+  updateEmptyState();
 }
 
 void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {

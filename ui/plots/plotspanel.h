@@ -11,6 +11,9 @@
 #include <QTimer>
 #include <QWidget>
 
+class QLabel;
+class QStackedWidget;
+
 #include "spec/result.h"
 #include "ui/data/runlogtypes.h"
 
@@ -37,6 +40,9 @@ class PlotsPanel : public QWidget {
 
   CurvePlot* plot(const QString& id) const { return m_plots.value(id); }
   LogView* logView() const { return m_log; }
+  /// Shown instead of the plots while no run is selected: which run to pick, or, when the run
+  /// log has none, how to start one (the Builder's demo template).
+  QLabel* emptyState() const { return m_empty; }
   /// Shows these runs (names and world sizes come from `runs`); the log shows `logRun` (one of
   /// them: the current one; -1: the first).
   void setRuns(const QList<qint64>& runIds, const QVector<RunSummary>& runs, qint64 logRun = -1);
@@ -68,10 +74,16 @@ class PlotsPanel : public QWidget {
   void alignLegends(const QString& id);
   void showPlotMenu(const QString& id, const QPoint& where);
   bool eventFilter(QObject* watched, QEvent* event) override;
+  /// The plots when runs are selected, else the empty state with the text that fits.
+  void updateEmptyState();
 
   RunLog& m_runLog;
   QHash<QString, CurvePlot*> m_plots;
   LogView* m_log = nullptr;
+  QStackedWidget* m_stack = nullptr;  // the plot grid, or m_empty
+  QWidget* m_grid = nullptr;
+  QLabel* m_empty = nullptr;
+  int m_runCount = -1;  // runs in the run log as last read (-1: not read yet)
   QList<qint64> m_runIds;
   QTimer m_replotTimer;
   QSet<QString> m_dirty;

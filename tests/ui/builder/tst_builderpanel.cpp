@@ -8,6 +8,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -18,6 +19,7 @@
 #include <QPushButton>
 #include <QScopeGuard>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTableWidget>
 
 #include "data/text/sft.h"
@@ -32,6 +34,7 @@
 #include "ui/builder/memorychart.h"
 #include "ui/builder/previewpanel.h"
 #include "ui/builder/searcheditor.h"
+#include "ui/mainwindow.h"
 
 using namespace shardscope;
 using shardscope::ui::BuilderPanel;
@@ -232,12 +235,9 @@ class TestBuilderPanel : public QObject {
       const QRect legend = chart->plot()->legend->outerRect();
       QVERIFY2(!legend.intersects(data), "the legend overlaps the chart");
       QCPItemText* label = chart->budgetLabel();
-      const QPointF at = label->position->pixelPosition();
-      const QFontMetrics metrics(label->font());
-      const QRect text = metrics.boundingRect(label->text());
-      // Right- and bottom-aligned at its position: the box it is drawn in.
-      const QRect box(int(at.x()) - text.width(), int(at.y()) - text.height(), text.width(),
-                      text.height());
+      // The box it is drawn in, whatever its alignment.
+      const QRect box = QRectF(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition())
+                            .toAlignedRect();
       QVERIFY2(!box.intersects(legend), qPrintable(label->text()));
       QVERIFY2(data.contains(box.topLeft()) || data.contains(box.bottomLeft()),
                qPrintable(label->text() + ": drawn outside the chart " +
@@ -249,6 +249,70 @@ class TestBuilderPanel : public QObject {
                               .arg(data.x())
                               .arg(data.y())
                               .arg(data.width())
+                              .arg(data.height())));
+    }
+  }
+
+  // The memory chart as a new user meets it: the dashboard at 1600x1000, the Builder in front,
+  // New from template > demo. There the chart gets a data area a few dozen pixels high, and its
+  // budget label (bottom-aligned 8% down) stood above it, clipped to its lower half, while the
+  // y label "bytes per rank (MiB)" was longer than the axis and drew cut ("bytes per rank (M").
+  // Now the label lies whole inside the data area, above the bars and the budget line, for a
+  // budget far above the bars and one at their top, and the y label fits its axis.
+  void memoryChartReadsWholeInTheDashboard() {
+    // The window's settings (its layout) in a test location, for this test only: the others
+    // read $XDG_DATA_HOME as a user's session does.
+    QStandardPaths::setTestModeEnabled(true);
+    const auto userPaths = qScopeGuard([] { QStandardPaths::setTestModeEnabled(false); });
+    ui::MainWindow window(nullptr, 50);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.dock("builder")->raise();
+    BuilderPanel* panel = window.builderPanel();
+    QString error;
+    QVERIFY2(panel->controller()->loadTemplate("demo", &error), qPrintable(error));
+    settle(*panel);
+    ui::MemoryChart* chart = panel->memoryChart();
+    QVERIFY(chart->rankCount() > 0);
+    QVERIFY(chart->isVisible());
+    QCustomPlot* plot = chart->plot();
+    const double total = static_cast<double>(chart->stackBytes(0));
+    for (const double budget : {total * 1000, total}) {
+      chart->setBudgetGiB(budget / (1024.0 * 1024.0 * 1024.0));
+      plot->replot();
+      const QRect data = plot->axisRect()->rect();
+      QCPItemText* label = chart->budgetLabel();
+      const QRectF box(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition());
+      const QString where = QStringLiteral("%1: %2,%3 %4x%5 in the data area %6,%7 %8x%9")
+                                .arg(label->text())
+                                .arg(box.x())
+                                .arg(box.y())
+                                .arg(box.width())
+                                .arg(box.height())
+                                .arg(data.x())
+                                .arg(data.y())
+                                .arg(data.width())
+                                .arg(data.height());
+      QVERIFY2(QRectF(data).adjusted(-1, -1, 1, 1).contains(box), qPrintable(where));
+      // The bars and the budget line (to scale: at `budget`) end below the label.
+      double top = 0;
+      for (int i = 0; i < plot->plottableCount(); ++i) {
+        if (auto* bars = qobject_cast<QCPBars*>(plot->plottable(i));
+            bars && !bars->data()->isEmpty())
+          top += bars->data()->constBegin()->value;
+      }
+      QVERIFY2(plot->yAxis->coordToPixel(top) >= box.bottom(), qPrintable(where));
+      if (budget == total) {
+        const double unit = total / top;  // bytes per unit of the axis
+        QVERIFY2(plot->yAxis->coordToPixel(budget / unit) >= box.bottom(), qPrintable(where));
+      }
+      const int labelLength =
+          QFontMetrics(plot->yAxis->labelFont()).horizontalAdvance(plot->yAxis->label());
+      QVERIFY2(labelLength <= data.height(),
+               qPrintable(QStringLiteral("y label \"%1\" is %2 px on an axis of %3 px")
+                              .arg(plot->yAxis->label())
+                              .arg(labelLength)
                               .arg(data.height())));
     }
   }
