@@ -96,6 +96,27 @@ struct Encoder {
     out["message"] = e.message;
     out["hint"] = e.hint;
   }
+  void operator()(const SysEvent& e) const {
+    out["step"] = e.step;
+    out["cpu"] = number(e.cpu);
+    out["rss"] = e.rss;
+    out["load1"] = number(e.load1);
+    if (e.gpu) {
+      Json gpu = Json::object();
+      auto put = [&gpu](const char* key, const std::optional<double>& v) {
+        if (v) gpu[key] = number(*v);
+      };
+      put("util", e.gpu->util);
+      put("sm_clock_mhz", e.gpu->sm_clock_mhz);
+      put("power_w", e.gpu->power_w);
+      put("power_limit_w", e.gpu->power_limit_w);
+      put("temp_c", e.gpu->temp_c);
+      if (e.gpu->mem_used) gpu["mem_used"] = *e.gpu->mem_used;
+      put("pcie_tx", e.gpu->pcie_tx);
+      put("pcie_rx", e.gpu->pcie_rx);
+      out["gpu"] = gpu;
+    }
+  }
   void operator()(const PhasesEvent& e) const {
     out["step"] = e.step;
     out["wall"] = number(e.wall);
@@ -367,6 +388,30 @@ PhasesEvent read_phases(Reader& r) {
   return e;
 }
 
+SysEvent read_sys(Reader& r) {
+  SysEvent e;
+  e.step = r.integer("step");
+  e.cpu = r.real("cpu");
+  e.rss = r.integer("rss");
+  e.load1 = r.real("load1");
+  if (r.field(r.root(), "", "gpu", false)) {
+    if (const Json* gpu = r.object("gpu")) {
+      GpuSample g;
+      for (auto [key, slot] :
+           {std::pair{"util", &g.util}, std::pair{"sm_clock_mhz", &g.sm_clock_mhz},
+            std::pair{"power_w", &g.power_w}, std::pair{"power_limit_w", &g.power_limit_w},
+            std::pair{"temp_c", &g.temp_c}, std::pair{"pcie_tx", &g.pcie_tx},
+            std::pair{"pcie_rx", &g.pcie_rx}}) {
+        if (r.field(*gpu, "gpu", key, false)) *slot = r.real_in(*gpu, "gpu", key);
+      }
+      if (r.field(*gpu, "gpu", "mem_used", false))
+        g.mem_used = r.integer_in(*gpu, "gpu", "mem_used");
+      e.gpu = g;
+    }
+  }
+  return e;
+}
+
 Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj) {
   Payload body;
   if (kind == "hello")
@@ -387,9 +432,12 @@ Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj
     body = read_error(r);
   else if (kind == "phases")
     body = read_phases(r);
+  else if (kind == "sys")
+    body = read_sys(r);
   else
     return fail("ev: unknown event kind \"" + kind +
-                "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error, phases)");
+                "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error, phases, "
+                "sys)");
   if (r.failed()) return fail(r.error());
   return body;
 }
@@ -397,8 +445,8 @@ Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj
 }  // namespace
 
 std::string_view kind_name(const Payload& body) {
-  static constexpr std::string_view kNames[] = {"hello", "step", "eval",  "mem",   "ckpt",
-                                                "log",   "done", "error", "phases"};
+  static constexpr std::string_view kNames[] = {"hello", "step", "eval",  "mem",    "ckpt",
+                                                "log",   "done", "error", "phases", "sys"};
   return kNames[body.index()];
 }
 
@@ -443,7 +491,23 @@ Result<Event> parse_event(std::string_view line, ParseMode mode) {
 
 EventWriter::EventWriter(int rank, std::FILE* out) : m_rank(rank), m_out(out) {}
 
+std::int64_t EventWriter::next_seq() const {
+  const std::lock_guard lock(m_mutex);
+  return m_seq;
+}
+
+bool EventWriter::ok() const {
+  const std::lock_guard lock(m_mutex);
+  return m_error.empty();
+}
+
+std::string EventWriter::error() const {
+  const std::lock_guard lock(m_mutex);
+  return m_error;
+}
+
 bool EventWriter::write(const Payload& body) {
+  const std::lock_guard lock(m_mutex);
   Event event{Envelope{kProtocolVersion, m_rank, m_seq++, unix_time_now()}, body};
   std::string line = encode_event(event);
   line.push_back('\n');

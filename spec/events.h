@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -132,8 +133,29 @@ struct PhasesEvent {
   double copy = 0;          // host-device copies (0 on the CPU)
   double other = 0;         // the rest (the loss's read-back, bookkeeping)
 };
+/// `sys`: the rank's process and host, and its GPU where it has one, sampled by a thread every
+/// period (every rank; `step`: the optimizer steps done when sampled). GPU figures come from NVML,
+/// each absent when NVML or the device does not report it.
+struct GpuSample {
+  std::optional<double> util;            // fraction of the period a kernel ran, 0..1
+  std::optional<double> sm_clock_mhz;    // SM clock
+  std::optional<double> power_w;         // board power draw
+  std::optional<double> power_limit_w;   // the enforced power limit
+  std::optional<double> temp_c;          // GPU temperature
+  std::optional<std::int64_t> mem_used;  // device memory used by every process (bytes)
+  std::optional<double> pcie_tx;         // PCIe bytes/s sent by the device
+  std::optional<double> pcie_rx;         // PCIe bytes/s received
+  bool operator==(const GpuSample&) const = default;
+};
+struct SysEvent {
+  std::int64_t step = 0;
+  double cpu = 0;        // cores the process kept busy over the period (user + system time)
+  std::int64_t rss = 0;  // resident set size (bytes)
+  double load1 = 0;      // the host's 1-minute load average
+  std::optional<GpuSample> gpu;
+};
 using Payload = std::variant<HelloEvent, StepEvent, EvalEvent, MemEvent, CkptEvent, LogEvent,
-                             DoneEvent, ErrorEvent, PhasesEvent>;
+                             DoneEvent, ErrorEvent, PhasesEvent, SysEvent>;
 
 /// The fields every line carries.
 struct Envelope {
@@ -164,18 +186,20 @@ enum class ParseMode {
 Result<Event> parse_event(std::string_view line, ParseMode mode = ParseMode::strict);
 
 /// Writes events of one rank, numbering them and stamping the time; flushes every line so a
-/// tailing backend sees it at once. Not thread-safe: one writer per rank.
+/// tailing backend sees it at once. Thread-safe: the training thread, the `sys` sampler and the
+/// watchdog write through one writer, each line whole and numbered in order.
 class EventWriter {
  public:
   EventWriter(int rank, std::FILE* out);
   /// Writes and flushes one line; false when the stream refused it (a full disk). The first
   /// failure is kept: ok() stays false and error() says why.
   bool write(const Payload& body);
-  std::int64_t next_seq() const { return m_seq; }
-  bool ok() const { return m_error.empty(); }
-  const std::string& error() const { return m_error; }
+  std::int64_t next_seq() const;
+  bool ok() const;
+  std::string error() const;
 
  private:
+  mutable std::mutex m_mutex;  // guards everything below
   int m_rank;
   std::FILE* m_out;
   std::int64_t m_seq = 0;

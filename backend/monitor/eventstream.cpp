@@ -84,6 +84,22 @@ std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event) {
           std::pair{"phase.comm_total", p->comm_total}, std::pair{"phase.copy", p->copy},
           std::pair{"phase.other", p->other}})
       addMetric(rows, runId, event, p->step, name, value);
+  } else if (const auto* y = std::get_if<spec::SysEvent>(&event.body)) {
+    addMetric(rows, runId, event, y->step, "sys.cpu", y->cpu);
+    addMetric(rows, runId, event, y->step, "sys.rss", double(y->rss));
+    addMetric(rows, runId, event, y->step, "sys.load1", y->load1);
+    if (y->gpu) {
+      const auto& g = *y->gpu;
+      for (const auto& [name, value] :
+           {std::pair{"sys.gpu_util", g.util}, std::pair{"sys.sm_clock_mhz", g.sm_clock_mhz},
+            std::pair{"sys.power_w", g.power_w}, std::pair{"sys.power_limit_w", g.power_limit_w},
+            std::pair{"sys.temp_c", g.temp_c}, std::pair{"sys.pcie_tx", g.pcie_tx},
+            std::pair{"sys.pcie_rx", g.pcie_rx}}) {
+        if (value) addMetric(rows, runId, event, y->step, name, *value);
+      }
+      if (g.mem_used)
+        addMetric(rows, runId, event, y->step, "sys.gpu_mem_used", double(*g.mem_used));
+    }
   }
   return rows;
 }

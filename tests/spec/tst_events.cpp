@@ -67,6 +67,10 @@ class TestEvents : public QObject {
                      3221225472, 17179869184, 21474836480, 19327352832};
     // Every rank's phases of a step: they add up to its wall time.
     PhasesEvent phases{12, 0.5, 0.015625, 0.125, 0.1875, 0.0625, 0.09375, 0.25, 0, 0.015625};
+    // A rank's process and host, then with its GPU (NVML's figures).
+    SysEvent sys{12, 1.75, 536870912, 2.5, std::nullopt};
+    SysEvent sysGpu{12, 1.0, 536870912, 0.5,
+                    GpuSample{0.97, 1980, 650.5, 700, 61, 85899345920, 1048576, 2097152}};
     const std::vector<Event> events{
         {{1, 0, 0, 1732280000.125}, hello},    {{1, 0, 1, 1732280001.5}, step},
         {{1, 0, 2, 1732280002.0}, eval},       {{1, 1, 3, 1732280002.25}, mem},
@@ -74,7 +78,8 @@ class TestEvents : public QObject {
         {{1, 0, 6, 1732280004.0}, done},       {{1, 0, 7, 1732280004.0}, doneMulti},
         {{1, 1, 8, 1732280005.0}, error},      {{1, 0, 9, 1732280006.0}, diverged},
         {{1, 0, 10, 1732280007.0}, helloCuda}, {{1, 0, 11, 1732280007.5}, memCuda},
-        {{1, 1, 12, 1732280008.0}, phases}};
+        {{1, 1, 12, 1732280008.0}, phases},    {{1, 0, 13, 1732280008.5}, sys},
+        {{1, 0, 14, 1732280009.0}, sysGpu}};
     const auto golden = goldenLines();
     QCOMPARE(golden.size(), static_cast<qsizetype>(events.size()));
     for (std::size_t i = 0; i < events.size(); ++i) {
@@ -125,6 +130,19 @@ class TestEvents : public QObject {
     QCOMPARE(phases.data + phases.forward + phases.backward + phases.optimizer +
                  phases.comm_exposed + phases.copy + phases.other,
              phases.wall);
+    auto sys = std::get<SysEvent>(parseOrFail(golden[13]).body);
+    QVERIFY(!sys.gpu.has_value());  // a CPU rank
+    QCOMPARE(sys.cpu, 1.75);
+    auto sysGpu = std::get<SysEvent>(parseOrFail(golden[14]).body);
+    QCOMPARE(*sysGpu.gpu->power_w, 650.5);
+    QCOMPARE(*sysGpu.gpu->mem_used, 85899345920LL);
+    // A GPU whose NVML lacks a counter leaves it out; the others stay.
+    auto partial = std::get<SysEvent>(
+        parseOrFail(
+            R"({"v":1,"ev":"sys","rank":0,"seq":0,"t":1,"step":1,"cpu":1,"rss":1,"load1":0,"gpu":{"util":0.5}})")
+            .body);
+    QCOMPARE(*partial.gpu->util, 0.5);
+    QVERIFY(!partial.gpu->power_w.has_value());
   }
 
   void errorsNameTheField_data() {

@@ -45,6 +45,7 @@
 #include "trainer/run/memory.h"
 #include "trainer/run/sft_batch.h"
 #include "trainer/run/step_runner.h"
+#include "trainer/run/sys_sampler.h"
 #include "trainer/shard/engine.h"
 
 namespace shardscope::trainer {
@@ -638,6 +639,11 @@ struct Loop {
                                      : gemm_peak_flops();
     }
     const double flops_token = model.flops_per_token(exp.data.seq_len);
+    // `sys` events from a thread of this rank while it trains (its GPU's through NVML).
+    std::atomic<std::int64_t> steps_done{step};
+    std::optional<SysSampler> sampler;
+    if (const double period = SysSampler::period_from_environment(); period > 0)
+      sampler.emplace(period, device.device.is_cuda() ? device.bus_id : "", steps_done);
     double last_loss = 0;
     bool stopped = false;
     std::int64_t last_ckpt = -1;  // the step of this run's last checkpoint
@@ -662,6 +668,7 @@ struct Loop {
       const bool stop = stop_agreed();
       const auto phases = clock.end_step();
       ++step;
+      steps_done.store(step);
       last_loss = loss;
       // Real tokens: chat samples without their padding; token rows are seq_len long.
       const double tps = step_tokens / secs;
@@ -719,6 +726,7 @@ struct Loop {
           report(spec::CkptEvent{step, part.path, part.kind});
       }
     }
+    sampler.reset();  // its last event before `done`
     groups.world.barrier();
     const double objective = std::isnan(last_eval) ? last_loss : last_eval;
     report(spec::DoneEvent{stopped ? spec::DoneStatus::stopped : spec::DoneStatus::complete,

@@ -146,6 +146,24 @@ class TestEventStream : public QObject {
     QCOMPARE(chunk.metrics[6].value, 0.25);
   }
 
+  // `sys` samples become `sys.*` metrics of their rank; a GPU counter NVML lacks is no row.
+  void sysSamplesBecomeMetrics() {
+    EventStream stream;
+    stream.rank = 2;
+    spec::GpuSample gpu;
+    gpu.util = 0.5;
+    gpu.power_w = 300;
+    const QByteArray bytes = line(2, 0, spec::SysEvent{4, 1.5, 1024, 0.25, std::nullopt}) +
+                             line(2, 1, spec::SysEvent{5, 1.0, 2048, 0.5, gpu});
+    FileChunk chunk = parseEventsChunk(0, bytes, stream);
+    QStringList keys;
+    for (const auto& m : chunk.metrics) keys << m.key + "@" + QString::number(m.step);
+    QCOMPARE(keys, QStringList({"sys.cpu@4", "sys.rss@4", "sys.load1@4", "sys.cpu@5", "sys.rss@5",
+                                "sys.load1@5", "sys.gpu_util@5", "sys.power_w@5"}));
+    QCOMPARE(chunk.metrics.back().value, 300.0);
+    QCOMPARE(chunk.metrics.back().rank, 2);
+  }
+
   void logLinesKeepLastWords() {
     EventStream stream;
     QByteArray bytes;

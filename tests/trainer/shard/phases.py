@@ -1,4 +1,5 @@
-"""Phase timings (`phases` events, docs/trainer.md): 2 FULL_SHARD ranks on the CPU.
+"""Phase timings and system samples (`phases` and `sys` events, docs/trainer.md): 2 FULL_SHARD
+ranks on the CPU.
 
   - every rank writes one `phases` event per optimizer step, steps 1..N in order;
   - the phases add up to the step's wall time (data + forward + backward + optimizer +
@@ -9,7 +10,11 @@
     collectives in the run (FULL_SHARD gathers every unit), and collectives are in flight at
     least while waited and never longer than the step (comm_exposed <= comm_total <= wall);
     nothing is copied on the CPU;
-  - rank 0's log carries no phases lines (they are for the dashboard).
+  - rank 0's log carries no phases lines (they are for the dashboard);
+  - with SHARDSCOPE_SYS_EVERY_S = 0.2 every rank writes `sys` samples from its sampler thread
+    while it trains: the process's busy cores, its RSS, the host's load, no GPU figures on the
+    CPU, steps in order, the last one before `done`; a period that is not a number is a config
+    error naming the variable.
 """
 import argparse
 import os
@@ -35,6 +40,7 @@ def main():
         "data": {"seq_len": 32},
         "train": {"max_steps": STEPS, "batch_size": 16, "grad_clip": 1.0},
     })
+    os.environ["SHARDSCOPE_SYS_EVERY_S"] = "0.2"  # the ranks inherit it
     run_dir = ranks.train(args.shardtrain, config, os.path.join(args.work, "run"), world=WORLD)
 
     for rank in range(WORLD):
@@ -66,6 +72,29 @@ def main():
 
     with open(os.path.join(run_dir, "rank-0.log")) as f:
         check("phases" not in f.read(), "rank-0.log has phases lines")
+
+    for rank in range(WORLD):
+        every = ranks.events(run_dir, rank)
+        sys_events = [e for e in every if e["ev"] == "sys"]
+        check(len(sys_events) >= 3, f"rank {rank}: {len(sys_events)} sys events in "
+              f"{every[-1]['t'] - every[0]['t']:.1f} s at a 0.2 s period")
+        check(all(e["rss"] > 0 and e["load1"] >= 0 and e["cpu"] >= 0 and "gpu" not in e
+                  for e in sys_events), f"rank {rank}: odd sys samples {sys_events[:2]}")
+        check(max(e["cpu"] for e in sys_events) > 0.1,
+              f"rank {rank}: the training process never kept a core busy: {sys_events}")
+        steps = [e["step"] for e in sys_events]
+        check(steps == sorted(steps) and steps[-1] <= STEPS, f"rank {rank}: sys steps {steps}")
+        check(every[-1]["ev"] == "done", f"rank {rank}: {every[-1]['ev']} after done")
+        print(f"rank {rank}: {len(sys_events)} sys samples, busy cores up to "
+              f"{max(e['cpu'] for e in sys_events):.2f}, rss {sys_events[-1]['rss'] >> 20} MiB")
+
+    os.environ["SHARDSCOPE_SYS_EVERY_S"] = "every second"
+    bad = os.path.join(args.work, "bad")
+    codes = ranks.run_ranks(args.shardtrain, ["train", config], ranks.fresh_dir(bad), 1)
+    errors = ranks.events(bad, 0, "error")
+    check(codes != [0] and errors and errors[0]["kind"] == "config" and
+          "SHARDSCOPE_SYS_EVERY_S" in errors[0]["message"],
+          f"a bad sampling period: exit {codes}, errors {errors}")
 
 
 if __name__ == "__main__":
