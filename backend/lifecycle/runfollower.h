@@ -1,7 +1,6 @@
-// RunFollower: the lifecycle's asynchronous follow, for a caller that follows many runs at once in
-// its own event loop (the sweep's trial runner). It owns the run's handle and a RunMonitor that
-// holds the run's lease and records its events and status in the run log, as
-// RunLifecycle::follow does for one run in a nested loop.
+// RunFollower: how the lifecycle follows a run. A RunMonitor holds the run's lease and records its
+// events and status in the run log while this thread's event loop runs: the sweep's trial runner
+// follows many runs at once this way, and RunLifecycle::follow one run in a nested loop.
 #pragma once
 
 #include <QList>
@@ -26,12 +25,17 @@ class RunFollower : public QObject {
   /// attached by RunLifecycle::attach) once start() is called. `store` must outlive it.
   RunFollower(RunStore& store, qint64 runId, std::unique_ptr<RunHandle> handle,
               QObject* parent = nullptr);
+  /// The same through a handle the caller keeps; it must outlive the follower.
+  RunFollower(RunStore& store, qint64 runId, RunHandle& handle, QObject* parent = nullptr);
   ~RunFollower() override;
 
   /// Takes the run's lease and reads what the ranks wrote so far; `finished` may come from here
   /// (a run that ended before anyone followed it). An error when the store fails or another live
   /// process follows the run.
   [[nodiscard]] Result<void> start();
+  /// True when the last start() failed because another live process follows the run.
+  bool refused() const;
+  bool isFinished() const;
 
   qint64 runId() const { return m_runId; }
   /// The monitor's view of the run: running until `finished`, then its recorded status.
@@ -51,11 +55,16 @@ class RunFollower : public QObject {
   void finished();
   /// A rank's files grew (best effort: a reader polls too).
   void filesGrew();
+  /// Rank 0 reported a training step (its loss, and the event's unix time `t`).
+  void stepReached(qint64 step, double loss, double t);
+  /// Another process took the run's lease: this one stopped following.
+  void leaseLost(const QString& message);
 
  private:
   qint64 m_runId = 0;
-  std::unique_ptr<RunHandle> m_handle;
-  std::unique_ptr<RunMonitor> m_monitor;  // after m_handle: destroyed first, it reads through it
+  std::unique_ptr<RunHandle> m_owned;  // empty when the caller keeps the handle
+  RunHandle* m_handle = nullptr;
+  std::unique_ptr<RunMonitor> m_monitor;  // after the handle: destroyed first, it reads through it
   QTimer m_killTimer;
 };
 

@@ -16,6 +16,7 @@
 
 #include "backend/launch/launchers.h"
 #include "backend/launch/localprocess.h"
+#include "backend/lifecycle/runfollower.h"
 #include "backend/monitor/runmonitor.h"
 #include "backend/store/db.h"
 
@@ -65,12 +66,12 @@ Result<std::unique_ptr<RunHandle>> RunLifecycle::attach(const RunRecord& run, in
 
 Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, qint64 runId,
                                            const FollowOptions& options) {
-  RunMonitor monitor(store, runId, handle);
+  RunFollower follower(store, runId, handle);
   // Connected before start(): a run that ended before the follower came reports its steps
   // during start(), and the progress lines must still show them.
   double firstT = -1;
   qint64 firstStep = 0;
-  QObject::connect(&monitor, &RunMonitor::stepReached, &monitor,
+  QObject::connect(&follower, &RunFollower::stepReached, &follower,
                    [&](qint64 step, double loss, double t) {
                      if (!options.onStep) return;
                      if (firstT < 0) {
@@ -84,15 +85,15 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
                      }
                      options.onStep(p);
                    });
-  if (auto started = monitor.start(); !started) {
-    if (monitor.refusedBy()) return FollowOutcome{false, spec::RunStatus::running};
+  if (auto started = follower.start(); !started) {
+    if (follower.refused()) return FollowOutcome{false, spec::RunStatus::running};
     return started.error();
   }
   if (options.onFollowing) options.onFollowing();
   QString lost;
   QEventLoop loop;
-  QObject::connect(&monitor, &RunMonitor::finished, &loop, &QEventLoop::quit);
-  QObject::connect(&monitor, &RunMonitor::leaseLost, &loop, [&](const QString& message) {
+  QObject::connect(&follower, &RunFollower::finished, &loop, &QEventLoop::quit);
+  QObject::connect(&follower, &RunFollower::leaseLost, &loop, [&](const QString& message) {
     lost = message;
     loop.quit();
   });
@@ -104,9 +105,9 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
     requests.start(100);
   }
   if (options.stopAtOnce) handle.stop();
-  if (!monitor.isFinished()) loop.exec();
+  if (!follower.isFinished()) loop.exec();
   if (!lost.isEmpty()) return fail(lost.toStdString());
-  return FollowOutcome{true, monitor.status()};
+  return FollowOutcome{true, follower.status()};
 }
 
 Result<void> RunLifecycle::steerSweep(qint64 studyId, StudyControl control) const {
