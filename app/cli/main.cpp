@@ -10,7 +10,7 @@
 #include <string>
 
 #include "app/cli/cli_common.h"
-#include "backend/lifecycle/sessionprocess.h"
+#include "backend/lifecycle/runlifecycle.h"
 #include "spec/version.h"
 
 using namespace shardscope::cli;

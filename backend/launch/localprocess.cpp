@@ -1,6 +1,7 @@
 // Why posix_spawn and not QProcess: QProcess kills its child when the QProcess object dies, and
 // a rank must outlive the backend. POSIX_SPAWN_SETSID makes each rank a session leader, so
-// every process it starts can be found (same session id) and ended with it.
+// every process it starts can be found (same session id) and ended with it. A detached process
+// (a supervisor, a sweep) is forked twice instead, so init, not this process, is its parent.
 #include "backend/launch/localprocess.h"
 
 #include <dirent.h>
@@ -15,8 +16,10 @@
 #include <QHash>
 #include <QMutex>
 #include <QMutexLocker>
+#include <QProcessEnvironment>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -130,6 +133,87 @@ class CStrings {
   std::vector<char*> m_ptrs;
 };
 
+// Opens `path` for appending, owner-only from its creation (a log may echo secrets).
+Result<int> openOutput(const QString& path) {
+  const int fd =
+      ::open(QFile::encodeName(path).constData(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return fail("cannot open " + path.toStdString() + " for the output of a process: " +
+                errnoText(errno) + "; check that its folder exists and is writable");
+  }
+  return fd;
+}
+
+// fork, setsid, fork again, exec: the grandchild's pid comes back through a pipe. Everything the
+// children touch is ready before the first fork: between fork and exec a child of a threaded
+// process (the dashboard) may only make async-signal-safe calls.
+Result<Spawned> spawnDetached(const SpawnSpec& spec) {
+  QStringList argv{spec.program};
+  argv += spec.args;
+  const CStrings cargv(argv);
+  const CStrings cenv(spec.env);
+  const QByteArray program = QFile::encodeName(spec.program);
+  const QByteArray dir = QFile::encodeName(spec.workDir);
+  const std::string what = "cannot start " + spec.program.toStdString();
+  auto opened = openOutput(spec.stdoutPath);
+  if (!opened) return opened.error();
+  const int out = *opened;
+  if (spec.stderrPath != spec.stdoutPath) opened = openOutput(spec.stderrPath);
+  if (!opened) {
+    ::close(out);
+    return opened.error();
+  }
+  const int err = spec.stderrPath == spec.stdoutPath ? out : *opened;
+  int in = -1;
+  int pipeFds[2] = {-1, -1};
+  const auto closeAll = [&] {
+    for (const int fd : {out, err == out ? -1 : err, in, pipeFds[0], pipeFds[1]})
+      if (fd >= 0) ::close(fd);
+  };
+  in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (in < 0 || ::pipe2(pipeFds, O_CLOEXEC) != 0) {
+    const std::string why = errnoText(errno);
+    closeAll();
+    return fail(what + ": " + why);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const std::string why = errnoText(errno);
+    closeAll();
+    return fail(what + ": fork failed: " + why);
+  }
+  if (child == 0) {
+    ::setsid();
+    const pid_t grandchild = ::fork();
+    if (grandchild != 0) {
+      (void)!::write(pipeFds[1], &grandchild, sizeof grandchild);
+      ::_exit(0);
+    }
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    if (!dir.isEmpty() && ::chdir(dir.constData()) != 0) ::_exit(127);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(program.constData(), cargv.data(), cenv.data());
+    ::_exit(127);
+  }
+  pid_t started = -1;
+  ::close(pipeFds[1]);
+  pipeFds[1] = -1;
+  const bool read = ::read(pipeFds[0], &started, sizeof started) == sizeof started;
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  closeAll();
+  if (!read || started <= 0) return fail(what + ": the second fork failed");
+  Spawned spawned;
+  spawned.pid = started;
+  if (auto st = readProcStat(started)) spawned.startTicks = st->startTicks;
+  return spawned;
+}
+
 }  // namespace
 
 std::optional<ProcStat> readProcStat(qint64 pid) {
@@ -167,6 +251,7 @@ std::optional<ProcStat> readProcStat(qint64 pid) {
 }
 
 Result<Spawned> spawnInSession(const SpawnSpec& spec) {
+  if (spec.detached) return spawnDetached(spec);
   SpawnSetup setup;
   setup.setSessionAndSignals();
   setup.stdinFromDevNull();
@@ -194,6 +279,14 @@ Result<Spawned> spawnInSession(const SpawnSpec& spec) {
   // Our unreaped child cannot vanish, so its stat is readable now, even if it already exited.
   if (auto st = readProcStat(pid)) out.startTicks = st->startTicks;
   return out;
+}
+
+QStringList environmentWith(const QStringList& set) {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const QString& entry : set) {
+    env.insert(entry.section(QLatin1Char('='), 0, 0), entry.section(QLatin1Char('='), 1));
+  }
+  return env.toStringList();
 }
 
 QList<qint64> sessionMembers(qint64 sid) {

@@ -1,6 +1,7 @@
-// POSIX process plumbing for the local launcher: start a rank in its own session with its
-// output in files, read /proc, find and signal a session's processes, and learn how a rank
-// ended (exit code or signal) whether or not this process started it. Linux only.
+// POSIX process plumbing: start a process in its own session with its output in files (a rank of
+// the local launcher, or, detached, a run's supervisor or a sweep), read /proc, find and signal a
+// session's processes, and learn how a rank ended (exit code or signal) whether or not this
+// process started it. Linux only.
 #pragma once
 
 #include <QList>
@@ -23,8 +24,9 @@ struct ProcStat {
 std::optional<ProcStat> readProcStat(qint64 pid);
 
 /// One process to start: argv[0] is `program`, stdin is /dev/null, stdout and stderr are
-/// appended to the two files, the working directory is `workDir`, the environment is exactly
-/// `env` ("NAME=value"), every signal disposition is reset and the process leads a new session.
+/// appended to the two files (created owner-only), the working directory is `workDir` (empty:
+/// this one's), the environment is exactly `env` ("NAME=value"), the signal mask is empty and
+/// the process leads a new session.
 struct SpawnSpec {
   QString program;  // absolute path
   QStringList args;
@@ -32,6 +34,11 @@ struct SpawnSpec {
   QString workDir;
   QString stdoutPath;
   QString stderrPath;
+  /// A child of init (a double fork), not of this process: it outlives this process, which never
+  /// reaps it (a run's supervisor, a sweep). A rank stays this process's child (probe reaps it)
+  /// and gets every signal disposition reset. A detached program that cannot be executed exits
+  /// 127 instead of failing the spawn.
+  bool detached = false;
 };
 
 /// A started process: its pid and its start time (taken before it can be reaped).
@@ -40,6 +47,9 @@ struct Spawned {
   qint64 startTicks = 0;
 };
 Result<Spawned> spawnInSession(const SpawnSpec& spec);
+
+/// This process's environment ("NAME=value") with the `set` entries ("NAME=value") over it.
+QStringList environmentWith(const QStringList& set);
 
 /// Live (not zombie) processes whose session id is `sid`.
 QList<qint64> sessionMembers(qint64 sid);

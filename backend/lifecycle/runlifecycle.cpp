@@ -1,6 +1,7 @@
 // Attaching to, following, stopping and adopting runs; starting them is in runstart.cpp.
 #include "backend/lifecycle/runlifecycle.h"
 
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QEventLoop>
 #include <QFileInfo>
@@ -14,7 +15,8 @@
 #include <algorithm>
 
 #include "backend/launch/launchers.h"
-#include "backend/lifecycle/sessionprocess.h"
+#include "backend/launch/localprocess.h"
+#include "backend/lifecycle/runfollower.h"
 #include "backend/monitor/runmonitor.h"
 #include "backend/store/db.h"
 
@@ -64,12 +66,12 @@ Result<std::unique_ptr<RunHandle>> RunLifecycle::attach(const RunRecord& run, in
 
 Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, qint64 runId,
                                            const FollowOptions& options) {
-  RunMonitor monitor(store, runId, handle);
+  RunFollower follower(store, runId, handle);
   // Connected before start(): a run that ended before the follower came reports its steps
   // during start(), and the progress lines must still show them.
   double firstT = -1;
   qint64 firstStep = 0;
-  QObject::connect(&monitor, &RunMonitor::stepReached, &monitor,
+  QObject::connect(&follower, &RunFollower::stepReached, &follower,
                    [&](qint64 step, double loss, double t) {
                      if (!options.onStep) return;
                      if (firstT < 0) {
@@ -83,15 +85,15 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
                      }
                      options.onStep(p);
                    });
-  if (auto started = monitor.start(); !started) {
-    if (monitor.refusedBy()) return FollowOutcome{false, spec::RunStatus::running};
+  if (auto started = follower.start(); !started) {
+    if (follower.refused()) return FollowOutcome{false, spec::RunStatus::running};
     return started.error();
   }
   if (options.onFollowing) options.onFollowing();
   QString lost;
   QEventLoop loop;
-  QObject::connect(&monitor, &RunMonitor::finished, &loop, &QEventLoop::quit);
-  QObject::connect(&monitor, &RunMonitor::leaseLost, &loop, [&](const QString& message) {
+  QObject::connect(&follower, &RunFollower::finished, &loop, &QEventLoop::quit);
+  QObject::connect(&follower, &RunFollower::leaseLost, &loop, [&](const QString& message) {
     lost = message;
     loop.quit();
   });
@@ -103,9 +105,9 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
     requests.start(100);
   }
   if (options.stopAtOnce) handle.stop();
-  if (!monitor.isFinished()) loop.exec();
+  if (!follower.isFinished()) loop.exec();
   if (!lost.isEmpty()) return fail(lost.toStdString());
-  return FollowOutcome{true, monitor.status()};
+  return FollowOutcome{true, follower.status()};
 }
 
 Result<void> RunLifecycle::steerSweep(qint64 studyId, StudyControl control) const {
@@ -145,15 +147,62 @@ Result<void> RunLifecycle::stop(QObject* context, qint64 runId, int graceS) cons
 
 Result<qint64> RunLifecycle::spawnSupervisor(const RunRecord& run) const {
   const QString id = QString::number(run.id);
-  return spawnInSession({m_settings.supervisor, QStringLiteral("supervise"), id},
-                        QDir(run.runDir).filePath("supervisor.log"), "the supervisor",
-                        "the supervisor of run " + id.toStdString() + " did not start",
-                        dbEnvironment());
+  auto pid = spawnDetached({m_settings.supervisor, QStringLiteral("supervise"), id},
+                           QDir(run.runDir).filePath("supervisor.log"));
+  if (!pid) return fail("the supervisor of run " + id.toStdString() + ": " + pid.message());
+  return pid;
 }
 
-QStringList RunLifecycle::dbEnvironment() const {
-  // Never on the command line, which every local user reads (sessionprocess.h).
-  return {QString::fromLatin1(kDbEnvironmentVariable) + QLatin1Char('=') + m_settings.dbPath};
+Result<qint64> RunLifecycle::spawnDetached(const QStringList& argv, const QString& logPath) const {
+  if (argv.isEmpty()) return fail("nothing to start");
+  localproc::SpawnSpec spec;
+  spec.program = argv.front();
+  spec.args = argv.mid(1);
+  // The run log never on the command line, which every local user reads (kDbEnvironmentVariable).
+  spec.env = localproc::environmentWith(
+      {QString::fromLatin1(kDbEnvironmentVariable) + QLatin1Char('=') + m_settings.dbPath});
+  spec.stdoutPath = logPath;
+  spec.stderrPath = logPath;
+  spec.detached = true;
+  auto spawned = localproc::spawnInSession(spec);
+  if (!spawned) return spawned.error();
+  return spawned->pid;
+}
+
+Result<RunRecord> RunLifecycle::stopAndWait(RunStore& store, const RunRecord& run, int waitS) {
+  auto handle = attach(run);
+  if (!handle) return handle.error();
+  FollowOptions options;
+  options.stopAtOnce = true;
+  auto outcome = follow(store, **handle, run.id, options);
+  if (!outcome) return outcome.error();
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  std::optional<RunRecord> last;
+  if (outcome->followed) {
+    auto found = reader->run(run.id);
+    if (!found) return found.error();
+    last = *found;
+  } else {
+    // Another process follows the run and records its end; the event loop runs meanwhile, for
+    // the handle's SIGKILL after the grace.
+    (*handle)->stop();
+    QDeadlineTimer deadline{std::chrono::seconds(waitS)};
+    QEventLoop loop;
+    QTimer poll;
+    QObject::connect(&poll, &QTimer::timeout, &loop, [&] {
+      auto found = reader->run(run.id);
+      if (found && *found) last = **found;
+      if ((last && spec::is_final(last->status)) || deadline.hasExpired()) loop.quit();
+    });
+    poll.start(200);
+    loop.exec();
+  }
+  if (!last || !spec::is_final(last->status)) {
+    return fail("run " + run.name.toStdString() + " did not end within " + std::to_string(waitS) +
+                " s after the stop request");
+  }
+  return *last;
 }
 
 std::vector<Adoption> RunLifecycle::adoptOrphans(RunReader& reader,

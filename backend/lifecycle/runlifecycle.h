@@ -1,12 +1,14 @@
-// RunLifecycle: the one place that starts, attaches to, follows, stops and adopts runs, for the
-// CLI (`run`, `supervise`, `stop`, `ls`/`show`), the dashboard's run control and the search's
-// trial runner. A detached run is handed to a supervisor: `<supervisor> supervise ID` (the run log
-// in SHARDSCOPE_DB) (shardscope-cli's hidden verb) in its own session, which follows the run with a
-// RunMonitor and holds its lease in the run log (docs/backend.md, "The supervisor"). Nothing here
-// prints: what the CLI shows is returned as values or passed in as callbacks.
+// RunLifecycle: the one place that starts, attaches to, follows, stops, resumes and adopts runs,
+// for the CLI (`run`, `supervise`, `stop`, `ls`/`show`), the dashboard's run control and the
+// sweep's trial runner (startAttempt, resumeArguments, RunFollower in runfollower.h). A detached
+// run is handed to a supervisor: `<supervisor> supervise ID` (the run log in SHARDSCOPE_DB)
+// (shardscope-cli's hidden verb) in its own session, which follows the run with a RunMonitor and
+// holds its lease in the run log (docs/backend.md, "The supervisor"). Nothing here prints: what the
+// CLI shows is returned as values or passed in as callbacks.
 #pragma once
 
 #include <QJsonObject>
+#include <QMap>
 #include <QObject>
 #include <QString>
 
@@ -25,6 +27,13 @@
 #include "spec/status.h"
 
 namespace shardscope::backend {
+
+/// The environment variable that gives shardscope-cli its run log when --db is absent. The
+/// lifecycle passes the run log to the processes it starts (supervisor, sweep, autotune) this
+/// way, never on their command line: a PostgreSQL URL may hold a password, and any local user
+/// reads a command line (/proc/PID/cmdline, ps), while a process's environment is readable by its
+/// own user only.
+inline constexpr char kDbEnvironmentVariable[] = "SHARDSCOPE_DB";
 
 /// What a follower reports on each of rank 0's steps.
 struct FollowProgress {
@@ -62,6 +71,18 @@ struct LaunchedRun {
   RunRecord run;
   std::unique_ptr<RunHandle> handle;
   QJsonObject location;  ///< handle->location().toJson(), for RunStore::setRunLocation
+};
+
+/// What one attempt of a run gets besides its experiment (RunLifecycle::startAttempt).
+struct AttemptOptions {
+  /// Runs this program (a search trial's `[search] program`, resolved against `programDir`:
+  /// resolveProgram) instead of launch.trainer, with `extraArgs` as its only arguments. Empty:
+  /// launch.trainer `train trial.toml` + extraArgs.
+  std::vector<std::string> program;
+  QString programDir;                  ///< the experiment's folder
+  QStringList extraArgs;               ///< `--resume CKPT` (resumeArguments), a program's options
+  QMap<QString, QString> environment;  ///< for every rank, over launch.env (SHARDSCOPE_TRIAL)
+  std::optional<int> graceS;           ///< the stop grace; none: launch.grace_s
 };
 
 /// A run started detached: its supervisor follows it.
@@ -121,6 +142,13 @@ class RunLifecycle {
   [[nodiscard]] static Result<FollowOutcome> follow(RunStore& store, RunHandle& handle,
                                                     qint64 runId, const FollowOptions& options);
 
+  /// `stop RUN`: asks `run`'s ranks for a graceful stop and waits in this thread's event loop
+  /// until its status is final. When no live process follows it (its supervisor is gone) this one
+  /// follows it to the end and records it; else the follower records it. An error when it has
+  /// not ended within `waitS` seconds.
+  [[nodiscard]] static Result<RunRecord> stopAndWait(RunStore& store, const RunRecord& run,
+                                                     int waitS);
+
   /// Asks run `runId` to stop (graceful; SIGKILL after `graceS`). The handle is parented to
   /// `context` and lives for the grace plus 5 s, so its SIGKILL timer fires in context's thread;
   /// whoever follows the run records its end.
@@ -140,6 +168,28 @@ class RunLifecycle {
   [[nodiscard]] Result<spec::Experiment> loadForRun(const QString& path,
                                                     const std::vector<std::string>& overrides,
                                                     LoadReport* report = nullptr) const;
+
+  /// The experiment a search trial runs: `path` with `overrides` (the sweep's --set, then the
+  /// trial's values), its files checked when it runs here or is a `program` trial (which skips
+  /// the launch checks). A bare launch.trainer becomes `trainer` when that is not empty.
+  [[nodiscard]] static Result<spec::Experiment> loadForTrial(
+      const QString& path, const std::vector<std::string>& overrides, bool program,
+      const QString& trainer);
+
+  /// Starts attempt run.attempt of stored run `run` in run.runDir: creates the folder, writes
+  /// `exp` there as trial.toml, builds the launch request and starts the ranks through the
+  /// launcher of launch.kind (ProgramLauncher for options.program). Records nothing: the caller
+  /// sets the run's status and location. `run`, `startDetached`, `resumeDetached` and the trial
+  /// runner all start ranks here.
+  [[nodiscard]] static Result<std::unique_ptr<RunHandle>> startAttempt(
+      RunStore& store, const RunRecord& run, const spec::Experiment& exp,
+      const AttemptOptions& options = {});
+
+  /// `--resume PATH` for a new attempt of `run`: the newest complete sharded checkpoint of its
+  /// attempt `from`, in that attempt's folder (run.location must still be that attempt's; a
+  /// remote path for SSH and Slurm). Empty when that attempt wrote none.
+  [[nodiscard]] static Result<QStringList> resumeArguments(RunReader& reader, const RunRecord& run,
+                                                           qint64 from);
 
   /// Creates the run row (NAME-<n>), writes trial.toml into its run directory, starts its ranks
   /// and marks it running. The caller records the location once a follower holds the lease.
@@ -165,7 +215,7 @@ class RunLifecycle {
   [[nodiscard]] Result<StartedRun> resumeDetached(RunStore& store, qint64 runId) const;
 
   /// Starts `<supervisor> sweep EXP [--name STUDY]` in its own session, the run log in its
-  /// environment (SHARDSCOPE_DB, never the command line: sessionprocess.h), its output
+  /// environment (kDbEnvironmentVariable, never the command line), its output
   /// appended to `<runsRoot>/sweep-<study>-<yyyyMMdd-HHmmss>.log`.
   [[nodiscard]] Result<StartedSweep> startSweep(const QString& experimentPath,
                                                 const QString& studyName = {}) const;
@@ -210,8 +260,9 @@ class RunLifecycle {
                               const std::vector<std::string>& overrides,
                               std::optional<qint64> experimentId) const;
   std::string waitForSupervisor(RunStore& store, qint64 runId, qint64 supervisor) const;
-  /// How a process this starts learns the run log: SHARDSCOPE_DB=<dbPath> in its environment.
-  QStringList dbEnvironment() const;
+  /// Starts argv in its own session as a child of init (localproc::spawnInSession, detached),
+  /// SHARDSCOPE_DB=<dbPath> in its environment, its output appended to `logPath`.
+  Result<qint64> spawnDetached(const QStringList& argv, const QString& logPath) const;
 
   Settings m_settings;
 };

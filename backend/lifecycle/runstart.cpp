@@ -12,10 +12,10 @@
 
 #include <algorithm>
 
-#include "backend/launch/demodata.h"
 #include "backend/launch/launchers.h"
+#include "backend/launch/programlauncher.h"
+#include "backend/lifecycle/demodata.h"
 #include "backend/lifecycle/runlifecycle.h"
-#include "backend/lifecycle/sessionprocess.h"
 
 namespace shardscope::backend {
 
@@ -43,7 +43,7 @@ QJsonObject overridesAsParams(const std::vector<std::string>& overrides) {
 
 Result<void> writeTrial(const RunRecord& run, const spec::Experiment& exp) {
   if (!makeRunDir(run.runDir)) {
-    return fail("cannot create the run directory " + run.runDir.toStdString());
+    return fail(run.runDir.toStdString() + ": cannot create the run directory");
   }
   QSaveFile file(QDir(run.runDir).filePath("trial.toml"));
   if (!file.open(QIODevice::WriteOnly) ||
@@ -138,25 +138,12 @@ Result<LaunchedRun> RunLifecycle::launch(RunStore& store, const spec::Experiment
                                          const QString& experimentPath,
                                          const std::vector<std::string>& overrides,
                                          std::optional<qint64> experimentId) const {
-  auto launcher =
-      makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind)), exp.launch.grace_s);
-  if (!launcher) return launcher.error();
+  // The launcher kind is checked before a run row exists for it.
+  if (auto launcher = makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind))); !launcher)
+    return launcher.error();
   auto run = createRun(store, exp, experimentPath, overrides, experimentId);
   if (!run) return run.error();
-  if (auto written = writeTrial(*run, exp); !written) return written.error();
-  auto reader = store.reader();
-  if (!reader) return reader.error();
-  auto token = reader->runLogToken();
-  if (!token) return token.error();
-  LaunchRequest request;
-  request.runId = run->id;
-  request.runName = run->name;
-  request.localRunDir = run->runDir;
-  request.runLogToken = *token;
-  request.launch = exp.launch;
-  request.shareGpus = exp.shard.backend == "gloo";
-  request.trainerArgs = {"train", "trial.toml"};
-  auto handle = (*launcher)->start(request);
+  auto handle = startAttempt(store, *run, exp);
   if (!handle) {
     (void)store
         .setRunStatus(run->id, spec::RunStatus::failed, QString::fromStdString(handle.message()))
@@ -201,21 +188,20 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
                 " is a trial of a sweep: its sweep retries it from its checkpoint "
                 "(search.retry_from_checkpoint)");
   }
-  auto point = reader->resumePoint(runId, before.attempt);
-  if (!point) return point.error();
-  if (!*point) {
+  AttemptOptions resume;
+  if (auto from = resumeArguments(*reader, before, before.attempt); !from) {
+    return from.error();
+  } else if (from->isEmpty()) {
     return fail(label + " has no complete sharded checkpoint to resume from (train.ckpt_every " +
                 "writes them; an oom or config error is not resumed): start it again instead");
+  } else {
+    resume.extraArgs = *from;
   }
-  auto previous = RunLocation::fromJson(before.location);
-  if (!previous) return previous.error();
-  const QString checkpoint = previous->runDir + '/' + (*point)->path;
   auto exp = spec::load_experiment(QDir(before.runDir).filePath("trial.toml").toStdString(), {},
                                    spec::LoadOptions{false});
   if (!exp) return fail(label + ": " + exp.message());
-  auto launcher =
-      makeLauncher(QString::fromUtf8(spec::to_string(exp->launch.kind)), exp->launch.grace_s);
-  if (!launcher) return launcher.error();
+  if (auto launcher = makeLauncher(QString::fromUtf8(spec::to_string(exp->launch.kind))); !launcher)
+    return launcher.error();
   auto attempt = store.beginResumedAttempt(runId).get();
   if (!attempt) return attempt.error();
   // Each attempt has its own folder (its event files count bytes and seq from 0).
@@ -230,20 +216,7 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
     return fail(label + ": " + why);
   };
   if (auto r = store.setRunDir(runId, run.runDir).get(); !r) return failRun(r.message());
-  if (auto written = writeTrial(run, *exp); !written) return failRun(written.message());
-  auto token = reader->runLogToken();
-  if (!token) return failRun(token.message());
-  LaunchRequest request;
-  request.runId = runId;
-  request.runName = run.name;
-  request.localRunDir = run.runDir;
-  request.attempt = run.attempt;
-  request.runLogToken = *token;
-  request.launch = exp->launch;
-  request.shareGpus = exp->shard.backend == "gloo";
-  request.trainerArgs = {QStringLiteral("train"), QStringLiteral("trial.toml"),
-                         QStringLiteral("--resume"), checkpoint};
-  auto handle = (*launcher)->start(request);
+  auto handle = startAttempt(store, run, *exp, resume);
   if (!handle) return failRun(handle.message());
   if (auto r = store.setRunLocation(runId, (*handle)->location().toJson()).get(); !r)
     return failRun(r.message());
@@ -253,6 +226,72 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
   StartedRun started{runId, run.name, run.runDir, *supervisor, {}};
   started.warning = waitForSupervisor(store, runId, *supervisor);
   return started;
+}
+
+Result<spec::Experiment> RunLifecycle::loadForTrial(const QString& path,
+                                                    const std::vector<std::string>& overrides,
+                                                    bool program, const QString& trainer) {
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto shape = spec::load_experiment(path.toStdString(), overrides, noPaths);
+  if (!shape) return shape.error();
+  spec::LoadOptions options;
+  options.check_paths = program || shape->launch.kind == spec::LaunchKind::local;
+  auto exp = spec::load_experiment(path.toStdString(), overrides, options);
+  if (!exp) return exp.error();
+  if (!program) {
+    if (auto valid = spec::validate_for_launch(*exp); !valid) return valid.error();
+    // A bare name (the default "shardtrain") means the caller's build; a path is the user's.
+    const bool bare = exp->launch.trainer.find('/') == std::string::npos;
+    if (bare && !trainer.isEmpty()) exp->launch.trainer = trainer.toStdString();
+  }
+  return exp;
+}
+
+// The one place a LaunchRequest is built.
+Result<std::unique_ptr<RunHandle>> RunLifecycle::startAttempt(RunStore& store, const RunRecord& run,
+                                                              const spec::Experiment& exp,
+                                                              const AttemptOptions& options) {
+  LaunchRequest request;
+  request.runId = run.id;
+  request.runName = run.name;
+  request.localRunDir = run.runDir;
+  request.attempt = int(run.attempt);
+  request.launch = exp.launch;
+  if (options.graceS) request.launch.grace_s = *options.graceS;
+  request.shareGpus = exp.shard.backend == "gloo";
+  request.extraEnv = options.environment;
+  std::unique_ptr<Launcher> launcher;
+  if (options.program.empty()) {
+    auto made =
+        makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind)), request.launch.grace_s);
+    if (!made) return made.error();
+    launcher = std::move(*made);
+    request.trainerArgs = {QStringLiteral("train"), QStringLiteral("trial.toml")};
+  } else {
+    auto argv = resolveProgram(options.program, options.programDir);
+    if (!argv) return argv.error();
+    launcher = std::make_unique<ProgramLauncher>(*argv, request.launch.grace_s);
+  }
+  request.trainerArgs << options.extraArgs;
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  auto token = reader->runLogToken();
+  if (!token) return token.error();
+  request.runLogToken = *token;
+  if (auto written = writeTrial(run, exp); !written) return written.error();
+  return launcher->start(request);
+}
+
+Result<QStringList> RunLifecycle::resumeArguments(RunReader& reader, const RunRecord& run,
+                                                  qint64 from) {
+  if (from < 0 || run.location.isEmpty()) return QStringList();
+  auto point = reader.resumePoint(run.id, from);
+  if (!point) return point.error();
+  if (!*point) return QStringList();
+  auto previous = RunLocation::fromJson(run.location);
+  if (!previous) return previous.error();
+  return QStringList{QStringLiteral("--resume"), previous->runDir + '/' + (*point)->path};
 }
 
 // Waits until the supervisor holds the run's lease, so that once the start returns no other
@@ -303,10 +342,8 @@ Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath,
       QDir(m_settings.runsRoot).filePath(QStringLiteral("sweep-%1-%2.log").arg(sweep.study, stamp));
   QStringList command{m_settings.supervisor, QStringLiteral("sweep"), path};
   if (!studyName.isEmpty()) command << QStringLiteral("--name") << studyName;
-  auto pid =
-      spawnInSession(command, sweep.logPath, "the sweep",
-                     "the sweep of " + path.toStdString() + " did not start", dbEnvironment());
-  if (!pid) return pid.error();
+  auto pid = spawnDetached(command, sweep.logPath);
+  if (!pid) return fail("the sweep of " + path.toStdString() + ": " + pid.message());
   sweep.pid = *pid;
   return sweep;
 }
@@ -337,10 +374,8 @@ Result<StartedSweep> RunLifecycle::startAutotune(const QString& experimentPath,
                             QString::number(request.steps),
                             QStringLiteral("--warmup"),
                             QString::number(request.warmup)};
-  auto pid =
-      spawnInSession(command, tune.logPath, "the autotune",
-                     "the autotune of " + path.toStdString() + " did not start", dbEnvironment());
-  if (!pid) return pid.error();
+  auto pid = spawnDetached(command, tune.logPath);
+  if (!pid) return fail("the autotune of " + path.toStdString() + ": " + pid.message());
   tune.pid = *pid;
   return tune;
 }

@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "backend/launch/demodata.h"
+#include "backend/lifecycle/demodata.h"
 
 namespace shardscope::backend {
 

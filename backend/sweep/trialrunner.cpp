@@ -17,17 +17,13 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
-#include <QSaveFile>
 #include <QTimer>
 
 #include <cmath>
 #include <cstdio>
 #include <string_view>
 
-#include "backend/launch/launchers.h"
-#include "backend/launch/programlauncher.h"
 #include "backend/lifecycle/runlifecycle.h"
-#include "backend/monitor/runmonitor.h"
 #include "backend/ssh/hostcheck.h"
 #include "backend/sweep/study.h"
 #include "spec/estimate.h"
@@ -100,33 +96,6 @@ std::optional<spec::DoneEvent> lastDone(RunReader& reader, qint64 runId) {
   return done;
 }
 
-Result<void> writeTrialToml(const QString& runDir, const spec::Experiment& exp) {
-  QSaveFile file(QDir(runDir).filePath(QStringLiteral("trial.toml")));
-  if (!file.open(QIODevice::WriteOnly) ||
-      file.write(QByteArray::fromStdString(spec::write_experiment_toml(exp))) < 0 ||
-      !file.commit()) {
-    return runnerError(
-        QStringLiteral("%1: cannot write trial.toml: %2").arg(runDir, file.errorString()));
-  }
-  return ok();
-}
-
-// A retry of a crashed trial resumes from its failed attempt's newest complete sharded checkpoint,
-// which stays in that attempt's run directory (local, or remote for SSH and Slurm: the stored
-// location is still the failed attempt's until the retry launches). Empty: start over.
-Result<QStringList> resumeArgs(RunReader& reader, const RunRecord& run) {
-  if (run.attempt == 0 || run.location.isEmpty()) return QStringList();
-  auto point = reader.resumePoint(run.id, run.attempt - 1);
-  if (!point) return point.error();
-  if (!*point) return QStringList();
-  auto previous = RunLocation::fromJson(run.location);
-  if (!previous) return previous.error();
-  const QString path = previous->runDir + '/' + (*point)->path;
-  qCInfo(lcTrialRunner).noquote() << "run" << run.id << "attempt" << run.attempt << "resumes from"
-                                  << path << "at step" << (*point)->step;
-  return QStringList{QStringLiteral("--resume"), path};
-}
-
 QString mib(qint64 bytes) { return QString::number(double(bytes) / (1024.0 * 1024.0), 'f', 1); }
 
 // Where a launch's ranks run, for the detection cache: kind, first host, GPU pool.
@@ -194,11 +163,8 @@ spec::RunStatus runStatusOf(TrialState state) {
 struct TrialRunner::Running {
   qint64 number = 0;
   qint64 runId = 0;
-  std::unique_ptr<Launcher> launcher;
-  std::unique_ptr<RunHandle> handle;
-  std::unique_ptr<RunMonitor> monitor;
+  std::unique_ptr<RunFollower> follower;
   QTimer evalTimer;
-  QTimer killTimer;
   qint64 evalOffset = 0;                        // bytes of rank 0's events file read for evals
   std::map<std::string, double> lastEval;       // "eval.loss" -> value at the last evaluation
   std::map<std::int64_t, double> intermediate;  // step -> first objective's eval value
@@ -234,21 +200,8 @@ Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& p
   if (!programTrials()) {  // a program's parameters are its own, not experiment fields
     for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
   }
-  spec::LoadOptions noPaths;
-  noPaths.check_paths = false;
-  auto shape = spec::load_experiment(m_experimentPath.toStdString(), overrides, noPaths);
-  if (!shape) return shape.error();
-  spec::LoadOptions options;
-  options.check_paths = programTrials() || shape->launch.kind == spec::LaunchKind::local;
-  auto exp = spec::load_experiment(m_experimentPath.toStdString(), overrides, options);
-  if (!exp) return exp.error();
-  if (!programTrials()) {
-    if (auto valid = spec::validate_for_launch(*exp); !valid) return valid.error();
-    // A bare name (the default "shardtrain") means the caller's build; a path is the user's.
-    const bool bare = exp->launch.trainer.find('/') == std::string::npos;
-    if (bare && !m_options.trainer.isEmpty()) exp->launch.trainer = m_options.trainer.toStdString();
-  }
-  return exp;
+  return RunLifecycle::loadForTrial(m_experimentPath, overrides, programTrials(),
+                                    m_options.trainer);
 }
 
 Result<spec::DeviceBudget> TrialRunner::budgetOf(const spec::Experiment& exp) const {
@@ -337,47 +290,35 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
     runDir = QDir(m_options.runsRoot).filePath(leaf);
     if (auto r = m_store.setRunDir(trial.runId, runDir).get(); !r) return r;
   }
-  if (!makeRunDir(runDir)) {
-    return runnerError(QStringLiteral("%1: cannot create the run directory").arg(runDir));
-  }
-  if (auto written = writeTrialToml(runDir, exp); !written) return written;
-  LaunchRequest request;
-  request.runId = trial.runId;
-  request.runName = (*run)->name;
-  request.localRunDir = runDir;
-  request.attempt = (*run)->attempt;
-  auto token = reader->runLogToken();
-  if (!token) return token.error();
-  request.runLogToken = *token;
-  request.launch = exp.launch;
-  request.shareGpus = exp.shard.backend == "gloo";
+  RunRecord attempt = **run;
+  attempt.runDir = runDir;
+  AttemptOptions options;
   // The stop grace of a trial is search.stop_grace_s (a prune is a stop).
-  request.launch.grace_s = std::max(0, int(std::ceil(m_space.stop_grace_s)));
-  request.extraEnv.insert(QStringLiteral("SHARDSCOPE_TRIAL"), QString::number(trial.number));
+  options.graceS = std::max(0, int(std::ceil(m_space.stop_grace_s)));
+  options.environment.insert(QStringLiteral("SHARDSCOPE_TRIAL"), QString::number(trial.number));
   if (programTrials()) {
-    auto argv = resolveProgram(m_space.program, QFileInfo(m_experimentPath).absolutePath());
-    if (!argv) return argv.error();
-    trial.launcher = std::make_unique<ProgramLauncher>(*argv, request.launch.grace_s);
+    options.program = m_space.program;
+    options.programDir = QFileInfo(m_experimentPath).absolutePath();
     for (const std::string& arg : search::program_arguments(m_space, params)) {
-      request.trainerArgs << QString::fromStdString(arg);
+      options.extraArgs << QString::fromStdString(arg);
     }
   } else {
-    auto launcher =
-        makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind)), request.launch.grace_s);
-    if (!launcher) return launcher.error();
-    trial.launcher = std::move(*launcher);
-    request.trainerArgs = {QStringLiteral("train"), QStringLiteral("trial.toml")};
-    if (m_space.retry_from_checkpoint) {
-      auto resume = resumeArgs(*reader, **run);
+    // A retry of a crashed trial resumes from its failed attempt's newest complete sharded
+    // checkpoint (the stored location is still that attempt's until this one starts).
+    if (m_space.retry_from_checkpoint && attempt.attempt > 0) {
+      auto resume = RunLifecycle::resumeArguments(*reader, attempt, attempt.attempt - 1);
       if (!resume) return resume.error();
-      request.trainerArgs << *resume;
+      if (!resume->isEmpty()) {
+        qCInfo(lcTrialRunner).noquote() << "run" << attempt.id << "attempt" << attempt.attempt
+                                        << "resumes from" << resume->back();
+      }
+      options.extraArgs << *resume;
     }
-    request.extraEnv.insert(QStringLiteral("SHARDSCOPE_RUN_DIR"), runDir);
+    options.environment.insert(QStringLiteral("SHARDSCOPE_RUN_DIR"), runDir);
   }
-  auto handle = trial.launcher->start(request);
+  auto handle = RunLifecycle::startAttempt(m_store, attempt, exp, options);
   if (!handle) return handle.error();
-  trial.handle = std::move(*handle);
-  if (auto r = m_store.setRunLocation(trial.runId, trial.handle->location().toJson()).get(); !r) {
+  if (auto r = m_store.setRunLocation(trial.runId, (*handle)->location().toJson()).get(); !r) {
     qCWarning(lcTrialRunner) << "trial" << trial.number << r.message().c_str();
   }
   (void)m_store.setRunStatus(trial.runId, spec::RunStatus::running).get();
@@ -386,8 +327,8 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   (void)m_store
       .releaseLease({trial.runId, 0, {}, QString::fromLatin1(search::Study::kAskLeaseToken), 0})
       .get();
-  if (auto followed = follow(trial); !followed) {
-    trial.handle->kill();
+  if (auto followed = follow(trial, std::move(*handle)); !followed) {
+    trial.follower->kill();
     return followed;
   }
   qCInfo(lcTrialRunner) << "trial" << trial.number << "run" << trial.runId << "started in"
@@ -395,17 +336,17 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   return ok();
 }
 
-// Starts the run monitor (it takes the run's lease) and the eval reader of a launched trial.
-Result<void> TrialRunner::follow(Running& trial) {
-  trial.monitor = std::make_unique<RunMonitor>(m_store, trial.runId, *trial.handle);
+// Follows a started or reattached trial (the follower takes the run's lease) and reads its evals.
+Result<void> TrialRunner::follow(Running& trial, std::unique_ptr<RunHandle> handle) {
+  trial.follower = std::make_unique<RunFollower>(m_store, trial.runId, std::move(handle));
   const qint64 number = trial.number;
-  connect(trial.monitor.get(), &RunMonitor::finished, this, [this, number] {
-    // Not inside the monitor's own signal: onMonitorFinished destroys it.
+  connect(trial.follower.get(), &RunFollower::finished, this, [this, number] {
+    // Not inside the follower's own signal: onMonitorFinished destroys it.
     QTimer::singleShot(0, this, [this, number] { onMonitorFinished(number); });
   });
-  if (auto started = trial.monitor->start(); !started) return started;
+  if (auto started = trial.follower->start(); !started) return started;
   Running* raw = &trial;
-  connect(trial.handle.get(), &RunHandle::filesGrew, this, [this, raw] { readEvals(*raw); });
+  connect(trial.follower.get(), &RunFollower::filesGrew, this, [this, raw] { readEvals(*raw); });
   connect(&trial.evalTimer, &QTimer::timeout, this, [this, raw] { readEvals(*raw); });
   trial.evalTimer.start(kEvalPollMs);
   return ok();
@@ -432,12 +373,11 @@ Result<void> TrialRunner::attach(qint64 number, qint64 runId) {
   // needs no argv, so the attach is the lifecycle's, as for a shardtrain trial.
   auto handle = RunLifecycle::attach(**run, std::max(0, int(std::ceil(m_space.stop_grace_s))));
   if (!handle) return handle.error();
-  trial->handle = std::move(*handle);
-  if (auto followed = follow(*trial); !followed) return followed;
+  if (auto followed = follow(*trial, std::move(*handle)); !followed) return followed;
   // What it evaluated while nobody followed it is history, already judged by the dead sweep.
   readEvals(*trial, false);
   qCInfo(lcTrialRunner) << "trial" << number << "run" << runId << "reattached in"
-                        << trial->handle->location().runDir;
+                        << trial->follower->runDir();
   m_trials[number] = std::move(trial);
   emit trialStarted(number, runId);
   return ok();
@@ -459,8 +399,8 @@ void TrialRunner::finishEarly(qint64 number, qint64 runId, TrialState state, con
 // Reads rank 0's new complete lines for `eval` events and asks the prune callback about each
 // (unless `judgePrunes` is false).
 void TrialRunner::readEvals(Running& trial, bool judgePrunes) {
-  if (!trial.handle) return;
-  auto bytes = trial.handle->readEvents(0, trial.evalOffset, kReadBytes);
+  if (!trial.follower) return;
+  auto bytes = trial.follower->readEvents(0, trial.evalOffset, kReadBytes);
   if (!bytes || bytes->isEmpty()) return;
   const qsizetype last = bytes->lastIndexOf('\n');
   if (last < 0) {
@@ -500,7 +440,7 @@ bool TrialRunner::prune(qint64 number) {
   trial.pruned = true;
   qCInfo(lcTrialRunner) << "trial" << number << "pruned: SIGTERM, SIGKILL after"
                         << m_space.stop_grace_s << "s";
-  endGracefully(trial);
+  trial.follower->stop(m_space.stop_grace_s);
   return true;
 }
 
@@ -511,7 +451,7 @@ bool TrialRunner::stop(qint64 number) {
   trial.stopped = true;
   qCInfo(lcTrialRunner) << "trial" << number << "stopped by the user: SIGTERM, SIGKILL after"
                         << m_space.stop_grace_s << "s";
-  endGracefully(trial);
+  trial.follower->stop(m_space.stop_grace_s);
   return true;
 }
 
@@ -521,28 +461,19 @@ void TrialRunner::stopAll() {
   for (const qint64 number : numbers) stop(number);
 }
 
-void TrialRunner::endGracefully(Running& trial) {
-  trial.handle->stop();
-  trial.killTimer.setSingleShot(true);
-  connect(&trial.killTimer, &QTimer::timeout, trial.handle.get(), &RunHandle::kill,
-          Qt::UniqueConnection);
-  trial.killTimer.start(int(std::lround(std::max(0.0, m_space.stop_grace_s) * 1000.0)));
-}
-
 void TrialRunner::onMonitorFinished(qint64 number) {
   const auto it = m_trials.find(number);
   if (it == m_trials.end()) return;
   std::unique_ptr<Running> trial = std::move(it->second);
   m_trials.erase(it);
   trial->evalTimer.stop();
-  trial->killTimer.stop();
   // The last lines: kept in the outcome, not judged (the monitor has ended the run already).
   readEvals(*trial, false);
   TrialOutcome outcome;
   outcome.number = number;
   outcome.runId = trial->runId;
   outcome.intermediate = trial->intermediate;
-  outcome.ranks = trial->handle->ranks();
+  outcome.ranks = trial->follower->ranks();
   judge(*trial, outcome);
   // The user's stop: a trial that did not complete before the signal ends `stopped` (a study
   // counts it as failed for its samplers but never retries it).
@@ -591,12 +522,12 @@ void TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
   }
   auto run = reader->run(trial.runId);
   const QString monitorError = run && *run ? (*run)->error : QString();
-  if (trial.monitor->status() == spec::RunStatus::oom) {
+  if (trial.follower->status() == spec::RunStatus::oom) {
     outcome.state = TrialState::Oom;
     outcome.error = monitorError;
     return;
   }
-  for (const RankState& rank : trial.handle->ranks()) {
+  for (const RankState& rank : trial.follower->ranks()) {
     if (rank.signal != 0 || rank.exitCode > 0) {
       outcome.error =
           rank.signal != 0
@@ -606,7 +537,7 @@ void TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
       return;
     }
   }
-  if (trial.monitor->status() == spec::RunStatus::failed) {
+  if (trial.follower->status() == spec::RunStatus::failed) {
     outcome.error = monitorError.isEmpty() ? QStringLiteral("the run failed") : monitorError;
     return;
   }

@@ -1,10 +1,12 @@
-// TrialRunner: one search trial = one launched run. start() applies the trial's values to the
-// experiment (as --set overrides for shardtrain, as `--name=value` arguments for a program
-// trial), refuses a configuration whose memory estimate exceeds the device budget (infeasible,
-// never launched), launches it (makeLauncher for shardtrain, ProgramLauncher for
-// `[search] program`), follows it into the run log with a RunMonitor, feeds its `eval` events to
-// the caller's prune callback (a prune: SIGTERM, SIGKILL after search.stop_grace_s) and reports
-// the trial's end with its state and objective values. A sweep loop is: ask -> start -> (finished)
+// TrialRunner: one search trial = one attempt of a run, started and followed through the run
+// lifecycle. start() applies the trial's values to the experiment (as --set overrides for
+// shardtrain, as `--name=value` arguments for a program trial; RunLifecycle::loadForTrial), refuses
+// a configuration whose memory estimate exceeds the device budget (infeasible, never launched),
+// starts it (RunLifecycle::startAttempt, from the failed attempt's checkpoint on a retry:
+// resumeArguments), follows it into the run log (RunFollower), feeds its `eval` events to the
+// caller's prune callback (a prune: RunFollower::stop, SIGKILL after search.stop_grace_s) and
+// reports the trial's end with its state and objective values. A sweep loop is: ask -> start ->
+// (finished)
 // -> tell. Scheduler (scheduler.h) runs up to N trials at once on top of it.
 #pragma once
 
@@ -18,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/launch/launcher.h"
+#include "backend/lifecycle/runfollower.h"
 #include "backend/store/runstore.h"
 #include "search/space.h"
 #include "search/trial.h"
@@ -136,11 +138,9 @@ class TrialRunner : public QObject {
   Result<void> launch(Running& trial, const spec::Experiment& exp,
                       const search::TrialParams& params);
   void finishEarly(qint64 number, qint64 runId, search::TrialState state, const QString& error);
-  Result<void> follow(Running& trial);
+  Result<void> follow(Running& trial, std::unique_ptr<RunHandle> handle);
   void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
-  /// SIGTERM now, SIGKILL after search.stop_grace_s (a prune or the user's stop).
-  void endGracefully(Running& trial);
   void judge(Running& trial, TrialOutcome& outcome);
   std::optional<double> objectiveValue(const Running& trial, std::size_t index,
                                        const std::vector<double>& done) const;

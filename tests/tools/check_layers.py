@@ -50,6 +50,13 @@ def _below(*chain):
     return table
 
 
+def _except(table, **kept_out):
+    """`table` with the folders named for each folder taken out of what it may use."""
+    for folder, out in kept_out.items():
+        table[folder] -= set(out)
+    return table
+
+
 # Inside a layer: folder -> the folders of the same layer its files may include (besides its own).
 # "" is the layer's own top folder (trainer/shardtrain.cpp, backend/guithread.h, ui/mainwindow.cpp).
 INNER = {
@@ -60,8 +67,11 @@ INNER = {
     # (start, attach, follow, stop, adopt; the supervisor); sweeps (studies, trials, the loop); exports of runs
     # and studies to other tools' formats, and imports of other tools' training configs (neither
     # uses the other).
-    "backend": _below("", ("store", "ssh"), "launch", "monitor", "lifecycle", "sweep",
-                      ("export", "import")),
+    # A sweep starts and follows its trials through the lifecycle only, never a launcher or a
+    # monitor of its own.
+    "backend": _except(_below("", ("store", "ssh"), "launch", "monitor", "lifecycle", "sweep",
+                              ("export", "import")),
+                       sweep=("launch", "monitor")),
     # The run-log worker; shared widgets; the panels, none of which includes another's files; the
     # main window.
     "ui": _below("data", "widgets", ("runs", "plots", "compare", "hosts", "builder"), ""),
@@ -297,6 +307,9 @@ def self_test(qt_dir):
         "trainer includes backend": ("trainer/a.cpp", '#include "backend/b.h"', "backend/b.h"),
         "backend includes trainer engine": ("backend/a.cpp", '#include "trainer/dist/p.h"', "trainer/dist/p.h"),
         "search includes backend": ("search/a.cpp", '#include "backend/sweep/study.h"', "backend/sweep/study.h"),
+        "a sweep includes a launcher": ("backend/sweep/a.cpp", '#include "backend/launch/x.h"', "backend/launch/x.h"),
+        "a sweep includes the monitor": ("backend/sweep/a.cpp", '#include "backend/monitor/x.h"',
+                                         "backend/monitor/x.h"),
         "spec includes search": ("spec/a.h", '#include "search/tpe.h"', "search/tpe.h"),
         "trainer includes search": ("trainer/run/a.cpp", '#include "search/tpe.h"', "search/tpe.h"),
         "search includes Qt": ("search/a.h", "#include <QtCore/QString>", None),

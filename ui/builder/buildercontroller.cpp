@@ -11,7 +11,7 @@
 #include <QStandardPaths>
 #include <QUndoCommand>
 
-#include "backend/launch/demodata.h"
+#include "backend/lifecycle/demodata.h"
 #include "search/space.h"
 #include "spec/field_catalog.h"
 

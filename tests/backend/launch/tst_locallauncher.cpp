@@ -4,9 +4,11 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -19,6 +21,7 @@
 #include <variant>
 
 #include "backend/launch/locallauncher.h"
+#include "backend/launch/localprocess.h"
 #include "spec/events.h"
 #include "tests/support/files.h"
 #include "tests/support/paths.h"
@@ -622,6 +625,42 @@ class TestLocalLauncher : public QObject {
     auto loc = RunLocation::fromJson(QJsonDocument::fromJson(json).object());
     QVERIFY(!loc.ok());
     QVERIFY2(QString::fromStdString(loc.message()).startsWith(expected), loc.message().c_str());
+  }
+
+  // The one spawnInSession also starts a run's supervisor or a sweep, detached: a child of init
+  // in a session of its own, never of this process, with its environment and output as asked.
+  void detachedSpawnIsNotOurChild() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    localproc::SpawnSpec spec;
+    spec.program = QStringLiteral("/bin/sh");
+    spec.args = {QStringLiteral("-c"), QStringLiteral("echo \"marker=$SHARDSCOPE_TEST_MARK\"; "
+                                                      "echo to-stderr >&2; exec sleep 60")};
+    spec.env = localproc::environmentWith({QStringLiteral("SHARDSCOPE_TEST_MARK=detached")});
+    spec.stdoutPath = dir.filePath(QStringLiteral("out.log"));
+    spec.stderrPath = spec.stdoutPath;
+    spec.detached = true;
+    auto spawned = localproc::spawnInSession(spec);
+    QVERIFY2(spawned.ok(), spawned.ok() ? "" : spawned.message().c_str());
+    const qint64 pid = spawned->pid;
+    const auto cleanup = qScopeGuard([pid] { ::kill(pid_t(pid), SIGKILL); });
+    QTRY_VERIFY_WITH_TIMEOUT(shardscope::testing::readAll(spec.stdoutPath).contains("to-stderr"),
+                             kDeadlineMs);
+    QVERIFY(shardscope::testing::readAll(spec.stdoutPath).contains("marker=detached"));
+    const auto st = localproc::readProcStat(pid);
+    QVERIFY(st.has_value());
+    QVERIFY(st->ppid != ::getpid());
+    QVERIFY(st->session != ::getsid(0));
+    QCOMPARE(QFileInfo(spec.stdoutPath).permissions() & (QFile::ReadGroup | QFile::ReadOther),
+             QFileDevice::Permissions());
+
+    // A log folder that does not exist is an error naming the log, and nothing starts.
+    spec.stdoutPath = dir.filePath(QStringLiteral("missing/out.log"));
+    spec.stderrPath = spec.stdoutPath;
+    auto refused = localproc::spawnInSession(spec);
+    QVERIFY(!refused.ok());
+    QVERIFY2(QString::fromStdString(refused.message()).contains(spec.stdoutPath),
+             refused.message().c_str());
   }
 };
 

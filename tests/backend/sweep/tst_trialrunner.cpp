@@ -17,7 +17,7 @@
 #include <cmath>
 #include <map>
 
-#include "backend/launch/demodata.h"
+#include "backend/lifecycle/demodata.h"
 #include "backend/launch/programlauncher.h"
 #include "backend/store/sqlitedb.h"
 #include "backend/sweep/scheduler.h"

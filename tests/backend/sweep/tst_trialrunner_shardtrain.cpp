@@ -17,7 +17,7 @@
 #include <cmath>
 #include <map>
 
-#include "backend/launch/demodata.h"
+#include "backend/lifecycle/demodata.h"
 #include "backend/sweep/trialrunner.h"
 #include "spec/events.h"
 #include "tests/support/verify_ok.h"

@@ -1,4 +1,4 @@
-#include "backend/launch/demodata.h"
+#include "backend/lifecycle/demodata.h"
 
 #include <QDir>
 #include <QFileInfo>
