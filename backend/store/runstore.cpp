@@ -388,8 +388,8 @@ Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, dou
   auto stmt = context.statement(
       "INSERT INTO leases(run_id, pid, host, token, heartbeat, boot_id, beat_mono) VALUES "
       "(?1,?2,?3,?4," +
-      beatNow(context.db(), 5) +
-      ",?6,?7) ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, "
+      beatNow(context.db(), 7) +
+      ",?5,?6) ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, "
       "token = excluded.token, heartbeat = excluded.heartbeat, boot_id = excluded.boot_id, "
       "beat_mono = excluded.beat_mono");
   if (!stmt) return stmt.error();
@@ -398,11 +398,11 @@ Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, dou
   if (auto r = upsert.bindInt64(2, me.pid); !r) return r.error();
   if (auto r = upsert.bindText(3, me.host.toStdString()); !r) return r.error();
   if (auto r = upsert.bindText(4, me.token.toStdString()); !r) return r.error();
-  if (!context.db().isPostgres()) {
-    if (auto r = upsert.bindDouble(5, clock.wallNow()); !r) return r.error();
+  if (auto r = upsert.bindText(5, clock.bootId().toStdString()); !r) return r.error();
+  if (auto r = upsert.bindDouble(6, clock.monotonicNow()); !r) return r.error();
+  if (!context.db().isPostgres()) {  // the last parameter: PostgreSQL's statement has none
+    if (auto r = upsert.bindDouble(7, clock.wallNow()); !r) return r.error();
   }
-  if (auto r = upsert.bindText(6, clock.bootId().toStdString()); !r) return r.error();
-  if (auto r = upsert.bindDouble(7, clock.monotonicNow()); !r) return r.error();
   if (auto r = execute(upsert); !r) return r.error();
   context.changes().runs = true;
   outcome.acquired = true;
@@ -673,17 +673,17 @@ RunStore::Pending<bool> RunStore::renewLease(const LeaseRecord& me) {
   const StoreClock* clock = &this->clock();
   return submit<bool>(1, [me, clock](WriteContext& context) -> Result<bool> {
     auto stmt =
-        context.statement("UPDATE leases SET heartbeat = " + beatNow(context.db(), 3) +
-                          ", boot_id = ?4, beat_mono = ?5 WHERE run_id = ?1 AND token = ?2");
+        context.statement("UPDATE leases SET heartbeat = " + beatNow(context.db(), 5) +
+                          ", boot_id = ?3, beat_mono = ?4 WHERE run_id = ?1 AND token = ?2");
     if (!stmt) return stmt.error();
     Statement& update = **stmt;
     if (auto r = update.bindInt64(1, me.runId); !r) return r.error();
     if (auto r = update.bindText(2, me.token.toStdString()); !r) return r.error();
-    if (!context.db().isPostgres()) {
-      if (auto r = update.bindDouble(3, clock->wallNow()); !r) return r.error();
+    if (auto r = update.bindText(3, clock->bootId().toStdString()); !r) return r.error();
+    if (auto r = update.bindDouble(4, clock->monotonicNow()); !r) return r.error();
+    if (!context.db().isPostgres()) {  // the last parameter: PostgreSQL's statement has none
+      if (auto r = update.bindDouble(5, clock->wallNow()); !r) return r.error();
     }
-    if (auto r = update.bindText(4, clock->bootId().toStdString()); !r) return r.error();
-    if (auto r = update.bindDouble(5, clock->monotonicNow()); !r) return r.error();
     if (auto r = execute(update); !r) return r.error();
     return changes(context) != 0;
   });

@@ -107,6 +107,14 @@ class RunStore : public QObject {
   /// Stamps study `studyId` as fed by process `pid` on `host` now (schema v6); the sweep's
   /// process renews it every few seconds while it runs.
   Pending<void> stampSweep(qint64 studyId, qint64 pid, const QString& host);
+  /// As stampSweep, in one write transaction, and true only when the stamp is `pid`'s now: no
+  /// other live process stamped the study. Of several processes adopting one sweep at once
+  /// (RunLifecycle::adoptSweep), exactly one gets true.
+  Pending<bool> claimSweep(qint64 studyId, qint64 pid, const QString& host);
+  /// Moves the stamp from `fromPid` to `toPid` (the sweep process an adopter started) when it
+  /// is still `fromPid`'s on `host`; false when it is not.
+  Pending<bool> handOverSweepStamp(qint64 studyId, qint64 fromPid, qint64 toPid,
+                                   const QString& host);
   /// Clears the stamp when it is still this process's (a sweep that exits).
   Pending<void> clearSweepStamp(qint64 studyId, qint64 pid, const QString& host);
   /// True when a process runs the study's sweep: a stamp newer than staleAfterS whose pid, on
