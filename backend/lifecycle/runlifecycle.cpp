@@ -208,9 +208,23 @@ Result<RunRecord> RunLifecycle::stopAndWait(RunStore& store, const RunRecord& ru
 std::vector<Adoption> RunLifecycle::adoptOrphans(RunReader& reader,
                                                  const std::vector<RunRecord>& runs) const {
   std::vector<Adoption> adopted;
+  const QString here = QSysInfo::machineHostName();
   for (const RunRecord& run : runs) {
     if (spec::is_final(run.status) || run.location.isEmpty()) continue;
     if (run.studyId) continue;  // its sweep follows it (adoptSweep)
+    if (run.host != here) {
+      // Another machine's run: its processes, its pids and its lease's liveness can only be
+      // judged there. Reported, never touched (a supervisor here would find no rank and end it).
+      const std::string where = run.host.isEmpty()
+                                    ? std::string("an unknown host (recorded before schema 8)")
+                                    : "host " + run.host.toStdString();
+      adopted.push_back({run.id, run.name, 0,
+                         "run " + run.name.toStdString() + " was launched on " + where +
+                             ", not on this one (" + here.toStdString() +
+                             "): not adopted; `shardscope-cli supervise " + std::to_string(run.id) +
+                             "` on its own host takes it over"});
+      continue;
+    }
     auto lease = reader.lease(run.id);
     if (!lease) {
       qCWarning(lcLifecycle, "run %lld: %s", static_cast<long long>(run.id),

@@ -248,8 +248,10 @@ class RunLifecycle {
   /// of init) with its output appended to `<run dir>/supervisor.log`; returns its pid.
   [[nodiscard]] Result<qint64> spawnSupervisor(const RunRecord& run) const;
 
-  /// For each live run (not final, started) that no live process follows (no lease, a dead
-  /// holder on this machine, or a stale heartbeat), starts a supervisor that takes it over.
+  /// For each live run (not final, started) of this host (RunRecord::host) that no live process
+  /// follows (no lease, a dead holder on this machine, or a stale heartbeat), starts a
+  /// supervisor that takes it over. A live run launched on another host (or on one unrecorded)
+  /// is reported (an Adoption with pid 0 and an error that says where it runs), never touched.
   /// Trials of a sweep are left to their sweep (adoptSweep), which records their objectives.
   [[nodiscard]] std::vector<Adoption> adoptOrphans(RunReader& reader,
                                                    const std::vector<RunRecord>& runs) const;

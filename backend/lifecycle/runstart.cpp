@@ -1,5 +1,6 @@
 // Starting runs: load and validate the experiment, create the run row, write trial.toml, start
 // the ranks; a detached run is handed to its supervisor, an experiment with [search] to a sweep.
+#include <QCoreApplication>
 #include <QDateTime>
 #include <QDeadlineTimer>
 #include <QDir>
@@ -410,7 +411,29 @@ Result<StartedSweep> RunLifecycle::adoptSweep(RunReader& reader, qint64 studyId)
                 "--name " +
                 name + "`");
   }
-  return startSweep(source, study.name);
+  // Two dashboards (or `study adopt` twice) adopting at once: the run log's write lock decides.
+  // The one whose claim lands stamps the study as its own, starts the sweep and hands the stamp
+  // to it; every other finds a live stamp and starts nothing.
+  auto store = RunStore::open(m_settings.dbPath);
+  if (!store) return store.error();
+  const qint64 me = QCoreApplication::applicationPid();
+  const QString host = QSysInfo::machineHostName();
+  auto claimed = (*store)->claimSweep(studyId, me, host).get();
+  if (!claimed) return claimed.error();
+  if (!*claimed) {
+    return fail("study " + name +
+                " was adopted by another process just now (its sweep is starting): nothing to "
+                "adopt");
+  }
+  auto started = startSweep(source, study.name);
+  if (!started) {
+    (void)(*store)->clearSweepStamp(studyId, me, host).get();
+    return started.error();
+  }
+  // Not handed over (the run log failed): the stamp stays this process's until it goes stale, and
+  // the sweep's own stamps take over then.
+  (void)(*store)->handOverSweepStamp(studyId, me, started->pid, host).get();
+  return started;
 }
 
 }  // namespace shardscope::backend

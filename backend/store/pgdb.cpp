@@ -25,6 +25,21 @@ constexpr std::int64_t kWriteLockKey = 0x5348415244;  // "SHARD"
 
 /// Seconds a connection attempt may take when the URL does not set connect_timeout.
 constexpr int kConnectTimeoutS = 10;
+// A server (or its host) that vanishes mid-session is given up as soon as a new connection would
+// be: TCP keepalives probe an idle connection after kConnectTimeoutS and drop it when three
+// probes go unanswered, and data the server has not acknowledged for kConnectTimeoutS ends the
+// connection (tcp_user_timeout), instead of the kernel's retries of a quarter of an hour. A URL
+// that sets any of these keeps its own.
+constexpr std::pair<const char*, const char*> kSessionLiveness[] = {
+    {"keepalives", "1"},       {"keepalives_idle", "10"},     {"keepalives_interval", "3"},
+    {"keepalives_count", "3"}, {"tcp_user_timeout", "10000"},
+};
+// A client that stops inside a write transaction (SIGSTOP, a debugger, a laptop lid) would hold
+// the run log's write lock for ever: the server ends a session left idle inside a transaction
+// this long, rolling it back (nothing of it was acknowledged). Writers never pause inside one
+// (StoreWriter runs a batch's statements back to back). A URL that sets it (options=-c ...)
+// keeps its own.
+constexpr const char* kIdleInTransactionTimeout = "15s";
 constexpr Oid kInt8Oid = 20;
 constexpr Oid kFloat8Oid = 701;
 constexpr Oid kUnknownOid = 0;  // text and NULL: the server infers the type from the statement
@@ -49,6 +64,7 @@ struct PgConn {
   int generation = 0;  // bumped by a reconnect: prepared statements are gone
   bool hasDataVersion = false;
   OpenMode mode;
+  bool ownIdleTimeout = true;  // false: the URL sets idle_in_transaction_session_timeout
 
   std::string server() const {
     const char* host = conn ? PQhost(conn) : nullptr;
@@ -78,6 +94,10 @@ struct PgConn {
   std::string setupSql() const {
     std::string sql = "SET client_encoding = 'UTF8'; SET client_min_messages = warning;";
     if (mode.readOnly) sql += " SET default_transaction_read_only = on;";
+    if (ownIdleTimeout) {
+      sql += std::string(" SET idle_in_transaction_session_timeout = '") +
+             kIdleInTransactionTimeout + "';";
+    }
     return sql;
   }
 };
@@ -437,7 +457,10 @@ class PgConnection final : public detail::DbImpl {
 
   Result<std::unique_ptr<detail::TransactionImpl>> transaction() override {
     m_c->reconnectIfLost();
-    std::string sql = "BEGIN; ";
+    // Every commit of the run log is durable before it returns, whatever the server, the
+    // database or the role default to (ALTER DATABASE ... SET synchronous_commit = off): an
+    // acknowledged event survives a crash of the server.
+    std::string sql = "BEGIN; SET LOCAL synchronous_commit = on; ";
     if (m_c->mode.busyTimeoutMs > 0) {
       sql += "SET LOCAL lock_timeout = " + std::to_string(m_c->mode.busyTimeoutMs) + "; ";
       sql += "SELECT pg_advisory_xact_lock(" + std::to_string(kWriteLockKey) + "), ";
@@ -575,16 +598,29 @@ Result<Db> openPostgres(const QString& url, OpenMode mode) {
   }
   // libpq waits for an unreachable host as long as TCP does (minutes): a run log that cannot be
   // reached should say so within seconds. A URL that sets connect_timeout keeps its own.
-  bool hasTimeout = false;
+  auto urlSets = [options](std::string_view keyword) {
+    for (const PQconninfoOption* o = options; o->keyword; ++o) {
+      if (std::string_view(o->keyword) == keyword && o->val && *o->val) return true;
+    }
+    return false;
+  };
+  QByteArray conninfo = utf8;
+  auto add = [&conninfo](const char* keyword, const QByteArray& value) {
+    conninfo += (conninfo.contains('?') ? "&" : "?");
+    conninfo += QByteArray(keyword) + "=" + value;
+  };
+  if (!urlSets("connect_timeout")) add("connect_timeout", QByteArray::number(kConnectTimeoutS));
+  for (const auto& [keyword, value] : kSessionLiveness) {
+    if (!urlSets(keyword)) add(keyword, value);
+  }
   for (const PQconninfoOption* o = options; o->keyword; ++o) {
-    if (std::string_view(o->keyword) == "connect_timeout" && o->val && *o->val) hasTimeout = true;
+    if (std::string_view(o->keyword) == "options" && o->val &&
+        std::string_view(o->val).find("idle_in_transaction_session_timeout") !=
+            std::string_view::npos) {
+      c->ownIdleTimeout = false;
+    }
   }
   PQconninfoFree(options);
-  QByteArray conninfo = utf8;
-  if (!hasTimeout) {
-    conninfo += (conninfo.contains('?') ? "&" : "?");
-    conninfo += "connect_timeout=" + QByteArray::number(kConnectTimeoutS);
-  }
   c->conn = PQconnectdb(conninfo.constData());
   if (!c->conn) return fail(c->where + ": cannot connect: out of memory");
   if (PQstatus(c->conn) != CONNECTION_OK) {

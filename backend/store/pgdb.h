@@ -1,7 +1,10 @@
 // The PostgreSQL implementation of Db (db.h), over libpq. A run log on a server is shared by
 // several processes on several machines: writes take the run log's write lock (an advisory lock
 // held to the end of the transaction), so they take turns as SQLite's single writer does, and
-// every commit is durable before it returns (synchronous_commit stays on).
+// every commit is durable before it returns (each write transaction sets synchronous_commit = on,
+// whatever the database or role default to). Sessions end a transaction left idle by a frozen
+// client (idle_in_transaction_session_timeout) and give up a server that vanished (TCP
+// keepalives, tcp_user_timeout), unless the URL sets its own values.
 #pragma once
 
 #include <QString>

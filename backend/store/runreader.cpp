@@ -116,7 +116,7 @@ QJsonObject jsonObject(const Statement& stmt, int column) {
 constexpr const char* kRunColumns =
     "SELECT id, experiment_id, name, status, run_dir, location, params, objective, error, "
     "created_at, started_at, ended_at, world_size, study_id, trial_number, objective_values, "
-    "attempt, request FROM runs ";
+    "attempt, request, host, boot_id FROM runs ";
 
 // A JSON array of numbers as doubles (null: NaN); nullopt for SQL NULL.
 std::optional<std::vector<double>> numberArray(const Statement& stmt, int column) {
@@ -166,6 +166,8 @@ RunRecord runFromRow(const Statement& stmt) {
   run.objectiveValues = numberArray(stmt, 15);
   run.attempt = static_cast<int>(stmt.columnInt64(16));
   run.request = parseTrialRequest(text(stmt, 17)).value_or(TrialRequest::none);
+  run.host = text(stmt, 18);
+  run.bootId = text(stmt, 19);
   return run;
 }
 
@@ -512,16 +514,13 @@ Result<QString> RunReader::runLogToken() {
 }
 
 Result<std::optional<LeaseRecord>> RunReader::lease(qint64 runId) {
-  auto stmt =
-      m_db.prepare("SELECT run_id, pid, host, token, heartbeat FROM leases WHERE run_id = ?1");
+  auto stmt = m_db.prepare(storesql::leaseSql(m_db.kind()));
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
   auto row = stmt->step();
   if (!row) return row.error();
   if (!*row) return std::optional<LeaseRecord>();
-  LeaseRecord lease{stmt->columnInt64(0), stmt->columnInt64(1), text(*stmt, 2), text(*stmt, 3),
-                    stmt->columnDouble(4)};
-  return std::optional<LeaseRecord>(lease);
+  return std::optional<LeaseRecord>(storesql::leaseFromRow(*stmt, *m_clock));
 }
 
 Result<std::vector<HostRecord>> RunReader::hosts() {

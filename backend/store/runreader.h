@@ -11,6 +11,7 @@
 
 #include "backend/store/db.h"
 #include "backend/store/runrecords.h"
+#include "backend/store/storeclock.h"
 #include "spec/result.h"
 
 namespace shardscope::backend {
@@ -90,6 +91,9 @@ class RunReader {
   /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();
   Db& db() { return m_db; }
+  /// The clocks lease() measures a heartbeat's age with (storeclock.h; the machine's unless
+  /// set: RunStore::reader() passes its own).
+  void setClock(const StoreClock& clock) { m_clock = &clock; }
 
  private:
   explicit RunReader(Db db) : m_db(std::move(db)) {}
@@ -99,6 +103,7 @@ class RunReader {
                                                 const QString& name);
 
   Db m_db;
+  const StoreClock* m_clock = &StoreClock::system();
 };
 
 }  // namespace shardscope::backend

@@ -124,6 +124,10 @@ struct RunRecord {
   std::optional<std::vector<double>> objectiveValues;
   int attempt = 0;                            ///< retries of the same trial number
   TrialRequest request = TrialRequest::none;  ///< asked of the running trial (schema v5)
+  /// The machine (QSysInfo::machineHostName) and boot (StoreClock::bootId) that launched it,
+  /// stamped by RunStore::setRunLocation (schema v8; "" for runs recorded before).
+  QString host;
+  QString bootId;
 };
 
 /// What a new trial run needs: a queued run of a study (schema v3).
@@ -241,9 +245,13 @@ struct HostRecord {
 struct LeaseRecord {
   qint64 runId = 0;
   qint64 pid = 0;
-  QString host;   ///< the machine of pid (schema v2; "" for leases written by v1)
-  QString token;  ///< distinguishes two monitors in one process
-  double heartbeat = 0;
+  QString host;          ///< the machine of pid (schema v2; "" for leases written by v1)
+  QString token;         ///< distinguishes two monitors in one process
+  double heartbeat = 0;  ///< unix seconds (PostgreSQL: the server's clock)
+  /// Read back from the run log: the holder's boot (schema v8; "" when unknown), and how old
+  /// its heartbeat is, measured as backend/store/storeclock.h says (nullopt: not measured).
+  QString bootId;
+  std::optional<double> ageS;
 };
 
 /// The answer to a lease request.

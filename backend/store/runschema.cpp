@@ -247,6 +247,18 @@ ALTER TABLE studies ADD COLUMN kind TEXT NOT NULL DEFAULT 'search'
 UPDATE studies SET kind = 'autotune', sampler = '' WHERE sampler = 'autotune';
 )sql";
 
+// Version 8 (no adoption across hosts or clocks): a run records the machine and boot that
+// launched it (RunLifecycle::adoptOrphans adopts only its own host's runs), and a lease its
+// holder's boot and its heartbeat on that boot's monotonic clock (backend/store/storeclock.h),
+// so a jump of the wall clock never makes a live holder look dead and a holder of an earlier
+// boot is known dead. Rows written before keep '' and NULL: their host is unknown.
+constexpr std::string_view kVersion8 = R"sql(
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE leases ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE leases ADD COLUMN beat_mono REAL;
+)sql";
+
 // ------------------------------------------------------------------------------- PostgreSQL
 // The same versions on a PostgreSQL server. Integers are BIGINT, times DOUBLE PRECISION, ids
 // identity columns; JSON columns stay TEXT (queries cast to jsonb where they look inside).
@@ -426,11 +438,19 @@ ALTER TABLE studies ADD COLUMN sweep_heartbeat DOUBLE PRECISION;
 
 constexpr std::string_view kPgVersion7 = kVersion7;  // the same statements on both
 
+constexpr std::string_view kPgVersion8 = R"sql(
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE leases ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE leases ADD COLUMN beat_mono DOUBLE PRECISION;
+)sql";
+
 // kSteps[i] takes a database from version i to i + 1.
 constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {
-    kVersion1, kVersion2, kVersion3, kVersion4, kVersion5, kVersion6, kVersion7};
+    kVersion1, kVersion2, kVersion3, kVersion4, kVersion5, kVersion6, kVersion7, kVersion8};
 constexpr std::array<std::string_view, kRunSchemaVersion> kPgSteps = {
-    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4, kPgVersion5, kPgVersion6, kPgVersion7};
+    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4,
+    kPgVersion5, kPgVersion6, kPgVersion7, kPgVersion8};
 
 std::string_view stepSql(const Db& db, int from) {
   const auto i = static_cast<std::size_t>(from);

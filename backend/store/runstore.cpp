@@ -7,6 +7,7 @@
 #include <QJsonDocument>
 #include <QLoggingCategory>
 #include <QStandardPaths>
+#include <QSysInfo>
 
 #include <algorithm>
 #include <cerrno>
@@ -97,6 +98,25 @@ Result<void> insertParams(WriteContext& context, qint64 runId, const QJsonObject
     if (auto r = execute(insert); !r) return r;
   }
   return ok();
+}
+
+std::string leaseSql(DbKind kind) {
+  return std::string("SELECT run_id, pid, host, token, heartbeat, boot_id, beat_mono, ") +
+         (kind == DbKind::postgres ? "extract(epoch FROM clock_timestamp()) - heartbeat" : "NULL") +
+         " FROM leases WHERE run_id = ?1";
+}
+
+LeaseRecord leaseFromRow(const Statement& row, const StoreClock& clock) {
+  LeaseRecord lease{row.columnInt64(0), row.columnInt64(1),
+                    QString::fromStdString(row.columnText(2)),
+                    QString::fromStdString(row.columnText(3)), row.columnDouble(4)};
+  lease.bootId = QString::fromStdString(row.columnText(5));
+  const std::optional<double> beatMono =
+      row.columnIsNull(6) ? std::nullopt : std::optional<double>(row.columnDouble(6));
+  const std::optional<double> serverAge =
+      row.columnIsNull(7) ? std::nullopt : std::optional<double>(row.columnDouble(7));
+  lease.ageS = heartbeatAge(clock, serverAge, lease.bootId, beatMono, lease.heartbeat);
+  return lease;
 }
 
 }  // namespace storesql
@@ -330,44 +350,59 @@ Result<IngestReceipt> ingestChunk(WriteContext& context, const FileChunk& chunk)
   return IngestReceipt{true, *lastId, chunk.endOffset};
 }
 
-Result<std::optional<LeaseRecord>> currentLease(WriteContext& context, qint64 runId) {
-  auto stmt =
-      context.statement("SELECT run_id, pid, host, token, heartbeat FROM leases WHERE run_id = ?1");
+Result<std::optional<LeaseRecord>> currentLease(WriteContext& context, qint64 runId,
+                                                const StoreClock& clock) {
+  auto stmt = context.statement(storesql::leaseSql(context.db().kind()));
   if (!stmt) return stmt.error();
   Statement& select = **stmt;
   if (auto r = select.bindInt64(1, runId); !r) return r.error();
   auto row = select.step();
   if (!row) return row.error();
   if (!*row) return std::optional<LeaseRecord>();
-  LeaseRecord holder{select.columnInt64(0), select.columnInt64(1),
-                     QString::fromStdString(select.columnText(2)),
-                     QString::fromStdString(select.columnText(3)), select.columnDouble(4)};
+  LeaseRecord holder = storesql::leaseFromRow(select, clock);
   select.reset();
   return std::optional<LeaseRecord>(holder);
 }
 
-Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, double staleAfterS) {
-  auto holder = currentLease(context, me.runId);
+// The heartbeat a write stamps: the server's clock on PostgreSQL, else this machine's (bound as
+// ?N); the monotonic reading and the boot go beside it.
+std::string beatNow(const Db& db, int parameter) {
+  if (db.isPostgres()) return "extract(epoch FROM clock_timestamp())";
+  std::string placeholder(1, '?');
+  placeholder.append(std::to_string(parameter));
+  return placeholder;
+}
+
+Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, double staleAfterS,
+                               const StoreClock& clock) {
+  auto holder = currentLease(context, me.runId, clock);
   if (!holder) return holder.error();
   LeaseOutcome outcome;
   if (*holder && (*holder)->token != me.token) {
-    if (RunStore::leaseHolderAlive(**holder, me.host, staleAfterS)) {
+    if (RunStore::leaseHolderAlive(**holder, me.host, staleAfterS, clock)) {
       outcome.holder = **holder;
       return outcome;
     }
     outcome.tookOver = true;
   }
   auto stmt = context.statement(
-      "INSERT INTO leases(run_id, pid, host, token, heartbeat) VALUES (?1,?2,?3,?4,?5) "
-      "ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, "
-      "token = excluded.token, heartbeat = excluded.heartbeat");
+      "INSERT INTO leases(run_id, pid, host, token, heartbeat, boot_id, beat_mono) VALUES "
+      "(?1,?2,?3,?4," +
+      beatNow(context.db(), 7) +
+      ",?5,?6) ON CONFLICT(run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, "
+      "token = excluded.token, heartbeat = excluded.heartbeat, boot_id = excluded.boot_id, "
+      "beat_mono = excluded.beat_mono");
   if (!stmt) return stmt.error();
   Statement& upsert = **stmt;
   if (auto r = upsert.bindInt64(1, me.runId); !r) return r.error();
   if (auto r = upsert.bindInt64(2, me.pid); !r) return r.error();
   if (auto r = upsert.bindText(3, me.host.toStdString()); !r) return r.error();
   if (auto r = upsert.bindText(4, me.token.toStdString()); !r) return r.error();
-  if (auto r = upsert.bindDouble(5, spec::unix_time_now()); !r) return r.error();
+  if (auto r = upsert.bindText(5, clock.bootId().toStdString()); !r) return r.error();
+  if (auto r = upsert.bindDouble(6, clock.monotonicNow()); !r) return r.error();
+  if (!context.db().isPostgres()) {  // the last parameter: PostgreSQL's statement has none
+    if (auto r = upsert.bindDouble(7, clock.wallNow()); !r) return r.error();
+  }
   if (auto r = execute(upsert); !r) return r.error();
   context.changes().runs = true;
   outcome.acquired = true;
@@ -387,10 +422,15 @@ bool RunStore::processAlive(qint64 pid) {
   return close < 0 || text.size() <= close + 2 || text[close + 2] != 'Z';
 }
 
-bool RunStore::leaseHolderAlive(const LeaseRecord& holder, const QString& host,
-                                double staleAfterS) {
-  if (spec::unix_time_now() - holder.heartbeat > staleAfterS) return false;
-  return holder.host != host || holder.pid <= 0 || processAlive(holder.pid);
+bool RunStore::leaseHolderAlive(const LeaseRecord& holder, const QString& host, double staleAfterS,
+                                const StoreClock& clock) {
+  const bool here = holder.host == host;
+  // A holder on this machine of an earlier boot is gone with that boot (its pid may be reused).
+  const QString boot = clock.bootId();
+  if (here && !holder.bootId.isEmpty() && !boot.isEmpty() && holder.bootId != boot) return false;
+  const double age = holder.ageS ? *holder.ageS : clock.wallNow() - holder.heartbeat;
+  if (age > staleAfterS) return false;
+  return !here || holder.pid <= 0 || processAlive(holder.pid);
 }
 
 QString RunStore::defaultPath() {
@@ -441,7 +481,11 @@ RunStore::~RunStore() {
   m_writer.reset();  // commits what is queued; no commit hook runs after this line
 }
 
-Result<RunReader> RunStore::reader() const { return RunReader::open(m_path); }
+Result<RunReader> RunStore::reader() const {
+  auto reader = RunReader::open(m_path);
+  if (reader) reader->setClock(clock());
+  return reader;
+}
 
 void RunStore::flush() { m_writer->flush(); }
 
@@ -521,11 +565,16 @@ RunStore::Pending<qint64> RunStore::createRun(const NewRun& run) {
 }
 
 RunStore::Pending<void> RunStore::setRunLocation(qint64 runId, const QJsonObject& location) {
-  return submit<void>(1, [runId, location](WriteContext& context) -> Result<void> {
-    auto stmt = context.statement("UPDATE runs SET location = ?2 WHERE id = ?1");
+  const QString host = QSysInfo::machineHostName();
+  const QString boot = clock().bootId();
+  return submit<void>(1, [runId, location, host, boot](WriteContext& context) -> Result<void> {
+    auto stmt =
+        context.statement("UPDATE runs SET location = ?2, host = ?3, boot_id = ?4 WHERE id = ?1");
     if (!stmt) return stmt.error();
     if (auto r = (*stmt)->bindInt64(1, runId); !r) return r;
     if (auto r = (*stmt)->bindText(2, compactJson(location)); !r) return r;
+    if (auto r = (*stmt)->bindText(3, host.toStdString()); !r) return r;
+    if (auto r = (*stmt)->bindText(4, boot.toStdString()); !r) return r;
     if (auto r = execute(**stmt); !r) return r;
     if (changes(context) == 0)
       return fail("run " + std::to_string(runId) + " is not in the run log");
@@ -614,19 +663,27 @@ RunStore::Pending<void> RunStore::trustHost(const QString& alias, const QString&
 }
 
 RunStore::Pending<LeaseOutcome> RunStore::acquireLease(const LeaseRecord& me, double staleAfterS) {
-  return submit<LeaseOutcome>(
-      1, [me, staleAfterS](WriteContext& context) { return takeLease(context, me, staleAfterS); });
+  const StoreClock* clock = &this->clock();
+  return submit<LeaseOutcome>(1, [me, staleAfterS, clock](WriteContext& context) {
+    return takeLease(context, me, staleAfterS, *clock);
+  });
 }
 
 RunStore::Pending<bool> RunStore::renewLease(const LeaseRecord& me) {
-  return submit<bool>(1, [me](WriteContext& context) -> Result<bool> {
+  const StoreClock* clock = &this->clock();
+  return submit<bool>(1, [me, clock](WriteContext& context) -> Result<bool> {
     auto stmt =
-        context.statement("UPDATE leases SET heartbeat = ?3 WHERE run_id = ?1 AND token = ?2");
+        context.statement("UPDATE leases SET heartbeat = " + beatNow(context.db(), 5) +
+                          ", boot_id = ?3, beat_mono = ?4 WHERE run_id = ?1 AND token = ?2");
     if (!stmt) return stmt.error();
     Statement& update = **stmt;
     if (auto r = update.bindInt64(1, me.runId); !r) return r.error();
     if (auto r = update.bindText(2, me.token.toStdString()); !r) return r.error();
-    if (auto r = update.bindDouble(3, spec::unix_time_now()); !r) return r.error();
+    if (auto r = update.bindText(3, clock->bootId().toStdString()); !r) return r.error();
+    if (auto r = update.bindDouble(4, clock->monotonicNow()); !r) return r.error();
+    if (!context.db().isPostgres()) {  // the last parameter: PostgreSQL's statement has none
+      if (auto r = update.bindDouble(5, clock->wallNow()); !r) return r.error();
+    }
     if (auto r = execute(update); !r) return r.error();
     return changes(context) != 0;
   });

@@ -19,6 +19,7 @@
 #include "backend/guithread.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
+#include "backend/store/storeclock.h"
 #include "backend/store/storewriter.h"
 #include "spec/result.h"
 #include "spec/status.h"
@@ -35,6 +36,9 @@ class RunStore : public QObject {
     /// Cap on the file size in pages (PRAGMA max_page_count); 0: none. Simulates a full disk
     /// (SQLite only: a PostgreSQL run log ignores it).
     qint64 maxPageCount = 0;
+    /// The clocks that stamp and judge lease heartbeats (storeclock.h); null: the machine's.
+    /// Tests pass a fake one (a jumped wall clock, another boot).
+    const StoreClock* clock = nullptr;
   };
   template <class T>
   using Pending = std::future<Result<T>>;
@@ -42,10 +46,12 @@ class RunStore : public QObject {
   /// True when process `pid` runs on this machine (a zombie counts as ended): the liveness test
   /// of a lease holder on this host.
   static bool processAlive(qint64 pid);
-  /// True when a lease's holder still follows its run: a heartbeat newer than staleAfterS and,
-  /// when the holder runs on `host` (this machine), a live pid. acquireLease() takes over
-  /// exactly the holders for which this is false.
-  static bool leaseHolderAlive(const LeaseRecord& holder, const QString& host, double staleAfterS);
+  /// True when a lease's holder still follows its run: a heartbeat younger than staleAfterS
+  /// (its ageS as read from the run log, measured as storeclock.h says: never two machines' wall
+  /// clocks) and, when the holder runs on `host` (this machine), of this boot and with a live
+  /// pid. acquireLease() takes over exactly the holders for which this is false.
+  static bool leaseHolderAlive(const LeaseRecord& holder, const QString& host, double staleAfterS,
+                               const StoreClock& clock = StoreClock::system());
   /// $XDG_DATA_HOME/shardscope/runs.db (the user's data folder).
   static QString defaultPath();
   /// Opens (creating it and its folder) and migrates the run log at `path`: a SQLite file, or a
@@ -56,12 +62,17 @@ class RunStore : public QObject {
   ~RunStore() override;
 
   const QString& path() const { return m_path; }
+  const StoreClock& clock() const {
+    return m_options.clock ? *m_options.clock : StoreClock::system();
+  }
   /// A read-only connection for the calling thread (keep one per thread).
   [[nodiscard]] Result<RunReader> reader() const;
 
   Pending<qint64> createExperiment(const ExperimentRecord& experiment);
   /// A queued run; fails when the name is taken.
   Pending<qint64> createRun(const NewRun& run);
+  /// Records where the run's ranks run, and that this machine and boot launched it (RunRecord's
+  /// host and bootId: only this host adopts it, RunLifecycle::adoptOrphans).
   Pending<void> setRunLocation(qint64 runId, const QJsonObject& location);
   /// Sets the status; running stamps started_at, a final status stamps ended_at.
   Pending<void> setRunStatus(qint64 runId, spec::RunStatus status, const QString& error = {},
@@ -96,6 +107,14 @@ class RunStore : public QObject {
   /// Stamps study `studyId` as fed by process `pid` on `host` now (schema v6); the sweep's
   /// process renews it every few seconds while it runs.
   Pending<void> stampSweep(qint64 studyId, qint64 pid, const QString& host);
+  /// As stampSweep, in one write transaction, and true only when the stamp is `pid`'s now: no
+  /// other live process stamped the study. Of several processes adopting one sweep at once
+  /// (RunLifecycle::adoptSweep), exactly one gets true.
+  Pending<bool> claimSweep(qint64 studyId, qint64 pid, const QString& host);
+  /// Moves the stamp from `fromPid` to `toPid` (the sweep process an adopter started) when it
+  /// is still `fromPid`'s on `host`; false when it is not.
+  Pending<bool> handOverSweepStamp(qint64 studyId, qint64 fromPid, qint64 toPid,
+                                   const QString& host);
   /// Clears the stamp when it is still this process's (a sweep that exits).
   Pending<void> clearSweepStamp(qint64 studyId, qint64 pid, const QString& host);
   /// True when a process runs the study's sweep: a stamp newer than staleAfterS whose pid, on

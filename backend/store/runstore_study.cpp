@@ -275,6 +275,40 @@ Result<void> finishOne(WriteContext& context, qint64 runId, spec::RunStatus stat
   return ok();
 }
 
+// Stamps study `studyId` as fed by `pid` on `host` unless another live process's stamp is on it:
+// true when the stamp is `pid`'s now.
+Result<bool> takeSweepStamp(WriteContext& context, qint64 studyId, qint64 pid,
+                            const QString& host) {
+  auto read =
+      context.statement("SELECT sweep_pid, sweep_host, sweep_heartbeat FROM studies WHERE id = ?1");
+  if (!read) return read.error();
+  Statement& current = **read;
+  if (auto r = current.bindInt64(1, studyId); !r) return r.error();
+  auto row = current.step();
+  if (!row) return row.error();
+  if (!*row) return fail("study " + std::to_string(studyId) + " is not in the run log");
+  StudyRecord holder;
+  holder.sweepPid = current.columnIsNull(0) ? 0 : current.columnInt64(0);
+  holder.sweepHost = QString::fromStdString(current.columnText(1));
+  holder.sweepHeartbeat = current.columnIsNull(2) ? 0 : current.columnDouble(2);
+  current.reset();
+  const bool mine = holder.sweepPid == pid && holder.sweepHost == host;
+  // Another live process feeds the study: its stamp stays (no churn between feeders).
+  if (!mine && RunStore::sweepAlive(holder, host, RunStore::kSweepStaleS)) return false;
+  auto stmt = context.statement(
+      "UPDATE studies SET sweep_pid = ?2, sweep_host = ?3, sweep_heartbeat = ?4 WHERE id = ?1");
+  if (!stmt) return stmt.error();
+  Statement& update = **stmt;
+  if (auto r = update.bindInt64(1, studyId); !r) return r.error();
+  if (auto r = update.bindInt64(2, pid); !r) return r.error();
+  if (auto r = update.bindText(3, host.toStdString()); !r) return r.error();
+  if (auto r = update.bindDouble(4, spec::unix_time_now()); !r) return r.error();
+  if (auto r = execute(update); !r) return r.error();
+  // Readers hear of a new feeder, not of each renewal.
+  if (!mine) context.changes().studies = true;
+  return true;
+}
+
 }  // namespace
 
 RunStore::Pending<qint64> RunStore::createStudy(const NewStudy& study) {
@@ -381,34 +415,35 @@ RunStore::Pending<void> RunStore::requestTrial(qint64 runId, TrialRequest reques
 
 RunStore::Pending<void> RunStore::stampSweep(qint64 studyId, qint64 pid, const QString& host) {
   return submit<void>(1, [studyId, pid, host](WriteContext& context) -> Result<void> {
-    auto read = context.statement(
-        "SELECT sweep_pid, sweep_host, sweep_heartbeat FROM studies WHERE id = ?1");
-    if (!read) return read.error();
-    Statement& current = **read;
-    if (auto r = current.bindInt64(1, studyId); !r) return r;
-    auto row = current.step();
-    if (!row) return row.error();
-    if (!*row) return fail("study " + std::to_string(studyId) + " is not in the run log");
-    StudyRecord holder;
-    holder.sweepPid = current.columnIsNull(0) ? 0 : current.columnInt64(0);
-    holder.sweepHost = QString::fromStdString(current.columnText(1));
-    holder.sweepHeartbeat = current.columnIsNull(2) ? 0 : current.columnDouble(2);
-    current.reset();
-    const bool mine = holder.sweepPid == pid && holder.sweepHost == host;
-    // Another live process feeds the study: its stamp stays (no churn between feeders).
-    if (!mine && sweepAlive(holder, host, kSweepStaleS)) return ok();
+    auto taken = takeSweepStamp(context, studyId, pid, host);
+    if (!taken) return taken.error();
+    return ok();
+  });
+}
+
+RunStore::Pending<bool> RunStore::claimSweep(qint64 studyId, qint64 pid, const QString& host) {
+  return submit<bool>(1, [studyId, pid, host](WriteContext& context) {
+    return takeSweepStamp(context, studyId, pid, host);
+  });
+}
+
+RunStore::Pending<bool> RunStore::handOverSweepStamp(qint64 studyId, qint64 fromPid, qint64 toPid,
+                                                     const QString& host) {
+  return submit<bool>(1, [=](WriteContext& context) -> Result<bool> {
     auto stmt = context.statement(
-        "UPDATE studies SET sweep_pid = ?2, sweep_host = ?3, sweep_heartbeat = ?4 WHERE id = ?1");
+        "UPDATE studies SET sweep_pid = ?3, sweep_heartbeat = ?5 WHERE id = ?1 AND "
+        "sweep_pid = ?2 AND sweep_host = ?4");
     if (!stmt) return stmt.error();
     Statement& update = **stmt;
-    if (auto r = update.bindInt64(1, studyId); !r) return r;
-    if (auto r = update.bindInt64(2, pid); !r) return r;
-    if (auto r = update.bindText(3, host.toStdString()); !r) return r;
-    if (auto r = update.bindDouble(4, spec::unix_time_now()); !r) return r;
-    if (auto r = execute(update); !r) return r;
-    // Readers hear of a new feeder, not of each renewal.
-    if (!mine) context.changes().studies = true;
-    return ok();
+    if (auto r = update.bindInt64(1, studyId); !r) return r.error();
+    if (auto r = update.bindInt64(2, fromPid); !r) return r.error();
+    if (auto r = update.bindInt64(3, toPid); !r) return r.error();
+    if (auto r = update.bindText(4, host.toStdString()); !r) return r.error();
+    if (auto r = update.bindDouble(5, spec::unix_time_now()); !r) return r.error();
+    if (auto r = execute(update); !r) return r.error();
+    const bool handed = changes(context) != 0;
+    if (handed) context.changes().studies = true;
+    return handed;
   });
 }
 

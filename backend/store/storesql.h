@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "backend/store/runrecords.h"
+#include "backend/store/storeclock.h"
 #include "backend/store/storewriter.h"
 #include "spec/result.h"
 
@@ -37,6 +39,12 @@ const char* resumePointSql(DbKind kind);
 /// PostgreSQL's ON CONFLICT DO UPDATE. PostgreSQL refuses one statement that names a key twice,
 /// so callers pass rows whose keys are distinct.
 std::string metricInsertSql(DbKind kind, std::size_t rows);
+
+/// SELECT of one run's lease (?1 run id): its columns as leaseFromRow reads them, with its age
+/// measured by the server on PostgreSQL (whose clock wrote the heartbeat; storeclock.h).
+std::string leaseSql(DbKind kind);
+/// The lease of a leaseSql row, its ageS measured by heartbeatAge (storeclock.h).
+LeaseRecord leaseFromRow(const Statement& row, const StoreClock& clock);
 
 /// A LIMIT that means "no limit" (SQLite takes -1, PostgreSQL refuses a negative one).
 inline constexpr qint64 kNoLimit = std::numeric_limits<qint64>::max();

@@ -6,7 +6,8 @@
 initdb makes a cluster in a fresh temporary folder, pg_ctl starts it on 127.0.0.1 at a free port
 (and a Unix socket in that folder), never as a system service; the command runs with
 SHARDSCOPE_TEST_DB=postgresql://postgres@127.0.0.1:PORT (the tests make a database of their own
-on it, see tests/support/teststore.h); the server is stopped and the folder removed afterwards,
+on it, see tests/support/teststore.h) and SHARDSCOPE_TEST_PG_CTL, the pg_ctl command line of
+that cluster (`... pg_ctl -D DATA`, run as its owner) for the tests that restart or stop it; the server is stopped and the folder removed afterwards,
 also when the command fails or this script is interrupted. A server that cannot start FAILS the
 run (exit status 1, with the server's log): it never skips.
 
@@ -133,6 +134,8 @@ def main():
                  f"({start.returncode}):\n{start.stdout}{start.stderr}\n{server_log}")
         env = dict(os.environ)
         env["SHARDSCOPE_TEST_DB"] = f"postgresql://postgres@127.0.0.1:{port}"
+        env["SHARDSCOPE_TEST_PG_CTL"] = " ".join(
+            as_owner([os.path.join(bin_dir, "pg_ctl"), "-D", data, "-l", log]))
         print(f"with_postgres.py: PostgreSQL server on 127.0.0.1:{port} ({bin_dir})", flush=True)
         try:
             rc = subprocess.run(sys.argv[1:], env=env).returncode

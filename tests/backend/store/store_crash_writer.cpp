@@ -5,9 +5,13 @@
 // SIGKILL at random moments and checks that every printed id survived.
 //
 //   store_crash_writer DB EVENTS_FILE         ingest into runs crash-0, crash-1, ... until killed
+//   store_crash_writer --survive N DB EVENTS  ingest N runs, riding out failures as the monitor
+//                                             does (prints "failed MESSAGE", reads the stored
+//                                             offset again and goes on from there), then "done"
 //   store_crash_writer --make-asset V PATH    write a small run log of schema version V
 #include <QCoreApplication>
 #include <QFile>
+#include <QThread>
 
 #include <cstdio>
 #include <deque>
@@ -59,9 +63,10 @@ FileChunk makeChunk(qint64 runId, const QByteArray& data, qint64 offset) {
   return chunk;
 }
 
-// The first run crash-N whose file is not fully ingested (created when missing).
-Result<std::pair<qint64, qint64>> nextRun(RunStore& store, RunReader& reader, qint64 fileSize) {
-  for (int n = 0; n < kMaxRuns; ++n) {
+// The first run crash-N (N < runs) whose file is not fully ingested (created when missing).
+Result<std::pair<qint64, qint64>> nextRun(RunStore& store, RunReader& reader, qint64 fileSize,
+                                          int runs) {
+  for (int n = 0; n < runs; ++n) {
     const QString name = QString("crash-%1").arg(n);
     auto run = reader.runByName(name);
     if (!run) return run.error();
@@ -80,7 +85,32 @@ Result<std::pair<qint64, qint64>> nextRun(RunStore& store, RunReader& reader, qi
   return fail("every run is complete");
 }
 
-int ingestLoop(const QString& dbPath, const QString& eventsPath) {
+// --survive: how many failures in a row (the server down) before the writer gives up.
+constexpr int kMaxFailuresInARow = 600;
+
+void sleepMs(int ms) { QThread::msleep(static_cast<unsigned long>(ms)); }
+
+// Waits for the oldest chunk in flight and prints its receipt; false (and `error`) on a failure.
+bool awaitOldest(std::deque<RunStore::Pending<IngestReceipt>>& inFlight, std::string& error) {
+  auto receipt = inFlight.front().get();
+  inFlight.pop_front();
+  if (!receipt) {
+    error = receipt.message();
+    return false;
+  }
+  // A chunk the run log already holds is not written again (applied false, no id). On a server
+  // that happens when the killed writer's last COMMIT landed after this writer read the stored
+  // offset: the server finished it although its client was gone.
+  if (receipt->applied) {
+    std::printf("committed %lld\n", static_cast<long long>(receipt->lastEventId));
+  } else {
+    std::printf("replayed %lld\n", static_cast<long long>(receipt->offset));
+  }
+  std::fflush(stdout);
+  return true;
+}
+
+int ingestLoop(const QString& dbPath, const QString& eventsPath, int surviveRuns) {
   QFile file(eventsPath);
   if (!file.open(QIODevice::ReadOnly)) return die(eventsPath.toStdString() + ": cannot read");
   const QByteArray data = file.readAll();
@@ -91,11 +121,19 @@ int ingestLoop(const QString& dbPath, const QString& eventsPath) {
   std::printf("ready\n");
   std::fflush(stdout);
   std::deque<RunStore::Pending<IngestReceipt>> inFlight;
+  int failuresInARow = 0;
   for (;;) {
-    auto run = nextRun(**store, *reader, data.size());
-    if (!run) break;
+    auto run = nextRun(**store, *reader, data.size(), surviveRuns > 0 ? surviveRuns : kMaxRuns);
+    if (!run) {
+      if (surviveRuns == 0 || run.message() == "every run is complete") break;
+      if (++failuresInARow > kMaxFailuresInARow) return die(run.message());
+      std::printf("failed %s\n", run.message().c_str());
+      sleepMs(100);
+      continue;
+    }
     auto [runId, offset] = *run;
-    while (offset < data.size() || !inFlight.empty()) {
+    bool failed = false;
+    while (!failed && (offset < data.size() || !inFlight.empty())) {
       if (offset < data.size()) {
         FileChunk chunk = makeChunk(runId, data, offset);
         if (chunk.endOffset == offset) return die(eventsPath.toStdString() + ": no newline at end");
@@ -103,18 +141,20 @@ int ingestLoop(const QString& dbPath, const QString& eventsPath) {
         inFlight.push_back((*store)->ingest(std::move(chunk)));
       }
       if (inFlight.size() >= kInFlight || offset >= data.size()) {
-        auto receipt = inFlight.front().get();
-        inFlight.pop_front();
-        if (!receipt) return die(receipt.message());
-        // A chunk the run log already holds is not written again (applied false, no id). On a
-        // server that happens when the killed writer's last COMMIT landed after this writer read
-        // the stored offset: the server finished it although its client was gone.
-        if (receipt->applied) {
-          std::printf("committed %lld\n", static_cast<long long>(receipt->lastEventId));
-        } else {
-          std::printf("replayed %lld\n", static_cast<long long>(receipt->offset));
+        std::string error;
+        if (awaitOldest(inFlight, error)) {
+          failuresInARow = 0;
+          continue;
         }
+        if (surviveRuns == 0) return die(error);
+        // As the monitor after a refused chunk: what is still in flight finishes (each prints
+        // what it did), and ingest goes on from the offset the run log holds.
+        std::printf("failed %s\n", error.c_str());
         std::fflush(stdout);
+        while (!inFlight.empty()) awaitOldest(inFlight, error);
+        if (++failuresInARow > kMaxFailuresInARow) return die(error);
+        sleepMs(100);
+        failed = true;
       }
     }
   }
@@ -197,6 +237,11 @@ int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   const QStringList args = app.arguments();
   if (args.size() == 4 && args[1] == "--make-asset") return makeAsset(args[2].toInt(), args[3]);
-  if (args.size() == 3) return ingestLoop(args[1], args[2]);
-  return die("usage: store_crash_writer DB EVENTS_FILE | --make-asset VERSION PATH");
+  if (args.size() == 3) return ingestLoop(args[1], args[2], 0);
+  if (args.size() == 5 && args[1] == "--survive" && args[2].toInt() > 0) {
+    return ingestLoop(args[3], args[4], args[2].toInt());
+  }
+  return die(
+      "usage: store_crash_writer DB EVENTS_FILE | --survive RUNS DB EVENTS_FILE | --make-asset "
+      "VERSION PATH");
 }

@@ -7,6 +7,7 @@
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QSignalSpy>
+#include <QSysInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -45,6 +46,18 @@ FileChunk stepChunk(qint64 runId, qint64 offset, int lines) {
   return chunk;
 }
 
+// This machine's clocks, with the wall clock `jumpS` ahead and, when `boot` is set, another boot.
+class ShiftedClock final : public StoreClock {
+ public:
+  ShiftedClock(double jumpS, QString boot) : m_jumpS(jumpS), m_boot(std::move(boot)) {}
+  double wallNow() const override { return StoreClock::wallNow() + m_jumpS; }
+  QString bootId() const override { return m_boot.isEmpty() ? StoreClock::bootId() : m_boot; }
+
+ private:
+  double m_jumpS;
+  QString m_boot;
+};
+
 qint64 countRows(Db& db, const std::string& sql) {
   auto text = db.queryText(sql);
   return text ? std::stoll(*text) : -1;
@@ -81,6 +94,8 @@ class TestRunStore : public QObject {
   void notificationsCoalesce();
   void fullDiskIsClearAndFileStaysSound();
   void leases();
+  void leaseSurvivesAClockJump();
+  void schemaEightRecordsHostAndBoot();
   void studies();
   void studyRejectsBadObjectives();
   void trialsAndObjectives();
@@ -686,6 +701,98 @@ void TestRunStore::leases() {
   QVERIFY(!fourth->acquired);
   VERIFY_OK((*store)->releaseLease({*run, 999999999, "elsewhere", "remote", 0}).get());
   QVERIFY(!(*store)->reader()->lease(*run)->has_value());
+}
+
+// A forward jump of this machine's wall clock (a day: NTP after a long suspend, `date -s`) does not
+// make a live holder look dead: its heartbeat's age is measured on the monotonic clock of its boot
+// (SQLite) or by the server's clock (PostgreSQL). A holder of an earlier boot of this host is dead.
+void TestRunStore::leaseSurvivesAClockJump() {
+  const QString path = spec("jump.db");
+  auto holderStore = RunStore::open(path);
+  VERIFY_OK(holderStore);
+  auto run = (*holderStore)->createRun({std::nullopt, "r", "", {}, 1}).get();
+  VERIFY_OK(run);
+  const qint64 me = ::getpid();
+  const LeaseRecord holder{*run, me, "here", "holder", 0};
+  auto held = (*holderStore)->acquireLease(holder, 30).get();
+  VERIFY_OK(held);
+  QVERIFY(held->acquired);
+
+  const ShiftedClock jumped(86400, {});
+  RunStore::Options options;
+  options.clock = &jumped;
+  auto jumpedStore = RunStore::open(path, options);
+  VERIFY_OK(jumpedStore);
+  auto taken = (*jumpedStore)->acquireLease({*run, me, "here", "jumped", 0}, 30).get();
+  VERIFY_OK(taken);
+  QVERIFY2(!taken->acquired, "a wall clock a day ahead took the lease of a live holder");
+  auto reader = (*jumpedStore)->reader();
+  VERIFY_OK(reader);
+  auto lease = reader->lease(*run);
+  VERIFY_OK(lease);
+  QVERIFY(lease->has_value());
+  QVERIFY2(RunStore::leaseHolderAlive(**lease, "here", 30, jumped),
+           qPrintable(QString("the holder looks dead, its heartbeat %1 s old")
+                          .arg((*lease)->ageS.value_or(-1))));
+  // The holder's heartbeats go on as before.
+  auto renewed = (*holderStore)->renewLease(holder).get();
+  VERIFY_OK(renewed);
+  QVERIFY(*renewed);
+
+  // The same host after a reboot: the holder's boot is over, its lease is taken over at once.
+  const ShiftedClock rebooted(0, "another-boot");
+  options.clock = &rebooted;
+  auto bootedStore = RunStore::open(path, options);
+  VERIFY_OK(bootedStore);
+  auto after = (*bootedStore)->acquireLease({*run, me, "here", "after-boot", 0}, 30).get();
+  VERIFY_OK(after);
+  QVERIFY(after->acquired && after->tookOver);
+}
+
+// Schema 8: a run records the host and boot that launched it (setRunLocation), a lease its
+// holder's boot; rows written by schema 7 keep '' (an unknown host).
+void TestRunStore::schemaEightRecordsHostAndBoot() {
+  const QString path = spec("v8.db");
+  {
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(migrateRunSchema(*db, 7));
+    VERIFY_OK(
+        db->exec("INSERT INTO runs(name, status, run_dir, location, params, created_at) "
+                 "VALUES ('old', 'running', '', '{\"kind\":\"local\"}', '{}', 1)"));
+    VERIFY_OK(
+        db->exec("INSERT INTO leases(run_id, pid, host, token, heartbeat) "
+                 "SELECT id, 4242, 'here', 'v7', 1 FROM runs WHERE name = 'old'"));
+  }
+  auto store = RunStore::open(path);  // migrates 7 -> 8
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto old = reader->runByName("old");
+  VERIFY_OK(old);
+  QVERIFY(old->has_value());
+  QCOMPARE((*old)->host, QString());
+  QCOMPARE((*old)->bootId, QString());
+  auto oldLease = reader->lease((*old)->id);
+  VERIFY_OK(oldLease);
+  QVERIFY(oldLease->has_value());
+  QCOMPARE((*oldLease)->bootId, QString());
+  QCOMPARE((*oldLease)->host, "here");
+
+  auto fresh = (*store)->createRun({std::nullopt, "new", "", {}, 1}).get();
+  VERIFY_OK(fresh);
+  VERIFY_OK((*store)->setRunLocation(*fresh, QJsonObject{{"kind", "local"}}).get());
+  VERIFY_OK((*store)->acquireLease({*fresh, ::getpid(), "here", "v8", 0}, 30).get());
+  auto record = reader->run(*fresh);
+  VERIFY_OK(record);
+  QVERIFY(record->has_value());
+  QCOMPARE((*record)->host, QSysInfo::machineHostName());
+  QVERIFY(!StoreClock::system().bootId().isEmpty());
+  QCOMPARE((*record)->bootId, StoreClock::system().bootId());
+  auto lease = reader->lease(*fresh);
+  VERIFY_OK(lease);
+  QCOMPARE((*lease)->bootId, StoreClock::system().bootId());
 }
 
 // The asset was written by schema 2 (store_crash_writer --make-asset 2, see assets/README.md): it
