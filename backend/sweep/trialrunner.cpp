@@ -32,6 +32,7 @@
 #include "backend/sweep/study.h"
 #include "spec/estimate.h"
 #include "spec/events.h"
+#include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcTrialRunner, "shardscope.search.trialrunner")
 
@@ -214,8 +215,16 @@ TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search:
       m_space(std::move(space)),
       m_options(std::move(options)) {
   qRegisterMetaType<TrialOutcome>();
-  auto base = experimentFor({});
-  if (base) m_base = std::move(*base);
+  if (m_options.experiment) {
+    m_base = std::move(m_options.experiment);
+    m_options.experiment.reset();
+  } else {
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto base = spec::load_experiment(m_experimentPath.toStdString(), m_options.overrides, noPaths);
+    if (base) m_base = std::move(*base);
+    if (!base) m_baseError = base.message();
+  }
 }
 
 TrialRunner::~TrialRunner() = default;
@@ -230,18 +239,18 @@ bool TrialRunner::runsHere() const {
 }
 
 Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params) const {
-  std::vector<std::string> overrides = m_options.overrides;
-  if (!programTrials()) {  // a program's parameters are its own, not experiment fields
+  if (!m_base) return fail(m_baseError);
+  std::vector<std::string> overrides;  // the sweep's own are in m_base
+  if (!programTrials()) {              // a program's parameters are its own, not experiment fields
     for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
   }
   spec::LoadOptions noPaths;
   noPaths.check_paths = false;
-  auto shape = spec::load_experiment(m_experimentPath.toStdString(), overrides, noPaths);
-  if (!shape) return shape.error();
-  spec::LoadOptions options;
-  options.check_paths = programTrials() || shape->launch.kind == spec::LaunchKind::local;
-  auto exp = spec::load_experiment(m_experimentPath.toStdString(), overrides, options);
+  auto exp = spec::with_overrides(*m_base, overrides, noPaths);
   if (!exp) return exp.error();
+  if (programTrials() || exp->launch.kind == spec::LaunchKind::local) {
+    if (auto paths = spec::check_experiment_paths(*exp); !paths) return paths.error();
+  }
   if (!programTrials()) {
     if (auto valid = spec::validate_for_launch(*exp); !valid) return valid.error();
     // A bare name (the default "shardtrain") means the caller's build; a path is the user's.
