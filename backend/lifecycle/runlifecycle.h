@@ -140,6 +140,10 @@ class RunLifecycle {
   [[nodiscard]] Result<spec::Experiment> loadForRun(const QString& path,
                                                     const std::vector<std::string>& overrides,
                                                     LoadReport* report = nullptr) const;
+  /// loadForRun on an experiment the caller read already (spec::load_experiment without the
+  /// paths check), so that its file is read once.
+  [[nodiscard]] Result<spec::Experiment> prepareForRun(spec::Experiment shape,
+                                                       LoadReport* report = nullptr) const;
 
   /// Creates the run row (NAME-<n>), writes trial.toml into its run directory, starts its ranks
   /// and marks it running. The caller records the location once a follower holds the lease.
@@ -191,7 +195,8 @@ class RunLifecycle {
   /// file is gone.
   [[nodiscard]] Result<StartedSweep> adoptSweep(RunReader& reader, qint64 studyId) const;
 
-  /// True when the experiment file has a [search] table (it is started as a sweep).
+  /// True when the experiment file has a [search] table (it is started as a sweep); read with
+  /// spec::load_experiment (a caller that has the Experiment reads its search.present).
   [[nodiscard]] static Result<bool> hasSearch(const QString& experimentPath);
 
   /// Starts `<supervisor> supervise RUN` (SHARDSCOPE_DB) in its own session (double fork, a child
