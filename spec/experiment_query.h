@@ -41,7 +41,7 @@ struct SearchFile {
 Result<SearchFile> load_search_file(const std::string& path);
 
 /// The value at dotted `path` ("search.seed", "search.space.\"train.lr\"") of TOML `text`,
-/// written as TOML ("3", "\"tpe\"", "{ type = \"median\" }"); empty when it is absent or the text
+/// written as TOML ("3", "'tpe'", "{ type = 'median' }"); empty when it is absent or the text
 /// is no TOML.
 std::string toml_value_at(std::string_view text, const std::string& path);
 
