@@ -222,8 +222,11 @@ TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search:
     spec::LoadOptions noPaths;
     noPaths.check_paths = false;
     auto base = spec::load_experiment(m_experimentPath.toStdString(), m_options.overrides, noPaths);
-    if (base) m_base = std::move(*base);
-    if (!base) m_baseError = base.message();
+    if (base) {
+      m_base = std::move(*base);
+    } else {
+      m_baseError = base.message();
+    }
   }
 }
 
@@ -240,8 +243,9 @@ bool TrialRunner::runsHere() const {
 
 Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params) const {
   if (!m_base) return fail(m_baseError);
-  std::vector<std::string> overrides;  // the sweep's own are in m_base
-  if (!programTrials()) {              // a program's parameters are its own, not experiment fields
+  // The trial's values on the parsed experiment (which holds the sweep's own overrides).
+  std::vector<std::string> overrides;
+  if (!programTrials()) {  // a program's parameters are its own, not experiment fields
     for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
   }
   spec::LoadOptions noPaths;
