@@ -195,10 +195,6 @@ class RunLifecycle {
   /// file is gone.
   [[nodiscard]] Result<StartedSweep> adoptSweep(RunReader& reader, qint64 studyId) const;
 
-  /// True when the experiment file has a [search] table (it is started as a sweep); read with
-  /// spec::load_experiment (a caller that has the Experiment reads its search.present).
-  [[nodiscard]] static Result<bool> hasSearch(const QString& experimentPath);
-
   /// Starts `<supervisor> supervise RUN` (SHARDSCOPE_DB) in its own session (double fork, a child
   /// of init) with its output appended to `<run dir>/supervisor.log`; returns its pid.
   [[nodiscard]] Result<qint64> spawnSupervisor(const RunRecord& run) const;

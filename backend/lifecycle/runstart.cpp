@@ -276,14 +276,6 @@ std::string RunLifecycle::waitForSupervisor(RunStore& store, qint64 runId,
          ") has not taken the run yet; see supervisor.log in the run directory";
 }
 
-Result<bool> RunLifecycle::hasSearch(const QString& experimentPath) {
-  spec::LoadOptions noPaths;
-  noPaths.check_paths = false;
-  auto exp = spec::load_experiment(experimentPath.toStdString(), {}, noPaths);
-  if (!exp) return exp.error();
-  return exp->search.present;
-}
-
 Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath,
                                               const QString& studyName) const {
   const QString path = QFileInfo(experimentPath).absoluteFilePath();
