@@ -2,16 +2,21 @@
 // precision table. The TOML reader is experiment_toml.cpp, the writer experiment_write.cpp.
 #include "spec/experiment.h"
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "spec/experiment_query.h"
 #include "spec/experiment_schema.h"
 
 namespace shardscope::spec {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Experiment files read in this process (experiment_file_reads()).
+std::atomic<std::uint64_t> g_file_reads{0};
 
 // The folder relative paths are read from: the experiment file's own folder.
 std::string base_dir_of(const std::string& source_name) {
@@ -90,6 +95,7 @@ Result<Experiment> parse_experiment(std::string_view toml_text, const std::strin
 Result<Experiment> load_experiment(const std::string& path,
                                    const std::vector<std::string>& overrides,
                                    const LoadOptions& options) {
+  detail::note_experiment_file_read();
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return fail(path + ": cannot open the experiment file (" +
@@ -104,6 +110,34 @@ Result<Experiment> load_experiment(const std::string& path,
 Result<Experiment> load_experiment(const std::string& path,
                                    const std::vector<std::string>& overrides) {
   return load_experiment(path, overrides, LoadOptions{});
+}
+
+namespace detail {
+void note_experiment_file_read() { g_file_reads.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace detail
+
+std::uint64_t experiment_file_reads() { return g_file_reads.load(std::memory_order_relaxed); }
+
+Result<void> check_experiment_paths(const Experiment& exp) {
+  Experiment checked = exp;  // resolving resolved paths again changes nothing
+  detail::Locator loc(exp.source);
+  detail::Diagnostics diag;
+  detail::resolve_paths(checked, base_dir_of(exp.source), true, loc, diag);
+  if (!diag.empty()) return fail(diag.text());
+  return ok();
+}
+
+Result<Experiment> with_overrides(const Experiment& base, const std::vector<std::string>& overrides,
+                                  const LoadOptions& options) {
+  // The written form reads back as the same experiment (Experiment::operator==), so the
+  // overrides apply as they would to the file. Its lines are not the file's: the paths are
+  // checked apart, so that their messages name no line.
+  LoadOptions noPaths = options;
+  noPaths.check_paths = false;
+  auto exp = parse_experiment(write_experiment_toml(base), base.source, overrides, noPaths);
+  if (!exp || !options.check_paths) return exp;
+  if (auto checked = check_experiment_paths(*exp); !checked) return checked.error();
+  return exp;
 }
 
 PrecisionDTypes resolve_precision(const ShardSection& shard) {

@@ -124,6 +124,8 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
 void validate_launch(const Experiment& exp, const Locator& loc, Diagnostics& diag);
 /// True for a valid environment variable name: letters, digits and _, not starting with a digit.
 bool is_identifier(std::string_view s);
+/// Counts one read of an experiment file (experiment_file_reads, experiment_query.h).
+void note_experiment_file_read();
 /// Data and model paths: resolved against `base_dir` when relative (exp is updated to absolute
 /// paths) and, when `check`, required to exist.
 void resolve_paths(Experiment& exp, const std::string& base_dir, bool check, const Locator& loc,

@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 
+#include "spec/experiment_query.h"
 #include "spec/search_names.h"
 
 namespace shardscope::spec {
@@ -687,6 +688,27 @@ Result<SearchSpace> parse_search_space(
   const toml::table* s = &root;
   if (const toml::table* inner = root.get_as<toml::table>("search"); inner && root.size() == 1) {
     s = inner;
+  }
+  return parse_section(*s, ctx);
+}
+
+Result<SearchSpace> stored_search_space(std::string_view text, const std::string& source_name) {
+  Ctx ctx{source_name, {}};
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name.empty() ? std::string("study") : source_name);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << "not valid TOML at line " << e.source().begin.line << ": " << e.description();
+    return ctx.err("search", msg.str());
+  }
+  // The canonical form is the [search] table alone; a whole experiment (an older study's) holds
+  // it among its other sections.
+  const toml::table* s = root.get_as<toml::table>("search");
+  if (s == nullptr) {
+    return ctx.err("search",
+                   "the stored text has no [search] table (objectives, sampler and "
+                   "[search.space.\"<field>\"] tables; see docs/config.md)");
   }
   return parse_section(*s, ctx);
 }

@@ -93,10 +93,8 @@ void printTable(const backend::TuneOutcome& outcome) {
 
 // The experiment file as the user wrote it (with --set, without the runner's trainer path),
 // with the winner's settings.
-QString writeWinner(const AutotuneArgs& a, const backend::TuneSettings& winner) {
-  spec::LoadOptions noPaths;
-  noPaths.check_paths = false;
-  auto exp = orExit(spec::load_experiment(a.experiment, a.overrides, noPaths), kExitUsage);
+QString writeWinner(const AutotuneArgs& a, spec::Experiment exp,
+                    const backend::TuneSettings& winner) {
   backend::applyTune(exp, winner);
   QString path = a.out.empty() ? defaultOut(QString::fromStdString(a.experiment))
                                : QString::fromStdString(a.out);
@@ -112,8 +110,13 @@ QString writeWinner(const AutotuneArgs& a, const backend::TuneSettings& winner) 
 
 void autotune(const AutotuneArgs& a, const Globals& g) {
   const backend::RunLifecycle life = lifecycle(g);
+  // Read once: as written (with --set) for the winner's file, prepared for the runs.
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  const spec::Experiment written =
+      orExit(spec::load_experiment(a.experiment, a.overrides, noPaths), kExitUsage);
   backend::LoadReport report;
-  auto exp = life.loadForRun(QString::fromStdString(a.experiment), a.overrides, &report);
+  auto exp = life.prepareForRun(written, &report);
   if (!exp) exitWith(report.invalid ? kExitUsage : kExitError, exp.message());
   const auto budget = orExit(backend::budgetFor(*exp), kExitUsage);
   auto store = openStore(g);
@@ -139,7 +142,8 @@ void autotune(const AutotuneArgs& a, const Globals& g) {
         c.error.isEmpty() ? "" : (": " + c.error.toStdString()).c_str());
   }));
   QString winnerFile;
-  if (outcome.winner) winnerFile = writeWinner(a, outcome.candidates[*outcome.winner].settings);
+  if (outcome.winner)
+    winnerFile = writeWinner(a, written, outcome.candidates[*outcome.winner].settings);
   // The study ends after the file is written: whoever sees it end (the dashboard) can open it.
   if (auto recorded = tuner.finish(winnerFile); !recorded)
     std::fprintf(stderr, "warning: %s\n", recorded.message().c_str());

@@ -2,6 +2,7 @@
 
 #include "backend/store/db.h"
 #include "backend/sweep/trialrunner.h"
+#include "spec/search_space.h"
 
 #include <QLoggingCategory>
 
@@ -15,13 +16,20 @@ namespace {
 
 // Runs in the control thread: the run (or the sweep) is started and handed to its own process.
 QString launchText(const backend::RunLifecycle& life, const QString& path) {
-  auto search = backend::RunLifecycle::hasSearch(path);
-  if (!search) {
-    return QObject::tr("Could not start %1: %2")
-        .arg(path, QString::fromStdString(search.message()));
+  // Read once: a [search] makes it a sweep (its own process reads it then), else a run.
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto shape = spec::load_experiment(path.toStdString(), {}, noPaths);
+  if (!shape) {
+    return QObject::tr("Could not start %1: %2").arg(path, QString::fromStdString(shape.message()));
   }
-  if (*search) {
-    auto sweep = life.startSweep(path);
+  if (shape->search.present) {
+    auto space = spec::parse_search_space(shape->search.toml, shape->source);
+    if (!space) {
+      return QObject::tr("Could not start %1: %2")
+          .arg(path, QString::fromStdString(space.message()));
+    }
+    auto sweep = life.startSweep(path, QString::fromStdString(space->name));
     if (!sweep) {
       return QObject::tr("Could not start %1: %2")
           .arg(path, QString::fromStdString(sweep.message()));
@@ -32,7 +40,7 @@ QString launchText(const backend::RunLifecycle& life, const QString& path) {
         .arg(sweep->logPath);
   }
   backend::LoadReport report;
-  auto exp = life.loadForRun(path, {}, &report);
+  auto exp = life.prepareForRun(std::move(*shape), &report);
   if (!report.demoDataWritten.isEmpty()) {
     qCInfo(lcRunControl, "generated the demo data in %s", qPrintable(report.demoDataWritten));
   }

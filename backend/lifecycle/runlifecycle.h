@@ -168,12 +168,17 @@ class RunLifecycle {
   [[nodiscard]] Result<spec::Experiment> loadForRun(const QString& path,
                                                     const std::vector<std::string>& overrides,
                                                     LoadReport* report = nullptr) const;
+  /// loadForRun on an experiment the caller read already (spec::load_experiment without the
+  /// paths check), so that its file is read once.
+  [[nodiscard]] Result<spec::Experiment> prepareForRun(spec::Experiment shape,
+                                                       LoadReport* report = nullptr) const;
 
-  /// The experiment a search trial runs: `path` with `overrides` (the sweep's --set, then the
-  /// trial's values), its files checked when it runs here or is a `program` trial (which skips
-  /// the launch checks). A bare launch.trainer becomes `trainer` when that is not empty.
-  [[nodiscard]] static Result<spec::Experiment> loadForTrial(
-      const QString& path, const std::vector<std::string>& overrides, bool program,
+  /// The experiment a search trial runs: the sweep's parsed experiment `base` with `overrides`
+  /// (the sweep's --set, then the trial's values; spec::with_overrides, no file read), its files
+  /// checked when it runs here or is a `program` trial (which skips the launch checks). A bare
+  /// launch.trainer becomes `trainer` when that is not empty.
+  [[nodiscard]] static Result<spec::Experiment> experimentForTrial(
+      const spec::Experiment& base, const std::vector<std::string>& overrides, bool program,
       const QString& trainer);
 
   /// Starts attempt run.attempt of stored run `run` in run.runDir: creates the folder, writes
@@ -240,9 +245,6 @@ class RunLifecycle {
   /// nothing, when the study has ended, when a live process feeds it, or when its experiment
   /// file is gone.
   [[nodiscard]] Result<StartedSweep> adoptSweep(RunReader& reader, qint64 studyId) const;
-
-  /// True when the experiment file has a [search] table (it is started as a sweep).
-  [[nodiscard]] static Result<bool> hasSearch(const QString& experimentPath);
 
   /// Starts `<supervisor> supervise RUN` (SHARDSCOPE_DB) in its own session (double fork, a child
   /// of init) with its output appended to `<run dir>/supervisor.log`; returns its pid.

@@ -9,14 +9,14 @@
 #include <QSysInfo>
 #include <QThread>
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 
 #include "backend/launch/launchers.h"
 #include "backend/launch/programlauncher.h"
 #include "backend/lifecycle/demodata.h"
 #include "backend/lifecycle/runlifecycle.h"
+#include "spec/experiment_query.h"
+#include "spec/search_space.h"
 
 namespace shardscope::backend {
 
@@ -69,31 +69,34 @@ Result<void> checkSupervisor(const QString& supervisor) {
 Result<spec::Experiment> RunLifecycle::loadForRun(const QString& path,
                                                   const std::vector<std::string>& overrides,
                                                   LoadReport* report) const {
-  const std::string file = path.toStdString();
   spec::LoadOptions noPaths;
   noPaths.check_paths = false;
-  auto shape = spec::load_experiment(file, overrides, noPaths);
-  if (!shape) return invalid(report, shape.message());
-  const bool local = shape->launch.kind == spec::LaunchKind::local;
-  if (local) {
-    auto written = ensureDemoData(*shape);
-    if (!written) return written.error();
-    if (*written && report)
-      report->demoDataWritten = QString::fromStdString(shape->data.train_path);
-  }
-  spec::LoadOptions options;
-  options.check_paths = local;
-  auto exp = spec::load_experiment(file, overrides, options);
+  auto exp = spec::load_experiment(path.toStdString(), overrides, noPaths);
   if (!exp) return invalid(report, exp.message());
-  auto valid = spec::validate_for_launch(*exp);
+  return prepareForRun(std::move(*exp), report);
+}
+
+Result<spec::Experiment> RunLifecycle::prepareForRun(spec::Experiment shape,
+                                                     LoadReport* report) const {
+  spec::Experiment exp = std::move(shape);
+  const std::string file = exp.source;
+  const bool local = exp.launch.kind == spec::LaunchKind::local;
+  if (local) {
+    auto written = ensureDemoData(exp);
+    if (!written) return written.error();
+    if (*written && report) report->demoDataWritten = QString::fromStdString(exp.data.train_path);
+    if (auto paths = spec::check_experiment_paths(exp); !paths)
+      return invalid(report, paths.message());
+  }
+  auto valid = spec::validate_for_launch(exp);
   if (!valid) return invalid(report, file + ": " + valid.message());
   // A bare launch.trainer name: the one built beside the caller wins over PATH.
-  const QString name = QString::fromStdString(exp->launch.trainer);
+  const QString name = QString::fromStdString(exp.launch.trainer);
   if (local && !name.contains('/') && !m_settings.trainerDir.isEmpty()) {
     const QString sibling = QDir(m_settings.trainerDir).filePath(name);
-    if (QFileInfo(sibling).isExecutable()) exp->launch.trainer = sibling.toStdString();
+    if (QFileInfo(sibling).isExecutable()) exp.launch.trainer = sibling.toStdString();
   }
-  auto launcher = makeLauncher(QString::fromUtf8(spec::to_string(exp->launch.kind)));
+  auto launcher = makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind)));
   if (!launcher) return invalid(report, launcher.message());
   return exp;
 }
@@ -229,17 +232,16 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
   return started;
 }
 
-Result<spec::Experiment> RunLifecycle::loadForTrial(const QString& path,
-                                                    const std::vector<std::string>& overrides,
-                                                    bool program, const QString& trainer) {
+Result<spec::Experiment> RunLifecycle::experimentForTrial(const spec::Experiment& base,
+                                                          const std::vector<std::string>& overrides,
+                                                          bool program, const QString& trainer) {
   spec::LoadOptions noPaths;
   noPaths.check_paths = false;
-  auto shape = spec::load_experiment(path.toStdString(), overrides, noPaths);
-  if (!shape) return shape.error();
-  spec::LoadOptions options;
-  options.check_paths = program || shape->launch.kind == spec::LaunchKind::local;
-  auto exp = spec::load_experiment(path.toStdString(), overrides, options);
+  auto exp = spec::with_overrides(base, overrides, noPaths);
   if (!exp) return exp.error();
+  if (program || exp->launch.kind == spec::LaunchKind::local) {
+    if (auto paths = spec::check_experiment_paths(*exp); !paths) return paths.error();
+  }
   if (!program) {
     if (auto valid = spec::validate_for_launch(*exp); !valid) return valid.error();
     // A bare name (the default "shardtrain") means the caller's build; a path is the user's.
@@ -313,27 +315,20 @@ std::string RunLifecycle::waitForSupervisor(RunStore& store, qint64 runId,
          ") has not taken the run yet; see supervisor.log in the run directory";
 }
 
-Result<bool> RunLifecycle::hasSearch(const QString& experimentPath) {
-  try {
-    const toml::table table = toml::parse_file(experimentPath.toStdString());
-    return table.contains("search");
-  } catch (const toml::parse_error& e) {
-    return fail(experimentPath.toStdString() + ": " + std::string(e.description()));
-  }
-}
-
 Result<StartedSweep> RunLifecycle::startSweep(const QString& experimentPath,
                                               const QString& studyName) const {
   const QString path = QFileInfo(experimentPath).absoluteFilePath();
   StartedSweep sweep;
-  try {
-    const toml::table table = toml::parse_file(path.toStdString());
-    sweep.study = QString::fromStdString(table["search"]["name"].value_or(std::string()));
-  } catch (const toml::parse_error& e) {
-    return fail(path.toStdString() + ": " + std::string(e.description()));
+  sweep.study = studyName;
+  if (sweep.study.isEmpty()) {  // search.name, whose default is the file's stem
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto exp = spec::load_experiment(path.toStdString(), {}, noPaths);
+    if (!exp) return exp.error();
+    auto space = spec::parse_search_space(exp->search.toml, exp->source);
+    if (!space) return space.error();
+    sweep.study = QString::fromStdString(space->name);
   }
-  if (!studyName.isEmpty()) sweep.study = studyName;
-  if (sweep.study.isEmpty()) sweep.study = QFileInfo(path).completeBaseName();
   if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
   if (!QDir().mkpath(m_settings.runsRoot)) {
     return fail("cannot create the runs folder " + m_settings.runsRoot.toStdString());

@@ -62,7 +62,10 @@ std::optional<StudyStatus> parseStudyStatus(const QString& name);
 struct NewStudy {
   QString name;  ///< unique in the store
   std::optional<qint64> experimentId;
-  QString config;          ///< the experiment TOML as given (with its [search] section)
+  /// A sweep's [search] table in canonical form (spec::Experiment::search.toml; studies created
+  /// before kept the whole experiment file, spec::stored_search_space reads both); an
+  /// autotune's whole experiment.
+  QString config;
   QStringList objectives;  ///< metric names ("eval.loss", "objective", ...)
   QStringList directions;  ///< "minimize" or "maximize", one per objective
   QString sampler;         ///< a name of spec::kSamplers ("tpe", ...); empty for an autotune

@@ -56,20 +56,19 @@ QString runError(RunStore& store, qint64 runId) {
 
 QJsonValue finite(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); }
 
-// A TOML value of tuneValues() as JSON: "FULL_SHARD" -> string, true -> bool, 2 -> integer.
-QJsonValue jsonValue(const std::string& toml) {
-  if (!toml.empty() && toml.front() == '"') {
-    return QString::fromStdString(toml.substr(1, toml.size() - 2));
-  }
-  if (toml == "true" || toml == "false") return toml == "true";
-  return qint64(std::stoll(toml));
-}
-
 // The candidate's settings as run-log params, {field: value} as the study state holds them.
 QJsonObject settingsJson(const TuneSettings& s) {
   QJsonObject settings;
-  for (const auto& [field, value] : tuneValues(s))
-    settings[QString::fromStdString(field)] = jsonValue(value);
+  for (const auto& [field, value] : tuneValues(s)) {
+    const QString key = QString::fromStdString(field);
+    if (const bool* flag = std::get_if<bool>(&value)) {
+      settings[key] = *flag;
+    } else if (const std::int64_t* number = std::get_if<std::int64_t>(&value)) {
+      settings[key] = qint64(*number);
+    } else {
+      settings[key] = QString::fromStdString(std::get<std::string>(value));
+    }
+  }
   return settings;
 }
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 namespace shardscope::backend {
 
@@ -31,14 +32,6 @@ enum Field {
   kWrap,
   kFieldCount
 };
-
-std::string quoted(std::string_view text) {
-  std::string out(1, '"');
-  out.append(text);
-  out.push_back('"');
-  return out;
-}
-std::string boolText(bool b) { return b ? "true" : "false"; }
 
 // `at` with field `f` set to each value of the domain (`at` itself among them).
 std::vector<TuneSettings> alternatives(const TuneSettings& at, int f, const TuneDomain& d) {
@@ -132,27 +125,34 @@ TuneSettings tuneSettingsOf(const spec::Experiment& exp) {
   return s;
 }
 
-std::vector<std::pair<std::string, std::string>> tuneValues(const TuneSettings& s) {
+std::vector<std::pair<std::string, TuneValue>> tuneValues(const TuneSettings& s) {
   const auto& f = tuneFields();
-  return {{f[kOffloadParams], boolText(s.offloadParams)},
-          {f[kOffloadOptimizer], boolText(s.offloadOptimizer)},
-          {f[kStrategy], quoted(spec::to_string(s.strategy))},
-          {f[kMicroBatch], std::to_string(s.microBatchSize)},
-          {f[kCheckpointing], boolText(s.activationCheckpointing)},
-          {f[kBackwardPrefetch], quoted(spec::to_string(s.backwardPrefetch))},
-          {f[kForwardPrefetch], boolText(s.forwardPrefetch)},
-          {f[kInflight], std::to_string(s.maxInflightGathers)},
-          {f[kWrap], quoted(spec::to_string(s.wrapPolicy))}};
+  const auto name = [](std::string_view text) { return TuneValue(std::string(text)); };
+  return {{f[kOffloadParams], s.offloadParams},
+          {f[kOffloadOptimizer], s.offloadOptimizer},
+          {f[kStrategy], name(spec::to_string(s.strategy))},
+          {f[kMicroBatch], s.microBatchSize},
+          {f[kCheckpointing], s.activationCheckpointing},
+          {f[kBackwardPrefetch], name(spec::to_string(s.backwardPrefetch))},
+          {f[kForwardPrefetch], s.forwardPrefetch},
+          {f[kInflight], std::int64_t{s.maxInflightGathers}},
+          {f[kWrap], name(spec::to_string(s.wrapPolicy))}};
 }
 
 std::vector<std::string> tuneOverrides(const TuneSettings& s) {
   std::vector<std::string> out;
   // Strings bare (`shard.strategy=NO_SHARD`, which the loader accepts): the run log keeps an
-  // override's text as the run's parameter, shown without TOML's quotes.
-  for (auto [field, value] : tuneValues(s)) {
-    if (value.size() >= 2 && value.front() == '"') value = value.substr(1, value.size() - 2);
-    out.push_back(field);
-    out.back().append("=").append(value);
+  // override's text as the run's parameter.
+  for (const auto& [field, value] : tuneValues(s)) {
+    std::string text;
+    if (const bool* flag = std::get_if<bool>(&value)) {
+      text = *flag ? "true" : "false";
+    } else if (const std::int64_t* number = std::get_if<std::int64_t>(&value)) {
+      text = std::to_string(*number);
+    } else {
+      text = std::get<std::string>(value);
+    }
+    out.push_back(field + "=" + text);
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "spec/experiment.h"
@@ -46,8 +47,10 @@ const std::vector<std::string>& tuneFields();
 TuneDomain tuneDomain(const spec::Experiment& exp);
 /// `exp`'s own values of the searched fields (micro-batch resolved for its world size).
 TuneSettings tuneSettingsOf(const spec::Experiment& exp);
-/// (field, value as TOML) for every searched field, in tuneFields() order.
-std::vector<std::pair<std::string, std::string>> tuneValues(const TuneSettings& s);
+/// One searched field's value: a flag, a number, or an enumeration's name ("FULL_SHARD").
+using TuneValue = std::variant<bool, std::int64_t, std::string>;
+/// (field, value) for every searched field, in tuneFields() order.
+std::vector<std::pair<std::string, TuneValue>> tuneValues(const TuneSettings& s);
 /// "field=value" overrides (`run --set`, strings bare) that give an experiment the settings `s`.
 std::vector<std::string> tuneOverrides(const TuneSettings& s);
 /// Sets the searched fields of `exp` to `s`.

@@ -1,23 +1,20 @@
 // Study: ask/tell over the run log; see study.h for the life of a trial.
 #include "backend/sweep/study.h"
 
-#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QLoggingCategory>
 #include <QSysInfo>
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <string>
 
 #include "backend/sweep/autotune.h"
 #include "search/nsga2.h"
 #include "spec/events.h"
 #include "spec/experiment.h"
+#include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcStudy, "shardscope.backend.search.study")
 
@@ -37,28 +34,6 @@ std::uint64_t splitmix(std::uint64_t x) {
   return x ^ (x >> 31U);
 }
 
-// The [search] section of an experiment's TOML text, parsed; `source` names the file.
-Result<SearchSpace> spaceFromExperiment(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return fail(source + ": not valid TOML at line " + std::to_string(e.source().begin.line) +
-                ": " + std::string(e.description()));
-  }
-  const toml::table* search = root.get_as<toml::table>("search");
-  if (search == nullptr) {
-    return fail(source +
-                ": no [search] section: a study needs one (objectives, sampler and "
-                "[search.space.\"<field>\"] tables; see docs/config.md)");
-  }
-  toml::table wrapper;
-  wrapper.insert("search", *search);
-  std::ostringstream out;
-  out << toml::toml_formatter(wrapper);
-  return parse_search_space(out.str(), source);
-}
-
 QString directionName(Direction d) {
   return d == Direction::Minimize ? QStringLiteral("minimize") : QStringLiteral("maximize");
 }
@@ -67,34 +42,14 @@ bool better(double a, double b, Direction d) { return d == Direction::Minimize ?
 
 std::string studyLabel(const QString& name) { return "study '" + name.toStdString() + "'"; }
 
-// The experiment file's text with `overrides` applied (the file's own text without any).
-Result<std::string> effectiveText(const QString& path, const std::vector<std::string>& overrides) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) {
-    return fail(path.toStdString() + ": cannot read the experiment file (" +
-                file.errorString().toStdString() + "); check the path");
+// The [search] section of `exp`, parsed; an experiment without one is no study.
+Result<SearchSpace> spaceOf(const spec::Experiment& exp) {
+  if (!exp.search.present) {
+    return fail(exp.source +
+                ": no [search] section: a study needs one (objectives, sampler and "
+                "[search.space.\"<field>\"] tables; see docs/config.md)");
   }
-  std::string text = file.readAll().toStdString();
-  if (overrides.empty()) return text;
-  spec::LoadOptions noPaths;
-  noPaths.check_paths = false;
-  auto exp = spec::parse_experiment(text, path.toStdString(), overrides, noPaths);
-  if (!exp) return exp.error();
-  return spec::write_experiment_toml(*exp);
-}
-
-// The value at dotted `key` of TOML `text` as TOML text; empty when absent or unparsable.
-std::string tomlValueAt(const std::string& text, const std::string& key) {
-  try {
-    const toml::table root = toml::parse(text);
-    const toml::node_view<const toml::node> node = root.at_path(key);
-    if (!node) return {};
-    std::ostringstream out;
-    out << node;
-    return out.str();
-  } catch (const toml::parse_error&) {
-    return {};
-  }
+  return parse_search_space(exp.search.toml, exp.source);
 }
 
 }  // namespace
@@ -239,23 +194,14 @@ bool Study::overridableOnExistingStudy(const std::string& key) {
   return key == "search.concurrency" || key == "search.timeout_s" || key == "search.stop_grace_s";
 }
 
-Result<SearchSpace> Study::readSpace(const QString& experimentPath,
-                                     const std::vector<std::string>& overrides) {
-  auto text = effectiveText(experimentPath, overrides);
-  if (!text) return text.error();
-  return spaceFromExperiment(*text, experimentPath.toStdString());
-}
-
-Result<void> Study::checkOverrides(const QString& experimentPath,
+Result<void> Study::checkOverrides(const spec::Experiment& effective,
                                    const std::vector<std::string>& overrides) const {
-  auto text = effectiveText(experimentPath, overrides);
-  if (!text) return text.error();
   const std::string stored = m_record.config.toStdString();
   for (const std::string& override : overrides) {
     const std::string key = override.substr(0, override.find('='));
     if (key.rfind("search.", 0) != 0 || overridableOnExistingStudy(key)) continue;
-    const std::string before = tomlValueAt(stored, key);
-    const std::string after = tomlValueAt(*text, key);
+    const std::string before = spec::toml_value_at(stored, key);
+    const std::string after = spec::toml_value_at(effective.search.toml, key);
     if (before == after) continue;
     std::string message = "--set " + override + ": ";
     message += studyLabel(name());
@@ -272,39 +218,72 @@ Result<void> Study::checkOverrides(const QString& experimentPath,
 
 Result<Study> Study::create(backend::RunStore& store, const QString& experimentPath,
                             const CreateOptions& options) {
-  auto effective = effectiveText(experimentPath, options.overrides);
-  if (!effective) return effective.error();
-  const std::string text = std::move(*effective);
-  const std::string source = experimentPath.toStdString();
-  auto space = spaceFromExperiment(text, source);
+  const std::string path = experimentPath.toStdString();
+  if (!options.overrides.empty()) {
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto exp = spec::load_experiment(path, options.overrides, noPaths);
+    if (!exp) return exp.error();
+    return create(store, *exp, options);
+  }
+  // Without overrides only [search] is read: `study create` serves drivers whose parameters are
+  // their own names, not experiment fields.
+  auto file = spec::load_search_file(path);
+  if (!file) return file.error();
+  auto space = parse_search_space(file->search_toml, path);
   if (!space) return space.error();
-  if (auto sampler = make_sampler(*space); !sampler) return fail(source + ": " + sampler.message());
+  return create(store, *space, file->search_toml, path, file->text, options);
+}
+
+Result<Study> Study::create(backend::RunStore& store, const spec::Experiment& exp,
+                            const CreateOptions& options) {
+  auto space = spaceOf(exp);
+  if (!space) return space.error();
+  return create(store, *space, exp.search.toml, exp.source, spec::write_experiment_toml(exp),
+                options);
+}
+
+Result<Study> Study::create(backend::RunStore& store, SearchSpace space,
+                            const std::string& searchToml, const std::string& source,
+                            const std::string& experimentToml, const CreateOptions& options) {
+  // The sampler is made before anything is stored: one the space cannot feed is the input's
+  // error, and the study keeps it.
+  auto sampler = make_sampler(space);
+  if (!sampler) return fail(source + ": " + sampler.message());
   if (options.maxRetries < 0) {
     return fail("--max-retries: " + std::to_string(options.maxRetries) +
                 " is negative; give 0 (never retry) or more");
   }
-  const QString name = options.name.isEmpty() ? QString::fromStdString(space->name) : options.name;
+  const QString name = options.name.isEmpty() ? QString::fromStdString(space.name) : options.name;
+  const QString absolute = QFileInfo(QString::fromStdString(source)).absoluteFilePath();
   backend::ExperimentRecord experiment;
   experiment.name = name;
-  experiment.source = QFileInfo(experimentPath).absoluteFilePath();
-  experiment.toml = QString::fromStdString(text);
+  experiment.source = absolute;
+  experiment.toml = QString::fromStdString(experimentToml);
   auto experimentId = store.createExperiment(experiment).get();
   if (!experimentId) return experimentId.error();
   backend::NewStudy study;
   study.name = name;
   study.experimentId = *experimentId;
-  study.config = experiment.toml;
-  for (const Objective& o : space->objectives) {
+  study.config = QString::fromStdString(searchToml);
+  for (const Objective& o : space.objectives) {
     study.objectives << QString::fromStdString(o.metric);
     study.directions << directionName(o.direction);
   }
-  study.sampler = QString::fromStdString(space->sampler.type);
-  study.seed = static_cast<qint64>(space->seed);
-  study.state = QJsonObject{{"max_retries", options.maxRetries}, {"source", experiment.source}};
+  study.sampler = QString::fromStdString(space.sampler.type);
+  study.seed = static_cast<qint64>(space.seed);
+  study.state = QJsonObject{{"max_retries", options.maxRetries}, {"source", absolute}};
   auto id = store.createStudy(study).get();
   if (!id) return id.error();
-  qCInfo(lcStudy) << "created study" << name << "from" << experimentPath;
-  return open(store, name);
+  qCInfo(lcStudy) << "created study" << name << "from" << absolute;
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  auto record = reader->study(*id);
+  if (!record) return record.error();
+  if (!*record) return fail(studyLabel(name) + " vanished from the run log after its creation");
+  Study created(store, std::move(*reader), **record, std::move(space));
+  created.m_sampler = std::move(*sampler);
+  return created;
 }
 
 Result<Study> Study::open(backend::RunStore& store, const QString& name) {
@@ -323,8 +302,8 @@ Result<Study> Study::open(backend::RunStore& store, const QString& name) {
   }
   const std::string source = (*record)->state.value("source").toString().toStdString();
   auto space =
-      spaceFromExperiment((*record)->config.toStdString(), source.empty() ? "study" : source);
-  if (!space) return fail(studyLabel(name) + ": its stored experiment: " + space.message());
+      spec::stored_search_space((*record)->config.toStdString(), source.empty() ? "study" : source);
+  if (!space) return fail(studyLabel(name) + ": its stored search space: " + space.message());
   Study study(store, std::move(*reader), **record, std::move(*space));
   auto sampler = make_sampler(study.m_space);
   if (!sampler) return fail(studyLabel(name) + ": " + sampler.message());

@@ -32,6 +32,7 @@
 #include "search/sampler.h"
 #include "search/space.h"
 #include "search/trial.h"
+#include "spec/experiment.h"
 #include "spec/result.h"
 
 namespace shardscope::search {
@@ -98,11 +99,15 @@ class Study {
   /// sweep (slots, time budget, prune grace), not the study's search space.
   static bool overridableOnExistingStudy(const std::string& key);
 
-  /// The [search] section of the experiment file at `experimentPath` with `overrides` applied,
-  /// parsed and checked.
-  [[nodiscard]] static Result<SearchSpace> readSpace(
-      const QString& experimentPath, const std::vector<std::string>& overrides = {});
-  /// A new study from the [search] section of the experiment file at `experimentPath`.
+  /// A new study from the [search] section of `experiment` (parsed once by the caller, overrides
+  /// applied: CreateOptions::overrides are not read here). The study stores the section's
+  /// canonical form (spec::Experiment::search.toml), the experiment row the whole experiment.
+  [[nodiscard]] static Result<Study> create(backend::RunStore& store,
+                                            const spec::Experiment& experiment,
+                                            const CreateOptions& options);
+  /// The same from the experiment file at `experimentPath`, read once, as `study create` names
+  /// it: with CreateOptions::overrides the whole experiment is read and validated; without, its
+  /// [search] section alone (a driver's parameters may be names of its own).
   [[nodiscard]] static Result<Study> create(backend::RunStore& store, const QString& experimentPath,
                                             const CreateOptions& options);
   /// The study called `name` in the run log.
@@ -144,11 +149,11 @@ class Study {
   /// holder) is gone from this machine, by number: a restarted sweep reattaches them (their
   /// ranks may still run) before it asks, so they are not failed as lost.
   [[nodiscard]] Result<std::vector<StudyTrial>> orphanedTrials();
-  /// Refuses `overrides` (applied to the experiment file at `experimentPath`) that change this
-  /// existing study's search space: a `search.*` value other than the ones
+  /// Refuses `overrides` (applied to `effective`, the experiment as the sweep parsed it) that
+  /// change this existing study's search space: a `search.*` value other than the ones
   /// overridableOnExistingStudy() allows that differs from the study's stored one. The message
   /// names the study and the field.
-  [[nodiscard]] Result<void> checkOverrides(const QString& experimentPath,
+  [[nodiscard]] Result<void> checkOverrides(const spec::Experiment& effective,
                                             const std::vector<std::string>& overrides) const;
   /// Every trial of the study, by number.
   [[nodiscard]] Result<std::vector<StudyTrial>> trials(bool withCurves = false);
@@ -159,6 +164,11 @@ class Study {
  private:
   Study(backend::RunStore& store, backend::RunReader reader, backend::StudyRecord record,
         SearchSpace space);
+  /// Stores a study of `space` (its canonical text `searchToml`, read from `source`; the
+  /// experiment row keeps `experimentToml`) and opens it without reading it back.
+  static Result<Study> create(backend::RunStore& store, SearchSpace space,
+                              const std::string& searchToml, const std::string& source,
+                              const std::string& experimentToml, const CreateOptions& options);
   Result<StudyTrial> findTrial(std::int64_t number, bool withCurves);
   Result<std::optional<AskedTrial>> askNew(const AskOptions& options);
   Result<AskedTrial> claimed(const backend::TrialId& id, const AskOptions& options);

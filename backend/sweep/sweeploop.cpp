@@ -34,6 +34,7 @@ TrialRunner::Options runnerOptions(const Study& study, const SweepInput& input,
   o.studyId = study.id();
   o.runsRoot = options.runsRoot;
   o.overrides = input.overrides;
+  o.experiment = input.experiment;
   o.trainer = options.trainer;
   return o;
 }
@@ -45,20 +46,25 @@ Result<SweepInput> SweepLoop::readInput(const QString& experimentPath,
   SweepInput input;
   input.experimentPath = QFileInfo(experimentPath).absoluteFilePath();
   input.overrides = std::move(overrides);
-  auto space = Study::readSpace(input.experimentPath, input.overrides);
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto exp = spec::load_experiment(input.experimentPath.toStdString(), input.overrides, noPaths);
+  if (!exp) return exp.error();
+  if (!exp->search.present) {
+    return fail(exp->source +
+                ": no [search] section: a sweep needs one (objectives, sampler and "
+                "[search.space.\"<field>\"] tables; see docs/config.md)");
+  }
+  auto space = search::parse_search_space(exp->search.toml, exp->source);
   if (!space) return space.error();
   input.space = std::move(*space);
+  input.experiment = std::move(*exp);
   if (input.space.program.empty()) {  // shardtrain trials
-    spec::LoadOptions noPaths;
-    noPaths.check_paths = false;
-    auto shape =
-        spec::load_experiment(input.experimentPath.toStdString(), input.overrides, noPaths);
-    if (!shape) return shape.error();
     // The budget's own errors (Slurm without launch.device_memory_gib) before any trial.
-    if (shape->launch.kind == spec::LaunchKind::slurm) {
-      if (auto budget = budgetFor(*shape); !budget) return budget.error();
+    if (input.experiment.launch.kind == spec::LaunchKind::slurm) {
+      if (auto budget = budgetFor(input.experiment); !budget) return budget.error();
     }
-    input.shape = std::move(*shape);
+    input.shape = input.experiment;
   }
   return input;
 }
@@ -73,16 +79,14 @@ Result<SweptStudy> SweepLoop::openStudy(RunStore& store, const SweepInput& input
                                         const QString& name, int maxRetries) {
   const QString studyName = name.isEmpty() ? QString::fromStdString(input.space.name) : name;
   const auto continued = [&](Study existing) -> Result<SweptStudy> {
-    if (auto r = existing.checkOverrides(input.experimentPath, input.overrides); !r)
-      return r.error();
+    if (auto r = existing.checkOverrides(input.experiment, input.overrides); !r) return r.error();
     return SweptStudy{std::move(existing), true};
   };
   if (auto existing = Study::open(store, studyName)) return continued(std::move(*existing));
   Study::CreateOptions options;
   options.name = studyName;
   options.maxRetries = maxRetries;
-  options.overrides = input.overrides;
-  auto created = Study::create(store, input.experimentPath, options);
+  auto created = Study::create(store, input.experiment, options);
   if (!created && created.message().find("is taken") != std::string::npos) {
     if (auto existing = Study::open(store, studyName)) return continued(std::move(*existing));
   }

@@ -32,8 +32,11 @@ namespace shardscope::backend {
 struct SweepInput {
   QString experimentPath;              ///< absolute
   std::vector<std::string> overrides;  ///< "dotted.key=value", as `sweep --set`
-  search::SearchSpace space;           ///< the [search] section as overridden
-  /// The experiment as overridden (paths unchecked) for shardtrain trials; none for a program.
+  /// The experiment as overridden (paths unchecked): the one parse of the file this sweep makes;
+  /// the study, the check of the overrides and every trial start from it.
+  spec::Experiment experiment;
+  search::SearchSpace space;  ///< its [search] section
+  /// `experiment` for shardtrain trials; none for a program.
   std::optional<spec::Experiment> shape;
 };
 
@@ -57,8 +60,9 @@ class SweepLoop : public QObject {
     QString trainer;   ///< TrialRunner::Options::trainer (the shardtrain beside the caller)
   };
 
-  /// Reads `experimentPath`'s [search] section with `overrides` and, for shardtrain trials, the
-  /// experiment (a Slurm launch must name launch.device_memory_gib). Every error is the input's.
+  /// Reads the experiment at `experimentPath` with `overrides`, once, and its [search] section (a
+  /// Slurm launch of shardtrain trials must name launch.device_memory_gib). Every error is the
+  /// input's.
   [[nodiscard]] static Result<SweepInput> readInput(const QString& experimentPath,
                                                     std::vector<std::string> overrides);
   /// Makes the bundled demo's data for local shardtrain trials (nothing otherwise).

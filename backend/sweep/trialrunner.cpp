@@ -28,6 +28,7 @@
 #include "backend/sweep/study.h"
 #include "spec/estimate.h"
 #include "spec/events.h"
+#include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcTrialRunner, "shardscope.search.trialrunner")
 
@@ -180,8 +181,19 @@ TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search:
       m_space(std::move(space)),
       m_options(std::move(options)) {
   qRegisterMetaType<TrialOutcome>();
-  auto base = experimentFor({});
-  if (base) m_base = std::move(*base);
+  if (m_options.experiment) {
+    m_base = std::move(m_options.experiment);
+    m_options.experiment.reset();
+  } else {
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto base = spec::load_experiment(m_experimentPath.toStdString(), m_options.overrides, noPaths);
+    if (base) {
+      m_base = std::move(*base);
+    } else {
+      m_baseError = base.message();
+    }
+  }
 }
 
 TrialRunner::~TrialRunner() = default;
@@ -196,12 +208,13 @@ bool TrialRunner::runsHere() const {
 }
 
 Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params) const {
-  std::vector<std::string> overrides = m_options.overrides;
+  if (!m_base) return fail(m_baseError);
+  // The trial's values on the parsed experiment (which holds the sweep's own overrides).
+  std::vector<std::string> overrides;
   if (!programTrials()) {  // a program's parameters are its own, not experiment fields
     for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
   }
-  return RunLifecycle::loadForTrial(m_experimentPath, overrides, programTrials(),
-                                    m_options.trainer);
+  return RunLifecycle::experimentForTrial(*m_base, overrides, programTrials(), m_options.trainer);
 }
 
 Result<spec::DeviceBudget> TrialRunner::budgetOf(const spec::Experiment& exp) const {

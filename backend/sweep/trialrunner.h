@@ -1,6 +1,6 @@
 // TrialRunner: one search trial = one attempt of a run, started and followed through the run
 // lifecycle. start() applies the trial's values to the experiment (as --set overrides for
-// shardtrain, as `--name=value` arguments for a program trial; RunLifecycle::loadForTrial), refuses
+// shardtrain, as `--name=value` arguments for a program trial; RunLifecycle::experimentForTrial), refuses
 // a configuration whose memory estimate exceeds the device budget (infeasible, never launched),
 // starts it (RunLifecycle::startAttempt, from the failed attempt's checkpoint on a retry:
 // resumeArguments), follows it into the run log (RunFollower), feeds its `eval` events to the
@@ -78,6 +78,9 @@ class TrialRunner : public QObject {
     /// "dotted.key=value" overrides (sweep --set) applied to the experiment before a trial's own
     /// values.
     std::vector<std::string> overrides;
+    /// The experiment as the caller parsed it with `overrides` (paths unchecked): trials start
+    /// from it and the file is not read again. None: the runner reads the file once.
+    std::optional<spec::Experiment> experiment;
   };
   /// Called for each `eval` event of a running trial (rank 0) with the value of the first
   /// objective's metric; true prunes the trial. Its history (the intermediate values) is in the
@@ -150,7 +153,8 @@ class TrialRunner : public QObject {
   search::SearchSpace m_space;
   Options m_options;
   mutable std::map<std::string, spec::DetectedMemory> m_detected;  ///< per launch target
-  std::optional<spec::Experiment> m_base;  // the experiment without overrides, when it loads
+  std::optional<spec::Experiment> m_base;  // the experiment with Options::overrides, when it loads
+  std::string m_baseError;                 // why it did not load
   PruneCallback m_prune;
   std::map<qint64, std::unique_ptr<Running>> m_trials;  // by trial number
 };

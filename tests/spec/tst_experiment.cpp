@@ -2,6 +2,7 @@
 // texts: defaults, enum spellings, every validation rule's message (file:line, field, fix),
 // overrides, round trip through write_experiment_toml, world-size rules, the precision table,
 // config_hash and docs/config.md listing every field.
+#include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "spec/experiment.h"
+#include "spec/experiment_query.h"
 #include "spec/search_space.h"
 #include "spec/sha256.h"
 #include "tests/support/paths.h"
@@ -743,6 +745,95 @@ class TestExperiment : public QObject {
                             " is documented but not in the schema"));
       }
     }
+  }
+
+  // experiment_query.h: what the layers above ask of a parsed experiment.
+  void overridesOnAParsedExperimentMatchTheFile() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string path = dir.filePath("e.toml").toStdString();
+    {
+      std::ofstream out(path);
+      out << "[experiment]\nname = \"q\"\n"
+          << kData
+          << "[train]\nlr = 0.001\n\n[search]\nseed = 3\nobjectives = {\"eval.loss\" = "
+             "\"minimize\"}\n[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\n"
+             "high = 1e-2\n";
+    }
+    LoadOptions noPaths;
+    noPaths.check_paths = false;
+    const std::uint64_t before = experiment_file_reads();
+    auto base = load_experiment(path, {"train.max_steps=9"}, noPaths);
+    QVERIFY2(base, base ? "" : base.message().c_str());
+    QCOMPARE(experiment_file_reads() - before, std::uint64_t{1});
+    const std::vector<std::string> trial = {"train.lr=0.005", "shard.strategy=NO_SHARD"};
+    auto derived = with_overrides(*base, trial, noPaths);
+    QVERIFY2(derived, derived ? "" : derived.message().c_str());
+    QCOMPARE(experiment_file_reads() - before, std::uint64_t{1});  // the file is not read again
+    auto direct = load_experiment(path, {"train.max_steps=9", trial[0], trial[1]}, noPaths);
+    QVERIFY2(direct, direct ? "" : direct.message().c_str());
+    QVERIFY(*derived == *direct);
+    // A bad trial value is refused as it would be in the file, naming the field.
+    auto bad = with_overrides(*base, {"train.lr=-1"}, noPaths);
+    QVERIFY(!bad);
+    QVERIFY2(bad.message().find("train.lr") != std::string::npos, bad.message().c_str());
+    // The paths check of a parsed experiment: data/train.jsonl is not beside the file.
+    LoadOptions checked;
+    auto missing = with_overrides(*base, {}, checked);
+    QVERIFY(!missing);
+    QVERIFY2(missing.message().find("data.train_path") != std::string::npos &&
+                 missing.message().find("does not exist") != std::string::npos,
+             missing.message().c_str());
+    QVERIFY(!check_experiment_paths(*base));
+    QVERIFY(QDir(dir.path()).mkpath("data"));
+    QVERIFY(QFile(dir.filePath("data/train.jsonl")).open(QIODevice::WriteOnly));
+    QVERIFY(check_experiment_paths(*base));
+  }
+
+  void tomlValuesAndStoredSearchSpaces() {
+    const std::string search =
+        "[search]\nseed = 3\nsampler = \"random\"\nobjectives = {objective = \"minimize\"}\n"
+        "[search.space.x]\ntype = \"float\"\nlow = 0.0\nhigh = 1.0\n";
+    QCOMPARE(toml_value_at(search, "search.seed"), std::string("3"));
+    QCOMPARE(toml_value_at(search, "search.sampler"), std::string("'random'"));
+    QCOMPARE(toml_value_at(search, "search.n_trials"), std::string());  // absent
+    QCOMPARE(toml_value_at("not = = toml", "search.seed"), std::string());
+    // The canonical [search] alone, and a whole experiment's text (older studies kept that).
+    for (const std::string& text :
+         {search, "[experiment]\nname = \"old\"\n[train]\nmax_steps = 3\n" + search}) {
+      auto space = stored_search_space(text, "study");
+      QVERIFY2(space, space ? "" : space.message().c_str());
+      QCOMPARE(space->seed, std::uint64_t{3});
+      QCOMPARE(space->params.size(), std::size_t{1});
+    }
+    auto none = stored_search_space("[experiment]\nname = \"x\"\n", "study s");
+    QVERIFY(!none);
+    QVERIFY2(none.message().find("study s") != std::string::npos &&
+                 none.message().find("[search]") != std::string::npos,
+             none.message().c_str());
+  }
+
+  void aSearchFileIsReadForItsSearchAlone() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string path = dir.filePath("s.toml").toStdString();
+    {
+      std::ofstream out(path);
+      out << "# a driver's own parameters\n[search]\nseed = 4\nobjectives = {f = \"minimize\"}\n"
+             "[search.space.x]\ntype = \"float\"\nlow = 0.0\nhigh = 1.0\n";
+    }
+    const std::uint64_t before = experiment_file_reads();
+    auto file = load_search_file(path);
+    QVERIFY2(file, file ? "" : file.message().c_str());
+    QCOMPARE(experiment_file_reads() - before, std::uint64_t{1});
+    QVERIFY(file->text.rfind("# a driver", 0) == 0);
+    QVERIFY2(file->search_toml.rfind("[search]", 0) == 0, file->search_toml.c_str());
+    auto space = parse_search_space(file->search_toml, path);
+    QVERIFY2(space, space ? "" : space.message().c_str());
+    QCOMPARE(space->seed, std::uint64_t{4});
+    auto missing = load_search_file(dir.filePath("none.toml").toStdString());
+    QVERIFY(!missing);
+    QVERIFY2(missing.message().find("none.toml") != std::string::npos, missing.message().c_str());
   }
 };
 

@@ -7,7 +7,8 @@ Layers go one way (docs/ARCHITECTURE.md):
 and inside the trainer, the backend and the ui the folders go one way too (INNER below). Project
 headers are included by their path from the repository root ("backend/store/x.h"), so the first
 folders of an include name its layer and folder. Third-party headers are checked too: no Qt below
-the backend (the search library included), no Qt Widgets/Gui or QCustomPlot in the backend, no LibTorch outside the trainer.
+the backend (the search library included), no Qt Widgets/Gui or QCustomPlot in the backend, no LibTorch outside the trainer,
+no toml++ outside spec/ (an experiment is parsed once, by spec/).
 target_link_libraries() in the layers' CMake files obey the same table.
 
 Usage: check_layers.py ROOT [--qt-include-dir DIR]    checks the tree, exit 1 on a violation
@@ -159,6 +160,9 @@ def check_include(rel, delim, name, root, qt_dir):
         return None
     if name.startswith(TORCH_PREFIXES) and layer not in TORCH_LAYERS:
         return f"{layer} includes LibTorch header <{name}> (only trainer/ links LibTorch)"
+    if name.startswith("toml++/") and layer != "spec":
+        return (f"{layer} includes <{name}> (only spec/ reads TOML: an experiment is parsed once into "
+                "spec::Experiment; spec/experiment_query.h answers what else the layers ask of it)")
     if name == "qcustomplot.h" and layer not in ("ui", "app"):
         return f"{layer} includes <qcustomplot.h> (plots belong to ui/)"
     module = qt_module_of(name, qt_dir)
@@ -191,6 +195,8 @@ def check_link(rel, target, dep):
         return f"backend: {what} (the backend is Qt Core only: no widgets)"
     if dep in ("torch", "torch_cpu", "Torch::Torch") and layer not in TORCH_LAYERS:
         return f"{layer}: {what} (only trainer/ links LibTorch)"
+    if dep.startswith("tomlplusplus") and layer != "spec":
+        return f"{layer}: {what} (only spec/ reads TOML)"
     if dep.startswith("QCustomPlot") and layer not in ("ui", "app"):
         return f"{layer}: {what} (plots belong to ui/)"
     dep_path = target_path(dep)
@@ -293,7 +299,7 @@ def clean_tree(root):
     write(root, "backend/b.h", '#include "search/s.h"\n#include "spec/s.h"\n#include <QtCore/QObject>\n')
     write(root, "search/s.h", '#include "spec/s.h"\n#include <vector>\n')
     write(root, "data/d.h", '#include "spec/s.h"\n')
-    write(root, "spec/s.h", "#include <vector>\n")
+    write(root, "spec/s.h", "#include <vector>\n#include <toml++/toml.h>\n")
     write(root, "trainer/t.cpp", '#include "data/d.h"\n#include <ATen/ATen.h>\n')
 
 
@@ -318,6 +324,10 @@ def self_test(qt_dir):
         "spec includes Qt": ("spec/a.cpp", "#include <QtCore/QString>", None),
         "trainer includes Qt": ("trainer/a.cpp", "#include <QtCore/QObject>", None),
         "backend includes QCustomPlot": ("backend/a.cpp", "#include <qcustomplot.h>", None),
+        "backend includes toml++": ("backend/sweep/a.cpp", "#include <toml++/toml.h>", None),
+        "ui includes toml++": ("ui/a.cpp", "#include <toml++/toml.hpp>", None),
+        "backend links toml++": ("backend/CMakeLists.txt",
+                                 "target_link_libraries(shardscope_backend PRIVATE tomlplusplus::tomlplusplus)", None),
         "a folder missing from INNER": ("trainer/newfolder/a.cpp", '#include "trainer/base/x.h"', "trainer/base/x.h"),
         "spec links backend": ("spec/CMakeLists.txt",
                                "target_link_libraries(shardscope_spec PUBLIC shardscope_backend)", None),

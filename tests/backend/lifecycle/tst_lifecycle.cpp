@@ -331,11 +331,14 @@ class TestLifecycle : public QObject {
     QVERIFY(QDir().mkpath(dir));
     const QString path = testing::writeQuadSweep(dir, 2);
     QVERIFY(!path.isEmpty());
-    auto search = RunLifecycle::hasSearch(path);
+    // Whether a file is a sweep is read from the parsed experiment (the dashboard's Launch).
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto search = spec::load_experiment(path.toStdString(), {}, noPaths);
     QVERIFY2(search.ok(), search.ok() ? "" : search.message().c_str());
-    QVERIFY(*search);
-    auto noSearch = RunLifecycle::hasSearch(writeExperiment("plain"));
-    QVERIFY(noSearch.ok() && !*noSearch);
+    QVERIFY(search->search.present);
+    auto noSearch = spec::load_experiment(writeExperiment("plain").toStdString(), {}, noPaths);
+    QVERIFY(noSearch.ok() && !noSearch->search.present);
 
     auto sweep = lifecycle().startSweep(path);
     QVERIFY2(sweep.ok(), sweep.ok() ? "" : sweep.message().c_str());

@@ -1,12 +1,14 @@
 // backend/sweep/autotunespace: the values autotune tries on an experiment's world shape, the
 // overrides that carry a configuration into a run, and the coordinate descent itself, driven by
 // objectives written out here (a sum of per-field gains, a memory limit) whose optimum is known.
+#include <QJsonObject>
 #include <QTest>
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "backend/sweep/autotune.h"
 #include "backend/sweep/autotunespace.h"
 #include "spec/experiment.h"
 #include "tests/support/verify_ok.h"
@@ -97,6 +99,29 @@ class TestAutotuneSpace : public QObject {
     spec::Experiment applied = tiny(1);
     backend::applyTune(applied, s);
     QVERIFY(applied == *loaded);
+  }
+
+  // The settings travel typed: a flag as a bool, a number as an integer, an enumeration as its
+  // name (no TOML quotes to strip); the JSON of a candidate keeps those types.
+  void valuesAreTyped() {
+    TuneSettings s;
+    s.strategy = spec::ShardStrategy::shard_grad_op;
+    s.microBatchSize = 4;
+    s.forwardPrefetch = true;
+    const auto values = backend::tuneValues(s);
+    QCOMPARE(values.size(), backend::tuneFields().size());
+    std::map<std::string, backend::TuneValue> byField(values.begin(), values.end());
+    QVERIFY(byField.at("shard.strategy") == backend::TuneValue(std::string("SHARD_GRAD_OP")));
+    QVERIFY(byField.at("train.micro_batch_size") == backend::TuneValue(std::int64_t{4}));
+    QVERIFY(byField.at("shard.forward_prefetch") == backend::TuneValue(true));
+    backend::TuneCandidate c;
+    c.settings = s;
+    const QJsonObject json = backend::tuneCandidateJson(c)["settings"].toObject();
+    QVERIFY(json["shard.strategy"].isString());
+    QCOMPARE(json["shard.strategy"].toString(), QStringLiteral("SHARD_GRAD_OP"));
+    QVERIFY(json["shard.forward_prefetch"].isBool());
+    QCOMPARE(json["train.micro_batch_size"].toInteger(), qint64(4));
+    QVERIFY(json["shard.max_inflight_gathers"].isDouble());
   }
 
   void offloadIsANoOpOnCpu() {

@@ -2,6 +2,7 @@
 // the retry limit, pruning from reported values, several objectives, and a driver process
 // SIGKILLed between ask and tell, continued by new processes.
 #include <QFile>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -282,6 +283,88 @@ class TstStudy : public QObject {
     auto fresh = study->ask();
     QVERIFY(fresh);
     QCOMPARE(fresh->number, std::int64_t(6));
+  }
+
+  // A study stores the canonical form of its [search] section (the experiment as parsed, its
+  // overrides applied), which opens without the experiment file.
+  void aStudyStoresItsCanonicalSearchSection() {
+    QString unused;
+    auto s = store("sampler = \"random\"\nobjectives = {objective = \"minimize\"}", &unused);
+    const QString exp = m_dir.filePath("canonical.toml");
+    QFile f(exp);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(("[experiment]\nname = \"canon\"\n\n[train]\nmax_steps = 7\n\n" +
+             experiment("program = [\"python3\", \"f.py\"]\nsampler = \"random\"\n"
+                        "objectives = {objective = \"minimize\"}"))
+                .toUtf8());
+    f.close();
+    for (const bool overridden : {true, false}) {
+      Study::CreateOptions o;
+      o.name = overridden ? "overridden" : "plain";
+      if (overridden) o.overrides = {"search.seed=5"};
+      auto created = Study::create(*s, exp, o);
+      QVERIFY2(created, created ? "" : created.message().c_str());
+      const QString config = created->record().config;
+      QVERIFY2(config.startsWith("[search]"), qPrintable(config));
+      QVERIFY2(!config.contains("[experiment]") && !config.contains("max_steps"),
+               qPrintable(config));
+      if (overridden) {
+        spec::LoadOptions noPaths;
+        noPaths.check_paths = false;
+        auto parsed = spec::load_experiment(exp.toStdString(), {"search.seed=5"}, noPaths);
+        QVERIFY2(parsed, parsed ? "" : parsed.message().c_str());
+        QCOMPARE(config.toStdString(), parsed->search.toml);
+      }
+    }
+    QVERIFY(QFile::remove(exp));
+    for (const bool overridden : {true, false}) {
+      auto opened = Study::open(*s, overridden ? "overridden" : "plain");
+      QVERIFY2(opened, opened ? "" : opened.message().c_str());
+      QCOMPARE(opened->space().seed, std::uint64_t(overridden ? 5 : 11));
+      QCOMPARE(opened->space().params.size(), std::size_t(2));
+      QCOMPARE(opened->space().program.size(), std::size_t(2));
+    }
+  }
+
+  // Studies created before kept the whole experiment file's text as their config: they still
+  // open, ask and tell, their [search] table read from that text.
+  void aStudyStoredWithTheWholeExperimentStillOpens() {
+    QString exp;
+    auto s = store("sampler = \"random\"\nobjectives = {objective = \"minimize\"}", &exp);
+    backend::NewStudy old;
+    old.name = "old";
+    old.config = "[experiment]\nname = \"older\"\n\n[train]\nmax_steps = 7\n\n" +
+                 experiment("sampler = \"random\"\nobjectives = {objective = \"minimize\"}");
+    old.objectives = {"objective"};
+    old.directions = {"minimize"};
+    old.sampler = "random";
+    old.seed = 11;
+    old.state = QJsonObject{{"max_retries", 1}, {"source", exp}};
+    auto id = s->createStudy(old).get();
+    QVERIFY2(id, id ? "" : id.message().c_str());
+    auto opened = Study::open(*s, "old");
+    QVERIFY2(opened, opened ? "" : opened.message().c_str());
+    QCOMPARE(opened->space().n_trials, std::int64_t(400));
+    QCOMPARE(opened->space().params.size(), std::size_t(2));
+    for (int i = 0; i < 3; ++i) {
+      auto asked = opened->ask();
+      QVERIFY2(asked, asked ? "" : asked.message().c_str());
+      QVERIFY(opened->tell(asked->number, {sphere(asked->params)}));
+    }
+    auto summary = opened->summary();
+    QVERIFY(summary);
+    QCOMPARE(summary->counts.complete, 3);
+    // A sweep's override of its fixed space is still compared with the stored value.
+    spec::Experiment reseeded;
+    reseeded.search.present = true;
+    reseeded.search.toml = "[search]\nseed = 12\n";
+    auto refused = opened->checkOverrides(reseeded, {"search.seed=12"});
+    QVERIFY(!refused);
+    QVERIFY2(refused.message().find("search.seed = 11") != std::string::npos,
+             refused.message().c_str());
+    spec::Experiment same = reseeded;
+    same.search.toml = "[search]\nseed = 11\n";
+    QVERIFY(opened->checkOverrides(same, {"search.seed=11"}));
   }
 };
 

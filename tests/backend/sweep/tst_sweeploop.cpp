@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "backend/sweep/sweeploop.h"
+#include "spec/experiment_query.h"
 #include "tests/support/experiment.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
@@ -34,6 +35,7 @@ class TestSweepLoop : public QObject {
   void aFinishedStudyIsContinuedWithNothingToAsk();
   void refusesBadInput();
   void concurrencyOverrideAppliesToAnExistingStudy();
+  void aSweepReadsItsExperimentFileOnce();
 
  private:
   StudyStatus statusOf(qint64 studyId);
@@ -150,6 +152,33 @@ void TestSweepLoop::concurrencyOverrideAppliesToAnExistingStudy() {
   SweepLoop loop(*m_store, std::move(opened->study), *input, {m_dir.filePath("runs"), {}});
   QCOMPARE(loop.slotCount(), 2);
   QCOMPARE(loop.study().space().concurrency, 1);
+}
+
+// A sweep reads its experiment file once (spec::experiment_file_reads) and passes the parsed
+// experiment on: to the study it creates or continues, the check of its overrides and every trial,
+// whose values are applied to the parsed experiment, not to the file read again.
+void TestSweepLoop::aSweepReadsItsExperimentFileOnce() {
+  for (const bool existing : {false, true}) {
+    const std::uint64_t before = spec::experiment_file_reads();
+    auto input = SweepLoop::readInput(m_experiment, {"search.seed=1"});
+    VERIFY_OK(input);
+    VERIFY_OK(SweepLoop::prepareData(*input));
+    auto opened = SweepLoop::openStudy(*m_store, *input, QStringLiteral("once"), 1);
+    VERIFY_OK(opened);
+    QCOMPARE(opened->continued, existing);
+    SweepLoop::Options options;
+    options.runsRoot = m_dir.filePath("runs");
+    SweepLoop loop(*m_store, std::move(opened->study), *input, options);
+    QSignalSpy ended(&loop, &SweepLoop::trialEnded);
+    QSignalSpy done(&loop, &SweepLoop::ended);
+    VERIFY_OK(loop.start());
+    QVERIFY(done.wait(kDeadlineMs));
+    auto outcome = loop.finish();
+    VERIFY_OK(outcome);
+    QCOMPARE(outcome->summary.counts.complete, 3);
+    QCOMPARE(ended.count(), existing ? 0 : 3);  // the first sweep ran every trial
+    QCOMPARE(spec::experiment_file_reads() - before, std::uint64_t{1});
+  }
 }
 
 QTEST_GUILESS_MAIN(TestSweepLoop)
