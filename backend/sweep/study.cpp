@@ -375,12 +375,19 @@ Result<std::vector<StudyTrial>> Study::orphanedTrials() {
     if (t.trial.state != TrialState::Running || t.status != RunStatus::running) continue;
     auto lease = m_reader->lease(t.runId);
     if (!lease) return lease.error();
-    if (!*lease || (*lease)->token == kAskLeaseToken || (*lease)->host != host ||
-        backend::RunStore::processAlive((*lease)->pid))
+    if (*lease && ((*lease)->host != host || backend::RunStore::processAlive((*lease)->pid)))
       continue;
+    // No follower's lease yet (the asker's, or none): its sweep died between starting the ranks
+    // and following them. Launched (a stored location), it is left running, not lost.
+    if ((!*lease || (*lease)->token == kAskLeaseToken) && !launched(t.runId)) continue;
     out.push_back(std::move(t));
   }
   return out;
+}
+
+bool Study::launched(qint64 runId) const {
+  auto run = m_reader->run(runId);
+  return run && *run && !(*run)->location.isEmpty();
 }
 
 Result<int> Study::failLostTrials() {
@@ -396,6 +403,8 @@ Result<int> Study::failLostTrials() {
     if (!*lease || (*lease)->host != host || backend::RunStore::processAlive((*lease)->pid))
       continue;
     const bool asker = (*lease)->token == kAskLeaseToken;
+    // A sweep killed after starting the ranks, before following them: orphanedTrials' to adopt.
+    if (asker && t.status == RunStatus::running && launched(t.runId)) continue;
     const QString why = QStringLiteral("lost: process %1, which %2 trial %3, ended before %4")
                             .arg((*lease)->pid)
                             .arg(asker ? QStringLiteral("asked") : QStringLiteral("followed"))

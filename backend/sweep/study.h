@@ -146,8 +146,9 @@ class Study {
   /// returns how many. ask() calls it first.
   [[nodiscard]] Result<int> failLostTrials();
   /// Running trials that a sweep launched and whose following process (the RunMonitor lease's
-  /// holder) is gone from this machine, by number: a restarted sweep reattaches them (their
-  /// ranks may still run) before it asks, so they are not failed as lost.
+  /// holder, or the asking sweep killed between starting the ranks and following them) is gone
+  /// from this machine, by number: a restarted sweep reattaches them (their ranks may still run)
+  /// before it asks, so they are not failed as lost.
   [[nodiscard]] Result<std::vector<StudyTrial>> orphanedTrials();
   /// Refuses `overrides` (applied to `effective`, the experiment as the sweep parsed it) that
   /// change this existing study's search space: a `search.*` value other than the ones
@@ -173,6 +174,8 @@ class Study {
   Result<std::optional<AskedTrial>> askNew(const AskOptions& options);
   Result<AskedTrial> claimed(const backend::TrialId& id, const AskOptions& options);
   Result<void> takeAskLease(qint64 runId, const AskOptions& options);
+  /// True when run `runId` has a stored location: its ranks were started.
+  bool launched(qint64 runId) const;
   Result<void> finish(std::int64_t number, spec::RunStatus status,
                       const std::vector<double>& values, const QString& error);
 

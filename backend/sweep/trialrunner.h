@@ -1,10 +1,10 @@
 // TrialRunner: one search trial = one attempt of a run, started and followed through the run
 // lifecycle. start() applies the trial's values to the experiment (as --set overrides for
-// shardtrain, as `--name=value` arguments for a program trial; RunLifecycle::experimentForTrial), refuses
-// a configuration whose memory estimate exceeds the device budget (infeasible, never launched),
-// starts it (RunLifecycle::startAttempt, from the failed attempt's checkpoint on a retry:
-// resumeArguments), follows it into the run log (RunFollower), feeds its `eval` events to the
-// caller's prune callback (a prune: RunFollower::stop, SIGKILL after search.stop_grace_s) and
+// shardtrain, as `--name=value` arguments for a program trial; RunLifecycle::experimentForTrial),
+// refuses a configuration whose memory estimate exceeds the device budget (infeasible, never
+// launched), starts it (RunLifecycle::startAttempt, from the failed attempt's checkpoint on a
+// retry: resumeArguments), follows it into the run log (RunFollower), feeds its `eval` events to
+// the caller's prune callback (a prune: RunFollower::stop, SIGKILL after search.stop_grace_s) and
 // reports the trial's end with its state and objective values. A sweep loop is: ask -> start ->
 // (finished)
 // -> tell. Scheduler (scheduler.h) runs up to N trials at once on top of it.
