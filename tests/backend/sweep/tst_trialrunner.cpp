@@ -17,8 +17,8 @@
 #include <cmath>
 #include <map>
 
-#include "backend/lifecycle/demodata.h"
 #include "backend/launch/programlauncher.h"
+#include "backend/lifecycle/demodata.h"
 #include "backend/store/sqlitedb.h"
 #include "backend/sweep/scheduler.h"
 #include "backend/sweep/trialrunner.h"
