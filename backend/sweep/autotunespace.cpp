@@ -144,15 +144,15 @@ std::vector<std::string> tuneOverrides(const TuneSettings& s) {
   // Strings bare (`shard.strategy=NO_SHARD`, which the loader accepts): the run log keeps an
   // override's text as the run's parameter.
   for (const auto& [field, value] : tuneValues(s)) {
-    std::string text;
+    std::string text = field + "=";
     if (const bool* flag = std::get_if<bool>(&value)) {
-      text = *flag ? "true" : "false";
+      text += *flag ? "true" : "false";
     } else if (const std::int64_t* number = std::get_if<std::int64_t>(&value)) {
-      text = std::to_string(*number);
+      text += std::to_string(*number);
     } else {
-      text = std::get<std::string>(value);
+      text += std::get<std::string>(value);
     }
-    out.push_back(field + "=" + text);
+    out.push_back(std::move(text));
   }
   return out;
 }
