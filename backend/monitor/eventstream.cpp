@@ -76,14 +76,8 @@ std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event) {
     if (m->cuda_peak)
       addMetric(rows, runId, event, m->step, "mem.cuda_peak", double(*m->cuda_peak));
   } else if (const auto* p = std::get_if<spec::PhasesEvent>(&event.body)) {
-    for (const auto& [name, value] :
-         {std::pair{"phase.wall", p->wall}, std::pair{"phase.data", p->data},
-          std::pair{"phase.forward", p->forward}, std::pair{"phase.backward", p->backward},
-          std::pair{"phase.optimizer", p->optimizer},
-          std::pair{"phase.comm_exposed", p->comm_exposed},
-          std::pair{"phase.comm_total", p->comm_total}, std::pair{"phase.copy", p->copy},
-          std::pair{"phase.other", p->other}})
-      addMetric(rows, runId, event, p->step, name, value);
+    for (const auto& metric : kPhaseMetrics)
+      addMetric(rows, runId, event, p->step, metric.key, (*p).*metric.field);
   } else if (const auto* y = std::get_if<spec::SysEvent>(&event.body)) {
     addMetric(rows, runId, event, y->step, "sys.cpu", y->cpu);
     addMetric(rows, runId, event, y->step, "sys.rss", double(y->rss));

@@ -9,6 +9,7 @@
 #include <QByteArray>
 #include <QStringList>
 
+#include <array>
 #include <optional>
 
 #include "backend/store/runrecords.h"
@@ -50,6 +51,24 @@ FileChunk parseEventsChunk(qint64 runId, const QByteArray& bytes, EventStream& s
 /// The same for rank-N.log: each complete line becomes a log line.
 FileChunk parseLogChunk(qint64 runId, const QByteArray& bytes, EventStream& stream,
                         bool full = false);
+
+/// A `phases` field and the run log metric it is stored as ("phase.wall", ...): the one list that
+/// metricsOf writes and the straggler's reader (straggler.h) reads back.
+struct PhaseMetric {
+  const char* key;
+  double spec::PhasesEvent::*field;
+};
+inline constexpr std::array<PhaseMetric, 9> kPhaseMetrics{{
+    {"phase.wall", &spec::PhasesEvent::wall},
+    {"phase.data", &spec::PhasesEvent::data},
+    {"phase.forward", &spec::PhasesEvent::forward},
+    {"phase.backward", &spec::PhasesEvent::backward},
+    {"phase.optimizer", &spec::PhasesEvent::optimizer},
+    {"phase.comm_exposed", &spec::PhasesEvent::comm_exposed},
+    {"phase.comm_total", &spec::PhasesEvent::comm_total},
+    {"phase.copy", &spec::PhasesEvent::copy},
+    {"phase.other", &spec::PhasesEvent::other},
+}};
 
 /// The metric rows of one event (step, eval, mem and phases events; none for the others).
 std::vector<MetricRow> metricsOf(qint64 runId, const spec::Event& event);

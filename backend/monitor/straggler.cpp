@@ -8,22 +8,10 @@
 #include <array>
 #include <utility>
 
+#include "backend/monitor/eventstream.h"
+
 namespace shardscope::backend {
 namespace {
-
-// The fields of a PhasesEvent by the name the run log stores them under ("phase." + name).
-using Field = double spec::PhasesEvent::*;
-constexpr std::array<std::pair<const char*, Field>, 9> kFields{{
-    {"wall", &spec::PhasesEvent::wall},
-    {"data", &spec::PhasesEvent::data},
-    {"forward", &spec::PhasesEvent::forward},
-    {"backward", &spec::PhasesEvent::backward},
-    {"optimizer", &spec::PhasesEvent::optimizer},
-    {"comm_exposed", &spec::PhasesEvent::comm_exposed},
-    {"comm_total", &spec::PhasesEvent::comm_total},
-    {"copy", &spec::PhasesEvent::copy},
-    {"other", &spec::PhasesEvent::other},
-}};
 
 // The compute phases a straggler can be slow in (what the verdict names).
 constexpr std::array<std::pair<const char*, double RankPhaseSummary::*>, 5> kCompute{{
@@ -157,13 +145,13 @@ StragglerVerdict nameStraggler(const RankPhases& phases) {
 
 Result<RankPhases> phasesOfRun(RunReader& reader, qint64 runId) {
   RankPhases out;
-  for (const auto& [name, field] : kFields) {
-    auto points = reader.metric(runId, QStringLiteral("phase.") + QLatin1String(name));
+  for (const auto& m : kPhaseMetrics) {
+    auto points = reader.metric(runId, QLatin1String(m.key));
     if (!points) return points.error();
     for (const auto& p : *points) {
       auto& e = out[p.rank][p.step];
       e.step = p.step;
-      e.*field = p.value;
+      e.*m.field = p.value;
     }
   }
   return out;
