@@ -7,12 +7,14 @@
 //      beside it: the time until every panel has all its data, curves included, and its paint
 //      (what `--screenshot` waits for);
 //   2. replot time of 1M points in the dashboard's curve plot (< 16 ms), as one series and as
-//      four of 250k;
+//      four of 250k; beside it, smoothing + replot (the EMA of every point recomputed, the
+//      smoothed curve drawn over the faint raw one) and its ratio to the raw replot;
 //   3. the Compare overlay of every trial's train and eval curves at --trials x --steps (first
 //      paint, replot p50/p99 of a still and a panned view; overlaybench.h).
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
+//                   [--replot-only]
 //                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). --pg measures figure 1 on SQLite and then on a PostgreSQL run log of the
@@ -37,6 +39,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -102,6 +105,22 @@ OpenTimes openTimes(const QString& db) {
   return t;
 }
 
+// Median and max of 20 replots (a 21st first, to fill caches), each after `before` (untimed
+// apart from what it does inside the timer: it runs within it).
+std::pair<double, double> timedReplots(ui::CurvePlot& plot,
+                                       const std::function<void(int)>& before) {
+  std::vector<double> ms;
+  for (int r = 0; r < 21; ++r) {
+    QElapsedTimer timer;
+    timer.start();
+    before(r);
+    plot.replot();
+    ms.push_back(double(timer.nsecsElapsed()) / 1e6);
+  }
+  ms.erase(ms.begin());  // the first one fills caches
+  return {median(ms), *std::max_element(ms.begin(), ms.end())};
+}
+
 void replotFigures() {
   std::printf("\n== replot of 1M points (CurvePlot = QCustomPlot, 1200x800, offscreen) ==\n");
   for (const int series : {1, 4}) {
@@ -120,16 +139,17 @@ void replotFigures() {
     }
     plot.rescale();
     QCoreApplication::processEvents();
-    std::vector<double> ms;
-    for (int r = 0; r < 21; ++r) {
-      QElapsedTimer timer;
-      timer.start();
-      plot.replot();
-      ms.push_back(double(timer.nsecsElapsed()) / 1e6);
-    }
-    ms.erase(ms.begin());  // the first one fills caches
+    const auto [raw, rawMax] = timedReplots(plot, [](int) {});
     std::printf("%d series x %d points: replot median %.2f ms, max %.2f ms (target < 16 ms)\n",
-                series, per, median(ms), *std::max_element(ms.begin(), ms.end()));
+                series, per, raw, rawMax);
+    // Smoothing on: every replot recomputes each series' EMA (the weight moves a little each
+    // time, as while the slider is dragged) and draws the smoothed curve over the faint raw one.
+    const auto [smoothed, smoothedMax] =
+        timedReplots(plot, [&plot](int r) { plot.setSmoothing(0.6 + 0.001 * (r % 2)); });
+    std::printf(
+        "%d series x %d points: smoothing + replot median %.2f ms, max %.2f ms (target < 16 "
+        "ms), %.2fx the raw replot, on %s\n",
+        series, per, smoothed, smoothedMax, smoothed / raw, qPrintable(bench::cpuModel()));
   }
 }
 
@@ -199,12 +219,15 @@ int main(int argc, char** argv) {
   const QCommandLineOption stepsOpt("steps", "Loss points per trial.", "S", "1000");
   const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
   const QCommandLineOption overlayOnly("overlay-only", "Only the overlay's figures.");
+  const QCommandLineOption replotOnly("replot-only",
+                                      "Only the 1M-point replot figures (raw and smoothed).");
   const QCommandLineOption pgOpt(
       "pg", "First paint on SQLite and on PostgreSQL, side by side (figure 1 only).");
   const QCommandLineOption pgServerOpt(
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
-  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, pgOpt, pgServerOpt});
+  parser.addOptions(
+      {dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, replotOnly, pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -225,6 +248,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     printRatios(*lite, *onServer);
+    return 0;
+  }
+  if (parser.isSet(replotOnly)) {
+    replotFigures();
     return 0;
   }
   if (!parser.isSet(overlayOnly)) {

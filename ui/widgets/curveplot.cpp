@@ -144,7 +144,8 @@ void CurvePlot::setSmoothing(double weight) {
 void CurvePlot::applySmoothingTo(const QString& name) {
   QCPGraph* raw = m_graphs.value(name);
   QCPGraph* smoothed = m_smoothed.value(name);
-  if (m_smoothing > 0 && smoothed == nullptr) {
+  const bool created = m_smoothing > 0 && smoothed == nullptr;
+  if (created) {
     smoothed = m_plot->addGraph();
     smoothed->setName(name);
     smoothed->setLineStyle(QCPGraph::lsLine);
@@ -157,26 +158,31 @@ void CurvePlot::applySmoothingTo(const QString& name) {
     raw->setLayer("main");
     if (!m_plot->legend->hasItemWithPlottable(raw)) raw->addToLegend();
   }
-  if (m_smoothing > 0 && !m_stale.contains(name)) m_stale.append(name);
+  if (m_smoothing > 0) m_stale[name] = m_stale.value(name) || created;
   fitPens(name);
 }
 
 void CurvePlot::refreshSmoothed() {
   std::vector<double> values;
-  for (const QString& name : std::exchange(m_stale, {})) {
-    QCPGraph* smoothed = m_smoothed.value(name);
-    QCPGraph* raw = m_graphs.value(name);
+  const QHash<QString, bool> stale = std::exchange(m_stale, {});
+  for (auto entry = stale.cbegin(); entry != stale.cend(); ++entry) {
+    QCPGraph* smoothed = m_smoothed.value(entry.key());
+    QCPGraph* raw = m_graphs.value(entry.key());
     if (smoothed == nullptr || raw == nullptr) continue;
     // Same keys as the raw points, in the same (sorted) order; only the values are smoothed.
+    // While the slider moves, the keys stay: the values alone are written (a 1M-point copy
+    // is the larger part of the work).
     QCPGraphDataContainer* data = smoothed->data().data();
-    data->set(*raw->data());
-    values.resize(std::size_t(data->size()));
-    std::size_t i = 0;
-    for (auto it = data->constBegin(); it != data->constEnd(); ++it) values[i++] = it->value;
-    smoothEma(values.data(), values.data(), values.size(), m_smoothing);
-    i = 0;
-    for (auto it = data->begin(); it != data->end(); ++it) it->value = values[i++];
-    fitPens(name);
+    const QCPGraphDataContainer& points = *raw->data();
+    if (entry.value() || data->size() != points.size()) data->set(points);
+    const auto n = std::size_t(points.size());
+    values.resize(n);
+    const QCPGraphData* from = &*points.constBegin();
+    for (std::size_t i = 0; i < n; ++i) values[i] = from[i].value;
+    smoothEma(values.data(), values.data(), n, m_smoothing);
+    QCPGraphData* to = &*data->begin();
+    for (std::size_t i = 0; i < n; ++i) to[i].value = values[i];
+    fitPens(entry.key());
   }
 }
 
@@ -185,7 +191,7 @@ void CurvePlot::setSeries(const QString& name, const QVector<double>& xs,
   const qsizetype n = checkedLength(name, xs, ys);
   QCPGraph* graph = graphFor(name);
   graph->setData(xs.first(n), ys.first(n));
-  if (m_smoothing > 0 && !m_stale.contains(name)) m_stale.append(name);
+  if (m_smoothing > 0) m_stale[name] = true;
   fitPens(name);
 }
 
@@ -194,7 +200,7 @@ void CurvePlot::appendPoints(const QString& name, const QVector<double>& xs,
   const qsizetype n = checkedLength(name, xs, ys);
   QCPGraph* graph = graphFor(name);
   graph->addData(xs.first(n), ys.first(n));
-  if (m_smoothing > 0 && !m_stale.contains(name)) m_stale.append(name);
+  if (m_smoothing > 0) m_stale[name] = true;
   fitPens(name);
 }
 
@@ -224,7 +230,7 @@ void CurvePlot::removeSeries(const QString& name) {
   if (QCPGraph* graph = m_smoothed.take(name)) m_plot->removeGraph(graph);
   if (QCPGraph* graph = m_graphs.take(name)) m_plot->removeGraph(graph);
   m_order.removeAll(name);
-  m_stale.removeAll(name);
+  m_stale.remove(name);
   m_styles.remove(name);
   m_colors.remove(name);
 }

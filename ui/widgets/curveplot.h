@@ -108,7 +108,9 @@ class CurvePlot : public QWidget {
   QHash<QString, Style> m_styles;
   QHash<QString, QCPItemTracer*> m_tracers;  // the hover dots, made on the first hover
   QStringList m_order;
-  QStringList m_stale;  // series whose smoothed graph lags their points
+  // Series whose smoothed graph lags: true when their points changed (the keys are copied
+  // again), false when only the weight did (the values alone are recomputed).
+  QHash<QString, bool> m_stale;
   QString m_hoverText;
   std::function<QString(double)> m_xText;
   double m_smoothing = 0.0;
