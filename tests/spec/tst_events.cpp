@@ -82,7 +82,7 @@ class TestEvents : public QObject {
         "a cat",
         false,
         0.8,
-        0.75};
+        1.2};
     SampleEvent bare{10, "2", "Say hello.", {}, "hello", 1, {}, {}, {}, {}};
     const std::vector<Event> events{
         {{1, 0, 0, 1732280000.125}, hello},    {{1, 0, 1, 1732280001.5}, step},
