@@ -13,6 +13,7 @@ another image, one is text only and has neither id nor reference. Checked:
   - each distinct image copied once into the run directory as probes/<sha256><ext> (the two
     probes with the same image name one file), with the original's bytes; the events name them;
   - a log line gives the seconds the probes took at each evaluation;
+  - with eval.every = 0 (no evaluation) the probes are answered once, at the end (step 3);
   - `shardscope-cli samples RUN_DIR [--step N] [--json]` prints the same samples;
   - a probe file with a bad line fails the run before step 1 with a config error naming the line.
 """
@@ -69,6 +70,7 @@ def write_probes(path, img_a, img_b):
 
 
 def write_config(path, demo, probes, every=2):
+    evaluation = [f"every = {every}", "metrics = [\"loss\"]", "batches = 1"] if every else []
     with open(path, "w") as f:
         f.write("\n".join([
             "[model]", 'arch = "qwen2_vl"', f'path = "{demo}/model"',
@@ -77,7 +79,7 @@ def write_config(path, demo, probes, every=2):
             "[train]", "max_steps = 3", "batch_size = 4", "lr = 1e-3", "log_every = 1",
             "ckpt_at_end = false", "seed = 5", "threads = 1",
             "[shard]", 'strategy = "FULL_SHARD"',
-            "[eval]", f"every = {every}", "metrics = [\"loss\"]", "batches = 1", f'probes = "{probes}"',
+            "[eval]", *evaluation, f'probes = "{probes}"',
             f"probe_max_new_tokens = {MAX_TOKENS}"]) + "\n")
     return path
 
@@ -190,6 +192,10 @@ def main_body(args):
         ranks.train(args.shardtrain, config, run_dir, 2)
     check_samples(run_dir, demo, img_a, img_b)
     check_cli(args, run_dir)
+    config = write_config(os.path.join(work, "end.toml"), demo, probes, every=0)
+    end_dir = ranks.train(args.shardtrain, config, os.path.join(work, "end"), 2)
+    steps = [s["step"] for s in ranks.events(end_dir, 0, "sample")]
+    check(steps == [3] * 4, f"eval.every = 0: sample steps {steps}, want four at the end (3)")
     check_bad_line(args, work, demo)
 
 
