@@ -12,7 +12,8 @@ another image, one is text only and has neither id nor reference. Checked:
     distance in code points over the reference's length); no scores without a reference;
   - each distinct image copied once into the run directory as probes/<sha256><ext> (the two
     probes with the same image name one file), with the original's bytes; the events name them;
-  - a log line gives the seconds the probes took at each evaluation;
+  - a log line gives the seconds the probes took at each evaluation; rank 0's human log has one
+    line per answer (its newlines escaped);
   - with eval.every = 0 (no evaluation) the probes are answered once, at the end (step 3);
   - `shardscope-cli samples RUN_DIR [--step N] [--json]` prints the same samples;
   - a probe file with a bad line fails the run before step 1 with a config error naming the line.
@@ -129,6 +130,10 @@ def check_samples(run_dir, demo, img_a, img_b):
     images = {s["probe"]: s["images"] for s in samples[:4]}
     check(images == {"colour": [name_a], "shape": [name_a], "3": [], "other": [name_b]},
           f"the events' images {images}")
+    with open(os.path.join(run_dir, "rank-0.log")) as f:
+        human = [line for line in f.read().splitlines() if line.startswith("probe ")]
+    check(len(human) == len(samples) and human[0].startswith("probe colour at step 2: \"") and
+          "(exact match " in human[0], f"rank-0.log's probe lines: {human}")
     logs = [e["message"] for e in ranks.events(run_dir, 0, "log")]
     for step in (2, 3):
         check(any(m.startswith(f"probes at step {step}: ") and " s, " in m for m in logs),
