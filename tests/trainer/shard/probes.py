@@ -15,7 +15,9 @@ another image, one is text only and has neither id nor reference. Checked:
   - a log line gives the seconds the probes took at each evaluation; rank 0's human log has one
     line per answer (its newlines escaped);
   - with eval.every = 0 (no evaluation) the probes are answered once, at the end (step 3);
-  - `shardscope-cli samples RUN_DIR [--step N] [--json]` prints the same samples;
+  - `shardscope-cli samples RUN_DIR [--step N] [--json]` prints the same samples, and so does
+    `shardscope-cli samples NAME` for a run started by `shardscope-cli run` (read from its run
+    log, where the events went through the monitor);
   - a probe file with a bad line fails the run before step 1 with a config error naming the line.
 """
 import argparse
@@ -165,6 +167,33 @@ def check_cli(args, run_dir):
           f"the first row {lines[1]!r} does not match {first}")
 
 
+def check_run_log(args, work, config):
+    """The same experiment through `shardscope-cli run`: the samples read back from the run log
+    equal the run directory's events."""
+    with open(config) as f:
+        text = f.read()
+    launched = os.path.join(work, "launched.toml")
+    with open(launched, "w") as f:
+        f.write(text + f'[launch]\nnproc_per_node = 2\ntrainer = "{args.shardtrain}"\n')
+    db = os.path.join(work, "runs.db")
+    out = subprocess.run([args.cli, "--db", db, "--json", "run", launched], capture_output=True,
+                         text=True, timeout=600)
+    check(out.returncode == 0, f"shardscope-cli run exited {out.returncode}:\n{out.stdout}"
+                               f"{out.stderr}")
+    name = json.loads(out.stdout.strip().splitlines()[-1])["name"]
+    shown = subprocess.run([args.cli, "--db", db, "--json", "show", name], capture_output=True,
+                           text=True, timeout=60)
+    run_dir = json.loads(shown.stdout)["run_dir"]
+    drop = ("v", "ev", "rank", "seq", "t")
+    want = [{k: v for k, v in s.items() if k not in drop}
+            for s in ranks.events(run_dir, 0, "sample")]
+    out = subprocess.run([args.cli, "--db", db, "--json", "samples", name], capture_output=True,
+                         text=True, timeout=60)
+    got = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    check(len(want) == 8 and got == want,
+          f"samples {name} from the run log printed {got}, want {want}")
+
+
 def check_bad_line(args, work, demo):
     bad = os.path.join(demo, "bad_probes.jsonl")
     with open(bad, "w") as f:
@@ -197,6 +226,7 @@ def main_body(args):
         ranks.train(args.shardtrain, config, run_dir, 2)
     check_samples(run_dir, demo, img_a, img_b)
     check_cli(args, run_dir)
+    check_run_log(args, work, config)
     config = write_config(os.path.join(work, "end.toml"), demo, probes, every=0)
     end_dir = ranks.train(args.shardtrain, config, os.path.join(work, "end"), 2)
     steps = [s["step"] for s in ranks.events(end_dir, 0, "sample")]
