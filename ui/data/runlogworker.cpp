@@ -113,6 +113,7 @@ void RunLogWorker::forgetRetried(const std::vector<backend::RunRecord>& fresh) {
     m_seen.remove(run.id);
     m_curveSeen.remove(run.id);
     m_overlaySeen.remove(run.id);
+    if (run.id == m_phasesRun) m_phasesReset = true;
   }
 }
 
@@ -143,6 +144,7 @@ void RunLogWorker::refresh() {
   loadLog();
   loadSeries();
   loadOverlay();
+  loadPhases();
   queueSweepCurves();
 }
 
