@@ -5,6 +5,7 @@
 // shows it: one lane per rank, bars whose phases add up to each step's wall time, a zoom down to
 // one step that shows that step's phases, the straggler verdict above, and new steps as they are
 // committed.
+#include <QDockWidget>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
