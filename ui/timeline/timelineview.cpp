@@ -268,14 +268,42 @@ void TimelineView::layoutBars() const {
     }
   }
   if (m_scale <= 0) m_scale = 1;
+  m_laneImages.assign(m_lanes.size(), {});
+  std::array<QRgb, kPhaseCount> colours{};
+  for (int p = 0; p < kPhaseCount; ++p) colours[p] = phaseColor(p).rgba();
+  const QRgb tick = palette().color(QPalette::Text).rgba();
   for (std::size_t l = 0; l < m_lanes.size(); ++l) {
     const QRectF r = laneRect(static_cast<int>(l));
+    QImage& image = m_laneImages[l];
+    image = QImage(static_cast<int>(std::ceil(r.width())), static_cast<int>(std::ceil(r.height())),
+                   QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::transparent);
+    const int w = image.width();
+    const int h = image.height();
+    // A pixel span of the lane's image: columns [x0, x1), rows [y0, y1) (lane coordinates).
+    const auto span = [&](double x0, double x1, double y0, double y1, QRgb colour) {
+      const int c0 = std::clamp(static_cast<int>(std::lround(x0 - r.left())), 0, w);
+      const int c1 =
+          std::clamp(std::max(c0 + 1, static_cast<int>(std::lround(x1 - r.left()))), 0, w);
+      const int r0 = std::clamp(static_cast<int>(std::lround(y0 - r.top())), 0, h);
+      const int r1 = std::clamp(static_cast<int>(std::lround(y1 - r.top())), 0, h);
+      for (int y = r0; y < r1; ++y) {
+        auto* row = reinterpret_cast<QRgb*>(image.scanLine(y));
+        std::fill(row + c0, row + c1, colour);
+      }
+    };
     for (Bar& bar : m_bars[l]) {
       double y = r.bottom();
       for (int p = 0; p < kPhaseCount; ++p) {
-        const double h = bar.seconds[p] / m_scale * r.height();
-        bar.rects[p] = h > 0 ? QRectF(bar.x0, y - h, bar.x1 - bar.x0, h) : QRectF();
-        y -= h;
+        const double height = bar.seconds[p] / m_scale * r.height();
+        bar.rects[p] = height > 0 ? QRectF(bar.x0, y - height, bar.x1 - bar.x0, height) : QRectF();
+        if (height > 0) span(bar.x0, bar.x1, y - height, y, colours[p]);
+        y -= height;
+      }
+      // A column of several steps: a tick at their highest wall time.
+      if (bar.steps > 1 && bar.maxWall > bar.wall) {
+        const double top = r.bottom() - bar.maxWall / m_scale * r.height();
+        span(bar.x0, bar.x1, top, top + 1, tick);
       }
     }
   }
@@ -299,16 +327,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
                      tr("rank %1").arg(m_lanes[l].rank));
     painter.setPen(grid);
     painter.drawLine(QPointF(r.left(), r.bottom() + 0.5), QPointF(r.right(), r.bottom() + 0.5));
-    painter.setClipRect(r.adjusted(0, -1, 0, 1));
-    for (const Bar& bar : m_bars[l]) {
-      for (int p = 0; p < kPhaseCount; ++p)
-        if (!bar.rects[p].isNull()) painter.fillRect(bar.rects[p], phaseColor(p));
-      if (bar.steps > 1 && bar.maxWall > bar.wall) {
-        const double y = r.bottom() - bar.maxWall / m_scale * r.height();
-        painter.fillRect(QRectF(bar.x0, y, bar.x1 - bar.x0, 1), text);
-      }
-    }
-    painter.setClipping(false);
+    painter.drawImage(r.topLeft(), m_laneImages[l]);
     if (l == 0) {
       painter.setPen(text);
       painter.drawText(QRectF(r.left() + 4, r.top(), r.width() - 8, 14),

@@ -8,6 +8,7 @@
 // slow step is not averaged away. Every lane shares one y scale: the highest wall time in view.
 #pragma once
 
+#include <QImage>
 #include <QVector>
 #include <QWidget>
 
@@ -114,6 +115,9 @@ class TimelineView : public QWidget {
   mutable std::vector<QVector<Bar>> m_bars;
   mutable bool m_barsValid = false;
   mutable double m_scale = 0;  // seconds at the top of a lane
+  // Each lane's bars rasterised with the layout (pixel spans written directly: a zoomed-out
+  // lane is a thousand one-pixel bars of seven phases, too many for a fillRect each).
+  mutable std::vector<QImage> m_laneImages;
 };
 
 }  // namespace shardscope::ui
