@@ -32,8 +32,13 @@ void RunLogWorker::loadPhases() {
   // they are replaced, not added). phase.wall first: a step whose wall was read is whole, as the
   // monitor stores one event's metrics in one transaction; later keys may hold newer steps,
   // which are left for the next read.
+  // Until every rank of the run has a step, read from the start: a rank that had none at the
+  // last read may commit steps below the others' last one.
+  int world = 0;
+  for (const auto& run : m_runs)
+    if (run.id == m_phasesRun) world = run.worldSize;
   qint64 after = -1;
-  if (!m_phases.empty()) {
+  if (!m_phases.empty() && static_cast<int>(m_phases.size()) >= world) {
     after = std::numeric_limits<qint64>::max();
     for (const auto& [rank, steps] : m_phases)
       after = std::min(after, steps.empty() ? qint64(-1) : steps.rbegin()->first);

@@ -85,6 +85,7 @@ void RunLogWorker::open(const QString& path) {
   m_dataVersion = -1;
   m_sweepPrint = 0;
   m_overlayEnded.clear();
+  m_phasesReset = true;  // another run log's run of the same id: read it whole
   m_sinceRefresh.invalidate();
   poll();
 }

@@ -23,6 +23,7 @@
 #include "backend/monitor/eventstream.h"
 #include "backend/store/runstore.h"
 #include "tests/support/paths.h"
+#include "ui/data/runlog.h"
 #include "ui/mainwindow.h"
 #include "ui/timeline/timelinepanel.h"
 #include "ui/timeline/timelineview.h"
@@ -244,6 +245,33 @@ class TestTimeline : public QObject {
     QCOMPARE(activated.at(0).at(0).toLongLong(), m_runId);
     QCOMPARE(activated.at(0).at(1).toLongLong(), bar.stepLo);
     QCOMPARE(activated.at(0).at(2).toInt(), 0);
+  }
+
+  // A rank whose first steps are committed after another rank's: its lane appears with all of
+  // them (the worker reads from the start until every rank of the run has a step).
+  void aRankThatStartsLateGetsAllItsSteps() {
+    auto run = m_store->createRun({std::nullopt, "late-rank", m_dir.path(), {}, 2}).get();
+    QVERIFY2(run, run ? "" : run.message().c_str());
+    backend::EventStream streams[2];
+    const auto phasesOf = [&](int rank) {
+      QByteArray out;
+      for (const auto& [step, e] : m_phases.at(rank))
+        out += QJsonDocument(e).toJson(QJsonDocument::Compact) + '\n';
+      return out;
+    };
+    ingest(*m_store, *run, 0, phasesOf(0), streams[0]);
+    RunLog runLog(50);
+    TimelinePanel late(runLog);
+    late.resize(1000, 400);
+    late.show();
+    runLog.open(m_dir.filePath("runs.db"));
+    late.setRun(*run);
+    QTRY_VERIFY_WITH_TIMEOUT(late.isLoaded() && late.view()->laneCount() == 1, kWaitMs);
+    QCOMPARE(late.view()->lastStep(), 10);
+    ingest(*m_store, *run, 1, phasesOf(1), streams[1]);
+    QTRY_COMPARE_WITH_TIMEOUT(late.view()->laneCount(), 2, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(late.view()->bars(1).size(), 10, kWaitMs);
+    QCOMPARE(late.view()->bars(1).front().stepLo, 1);
   }
 
   void cleanupTestCase() { m_window.reset(); }
