@@ -36,6 +36,7 @@
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
 #include "ui/runs/runtablemodel.h"
+#include "ui/timeline/timelinepanel.h"
 
 Q_LOGGING_CATEGORY(lcMainWindow, "shardscope.ui.mainwindow")
 
@@ -55,13 +56,15 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   m_runs = new RunsPanel(*m_runLog, this);
   m_plots = new PlotsPanel(*m_runLog, this);
   m_compare = new ComparePanel(*m_runLog, this);
+  m_timeline = new TimelinePanel(*m_runLog, this);
   m_hosts = new HostsPanel(*m_runLog, this);
   m_builder = new BuilderPanel(this);
 
   // The runs table (and the hosts) above, in the smaller part; below, in about two thirds of
-  // the height, the big panels: plots, Compare (eight plots and a table) and the Builder (a form,
-  // the memory chart). The Builder once shared the top with the runs: its minimum height held
-  // the top at half the window, so Compare was cramped at 1600x1000 and the Builder short.
+  // the height, the big panels: plots, Compare (eight plots and a table), the Timeline and the
+  // Builder (a form, the memory chart). The Builder once shared the top with the runs: its minimum
+  // height held the top at half the window, so Compare was cramped at 1600x1000 and the Builder
+  // short.
   QDockWidget* runs = addPanel("runs", tr("Runs"), m_runs, Qt::TopDockWidgetArea);
   QDockWidget* hosts = addPanel("hosts", tr("Hosts"), m_hosts, Qt::TopDockWidgetArea);
   tabifyDockWidget(runs, hosts);
@@ -70,6 +73,9 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   QDockWidget* plots = addPanel("plots", tr("Plots"), m_plots, Qt::BottomDockWidgetArea);
   QDockWidget* compare = addPanel("compare", tr("Compare"), m_compare, Qt::BottomDockWidgetArea);
   tabifyDockWidget(plots, compare);
+  QDockWidget* timeline =
+      addPanel("timeline", tr("Timeline"), m_timeline, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(plots, timeline);
   QDockWidget* builder = addPanel("builder", tr("Builder"), m_builder, Qt::BottomDockWidgetArea);
   tabifyDockWidget(plots, builder);
   runs->raise();
@@ -143,7 +149,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
     if (!ok) statusBar()->showMessage(message);
   });
   for (auto* source : {static_cast<QObject*>(m_plots), static_cast<QObject*>(m_compare),
-                       static_cast<QObject*>(m_hosts)}) {
+                       static_cast<QObject*>(m_timeline), static_cast<QObject*>(m_hosts)}) {
     connect(source, SIGNAL(loaded()), this, SIGNAL(loadedChanged()));
   }
   connect(m_compare, &ComparePanel::summaryDrawn, this, &MainWindow::loadedChanged);
@@ -152,8 +158,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
 MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::panelNames() {
-  return {QStringLiteral("builder"), QStringLiteral("runs"), QStringLiteral("plots"),
-          QStringLiteral("compare"), QStringLiteral("hosts")};
+  return {QStringLiteral("builder"), QStringLiteral("runs"),     QStringLiteral("plots"),
+          QStringLiteral("compare"), QStringLiteral("timeline"), QStringLiteral("hosts")};
 }
 
 QDockWidget* MainWindow::addPanel(const QString& name, const QString& title, QWidget* widget,
@@ -571,6 +577,8 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
     if (const RunSummary* run = m_runs->model()->runById(id)) runs.append(*run);
   }
   m_plots->setRuns(ids, runs, m_runs->currentRunId());
+  const qint64 focused = m_runs->currentRunId();
+  m_timeline->setRun(ids.isEmpty() ? -1 : (ids.contains(focused) ? focused : ids.first()));
   // Compare follows a new selection only: a refresh of the table re-announces the same one, and
   // must not take back a sweep the user picked in Compare's sweep list meanwhile.
   if (ids != m_lastSelection && !runs.isEmpty() && runs.first().record.experimentId) {
@@ -657,7 +665,9 @@ void MainWindow::applyClone() {
 }
 
 bool MainWindow::isLoaded() const {
-  const bool plotsReady = m_runs->selectedRunIds().isEmpty() || m_plots->isLoaded();
+  const bool plotsReady =
+      m_runs->selectedRunIds().isEmpty() ||
+      (m_plots->isLoaded() && (m_timeline->run() < 0 || m_timeline->isLoaded()));
   // The builder's widgets follow its controller on a short timer: loaded once they show it.
   return m_runs->isLoaded() && plotsReady && m_builderWanted < 0 &&
          !m_builder->isRefreshPending() && m_compare->isLoaded() && m_hosts->isLoaded();

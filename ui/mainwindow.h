@@ -25,6 +25,7 @@ class BuilderPanel;
 class ComparePanel;
 class HostsPanel;
 class PlotsPanel;
+class TimelinePanel;
 class RunLog;
 class RunsPanel;
 
@@ -69,6 +70,7 @@ class MainWindow : public QMainWindow {
   RunLog& runLog() const { return *m_runLog; }
   RunsPanel* runsPanel() const { return m_runs; }
   PlotsPanel* plotsPanel() const { return m_plots; }
+  TimelinePanel* timelinePanel() const { return m_timeline; }
   ComparePanel* comparePanel() const { return m_compare; }
   HostsPanel* hostsPanel() const { return m_hosts; }
   BuilderPanel* builderPanel() const { return m_builder; }
@@ -151,6 +153,7 @@ class MainWindow : public QMainWindow {
   RunLog* m_runLog = nullptr;
   RunsPanel* m_runs = nullptr;
   PlotsPanel* m_plots = nullptr;
+  TimelinePanel* m_timeline = nullptr;
   ComparePanel* m_compare = nullptr;
   HostsPanel* m_hosts = nullptr;
   BuilderPanel* m_builder = nullptr;

@@ -11,6 +11,9 @@
 //      smoothed curve drawn over the faint raw one) and its ratio to the raw replot;
 //   3. the Compare overlay of every trial's train and eval curves at --trials x --steps (first
 //      paint, replot p50/p99 of a still and a panned view; overlaybench.h).
+//   4. the Timeline's replot (layout of its bars and paint) at 10,000 steps x 8 ranks, fitted
+//      (a pixel column's mean per bar) and zoomed to 100 steps, beside the curve plot's replot of
+//      the same 8 x 10,000 points, as ratios (--timeline-only: this figure alone).
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
@@ -31,6 +34,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QGuiApplication>
+#include <QImage>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QThread>
@@ -53,6 +57,7 @@
 #include "ui/data/runlog.h"
 #include "ui/data/sweepsource.h"
 #include "ui/mainwindow.h"
+#include "ui/timeline/timelineview.h"
 #include "ui/widgets/curveplot.h"
 
 using namespace shardscope;
@@ -159,6 +164,94 @@ void replotFigures() {
   }
 }
 
+// A step's phases on a rank: rank 5 is slower from step 4000 on, and every 97th step is a spike.
+spec::PhasesEvent benchPhases(qint64 step, int rank) {
+  spec::PhasesEvent e;
+  e.step = step;
+  const double slow = rank == 5 && step >= 4000 ? 1.4 : 1.0;
+  e.data = 0.002;
+  e.forward = 0.080 * slow + 0.004 * std::sin(step * 0.13 + rank);
+  e.backward = 2 * e.forward;
+  e.optimizer = 0.015;
+  e.comm_exposed = 0.030 + (step % 97 == 0 ? 0.2 : 0.0);
+  e.other = 0.001;
+  e.wall = e.data + e.forward + e.backward + e.optimizer + e.comm_exposed + e.other;
+  return e;
+}
+
+// The median of 20 calls of `replot` after one to fill caches, in ms.
+template <class F>
+double medianMs(F&& replot) {
+  replot();
+  std::vector<double> ms;
+  for (int r = 0; r < 20; ++r) {
+    QElapsedTimer timer;
+    timer.start();
+    replot();
+    ms.push_back(double(timer.nsecsElapsed()) / 1e6);
+  }
+  return median(ms);
+}
+
+void timelineFigures() {
+  constexpr int kSteps = 10'000;
+  constexpr int kRanks = 8;
+  const QSize size(1200, 800);
+  std::printf("\n== Timeline, %d steps x %d ranks, %dx%d, offscreen ==\n", kSteps, kRanks,
+              size.width(), size.height());
+  ui::TimelineView view;
+  view.resize(size);
+  ui::PhasesDelta delta;
+  delta.runId = 1;
+  delta.reset = true;
+  for (int rank = 0; rank < kRanks; ++rank)
+    for (qint64 step = 1; step <= kSteps; ++step)
+      delta.points.append({rank, benchPhases(step, rank)});
+  QElapsedTimer load;
+  load.start();
+  view.apply(delta);
+  const double loadMs = double(load.nsecsElapsed()) / 1e6;
+  QImage image(size, QImage::Format_ARGB32_Premultiplied);
+  // A replot: the bars laid out again for the view (as after a zoom, pan or new step) and painted.
+  const double fitted = medianMs([&] {
+    view.fit();
+    view.render(&image);
+  });
+  const auto fittedBars = static_cast<int>(view.bars(0).size());
+  const double zoomed = medianMs([&] {
+    view.setStepRange(5000.5, 5100.5);
+    view.render(&image);
+  });
+  // The Plots panel's curve plot with as many points: one loss-like curve per rank (smooth: a
+  // jagged 10,000-point series is stroked antialiased, which Qt's raster engine takes seconds
+  // for; that is the curve plot's own matter, not this figure's).
+  ui::CurvePlot plot;
+  plot.resize(size);
+  plot.show();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    QVector<double> xs(kSteps);
+    QVector<double> ys(kSteps);
+    for (int i = 0; i < kSteps; ++i) {
+      xs[i] = i + 1;
+      ys[i] = 2.0 + rank + 3.0 / (1.0 + 1e-3 * i) + 0.05 * std::sin(i * 0.01);
+    }
+    plot.setSeries(QString("r%1").arg(rank), xs, ys);
+  }
+  plot.rescale();
+  QCoreApplication::processEvents();
+  const double curves = medianMs([&] { plot.replot(); });
+  std::printf(
+      "Timeline: apply %d points %.1f ms; replot median fitted %.2f ms (%d bars per "
+      "lane: pixel columns), zoomed to 100 steps %.2f ms\n",
+      kSteps * kRanks, loadMs, fitted, fittedBars, zoomed);
+  std::printf("CurvePlot (Plots panel), %d series x %d points: replot median %.2f ms\n", kRanks,
+              kSteps, curves);
+  std::printf(
+      "ratios: Timeline fitted / CurvePlot %.2f, zoomed / CurvePlot %.2f (target: "
+      "fluid, < 16 ms)\n",
+      fitted / curves, zoomed / curves);
+}
+
 // Medians of three opens of one run log, in ms (-1: not measured).
 struct PaintFigures {
   double firstPaint = -1;
@@ -225,6 +318,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption stepsOpt("steps", "Loss points per trial.", "S", "1000");
   const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
   const QCommandLineOption overlayOnly("overlay-only", "Only the overlay's figures.");
+  const QCommandLineOption timelineOnly("timeline-only", "Only the Timeline's figure.");
   const QCommandLineOption replotOnly("replot-only",
                                       "Only the 1M-point replot figures (raw and smoothed).");
   const QCommandLineOption pgOpt(
@@ -232,8 +326,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption pgServerOpt(
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
-  parser.addOptions(
-      {dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, replotOnly, pgOpt, pgServerOpt});
+  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, replotOnly,
+                     pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -256,6 +350,10 @@ int main(int argc, char** argv) {
     printRatios(*lite, *onServer);
     return 0;
   }
+  if (parser.isSet(timelineOnly)) {
+    timelineFigures();
+    return 0;
+  }
   if (parser.isSet(replotOnly)) {
     replotFigures();
     return 0;
@@ -268,6 +366,7 @@ int main(int argc, char** argv) {
       }
     }
     replotFigures();
+    timelineFigures();
   }
   bench::overlayFigures(trials, steps);
   return 0;

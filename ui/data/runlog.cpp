@@ -17,6 +17,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   qRegisterMetaType<SweepCurves>();
   qRegisterMetaType<QVector<HostSummary>>();
   qRegisterMetaType<AutotuneData>();
+  qRegisterMetaType<PhasesDelta>();
   m_thread.setObjectName(QStringLiteral("runlog-reader"));
   m_worker->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -30,6 +31,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::hostsLoaded, this, &RunLog::hostsLoaded);
   connect(m_worker, &RunLogWorker::autotuneLoaded, this, &RunLog::autotuneLoaded);
   connect(m_worker, &RunLogWorker::experimentLoaded, this, &RunLog::experimentLoaded);
+  connect(m_worker, &RunLogWorker::phasesLoaded, this, &RunLog::phasesLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
   connect(m_worker, &RunLogWorker::synced, this, &RunLog::synced);
   m_thread.start();
@@ -63,6 +65,10 @@ void RunLog::watchSweep(qint64 experimentId) {
 
 void RunLog::watchAutotune(const QString& studyName) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, studyName] { w->watchAutotune(studyName); });
+}
+
+void RunLog::watchPhases(qint64 runId) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, runId] { w->watchPhases(runId); });
 }
 
 void RunLog::loadExperiment(qint64 experimentId) {

@@ -6,6 +6,7 @@
 #include <QObject>
 #include <QThread>
 
+#include "ui/data/phasesdata.h"
 #include "ui/data/runlogtypes.h"
 
 namespace shardscope::ui {
@@ -33,6 +34,8 @@ class RunLog : public QObject {
   void watchOverlay(const QList<qint64>& runIds);
   /// The autotune study the worker keeps delivering (autotuneLoaded); "": none.
   void watchAutotune(const QString& studyName);
+  /// The run whose phases the worker keeps delivering (phasesLoaded) for the Timeline; -1: none.
+  void watchPhases(qint64 runId);
   /// Reads an experiment row once; experimentLoaded() delivers it.
   void loadExperiment(qint64 experimentId);
   /// Points per streamed batch of sweep curves (smaller: more, earlier batches).
@@ -57,6 +60,7 @@ class RunLog : public QObject {
   void autotuneLoaded(const shardscope::ui::AutotuneData& autotune);
   void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
                         const QString& toml);
+  void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
   void failed(const QString& message);
   void synced(quint64 token);
 

@@ -85,6 +85,7 @@ void RunLogWorker::open(const QString& path) {
   m_dataVersion = -1;
   m_sweepPrint = 0;
   m_overlayEnded.clear();
+  m_phasesReset = true;  // another run log's run of the same id: read it whole
   m_sinceRefresh.invalidate();
   poll();
 }
@@ -113,6 +114,7 @@ void RunLogWorker::forgetRetried(const std::vector<backend::RunRecord>& fresh) {
     m_seen.remove(run.id);
     m_curveSeen.remove(run.id);
     m_overlaySeen.remove(run.id);
+    if (run.id == m_phasesRun) m_phasesReset = true;
   }
 }
 
@@ -143,6 +145,7 @@ void RunLogWorker::refresh() {
   loadLog();
   loadSeries();
   loadOverlay();
+  loadPhases();
   queueSweepCurves();
 }
 

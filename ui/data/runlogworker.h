@@ -19,7 +19,9 @@
 #include <optional>
 #include <vector>
 
+#include "backend/monitor/straggler.h"
 #include "backend/store/runreader.h"
+#include "ui/data/phasesdata.h"
 #include "ui/data/runlogtypes.h"
 #include "ui/data/sweepsource.h"
 
@@ -51,6 +53,9 @@ class RunLogWorker : public QObject {
   /// The autotune study `name` the worker keeps delivering (autotuneLoaded) until another is
   /// asked for; "": none.
   void watchAutotune(const QString& name);
+  /// The run whose `phases` the worker keeps delivering (phasesLoaded; runlogphases.cpp); -1:
+  /// none. A new watch delivers everything stored (reset), then only what is new.
+  void watchPhases(qint64 runId);
   /// Reads one experiment row once (experimentLoaded; failed when it cannot be read).
   void loadExperiment(qint64 experimentId);
   /// Points per batch of streamed sweep curves (default kCurveBatchRows).
@@ -77,6 +82,8 @@ class RunLogWorker : public QObject {
   /// The experiment a run was started from: its file's path and the TOML that ran.
   void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
                         const QString& toml);
+  /// New phases of the watched run and the straggler verdict over all of them.
+  void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
   void failed(const QString& message);
   /// The read asked for by sync(token) has been delivered.
   void synced(quint64 token);
@@ -96,6 +103,7 @@ class RunLogWorker : public QObject {
   void loadOverlay();
   void loadHosts();
   void loadAutotune();
+  void loadPhases();
   /// A digest of what a sweepLoaded shows: the trials' ids, statuses, objectives and the study.
   static quint64 sweepPrint(const SweepData& sweep);
   void report(const Error& error);
@@ -153,6 +161,11 @@ class RunLogWorker : public QObject {
     bool operator==(const AutotuneShown&) const = default;
   };
   std::optional<AutotuneShown> m_autotuneShown;
+  // The Timeline's run: what has been read of its phases (steps read whole: their phase.wall was
+  // read first), and whether the next delivery replaces what the view holds.
+  qint64 m_phasesRun = -1;
+  backend::RankPhases m_phases;
+  bool m_phasesReset = false;
 };
 
 }  // namespace shardscope::ui

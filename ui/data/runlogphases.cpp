@@ -1,0 +1,84 @@
+// RunLogWorker's reads for the Timeline: the watched run's `phase.*` metrics, read on from the
+// last step every rank has, and the straggler verdict over all of them.
+#include <QHash>
+
+#include <algorithm>
+#include <limits>
+
+#include "backend/monitor/eventstream.h"
+#include "ui/data/runlogworker.h"
+
+namespace shardscope::ui {
+namespace {
+
+bool samePhases(const spec::PhasesEvent& a, const spec::PhasesEvent& b) {
+  return std::all_of(backend::kPhaseMetrics.begin(), backend::kPhaseMetrics.end(),
+                     [&](const auto& m) { return a.*m.field == b.*m.field; });
+}
+
+}  // namespace
+
+void RunLogWorker::watchPhases(qint64 runId) {
+  m_phasesRun = runId;
+  m_phases.clear();
+  m_phasesReset = true;
+  loadPhases();
+}
+
+void RunLogWorker::loadPhases() {
+  if (!m_reader || m_phasesRun < 0) return;
+  if (m_phasesReset) m_phases.clear();
+  // Read on from the last step every rank has (a rank behind the others re-reads a few steps;
+  // they are replaced, not added). phase.wall first: a step whose wall was read is whole, as the
+  // monitor stores one event's metrics in one transaction; later keys may hold newer steps,
+  // which are left for the next read.
+  // Until every rank of the run has a step, read from the start: a rank that had none at the
+  // last read may commit steps below the others' last one.
+  int world = 0;
+  for (const auto& run : m_runs)
+    if (run.id == m_phasesRun) world = run.worldSize;
+  qint64 after = -1;
+  if (!m_phases.empty() && static_cast<int>(m_phases.size()) >= world) {
+    after = std::numeric_limits<qint64>::max();
+    for (const auto& [rank, steps] : m_phases)
+      after = std::min(after, steps.empty() ? qint64(-1) : steps.rbegin()->first);
+  }
+  QHash<int, std::map<qint64, spec::PhasesEvent>> fresh;
+  for (const auto& metric : backend::kPhaseMetrics) {
+    auto points = m_reader->metric(m_phasesRun, QLatin1String(metric.key), after);
+    if (!points) return report(points.error());
+    const bool first = &metric == &backend::kPhaseMetrics.front();
+    for (const auto& p : *points) {
+      auto& steps = fresh[p.rank];
+      auto it = steps.find(p.step);
+      if (it == steps.end()) {
+        if (!first) continue;  // committed after phase.wall was read
+        it = steps.emplace(p.step, spec::PhasesEvent{}).first;
+        it->second.step = p.step;
+      }
+      it->second.*metric.field = p.value;
+    }
+  }
+  PhasesDelta delta;
+  delta.runId = m_phasesRun;
+  delta.reset = m_phasesReset;
+  QList<int> ranks = fresh.keys();
+  std::sort(ranks.begin(), ranks.end());
+  for (int rank : ranks) {
+    auto& stored = m_phases[rank];
+    for (const auto& [step, e] : fresh.value(rank)) {
+      const auto it = stored.find(step);
+      if (it != stored.end() && samePhases(it->second, e)) continue;
+      stored[step] = e;
+      delta.points.append({rank, e});
+    }
+  }
+  if (delta.points.isEmpty() && !m_phasesReset) return;
+  m_phasesReset = false;
+  const auto verdict = backend::nameStraggler(m_phases);
+  delta.verdict = verdict.text;
+  delta.slowest = verdict.slowest;
+  emit phasesLoaded(delta);
+}
+
+}  // namespace shardscope::ui
