@@ -60,20 +60,26 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   m_hosts = new HostsPanel(*m_runLog, this);
   m_builder = new BuilderPanel(this);
 
+  // The runs table (and the hosts) above, in the smaller part; below, in about two thirds of
+  // the height, the big panels: plots, Compare (eight plots and a table), the Timeline and the
+  // Builder (a form, the memory chart). The Builder once shared the top with the runs: its minimum
+  // height held the top at half the window, so Compare was cramped at 1600x1000 and the Builder
+  // short.
   QDockWidget* runs = addPanel("runs", tr("Runs"), m_runs, Qt::TopDockWidgetArea);
-  QDockWidget* builder = addPanel("builder", tr("Builder"), m_builder, Qt::TopDockWidgetArea);
   QDockWidget* hosts = addPanel("hosts", tr("Hosts"), m_hosts, Qt::TopDockWidgetArea);
+  tabifyDockWidget(runs, hosts);
+  // Each tabbed at once: three wide panels side by side, even for a moment, widened the window
+  // past the screen.
   QDockWidget* plots = addPanel("plots", tr("Plots"), m_plots, Qt::BottomDockWidgetArea);
   QDockWidget* compare = addPanel("compare", tr("Compare"), m_compare, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(plots, compare);
   QDockWidget* timeline =
       addPanel("timeline", tr("Timeline"), m_timeline, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(runs, builder);
-  tabifyDockWidget(runs, hosts);
-  tabifyDockWidget(plots, compare);
   tabifyDockWidget(plots, timeline);
+  QDockWidget* builder = addPanel("builder", tr("Builder"), m_builder, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(plots, builder);
   runs->raise();
   plots->raise();
-  resizeDocks({runs, plots}, {35, 65}, Qt::Vertical);
 
   m_import = new QFutureWatcher<ImportRead>(this);
   connect(m_import, &QFutureWatcher<ImportRead>::finished, this, &MainWindow::finishImport);
@@ -90,11 +96,12 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runs, &RunsPanel::trialRequested, this, &MainWindow::trialRequested);
   connect(m_runs, &RunsPanel::resumeRequested, this, &MainWindow::resumeRequested);
   connect(m_builder->controller(), &BuilderController::launchRequested, this,
-          [this, runs](const QString& path) {
+          [this, runs, plots](const QString& path) {
             // Say what is starting and bring the runs to the front; the run is selected (so
             // the plots show it) once the run log has it.
             statusBar()->showMessage(tr("Launching %1 ...").arg(path), 15000);
             runs->raise();
+            plots->raise();  // in the Builder's place: the new run's curves
             m_selectLaunched = true;
             m_runCountAtLaunch = m_runCount;
             emit launchRequested(path);
@@ -393,7 +400,18 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::restoreLayout() {
   QSettings settings;
   restoreGeometry(settings.value("mainWindow/geometry").toByteArray());
-  restoreState(settings.value("mainWindow/state").toByteArray());
+  m_layoutSized = restoreState(settings.value("mainWindow/state").toByteArray());
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (m_layoutSized) return;
+  m_layoutSized = true;
+  // The runs table in the upper 30%, the big panels below. Given before the first show (in
+  // the constructor), the proportions were lost and the window opened split in halves.
+  const int height = centralWidget() != nullptr ? centralWidget()->height() : this->height();
+  resizeDocks({dock(QStringLiteral("runs")), dock(QStringLiteral("plots"))},
+              {height * 3 / 10, height * 7 / 10}, Qt::Vertical);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -112,6 +112,8 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  /// The first show gives the default layout its proportions (they need the real height).
+  void showEvent(QShowEvent* event) override;
 
  private:
   QDockWidget* addPanel(const QString& name, const QString& title, QWidget* widget,
@@ -160,6 +162,7 @@ class MainWindow : public QMainWindow {
   int m_runCount = -1;
   QLabel* m_runCountLabel = nullptr;  // the status bar's permanent "N run(s) in PATH"
   bool m_autoSelected = false;
+  bool m_layoutSized = false;     // the default proportions were applied, or a saved layout was
   bool m_selectLaunched = false;  // a Launch waits for its run to show, to select it
   int m_runCountAtLaunch = 0;
   bool m_selectingInCode = false;

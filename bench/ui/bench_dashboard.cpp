@@ -7,7 +7,8 @@
 //      beside it: the time until every panel has all its data, curves included, and its paint
 //      (what `--screenshot` waits for);
 //   2. replot time of 1M points in the dashboard's curve plot (< 16 ms), as one series and as
-//      four of 250k;
+//      four of 250k; beside it, smoothing + replot (the EMA of every point recomputed, the
+//      smoothed curve drawn over the faint raw one) and its ratio to the raw replot;
 //   3. the Compare overlay of every trial's train and eval curves at --trials x --steps (first
 //      paint, replot p50/p99 of a still and a panned view; overlaybench.h).
 //   4. the Timeline's replot (layout of its bars and paint) at 10,000 steps x 8 ranks, fitted
@@ -16,6 +17,7 @@
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
+//                   [--replot-only]
 //                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). --pg measures figure 1 on SQLite and then on a PostgreSQL run log of the
@@ -41,6 +43,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -107,6 +110,22 @@ OpenTimes openTimes(const QString& db) {
   return t;
 }
 
+// Median and max of 20 replots (a 21st first, to fill caches), each after `before` (untimed
+// apart from what it does inside the timer: it runs within it).
+std::pair<double, double> timedReplots(ui::CurvePlot& plot,
+                                       const std::function<void(int)>& before) {
+  std::vector<double> ms;
+  for (int r = 0; r < 21; ++r) {
+    QElapsedTimer timer;
+    timer.start();
+    before(r);
+    plot.replot();
+    ms.push_back(double(timer.nsecsElapsed()) / 1e6);
+  }
+  ms.erase(ms.begin());  // the first one fills caches
+  return {median(ms), *std::max_element(ms.begin(), ms.end())};
+}
+
 void replotFigures() {
   std::printf("\n== replot of 1M points (CurvePlot = QCustomPlot, 1200x800, offscreen) ==\n");
   for (const int series : {1, 4}) {
@@ -125,16 +144,23 @@ void replotFigures() {
     }
     plot.rescale();
     QCoreApplication::processEvents();
-    std::vector<double> ms;
-    for (int r = 0; r < 21; ++r) {
-      QElapsedTimer timer;
-      timer.start();
-      plot.replot();
-      ms.push_back(double(timer.nsecsElapsed()) / 1e6);
-    }
-    ms.erase(ms.begin());  // the first one fills caches
+    const auto [raw, rawMax] = timedReplots(plot, [](int) {});
     std::printf("%d series x %d points: replot median %.2f ms, max %.2f ms (target < 16 ms)\n",
-                series, per, median(ms), *std::max_element(ms.begin(), ms.end()));
+                series, per, raw, rawMax);
+    // Smoothing on: every replot recomputes each series' EMA (the weight moves a little each
+    // time, as while the slider is dragged) and draws the smoothed curve over the faint raw one.
+    const auto [smoothed, smoothedMax] =
+        timedReplots(plot, [&plot](int r) { plot.setSmoothing(0.6 + 0.001 * (r % 2)); });
+    std::printf(
+        "%d series x %d points: smoothing + replot median %.2f ms, max %.2f ms (target < 16 "
+        "ms), %.2fx the raw replot, on %s\n",
+        series, per, smoothed, smoothedMax, smoothed / raw, qPrintable(bench::cpuModel()));
+    // Smoothing on, nothing changed (a pan, a repaint): the two curves drawn, no EMA.
+    const auto [still, stillMax] = timedReplots(plot, [](int) {});
+    std::printf(
+        "%d series x %d points: smoothed replot, weight unchanged, median %.2f ms, max %.2f ms, "
+        "%.2fx the raw replot\n",
+        series, per, still, stillMax, still / raw);
   }
 }
 
@@ -293,13 +319,15 @@ int main(int argc, char** argv) {
   const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
   const QCommandLineOption overlayOnly("overlay-only", "Only the overlay's figures.");
   const QCommandLineOption timelineOnly("timeline-only", "Only the Timeline's figure.");
+  const QCommandLineOption replotOnly("replot-only",
+                                      "Only the 1M-point replot figures (raw and smoothed).");
   const QCommandLineOption pgOpt(
       "pg", "First paint on SQLite and on PostgreSQL, side by side (figure 1 only).");
   const QCommandLineOption pgServerOpt(
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
-  parser.addOptions(
-      {dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, pgOpt, pgServerOpt});
+  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, replotOnly,
+                     pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -324,6 +352,10 @@ int main(int argc, char** argv) {
   }
   if (parser.isSet(timelineOnly)) {
     timelineFigures();
+    return 0;
+  }
+  if (parser.isSet(replotOnly)) {
+    replotFigures();
     return 0;
   }
   if (!parser.isSet(overlayOnly)) {

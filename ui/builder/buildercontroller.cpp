@@ -233,8 +233,25 @@ QString BuilderController::tomlText() const {
   return QString::fromStdString(spec::write_experiment_toml(m_exp));
 }
 
+QString BuilderController::launchPath() const {
+  if (!m_path.isEmpty()) return {};
+  QString name = QString::fromStdString(m_exp.experiment.name);
+  name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
+  if (name.isEmpty()) name = QStringLiteral("experiment");
+  if (m_launchPath.isEmpty() || name != m_launchName) {
+    const QString folder = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+                           QStringLiteral("/shardscope/experiments");
+    m_launchName = name;
+    m_launchPath = folder + QLatin1Char('/') + name + QLatin1Char('-') +
+                   QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")) +
+                   QStringLiteral(".toml");
+  }
+  return m_launchPath;
+}
+
 QString BuilderController::commandLine() const {
-  const QString file = m_path.isEmpty() ? QStringLiteral("<unsaved>.toml") : m_path;
+  // Before a save, the file Launch will write (a "<unsaved>.toml" told a user nothing).
+  const QString file = m_path.isEmpty() ? launchPath() : m_path;
   // What Launch starts: a sweep when the experiment has a [search] table, else one run.
   return (m_exp.search.present ? QStringLiteral("shardscope-cli sweep ")
                                : QStringLiteral("shardscope-cli run ")) +
@@ -279,17 +296,9 @@ void BuilderController::requestLaunch() {
     }
   }
   if (m_path.isEmpty()) {
-    // Unsaved (a template, a recorded copy): saved for the user where their experiments go,
-    // $XDG_DATA_HOME/shardscope/experiments/NAME-yyyyMMdd-HHmmss.toml, since a run records
-    // the file it was launched from.
-    const QString folder = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
-                           QStringLiteral("/shardscope/experiments");
-    QString name = QString::fromStdString(m_exp.experiment.name);
-    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
-    const QString path = folder + QLatin1Char('/') +
-                         (name.isEmpty() ? QStringLiteral("experiment") : name) + QLatin1Char('-') +
-                         QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")) +
-                         QStringLiteral(".toml");
+    // Unsaved (a template, a recorded copy): saved where the command line said (launchPath).
+    const QString path = launchPath();
+    const QString folder = QFileInfo(path).absolutePath();
     QString error;
     if (!QDir().mkpath(folder) || !saveFile(path, &error)) {
       qCWarning(lcBuilderController) << "cannot save the experiment to launch it:" << path << error;

@@ -56,8 +56,13 @@ class BuilderController : public QObject {
   /// The exact file content Save writes (spec's writer).
   QString tomlText() const;
   /// What Launch runs, as a shell command: `shardscope-cli sweep FILE` with a [search] table,
-  /// else `shardscope-cli run FILE` ("<unsaved>.toml" before a save).
+  /// else `shardscope-cli run FILE`; before a save, FILE is launchPath(), where Launch saves it.
   QString commandLine() const;
+  /// Where Launch saves an experiment that has no file yet (a template, a recorded copy), since a
+  /// run records the file it was launched from: $XDG_DATA_HOME/shardscope/experiments/
+  /// NAME-yyyyMMdd-HHmmss.toml, the time fixed when first asked for this name. Empty once the
+  /// experiment has a file.
+  QString launchPath() const;
   QUndoStack* undoStack() { return &m_undo; }
 
   /// Validation messages by field ("" holds messages that name no field).
@@ -102,6 +107,8 @@ class BuilderController : public QObject {
 
   spec::Experiment m_exp;
   QString m_path;
+  mutable QString m_launchPath;  // launchPath() as first asked (for m_launchName)
+  mutable QString m_launchName;
   qint64 m_recordedId = -1;
   QUndoStack m_undo;
   QTimer m_validateTimer;

@@ -145,6 +145,9 @@ BuilderPanel::BuilderPanel(QWidget* parent)
   auto* commandRow = new QHBoxLayout;
   commandRow->addWidget(new QLabel(tr("Command:"), this));
   commandRow->addWidget(m_command, 1);
+  m_commandNote = new QLabel(tr("<i>not saved yet: Launch saves it to this file first</i>"), this);
+  m_commandNote->setObjectName(QStringLiteral("commandNote"));
+  commandRow->addWidget(m_commandNote);
   layout->addLayout(commandRow);
 
   m_refresh->setSingleShot(true);
@@ -377,6 +380,8 @@ void BuilderPanel::refreshNow() {
   m_preview->setExperiment(exp);
   m_toml->setPlainText(m_controller->tomlText());
   m_command->setText(m_controller->commandLine());
+  m_command->setCursorPosition(0);
+  m_commandNote->setVisible(m_controller->filePath().isEmpty());
 }
 
 void BuilderPanel::showIssues() {

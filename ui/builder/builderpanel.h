@@ -54,6 +54,8 @@ class BuilderPanel : public QWidget {
   QLabel* messageLabel(const QString& path) const;
   QPlainTextEdit* tomlPreview() const { return m_toml; }
   QLineEdit* commandPreview() const { return m_command; }
+  /// Beside the command, while the experiment has no file: Launch saves it there first.
+  QLabel* commandNote() const { return m_commandNote; }
   QPushButton* launchButton() const { return m_launch; }
   MemoryChart* memoryChart() const { return m_memory; }
   PreviewPanel* previewPanel() const { return m_preview; }
@@ -129,6 +131,7 @@ class BuilderPanel : public QWidget {
   QLabel* m_searchMessage = nullptr;
   QPlainTextEdit* m_toml = nullptr;
   QLineEdit* m_command = nullptr;
+  QLabel* m_commandNote = nullptr;  // "not saved yet": Launch saves to the file the command names
   MemoryChart* m_memory = nullptr;
   PreviewPanel* m_preview = nullptr;
   SearchEditor* m_search = nullptr;

@@ -2,6 +2,7 @@
 
 #include <qcustomplot.h>
 #include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -9,9 +10,13 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLoggingCategory>
+#include <QMenu>
+#include <QMessageBox>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -23,6 +28,7 @@
 #include "ui/compare/triallistmodel.h"
 #include "ui/data/runlog.h"
 #include "ui/widgets/candidatetable.h"
+#include "ui/widgets/plotexport.h"
 
 Q_LOGGING_CATEGORY(lcComparePanel, "shardscope.ui.comparepanel")
 
@@ -79,6 +85,11 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   bar->addWidget(m_sliceParam);
   bar->addWidget(m_summary, 1);
   bar->addWidget(m_progress);
+  auto* savePage = new QPushButton(tr("Save page…"), this);
+  savePage->setObjectName(QStringLiteral("savePage"));
+  savePage->setToolTip(tr("Save the whole Compare page as PNG, SVG or PDF at a chosen size"));
+  connect(savePage, &QPushButton::clicked, this, [this] { savePageDialog(); });
+  bar->addWidget(savePage);
   auto* plots = new QWidget(this);
   auto* grid = new QGridLayout(plots);
   grid->setContentsMargins(0, 0, 0, 0);
@@ -134,6 +145,7 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   layout->addLayout(bar);
   layout->addWidget(m_stack);
 
+  addSaveMenus();
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
   connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
   connect(m_views, &compare::StudyViews::overlayRunsChanged, this, &ComparePanel::requestOverlay);
@@ -150,6 +162,41 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   connect(m_sliceParam, &QComboBox::currentIndexChanged, this, [this] {
     if (!m_filling) redraw();
   });
+}
+
+void ComparePanel::addSaveMenus() {
+  for (QCustomPlot* plot : m_content->findChildren<QCustomPlot*>()) {
+    plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(plot, &QWidget::customContextMenuRequested, this, [this, plot](const QPoint& at) {
+      QMenu menu(this);
+      QAction* one = menu.addAction(tr("Save plot as PNG, SVG or PDF…"));
+      QAction* page = menu.addAction(tr("Save the whole page…"));
+      QAction* chosen = menu.exec(plot->mapToGlobal(at));
+      if (chosen == one) savePageDialog(plot);
+      if (chosen == page) savePageDialog();
+    });
+  }
+}
+
+Result<void> ComparePanel::exportPage(const QString& path, int width, int height) {
+  return savePage(m_content, path, width, height);
+}
+
+void ComparePanel::savePageDialog(QCustomPlot* plot) {
+  const QString folder = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
+  const QString title = plot != nullptr ? tr("Save plot") : tr("Save the Compare page");
+  const QSize size = plot != nullptr ? QSize(1200, 800) : QSize(1920, 1200);
+  ExportDialog dialog(title, QDir(folder).filePath(plot != nullptr ? "plot.png" : "compare.png"),
+                      size, this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const QSize chosen = dialog.imageSize();
+  const Result<void> done = plot != nullptr
+                                ? savePlot(plot, dialog.path(), chosen.width(), chosen.height())
+                                : exportPage(dialog.path(), chosen.width(), chosen.height());
+  if (!done) {
+    qCWarning(lcComparePanel, "%s", done.message().c_str());
+    QMessageBox::warning(this, title, QString::fromStdString(done.message()));
+  }
 }
 
 QWidget* ComparePanel::buildDiff() {

@@ -18,6 +18,7 @@
 
 #include <functional>
 
+#include "spec/result.h"
 #include "ui/compare/studyplots.h"
 #include "ui/data/runlogtypes.h"
 
@@ -86,6 +87,11 @@ class ComparePanel : public QWidget {
   compare::StudyViews* studyViews() const { return m_views; }
   /// Milliseconds each step of the last summary draw took (bench_dashboard prints them).
   const QList<QPair<QString, double>>& drawTimings() const { return m_timings; }
+  /// Writes the whole page (plots, study views and tables, as shown) to `path` (.png, .svg or
+  /// .pdf) at width x height.
+  [[nodiscard]] Result<void> exportPage(const QString& path, int width, int height);
+  /// Asks for a file and a size (ExportDialog) and saves the page, or `plot` alone, there.
+  void savePageDialog(QCustomPlot* plot = nullptr);
   /// The study of the shown sweep as last read (studyId -1: the sweep is not a study), with the
   /// overlay's loss curves.
   const compare::StudyInfo& study() const { return m_study; }
@@ -111,6 +117,8 @@ class ComparePanel : public QWidget {
   void fillCombos();
   void updateDiff();
   QWidget* buildDiff();
+  /// Each plot of the page gets a context menu: save it, or the whole page, as a picture.
+  void addSaveMenus();
 
   RunLog& m_runLog;
   SweepData m_sweep;

@@ -34,6 +34,9 @@ struct SeriesChunk {
   bool reset = false;
   QVector<double> steps;
   QVector<double> values;
+  /// Unix seconds of each point (its event's `t`), for the plots' time axes; empty when the
+  /// sender has none (the memory estimate).
+  QVector<double> times;
 };
 
 /// The last lines of one rank's log (both files, in file order).

@@ -210,6 +210,7 @@ void RunLogWorker::loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChu
       SeriesChunk& chunk = byRank[point.rank];
       chunk.steps.append(double(point.step));
       chunk.values.append(point.value);
+      chunk.times.append(point.time);
     }
     for (auto c = byRank.begin(); c != byRank.end(); ++c) {
       seen[c.key()] = qint64(c->steps.last());

@@ -1,6 +1,7 @@
 #include "ui/plots/plotspanel.h"
 
 #include <qcustomplot.h>
+#include <QDir>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -8,19 +9,23 @@
 #include <QLabel>
 #include <QLoggingCategory>
 #include <QMenu>
+#include <QMessageBox>
 #include <QSplitter>
 #include <QStackedWidget>
-#include <QSvgGenerator>
+#include <QStandardPaths>
 #include <QTextStream>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <utility>
 
 #include "ui/data/runlog.h"
 #include "ui/plots/logview.h"
+#include "ui/plots/plotcontrols.h"
 #include "ui/widgets/curveplot.h"
+#include "ui/widgets/plotexport.h"
 
 Q_LOGGING_CATEGORY(lcPlotsPanel, "shardscope.ui.plotspanel")
 
@@ -122,8 +127,14 @@ bool tickLabelsTouch(const QCPAxis* axis) {
 PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     : QWidget(parent), m_runLog(runLog), m_log(new LogView(runLog, this)) {
   m_stack = new QStackedWidget(this);
-  auto* grid = new QWidget(m_stack);
-  m_grid = grid;
+  auto* page = new QWidget(m_stack);
+  m_grid = page;
+  m_controls = new PlotControls(page);
+  auto* grid = new QWidget(page);
+  auto* pageLayout = new QVBoxLayout(page);
+  pageLayout->setContentsMargins(0, 0, 0, 0);
+  pageLayout->addWidget(m_controls);
+  pageLayout->addWidget(grid, 1);
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);
   int index = 0;
@@ -170,8 +181,11 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
   m_empty->setWordWrap(true);
   m_empty->setAlignment(Qt::AlignCenter);
   m_empty->setTextFormat(Qt::RichText);
-  m_stack->addWidget(grid);
+  m_stack->addWidget(page);
   m_stack->addWidget(m_empty);
+  connect(m_controls, &PlotControls::smoothingChanged, this, &PlotsPanel::setSmoothing);
+  connect(m_controls, &PlotControls::xAxisChanged, this, &PlotsPanel::setXAxis);
+  connect(m_controls, &PlotControls::logScaleChanged, this, &PlotsPanel::setLogScale);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(m_stack);
   splitter->addWidget(m_log);
@@ -243,10 +257,16 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
   m_runIds = runIds;
   if (changed) {
     m_loaded = false;
+    m_series.clear();
+    m_clocks.clear();
     for (CurvePlot* plot : std::as_const(m_plots)) {
       plot->clear();
       plot->replot();
     }
+  }
+  for (const RunSummary& run : runs) {
+    if (runIds.contains(run.record.id) && run.record.startedAt)
+      m_clocks[run.record.id].startedAt = *run.record.startedAt;
   }
   if (!runIds.contains(logRun)) logRun = runIds.isEmpty() ? -1 : runIds.first();
   const RunSummary* shown = nullptr;
@@ -261,45 +281,156 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
 }
 
 void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
+  QSet<qint64> reclocked;  // runs whose clock moved: their points' xs move too
   for (const SeriesChunk& chunk : chunks) {
     if (!m_runIds.contains(chunk.runId)) continue;  // sent before the selection changed
     const QString id = plotFor(chunk.key);
     CurvePlot* plot = m_plots.value(id);
     if (plot == nullptr) continue;
-    QVector<double> values = chunk.values;
+    StoredSeries points{chunk.runId, chunk.steps, chunk.values, chunk.times};
     if (id == QLatin1String("memory")) {
-      for (double& v : values) v /= kMiB;
+      for (double& v : points.values) v /= kMiB;
+    }
+    if (chunk.key == QLatin1String("tokens_per_s") && chunk.rank == 0) {
+      RunClock& clock = m_clocks[chunk.runId];
+      if (chunk.reset) {
+        clock.steps.clear();
+        clock.times.clear();
+        clock.tps.clear();
+      }
+      clock.steps += chunk.steps;
+      clock.times += chunk.times;
+      clock.tps += chunk.values;
+      if (m_axis != XAxis::step) reclocked.insert(chunk.runId);
+    }
+    if (!chunk.times.isEmpty()) {
+      RunClock& clock = m_clocks[chunk.runId];
+      const double first = *std::min_element(chunk.times.cbegin(), chunk.times.cend());
+      if (!(clock.firstTime <= first)) {
+        clock.firstTime = first;
+        if (m_axis == XAxis::relativeTime) reclocked.insert(chunk.runId);
+      }
     }
     const QString name = seriesName(chunk.runName, chunk.key, chunk.rank);
+    StoredSeries& stored = m_series[id][name];
     if (chunk.reset) {
-      plot->setSeries(name, chunk.steps, values);
+      stored = points;
     } else {
-      plot->appendPoints(name, chunk.steps, values);
+      stored.runId = points.runId;
+      stored.steps += points.steps;
+      stored.values += points.values;
+      stored.times += points.times;
     }
+    drawPoints(id, name, points, chunk.reset);
     if (chunk.key == QLatin1String("mem.estimate")) {
       // The trainer's estimate: a flat dashed line the measured peaks read against.
-      QCustomPlot* cp = plot->customPlot();
-      for (int g = cp->graphCount() - 1; g >= 0; --g) {
-        if (cp->graph(g)->name() != name) continue;
-        QPen pen = cp->graph(g)->pen();
-        pen.setStyle(Qt::DashLine);
-        cp->graph(g)->setPen(pen);
-        break;
-      }
-    }
-    if (chunk.key == QLatin1String("eval.loss")) {
+      plot->setSeriesStyle(name, Qt::DashLine);
+    } else if (chunk.key == QLatin1String("eval.loss")) {
       // Evaluations are sparse: dots joined by a dashed line read as "measured here".
-      if (auto* graph = plot->customPlot()->graph(plot->customPlot()->graphCount() - 1);
-          graph != nullptr && graph->name() == name) {
-        QPen pen = graph->pen();
-        pen.setStyle(Qt::DashLine);
-        graph->setPen(pen);
-        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
-      }
+      plot->setSeriesStyle(name, Qt::DashLine, true);
     }
     m_dirty.insert(id);
   }
+  for (const qint64 runId : std::as_const(reclocked)) redrawSeries(runId);
   scheduleReplot();
+}
+
+void PlotsPanel::drawPoints(const QString& id, const QString& name, const StoredSeries& points,
+                            bool reset) {
+  CurvePlot* plot = m_plots.value(id);
+  if (m_axis == XAxis::step) {
+    if (reset) {
+      plot->setSeries(name, points.steps, points.values);
+    } else {
+      plot->appendPoints(name, points.steps, points.values);
+    }
+    return;
+  }
+  // A point the clock cannot place yet (tokens before any throughput) waits for the next redraw.
+  const QVector<double> mapped =
+      mapX(m_axis, m_clocks.value(points.runId), points.steps, points.times);
+  QVector<double> xs;
+  QVector<double> ys;
+  xs.reserve(mapped.size());
+  ys.reserve(mapped.size());
+  for (qsizetype i = 0; i < mapped.size() && i < points.values.size(); ++i) {
+    if (!std::isfinite(mapped[i])) continue;
+    xs.append(mapped[i]);
+    ys.append(points.values[i]);
+  }
+  if (reset) {
+    plot->setSeries(name, xs, ys);
+  } else {
+    plot->appendPoints(name, xs, ys);
+  }
+}
+
+void PlotsPanel::redrawSeries(qint64 runId) {
+  for (auto plot = m_series.cbegin(); plot != m_series.cend(); ++plot) {
+    for (auto series = plot->cbegin(); series != plot->cend(); ++series) {
+      if (runId >= 0 && series->runId != runId) continue;
+      drawPoints(plot.key(), series.key(), *series, true);
+      m_dirty.insert(plot.key());
+    }
+  }
+}
+
+void PlotsPanel::setXAxis(XAxis axis) {
+  if (axis == m_axis) return;
+  m_axis = axis;
+  styleXAxes();
+  redrawSeries(-1);
+  for (const QString& id : plotIds()) {
+    fitAxes(id);
+    m_plots.value(id)->replot();
+  }
+  m_dirty.clear();
+}
+
+void PlotsPanel::styleXAxes() {
+  for (CurvePlot* plot : std::as_const(m_plots)) {
+    QCustomPlot* cp = plot->customPlot();
+    QSharedPointer<QCPAxisTicker> ticker;
+    if (cp->xAxis->scaleType() == QCPAxis::stLogarithmic) {
+      ticker.reset(new QCPAxisTickerLog);
+    } else if (m_axis == XAxis::wallTime) {
+      auto* dates = new QCPAxisTickerDateTime;
+      dates->setDateTimeFormat(QStringLiteral("MMM d\nhh:mm"));
+      ticker.reset(dates);
+    } else if (m_axis == XAxis::relativeTime) {
+      auto* times = new QCPAxisTickerTime;
+      times->setTimeFormat(QStringLiteral("%h:%m:%s"));
+      ticker.reset(times);
+    } else {
+      ticker.reset(new QCPAxisTicker);
+    }
+    ticker->setTickCount(cp->xAxis->ticker()->tickCount());
+    cp->xAxis->setTicker(ticker);
+    cp->xAxis->setLabel(xAxisLabel(m_axis));
+    plot->setXText([axis = m_axis](double x) { return xText(axis, x); });
+  }
+}
+
+void PlotsPanel::setLogScale(bool x, bool y) {
+  for (CurvePlot* plot : std::as_const(m_plots)) {
+    QCustomPlot* cp = plot->customPlot();
+    cp->xAxis->setScaleType(x ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    cp->yAxis->setScaleType(y ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    cp->yAxis->setTicker(y ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
+                           : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+  }
+  styleXAxes();
+  for (const QString& id : plotIds()) {
+    fitAxes(id);
+    m_plots.value(id)->replot();
+  }
+}
+
+void PlotsPanel::setSmoothing(double weight) {
+  for (const QString& id : plotIds()) {
+    m_plots.value(id)->setSmoothing(weight);
+    m_plots.value(id)->replot();
+  }
 }
 
 void PlotsPanel::onPassDone(const QList<qint64>& runIds, int generation) {
@@ -355,13 +486,18 @@ void PlotsPanel::fitAxes(const QString& id) {
   bool anyValue = false;
   QCPRange keys;
   QCPRange values;
+  // A log axis fits the positive points only (the others are not drawn).
+  const QCP::SignDomain keySigns =
+      cp->xAxis->scaleType() == QCPAxis::stLogarithmic ? QCP::sdPositive : QCP::sdBoth;
+  const bool logValues = cp->yAxis->scaleType() == QCPAxis::stLogarithmic;
   for (int g = 0; g < cp->graphCount(); ++g) {
     bool found = false;
-    const QCPRange k = cp->graph(g)->getKeyRange(found);
+    const QCPRange k = cp->graph(g)->getKeyRange(found, keySigns);
     if (found)
       keys = anyKey ? QCPRange(std::min(keys.lower, k.lower), std::max(keys.upper, k.upper)) : k;
     anyKey = anyKey || found;
-    const QCPRange v = cp->graph(g)->getValueRange(found);
+    const QCPRange v =
+        cp->graph(g)->getValueRange(found, logValues ? QCP::sdPositive : QCP::sdBoth);
     if (found)
       values =
           anyValue ? QCPRange(std::min(values.lower, v.lower), std::max(values.upper, v.upper)) : v;
@@ -371,7 +507,12 @@ void PlotsPanel::fitAxes(const QString& id) {
     // The x axis ends at the last step (it once stopped at 38 of 40 steps).
     cp->xAxis->setRange(keys.lower, keys.upper > keys.lower ? keys.upper : keys.lower + 1);
   }
-  if (anyValue) cp->yAxis->setRange(valueRange(values.lower, values.upper));
+  if (anyValue && logValues) {
+    cp->yAxis->setRange(values.lower / 1.2,
+                        values.upper > values.lower ? values.upper * 1.2 : values.lower * 10);
+  } else if (anyValue) {
+    cp->yAxis->setRange(valueRange(values.lower, values.upper));
+  }
   wrapLegend(cp);
   alignLegends(id);
 }
@@ -414,31 +555,7 @@ Result<void> PlotsPanel::exportPlot(const QString& id, const QString& path, int 
     return fail("plot \"" + id.toStdString() + "\" does not exist; use one of " +
                 plotIds().join(", ").toStdString());
   }
-  const QString suffix = QFileInfo(path).suffix().toLower();
-  QCustomPlot* cp = plot->customPlot();
-  bool written = false;
-  if (suffix == QLatin1String("png")) return plot->savePng(path, width, height);
-  if (suffix == QLatin1String("pdf")) {
-    written = cp->savePdf(path, width, height);
-  } else if (suffix == QLatin1String("svg")) {
-    QSvgGenerator svg;
-    svg.setFileName(path);
-    svg.setSize(QSize(width, height));
-    svg.setViewBox(QRect(0, 0, width, height));
-    QCPPainter painter;
-    written = painter.begin(&svg);
-    if (written) {
-      cp->toPainter(&painter, width, height);
-      painter.end();
-      written = QFileInfo(path).size() > 0;
-    }
-  } else {
-    return fail(path.toStdString() + ": unknown plot format \"" + suffix.toStdString() +
-                "\"; name the file .png, .svg or .pdf");
-  }
-  if (!written)
-    return fail(path.toStdString() + ": could not write the plot (is the folder writable?)");
-  return ok();
+  return savePlot(plot->customPlot(), path, width, height);
 }
 
 Result<void> PlotsPanel::exportCsv(const QString& id, const QString& path) const {
@@ -450,13 +567,14 @@ Result<void> PlotsPanel::exportCsv(const QString& id, const QString& path) const
   }
   QTextStream out(&file);
   out << "series,step,value\n";
-  QCustomPlot* cp = plot->customPlot();
-  for (int g = 0; g < cp->graphCount(); ++g) {
-    const QCPGraph* graph = cp->graph(g);
-    QString name = graph->name();
+  const QHash<QString, StoredSeries> series = m_series.value(id);
+  for (const QString& seriesName : plot->seriesNames()) {
+    const StoredSeries stored = series.value(seriesName);
+    QString name = seriesName;
     name.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
-      out << '"' << name << "\"," << it->key << ',' << QString::number(it->value, 'g', 10) << '\n';
+    for (qsizetype i = 0; i < stored.steps.size() && i < stored.values.size(); ++i) {
+      out << '"' << name << "\"," << stored.steps[i] << ','
+          << QString::number(stored.values[i], 'g', 10) << '\n';
     }
   }
   out.flush();
@@ -467,21 +585,41 @@ Result<void> PlotsPanel::exportCsv(const QString& id, const QString& path) const
   return ok();
 }
 
+QMenu* PlotsPanel::plotMenu(const QString& id) {
+  auto* menu = new QMenu(this);
+  QAction* image = menu->addAction(tr("Save plot as PNG, SVG or PDF…"));
+  image->setObjectName(QStringLiteral("savePlot"));
+  connect(image, &QAction::triggered, this, [this, id] { savePlotDialog(id); });
+  QAction* csv = menu->addAction(tr("Export data as CSV…"));
+  csv->setObjectName(QStringLiteral("saveCsv"));
+  connect(csv, &QAction::triggered, this, [this, id] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export data as CSV"), id + QStringLiteral(".csv"), tr("CSV (*.csv)"));
+    if (path.isEmpty()) return;
+    if (const Result<void> done = exportCsv(id, path); !done) {
+      qCWarning(lcPlotsPanel, "%s", done.message().c_str());
+      QMessageBox::warning(this, tr("Export data as CSV"), QString::fromStdString(done.message()));
+    }
+  });
+  return menu;
+}
+
+void PlotsPanel::savePlotDialog(const QString& id) {
+  const QString folder = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
+  ExportDialog dialog(tr("Save plot"), QDir(folder).filePath(id + QStringLiteral(".png")),
+                      QSize(1200, 800), this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const Result<void> done =
+      exportPlot(id, dialog.path(), dialog.imageSize().width(), dialog.imageSize().height());
+  if (!done) {
+    qCWarning(lcPlotsPanel, "%s", done.message().c_str());
+    QMessageBox::warning(this, tr("Save plot"), QString::fromStdString(done.message()));
+  }
+}
+
 void PlotsPanel::showPlotMenu(const QString& id, const QPoint& where) {
-  CurvePlot* plot = m_plots.value(id);
-  QMenu menu(this);
-  QAction* image = menu.addAction(tr("Export plot (PNG, SVG, PDF)…"));
-  QAction* csv = menu.addAction(tr("Export data as CSV…"));
-  QAction* chosen = menu.exec(plot->customPlot()->mapToGlobal(where));
-  if (chosen == nullptr) return;
-  const bool asCsv = chosen == csv;
-  const QString path = QFileDialog::getSaveFileName(
-      this, chosen->text(), id + (asCsv ? QStringLiteral(".csv") : QStringLiteral(".png")),
-      asCsv ? tr("CSV (*.csv)") : tr("Images (*.png *.svg *.pdf)"));
-  if (path.isEmpty()) return;
-  const Result<void> done = asCsv ? exportCsv(id, path) : exportPlot(id, path, 1200, 800);
-  if (!done) qCWarning(lcPlotsPanel, "%s", done.message().c_str());
-  (void)image;
+  std::unique_ptr<QMenu> menu(plotMenu(id));
+  menu->exec(m_plots.value(id)->customPlot()->mapToGlobal(where));
 }
 
 }  // namespace shardscope::ui

@@ -2,8 +2,13 @@
 // grad norm, tokens/s, MFU, memory per rank), and the selected run's log. Points arrive
 // incrementally from the run log's worker and are appended to the curves; replots are coalesced
 // to one per 50 ms (a paint that comes first catches up, so nothing shows stale axes).
-// Axes: x spans the first to the last step; y fits the data, never below 0 when every value is
-// non-negative, and a series that is all zeros gets 0..1. Legends sit outside the data area.
+// Axes: x spans the first to the last point; y fits the data, never below 0 when every value is
+// non-negative, and a series that is all zeros gets 0..1 (log scale: the positive points). Legends
+// sit outside the data area.
+// Above the charts, PlotControls: smoothing (every chart's curves, CurvePlot::setSmoothing), the
+// x axis (plotaxes.h: step, wall time, relative time, tokens seen) and log scale per axis. The
+// panel keeps each series' points as read (steps, values, times), so a new x axis redraws them
+// all; a chart's context menu saves it as a picture at a chosen size (plotexport.h) or as CSV.
 #pragma once
 
 #include <QHash>
@@ -12,15 +17,18 @@
 #include <QWidget>
 
 class QLabel;
+class QMenu;
 class QStackedWidget;
 
 #include "spec/result.h"
 #include "ui/data/runlogtypes.h"
+#include "ui/plots/plotaxes.h"
 
 namespace shardscope::ui {
 
 class CurvePlot;
 class LogView;
+class PlotControls;
 class RunLog;
 
 class PlotsPanel : public QWidget {
@@ -56,8 +64,17 @@ class PlotsPanel : public QWidget {
   /// Writes plot `id` as PNG, SVG or PDF (by the file's suffix) at width x height.
   [[nodiscard]] Result<void> exportPlot(const QString& id, const QString& path, int width,
                                         int height) const;
-  /// Writes every series of plot `id` as CSV: series,step,value.
+  /// Writes every series of plot `id` as CSV: series,step,value (the points as read: never
+  /// smoothed, x always the step).
   [[nodiscard]] Result<void> exportCsv(const QString& id, const QString& path) const;
+
+  /// Smoothing, x axis and log scale, as the user sets them.
+  PlotControls* controls() const { return m_controls; }
+  XAxis xAxis() const { return m_axis; }
+  /// The context menu of plot `id` (save as a picture, save as CSV); the caller owns it.
+  QMenu* plotMenu(const QString& id);
+  /// Asks for a file and a size (ExportDialog) and saves plot `id` there.
+  void savePlotDialog(const QString& id);
 
  signals:
   void loaded();
@@ -65,7 +82,24 @@ class PlotsPanel : public QWidget {
   void replotted();
 
  private:
+  /// The points of one series as read (memory in MiB), whatever the x axis shows.
+  struct StoredSeries {
+    qint64 runId = 0;
+    QVector<double> steps;
+    QVector<double> values;
+    QVector<double> times;
+  };
+
   void onSeries(const QVector<SeriesChunk>& chunks);
+  /// Draws (reset) or appends these points of series `name` of plot `id` at the x axis's xs.
+  void drawPoints(const QString& id, const QString& name, const StoredSeries& points, bool reset);
+  /// Draws again every series of run `runId` (every series when -1) at the x axis's xs.
+  void redrawSeries(qint64 runId);
+  void setXAxis(XAxis axis);
+  void setLogScale(bool x, bool y);
+  void setSmoothing(double weight);
+  /// The x axis's ticker, label and read-out text on every plot.
+  void styleXAxes();
   void onPassDone(const QList<qint64>& runIds, int generation);
   void scheduleReplot();
   void replotNow();
@@ -79,6 +113,10 @@ class PlotsPanel : public QWidget {
 
   RunLog& m_runLog;
   QHash<QString, CurvePlot*> m_plots;
+  PlotControls* m_controls = nullptr;
+  XAxis m_axis = XAxis::step;
+  QHash<QString, QHash<QString, StoredSeries>> m_series;  // plot id -> series name -> points
+  QHash<qint64, RunClock> m_clocks;                       // run id -> its start and step events
   LogView* m_log = nullptr;
   QStackedWidget* m_stack = nullptr;  // the plot grid, or m_empty
   QWidget* m_grid = nullptr;

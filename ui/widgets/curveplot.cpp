@@ -3,10 +3,16 @@
 #include <qcustomplot.h>
 #include <QFileInfo>
 #include <QLoggingCategory>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "ui/widgets/smoothing.h"
 
 Q_LOGGING_CATEGORY(lcCurvePlot, "shardscope.ui.curveplot")
 
@@ -27,6 +33,21 @@ void styleAxis(QCPAxis* axis) {
   axis->grid()->setPen(QPen(QColor(0xdd, 0xdd, 0xdd), 1, Qt::SolidLine));
   axis->grid()->setZeroLinePen(QPen(QColor(0xbb, 0xbb, 0xbb), 1, Qt::SolidLine));
   axis->grid()->setSubGridVisible(false);
+}
+
+constexpr int kDensePoints = 20000;   // above this, a series is drawn with a thin raster pen
+constexpr int kFaintAlpha = 60;       // the raw curve behind a smoothed one
+const char* const kRawLayer = "raw";  // below "main": the faint raw curves under every smoothed one
+
+// The index of the point of `graph` whose key is nearest `x` (-1: no points).
+int nearestIndex(const QCPGraph* graph, double x) {
+  const auto& data = *graph->data();
+  if (data.isEmpty()) return -1;
+  auto it = data.findBegin(x, false);  // the first point at or after x
+  if (it == data.constEnd()) return data.size() - 1;
+  int index = int(it - data.constBegin());
+  if (index > 0 && x - (it - 1)->key < it->key - x) --index;
+  return index;
 }
 
 // The lengths of xs and ys must agree; a caller bug is logged and the extra points dropped
@@ -61,6 +82,14 @@ CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(
   m_plot->legend->setBrush(QColor(255, 255, 255, 220));
   m_plot->legend->setBorderPen(QPen(QColor(0xbb, 0xbb, 0xbb)));
   m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+
+  m_plot->addLayer(kRawLayer, m_plot->layer("main"), QCustomPlot::limBelow);
+  // The hover dots redraw alone: a pointer move repaints one layer, not a million points.
+  m_plot->layer("overlay")->setMode(QCPLayer::lmBuffered);
+  m_plot->setMouseTracking(true);
+  m_plot->installEventFilter(this);
+  connect(m_plot, &QCustomPlot::mouseMove, this, &CurvePlot::onMouseMove);
+  connect(m_plot, &QCustomPlot::beforeReplot, this, &CurvePlot::refreshSmoothed);
 }
 
 QColor CurvePlot::seriesColor(int index) {
@@ -79,13 +108,82 @@ QCPGraph* CurvePlot::graphFor(const QString& name) {
   if (QCPGraph* graph = m_graphs.value(name)) return graph;
   QCPGraph* graph = m_plot->addGraph();
   graph->setName(name);
+  m_colors.insert(name, seriesColor(m_nextColor++));
   graph->setPen(
-      QPen(seriesColor(m_nextColor++), m_lineWidth, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
+      QPen(m_colors.value(name), m_lineWidth, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
   graph->setLineStyle(QCPGraph::lsLine);
   // Thousands of steps per run: draw one representative point per pixel column.
   graph->setAdaptiveSampling(true);
   m_graphs.insert(name, graph);
+  m_order.append(name);
+  if (m_smoothing > 0) applySmoothingTo(name);
   return graph;
+}
+
+QCPGraph* CurvePlot::drawnGraph(const QString& name) const {
+  if (QCPGraph* smoothed = m_smoothed.value(name)) return smoothed;
+  return m_graphs.value(name);
+}
+
+void CurvePlot::setSeriesStyle(const QString& name, Qt::PenStyle style, bool dots) {
+  if (!m_graphs.contains(name)) return;
+  m_styles.insert(name, Style{style, dots});
+  fitPens(name);
+}
+
+void CurvePlot::setSmoothing(double weight) {
+  const double w = std::clamp(std::isnan(weight) ? 0.0 : weight, 0.0, kMaxSmoothing);
+  if (w == m_smoothing) return;
+  m_smoothing = w;
+  for (const QString& name : std::as_const(m_order)) applySmoothingTo(name);
+  // The legend lists each series once, by the graph it is drawn with, in creation order.
+  m_plot->legend->clearItems();
+  for (const QString& name : std::as_const(m_order)) drawnGraph(name)->addToLegend();
+}
+
+void CurvePlot::applySmoothingTo(const QString& name) {
+  QCPGraph* raw = m_graphs.value(name);
+  QCPGraph* smoothed = m_smoothed.value(name);
+  const bool created = m_smoothing > 0 && smoothed == nullptr;
+  if (created) {
+    smoothed = m_plot->addGraph();
+    smoothed->setName(name);
+    smoothed->setLineStyle(QCPGraph::lsLine);
+    smoothed->setAdaptiveSampling(true);
+    m_smoothed.insert(name, smoothed);
+    raw->removeFromLegend();
+    raw->setLayer(kRawLayer);
+  } else if (m_smoothing == 0 && smoothed != nullptr) {
+    m_plot->removeGraph(m_smoothed.take(name));
+    raw->setLayer("main");
+    if (!m_plot->legend->hasItemWithPlottable(raw)) raw->addToLegend();
+  }
+  if (m_smoothing > 0) m_stale[name] = m_stale.value(name) || created;
+  fitPens(name);
+}
+
+void CurvePlot::refreshSmoothed() {
+  std::vector<double> values;
+  const QHash<QString, bool> stale = std::exchange(m_stale, {});
+  for (auto entry = stale.cbegin(); entry != stale.cend(); ++entry) {
+    QCPGraph* smoothed = m_smoothed.value(entry.key());
+    QCPGraph* raw = m_graphs.value(entry.key());
+    if (smoothed == nullptr || raw == nullptr) continue;
+    // Same keys as the raw points, in the same (sorted) order; only the values are smoothed.
+    // While the slider moves, the keys stay: the values alone are written (a 1M-point copy
+    // is the larger part of the work).
+    QCPGraphDataContainer* data = smoothed->data().data();
+    const QCPGraphDataContainer& points = *raw->data();
+    if (entry.value() || data->size() != points.size()) data->set(points);
+    const auto n = std::size_t(points.size());
+    values.resize(n);
+    const QCPGraphData* from = &*points.constBegin();
+    for (std::size_t i = 0; i < n; ++i) values[i] = from[i].value;
+    smoothEma(values.data(), values.data(), n, m_smoothing);
+    QCPGraphData* to = &*data->begin();
+    for (std::size_t i = 0; i < n; ++i) to[i].value = values[i];
+    fitPens(entry.key());
+  }
 }
 
 void CurvePlot::setSeries(const QString& name, const QVector<double>& xs,
@@ -93,7 +191,8 @@ void CurvePlot::setSeries(const QString& name, const QVector<double>& xs,
   const qsizetype n = checkedLength(name, xs, ys);
   QCPGraph* graph = graphFor(name);
   graph->setData(xs.first(n), ys.first(n));
-  fitPen(graph);
+  if (m_smoothing > 0) m_stale[name] = true;
+  fitPens(name);
 }
 
 void CurvePlot::appendPoints(const QString& name, const QVector<double>& xs,
@@ -101,28 +200,111 @@ void CurvePlot::appendPoints(const QString& name, const QVector<double>& xs,
   const qsizetype n = checkedLength(name, xs, ys);
   QCPGraph* graph = graphFor(name);
   graph->addData(xs.first(n), ys.first(n));
-  fitPen(graph);
+  if (m_smoothing > 0) m_stale[name] = true;
+  fitPens(name);
 }
 
-void CurvePlot::fitPen(QCPGraph* graph) const {
-  constexpr int kDensePoints = 20000;
-  const bool dense = graph->dataCount() > kDensePoints;
-  graph->setAntialiased(!dense);  // a pixel column holds dozens of points: smoothing shows nothing
+void CurvePlot::fitPens(const QString& name) {
+  QCPGraph* raw = m_graphs.value(name);
+  if (raw == nullptr) return;
+  QCPGraph* smoothed = m_smoothed.value(name);
+  const bool dense = raw->dataCount() > kDensePoints;
   const double width = dense ? 0.0 : m_lineWidth;
-  if (graph->pen().widthF() == width) return;
-  QPen pen = graph->pen();
-  pen.setWidthF(width);
-  graph->setPen(pen);
+  const Style style = m_styles.value(name);
+  QColor color = m_colors.value(name);
+  const QCPScatterStyle dots(style.dots ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssNone, 5);
+  if (smoothed != nullptr) {
+    smoothed->setAntialiased(!dense);
+    smoothed->setPen(QPen(color, width, style.pen, Qt::RoundCap, Qt::RoundJoin));
+    smoothed->setScatterStyle(dots);
+    color.setAlpha(kFaintAlpha);
+  }
+  // A pixel column holds dozens of points: antialiasing shows nothing and costs much.
+  raw->setAntialiased(!dense);
+  raw->setPen(QPen(color, width, style.pen, Qt::RoundCap, Qt::RoundJoin));
+  raw->setScatterStyle(smoothed != nullptr ? QCPScatterStyle() : dots);
 }
 
 void CurvePlot::removeSeries(const QString& name) {
+  if (QCPItemTracer* tracer = m_tracers.take(name)) m_plot->removeItem(tracer);
+  if (QCPGraph* graph = m_smoothed.take(name)) m_plot->removeGraph(graph);
   if (QCPGraph* graph = m_graphs.take(name)) m_plot->removeGraph(graph);
+  m_order.removeAll(name);
+  m_stale.remove(name);
+  m_styles.remove(name);
+  m_colors.remove(name);
 }
 
 void CurvePlot::clear() {
+  for (QCPItemTracer* tracer : std::as_const(m_tracers)) m_plot->removeItem(tracer);
+  m_tracers.clear();
   m_plot->clearGraphs();
   m_graphs.clear();
+  m_smoothed.clear();
+  m_colors.clear();
+  m_styles.clear();
+  m_order.clear();
+  m_stale.clear();
+  m_hoverText.clear();
   m_nextColor = 0;
+}
+
+QString CurvePlot::readoutAt(double x) {
+  const auto xText = [this](double at) {
+    return m_xText ? m_xText(at) : QString::number(at, 'g', 7);
+  };
+  QStringList lines;
+  for (const QString& name : std::as_const(m_order)) {
+    QCPGraph* graph = drawnGraph(name);
+    if (graph == nullptr) continue;
+    const int index = nearestIndex(graph, x);
+    QCPItemTracer*& tracer = m_tracers[name];
+    if (tracer == nullptr) {
+      tracer = new QCPItemTracer(m_plot);
+      tracer->setLayer("overlay");
+      tracer->setStyle(QCPItemTracer::tsCircle);
+      tracer->setSize(7);
+      tracer->setInterpolating(false);
+      tracer->setBrush(Qt::white);
+    }
+    tracer->setVisible(index >= 0);
+    if (index < 0) continue;
+    const QCPGraphData point = *graph->data()->at(index);
+    tracer->setGraph(graph);
+    tracer->setGraphKey(point.key);
+    tracer->setPen(QPen(m_colors.value(name), 2));
+    QString line = QStringLiteral("%1: %2").arg(name, QString::number(point.value, 'g', 5));
+    if (const QCPGraph* raw = m_graphs.value(name); raw != nullptr && raw != graph) {
+      line += tr(" (raw %1)").arg(QString::number(raw->data()->at(index)->value, 'g', 5));
+    }
+    lines.append(line + tr(" at %1").arg(xText(point.key)));
+  }
+  m_hoverText = lines.join(QLatin1Char('\n'));
+  return m_hoverText;
+}
+
+void CurvePlot::onMouseMove(QMouseEvent* event) {
+  const QPointF at = event->position();
+  if (m_order.isEmpty() || !m_plot->axisRect()->rect().contains(at.toPoint())) {
+    hideReadout();
+    return;
+  }
+  const QString text = readoutAt(m_plot->xAxis->pixelToCoord(at.x()));
+  QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+  m_plot->layer("overlay")->replot();
+}
+
+void CurvePlot::hideReadout() {
+  if (m_hoverText.isEmpty()) return;
+  m_hoverText.clear();
+  for (QCPItemTracer* tracer : std::as_const(m_tracers)) tracer->setVisible(false);
+  QToolTip::hideText();
+  m_plot->layer("overlay")->replot();
+}
+
+bool CurvePlot::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_plot && event->type() == QEvent::Leave) hideReadout();
+  return QWidget::eventFilter(watched, event);
 }
 
 int CurvePlot::pointCount(const QString& name) const {
@@ -132,7 +314,7 @@ int CurvePlot::pointCount(const QString& name) const {
 
 void CurvePlot::setLineWidth(double pixels) {
   m_lineWidth = pixels;
-  for (QCPGraph* graph : std::as_const(m_graphs)) fitPen(graph);
+  for (const QString& name : std::as_const(m_order)) fitPens(name);
 }
 
 void CurvePlot::setRanges(double xLower, double xUpper, double yLower, double yUpper) {

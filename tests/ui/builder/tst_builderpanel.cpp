@@ -583,6 +583,37 @@ class TestBuilderPanel : public QObject {
     QVERIFY(panel.launchButton()->isEnabled());
   }
 
+  // An experiment not saved yet (New from template > demo): the command line names the file
+  // Launch will save it to, and says so beside it; Launch then writes exactly that file. Before,
+  // it read "shardscope-cli run <unsaved>.toml", a file that never exists.
+  void unsavedCommandNamesTheFileLaunchWrites() {
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    const QByteArray before = qgetenv("XDG_DATA_HOME");
+    qputenv("XDG_DATA_HOME", home.path().toUtf8());
+    auto restore = qScopeGuard([&] { qputenv("XDG_DATA_HOME", before); });
+    BuilderPanel panel;
+    panel.show();
+    QString error;
+    QVERIFY2(panel.controller()->loadTemplate("demo", &error), qPrintable(error));
+    settle(panel);
+    const QString command = panel.commandPreview()->text();
+    QVERIFY2(!command.contains("<unsaved>"), qPrintable(command));
+    const QString prefix = "shardscope-cli run " + home.path() + "/shardscope/experiments/";
+    QVERIFY2(command.startsWith(prefix) && command.endsWith(".toml"), qPrintable(command));
+    QVERIFY(panel.commandNote()->isVisible());
+    QVERIFY(panel.commandNote()->text().contains("not saved yet"));
+    QSignalSpy launched(panel.controller(), &ui::BuilderController::launchRequested);
+    panel.controller()->requestLaunch();
+    QCOMPARE(launched.count(), 1);
+    const QString written = launched.first().first().toString();
+    QCOMPARE("shardscope-cli run " + written, command);
+    QVERIFY(QFileInfo::exists(written));
+    settle(panel);
+    QCOMPARE(panel.commandPreview()->text(), command);  // saved there: the same file
+    QVERIFY(!panel.commandNote()->isVisible());
+  }
+
   void screenshot() {
     BuilderPanel panel;
     QString error;

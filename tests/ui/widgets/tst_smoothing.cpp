@@ -1,0 +1,140 @@
+// The plots' smoothing (ui/widgets/smoothing.h): TensorBoard's debiased exponential moving
+// average on known values, its handling of NaN and inf, flat series and weights out of range; and
+// in CurvePlot, that a smoothed series keeps its points as given (irregular steps too) and draws
+// their EMA by point, with the raw curve faint behind it.
+#include <qcustomplot.h>
+#include <QTest>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ui/widgets/curveplot.h"
+#include "ui/widgets/smoothing.h"
+
+using namespace shardscope::ui;
+
+namespace {
+
+std::vector<double> smoothed(std::vector<double> values, double weight) {
+  std::vector<double> out(values.size());
+  smoothEma(values.data(), out.data(), values.size(), weight);
+  return out;
+}
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+class TestSmoothing : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // Worked by hand: last = 0.5, 1.25, 2.125; debias 1 - 0.5^k = 0.5, 0.75, 0.875.
+  void knownValues() {
+    const auto out = smoothed({1, 2, 3}, 0.5);
+    QCOMPARE(out.size(), std::size_t(3));
+    QCOMPARE(out[0], 1.0);
+    QVERIFY(std::abs(out[1] - 1.25 / 0.75) < 1e-12);
+    QVERIFY(std::abs(out[2] - 2.125 / 0.875) < 1e-12);
+  }
+
+  // The bias correction: the first point is itself at any weight (an undebiased EMA starting
+  // from 0 would draw 0.001 * 10 = 0.01 at weight 0.999).
+  void firstPointIsNotDraggedToZero() {
+    for (const double w : {0.1, 0.6, 0.9, 0.999}) {
+      const auto out = smoothed({10, 20}, w);
+      QCOMPARE(out[0], 10.0);
+      QVERIFY2(out[1] > 10.0 && out[1] < 20.0, qPrintable(QString::number(out[1])));
+    }
+  }
+
+  // A NaN (a diverged loss, stored as null) or an inf stays where it is, as itself, and the
+  // average goes on over the finite values as if it were absent.
+  void nonFiniteValuesPassThrough() {
+    for (const double bad : {kNaN, kInf, -kInf}) {
+      const auto out = smoothed({1, bad, 3}, 0.5);
+      QCOMPARE(out[0], 1.0);
+      if (std::isnan(bad)) {
+        QVERIFY(std::isnan(out[1]));
+      } else {
+        QCOMPARE(out[1], bad);
+      }
+      // As {1, 3}: last = 0.5, then 0.25 + 1.5 = 1.75; debias 0.75.
+      QVERIFY(std::abs(out[2] - 1.75 / 0.75) < 1e-12);
+    }
+    const auto leading = smoothed({kNaN, 4, 4.5}, 0.5);
+    QVERIFY(std::isnan(leading[0]));
+    QCOMPARE(leading[1], 4.0);
+  }
+
+  // Weight 0 is no smoothing; a flat series is written through as it is; weights out of range
+  // are clamped (1 would freeze the curve at its first value), NaN is none.
+  void edgesOfTheWeight() {
+    const std::vector<double> values{3, 1, 4, 1, 5};
+    QCOMPARE(smoothed(values, 0), values);
+    QCOMPARE(smoothed(values, -2), values);
+    QCOMPARE(smoothed(values, kNaN), values);
+    QCOMPARE(smoothed(std::vector<double>(5, 0.1), 0.9), std::vector<double>(5, 0.1));
+    QCOMPARE(smoothed(values, 1.0), smoothed(values, kMaxSmoothing));
+    QVERIFY(smoothed(values, 1.0)[4] != values[0]);
+    QVERIFY(smoothed({}, 0.5).empty());
+  }
+
+  // In place (out == values), as CurvePlot calls it.
+  void inPlace() {
+    std::vector<double> values{1, 2, 3};
+    smoothEma(values.data(), values.data(), values.size(), 0.5);
+    QCOMPARE(values, smoothed({1, 2, 3}, 0.5));
+  }
+
+  // A million noisy points at the highest weight stay finite and follow the trend.
+  void millionPointsStayFinite() {
+    std::vector<double> values(1'000'000);
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = 2.0 + 1.0 / (1.0 + 1e-4 * double(i)) + ((i % 2) != 0U ? 0.5 : -0.5);
+    const auto out = smoothed(values, kMaxSmoothing);
+    for (const double v : out) QVERIFY(std::isfinite(v));
+    QVERIFY(std::abs(out.back() - (2.0 + 1.0 / 101.0)) < 0.01);
+  }
+
+  // CurvePlot: the series keeps its points (steps 1, 2, 10, 500: irregular); a second graph
+  // of the same keys draws the EMA by point (TensorBoard's rule: spacing is ignored), and the raw
+  // graph turns faint. Off again: one graph, the original pen.
+  void curvePlotSmoothsWithoutTouchingThePoints() {
+    CurvePlot plot;
+    const QVector<double> xs{1, 2, 10, 500};
+    const QVector<double> ys{4, 2, 6, kNaN};
+    plot.setSeries("run", xs, ys);
+    plot.setSmoothing(0.5);
+    plot.replot();
+    QCOMPARE(plot.customPlot()->graphCount(), 2);
+    const QCPGraph* raw = plot.rawGraph("run");
+    const QCPGraph* drawn = plot.drawnGraph("run");
+    QVERIFY(drawn != raw);
+    const auto expected = smoothed({4, 2, 6, kNaN}, 0.5);
+    QCOMPARE(drawn->dataCount(), 4);
+    for (int i = 0; i < 3; ++i) {
+      QCOMPARE(drawn->data()->at(i)->key, xs[i]);
+      QCOMPARE(drawn->data()->at(i)->value, expected[std::size_t(i)]);
+      QCOMPARE(raw->data()->at(i)->value, ys[i]);
+    }
+    QVERIFY(std::isnan(drawn->data()->at(3)->value));
+    QVERIFY(raw->pen().color().alpha() < 255);
+    QCOMPARE(drawn->pen().color(), CurvePlot::seriesColor(0));
+    QCOMPARE(plot.customPlot()->legend->itemCount(), 1);
+    // New points: the smoothed graph follows at the next replot.
+    plot.appendPoints("run", {600}, {8});
+    plot.replot();
+    QCOMPARE(plot.drawnGraph("run")->dataCount(), 5);
+    plot.setSmoothing(0);
+    QCOMPARE(plot.customPlot()->graphCount(), 1);
+    QCOMPARE(plot.drawnGraph("run"), plot.rawGraph("run"));
+    QCOMPARE(plot.rawGraph("run")->pen().color(), CurvePlot::seriesColor(0));
+    QCOMPARE(plot.customPlot()->legend->itemCount(), 1);
+  }
+};
+
+QTEST_MAIN(TestSmoothing)
+#include "tst_smoothing.moc"
