@@ -9,11 +9,13 @@
 //   2. replot time of 1M points in the dashboard's curve plot (< 16 ms), as one series and as
 //      four of 250k;
 //   3. the Compare overlay of every trial's train and eval curves at --trials x --steps (first
-//      paint, replot p50/p99 of a still and a panned view; overlaybench.h).
+//      paint, replot p50/p99 of a still and a panned view; overlaybench.h);
+//   - the Timeline's per-unit view of one detailed step, 28 layers x 8 ranks, beside the curve
+//     plot (unitviewbench.h; --unit-view-only: this figure alone).
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
-//                   [--pg [--pg-server URL]]
+//                   [--unit-view-only] [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). --pg measures figure 1 on SQLite and then on a PostgreSQL run log of the
 // same sweep (written through the same RunStore) and prints both and their ratio, and nothing
@@ -46,6 +48,7 @@
 #include "bench/ui/bigrunlog.h"
 #include "bench/ui/overlaybench.h"
 #include "bench/ui/spin.h"
+#include "bench/ui/unitviewbench.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/data/runlog.h"
 #include "ui/data/sweepsource.h"
@@ -199,12 +202,14 @@ int main(int argc, char** argv) {
   const QCommandLineOption stepsOpt("steps", "Loss points per trial.", "S", "1000");
   const QCommandLineOption skipFirst("skip-first-paint", "Skip the big run log's first paint.");
   const QCommandLineOption overlayOnly("overlay-only", "Only the overlay's figures.");
+  const QCommandLineOption unitViewOnly("unit-view-only", "Only the per-unit view's figure.");
   const QCommandLineOption pgOpt(
       "pg", "First paint on SQLite and on PostgreSQL, side by side (figure 1 only).");
   const QCommandLineOption pgServerOpt(
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
-  parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, pgOpt, pgServerOpt});
+  parser.addOptions(
+      {dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, unitViewOnly, pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -227,6 +232,10 @@ int main(int argc, char** argv) {
     printRatios(*lite, *onServer);
     return 0;
   }
+  if (parser.isSet(unitViewOnly)) {
+    bench::unitViewFigures();
+    return 0;
+  }
   if (!parser.isSet(overlayOnly)) {
     if (!parser.isSet(skipFirst)) {
       if (auto r = firstPaintFigures(db, trials, steps); !r) {
@@ -237,6 +246,7 @@ int main(int argc, char** argv) {
     replotFigures();
   }
   bench::overlayFigures(trials, steps);
+  bench::unitViewFigures();
   return 0;
 }
 
