@@ -41,7 +41,7 @@ void Trace::set_position(std::int64_t step, int micro) {
   m_step = step;
   m_micro = micro;
   m_on = !m_full && (m_every <= 0 || step % m_every == 0);
-  if (micro == 0) m_origin = std::chrono::steady_clock::now();
+  if (m_on && micro == 0) m_origin = std::chrono::steady_clock::now();
 }
 
 void Trace::end_step() {
