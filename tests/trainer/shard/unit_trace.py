@@ -6,6 +6,7 @@
       forward compute stretch and a backward one, and every unit that trains a reduce-scatter
       issued with its bytes and then waited; every time is on the step's clock (>= 0, ends after
       starts, within the step); the compute stretches of a rank do not overlap one another.
+      The same run with the default every_n_steps = 0 writes no trace/.
   --case bounded: trace.every_n_steps = 1 and max_mib = 1 on a 24-layer tiny model over enough
       steps to write several MiB: each file stops near 1 MiB (its last record says why), the run
       still completes, and each rank logs one `warn` naming trace.max_mib.
@@ -87,6 +88,10 @@ def sampled(args):
         check(not any(r["op"] == "stopped" for r in recs), f"rank {rank}: stopped under 64 MiB")
         for step in steps:
             check_step([r for r in recs if r.get("step") == step], rank, step)
+    # The default (every_n_steps = 0) records nothing.
+    plain = ranks.train(args.shardtrain, config, os.path.join(args.work, "plain"), world=WORLD)
+    check(not os.path.exists(os.path.join(plain, "trace")),
+          "trace/ written with trace.every_n_steps = 0")
 
 
 def bounded(args):
