@@ -14,10 +14,12 @@
 //   4. the Timeline's replot (layout of its bars and paint) at 10,000 steps x 8 ranks, fitted
 //      (a pixel column's mean per bar) and zoomed to 100 steps, beside the curve plot's replot of
 //      the same 8 x 10,000 points, as ratios (--timeline-only: this figure alone).
+//   5. the Timeline's per-unit view of one detailed step, 28 layers x 8 ranks, beside the curve
+//      plot (unitviewbench.h; --unit-view-only: this figure alone).
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
-//                   [--replot-only]
+//                   [--replot-only] [--timeline-only] [--unit-view-only]
 //                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). --pg measures figure 1 on SQLite and then on a PostgreSQL run log of the
@@ -53,6 +55,7 @@
 #include "bench/ui/bigrunlog.h"
 #include "bench/ui/overlaybench.h"
 #include "bench/ui/spin.h"
+#include "bench/ui/unitviewbench.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/data/runlog.h"
 #include "ui/data/sweepsource.h"
@@ -321,13 +324,14 @@ int main(int argc, char** argv) {
   const QCommandLineOption timelineOnly("timeline-only", "Only the Timeline's figure.");
   const QCommandLineOption replotOnly("replot-only",
                                       "Only the 1M-point replot figures (raw and smoothed).");
+  const QCommandLineOption unitViewOnly("unit-view-only", "Only the per-unit view's figure.");
   const QCommandLineOption pgOpt(
       "pg", "First paint on SQLite and on PostgreSQL, side by side (figure 1 only).");
   const QCommandLineOption pgServerOpt(
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
   parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, replotOnly,
-                     pgOpt, pgServerOpt});
+                     unitViewOnly, pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -354,6 +358,10 @@ int main(int argc, char** argv) {
     timelineFigures();
     return 0;
   }
+  if (parser.isSet(unitViewOnly)) {
+    bench::unitViewFigures();
+    return 0;
+  }
   if (parser.isSet(replotOnly)) {
     replotFigures();
     return 0;
@@ -369,6 +377,7 @@ int main(int argc, char** argv) {
     timelineFigures();
   }
   bench::overlayFigures(trials, steps);
+  bench::unitViewFigures();
   return 0;
 }
 

@@ -309,6 +309,7 @@ struct Loop {
 
   bool dumped_grads = false;  // --dump-grads written
   double step_tokens = 0;     // real tokens of the last step, all ranks (chat: padding excluded)
+  shard::Trace* trace = nullptr;  // the per-unit trace when one is open
 
   std::int64_t micro_batch() const {
     const auto per_rank = exp.train.batch_size / rdzv.world_size;
@@ -649,6 +650,18 @@ struct Loop {
     if (rdzv.rank == 0) report(spec::CkptEvent{step, rel, "sharded"});
   }
 
+  // The step's micro-steps are recorded; a trace that reached trace.max_mib says so once.
+  void end_trace_step() {
+    trace->end_step();
+    if (trace->take_stopped_notice())
+      report(spec::LogEvent{
+          "warn", "rank " + std::to_string(rdzv.rank) + ": trace/rank-" +
+                      std::to_string(rdzv.rank) + ".jsonl reached trace.max_mib (" +
+                      std::to_string(exp.trace.max_mib) +
+                      " MiB): no further steps are recorded in detail; raise trace.max_mib or "
+                      "trace.every_n_steps to cover the whole run"});
+  }
+
   int run() {
     data::SampleOrder order(samples.size(), exp.train.seed, exp.data.shuffle);
     std::int64_t step = 0;
@@ -700,6 +713,7 @@ struct Loop {
       clock.start_step();
       double grad_norm = 0;
       const double loss = train_step(order, step * exp.train.batch_size, grad_norm);
+      if (trace) end_trace_step();
       const double lr = optim::lr_at(exp.train, step);
       {
         const PhaseScope phase(Phase::optimizer);
@@ -931,8 +945,15 @@ int run_train(const TrainOptions& options) {
   group_options.bus_id = device_info.bus_id;
   group_options.watch_peers = device.is_cuda();
   auto groups = make_groups(*rdzv, exp->shard.strategy, group_options);
+  // --trace FILE records every step; trace.every_n_steps one in N into the run directory.
   shard::Trace trace;
-  if (!options.trace.empty()) trace.open(options.trace, rdzv->rank);
+  if (!options.trace.empty()) {
+    trace.open(options.trace, rdzv->rank);
+  } else if (exp->trace.every_n_steps > 0 && !options.reference && !options.export_only &&
+             options.generate_out.empty()) {
+    trace.open_sampled(options.run_dir + "/trace/rank-" + std::to_string(rdzv->rank) + ".jsonl",
+                       exp->trace.every_n_steps, exp->trace.max_mib * 1024 * 1024);
+  }
   std::unique_ptr<StepRunner> runner;
   EngineRunner* engine_runner = nullptr;
   if (options.reference) {
@@ -946,7 +967,7 @@ int run_train(const TrainOptions& options) {
   } else {
     auto er = std::make_unique<EngineRunner>(
         model, *exp, shard::Groups{&groups.world, &groups.shard, &groups.replicate},
-        options.trace.empty() ? nullptr : &trace, device);
+        trace.enabled() ? &trace : nullptr, device);
     engine_runner = er.get();
     runner = std::move(er);
   }
@@ -993,6 +1014,7 @@ int run_train(const TrainOptions& options) {
             device_info};
   if (loop.precision.grad_scaler) loop.grad_scale = 65536.0;
   loop.probes = &probes;
+  if (trace.enabled() && engine_runner != nullptr) loop.trace = &trace;
   return loop.run();
 }
 

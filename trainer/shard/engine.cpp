@@ -216,7 +216,8 @@ ShardEngine::ShardEngine(const model::Model& model, const spec::ShardSection& sh
       m_trace(trace),
       m_device(device),
       m_streams(device) {
-  if (timing()) m_trace->defer(true);
+  // Deferred on CUDA (GPU times are added once the micro-step's events are complete).
+  if (m_trace && m_trace->enabled() && m_streams.active()) m_trace->defer(true);
   build_units(shard);
   m_layer_params.resize(model.layers().size());
   for (std::size_t l = 0; l < model.layers().size(); ++l)
@@ -534,7 +535,7 @@ void ShardEngine::issue_gather(Unit& unit, const char* phase, bool prefetch) {
   }
   unit.gathering = true;
   m_inflight.push_back(&unit);
-  if (m_trace)
+  if (tracing())
     m_trace->collective("all_gather", "issue", unit.name, phase, bytes,
                         static_cast<int>(m_inflight.size()), prefetch);
 }
@@ -554,6 +555,7 @@ void ShardEngine::trace_optimizer_state(const std::vector<at::Tensor>& exp_avg,
 
 void ShardEngine::wait_gather(Unit& unit, const char* phase, const char* reason) {
   if (!unit.gathering) return;
+  const double wait_ms = tracing() ? m_trace->now_ms() : -1;
   for (auto& work : unit.works) m_groups.shard->wait(work, "all_gather_into_tensor");
   unit.works.clear();
   unit.gathering = false;
@@ -574,9 +576,10 @@ void ShardEngine::wait_gather(Unit& unit, const char* phase, const char* reason)
       break;
     }
   }
-  if (m_trace) {
-    const int record = m_trace->collective("all_gather", "wait", unit.name, phase, 0,
-                                           static_cast<int>(m_inflight.size()), false, reason);
+  if (tracing()) {
+    const int record =
+        m_trace->collective("all_gather", "wait", unit.name, phase, 0,
+                            static_cast<int>(m_inflight.size()), false, reason, wait_ms);
     if (before) m_exposed.push_back({record, std::move(*before), std::move(*after)});
   }
 }
@@ -589,7 +592,7 @@ void ShardEngine::free_unit(Unit& unit, const char* phase) {
     release(flat);
     freed = true;
   }
-  if (freed && m_trace) m_trace->collective("free", "done", unit.name, phase, 0, 0);
+  if (freed && tracing()) m_trace->collective("free", "done", unit.name, phase, 0, 0);
 }
 
 void ShardEngine::activate(Unit& unit) {
@@ -702,14 +705,19 @@ at::Tensor ShardEngine::run_forward(const model::Batch& batch, double loss_scale
       // The gradient of this boundary arrives when `unit`'s backward is done and `prev`'s begins.
       Unit* consumer = unit.root ? nullptr : &unit;
       Unit* producer = (prev->root || !full_shard) ? nullptr : prev;
-      if (consumer || producer) {
-        x.register_hook([this, consumer, producer](const at::Tensor&) {
+      const bool traced = tracing();  // a boundary of the backward's compute stretches
+      if (consumer || producer || traced) {
+        x.register_hook([this, consumer, producer, traced, prev](const at::Tensor&) {
+          if (traced) end_backward_stretch();
           if (consumer) on_unit_backward_done(*consumer);
           if (producer) on_pre_backward(*producer);
+          if (traced) begin_backward_stretch(prev);
         });
       }
     }
+    const double start_ms = tracing() ? m_trace->now_ms() : 0;
     x = run_unit_layers(unit, l, x, m_ctx);
+    if (tracing()) m_trace->compute(unit.name, "forward", start_ms, m_trace->now_ms());
     if (!unit.root && full_shard && !m_hold_gathered) free_unit(unit, "forward");
     prev = &unit;
   }
@@ -728,7 +736,11 @@ double ShardEngine::forward_backward(const model::Batch& batch, double loss_scal
     // Backward is queued before the loss is read: on CUDA, item() would wait for the forward.
     // The CPU's autograd runs the hooks (gathers, reduce-scatters) on this thread.
     const trainer::PhaseScope backward(trainer::Phase::backward);
+    // The last layer's unit (the root's head) runs first, until the first unit boundary.
+    if (tracing())
+      begin_backward_stretch(&m_units[static_cast<std::size_t>(m_unit_of_layer.back())]);
     loss.backward();
+    if (tracing()) end_backward_stretch();
   }
   const double value = loss.item<double>();
   const trainer::PhaseScope backward(trainer::Phase::backward);
@@ -822,12 +834,13 @@ void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& gr
     }
     if (scatter) {
       pending.work = m_groups.shard->reduce_scatter_async(pending.out, g);
-      if (m_trace) m_trace->collective("reduce_scatter", "issue", unit.name, "backward", bytes, 0);
+      if (tracing())
+        m_trace->collective("reduce_scatter", "issue", unit.name, "backward", bytes, 0);
     } else {
       pending.out = g;  // (P): NO_SHARD or a single rank, the replicas all-reduce it
       if (replicas) {
         pending.work = m_groups.replicate->all_reduce_sum_async(pending.out);
-        if (m_trace) m_trace->collective("all_reduce", "issue", unit.name, "backward", bytes, 0);
+        if (tracing()) m_trace->collective("all_reduce", "issue", unit.name, "backward", bytes, 0);
       }
       pending.second_stage = true;
     }
@@ -850,7 +863,7 @@ void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& gr
   }
   if (flat.storage_live) {
     release(flat);
-    if (m_trace) m_trace->collective("free", "done", unit.name, "backward", 0, 0);
+    if (tracing()) m_trace->collective("free", "done", unit.name, "backward", 0, 0);
   }
   if (--unit.trainable_pending == 0 && m_shard.backward_prefetch == spec::BackwardPrefetch::post) {
     if (Unit* next = next_backward(unit)) issue_gather(*next, "backward", true);
@@ -860,14 +873,15 @@ void ShardEngine::on_flat_grad(Unit& unit, FlatParam& flat, const at::Tensor& gr
 void ShardEngine::finish_one_reduction() {
   auto p = std::move(m_reductions.front());
   m_reductions.pop_front();
+  const double wait_ms = tracing() ? m_trace->now_ms() : -1;
   m_groups.shard->wait(p.work, p.second_stage ? "all_reduce" : "reduce_scatter_tensor");
   if (p.done) p.done->block(m_streams.compute());
   if (!p.second_stage && m_groups.replicate->size() > 1) {
     m_groups.replicate->all_reduce_sum(p.out);  // HYBRID_SHARD: sum the shard across nodes
   }
-  if (m_trace)
+  if (tracing())
     m_trace->collective(p.second_stage ? "all_reduce" : "reduce_scatter", "wait", p.unit->name,
-                        "backward", 0, 0);
+                        "backward", 0, 0, false, {}, wait_ms);
   auto& flat = *p.flat;
   auto shard = p.out.numel() == flat.shard_numel
                    ? p.out
@@ -880,7 +894,7 @@ void ShardEngine::finish_one_reduction() {
   } else {
     flat.grad = std::move(value);  // the reduction's own buffer: no copy
   }
-  if (m_trace && !flat.grad_traced) {
+  if (tracing() && !flat.grad_traced) {
     flat.grad_traced = true;
     m_trace->placement(flat.name, "grad", flat.grad.device().is_cpu() ? "cpu" : "cuda", "float32",
                        static_cast<std::int64_t>(flat.grad.nbytes()));
@@ -899,6 +913,17 @@ void ShardEngine::on_unit_backward_done(Unit& unit) {
     // No gradient arrived for this unit (frozen, or unused): prefetching cannot wait for one.
     if (Unit* next = next_backward(unit)) issue_gather(*next, "backward", true);
   }
+}
+
+void ShardEngine::end_backward_stretch() {
+  if (m_backward_unit)
+    m_trace->compute(m_backward_unit->name, "backward", m_backward_from, m_trace->now_ms());
+  m_backward_unit = nullptr;
+}
+
+void ShardEngine::begin_backward_stretch(const Unit* unit) {
+  m_backward_unit = unit;
+  m_backward_from = m_trace->now_ms();
 }
 
 void ShardEngine::reset_micro_state() {

@@ -157,8 +157,14 @@ class ShardEngine {
   at::Tensor run_forward(const model::Batch& batch, double loss_scale);
   /// CUDA: the batch's tensors on the device (m_batch) and the context's tables moved there.
   void place_batch(const model::Batch& batch, model::LayerContext& ctx);
-  /// Where a trace record's GPU times go (trace on, CUDA); written when the micro-step ends.
-  bool timing() const { return m_trace && m_trace->enabled() && m_streams.active(); }
+  /// Trace records are made for this micro-step (a trace is open and this step is sampled).
+  bool tracing() const { return m_trace && m_trace->recording(); }
+  /// Where a trace record's GPU times go (tracing, CUDA); written when the micro-step ends.
+  bool timing() const { return tracing() && m_streams.active(); }
+  /// Tracing: the stretch of backward compute since the last boundary ends now (recorded for
+  /// the unit that ran it); begin_backward_stretch starts the next one, run by `unit`.
+  void end_backward_stretch();
+  void begin_backward_stretch(const Unit* unit);
   void flush_timing();
   /// Gives a gathered buffer's storage back (on CUDA after recording the compute stream as a
   /// user of the block, so it is reused only once the compute stream is done with it).
@@ -196,7 +202,9 @@ class ShardEngine {
     c10::Event before;
     c10::Event after;
   };
-  std::optional<c10::Event> m_origin;  // the micro-step's time origin on the compute stream
+  const Unit* m_backward_unit = nullptr;  // tracing: the unit whose backward runs now
+  double m_backward_from = 0;             // tracing: when its stretch began (trace ms)
+  std::optional<c10::Event> m_origin;     // the micro-step's time origin on the compute stream
   std::vector<GpuSpan> m_spans;
   std::vector<Exposed> m_exposed;
 

@@ -22,7 +22,22 @@
 // waiting for that gather (0 when the gather was done before compute reached it). The hidden
 // fraction of gather time is 1 - sum(exposed_ms) / sum(end - start). A micro-step's records are
 // written when it ends, once its events are complete, in the order they were made.
+//
+// Step-relative times and compute spans (every mode): each collective record carries "ms", the
+// host's steady clock in milliseconds from the origin of its optimizer step (taken when the
+// step's first micro-step starts; one clock per rank), and each "wait" record also "done_ms",
+// when the wait returned ("ms" is when it began), so a collective is issue -> wait -> done.
+// Compute gets one record per stretch of a unit's forward or backward on the host:
+//   {"op":"compute","stage":"done","unit":"layers.1","phase":"backward","ms":3.2,"end_ms":5.9,...}
+// (the root unit has two in each phase: the embedding and, at the other end, the head). On CUDA
+// these host times say when work was queued; the GPU's own times are the gpu_ms records.
+//
+// Sampled mode (trace.every_n_steps = N): run_dir/trace/rank-R.jsonl, only optimizer steps N,
+// 2N, ... recorded (nothing at all is done on the others); once the file reaches
+// trace.max_mib, one {"op":"stopped","reason":"max_mib","bytes":B} record closes it.
 #pragma once
+
+#include <chrono>
 
 #include <cstdint>
 #include <cstdio>
@@ -41,17 +56,39 @@ class Trace {
 
   /// Opens FILE (rank 0) or FILE.rank-N (other ranks); raises a TrainerError (io) on failure.
   void open(const std::string& path, int rank);
+  /// Sampled mode: opens `file` (its folder is created), recording only the optimizer steps that
+  /// are multiples of `every_n_steps`, and nothing once the file holds `max_bytes`.
+  void open_sampled(const std::string& file, std::int64_t every_n_steps, std::int64_t max_bytes);
   bool enabled() const { return m_file != nullptr; }
-  void set_position(std::int64_t step, int micro) {
-    m_step = step;
-    m_micro = micro;
+  /// Whether records are being made now: the engine does no trace work when false.
+  bool recording() const { return m_file != nullptr && m_on; }
+  /// Micro-step `micro` of optimizer step `step` starts (micro 0 sets the step's time origin).
+  void set_position(std::int64_t step, int micro);
+  /// The optimizer step's micro-steps are over: sampled mode records nothing until the next
+  /// recorded step (evaluation's forwards included).
+  void end_step();
+  /// True once, after the file reached its size bound (the caller logs it).
+  bool take_stopped_notice() {
+    const bool notice = m_full && !m_noticed;
+    if (notice) m_noticed = true;
+    return notice;
+  }
+  std::int64_t bytes_written() const { return m_bytes; }
+  /// Milliseconds on the steady clock since the current step's origin.
+  double now_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_origin)
+        .count();
   }
 
   /// op: all_gather, reduce_scatter, all_reduce, free; stage: issue, wait, done. Returns the
   /// record's index while deferring (to add a field with set()), else -1.
+  /// `wait_ms`: for a "wait", when it began (now_ms() before waiting); the record's time is then
+  /// that, and "done_ms" now.
   int collective(std::string_view op, std::string_view stage, const std::string& unit,
                  std::string_view phase, std::int64_t bytes, int inflight, bool prefetch = false,
-                 std::string_view reason = {});
+                 std::string_view reason = {}, double wait_ms = -1);
+  /// A stretch of `unit`'s compute in `phase` (forward, backward), ms from the step's origin.
+  void compute(const std::string& unit, std::string_view phase, double start_ms, double end_ms);
   /// A collective's start and end on its CUDA stream (ms from the micro-step's origin).
   void gpu_span(std::string_view op, const std::string& unit, std::string_view phase,
                 double start_ms, double end_ms);
@@ -69,9 +106,18 @@ class Trace {
   void loaded(std::int64_t allocated, std::int64_t peak, std::int64_t rss);
 
  private:
-  void line(const std::string& json);
+  /// Writes (or defers) one record; false when the size bound dropped it.
+  bool line(const std::string& json);
 
   std::FILE* m_file = nullptr;
+  bool m_on = true;              // records are being made (see recording())
+  std::int64_t m_every = 0;      // sampled mode: the step period; 0 records every step
+  std::int64_t m_max_bytes = 0;  // sampled mode: the file's bound; 0 unbounded
+  std::int64_t m_bytes = 0;      // bytes written or deferred so far
+  bool m_full = false;           // the bound was reached: no more records
+  bool m_noticed = false;        // take_stopped_notice() has said so
+  bool m_stop_written = false;   // the closing "stopped" record is in the file
+  std::chrono::steady_clock::time_point m_origin = std::chrono::steady_clock::now();
   bool m_defer = false;
   std::vector<std::string> m_keys;   // deferred records' added fields, per record
   std::vector<std::string> m_lines;  // deferred records, written by flush()
