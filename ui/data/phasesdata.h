@@ -7,6 +7,7 @@
 #include <QString>
 #include <QVector>
 
+#include "backend/monitor/unittrace.h"
 #include "spec/events.h"
 
 namespace shardscope::ui {
@@ -26,6 +27,16 @@ struct PhasesDelta {
   int slowest = -1;  ///< the rank it names (-1: none)
 };
 
+/// One step of a run's per-unit trace ([trace] every_n_steps), or why there is none.
+struct UnitStepData {
+  qint64 runId = -1;
+  qint64 step = -1;
+  bool found = false;  ///< the step was recorded in detail
+  backend::UnitTraceStep detail;
+  QString message;  ///< when not found: why, and how to record it
+};
+
 }  // namespace shardscope::ui
 
 Q_DECLARE_METATYPE(shardscope::ui::PhasesDelta)
+Q_DECLARE_METATYPE(shardscope::ui::UnitStepData)

@@ -18,6 +18,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   qRegisterMetaType<QVector<HostSummary>>();
   qRegisterMetaType<AutotuneData>();
   qRegisterMetaType<PhasesDelta>();
+  qRegisterMetaType<UnitStepData>();
   m_thread.setObjectName(QStringLiteral("runlog-reader"));
   m_worker->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -32,6 +33,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::autotuneLoaded, this, &RunLog::autotuneLoaded);
   connect(m_worker, &RunLogWorker::experimentLoaded, this, &RunLog::experimentLoaded);
   connect(m_worker, &RunLogWorker::phasesLoaded, this, &RunLog::phasesLoaded);
+  connect(m_worker, &RunLogWorker::unitStepLoaded, this, &RunLog::unitStepLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
   connect(m_worker, &RunLogWorker::synced, this, &RunLog::synced);
   m_thread.start();
@@ -65,6 +67,11 @@ void RunLog::watchSweep(qint64 experimentId) {
 
 void RunLog::watchAutotune(const QString& studyName) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, studyName] { w->watchAutotune(studyName); });
+}
+
+void RunLog::loadUnitStep(qint64 runId, qint64 step) {
+  QMetaObject::invokeMethod(m_worker,
+                            [w = m_worker, runId, step] { w->loadUnitStep(runId, step); });
 }
 
 void RunLog::watchPhases(qint64 runId) {

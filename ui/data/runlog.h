@@ -36,6 +36,8 @@ class RunLog : public QObject {
   void watchAutotune(const QString& studyName);
   /// The run whose phases the worker keeps delivering (phasesLoaded) for the Timeline; -1: none.
   void watchPhases(qint64 runId);
+  /// Reads step `step` of run `runId`'s per-unit trace once (unitStepLoaded).
+  void loadUnitStep(qint64 runId, qint64 step);
   /// Reads an experiment row once; experimentLoaded() delivers it.
   void loadExperiment(qint64 experimentId);
   /// Points per streamed batch of sweep curves (smaller: more, earlier batches).
@@ -61,6 +63,7 @@ class RunLog : public QObject {
   void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
                         const QString& toml);
   void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
+  void unitStepLoaded(const shardscope::ui::UnitStepData& data);
   void failed(const QString& message);
   void synced(quint64 token);
 

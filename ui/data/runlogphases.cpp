@@ -1,11 +1,13 @@
 // RunLogWorker's reads for the Timeline: the watched run's `phase.*` metrics, read on from the
 // last step every rank has, and the straggler verdict over all of them.
+#include <QFileInfo>
 #include <QHash>
 
 #include <algorithm>
 #include <limits>
 
 #include "backend/monitor/eventstream.h"
+#include "backend/monitor/unittrace.h"
 #include "ui/data/runlogworker.h"
 
 namespace shardscope::ui {
@@ -17,6 +19,38 @@ bool samePhases(const spec::PhasesEvent& a, const spec::PhasesEvent& b) {
 }
 
 }  // namespace
+
+void RunLogWorker::loadUnitStep(qint64 runId, qint64 step) {
+  UnitStepData data;
+  data.runId = runId;
+  data.step = step;
+  QString runDir;
+  for (const auto& run : m_runs)
+    if (run.id == runId) runDir = run.runDir;
+  const QString howTo =
+      tr("set [trace] every_n_steps in the experiment (docs/config.md) to "
+         "record one step in N per unit");
+  if (runDir.isEmpty() || !QFileInfo(runDir + QStringLiteral("/trace")).isDir()) {
+    data.message = tr("This run has no per-unit trace here (%1); %2.")
+                       .arg(runDir.isEmpty() ? tr("run not found") : runDir + "/trace", howTo);
+    emit unitStepLoaded(data);
+    return;
+  }
+  auto trace = backend::readUnitTrace(runDir);
+  if (!trace) {
+    data.message = QString::fromStdString(trace.message());
+  } else if (auto it = trace->steps.find(step); it != trace->steps.end()) {
+    data.found = true;
+    data.detail = it->second;
+  } else {
+    QStringList recorded;
+    for (const auto& [s, detail] : trace->steps) recorded << QString::number(s);
+    data.message = tr("Step %1 was not recorded in detail (recorded: %2); %3.")
+                       .arg(step)
+                       .arg(recorded.isEmpty() ? tr("none") : recorded.join(", "), howTo);
+  }
+  emit unitStepLoaded(data);
+}
 
 void RunLogWorker::watchPhases(qint64 runId) {
   m_phasesRun = runId;

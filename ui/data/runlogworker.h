@@ -56,6 +56,8 @@ class RunLogWorker : public QObject {
   /// The run whose `phases` the worker keeps delivering (phasesLoaded; runlogphases.cpp); -1:
   /// none. A new watch delivers everything stored (reset), then only what is new.
   void watchPhases(qint64 runId);
+  /// Reads step `step` of run `runId`'s per-unit trace (its run directory's trace/) once.
+  void loadUnitStep(qint64 runId, qint64 step);
   /// Reads one experiment row once (experimentLoaded; failed when it cannot be read).
   void loadExperiment(qint64 experimentId);
   /// Points per batch of streamed sweep curves (default kCurveBatchRows).
@@ -84,6 +86,7 @@ class RunLogWorker : public QObject {
                         const QString& toml);
   /// New phases of the watched run and the straggler verdict over all of them.
   void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
+  void unitStepLoaded(const shardscope::ui::UnitStepData& data);
   void failed(const QString& message);
   /// The read asked for by sync(token) has been delivered.
   void synced(quint64 token);

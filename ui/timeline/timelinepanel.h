@@ -14,6 +14,7 @@ namespace shardscope::ui {
 
 class RunLog;
 class TimelineView;
+class UnitView;
 
 class TimelinePanel : public QWidget {
   Q_OBJECT
@@ -27,22 +28,30 @@ class TimelinePanel : public QWidget {
   TimelineView* view() const { return m_view; }
   QLabel* verdict() const { return m_verdict; }
   QToolButton* fitButton() const { return m_fit; }
+  /// One step's per-unit streams, shown under the steps once a step is double-clicked.
+  UnitView* unitView() const { return m_unitView; }
+  QLabel* unitLabel() const { return m_unitLabel; }
   /// True once the selected run's phases were read at least once.
   bool isLoaded() const { return m_loaded; }
 
  signals:
   /// The selected run's phases arrived (first read or new steps).
   void loaded();
-  /// A double-click on a step (TimelineView::stepActivated): the hook for a per-unit view.
+  /// A double-click on a step (TimelineView::stepActivated): its per-unit trace is read.
   void stepActivated(qint64 runId, qint64 step, int rank);
+  /// The double-clicked step's per-unit trace was read (shown, or why not in unitLabel()).
+  void unitStepShown();
 
  private:
   void onPhases(const PhasesDelta& delta);
+  void onUnitStep(const UnitStepData& data);
 
   RunLog& m_runLog;
   TimelineView* m_view = nullptr;
   QLabel* m_verdict = nullptr;
   QToolButton* m_fit = nullptr;
+  UnitView* m_unitView = nullptr;
+  QLabel* m_unitLabel = nullptr;
   qint64 m_runId = -1;
   bool m_loaded = false;
 };

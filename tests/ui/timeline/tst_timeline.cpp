@@ -5,6 +5,7 @@
 // shows it: one lane per rank, bars whose phases add up to each step's wall time, a zoom down to
 // one step that shows that step's phases, the straggler verdict above, and new steps as they are
 // committed.
+#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QJsonDocument>
@@ -27,6 +28,7 @@
 #include "ui/mainwindow.h"
 #include "ui/timeline/timelinepanel.h"
 #include "ui/timeline/timelineview.h"
+#include "ui/timeline/unitview.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -245,6 +247,46 @@ class TestTimeline : public QObject {
     QCOMPARE(activated.at(0).at(0).toLongLong(), m_runId);
     QCOMPARE(activated.at(0).at(1).toLongLong(), bar.stepLo);
     QCOMPARE(activated.at(0).at(2).toInt(), 0);
+  }
+
+  // A double-clicked step opens its per-unit streams under the steps when [trace] recorded it
+  // (here the real 2-rank per-unit traces of tests/backend/monitor/data/unittrace, steps 2 and
+  // 4, put into the run's directory), and says which steps were recorded and how to record
+  // more when it was not.
+  void aDoubleClickedStepShowsItsUnits() {
+    auto dClick = [&](int barIndex) {
+      const auto& bar = view()->bars(0).at(barIndex);
+      QSignalSpy shown(panel(), &TimelinePanel::unitStepShown);
+      QTest::mouseDClick(
+          view(), Qt::LeftButton, Qt::NoModifier,
+          QPointF((bar.x0 + bar.x1) / 2, view()->laneRect(0).bottom() - 2).toPoint());
+      QVERIFY(shown.wait(kWaitMs));
+    };
+    dClick(6);  // step 7: no trace/ folder yet
+    QVERIFY2(panel()->unitLabel()->text().contains("every_n_steps"),
+             qPrintable(panel()->unitLabel()->text()));
+    QVERIFY(!panel()->unitView()->isVisible());
+    QVERIFY(QDir(m_dir.path()).mkpath("trace"));
+    for (int rank : {0, 1}) {
+      const QString to = m_dir.filePath(QStringLiteral("trace/rank-%1.jsonl").arg(rank));
+      QFile::remove(to);
+      QVERIFY(QFile::copy(
+          testing::sourceDir() +
+              QStringLiteral("/tests/backend/monitor/data/unittrace/rank-%1.jsonl").arg(rank),
+          to));
+    }
+    dClick(6);
+    QVERIFY2(panel()->unitLabel()->text().contains("Step 7 was not recorded in detail "
+                                                   "(recorded: 2, 4)"),
+             qPrintable(panel()->unitLabel()->text()));
+    QVERIFY(!panel()->unitView()->isVisible());
+    dClick(3);  // step 4
+    QVERIFY2(panel()->unitLabel()->text().startsWith("Step 4 per FSDP unit"),
+             qPrintable(panel()->unitLabel()->text()));
+    QVERIFY(panel()->unitView()->isVisible());
+    QCOMPARE(panel()->unitView()->step(), 4);
+    QCOMPARE(panel()->unitView()->ranks(), (QVector<int>{0, 1}));
+    QVERIFY(!panel()->unitView()->bars().isEmpty());
   }
 
   // A rank whose first steps are committed after another rank's: its lane appears with all of
