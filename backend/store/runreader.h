@@ -11,6 +11,7 @@
 
 #include "backend/store/db.h"
 #include "backend/store/runrecords.h"
+#include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
 #include "spec/result.h"
 
@@ -87,6 +88,16 @@ class RunReader {
   [[nodiscard]] Result<std::vector<RunRecord>> requestedTrials(qint64 studyId);
   /// The runs of a study in trial-number order (params, status, objective values filled in).
   [[nodiscard]] Result<std::vector<RunRecord>> trials(qint64 studyId);
+
+  /// Every tag of the run log by name, with how many runs and studies carry it (schema v9).
+  [[nodiscard]] Result<std::vector<TagRecord>> knownTags();
+  /// The tags of one run or study, by name.
+  [[nodiscard]] Result<QStringList> tags(TagOwner owner, qint64 id);
+  /// The tags of every run (or every study) that carries any, each list by name, in one
+  /// statement (the runs table reads them all at once).
+  [[nodiscard]] Result<QHash<qint64, QStringList>> allTags(TagOwner owner);
+  /// The note of one run or study ('' when it has none); nullopt when it is not in the run log.
+  [[nodiscard]] Result<std::optional<QString>> note(TagOwner owner, qint64 id);
 
   /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();
