@@ -22,6 +22,7 @@ void addExportToVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_export_to.cpp
 void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
 void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
 void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
+void addTagNoteVerbs(CLI::App& app, Globals& g);   // app/cli/cmd_tag_note.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   addImportVerb(app, g);
   addAutotuneVerb(app, g);
   addWhyVerb(app, g);
+  addTagNoteVerbs(app, g);
 
   try {
     app.parse(argc, argv);
