@@ -25,6 +25,12 @@ struct MetricPoint {
   double time = 0;
 };
 
+/// A metric's last value (at the highest step) and its lowest value, of one run and rank.
+struct MetricExtremes {
+  double last = 0;
+  double lowest = 0;
+};
+
 class RunReader {
  public:
   /// Opens `path` (a file, or a postgresql:// URL) read-only; the run log must exist
@@ -49,6 +55,9 @@ class RunReader {
   [[nodiscard]] Result<qint64> metricCount(qint64 runId);
   /// The highest step of metric `key` per run (runs without it are absent), in one statement.
   [[nodiscard]] Result<QHash<qint64, qint64>> lastSteps(const QString& key);
+  /// Metric `key`'s last and lowest value of rank `rank` per run (runs without it are absent),
+  /// in one statement (the runs filter's `loss<1.6` and `best.loss<1.6`).
+  [[nodiscard]] Result<QHash<qint64, MetricExtremes>> lastAndBest(const QString& key, int rank = 0);
   /// Changes whenever another connection (any process) commits (SQLite: PRAGMA data_version;
   /// PostgreSQL: the data_version row every write transaction bumps).
   [[nodiscard]] Result<qint64> dataVersion();
@@ -96,6 +105,8 @@ class RunReader {
   /// The tags of every run (or every study) that carries any, each list by name, in one
   /// statement (the runs table reads them all at once).
   [[nodiscard]] Result<QHash<qint64, QStringList>> allTags(TagOwner owner);
+  /// The non-empty notes of every run (or every study), in one statement.
+  [[nodiscard]] Result<QHash<qint64, QString>> allNotes(TagOwner owner);
   /// The note of one run or study ('' when it has none); nullopt when it is not in the run log.
   [[nodiscard]] Result<std::optional<QString>> note(TagOwner owner, qint64 id);
 

@@ -268,6 +268,20 @@ Result<QHash<qint64, QStringList>> RunReader::allTags(TagOwner owner) {
   return tags;
 }
 
+Result<QHash<qint64, QString>> RunReader::allNotes(TagOwner owner) {
+  const OwnerSql sql = ownerSql(owner);
+  auto stmt = m_db.prepare(std::string("SELECT id, note FROM ") + sql.table + " WHERE note != ''");
+  if (!stmt) return stmt.error();
+  QHash<qint64, QString> notes;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    notes.insert(stmt->columnInt64(0), QString::fromStdString(stmt->columnText(1)));
+  }
+  return notes;
+}
+
 Result<std::optional<QString>> RunReader::note(TagOwner owner, qint64 id) {
   const OwnerSql sql = ownerSql(owner);
   auto stmt = m_db.prepare(std::string("SELECT note FROM ") + sql.table + " WHERE id = ?1");

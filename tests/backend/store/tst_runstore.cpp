@@ -90,6 +90,7 @@ class TestRunStore : public QObject {
   void ingestIsIdempotent();
   void lastStepsAndDataVersion();
   void metricOfRunsReadsManyRunsAtOnce();
+  void lastAndBestOfAMetric();
   void readersSeeWholeTransactionsDuringWrites();
   void notificationsCoalesce();
   void fullDiskIsClearAndFileStaysSound();
@@ -903,7 +904,12 @@ void TestRunStore::tagsAndNotesOfRunsAndStudies() {
   VERIFY_OK((*store)->setNote(TagOwner::run, *a, "lr too high?\n\n* try 1e-4").get());
   QCOMPARE(reader->note(TagOwner::run, *a)->value_or(""), "lr too high?\n\n* try 1e-4");
   QCOMPARE(reader->note(TagOwner::run, *b)->value_or("x"), QString());
+  auto notes = reader->allNotes(TagOwner::run);
+  VERIFY_OK(notes);
+  QCOMPARE(notes->size(), 1);
+  QCOMPARE(notes->value(*a), "lr too high?\n\n* try 1e-4");
   VERIFY_OK((*store)->setNote(TagOwner::run, *a, "").get());
+  QVERIFY(reader->allNotes(TagOwner::run)->isEmpty());
   QCOMPARE(reader->note(TagOwner::run, *a)->value_or("x"), QString());
   QVERIFY(!reader->note(TagOwner::run, 9999)->has_value());
 
@@ -950,6 +956,40 @@ void TestRunStore::badTagsAndNotesAreRefusedWhole() {
   auto longNote = (*store)->setNote(TagOwner::run, *run, QString(kNoteMaxBytes + 1, 'n')).get();
   QVERIFY(!longNote);
   QVERIFY2(longNote.message().find("at most") != std::string::npos, longNote.message().c_str());
+}
+
+// The runs filter's last and best values: the value at the highest step (not the last written),
+// the lowest value, rank 0 only, runs without the metric absent.
+void TestRunStore::lastAndBestOfAMetric() {
+  auto store = RunStore::open(spec("extremes.db"));
+  VERIFY_OK(store);
+  auto a = (*store)->createRun({std::nullopt, "a", "", {}, 1}).get();
+  auto b = (*store)->createRun({std::nullopt, "b", "", {}, 1}).get();
+  auto c = (*store)->createRun({std::nullopt, "c", "", {}, 1}).get();
+  VERIFY_OK(a);
+  VERIFY_OK(b);
+  VERIFY_OK(c);
+  VERIFY_OK((*store)
+                ->appendMetrics({{*a, 3, "loss", 1.5, 0, 0.0},
+                                 {*a, 1, "loss", 2.0, 0, 0.0},
+                                 {*a, 2, "loss", 1.2, 0, 0.0},
+                                 {*a, 4, "loss", 0.1, 1, 0.0},
+                                 {*b, 1, "loss", 3.0, 0, 0.0},
+                                 {*c, 1, "acc", 0.5, 0, 0.0}})
+                .get());
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  auto values = reader->lastAndBest("loss");
+  VERIFY_OK(values);
+  QCOMPARE(values->size(), 2);
+  QCOMPARE(values->value(*a).last, 1.5);
+  QCOMPARE(values->value(*a).lowest, 1.2);
+  QCOMPARE(values->value(*b).last, 3.0);
+  QCOMPARE(values->value(*b).lowest, 3.0);
+  QVERIFY(!values->contains(*c));
+  auto none = reader->lastAndBest("nothing");
+  VERIFY_OK(none);
+  QVERIFY(none->isEmpty());
 }
 
 // The asset was written by schema 2 (store_crash_writer --make-asset 2, see assets/README.md): it
