@@ -129,6 +129,18 @@ struct Encoder {
     out["copy"] = number(e.copy);
     out["other"] = number(e.other);
   }
+  void operator()(const SampleEvent& e) const {
+    out["step"] = e.step;
+    out["probe"] = e.probe;
+    out["prompt"] = e.prompt;
+    out["images"] = e.images;
+    out["text"] = e.text;
+    out["tokens"] = e.tokens;
+    if (e.reference) out["reference"] = *e.reference;
+    if (e.exact_match) out["exact_match"] = *e.exact_match;
+    if (e.f1) out["f1"] = number(*e.f1);
+    if (e.cer) out["cer"] = number(*e.cer);
+  }
 };
 
 // Reads typed fields out of one parsed line; the first failure is kept with its field path.
@@ -412,6 +424,35 @@ SysEvent read_sys(Reader& r) {
   return e;
 }
 
+SampleEvent read_sample(Reader& r) {
+  SampleEvent e;
+  e.step = r.integer("step");
+  e.probe = r.text("probe");
+  e.prompt = r.text("prompt", false);
+  if (const Json* images = r.field(r.root(), "", "images", false)) {
+    if (!images->is_array())
+      r.set_error("", "images", "expected an array, got " + preview(*images));
+    for (const auto& image : images->is_array() ? *images : Json::array()) {
+      if (image.is_string())
+        e.images.push_back(image.get<std::string>());
+      else
+        r.set_error("", "images", "expected paths (strings), got " + preview(image));
+    }
+  }
+  e.text = r.text("text");
+  e.tokens = r.integer("tokens");
+  if (r.field(r.root(), "", "reference", false)) e.reference = r.text("reference");
+  if (const Json* match = r.field(r.root(), "", "exact_match", false)) {
+    if (match->is_boolean())
+      e.exact_match = match->get<bool>();
+    else
+      r.set_error("", "exact_match", "expected true or false, got " + preview(*match));
+  }
+  if (r.field(r.root(), "", "f1", false)) e.f1 = r.real("f1");
+  if (r.field(r.root(), "", "cer", false)) e.cer = r.real("cer");
+  return e;
+}
+
 Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj) {
   Payload body;
   if (kind == "hello")
@@ -434,10 +475,12 @@ Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj
     body = read_phases(r);
   else if (kind == "sys")
     body = read_sys(r);
+  else if (kind == "sample")
+    body = read_sample(r);
   else
     return fail("ev: unknown event kind \"" + kind +
                 "\" (protocol v1 has hello, step, eval, mem, ckpt, log, done, error, phases, "
-                "sys)");
+                "sys, sample)");
   if (r.failed()) return fail(r.error());
   return body;
 }
@@ -445,8 +488,8 @@ Result<Payload> read_payload(const std::string& kind, Reader& r, const Json& obj
 }  // namespace
 
 std::string_view kind_name(const Payload& body) {
-  static constexpr std::string_view kNames[] = {"hello", "step", "eval",  "mem",    "ckpt",
-                                                "log",   "done", "error", "phases", "sys"};
+  static constexpr std::string_view kNames[] = {"hello", "step",  "eval",   "mem", "ckpt",  "log",
+                                                "done",  "error", "phases", "sys", "sample"};
   return kNames[body.index()];
 }
 

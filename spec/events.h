@@ -154,8 +154,22 @@ struct SysEvent {
   double load1 = 0;      // the host's 1-minute load average
   std::optional<GpuSample> gpu;
 };
+/// `sample`: one probe's answer at an evaluation or at the end of training (rank 0, one per line
+/// of eval.probes). The scores are present when the probe has a reference.
+struct SampleEvent {
+  std::int64_t step = 0;
+  std::string probe;                     // the line's `id`, else its 1-based line number
+  std::string prompt;                    // the text of the probe's last user turn
+  std::vector<std::string> images;       // the probe's images as copied, relative to the run dir
+  std::string text;                      // the generated text (stop token excluded)
+  std::int64_t tokens = 0;               // tokens generated (stop token excluded)
+  std::optional<std::string> reference;  // the expected answer
+  std::optional<bool> exact_match;       // text == reference, both stripped
+  std::optional<double> f1;              // token F1 on white-space words, 0..1
+  std::optional<double> cer;             // character error rate: edits / reference characters
+};
 using Payload = std::variant<HelloEvent, StepEvent, EvalEvent, MemEvent, CkptEvent, LogEvent,
-                             DoneEvent, ErrorEvent, PhasesEvent, SysEvent>;
+                             DoneEvent, ErrorEvent, PhasesEvent, SysEvent, SampleEvent>;
 
 /// The fields every line carries.
 struct Envelope {

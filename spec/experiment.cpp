@@ -46,12 +46,14 @@ void resolve_paths(Experiment& exp, const std::string& base_dir, bool check, con
   exp.data.train_path = resolve(exp.data.train_path, base_dir);
   exp.data.eval_path = resolve(exp.data.eval_path, base_dir);
   exp.model.path = resolve(exp.model.path, base_dir);
+  exp.eval.probes = resolve(exp.eval.probes, base_dir);
   if (!check) return;
   const std::string relative =
       " (relative paths are read from " + base_dir + ", the experiment file's folder)";
   std::error_code ec;
   for (const auto& [field, path] : {std::pair{"data.train_path", &exp.data.train_path},
-                                    std::pair{"data.eval_path", &exp.data.eval_path}}) {
+                                    std::pair{"data.eval_path", &exp.data.eval_path},
+                                    std::pair{"eval.probes", &exp.eval.probes}}) {
     if (path->empty()) continue;
     if (!fs::exists(*path, ec)) {
       diag.field(loc, field, "file " + *path + " does not exist; fix the path" + relative);

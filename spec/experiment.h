@@ -175,8 +175,20 @@ struct EvalSection {
   bool do_sample = false;            // false: greedy; true: sampled from train.seed
   double temperature = 1.0;          // sampling temperature (> 0); default 1.0
   double top_p = 1.0;                // nucleus sampling mass in (0, 1]; default 1.0 (off)
+  /// JSONL chat samples (`messages`, optional `images`, `reference`, `id`) answered at every
+  /// evaluation and at the end, one `sample` event each; relative to the experiment file.
+  std::string probes;
+  std::int64_t probe_max_new_tokens = 64;  // tokens generated per probe at most; default 64
 
   bool operator==(const EvalSection&) const = default;
+};
+
+/// [trace]: detailed per-unit records (all-gathers, compute, reduce-scatters) of some steps.
+struct TraceSection {
+  std::int64_t every_n_steps = 0;  // one step in N recorded in detail; 0 = none (--trace: all)
+  std::int64_t max_mib = 64;       // per rank: records stop once the file reaches this size
+
+  bool operator==(const TraceSection&) const = default;
 };
 
 /// [launch] (backend): where and how the ranks start. torchrun's names.
@@ -224,6 +236,7 @@ struct Experiment {
   ShardSection shard;
   LoraSection lora;
   EvalSection eval;
+  TraceSection trace;
   LaunchSection launch;
   SearchSection search;
 

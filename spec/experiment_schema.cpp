@@ -115,6 +115,14 @@ const Field<VS> kEvalFields[] = {
     {"do_sample", &VS::do_sample, "exact_match: sample (from train.seed) instead of greedy"},
     {"temperature", &VS::temperature, "exact_match sampling: logits divided by it, > 0"},
     {"top_p", &VS::top_p, "exact_match sampling: nucleus mass in (0, 1]; 1 = off"},
+    {"probes", &VS::probes, "JSONL chat probes answered at each evaluation; empty = none"},
+    {"probe_max_new_tokens", &VS::probe_max_new_tokens, "probes: tokens generated at most"},
+};
+
+using TR = TraceSection;
+const Field<TR> kTraceFields[] = {
+    {"every_n_steps", &TR::every_n_steps, "one step in N traced per unit; 0 = none"},
+    {"max_mib", &TR::max_mib, "per rank: trace records stop at this file size (MiB)"},
 };
 
 using LN = LaunchSection;
@@ -139,8 +147,8 @@ const Field<LN> kLaunchFields[] = {
     {"slurm_host", &LN::slurm_host, "slurm: submit over SSH to this host; empty = here"},
 };
 
-constexpr std::array<std::string_view, 9> kSections = {
-    "experiment", "model", "data", "train", "shard", "lora", "eval", "launch", "search"};
+constexpr std::array<std::string_view, 10> kSections = {
+    "experiment", "model", "data", "train", "shard", "lora", "eval", "trace", "launch", "search"};
 
 constexpr EnumName<ShardStrategy> kStrategies[] = {
     {ShardStrategy::full_shard, "FULL_SHARD"},
@@ -196,6 +204,7 @@ std::span<const Field<TrainSection>> section_fields(const TrainSection&) { retur
 std::span<const Field<ShardSection>> section_fields(const ShardSection&) { return kShardFields; }
 std::span<const Field<LoraSection>> section_fields(const LoraSection&) { return kLoraFields; }
 std::span<const Field<EvalSection>> section_fields(const EvalSection&) { return kEvalFields; }
+std::span<const Field<TraceSection>> section_fields(const TraceSection&) { return kTraceFields; }
 std::span<const Field<LaunchSection>> section_fields(const LaunchSection&) { return kLaunchFields; }
 
 std::span<const std::string_view> section_names() { return kSections; }
@@ -362,7 +371,7 @@ std::string_view to_string(LaunchKind v) {
 bool Experiment::operator==(const Experiment& other) const {
   return experiment == other.experiment && model == other.model && data == other.data &&
          train == other.train && shard == other.shard && lora == other.lora && eval == other.eval &&
-         launch == other.launch && search == other.search;
+         trace == other.trace && launch == other.launch && search == other.search;
 }
 
 }  // namespace shardscope::spec

@@ -39,6 +39,7 @@ std::span<const Field<TrainSection>> section_fields(const TrainSection&);
 std::span<const Field<ShardSection>> section_fields(const ShardSection&);
 std::span<const Field<LoraSection>> section_fields(const LoraSection&);
 std::span<const Field<EvalSection>> section_fields(const EvalSection&);
+std::span<const Field<TraceSection>> section_fields(const TraceSection&);
 std::span<const Field<LaunchSection>> section_fields(const LaunchSection&);
 
 /// Calls f(name, section) for every typed section in file order ([search] is kept raw).
@@ -51,6 +52,7 @@ void for_each_section(E& exp, F&& f) {
   f(std::string_view("shard"), exp.shard);
   f(std::string_view("lora"), exp.lora);
   f(std::string_view("eval"), exp.eval);
+  f(std::string_view("trace"), exp.trace);
   f(std::string_view("launch"), exp.launch);
 }
 

@@ -364,6 +364,15 @@ void check_eval(const EvalSection& e, const DataSection& d, const Check& check) 
         "must be > 0 (got " + num(e.temperature) + "); use e.g. 0.7, or eval.do_sample = false");
   check(e.top_p > 0 && e.top_p <= 1, "eval.top_p",
         "must be in (0, 1] (got " + num(e.top_p) + "); use e.g. 0.9, or 1 to turn it off");
+  check(e.probes.empty() || d.format == "chat", "eval.probes",
+        "probes are chat samples answered by generation but data.format is " + quoted(d.format) +
+            "; set data.format = \"chat\" or drop eval.probes");
+  check.at_least(e.probe_max_new_tokens, 1, "eval.probe_max_new_tokens", "64");
+}
+
+void check_trace(const TraceSection& t, const Check& check) {
+  check.at_least(t.every_n_steps, 0, "trace.every_n_steps", "100 (0 = none)");
+  check.at_least(t.max_mib, 1, "trace.max_mib", "64");
 }
 
 // A search whose trials are another program (`[search] program`): the trainer's data is
@@ -427,6 +436,7 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
   check_lora(exp.lora, exp.model, check);
   check_quantize(exp.lora, exp.model, check);
   check_eval(exp.eval, exp.data, check);
+  check_trace(exp.trace, check);
   validate_launch(exp, loc, diag);
   check_search(exp, loc, diag);
 }

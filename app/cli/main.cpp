@@ -23,6 +23,7 @@ void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
 void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
 void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
 void addTagNoteVerbs(CLI::App& app, Globals& g);   // app/cli/cmd_tag_note.cpp
+void addSamplesVerb(CLI::App& app, Globals& g);    // app/cli/cmd_samples.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   addAutotuneVerb(app, g);
   addWhyVerb(app, g);
   addTagNoteVerbs(app, g);
+  addSamplesVerb(app, g);
 
   try {
     app.parse(argc, argv);

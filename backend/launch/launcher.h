@@ -16,6 +16,7 @@
 #include <QStringList>
 #include <memory>
 
+#include "backend/store/runrecords.h"
 #include "spec/experiment.h"
 #include "spec/result.h"
 
@@ -83,6 +84,12 @@ struct RankState {
   QString host;       // empty for local
 };
 
+/// A rank file as it is now (RunHandle::statRankFile).
+struct RankFileStat {
+  bool exists = false;
+  qint64 size = 0;  ///< bytes; 0 when the file does not exist
+};
+
 /// A started (or re-attached) run. Lives in the thread that created it; polls on its own timer
 /// and emits signals. Destroying a handle never stops the ranks.
 class RunHandle : public QObject {
@@ -98,6 +105,9 @@ class RunHandle : public QObject {
   virtual Result<QByteArray> readEvents(int rank, qint64 offset, qint64 maxBytes) = 0;
   /// Up to maxBytes of rank `rank`'s stderr log from byte `offset`.
   virtual Result<QByteArray> readLog(int rank, qint64 offset, qint64 maxBytes) = 0;
+  /// Whether rank `rank`'s events or log file exists and its size: how the monitor sees a file
+  /// truncated or deleted from outside while it follows it.
+  virtual Result<RankFileStat> statRankFile(int rank, RankFile file) = 0;
   /// Graceful stop: SIGTERM to every rank (scancel --signal=TERM on Slurm), SIGKILL after
   /// launch.grace_s for ranks still alive.
   virtual void stop() = 0;

@@ -572,6 +572,15 @@ Result<QByteArray> LocalRunHandle::readLog(int rank, qint64 offset, qint64 maxBy
   return readFile(logPath(rank), offset, maxBytes);
 }
 
+Result<RankFileStat> LocalRunHandle::statRankFile(int rank, RankFile file) {
+  if (rank < 0 || rank >= m_ranks.size()) {
+    return requestError(
+        QStringLiteral("rank %1: the run has ranks 0..%2").arg(rank).arg(m_ranks.size() - 1));
+  }
+  const QFileInfo info(file == RankFile::events ? eventsPath(rank) : logPath(rank));
+  return RankFileStat{info.exists(), info.exists() ? info.size() : 0};
+}
+
 Result<QByteArray> LocalRunHandle::readFile(const QString& path, qint64 offset,
                                             qint64 maxBytes) const {
   if (offset < 0) {

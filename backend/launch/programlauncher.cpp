@@ -267,6 +267,10 @@ Result<QByteArray> ProgramRunHandle::readEvents(int rank, qint64 offset, qint64 
   return m_inner->readEvents(rank, offset, maxBytes);
 }
 
+Result<RankFileStat> ProgramRunHandle::statRankFile(int rank, RankFile file) {
+  return m_inner->statRankFile(rank, file);
+}
+
 Result<QByteArray> ProgramRunHandle::readLog(int rank, qint64 offset, qint64 maxBytes) {
   (void)ranks();
   return m_inner->readLog(rank, offset, maxBytes);

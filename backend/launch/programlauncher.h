@@ -74,6 +74,7 @@ class ProgramRunHandle final : public RunHandle {
   QList<RankState> ranks() const override;
   Result<QByteArray> readEvents(int rank, qint64 offset, qint64 maxBytes) override;
   Result<QByteArray> readLog(int rank, qint64 offset, qint64 maxBytes) override;
+  Result<RankFileStat> statRankFile(int rank, RankFile file) override;
   void stop() override { m_inner->stop(); }
   void kill() override { m_inner->kill(); }
 

@@ -10,9 +10,11 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QRegularExpression>
+#include <algorithm>
 #include <optional>
 
 #include "backend/ssh/sftp.h"
@@ -87,6 +89,11 @@ class LocalTransport : public SlurmTransport {
     return file.read(maxBytes);
   }
 
+  Result<qint64> fileSize(const QString& path) override {
+    const QFileInfo info(path);
+    return info.exists() ? info.size() : qint64(-1);
+  }
+
   Result<QString> makeDirs(const QString& path) override {
     QString absolute = path;
     if (absolute == "~" || absolute.startsWith("~/")) absolute = QDir::homePath() + absolute.mid(1);
@@ -125,6 +132,13 @@ class SshTransport : public SlurmTransport {
     auto data = sftpRead(m_session, str(path), offset, maxBytes);
     if (!data) return data.error();
     return QByteArray::fromStdString(*data);
+  }
+
+  Result<qint64> fileSize(const QString& path) override {
+    if (auto up = ensureConnected(); !up) return up.error();
+    auto size = sftpStat(m_session, str(path));
+    if (!size) return size.error();
+    return qint64(*size);
   }
 
   Result<QString> makeDirs(const QString& path) override {
@@ -441,6 +455,18 @@ Result<QByteArray> SlurmRunHandle::readFile(int rank, const QString& name, qint6
 
 Result<QByteArray> SlurmRunHandle::readEvents(int rank, qint64 offset, qint64 maxBytes) {
   return readFile(rank, QStringLiteral("events-rank-%1.jsonl").arg(rank), offset, maxBytes);
+}
+
+Result<RankFileStat> SlurmRunHandle::statRankFile(int rank, RankFile file) {
+  if (rank < 0 || rank >= m_location.worldSize) {
+    return fail("rank " + std::to_string(rank) + " is not in this run (world size " +
+                std::to_string(m_location.worldSize) + ")");
+  }
+  const QString name = file == RankFile::events ? QStringLiteral("events-rank-%1.jsonl").arg(rank)
+                                                : QStringLiteral("rank-%1.log").arg(rank);
+  auto size = m_transport->fileSize(m_location.runDir + "/" + name);
+  if (!size) return size.error();
+  return RankFileStat{*size >= 0, std::max<qint64>(0, *size)};
 }
 
 Result<QByteArray> SlurmRunHandle::readLog(int rank, qint64 offset, qint64 maxBytes) {

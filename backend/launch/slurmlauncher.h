@@ -40,6 +40,8 @@ class SlurmTransport {
   [[nodiscard]] virtual Result<void> writeFile(const QString& path, const QByteArray& data) = 0;
   [[nodiscard]] virtual Result<QByteArray> readFile(const QString& path, qint64 offset,
                                                     qint64 maxBytes) = 0;
+  /// The size of `path` in bytes, or -1 when it does not exist.
+  [[nodiscard]] virtual Result<qint64> fileSize(const QString& path) = 0;
   /// `mkdir -p`, and `~` resolved: returns the absolute directory.
   [[nodiscard]] virtual Result<QString> makeDirs(const QString& path) = 0;
 };
@@ -72,6 +74,7 @@ class SlurmRunHandle : public RunHandle {
   QList<RankState> ranks() const override { return m_ranks; }
   Result<QByteArray> readEvents(int rank, qint64 offset, qint64 maxBytes) override;
   Result<QByteArray> readLog(int rank, qint64 offset, qint64 maxBytes) override;
+  Result<RankFileStat> statRankFile(int rank, RankFile file) override;
   void stop() override;
   void kill() override;
 

@@ -395,6 +395,23 @@ Result<QByteArray> SshRunHandle::readLog(int rank, qint64 offset, qint64 maxByte
   return readFile(rank, QStringLiteral("rank-%1.log").arg(rank), offset, maxBytes);
 }
 
+Result<RankFileStat> SshRunHandle::statRankFile(int rank, RankFile file) {
+  Node* node = nodeOf(rank);
+  if (!node) {
+    return fail("rank " + std::to_string(rank) + " is not in this run (world size " +
+                std::to_string(m_location.worldSize) + ")");
+  }
+  if (!node->session) return fail(node->alias + ": disconnected; reconnecting");
+  const QString name = file == RankFile::events ? QStringLiteral("events-rank-%1.jsonl").arg(rank)
+                                                : QStringLiteral("rank-%1.log").arg(rank);
+  auto stat = sftpStat(*node->session, str(m_location.runDir + "/" + name));
+  if (!stat) {
+    if (!node->session->isConnected()) connectionLost(*node, stat.message());
+    return stat.error();
+  }
+  return RankFileStat{*stat >= 0, std::max<qint64>(0, *stat)};
+}
+
 Result<QByteArray> SshRunHandle::readFile(int rank, const QString& fileName, qint64 offset,
                                           qint64 maxBytes) {
   Node* node = nodeOf(rank);

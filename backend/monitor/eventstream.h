@@ -22,9 +22,14 @@ struct EventStream {
   int rank = 0;
   qint64 eventsOffset = 0;  ///< bytes of events-rank-N.jsonl already stored
   qint64 logOffset = 0;     ///< bytes of rank-N.log already stored
-  qint64 lastSeq = -1;      ///< highest seq seen
-  int malformed = 0;        ///< lines that did not parse (this process's count)
-  int failedReads = 0;      ///< reads failed in a row (host unreachable); 0 once a read works
+  /// Where each file's byte 0 is in those offsets: the bytes read before the file was last
+  /// truncated from outside (0 if never). Offsets stay one increasing sequence per file, so
+  /// rows read after a truncation never collide with rows read before it.
+  qint64 eventsBase = 0;
+  qint64 logBase = 0;
+  qint64 lastSeq = -1;  ///< highest seq seen
+  int malformed = 0;    ///< lines that did not parse (this process's count)
+  int failedReads = 0;  ///< reads failed in a row (host unreachable); 0 once a read works
   bool hello = false;
   std::optional<spec::DoneEvent> done;
   std::optional<spec::ErrorEvent> lastError;

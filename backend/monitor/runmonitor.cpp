@@ -15,6 +15,14 @@ namespace shardscope::backend {
 
 namespace {
 
+QString rankFilePath(int rank, RankFile file) {
+  return file == RankFile::events ? QString("events-rank-%1.jsonl").arg(rank)
+                                  : QString("rank-%1.log").arg(rank);
+}
+
+// How a truncation's anomaly starts: restoreStreams finds the file's base by it.
+QString truncationNote(const QString& fileName) { return fileName + " shrank"; }
+
 template <class T>
 std::optional<T> payloadOf(const std::optional<EventRow>& row) {
   if (!row) return std::nullopt;
@@ -114,6 +122,8 @@ Result<void> RunMonitor::restoreStreams() {
   m_status = (*run)->status;
   // A retry's ranks write fresh files: its offsets, seq and done/error events are its own.
   m_attempt = (*run)->attempt;
+  auto noted = m_reader->anomalies(m_runId, m_attempt);
+  if (!noted) return noted.error();
   m_streams.clear();
   for (int rank = 0; rank < worldSize(); ++rank) {
     EventStream stream;
@@ -134,6 +144,14 @@ Result<void> RunMonitor::restoreStreams() {
     }
     stream.eventsOffset = *events;
     stream.logOffset = *log;
+    // A file truncated from outside earlier: its byte 0 is at its last truncation's offset.
+    for (const Anomaly& anomaly : *noted) {
+      if (anomaly.rank != rank || anomaly.kind != Anomaly::Kind::gap) continue;
+      if (anomaly.detail.startsWith(truncationNote(rankFilePath(rank, RankFile::events))))
+        stream.eventsBase = std::max(stream.eventsBase, anomaly.offset);
+      if (anomaly.detail.startsWith(truncationNote(rankFilePath(rank, RankFile::log))))
+        stream.logBase = std::max(stream.logBase, anomaly.offset);
+    }
     stream.lastSeq = *seq;
     if (auto aside = m_asideSeq.find(rank); aside != m_asideSeq.end())
       stream.lastSeq = std::max(stream.lastSeq, aside->second);
@@ -147,11 +165,21 @@ Result<void> RunMonitor::restoreStreams() {
 }
 
 // Reads what is new in one rank's two files and queues the chunks; true when both files were
-// read to their current end.
-Result<bool> RunMonitor::readRank(EventStream& stream, std::vector<Ingesting>& out) {
-  auto events = m_handle.readEvents(stream.rank, stream.eventsOffset, m_options.maxReadBytes);
+// read to their current end. `exited`: the rank's process has ended.
+Result<bool> RunMonitor::readRank(EventStream& stream, bool exited, std::vector<Ingesting>& out) {
+  auto events = readRankFile(stream, RankFile::events);
+  auto log = readRankFile(stream, RankFile::log);
+  // Reading cannot tell a file truncated or deleted from outside from one with nothing new; a
+  // stat can, and costs only reads that found nothing (or failed).
+  bool changed = false;
+  for (const auto& [file, read] : {std::pair{RankFile::events, &events}, {RankFile::log, &log}}) {
+    if (*read && !(*read)->isEmpty()) continue;
+    auto found = noticeOutsideChange(stream, file, exited, out);
+    if (!found) return found.error();
+    changed = changed || *found;
+  }
+  if (changed) return false;  // read again at once, from the new offsets
   if (!events) return events.error();
-  auto log = m_handle.readLog(stream.rank, stream.logOffset, m_options.maxReadBytes);
   if (!log) return log.error();
   FileChunk eventsChunk =
       parseEventsChunk(m_runId, *events, stream, events->size() >= m_options.maxReadBytes);
@@ -170,6 +198,71 @@ Result<bool> RunMonitor::readRank(EventStream& stream, std::vector<Ingesting>& o
   return events->size() < m_options.maxReadBytes && log->size() < m_options.maxReadBytes;
 }
 
+// Up to maxReadBytes of one of the rank's files from where the run log has read it; nothing
+// from a file found deleted.
+Result<QByteArray> RunMonitor::readRankFile(const EventStream& stream, RankFile file) {
+  if (m_gone.contains({stream.rank, file})) return QByteArray();
+  if (file == RankFile::events) {
+    return m_handle.readEvents(stream.rank, stream.eventsOffset - stream.eventsBase,
+                               m_options.maxReadBytes);
+  }
+  return m_handle.readLog(stream.rank, stream.logOffset - stream.logBase, m_options.maxReadBytes);
+}
+
+// A rank file changed from outside while followed; true when one was found.
+// - Truncated (shorter than what was read of it): the file's byte 0 now follows what was read,
+//   and the file is read again from its start. The launchers open the rank files O_APPEND, so
+//   what the rank writes after the truncation lands at the new end and is read; only lines
+//   written between the last read and the truncation are lost (a seq gap says so).
+// - Deleted: the rank writes on into an unlinked file nobody can read. The file counts as read
+//   to its end, so the run still ends when its ranks do.
+// Either is stored as an anomaly; a truncation's offset is where restoreStreams finds the base.
+Result<bool> RunMonitor::noticeOutsideChange(EventStream& stream, RankFile file, bool exited,
+                                             std::vector<Ingesting>& out) {
+  if (m_gone.contains({stream.rank, file})) return false;
+  auto stat = m_handle.statRankFile(stream.rank, file);
+  if (!stat) return stat.error();
+  const bool events = file == RankFile::events;
+  const qint64 offset = events ? stream.eventsOffset : stream.logOffset;
+  qint64& base = events ? stream.eventsBase : stream.logBase;
+  const bool truncated = stat->exists && stat->size < offset - base;
+  const bool deleted = !stat->exists && (offset > 0 || exited);
+  if (!truncated && !deleted) return false;
+  const QString name = rankFilePath(stream.rank, file);
+  const QString detail =
+      truncated ? truncationNote(name) + QString(
+                                             " from %1 to %2 bytes while followed (truncated "
+                                             "from outside); read again from its start: only "
+                                             "lines written after that and before the "
+                                             "truncation are lost")
+                                             .arg(offset - base)
+                                             .arg(stat->size)
+                : QString(
+                      "%1 was deleted while followed: the rank writes on into a file nobody "
+                      "can read, so its later lines are lost; its exit code tells how it ended")
+                      .arg(name);
+  qCWarning(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId), qPrintable(detail));
+  if (truncated) {
+    base = offset;
+    (events ? stream.cuttingEvents : stream.cuttingLog) = false;
+  } else {
+    m_gone.insert({stream.rank, file});
+  }
+  FileChunk chunk;
+  chunk.runId = m_runId;
+  chunk.attempt = m_attempt;
+  chunk.rank = stream.rank;
+  chunk.file = file;
+  chunk.noteOnly = true;
+  chunk.startOffset = offset;
+  chunk.endOffset = offset;
+  chunk.anomalies.push_back(
+      {m_runId, stream.rank, Anomaly::Kind::gap, stream.lastSeq, offset, detail});
+  auto receipt = m_store.ingest(chunk);
+  out.push_back({std::move(chunk), std::move(receipt)});
+  return true;
+}
+
 void RunMonitor::emitSteps(const FileChunk& chunk) {
   for (const MetricRow& row : chunk.metrics) {
     if (row.key == QLatin1String("loss")) emit stepReached(row.step, row.value, row.time);
@@ -185,7 +278,10 @@ void RunMonitor::poll() {
   bool moreToRead = false;  // a read stopped at maxReadBytes: read on at once
   std::vector<Ingesting> pending;
   for (EventStream& stream : m_streams) {
-    auto complete = readRank(stream, pending);
+    const bool exited = std::any_of(ranks.begin(), ranks.end(), [&](const RankState& r) {
+      return r.rank == stream.rank && r.phase == RankState::Phase::exited;
+    });
+    auto complete = readRank(stream, exited, pending);
     noteReadOutcome(stream, complete);
     if (!complete || !*complete) caughtUp = false;
     if (complete && !*complete) moreToRead = true;
@@ -322,6 +418,8 @@ RunMonitor::Failure RunMonitor::describeDeath(const RankState& rank,
     how = QString("exited with code %1").arg(rank.exitCode);
   }
   failure.error = QString("rank %1 %2 without `done`").arg(rank.rank).arg(how);
+  if (m_gone.contains({rank.rank, RankFile::events}))
+    failure.error += " (its events file was deleted while the run ran)";
   const QStringList words = stream.lastLogLines.mid(
       std::max<qsizetype>(0, stream.lastLogLines.size() - m_options.lastWordsLines));
   if (!words.isEmpty()) failure.error += "; last words:\n" + words.join('\n');
@@ -340,7 +438,12 @@ void RunMonitor::decide(const QList<RankState>& ranks, bool caughtUp) {
     }
     if (rank.rank < 0 || rank.rank >= int(m_streams.size()) || !caughtUp) continue;
     const EventStream& stream = m_streams[std::size_t(rank.rank)];
-    const bool died = !stream.done || stream.done->status == spec::DoneStatus::failed;
+    // A rank whose events file was deleted from outside cannot be read to its `done`: its exit
+    // code tells (shardtrain exits 0 only after `done`).
+    const bool unreadable = m_gone.contains({rank.rank, RankFile::events});
+    const bool exitedCleanly = rank.signal == 0 && rank.exitCode == 0;
+    const bool died = stream.done ? stream.done->status == spec::DoneStatus::failed
+                                  : !(unreadable && exitedCleanly);
     if (died && !m_failure && !stream.done) {
       m_failure = describeDeath(rank, stream);
       qCInfo(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId),

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "backend/launch/launcher.h"
@@ -83,7 +84,10 @@ class RunMonitor : public QObject {
   };
 
   Result<void> restoreStreams();
-  Result<bool> readRank(EventStream& stream, std::vector<Ingesting>& out);
+  Result<bool> readRank(EventStream& stream, bool exited, std::vector<Ingesting>& out);
+  Result<QByteArray> readRankFile(const EventStream& stream, RankFile file);
+  Result<bool> noticeOutsideChange(EventStream& stream, RankFile file, bool exited,
+                                   std::vector<Ingesting>& out);
   /// A chunk the run log refused for good (Error::permanent) goes in line by line; a line
   /// refused for good alone is stored as a log line with an anomaly instead. A refusal that may
   /// pass stops the split there, and the next poll reads on from what the run log holds.
@@ -122,6 +126,9 @@ class RunMonitor : public QObject {
   // log's own highest seq stops below it, and restoring from that alone would report the lines
   // set aside as missing events.
   std::map<int, qint64> m_asideSeq;
+  // Rank files deleted from outside while followed: read to their end for good (their rank
+  // writes on into an unlinked file nobody can read).
+  std::set<std::pair<int, RankFile>> m_gone;
 };
 
 }  // namespace shardscope::backend

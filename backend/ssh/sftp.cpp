@@ -121,6 +121,19 @@ Result<std::string> sftpRead(SshSession& session, const std::string& path, std::
   return data;
 }
 
+Result<std::int64_t> sftpStat(SshSession& session, const std::string& path) {
+  auto sftp = session.sftp();
+  if (!sftp) return sftp.error();
+  sftp_attributes attributes = sftp_stat(*sftp, path.c_str());
+  if (attributes == nullptr) {
+    if (sftp_get_error(*sftp) == SSH_FX_NO_SUCH_FILE && session.isConnected()) return -1;
+    return fail(session.displayName() + ": cannot stat " + path + ": " + sftpError(session, *sftp));
+  }
+  const auto size = static_cast<std::int64_t>(attributes->size);
+  sftp_attributes_free(attributes);
+  return size;
+}
+
 Result<std::string> sftpHome(SshSession& session) {
   auto sftp = session.sftp();
   if (!sftp) return sftp.error();

@@ -21,6 +21,9 @@ namespace shardscope::backend {
 /// exist yet (a rank that has not written anything).
 [[nodiscard]] Result<std::string> sftpRead(SshSession& session, const std::string& path,
                                            std::int64_t offset, std::int64_t maxBytes);
+/// The size of `path` in bytes, or -1 when it does not exist (an error only when the server
+/// could not be asked).
+[[nodiscard]] Result<std::int64_t> sftpStat(SshSession& session, const std::string& path);
 /// The remote login directory (where SFTP starts).
 [[nodiscard]] Result<std::string> sftpHome(SshSession& session);
 /// `path` with a leading `~` or `~/` replaced by the remote home; relative paths are taken from

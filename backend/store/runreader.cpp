@@ -484,12 +484,13 @@ Result<std::vector<LogLine>> RunReader::logLines(qint64 runId, int rank, int lim
   return lines;
 }
 
-Result<std::vector<Anomaly>> RunReader::anomalies(qint64 runId) {
+Result<std::vector<Anomaly>> RunReader::anomalies(qint64 runId, std::optional<int> attempt) {
   auto stmt = m_db.prepare(
-      "SELECT run_id, rank, kind, seq, file_offset, detail FROM anomalies WHERE run_id = ?1 "
-      "ORDER BY id");
+      "SELECT run_id, rank, kind, seq, file_offset, detail FROM anomalies WHERE run_id = ?1 AND "
+      "(?2 < 0 OR attempt = ?2) ORDER BY id");
   if (!stmt) return stmt.error();
   if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, attempt.value_or(-1)); !r) return r.error();
   std::vector<Anomaly> found;
   for (;;) {
     auto row = stmt->step();

@@ -73,7 +73,9 @@ class RunReader {
                                                           const QString& kind);
   /// Log lines of one rank in file order (both files); the last `limit` when limit > 0.
   [[nodiscard]] Result<std::vector<LogLine>> logLines(qint64 runId, int rank, int limit = 0);
-  [[nodiscard]] Result<std::vector<Anomaly>> anomalies(qint64 runId);
+  /// Every attempt's anomalies, or those of `attempt` alone.
+  [[nodiscard]] Result<std::vector<Anomaly>> anomalies(qint64 runId,
+                                                       std::optional<int> attempt = {});
 
   /// The stored read offset of a rank's file in the current attempt (0 when none).
   [[nodiscard]] Result<qint64> offset(qint64 runId, int rank, RankFile file);

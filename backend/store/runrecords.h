@@ -215,6 +215,9 @@ struct FileChunk {
   RankFile file = RankFile::events;
   qint64 startOffset = 0;  ///< must equal the stored offset (else the chunk is refused)
   qint64 endOffset = 0;    ///< offset just past the chunk's last complete line
+  /// Only anomalies about the file itself (truncated or deleted from outside), at the stored
+  /// offset (startOffset == endOffset): stored while the stored offset is still startOffset.
+  bool noteOnly = false;
   std::vector<EventRow> events;
   std::vector<MetricRow> metrics;
   std::vector<LogLine> logs;

@@ -331,6 +331,11 @@ Result<void> storeOffset(WriteContext& context, const FileChunk& chunk) {
 Result<IngestReceipt> ingestChunk(WriteContext& context, const FileChunk& chunk) {
   auto stored = storedOffset(context, chunk);
   if (!stored) return stored.error();
+  if (chunk.noteOnly) {
+    if (*stored != chunk.startOffset) return IngestReceipt{false, 0, *stored};
+    if (auto r = insertAnomalies(context, chunk.attempt, chunk.anomalies); !r) return r.error();
+    return IngestReceipt{true, 0, *stored};
+  }
   if (chunk.endOffset <= *stored && chunk.startOffset <= *stored) {
     return IngestReceipt{false, 0, *stored};  // already stored: a replay after a crash
   }

@@ -71,6 +71,19 @@ class TestEvents : public QObject {
     SysEvent sys{12, 1.75, 536870912, 2.5, std::nullopt};
     SysEvent sysGpu{12, 1.0, 536870912, 0.5,
                     GpuSample{0.97, 1980, 650.5, 700, 61, 85899345920, 1048576, 2097152}};
+    // A probe's answer with its reference and scores, then one without a reference.
+    SampleEvent sample{
+        10,
+        "cat",
+        "What animal is this?",
+        {"probes/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.png"},
+        "a black cat",
+        3,
+        "a cat",
+        false,
+        0.8,
+        1.2};
+    SampleEvent bare{10, "2", "Say hello.", {}, "hello", 1, {}, {}, {}, {}};
     const std::vector<Event> events{
         {{1, 0, 0, 1732280000.125}, hello},    {{1, 0, 1, 1732280001.5}, step},
         {{1, 0, 2, 1732280002.0}, eval},       {{1, 1, 3, 1732280002.25}, mem},
@@ -79,7 +92,8 @@ class TestEvents : public QObject {
         {{1, 1, 8, 1732280005.0}, error},      {{1, 0, 9, 1732280006.0}, diverged},
         {{1, 0, 10, 1732280007.0}, helloCuda}, {{1, 0, 11, 1732280007.5}, memCuda},
         {{1, 1, 12, 1732280008.0}, phases},    {{1, 0, 13, 1732280008.5}, sys},
-        {{1, 0, 14, 1732280009.0}, sysGpu}};
+        {{1, 0, 14, 1732280009.0}, sysGpu},    {{1, 0, 15, 1732280009.5}, sample},
+        {{1, 0, 16, 1732280010.0}, bare}};
     const auto golden = goldenLines();
     QCOMPARE(golden.size(), static_cast<qsizetype>(events.size()));
     for (std::size_t i = 0; i < events.size(); ++i) {
@@ -143,6 +157,15 @@ class TestEvents : public QObject {
             .body);
     QCOMPARE(*partial.gpu->util, 0.5);
     QVERIFY(!partial.gpu->power_w.has_value());
+    auto sample = std::get<SampleEvent>(parseOrFail(golden[15]).body);
+    QCOMPARE(sample.probe, std::string("cat"));
+    QCOMPARE(sample.images.size(), std::size_t{1});
+    QCOMPARE(*sample.exact_match, false);
+    QCOMPARE(*sample.f1, 0.8);
+    QCOMPARE(*sample.reference, std::string("a cat"));
+    auto bare = std::get<SampleEvent>(parseOrFail(golden[16]).body);
+    QVERIFY(!bare.reference.has_value());  // no reference: no scores
+    QVERIFY(!bare.exact_match.has_value() && !bare.cer.has_value());
   }
 
   void errorsNameTheField_data() {
@@ -163,6 +186,10 @@ class TestEvents : public QObject {
         << QByteArray(
                R"({"v":1,"ev":"phases","rank":0,"seq":0,"t":1,"step":1,"wall":1,"data":0,"backward":0,"optimizer":0,"comm_exposed":0,"comm_total":0,"copy":0,"other":0})")
         << "phases.forward: is missing";
+    QTest::newRow("sample with a numeric exact_match")
+        << QByteArray(
+               R"({"v":1,"ev":"sample","rank":0,"seq":0,"t":1,"step":1,"probe":"a","text":"x","tokens":1,"exact_match":1})")
+        << "sample.exact_match: expected true or false, got 1";
     QTest::newRow("string loss")
         << QByteArray(
                R"({"v":1,"ev":"step","rank":0,"seq":0,"t":1,"step":1,"loss":"abc","lr":1,"grad_norm":1,"tokens_per_s":1,"mfu":0,"comm_bytes":{"all_gather":0,"reduce_scatter":0}})")

@@ -295,6 +295,16 @@ class TestExperiment : public QObject {
         {"inline.toml:3:", "data.seq_len", "512 positions", "raise tiny_max_seq_len"});
     row("shuffle string", d + "shuffle = \"yes\"\n",
         {"inline.toml:3:", "data.shuffle: expected a boolean, got a string", "true or false"});
+    row("probes need chat", d + "[eval]\nprobes = \"data/train.jsonl\"\n",
+        {"inline.toml:4:", "eval.probes: probes are chat samples", "data.format = \"chat\""});
+    row("probes missing", d + "format = \"chat\"\n[eval]\nprobes = \"nope.jsonl\"\n",
+        {"inline.toml:5:", "eval.probes: file ", "experiments/nope.jsonl does not exist"});
+    row("probe tokens zero", d + "[eval]\nprobe_max_new_tokens = 0\n",
+        {"inline.toml:4:", "eval.probe_max_new_tokens: must be >= 1 (got 0)"});
+    row("trace every negative", d + "[trace]\nevery_n_steps = -1\n",
+        {"inline.toml:4:", "trace.every_n_steps: must be >= 0 (got -1)"});
+    row("trace bound zero", d + "[trace]\nmax_mib = 0\n",
+        {"inline.toml:4:", "trace.max_mib: must be >= 1 (got 0)"});
     // [lora] and [eval]
     row("lora rank zero", d + "[lora]\nenabled = true\nr = 0\n",
         {"inline.toml:5:", "lora.r: must be >= 1 (got 0)"});
@@ -710,7 +720,7 @@ class TestExperiment : public QObject {
     const std::string h = config_hash(e);
     QCOMPARE(h, sha256_hex(write_experiment_toml(e)));
     QCOMPARE(QString::fromStdString(h),  // a QString: a failure prints the new value
-             QString("84fc8980d86ccb227f20623863565c83b30d88dc00034e7a242002d3942d5a96"));
+             QString("b469be76fbc829c0cb46b7cab47a00317f6fd37d4311243f918d861615cc0b97"));
     // The same settings in another order and spelling hash the same.
     auto a =
         parseInline(kData + "[train]\nlr = 1e-3\nseed = 7\n[shard]\nstrategy = \"NO_SHARD\"\n");

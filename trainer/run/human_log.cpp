@@ -72,6 +72,15 @@ std::string human_line(const spec::Payload& body, std::int64_t max_steps) {
           if (e.steps) line += format(" after %" PRId64 " steps", *e.steps);
           if (!e.objective.empty()) line += format(", objective %.4f", e.objective.front());
           return line;
+        } else if constexpr (std::is_same_v<T, spec::SampleEvent>) {
+          // One line per answer: the text's newlines shown as \n.
+          std::string line = format("probe %s at step %" PRId64 ": \"", e.probe.c_str(), e.step);
+          for (char c : e.text) line += c == '\n' ? std::string("\\n") : std::string(1, c);
+          line += "\"";
+          if (e.f1 && e.cer)
+            line += format(" (exact match %s, f1 %.2f, cer %.2f)",
+                           e.exact_match.value_or(false) ? "yes" : "no", *e.f1, *e.cer);
+          return line;
         } else {
           return {};  // errors print their own lines (raise); phases are for the dashboard
         }

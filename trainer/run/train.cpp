@@ -43,6 +43,7 @@
 #include "trainer/run/generate.h"
 #include "trainer/run/human_log.h"
 #include "trainer/run/memory.h"
+#include "trainer/run/probes.h"
 #include "trainer/run/sft_batch.h"
 #include "trainer/run/step_runner.h"
 #include "trainer/run/sys_sampler.h"
@@ -300,9 +301,11 @@ struct Loop {
   std::string config_hash;
   spec::PrecisionDTypes precision;
   dist::DeviceInfo device;
-  double grad_scale = 1.0;  // fp16 gradient scaler: the loss is multiplied by it
-  int good_steps = 0;       // steps since the scale last changed
-  bool skipped = false;     // the last step found inf/NaN gradients and did not update
+  const ProbeSet* probes = nullptr;  // eval.probes (null or empty: none)
+  std::int64_t probed_step = -1;     // the step of the last probe answers
+  double grad_scale = 1.0;           // fp16 gradient scaler: the loss is multiplied by it
+  int good_steps = 0;                // steps since the scale last changed
+  bool skipped = false;              // the last step found inf/NaN gradients and did not update
 
   bool dumped_grads = false;  // --dump-grads written
   double step_tokens = 0;     // real tokens of the last step, all ranks (chat: padding excluded)
@@ -440,21 +443,30 @@ struct Loop {
            exp.eval.metrics.end();
   }
 
-  // Answers of this rank's `mine`, generated in batches of micro_batch() prompts; `per_rank`
-  // is the largest share of any rank, so every rank runs the same number of batches.
+  // Answers of this rank's eval samples `mine` (exact_match, `shardtrain generate`).
   std::vector<GeneratedAnswer> generate_mine(const std::vector<std::int64_t>& mine,
                                              std::int64_t per_rank) {
     SHARD_CHECK(preparer != nullptr && !eval_samples.chat.empty(), ErrorKind::config,
                 "generation needs chat eval samples (data.format = \"chat\", data.eval_path)",
                 "set data.format = \"chat\" and data.eval_path");
+    return generate_from(eval_samples.chat, mine, per_rank, exp.eval.max_new_tokens, "generation");
+  }
+
+  // Answers of this rank's `mine` of `from`, generated in batches of micro_batch() prompts;
+  // `per_rank` is the largest share of any rank, so every rank runs the same number of batches.
+  // Rank 0 logs the tokens and seconds under `label`.
+  std::vector<GeneratedAnswer> generate_from(const std::vector<data::PreparedSample>& from,
+                                             const std::vector<std::int64_t>& mine,
+                                             std::int64_t per_rank, std::int64_t max_new_tokens,
+                                             const std::string& label) {
     GenerateConfig config;
-    config.max_new_tokens = exp.eval.max_new_tokens;
+    config.max_new_tokens = max_new_tokens;
     config.do_sample = exp.eval.do_sample;
     config.temperature = exp.eval.temperature;
     config.top_p = exp.eval.top_p;
     config.seed = exp.train.seed;
     config.use_cache = !options.no_cache;
-    config.pad_id = eval_samples.pad_id;
+    config.pad_id = preparer->pad_id();
     const auto mb = micro_batch();
     auto forward = [this](const model::Batch& b) { runner.eval_step(b, 1.0); };
     auto any_running = [this](bool running) {
@@ -465,7 +477,7 @@ struct Loop {
     std::int64_t bytes = 0;
     const bool held = runner.hold_gathered(true, &bytes);
     const auto started = std::chrono::steady_clock::now();
-    auto answers = generate_answers(model, eval_samples.chat, mine, (per_rank + mb - 1) / mb, mb,
+    auto answers = generate_answers(model, from, mine, (per_rank + mb - 1) / mb, mb,
                                     preparer->tokenizer(), config, forward, any_running);
     runner.hold_gathered(false, nullptr);
     const double seconds =
@@ -476,15 +488,48 @@ struct Loop {
     if (rdzv.rank == 0) {
       char line[256];
       std::snprintf(line, sizeof line,
-                    "generation: %.0f tokens in %.2f s, %.1f tokens/s on %s (parameters %s, "
+                    "%s: %.0f tokens in %.2f s, %.1f tokens/s on %s (parameters %s, "
                     "%.1f MB a rank)",
-                    tokens[0].item<double>(), seconds,
+                    label.c_str(), tokens[0].item<double>(), seconds,
                     tokens[0].item<double>() / std::max(seconds, 1e-9), device.name.c_str(),
                     held ? "gathered once" : "gathered per unit and token",
                     static_cast<double>(bytes) / 1e6);
       report(spec::LogEvent{"info", line});
     }
     return answers;
+  }
+
+  // eval.probes at `step`: rank r answers probes r, r + W, ... under the run's sharding with the
+  // eval generation settings (at most eval.probe_max_new_tokens each); their ids are summed into
+  // one (probes, 1 + max tokens) table of counts and ids, and rank 0 writes a `sample` event per
+  // probe in file order. The log line "probes at step N: ..." gives the seconds spent.
+  void run_probes(std::int64_t step) {
+    const auto n = probes->size();
+    const auto max_tokens = exp.eval.probe_max_new_tokens;
+    std::vector<std::int64_t> mine;
+    for (std::int64_t i = rdzv.rank; i < n; i += rdzv.world_size) mine.push_back(i);
+    auto answers =
+        generate_from(probes->prepared, mine, (n + rdzv.world_size - 1) / rdzv.world_size,
+                      max_tokens, "probes at step " + std::to_string(step));
+    auto table = at::zeros({n, 1 + max_tokens}, at::kDouble);  // (probes, 1 + max tokens)
+    auto cells = table.accessor<double, 2>();
+    for (const auto& a : answers) {
+      cells[a.index][0] = static_cast<double>(a.ids.size());
+      for (std::size_t k = 0; k < a.ids.size(); ++k)
+        cells[a.index][static_cast<std::int64_t>(k) + 1] = static_cast<double>(a.ids[k]);
+    }
+    groups.world.all_reduce_sum(table);  // each row is filled by one rank only
+    probed_step = step;
+    if (rdzv.rank != 0) return;
+    cells = table.accessor<double, 2>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::vector<std::int64_t> ids;
+      for (std::int64_t k = 0; k < static_cast<std::int64_t>(cells[i][0]); ++k)
+        ids.push_back(static_cast<std::int64_t>(cells[i][k + 1]));
+      report(sample_event(*probes, static_cast<std::size_t>(i), step,
+                          decode_text(preparer->tokenizer(), ids),
+                          static_cast<std::int64_t>(ids.size())));
+    }
   }
 
   // Fraction of `answers` (this rank's) that match, over every rank.
@@ -699,7 +744,10 @@ struct Loop {
         }
         report(mem);
       }
-      if (exp.eval.every > 0 && !eval_samples.empty() && step % exp.eval.every == 0) evaluate(step);
+      if (exp.eval.every > 0 && step % exp.eval.every == 0) {
+        if (!eval_samples.empty()) evaluate(step);
+        if (probes != nullptr && !probes->empty()) run_probes(step);
+      }
       if (exp.train.ckpt_every > 0 && step % exp.train.ckpt_every == 0 &&
           step < exp.train.max_steps) {
         checkpoint(step, step * exp.train.batch_size);
@@ -710,6 +758,11 @@ struct Loop {
         break;
       }
     }
+    // The end of training: the probes' answers of the final weights, unless this step's
+    // evaluation gave them (a stopped run ends without them: a SIGTERM wants it gone soon).
+    if (probes != nullptr && !probes->empty() && !options.export_only && !stopped &&
+        probed_step != step)
+      run_probes(step);
     // A stop agreed right after a periodic checkpoint has its checkpoint: writing the same step
     // again would delete the complete one first, and a SIGKILL then would leave none of it.
     if (!options.export_only && last_ckpt != step &&
@@ -864,6 +917,14 @@ int run_train(const TrainOptions& options) {
               "set data.eval_path to the JSONL file whose answers to generate");
   if ((exp->eval.every > 0 || !options.generate_out.empty()) && !exp->data.eval_path.empty())
     eval_samples = load_data(*exp, exp->data.eval_path, prep, vocab);
+  ProbeSet probes;
+  if (!exp->eval.probes.empty() && options.generate_out.empty() && !options.export_only) {
+    SHARD_CHECK(prep != nullptr, ErrorKind::config,
+                "eval.probes needs a Hugging Face model (its tokenizer) and chat data",
+                "set model.arch = \"qwen2\" or \"qwen2_vl\" with model.path, or drop eval.probes");
+    probes = load_probe_set(exp->eval.probes, *prep, vocab, rdzv->rank == 0 ? options.run_dir : "");
+    if (exp->data.blank_images) blank_images(probes.prepared);
+  }
   dist::GroupOptions group_options;
   group_options.timeout = std::chrono::seconds(exp->shard.timeout_s);
   group_options.nccl = nccl;
@@ -931,6 +992,7 @@ int run_train(const TrainOptions& options) {
             eval_samples,  prep,    hash,  spec::resolve_precision(exp->shard),
             device_info};
   if (loop.precision.grad_scaler) loop.grad_scale = 65536.0;
+  loop.probes = &probes;
   return loop.run();
 }
 

@@ -1,6 +1,7 @@
 #include "tests/backend/monitor/dirrunhandle.h"
 
 #include <QFile>
+#include <QFileInfo>
 #include <QThread>
 
 #include <csignal>
@@ -69,6 +70,13 @@ Result<QByteArray> DirRunHandle::readEvents(int rank, qint64 offset, qint64 maxB
 
 Result<QByteArray> DirRunHandle::readLog(int rank, qint64 offset, qint64 maxBytes) {
   return readFile(QString("rank-%1.log").arg(rank), offset, maxBytes);
+}
+
+Result<RankFileStat> DirRunHandle::statRankFile(int rank, RankFile file) {
+  const QFileInfo info(m_runDir + "/" +
+                       (file == RankFile::events ? QString("events-rank-%1.jsonl").arg(rank)
+                                                 : QString("rank-%1.log").arg(rank)));
+  return RankFileStat{info.exists(), info.exists() ? info.size() : 0};
 }
 
 void DirRunHandle::stop() {

@@ -20,6 +20,7 @@ class DirRunHandle : public RunHandle {
   QList<RankState> ranks() const override;
   Result<QByteArray> readEvents(int rank, qint64 offset, qint64 maxBytes) override;
   Result<QByteArray> readLog(int rank, qint64 offset, qint64 maxBytes) override;
+  Result<RankFileStat> statRankFile(int rank, RankFile file) override;
   void stop() override;
   void kill() override;
 

@@ -55,6 +55,8 @@ class TestRunMonitor : public QObject {
   void secondMonitorIsRefused();
   void followerKilledMidRunIsTakenOver();
   void blockedFollowerKeepsItsLease();
+  void eventsFileTruncatedWhileFollowed();
+  void eventsFileDeletedWhileFollowed();
 
  private:
   // Starts rank `rank` of the current run: stdout and stderr go to the run directory's files.
@@ -92,8 +94,12 @@ void TestRunMonitor::cleanup() {
 
 QProcess* TestRunMonitor::startRank(int rank, const QStringList& args) {
   auto process = std::make_unique<QProcess>();
-  process->setStandardOutputFile(m_dir->filePath(QString("events-rank-%1.jsonl").arg(rank)));
-  process->setStandardErrorFile(m_dir->filePath(QString("rank-%1.log").arg(rank)));
+  // Appending, as the launchers open the rank files (O_APPEND): a file truncated from outside
+  // is then written on at its new end.
+  process->setStandardOutputFile(m_dir->filePath(QString("events-rank-%1.jsonl").arg(rank)),
+                                 QIODevice::Append);
+  process->setStandardErrorFile(m_dir->filePath(QString("rank-%1.log").arg(rank)),
+                                QIODevice::Append);
   process->start(kBin + "fake_rank", QStringList{QString::number(rank)} + args);
   if (!process->waitForStarted(10000)) return nullptr;
   m_ranks.push_back(std::move(process));
@@ -385,4 +391,91 @@ void TestRunMonitor::blockedFollowerKeepsItsLease() {
 }
 
 QTEST_GUILESS_MAIN(TestRunMonitor)
+// A rank's events file truncated from outside while followed (`: > events-rank-1.jsonl`, here
+// QFile::resize, the same ftruncate): before, the monitor read on from its old offset past the
+// new end, found nothing until the file grew back there, then read from the middle of a line, and
+// rank 1's done event came too late or never, so the run failed. Now the truncation is seen, noted
+// as an anomaly, and the file is read again from its start: every line the rank wrote after the
+// truncation is stored (under offsets that follow the earlier ones), and the run completes.
+void TestRunMonitor::eventsFileTruncatedWhileFollowed() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"normal", "150", "10"}));
+  QVERIFY(startRank(1, {"normal", "150", "10"}));
+  DirRunHandle handle(m_dir->path(), pids());
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  VERIFY_OK(monitor.start());
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  const QString where = QString("run_id = %1 AND rank = 1").arg(runId);
+  const QString count = "SELECT count(*) FROM events WHERE " + where;
+  QTRY_VERIFY_WITH_TIMEOUT(monitortest::queryInt(*reader, count) >= 30, kDeadlineMs);
+  QFile events(m_dir->filePath("events-rank-1.jsonl"));
+  QVERIFY(events.resize(0));
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::complete);
+  // Every line now in the file is a row, rank 1's done event among them.
+  const qint64 linesAfter = monitortest::lineCount(events.fileName());
+  QVERIFY(linesAfter > 0);
+  const qint64 lastSeq =
+      monitortest::queryInt(*reader, "SELECT max(seq) FROM events WHERE " + where);
+  const qint64 doneRows = monitortest::queryInt(
+      *reader, "SELECT count(*) FROM events WHERE kind = 'done' AND " + where);
+  QCOMPARE(doneRows, qint64(1));
+  const qint64 afterRows = monitortest::queryInt(
+      *reader,
+      QString("SELECT count(*) FROM events WHERE seq > %1 AND ").arg(lastSeq - linesAfter) + where);
+  QCOMPARE(afterRows, linesAfter);
+  auto anomalies = reader->anomalies(runId);
+  VERIFY_OK(anomalies);
+  const bool noted = std::any_of(anomalies->begin(), anomalies->end(), [](const Anomaly& a) {
+    return a.rank == 1 && a.detail.contains("events-rank-1.jsonl shrank") &&
+           a.detail.contains("truncated from outside");
+  });
+  QVERIFY2(noted, "no anomaly names the truncation");
+  QCOMPARE(monitor.malformedLines(), 0);  // never read from the middle of a line
+}
+
+// A rank's events file deleted while followed (`rm events-rank-1.jsonl`): before, every read of
+// it failed, the rank was never caught up, and the run stayed `running` after its ranks ended:
+// the CLI's follow and a sweep waited forever. Now the deletion is noted once as an anomaly, the
+// run ends when its ranks do, and rank 1's exit code 0 says it completed.
+void TestRunMonitor::eventsFileDeletedWhileFollowed() {
+  const qint64 runId = createRun(2);
+  QVERIFY(startRank(0, {"normal", "60", "10"}));
+  QProcess* rank1 = startRank(1, {"normal", "60", "10"});
+  QVERIFY(rank1);
+  // Rank 1's end comes with its exit code, as the local launcher knows its children's: the
+  // handle watches no pid for it and is told by its QProcess.
+  QList<qint64> watched = pids();
+  watched[1] = 0;
+  DirRunHandle handle(m_dir->path(), watched);
+  connect(rank1, &QProcess::finished, &handle, [&](int code, QProcess::ExitStatus how) {
+    handle.markExited(1, how == QProcess::NormalExit ? code : -1);
+  });
+  RunMonitor monitor(*m_store, runId, handle, fastOptions());
+  QSignalSpy finished(&monitor, &RunMonitor::finished);
+  VERIFY_OK(monitor.start());
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  const QString count =
+      QString("SELECT count(*) FROM events WHERE run_id = %1 AND rank = 1").arg(runId);
+  QTRY_VERIFY_WITH_TIMEOUT(monitortest::queryInt(*reader, count) >= 10, kDeadlineMs);
+  QVERIFY(QFile::remove(m_dir->filePath("events-rank-1.jsonl")));
+  QVERIFY(finished.wait(kDeadlineMs));
+  QCOMPARE(finished.at(0).at(0).value<spec::RunStatus>(), spec::RunStatus::complete);
+  auto anomalies = reader->anomalies(runId);
+  VERIFY_OK(anomalies);
+  const auto deleted = std::count_if(anomalies->begin(), anomalies->end(), [](const Anomaly& a) {
+    return a.rank == 1 && a.detail.contains("events-rank-1.jsonl was deleted while followed");
+  });
+  QCOMPARE(deleted, 1);
+  // What was read before the deletion stays; rank 0 is complete.
+  QVERIFY(monitortest::queryInt(*reader, count) >= 10);
+  QCOMPARE(monitortest::queryInt(*reader, QString("SELECT count(*) FROM events WHERE run_id = %1 "
+                                                  "AND rank = 0 AND kind = 'done'")
+                                              .arg(runId)),
+           qint64(1));
+}
+
 #include "tst_runmonitor.moc"
