@@ -95,6 +95,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runs, &RunsPanel::cloneRequested, this, &MainWindow::cloneIntoBuilder);
   connect(m_runs, &RunsPanel::trialRequested, this, &MainWindow::trialRequested);
   connect(m_runs, &RunsPanel::resumeRequested, this, &MainWindow::resumeRequested);
+  connect(m_runs, &RunsPanel::message, this,
+          [this](const QString& text) { statusBar()->showMessage(text, 8000); });
   connect(m_builder->controller(), &BuilderController::launchRequested, this,
           [this, runs, plots](const QString& path) {
             // Say what is starting and bring the runs to the front; the run is selected (so

@@ -22,6 +22,7 @@ void addExportToVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_export_to.cpp
 void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
 void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
 void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
+void addTagNoteVerbs(CLI::App& app, Globals& g);   // app/cli/cmd_tag_note.cpp
 void addSamplesVerb(CLI::App& app, Globals& g);    // app/cli/cmd_samples.cpp
 }  // namespace shardscope::cli
 
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   addImportVerb(app, g);
   addAutotuneVerb(app, g);
   addWhyVerb(app, g);
+  addTagNoteVerbs(app, g);
   addSamplesVerb(app, g);
 
   try {

@@ -379,6 +379,30 @@ Result<QHash<qint64, qint64>> RunReader::lastSteps(const QString& key) {
   return steps;
 }
 
+Result<QHash<qint64, MetricExtremes>> RunReader::lastAndBest(const QString& key, int rank) {
+  // Two seeks per run into the (run, key, step, rank) key of metrics: the last step's value, and
+  // the lowest value over the run's range of that key.
+  auto stmt = m_db.prepare(
+      "SELECT r.id, "
+      "(SELECT m.value FROM metrics m WHERE m.run_id = r.id AND m.key_id = k.id AND m.rank = ?2 "
+      "AND m.value IS NOT NULL ORDER BY m.step DESC LIMIT 1), "
+      "(SELECT min(m.value) FROM metrics m WHERE m.run_id = r.id AND m.key_id = k.id "
+      "AND m.rank = ?2) "
+      "FROM runs r, metric_keys k WHERE k.name = ?1");
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindText(1, key.toStdString()); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
+  QHash<qint64, MetricExtremes> values;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    if (stmt->columnIsNull(1) || stmt->columnIsNull(2)) continue;
+    values.insert(stmt->columnInt64(0), {stmt->columnDouble(1), stmt->columnDouble(2)});
+  }
+  return values;
+}
+
 Result<qint64> RunReader::dataVersion() {
   auto version = m_db.dataVersion();
   if (!version) return version.error();

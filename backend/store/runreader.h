@@ -11,6 +11,7 @@
 
 #include "backend/store/db.h"
 #include "backend/store/runrecords.h"
+#include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
 #include "spec/result.h"
 
@@ -22,6 +23,12 @@ struct MetricPoint {
   double value = 0;
   int rank = 0;
   double time = 0;
+};
+
+/// A metric's last value (at the highest step) and its lowest value, of one run and rank.
+struct MetricExtremes {
+  double last = 0;
+  double lowest = 0;
 };
 
 class RunReader {
@@ -48,6 +55,9 @@ class RunReader {
   [[nodiscard]] Result<qint64> metricCount(qint64 runId);
   /// The highest step of metric `key` per run (runs without it are absent), in one statement.
   [[nodiscard]] Result<QHash<qint64, qint64>> lastSteps(const QString& key);
+  /// Metric `key`'s last and lowest value of rank `rank` per run (runs without it are absent),
+  /// in one statement (the runs filter's `loss<1.6` and `best.loss<1.6`).
+  [[nodiscard]] Result<QHash<qint64, MetricExtremes>> lastAndBest(const QString& key, int rank = 0);
   /// Changes whenever another connection (any process) commits (SQLite: PRAGMA data_version;
   /// PostgreSQL: the data_version row every write transaction bumps).
   [[nodiscard]] Result<qint64> dataVersion();
@@ -89,6 +99,18 @@ class RunReader {
   [[nodiscard]] Result<std::vector<RunRecord>> requestedTrials(qint64 studyId);
   /// The runs of a study in trial-number order (params, status, objective values filled in).
   [[nodiscard]] Result<std::vector<RunRecord>> trials(qint64 studyId);
+
+  /// Every tag of the run log by name, with how many runs and studies carry it (schema v9).
+  [[nodiscard]] Result<std::vector<TagRecord>> knownTags();
+  /// The tags of one run or study, by name.
+  [[nodiscard]] Result<QStringList> tags(TagOwner owner, qint64 id);
+  /// The tags of every run (or every study) that carries any, each list by name, in one
+  /// statement (the runs table reads them all at once).
+  [[nodiscard]] Result<QHash<qint64, QStringList>> allTags(TagOwner owner);
+  /// The non-empty notes of every run (or every study), in one statement.
+  [[nodiscard]] Result<QHash<qint64, QString>> allNotes(TagOwner owner);
+  /// The note of one run or study ('' when it has none); nullopt when it is not in the run log.
+  [[nodiscard]] Result<std::optional<QString>> note(TagOwner owner, qint64 id);
 
   /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();

@@ -19,6 +19,7 @@
 #include "backend/guithread.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
+#include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
 #include "backend/store/storewriter.h"
 #include "spec/result.h"
@@ -162,6 +163,19 @@ class RunStore : public QObject {
   /// already ended (a second tell).
   Pending<void> finishTrial(qint64 runId, spec::RunStatus status, std::vector<double> values,
                             const QString& error = {});
+
+  // Tags and notes (schema v9; runtags.h, runstore_tags.cpp). Both announce runsChanged or
+  // studiesChanged as their owner is a run or a study.
+  /// Adds the tags `add` (a new name is created with defaultTagColor) to run or study `id` and
+  /// removes the tags `remove` from it, in one transaction. Fails naming the first bad name
+  /// (checkTagName), or the run or study when it is not in the run log; removing a tag it does
+  /// not carry is no error.
+  Pending<void> editTags(TagOwner owner, qint64 id, QStringList add, QStringList remove);
+  /// Sets the colour ("#rrggbb") of tag `name`, creating the tag when it is new.
+  Pending<void> setTagColor(const QString& name, const QString& color);
+  /// Replaces the note of run or study `id`; '' clears it. Fails when the owner is not in the
+  /// run log or the note is longer than kNoteMaxBytes.
+  Pending<void> setNote(TagOwner owner, qint64 id, const QString& note);
 
   /// Waits until every write queued before the call is committed.
   void flush();

@@ -35,6 +35,8 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::phasesLoaded, this, &RunLog::phasesLoaded);
   connect(m_worker, &RunLogWorker::unitStepLoaded, this, &RunLog::unitStepLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
+  connect(m_worker, &RunLogWorker::edited, this, &RunLog::edited);
+  connect(m_worker, &RunLogWorker::knownTagsLoaded, this, &RunLog::knownTagsLoaded);
   connect(m_worker, &RunLogWorker::synced, this, &RunLog::synced);
   m_thread.start();
 }
@@ -63,6 +65,21 @@ void RunLog::watchLog(qint64 runId, int rank, int limit) {
 void RunLog::watchSweep(qint64 experimentId) {
   QMetaObject::invokeMethod(m_worker,
                             [w = m_worker, experimentId] { w->watchSweep(experimentId); });
+}
+
+void RunLog::setQueryKeys(const QStringList& params, const QStringList& metrics) {
+  QMetaObject::invokeMethod(m_worker,
+                            [w = m_worker, params, metrics] { w->setQueryKeys(params, metrics); });
+}
+
+void RunLog::editTags(const QList<qint64>& runIds, const QStringList& add,
+                      const QStringList& remove) {
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, runIds, add, remove] { w->editTags(runIds, add, remove); });
+}
+
+void RunLog::setNote(qint64 runId, const QString& note) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, runId, note] { w->setNote(runId, note); });
 }
 
 void RunLog::watchAutotune(const QString& studyName) {

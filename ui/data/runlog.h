@@ -42,6 +42,14 @@ class RunLog : public QObject {
   void loadExperiment(qint64 experimentId);
   /// Points per streamed batch of sweep curves (smaller: more, earlier batches).
   void setCurveBatchRows(int rows);
+  /// The parameters and metrics the runs filter compares: each RunSummary carries their values
+  /// from now on (values, last, best), read again with every list of runs.
+  void setQueryKeys(const QStringList& params, const QStringList& metrics);
+  /// Adds `add` to and removes `remove` from the tags of each run (written in the worker's
+  /// thread); edited() says how it went, and the runs come again with their tags.
+  void editTags(const QList<qint64>& runIds, const QStringList& add, const QStringList& remove);
+  /// Replaces a run's note ("" clears it); edited() says how it went.
+  void setNote(qint64 runId, const QString& note);
   void refresh();
   /// Re-reads everything watched now, then emits synced(token): the summaries that read
   /// delivers (sweepLoaded, runsLoaded) arrive before it (streamed curves may follow), so a record
@@ -65,6 +73,10 @@ class RunLog : public QObject {
   void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
   void unitStepLoaded(const shardscope::ui::UnitStepData& data);
   void failed(const QString& message);
+  /// A tag or note edit ended: ok, and what to tell the user.
+  void edited(bool ok, const QString& message);
+  /// Every tag of the run log by name (with each runs list): what a tag editor completes from.
+  void knownTagsLoaded(const QStringList& names);
   void synced(quint64 token);
 
  private:

@@ -8,6 +8,7 @@
 #include <QMetaType>
 #include <QString>
 #include <QStringList>
+#include <QVariant>
 #include <QVector>
 
 #include <limits>
@@ -21,8 +22,16 @@ namespace shardscope::ui {
 /// One row of the run table: the stored run plus what the table derives from its metrics.
 struct RunSummary {
   backend::RunRecord record;
-  qint64 lastStep = -1;  ///< highest step of rank 0's "loss" (-1: no step yet)
-  QString host;          ///< where it runs ("local" when the launcher was local)
+  qint64 lastStep = -1;   ///< highest step of rank 0's "loss" (-1: no step yet)
+  QString host;           ///< where it runs ("local" when the launcher was local)
+  QStringList tags;       ///< its tags by name (schema 9)
+  QStringList tagColors;  ///< each tag's "#rrggbb", in the order of tags
+  QString note;           ///< its note (plain text or Markdown); "" when none
+  /// What the runs filter compares, for the keys it asked for (RunLog::setQueryKeys): parameters
+  /// by dotted key (the run's own, else its experiment's), metrics' last and lowest values.
+  QHash<QString, QVariant> values;
+  QHash<QString, double> last;
+  QHash<QString, double> best;
 };
 
 /// New points of one metric of one run and rank (reset: they replace what the plot holds).

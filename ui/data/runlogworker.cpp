@@ -14,6 +14,7 @@
 #include "backend/store/db.h"
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcRunLogWorker, "shardscope.ui.runlogworker")
 
@@ -158,12 +159,129 @@ void RunLogWorker::report(const Error& error) {
 }
 
 void RunLogWorker::loadRuns() {
+  if (!m_reader) return;
   auto lastLoss = m_reader->lastSteps(QStringLiteral("loss"));
   if (!lastLoss) return report(lastLoss.error());
+  auto tags = m_reader->allTags(backend::TagOwner::run);
+  if (!tags) return report(tags.error());
+  auto known = m_reader->knownTags();
+  if (!known) return report(known.error());
+  auto notes = m_reader->allNotes(backend::TagOwner::run);
+  if (!notes) return report(notes.error());
+  QHash<QString, QString> colors;
+  QStringList names;
+  for (const auto& tag : *known) {
+    colors.insert(tag.name, tag.color);
+    names.append(tag.name);
+  }
+  emit knownTagsLoaded(names);
   QVector<RunSummary> out;
   out.reserve(static_cast<qsizetype>(m_runs.size()));
-  for (const auto& run : m_runs) out.append({run, lastLoss->value(run.id, -1), hostOf(run)});
+  for (const auto& run : m_runs) {
+    RunSummary row{run, lastLoss->value(run.id, -1), hostOf(run)};
+    row.tags = tags->value(run.id);
+    for (const QString& tag : std::as_const(row.tags)) row.tagColors.append(colors.value(tag));
+    row.note = notes->value(run.id);
+    out.append(std::move(row));
+  }
+  loadQueryValues(out);
   emit runsLoaded(out);
+}
+
+backend::RunStore* RunLogWorker::writer() {
+  if (m_store && m_store->path() == m_path) return m_store.get();
+  m_store.reset();
+  auto store = backend::RunStore::open(m_path);
+  if (!store) {
+    emit edited(false, QString::fromStdString(store.message()));
+    return nullptr;
+  }
+  m_store = std::move(*store);
+  return m_store.get();
+}
+
+void RunLogWorker::editTags(const QList<qint64>& runIds, const QStringList& add,
+                            const QStringList& remove) {
+  backend::RunStore* store = writer();
+  if (store == nullptr) return;
+  for (qint64 id : runIds) {
+    if (auto r = store->editTags(backend::TagOwner::run, id, add, remove).get(); !r) {
+      emit edited(false, QString::fromStdString(r.message()));
+      return;
+    }
+  }
+  QStringList parts;
+  for (const QString& tag : add) parts << "+" + tag;
+  for (const QString& tag : remove) parts << "-" + tag;
+  emit edited(
+      true,
+      tr("Tags %1 on %n run(s)", nullptr, static_cast<int>(runIds.size())).arg(parts.join(' ')));
+  refresh();
+}
+
+void RunLogWorker::setNote(qint64 runId, const QString& note) {
+  backend::RunStore* store = writer();
+  if (store == nullptr) return;
+  if (auto r = store->setNote(backend::TagOwner::run, runId, note).get(); !r) {
+    emit edited(false, QString::fromStdString(r.message()));
+    return;
+  }
+  emit edited(true, note.isEmpty() ? tr("Note cleared") : tr("Note saved"));
+  refresh();
+}
+
+void RunLogWorker::setQueryKeys(const QStringList& params, const QStringList& metrics) {
+  if (params == m_queryParams && metrics == m_queryMetrics) return;
+  m_queryParams = params;
+  m_queryMetrics = metrics;
+  loadRuns();
+}
+
+QVariant RunLogWorker::experimentValue(qint64 experimentId, const QString& key) {
+  auto it = m_experimentToml.find(experimentId);
+  if (it == m_experimentToml.end()) {
+    auto record = m_reader->experiment(experimentId);
+    QString toml;
+    if (record && record->has_value()) toml = (*record)->toml;
+    it = m_experimentToml.insert(experimentId, toml);
+  }
+  const QString text =
+      QString::fromStdString(spec::toml_value_at(it->toStdString(), key.toStdString()));
+  if (text.isEmpty()) return {};
+  bool numeric = false;
+  const double number = text.toDouble(&numeric);
+  if (numeric) return number;
+  if (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') &&
+      text.back() == text.front())
+    return text.mid(1, text.size() - 2);
+  return text;
+}
+
+void RunLogWorker::loadQueryValues(QVector<RunSummary>& rows) {
+  for (const QString& key : std::as_const(m_queryMetrics)) {
+    auto values = m_reader->lastAndBest(key);
+    if (!values) return report(values.error());
+    for (RunSummary& row : rows) {
+      if (auto it = values->constFind(row.record.id); it != values->cend()) {
+        row.last.insert(key, it->last);
+        row.best.insert(key, it->lowest);
+      }
+    }
+  }
+  if (m_queryParams.isEmpty()) return;
+  m_experimentToml.clear();  // an experiment row never changes, but a reopened log may differ
+  for (RunSummary& row : rows) {
+    for (const QString& key : std::as_const(m_queryParams)) {
+      // The run's own value (a trial's sample, an override), else its experiment file's.
+      const QJsonValue own = row.record.params.value(key);
+      if (!own.isUndefined()) {
+        row.values.insert(key, own.toVariant());
+      } else if (row.record.experimentId) {
+        const QVariant fromFile = experimentValue(*row.record.experimentId, key);
+        if (fromFile.isValid()) row.values.insert(key, fromFile);
+      }
+    }
+  }
 }
 
 void RunLogWorker::watchRuns(const QList<qint64>& runIds, int generation) {

@@ -21,6 +21,7 @@
 
 #include "backend/monitor/straggler.h"
 #include "backend/store/runreader.h"
+#include "backend/store/runstore.h"
 #include "ui/data/phasesdata.h"
 #include "ui/data/runlogtypes.h"
 #include "ui/data/sweepsource.h"
@@ -64,6 +65,12 @@ class RunLogWorker : public QObject {
   void setCurveBatchRows(int rows);
   /// Re-reads everything watched now (also done whenever the file changed).
   void refresh();
+  /// See RunLog::setQueryKeys; emits the runs again with those values.
+  void setQueryKeys(const QStringList& params, const QStringList& metrics);
+  /// See RunLog::editTags and RunLog::setNote: the only writes of this worker, through a
+  /// RunStore it opens on the first one.
+  void editTags(const QList<qint64>& runIds, const QStringList& add, const QStringList& remove);
+  void setNote(qint64 runId, const QString& note);
   /// refresh(), then synced(token): what that read delivered is in before synced arrives.
   void sync(quint64 token);
 
@@ -88,6 +95,8 @@ class RunLogWorker : public QObject {
   void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
   void unitStepLoaded(const shardscope::ui::UnitStepData& data);
   void failed(const QString& message);
+  void edited(bool ok, const QString& message);
+  void knownTagsLoaded(const QStringList& names);
   /// The read asked for by sync(token) has been delivered.
   void synced(quint64 token);
 
@@ -95,6 +104,10 @@ class RunLogWorker : public QObject {
   void poll();
   /// Emits the run table's rows (m_runs, as last listed) with their last steps.
   void loadRuns();
+  /// Fills the runs filter's values (m_queryParams, m_queryMetrics) of every row.
+  void loadQueryValues(QVector<RunSummary>& rows);
+  /// The value at dotted `key` of experiment `experimentId`'s TOML (cached per refresh).
+  QVariant experimentValue(qint64 experimentId, const QString& key);
   void loadSeries();
   void loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out);
   void appendEstimate(const backend::RunRecord& run, qint64 lastStep, QVector<SeriesChunk>& out);
@@ -116,7 +129,13 @@ class RunLogWorker : public QObject {
   std::optional<backend::RunReader> m_reader;
   QTimer* m_pollTimer = nullptr;
   qint64 m_dataVersion = -1;  // PRAGMA data_version when last read
+  /// The writer of tag and note edits, opened on the first (nullptr until then).
+  backend::RunStore* writer();
+  std::unique_ptr<backend::RunStore> m_store;
   std::vector<backend::RunRecord> m_runs;
+  QStringList m_queryParams;
+  QStringList m_queryMetrics;
+  QHash<qint64, QString> m_experimentToml;  // experiment id -> its resolved TOML
   QList<qint64> m_watchedRuns;
   // (run, key) -> last step seen per rank; a run is new when absent (its first chunk resets).
   int m_watchGeneration = 0;  // of the watchRuns call m_watchedRuns came from

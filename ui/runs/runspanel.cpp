@@ -6,16 +6,21 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLoggingCategory>
+#include <QMenu>
 #include <QSortFilterProxyModel>
 #include <QTableView>
+#include <QTextBrowser>
 #include <QToolBar>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <utility>
 
+#include "backend/store/runquery.h"
 #include "ui/data/runlog.h"
 #include "ui/runs/runtablemodel.h"
+#include "ui/runs/tagdialogs.h"
+#include "ui/runs/tagsdelegate.h"
 
 Q_LOGGING_CATEGORY(lcRunsPanel, "shardscope.ui.runspanel")
 
@@ -23,26 +28,38 @@ namespace shardscope::ui {
 
 namespace {
 
-// Matches the filter text against name, parameters and host; the status combo against status.
+// What the query language sees of a row.
+backend::RunFacts factsOf(const RunSummary& run) {
+  backend::RunFacts facts;
+  const auto& r = run.record;
+  facts.name = r.name;
+  facts.status = QString::fromLatin1(spec::to_string(r.status).data());
+  facts.tags = run.tags;
+  facts.params = run.values;  // the experiment's, for the keys the query names
+  for (auto it = r.params.begin(); it != r.params.end(); ++it)
+    facts.params.insert(it.key(), it.value().toVariant());
+  facts.last = run.last;
+  facts.best = run.best;
+  facts.words = {RunTableModel::paramsSummary(r.params), run.host};
+  return facts;
+}
+
+// Matches the filter's query (backend/store/runquery.h); the status combo against status.
 class RunFilterProxy : public QSortFilterProxyModel {
  public:
   using QSortFilterProxyModel::QSortFilterProxyModel;
   QString status;  // "" = every status
+  backend::RunQuery query;
 
  protected:
   bool filterAcceptsRow(int row, const QModelIndex& parent) const override {
-    auto* model = sourceModel();
-    const auto text = [&](int column) {
-      return model->index(row, column, parent).data().toString();
-    };
-    if (!status.isEmpty() && text(RunTableModel::StatusCol) != status) return false;
-    const QRegularExpression pattern = filterRegularExpression();
-    if (pattern.pattern().isEmpty()) return true;
-    for (int column : {int(RunTableModel::NameCol), int(RunTableModel::ParamsCol),
-                       int(RunTableModel::HostCol)}) {
-      if (pattern.match(text(column)).hasMatch()) return true;
-    }
-    return false;
+    const auto* model = static_cast<const RunTableModel*>(sourceModel());
+    const RunSummary* run = parent.isValid() ? nullptr : model->runAt(row);
+    if (run == nullptr) return false;
+    if (!status.isEmpty() &&
+        QString::fromLatin1(spec::to_string(run->record.status).data()) != status)
+      return false;
+    return query.isEmpty() || query.matches(factsOf(*run));
   }
 
   bool lessThan(const QModelIndex& left, const QModelIndex& right) const override {
@@ -54,7 +71,10 @@ class RunFilterProxy : public QSortFilterProxyModel {
 }  // namespace
 
 RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
-    : QWidget(parent), m_model(new RunTableModel(this)), m_view(new QTableView(this)) {
+    : QWidget(parent),
+      m_model(new RunTableModel(this)),
+      m_view(new QTableView(this)),
+      m_runLog(runLog) {
   auto* proxy = new RunFilterProxy(this);
   m_proxy = proxy;
   m_proxy->setSourceModel(m_model);
@@ -63,8 +83,17 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
 
   auto* bar = new QToolBar(this);
   m_filter = new QLineEdit(this);
-  m_filter->setPlaceholderText(tr("Filter by name, parameter or host"));
+  m_filter->setPlaceholderText(tr("Filter: name, tag:best, status:oom, train.lr>1e-4, loss<1.6"));
+  m_filter->setToolTip(
+      tr("Words match the name, parameters or host. tag:NAME, status:STATUS, name:TEXT; "
+         "KEY<VALUE (< <= > >= = !=) compares a parameter (train.lr) or a metric's last value "
+         "(loss; best.loss: its lowest); -TERM negates; terms are ANDed."));
   m_filter->setClearButtonEnabled(true);
+  m_filter->setMinimumWidth(260);
+  m_queryError = new QLabel(this);
+  m_queryError->setObjectName(QStringLiteral("runsQueryError"));
+  m_queryError->setStyleSheet(QStringLiteral("color: #c62828; padding-left: 6px"));
+  m_queryError->hide();
   m_statusFilter = new QComboBox(this);
   m_statusFilter->addItem(tr("All statuses"), QString());
   for (auto s : {spec::RunStatus::queued, spec::RunStatus::running, spec::RunStatus::complete,
@@ -82,7 +111,13 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
       tr("Resume the selected stopped or failed run from its newest checkpoint (a new attempt)"));
   m_clone = new QAction(tr("Clone and edit"), this);
   m_clone->setToolTip(tr("Open the selected run's parameters in the experiment builder"));
+  m_editTags = new QAction(tr("Edit tags..."), this);
+  m_editTags->setToolTip(tr("Add or remove tags of the selected runs"));
+  m_editNote = new QAction(tr("Edit note..."), this);
+  m_editNote->setToolTip(tr("Write the selected run's note (plain text or Markdown)"));
   bar->addWidget(m_filter);
+  m_queryErrorAction = bar->addWidget(m_queryError);
+  m_queryErrorAction->setVisible(false);
   bar->addWidget(m_statusFilter);
   bar->addSeparator();
   bar->addAction(m_stop);
@@ -91,6 +126,15 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   bar->addAction(m_clone);
 
   m_view->setModel(m_proxy);
+  m_view->setItemDelegateForColumn(RunTableModel::TagsCol, new TagsDelegate(m_view));
+  m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+    QMenu menu(this);
+    menu.addActions({m_editTags, m_editNote});
+    menu.addSeparator();
+    menu.addActions({m_stop, m_prune, m_resume, m_clone});
+    menu.exec(m_view->viewport()->mapToGlobal(at));
+  });
   m_view->setSortingEnabled(true);
   m_view->sortByColumn(RunTableModel::NameCol, Qt::AscendingOrder);
   m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -121,20 +165,30 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   m_empty->hide();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
+  m_noteView = new QTextBrowser(this);
+  m_noteView->setObjectName(QStringLiteral("runNote"));
+  m_noteView->setOpenExternalLinks(true);
+  m_noteView->setMaximumHeight(110);
+  m_noteView->hide();
   layout->addWidget(bar);
   layout->addWidget(m_view);
+  layout->addWidget(m_noteView);
   layout->addWidget(m_empty, 1);
 
-  connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& text) {
-    m_proxy->setFilterRegularExpression(QRegularExpression(
-        QRegularExpression::escape(text), QRegularExpression::CaseInsensitiveOption));
-  });
+  connect(m_filter, &QLineEdit::textChanged, this, &RunsPanel::applyQuery);
+  connect(m_editTags, &QAction::triggered, this, &RunsPanel::openTagEditor);
+  connect(m_editNote, &QAction::triggered, this, &RunsPanel::openNoteEditor);
+  connect(&runLog, &RunLog::knownTagsLoaded, this,
+          [this](const QStringList& names) { m_knownTags = names; });
+  connect(&runLog, &RunLog::edited, this,
+          [this](bool, const QString& text) { emit message(text); });
   connect(m_statusFilter, &QComboBox::currentIndexChanged, this, &RunsPanel::applyStatusFilter);
   connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &RunsPanel::onSelectionChanged);
   // Clicking another of the selected runs (ctrl+click keeps the set) moves the log to it.
   connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this, [this] {
     if (m_restoring) return;
+    showNote();
     const qint64 current = currentRunId();
     if (current == m_current) return;
     m_current = current;
@@ -186,6 +240,67 @@ void RunsPanel::applyStatusFilter() {
   m_proxy->invalidate();
 }
 
+void RunsPanel::applyQuery(const QString& text) {
+  backend::RunQueryError error;
+  auto query = backend::RunQuery::parse(text, &error);
+  // A query being typed is often wrong for a moment ("train.lr>"): the last good one stays
+  // applied and the box says what is wrong until it parses again.
+  m_queryError->setText(query ? QString() : error.message);
+  m_queryErrorAction->setVisible(!query);
+  m_queryError->setVisible(!query);
+  if (!query) return;
+  QStringList params;
+  for (const auto& term : query->terms()) {
+    if (term.kind == backend::RunQuery::Kind::value &&
+        (term.source == backend::RunQuery::Source::any ||
+         term.source == backend::RunQuery::Source::param) &&
+        !params.contains(term.key))
+      params.append(term.key);
+  }
+  m_runLog.setQueryKeys(params, query->metricKeys());
+  static_cast<RunFilterProxy*>(m_proxy)->query = std::move(*query);
+  m_proxy->invalidate();
+}
+
+TagEditDialog* RunsPanel::tagDialog() const { return m_tagDialog.data(); }
+
+NoteDialog* RunsPanel::noteDialog() const { return m_noteDialog.data(); }
+
+void RunsPanel::openTagEditor() {
+  const QList<qint64> ids = selectedRunIds();
+  if (ids.isEmpty()) return;
+  auto* dialog = new TagEditDialog(static_cast<int>(ids.size()), m_knownTags, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  m_tagDialog = dialog;
+  connect(dialog, &QDialog::accepted, this, [this, dialog, ids] {
+    const TagEdits edits = dialog->edits();
+    if (edits.error.isEmpty()) m_runLog.editTags(ids, edits.add, edits.remove);
+  });
+  dialog->open();
+}
+
+void RunsPanel::openNoteEditor() {
+  const RunSummary* run = m_model->runById(currentRunId());
+  if (run == nullptr) return;
+  auto* dialog = new NoteDialog(run->record.name, run->note, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  m_noteDialog = dialog;
+  const qint64 id = run->record.id;
+  connect(dialog, &QDialog::accepted, this,
+          [this, dialog, id] { m_runLog.setNote(id, dialog->note()); });
+  dialog->open();
+}
+
+void RunsPanel::showNote() {
+  const RunSummary* run = m_model->runById(currentRunId());
+  const QString note = run != nullptr ? run->note : QString();
+  if (note != m_noteView->document()->property("source").toString()) {
+    m_noteView->setMarkdown(note);
+    m_noteView->document()->setProperty("source", note);
+  }
+  m_noteView->setVisible(!note.isEmpty());
+}
+
 void RunsPanel::onRunsLoaded(const QVector<RunSummary>& runs) {
   // A reset forgets the selection: put the same runs back without telling the plots.
   m_restoring = true;
@@ -195,6 +310,7 @@ void RunsPanel::onRunsLoaded(const QVector<RunSummary>& runs) {
   selectRuns(keep);
   m_restoring = false;
   updateActions();
+  showNote();
   const bool empty = m_model->rowCount() == 0;
   m_empty->setVisible(empty);
   m_view->setVisible(!empty);
@@ -249,6 +365,7 @@ int RunsPanel::visibleRowCount() const { return m_proxy->rowCount(); }
 
 void RunsPanel::onSelectionChanged() {
   updateActions();
+  showNote();
   if (m_restoring) return;
   const QList<qint64> ids = selectedRunIds();
   if (ids == m_selected && currentRunId() == m_current) return;
@@ -275,6 +392,8 @@ void RunsPanel::updateActions() {
     return run != nullptr && resumable(*run);
   }));
   m_clone->setEnabled(ids.size() == 1);
+  m_editTags->setEnabled(!ids.isEmpty());
+  m_editNote->setEnabled(!ids.isEmpty());
 }
 
 }  // namespace shardscope::ui

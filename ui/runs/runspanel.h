@@ -1,9 +1,14 @@
-// RunsPanel: the run table's controller. Sorting and filtering (text over name, parameters and
-// host; a status choice), selection drives the plots, and the actions ask for a stop or a
-// clone-and-edit by signals: the app wires them to the backend and the builder.
+// RunsPanel: the run table's controller. Sorting and filtering (the query language of
+// backend/store/runquery.h: words over name, parameters and host, tag:, status:, name:,
+// parameter and metric comparisons; a bad query is named beside the box; and a status choice),
+// selection drives the plots, and the actions ask for a stop or a clone-and-edit by signals: the
+// app wires them to the backend and the builder. Tags and notes are edited here (a context menu
+// on the table, several runs at once for tags) and written through the RunLog's worker; the
+// current run's note is shown rendered (Markdown) below the table.
 #pragma once
 
 #include <QAction>
+#include <QPointer>
 #include <QWidget>
 
 #include "ui/data/runlogtypes.h"
@@ -13,11 +18,14 @@ class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
+class QTextBrowser;
 
 namespace shardscope::ui {
 
+class NoteDialog;
 class RunLog;
 class RunTableModel;
+class TagEditDialog;
 
 class RunsPanel : public QWidget {
   Q_OBJECT
@@ -36,6 +44,17 @@ class RunsPanel : public QWidget {
   QAction* cloneAction() const { return m_clone; }
   QAction* pruneAction() const { return m_prune; }
   QAction* resumeAction() const { return m_resume; }
+  /// Opens the tag editor for the selected runs (TagEditDialog, non-blocking).
+  QAction* editTagsAction() const { return m_editTags; }
+  /// Opens the note editor of the current run (NoteDialog, non-blocking).
+  QAction* editNoteAction() const { return m_editNote; }
+  /// The editor the last editTagsAction / editNoteAction opened, while it is open.
+  TagEditDialog* tagDialog() const;
+  NoteDialog* noteDialog() const;
+  /// Beside the filter box: what is wrong with the query (hidden while it parses).
+  QLabel* queryError() const { return m_queryError; }
+  /// The current run's note, rendered (hidden when it has none).
+  QTextBrowser* noteView() const { return m_noteView; }
   /// The ids of the selected runs, in table order.
   QList<qint64> selectedRunIds() const;
   /// Selects these runs (others are deselected) and makes the first one current; the plots
@@ -60,11 +79,17 @@ class RunsPanel : public QWidget {
   void resumeRequested(qint64 runId, const QString& runName);
   /// The user asked for a new run like this one: the builder opens it for editing.
   void cloneRequested(qint64 runId, const QJsonObject& params);
+  /// What a tag or note edit did, or why it failed (for the status bar).
+  void message(const QString& text);
 
  private:
   void onRunsLoaded(const QVector<RunSummary>& runs);
   void onSelectionChanged();
   void applyStatusFilter();
+  void applyQuery(const QString& text);
+  void openTagEditor();
+  void openNoteEditor();
+  void showNote();
   void updateActions();
   /// Stopped, failed or oom, outside a sweep: what Resume acts on.
   static bool resumable(const RunSummary& run);
@@ -79,6 +104,15 @@ class RunsPanel : public QWidget {
   QAction* m_clone = nullptr;
   QAction* m_prune = nullptr;
   QAction* m_resume = nullptr;
+  QAction* m_editTags = nullptr;
+  QAction* m_editNote = nullptr;
+  QLabel* m_queryError = nullptr;
+  QAction* m_queryErrorAction = nullptr;  // the toolbar's slot of m_queryError
+  QTextBrowser* m_noteView = nullptr;
+  QPointer<TagEditDialog> m_tagDialog;
+  QPointer<NoteDialog> m_noteDialog;
+  QStringList m_knownTags;
+  RunLog& m_runLog;
   QList<qint64> m_selected;
   qint64 m_current = -1;  // currentRunId() as last announced
   bool m_loaded = false;

@@ -131,6 +131,8 @@ QVariant RunTableModel::display(const RunSummary& run, int column) const {
       return QString::fromLatin1(spec::to_string(r.status).data());
     case NameCol:
       return r.name;
+    case TagsCol:
+      return run.tags.join(QLatin1Char(' '));
     case ParamsCol:
       return paramsSummary(r.params);
     case ObjectiveCol:
@@ -196,10 +198,15 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       return sortValue(*run, index.column());
     case RunIdRole:
       return run->record.id;
+    case TagsRole:
+      return run->tags;
+    case TagColorsRole:
+      return run->tagColors;
     case Qt::DecorationRole:
       return index.column() == StatusCol ? QVariant(statusIcon(run->record.status)) : QVariant();
     case Qt::ToolTipRole:
       if (!run->record.error.isEmpty()) return run->record.error;
+      if (index.column() == NameCol && !run->note.isEmpty()) return run->note;
       return index.column() == ParamsCol ? paramsSummary(run->record.params) : QVariant();
     case Qt::TextAlignmentRole:
       if (index.column() == ObjectiveCol || index.column() == StepCol ||
@@ -214,8 +221,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const QStringList names = {tr("Status"),   tr("Name"), tr("Parameters"), tr("Objective"),
-                                    tr("Duration"), tr("Host"), tr("Step")};
+  static const QStringList names = {tr("Status"),    tr("Name"),     tr("Tags"), tr("Parameters"),
+                                    tr("Objective"), tr("Duration"), tr("Host"), tr("Step")};
   return names.value(section);
 }
 

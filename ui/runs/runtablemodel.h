@@ -1,5 +1,6 @@
-// RunTableModel: the run table's rows (one per run) with a status icon, the parameters in one
-// line, the objective, the duration, the host and the last step. Sort roles give numbers.
+// RunTableModel: the run table's rows (one per run) with a status icon, the tags (TagsDelegate
+// draws them as coloured chips), the parameters in one line, the objective, the duration, the
+// host and the last step. Sort roles give numbers.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -15,10 +16,23 @@ class RunTableModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { StatusCol, NameCol, ParamsCol, ObjectiveCol, DurationCol, HostCol, StepCol, Count };
+  enum Column {
+    StatusCol,
+    NameCol,
+    TagsCol,
+    ParamsCol,
+    ObjectiveCol,
+    DurationCol,
+    HostCol,
+    StepCol,
+    Count
+  };
   /// Qt::UserRole + 1 on any cell: the run id; SortRole: the value to sort by.
   static constexpr int RunIdRole = Qt::UserRole + 1;
   static constexpr int SortRole = Qt::UserRole + 2;
+  /// On TagsCol: the run's tags (QStringList) and their colours ("#rrggbb", same order).
+  static constexpr int TagsRole = Qt::UserRole + 3;
+  static constexpr int TagColorsRole = Qt::UserRole + 4;
 
   explicit RunTableModel(QObject* parent = nullptr);
 

@@ -90,12 +90,16 @@ class TestRunStore : public QObject {
   void ingestIsIdempotent();
   void lastStepsAndDataVersion();
   void metricOfRunsReadsManyRunsAtOnce();
+  void lastAndBestOfAMetric();
   void readersSeeWholeTransactionsDuringWrites();
   void notificationsCoalesce();
   void fullDiskIsClearAndFileStaysSound();
   void leases();
   void leaseSurvivesAClockJump();
   void schemaEightRecordsHostAndBoot();
+  void schemaNineAddsTagsAndNotesKeepingRows();
+  void tagsAndNotesOfRunsAndStudies();
+  void badTagsAndNotesAreRefusedWhole();
   void studies();
   void studyRejectsBadObjectives();
   void trialsAndObjectives();
@@ -131,9 +135,9 @@ void TestRunStore::freshSchemaIsCurrent() {
   auto version = runSchemaVersion(reader->db());
   VERIFY_OK(version);
   QCOMPARE(*version, kRunSchemaVersion);
-  for (const char* table :
-       {"experiments", "runs", "params", "metrics", "events", "log_lines", "hosts", "leases",
-        "read_offsets", "anomalies", "schema_version", "studies"}) {
+  for (const char* table : {"experiments", "runs", "params", "metrics", "events", "log_lines",
+                            "hosts", "leases", "read_offsets", "anomalies", "schema_version",
+                            "studies", "tags", "run_tags", "study_tags"}) {
     auto exists = reader->db().hasTable(table);
     VERIFY_OK(exists);
     QVERIFY2(*exists, table);
@@ -793,6 +797,199 @@ void TestRunStore::schemaEightRecordsHostAndBoot() {
   auto lease = reader->lease(*fresh);
   VERIFY_OK(lease);
   QCOMPARE((*lease)->bootId, StoreClock::system().bootId());
+}
+
+// Schema 9: a run log of schema 8 opens with its runs and studies intact, gains the tag tables and
+// an empty note on each run and study, and takes tags and notes at once.
+void TestRunStore::schemaNineAddsTagsAndNotesKeepingRows() {
+  const QString path = spec("v9.db");
+  {
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(migrateRunSchema(*db, 8));
+    VERIFY_OK(
+        db->exec("INSERT INTO runs(name, status, run_dir, location, params, created_at, host) "
+                 "VALUES ('old', 'complete', '/tmp/old', '{}', '{\"lr\":0.1}', 1, 'box')"));
+    VERIFY_OK(db->exec("INSERT INTO studies(name, sampler, created_at) VALUES ('sw', 'tpe', 2)"));
+    auto tags = db->hasTable("tags");
+    VERIFY_OK(tags);
+    QVERIFY(!*tags);
+  }
+  auto store = RunStore::open(path);  // migrates 8 -> 9
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto old = reader->runByName("old");
+  VERIFY_OK(old);
+  QVERIFY(old->has_value());
+  QCOMPARE((*old)->runDir, "/tmp/old");
+  QCOMPARE((*old)->host, "box");
+  QCOMPARE((*old)->status, spec::RunStatus::complete);
+  auto note = reader->note(TagOwner::run, (*old)->id);
+  VERIFY_OK(note);
+  QCOMPARE(note->value_or("absent"), QString());
+  auto sweep = reader->studyByName("sw");
+  VERIFY_OK(sweep);
+  QVERIFY(sweep->has_value());
+  QCOMPARE((*sweep)->sampler, "tpe");
+  auto known = reader->knownTags();
+  VERIFY_OK(known);
+  QVERIFY(known->empty());
+
+  VERIFY_OK((*store)->editTags(TagOwner::run, (*old)->id, {"best"}, {}).get());
+  VERIFY_OK((*store)->editTags(TagOwner::study, (*sweep)->id, {"best", "lr-scan"}, {}).get());
+  VERIFY_OK((*store)->setNote(TagOwner::study, (*sweep)->id, "# Sweep\nlr *only*").get());
+  QCOMPARE(*reader->tags(TagOwner::run, (*old)->id), QStringList{"best"});
+  QCOMPARE(*reader->tags(TagOwner::study, (*sweep)->id), (QStringList{"best", "lr-scan"}));
+  QCOMPARE(reader->note(TagOwner::study, (*sweep)->id)->value_or(""), "# Sweep\nlr *only*");
+}
+
+// Tags added, removed and listed for runs and studies; colours by default from the palette and
+// set by name; notes set and cleared; a deleted run takes its tag links with it.
+void TestRunStore::tagsAndNotesOfRunsAndStudies() {
+  const QString path = spec("tags.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto a = (*store)->createRun({std::nullopt, "a", "", {}, 1}).get();
+  auto b = (*store)->createRun({std::nullopt, "b", "", {}, 1}).get();
+  VERIFY_OK(a);
+  VERIFY_OK(b);
+  auto study =
+      (*store)->createStudy({"s", std::nullopt, "", {"loss"}, {"minimize"}, "tpe", 1, {}}).get();
+  VERIFY_OK(study);
+  QSignalSpy runsChanged(store->get(), &RunStore::runsChanged);
+
+  VERIFY_OK((*store)->editTags(TagOwner::run, *a, {"best", "draft"}, {}).get());
+  VERIFY_OK((*store)->editTags(TagOwner::run, *b, {"draft"}, {}).get());
+  // Adding a tag twice and removing one the run lacks change nothing and fail nothing.
+  VERIFY_OK((*store)->editTags(TagOwner::run, *b, {"draft"}, {"best"}).get());
+  VERIFY_OK((*store)->editTags(TagOwner::study, *study, {"sweep1"}, {}).get());
+  QVERIFY(runsChanged.wait(5000) || !runsChanged.isEmpty());
+
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*reader->tags(TagOwner::run, *a), (QStringList{"best", "draft"}));
+  QCOMPARE(*reader->tags(TagOwner::run, *b), QStringList{"draft"});
+  auto all = reader->allTags(TagOwner::run);
+  VERIFY_OK(all);
+  QCOMPARE(all->size(), 2);
+  QCOMPARE(all->value(*a), (QStringList{"best", "draft"}));
+  auto known = reader->knownTags();
+  VERIFY_OK(known);
+  QCOMPARE(known->size(), std::size_t{3});
+  QCOMPARE(known->at(0).name, "best");
+  QCOMPARE(known->at(0).runs, 1);
+  QCOMPARE(known->at(0).color, defaultTagColor("best"));
+  QCOMPARE(known->at(1).name, "draft");
+  QCOMPARE(known->at(1).runs, 2);
+  QCOMPARE(known->at(2).name, "sweep1");
+  QCOMPARE(known->at(2).studies, 1);
+  QCOMPARE(known->at(2).runs, 0);
+
+  // Removal; the tag stays known (its colour kept) with no run.
+  VERIFY_OK((*store)->editTags(TagOwner::run, *a, {}, {"best"}).get());
+  QCOMPARE(*reader->tags(TagOwner::run, *a), QStringList{"draft"});
+  VERIFY_OK((*store)->setTagColor("best", "#AA0011").get());
+  VERIFY_OK((*store)->setTagColor("fresh", "#00ff00").get());
+  known = reader->knownTags();
+  VERIFY_OK(known);
+  QCOMPARE(known->size(), std::size_t{4});
+  QCOMPARE(known->at(0).color, "#aa0011");
+  QCOMPARE(known->at(0).runs, 0);
+  QCOMPARE(known->at(2).name, "fresh");
+  QCOMPARE(known->at(2).color, "#00ff00");
+
+  // Notes: set, replaced, cleared; a study's apart from a run's.
+  VERIFY_OK((*store)->setNote(TagOwner::run, *a, "lr too high?\n\n* try 1e-4").get());
+  QCOMPARE(reader->note(TagOwner::run, *a)->value_or(""), "lr too high?\n\n* try 1e-4");
+  QCOMPARE(reader->note(TagOwner::run, *b)->value_or("x"), QString());
+  auto notes = reader->allNotes(TagOwner::run);
+  VERIFY_OK(notes);
+  QCOMPARE(notes->size(), 1);
+  QCOMPARE(notes->value(*a), "lr too high?\n\n* try 1e-4");
+  VERIFY_OK((*store)->setNote(TagOwner::run, *a, "").get());
+  QVERIFY(reader->allNotes(TagOwner::run)->isEmpty());
+  QCOMPARE(reader->note(TagOwner::run, *a)->value_or("x"), QString());
+  QVERIFY(!reader->note(TagOwner::run, 9999)->has_value());
+
+  // A deleted run takes its links; the tag stays.
+  auto db = Db::open(path);
+  VERIFY_OK(db);
+  VERIFY_OK(db->exec("DELETE FROM runs WHERE name = 'b'"));
+  QCOMPARE(countRows(*db, "SELECT count(*) FROM run_tags"), 1);
+  QCOMPARE(countRows(*db, "SELECT count(*) FROM tags WHERE name = 'draft'"), 1);
+}
+
+// A bad name anywhere in one edit refuses the whole edit (no tag of it is stored), with the name
+// and the rule in the message; a missing run, a bad colour and an over-long note are named.
+void TestRunStore::badTagsAndNotesAreRefusedWhole() {
+  auto store = RunStore::open(spec("badtags.db"));
+  VERIFY_OK(store);
+  auto run = (*store)->createRun({std::nullopt, "r", "", {}, 1}).get();
+  VERIFY_OK(run);
+  auto bad = (*store)->editTags(TagOwner::run, *run, {"good", "has space"}, {}).get();
+  QVERIFY(!bad);
+  QVERIFY2(bad.message().find("'has space'") != std::string::npos, bad.message().c_str());
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QVERIFY(reader->tags(TagOwner::run, *run)->isEmpty());
+  QVERIFY(reader->knownTags()->empty());
+  for (const QString& name : {QString("-lead"), QString("a:b"), QString(""), QString(65, 'x')}) {
+    QVERIFY2(!checkTagName(name), qPrintable(name));
+  }
+  for (const QString& name :
+       {QString("best"), QString("lr/1e-4"), QString("v1.2_x"), QString::fromUtf8("été")}) {
+    QVERIFY2(checkTagName(name), qPrintable(name));
+  }
+  auto missing = (*store)->editTags(TagOwner::run, 4242, {"best"}, {}).get();
+  QVERIFY(!missing);
+  QVERIFY2(missing.message().find("run 4242 is not in the run log") != std::string::npos,
+           missing.message().c_str());
+  auto missingStudy = (*store)->setNote(TagOwner::study, 77, "x").get();
+  QVERIFY(!missingStudy);
+  QVERIFY2(missingStudy.message().find("study 77") != std::string::npos,
+           missingStudy.message().c_str());
+  auto colour = (*store)->setTagColor("best", "red").get();
+  QVERIFY(!colour);
+  QVERIFY2(colour.message().find("#rrggbb") != std::string::npos, colour.message().c_str());
+  auto longNote = (*store)->setNote(TagOwner::run, *run, QString(kNoteMaxBytes + 1, 'n')).get();
+  QVERIFY(!longNote);
+  QVERIFY2(longNote.message().find("at most") != std::string::npos, longNote.message().c_str());
+}
+
+// The runs filter's last and best values: the value at the highest step (not the last written),
+// the lowest value, rank 0 only, runs without the metric absent.
+void TestRunStore::lastAndBestOfAMetric() {
+  auto store = RunStore::open(spec("extremes.db"));
+  VERIFY_OK(store);
+  auto a = (*store)->createRun({std::nullopt, "a", "", {}, 1}).get();
+  auto b = (*store)->createRun({std::nullopt, "b", "", {}, 1}).get();
+  auto c = (*store)->createRun({std::nullopt, "c", "", {}, 1}).get();
+  VERIFY_OK(a);
+  VERIFY_OK(b);
+  VERIFY_OK(c);
+  VERIFY_OK((*store)
+                ->appendMetrics({{*a, 3, "loss", 1.5, 0, 0.0},
+                                 {*a, 1, "loss", 2.0, 0, 0.0},
+                                 {*a, 2, "loss", 1.2, 0, 0.0},
+                                 {*a, 4, "loss", 0.1, 1, 0.0},
+                                 {*b, 1, "loss", 3.0, 0, 0.0},
+                                 {*c, 1, "acc", 0.5, 0, 0.0}})
+                .get());
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  auto values = reader->lastAndBest("loss");
+  VERIFY_OK(values);
+  QCOMPARE(values->size(), 2);
+  QCOMPARE(values->value(*a).last, 1.5);
+  QCOMPARE(values->value(*a).lowest, 1.2);
+  QCOMPARE(values->value(*b).last, 3.0);
+  QCOMPARE(values->value(*b).lowest, 3.0);
+  QVERIFY(!values->contains(*c));
+  auto none = reader->lastAndBest("nothing");
+  VERIFY_OK(none);
+  QVERIFY(none->isEmpty());
 }
 
 // The asset was written by schema 2 (store_crash_writer --make-asset 2, see assets/README.md): it
