@@ -33,7 +33,7 @@ std::string copy_image(const std::string& image, const std::string& run_dir) {
   auto ext = fs::path(image).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const auto rel = "probes/" + spec::sha256_hex(bytes) + ext;
+  auto rel = "probes/" + spec::sha256_hex(bytes) + ext;
   if (run_dir.empty()) return rel;
   const auto dest = fs::path(run_dir) / rel;
   std::error_code ec;

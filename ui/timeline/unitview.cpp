@@ -171,11 +171,15 @@ QString UnitView::detailsAt(const QPoint& pos) const {
 void UnitView::paintAxis(QPainter& p, const QRectF& area) const {
   p.setPen(palette().color(QPalette::WindowText));
   const double step = tickStep(m_hi - m_lo, std::max(2, static_cast<int>(area.width() / 90)));
-  for (double t = std::ceil(m_lo / step) * step; t <= m_hi + 1e-9; t += step) {
+  // Ticks counted in whole steps (a floating-point loop counter would drift).
+  const auto first = static_cast<long long>(std::ceil(m_lo / step));
+  const auto last = static_cast<long long>(std::floor((m_hi + 1e-9) / step));
+  for (long long i = first; i <= last; ++i) {
+    const double t = static_cast<double>(i) * step;
     const double x = xOf(t);
     p.drawLine(QPointF(x, area.top() - 4), QPointF(x, area.top()));
     p.drawText(QRectF(x - 40, 2, 80, kTop - 6), Qt::AlignCenter,
-               QString::number(t, 'g', 6) + (t == std::ceil(m_lo / step) * step ? " ms" : ""));
+               QString::number(t, 'g', 6) + (i == first ? " ms" : ""));
   }
 }
 
