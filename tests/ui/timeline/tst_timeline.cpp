@@ -255,6 +255,8 @@ class TestTimeline : public QObject {
   // 4, put into the run's directory), and says which steps were recorded and how to record
   // more when it was not.
   void aDoubleClickedStepShowsItsUnits() {
+    // The read asked for by followsTheRunAndActivatesSteps' double-click lands first.
+    QTRY_VERIFY_WITH_TIMEOUT(!panel()->unitLabel()->text().startsWith("Reading"), kWaitMs);
     auto dClick = [&](int barIndex) {
       const auto& bar = view()->bars(0).at(barIndex);
       QSignalSpy shown(panel(), &TimelinePanel::unitStepShown);
