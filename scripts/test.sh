@@ -47,4 +47,10 @@ fi
 t6=$SECONDS
 printf '\n== times: setup %ss, build %ss, tests %ss, total %ss ==\n' \
   $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t6 - t0))
+if [[ $status != 0 ]]; then
+  # Last, so that the end of a long log says why each test failed.
+  trees=(build)
+  if [[ $sanitizers == 1 ]]; then trees+=(build-asan-ci); fi
+  scripts/ctest-failures.sh "${trees[@]}"
+fi
 exit "$status"
