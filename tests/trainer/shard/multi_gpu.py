@@ -17,7 +17,7 @@ Checks, each against one rank of the same device on the same global batch (fp32;
                the remaining steps within TOL of the uninterrupted run.
   peer_lost    a fresh FULL_SHARD run on N ranks whose rank 1 is SIGKILLed after step 3: rank 0
                ends with one `error` of kind peer_lost naming rank 1 within shard.timeout_s +
-               30 s, and no rank is left running.
+               30 s, and no rank is left running shard.timeout_s after that.
 Prints one line per check; exits 1 on the first failure.
 """
 import argparse
@@ -128,10 +128,11 @@ def peer_lost(args, config):
         code0 = ranks.wait_ranks({0: procs[0]}, timeout=TIMEOUT_S + 30)[0]
         waited = time.time() - killed
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                time.sleep(5)  # the other survivors report on their own; then nothing may stay
-                break
+        # The other survivors fail on their own, each within its shard.timeout_s; then nothing
+        # may stay. (Polled: a loaded CI machine can take seconds to schedule their exits.)
+        settle = time.time() + TIMEOUT_S
+        while any(p.poll() is None for p in procs.values()) and time.time() < settle:
+            time.sleep(0.1)
         left = [r for r, p in procs.items() if p.poll() is None]
         for r in left:
             procs[r].kill()
@@ -144,7 +145,8 @@ def peer_lost(args, config):
     check(len(errors) == 1 and errors[0]["kind"] == "peer_lost",
           f"rank 0: want one peer_lost error, got {errors}")
     check("rank 1" in errors[0]["message"], f"the error does not name rank 1: {errors[0]}")
-    check(not left, f"ranks {left} were still running 5 s after rank 0 ended")
+    check(not left, f"ranks {left} were still running {TIMEOUT_S} s after rank 0 ended\n"
+                    f"{ranks.log_tail(run_dir, args.world)}")
 
 
 def main():
