@@ -16,8 +16,7 @@
 #include <cmath>
 #include <set>
 
-#include "tests/app/clitest.h"
-#include "tests/support/teststore.h"
+#include "tests/app/clirunlog.h"
 
 namespace {
 
@@ -57,18 +56,12 @@ while [ $i -lt "$N" ]; do
 done
 )";
 
-class TstCliStudy : public QObject {
+class TstCliStudy : public QObject, clitest::OnRunLog {
   Q_OBJECT
-
-  QTemporaryDir m_dir;
-  QString m_db;
-
-  Run cli(const QStringList& args) { return clitest::cli(QStringList{"--db", m_db} + args); }
 
  private slots:
   void initTestCase() {
-    QVERIFY(m_dir.isValid());
-    m_db = shardscope::testing::storeSpec(m_dir.path(), "runs.db");
+    QVERIFY(openRunLog());
     QFile exp(m_dir.filePath("exp.toml"));
     QVERIFY(exp.open(QIODevice::WriteOnly));
     exp.write(kExperiment);

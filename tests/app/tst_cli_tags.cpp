@@ -4,30 +4,22 @@
 // messages of a bad tag, an unknown run and an option written after RUN. tst_cli_tags_pg runs the
 // same against a PostgreSQL server (SHARDSCOPE_TEST_DB, teststore.h).
 #include <QJsonArray>
-#include <QTemporaryDir>
 #include <QTest>
 
 #include "backend/store/runstore.h"
-#include "tests/app/clitest.h"
-#include "tests/support/teststore.h"
+#include "tests/app/clirunlog.h"
 
 namespace {
 
 using clitest::Run;
 using shardscope::backend::RunStore;
 
-class TstCliTags : public QObject {
+class TstCliTags : public QObject, clitest::OnRunLog {
   Q_OBJECT
-
-  QTemporaryDir m_dir;
-  QString m_db;
-
-  Run cli(const QStringList& args) { return clitest::cli(QStringList{"--db", m_db} + args); }
 
  private slots:
   void initTestCase() {
-    QVERIFY(m_dir.isValid());
-    m_db = shardscope::testing::storeSpec(m_dir.path(), "runs.db");
+    QVERIFY(openRunLog());
     auto store = RunStore::open(m_db);
     QVERIFY2(store, store ? "" : store.message().c_str());
     for (const char* name : {"exp-1", "exp-2"}) {

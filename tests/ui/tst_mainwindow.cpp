@@ -30,6 +30,7 @@
 
 #include "tests/support/files.h"
 #include "tests/support/paths.h"
+#include "tests/ui/mainwindowfixture.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/builder/buildercontroller.h"
 #include "ui/builder/builderpanel.h"
@@ -88,11 +89,8 @@ class TestMainWindow : public QObject {
     QStandardPaths::setTestModeEnabled(true);  // QSettings in a test location
     QVERIFY(m_dir.isValid());
     m_fixture = testing::makeSweep(m_dir.filePath("runs.db"));
-    m_window = std::make_unique<MainWindow>(nullptr, 50);
-    m_window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
-    m_window->openRunLog(m_dir.filePath("runs.db"));
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->isLoaded() && m_window->runCount() == 9, kWaitMs);
+    m_window = testing::openMainWindow(m_dir.filePath("runs.db"), 9, kWaitMs);
+    QVERIFY(m_window);
   }
 
   void hasEveryPanelAsADock() {

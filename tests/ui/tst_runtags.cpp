@@ -17,6 +17,7 @@
 #include <QTest>
 #include <QTextBrowser>
 
+#include "tests/ui/mainwindowfixture.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/mainwindow.h"
 #include "ui/runs/runspanel.h"
@@ -57,11 +58,8 @@ class TestRunTags : public QObject {
     QStandardPaths::setTestModeEnabled(true);
     QVERIFY(m_dir.isValid());
     m_fixture = testing::makeSweep(m_dir.filePath("runs.db"));
-    m_window = std::make_unique<MainWindow>(nullptr, 50);
-    m_window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
-    m_window->openRunLog(m_dir.filePath("runs.db"));
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->isLoaded() && m_window->runCount() == 9, kWaitMs);
+    m_window = testing::openMainWindow(m_dir.filePath("runs.db"), 9, kWaitMs);
+    QVERIFY(m_window);
   }
 
   void tagTwoRunsThroughTheWindow() {

@@ -1,7 +1,9 @@
 // The tiny tokenizer (tiny_tokenizer.h) loaded through data::Tokenizer once per process, for the
-// unit tests and the fuzzers alike; each passes how a load failure ends it (qFatal, fuzz::broken).
+// unit tests (tokenizer(): a load failure aborts) and the fuzzers (they pass fuzz::broken).
 #pragma once
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -19,6 +21,15 @@ const shardscope::data::Tokenizer& tokenizer(Fail fail) {
     return std::move(tok).value();
   }();
   return loaded;
+}
+
+/// The loaded tokenizer for the unit tests: a document that does not load ends the process with
+/// the reason on stderr.
+inline const shardscope::data::Tokenizer& tokenizer() {
+  return tokenizer([](const std::string& why) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    std::abort();
+  });
 }
 
 }  // namespace tiny

@@ -37,10 +37,6 @@ ChatMessage items(const char* role, std::vector<ChatItem> list) {
 ChatItem text(const char* t) { return {ChatItem::Kind::Text, t, ""}; }
 ChatItem image(const char* path) { return {ChatItem::Kind::Image, "", path}; }
 
-const data::Tokenizer& tiny_tokenizer() {
-  return tiny::tokenizer([](const std::string& why) { qFatal("%s", why.c_str()); });
-}
-
 }  // namespace
 
 class TestChat : public QObject {
@@ -96,7 +92,7 @@ class TestChat : public QObject {
   }
 
   void labelsCoverAssistantContentAndImEnd() {
-    data::Tokenizer tok = tiny_tokenizer();
+    data::Tokenizer tok = tiny::tokenizer();
     auto s = data::tokenize_chat(tok,
                                  {plain("user", "abc"), plain("assistant", "hello"),
                                   plain("user", "he"), plain("assistant", " abc")},
@@ -118,7 +114,7 @@ class TestChat : public QObject {
   }
 
   void imagePadsAreExpanded() {
-    data::Tokenizer tok = tiny_tokenizer();
+    data::Tokenizer tok = tiny::tokenizer();
     std::vector<ChatMessage> chat = {items("user", {image("a"), text("x"), image("b")}),
                                      plain("assistant", "he")};
     auto s = data::tokenize_chat(tok, chat, {3, 2});

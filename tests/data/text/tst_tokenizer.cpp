@@ -14,10 +14,6 @@ using Ids = std::vector<std::int32_t>;
 
 namespace {
 
-const Tokenizer& tiny_tokenizer() {
-  return tiny::tokenizer([](const std::string& why) { qFatal("%s", why.c_str()); });
-}
-
 // Loads a variant of the tiny document and returns the error message ("" if it loaded).
 std::string load_error(const nlohmann::json& doc) {
   auto tok = Tokenizer::from_json(doc.dump(), "tiny.json");
@@ -31,7 +27,7 @@ class TestTokenizer : public QObject {
 
  private slots:
   void mergesByRank() {
-    Tokenizer tok = tiny_tokenizer();
+    Tokenizer tok = tiny::tokenizer();
     QCOMPARE(tok.encode("hello"), (Ids{259}));
     QCOMPARE(tok.encode(" hello"), (Ids{32, 259}));
     // "b c" (rank 4) merges before "a b" (rank 5), so "abc" is a + bc, not ab + c.
@@ -40,7 +36,7 @@ class TestTokenizer : public QObject {
   }
 
   void specialTokensSplitFirst() {
-    Tokenizer tok = tiny_tokenizer();
+    Tokenizer tok = tiny::tokenizer();
     std::string text = "<|im_start|>user\nhello<|im_end|>";
     QCOMPARE(tok.encode(text), (Ids{301, 117, 115, 101, 114, 10, 259, 302}));
     // As plain text, the special tokens become ordinary byte tokens and decode back.
@@ -53,7 +49,7 @@ class TestTokenizer : public QObject {
   }
 
   void addedTokensLongestMatchAndNonSpecial() {
-    Tokenizer tok = tiny_tokenizer();
+    Tokenizer tok = tiny::tokenizer();
     QCOMPARE(tok.encode("<|x|>yz"), (Ids{308, 122}));
     QCOMPARE(tok.encode("<|x|>z"), (Ids{307, 122}));
     // A normal (non-special) added token is split out even when special tokens are not.
@@ -62,7 +58,7 @@ class TestTokenizer : public QObject {
   }
 
   void whitespaceIsUnicodeWhiteSpaceAsInOniguruma() {
-    Tokenizer tok = tiny_tokenizer();
+    Tokenizer tok = tiny::tokenizer();
     // U+180E is not White_Space (tokenizers' Oniguruma agrees) though PCRE2's \s takes it: the
     // space joins it in one piece, where the "Ġ" + 0xE1 merge applies.
     QCOMPARE(tok.encode(" \xe1\xa0\x8e"), (Ids{262, 160, 142}));
@@ -71,7 +67,7 @@ class TestTokenizer : public QObject {
   }
 
   void byteFallbackOfArbitraryBytes() {
-    Tokenizer tok = tiny_tokenizer();
+    Tokenizer tok = tiny::tokenizer();
     std::string all;
     for (int b = 255; b >= 0; --b) all += static_cast<char>(b);  // invalid UTF-8 throughout
     Ids ids = tok.encode(all);
@@ -84,7 +80,7 @@ class TestTokenizer : public QObject {
   }
 
   void nfcNormalisesAndKeepsOffsets() {
-    Tokenizer tok = tiny_tokenizer();
+    Tokenizer tok = tiny::tokenizer();
     QCOMPARE(tok.encode("cafe\xcc\x81"), tok.encode("caf\xc3\xa9"));
     QVERIFY(tok.encode("cafe\xcc\x81", true) != tok.encode("cafe", true));
     // "e" + U+0301 (3 bytes) becomes "é" (2 byte tokens), both spanning the original run.
@@ -101,7 +97,7 @@ class TestTokenizer : public QObject {
   }
 
   void lookups() {
-    Tokenizer tok = tiny_tokenizer();
+    Tokenizer tok = tiny::tokenizer();
     QCOMPARE(tok.vocab_size(), 309LL);
     QCOMPARE(tok.token_to_id("<|im_end|>").value_or(-1), 302);
     QCOMPARE(tok.token_to_id("hello").value_or(-1), 259);
