@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "backend/monitor/runmonitor.h"
-#include "backend/store/db.h"
 #include "tests/backend/monitor/dirrunhandle.h"
 #include "tests/backend/monitor/monitortest.h"
+#include "tests/support/refusedrows.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
@@ -181,18 +181,7 @@ void TestRunMonitor::garbageLinesAreCountedAndKept() {
 // disk, is only retried: tst_monitor_chaos runLogDiskFullThenFreed.)
 void TestRunMonitor::linesTheStoreRefusesAreKeptAsLogLines() {
   const qint64 runId = createRun(1);
-  {
-    auto db = Db::open(m_db);
-    VERIFY_OK(db);
-    VERIFY_OK(db->exec(
-        db->isPostgres()
-            ? "CREATE FUNCTION refuse_step7() RETURNS trigger AS $$ BEGIN IF NEW.step = 7 THEN "
-              "RAISE EXCEPTION 'step 7 refused by the test'; END IF; RETURN NEW; END $$ "
-              "LANGUAGE plpgsql; CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics FOR EACH "
-              "ROW EXECUTE FUNCTION refuse_step7();"
-            : "CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics WHEN NEW.step = 7 BEGIN "
-              "SELECT RAISE(ABORT, 'step 7 refused by the test'); END;"));
-  }
+  VERIFY_OK(shardscope::testing::refuseMetricsOfStep7(m_db));
   QVERIFY(startRank(0, {"normal", "30", "5"}));
   DirRunHandle handle(m_dir->path(), pids());
   RunMonitor monitor(*m_store, runId, handle, fastOptions());

@@ -23,6 +23,7 @@
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
 #include "tests/support/paths.h"
+#include "tests/support/refusedrows.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
@@ -310,18 +311,7 @@ void TestRunStore::refusedIngestTakesItsNewMetricKeysWithIt() {
   VERIFY_OK(store);
   auto run = (*store)->createRun({std::nullopt, "keys", "", {}, 1}).get();
   VERIFY_OK(run);
-  {
-    auto db = Db::open(path);
-    VERIFY_OK(db);
-    VERIFY_OK(db->exec(
-        db->isPostgres()
-            ? "CREATE FUNCTION refuse_step7() RETURNS trigger AS $$ BEGIN IF NEW.step = 7 THEN "
-              "RAISE EXCEPTION 'step 7 refused by the test'; END IF; RETURN NEW; END $$ "
-              "LANGUAGE plpgsql; CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics FOR EACH "
-              "ROW EXECUTE FUNCTION refuse_step7();"
-            : "CREATE TRIGGER refuse_step7 BEFORE INSERT ON metrics WHEN NEW.step = 7 BEGIN "
-              "SELECT RAISE(ABORT, 'step 7 refused by the test'); END;"));
-  }
+  VERIFY_OK(shardscope::testing::refuseMetricsOfStep7(path));
   FileChunk refused = stepChunk(*run, 0, 1);
   refused.metrics.front().step = 7;  // the first row of "loss": its key is new
   auto first = (*store)->ingest(refused).get();
