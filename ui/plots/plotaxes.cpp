@@ -15,36 +15,41 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QString tr(const char* text) { return QCoreApplication::translate("PlotAxes", text); }
 
+// Per axis: its name in the menu, and its label under the plot.
+struct XAxisText {
+  XAxis axis;
+  const char* name;
+  const char* label;
+};
+constexpr XAxisText kXAxisTexts[] = {
+    {XAxis::step, "step", "step"},
+    {XAxis::wallTime, "wall time", "wall time"},
+    {XAxis::relativeTime, "relative time", "time since start (h:mm:ss)"},
+    {XAxis::tokens, "tokens seen", "tokens seen (est. from tokens/s)"},
+};
+
+const XAxisText* textOf(XAxis axis) {
+  for (const XAxisText& t : kXAxisTexts)
+    if (t.axis == axis) return &t;
+  return nullptr;
+}
+
 }  // namespace
 
-QList<XAxis> xAxes() { return {XAxis::step, XAxis::wallTime, XAxis::relativeTime, XAxis::tokens}; }
+QList<XAxis> xAxes() {
+  QList<XAxis> axes;
+  for (const XAxisText& t : kXAxisTexts) axes << t.axis;
+  return axes;
+}
 
 QString xAxisName(XAxis axis) {
-  switch (axis) {
-    case XAxis::step:
-      return tr("step");
-    case XAxis::wallTime:
-      return tr("wall time");
-    case XAxis::relativeTime:
-      return tr("relative time");
-    case XAxis::tokens:
-      return tr("tokens seen");
-  }
-  return {};
+  const XAxisText* t = textOf(axis);
+  return t ? tr(t->name) : QString();
 }
 
 QString xAxisLabel(XAxis axis) {
-  switch (axis) {
-    case XAxis::step:
-      return tr("step");
-    case XAxis::wallTime:
-      return tr("wall time");
-    case XAxis::relativeTime:
-      return tr("time since start (h:mm:ss)");
-    case XAxis::tokens:
-      return tr("tokens seen (est. from tokens/s)");
-  }
-  return {};
+  const XAxisText* t = textOf(axis);
+  return t ? tr(t->label) : QString();
 }
 
 double RunClock::start() const {
