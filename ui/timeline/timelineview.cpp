@@ -3,7 +3,6 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
-#include <QWheelEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -87,7 +86,7 @@ QColor TimelineView::phaseColor(int phase) {
   }
 }
 
-TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
+TimelineView::TimelineView(QWidget* parent) : RangeView(0.8, parent) {
   setMouseTracking(true);
   setMinimumHeight(120);
   setAutoFillBackground(true);
@@ -98,8 +97,8 @@ void TimelineView::clear() {
   m_runId = -1;
   m_lanes.clear();
   m_follow = true;
-  m_viewLo = 0;
-  m_viewHi = 1;
+  m_lo = 0;
+  m_hi = 1;
   invalidate();
 }
 
@@ -162,26 +161,22 @@ void TimelineView::setStepRange(double lo, double hi) {
     lo = mid - 0.5;
     hi = mid + 0.5;
   }
-  m_viewLo = lo;
-  m_viewHi = hi;
+  m_lo = lo;
+  m_hi = hi;
   m_follow = false;
   invalidate();
   emit viewChanged();
-}
-
-void TimelineView::zoom(double factor, double at) {
-  setStepRange(at - (at - m_viewLo) * factor, at + (m_viewHi - at) * factor);
 }
 
 void TimelineView::fit() {
   const qint64 first = firstStep();
   const qint64 last = lastStep();
   if (first < 0) {
-    m_viewLo = 0;
-    m_viewHi = 1;
+    m_lo = 0;
+    m_hi = 1;
   } else {
-    m_viewLo = static_cast<double>(first) - 0.5;
-    m_viewHi = static_cast<double>(last) + 0.5;
+    m_lo = static_cast<double>(first) - 0.5;
+    m_hi = static_cast<double>(last) + 0.5;
   }
   m_follow = true;
   invalidate();
@@ -200,11 +195,6 @@ QRectF TimelineView::laneRect(int lane) const {
   return QRectF(plot.left(), plot.top() + lane * (h + kLaneGap), plot.width(), h);
 }
 
-double TimelineView::stepAt(double x) const {
-  const QRectF plot = plotRect();
-  return m_viewLo + (x - plot.left()) / plot.width() * (m_viewHi - m_viewLo);
-}
-
 void TimelineView::invalidate() {
   m_barsValid = false;
   update();
@@ -221,7 +211,7 @@ void TimelineView::layoutBars() const {
   m_barsValid = true;
   m_bars.assign(m_lanes.size(), {});
   const QRectF plot = plotRect();
-  const double pps = plot.width() / (m_viewHi - m_viewLo);
+  const double pps = plot.width() / (m_hi - m_lo);
   const bool perStep = pps >= kPerStepPx;
   const int columns = static_cast<int>(plot.width());
   m_scale = 0;
@@ -229,24 +219,24 @@ void TimelineView::layoutBars() const {
     const Lane& lane = m_lanes[l];
     QVector<Bar>& out = m_bars[l];
     // The visible steps: s + 0.5 > viewLo and s - 0.5 < viewHi.
-    auto it = std::upper_bound(lane.steps.begin(), lane.steps.end(), m_viewLo - 0.5,
+    auto it = std::upper_bound(lane.steps.begin(), lane.steps.end(), m_lo - 0.5,
                                [](double v, qint64 s) { return v < static_cast<double>(s); });
     int key = -1;
-    for (; it != lane.steps.end() && static_cast<double>(*it) - 0.5 < m_viewHi; ++it) {
+    for (; it != lane.steps.end() && static_cast<double>(*it) - 0.5 < m_hi; ++it) {
       const auto i = static_cast<std::size_t>(it - lane.steps.begin());
       const double s = static_cast<double>(*it);
       int k = 0;
       if (perStep) {
         k = key + 1;
       } else {
-        k = std::clamp(static_cast<int>(std::floor((s - m_viewLo) * pps)), 0, columns - 1);
+        k = std::clamp(static_cast<int>(std::floor((s - m_lo) * pps)), 0, columns - 1);
       }
       if (k != key || out.isEmpty()) {
         Bar bar;
         bar.stepLo = *it;
         if (perStep) {
-          bar.x0 = plot.left() + (s - 0.4 - m_viewLo) * pps;
-          bar.x1 = plot.left() + (s + 0.4 - m_viewLo) * pps;
+          bar.x0 = plot.left() + (s - 0.4 - m_lo) * pps;
+          bar.x1 = plot.left() + (s + 0.4 - m_lo) * pps;
         } else {
           bar.x0 = plot.left() + k;
           bar.x1 = bar.x0 + 1;
@@ -336,11 +326,11 @@ void TimelineView::paintEvent(QPaintEvent*) {
   }
   // The step axis.
   painter.setPen(text);
-  const double span = m_viewHi - m_viewLo;
+  const double span = m_hi - m_lo;
   const qint64 spacing = niceSpacing(span / std::max(1.0, plot.width() / 90));
-  const auto firstTick = static_cast<qint64>(std::ceil(m_viewLo / spacing)) * spacing;
-  for (qint64 t = firstTick; static_cast<double>(t) <= m_viewHi; t += spacing) {
-    const double x = plot.left() + (static_cast<double>(t) - m_viewLo) / span * plot.width();
+  const auto firstTick = static_cast<qint64>(std::ceil(m_lo / spacing)) * spacing;
+  for (qint64 t = firstTick; static_cast<double>(t) <= m_hi; t += spacing) {
+    const double x = plot.left() + (static_cast<double>(t) - m_lo) / span * plot.width();
     painter.drawLine(QPointF(x, plot.bottom() + 1), QPointF(x, plot.bottom() + 5));
     painter.drawText(QRectF(x - 40, plot.bottom() + 5, 80, kBottom - 5), Qt::AlignHCenter,
                      QString::number(t));
@@ -350,41 +340,6 @@ void TimelineView::paintEvent(QPaintEvent*) {
 void TimelineView::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   invalidate();
-}
-
-void TimelineView::wheelEvent(QWheelEvent* event) {
-  if (m_lanes.empty()) return;
-  const double notches = event->angleDelta().y() / 120.0;
-  if (notches == 0) return;
-  zoom(std::pow(0.8, notches), stepAt(event->position().x()));
-  event->accept();
-}
-
-void TimelineView::mousePressEvent(QMouseEvent* event) {
-  if (event->button() != Qt::LeftButton) return QWidget::mousePressEvent(event);
-  m_dragging = true;
-  m_dragStep = stepAt(event->position().x());
-  setCursor(Qt::ClosedHandCursor);
-}
-
-void TimelineView::mouseMoveEvent(QMouseEvent* event) {
-  if (m_dragging) {
-    const double shift = m_dragStep - stepAt(event->position().x());
-    if (shift != 0) setStepRange(m_viewLo + shift, m_viewHi + shift);
-    return;
-  }
-  const QString details = detailsAt(event->position().toPoint());
-  if (details.isEmpty()) {
-    QToolTip::hideText();
-  } else {
-    QToolTip::showText(event->globalPosition().toPoint(), details, this);
-  }
-}
-
-void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
-  if (event->button() != Qt::LeftButton) return QWidget::mouseReleaseEvent(event);
-  m_dragging = false;
-  unsetCursor();
 }
 
 void TimelineView::mouseDoubleClickEvent(QMouseEvent* event) {

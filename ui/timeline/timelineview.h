@@ -10,17 +10,17 @@
 
 #include <QImage>
 #include <QVector>
-#include <QWidget>
 
 #include <array>
 #include <map>
 #include <vector>
 
 #include "ui/data/phasesdata.h"
+#include "ui/timeline/rangeview.h"
 
 namespace shardscope::ui {
 
-class TimelineView : public QWidget {
+class TimelineView : public RangeView {
   Q_OBJECT
 
  public:
@@ -57,12 +57,8 @@ class TimelineView : public QWidget {
   qint64 firstStep() const;
   qint64 lastStep() const;
   /// The steps in view, as a continuous range (step s spans s - 0.5 .. s + 0.5).
-  double viewLo() const { return m_viewLo; }
-  double viewHi() const { return m_viewHi; }
   /// Shows steps [lo, hi] (at least one step wide); stops following a live run.
   void setStepRange(double lo, double hi);
-  /// Zooms by `factor` (< 1: in) about step `at`.
-  void zoom(double factor, double at);
   /// Every step in view; follows a live run again.
   void fit();
 
@@ -71,9 +67,9 @@ class TimelineView : public QWidget {
   /// The pixel rectangle of lane `lane`'s bars (y grows down; a bar's base is its bottom).
   QRectF laneRect(int lane) const;
   /// The step under pixel column x (a continuous value).
-  double stepAt(double x) const;
+  double stepAt(double x) const { return valueAt(x); }
   /// What hovering `pos` shows ("" when not over a bar).
-  QString detailsAt(const QPoint& pos) const;
+  QString detailsAt(const QPoint& pos) const override;
 
  signals:
   /// A double-click on step `step` of rank `rank`'s lane.
@@ -84,10 +80,6 @@ class TimelineView : public QWidget {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
-  void wheelEvent(QWheelEvent* event) override;
-  void mousePressEvent(QMouseEvent* event) override;
-  void mouseMoveEvent(QMouseEvent* event) override;
-  void mouseReleaseEvent(QMouseEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
   void leaveEvent(QEvent* event) override;
 
@@ -99,7 +91,9 @@ class TimelineView : public QWidget {
     std::vector<std::array<double, kPhaseCount>> phases;
     std::vector<double> wall;
   };
-  QRectF plotRect() const;
+  QRectF plotRect() const override;
+  void showRange(double lo, double hi) override { setStepRange(lo, hi); }
+  bool hasContent() const override { return !m_lanes.empty(); }
   void layoutBars() const;
   void invalidate();
   /// The lane and bar under `pos` (false when none).
@@ -107,10 +101,7 @@ class TimelineView : public QWidget {
 
   qint64 m_runId = -1;
   std::vector<Lane> m_lanes;
-  double m_viewLo = 0, m_viewHi = 1;
   bool m_follow = true;
-  bool m_dragging = false;
-  double m_dragStep = 0;  // the step under the pointer when the drag began
   // The bars as last laid out (mutable: laid out on demand, for paint and the accessors).
   mutable std::vector<QVector<Bar>> m_bars;
   mutable bool m_barsValid = false;

@@ -2,8 +2,6 @@
 
 #include <QMouseEvent>
 #include <QPainter>
-#include <QToolTip>
-#include <QWheelEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -71,7 +69,7 @@ double tickStep(double range, int want) {
 
 }  // namespace
 
-UnitView::UnitView(QWidget* parent) : QWidget(parent) {
+UnitView::UnitView(QWidget* parent) : RangeView(0.85, parent) {
   setMouseTracking(true);
   setMinimumSize(320, 160);
   setAttribute(Qt::WA_OpaquePaintEvent);
@@ -101,16 +99,6 @@ void UnitView::setTimeRange(double lo, double hi) {
 QRectF UnitView::plotRect() const {
   return QRectF(kLeft, kTop, std::max(1.0, width() - kLeft - kRight),
                 std::max(1.0, height() - kTop - kBottom));
-}
-
-double UnitView::xOf(double ms) const {
-  const QRectF r = plotRect();
-  return r.left() + (ms - m_lo) / (m_hi - m_lo) * r.width();
-}
-
-double UnitView::msAt(double x) const {
-  const QRectF r = plotRect();
-  return m_lo + (x - r.left()) / r.width() * (m_hi - m_lo);
 }
 
 QRectF UnitView::laneRect(int index, Lane lane) const {
@@ -224,38 +212,7 @@ void UnitView::paintEvent(QPaintEvent* /*event*/) {
   }
 }
 
-void UnitView::mouseMoveEvent(QMouseEvent* event) {
-  const QPointF pos = event->position();
-  if (m_dragging) {
-    const double shift = (m_dragX - pos.x()) / plotRect().width() * (m_hi - m_lo);
-    m_dragX = pos.x();
-    setTimeRange(m_lo + shift, m_hi + shift);
-    return;
-  }
-  const QString text = detailsAt(pos.toPoint());
-  if (text.isEmpty()) {
-    QToolTip::hideText();
-  } else {
-    QToolTip::showText(event->globalPosition().toPoint(), text, this);
-  }
-}
-
-void UnitView::mousePressEvent(QMouseEvent* event) {
-  if (event->button() != Qt::LeftButton) return;
-  m_dragging = true;
-  m_dragX = event->position().x();
-}
-
-void UnitView::mouseReleaseEvent(QMouseEvent* /*event*/) { m_dragging = false; }
-
 void UnitView::mouseDoubleClickEvent(QMouseEvent* /*event*/) { fit(); }
-
-void UnitView::wheelEvent(QWheelEvent* event) {
-  const double at = msAt(event->position().x());
-  const double factor = std::pow(0.85, event->angleDelta().y() / 120.0);
-  setTimeRange(at - (at - m_lo) * factor, at + (m_hi - at) * factor);
-  event->accept();
-}
 
 void UnitView::resizeEvent(QResizeEvent* event) {
   m_dirty = true;

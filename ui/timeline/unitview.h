@@ -9,13 +9,13 @@
 
 #include <QRectF>
 #include <QVector>
-#include <QWidget>
 
 #include "backend/monitor/unittrace.h"
+#include "ui/timeline/rangeview.h"
 
 namespace shardscope::ui {
 
-class UnitView : public QWidget {
+class UnitView : public RangeView {
   Q_OBJECT
 
  public:
@@ -44,26 +44,19 @@ class UnitView : public QWidget {
   QRectF laneRect(int index, Lane lane) const;
   /// Shows the step's milliseconds [lo, hi].
   void setTimeRange(double lo, double hi);
-  double viewLo() const { return m_lo; }
-  double viewHi() const { return m_hi; }
   /// The whole step.
   void fit();
   /// What hovering `pos` shows ("" when not over a bar).
-  QString detailsAt(const QPoint& pos) const;
+  QString detailsAt(const QPoint& pos) const override;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  void mouseMoveEvent(QMouseEvent* event) override;
-  void mousePressEvent(QMouseEvent* event) override;
-  void mouseReleaseEvent(QMouseEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
-  void wheelEvent(QWheelEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
 
  private:
-  QRectF plotRect() const;
-  double xOf(double ms) const;
-  double msAt(double x) const;
+  QRectF plotRect() const override;
+  void showRange(double lo, double hi) override { setTimeRange(lo, hi); }
   void layout() const;
   const Bar* barAt(const QPoint& pos) const;
   void paintAxis(class QPainter& p, const QRectF& area) const;
@@ -71,11 +64,8 @@ class UnitView : public QWidget {
   qint64 m_step = 0;
   double m_end = 1;  // the step's last end (ms)
   QVector<int> m_ranks;
-  double m_lo = 0, m_hi = 1;
   mutable QVector<Bar> m_bars;
   mutable bool m_dirty = true;  // the bars' rectangles are for another size or view
-  bool m_dragging = false;
-  double m_dragX = 0;
 };
 
 }  // namespace shardscope::ui
