@@ -9,7 +9,8 @@ Q_LOGGING_CATEGORY(lcRunLog, "shardscope.ui.runlog")
 
 namespace shardscope::ui {
 
-RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunLogWorker(pollMs)) {
+RunLog::RunLog(int pollMs, QObject* parent)
+    : RunLogSignals(parent), m_worker(new RunLogWorker(pollMs)) {
   qRegisterMetaType<QVector<RunSummary>>();
   qRegisterMetaType<QVector<SeriesChunk>>();
   qRegisterMetaType<LogSnapshot>();
@@ -22,22 +23,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   m_thread.setObjectName(QStringLiteral("runlog-reader"));
   m_worker->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
-  connect(m_worker, &RunLogWorker::opened, this, &RunLog::opened);
-  connect(m_worker, &RunLogWorker::runsLoaded, this, &RunLog::runsLoaded);
-  connect(m_worker, &RunLogWorker::seriesLoaded, this, &RunLog::seriesLoaded);
-  connect(m_worker, &RunLogWorker::seriesPassDone, this, &RunLog::seriesPassDone);
-  connect(m_worker, &RunLogWorker::logLoaded, this, &RunLog::logLoaded);
-  connect(m_worker, &RunLogWorker::sweepLoaded, this, &RunLog::sweepLoaded);
-  connect(m_worker, &RunLogWorker::sweepCurvesLoaded, this, &RunLog::sweepCurvesLoaded);
-  connect(m_worker, &RunLogWorker::hostsLoaded, this, &RunLog::hostsLoaded);
-  connect(m_worker, &RunLogWorker::autotuneLoaded, this, &RunLog::autotuneLoaded);
-  connect(m_worker, &RunLogWorker::experimentLoaded, this, &RunLog::experimentLoaded);
-  connect(m_worker, &RunLogWorker::phasesLoaded, this, &RunLog::phasesLoaded);
-  connect(m_worker, &RunLogWorker::unitStepLoaded, this, &RunLog::unitStepLoaded);
-  connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
-  connect(m_worker, &RunLogWorker::edited, this, &RunLog::edited);
-  connect(m_worker, &RunLogWorker::knownTagsLoaded, this, &RunLog::knownTagsLoaded);
-  connect(m_worker, &RunLogWorker::synced, this, &RunLog::synced);
+  forwardRunLogSignals(m_worker, this);
   m_thread.start();
 }
 

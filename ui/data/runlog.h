@@ -7,13 +7,14 @@
 #include <QThread>
 
 #include "ui/data/phasesdata.h"
+#include "ui/data/runlogsignals.h"
 #include "ui/data/runlogtypes.h"
 
 namespace shardscope::ui {
 
 class RunLogWorker;
 
-class RunLog : public QObject {
+class RunLog : public RunLogSignals {
   Q_OBJECT
 
  public:
@@ -56,28 +57,6 @@ class RunLog : public QObject {
   /// older than `sync` is not taken for what the run log holds (the sweep watch: a study shown as
   /// running whose process has since ended it and exited).
   void sync(quint64 token);
-
- signals:
-  void opened(bool ok, const QString& message);
-  void runsLoaded(const QVector<shardscope::ui::RunSummary>& runs);
-  void seriesLoaded(const QVector<shardscope::ui::SeriesChunk>& chunks);
-  void seriesPassDone(const QList<qint64>& runIds, int generation);
-  void logLoaded(const shardscope::ui::LogSnapshot& log);
-  /// The watched sweep's summaries (no curves); its curves follow as sweepCurvesLoaded.
-  void sweepLoaded(const shardscope::ui::SweepData& sweep);
-  void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
-  void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
-  void autotuneLoaded(const shardscope::ui::AutotuneData& autotune);
-  void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
-                        const QString& toml);
-  void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
-  void unitStepLoaded(const shardscope::ui::UnitStepData& data);
-  void failed(const QString& message);
-  /// A tag or note edit ended: ok, and what to tell the user.
-  void edited(bool ok, const QString& message);
-  /// Every tag of the run log by name (with each runs list): what a tag editor completes from.
-  void knownTagsLoaded(const QStringList& names);
-  void synced(quint64 token);
 
  private:
   QThread m_thread;

@@ -33,7 +33,7 @@ QString hostOf(const backend::RunRecord& run) {
 
 }  // namespace
 
-RunLogWorker::RunLogWorker(int pollMs, QObject* parent) : QObject(parent), m_pollMs(pollMs) {}
+RunLogWorker::RunLogWorker(int pollMs, QObject* parent) : RunLogSignals(parent), m_pollMs(pollMs) {}
 
 QStringList RunLogWorker::plottedKeys() {
   return {

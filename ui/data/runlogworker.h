@@ -23,12 +23,13 @@
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "ui/data/phasesdata.h"
+#include "ui/data/runlogsignals.h"
 #include "ui/data/runlogtypes.h"
 #include "ui/data/sweepsource.h"
 
 namespace shardscope::ui {
 
-class RunLogWorker : public QObject {
+class RunLogWorker : public RunLogSignals {
   Q_OBJECT
 
  public:
@@ -73,32 +74,6 @@ class RunLogWorker : public QObject {
   void setNote(qint64 runId, const QString& note);
   /// refresh(), then synced(token): what that read delivered is in before synced arrives.
   void sync(quint64 token);
-
- signals:
-  void opened(bool ok, const QString& message);
-  void runsLoaded(const QVector<shardscope::ui::RunSummary>& runs);
-  /// New points for the watched runs; `pass` ends with seriesPassDone().
-  void seriesLoaded(const QVector<shardscope::ui::SeriesChunk>& chunks);
-  void seriesPassDone(const QList<qint64>& runIds, int generation);
-  void logLoaded(const shardscope::ui::LogSnapshot& log);
-  void sweepLoaded(const shardscope::ui::SweepData& sweep);
-  /// Curves of the sweep last delivered by sweepLoaded (after it, in batches).
-  void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
-  void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
-  /// The watched autotune's study as stored now (studyId -1 while it is not in the run log);
-  /// delivered when it changed.
-  void autotuneLoaded(const shardscope::ui::AutotuneData& autotune);
-  /// The experiment a run was started from: its file's path and the TOML that ran.
-  void experimentLoaded(qint64 experimentId, const QString& name, const QString& source,
-                        const QString& toml);
-  /// New phases of the watched run and the straggler verdict over all of them.
-  void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
-  void unitStepLoaded(const shardscope::ui::UnitStepData& data);
-  void failed(const QString& message);
-  void edited(bool ok, const QString& message);
-  void knownTagsLoaded(const QStringList& names);
-  /// The read asked for by sync(token) has been delivered.
-  void synced(quint64 token);
 
  private:
   void poll();
