@@ -188,14 +188,8 @@ bool mapTypeKey(ImportContext& ctx, const QString& key, const QJsonValue& v,
     return true;
   }
   if (key == QLatin1String("use_cpu")) {
-    const auto b = asBool(v);
-    if (!b) {
-      ctx.badValue(key, v, QStringLiteral("true or false"));
-    } else if (*b) {
-      ctx.map(key, v, {{"shard.device", "\"cpu\""}});
-    } else {
-      ctx.ignore(key, v, QStringLiteral("shard.device \"auto\" uses CUDA when there is a GPU"));
-    }
+    ctx.mapSwitch(key, v, {{"shard.device", "\"cpu\""}},
+                  QStringLiteral("shard.device \"auto\" uses CUDA when there is a GPU"));
     return true;
   }
   return false;
@@ -226,12 +220,7 @@ bool mapProcessKey(ImportContext& ctx, const QString& key, const QJsonValue& v,
     return true;
   }
   if (key == QLatin1String("num_machines")) {
-    const auto n = asInt(v);
-    if (!n || *n < 1) {
-      ctx.badValue(key, v, QStringLiteral("a whole number >= 1"));
-    } else {
-      ctx.map(key, v, {{"launch.nnodes", QString::number(*n)}});
-    }
+    ctx.mapWholeNumber(key, v, QStringLiteral("launch.nnodes"), 1);
     return true;
   }
   if (key == QLatin1String("main_process_ip")) {

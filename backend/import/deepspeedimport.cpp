@@ -195,19 +195,9 @@ void importZero(ImportContext& ctx, const QString& prefix, const QJsonObject& ze
                name == QLatin1String("offload_optimizer")) {
       importOffload(ctx, name, key, v, stage);
     } else if (name == QLatin1String("cpu_offload")) {  // before DeepSpeed 0.3.16
-      const auto b = asBool(v);
-      if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else {
-        ctx.map(key, v, {{"shard.offload_optimizer", *b ? "true" : "false"}});
-      }
+      ctx.mapBool(key, v, {QStringLiteral("shard.offload_optimizer")});
     } else if (name == QLatin1String("cpu_offload_params")) {
-      const auto b = asBool(v);
-      if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else {
-        ctx.map(key, v, {{"shard.offload_params", *b ? "true" : "false"}});
-      }
+      ctx.mapBool(key, v, {QStringLiteral("shard.offload_params")});
     } else if (name == QLatin1String("zero_hpz_partition_size") ||
                name == QLatin1String("mics_shard_size")) {
       if (asInt(v).value_or(1) <= 1 || asInt(v) == -1) {

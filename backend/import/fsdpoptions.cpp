@@ -65,19 +65,6 @@ void mapPrefetch(ImportContext& ctx, const QString& key, const QJsonValue& v, in
   }
 }
 
-void mapBool(ImportContext& ctx, const QString& key, const QJsonValue& v,
-             const std::vector<QString>& fields) {
-  const auto b = asBool(v);
-  if (!b) {
-    ctx.badValue(key, v, QStringLiteral("true or false"));
-    return;
-  }
-  std::vector<Assign> set;
-  set.reserve(fields.size());
-  for (const auto& f : fields) set.emplace_back(f, *b ? "true" : "false");
-  ctx.map(key, v, set);
-}
-
 // true asks for something Shardscope does not do; false is its behaviour.
 void offOrUnsupported(ImportContext& ctx, const QString& key, const QJsonValue& v,
                       const QString& whatToDo) {
@@ -129,21 +116,16 @@ void importFsdpOptions(ImportContext& ctx, const QJsonObject& table, const QStri
                name == QLatin1String("backward_prefetch_policy")) {
       mapPrefetch(ctx, key, v, version);
     } else if (name == QLatin1String("forward_prefetch")) {
-      mapBool(ctx, key, v, {QStringLiteral("shard.forward_prefetch")});
+      ctx.mapBool(key, v, {QStringLiteral("shard.forward_prefetch")});
     } else if (name == QLatin1String("offload_params") || name == QLatin1String("cpu_offload")) {
       // FSDP's CPUOffload keeps parameters and gradients on the host, so the optimizer steps there.
-      mapBool(ctx, key, v,
-              {QStringLiteral("shard.offload_params"), QStringLiteral("shard.offload_optimizer")});
+      ctx.mapBool(
+          key, v,
+          {QStringLiteral("shard.offload_params"), QStringLiteral("shard.offload_optimizer")});
     } else if (name == QLatin1String("activation_checkpointing")) {
       // Only "on" is set: the Trainer's gradient_checkpointing may turn it on as well.
-      const auto b = asBool(v);
-      if (!b) {
-        ctx.badValue(key, v, QStringLiteral("true or false"));
-      } else if (*b) {
-        ctx.map(key, v, {{"shard.activation_checkpointing", "true"}});
-      } else {
-        ctx.ignore(key, v, QStringLiteral("off, as Shardscope's default"));
-      }
+      ctx.mapSwitch(key, v, {{"shard.activation_checkpointing", "true"}},
+                    QStringLiteral("off, as Shardscope's default"));
     } else if (name == QLatin1String("auto_wrap_policy")) {
       const QString p = asString(v).value_or(QString()).toUpper();
       if (p == QLatin1String("TRANSFORMER_BASED_WRAP")) {

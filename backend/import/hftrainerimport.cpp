@@ -471,7 +471,6 @@ void importLauncher(ImportContext& ctx, const QJsonObject& launcher) {
 // FSDP, precision, checkpointing and the device: [shard]. Returns false for a key of another group.
 bool mapShardingKey(ImportContext& ctx, const QString& name, const QString& key,
                     const QJsonValue& v, const HfState& s) {
-  const auto b = asBool(v);
   if (name == QLatin1String("fsdp")) {
     mapFsdp(ctx, key, v, s);
     return true;
@@ -500,44 +499,26 @@ bool mapShardingKey(ImportContext& ctx, const QString& name, const QString& key,
     return true;
   }
   if (name == QLatin1String("bf16") || name == QLatin1String("fp16")) {
-    if (!b) {
-      ctx.badValue(key, v, QStringLiteral("true or false"));
-    } else if (*b) {
-      ctx.map(key, v, precisionFields(name, s.sharded));
-    } else {
-      ctx.ignore(key, v, QStringLiteral("off"));
-    }
+    ctx.mapSwitch(key, v, precisionFields(name, s.sharded), QStringLiteral("off"));
     return true;
   }
   if (name == QLatin1String("tf32")) {
     if (v.isNull()) {
       ctx.ignore(key, v, QStringLiteral("PyTorch's default"));
-    } else if (!b) {
-      ctx.badValue(key, v, QStringLiteral("true or false"));
     } else {
-      ctx.map(key, v, {{"shard.allow_tf32", *b ? "true" : "false"}});
+      ctx.mapBool(key, v, {QStringLiteral("shard.allow_tf32")});
     }
     return true;
   }
   if (name == QLatin1String("gradient_checkpointing") ||
       name == QLatin1String("activation_checkpointing")) {
-    if (!b) {
-      ctx.badValue(key, v, QStringLiteral("true or false"));
-    } else if (*b) {
-      ctx.map(key, v, {{"shard.activation_checkpointing", "true"}});
-    } else {
-      ctx.ignore(key, v, QStringLiteral("off, as Shardscope's default"));
-    }
+    ctx.mapSwitch(key, v, {{"shard.activation_checkpointing", "true"}},
+                  QStringLiteral("off, as Shardscope's default"));
     return true;
   }
   if (name == QLatin1String("use_cpu") || name == QLatin1String("no_cuda")) {
-    if (!b) {
-      ctx.badValue(key, v, QStringLiteral("true or false"));
-    } else if (*b) {
-      ctx.map(key, v, {{"shard.device", "\"cpu\""}});
-    } else {
-      ctx.ignore(key, v, QStringLiteral("shard.device \"auto\" uses CUDA when there is a GPU"));
-    }
+    ctx.mapSwitch(key, v, {{"shard.device", "\"cpu\""}},
+                  QStringLiteral("shard.device \"auto\" uses CUDA when there is a GPU"));
     return true;
   }
   if (name == QLatin1String("ddp_backend")) {
@@ -552,12 +533,8 @@ bool mapShardingKey(ImportContext& ctx, const QString& name, const QString& key,
     return true;
   }
   if (name == QLatin1String("ddp_timeout")) {
-    const auto n = asInt(v);
-    if (!n || *n < 1) {
-      ctx.badValue(key, v, QStringLiteral("whole seconds >= 1"));
-    } else {
-      ctx.map(key, v, {{"shard.timeout_s", QString::number(*n)}});
-    }
+    ctx.mapWholeNumber(key, v, QStringLiteral("shard.timeout_s"), 1,
+                       QStringLiteral("whole seconds >= 1"));
     return true;
   }
   return false;
@@ -649,12 +626,7 @@ bool mapOptimizerKey(ImportContext& ctx, const QString& name, const QString& key
     return true;
   }
   if (name == QLatin1String("seed")) {
-    const auto n = asInt(v);
-    if (!n || *n < 0) {
-      ctx.badValue(key, v, QStringLiteral("a whole number >= 0"));
-    } else {
-      ctx.map(key, v, {{"train.seed", QString::number(*n)}});
-    }
+    ctx.mapWholeNumber(key, v, QStringLiteral("train.seed"), 0);
     return true;
   }
   if (name == QLatin1String("data_seed")) {
@@ -667,11 +639,7 @@ bool mapOptimizerKey(ImportContext& ctx, const QString& name, const QString& key
     return true;
   }
   if (name == QLatin1String("full_determinism")) {
-    if (!b) {
-      ctx.badValue(key, v, QStringLiteral("true or false"));
-    } else {
-      ctx.map(key, v, {{"train.deterministic", *b ? "true" : "false"}});
-    }
+    ctx.mapBool(key, v, {QStringLiteral("train.deterministic")});
     return true;
   }
   if (name == QLatin1String("train_sampling_strategy")) {

@@ -8,46 +8,54 @@
 
 #include <charconv>
 #include <cmath>
+#include <utility>
 
 #include "spec/field_catalog.h"
 
 namespace shardscope::backend {
 
+namespace {
+
+// Each kind and outcome with its name on the command line and in the report.
+constexpr std::pair<ImportKind, const char*> kKindNames[] = {
+    {ImportKind::accelerate, "accelerate"},
+    {ImportKind::hfTrainer, "hf-trainer"},
+    {ImportKind::deepspeed, "deepspeed"},
+};
+constexpr std::pair<ImportOutcome, const char*> kOutcomeNames[] = {
+    {ImportOutcome::mapped, "mapped"},
+    {ImportOutcome::ignored, "ignored"},
+    {ImportOutcome::unsupported, "unsupported"},
+    {ImportOutcome::error, "error"},
+};
+
+}  // namespace
+
 QString importKindName(ImportKind kind) {
-  switch (kind) {
-    case ImportKind::accelerate:
-      return QStringLiteral("accelerate");
-    case ImportKind::hfTrainer:
-      return QStringLiteral("hf-trainer");
-    case ImportKind::deepspeed:
-      return QStringLiteral("deepspeed");
-  }
+  for (const auto& [k, name] : kKindNames)
+    if (k == kind) return QString::fromLatin1(name);
   return {};
 }
 
 QVector<ImportKind> importKinds() {
-  return {ImportKind::accelerate, ImportKind::hfTrainer, ImportKind::deepspeed};
+  QVector<ImportKind> kinds;
+  for (const auto& entry : kKindNames) kinds.append(entry.first);
+  return kinds;
 }
 
 Result<ImportKind> importKindFromName(const QString& name) {
-  for (ImportKind k : importKinds()) {
-    if (importKindName(k) == name) return k;
+  QStringList names;
+  for (const auto& [k, n] : kKindNames) {
+    if (name == QLatin1String(n)) return k;
+    names << QString::fromLatin1(n);
   }
-  return fail("unknown import kind \"" + name.toStdString() +
-              "\"; use accelerate, hf-trainer or deepspeed");
+  const QString choices = names.mid(0, names.size() - 1).join(", ") + " or " + names.last();
+  return fail("unknown import kind \"" + name.toStdString() + "\"; use " + choices.toStdString());
 }
 
 QString importOutcomeName(ImportOutcome outcome) {
-  switch (outcome) {
-    case ImportOutcome::mapped:
-      return QStringLiteral("mapped");
-    case ImportOutcome::ignored:
-      return QStringLiteral("ignored");
-    case ImportOutcome::unsupported:
-      return QStringLiteral("unsupported");
-    case ImportOutcome::error:
-      return QStringLiteral("error");
-  }
+  for (const auto& [o, name] : kOutcomeNames)
+    if (o == outcome) return QString::fromLatin1(name);
   return {};
 }
 
@@ -332,6 +340,42 @@ void ImportContext::ignore(const QString& key, const QJsonValue& v, const QStrin
 
 void ImportContext::unsupported(const QString& key, const QJsonValue& v, const QString& whatToDo) {
   add({key, valueText(v), ImportOutcome::unsupported, {}, whatToDo});
+}
+
+void ImportContext::mapBool(const QString& key, const QJsonValue& v,
+                            const std::vector<QString>& fields) {
+  const auto b = asBool(v);
+  if (!b) {
+    badValue(key, v, QStringLiteral("true or false"));
+    return;
+  }
+  std::vector<Assign> set;
+  set.reserve(fields.size());
+  for (const auto& f : fields) set.emplace_back(f, *b ? "true" : "false");
+  map(key, v, set);
+}
+
+void ImportContext::mapSwitch(const QString& key, const QJsonValue& v,
+                              const std::vector<Assign>& fieldsOn, const QString& whyOff) {
+  const auto b = asBool(v);
+  if (!b) {
+    badValue(key, v, QStringLiteral("true or false"));
+  } else if (*b) {
+    map(key, v, fieldsOn);
+  } else {
+    ignore(key, v, whyOff);
+  }
+}
+
+void ImportContext::mapWholeNumber(const QString& key, const QJsonValue& v, const QString& field,
+                                   qint64 min, const QString& expected) {
+  const auto n = asInt(v);
+  if (!n || *n < min) {
+    badValue(key, v,
+             expected.isEmpty() ? QStringLiteral("a whole number >= %1").arg(min) : expected);
+  } else {
+    map(key, v, {{field, QString::number(*n)}});
+  }
 }
 
 void ImportContext::error(const QString& key, const QJsonValue& v, const QString& why) {

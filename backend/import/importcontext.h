@@ -55,6 +55,16 @@ class ImportContext {
   /// as unsupported (the experiment differs there) with the fields it set and what differs.
   void mapNearest(const QString& key, const QJsonValue& v, const std::vector<Assign>& fields,
                   const QString& whatDiffers);
+  /// A true/false key copied to each boolean field of `fields`.
+  void mapBool(const QString& key, const QJsonValue& v, const std::vector<QString>& fields);
+  /// A true/false key that asks for something: `fieldsOn` when true, ignored (`whyOff`) when
+  /// false.
+  void mapSwitch(const QString& key, const QJsonValue& v, const std::vector<Assign>& fieldsOn,
+                 const QString& whyOff);
+  /// A whole number of at least `min` copied to the field `field`; `expected` names the rule in
+  /// the error ("" : "a whole number >= MIN").
+  void mapWholeNumber(const QString& key, const QJsonValue& v, const QString& field, qint64 min,
+                      const QString& expected = {});
   void ignore(const QString& key, const QJsonValue& v, const QString& why);
   void unsupported(const QString& key, const QJsonValue& v, const QString& whatToDo);
   /// Records an error; the import writes nothing.
