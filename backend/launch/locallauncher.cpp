@@ -50,6 +50,7 @@
 #include <variant>
 
 #include "backend/launch/localprocess.h"
+#include "backend/launch/rankfiles.h"
 #include "spec/events.h"
 
 Q_LOGGING_CATEGORY(lcLocalLauncher, "shardscope.launch.local")
@@ -291,8 +292,8 @@ Result<std::unique_ptr<RunHandle>> LocalLauncher::start(const LaunchRequest& req
     spec.args = request.trainerArgs;
     spec.env = rankEnv(*plan, rank);
     spec.workDir = plan->runDir;
-    spec.stdoutPath = dir.filePath(QStringLiteral("events-rank-%1.jsonl").arg(rank));
-    spec.stderrPath = dir.filePath(QStringLiteral("rank-%1.log").arg(rank));
+    spec.stdoutPath = dir.filePath(rankFileName(rank, RankFile::events));
+    spec.stderrPath = dir.filePath(rankFileName(rank, RankFile::log));
     auto spawned = localproc::spawnInSession(spec);
     if (!spawned) {
       killStarted(loc);
@@ -549,11 +550,11 @@ QList<RankState> LocalRunHandle::ranks() const {
 }
 
 QString LocalRunHandle::eventsPath(int rank) const {
-  return QDir(m_location.runDir).filePath(QStringLiteral("events-rank-%1.jsonl").arg(rank));
+  return QDir(m_location.runDir).filePath(rankFileName(rank, RankFile::events));
 }
 
 QString LocalRunHandle::logPath(int rank) const {
-  return QDir(m_location.runDir).filePath(QStringLiteral("rank-%1.log").arg(rank));
+  return QDir(m_location.runDir).filePath(rankFileName(rank, RankFile::log));
 }
 
 Result<QByteArray> LocalRunHandle::readEvents(int rank, qint64 offset, qint64 maxBytes) {

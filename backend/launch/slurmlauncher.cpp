@@ -345,9 +345,8 @@ Result<std::unique_ptr<RunHandle>> SlurmLauncher::attach(const RunLocation& loca
 
 SlurmRunHandle::SlurmRunHandle(std::unique_ptr<SlurmTransport> transport, RunLocation location,
                                int graceS, int pollIntervalMs, QObject* parent)
-    : RunHandle(parent),
+    : RemoteRunHandle(std::move(location), parent),
       m_transport(std::move(transport)),
-      m_location(std::move(location)),
       m_graceS(graceS) {
   for (int rank = 0; rank < m_location.worldSize; ++rank) {
     RankState state;
@@ -453,24 +452,15 @@ Result<QByteArray> SlurmRunHandle::readFile(int rank, const QString& name, qint6
   return m_transport->readFile(m_location.runDir + "/" + name, offset, maxBytes);
 }
 
-Result<QByteArray> SlurmRunHandle::readEvents(int rank, qint64 offset, qint64 maxBytes) {
-  return readFile(rank, QStringLiteral("events-rank-%1.jsonl").arg(rank), offset, maxBytes);
-}
-
 Result<RankFileStat> SlurmRunHandle::statRankFile(int rank, RankFile file) {
   if (rank < 0 || rank >= m_location.worldSize) {
     return fail("rank " + std::to_string(rank) + " is not in this run (world size " +
                 std::to_string(m_location.worldSize) + ")");
   }
-  const QString name = file == RankFile::events ? QStringLiteral("events-rank-%1.jsonl").arg(rank)
-                                                : QStringLiteral("rank-%1.log").arg(rank);
+  const QString name = rankFileName(rank, file);
   auto size = m_transport->fileSize(m_location.runDir + "/" + name);
   if (!size) return size.error();
   return RankFileStat{*size >= 0, std::max<qint64>(0, *size)};
-}
-
-Result<QByteArray> SlurmRunHandle::readLog(int rank, qint64 offset, qint64 maxBytes) {
-  return readFile(rank, QStringLiteral("rank-%1.log").arg(rank), offset, maxBytes);
 }
 
 void SlurmRunHandle::stop() {

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "backend/launch/launcher.h"
+#include "backend/launch/remotehandle.h"
 #include "backend/launch/sshlauncher.h"
 
 Q_DECLARE_LOGGING_CATEGORY(lcSlurmLauncher)
@@ -64,16 +65,12 @@ class SlurmLauncher : public Launcher {
 };
 
 /// A Slurm job followed by squeue/scontrol/sacct; files read through the transport.
-class SlurmRunHandle : public RunHandle {
+class SlurmRunHandle : public RemoteRunHandle {
   Q_OBJECT
  public:
   SlurmRunHandle(std::unique_ptr<SlurmTransport> transport, RunLocation location, int graceS,
                  int pollIntervalMs, QObject* parent = nullptr);
 
-  RunLocation location() const override { return m_location; }
-  QList<RankState> ranks() const override { return m_ranks; }
-  Result<QByteArray> readEvents(int rank, qint64 offset, qint64 maxBytes) override;
-  Result<QByteArray> readLog(int rank, qint64 offset, qint64 maxBytes) override;
   Result<RankFileStat> statRankFile(int rank, RankFile file) override;
   void stop() override;
   void kill() override;
@@ -88,11 +85,10 @@ class SlurmRunHandle : public RunHandle {
   /// True when Slurm answered `what` (an "Invalid job id" is an answer); false, logged every
   /// 20th time, when the query itself failed.
   bool controllerAnswered(const Result<ExecResult>& result, const char* what);
-  Result<QByteArray> readFile(int rank, const QString& name, qint64 offset, qint64 maxBytes);
+  Result<QByteArray> readFile(int rank, const QString& name, qint64 offset,
+                              qint64 maxBytes) override;
 
   std::unique_ptr<SlurmTransport> m_transport;
-  RunLocation m_location;
-  QList<RankState> m_ranks;
   QString m_jobState;
   int m_queryFailures = 0;  // consecutive failed squeue/scontrol queries
   int m_graceS = 5;

@@ -351,9 +351,8 @@ Result<std::unique_ptr<RunHandle>> SshLauncher::attach(const RunLocation& locati
 
 SshRunHandle::SshRunHandle(const SshLauncherOptions& options, RunLocation location,
                            std::vector<Node> nodes, int graceS, QObject* parent)
-    : RunHandle(parent),
+    : RemoteRunHandle(std::move(location), parent),
       m_options(options),
-      m_location(std::move(location)),
       m_nodes(std::move(nodes)),
       m_graceS(graceS) {
   for (int rank = 0; rank < m_location.worldSize; ++rank) {
@@ -387,14 +386,6 @@ bool SshRunHandle::isConnected() const {
                      [](const Node& node) { return node.session.has_value(); });
 }
 
-Result<QByteArray> SshRunHandle::readEvents(int rank, qint64 offset, qint64 maxBytes) {
-  return readFile(rank, QStringLiteral("events-rank-%1.jsonl").arg(rank), offset, maxBytes);
-}
-
-Result<QByteArray> SshRunHandle::readLog(int rank, qint64 offset, qint64 maxBytes) {
-  return readFile(rank, QStringLiteral("rank-%1.log").arg(rank), offset, maxBytes);
-}
-
 Result<RankFileStat> SshRunHandle::statRankFile(int rank, RankFile file) {
   Node* node = nodeOf(rank);
   if (!node) {
@@ -402,8 +393,7 @@ Result<RankFileStat> SshRunHandle::statRankFile(int rank, RankFile file) {
                 std::to_string(m_location.worldSize) + ")");
   }
   if (!node->session) return fail(node->alias + ": disconnected; reconnecting");
-  const QString name = file == RankFile::events ? QStringLiteral("events-rank-%1.jsonl").arg(rank)
-                                                : QStringLiteral("rank-%1.log").arg(rank);
+  const QString name = rankFileName(rank, file);
   auto stat = sftpStat(*node->session, str(m_location.runDir + "/" + name));
   if (!stat) {
     if (!node->session->isConnected()) connectionLost(*node, stat.message());

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/launch/launcher.h"
+#include "backend/launch/remotehandle.h"
 #include "backend/ssh/sshconfig.h"
 #include "backend/ssh/sshsession.h"
 
@@ -68,7 +69,7 @@ class SshLauncher : public Launcher {
 
 /// A run started (or re-attached) over SSH: one connection per node, polled on a timer; on a
 /// dropped connection it reconnects with backoff and keeps every byte offset the caller holds.
-class SshRunHandle : public RunHandle {
+class SshRunHandle : public RemoteRunHandle {
   Q_OBJECT
  public:
   struct Node {
@@ -85,10 +86,6 @@ class SshRunHandle : public RunHandle {
   SshRunHandle(const SshLauncherOptions& options, RunLocation location, std::vector<Node> nodes,
                int graceS, QObject* parent = nullptr);
 
-  RunLocation location() const override { return m_location; }
-  QList<RankState> ranks() const override { return m_ranks; }
-  Result<QByteArray> readEvents(int rank, qint64 offset, qint64 maxBytes) override;
-  Result<QByteArray> readLog(int rank, qint64 offset, qint64 maxBytes) override;
   Result<RankFileStat> statRankFile(int rank, RankFile file) override;
   void stop() override;
   void kill() override;
@@ -99,7 +96,8 @@ class SshRunHandle : public RunHandle {
   bool isConnected() const;
 
  private:
-  Result<QByteArray> readFile(int rank, const QString& fileName, qint64 offset, qint64 maxBytes);
+  Result<QByteArray> readFile(int rank, const QString& fileName, qint64 offset,
+                              qint64 maxBytes) override;
   void pollNode(Node& node);
   void connectionLost(Node& node, const std::string& why);
   void tryReconnect(Node& node);
@@ -111,9 +109,7 @@ class SshRunHandle : public RunHandle {
   Node* nodeOf(int rank);
 
   SshLauncherOptions m_options;
-  RunLocation m_location;
   std::vector<Node> m_nodes;
-  QList<RankState> m_ranks;
   QList<qint64> m_eventSizes;
   int m_graceS = 5;
   QTimer m_pollTimer;

@@ -9,16 +9,13 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/launch/rankfiles.h"
+
 Q_LOGGING_CATEGORY(lcRunMonitor, "shardscope.backend.runmonitor")
 
 namespace shardscope::backend {
 
 namespace {
-
-QString rankFilePath(int rank, RankFile file) {
-  return file == RankFile::events ? QString("events-rank-%1.jsonl").arg(rank)
-                                  : QString("rank-%1.log").arg(rank);
-}
 
 // How a truncation's anomaly starts: restoreStreams finds the file's base by it.
 QString truncationNote(const QString& fileName) { return fileName + " shrank"; }
@@ -147,9 +144,9 @@ Result<void> RunMonitor::restoreStreams() {
     // A file truncated from outside earlier: its byte 0 is at its last truncation's offset.
     for (const Anomaly& anomaly : *noted) {
       if (anomaly.rank != rank || anomaly.kind != Anomaly::Kind::gap) continue;
-      if (anomaly.detail.startsWith(truncationNote(rankFilePath(rank, RankFile::events))))
+      if (anomaly.detail.startsWith(truncationNote(rankFileName(rank, RankFile::events))))
         stream.eventsBase = std::max(stream.eventsBase, anomaly.offset);
-      if (anomaly.detail.startsWith(truncationNote(rankFilePath(rank, RankFile::log))))
+      if (anomaly.detail.startsWith(truncationNote(rankFileName(rank, RankFile::log))))
         stream.logBase = std::max(stream.logBase, anomaly.offset);
     }
     stream.lastSeq = *seq;
@@ -228,7 +225,7 @@ Result<bool> RunMonitor::noticeOutsideChange(EventStream& stream, RankFile file,
   const bool truncated = stat->exists && stat->size < offset - base;
   const bool deleted = !stat->exists && (offset > 0 || exited);
   if (!truncated && !deleted) return false;
-  const QString name = rankFilePath(stream.rank, file);
+  const QString name = rankFileName(stream.rank, file);
   const QString detail =
       truncated ? truncationNote(name) + QString(
                                              " from %1 to %2 bytes while followed (truncated "
