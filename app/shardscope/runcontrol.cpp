@@ -74,29 +74,29 @@ RunControl::~RunControl() {
   m_thread.wait();
 }
 
+void RunControl::say(const QString& text) {
+  qCInfo(lcRunControl, "%s", qPrintable(text));
+  emit message(text);
+}
+
+void RunControl::sayRequest(const Result<void>& done, const QString& verb, const QString& target) {
+  say(done ? tr("%1 sent to %2").arg(verb, target)
+           : tr("Could not %1 %2: %3")
+                 .arg(verb.toLower(), target, QString::fromStdString(done.message())));
+}
+
 void RunControl::stop(qint64 runId, const QString& runName) {
   QMetaObject::invokeMethod(m_context, [this, runId, runName] {
-    const Result<void> done = m_lifecycle.stop(m_context, runId, m_graceS);
-    const QString text =
-        done ? tr("Stop sent to %1").arg(runName)
-             : tr("Could not stop %1: %2").arg(runName, QString::fromStdString(done.message()));
-    qCInfo(lcRunControl, "%s", qPrintable(text));
-    emit message(text);
+    sayRequest(m_lifecycle.stop(m_context, runId, m_graceS), tr("Stop"), runName);
   });
 }
 
 void RunControl::steerSweep(qint64 studyId, const QString& name, backend::StudyControl control) {
   QMetaObject::invokeMethod(m_context, [this, studyId, name, control] {
-    const Result<void> done = m_lifecycle.steerSweep(studyId, control);
     const QString verb = control == backend::StudyControl::pause  ? tr("Pause")
                          : control == backend::StudyControl::stop ? tr("Stop")
                                                                   : tr("Resume");
-    const QString text =
-        done ? tr("%1 sent to sweep %2").arg(verb, name)
-             : tr("Could not %1 sweep %2: %3")
-                   .arg(verb.toLower(), name, QString::fromStdString(done.message()));
-    qCInfo(lcRunControl, "%s", qPrintable(text));
-    emit message(text);
+    sayRequest(m_lifecycle.steerSweep(studyId, control), verb, tr("sweep %1").arg(name));
   });
 }
 
@@ -115,8 +115,7 @@ void RunControl::adoptSweep(qint64 studyId, const QString& name) {
       text =
           tr("Could not adopt sweep %1: %2").arg(name, QString::fromStdString(started.message()));
     }
-    qCInfo(lcRunControl, "%s", qPrintable(text));
-    emit message(text);
+    say(text);
   });
 }
 
@@ -133,14 +132,8 @@ void RunControl::setRunLog(const QString& path) {
 
 void RunControl::requestTrial(qint64 runId, const QString& runName, backend::TrialRequest request) {
   QMetaObject::invokeMethod(m_context, [this, runId, runName, request] {
-    const Result<void> done = m_lifecycle.requestTrial(runId, request);
     const QString verb = request == backend::TrialRequest::prune ? tr("Prune") : tr("Stop");
-    const QString text =
-        done ? tr("%1 sent to trial %2").arg(verb, runName)
-             : tr("Could not %1 trial %2: %3")
-                   .arg(verb.toLower(), runName, QString::fromStdString(done.message()));
-    qCInfo(lcRunControl, "%s", qPrintable(text));
-    emit message(text);
+    sayRequest(m_lifecycle.requestTrial(runId, request), verb, tr("trial %1").arg(runName));
   });
 }
 
@@ -155,16 +148,14 @@ void RunControl::resume(qint64 runId, const QString& runName) {
     } else {
       text = tr("Could not resume %1: %2").arg(runName, QString::fromStdString(started.message()));
     }
-    qCInfo(lcRunControl, "%s", qPrintable(text));
-    emit message(text);
+    say(text);
   });
 }
 
 void RunControl::launch(const QString& experimentPath) {
   QMetaObject::invokeMethod(m_context, [this, experimentPath] {
     const QString text = launchText(m_lifecycle, experimentPath);
-    qCInfo(lcRunControl, "%s", qPrintable(text));
-    emit message(text);
+    say(text);
   });
 }
 
@@ -174,8 +165,7 @@ void RunControl::autotune(const QString& experimentPath, const QString& study,
     const auto failed = [&](const std::string& why) {
       const QString text = tr("Could not start the autotune of %1: %2")
                                .arg(experimentPath, QString::fromStdString(why));
-      qCInfo(lcRunControl, "%s", qPrintable(text));
-      emit message(text);
+      say(text);
       emit autotuneFailed(study, text);
     };
     // What the verb would refuse at once is said here, where the builder shows it.
@@ -194,8 +184,7 @@ void RunControl::autotune(const QString& experimentPath, const QString& study,
                              .arg(study, experimentPath)
                              .arg(started->pid)
                              .arg(started->logPath);
-    qCInfo(lcRunControl, "%s", qPrintable(text));
-    emit message(text);
+    say(text);
     emit autotuneStarted(study, started->pid, started->logPath);
   });
 }

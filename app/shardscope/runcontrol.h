@@ -51,6 +51,12 @@ class RunControl : public QObject {
   void autotuneFailed(const QString& study, const QString& message);
 
  private:
+  /// Logs `text` and emits it as message().
+  void say(const QString& text);
+  /// Says how the request `verb` (capitalised: "Stop") sent to `target` went: "VERB sent to
+  /// TARGET", or "Could not verb TARGET: why".
+  void sayRequest(const Result<void>& done, const QString& verb, const QString& target);
+
   QThread m_thread;
   QObject* m_context = nullptr;  // lives in m_thread; owns the handles being stopped
   backend::RunLifecycle m_lifecycle;
