@@ -174,6 +174,7 @@ struct TrialRunner::Running {
   bool pruned = false;
   bool stopped = false;  // TrialRunner::stop: the user's stop, not a failure
   int recordTries = 0;   // tries to judge and record its end that the run log could not take
+  bool ended = false;    // its monitor has finished: evals are read, no longer reported
 };
 
 TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search::SearchSpace space,
@@ -356,13 +357,19 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
 Result<void> TrialRunner::follow(Running& trial, std::unique_ptr<RunHandle> handle) {
   trial.follower = std::make_unique<RunFollower>(m_store, trial.runId, std::move(handle));
   const qint64 number = trial.number;
-  connect(trial.follower.get(), &RunFollower::finished, this, [this, number] {
+  Running* raw = &trial;
+  connect(trial.follower.get(), &RunFollower::finished, this, [this, number, raw] {
+    // The monitor has stored the run's end: its evals are no longer reported (the study would
+    // refuse them, "already ended"), only read into the outcome by onMonitorFinished.
+    raw->ended = true;
+    raw->evalTimer.stop();
     // Not inside the follower's own signal: onMonitorFinished destroys it.
     QTimer::singleShot(0, this, [this, number] { onMonitorFinished(number); });
   });
   if (auto started = trial.follower->start(); !started) return started;
-  Running* raw = &trial;
-  connect(trial.follower.get(), &RunFollower::filesGrew, this, [this, raw] { readEvals(*raw); });
+  connect(trial.follower.get(), &RunFollower::filesGrew, this, [this, raw] {
+    if (!raw->ended) readEvals(*raw);
+  });
   connect(&trial.evalTimer, &QTimer::timeout, this, [this, raw] { readEvals(*raw); });
   trial.evalTimer.start(kEvalPollMs);
   return ok();

@@ -175,6 +175,9 @@ class TestCliSweepPartition : public QObject {
     const QByteArray err = sweep.readAllStandardError();
     qInfo("the sweep said:\n%s%s", out.constData(), err.constData());
     QCOMPARE(sweep.exitStatus(), QProcess::NormalExit);
+    // No intermediate value was refused as coming after its trial's end (the old sweep reported
+    // the evals it read between the monitor storing the end and the runner judging it).
+    QVERIFY2(!err.contains("already ended"), err.constData());
     // docs/cli.md: exit 1 on an error, and a later sweep of the study continues it. A sweep that
     // gave up says why (the lost server), and the next one finishes the study.
     if (sweep.exitCode() != 0) {
