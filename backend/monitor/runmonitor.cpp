@@ -268,6 +268,9 @@ void RunMonitor::emitSteps(const FileChunk& chunk) {
 
 void RunMonitor::poll() {
   if (!m_active || m_polling) return;
+  // The run log refused the last try: the next waits out its backoff (the poll timer, the
+  // handle's signals and a read cut short all land here).
+  if (m_storeFailures > 0 && !m_retryAt.hasExpired()) return;
   m_polling = true;
   // Rank states first: a rank seen exited here has written everything the reads below get.
   const QList<RankState> ranks = m_handle.ranks();
@@ -285,14 +288,11 @@ void RunMonitor::poll() {
   }
   bool stored = true;
   const FileChunk* refused = nullptr;  // the first chunk the run log refused for good this poll
+  std::string why;                     // the first refusal's message
   for (auto& [chunk, receipt] : pending) {
     auto r = receipt.get();
     if (!r) {
-      // Every poll retries; a full disk can last a while, so one line per 50 failed polls.
-      if (stored && m_storeFailures++ % 50 == 0) {
-        qCWarning(lcRunMonitor, "run %lld: %s (retrying; nothing is lost: the rank files keep it)",
-                  static_cast<long long>(m_runId), r.message().c_str());
-      }
+      if (stored) why = r.message();
       stored = false;
       if (refused == nullptr && r.error().permanent) refused = &chunk;
     }
@@ -306,8 +306,13 @@ void RunMonitor::poll() {
       qCWarning(lcRunMonitor, "run %lld: %s (retrying)", static_cast<long long>(m_runId),
                 r.message().c_str());
   }
-  if (stored && !pending.empty()) m_storeFailures = 0;
+  if (stored && !pending.empty() && m_storeFailures > 0) {
+    qCInfo(lcRunMonitor, "run %lld: the run log takes rows again, after %d refused tries",
+           static_cast<long long>(m_runId), m_storeFailures);
+    m_storeFailures = 0;
+  }
   if (!stored) {
+    noteStoreRefusal(why);
     // The run log refused a chunk (a full disk, another writer): read again from what it has.
     if (auto r = restoreStreams(); !r) qCWarning(lcRunMonitor, "%s", r.message().c_str());
     m_polling = false;
@@ -318,6 +323,21 @@ void RunMonitor::poll() {
   // Only a read cut short re-polls at once. A failed read (host unreachable while the handle
   // reconnects) waits for the poll timer: re-polling at once would spin on the error.
   if (m_active && moreToRead) QTimer::singleShot(0, this, &RunMonitor::poll);
+}
+
+// A full disk (on this machine or the PostgreSQL server's) or a lost server can last minutes:
+// each try after a refusal waits twice as long as the one before, from pollMs up to maxRetryMs,
+// and each says so, so the log shows the cause while it lasts without a line per poll.
+void RunMonitor::noteStoreRefusal(const std::string& why) {
+  ++m_storeFailures;
+  const int doublings = std::min(m_storeFailures - 1, 20);
+  const qint64 delayMs = std::min<qint64>(qint64{std::max(m_options.pollMs, 1)} << doublings,
+                                          std::max(m_options.maxRetryMs, m_options.pollMs));
+  m_retryAt.setRemainingTime(delayMs);
+  qCWarning(lcRunMonitor,
+            "run %lld: the run log refused its rows: %s (try %d; the next in %.1f s; nothing is "
+            "lost: the rank files keep the lines)",
+            static_cast<long long>(m_runId), why.c_str(), m_storeFailures, delayMs / 1000.0);
 }
 
 Result<void> RunMonitor::ingestLineByLine(const FileChunk& chunk) {

@@ -10,6 +10,7 @@
 // whose holder is alive, and takes over (catching up from the stored offsets) when it is not.
 #pragma once
 
+#include <QDeadlineTimer>
 #include <QObject>
 #include <QTimer>
 
@@ -37,6 +38,9 @@ class RunMonitor : public QObject {
     double staleAfterS = 10;        ///< a holder silent this long is taken over
     qint64 maxReadBytes = 1 << 20;  ///< bytes read per file per poll
     int lastWordsLines = 5;         ///< stderr lines quoted when a rank dies without an error
+    /// After the run log refuses a write that may pass (a full disk, a lost server), the next
+    /// try waits pollMs, then twice as long each time, up to this; the rank files keep the lines.
+    int maxRetryMs = 10000;
   };
 
   /// `store` and `handle` must outlive the monitor.
@@ -94,6 +98,8 @@ class RunMonitor : public QObject {
   Result<void> ingestLineByLine(const FileChunk& chunk);
   void emitSteps(const FileChunk& chunk);
   void noteReadOutcome(EventStream& stream, const Result<bool>& outcome);
+  /// A poll whose rows the run log refused: warns and sets when the next try may run.
+  void noteStoreRefusal(const std::string& why);
   void decide(const QList<RankState>& ranks, bool caughtUp);
   void setStatus(spec::RunStatus status, const QString& error,
                  std::optional<double> objective = std::nullopt);
@@ -121,7 +127,8 @@ class RunMonitor : public QObject {
   bool m_stopSent = false;
   bool m_tookOver = false;
   bool m_polling = false;
-  int m_storeFailures = 0;  // polls in a row whose rows the run log refused
+  int m_storeFailures = 0;   // polls in a row whose rows the run log refused
+  QDeadlineTimer m_retryAt;  // while m_storeFailures > 0: no poll before it (the backoff)
   // Per rank, the highest seq of an event line kept as a log line (refused for good): the run
   // log's own highest seq stops below it, and restoring from that alone would report the lines
   // set aside as missing events.

@@ -141,6 +141,11 @@ std::string pgError(const PgConn& c, const PGresult* res, std::string_view what)
                " is lost: is the server running and reachable?)";
   } else if (state && std::string_view(state) == "55P03") {
     message += " (another writer holds the run log's write lock)";
+  } else if (state && std::string_view(state) == "53100") {
+    message +=
+        " (the disk that holds the run log on the PostgreSQL server at " + c.server() +
+        " is full: free space on that disk, or move the database to a tablespace with room "
+        "(ALTER DATABASE ... SET TABLESPACE); a writer that may retry loses nothing meanwhile)";
   } else if (state && std::string_view(state) == "25006") {
     message += " (opened read-only)";
   }

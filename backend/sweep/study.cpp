@@ -5,6 +5,7 @@
 #include <QJsonArray>
 #include <QLoggingCategory>
 #include <QSysInfo>
+#include <QThread>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,11 @@
 #include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcStudy, "shardscope.backend.search.study")
+
+namespace {
+// Tries to store a taken trial's ask lease (about a minute with the backoff).
+constexpr int kAskLeaseTries = 16;
+}  // namespace
 
 namespace shardscope::search {
 namespace {
@@ -424,9 +430,21 @@ Result<void> Study::takeAskLease(qint64 runId, const AskOptions& options) {
   backend::LeaseRecord lease{runId, options.ownerPid, QSysInfo::machineHostName(),
                              QString::fromLatin1(kAskLeaseToken), spec::unix_time_now()};
   // The owner's liveness is judged by its pid (failLostTrials), never by a heartbeat.
-  auto taken = m_store->acquireLease(lease, 1e12).get();
-  if (!taken) return taken.error();
-  return ok();
+  // The trial is already taken: without its lease no sweep would ever fail it as lost or adopt
+  // it, and it would stay running for good. So a run log that cannot be reached now (a lost
+  // server) is waited for, a minute at most, rather than given up at once.
+  for (int tries = 1;; ++tries) {
+    auto taken = m_store->acquireLease(lease, 1e12).get();
+    if (taken) return ok();
+    if (taken.error().permanent || tries >= kAskLeaseTries) return taken.error();
+    const int delayMs = std::min(200 << std::min(tries - 1, 10), 5000);
+    qCWarning(lcStudy,
+              "%s trial run %lld: its ask lease is not stored: %s (try %d; the next in "
+              "%.1f s)",
+              qPrintable(name()), static_cast<long long>(runId), taken.message().c_str(), tries,
+              delayMs / 1000.0);
+    QThread::msleep(static_cast<unsigned long>(delayMs));
+  }
 }
 
 Result<AskedTrial> Study::claimed(const backend::TrialId& id, const AskOptions& options) {
@@ -454,8 +472,37 @@ Result<AskedTrial> Study::ask(const AskOptions& options) {
   return std::move(**asked);
 }
 
+Result<std::optional<AskedTrial>> Study::recoverUnansweredStart(const AskOptions& options) {
+  auto all = trials(false);
+  if (!all) return all.error();
+  const QJsonObject wanted = *m_unansweredStart;
+  for (const StudyTrial& t : *all) {
+    if (t.trial.state != TrialState::Running || paramsToJson(t.trial.params) != wanted) continue;
+    auto lease = m_reader->lease(t.runId);
+    if (!lease) return lease.error();
+    if (*lease || launched(t.runId)) continue;  // another asker's, owned
+    if (auto r = takeAskLease(t.runId, options); !r) return r.error();
+    m_unansweredStart.reset();
+    qCInfo(lcStudy) << name() << "trial" << t.trial.number
+                    << "had started although the run log's answer was lost; it is asked now";
+    AskedTrial asked;
+    asked.number = t.trial.number;
+    asked.runId = t.runId;
+    asked.params = t.trial.params;
+    asked.attempt = t.attempt;
+    return std::optional<AskedTrial>(std::move(asked));
+  }
+  m_unansweredStart.reset();  // it did not start
+  return std::optional<AskedTrial>();
+}
+
 Result<std::optional<AskedTrial>> Study::tryAsk(const AskOptions& options) {
   if (auto lost = failLostTrials(); !lost) return lost.error();
+  if (m_unansweredStart) {
+    auto recovered = recoverUnansweredStart(options);
+    if (!recovered) return recovered.error();
+    if (*recovered) return recovered;
+  }
   auto claim = m_store->claimTrial(m_record.id, m_maxRetries, m_space.retry_from_checkpoint).get();
   if (!claim) return claim.error();
   if (*claim) {
@@ -497,7 +544,10 @@ Result<std::optional<AskedTrial>> Study::askNew(const AskOptions& options) {
     // The count above is a hint; the store counts again inside the insert's transaction, so
     // concurrent askers never take more than n_trials numbers.
     auto started = m_store->startTrialRunWithin(trial, m_space.n_trials).get();
-    if (!started) return started.error();
+    if (!started) {
+      if (!started.error().permanent) m_unansweredStart = trial.params;
+      return started.error();
+    }
     switch (started->outcome) {
       case backend::TrialStart::Outcome::Full:
         return std::optional<AskedTrial>();

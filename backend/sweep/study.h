@@ -172,6 +172,8 @@ class Study {
                               const std::string& experimentToml, const CreateOptions& options);
   Result<StudyTrial> findTrial(std::int64_t number, bool withCurves);
   Result<std::optional<AskedTrial>> askNew(const AskOptions& options);
+  /// The trial of m_unansweredStart when it did start (running, no lease, not launched).
+  Result<std::optional<AskedTrial>> recoverUnansweredStart(const AskOptions& options);
   Result<AskedTrial> claimed(const backend::TrialId& id, const AskOptions& options);
   Result<void> takeAskLease(qint64 runId, const AskOptions& options);
   /// True when run `runId` has a stored location: its ranks were started.
@@ -184,6 +186,10 @@ class Study {
   backend::StudyRecord m_record;
   SearchSpace m_space;
   int m_maxRetries = kDefaultMaxRetries;
+  // The parameters of the last trial start the run log did not answer (a connection lost around
+  // its COMMIT): it may have started. The next ask looks for it first, so a started trial is
+  // never left running without an owner.
+  std::optional<QJsonObject> m_unansweredStart;
   std::unique_ptr<Sampler> m_sampler;
   std::unique_ptr<Pruner> m_pruner;
 };

@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QFileInfo>
+#include <QLoggingCategory>
 #include <QTimer>
 
 #include <utility>
@@ -9,6 +10,8 @@
 #include "backend/lifecycle/demodata.h"
 
 namespace shardscope::backend {
+
+Q_LOGGING_CATEGORY(lcSweepLoop, "shardscope.backend.sweeploop")
 
 namespace {
 
@@ -148,6 +151,7 @@ Result<void> SweepLoop::start() {
 // Asks for as many trials as there are free slots; ends when nothing runs and nothing is left
 // to ask. "Nothing to ask" is not final: a trial that fails later may be retried.
 void SweepLoop::fill() {
+  if (m_askWaiting) return;  // the run log refused the last ask: its retry's timer calls again
   const double budget = m_study.space().timeout_s;
   if (budget > 0 && double(m_clock.elapsed()) / 1000.0 >= budget) m_stopped = true;
   bool more = !m_stopped;
@@ -159,12 +163,29 @@ void SweepLoop::fill() {
     search::AskOptions owner;
     owner.ownerPid = QCoreApplication::applicationPid();
     auto asked = m_study.tryAsk(owner);
+    if (!asked && !asked.error().permanent && m_askTries < kMaxAskTries) {
+      // The run log cannot be reached now: the running trials go on (their monitors retry
+      // too), and the ask is tried again later instead of ending the sweep.
+      const int delayMs = std::min(kAskRetryMs << std::min(m_askTries, 10), kMaxAskRetryMs);
+      ++m_askTries;
+      qCWarning(lcSweepLoop, "study %s: cannot ask for a trial: %s (try %d; the next in %.1f s)",
+                qPrintable(m_study.name()), asked.message().c_str(), m_askTries, delayMs / 1000.0);
+      if (!m_askWaiting) {
+        m_askWaiting = true;
+        QTimer::singleShot(delayMs, this, [this] {
+          m_askWaiting = false;
+          fill();
+        });
+      }
+      return;
+    }
     if (!asked) {
       m_error = asked.message();
       m_stopped = true;
       more = false;
       break;
     }
+    m_askTries = 0;
     if (!*asked) {
       more = false;
       break;

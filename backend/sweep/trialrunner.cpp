@@ -81,20 +81,22 @@ QJsonObject paramsJson(const search::TrialParams& params) {
 
 // Rank 0's last `done`; a single objective written as null (the protocol's non-finite number)
 // comes back as NaN, not as "no objective".
-std::optional<spec::DoneEvent> lastDone(RunReader& reader, qint64 runId) {
+// Rank 0's last `done` event (none: nullopt); an error when the run log cannot be read.
+Result<std::optional<spec::DoneEvent>> lastDone(RunReader& reader, qint64 runId) {
   auto row = reader.lastEvent(runId, 0, "done");
-  if (!row || !*row) return std::nullopt;
+  if (!row) return row.error();
+  if (!*row) return std::optional<spec::DoneEvent>();
   const QByteArray& json = (**row).json;
   auto event = spec::parse_event(std::string_view(json.constData(), size_t(json.size())),
                                  spec::ParseMode::lenient);
-  if (!event) return std::nullopt;
+  if (!event) return std::optional<spec::DoneEvent>();
   auto done = std::get<spec::DoneEvent>(event->body);
   const QJsonObject object = QJsonDocument::fromJson(json).object();
   if (done.objective.empty() && object.contains(QLatin1String("objective")) &&
       object.value(QLatin1String("objective")).isNull()) {
     done.objective.push_back(std::nan(""));
   }
-  return done;
+  return std::optional<spec::DoneEvent>(std::move(done));
 }
 
 QString mib(qint64 bytes) { return QString::number(double(bytes) / (1024.0 * 1024.0), 'f', 1); }
@@ -171,6 +173,8 @@ struct TrialRunner::Running {
   std::map<std::int64_t, double> intermediate;  // step -> first objective's eval value
   bool pruned = false;
   bool stopped = false;  // TrialRunner::stop: the user's stop, not a failure
+  int recordTries = 0;   // tries to judge and record its end that the run log could not take
+  bool ended = false;    // its monitor has finished: evals are read, no longer reported
 };
 
 TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search::SearchSpace space,
@@ -353,13 +357,19 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
 Result<void> TrialRunner::follow(Running& trial, std::unique_ptr<RunHandle> handle) {
   trial.follower = std::make_unique<RunFollower>(m_store, trial.runId, std::move(handle));
   const qint64 number = trial.number;
-  connect(trial.follower.get(), &RunFollower::finished, this, [this, number] {
+  Running* raw = &trial;
+  connect(trial.follower.get(), &RunFollower::finished, this, [this, number, raw] {
+    // The monitor has stored the run's end: its evals are no longer reported (the study would
+    // refuse them, "already ended"), only read into the outcome by onMonitorFinished.
+    raw->ended = true;
+    raw->evalTimer.stop();
     // Not inside the follower's own signal: onMonitorFinished destroys it.
     QTimer::singleShot(0, this, [this, number] { onMonitorFinished(number); });
   });
   if (auto started = trial.follower->start(); !started) return started;
-  Running* raw = &trial;
-  connect(trial.follower.get(), &RunFollower::filesGrew, this, [this, raw] { readEvals(*raw); });
+  connect(trial.follower.get(), &RunFollower::filesGrew, this, [this, raw] {
+    if (!raw->ended) readEvals(*raw);
+  });
   connect(&trial.evalTimer, &QTimer::timeout, this, [this, raw] { readEvals(*raw); });
   trial.evalTimer.start(kEvalPollMs);
   return ok();
@@ -477,21 +487,60 @@ void TrialRunner::stopAll() {
 void TrialRunner::onMonitorFinished(qint64 number) {
   const auto it = m_trials.find(number);
   if (it == m_trials.end()) return;
-  std::unique_ptr<Running> trial = std::move(it->second);
-  m_trials.erase(it);
-  trial->evalTimer.stop();
+  Running& running = *it->second;
+  running.evalTimer.stop();
   // The last lines: kept in the outcome, not judged (the monitor has ended the run already).
-  readEvals(*trial, false);
+  readEvals(running, false);
   TrialOutcome outcome;
   outcome.number = number;
-  outcome.runId = trial->runId;
-  outcome.intermediate = trial->intermediate;
-  outcome.ranks = trial->follower->ranks();
-  judge(*trial, outcome);
+  outcome.runId = running.runId;
+  outcome.intermediate = running.intermediate;
+  outcome.ranks = running.follower->ranks();
+  // The verdict and its record need the run log. One it cannot reach now (a lost server, a full
+  // disk) is waited for, with a backoff, before the trial is reported ended: a result recorded
+  // as failed or not at all while the sweep prints it complete would be lost.
+  std::string unreachable;
+  if (auto judged = judge(running, outcome); !judged) {
+    unreachable = judged.message();
+  } else if (auto recorded = recordOutcome(running, outcome); !recorded) {
+    unreachable = recorded.message();
+  }
+  if (!unreachable.empty() && running.recordTries < kMaxRecordTries) {
+    const int delayMs =
+        std::min(kRecordRetryMs << std::min(running.recordTries, 10), kMaxRecordRetryMs);
+    ++running.recordTries;
+    qCWarning(lcTrialRunner).noquote()
+        << "trial" << number << "ended; its result waits for the run log:" << unreachable.c_str()
+        << QStringLiteral("(try %1; the next in %2 s)")
+               .arg(running.recordTries)
+               .arg(delayMs / 1000.0);
+    QTimer::singleShot(delayMs, this, [this, number] { onMonitorFinished(number); });
+    return;
+  }
+  if (!unreachable.empty()) {
+    outcome.state = TrialState::Failed;
+    outcome.values.clear();
+    outcome.error = QStringLiteral("its result could not be stored: %1")
+                        .arg(QString::fromStdString(unreachable));
+  }
+  std::unique_ptr<Running> trial = std::move(it->second);
+  m_trials.erase(it);
+  qCInfo(lcTrialRunner).noquote() << "trial" << number << "ended:"
+                                  << spec::to_string(outcome.stopped ? spec::RunStatus::stopped
+                                                                     : runStatusOf(outcome.state))
+                                         .data()
+                                  << outcome.error;
+  emit trialFinished(outcome);
+}
+
+// Stores the judged outcome: the run's status, error and objectives. An error that may pass
+// (Error::permanent false) is returned for a retry; both writes set values, so a retry repeats
+// them safely.
+Result<void> TrialRunner::recordOutcome(Running& trial, TrialOutcome& outcome) {
   // The user's stop: a trial that did not complete before the signal ends `stopped` (a study
   // counts it as failed for its samplers but never retries it).
   spec::RunStatus status = runStatusOf(outcome.state);
-  if (trial->stopped && outcome.state != TrialState::Complete) {
+  if (trial.stopped && outcome.state != TrialState::Complete) {
     outcome.stopped = true;
     outcome.state = TrialState::Failed;
     outcome.error = QStringLiteral("stopped by the user");
@@ -499,13 +548,17 @@ void TrialRunner::onMonitorFinished(qint64 number) {
   }
   const std::optional<double> first =
       outcome.values.empty() ? std::nullopt : std::optional<double>(outcome.values.front());
-  if (auto r = m_store.setRunStatus(trial->runId, status, outcome.error, first).get(); !r) {
-    qCWarning(lcTrialRunner) << "trial" << number << r.message().c_str();
+  if (auto r = m_store.setRunStatus(trial.runId, status, outcome.error, first).get(); !r) {
+    if (!r.error().permanent) return r.error();
+    qCWarning(lcTrialRunner) << "trial" << outcome.number << r.message().c_str();
   }
-  if (!outcome.values.empty()) (void)m_store.setRunObjectives(trial->runId, outcome.values).get();
-  qCInfo(lcTrialRunner).noquote() << "trial" << number << "ended:" << spec::to_string(status).data()
-                                  << outcome.error;
-  emit trialFinished(outcome);
+  if (!outcome.values.empty()) {
+    if (auto r = m_store.setRunObjectives(trial.runId, outcome.values).get(); !r) {
+      if (!r.error().permanent) return r.error();
+      qCWarning(lcTrialRunner) << "trial" << outcome.number << r.message().c_str();
+    }
+  }
+  return ok();
 }
 
 std::optional<double> TrialRunner::objectiveValue(const Running& trial, std::size_t index,
@@ -522,23 +575,25 @@ std::optional<double> TrialRunner::objectiveValue(const Running& trial, std::siz
 }
 
 // The trial's verdict (see the top of this file).
-void TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
+Result<void> TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
   outcome.state = TrialState::Failed;
   if (trial.pruned) {
     outcome.state = TrialState::Pruned;
-    return;
+    return ok();
   }
   auto reader = m_store.reader();
   if (!reader) {
+    if (!reader.error().permanent) return reader.error();
     outcome.error = QString::fromStdString(reader.message());
-    return;
+    return ok();
   }
   auto run = reader->run(trial.runId);
+  if (!run && !run.error().permanent) return run.error();
   const QString monitorError = run && *run ? (*run)->error : QString();
   if (trial.follower->status() == spec::RunStatus::oom) {
     outcome.state = TrialState::Oom;
     outcome.error = monitorError;
-    return;
+    return ok();
   }
   for (const RankState& rank : trial.follower->ranks()) {
     if (rank.signal != 0 || rank.exitCode > 0) {
@@ -547,24 +602,26 @@ void TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
               ? QStringLiteral("rank %1 was killed by signal %2").arg(rank.rank).arg(rank.signal)
               : QStringLiteral("rank %1 exited with code %2").arg(rank.rank).arg(rank.exitCode);
       if (!monitorError.isEmpty()) outcome.error += "; " + monitorError;
-      return;
+      return ok();
     }
   }
   if (trial.follower->status() == spec::RunStatus::failed) {
     outcome.error = monitorError.isEmpty() ? QStringLiteral("the run failed") : monitorError;
-    return;
+    return ok();
   }
-  std::optional<spec::DoneEvent> done = lastDone(*reader, trial.runId);
+  auto read = lastDone(*reader, trial.runId);
+  if (!read && !read.error().permanent) return read.error();
+  std::optional<spec::DoneEvent> done = read ? *read : std::nullopt;
   if (!done) {
     outcome.error = QStringLiteral(
         "the trial ended without a done event; a trial program prints "
         "{\"ev\":\"done\",\"status\":\"complete\",\"objective\":VALUE}");
-    return;
+    return ok();
   }
   if (done->status != spec::DoneStatus::complete) {
     outcome.error = QStringLiteral("the trial's done event says %1, not complete")
                         .arg(QString::fromUtf8(spec::to_string(done->status)));
-    return;
+    return ok();
   }
   for (std::size_t i = 0; i < m_space.objectives.size(); ++i) {
     const QString name = QString::fromStdString(m_space.objectives[i].metric);
@@ -577,16 +634,17 @@ void TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
                           .arg(name)
                           .arg(done->objective.size())
                           .arg(m_space.objectives.size());
-      return;
+      return ok();
     }
     if (!std::isfinite(*value)) {
       outcome.values.clear();
       outcome.error = QStringLiteral("objective %1 is not finite (%2)").arg(name).arg(*value);
-      return;
+      return ok();
     }
     outcome.values.push_back(*value);
   }
   outcome.state = TrialState::Complete;
+  return ok();
 }
 
 }  // namespace shardscope::backend

@@ -144,9 +144,19 @@ class TrialRunner : public QObject {
   Result<void> follow(Running& trial, std::unique_ptr<RunHandle> handle);
   void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
-  void judge(Running& trial, TrialOutcome& outcome);
+  /// The trial's verdict into `outcome`; an error (that may pass) when the run log cannot be
+  /// read now.
+  Result<void> judge(Running& trial, TrialOutcome& outcome);
+  Result<void> recordOutcome(Running& trial, TrialOutcome& outcome);
   std::optional<double> objectiveValue(const Running& trial, std::size_t index,
                                        const std::vector<double>& done) const;
+
+  // An ended trial whose verdict or record the run log cannot take now is tried again after
+  // kRecordRetryMs, doubling up to kMaxRecordRetryMs, kMaxRecordTries times (about 10 minutes)
+  // before it is reported failed with the run log's error.
+  static constexpr int kRecordRetryMs = 200;
+  static constexpr int kMaxRecordRetryMs = 5000;
+  static constexpr int kMaxRecordTries = 125;
 
   RunStore& m_store;
   QString m_experimentPath;

@@ -1,17 +1,36 @@
 #!/usr/bin/env python3
-"""latency_proxy.py LISTEN_PORT TARGET_PORT DELAY_MS: a TCP proxy on 127.0.0.1 that holds every
-byte DELAY_MS milliseconds in each direction before passing it on, so a client on loopback sees a
-network's round trip (2 x DELAY_MS) without losing throughput (bytes in flight are queued, not
-serialised). bench_dashboard --pg-server points at it to measure what a run log on a team's
-server costs over a LAN, where the kernel's netem qdisc is not available.
+"""latency_proxy.py LISTEN_PORT TARGET_PORT DELAY_MS [--control]: a TCP proxy on 127.0.0.1 that
+holds every byte DELAY_MS milliseconds in each direction before passing it on, so a client on
+loopback sees a network's round trip (2 x DELAY_MS) without losing throughput (bytes in flight are
+queued, not serialised). bench_dashboard --pg-server points at it to measure what a run log on a
+team's server costs over a LAN, where the kernel's netem qdisc is not available.
 
     python3 bench/ui/latency_proxy.py 48999 5432 0.5 &
     QT_QPA_PLATFORM=offscreen build/bin/bench_dashboard --pg \\
         --pg-server postgresql://postgres@127.0.0.1:48999 --db /tmp/big10k.db
+
+--control: the proxy also reads commands on stdin, one a line, and answers on stdout (the fault
+tests drive it; tests/app/tst_cli_sweep_partition.cpp):
+    partition SECONDS [CUT_S]
+                        a network partition: from now on for SECONDS no byte passes either way
+                        and a new connection reaches nothing, then the network heals. Bytes sent
+                        meanwhile wait in the proxy, as TCP keeps resending them, and go through
+                        at the heal. With CUT_S, every connection open CUT_S seconds into the
+                        partition is cut (both ends closed, its waiting bytes dropped), as the
+                        endpoints' own TCP timeouts (tcp_user_timeout, keepalives) end them when
+                        a real partition outlasts them: the proxy's own TCP stack answers the
+                        client meanwhile, so without CUT_S no connection is ever lost.
+                        Answers "partitioned", "cut N" (connections) and "healed".
+It prints "listening PORT" once it accepts connections.
 """
 import asyncio
 import sys
 import time
+
+# Set while the network works; cleared during a partition (--control).
+connected = None
+# Every open connection's two transports, for a partition's cut.
+links = set()
 
 
 async def forward(reader, writer, delay_s):
@@ -30,32 +49,88 @@ async def forward(reader, writer, delay_s):
                 break
             if (wait := due - time.monotonic()) > 0:
                 await asyncio.sleep(wait)
+            await connected.wait()
             writer.write(data)
             await writer.drain()
+        await connected.wait()
         writer.close()
 
     await asyncio.gather(receive(), send())
 
 
+async def partition(seconds, cut_s):
+    connected.clear()
+    print("partitioned", flush=True)
+    if cut_s is not None and cut_s <= seconds:
+        await asyncio.sleep(cut_s)
+        cut = list(links)
+        for pair in cut:
+            for transport in pair:
+                transport.abort()
+        links.difference_update(cut)
+        print(f"cut {len(cut)}", flush=True)
+        seconds -= cut_s
+    await asyncio.sleep(seconds)
+    connected.set()
+    print("healed", flush=True)
+
+
+async def control():
+    """Reads stdin's commands (--control) until it closes."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    tasks = set()
+    while line := await reader.readline():
+        words = line.decode().split()
+        if len(words) in (2, 3) and words[0] == "partition":
+            try:
+                seconds = float(words[1])
+                cut_s = float(words[2]) if len(words) == 3 else None
+            except ValueError:
+                seconds = -1.0
+            if seconds >= 0:
+                task = asyncio.create_task(partition(seconds, cut_s))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                continue
+        print(f"latency_proxy.py: unknown command {line.decode().strip()!r}; "
+              "the one command is `partition SECONDS [CUT_S]`", file=sys.stderr, flush=True)
+
+
 async def main():
-    if len(sys.argv) != 4:
-        sys.exit("usage: latency_proxy.py LISTEN_PORT TARGET_PORT DELAY_MS")
-    listen, target, delay_s = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000.0
+    global connected
+    args = [a for a in sys.argv[1:] if a != "--control"]
+    if len(args) != 3:
+        sys.exit("usage: latency_proxy.py LISTEN_PORT TARGET_PORT DELAY_MS [--control]")
+    listen, target, delay_s = int(args[0]), int(args[1]), float(args[2]) / 1000.0
+    connected = asyncio.Event()
+    connected.set()
 
     async def connection(client_reader, client_writer):
+        await connected.wait()  # during a partition a new connection reaches nothing
         try:
             server_reader, server_writer = await asyncio.open_connection("127.0.0.1", target)
         except OSError as e:
             print(f"latency_proxy.py: cannot reach 127.0.0.1:{target}: {e}", file=sys.stderr)
             client_writer.close()
             return
-        await asyncio.gather(forward(client_reader, server_writer, delay_s),
-                             forward(server_reader, client_writer, delay_s),
-                             return_exceptions=True)
+        pair = (client_writer.transport, server_writer.transport)
+        links.add(pair)
+        try:
+            await asyncio.gather(forward(client_reader, server_writer, delay_s),
+                                 forward(server_reader, client_writer, delay_s),
+                                 return_exceptions=True)
+        finally:
+            links.discard(pair)
 
     server = await asyncio.start_server(connection, "127.0.0.1", listen)
+    print(f"listening {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
-        await server.serve_forever()
+        if "--control" in sys.argv[1:]:
+            await asyncio.gather(server.serve_forever(), control())
+        else:
+            await server.serve_forever()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   options.pollMs = 50;
   options.heartbeatMs = 200;
   options.staleAfterS = 5;
+  options.maxRetryMs = 2000;  // tst_pgfaults' disk-full test bounds the tries with it
   RunMonitor monitor(**store, args[2].toLongLong(), handle, options);
   QObject::connect(&monitor, &RunMonitor::finished, &app, [&](spec::RunStatus status) {
     std::printf("finished %s\n", spec::to_string(status).data());
