@@ -19,6 +19,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   qRegisterMetaType<AutotuneData>();
   qRegisterMetaType<PhasesDelta>();
   qRegisterMetaType<UnitStepData>();
+  qRegisterMetaType<SamplesDelta>();
   m_thread.setObjectName(QStringLiteral("runlog-reader"));
   m_worker->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -34,6 +35,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::experimentLoaded, this, &RunLog::experimentLoaded);
   connect(m_worker, &RunLogWorker::phasesLoaded, this, &RunLog::phasesLoaded);
   connect(m_worker, &RunLogWorker::unitStepLoaded, this, &RunLog::unitStepLoaded);
+  connect(m_worker, &RunLogWorker::samplesLoaded, this, &RunLog::samplesLoaded);
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
   connect(m_worker, &RunLogWorker::edited, this, &RunLog::edited);
   connect(m_worker, &RunLogWorker::knownTagsLoaded, this, &RunLog::knownTagsLoaded);
@@ -93,6 +95,12 @@ void RunLog::loadUnitStep(qint64 runId, qint64 step) {
 
 void RunLog::watchPhases(qint64 runId) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, runId] { w->watchPhases(runId); });
+}
+
+void RunLog::watchSamples(const QList<qint64>& runIds, const QString& objectiveKey, bool minimize) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, runIds, objectiveKey, minimize] {
+    w->watchSamples(runIds, objectiveKey, minimize);
+  });
 }
 
 void RunLog::loadExperiment(qint64 experimentId) {

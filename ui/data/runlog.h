@@ -8,6 +8,7 @@
 
 #include "ui/data/phasesdata.h"
 #include "ui/data/runlogtypes.h"
+#include "ui/data/samplesdata.h"
 
 namespace shardscope::ui {
 
@@ -36,6 +37,10 @@ class RunLog : public QObject {
   void watchAutotune(const QString& studyName);
   /// The run whose phases the worker keeps delivering (phasesLoaded) for the Timeline; -1: none.
   void watchPhases(qint64 runId);
+  /// The runs whose probe answers the worker keeps delivering (samplesLoaded) for the Samples
+  /// view; empty: none. `objectiveKey` (optional): each run's best step by that metric comes too.
+  void watchSamples(const QList<qint64>& runIds, const QString& objectiveKey = {},
+                    bool minimize = true);
   /// Reads step `step` of run `runId`'s per-unit trace once (unitStepLoaded).
   void loadUnitStep(qint64 runId, qint64 step);
   /// Reads an experiment row once; experimentLoaded() delivers it.
@@ -72,6 +77,7 @@ class RunLog : public QObject {
                         const QString& toml);
   void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
   void unitStepLoaded(const shardscope::ui::UnitStepData& data);
+  void samplesLoaded(const shardscope::ui::SamplesDelta& delta);
   void failed(const QString& message);
   /// A tag or note edit ended: ok, and what to tell the user.
   void edited(bool ok, const QString& message);

@@ -147,6 +147,7 @@ void RunLogWorker::refresh() {
   loadSeries();
   loadOverlay();
   loadPhases();
+  loadSamples();
   queueSweepCurves();
 }
 
