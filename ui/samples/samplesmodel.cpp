@@ -64,6 +64,12 @@ void SamplesModel::apply(const SamplesDelta& delta) {
   bool reset = delta.reset || !m_delivered;
   for (const RunSamples& run : delta.runs) reset = reset || run.reset;
   m_delivered = true;
+  if (delta.reset) {  // everything comes again (a new watch, another run log)
+    m_answers.clear();
+    m_best.clear();
+    m_probes.clear();
+    m_probeRow.clear();
+  }
   for (const RunSamples& run : delta.runs) {
     m_names[run.runId] = run.name;
     m_best[run.runId] = run.bestStep;
