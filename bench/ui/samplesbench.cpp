@@ -46,7 +46,7 @@ ui::SamplesDelta makeDelta(int probes, int columns) {
   for (int c = 0; c < columns; ++c) {
     for (int p = 0; p < probes; ++p) {
       ui::SampleCell s;
-      s.step = 100 * (c + 1);
+      s.step = qint64(100) * (c + 1);
       s.probe = QString::number(p + 1);
       s.prompt = QStringLiteral("Describe picture %1 in one sentence.").arg(p + 1);
       s.text = answers[size_t(p) * size_t(columns) + size_t(c)].join(' ');
@@ -93,7 +93,10 @@ void samplesFigures(int probes, int columns) {
   const ui::SamplesDelta delta = makeDelta(probes, columns);
   ui::RunLog runLog;  // not opened: the delivery is handed to the model as the worker would
   std::vector<double> fill;
-  std::vector<double> downCold, downWarm, acrossCold, acrossWarm;
+  std::vector<double> downCold;
+  std::vector<double> downWarm;
+  std::vector<double> acrossCold;
+  std::vector<double> acrossWarm;
   qint64 layouts = 0;
   for (int r = 0; r < 3; ++r) {
     ui::SamplesPanel panel(runLog);
@@ -113,7 +116,8 @@ void samplesFigures(int probes, int columns) {
   }
   // Peer: the same view and model with Qt's plain delegate (each cell's text, elided, no
   // highlights, no scores), on the same machine in the same process.
-  std::vector<double> plainDown, plainUp, unused;
+  std::vector<double> plainDown;
+  std::vector<double> plainUp;
   {
     ui::SamplesPanel panel(runLog);
     QStyledItemDelegate plain;

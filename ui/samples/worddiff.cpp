@@ -46,7 +46,7 @@ QVector<WordSpan> changedByCount(const QString& before, const QVector<WordSpan>&
 
 QVector<WordSpan> changedWords(const QString& before, const QString& after) {
   const QVector<WordSpan> a = splitWords(before);
-  const QVector<WordSpan> b = splitWords(after);
+  QVector<WordSpan> b = splitWords(after);  // not const: moved out when `before` is empty
   const qsizetype n = a.size();
   const qsizetype m = b.size();
   if (n == 0) return b;

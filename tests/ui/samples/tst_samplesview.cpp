@@ -141,11 +141,11 @@ class TestSamplesView : public QObject {
       backend::EventStream stream;
       qint64 seq = 0;
       for (int s = 0; s < 2; ++s) {
-        rows.push_back({id, 10 * (s + 1), "eval.loss", losses[t][s], 0, 1.7e9});
+        const qint64 step = qint64(10) * (s + 1);
+        rows.push_back({id, step, "eval.loss", losses[t][s], 0, 1.7e9});
         const bool right = QString(texts[t][s]) == "a cat";
         ingest(*m_store, id,
-               lines({sample(10 * (s + 1), {"cat", texts[t][s], right, right ? 1.0 : 0.4})}, seq),
-               stream);
+               lines({sample(step, {"cat", texts[t][s], right, right ? 1.0 : 0.4})}, seq), stream);
       }
       ok(m_store->appendMetrics(rows));
       ok(m_store->setRunStatus(id, spec::RunStatus::complete, {}, losses[t][1]));
