@@ -36,6 +36,7 @@
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
 #include "ui/runs/runtablemodel.h"
+#include "ui/samples/samplespanel.h"
 #include "ui/timeline/timelinepanel.h"
 
 Q_LOGGING_CATEGORY(lcMainWindow, "shardscope.ui.mainwindow")
@@ -57,6 +58,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   m_plots = new PlotsPanel(*m_runLog, this);
   m_compare = new ComparePanel(*m_runLog, this);
   m_timeline = new TimelinePanel(*m_runLog, this);
+  m_samples = new SamplesPanel(*m_runLog, this);
   m_hosts = new HostsPanel(*m_runLog, this);
   m_builder = new BuilderPanel(this);
 
@@ -76,6 +78,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   QDockWidget* timeline =
       addPanel("timeline", tr("Timeline"), m_timeline, Qt::BottomDockWidgetArea);
   tabifyDockWidget(plots, timeline);
+  QDockWidget* samples = addPanel("samples", tr("Samples"), m_samples, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(plots, samples);
   QDockWidget* builder = addPanel("builder", tr("Builder"), m_builder, Qt::BottomDockWidgetArea);
   tabifyDockWidget(plots, builder);
   runs->raise();
@@ -91,6 +95,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   restoreLayout();
 
   connect(m_runs, &RunsPanel::selectionChanged, this, &MainWindow::onSelection);
+  connect(m_compare, &ComparePanel::trialActivated, this, &MainWindow::showTrialSamples);
   connect(m_runs, &RunsPanel::stopRequested, this, &MainWindow::stopRequested);
   connect(m_runs, &RunsPanel::cloneRequested, this, &MainWindow::cloneIntoBuilder);
   connect(m_runs, &RunsPanel::trialRequested, this, &MainWindow::trialRequested);
@@ -151,7 +156,8 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
     if (!ok) statusBar()->showMessage(message);
   });
   for (auto* source : {static_cast<QObject*>(m_plots), static_cast<QObject*>(m_compare),
-                       static_cast<QObject*>(m_timeline), static_cast<QObject*>(m_hosts)}) {
+                       static_cast<QObject*>(m_timeline), static_cast<QObject*>(m_samples),
+                       static_cast<QObject*>(m_hosts)}) {
     connect(source, SIGNAL(loaded()), this, SIGNAL(loadedChanged()));
   }
   connect(m_compare, &ComparePanel::summaryDrawn, this, &MainWindow::loadedChanged);
@@ -161,7 +167,8 @@ MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::panelNames() {
   return {QStringLiteral("builder"), QStringLiteral("runs"),     QStringLiteral("plots"),
-          QStringLiteral("compare"), QStringLiteral("timeline"), QStringLiteral("hosts")};
+          QStringLiteral("compare"), QStringLiteral("timeline"), QStringLiteral("samples"),
+          QStringLiteral("hosts")};
 }
 
 QDockWidget* MainWindow::addPanel(const QString& name, const QString& title, QWidget* widget,
@@ -581,6 +588,12 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
   m_plots->setRuns(ids, runs, m_runs->currentRunId());
   const qint64 focused = m_runs->currentRunId();
   m_timeline->setRun(ids.isEmpty() ? -1 : (ids.contains(focused) ? focused : ids.first()));
+  // Several runs: one column each, at its best evaluation by the shown sweep's objective. The
+  // trials Compare opened stay until the user selects other runs.
+  if (!m_samplesFromCompare || ids != m_lastSelection) {
+    m_samplesFromCompare = false;
+    m_samples->setRuns(ids, m_compare->sweep().objectiveKey, m_compare->minimize());
+  }
   // Compare follows a new selection only: a refresh of the table re-announces the same one, and
   // must not take back a sweep the user picked in Compare's sweep list meanwhile.
   if (ids != m_lastSelection && !runs.isEmpty() && runs.first().record.experimentId) {
@@ -595,6 +608,15 @@ void MainWindow::onSelection(const QList<qint64>& ids) {
     followInBuilder();
   }
   emit loadedChanged();
+}
+
+void MainWindow::showTrialSamples(qint64 runId) {
+  QList<qint64> trials;
+  for (const SweepTrial& trial : m_compare->sweep().trials) trials.append(trial.runId);
+  if (!trials.contains(runId)) return;
+  m_samplesFromCompare = true;
+  m_samples->showTrials(trials, runId, m_compare->sweep().objectiveKey, m_compare->minimize());
+  if (QDockWidget* d = dock(QStringLiteral("samples"))) d->raise();
 }
 
 void MainWindow::selectRunsInCode(const QList<qint64>& ids) {

@@ -25,6 +25,7 @@ class BuilderPanel;
 class ComparePanel;
 class HostsPanel;
 class PlotsPanel;
+class SamplesPanel;
 class TimelinePanel;
 class RunLog;
 class RunsPanel;
@@ -71,6 +72,7 @@ class MainWindow : public QMainWindow {
   RunsPanel* runsPanel() const { return m_runs; }
   PlotsPanel* plotsPanel() const { return m_plots; }
   TimelinePanel* timelinePanel() const { return m_timeline; }
+  SamplesPanel* samplesPanel() const { return m_samples; }
   ComparePanel* comparePanel() const { return m_compare; }
   HostsPanel* hostsPanel() const { return m_hosts; }
   BuilderPanel* builderPanel() const { return m_builder; }
@@ -122,6 +124,9 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void addRecent(const QString& path);
   void onSelection(const QList<qint64>& ids);
+  /// Compare's click on a trial: the Samples view shows the sweep's trials, that one's column
+  /// selected.
+  void showTrialSamples(qint64 runId);
   /// Opens the experiment of the current run in the builder, unless the builder holds unsaved
   /// edits or a file the user opened after the last selection of theirs.
   void followInBuilder();
@@ -154,6 +159,7 @@ class MainWindow : public QMainWindow {
   RunsPanel* m_runs = nullptr;
   PlotsPanel* m_plots = nullptr;
   TimelinePanel* m_timeline = nullptr;
+  SamplesPanel* m_samples = nullptr;
   ComparePanel* m_compare = nullptr;
   HostsPanel* m_hosts = nullptr;
   BuilderPanel* m_builder = nullptr;
@@ -166,12 +172,13 @@ class MainWindow : public QMainWindow {
   bool m_selectLaunched = false;  // a Launch waits for its run to show, to select it
   int m_runCountAtLaunch = 0;
   bool m_selectingInCode = false;
-  qint64 m_lastCurrent = -1;       // current run as last seen by onSelection
-  QList<qint64> m_lastSelection;   // the runs selected as last seen by onSelection
-  bool m_builderChosen = false;    // the user opened a file or template since their last pick
-  bool m_loadingRecorded = false;  // the builder's content is being replaced by followInBuilder
-  qint64 m_builderWanted = -1;     // experiment asked of the run log for the builder, -1: none
-  QJsonObject m_cloneParams;       // trial values to apply once m_builderWanted arrives
+  qint64 m_lastCurrent = -1;          // current run as last seen by onSelection
+  QList<qint64> m_lastSelection;      // the runs selected as last seen by onSelection
+  bool m_samplesFromCompare = false;  // the Samples view shows the trials Compare opened
+  bool m_builderChosen = false;       // the user opened a file or template since their last pick
+  bool m_loadingRecorded = false;     // the builder's content is being replaced by followInBuilder
+  qint64 m_builderWanted = -1;        // experiment asked of the run log for the builder, -1: none
+  QJsonObject m_cloneParams;          // trial values to apply once m_builderWanted arrives
   bool m_cloning = false;
   QList<QAction*> m_sweepActions;    // pause, resume, stop: on the current run's sweep
   QAction* m_adoptAction = nullptr;  // start the shown sweep again when its process died

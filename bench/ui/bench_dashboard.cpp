@@ -16,10 +16,13 @@
 //      the same 8 x 10,000 points, as ratios (--timeline-only: this figure alone).
 //   5. the Timeline's per-unit view of one detailed step, 28 layers x 8 ranks, beside the curve
 //      plot (unitviewbench.h; --unit-view-only: this figure alone).
+//   6. the Samples view filled with --probes x --columns answers, and a page scrolled
+//      (samplesbench.h; --samples-only: this figure alone).
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
 //                   [--replot-only] [--timeline-only] [--unit-view-only]
+//                   [--samples-only [--probes N] [--columns C]]
 //                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). --pg measures figure 1 on SQLite and then on a PostgreSQL run log of the
@@ -54,6 +57,7 @@
 #include "backend/store/runstore.h"
 #include "bench/ui/bigrunlog.h"
 #include "bench/ui/overlaybench.h"
+#include "bench/ui/samplesbench.h"
 #include "bench/ui/spin.h"
 #include "bench/ui/unitviewbench.h"
 #include "ui/compare/comparepanel.h"
@@ -325,13 +329,17 @@ int main(int argc, char** argv) {
   const QCommandLineOption replotOnly("replot-only",
                                       "Only the 1M-point replot figures (raw and smoothed).");
   const QCommandLineOption unitViewOnly("unit-view-only", "Only the per-unit view's figure.");
+  const QCommandLineOption samplesOnly("samples-only", "Only the Samples view's figure.");
+  const QCommandLineOption probesOpt("probes", "Probes (rows) in the Samples view.", "N", "300");
+  const QCommandLineOption columnsOpt("columns", "Evaluations (columns) in the Samples view.", "C",
+                                      "40");
   const QCommandLineOption pgOpt(
       "pg", "First paint on SQLite and on PostgreSQL, side by side (figure 1 only).");
   const QCommandLineOption pgServerOpt(
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
   parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, replotOnly,
-                     unitViewOnly, pgOpt, pgServerOpt});
+                     unitViewOnly, samplesOnly, probesOpt, columnsOpt, pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -362,6 +370,12 @@ int main(int argc, char** argv) {
     bench::unitViewFigures();
     return 0;
   }
+  const int probes = parser.value(probesOpt).toInt();
+  const int columns = parser.value(columnsOpt).toInt();
+  if (parser.isSet(samplesOnly)) {
+    bench::samplesFigures(probes, columns);
+    return 0;
+  }
   if (parser.isSet(replotOnly)) {
     replotFigures();
     return 0;
@@ -378,6 +392,7 @@ int main(int argc, char** argv) {
   }
   bench::overlayFigures(trials, steps);
   bench::unitViewFigures();
+  bench::samplesFigures(probes, columns);
   return 0;
 }
 

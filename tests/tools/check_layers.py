@@ -75,7 +75,8 @@ INNER = {
                        sweep=("launch", "monitor")),
     # The run-log worker; shared widgets; the panels, none of which includes another's files; the
     # main window.
-    "ui": _below("data", "widgets", ("runs", "plots", "compare", "hosts", "builder", "timeline"), ""),
+    "ui": _below("data", "widgets",
+                 ("runs", "plots", "compare", "hosts", "builder", "timeline", "samples"), ""),
 }
 QT_FREE = {"spec", "data", "trainer", "search"}
 TORCH_LAYERS = {"trainer"}

@@ -59,7 +59,8 @@ class TestScreenshot : public QObject {
     const Outcome outcome =
         runShardscope({"--screenshot", out, "--db", dir.filePath("runs.db"), "--size", "1000x700"});
     QVERIFY2(outcome.exitCode == 0, qPrintable(outcome.output));
-    for (const char* name : {"builder", "runs", "plots", "compare", "timeline", "hosts"}) {
+    for (const char* name :
+         {"builder", "runs", "plots", "compare", "timeline", "samples", "hosts"}) {
       const QImage image(QStringLiteral("%1/%2.png").arg(out, name));
       QVERIFY2(!image.isNull(), name);
       QCOMPARE(image.size(), QSize(1000, 700));
@@ -73,7 +74,7 @@ class TestScreenshot : public QObject {
     const QJsonObject index = QJsonDocument::fromJson(indexFile.readAll()).object();
     QCOMPARE(index.value("experiment_id").toInteger(), fixture.experimentId);
     QCOMPARE(index.value("trials").toInt(), 8);
-    QCOMPARE(index.value("panels").toArray().size(), 6);
+    QCOMPARE(index.value("panels").toArray().size(), 7);
     // The three best trials are shown: sweep-4 (scale 0.5) first.
     QVERIFY2(index.value("runs_shown").toString().startsWith("sweep-4"),
              qPrintable(index.value("runs_shown").toString()));

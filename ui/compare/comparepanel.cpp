@@ -146,6 +146,13 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   layout->addWidget(m_stack);
 
   addSaveMenus();
+  // A click (no drag) on a trial's point in the history opens that trial elsewhere (Samples).
+  connect(m_history, &QCustomPlot::mousePress, this,
+          [this](QMouseEvent* event) { m_historyPress = event->pos(); });
+  connect(m_history, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* event) {
+    if ((event->pos() - m_historyPress).manhattanLength() > 3) return;
+    if (const qint64 run = trialAtHistory(event->pos()); run >= 0) emit trialActivated(run);
+  });
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
   connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
   connect(m_views, &compare::StudyViews::overlayRunsChanged, this, &ComparePanel::requestOverlay);
@@ -459,6 +466,24 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
                                .arg(h.objectives.size())
                                .arg(h.best.isEmpty() ? QStringLiteral("—")
                                                      : QString::number(h.best.last(), 'g', 5)));
+}
+
+qint64 ComparePanel::trialAtHistory(const QPoint& at) const {
+  constexpr double kNearPx = 8;
+  qint64 found = -1;
+  double nearest = kNearPx * kNearPx;
+  for (qsizetype i = 0; i < m_sweep.trials.size(); ++i) {
+    const SweepTrial& trial = m_sweep.trials[i];
+    if (!trial.objective) continue;  // not drawn in the history (compare::history)
+    const double dx =
+        m_history->xAxis->coordToPixel(double(trial.trialNumber.value_or(i))) - at.x();
+    const double dy = m_history->yAxis->coordToPixel(*trial.objective) - at.y();
+    if (dx * dx + dy * dy <= nearest) {
+      nearest = dx * dx + dy * dy;
+      found = trial.runId;
+    }
+  }
+  return found;
 }
 
 QVector<double> ComparePanel::bestSoFar() const {

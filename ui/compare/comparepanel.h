@@ -95,12 +95,17 @@ class ComparePanel : public QWidget {
   /// The study of the shown sweep as last read (studyId -1: the sweep is not a study), with the
   /// overlay's loss curves.
   const compare::StudyInfo& study() const { return m_study; }
+  /// The trial (its run id) whose point in the optimisation history is within a few pixels of
+  /// `at` (the history plot's coordinates); -1: none.
+  qint64 trialAtHistory(const QPoint& at) const;
 
  signals:
   /// isLoaded() became true.
   void loaded();
   /// The summaries of a sweep were drawn (isSummaryDrawn() became true).
   void summaryDrawn();
+  /// A click on a trial's point in the optimisation history: that trial (its run id).
+  void trialActivated(qint64 runId);
 
  private:
   void onSweep(const SweepData& sweep);
@@ -122,6 +127,7 @@ class ComparePanel : public QWidget {
 
   RunLog& m_runLog;
   SweepData m_sweep;
+  QPoint m_historyPress;  // where the last press on the history began (a click, not a drag)
   QComboBox* m_experiment = nullptr;
   QComboBox* m_direction = nullptr;
   QComboBox* m_sliceParam = nullptr;

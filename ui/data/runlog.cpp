@@ -20,6 +20,7 @@ RunLog::RunLog(int pollMs, QObject* parent)
   qRegisterMetaType<AutotuneData>();
   qRegisterMetaType<PhasesDelta>();
   qRegisterMetaType<UnitStepData>();
+  qRegisterMetaType<SamplesDelta>();
   m_thread.setObjectName(QStringLiteral("runlog-reader"));
   m_worker->moveToThread(&m_thread);
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
@@ -79,6 +80,12 @@ void RunLog::loadUnitStep(qint64 runId, qint64 step) {
 
 void RunLog::watchPhases(qint64 runId) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, runId] { w->watchPhases(runId); });
+}
+
+void RunLog::watchSamples(const QList<qint64>& runIds, const QString& objectiveKey, bool minimize) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, runIds, objectiveKey, minimize] {
+    w->watchSamples(runIds, objectiveKey, minimize);
+  });
 }
 
 void RunLog::loadExperiment(qint64 experimentId) {

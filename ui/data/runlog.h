@@ -9,6 +9,7 @@
 #include "ui/data/phasesdata.h"
 #include "ui/data/runlogsignals.h"
 #include "ui/data/runlogtypes.h"
+#include "ui/data/samplesdata.h"
 
 namespace shardscope::ui {
 
@@ -37,6 +38,10 @@ class RunLog : public RunLogSignals {
   void watchAutotune(const QString& studyName);
   /// The run whose phases the worker keeps delivering (phasesLoaded) for the Timeline; -1: none.
   void watchPhases(qint64 runId);
+  /// The runs whose probe answers the worker keeps delivering (samplesLoaded) for the Samples
+  /// view; empty: none. `objectiveKey` (optional): each run's best step by that metric comes too.
+  void watchSamples(const QList<qint64>& runIds, const QString& objectiveKey = {},
+                    bool minimize = true);
   /// Reads step `step` of run `runId`'s per-unit trace once (unitStepLoaded).
   void loadUnitStep(qint64 runId, qint64 step);
   /// Reads an experiment row once; experimentLoaded() delivers it.

@@ -11,6 +11,7 @@
 
 #include "ui/data/phasesdata.h"
 #include "ui/data/runlogtypes.h"
+#include "ui/data/samplesdata.h"
 
 namespace shardscope::ui {
 
@@ -41,6 +42,8 @@ class RunLogSignals : public QObject {
   /// New phases of the watched run and the straggler verdict over all of them.
   void phasesLoaded(const shardscope::ui::PhasesDelta& delta);
   void unitStepLoaded(const shardscope::ui::UnitStepData& data);
+  /// New probe answers of the watched runs.
+  void samplesLoaded(const shardscope::ui::SamplesDelta& delta);
   void failed(const QString& message);
   /// A tag or note edit ended: ok, and what to tell the user.
   void edited(bool ok, const QString& message);

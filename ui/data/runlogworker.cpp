@@ -76,6 +76,13 @@ void RunLogWorker::open(const QString& path) {
     return;
   }
   m_reader.emplace(std::move(*reader));
+  // Another run log: the watched runs' answers are read again from its rows (same ids, other
+  // runs), and their images from its run directories.
+  m_sampleAfter.clear();
+  m_sampleAttempt.clear();
+  m_sampleBest.clear();
+  m_thumbnailsSent.clear();
+  m_samplesReset = true;
   if (m_pollTimer == nullptr) {
     // Created here, in the worker's thread, so its timeouts run here too.
     m_pollTimer = new QTimer(this);
@@ -147,6 +154,7 @@ void RunLogWorker::refresh() {
   loadSeries();
   loadOverlay();
   loadPhases();
+  loadSamples();
   queueSweepCurves();
 }
 

@@ -25,6 +25,7 @@
 #include "ui/data/phasesdata.h"
 #include "ui/data/runlogsignals.h"
 #include "ui/data/runlogtypes.h"
+#include "ui/data/samplesdata.h"
 #include "ui/data/sweepsource.h"
 
 namespace shardscope::ui {
@@ -58,6 +59,10 @@ class RunLogWorker : public RunLogSignals {
   /// The run whose `phases` the worker keeps delivering (phasesLoaded; runlogphases.cpp); -1:
   /// none. A new watch delivers everything stored (reset), then only what is new.
   void watchPhases(qint64 runId);
+  /// The runs whose probe answers (`sample` events) the worker keeps delivering (samplesLoaded;
+  /// runlogsamples.cpp); empty: none. A new watch delivers everything stored (reset), then only
+  /// what is new. With `objectiveKey` (a metric, "eval.loss"), each run's best step by it too.
+  void watchSamples(const QList<qint64>& runIds, const QString& objectiveKey, bool minimize);
   /// Reads step `step` of run `runId`'s per-unit trace (its run directory's trace/) once.
   void loadUnitStep(qint64 runId, qint64 step);
   /// Reads one experiment row once (experimentLoaded; failed when it cannot be read).
@@ -95,6 +100,9 @@ class RunLogWorker : public RunLogSignals {
   void loadHosts();
   void loadAutotune();
   void loadPhases();
+  void loadSamples();
+  /// The step of run `runId`'s best m_sampleObjective value (rank 0); nullopt without one.
+  std::optional<qint64> bestSampleStep(qint64 runId);
   /// A digest of what a sweepLoaded shows: the trials' ids, statuses, objectives and the study.
   static quint64 sweepPrint(const SweepData& sweep);
   void report(const Error& error);
@@ -163,6 +171,16 @@ class RunLogWorker : public RunLogSignals {
   qint64 m_phasesRun = -1;
   backend::RankPhases m_phases;
   bool m_phasesReset = false;
+  // The Samples view's runs: per run the last event row read (rank 0) and the attempt its
+  // answers are of, the best step last sent; thumbnails already sent (by path).
+  QList<qint64> m_sampleRuns;
+  QString m_sampleObjective;
+  bool m_sampleMinimize = true;
+  QHash<qint64, qint64> m_sampleAfter;
+  QHash<qint64, int> m_sampleAttempt;
+  QHash<qint64, std::optional<qint64>> m_sampleBest;
+  QSet<QString> m_thumbnailsSent;
+  bool m_samplesReset = false;
 };
 
 }  // namespace shardscope::ui

@@ -1,0 +1,143 @@
+#include "ui/samples/samplespanel.h"
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "ui/data/runlog.h"
+#include "ui/samples/samplesdelegate.h"
+#include "ui/samples/samplesmodel.h"
+
+namespace shardscope::ui {
+
+SamplesPanel::SamplesPanel(RunLog& runLog, QWidget* parent)
+    : QWidget(parent),
+      m_runLog(runLog),
+      m_model(new SamplesModel(this)),
+      m_filter(new SamplesFilter(this)),
+      m_delegate(new SamplesDelegate(this)),
+      m_view(new QTableView(this)) {
+  m_filter->setSourceModel(m_model);
+  m_view->setObjectName(QStringLiteral("samplesView"));
+  m_view->setModel(m_filter);
+  m_view->setItemDelegate(m_delegate);
+  m_view->setWordWrap(false);
+  m_view->setSelectionMode(QAbstractItemView::ContiguousSelection);
+  m_view->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
+  m_view->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
+  // Fixed sizes: a view of hundreds of rows and dozens of columns never measures its cells.
+  m_view->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  m_view->verticalHeader()->setDefaultSectionSize(m_delegate->rowHeight(m_view->font()));
+  m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  m_view->horizontalHeader()->setDefaultSectionSize(260);
+  m_view->horizontalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+
+  m_summary = new QLabel(tr("Select a run to see what it answers to its probes."), this);
+  m_summary->setObjectName(QStringLiteral("samplesSummary"));
+  m_summary->setWordWrap(true);
+  m_changed = new QCheckBox(tr("Changed"), this);
+  m_changed->setToolTip(tr("Only probes whose answer differs from the column to its left"));
+  m_wrong = new QCheckBox(tr("Wrong"), this);
+  m_wrong->setToolTip(tr("Only probes answered wrong (exact match 0 against the reference)"));
+  auto* legend = new QLabel(
+      tr("<span style=\"background:%1\">&nbsp;changed&nbsp;</span>&nbsp; "
+         "<span style=\"color:%2; text-decoration:underline\">not in the reference</span>")
+          .arg(SamplesModel::changedFormat().background().color().name(),
+               SamplesModel::wrongFormat().foreground().color().name()),
+      this);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(m_changed);
+  bar->addWidget(m_wrong);
+  bar->addWidget(legend, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(m_summary);
+  layout->addLayout(bar);
+  layout->addWidget(m_view, 1);
+
+  connect(m_changed, &QCheckBox::toggled, this, [this](bool on) {
+    m_filter->setChangedOnly(on);
+    updateSummary();
+  });
+  connect(m_wrong, &QCheckBox::toggled, this, [this](bool on) {
+    m_filter->setWrongOnly(on);
+    updateSummary();
+  });
+  connect(&m_runLog, &RunLog::samplesLoaded, this, &SamplesPanel::onSamples);
+}
+
+void SamplesPanel::setRuns(const QList<qint64>& runIds, const QString& objectiveKey,
+                           bool minimize) {
+  const bool trials = runIds.size() > 1;
+  watch(runIds, trials, trials ? objectiveKey : QString(), minimize);
+}
+
+void SamplesPanel::showTrials(const QList<qint64>& runIds, qint64 focusRunId,
+                              const QString& objectiveKey, bool minimize) {
+  m_focusRun = focusRunId;
+  watch(runIds, true, objectiveKey, minimize);
+  focusPending();
+}
+
+void SamplesPanel::watch(const QList<qint64>& runIds, bool trials, const QString& objectiveKey,
+                         bool minimize) {
+  if (runIds == m_model->runs() && trials == m_model->trialsMode() && objectiveKey == m_objective &&
+      minimize == m_minimize)
+    return;
+  m_objective = objectiveKey;
+  m_minimize = minimize;
+  m_loaded = false;
+  m_model->setRuns(runIds, trials);
+  updateSummary();
+  m_runLog.watchSamples(runIds, trials ? objectiveKey : QString(), minimize);
+}
+
+void SamplesPanel::onSamples(const SamplesDelta& delta) {
+  if (delta.runIds != m_model->runs()) return;  // an earlier selection's read
+  m_model->apply(delta);
+  m_loaded = true;
+  updateSummary();
+  focusPending();
+  emit loaded();
+}
+
+void SamplesPanel::focusPending() {
+  if (m_focusRun < 0) return;
+  const int column = m_model->columnOf(m_focusRun);
+  if (column < 0 || m_model->rowCount() == 0) return;
+  m_focusRun = -1;
+  const QModelIndex at = m_filter->index(0, column);
+  m_view->selectColumn(column);
+  m_view->scrollTo(at, QAbstractItemView::PositionAtCenter);
+  m_view->setCurrentIndex(at);
+}
+
+void SamplesPanel::updateSummary() {
+  if (m_model->runs().isEmpty()) {
+    m_summary->setText(tr("Select a run to see what it answers to its probes."));
+    return;
+  }
+  if (!m_loaded) {
+    m_summary->setText(tr("Reading the answers..."));
+    return;
+  }
+  const int probes = m_model->probeCount();
+  if (probes == 0) {
+    m_summary->setText(
+        tr("No probe answers in %n run(s) yet. Set eval.probes to a JSON Lines file of chat "
+           "samples (docs/config.md): each evaluation then records what the model answers.",
+           nullptr, int(m_model->runs().size())));
+    return;
+  }
+  const int columns = m_model->columnCount() - 1;
+  const QString across = m_model->trialsMode() ? tr("%n trial(s)", nullptr, columns)
+                                               : tr("%n evaluation(s)", nullptr, columns);
+  m_summary->setText(tr("%1 of %n probe(s) shown, across %2", nullptr, probes)
+                         .arg(m_filter->rowCount())
+                         .arg(across));
+}
+
+}  // namespace shardscope::ui
