@@ -3,5 +3,6 @@ target_sources(shardscope_ui PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/runlogtypes.h
   ${CMAKE_CURRENT_LIST_DIR}/runlog.cpp ${CMAKE_CURRENT_LIST_DIR}/runlog.h
   ${CMAKE_CURRENT_LIST_DIR}/runlogworker.cpp ${CMAKE_CURRENT_LIST_DIR}/runlogworker.h
+  ${CMAKE_CURRENT_LIST_DIR}/runfiles.cpp ${CMAKE_CURRENT_LIST_DIR}/runfiles.h
   ${CMAKE_CURRENT_LIST_DIR}/runlogphases.cpp ${CMAKE_CURRENT_LIST_DIR}/phasesdata.h
   ${CMAKE_CURRENT_LIST_DIR}/sweepsource.cpp ${CMAKE_CURRENT_LIST_DIR}/sweepsource.h)
