@@ -3,17 +3,20 @@
 // status bar's total come from the background measurement; one run is deleted through the table's
 // context menu (its confirmation names the bytes, and is accepted by clicking its Delete button):
 // its folder is gone, its row leaves the table and its rows the run log, the other run is whole;
-// then the other is archived (hidden) and "Show archived" lists it again.
+// then the other is archived (hidden) and "Show archived" lists it again; and a sweep's trials keep
+// only the best one's checkpoints through "Keep the best N checkpoints".
 #include <QApplication>
 #include <QCheckBox>
 #include <QContextMenuEvent>
 #include <QDir>
 #include <QFile>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -159,6 +162,40 @@ class TestRunFiles : public QObject {
     runs->unarchiveAction()->trigger();
     runs->showArchived()->click();
     QTRY_COMPARE_WITH_TIMEOUT(visibleNames(runs), QStringList{"b"}, kWaitMs);
+  }
+
+  // A sweep of three trials (minimize; 0.3, 0.1, 0.2): Keep the best N checkpoints with N = 1
+  // from the current trial's context actions keeps sw-1's checkpoints and removes the others'.
+  void keepTheBestCheckpointsOfASweep() {
+    RunsPanel* runs = m_window->runsPanel();
+    const qint64 study = testing::waitOk(
+        m_store->createStudy({"sw", std::nullopt, "", {"loss"}, {"minimize"}, "tpe", 1, {}}));
+    QList<qint64> ids;
+    const double objectives[] = {0.3, 0.1, 0.2};
+    for (int i = 0; i < 3; ++i) {
+      const QString name = QStringLiteral("sw-%1").arg(i);
+      const auto trial = testing::waitOk(
+          m_store->createTrialRun({study, std::nullopt, name, runDir(name), {}, 1}));
+      QVERIFY(writeBytes(runDir(name) + "/ckpt/step-000004/rank-0.safetensors", 5000));
+      testing::waitOk(
+          m_store->finishTrial(trial.runId, spec::RunStatus::complete, {objectives[i]}));
+      ids << trial.runId;
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(runs->model()->rowOf(ids.last()) >= 0, kWaitMs);
+    runs->selectRuns({ids[0]});
+    QVERIFY(runs->keepBestAction()->isEnabled());
+    runs->keepBestAction()->trigger();
+    auto* dialog = runs->findChild<QInputDialog*>("keepBestDialog");
+    QVERIFY(dialog != nullptr);
+    QVERIFY(QTest::qWaitForWindowExposed(dialog));
+    dialog->setIntValue(1);
+    dialog->accept();
+    QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(runDir("sw-0") + "/ckpt"), kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(runDir("sw-2") + "/ckpt"), kWaitMs);
+    QVERIFY(QFileInfo::exists(runDir("sw-1") + "/ckpt/step-000004/rank-0.safetensors"));
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->statusBar()->currentMessage().contains(
+                                 "sw: kept the checkpoints of the best 1, freed 9.8 KiB"),
+                             kWaitMs);
   }
 
   void cleanupTestCase() { m_window.reset(); }
