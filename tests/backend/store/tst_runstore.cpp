@@ -99,6 +99,7 @@ class TestRunStore : public QObject {
   void schemaEightRecordsHostAndBoot();
   void schemaNineAddsTagsAndNotesKeepingRows();
   void schemaTenArchivesAndDeletesRuns();
+  void schemaTenAssetOpensWithItsArchivedRun();
   void tagsAndNotesOfRunsAndStudies();
   void badTagsAndNotesAreRefusedWhole();
   void studies();
@@ -914,6 +915,35 @@ void TestRunStore::schemaTenArchivesAndDeletesRuns() {
   QCOMPARE(*reader->tags(TagOwner::run, *keep), QStringList{"best"});
   QVERIFY(reader->lease(*keep)->has_value());
   QVERIFY(!(*store)->deleteRun(*gone).get());  // already gone
+}
+
+// The asset written by schema 10 (store_crash_writer --make-asset 10, see assets/README.md) opens
+// through every later version with its archived run still archived, and a delete of that run
+// takes its rows (its log line, params) and leaves demo-1's metrics and tag.
+void TestRunStore::schemaTenAssetOpensWithItsArchivedRun() {
+  if (onPostgres()) QSKIP("the asset is a SQLite file (schemaTenArchivesAndDeletesRuns runs here)");
+  const QString asset =
+      shardscope::testing::sourceDir() + "/tests/backend/store/assets/runs-v10.db";
+  const QString path = m_dir.filePath("v10-asset.db");
+  QVERIFY(QFile::copy(asset, path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto archived = reader->runByName("demo-2");
+  VERIFY_OK(archived);
+  QCOMPARE((*archived)->archivedAt.value_or(0), 1760000300.0);
+  auto kept = reader->runByName("demo-1");
+  VERIFY_OK(kept);
+  QVERIFY(!(*kept)->archivedAt.has_value());
+  VERIFY_OK((*store)->deleteRun((*archived)->id).get());
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM log_lines WHERE run_id = 2"), 0);
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM params WHERE run_id = 2"), 0);
+  QCOMPARE(*reader->metricCount((*kept)->id), 3);
+  QCOMPARE(*reader->tags(TagOwner::run, (*kept)->id), QStringList{"best"});
+  QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
 }
 
 // Tags added, removed and listed for runs and studies; colours by default from the palette and
