@@ -90,6 +90,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   buildMenus();
   m_runCountLabel = new QLabel(tr("No run log opened yet"), this);
   m_runCountLabel->setObjectName(QStringLiteral("runCount"));
+  statusBar()->addPermanentWidget(m_runs->diskTotal());
   statusBar()->addPermanentWidget(m_runCountLabel);
   resize(1400, 900);
   restoreLayout();

@@ -80,6 +80,7 @@ QJsonObject runToJson(const RunRecord& run) {
   o["created_at"] = run.createdAt;
   o["started_at"] = optionalNumber(run.startedAt);
   o["ended_at"] = optionalNumber(run.endedAt);
+  o["archived_at"] = optionalNumber(run.archivedAt);
   return o;
 }
 

@@ -1,10 +1,12 @@
-// `ls` (every run, newest first) and `show RUN` (one run, with its last metrics).
+// `ls` (every run but the archived ones, newest first; --all: those too) and `show RUN` (one run,
+// with its last metrics).
 #include <QJsonArray>
 #include <QJsonDocument>
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/launching.h"
@@ -14,10 +16,11 @@ namespace {
 
 std::string statusName(spec::RunStatus s) { return std::string(spec::to_string(s)); }
 
-void lsVerb(const Globals& g) {
+void lsVerb(const Globals& g, bool all) {
   auto reader = openReader(g);
-  const auto runs = orExit(reader.listRuns());
+  auto runs = orExit(reader.listRuns());
   adoptOrphans(g, reader, runs);
+  if (!all) std::erase_if(runs, [](const auto& r) { return r.archivedAt.has_value(); });
   if (g.json) {
     QJsonArray array;
     for (const auto& r : runs) array.append(runToJson(r));
@@ -27,8 +30,9 @@ void lsVerb(const Globals& g) {
   std::printf("%-6s %-28s %-10s %-12s %s\n", "ID", "NAME", "STATUS", "OBJECTIVE", "RUN DIR");
   for (const auto& r : runs) {
     const std::string objective = r.objective ? std::to_string(*r.objective) : "-";
+    const QString name = r.archivedAt ? r.name + " (archived)" : r.name;
     std::printf("%-6lld %-28s %-10s %-12s %s\n", static_cast<long long>(r.id),
-                r.name.toStdString().c_str(), statusName(r.status).c_str(), objective.c_str(),
+                name.toStdString().c_str(), statusName(r.status).c_str(), objective.c_str(),
                 r.runDir.toStdString().c_str());
   }
 }
@@ -87,9 +91,10 @@ void showVerb(const Globals& g, const std::string& runArg) {
 }  // namespace
 
 void addLsVerb(CLI::App& app, Globals& g) {
-  app.add_subcommand("ls", "List the runs in the run log, newest first")->callback([&g] {
-    lsVerb(g);
-  });
+  auto all = std::make_shared<bool>(false);
+  CLI::App* ls = app.add_subcommand("ls", "List the runs in the run log, newest first");
+  ls->add_flag("--all", *all, "Archived runs too (shardscope-cli archive)");
+  ls->callback([&g, all] { lsVerb(g, *all); });
 }
 
 void addShowVerb(CLI::App& app, Globals& g) {

@@ -24,6 +24,7 @@ void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
 void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
 void addTagNoteVerbs(CLI::App& app, Globals& g);   // app/cli/cmd_tag_note.cpp
 void addSamplesVerb(CLI::App& app, Globals& g);    // app/cli/cmd_samples.cpp
+void addCleanVerbs(CLI::App& app, Globals& g);     // app/cli/cmd_clean.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   addWhyVerb(app, g);
   addTagNoteVerbs(app, g);
   addSamplesVerb(app, g);
+  addCleanVerbs(app, g);
 
   try {
     app.parse(argc, argv);

@@ -116,7 +116,7 @@ QJsonObject jsonObject(const Statement& stmt, int column) {
 constexpr const char* kRunColumns =
     "SELECT id, experiment_id, name, status, run_dir, location, params, objective, error, "
     "created_at, started_at, ended_at, world_size, study_id, trial_number, objective_values, "
-    "attempt, request, host, boot_id FROM runs ";
+    "attempt, request, host, boot_id, archived_at FROM runs ";
 
 // A JSON array of numbers as doubles (null: NaN); nullopt for SQL NULL.
 std::optional<std::vector<double>> numberArray(const Statement& stmt, int column) {
@@ -168,6 +168,7 @@ RunRecord runFromRow(const Statement& stmt) {
   run.request = parseTrialRequest(text(stmt, 17)).value_or(TrialRequest::none);
   run.host = text(stmt, 18);
   run.bootId = text(stmt, 19);
+  run.archivedAt = optionalReal(stmt, 20);
   return run;
 }
 

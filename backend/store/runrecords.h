@@ -131,6 +131,9 @@ struct RunRecord {
   /// stamped by RunStore::setRunLocation (schema v8; "" for runs recorded before).
   QString host;
   QString bootId;
+  /// When the run was archived (unix seconds; schema v10): hidden from the default listings,
+  /// its files and rows kept. nullopt while it is not.
+  std::optional<double> archivedAt;
 };
 
 /// What a new trial run needs: a queued run of a study (schema v3).

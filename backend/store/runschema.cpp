@@ -282,6 +282,12 @@ ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT '';
 ALTER TABLE studies ADD COLUMN note TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 10 (disk and clean-up): a run can be archived, hidden from the default listings but
+// kept with its files and rows; archived_at is when (unix seconds), NULL while it is not.
+constexpr std::string_view kVersion10 = R"sql(
+ALTER TABLE runs ADD COLUMN archived_at REAL;
+)sql";
+
 // ------------------------------------------------------------------------------- PostgreSQL
 // The same versions on a PostgreSQL server. Integers are BIGINT, times DOUBLE PRECISION, ids
 // identity columns; JSON columns stay TEXT (queries cast to jsonb where they look inside).
@@ -487,13 +493,17 @@ ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT '';
 ALTER TABLE studies ADD COLUMN note TEXT NOT NULL DEFAULT '';
 )sql";
 
+constexpr std::string_view kPgVersion10 = R"sql(
+ALTER TABLE runs ADD COLUMN archived_at DOUBLE PRECISION;
+)sql";
+
 // kSteps[i] takes a database from version i to i + 1.
 constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {
     kVersion1, kVersion2, kVersion3, kVersion4, kVersion5,
-    kVersion6, kVersion7, kVersion8, kVersion9};
+    kVersion6, kVersion7, kVersion8, kVersion9, kVersion10};
 constexpr std::array<std::string_view, kRunSchemaVersion> kPgSteps = {
     kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4, kPgVersion5,
-    kPgVersion6, kPgVersion7, kPgVersion8, kPgVersion9};
+    kPgVersion6, kPgVersion7, kPgVersion8, kPgVersion9, kPgVersion10};
 
 std::string_view stepSql(const Db& db, int from) {
   const auto i = static_cast<std::size_t>(from);

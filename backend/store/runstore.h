@@ -177,6 +177,15 @@ class RunStore : public QObject {
   /// run log or the note is longer than kNoteMaxBytes.
   Pending<void> setNote(TagOwner owner, qint64 id, const QString& note);
 
+  // Clean-up (schema v10; runstore_cleanup.cpp). Both announce runsChanged.
+  /// Archives run `runId` (stamps archived_at: hidden from the default listings, kept with its
+  /// files and rows), or with `archived` false brings it back. Fails when it is not in the run log.
+  Pending<void> setArchived(qint64 runId, bool archived);
+  /// Deletes run `runId`'s rows: the run and, through the schema's cascades and trigger, its
+  /// params, metrics, events, log lines, anomalies, lease, offsets and tag links. Its files are
+  /// the caller's (backend/lifecycle/runcleanup.h). Refuses a running run, naming the fix.
+  Pending<void> deleteRun(qint64 runId);
+
   /// Waits until every write queued before the call is committed.
   void flush();
 

@@ -1,5 +1,6 @@
 #include "ui/runs/runspanel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -49,6 +50,7 @@ class RunFilterProxy : public QSortFilterProxyModel {
  public:
   using QSortFilterProxyModel::QSortFilterProxyModel;
   QString status;  // "" = every status
+  bool showArchived = false;
   backend::RunQuery query;
 
  protected:
@@ -56,6 +58,7 @@ class RunFilterProxy : public QSortFilterProxyModel {
     const auto* model = static_cast<const RunTableModel*>(sourceModel());
     const RunSummary* run = parent.isValid() ? nullptr : model->runAt(row);
     if (run == nullptr) return false;
+    if (!showArchived && run->record.archivedAt) return false;
     if (!status.isEmpty() &&
         QString::fromLatin1(spec::to_string(run->record.status).data()) != status)
       return false;
@@ -124,6 +127,12 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   bar->addAction(m_prune);
   bar->addAction(m_resume);
   bar->addAction(m_clone);
+  setupFileActions();
+  bar->addWidget(m_showArchived);
+  connect(m_showArchived, &QCheckBox::toggled, this, [this](bool on) {
+    static_cast<RunFilterProxy*>(m_proxy)->showArchived = on;
+    m_proxy->invalidate();
+  });
 
   m_view->setModel(m_proxy);
   m_view->setItemDelegateForColumn(RunTableModel::TagsCol, new TagsDelegate(m_view));
@@ -133,6 +142,8 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     menu.addActions({m_editTags, m_editNote});
     menu.addSeparator();
     menu.addActions({m_stop, m_prune, m_resume, m_clone});
+    menu.addSeparator();
+    menu.addActions({m_archive, m_unarchive, m_keepBest, m_delete});
     menu.exec(m_view->viewport()->mapToGlobal(at));
   });
   m_view->setSortingEnabled(true);
@@ -307,6 +318,7 @@ void RunsPanel::onRunsLoaded(const QVector<RunSummary>& runs) {
   QList<qint64> keep = m_selected;
   if (keep.removeOne(m_current)) keep.prepend(m_current);  // the current run stays current
   m_model->setRuns(runs);
+  measureChanged(runs);
   selectRuns(keep);
   m_restoring = false;
   updateActions();
@@ -394,6 +406,7 @@ void RunsPanel::updateActions() {
   m_clone->setEnabled(ids.size() == 1);
   m_editTags->setEnabled(!ids.isEmpty());
   m_editNote->setEnabled(!ids.isEmpty());
+  updateFileActions(ids);
 }
 
 }  // namespace shardscope::ui

@@ -4,16 +4,22 @@
 // selection drives the plots, and the actions ask for a stop or a clone-and-edit by signals: the
 // app wires them to the backend and the builder. Tags and notes are edited here (a context menu
 // on the table, several runs at once for tags) and written through the RunLog's worker; the
-// current run's note is shown rendered (Markdown) below the table.
+// current run's note is shown rendered (Markdown) below the table. Disk use is measured in the
+// background (RunFiles) into the Disk column and a total; Delete (after a confirmation naming the
+// bytes), Archive and "Keep the best N checkpoints" of a sweep are in the context menu
+// (runspanel_files.cpp).
 #pragma once
 
 #include <QAction>
+#include <QHash>
 #include <QPointer>
 #include <QWidget>
 
 #include "ui/data/runlogtypes.h"
 
+class QCheckBox;
 class QComboBox;
+class QMessageBox;
 class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
@@ -23,6 +29,7 @@ class QTextBrowser;
 namespace shardscope::ui {
 
 class NoteDialog;
+class RunFiles;
 class RunLog;
 class RunTableModel;
 class TagEditDialog;
@@ -51,6 +58,21 @@ class RunsPanel : public QWidget {
   /// The editor the last editTagsAction / editNoteAction opened, while it is open.
   TagEditDialog* tagDialog() const;
   NoteDialog* noteDialog() const;
+  /// Deletes the selected runs (folders and rows) after deleteDialog() is confirmed; disabled
+  /// while any of them runs.
+  QAction* deleteAction() const { return m_delete; }
+  /// Archives the selected runs (hidden unless showArchived()), or brings archived ones back.
+  QAction* archiveAction() const { return m_archive; }
+  QAction* unarchiveAction() const { return m_unarchive; }
+  /// Asks for N, then keeps the checkpoints of the best N trials of the current run's sweep.
+  QAction* keepBestAction() const { return m_keepBest; }
+  /// "Show archived": archived runs are listed too.
+  QCheckBox* showArchived() const { return m_showArchived; }
+  /// The confirmation deleteAction opened, while it is open (its text names the bytes).
+  QMessageBox* deleteDialog() const;
+  /// For the status bar: the disk use of every run listed.
+  QLabel* diskTotal() const { return m_diskTotal; }
+  RunFiles* files() const { return m_files; }
   /// Beside the filter box: what is wrong with the query (hidden while it parses).
   QLabel* queryError() const { return m_queryError; }
   /// The current run's note, rendered (hidden when it has none).
@@ -91,6 +113,13 @@ class RunsPanel : public QWidget {
   void openNoteEditor();
   void showNote();
   void updateActions();
+  // runspanel_files.cpp
+  void setupFileActions();
+  void measureChanged(const QVector<RunSummary>& runs);
+  void onMeasured(qint64 runId, qint64 bytes, qint64 checkpointBytes, const QString& error);
+  void confirmDelete();
+  void askKeepBest();
+  void updateFileActions(const QList<qint64>& ids);
   /// Stopped, failed or oom, outside a sweep: what Resume acts on.
   static bool resumable(const RunSummary& run);
 
@@ -106,6 +135,15 @@ class RunsPanel : public QWidget {
   QAction* m_resume = nullptr;
   QAction* m_editTags = nullptr;
   QAction* m_editNote = nullptr;
+  QAction* m_delete = nullptr;
+  QAction* m_archive = nullptr;
+  QAction* m_unarchive = nullptr;
+  QAction* m_keepBest = nullptr;
+  QCheckBox* m_showArchived = nullptr;
+  QLabel* m_diskTotal = nullptr;
+  RunFiles* m_files = nullptr;
+  QPointer<QMessageBox> m_deleteDialog;
+  QHash<qint64, QString> m_measuredAs;  // run id -> what it was measured as (status, folder)
   QLabel* m_queryError = nullptr;
   QAction* m_queryErrorAction = nullptr;  // the toolbar's slot of m_queryError
   QTextBrowser* m_noteView = nullptr;

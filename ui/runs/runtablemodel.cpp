@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/lifecycle/runcleanup.h"
+
 namespace shardscope::ui {
 
 RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -143,6 +145,13 @@ QVariant RunTableModel::display(const RunSummary& run, int column) const {
       return run.host;
     case StepCol:
       return run.lastStep >= 0 ? QString::number(run.lastStep) : QString();
+    case DiskCol: {
+      const auto it = m_disk.constFind(r.id);
+      if (it == m_disk.constEnd()) return QString();
+      QString text = backend::humanBytes(it->bytes);
+      if (it->checkpoints > 0) text += tr(" (ckpt %1)").arg(backend::humanBytes(it->checkpoints));
+      return text;
+    }
     default:
       return {};
   }
@@ -159,6 +168,8 @@ QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {
       return r.startedAt ? r.endedAt.value_or(m_now) - *r.startedAt : -1.0;
     case StepCol:
       return run.lastStep;
+    case DiskCol:
+      return diskBytes(r.id);
     default:
       return display(run, column);
   }
@@ -183,6 +194,8 @@ bool RunTableModel::lessThan(int left, int right, int column) const {
       return QString::compare(a->host, b->host) < 0;
     case StepCol:
       return a->lastStep < b->lastStep;
+    case DiskCol:
+      return diskBytes(x.id) < diskBytes(y.id);
     default:
       return QString::compare(display(*a, column).toString(), display(*b, column).toString()) < 0;
   }
@@ -207,10 +220,14 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       if (!run->record.error.isEmpty()) return run->record.error;
       if (index.column() == NameCol && !run->note.isEmpty()) return run->note;
+      if (index.column() == DiskCol && m_disk.contains(run->record.id)) {
+        const Disk d = m_disk.value(run->record.id);
+        return tr("%1 bytes, of which %2 in checkpoints (ckpt/)").arg(d.bytes).arg(d.checkpoints);
+      }
       return index.column() == ParamsCol ? paramsSummary(run->record.params) : QVariant();
     case Qt::TextAlignmentRole:
       if (index.column() == ObjectiveCol || index.column() == StepCol ||
-          index.column() == DurationCol) {
+          index.column() == DurationCol || index.column() == DiskCol) {
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
       }
       return {};
@@ -219,10 +236,28 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   }
 }
 
+void RunTableModel::setDiskUse(qint64 runId, qint64 bytes, qint64 checkpointBytes) {
+  m_disk.insert(runId, {bytes, checkpointBytes});
+  const int row = rowOf(runId);
+  if (row >= 0) emit dataChanged(index(row, DiskCol), index(row, DiskCol));
+}
+
+qint64 RunTableModel::diskBytes(qint64 runId) const {
+  const auto it = m_disk.constFind(runId);
+  return it == m_disk.constEnd() ? -1 : it->bytes;
+}
+
+qint64 RunTableModel::totalDiskBytes() const {
+  qint64 total = 0;
+  for (const auto& run : m_runs) total += std::max<qint64>(diskBytes(run.record.id), 0);
+  return total;
+}
+
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const QStringList names = {tr("Status"),    tr("Name"),     tr("Tags"), tr("Parameters"),
-                                    tr("Objective"), tr("Duration"), tr("Host"), tr("Step")};
+  static const QStringList names = {tr("Status"),     tr("Name"),      tr("Tags"),
+                                    tr("Parameters"), tr("Objective"), tr("Duration"),
+                                    tr("Host"),       tr("Step"),      tr("Disk")};
   return names.value(section);
 }
 

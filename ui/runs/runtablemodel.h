@@ -1,6 +1,6 @@
 // RunTableModel: the run table's rows (one per run) with a status icon, the tags (TagsDelegate
 // draws them as coloured chips), the parameters in one line, the objective, the duration, the
-// host and the last step. Sort roles give numbers.
+// host, the last step and the disk use (checkpoints apart). Sort roles give numbers.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -25,6 +25,7 @@ class RunTableModel : public QAbstractTableModel {
     DurationCol,
     HostCol,
     StepCol,
+    DiskCol,
     Count
   };
   /// Qt::UserRole + 1 on any cell: the run id; SortRole: the value to sort by.
@@ -50,6 +51,12 @@ class RunTableModel : public QAbstractTableModel {
   static QColor statusColor(spec::RunStatus status);
   /// "lr=3e-4, lora.rank=8" (keys sorted).
   static QString paramsSummary(const QJsonObject& params);
+  /// The bytes run `runId`'s folders take (checkpoints apart), as measured in the background
+  /// (RunFiles); the Disk cell shows them ("" until measured).
+  void setDiskUse(qint64 runId, qint64 bytes, qint64 checkpointBytes);
+  /// The measured bytes of a run (-1 until measured) and of every run shown now.
+  qint64 diskBytes(qint64 runId) const;
+  qint64 totalDiskBytes() const;
   /// "1 h 02 min", "3 min 20 s", "12 s"; "" when it never started.
   static QString durationText(const backend::RunRecord& run, double now);
 
@@ -64,6 +71,11 @@ class RunTableModel : public QAbstractTableModel {
 
   QVector<RunSummary> m_runs;
   QHash<qint64, int> m_rows;  // run id -> row, so lookups stay O(1) with 10,000 runs
+  struct Disk {
+    qint64 bytes = 0;
+    qint64 checkpoints = 0;
+  };
+  QHash<qint64, Disk> m_disk;  // run id -> measured bytes (kept across setRuns)
   double m_now = 0;
 };
 

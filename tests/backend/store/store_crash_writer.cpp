@@ -216,15 +216,26 @@ INSERT INTO read_offsets(run_id, rank, file, offset) VALUES
   (3, 0, 'events', 99), (3, 1, 'events', 52), (3, 1, 'log', 16);
 )sql";
 
-// A run log of schema `version` with one of everything, for tests/backend/store/assets/.
+// Added in runs-v10.db (schema 10 and later): demo-2 archived, and a tag on demo-1 (schema 9).
+constexpr const char* kAssetRowsV10 = R"sql(
+UPDATE runs SET archived_at = 1760000300.0 WHERE id = 2;
+INSERT INTO tags(id, name, color) VALUES (1, 'best', '#3aa55d');
+INSERT INTO run_tags(run_id, tag_id) VALUES (1, 1);
+)sql";
+
+// A run log of schema `version` with one of everything, for tests/backend/store/assets/. The v2
+// rows hold a duplicate metric key that schema 3 and later refuse: only assets 2 carry them.
 int makeAsset(int version, const QString& path) {
   QFile::remove(path);
   auto db = openSqlite(path);
   if (!db) return die(db.message());
   if (auto r = migrateRunSchema(*db, version); !r) return die(r.message());
   if (auto r = db->exec(kAssetRowsV1); !r) return die(r.message());
-  if (version >= 2) {
+  if (version == 2) {
     if (auto r = db->exec(kAssetRowsV2); !r) return die(r.message());
+  }
+  if (version >= 10) {
+    if (auto r = db->exec(kAssetRowsV10); !r) return die(r.message());
   }
   if (auto r = db->exec("PRAGMA wal_checkpoint(TRUNCATE)"); !r) return die(r.message());
   if (auto r = db->exec("VACUUM"); !r) return die(r.message());

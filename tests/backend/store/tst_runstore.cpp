@@ -99,6 +99,8 @@ class TestRunStore : public QObject {
   void leaseSurvivesAClockJump();
   void schemaEightRecordsHostAndBoot();
   void schemaNineAddsTagsAndNotesKeepingRows();
+  void schemaTenArchivesAndDeletesRuns();
+  void schemaTenAssetOpensWithItsArchivedRun();
   void tagsAndNotesOfRunsAndStudies();
   void badTagsAndNotesAreRefusedWhole();
   void studies();
@@ -833,6 +835,105 @@ void TestRunStore::schemaNineAddsTagsAndNotesKeepingRows() {
   QCOMPARE(*reader->tags(TagOwner::run, (*old)->id), QStringList{"best"});
   QCOMPARE(*reader->tags(TagOwner::study, (*sweep)->id), (QStringList{"best", "lr-scan"}));
   QCOMPARE(reader->note(TagOwner::study, (*sweep)->id)->value_or(""), "# Sweep\nlr *only*");
+}
+
+// Schema 10: a run log of schema 9 opens with its runs intact and none archived; archiving stamps
+// and clears archived_at; deleting a run takes every row that names it (params, metrics through
+// the trigger, events, log lines, anomalies, lease, offsets, tag links) and nothing of the other
+// run; a running run is refused, naming the fix.
+void TestRunStore::schemaTenArchivesAndDeletesRuns() {
+  const QString path = spec("v10.db");
+  {
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(migrateRunSchema(*db, 9));
+    VERIFY_OK(
+        db->exec("INSERT INTO runs(name, status, run_dir, location, params, created_at, host) "
+                 "VALUES ('old', 'complete', '/tmp/old', '{}', '{}', 1, 'box')"));
+  }
+  auto store = RunStore::open(path);  // migrates 9 -> 10
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto old = reader->runByName("old");
+  VERIFY_OK(old);
+  QVERIFY(old->has_value());
+  QVERIFY(!(*old)->archivedAt.has_value());
+  QCOMPARE((*old)->host, "box");
+
+  auto keep = (*store)->createRun({std::nullopt, "keep", "", {}, 1}).get();
+  auto gone = (*store)->createRun({std::nullopt, "gone", "", {{"lr", 0.1}}, 1}).get();
+  VERIFY_OK(keep);
+  VERIFY_OK(gone);
+  for (const qint64 id : {*keep, *gone}) {
+    VERIFY_OK((*store)->ingest(stepChunk(id, 0, 5)).get());
+    VERIFY_OK((*store)->editTags(TagOwner::run, id, {"best"}, {}).get());
+    VERIFY_OK((*store)->acquireLease({id, ::getpid(), "here", "t", 0}, 30).get());
+  }
+  VERIFY_OK((*store)->setArchived(*gone, true).get());
+  QVERIFY((*reader->run(*gone))->archivedAt.has_value());
+  VERIFY_OK((*store)->setArchived(*gone, false).get());
+  QVERIFY(!(*reader->run(*gone))->archivedAt.has_value());
+  VERIFY_OK((*store)->setArchived(*gone, true).get());
+  QVERIFY(!(*store)->setArchived(9999, true).get());
+  const std::string id = std::to_string(*gone);
+  // The rows the delete must take exist before it.
+  for (const char* table : {"params", "metrics", "events", "leases", "read_offsets", "run_tags"}) {
+    QVERIFY2(countRows(reader->db(),
+                       std::string("SELECT count(*) FROM ") + table + " WHERE run_id = " + id) > 0,
+             table);
+  }
+
+  VERIFY_OK((*store)->setRunStatus(*gone, spec::RunStatus::running).get());
+  auto refused = (*store)->deleteRun(*gone).get();
+  QVERIFY(!refused);
+  QVERIFY2(refused.message().find("is running: stop it first") != std::string::npos,
+           refused.message().c_str());
+  VERIFY_OK((*store)->setRunStatus(*gone, spec::RunStatus::stopped).get());
+  VERIFY_OK((*store)->deleteRun(*gone).get());
+  QVERIFY(!reader->run(*gone)->has_value());
+  for (const char* table : {"params", "metrics", "events", "log_lines", "anomalies", "leases",
+                            "read_offsets", "run_tags"}) {
+    QCOMPARE(countRows(reader->db(),
+                       std::string("SELECT count(*) FROM ") + table + " WHERE run_id = " + id),
+             0);
+  }
+  // The other run keeps every row.
+  QCOMPARE(*reader->metricCount(*keep), 5);
+  QCOMPARE(*reader->eventCount(*keep, 0), 5);
+  QCOMPARE(*reader->tags(TagOwner::run, *keep), QStringList{"best"});
+  QVERIFY(reader->lease(*keep)->has_value());
+  QVERIFY(!(*store)->deleteRun(*gone).get());  // already gone
+}
+
+// The asset written by schema 10 (store_crash_writer --make-asset 10, see assets/README.md) opens
+// through every later version with its archived run still archived, and a delete of that run
+// takes its rows (its log line, params) and leaves demo-1's metrics and tag.
+void TestRunStore::schemaTenAssetOpensWithItsArchivedRun() {
+  if (onPostgres()) QSKIP("the asset is a SQLite file (schemaTenArchivesAndDeletesRuns runs here)");
+  const QString asset =
+      shardscope::testing::sourceDir() + "/tests/backend/store/assets/runs-v10.db";
+  const QString path = m_dir.filePath("v10-asset.db");
+  QVERIFY(QFile::copy(asset, path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto archived = reader->runByName("demo-2");
+  VERIFY_OK(archived);
+  QCOMPARE((*archived)->archivedAt.value_or(0), 1760000300.0);
+  auto kept = reader->runByName("demo-1");
+  VERIFY_OK(kept);
+  QVERIFY(!(*kept)->archivedAt.has_value());
+  VERIFY_OK((*store)->deleteRun((*archived)->id).get());
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM log_lines WHERE run_id = 2"), 0);
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM params WHERE run_id = 2"), 0);
+  QCOMPARE(*reader->metricCount((*kept)->id), 3);
+  QCOMPARE(*reader->tags(TagOwner::run, (*kept)->id), QStringList{"best"});
+  QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
 }
 
 // Tags added, removed and listed for runs and studies; colours by default from the palette and
