@@ -30,6 +30,8 @@
 // else (figures 2 and 3 read no run log). The server is --pg-server, else $SHARDSCOPE_TEST_DB;
 // with neither, the tool runs itself again under tests/support/with_postgres.py, which starts a
 // throwaway server on loopback. QT_QPA_PLATFORM=offscreen works.
+#include <qcustomplot.h>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -49,6 +51,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -66,6 +69,7 @@
 #include "ui/mainwindow.h"
 #include "ui/timeline/timelineview.h"
 #include "ui/widgets/curveplot.h"
+#include "ui/widgets/smoothing.h"
 
 using namespace shardscope;
 
@@ -117,6 +121,79 @@ OpenTimes openTimes(const QString& db) {
   return t;
 }
 
+// The peer of a CurvePlot: a plain QCustomPlot with plain QCPGraphs holding the same points,
+// pens, antialiasing and layers, at the same size and ranges: how CurvePlot drew before its
+// dense lines were drawn per pixel column (ui/widgets/curveplot.cpp).
+std::unique_ptr<QCustomPlot> plainPeer(ui::CurvePlot& plot) {
+  QCustomPlot* from = plot.customPlot();
+  auto peer = std::make_unique<QCustomPlot>();
+  peer->resize(from->size());
+  peer->addLayer("raw", peer->layer("main"), QCustomPlot::limBelow);
+  for (int g = 0; g < from->graphCount(); ++g) {
+    const QCPGraph* source = from->graph(g);
+    QCPGraph* graph = peer->addGraph();
+    graph->data()->set(*source->data());
+    graph->setPen(source->pen());
+    graph->setAntialiased(source->antialiased());
+    graph->setAdaptiveSampling(source->adaptiveSampling());
+    graph->setLayer(source->layer()->name());
+  }
+  peer->xAxis->setRange(from->xAxis->range());
+  peer->yAxis->setRange(from->yAxis->range());
+  peer->show();
+  QCoreApplication::processEvents();
+  return peer;
+}
+
+// The median of `n` replots after one to fill caches, in ms (the old drawing takes seconds).
+template <class F>
+double fewMs(F&& replot, int n = 5) {
+  replot();
+  std::vector<double> ms;
+  for (int r = 0; r < n; ++r) {
+    QElapsedTimer timer;
+    timer.start();
+    replot();
+    ms.push_back(double(timer.nsecsElapsed()) / 1e6);
+  }
+  return median(ms);
+}
+
+// 8 jagged series of 10,000 points (a per-rank step time: noise, a slow drift, a spike every 97
+// steps), as the Plots panel draws per-rank curves: CurvePlot's replot beside its plain peer's.
+void jaggedFigures() {
+  constexpr int kSeries = 8;
+  constexpr int kPoints = 10'000;
+  std::printf("\n== CurvePlot, %d jagged series x %d points, 1200x800, offscreen ==\n", kSeries,
+              kPoints);
+  ui::CurvePlot plot;
+  plot.resize(1200, 800);
+  plot.show();
+  quint32 seed = 12345;
+  const auto noise = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return double(seed >> 8) / double(1u << 24) - 0.5;
+  };
+  for (int s = 0; s < kSeries; ++s) {
+    QVector<double> xs(kPoints);
+    QVector<double> ys(kPoints);
+    for (int i = 0; i < kPoints; ++i) {
+      xs[i] = i + 1;
+      ys[i] = 0.5 + 0.05 * s + 0.00001 * i + 0.08 * noise() + (i % 97 == s ? 0.4 : 0.0);
+    }
+    plot.setSeries(QString("r%1").arg(s), xs, ys);
+  }
+  plot.rescale();
+  QCoreApplication::processEvents();
+  const double now = fewMs([&] { plot.replot(); }, 20);
+  auto peer = plainPeer(plot);
+  const double before = fewMs([&] { peer->replot(); }, 3);
+  std::printf(
+      "replot median: before (plain QCPGraph, antialiased 2 px polyline) %.1f ms, now (a span "
+      "per pixel column) %.2f ms: %.0fx faster, on %s\n",
+      before, now, before / now, qPrintable(bench::cpuModel()));
+}
+
 // Median and max of 20 replots (a 21st first, to fill caches), each after `before` (untimed
 // apart from what it does inside the timer: it runs within it).
 std::pair<double, double> timedReplots(ui::CurvePlot& plot,
@@ -158,6 +235,31 @@ void replotFigures() {
     // time, as while the slider is dragged) and draws the smoothed curve over the faint raw one.
     const auto [smoothed, smoothedMax] =
         timedReplots(plot, [&plot](int r) { plot.setSmoothing(0.6 + 0.001 * (r % 2)); });
+    // Before: the same two curves per series as plain QCPGraphs (each 1M-point line stroked
+    // with a cosmetic pen), with the EMA recomputed into the smoothed graphs' values each time.
+    {
+      auto peer = plainPeer(plot);
+      std::vector<double> values;
+      int r = 0;
+      const double peerMs = fewMs(
+          [&] {
+            const double w = 0.6 + 0.001 * (r++ % 2);
+            for (int g = 1; g < peer->graphCount(); g += 2) {
+              const QCPGraphDataContainer& points = *peer->graph(g - 1)->data();
+              values.resize(std::size_t(points.size()));
+              for (int i = 0; i < points.size(); ++i) values[std::size_t(i)] = points.at(i)->value;
+              ui::smoothEma(values.data(), values.data(), values.size(), w);
+              auto* to = &*peer->graph(g)->data()->begin();
+              for (std::size_t i = 0; i < values.size(); ++i) to[i].value = values[i];
+            }
+            peer->replot();
+          },
+          10);
+      std::printf(
+          "%d series x %d points: smoothing + replot before (plain QCPGraph peer) %.2f ms, now "
+          "%.2f ms: %.1fx faster\n",
+          series, per, peerMs, smoothed, peerMs / smoothed);
+    }
     std::printf(
         "%d series x %d points: smoothing + replot median %.2f ms, max %.2f ms (target < 16 "
         "ms), %.2fx the raw replot, on %s\n",
@@ -377,6 +479,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (parser.isSet(replotOnly)) {
+    jaggedFigures();
     replotFigures();
     return 0;
   }
@@ -387,6 +490,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    jaggedFigures();
     replotFigures();
     timelineFigures();
   }

@@ -116,3 +116,46 @@ void RunLogWorker::loadPhases() {
 }
 
 }  // namespace shardscope::ui
+
+namespace shardscope::ui {
+
+// phase.wall first, then phase.comm_exposed: the monitor stores one event's metrics in one
+// transaction, so a step whose wall was read has its exposed time too; a step only the second
+// read saw waits for the next pass. Ranks commit separately: read from the lowest step any rank
+// has delivered and keep, per rank, only what is new.
+void RunLogWorker::appendExposedShare(const backend::RunRecord& run, bool fresh,
+                                      QVector<SeriesChunk>& out) {
+  auto& seen = m_seen[run.id][QLatin1String(kExposedShareKey)];
+  const int ranks = std::max(1, run.worldSize);
+  qint64 after = std::numeric_limits<qint64>::max();
+  for (int rank = 0; rank < ranks; ++rank) after = std::min(after, seen.value(rank, -1));
+  auto walls = m_reader->metric(run.id, QLatin1String(kPhaseWallKey), after);
+  if (!walls) return report(walls.error());
+  auto exposed = m_reader->metric(run.id, QStringLiteral("phase.comm_exposed"), after);
+  if (!exposed) return report(exposed.error());
+  QHash<QPair<int, qint64>, double> exposedAt;
+  for (const auto& p : *exposed) exposedAt.insert({p.rank, p.step}, p.value);
+  QHash<int, SeriesChunk> byRank;
+  for (const auto& wall : *walls) {
+    if (wall.rank >= ranks || wall.step <= seen.value(wall.rank, -1)) continue;
+    const auto it = exposedAt.constFind({wall.rank, wall.step});
+    if (it == exposedAt.constEnd()) continue;
+    SeriesChunk& chunk = byRank[wall.rank];
+    chunk.steps.append(double(wall.step));
+    // A zero wall (a step too short for the clock) has no share: NaN, drawn as a gap.
+    chunk.values.append(wall.value > 0 ? *it / wall.value
+                                       : std::numeric_limits<double>::quiet_NaN());
+    chunk.times.append(wall.time);
+  }
+  for (auto c = byRank.begin(); c != byRank.end(); ++c) {
+    seen[c.key()] = qint64(c->steps.last());
+    c->runId = run.id;
+    c->runName = run.name;
+    c->key = QLatin1String(kExposedShareKey);
+    c->rank = c.key();
+    c->reset = fresh;
+    out.append(std::move(c.value()));
+  }
+}
+
+}  // namespace shardscope::ui

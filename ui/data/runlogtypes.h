@@ -34,6 +34,12 @@ struct RunSummary {
   QHash<QString, double> best;
 };
 
+/// The series key of the exposed-communication share the run-log worker derives per rank and
+/// step from the `phases` metrics: phase.comm_exposed / phase.wall (0..1).
+inline constexpr char kExposedShareKey[] = "phase.exposed_share";
+/// The stored metric the share divides by (a run that has it has phases).
+inline constexpr char kPhaseWallKey[] = "phase.wall";
+
 /// New points of one metric of one run and rank (reset: they replace what the plot holds).
 struct SeriesChunk {
   qint64 runId = 0;

@@ -22,7 +22,9 @@ namespace shardscope::ui {
 
 namespace {
 
-bool perRank(const QString& key) { return key.startsWith(QStringLiteral("mem.")); }
+bool perRank(const QString& key) {
+  return key.startsWith(QStringLiteral("mem.")) || key.startsWith(QStringLiteral("sys."));
+}
 
 QString hostOf(const backend::RunRecord& run) {
   const QString kind = run.location.value(QStringLiteral("kind")).toString();
@@ -39,7 +41,8 @@ QStringList RunLogWorker::plottedKeys() {
   return {
       QStringLiteral("loss"),          QStringLiteral("eval.loss"),    QStringLiteral("lr"),
       QStringLiteral("grad_norm"),     QStringLiteral("tokens_per_s"), QStringLiteral("mfu"),
-      QStringLiteral("mem.allocated"), QStringLiteral("mem.reserved"), QStringLiteral("mem.peak")};
+      QStringLiteral("mem.allocated"), QStringLiteral("mem.reserved"), QStringLiteral("mem.peak"),
+      QStringLiteral("sys.gpu_util"),  QStringLiteral("sys.power_w")};
 }
 
 void RunLogWorker::open(const QString& path) {
@@ -350,6 +353,7 @@ void RunLogWorker::loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChu
     }
   }
   if (peakTo >= 0) appendEstimate(run, peakTo, out);
+  if (keys->contains(QLatin1String(kPhaseWallKey))) appendExposedShare(run, fresh, out);
 }
 
 // The estimate rank 0's `hello` announced, as a flat series from step 0 to the last peak

@@ -91,6 +91,9 @@ class RunLogWorker : public RunLogSignals {
   void loadSeries();
   void loadSeriesOf(const backend::RunRecord& run, QVector<SeriesChunk>& out);
   void appendEstimate(const backend::RunRecord& run, qint64 lastStep, QVector<SeriesChunk>& out);
+  /// Each rank's exposed-communication share of the steps not delivered yet (kExposedShareKey:
+  /// phase.comm_exposed / phase.wall per step; runlogphases.cpp).
+  void appendExposedShare(const backend::RunRecord& run, bool fresh, QVector<SeriesChunk>& out);
   void forgetRetried(const std::vector<backend::RunRecord>& fresh);
   void loadLog();
   void loadSweep();

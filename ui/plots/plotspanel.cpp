@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "ui/data/runlog.h"
+#include "ui/data/runlogtypes.h"
 #include "ui/plots/logview.h"
 #include "ui/plots/plotcontrols.h"
 #include "ui/widgets/curveplot.h"
@@ -50,7 +51,25 @@ QList<PlotSpec> plotSpecs() {
           {"grad_norm", QObject::tr("Gradient norm"), QObject::tr("grad norm")},
           {"tokens_per_s", QObject::tr("Throughput"), QObject::tr("tokens/s")},
           {"mfu", QObject::tr("Model FLOPs utilisation"), QObject::tr("MFU")},
-          {"memory", QObject::tr("Memory per rank"), QObject::tr("MiB")}};
+          {"memory", QObject::tr("Memory per rank"), QObject::tr("MiB")},
+          {"gpu_util", QObject::tr("GPU utilisation per rank"), QObject::tr("% busy")},
+          {"power", QObject::tr("GPU power draw per rank"), QObject::tr("W")},
+          {"comm_exposed", QObject::tr("Exposed communication per rank"),
+           QObject::tr("% of step wall time")}};
+}
+
+// The plots that a run may lack the data of (no GPU, no phases): each says so in words, in
+// place of empty axes, once the selection is read.
+bool mayLackData(const QString& id) {
+  return id == QLatin1String("gpu_util") || id == QLatin1String("power") ||
+         id == QLatin1String("comm_exposed");
+}
+
+// Fractions shown as percentages.
+double displayScale(const QString& id) {
+  if (id == QLatin1String("memory")) return 1.0 / kMiB;
+  if (id == QLatin1String("gpu_util") || id == QLatin1String("comm_exposed")) return 100.0;
+  return 1.0;
 }
 
 // Moves the legend out of the axis rect into a column at its right, on top of a spacer, so it
@@ -172,7 +191,22 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
     connect(plot->customPlot(), &QWidget::customContextMenuRequested, this,
             [this, id = spec.id](const QPoint& at) { showPlotMenu(id, at); });
     m_plots.insert(spec.id, plot);
-    gridLayout->addWidget(plot, index / kGridColumns, index % kGridColumns);
+    m_titles.insert(spec.id, title);
+    QWidget* cell = plot;
+    if (mayLackData(spec.id)) {
+      auto* stack = new QStackedWidget(grid);
+      auto* note = new QLabel(stack);
+      note->setObjectName(spec.id + QStringLiteral("Note"));
+      note->setWordWrap(true);
+      note->setAlignment(Qt::AlignCenter);
+      note->setTextFormat(Qt::RichText);
+      note->setFrameShape(QFrame::StyledPanel);
+      stack->addWidget(plot);
+      stack->addWidget(note);
+      m_notes.insert(spec.id, note);
+      cell = stack;
+    }
+    gridLayout->addWidget(cell, index / kGridColumns, index % kGridColumns);
     ++index;
   }
   // Empty axes say nothing: with no run selected, a word on what to do instead.
@@ -203,7 +237,12 @@ PlotsPanel::PlotsPanel(RunLog& runLog, QWidget* parent)
   connect(&runLog, &RunLog::seriesPassDone, this, &PlotsPanel::onPassDone);
   connect(&runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& runs) {
     m_runCount = static_cast<int>(runs.size());
+    for (const RunSummary& run : runs) {
+      if (m_runIds.contains(run.record.id))
+        m_runInfo.insert(run.record.id, {run.record.name, hasEnded(run)});
+    }
     updateEmptyState();
+    updateNotes();
     // The selection is not announced again when the table reloads: the log's run may have ended.
     for (const RunSummary& run : runs) {
       if (run.record.id == m_log->runId()) m_log->setEnded(hasEnded(run));
@@ -237,7 +276,10 @@ QString PlotsPanel::plotFor(const QString& key) {
   if (key == QLatin1String("loss") || key == QLatin1String("eval.loss"))
     return QStringLiteral("loss");
   if (key.startsWith(QLatin1String("mem."))) return QStringLiteral("memory");
-  return plotIds().contains(key) ? key : QString();
+  if (key == QLatin1String("sys.gpu_util")) return QStringLiteral("gpu_util");
+  if (key == QLatin1String("sys.power_w")) return QStringLiteral("power");
+  if (key == QLatin1String(kExposedShareKey)) return QStringLiteral("comm_exposed");
+  return plotIds().contains(key) && !mayLackData(key) ? key : QString();
 }
 
 QString PlotsPanel::seriesName(const QString& runName, const QString& key, int rank) {
@@ -246,6 +288,8 @@ QString PlotsPanel::seriesName(const QString& runName, const QString& key, int r
   if (key.startsWith(QLatin1String("mem."))) {
     return QStringLiteral("%1 r%2 %3").arg(runName).arg(rank).arg(key.mid(4));
   }
+  if (key.startsWith(QLatin1String("sys.")) || key == QLatin1String(kExposedShareKey))
+    return QStringLiteral("%1 r%2").arg(runName).arg(rank);
   return runName;
 }
 
@@ -264,9 +308,11 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
       plot->replot();
     }
   }
+  if (changed) m_runInfo.clear();
   for (const RunSummary& run : runs) {
-    if (runIds.contains(run.record.id) && run.record.startedAt)
-      m_clocks[run.record.id].startedAt = *run.record.startedAt;
+    if (!runIds.contains(run.record.id)) continue;
+    m_runInfo.insert(run.record.id, {run.record.name, hasEnded(run)});
+    if (run.record.startedAt) m_clocks[run.record.id].startedAt = *run.record.startedAt;
   }
   if (!runIds.contains(logRun)) logRun = runIds.isEmpty() ? -1 : runIds.first();
   const RunSummary* shown = nullptr;
@@ -278,6 +324,66 @@ void PlotsPanel::setRuns(const QList<qint64>& runIds, const QVector<RunSummary>&
                 shown != nullptr ? shown->record.name : QString(), int(runIds.size()), ended);
   if (changed) m_runLog.watchRuns(runIds, ++m_watchGeneration);
   updateEmptyState();
+  updateNotes();
+}
+
+QString PlotsPanel::missingText(const QString& id, const QStringList& runs, bool live) {
+  const QString names = runs.join(QStringLiteral(", "));
+  if (id == QLatin1String("comm_exposed")) {
+    return live ? tr("<p><b>No phase timings yet</b> for %1.</p>").arg(names.toHtmlEscaped())
+                : tr("<p><b>No phase timings</b> for %1: its trainer wrote no <i>phases</i> "
+                     "events (a program launcher, or a shardtrain before them), so the exposed "
+                     "communication is unknown.</p>")
+                      .arg(names.toHtmlEscaped());
+  }
+  return live ? tr("<p><b>No GPU metrics yet</b> for %1.</p>").arg(names.toHtmlEscaped())
+              : tr("<p><b>No GPU metrics</b> for %1: it ran on the CPU, or NVML was not found "
+                   "where it ran (its log says which). GPU utilisation and power come from the "
+                   "trainer's <i>sys</i> events, read through NVML on CUDA devices.</p>")
+                    .arg(names.toHtmlEscaped());
+}
+
+void PlotsPanel::updateNotes() {
+  for (auto note = m_notes.cbegin(); note != m_notes.cend(); ++note) {
+    const QString& id = note.key();
+    auto* stack = qobject_cast<QStackedWidget*>(note.value()->parentWidget());
+    QSet<qint64> drawn;
+    for (const StoredSeries& series : m_series.value(id)) drawn.insert(series.runId);
+    QStringList lacking;
+    bool live = false;
+    for (const qint64 runId : std::as_const(m_runIds)) {
+      if (drawn.contains(runId)) continue;
+      const RunInfo info = m_runInfo.value(runId, {QString::number(runId), true});
+      lacking.append(info.name);
+      live = live || !info.ended;
+    }
+    const QString title = plotSpecs().at(plotIds().indexOf(id)).title;
+    // Until the selection is read, or when every run has the data: the plot as it is.
+    if (!m_loaded || lacking.isEmpty()) {
+      m_titles.value(id)->setText(title);
+      stack->setCurrentWidget(m_plots.value(id));
+      continue;
+    }
+    if (drawn.isEmpty()) {
+      note.value()->setText(QStringLiteral("<p><b>%1</b></p>").arg(title.toHtmlEscaped()) +
+                            missingText(id, lacking, live));
+      stack->setCurrentWidget(note.value());
+      continue;
+    }
+    // Some runs have it: their curves, and the title names the others.
+    const QString what =
+        id == QLatin1String("comm_exposed") ? tr("no phase timings") : tr("no GPU metrics");
+    m_titles.value(id)->setText(
+        QStringLiteral("%1 (%2: %3)").arg(title, what, lacking.join(QStringLiteral(", "))));
+    stack->setCurrentWidget(m_plots.value(id));
+  }
+}
+
+QLabel* PlotsPanel::missingNote(const QString& id) const {
+  QLabel* note = m_notes.value(id);
+  if (note == nullptr) return nullptr;
+  auto* stack = qobject_cast<QStackedWidget*>(note->parentWidget());
+  return stack != nullptr && stack->currentWidget() == note ? note : nullptr;
 }
 
 void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
@@ -288,8 +394,8 @@ void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
     CurvePlot* plot = m_plots.value(id);
     if (plot == nullptr) continue;
     StoredSeries points{chunk.runId, chunk.steps, chunk.values, chunk.times};
-    if (id == QLatin1String("memory")) {
-      for (double& v : points.values) v /= kMiB;
+    if (const double scale = displayScale(id); scale != 1.0) {
+      for (double& v : points.values) v *= scale;
     }
     if (chunk.key == QLatin1String("tokens_per_s") && chunk.rank == 0) {
       RunClock& clock = m_clocks[chunk.runId];
@@ -332,6 +438,7 @@ void PlotsPanel::onSeries(const QVector<SeriesChunk>& chunks) {
     m_dirty.insert(id);
   }
   for (const qint64 runId : std::as_const(reclocked)) redrawSeries(runId);
+  if (m_loaded) updateNotes();
   scheduleReplot();
 }
 
@@ -437,6 +544,7 @@ void PlotsPanel::onPassDone(const QList<qint64>& runIds, int generation) {
   if (runIds != m_runIds || generation != m_watchGeneration) return;
   if (!m_loaded) {
     m_loaded = true;
+    updateNotes();
     replotNow();
     emit loaded();
   }

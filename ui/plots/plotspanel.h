@@ -16,6 +16,7 @@
 #include <QTimer>
 #include <QWidget>
 
+class QCPTextElement;
 class QLabel;
 class QMenu;
 class QStackedWidget;
@@ -37,7 +38,8 @@ class PlotsPanel : public QWidget {
  public:
   explicit PlotsPanel(RunLog& runLog, QWidget* parent = nullptr);
 
-  /// The plot ids, in the order shown: loss, lr, grad_norm, tokens_per_s, mfu, memory.
+  /// The plot ids, in the order shown: loss, lr, grad_norm, tokens_per_s, mfu, memory, and per
+  /// rank gpu_util (%), power (W) and comm_exposed (exposed communication, % of the step's wall).
   static QStringList plotIds();
   /// Plots per grid row: plotIds()[i] sits in column i % kGridColumns.
   static constexpr int kGridColumns = 3;
@@ -47,6 +49,10 @@ class PlotsPanel : public QWidget {
   static QString plotFor(const QString& key);
 
   CurvePlot* plot(const QString& id) const { return m_plots.value(id); }
+  /// The words shown in place of plot `id` (gpu_util, power, comm_exposed) while none of the
+  /// selected runs has its data ("No GPU metrics for run-3: it ran on the CPU, ..."); nullptr
+  /// while the plot is shown. When only some runs lack it, the plot's title names them.
+  QLabel* missingNote(const QString& id) const;
   LogView* logView() const { return m_log; }
   /// Shown instead of the plots while no run is selected: which run to pick, or, when the run
   /// log has none, how to start one (the Builder's demo template).
@@ -110,9 +116,20 @@ class PlotsPanel : public QWidget {
   bool eventFilter(QObject* watched, QEvent* event) override;
   /// The plots when runs are selected, else the empty state with the text that fits.
   void updateEmptyState();
+  /// For each plot that runs may lack the data of: the plot, or the words saying which runs
+  /// lack it (after the selection's first read).
+  void updateNotes();
+  static QString missingText(const QString& id, const QStringList& runs, bool live);
 
   RunLog& m_runLog;
   QHash<QString, CurvePlot*> m_plots;
+  QHash<QString, QCPTextElement*> m_titles;
+  QHash<QString, QLabel*> m_notes;  // the plots runs may lack data for: their words
+  struct RunInfo {
+    QString name;
+    bool ended = true;
+  };
+  QHash<qint64, RunInfo> m_runInfo;  // the selected runs' names and whether they ended
   PlotControls* m_controls = nullptr;
   XAxis m_axis = XAxis::step;
   QHash<QString, QHash<QString, StoredSeries>> m_series;  // plot id -> series name -> points

@@ -39,6 +39,86 @@ constexpr int kDensePoints = 20000;   // above this, a series is drawn with a th
 constexpr int kFaintAlpha = 60;       // the raw curve behind a smoothed one
 const char* const kRawLayer = "raw";  // below "main": the faint raw curves under every smoothed one
 
+// A graph that draws a dense line (more points than pixel columns) as one span per pixel
+// column: from the lowest to the highest point in that column, joined to the previous column's
+// last point, widened by the pen. Every column's min and max are painted, exactly as a stroked
+// polyline would reach them; what goes is the stroking: Qt strokes a 2 px polyline of thousands of
+// jagged points as one path (seconds a replot), while these are a few hundred plain rectangles.
+// A sparse stretch (a gap of more than one column between two points) is stroked as usual.
+class CurveGraph : public QCPGraph {
+ public:
+  CurveGraph(QCPAxis* key, QCPAxis* value) : QCPGraph(key, value) {}
+
+  /// The spans per pixel column drawDense() paints for these pixel points (public for tests via
+  /// CurvePlot::denseColumns): x of the column, lowest and highest y.
+  static QVector<QRectF> columnSpans(const QVector<QPointF>& lines, double width) {
+    QVector<QRectF> spans;
+    spans.reserve(lines.size() / 2);
+    bool open = false;  // a column is being gathered
+    int column = 0;
+    double lo = 0, hi = 0, lastY = 0;
+    const auto flush = [&] {
+      if (open) spans.append(QRectF(column, lo - width / 2, 1.0, hi - lo + width));
+    };
+    for (const QPointF& p : lines) {
+      if (!std::isfinite(p.x()) || !std::isfinite(p.y())) {  // a gap in the data
+        flush();
+        open = false;
+        continue;
+      }
+      const int c = int(std::floor(p.x()));
+      if (open && c == column) {
+        lo = std::min(lo, p.y());
+        hi = std::max(hi, p.y());
+      } else {
+        const bool joined = open && c == column + 1;
+        flush();
+        column = c;
+        lo = hi = p.y();
+        if (joined) {  // the step from the last column's last point shows in this one
+          lo = std::min(lo, lastY);
+          hi = std::max(hi, lastY);
+        }
+        open = true;
+      }
+      lastY = p.y();
+    }
+    flush();
+    return spans;
+  }
+
+ protected:
+  void drawLinePlot(QCPPainter* painter, const QVector<QPointF>& lines) const override {
+    const QPen pen = painter->pen();
+    const QCPAxis* key = mKeyAxis.data();
+    const QCPAxisRect* rect = key != nullptr ? key->axisRect() : nullptr;
+    const bool dense = rect != nullptr && key->orientation() == Qt::Horizontal &&
+                       pen.style() == Qt::SolidLine && double(lines.size()) > rect->width();
+    if (!dense) {
+      QCPGraph::drawLinePlot(painter, lines);
+      return;
+    }
+    if (pen.color().alpha() == 0) return;
+    const double width = std::max(1.0, pen.widthF());
+    painter->save();
+    painter->setAntialiasing(false);
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(pen.color());
+    const QVector<QRectF> spans = columnSpans(lines, width);
+    painter->drawRects(spans.constData(), int(spans.size()));
+    painter->restore();
+    // Stretches sparser than a column (irregular steps): their segments, stroked.
+    applyDefaultAntialiasingHint(painter);
+    for (qsizetype i = 1; i < lines.size(); ++i) {
+      const QPointF& a = lines[i - 1];
+      const QPointF& b = lines[i];
+      if (std::floor(b.x()) - std::floor(a.x()) > 1.0 && std::isfinite(a.y()) &&
+          std::isfinite(b.y()))
+        painter->drawLine(a, b);
+    }
+  }
+};
+
 // The index of the point of `graph` whose key is nearest `x` (-1: no points).
 int nearestIndex(const QCPGraph* graph, double x) {
   const auto& data = *graph->data();
@@ -106,7 +186,7 @@ void CurvePlot::setAxisLabels(const QString& xLabel, const QString& yLabel) {
 
 QCPGraph* CurvePlot::graphFor(const QString& name) {
   if (QCPGraph* graph = m_graphs.value(name)) return graph;
-  QCPGraph* graph = m_plot->addGraph();
+  QCPGraph* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
   graph->setName(name);
   m_colors.insert(name, seriesColor(m_nextColor++));
   graph->setPen(
@@ -118,6 +198,10 @@ QCPGraph* CurvePlot::graphFor(const QString& name) {
   m_order.append(name);
   if (m_smoothing > 0) applySmoothingTo(name);
   return graph;
+}
+
+QVector<QRectF> CurvePlot::columnSpans(const QVector<QPointF>& pixels, double penWidth) {
+  return CurveGraph::columnSpans(pixels, penWidth);
 }
 
 QCPGraph* CurvePlot::drawnGraph(const QString& name) const {
@@ -146,7 +230,7 @@ void CurvePlot::applySmoothingTo(const QString& name) {
   QCPGraph* smoothed = m_smoothed.value(name);
   const bool created = m_smoothing > 0 && smoothed == nullptr;
   if (created) {
-    smoothed = m_plot->addGraph();
+    smoothed = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
     smoothed->setName(name);
     smoothed->setLineStyle(QCPGraph::lsLine);
     smoothed->setAdaptiveSampling(true);

@@ -10,6 +10,8 @@
 
 #include <QColor>
 #include <QHash>
+#include <QPointF>
+#include <QRectF>
 #include <QString>
 #include <QVector>
 #include <QWidget>
@@ -79,6 +81,12 @@ class CurvePlot : public QWidget {
 
   /// Renders the plot at width x height pixels into a PNG file.
   [[nodiscard]] Result<void> savePng(const QString& path, int width, int height);
+
+  /// How a dense line (more points than the axis rect has pixel columns) is drawn: one span per
+  /// pixel column x, from its lowest to its highest point (and the previous column's last
+  /// point, which the line joins), widened by half the pen above and below. `pixels`: the
+  /// line's points in pixels, in x order; NaN breaks it.
+  static QVector<QRectF> columnSpans(const QVector<QPointF>& pixels, double penWidth);
 
   /// The QCustomPlot inside, for what this class does not wrap (and for pixel tests).
   QCustomPlot* customPlot() const { return m_plot; }

@@ -3,6 +3,7 @@
 // read back: the curve's colour must be on the line and absent far from it.
 #include <qcustomplot.h>
 #include <QDir>
+#include <QHash>
 #include <QImage>
 #include <QTest>
 
@@ -150,6 +151,83 @@ class TestCurvePlot : public QObject {
     QCOMPARE(curvePixelsIn(image, bottomRight, curve), 0);
     // A solid stretch of line, not a stray pixel, in the middle.
     QVERIFY(curvePixelsIn(image, QRect(pixel(40, 40), pixel(60, 60)).normalized(), curve) > 40);
+  }
+
+  // A dense line is drawn as one span per pixel column: from the column's lowest to its highest
+  // point, joined to the previous column's last point, widened by the pen; NaN breaks it.
+  void columnSpansKeepEachColumnsExtremes() {
+    const double nan = std::nan("");
+    const QVector<QPointF> pixels = {{10.2, 50}, {10.5, 20},  {10.8, 70}, {11.3, 40},
+                                     {12.1, 45}, {12.4, nan}, {13.5, 30}, {16.5, 35}};
+    const QVector<QRectF> spans = CurvePlot::columnSpans(pixels, 2.0);
+    const QVector<QRectF> expected = {
+        QRectF(10, 19, 1, 52),  // 20..70
+        QRectF(11, 39, 1, 32),  // 40, joined to column 10's last point (70)
+        QRectF(12, 39, 1, 7),   // 45, joined to 40
+        QRectF(13, 29, 1, 2),   // after the NaN: 30 alone, not joined
+        QRectF(16, 34, 1, 2),   // three columns on: its own span (the gap is a stroked segment)
+    };
+    QCOMPARE(spans, expected);
+  }
+
+  // Rendered: 20,000 jagged points across 800 px (the per-rank step times a Plots panel draws):
+  // in every pixel column of the data area, the pixel rows of the highest and the lowest point
+  // of that column are painted in the series' colour. Before, the same line was stroked as one
+  // antialiased 2 px polyline (seconds a replot); the extremes must be what they were.
+  void denseLineKeepsEveryColumnsMinAndMax() {
+    CurvePlot plot;
+    plot.resize(kWidth, kHeight);
+    plot.customPlot()->legend->setVisible(false);
+    constexpr int kPoints = 20000;
+    QVector<double> xs(kPoints);
+    QVector<double> ys(kPoints);
+    quint32 seed = 7;
+    for (int i = 0; i < kPoints; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      xs[i] = i;
+      ys[i] = 50 + 20 * (double(seed >> 8) / double(1u << 24) - 0.5) + (i % 313 == 0 ? 40 : 0);
+    }
+    plot.setSeries("ranks", xs, ys);
+    plot.setLineWidth(2);
+    plot.setRanges(0, kPoints - 1, 0, 100);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    plot.replot();
+    QCustomPlot* custom = plot.customPlot();
+    const QImage image =
+        custom->toPixmap(kWidth, kHeight).toImage().convertToFormat(QImage::Format_RGB32);
+    (void)image.save(artifactDir() + "/curveplot-dense.png");
+    const QColor curve = CurvePlot::seriesColor(0);
+    // Each column's extremes, from the data.
+    QHash<int, std::pair<double, double>> extremes;  // column -> (min, max)
+    for (int i = 0; i < kPoints; ++i) {
+      const int column = int(std::floor(custom->xAxis->coordToPixel(xs[i])));
+      auto it = extremes.find(column);
+      if (it == extremes.end()) {
+        extremes.insert(column, {ys[i], ys[i]});
+      } else {
+        it->first = std::min(it->first, ys[i]);
+        it->second = std::max(it->second, ys[i]);
+      }
+    }
+    const QRect data = custom->axisRect()->rect();
+    int checked = 0;
+    for (auto it = extremes.cbegin(); it != extremes.cend(); ++it) {
+      const int x = it.key();
+      if (x <= data.left() || x >= data.right()) continue;  // the frame's columns
+      for (const double value : {it->first, it->second}) {
+        const int y = int(std::round(custom->yAxis->coordToPixel(value)));
+        bool painted = false;
+        for (int dy = -1; dy <= 1 && !painted; ++dy)
+          painted = image.valid(x, y + dy) && isCurveColour(image.pixel(x, y + dy), curve);
+        QVERIFY2(painted, qPrintable(QString("column %1: value %2 (pixel row %3) not painted")
+                                         .arg(x)
+                                         .arg(value)
+                                         .arg(y)));
+        ++checked;
+      }
+    }
+    QVERIFY2(checked > 2 * (data.width() - 4), qPrintable(QString::number(checked)));
   }
 
   void savePngToAMissingFolderNamesIt() {
