@@ -353,6 +353,10 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
 Result<void> TrialRunner::follow(Running& trial, std::unique_ptr<RunHandle> handle) {
   trial.follower = std::make_unique<RunFollower>(m_store, trial.runId, std::move(handle));
   const qint64 number = trial.number;
+  const qint64 runId = trial.runId;
+  trial.follower->setStallAfter(m_stallAfterS);
+  connect(trial.follower.get(), &RunFollower::stalled, this,
+          [this, number, runId](double silentS) { emit trialStalled(number, runId, silentS); });
   connect(trial.follower.get(), &RunFollower::finished, this, [this, number] {
     // Not inside the follower's own signal: onMonitorFinished destroys it.
     QTimer::singleShot(0, this, [this, number] { onMonitorFinished(number); });
