@@ -11,6 +11,7 @@ namespace shardscope::ui {
 
 RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunLogWorker(pollMs)) {
   qRegisterMetaType<QVector<RunSummary>>();
+  qRegisterMetaType<QVector<backend::StudyRecord>>();
   qRegisterMetaType<QVector<SeriesChunk>>();
   qRegisterMetaType<LogSnapshot>();
   qRegisterMetaType<SweepData>();
@@ -37,6 +38,7 @@ RunLog::RunLog(int pollMs, QObject* parent) : QObject(parent), m_worker(new RunL
   connect(m_worker, &RunLogWorker::failed, this, &RunLog::failed);
   connect(m_worker, &RunLogWorker::edited, this, &RunLog::edited);
   connect(m_worker, &RunLogWorker::knownTagsLoaded, this, &RunLog::knownTagsLoaded);
+  connect(m_worker, &RunLogWorker::studiesLoaded, this, &RunLog::studiesLoaded);
   connect(m_worker, &RunLogWorker::synced, this, &RunLog::synced);
   m_thread.start();
 }

@@ -77,6 +77,8 @@ class RunLog : public QObject {
   void edited(bool ok, const QString& message);
   /// Every tag of the run log by name (with each runs list): what a tag editor completes from.
   void knownTagsLoaded(const QStringList& names);
+  /// Every study as stored (with each runs list, just before it): what tells a sweep's end.
+  void studiesLoaded(const QVector<shardscope::backend::StudyRecord>& studies);
   void synced(quint64 token);
 
  private:

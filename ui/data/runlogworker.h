@@ -97,6 +97,8 @@ class RunLogWorker : public QObject {
   void failed(const QString& message);
   void edited(bool ok, const QString& message);
   void knownTagsLoaded(const QStringList& names);
+  /// Every study as stored (with each runs list, just before it): what tells a sweep's end.
+  void studiesLoaded(const QVector<shardscope::backend::StudyRecord>& studies);
   /// The read asked for by sync(token) has been delivered.
   void synced(quint64 token);
 
@@ -106,6 +108,10 @@ class RunLogWorker : public QObject {
   void loadRuns();
   /// Fills the runs filter's values (m_queryParams, m_queryMetrics) of every row.
   void loadQueryValues(QVector<RunSummary>& rows);
+  /// A running row's eventBytes and followed.
+  void loadProgress(RunSummary& row);
+  /// A lease whose heartbeat is older than this has no live follower (RunMonitor's default).
+  static constexpr double kLeaseStaleS = 10;
   /// The value at dotted `key` of experiment `experimentId`'s TOML (cached per refresh).
   QVariant experimentValue(qint64 experimentId, const QString& key);
   void loadSeries();
