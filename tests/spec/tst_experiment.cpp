@@ -306,7 +306,7 @@ class TestExperiment : public QObject {
     row("trace bound zero", d + "[trace]\nmax_mib = 0\n",
         {"inline.toml:4:", "trace.max_mib: must be >= 1 (got 0)"});
     row("notify stall negative", d + "[notify]\nstall_after_min = -1\n",
-        {"inline.toml:4:", "notify.stall_after_min: must be >= 0 (got -1)"});
+        {"inline.toml:4:", "notify.stall_after_min: must be >= 0 (got -1.0); use e.g. 30"});
     row("notify command not text", d + "[notify]\non_end = 3\n",
         {"inline.toml:4:", "notify.on_end"});
     // [lora] and [eval]
