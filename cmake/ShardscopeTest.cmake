@@ -10,10 +10,11 @@ if(TARGET Qt6::Test)
   set_target_properties(Qt6::Test PROPERTIES INTERFACE_COMPILE_DEFINITIONS "${_qt_test_defs}")
 endif()
 
-# shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s] [XVFB]
+# shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s] [XVFB] [DBUS]
 #                     [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
 # One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen (XVFB:
-# on a real X server, tests/ui/xvfb_run.sh, which fails when Xvfb is missing) and
+# on a real X server, tests/ui/xvfb_run.sh, which fails when Xvfb is missing; DBUS: on a private
+# session bus of its own, dbus-run-session, from scripts/setup.sh --tests) and
 # single-threaded per process: OpenMP spinning makes oversubscribed ranks crawl on 2 cores. The
 # GUI-thread guard (backend/guithread.h) is on in every test, as in debug builds.
 # Paths reach the test at run time, in its environment, never as compile definitions (a clone's
@@ -22,7 +23,7 @@ endif()
 # program the test runs through ENVIRONMENT (SHARDSCOPE_TEST_CLI=$<TARGET_FILE:shardscope-cli>).
 # The test reads them with tests/support/paths.h, which fails naming a variable that is missing.
 function(shardscope_add_test name)
-  cmake_parse_arguments(T "XVFB" "PROCESSORS;TIMEOUT"
+  cmake_parse_arguments(T "XVFB;DBUS" "PROCESSORS;TIMEOUT"
                         "SOURCES;LIBS;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
   if(NOT T_LABELS)
     message(FATAL_ERROR "shardscope_add_test(${name}): give LABELS (unit, integration, gui, reference, slow, cuda-build)")
@@ -39,8 +40,15 @@ function(shardscope_add_test name)
   if(T_DEPENDS)
     add_dependencies(${name} ${T_DEPENDS})
   endif()
+  set(_bus)
+  if(T_DBUS)
+    set(_bus dbus-run-session --)
+  endif()
   if(T_XVFB)
-    add_test(NAME ${name} COMMAND ${PROJECT_SOURCE_DIR}/tests/ui/xvfb_run.sh $<TARGET_FILE:${name}>)
+    add_test(NAME ${name}
+             COMMAND ${_bus} ${PROJECT_SOURCE_DIR}/tests/ui/xvfb_run.sh $<TARGET_FILE:${name}>)
+  elseif(T_DBUS)
+    add_test(NAME ${name} COMMAND ${_bus} $<TARGET_FILE:${name}>)
   else()
     add_test(NAME ${name} COMMAND ${name})
   endif()

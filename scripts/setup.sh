@@ -31,10 +31,12 @@ build_pkgs=(
 # (Debian 12's clang is clang-14; its libclang_rt.fuzzer is in libclang-rt-14-dev).
 # xvfb + xauth: the dashboard's workflow test (tst_liverun) drives real windows on an X server.
 # groff-base: tst_manpages renders the generated man pages with groff and fails on a warning.
+# dbus-daemon: dbus-run-session, the private session bus tst_notifications runs the dashboard on
+# (its test registers org.freedesktop.Notifications there).
 # postgresql: initdb and pg_ctl for the `postgres` test variants (tests/support/with_postgres.py
 # starts a throwaway cluster in a temporary folder; the package's own cluster is not used).
 test_pkgs=(openssh-server openssh-client slurm-wlm munge procps psmisc desktop-file-utils groff-base
-  clang libclang-rt-14-dev xvfb xauth postgresql)
+  clang libclang-rt-14-dev xvfb xauth dbus-daemon postgresql)
 
 missing_pkgs() {
   local p

@@ -218,6 +218,18 @@ struct LaunchSection {
   bool operator==(const LaunchSection&) const = default;
 };
 
+/// [notify] (backend): commands the following process (a sweep, `shardscope-cli run`) runs when a
+/// run ends, stalls, or a sweep ends. Each is run by /bin/sh -c as written, with the run's facts
+/// in SHARDSCOPE_* environment variables (never pasted into the line); empty = none.
+struct NotifySection {
+  std::string on_end;           // a run ended: complete, failed, oom or stopped
+  std::string on_stall;         // a run wrote no event for stall_after_min while its ranks live
+  std::string on_sweep_end;     // a sweep ended (with its best trial)
+  double stall_after_min = 30;  // minutes without an event that make a stall; 0 = never
+
+  bool operator==(const NotifySection&) const = default;
+};
+
 /// [search]: kept as raw TOML text; parse_search_space (search_space.h) validates and types it.
 struct SearchSection {
   bool present = false;
@@ -238,6 +250,7 @@ struct Experiment {
   EvalSection eval;
   TraceSection trace;
   LaunchSection launch;
+  NotifySection notify;
   SearchSection search;
 
   /// Equal settings: every section; `source` (where it was read from) is not compared, so

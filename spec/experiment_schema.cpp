@@ -147,8 +147,17 @@ const Field<LN> kLaunchFields[] = {
     {"slurm_host", &LN::slurm_host, "slurm: submit over SSH to this host; empty = here"},
 };
 
-constexpr std::array<std::string_view, 10> kSections = {
-    "experiment", "model", "data", "train", "shard", "lora", "eval", "trace", "launch", "search"};
+using NT = NotifySection;
+const Field<NT> kNotifyFields[] = {
+    {"on_end", &NT::on_end, "command run when a run ends; empty = none"},
+    {"on_stall", &NT::on_stall, "command run when a run stalls; empty = none"},
+    {"on_sweep_end", &NT::on_sweep_end, "command run when a sweep ends; empty = none"},
+    {"stall_after_min", &NT::stall_after_min, "minutes without an event = a stall; 0 = never"},
+};
+
+constexpr std::array<std::string_view, 11> kSections = {"experiment", "model",  "data",  "train",
+                                                        "shard",      "lora",   "eval",  "trace",
+                                                        "launch",     "notify", "search"};
 
 constexpr EnumName<ShardStrategy> kStrategies[] = {
     {ShardStrategy::full_shard, "FULL_SHARD"},
@@ -206,6 +215,7 @@ std::span<const Field<LoraSection>> section_fields(const LoraSection&) { return 
 std::span<const Field<EvalSection>> section_fields(const EvalSection&) { return kEvalFields; }
 std::span<const Field<TraceSection>> section_fields(const TraceSection&) { return kTraceFields; }
 std::span<const Field<LaunchSection>> section_fields(const LaunchSection&) { return kLaunchFields; }
+std::span<const Field<NotifySection>> section_fields(const NotifySection&) { return kNotifyFields; }
 
 std::span<const std::string_view> section_names() { return kSections; }
 
@@ -371,7 +381,8 @@ std::string_view to_string(LaunchKind v) {
 bool Experiment::operator==(const Experiment& other) const {
   return experiment == other.experiment && model == other.model && data == other.data &&
          train == other.train && shard == other.shard && lora == other.lora && eval == other.eval &&
-         trace == other.trace && launch == other.launch && search == other.search;
+         trace == other.trace && launch == other.launch && notify == other.notify &&
+         search == other.search;
 }
 
 }  // namespace shardscope::spec

@@ -41,6 +41,7 @@ std::span<const Field<LoraSection>> section_fields(const LoraSection&);
 std::span<const Field<EvalSection>> section_fields(const EvalSection&);
 std::span<const Field<TraceSection>> section_fields(const TraceSection&);
 std::span<const Field<LaunchSection>> section_fields(const LaunchSection&);
+std::span<const Field<NotifySection>> section_fields(const NotifySection&);
 
 /// Calls f(name, section) for every typed section in file order ([search] is kept raw).
 template <class E, class F>
@@ -54,6 +55,7 @@ void for_each_section(E& exp, F&& f) {
   f(std::string_view("eval"), exp.eval);
   f(std::string_view("trace"), exp.trace);
   f(std::string_view("launch"), exp.launch);
+  f(std::string_view("notify"), exp.notify);
 }
 
 /// The section names a file may contain, [search] included.

@@ -327,7 +327,7 @@ void check_sections(const toml::table& root, Reader& r) {
     } else {
       msg +=
           "; the sections are [experiment] [model] [data] [train] [shard] [lora] [eval] "
-          "[launch] [search]";
+          "[trace] [launch] [notify] [search]";
     }
     r.diag().add(msg);
   }

@@ -437,6 +437,8 @@ void validate_fields(const Experiment& exp, const Locator& loc, Diagnostics& dia
   check_quantize(exp.lora, exp.model, check);
   check_eval(exp.eval, exp.data, check);
   check_trace(exp.trace, check);
+  check(exp.notify.stall_after_min >= 0, "notify.stall_after_min",
+        "must be >= 0 (got " + num(exp.notify.stall_after_min) + "); use e.g. 30, or 0 for never");
   validate_launch(exp, loc, diag);
   check_search(exp, loc, diag);
 }

@@ -33,10 +33,12 @@
 #include "ui/data/runlog.h"
 #include "ui/data/sweepsource.h"
 #include "ui/hosts/hostspanel.h"
+#include "ui/notifier.h"
 #include "ui/plots/plotspanel.h"
 #include "ui/runs/runspanel.h"
 #include "ui/runs/runtablemodel.h"
 #include "ui/samples/samplespanel.h"
+#include "ui/settingsdialog.h"
 #include "ui/timeline/timelinepanel.h"
 
 Q_LOGGING_CATEGORY(lcMainWindow, "shardscope.ui.mainwindow")
@@ -129,6 +131,23 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
           [this](qint64 studyId, const QString& study) {
             emit sweepControlRequested(studyId, study, backend::StudyControl::stop);
           });
+  m_notifier = new Notifier(this);
+  m_notifier->setSettings(NotifySettings::load());
+  connect(m_runLog, &RunLog::studiesLoaded, m_notifier, &Notifier::onStudies);
+  connect(m_runLog, &RunLog::runsLoaded, m_notifier, &Notifier::onRuns);
+  connect(m_notifier, &Notifier::notified, this,
+          [this](Notifier::Kind, qint64, const QString& title, const QString& body) {
+            statusBar()->showMessage(title + QStringLiteral(": ") + body.section('\n', 0, 0),
+                                     15000);
+          });
+  // A click on a notification: the run, selected as the user would, in a window in front.
+  connect(m_notifier, &Notifier::runActivated, this, [this, runs](qint64 runId) {
+    m_runs->selectRuns({runId});
+    runs->raise();
+    showNormal();
+    raise();
+    activateWindow();
+  });
   connect(m_runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& list) {
     m_runCount = static_cast<int>(list.size());
     // A permanent label: a message (a launch, a stop) stays readable while the runs reload.
@@ -205,6 +224,10 @@ void MainWindow::buildMenus() {
   file->addAction(tr("&Import…"), this, &MainWindow::importConfig);
   m_recentMenu = file->addMenu(tr("Open &recent"));
   rebuildRecentMenu();
+  file->addSeparator();
+  QAction* settings = file->addAction(tr("&Settings…"), this, &MainWindow::openSettings);
+  settings->setShortcut(QKeySequence::Preferences);
+  settings->setObjectName(QStringLiteral("settingsAction"));
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -555,12 +578,21 @@ void MainWindow::finishImport() {
   box.exec();
 }
 
+void MainWindow::openSettings() {
+  SettingsDialog dialog(m_notifier->settings(), this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const NotifySettings settings = dialog.settings();
+  settings.save();
+  m_notifier->setSettings(settings);
+}
+
 void MainWindow::openRunLog(const QString& path) {
   m_runCount = -1;
   m_autoSelected = false;
   m_lastCurrent = -1;
   m_lastSelection.clear();
   m_builderWanted = -1;
+  m_notifier->reset();
   // A server's URL is shown whole less its password (backend::displaySpec): its last path part
   // may be no database name but user:password@host.
   const QString shown = backend::displaySpec(path);

@@ -3,6 +3,7 @@
 // keeps the layout and recent files in QSettings and offers menus, a toolbar and shortcuts.
 // Stopping and cloning runs leave as signals: the app wires them to the backend and the builder.
 // The builder follows the current run: it shows the experiment that run was started from.
+// A Notifier tells of run ends, stalls and sweep ends on the desktop; clicking one selects its run.
 #pragma once
 
 #include <QFutureWatcher>
@@ -24,6 +25,7 @@ namespace shardscope::ui {
 class BuilderPanel;
 class ComparePanel;
 class HostsPanel;
+class Notifier;
 class PlotsPanel;
 class SamplesPanel;
 class TimelinePanel;
@@ -76,6 +78,10 @@ class MainWindow : public QMainWindow {
   ComparePanel* comparePanel() const { return m_compare; }
   HostsPanel* hostsPanel() const { return m_hosts; }
   BuilderPanel* builderPanel() const { return m_builder; }
+  /// Desktop notifications of run ends, stalls and sweep ends (ui/notifier.h).
+  Notifier* notifier() const { return m_notifier; }
+  /// File > Settings…: the notification settings; saved and applied when accepted.
+  void openSettings();
   QStringList recentFiles() const;
   /// The sweep watch (every kSweepWatchMs, and whenever the sweep is read): says in the status
   /// bar, and enables Sweep > Adopt sweep, when the shown sweep's study is running with no
@@ -163,6 +169,7 @@ class MainWindow : public QMainWindow {
   ComparePanel* m_compare = nullptr;
   HostsPanel* m_hosts = nullptr;
   BuilderPanel* m_builder = nullptr;
+  Notifier* m_notifier = nullptr;
   QMenu* m_recentMenu = nullptr;
   QList<QDockWidget*> m_docks;
   int m_runCount = -1;

@@ -5,12 +5,16 @@
 // backend/lifecycle's RunLifecycle; this file prints.
 #include <unistd.h>
 
+#include <QFileInfo>
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/launching.h"
+#include "backend/notifycommand.h"
 
 namespace shardscope::cli {
 namespace {
@@ -58,20 +62,61 @@ void printProgress(const backend::FollowProgress& p) {
   }
 }
 
-// Follows a run to its end in this process through the monitor; prints the outcome; returns
-// the exit code.
+// The facts a [notify] command gets about `run`.
+backend::NotifyFacts notifyFacts(const RunRecord& run) {
+  backend::NotifyFacts facts;
+  facts.runId = run.id;
+  facts.runName = run.name;
+  facts.status = QString::fromUtf8(spec::to_string(run.status));
+  facts.error = run.error;
+  facts.runDir = run.runDir;
+  facts.objective = run.objective;
+  return facts;
+}
+
+// The [notify] section a supervised run was started with (its experiment as recorded), and the
+// folder its commands run in; none when the record cannot be read (the run is followed anyway).
+std::pair<spec::NotifySection, QString> recordedNotify(backend::RunReader& reader,
+                                                       const RunRecord& run) {
+  if (!run.experimentId) return {};
+  auto record = reader.experiment(*run.experimentId);
+  if (!record || !*record) return {};
+  auto exp = spec::parse_experiment((*record)->toml.toStdString(), (*record)->name.toStdString(),
+                                    {}, spec::LoadOptions{false});
+  if (!exp) return {};
+  const QString dir =
+      (*record)->source.isEmpty() ? run.runDir : QFileInfo((*record)->source).absolutePath();
+  return {exp->notify, dir};
+}
+
+// Follows a run to its end in this process through the monitor; prints the outcome; runs the
+// experiment's [notify] on_stall and on_end commands (waiting for them); returns the exit code.
 int follow(const Globals& g, RunStore& store, backend::RunHandle& handle, const RunRecord& run,
-           qint64 maxSteps, bool attached, const std::function<void()>& onFollowing = {}) {
+           qint64 maxSteps, bool attached, const spec::NotifySection& notify,
+           const QString& notifyDir, const std::function<void()>& onFollowing = {}) {
+  backend::NotifyCommands commands(notify,
+                                   {notifyDir, backend::NotifyCommands::Options{}.timeoutMs});
   backend::FollowOptions options;
   options.onFollowing = onFollowing;
   options.maxSteps = maxSteps;
   if (attached) options.onStep = printProgress;
+  if (!notify.on_stall.empty()) {
+    options.stallAfterS = notify.stall_after_min * 60.0;
+    options.onStall = [&](double silentS) {
+      backend::NotifyFacts facts = notifyFacts(run);
+      facts.status = QString::fromUtf8(spec::to_string(spec::RunStatus::running));
+      facts.stalledMin = silentS / 60.0;
+      commands.run(backend::NotifyEvent::stall, facts);
+    };
+  }
   const backend::FollowOutcome outcome = orExit(followRun(store, handle, run.id, options, true));
   if (!outcome.followed) {
     exitWith(kExitError, "run " + run.name.toStdString() + " is followed by another process");
   }
   auto reader = orExit(store.reader());
   const auto final = orExit(reader.run(run.id));
+  if (final) commands.run(backend::NotifyEvent::end, notifyFacts(*final));
+  commands.waitForAll();
   if (attached && ::isatty(2)) std::cerr << '\n';
   if (g.json && final) {
     printJson(runToJson(*final));
@@ -106,7 +151,8 @@ void runVerb(const Globals& g, const RunArgs& args) {
             << run.runDir.toStdString() << '\n';
   // The location is recorded once this process holds the lease: before that, a concurrent `ls`
   // could take the run for an orphan.
-  throw VerbExit{follow(g, *store, *launched.handle, run, exp.train.max_steps, true,
+  throw VerbExit{follow(g, *store, *launched.handle, run, exp.train.max_steps, true, exp.notify,
+                        QFileInfo(path).absolutePath(),
                         [&] { orExit(store->setRunLocation(run.id, launched.location).get()); })};
 }
 
@@ -134,7 +180,8 @@ void superviseVerb(const Globals& g, const std::string& runArg) {
   auto handle = orExit(backend::RunLifecycle::attach(run));
   std::cerr << "supervising " << run.name.toStdString() << " (id " << run.id << ") as pid "
             << ::getpid() << std::endl;
-  throw VerbExit{follow(g, *store, *handle, run, 0, false)};
+  const auto [notify, notifyDir] = recordedNotify(reader, run);
+  throw VerbExit{follow(g, *store, *handle, run, 0, false, notify, notifyDir)};
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ RunFollower::RunFollower(RunStore& store, qint64 runId, RunHandle& handle, QObje
   });
   connect(m_monitor.get(), &RunMonitor::stepReached, this, &RunFollower::stepReached);
   connect(m_monitor.get(), &RunMonitor::leaseLost, this, &RunFollower::leaseLost);
+  connect(m_monitor.get(), &RunMonitor::stalled, this, &RunFollower::stalled);
   connect(m_handle, &RunHandle::filesGrew, this, &RunFollower::filesGrew);
   m_killTimer.setSingleShot(true);
   connect(&m_killTimer, &QTimer::timeout, m_handle, &RunHandle::kill);
@@ -46,6 +47,8 @@ QList<RankState> RunFollower::ranks() const { return m_handle->ranks(); }
 Result<QByteArray> RunFollower::readEvents(int rank, qint64 offset, qint64 maxBytes) {
   return m_handle->readEvents(rank, offset, maxBytes);
 }
+
+void RunFollower::setStallAfter(double seconds) { m_monitor->setStallAfter(seconds); }
 
 void RunFollower::stop(double graceS) {
   m_handle->stop();

@@ -45,6 +45,9 @@ class RunFollower : public QObject {
   /// Up to maxBytes of rank `rank`'s events file from byte `offset` (empty when nothing new).
   [[nodiscard]] Result<QByteArray> readEvents(int rank, qint64 offset, qint64 maxBytes);
 
+  /// Reports stalled() after `seconds` without an event while every rank lives (0: never).
+  void setStallAfter(double seconds);
+
   /// A graceful stop: SIGTERM to every rank now, SIGKILL after `graceS` seconds to any left.
   void stop(double graceS);
   /// SIGKILL to every rank now.
@@ -59,6 +62,8 @@ class RunFollower : public QObject {
   void stepReached(qint64 step, double loss, double t);
   /// Another process took the run's lease: this one stopped following.
   void leaseLost(const QString& message);
+  /// No event for `silentS` seconds while every rank lives (RunMonitor::stalled).
+  void stalled(double silentS);
 
  private:
   qint64 m_runId = 0;

@@ -67,6 +67,10 @@ Result<std::unique_ptr<RunHandle>> RunLifecycle::attach(const RunRecord& run, in
 Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, qint64 runId,
                                            const FollowOptions& options) {
   RunFollower follower(store, runId, handle);
+  if (options.onStall) {
+    follower.setStallAfter(options.stallAfterS);
+    QObject::connect(&follower, &RunFollower::stalled, &follower, options.onStall);
+  }
   // Connected before start(): a run that ended before the follower came reports its steps
   // during start(), and the progress lines must still show them.
   double firstT = -1;

@@ -52,6 +52,9 @@ struct FollowOptions {
   /// SIGINT/SIGTERM). Empty: never.
   std::function<bool()> stopRequested;
   std::function<void()> onFollowing;  ///< called once the lease is held
+  /// Called once per stall: no event for stallAfterS seconds while every rank lives (0: never).
+  double stallAfterS = 0;
+  std::function<void(double silentS)> onStall;
 };
 
 /// How RunLifecycle::follow ended.

@@ -311,6 +311,9 @@ void RunMonitor::poll() {
            static_cast<long long>(m_runId), m_storeFailures);
     m_storeFailures = 0;
   }
+  const bool eventsArrived = std::any_of(pending.begin(), pending.end(), [](const Ingesting& i) {
+    return i.chunk.file == RankFile::events && !i.chunk.events.empty();
+  });
   if (!stored) {
     noteStoreRefusal(why);
     // The run log refused a chunk (a full disk, another writer): read again from what it has.
@@ -319,6 +322,7 @@ void RunMonitor::poll() {
     return;
   }
   decide(ranks, caughtUp);
+  watchStall(ranks, eventsArrived);
   m_polling = false;
   // Only a read cut short re-polls at once. A failed read (host unreachable while the handle
   // reconnects) waits for the poll timer: re-polling at once would spin on the error.
@@ -473,6 +477,28 @@ void RunMonitor::decide(const QList<RankState>& ranks, bool caughtUp) {
     }
   }
   if (allExited && caughtUp) finish();
+}
+
+// A stall is judged on this machine's monotonic clock from when this monitor last read an event
+// (a monitor that takes over starts counting afresh): the ranks' own `t` may come from another
+// machine's clock.
+void RunMonitor::watchStall(const QList<RankState>& ranks, bool eventsArrived) {
+  if (eventsArrived || !m_sinceEvent.isValid()) {
+    m_sinceEvent.start();
+    m_stallReported = false;
+    return;
+  }
+  if (m_options.stallAfterS <= 0 || m_stallReported || m_finished) return;
+  const bool allLive = !ranks.isEmpty() && int(ranks.size()) >= int(m_streams.size()) &&
+                       std::none_of(ranks.begin(), ranks.end(), [](const RankState& r) {
+                         return r.phase == RankState::Phase::exited;
+                       });
+  const double silentS = double(m_sinceEvent.elapsed()) / 1000.0;
+  if (!allLive || silentS < m_options.stallAfterS) return;
+  m_stallReported = true;
+  qCInfo(lcRunMonitor, "run %lld: no event for %.1f s while its ranks live",
+         static_cast<long long>(m_runId), silentS);
+  emit stalled(silentS);
 }
 
 RunMonitor::Failure RunMonitor::finalOutcome() const {

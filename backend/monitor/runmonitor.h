@@ -6,11 +6,14 @@
 //             lines); the monitor then stops the other ranks
 //   oom       when any rank reported an `error` of kind oom
 //   complete / stopped / failed from the ranks' `done` events once every rank has exited.
+// It also tells a stall: no new event from any rank for stallAfterS while every rank lives
+// (stalled, once per stall; a new event re-arms it). The status stays running.
 // A monitor holds a lease on its run (pid + heartbeat); a second one refuses to follow a run
 // whose holder is alive, and takes over (catching up from the stored offsets) when it is not.
 #pragma once
 
 #include <QDeadlineTimer>
+#include <QElapsedTimer>
 #include <QObject>
 #include <QTimer>
 
@@ -41,6 +44,7 @@ class RunMonitor : public QObject {
     /// After the run log refuses a write that may pass (a full disk, a lost server), the next
     /// try waits pollMs, then twice as long each time, up to this; the rank files keep the lines.
     int maxRetryMs = 10000;
+    double stallAfterS = 0;  ///< no event this long while every rank lives: stalled(); 0 = never
   };
 
   /// `store` and `handle` must outlive the monitor.
@@ -60,6 +64,8 @@ class RunMonitor : public QObject {
   spec::RunStatus status() const { return m_status; }
   /// Malformed event lines seen by this monitor (each also stored as a log line).
   int malformedLines() const;
+  /// Options::stallAfterS from now on (0: never report a stall).
+  void setStallAfter(double seconds) { m_options.stallAfterS = seconds; }
 
  public slots:
   /// Reads what is new and updates the status (also runs on the poll timer).
@@ -74,6 +80,9 @@ class RunMonitor : public QObject {
   /// Rank 0 reported a training step, once per step event in file order (its loss, and the event's
   /// unix time `t`).
   void stepReached(qint64 step, double loss, double t);
+  /// No rank wrote an event for `silentS` seconds (>= Options::stallAfterS) while every rank
+  /// lives. Once per stall: an event from any rank re-arms it.
+  void stalled(double silentS);
 
  private:
   struct Failure {
@@ -101,6 +110,8 @@ class RunMonitor : public QObject {
   /// A poll whose rows the run log refused: warns and sets when the next try may run.
   void noteStoreRefusal(const std::string& why);
   void decide(const QList<RankState>& ranks, bool caughtUp);
+  /// After a poll: an event arrived (re-arm), or the ranks live and the silence is a stall.
+  void watchStall(const QList<RankState>& ranks, bool eventsArrived);
   void setStatus(spec::RunStatus status, const QString& error,
                  std::optional<double> objective = std::nullopt);
   Failure describeDeath(const RankState& rank, const EventStream& stream) const;
@@ -129,6 +140,9 @@ class RunMonitor : public QObject {
   bool m_polling = false;
   int m_storeFailures = 0;   // polls in a row whose rows the run log refused
   QDeadlineTimer m_retryAt;  // while m_storeFailures > 0: no poll before it (the backoff)
+  int m_storeFailures = 0;     // polls in a row whose rows the run log refused
+  QElapsedTimer m_sinceEvent;  // since the last new event line (or start())
+  bool m_stallReported = false;
   // Per rank, the highest seq of an event line kept as a log line (refused for good): the run
   // log's own highest seq stops below it, and restoring from that alone would report the lines
   // set aside as missing events.

@@ -105,7 +105,17 @@ SweepLoop::SweepLoop(RunStore& store, search::Study study, const SweepInput& inp
       m_runner(store, input.experimentPath, sweepSpace(m_study, input.space, input.overrides),
                runnerOptions(m_study, input, options)),
       m_scheduler(m_runner),
-      m_control(store, m_study.id(), m_runner) {
+      m_control(store, m_study.id(), m_runner),
+      m_notify(input.experiment.notify, {QFileInfo(input.experimentPath).absolutePath(),
+                                         NotifyCommands::Options{}.timeoutMs}) {
+  const spec::NotifySection& notify = input.experiment.notify;
+  if (!notify.on_stall.empty()) m_runner.setStallAfter(notify.stall_after_min * 60.0);
+  connect(&m_runner, &TrialRunner::trialStalled, this,
+          [this](qint64, qint64 runId, double silentS) {
+            NotifyFacts facts = factsOf(runId);
+            facts.stalledMin = silentS / 60.0;
+            m_notify.run(NotifyEvent::stall, facts);
+          });
   connect(&m_control, &SweepControl::controlChanged, this, [this](StudyControl c) {
     emit controlChanged(c);
     if (c == StudyControl::stop) m_stopped = true;
@@ -115,6 +125,14 @@ SweepLoop::SweepLoop(RunStore& store, search::Study study, const SweepInput& inp
   m_runner.setPruneCallback(
       [this](qint64 number, qint64 step, double value) { return judge(number, step, value); });
   connect(&m_scheduler, &Scheduler::trialFinished, this, [this](const TrialOutcome& outcome) {
+    if (!m_notify.commandFor(NotifyEvent::end).isEmpty()) {
+      NotifyFacts facts = factsOf(outcome.runId);
+      if (facts.status.isEmpty())
+        facts.status = QString::fromUtf8(to_string(runStatusOf(outcome.state)));
+      if (facts.error.isEmpty()) facts.error = outcome.error;
+      if (!outcome.values.empty()) facts.objective = outcome.values.front();
+      m_notify.run(NotifyEvent::end, facts);
+    }
     emit trialEnded(outcome);
     fill();
   });
@@ -214,14 +232,55 @@ Result<SweepOutcome> SweepLoop::finish() {
   const bool stopped = m_control.control() == StudyControl::stop;
   // The study has ended unless another process still runs some of its trials; a study left
   // running with no process is what the dashboard offers to adopt.
+  QString status = QStringLiteral("running");  // another process still runs some of its trials
   if (stopped) {
     if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::stopped).get(); !r)
       return r.error();
+    status = studyStatusName(StudyStatus::stopped);
   } else if (c.running == 0 && c.queued == 0) {
     if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::complete).get(); !r)
       return r.error();
+    status = studyStatusName(StudyStatus::complete);
   }
-  return SweepOutcome{std::move(*summary), stopped};
+  SweepOutcome outcome{std::move(*summary), stopped};
+  notifySweepEnd(outcome, status);
+  return outcome;
+}
+
+NotifyFacts SweepLoop::factsOf(qint64 runId) {
+  NotifyFacts facts;
+  facts.runId = runId;
+  facts.study = m_study.name();
+  if (!m_notifyReader) {
+    auto reader = m_store.reader();
+    if (!reader) return facts;
+    m_notifyReader.emplace(std::move(*reader));
+  }
+  auto run = m_notifyReader->run(runId);
+  if (!run || !*run) return facts;
+  const RunRecord& record = **run;
+  facts.runName = record.name;
+  facts.status = QString::fromUtf8(to_string(record.status));
+  facts.error = record.error;
+  facts.runDir = record.runDir;
+  facts.objective = record.objective;
+  return facts;
+}
+
+void SweepLoop::notifySweepEnd(const SweepOutcome& outcome, const QString& status) {
+  if (!m_notify.commandFor(NotifyEvent::sweepEnd).isEmpty()) {
+    NotifyFacts facts;
+    facts.study = m_study.name();
+    facts.sweepStatus = status;
+    if (const auto& best = outcome.summary.best) {
+      const NotifyFacts run = factsOf(best->runId);
+      facts.bestTrial = best->trial.number;
+      facts.bestRun = run.runName;
+      if (!best->trial.values.empty()) facts.bestObjective = best->trial.values.front();
+    }
+    m_notify.run(NotifyEvent::sweepEnd, facts);
+  }
+  m_notify.waitForAll();
 }
 
 }  // namespace shardscope::backend

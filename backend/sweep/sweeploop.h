@@ -4,8 +4,11 @@
 // Intermediate `eval` values go through the study's pruner; the user's pause, resume, stop and
 // per-trial requests arrive through SweepControl. Started again on the same study it continues:
 // the trials a killed sweep left running are reattached (their ranks outlive it) and followed to
-// their own end; those that never launched are failed as lost and retried. It prints nothing:
-// each event is a signal, and the caller (the CLI's `sweep`, a future autotune) says it its way.
+// their own end; those that never launched are failed as lost and retried. The experiment's
+// [notify] commands run here, in the sweep's own process (started from the CLI or the
+// dashboard): each trial's end, a trial's stall, and the sweep's end in finish(). It prints
+// nothing: each event is a signal, and the caller (the CLI's `sweep`, a future autotune) says it
+// its way.
 //
 // Use: readInput -> (prepareData) -> openStudy -> SweepLoop -> start -> the event loop runs until
 // ended() -> finish.
@@ -19,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/notifycommand.h"
+#include "backend/store/runreader.h"
 #include "backend/sweep/scheduler.h"
 #include "backend/sweep/study.h"
 #include "backend/sweep/sweepcontrol.h"
@@ -117,12 +122,18 @@ class SweepLoop : public QObject {
  private:
   void fill();
   bool judge(qint64 number, qint64 step, double value);
+  /// The facts a [notify] command gets about run `runId` (what the run log holds of it).
+  NotifyFacts factsOf(qint64 runId);
+  /// Runs [notify] on_sweep_end for `outcome` and waits for every command still running.
+  void notifySweepEnd(const SweepOutcome& outcome, const QString& status);
 
   RunStore& m_store;
   search::Study m_study;
   TrialRunner m_runner;
   Scheduler m_scheduler;
   SweepControl m_control;
+  NotifyCommands m_notify;
+  std::optional<RunReader> m_notifyReader;  // opened at the first command that needs a run's facts
   QElapsedTimer m_clock;
   bool m_stopped = false;  // an error, search.timeout_s or the user's stop: ask no more
   std::string m_error;

@@ -358,6 +358,10 @@ Result<void> TrialRunner::follow(Running& trial, std::unique_ptr<RunHandle> hand
   trial.follower = std::make_unique<RunFollower>(m_store, trial.runId, std::move(handle));
   const qint64 number = trial.number;
   Running* raw = &trial;
+  const qint64 runId = trial.runId;
+  trial.follower->setStallAfter(m_stallAfterS);
+  connect(trial.follower.get(), &RunFollower::stalled, this,
+          [this, number, runId](double silentS) { emit trialStalled(number, runId, silentS); });
   connect(trial.follower.get(), &RunFollower::finished, this, [this, number, raw] {
     // The monitor has stored the run's end: its evals are no longer reported (the study would
     // refuse them, "already ended"), only read into the outcome by onMonitorFinished.

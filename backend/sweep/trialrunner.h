@@ -94,6 +94,9 @@ class TrialRunner : public QObject {
   ~TrialRunner() override;
 
   void setPruneCallback(PruneCallback callback) { m_prune = std::move(callback); }
+  /// Trials followed from now on report trialStalled after `seconds` without an event while
+  /// their ranks live (RunMonitor's stall); 0: never.
+  void setStallAfter(double seconds) { m_stallAfterS = seconds; }
   const search::SearchSpace& space() const { return m_space; }
   /// True when trials run `[search] program` rather than shardtrain.
   bool programTrials() const { return !m_space.program.empty(); }
@@ -128,6 +131,8 @@ class TrialRunner : public QObject {
  signals:
   void trialStarted(qint64 number, qint64 runId);
   void trialFinished(const shardscope::backend::TrialOutcome& outcome);
+  /// Trial `number`'s run wrote no event for `silentS` seconds while its ranks live.
+  void trialStalled(qint64 number, qint64 runId, double silentS);
 
  private:
   struct Running;
@@ -166,6 +171,7 @@ class TrialRunner : public QObject {
   std::optional<spec::Experiment> m_base;  // the experiment with Options::overrides, when it loads
   std::string m_baseError;                 // why it did not load
   PruneCallback m_prune;
+  double m_stallAfterS = 0;
   std::map<qint64, std::unique_ptr<Running>> m_trials;  // by trial number
 };
 

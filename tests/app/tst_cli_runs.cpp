@@ -202,6 +202,54 @@ class TestCliRuns : public QObject {
     QVERIFY2(unknownKey.err.contains("train.lrr"), qPrintable(unknownKey.err));
   }
 
+  // [notify] on_end of a single run: `run` runs it before it exits (a failed run: its status and
+  // name in the environment), and so does the supervisor of a detached run at the run's end,
+  // from the experiment the run log recorded. A failing command changes no exit code.
+  void notifyOnEndRunsForAttachedAndDetachedRuns() {
+    const auto write = [&](const QString& name, const QByteArray& command) {
+      shardscope::testing::TinyExperiment e;
+      e.name = name;
+      e.trainer = kFake;
+      e.tables = "[notify]\non_end = \"" + command + "\"\n";
+      return shardscope::testing::writeExperiment(m_dir.path(), e);
+    };
+    const QByteArray record = "env | grep ^SHARDSCOPE_ | sort > $SHARDSCOPE_RUN_NAME.env";
+    const auto envOf = [&](const QString& name) {
+      QMap<QString, QString> out;
+      QFile file(m_dir.filePath(name + ".env"));
+      if (!file.open(QIODevice::ReadOnly)) return out;
+      for (const QByteArray& line : file.readAll().split('\n')) {
+        const auto eq = line.indexOf('=');
+        if (eq > 0)
+          out.insert(QString::fromUtf8(line.left(eq)), QString::fromUtf8(line.mid(eq + 1)));
+      }
+      return out;
+    };
+    const Run attached = cli({"--db", db(), "--json", "run", write("hooked", record)},
+                             fakeMode("crash --fail-step 3 --rank-only 1 --steps 50"));
+    QCOMPARE(attached.exitCode, 3);
+    const QJsonObject failed = json(attached.out.trimmed().split('\n').last());
+    const auto env = envOf(failed["name"].toString());
+    QCOMPARE(env.value("SHARDSCOPE_EVENT"), QString("end"));
+    QCOMPARE(env.value("SHARDSCOPE_RUN_STATUS"), QString("failed"));
+    QCOMPARE(env.value("SHARDSCOPE_RUN_ID"), QString::number(failed["id"].toInteger()));
+    QVERIFY(env.value("SHARDSCOPE_RUN_ERROR").contains("rank 1"));
+
+    const Run started = cli({"--db", db(), "--json", "run", write("hookdet", record), "--detach"},
+                            fakeMode("--steps 20"));
+    QVERIFY2(started.exitCode == 0, qPrintable(started.out + started.err));
+    const QString name = json(started.out)["name"].toString();
+    QTRY_COMPARE_WITH_TIMEOUT(envOf(name).value("SHARDSCOPE_RUN_STATUS"), QString("complete"),
+                              60000);
+    QCOMPARE(envOf(name).value("SHARDSCOPE_RUN_NAME"), name);
+
+    const Run broken =
+        cli({"--db", db(), "run", write("hookfail", "exit 9")}, fakeMode("--steps 5"));
+    QCOMPARE(broken.exitCode, 0);
+    QVERIFY2(broken.err.contains("notify.on_end `exit 9` exited with status 9"),
+             qPrintable(broken.err));
+  }
+
   void detachedRunIsStoppedAndRecordedBySupervisor() {
     const QString exp = writeExperiment("det", kFake);
     const Run started = cli({"--db", db(), "run", exp, "--detach"}, fakeMode("--steps 100000"));

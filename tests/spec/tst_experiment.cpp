@@ -305,6 +305,10 @@ class TestExperiment : public QObject {
         {"inline.toml:4:", "trace.every_n_steps: must be >= 0 (got -1)"});
     row("trace bound zero", d + "[trace]\nmax_mib = 0\n",
         {"inline.toml:4:", "trace.max_mib: must be >= 1 (got 0)"});
+    row("notify stall negative", d + "[notify]\nstall_after_min = -1\n",
+        {"inline.toml:4:", "notify.stall_after_min: must be >= 0 (got -1.0); use e.g. 30"});
+    row("notify command not text", d + "[notify]\non_end = 3\n",
+        {"inline.toml:4:", "notify.on_end"});
     // [lora] and [eval]
     row("lora rank zero", d + "[lora]\nenabled = true\nr = 0\n",
         {"inline.toml:5:", "lora.r: must be >= 1 (got 0)"});
@@ -720,7 +724,7 @@ class TestExperiment : public QObject {
     const std::string h = config_hash(e);
     QCOMPARE(h, sha256_hex(write_experiment_toml(e)));
     QCOMPARE(QString::fromStdString(h),  // a QString: a failure prints the new value
-             QString("b469be76fbc829c0cb46b7cab47a00317f6fd37d4311243f918d861615cc0b97"));
+             QString("c5a54f4d6f74a75c06f5e01dbf11180cd26b95696e0dc50971fba81809a8ce95"));
     // The same settings in another order and spelling hash the same.
     auto a =
         parseInline(kData + "[train]\nlr = 1e-3\nseed = 7\n[shard]\nstrategy = \"NO_SHARD\"\n");

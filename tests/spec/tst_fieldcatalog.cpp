@@ -36,7 +36,9 @@ class TestFieldCatalog : public QObject {
     QCOMPARE(find_field("train.seed")->is_unsigned, true);
     QCOMPARE(find_field("nope.x"), nullptr);
     QCOMPARE(catalog_sections().front(), std::string("experiment"));
-    QCOMPARE(catalog_sections().back(), std::string("launch"));
+    QCOMPARE(catalog_sections().back(), std::string("notify"));
+    QCOMPARE(find_field("notify.on_end")->type, FieldType::string);
+    QCOMPARE(find_field("notify.stall_after_min")->default_text, std::string("30.0"));
   }
 
   void everyDefaultRoundTrips() {

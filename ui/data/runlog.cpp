@@ -12,6 +12,7 @@ namespace shardscope::ui {
 RunLog::RunLog(int pollMs, QObject* parent)
     : RunLogSignals(parent), m_worker(new RunLogWorker(pollMs)) {
   qRegisterMetaType<QVector<RunSummary>>();
+  qRegisterMetaType<QVector<backend::StudyRecord>>();
   qRegisterMetaType<QVector<SeriesChunk>>();
   qRegisterMetaType<LogSnapshot>();
   qRegisterMetaType<SweepData>();

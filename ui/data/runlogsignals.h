@@ -49,6 +49,8 @@ class RunLogSignals : public QObject {
   void edited(bool ok, const QString& message);
   /// Every tag of the run log by name (with each runs list): what a tag editor completes from.
   void knownTagsLoaded(const QStringList& names);
+  /// Every study as stored (with each runs list, just before it): what tells a sweep's end.
+  void studiesLoaded(const QVector<shardscope::backend::StudyRecord>& studies);
   /// The read asked for by sync(token) has been delivered.
   void synced(quint64 token);
 };

@@ -27,6 +27,12 @@ struct RunSummary {
   QStringList tags;       ///< its tags by name (schema 9)
   QStringList tagColors;  ///< each tag's "#rrggbb", in the order of tags
   QString note;           ///< its note (plain text or Markdown); "" when none
+  /// A running run's progress: the bytes of its ranks' events files stored so far (-1 when it
+  /// is not running). No change for a while is a stall (ui/notifier.h).
+  qint64 eventBytes = -1;
+  /// A running run's follower holds a live lease: its ranks are watched, so silence is a stall
+  /// rather than a follower gone.
+  bool followed = false;
   /// What the runs filter compares, for the keys it asked for (RunLog::setQueryKeys): parameters
   /// by dotted key (the run's own, else its experiment's), metrics' last and lowest values.
   QHash<QString, QVariant> values;
@@ -168,6 +174,7 @@ struct HostSummary {
 }  // namespace shardscope::ui
 
 Q_DECLARE_METATYPE(shardscope::ui::RunSummary)
+Q_DECLARE_METATYPE(shardscope::backend::StudyRecord)
 Q_DECLARE_METATYPE(shardscope::ui::SeriesChunk)
 Q_DECLARE_METATYPE(shardscope::ui::LogSnapshot)
 Q_DECLARE_METATYPE(shardscope::ui::SweepData)

@@ -7,6 +7,7 @@
 
 #include <QLoggingCategory>
 #include <QScopeGuard>
+#include <QSysInfo>
 
 #include <algorithm>
 #include <limits>
@@ -193,10 +194,31 @@ void RunLogWorker::loadRuns() {
     row.tags = tags->value(run.id);
     for (const QString& tag : std::as_const(row.tags)) row.tagColors.append(colors.value(tag));
     row.note = notes->value(run.id);
+    if (run.status == spec::RunStatus::running) loadProgress(row);
     out.append(std::move(row));
   }
   loadQueryValues(out);
+  auto studies = m_reader->listStudies();
+  if (!studies) return report(studies.error());
+  emit studiesLoaded(QVector<backend::StudyRecord>(studies->begin(), studies->end()));
   emit runsLoaded(out);
+}
+
+// A running run's stored events bytes (every rank's read offset) and whether a live follower
+// holds its lease: a few primary-key reads per running run.
+void RunLogWorker::loadProgress(RunSummary& row) {
+  const backend::RunRecord& run = row.record;
+  qint64 bytes = 0;
+  for (int rank = 0; rank < std::max(1, run.worldSize); ++rank) {
+    auto offset = m_reader->offset(run.id, rank, backend::RankFile::events);
+    if (!offset) return report(offset.error());
+    bytes += *offset;
+  }
+  row.eventBytes = bytes;
+  auto lease = m_reader->lease(run.id);
+  if (!lease) return report(lease.error());
+  row.followed = lease->has_value() && backend::RunStore::leaseHolderAlive(
+                                           **lease, QSysInfo::machineHostName(), kLeaseStaleS);
 }
 
 backend::RunStore* RunLogWorker::writer() {

@@ -86,6 +86,10 @@ class RunLogWorker : public RunLogSignals {
   void loadRuns();
   /// Fills the runs filter's values (m_queryParams, m_queryMetrics) of every row.
   void loadQueryValues(QVector<RunSummary>& rows);
+  /// A running row's eventBytes and followed.
+  void loadProgress(RunSummary& row);
+  /// A lease whose heartbeat is older than this has no live follower (RunMonitor's default).
+  static constexpr double kLeaseStaleS = 10;
   /// The value at dotted `key` of experiment `experimentId`'s TOML (cached per refresh).
   QVariant experimentValue(qint64 experimentId, const QString& key);
   void loadSeries();

@@ -11,6 +11,8 @@ directory, which must be the run directory) and then behaves as MODE says:
   ignore_term  eval events every 0.1 s forever; SIGTERM is logged and ignored (SIGKILL must come)
   fail_once    the first time a trial runs (no DIR/failed-<trial> yet): writes that file, 20 eval
                events and log lines, exits 4 without done; the next time (the retry): normal
+  stall        one eval event, then silence (the process lives) until DIR/release exists (600 s
+               at most), then completes
   meet         writes DIR/start-<trial>, waits (30 s at most) until another trial's start file
                is there, then completes (so it completes only when two trials overlap)
 """
@@ -80,6 +82,12 @@ def main():
             emit({"ev": "eval", "step": step, "metrics": {"objective": 10.0 - step}})
             time.sleep(0.1)
         sys.exit(5)
+    elif mode == "stall":
+        emit({"ev": "eval", "step": 1, "metrics": {"objective": objective}})
+        deadline = time.time() + 600
+        while time.time() < deadline and not os.path.exists(os.path.join(meet, "release")):
+            time.sleep(0.05)
+        emit({"ev": "done", "status": "complete", "objective": objective})
     elif mode == "meet":
         with open(os.path.join(meet, "start-" + trial), "w") as f:
             f.write("%d %f\n" % (os.getpid(), time.time()))

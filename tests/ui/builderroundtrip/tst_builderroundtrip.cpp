@@ -131,6 +131,10 @@ const QMap<QString, QString> kTyped = {
     {"launch.slurm_gpus_per_node", "4"},
     {"launch.slurm_extra", "--exclusive, --mem=0"},
     {"launch.slurm_host", "login1"},
+    {"notify.on_end", "notify-send \"run ended\""},
+    {"notify.on_stall", "/opt/hooks/stall.sh"},
+    {"notify.on_sweep_end", "/opt/hooks/sweep-done.sh --chat ml-team"},
+    {"notify.stall_after_min", "12.5"},
 };
 
 // The [search] settings the user enters (SearchEditor::settingKeys()).
