@@ -138,9 +138,8 @@ class RunMonitor : public QObject {
   bool m_stopSent = false;
   bool m_tookOver = false;
   bool m_polling = false;
-  int m_storeFailures = 0;   // polls in a row whose rows the run log refused
-  QDeadlineTimer m_retryAt;  // while m_storeFailures > 0: no poll before it (the backoff)
   int m_storeFailures = 0;     // polls in a row whose rows the run log refused
+  QDeadlineTimer m_retryAt;    // while m_storeFailures > 0: no poll before it (the backoff)
   QElapsedTimer m_sinceEvent;  // since the last new event line (or start())
   bool m_stallReported = false;
   // Per rank, the highest seq of an event line kept as a log line (refused for good): the run
