@@ -16,6 +16,7 @@ namespace shardscope::cli {
 using backend::RunReader;
 using backend::RunRecord;
 using backend::RunStore;
+using backend::StudyRecord;
 
 void exitWith(int code, const std::string& message) {
   if (!message.empty()) std::cerr << "error: " << message << '\n';
@@ -47,6 +48,20 @@ RunRecord findRun(RunReader& reader, const std::string& run) {
   if (!found) {
     exitWith(kExitError, "no run with id or name \"" + run +
                              "\" in this run log; `shardscope-cli ls` lists the runs");
+  }
+  return *found;
+}
+
+StudyRecord findStudy(RunReader& reader, const std::string& study) {
+  const QString text = QString::fromStdString(study);
+  bool numeric = false;
+  const qint64 id = text.toLongLong(&numeric);
+  std::optional<StudyRecord> found;
+  if (numeric) found = orExit(reader.study(id));
+  if (!found) found = orExit(reader.studyByName(text));
+  if (!found) {
+    exitWith(kExitError, "no study with id or name \"" + study +
+                             "\" in this run log; `shardscope-cli study ls` lists the studies");
   }
   return *found;
 }

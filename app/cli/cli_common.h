@@ -45,6 +45,8 @@ std::unique_ptr<backend::RunStore> openStore(const Globals& g);
 backend::RunReader openReader(const Globals& g);
 /// The run named by RUN (a numeric id or the unique name); exits 1 naming RUN when unknown.
 backend::RunRecord findRun(backend::RunReader& reader, const std::string& run);
+/// The study named by STUDY (a numeric id or the unique name); exits 1 naming it when unknown.
+backend::StudyRecord findStudy(backend::RunReader& reader, const std::string& study);
 /// Folder that holds run directories: next to --db ("<db folder>/runs"), else
 /// $XDG_DATA_HOME/shardscope/runs.
 QString runsRoot(const Globals& g);

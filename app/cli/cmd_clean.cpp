@@ -25,6 +25,7 @@ std::string bytesText(qint64 bytes) {
 void rmVerb(const Globals& g, const std::vector<std::string>& names, bool dryRun, bool forceRows) {
   auto reader = openReader(g);
   std::vector<backend::RunRecord> runs;
+  runs.reserve(names.size());
   for (const auto& name : names) runs.push_back(findRun(reader, name));
   std::unique_ptr<backend::RunStore> store;
   if (!dryRun) store = openStore(g);
@@ -89,6 +90,7 @@ void rmVerb(const Globals& g, const std::vector<std::string>& names, bool dryRun
 void archiveVerb(const Globals& g, const std::vector<std::string>& names, bool undo) {
   auto reader = openReader(g);
   std::vector<backend::RunRecord> runs;
+  runs.reserve(names.size());
   for (const auto& name : names) runs.push_back(findRun(reader, name));
   auto store = openStore(g);
   for (const auto& run : runs) {
@@ -99,20 +101,6 @@ void archiveVerb(const Globals& g, const std::vector<std::string>& names, bool u
       std::cout << (undo ? "unarchived " : "archived ") << run.name.toStdString() << '\n';
     }
   }
-}
-
-backend::StudyRecord findStudy(backend::RunReader& reader, const std::string& what) {
-  const QString text = QString::fromStdString(what);
-  bool numeric = false;
-  const qint64 id = text.toLongLong(&numeric);
-  std::optional<backend::StudyRecord> found;
-  if (numeric) found = orExit(reader.study(id));
-  if (!found) found = orExit(reader.studyByName(text));
-  if (!found) {
-    exitWith(kExitError, "no study with id or name \"" + what +
-                             "\" in this run log; `shardscope-cli study ls` lists the studies");
-  }
-  return *found;
 }
 
 void gcVerb(const Globals& g, const std::string& studyName, int keep, bool dryRun) {

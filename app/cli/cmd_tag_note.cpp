@@ -32,17 +32,8 @@ Target findTarget(backend::RunReader& reader, const std::string& what, bool stud
     const auto run = findRun(reader, what);
     return {TagOwner::run, run.id, run.name};
   }
-  const QString text = QString::fromStdString(what);
-  bool numeric = false;
-  const qint64 id = text.toLongLong(&numeric);
-  std::optional<backend::StudyRecord> found;
-  if (numeric) found = orExit(reader.study(id));
-  if (!found) found = orExit(reader.studyByName(text));
-  if (!found) {
-    exitWith(kExitError, "no study with id or name \"" + what +
-                             "\" in this run log; `shardscope-cli study ls` lists the studies");
-  }
-  return {TagOwner::study, found->id, found->name};
+  const auto found = findStudy(reader, what);
+  return {TagOwner::study, found.id, found.name};
 }
 
 void printTags(const Globals& g, const Target& target, const QStringList& tags) {
