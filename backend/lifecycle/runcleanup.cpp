@@ -85,8 +85,8 @@ std::string remoteDuCommand(const QString& path) {
 QString humanBytes(qint64 bytes) {
   if (bytes < 1024) return QString::number(bytes) + QStringLiteral(" B");
   static const char* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = static_cast<double>(bytes);
-  int unit = -1;
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
   while (value >= 1024 && unit < 4) {
     value /= 1024;
     ++unit;
