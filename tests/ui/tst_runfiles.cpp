@@ -22,6 +22,7 @@
 #include <QTest>
 #include <QTimer>
 
+#include "tests/ui/mainwindowfixture.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/mainwindow.h"
 #include "ui/runs/runspanel.h"
@@ -88,11 +89,8 @@ class TestRunFiles : public QObject {
     m_a = makeRun("a");
     m_b = makeRun("b");
     QVERIFY(m_a > 0 && m_b > 0);
-    m_window = std::make_unique<MainWindow>(nullptr, 50);
-    m_window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
-    m_window->openRunLog(m_dir.filePath("runs.db"));
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->isLoaded() && m_window->runCount() == 2, kWaitMs);
+    m_window = shardscope::testing::openMainWindow(m_dir.filePath("runs.db"), 2, kWaitMs);
+    QVERIFY(m_window);
   }
 
   void diskColumnAndTotal() {
