@@ -584,6 +584,10 @@ class TestLiveRun : public QObject {
     backend::RunLifecycle::Settings settings;
     settings.dbPath = db;
     settings.supervisor = kCli;
+    // Trial 0 must still run when the sweep is killed and while the window offers the adoption:
+    // 10 s of steps. (Left to the earlier tests' 10 x 20 ms, it ended before the table showed it
+    // running on a loaded machine.)
+    qputenv("SHARDSCOPE_FAKE_MODE", "--steps 40 --step-ms 250");
     const StopSweepAtExit cleanup{db, QStringLiteral("adoptgui")};
     auto sweep = backend::RunLifecycle(settings).startSweep(path);
     QVERIFY2(sweep.ok(), sweep.ok() ? "" : sweep.message().c_str());
