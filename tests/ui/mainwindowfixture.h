@@ -2,12 +2,17 @@
 // run log (often runlogfixture.h's sweep), polling every 50 ms, with every run loaded.
 #pragma once
 
+#include <QAbstractItemModel>
 #include <QString>
+#include <QStringList>
+#include <QTableView>
 #include <QTest>
 
 #include <memory>
 
 #include "ui/mainwindow.h"
+#include "ui/runs/runspanel.h"
+#include "ui/runs/runtablemodel.h"
 
 namespace shardscope::testing {
 
@@ -27,6 +32,16 @@ inline std::unique_ptr<ui::MainWindow> openMainWindow(const QString& db, int run
     return nullptr;
   }
   return window;
+}
+
+/// The names of the rows the runs table shows (after its filters), sorted.
+inline QStringList visibleRunNames(ui::RunsPanel* runs) {
+  QStringList names;
+  QAbstractItemModel* view = runs->view()->model();
+  for (int row = 0; row < view->rowCount(); ++row)
+    names << view->index(row, ui::RunTableModel::NameCol).data().toString();
+  names.sort();
+  return names;
 }
 
 }  // namespace shardscope::testing

@@ -40,15 +40,6 @@ bool writeBytes(const QString& path, qint64 bytes) {
   return file.open(QIODevice::WriteOnly) && file.write(QByteArray(bytes, 'x')) == bytes;
 }
 
-QStringList visibleNames(RunsPanel* runs) {
-  QStringList names;
-  QAbstractItemModel* view = runs->view()->model();
-  for (int row = 0; row < view->rowCount(); ++row)
-    names << view->index(row, RunTableModel::NameCol).data().toString();
-  names.sort();
-  return names;
-}
-
 QString diskOf(RunsPanel* runs, qint64 id) {
   return runs->model()->index(runs->model()->rowOf(id), RunTableModel::DiskCol).data().toString();
 }
@@ -135,7 +126,7 @@ class TestRunFiles : public QObject {
              qPrintable(box->text()));
     QTest::mouseClick(box->button(QMessageBox::Yes), Qt::LeftButton);
 
-    QTRY_COMPARE_WITH_TIMEOUT(visibleNames(runs), QStringList{"b"}, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(testing::visibleRunNames(runs), QStringList{"b"}, kWaitMs);
     QVERIFY(!QFileInfo::exists(runDir("a")));
     QVERIFY(QFileInfo::exists(runDir("b") + "/ckpt/step-000004/rank-0.safetensors"));
     auto reader = m_store->reader();
@@ -151,15 +142,15 @@ class TestRunFiles : public QObject {
     runs->selectRuns({m_b});
     QVERIFY(runs->archiveAction()->isEnabled());
     runs->archiveAction()->trigger();
-    QTRY_COMPARE_WITH_TIMEOUT(visibleNames(runs), QStringList{}, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(testing::visibleRunNames(runs), QStringList{}, kWaitMs);
     QVERIFY(QFileInfo::exists(runDir("b") + "/ckpt"));  // kept on disk
     runs->showArchived()->click();
-    QCOMPARE(visibleNames(runs), QStringList{"b"});
+    QCOMPARE(testing::visibleRunNames(runs), QStringList{"b"});
     runs->selectRuns({m_b});
     QVERIFY(runs->unarchiveAction()->isEnabled());
     runs->unarchiveAction()->trigger();
     runs->showArchived()->click();
-    QTRY_COMPARE_WITH_TIMEOUT(visibleNames(runs), QStringList{"b"}, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(testing::visibleRunNames(runs), QStringList{"b"}, kWaitMs);
   }
 
   // A sweep of three trials (minimize; 0.3, 0.1, 0.2): Keep the best N checkpoints with N = 1

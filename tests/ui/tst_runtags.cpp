@@ -30,16 +30,6 @@ using namespace shardscope::ui;
 namespace {
 constexpr int kWaitMs = 20000;
 
-// The names of the rows the table shows, sorted.
-QStringList visibleNames(RunsPanel* runs) {
-  QStringList names;
-  QAbstractItemModel* view = runs->view()->model();
-  for (int row = 0; row < view->rowCount(); ++row)
-    names << view->index(row, RunTableModel::NameCol).data().toString();
-  names.sort();
-  return names;
-}
-
 QString tagsOf(RunsPanel* runs, qint64 id) {
   return runs->model()->index(runs->model()->rowOf(id), RunTableModel::TagsCol).data().toString();
 }
@@ -114,28 +104,29 @@ class TestRunTags : public QObject {
   void filterByTagStatusParameterAndMetric() {
     RunsPanel* runs = m_window->runsPanel();
     runs->filterEdit()->setText("tag:best");
-    QCOMPARE(visibleNames(runs), (QStringList{"sweep-0", "sweep-4"}));
+    QCOMPARE(testing::visibleRunNames(runs), (QStringList{"sweep-0", "sweep-4"}));
     runs->filterEdit()->setText("tag:baseline -tag:best");
-    QCOMPARE(visibleNames(runs), QStringList{"sweep-1"});
+    QCOMPARE(testing::visibleRunNames(runs), QStringList{"sweep-1"});
     runs->filterEdit()->setText("status:failed");
-    QCOMPARE(visibleNames(runs), QStringList{"sweep-6"});
+    QCOMPARE(testing::visibleRunNames(runs), QStringList{"sweep-6"});
     runs->filterEdit()->setText("lr>=5e-4");
-    QCOMPARE(visibleNames(runs), (QStringList{"sweep-2", "sweep-4", "sweep-6"}));
+    QCOMPARE(testing::visibleRunNames(runs), (QStringList{"sweep-2", "sweep-4", "sweep-6"}));
     // Metric terms are read by the worker once asked for: the rows follow.
     runs->filterEdit()->setText("tag:best loss<0.35");
-    QTRY_COMPARE_WITH_TIMEOUT(visibleNames(runs), QStringList{"sweep-4"}, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(testing::visibleRunNames(runs), QStringList{"sweep-4"}, kWaitMs);
     runs->filterEdit()->setText("best.eval.loss<0.4");
-    QTRY_COMPARE_WITH_TIMEOUT(visibleNames(runs), (QStringList{"sweep-1", "sweep-4"}), kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(testing::visibleRunNames(runs), (QStringList{"sweep-1", "sweep-4"}),
+                              kWaitMs);
     // A bare word still finds a name, as the box always did.
     runs->filterEdit()->setText("sweep-3");
-    QCOMPARE(visibleNames(runs), QStringList{"sweep-3"});
+    QCOMPARE(testing::visibleRunNames(runs), QStringList{"sweep-3"});
     QVERIFY(!runs->queryError()->isVisible());
     // A bad query is named beside the box; the last good one stays applied.
     runs->filterEdit()->setText("tag:best loss<<1");
     QVERIFY(runs->queryError()->isVisible());
     QVERIFY2(runs->queryError()->text().contains("at 14, '<<': not a comparison"),
              qPrintable(runs->queryError()->text()));
-    QCOMPARE(visibleNames(runs), QStringList{"sweep-3"});
+    QCOMPARE(testing::visibleRunNames(runs), QStringList{"sweep-3"});
     runs->filterEdit()->clear();
     QVERIFY(!runs->queryError()->isVisible());
     QCOMPARE(runs->visibleRowCount(), 9);
