@@ -175,6 +175,7 @@ struct TrialRunner::Running {
   bool stopped = false;  // TrialRunner::stop: the user's stop, not a failure
   int recordTries = 0;   // tries to judge and record its end that the run log could not take
   bool ended = false;    // its monitor has finished: evals are read, no longer reported
+  bool spawned = false;  // its launcher started its ranks (launch() got that far)
 };
 
 TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search::SearchSpace space,
@@ -271,25 +272,57 @@ Result<qint64> TrialRunner::start(qint64 number, const search::TrialParams& para
     if (!created) return created.error();
     runId = *created;
   }
+  launchOrWait(number, *runId, params, 0);
+  return *runId;
+}
+
+void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialParams& params,
+                               int tries) {
   auto exp = experimentFor(params);
   if (!exp) {
-    finishEarly(number, *runId, TrialState::Failed, QString::fromStdString(exp.message()));
-    return *runId;
+    finishEarly(number, runId, TrialState::Failed, QString::fromStdString(exp.message()));
+    return;
   }
   if (auto why = infeasibility(*exp)) {
-    finishEarly(number, *runId, TrialState::Infeasible, *why);
-    return *runId;
+    finishEarly(number, runId, TrialState::Infeasible, *why);
+    return;
   }
   auto trial = std::make_unique<Running>();
   trial->number = number;
-  trial->runId = *runId;
+  trial->runId = runId;
   if (auto launched = launch(*trial, *exp, params); !launched) {
-    finishEarly(number, *runId, TrialState::Failed, QString::fromStdString(launched.message()));
-    return *runId;
+    // Refused by the run log before a rank started, with an error that may pass: the attempt
+    // has not begun, so it waits (holding its slot and the asker's lease) instead of failing
+    // and using one of the study's retries.
+    if (!trial->spawned && !launched.error().permanent && tries < kMaxLaunchTries) {
+      const int delayMs = std::min(kLaunchRetryMs << std::min(tries, 10), kMaxLaunchRetryMs);
+      qCWarning(lcTrialRunner).noquote()
+          << "trial" << number << "waits for the run log to launch:" << launched.message().c_str()
+          << QStringLiteral("(try %1; the next in %2 s)").arg(tries + 1).arg(delayMs / 1000.0);
+      m_waiting[number] = Waiting{runId, params, tries + 1, false};
+      QTimer::singleShot(delayMs, this, [this, number] {
+        const auto it = m_waiting.find(number);
+        if (it == m_waiting.end()) return;
+        Waiting waiting = std::move(it->second);
+        m_waiting.erase(it);
+        if (waiting.stopped) {
+          finishEarly(number, waiting.runId, TrialState::Failed,
+                      QStringLiteral("stopped by the user before it launched"), true);
+          return;
+        }
+        launchOrWait(number, waiting.runId, waiting.params, waiting.tries);
+      });
+      return;
+    }
+    finishEarly(number, runId, TrialState::Failed, QString::fromStdString(launched.message()));
+    return;
+  }
+  if (tries > 0) {
+    qCInfo(lcTrialRunner) << "trial" << number << "launched after" << tries
+                          << "tries that the run log refused";
   }
   m_trials[number] = std::move(trial);
-  emit trialStarted(number, *runId);
-  return *runId;
+  emit trialStarted(number, runId);
 }
 
 Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
@@ -335,6 +368,7 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   }
   auto handle = RunLifecycle::startAttempt(m_store, attempt, exp, options);
   if (!handle) return handle.error();
+  trial.spawned = true;
   if (auto r = m_store.setRunLocation(trial.runId, (*handle)->location().toJson()).get(); !r) {
     qCWarning(lcTrialRunner) << "trial" << trial.number << r.message().c_str();
   }
@@ -410,9 +444,11 @@ Result<void> TrialRunner::attach(qint64 number, qint64 runId) {
   return ok();
 }
 
-void TrialRunner::finishEarly(qint64 number, qint64 runId, TrialState state, const QString& error) {
+void TrialRunner::finishEarly(qint64 number, qint64 runId, TrialState state, const QString& error,
+                              bool stopped) {
   qCInfo(lcTrialRunner).noquote() << "trial" << number << "not launched:" << error;
-  if (auto r = m_store.setRunStatus(runId, runStatusOf(state), error).get(); !r) {
+  const spec::RunStatus status = stopped ? spec::RunStatus::stopped : runStatusOf(state);
+  if (auto r = m_store.setRunStatus(runId, status, error).get(); !r) {
     qCWarning(lcTrialRunner) << "trial" << number << r.message().c_str();
   }
   TrialOutcome outcome;
@@ -420,6 +456,7 @@ void TrialRunner::finishEarly(qint64 number, qint64 runId, TrialState state, con
   outcome.runId = runId;
   outcome.state = state;
   outcome.error = error;
+  outcome.stopped = stopped;
   QTimer::singleShot(0, this, [this, outcome] { emit trialFinished(outcome); });
 }
 
@@ -472,6 +509,12 @@ bool TrialRunner::prune(qint64 number) {
 }
 
 bool TrialRunner::stop(qint64 number) {
+  if (const auto waiting = m_waiting.find(number); waiting != m_waiting.end()) {
+    if (waiting->second.stopped) return false;
+    waiting->second.stopped = true;  // its timer ends it, never launched
+    qCInfo(lcTrialRunner) << "trial" << number << "stopped by the user before it launched";
+    return true;
+  }
   const auto it = m_trials.find(number);
   if (it == m_trials.end() || it->second->pruned || it->second->stopped) return false;
   Running& trial = *it->second;
@@ -485,6 +528,7 @@ bool TrialRunner::stop(qint64 number) {
 void TrialRunner::stopAll() {
   std::vector<qint64> numbers;
   for (const auto& [number, trial] : m_trials) numbers.push_back(number);
+  for (const auto& [number, waiting] : m_waiting) numbers.push_back(number);
   for (const qint64 number : numbers) stop(number);
 }
 

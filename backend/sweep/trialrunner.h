@@ -105,13 +105,16 @@ class TrialRunner : public QObject {
   int ranksPerTrial() const;
   /// True when trials run on this machine (a program, or launch.kind local).
   bool runsHere() const;
-  /// Trials started and not yet finished.
-  int running() const { return static_cast<int>(m_trials.size()); }
+  /// Trials started and not yet finished (a launch waiting for the run log counts).
+  int running() const { return static_cast<int>(m_trials.size() + m_waiting.size()); }
 
   /// Starts trial `number` with `params` (active parameters only). Creates its run in the store
   /// unless `runId` names one that exists (a run the study already created). Returns the run
   /// id; trialFinished follows from the event loop, also for a trial that never launched
-  /// (infeasible, an invalid configuration, a launch error).
+  /// (infeasible, an invalid configuration, a launch error). A launch that the run log refuses
+  /// before any rank starts, with an error that may pass (a lost server, a full disk), is tried
+  /// again with a backoff (kLaunchRetryMs), not counted as a failed attempt; trialStarted
+  /// follows once it launches.
   [[nodiscard]] Result<qint64> start(qint64 number, const search::TrialParams& params,
                                      std::optional<qint64> runId = std::nullopt);
   /// Follows trial `number` whose run `runId` was launched by a process that died (a killed
@@ -136,6 +139,13 @@ class TrialRunner : public QObject {
 
  private:
   struct Running;
+  /// A trial whose launch waits for the run log (start()).
+  struct Waiting {
+    qint64 runId = 0;
+    search::TrialParams params;
+    int tries = 0;
+    bool stopped = false;  // stop() came first: it ends stopped, never launched
+  };
 
   Result<qint64> createRun(qint64 number, const search::TrialParams& params);
   Result<spec::Experiment> experimentFor(const search::TrialParams& params) const;
@@ -145,7 +155,11 @@ class TrialRunner : public QObject {
   Result<spec::DeviceBudget> budgetOf(const spec::Experiment& exp) const;
   Result<void> launch(Running& trial, const spec::Experiment& exp,
                       const search::TrialParams& params);
-  void finishEarly(qint64 number, qint64 runId, search::TrialState state, const QString& error);
+  /// Launches trial `number` (start()'s second half): finished early, waiting for the run log,
+  /// or started.
+  void launchOrWait(qint64 number, qint64 runId, const search::TrialParams& params, int tries);
+  void finishEarly(qint64 number, qint64 runId, search::TrialState state, const QString& error,
+                   bool stopped = false);
   Result<void> follow(Running& trial, std::unique_ptr<RunHandle> handle);
   void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
@@ -162,6 +176,12 @@ class TrialRunner : public QObject {
   static constexpr int kRecordRetryMs = 200;
   static constexpr int kMaxRecordRetryMs = 5000;
   static constexpr int kMaxRecordTries = 125;
+  // A launch the run log refused before any rank started is tried again after kLaunchRetryMs,
+  // doubling up to kMaxLaunchRetryMs, kMaxLaunchTries times (about 5 minutes), before the trial
+  // fails with the run log's error: longer than a network partition the sweep's asks outlive.
+  static constexpr int kLaunchRetryMs = 500;
+  static constexpr int kMaxLaunchRetryMs = 10000;
+  static constexpr int kMaxLaunchTries = 35;
 
   RunStore& m_store;
   QString m_experimentPath;
@@ -173,6 +193,7 @@ class TrialRunner : public QObject {
   PruneCallback m_prune;
   double m_stallAfterS = 0;
   std::map<qint64, std::unique_ptr<Running>> m_trials;  // by trial number
+  std::map<qint64, Waiting> m_waiting;                  // launches waiting for the run log
 };
 
 }  // namespace shardscope::backend

@@ -1,14 +1,15 @@
 // A 30 s network partition between a running `shardscope-cli sweep` and its PostgreSQL run log
-// (issue #29, item 8). The sweep reaches the server through bench/ui/latency_proxy.py --control,
-// which a test tells to pass no byte either way, and reach nothing for a new connection, for
-// kPartitionS seconds, cutting the connections kTcpTimeoutS seconds in (as the client's TCP
-// timeouts would), then heal. Trials are program trials (tests/support/experiment.h); the server
-// is tests/support/with_postgres.py's (SHARDSCOPE_TEST_DB). After the heal the sweep finishes
-// (or, as docs/cli.md allows, exits 1 naming the lost server, and a second sweep finishes the
-// study), every trial result acknowledged before the partition is there unchanged, each trial
-// number is there once and complete, each program ran once, and every stored value is the one
-// its program computed. On the old sweep a trial whose ask lease the partition refused stayed
-// `running` for good: the second sweep ended with 9 of 10 complete.
+// (issue #29, item 8), and one that meets a trial's launch (launchWaitsOutAPartition). The sweep
+// reaches the server through bench/ui/latency_proxy.py --control, which a test tells to pass no
+// byte either way, and reach nothing for a new connection, for kPartitionS seconds, cutting the
+// connections kTcpTimeoutS seconds in (as the client's TCP timeouts would), then heal. Trials are
+// program trials (tests/support/experiment.h); the server is tests/support/with_postgres.py's
+// (SHARDSCOPE_TEST_DB). After the heal the sweep finishes (or, as docs/cli.md allows, exits 1
+// naming the lost server, and a second sweep finishes the study), every trial result acknowledged
+// before the partition is there unchanged, each trial number is there once and complete, each
+// program ran once, and every stored value is the one its program computed. On the old sweep a
+// trial whose ask lease the partition refused stayed `running` for good: the second sweep ended
+// with 9 of 10 complete.
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -16,15 +17,21 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <map>
 #include <set>
 
+#include "backend/store/runstore.h"
+#include "backend/sweep/trialrunner.h"
+#include "search/space.h"
+#include "spec/experiment.h"
 #include "tests/support/experiment.h"
 #include "tests/support/paths.h"
 #include "tests/support/teststore.h"
+#include "tests/support/verify_ok.h"
 
 namespace {
 
@@ -92,6 +99,47 @@ bool awaitText(QProcess& process, QByteArray& seen, const QByteArray& text, int 
   }
 }
 
+/// bench/ui/latency_proxy.py --control in front of the test's PostgreSQL server.
+struct Proxy {
+  QProcess process;
+  QByteArray said;
+  QString direct;        ///< the database, reached directly
+  QString throughProxy;  ///< the same database through the proxy
+
+  ~Proxy() {
+    process.kill();
+    process.waitForFinished();
+  }
+
+  /// Starts the proxy in front of `direct`'s server; false (with the reason in `said`) if not.
+  bool start(const QString& directSpec) {
+    direct = directSpec;
+    const QString server = direct.section('/', 0, -2);  // postgresql://user@127.0.0.1:PORT
+    const QString port = server.section(':', -1);
+    process.start("python3", {shardscope::testing::sourceDir() + "/bench/ui/latency_proxy.py", "0",
+                              port, "0", "--control"});
+    if (!process.waitForStarted()) {
+      said = process.errorString().toUtf8();
+      return false;
+    }
+    if (!awaitText(process, said, "\n", 30000) || !said.startsWith("listening ")) {
+      said += process.readAllStandardError();
+      return false;
+    }
+    const QString proxyPort = QString::fromUtf8(said.mid(10, said.indexOf('\n') - 10).trimmed());
+    throughProxy = server.section(':', 0, -2) + ":" + proxyPort + "/" + direct.section('/', -1);
+    return true;
+  }
+
+  /// Cuts the network for `seconds`, dropping its connections `cutS` seconds in; true once the
+  /// proxy says it has.
+  bool partition(int seconds, int cutS) {
+    process.write("partition " + QByteArray::number(seconds) + " " + QByteArray::number(cutS) +
+                  "\n");
+    return awaitText(process, said, "partitioned", 30000);
+  }
+};
+
 }  // namespace
 
 class TestCliSweepPartition : public QObject {
@@ -110,33 +158,21 @@ class TestCliSweepPartition : public QObject {
     QVERIFY(writeQuadTrial(dir.path(), 10, 0.1));  // about 1 s a trial
     QVERIFY(write(dir.filePath("exp.toml"),
                   QByteArray(kExperiment).replace("%1", QByteArray::number(kTrials))));
-    const QString direct = shardscope::testing::storeSpec(dir.path(), "partition");
-    const QString server = direct.section('/', 0, -2);  // postgresql://user@127.0.0.1:PORT
-    const QString port = server.section(':', -1);
-    const QString database = direct.section('/', -1);
-
-    QProcess proxy;
-    proxy.start("python3", {shardscope::testing::sourceDir() + "/bench/ui/latency_proxy.py", "0",
-                            port, "0", "--control"});
-    QVERIFY2(proxy.waitForStarted(), qPrintable(proxy.errorString()));
-    QByteArray said;
-    QVERIFY2(awaitText(proxy, said, "\n", 30000), proxy.readAllStandardError().constData());
-    QVERIFY2(said.startsWith("listening "), said.constData());
-    const QString proxyPort = QString::fromUtf8(said.mid(10).trimmed());
-    const QString throughProxy = server.section(':', 0, -2) + ":" + proxyPort + "/" + database;
+    Proxy proxy;
+    QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "partition")),
+             proxy.said.constData());
+    const QString& direct = proxy.direct;
+    const QString& throughProxy = proxy.throughProxy;
 
     QProcess sweep;
-    // A failed check leaves neither process running.
+    // A failed check leaves no sweep running (the proxy's destructor kills the proxy).
     struct Reap {
-      QProcess& a;
-      QProcess& b;
+      QProcess& p;
       ~Reap() {
-        for (QProcess* p : {&a, &b}) {
-          p->kill();
-          p->waitForFinished();
-        }
+        p.kill();
+        p.waitForFinished();
       }
-    } reap{sweep, proxy};
+    } reap{sweep};
     sweep.setWorkingDirectory(dir.path());
     sweep.start(kCli, {"--db", throughProxy, "sweep", dir.filePath("exp.toml")});
     QVERIFY2(sweep.waitForStarted(), qPrintable(sweep.errorString()));
@@ -162,12 +198,10 @@ class TestCliSweepPartition : public QObject {
     QVERIFY(told.size() >= 3);
     QVERIFY2(int(told.size()) < kTrials, "the sweep ended before the partition");
 
-    proxy.write("partition " + QByteArray::number(kPartitionS) + " " +
-                QByteArray::number(kTcpTimeoutS) + "\n");
-    QVERIFY2(awaitText(proxy, said, "partitioned", 30000),
-             proxy.readAllStandardError().constData());
-    QVERIFY2(awaitText(proxy, said, "healed", (kPartitionS + 30) * 1000),
-             proxy.readAllStandardError().constData());
+    QVERIFY2(proxy.partition(kPartitionS, kTcpTimeoutS),
+             proxy.process.readAllStandardError().constData());
+    QVERIFY2(awaitText(proxy.process, proxy.said, "healed", (kPartitionS + 30) * 1000),
+             proxy.process.readAllStandardError().constData());
 
     QVERIFY2(sweep.waitForFinished(120000) || sweep.state() == QProcess::NotRunning,
              "the sweep did not finish within 120 s of the heal");
@@ -236,6 +270,76 @@ class TestCliSweepPartition : public QObject {
     QCOMPARE(*numbers.begin(), 0);
     QCOMPARE(*numbers.rbegin(), kTrials - 1);
     QCOMPARE(after["counts"]["complete"].toInt(), kTrials);
+  }
+
+  // A trial whose launch meets the partition (the run log answers nothing between the ask and
+  // the start of its ranks) waits for the heal and then runs as its first attempt: it is neither
+  // failed nor given one of the study's retries. The trial runner is driven directly, so that
+  // the cut lands on the launch itself. On the old runner the trial ended failed ("not
+  // launched"), and a sweep retried it as attempt 1 or gave it up.
+  void launchWaitsOutAPartition() {
+    using namespace shardscope;
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QVERIFY(writeQuadTrial(dir.path(), 3, 0.05));
+    const QString path = dir.filePath("exp.toml");
+    QVERIFY(write(path, QByteArray(kExperiment).replace("%1", "1")));
+    Proxy proxy;
+    QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "launch")),
+             proxy.said.constData());
+    auto store = backend::RunStore::open(proxy.throughProxy);
+    VERIFY_OK(store);
+    auto exp = spec::load_experiment(path.toStdString());
+    VERIFY_OK(exp);
+    auto space = search::parse_search_space(exp->search.toml, path.toStdString());
+    VERIFY_OK(space);
+    backend::NewStudy study;
+    study.name = QStringLiteral("launch");
+    study.objectives = {"objective"};
+    study.directions = {"minimize"};
+    auto studyId = (*store)->createStudy(study).get();
+    VERIFY_OK(studyId);
+    backend::NewTrial trial;
+    trial.studyId = *studyId;
+    trial.trialNumber = 0;
+    trial.runDir = dir.filePath("runs/trial-0");
+    trial.params = QJsonObject{{"x", 0.5}, {"y", -1.5}};
+    trial.worldSize = 1;
+    auto created = (*store)->createTrialRun(trial).get();
+    VERIFY_OK(created);
+    backend::TrialRunner::Options options;
+    options.studyId = *studyId;
+    options.runsRoot = dir.filePath("runs");
+    backend::TrialRunner runner(**store, path, *space, options);
+    QSignalSpy started(&runner, &backend::TrialRunner::trialStarted);
+    QSignalSpy finished(&runner, &backend::TrialRunner::trialFinished);
+
+    QVERIFY2(proxy.partition(12, 1), proxy.process.readAllStandardError().constData());
+    const search::TrialParams params{{"x", 0.5}, {"y", -1.5}};
+    auto runId = runner.start(0, params, created->runId);
+    VERIFY_OK(runId);
+    QTest::qWait(500);
+    QVERIFY2(finished.isEmpty(), "the launch failed instead of waiting for the run log");
+    QCOMPARE(runner.running(), 1);  // it holds its slot while it waits
+
+    QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
+    QVERIFY2(awaitText(proxy.process, proxy.said, "healed", 30000), proxy.said.constData());
+    QCOMPARE(started.count(), 1);
+    const auto outcome = finished.takeFirst().at(0).value<backend::TrialOutcome>();
+    QVERIFY2(outcome.state == search::TrialState::Complete, qPrintable(outcome.error));
+    const std::map<int, double> computed = quadTrialValues(dir.path());
+    QCOMPARE(int(computed.size()), 1);  // its program ran once
+    QCOMPARE(outcome.values.at(0), computed.at(0));
+
+    auto direct = backend::RunStore::open(proxy.direct);
+    VERIFY_OK(direct);
+    auto reader = (*direct)->reader();
+    VERIFY_OK(reader);
+    auto run = reader->run(created->runId);
+    VERIFY_OK(run);
+    QVERIFY(run->has_value());
+    QCOMPARE((*run)->attempt, 0);  // its first attempt: no retry used
+    QCOMPARE((*run)->status, spec::RunStatus::complete);
   }
 };
 
