@@ -10,6 +10,9 @@ Optuna at 1,000. A benchmark, not a test: it prints figures.
       [--only NAME...]
   .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --tune-seeds 100
       [--seeds 20] [--sampler ...]   (a tuning probe: our side only, seeds 100-119)
+  .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --gp-speed
+      (the GP sampler's CPU ms per suggestion at 100 finished trials, ours and Optuna's GPSampler
+      when scipy is importable: Optuna's GP fits with scipy, which requirements-test.txt lacks)
 """
 import argparse
 import json
@@ -279,6 +282,43 @@ def speed(tool, sampler="tpe"):
           f"at 1,000, slower of our two figures (target >= 100x)")
 
 
+def optuna_gp_speed(n_finished, reps):
+    """Optuna's GPSampler, CPU ms per suggestion with n finished random trials on Hartmann-6
+    (Optuna keeps a fit cache between suggestions, as ours does). None without scipy."""
+    try:
+        import scipy  # noqa: F401  (Optuna's GP fits and optimises with scipy.optimize)
+    except ImportError:
+        return None
+    rng = random.Random(1)
+    dists = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(6)}
+    study = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=1))
+    trials = []
+    for _ in range(n_finished):
+        p = {k: rng.random() for k in dists}
+        trials.append(create_trial(params=p, distributions=dists, value=hartmann6(p),
+                                   state=TrialState.COMPLETE))
+    study.add_trials(trials)
+    trial = study.ask(fixed_distributions=dists)  # the first fit, from all-ones hyperparameters
+    study.tell(trial, state=TrialState.FAIL)
+    t0 = time.process_time()
+    for _ in range(reps):
+        trial = study.ask(fixed_distributions=dists)
+        study.tell(trial, state=TrialState.FAIL)  # not modelled by the GP: the history stays n
+    return (time.process_time() - t0) / reps * 1000
+
+
+def gp_speed(tool):
+    print("\n== GP sampler: CPU ms per suggestion, Hartmann-6, 100 finished trials ==")
+    out = subprocess.run([tool, "speed", "--sampler", "gp", "--reps", "10", "100"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    print(f"ours at   100: {float(out[1]):9.1f} ms fixed {float(out[2]):9.1f} ms growing")
+    theirs = optuna_gp_speed(100, 10)
+    if theirs is None:
+        print("optuna GPSampler: not run (needs scipy, which .venv lacks)")
+    else:
+        print(f"optuna GPSampler at 100: {theirs:9.1f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -292,9 +332,14 @@ def main():
     ap.add_argument("--sampler", default="tpe",
                     help="our sampler: a name or a TOML inline table of [search.sampler] settings")
     ap.add_argument("--optuna-cache", help="JSON file keeping Optuna's results between runs")
+    ap.add_argument("--gp-speed", action="store_true",
+                    help="only the GP sampler's time per suggestion at 100 trials (with Optuna's)")
     ap.add_argument("--tune-seeds", type=int, metavar="FIRST",
                     help="tuning probe: our side only, --seeds seeds from FIRST, no Optuna")
     args = ap.parse_args()
+    if args.gp_speed:
+        gp_speed(args.tool)
+        return
     if args.tune_seeds is not None:
         tune(args.tool, args.tune_seeds, args.seeds, args.trials, args.only, args.sampler)
         return
