@@ -40,7 +40,8 @@ macro(shardscope_use_deps_dir)
                      "folder (no shardscope-deps.txt): ${_deps_fix}")
   endif()
   foreach(_file include/nlohmann/json.hpp include/toml++/toml.h include/CLI/CLI.hpp
-                include/stb/stb_image.h include/pcre2.h include/utf8proc.h lib/libpcre2-8.a
+                include/stb/stb_image.h include/Eigen/Core include/pcre2.h include/utf8proc.h
+                lib/libpcre2-8.a
                 lib/libutf8proc.a)
     if(NOT EXISTS "${SHARDSCOPE_DEPS_DIR}/${_file}")
       shardscope_fatal("SHARDSCOPE_DEPS_DIR=${SHARDSCOPE_DEPS_DIR} lacks ${_file}: ${_deps_fix}")
@@ -51,6 +52,7 @@ macro(shardscope_use_deps_dir)
     # toml++ header-only (its default): Debian's shared libtomlplusplus is not in the pack.
     shardscope_deps_dir_target(tomlplusplus::tomlplusplus INTERFACE)
     shardscope_deps_dir_target(CLI11::CLI11 INTERFACE)
+    shardscope_deps_dir_target(Eigen3::Eigen INTERFACE)
     shardscope_deps_dir_target(PkgConfig::PCRE2 STATIC libpcre2-8.a)
     set_target_properties(PkgConfig::PCRE2 PROPERTIES INTERFACE_COMPILE_DEFINITIONS PCRE2_STATIC)
     shardscope_deps_dir_target(PkgConfig::UTF8PROC STATIC libutf8proc.a)
@@ -99,6 +101,11 @@ macro(shardscope_find_system_deps)
   find_package(CLI11 2.1 QUIET)
   if(NOT CLI11_FOUND)
     shardscope_missing("CLI11 >= 2.1" libcli11-dev)
+  endif()
+  # Eigen (header-only): the search library's linear algebra (search/gp.cpp, LLT).
+  find_package(Eigen3 3.3 QUIET NO_MODULE)
+  if(NOT TARGET Eigen3::Eigen)
+    shardscope_missing("Eigen >= 3.3" libeigen3-dev)
   endif()
 endmacro()
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Packs the trainer's build dependencies other than LibTorch into DIR, for a machine that has a
 # compiler, CMake and a LibTorch but none of Debian's dev packages (the GPU machine of
-# scripts/gpu-check.sh): the headers of toml++, CLI11, nlohmann-json and stb, and PCRE2
+# scripts/gpu-check.sh): the headers of toml++, CLI11, nlohmann-json, stb and Eigen, and PCRE2
 # (libpcre2-8) and utf8proc as static archives with their headers, so the shardtrain built there
-# needs no shared library of theirs at run time. About 6 MiB.
+# needs no shared library of theirs at run time. About 13 MiB (Eigen is 7).
 #
 #   scripts/pack-trainer-deps.sh DIR
 #   cmake --preset trainer-only -DSHARDSCOPE_DEPS_DIR=DIR ...   (cmake/ShardscopeDeps.cmake)
@@ -30,12 +30,14 @@ if [[ -d $dir && -n $(ls -A "$dir") && ! -f $dir/$manifest ]]; then
 fi
 
 # package -> files it must provide (path suffixes as dpkg -L lists them).
-pkgs=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev libpcre2-dev libutf8proc-dev)
+pkgs=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev libeigen3-dev libpcre2-dev
+  libutf8proc-dev)
 declare -A wants=(
   [libtomlplusplus-dev]="/include/toml++/toml.h"
   [libcli11-dev]="/include/CLI/CLI.hpp"
   [nlohmann-json3-dev]="/include/nlohmann/json.hpp"
   [libstb-dev]="/include/stb/stb_image.h"
+  [libeigen3-dev]="/include/eigen3/Eigen/Core"
   [libpcre2-dev]="/include/pcre2.h /libpcre2-8.a"
   [libutf8proc-dev]="/include/utf8proc.h /libutf8proc.a"
 )
@@ -68,6 +70,8 @@ for pkg in "${pkgs[@]}"; do
       exit 1
     fi
     case "$want" in
+      /include/eigen3/Eigen/*) # Eigen's headers: the Eigen folder (src/ included) as include/Eigen
+        cp -a "$(dirname "$path")" "$tmp/include/" ;;
       /include/*/*) # a header folder: copy the whole folder (toml++/impl, CLI/impl...)
         src=$(dirname "$path")
         cp -a "$src" "$tmp/include/" ;;

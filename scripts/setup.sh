@@ -22,7 +22,7 @@ build_pkgs=(
   qt6-base-dev qt6-svg-dev libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   libsqlite3-dev sqlite3 libpq-dev libssh-dev libyaml-dev
-  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev
+  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libstb-dev libeigen3-dev
   libpcre2-dev libutf8proc-dev libbenchmark-dev
   clang-format clang-tidy
 )

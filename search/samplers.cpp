@@ -5,6 +5,7 @@
 #include <string>
 
 #include "search/cmaes.h"
+#include "search/gp.h"
 #include "search/nsga2.h"
 #include "search/sampler.h"
 #include "search/tpe.h"
@@ -210,7 +211,8 @@ Result<std::unique_ptr<Sampler>> make_sampler(const SearchSpace& space) {
   const std::string& type = space.sampler.type;
   const std::optional<spec::SamplerKind> kind = spec::kind_of(spec::kSamplers, type);
   if (!kind) return fail("search.sampler: unknown sampler \"" + type + "\"");
-  const bool one_objective = *kind == spec::SamplerKind::tpe || *kind == spec::SamplerKind::cmaes;
+  const bool one_objective = *kind == spec::SamplerKind::tpe || *kind == spec::SamplerKind::cmaes ||
+                             *kind == spec::SamplerKind::gp;
   if (one_objective && space.objectives.size() != 1) {
     return fail("search.sampler: " + type +
                 " optimises one objective; several objectives need sampler = \"nsga2\" (or "
@@ -243,6 +245,9 @@ Result<std::unique_ptr<Sampler>> make_sampler(const SearchSpace& space) {
       }
       return std::unique_ptr<Sampler>(
           std::make_unique<CmaEsSampler>(space.sampler, space.objectives.front().direction));
+    case spec::SamplerKind::gp:
+      return std::unique_ptr<Sampler>(
+          std::make_unique<GpSampler>(space.sampler, space.objectives.front().direction));
     case spec::SamplerKind::nsga2:
       return std::unique_ptr<Sampler>(
           std::make_unique<Nsga2Sampler>(space.sampler, space.objectives));

@@ -10,7 +10,7 @@
 
 namespace shardscope::spec {
 
-enum class SamplerKind { tpe, random, grid, qmc, cmaes, nsga2 };
+enum class SamplerKind { tpe, random, grid, qmc, cmaes, nsga2, gp };
 enum class PrunerKind { none, median, percentile, asha, hyperband };
 
 /// One registered name: what `[search] sampler = "NAME"` (or `pruner`) says, and a line for menus.
@@ -22,13 +22,14 @@ struct SearchName {
 };
 
 /// Every sampler, the default (tpe) first.
-inline constexpr std::array<SearchName<SamplerKind>, 6> kSamplers{{
+inline constexpr std::array<SearchName<SamplerKind>, 7> kSamplers{{
     {SamplerKind::tpe, "tpe", "Tree-structured Parzen Estimator, one objective (the default)"},
     {SamplerKind::random, "random", "independent uniform draws"},
     {SamplerKind::grid, "grid", "every combination of the grid, in order"},
     {SamplerKind::qmc, "qmc", "scrambled Sobol points, up to 21 parameters"},
     {SamplerKind::cmaes, "cmaes", "CMA-ES over the float and int parameters, one objective"},
     {SamplerKind::nsga2, "nsga2", "NSGA-II, for several objectives"},
+    {SamplerKind::gp, "gp", "Gaussian process with log expected improvement, one objective"},
 }};
 
 /// Every pruner, the default (none) first.

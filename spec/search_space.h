@@ -73,7 +73,7 @@ struct Objective {
 /// `sampler = "tpe"` or `[search.sampler] type = "tpe" ...`.
 struct SamplerConfig {
   std::string type = "tpe";         // a name of kSamplers (spec/search_names.h)
-  int n_startup_trials = 10;        // tpe (default 10), cmaes (default 1): random trials first
+  int n_startup_trials = 10;        // tpe, gp (default 10), cmaes (default 1): random first
   int n_ei_candidates = 24;         // tpe: candidates drawn from l(x) per suggestion
   int n_ei_candidates_numeric = 0;  // tpe: the same for a group without a categorical; 0 = above
   int n_local_candidates = 8;       // tpe: more, drawn around the best "below" trial; 0 = none
@@ -81,7 +81,7 @@ struct SamplerConfig {
   bool rank_weights = true;         // tpe: "below" weighted by rank (best 1, last 1/n); else 1
   bool multivariate = true;         // tpe: joint Parzen estimator per group of co-active params
   bool group = true;                // tpe: split conditional params into groups (multivariate)
-  bool constant_liar = true;        // tpe: pending trials count as the worst observed
+  bool constant_liar = true;        // tpe, gp: pending trials count as the worst observed
   double prior_weight = 1.0;        // tpe: weight of the uniform prior kernel
   bool magic_clip = true;           // tpe: lower-bound kernel widths by range / min(100, 1 + n)
   int population_size = 0;          // cmaes: 0 = 4 + floor(3 ln dims); nsga2: 0 = 50

@@ -1,11 +1,12 @@
 // bench_search: our samplers on standard test functions, and TPE's time per suggestion.
 // Driven by bench_search.py, which runs Optuna on the same functions in the same script.
-//   bench_search run --func NAME --sampler tpe|random|cmaes|TABLE --seeds A B --trials N
+//   bench_search run --func NAME --sampler tpe|random|cmaes|gp|TABLE --seeds A B --trials N
 //       (TABLE: a TOML inline table, e.g. '{type = "tpe", n_ei_candidates = 48}')
 //       one line per seed: "NAME SEED TRUE_VALUE_OF_BEST_OBSERVED"
 //   bench_search eval --func NAME k=v...   the noise-free value at one point
-//   bench_search speed [--sampler S] N...   ms per TPE suggestion with N finished trials:
-//       "N FIXED_MS GROWING_MS" (see cmd_speed); S as for run (default "tpe")
+//   bench_search speed [--sampler S] [--reps R] N...   ms per suggestion with N finished
+//       trials: "N FIXED_MS GROWING_MS" (see cmd_speed); S as for run (default "tpe"); R
+//       suggestions timed per figure (default 200, 20 from 10,000 trials on)
 //   bench_search list                       the function names
 //   bench_search pareto --func zdt1|zdt2 --seeds A B --trials N
 //       NSGA-II on a two-objective function: one line per seed, "SEED f1,f2 f1,f2 ..." with
@@ -309,9 +310,11 @@ int cmd_speed(int argc, char** argv) {
   const Function& fn = *find("hartmann6");
   int first = 2;
   std::string sampler_name = "tpe";
-  if (argc > 3 && std::strcmp(argv[2], "--sampler") == 0) {
-    sampler_name = argv[3];
-    first = 4;
+  int reps_wanted = 0;  // 0: 200 (20 from 10,000 trials on)
+  while (first + 1 < argc && std::strncmp(argv[first], "--", 2) == 0) {
+    if (std::strcmp(argv[first], "--sampler") == 0) sampler_name = argv[first + 1];
+    if (std::strcmp(argv[first], "--reps") == 0) reps_wanted = std::atoi(argv[first + 1]);
+    first += 2;
   }
   const SearchSpace space = space_of(fn, sampler_name);
   auto finished_trial = [&](std::vector<Trial>& done, RandomSampler& random, Rng& rng) {
@@ -324,7 +327,7 @@ int cmd_speed(int argc, char** argv) {
   };
   for (int a = first; a < argc; ++a) {
     const int n = std::atoi(argv[a]);
-    const int reps = n >= 10000 ? 20 : 200;
+    const int reps = reps_wanted > 0 ? reps_wanted : n >= 10000 ? 20 : 200;
     Rng rng(1);
     RandomSampler random;
     std::vector<Trial> done;

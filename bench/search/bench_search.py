@@ -10,6 +10,12 @@ Optuna at 1,000. A benchmark, not a test: it prints figures.
       [--only NAME...]
   .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --tune-seeds 100
       [--seeds 20] [--sampler ...]   (a tuning probe: our side only, seeds 100-119)
+  .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --gp-speed
+      [--seeds 5] [--only NAME...]
+      (the GP sampler: CPU ms per suggestion at 100 finished trials, then regret at 20 and 50
+      trials, beside Optuna's GPSampler when scipy is importable (Optuna's GP fits with scipy,
+      which requirements-test.txt lacks: PYTHONPATH=DIR with `pip install --target DIR scipy`)
+      and TPE)
 """
 import argparse
 import json
@@ -279,6 +285,96 @@ def speed(tool, sampler="tpe"):
           f"at 1,000, slower of our two figures (target >= 100x)")
 
 
+def optuna_gp_speed(n_finished, reps):
+    """Optuna's GPSampler, CPU ms per suggestion with n finished random trials on Hartmann-6
+    (Optuna keeps a fit cache between suggestions, as ours does). None without scipy."""
+    try:
+        import scipy  # noqa: F401  (Optuna's GP fits and optimises with scipy.optimize)
+    except ImportError:
+        return None
+    rng = random.Random(1)
+    dists = {f"x{i}": FloatDistribution(0.0, 1.0) for i in range(6)}
+    study = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=1))
+    trials = []
+    for _ in range(n_finished):
+        p = {k: rng.random() for k in dists}
+        trials.append(create_trial(params=p, distributions=dists, value=hartmann6(p),
+                                   state=TrialState.COMPLETE))
+    study.add_trials(trials)
+    trial = study.ask(fixed_distributions=dists)  # the first fit, from all-ones hyperparameters
+    study.tell(trial, state=TrialState.FAIL)
+    t0 = time.process_time()
+    for _ in range(reps):
+        trial = study.ask(fixed_distributions=dists)
+        study.tell(trial, state=TrialState.FAIL)  # not modelled by the GP: the history stays n
+    return (time.process_time() - t0) / reps * 1000
+
+
+def optuna_checkpoints(name, seed, sampler, budgets):
+    """One Optuna run of max(budgets) trials: the true value of the best observed trial after
+    each budget."""
+    space, f, _, noise = FUNCS[name]
+    rng = random.Random(seed)
+    study = optuna.create_study(sampler=sampler)
+    best_obs, best_true, out = math.inf, math.inf, {}
+    for i in range(max(budgets)):
+        trial = study.ask()
+        p = space(trial)
+        truth = f(p)
+        obs = truth + noise * rng.gauss(0, 1)
+        study.tell(trial, obs)
+        if obs < best_obs:
+            best_obs, best_true = obs, truth
+        if i + 1 in budgets:
+            out[i + 1] = best_true
+    return out
+
+
+def gp_quality(tool, seeds, names, budgets=(20, 50)):
+    """Small budgets, side by side: our gp and tpe, Optuna's GPSampler (with scipy) and TPE
+    (multivariate); mean normalised regret (by our random search's mean regret)."""
+    try:
+        import scipy  # noqa: F401
+        have_scipy = True
+    except ImportError:
+        have_scipy = False
+    print(f"\n== GP at small budgets: mean normalised regret, seeds 0-{seeds - 1} ==")
+    print(f"{'function':18} {'budget':>6} {'ours gp':>8} {'ours tpe':>8} {'opt gp':>8} "
+          f"{'opt tpe':>8}")
+    for name in names:
+        opt = FUNCS[name][2]
+        theirs = {"gp": [], "tpe": []}
+        for s in range(seeds):
+            if have_scipy:
+                theirs["gp"].append(optuna_checkpoints(
+                    name, s, optuna.samplers.GPSampler(seed=s), budgets))
+            theirs["tpe"].append(optuna_checkpoints(
+                name, s, optuna.samplers.TPESampler(seed=s, multivariate=True, group=True),
+                budgets))
+        for b in budgets:
+            norm = statistics.mean(v - opt for v in ours(tool, name, "random", seeds, b)) or 1.0
+            row = [statistics.mean((v - opt) / norm for v in ours(tool, name, smp, seeds, b))
+                   for smp in ("gp", "tpe")]
+            for key in ("gp", "tpe"):
+                row.append(statistics.mean((r[b] - opt) / norm for r in theirs[key])
+                           if theirs[key] else math.nan)
+            print(f"{name:18} {b:6} " + " ".join(f"{v:8.3f}" for v in row), flush=True)
+    if not have_scipy:
+        print("opt gp: not run (Optuna's GPSampler needs scipy, which .venv lacks)")
+
+
+def gp_speed(tool):
+    print("\n== GP sampler: CPU ms per suggestion, Hartmann-6, 100 finished trials ==")
+    out = subprocess.run([tool, "speed", "--sampler", "gp", "--reps", "10", "100"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    print(f"ours at   100: {float(out[1]):9.1f} ms fixed {float(out[2]):9.1f} ms growing")
+    theirs = optuna_gp_speed(100, 10)
+    if theirs is None:
+        print("optuna GPSampler: not run (needs scipy, which .venv lacks)")
+    else:
+        print(f"optuna GPSampler at 100: {theirs:9.1f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -292,9 +388,16 @@ def main():
     ap.add_argument("--sampler", default="tpe",
                     help="our sampler: a name or a TOML inline table of [search.sampler] settings")
     ap.add_argument("--optuna-cache", help="JSON file keeping Optuna's results between runs")
+    ap.add_argument("--gp-speed", action="store_true",
+                    help="only the GP sampler: its time per suggestion at 100 trials and its "
+                         "regret at 20 and 50 trials, beside Optuna's GPSampler and TPE")
     ap.add_argument("--tune-seeds", type=int, metavar="FIRST",
                     help="tuning probe: our side only, --seeds seeds from FIRST, no Optuna")
     args = ap.parse_args()
+    if args.gp_speed:
+        gp_speed(args.tool)
+        gp_quality(args.tool, args.seeds, args.only)
+        return
     if args.tune_seeds is not None:
         tune(args.tool, args.tune_seeds, args.seeds, args.trials, args.only, args.sampler)
         return

@@ -163,7 +163,7 @@ class TestSpace : public QObject {
     QTest::newRow("unknown sampler")
         << "[search]\nsampler = \"cobyla\"\n" + lr + "low = 0\nhigh = 1\n"
         << "search.sampler"
-        << "cmaes, nsga2";
+        << "cmaes, nsga2, gp";
     QTest::newRow("local width 0")
         << "[search.sampler]\nlocal_width = 0.0\n" + lr + "low = 0\nhigh = 1\n"
         << "search.sampler.local_width"

@@ -66,7 +66,7 @@ class TestSearchSchema : public QObject {
         "exp.toml");
     QVERIFY(!s.ok());
     QCOMPARE(s.message(), std::string("exp.toml: search.sampler: unknown sampler \"bogus\"; use "
-                                      "tpe, random, grid, qmc, cmaes, nsga2"));
+                                      "tpe, random, grid, qmc, cmaes, nsga2, gp"));
   }
 
   // Loading the experiment validates [search] like every other section: a bad value is refused

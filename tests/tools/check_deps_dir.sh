@@ -32,7 +32,7 @@ if ldd "$work/build/deps_dir_consumer" | grep -E "pcre2|utf8proc|tomlplusplus"; 
   echo "FAILED: the consumer loads a shared library the pack carries statically"; exit 1
 fi
 out=$("$work/build/deps_dir_consumer" --word "Hello")
-want=$'toml qwen2\njson step 1.5\npcre2 1 5\nutf8proc åbc\nstb rejected'
+want=$'toml qwen2\njson step 1.5\npcre2 1 5\nutf8proc åbc\nstb rejected\neigen 2.0 1.0'
 [[ $out == "$want" ]] || { printf 'FAILED: consumer printed\n%s\nwanted\n%s\n' "$out" "$want"; exit 1; }
 
 # A pack missing a file: one line that names it and the fix.

@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 #include <CLI/CLI.hpp>
+#include <Eigen/Dense>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -47,5 +48,11 @@ int main(int argc, char** argv) {
   unsigned char* pixels = stbi_load_from_memory(not_an_image, 4, &w, &h, &n, 0);
   std::printf("stb %s\n", pixels ? "decoded" : "rejected");
   stbi_image_free(pixels);
+
+  // Eigen: the search library's Cholesky (search/gp.cpp).
+  Eigen::Matrix2d a;
+  a << 4.0, 2.0, 2.0, 3.0;
+  const Eigen::LLT<Eigen::Matrix2d> llt(a);
+  std::printf("eigen %.1f %.1f\n", llt.matrixL()(0, 0), llt.matrixL()(1, 0));
   return 0;
 }

@@ -1,0 +1,647 @@
+#include "search/gp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+namespace shardscope::search {
+namespace gp {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLog2Pi = 1.8378770664093454836;  // log(2 pi)
+
+// Squared distance of rows a and b in dimension k (categorical: 0 or 1).
+double sqd(double a, double b, bool categorical) {
+  if (categorical) return a == b ? 0.0 : 1.0;
+  return (a - b) * (a - b);
+}
+
+// d matern52 / d r2.
+double matern52_deriv(double r2) {
+  const double s = std::sqrt(5.0 * r2);
+  return (-5.0 / 6.0) * (1.0 + s) * std::exp(-s);
+}
+
+// The negative (log marginal likelihood without its constant + log prior) at raw parameters
+// theta = (log r, log scale, log(noise - min_noise)) and its gradient; +inf when K + noise I is
+// not positive definite or a value is not finite.
+double loss(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const std::vector<char>& cat,
+            double min_noise, const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+  const Eigen::Index n = x.rows();
+  const Eigen::Index d = x.cols();
+  Hyper h;
+  h.inv_sq_lengthscales = theta.head(d).array().exp();
+  h.kernel_scale = std::exp(theta(d));
+  const double noise_extra = std::exp(theta(d + 1));
+  h.noise_var = noise_extra + min_noise;
+  if (!h.inv_sq_lengthscales.allFinite() || !std::isfinite(h.kernel_scale) ||
+      !std::isfinite(h.noise_var)) {
+    return kInf;
+  }
+  Eigen::MatrixXd r2 = Eigen::MatrixXd::Zero(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index j = 0; j < i; ++j) {
+      double s = 0.0;
+      for (Eigen::Index k = 0; k < d; ++k) {
+        s +=
+            sqd(x(i, k), x(j, k), cat[static_cast<std::size_t>(k)] != 0) * h.inv_sq_lengthscales(k);
+      }
+      r2(i, j) = s;
+      r2(j, i) = s;
+    }
+  }
+  Eigen::MatrixXd kmat = r2.unaryExpr([](double v) { return matern52(v); }) * h.kernel_scale;
+  Eigen::MatrixXd c = kmat;
+  c.diagonal().array() += h.noise_var;
+  Eigen::LLT<Eigen::MatrixXd> llt(c);
+  if (llt.info() != Eigen::Success) return kInf;
+  const Eigen::VectorXd alpha = llt.solve(y);
+  const double logdet_half = llt.matrixLLT().diagonal().array().log().sum();
+  const double mll = -logdet_half - 0.5 * y.dot(alpha);
+  const double prior = log_prior(h);
+  const double value = -(mll + prior);
+  if (!std::isfinite(value)) return kInf;
+  // d mll / d theta = 0.5 tr(W dC/dtheta), W = alpha alpha^T - C^-1.
+  Eigen::MatrixXd w = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
+  const Eigen::MatrixXd dk =
+      w.cwiseProduct(r2.unaryExpr([](double v) { return matern52_deriv(v); })) * h.kernel_scale;
+  grad.resize(d + 2);
+  for (Eigen::Index k = 0; k < d; ++k) {
+    double s = 0.0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      for (Eigen::Index j = 0; j < i; ++j) {
+        s += dk(i, j) * sqd(x(i, k), x(j, k), cat[static_cast<std::size_t>(k)] != 0);
+      }
+    }
+    // Both triangles (dk is symmetric): 0.5 * 2 * s; times dr/dtheta = r.
+    const double r = h.inv_sq_lengthscales(k);
+    const double dmll = s * r;
+    const double dprior = -(-0.1 / r + 0.1 * r);
+    grad(k) = -(dmll + dprior);
+  }
+  const double dmll_scale = 0.5 * w.cwiseProduct(kmat).sum();
+  const double dprior_scale = (2.0 - 1.0) - 1.0 * h.kernel_scale;  // Gamma(2, 1) in log scale
+  grad(d) = -(dmll_scale + dprior_scale);
+  const double dmll_noise = 0.5 * w.trace() * noise_extra;
+  const double dprior_noise = ((1.1 - 1.0) / h.noise_var - 30.0) * noise_extra;
+  grad(d + 1) = -(dmll_noise + dprior_noise);
+  if (!grad.allFinite()) return kInf;
+  return value;
+}
+
+// L-BFGS (memory 10) with a backtracking Armijo line search; stops when the largest gradient
+// component is below gtol (Optuna's scipy call uses gtol 1e-2), after max_iter iterations, or
+// when no step decreases f. Returns f at the end point, written into x.
+double lbfgs(const std::function<double(const Eigen::VectorXd&, Eigen::VectorXd&)>& f,
+             Eigen::VectorXd& x, double gtol, int max_iter) {
+  Eigen::VectorXd g;
+  double fx = f(x, g);
+  if (!std::isfinite(fx)) return fx;
+  std::deque<std::pair<Eigen::VectorXd, Eigen::VectorXd>> hist;  // (s, y), oldest first
+  Eigen::VectorXd gn;
+  for (int it = 0; it < max_iter; ++it) {
+    if (g.lpNorm<Eigen::Infinity>() < gtol) break;
+    // Two-loop recursion.
+    Eigen::VectorXd q = g;
+    std::vector<double> a(hist.size());
+    for (std::size_t i = hist.size(); i-- > 0;) {
+      const auto& [s, yv] = hist[i];
+      a[i] = s.dot(q) / yv.dot(s);
+      q -= a[i] * yv;
+    }
+    if (!hist.empty()) {
+      const auto& [s, yv] = hist.back();
+      q *= s.dot(yv) / yv.dot(yv);
+    } else {
+      q /= std::max(1.0, g.lpNorm<Eigen::Infinity>());
+    }
+    for (std::size_t i = 0; i < hist.size(); ++i) {
+      const auto& [s, yv] = hist[i];
+      const double b = yv.dot(q) / yv.dot(s);
+      q += (a[i] - b) * s;
+    }
+    Eigen::VectorXd dir = -q;
+    double slope = g.dot(dir);
+    if (!(slope < 0.0)) {
+      hist.clear();
+      dir = -g / std::max(1.0, g.lpNorm<Eigen::Infinity>());
+      slope = g.dot(dir);
+    }
+    double t = 1.0;
+    Eigen::VectorXd xn;
+    double fn = kInf;
+    bool moved = false;
+    for (int ls = 0; ls < 40; ++ls) {
+      xn = x + t * dir;
+      fn = f(xn, gn);
+      if (std::isfinite(fn) && fn <= fx + 1e-4 * t * slope) {
+        moved = true;
+        break;
+      }
+      t *= 0.5;
+    }
+    if (!moved) break;
+    Eigen::VectorXd s = xn - x;
+    Eigen::VectorXd yv = gn - g;
+    if (s.dot(yv) > 1e-12) {
+      hist.emplace_back(std::move(s), std::move(yv));
+      if (hist.size() > 10) hist.pop_front();
+    }
+    x = xn;
+    g = gn;
+    const double drop = fx - fn;
+    fx = fn;
+    if (drop < 1e-12 * std::max(1.0, std::abs(fx))) break;
+  }
+  return fx;
+}
+
+// log(1/(2u) - 3/(4u^2) + 15/(8u^3) - 105/(16u^4)) with u = x^2: the asymptotic series of
+// 1 - sqrt(pi) x erfcx(x) for large x.
+double log_one_minus_tail(double x) {
+  const double u = x * x;
+  return std::log(0.5 / u - 0.75 / (u * u) + 1.875 / (u * u * u) - 6.5625 / (u * u * u * u));
+}
+
+}  // namespace
+
+double matern52(double r2) {
+  const double s = std::sqrt(5.0 * r2);
+  return std::exp(-s) * ((5.0 / 3.0) * r2 + s + 1.0);
+}
+
+Eigen::MatrixXd kernel(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
+                       const std::vector<char>& categorical, const Hyper& h) {
+  Eigen::MatrixXd out(a.rows(), b.rows());
+  const Eigen::Index d = a.cols();
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    for (Eigen::Index j = 0; j < b.rows(); ++j) {
+      double s = 0.0;
+      for (Eigen::Index k = 0; k < d; ++k) {
+        s += sqd(a(i, k), b(j, k), categorical[static_cast<std::size_t>(k)] != 0) *
+             h.inv_sq_lengthscales(k);
+      }
+      out(i, j) = h.kernel_scale * matern52(s);
+    }
+  }
+  return out;
+}
+
+double log_prior(const Hyper& h) {
+  const auto& r = h.inv_sq_lengthscales.array();
+  auto gamma = [](double v, double concentration, double rate) {
+    return (concentration - 1.0) * std::log(v) - rate * v;
+  };
+  return -(0.1 / r + 0.1 * r).sum() + gamma(h.kernel_scale, 2.0, 1.0) +
+         gamma(h.noise_var, 1.1, 30.0);
+}
+
+bool Regressor::condition(Eigen::MatrixXd x, Eigen::VectorXd y, std::vector<char> categorical,
+                          Hyper h) {
+  m_x = std::move(x);
+  m_y = std::move(y);
+  m_categorical = std::move(categorical);
+  m_h = std::move(h);
+  Eigen::MatrixXd c = kernel(m_x, m_x, m_categorical, m_h);
+  c.diagonal().array() += m_h.noise_var;
+  m_llt.compute(c);
+  if (m_llt.info() != Eigen::Success) return false;
+  m_alpha = m_llt.solve(m_y);
+  return m_alpha.allFinite();
+}
+
+double Regressor::log_marginal_likelihood() const {
+  const double logdet_half = m_llt.matrixLLT().diagonal().array().log().sum();
+  return -logdet_half - 0.5 * m_y.dot(m_alpha) - 0.5 * static_cast<double>(m_x.rows()) * kLog2Pi;
+}
+
+void Regressor::posterior(const Eigen::MatrixXd& q, Eigen::VectorXd& mean,
+                          Eigen::VectorXd& var) const {
+  const Eigen::MatrixXd ks = kernel(q, m_x, m_categorical, m_h);  // (m, n)
+  mean = ks * m_alpha;
+  // var = k(x, x) - k_*^T C^-1 k_* = scale - |L^-1 k_*|^2.
+  const Eigen::MatrixXd v = m_llt.matrixL().solve(ks.transpose());  // (n, m)
+  var = (m_h.kernel_scale - v.colwise().squaredNorm().array()).cwiseMax(0.0).matrix().transpose();
+}
+
+Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                const std::vector<char>& categorical, const Hyper* start, double min_noise) {
+  const Eigen::Index d = x.cols();
+  auto f = [&](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+    return loss(x, y, categorical, min_noise, theta, grad);
+  };
+  auto raw = [&](const Hyper& h) {
+    Eigen::VectorXd theta(d + 2);
+    theta.head(d) = h.inv_sq_lengthscales.array().log();
+    theta(d) = std::log(h.kernel_scale);
+    // Optuna starts the noise at 0.01 * min_noise above its floor.
+    theta(d + 1) = std::log(std::max(h.noise_var - 0.99 * min_noise, 0.01 * min_noise));
+    return theta;
+  };
+  Hyper ones;
+  ones.inv_sq_lengthscales = Eigen::VectorXd::Ones(d);
+  std::vector<Eigen::VectorXd> starts;
+  if (start != nullptr && start->inv_sq_lengthscales.size() == d) starts.push_back(raw(*start));
+  starts.push_back(raw(ones));
+  double best = kInf;
+  Eigen::VectorXd best_theta = starts.back();
+  for (Eigen::VectorXd theta : starts) {
+    const double v = lbfgs(f, theta, 1e-2, 200);
+    if (v < best) {
+      best = v;
+      best_theta = theta;
+    }
+  }
+  if (!std::isfinite(best)) {
+    ones.noise_var = 1.0 + min_noise;
+    return ones;
+  }
+  Hyper h;
+  h.inv_sq_lengthscales = best_theta.head(d).array().exp();
+  h.kernel_scale = std::exp(best_theta(d));
+  h.noise_var = std::exp(best_theta(d + 1)) + min_noise;
+  return h;
+}
+
+double log_ndtr(double z) {
+  if (z > -20.0) return std::log(0.5 * std::erfc(-z * M_SQRT1_2));
+  // Phi(z) = 0.5 erfc(x), x = -z / sqrt 2: erfc(x) ~ exp(-x^2) / (x sqrt(pi)) (1 - 1/(2x^2) + ...).
+  const double x = -z * M_SQRT1_2;
+  const double u = x * x;
+  const double series = 1.0 - 0.5 / u + 0.75 / (u * u) - 1.875 / (u * u * u);
+  return std::log(0.5) - u - std::log(x * std::sqrt(M_PI)) + std::log(series);
+}
+
+double log_ei(double mean, double var, double best) {
+  const double sigma = std::sqrt(std::max(var, 1e-300));
+  const double z = (mean - best) / sigma;
+  double out = 0.0;
+  if (z >= -25.0) {
+    // z Phi(z) + phi(z)
+    out = std::log(0.5 * z * std::erfc(-M_SQRT1_2 * z) +
+                   std::exp(-0.5 * z * z) * (0.5 * M_2_SQRTPI * M_SQRT1_2));
+  } else {
+    out = -0.5 * z * z - 0.5 * kLog2Pi + log_one_minus_tail(-M_SQRT1_2 * z);
+  }
+  return out + std::log(sigma);
+}
+
+}  // namespace gp
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool violated(const Trial& t) {
+  return t.state == TrialState::Infeasible || t.state == TrialState::Oom;
+}
+
+bool usable_complete(const Trial& t) {
+  return t.state == TrialState::Complete && !t.values.empty() && std::isfinite(t.values.front());
+}
+
+// One coordinate of the unit cube.
+struct Coord {
+  const Param* param = nullptr;
+  bool categorical = false;
+  std::vector<double> grid;  // discrete numeric: every value's unit coordinate, ascending
+  double lo = 0.0;           // internal range (numeric)
+  double hi = 1.0;
+  int choices = 0;  // categorical
+};
+
+std::vector<Coord> coords_of(const SearchSpace& space) {
+  std::vector<Coord> out;
+  for (const Param& p : space.params) {
+    // Conditional parameters are drawn independently; a single-valued one needs no model.
+    if (!p.when.empty() || (p.numeric() && !(p.internal_high() > p.internal_low()))) continue;
+    Coord c;
+    c.param = &p;
+    c.categorical = !p.numeric();
+    if (c.categorical) {
+      c.choices = static_cast<int>(p.choices.size());
+    } else {
+      c.lo = p.internal_low();
+      c.hi = p.internal_high();
+      if (p.discrete() && p.cardinality() <= 100000) {
+        for (const ParamValue& v : p.values()) {
+          c.grid.push_back((p.to_internal(v) - c.lo) / (c.hi - c.lo));
+        }
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// A trial's point in the unit cube; false when a driven parameter is missing or illegal.
+bool unit_point(const std::vector<Coord>& coords, const Trial& t, double* row) {
+  for (std::size_t k = 0; k < coords.size(); ++k) {
+    const Param& p = *coords[k].param;
+    auto v = t.params.find(p.name);
+    if (v == t.params.end() || !p.contains(v->second)) return false;
+    const double x = p.to_internal(v->second);
+    row[k] = coords[k].categorical ? x : (x - coords[k].lo) / (coords[k].hi - coords[k].lo);
+  }
+  return true;
+}
+
+// (values - mean) / max(1e-10, std), Optuna's _standardize_values; mean and std returned.
+Eigen::VectorXd standardise(const Eigen::VectorXd& v, double& mean, double& sd) {
+  mean = v.mean();
+  sd = std::sqrt((v.array() - mean).square().mean());
+  return ((v.array() - mean) / std::max(1e-10, sd)).matrix();
+}
+
+// The acquisition: log EI under the objective GP (when there is one) + log P(feasible) under the
+// constraint GP (when there is one).
+struct Acquisition {
+  const gp::Regressor* objective = nullptr;
+  double best = 0.0;
+  const gp::Regressor* constraint = nullptr;
+  double threshold = 0.0;  // standardised constraint value at 0
+
+  Eigen::VectorXd operator()(const Eigen::MatrixXd& q) const {
+    Eigen::VectorXd out = Eigen::VectorXd::Zero(q.rows());
+    Eigen::VectorXd mean;
+    Eigen::VectorXd var;
+    if (objective != nullptr) {
+      objective->posterior(q, mean, var);
+      for (Eigen::Index i = 0; i < q.rows(); ++i) out(i) += gp::log_ei(mean(i), var(i), best);
+    }
+    if (constraint != nullptr) {
+      constraint->posterior(q, mean, var);
+      for (Eigen::Index i = 0; i < q.rows(); ++i) {
+        const double sigma = std::sqrt(std::max(var(i), 1e-300));
+        out(i) += gp::log_ndtr((threshold - mean(i)) / sigma);
+      }
+    }
+    return out;
+  }
+};
+
+// Index of the grid value nearest u.
+std::size_t nearest(const std::vector<double>& grid, double u) {
+  auto it = std::lower_bound(grid.begin(), grid.end(), u);
+  if (it == grid.end()) return grid.size() - 1;
+  const auto i = static_cast<std::size_t>(it - grid.begin());
+  if (i > 0 && u - grid[i - 1] < *it - u) return i - 1;
+  return i;
+}
+
+// Local search from x: rounds of (projected gradient ascent on the continuous coordinates, with
+// central differences; each discrete numeric coordinate moved by +-1, 2, 4, ... grid steps; each
+// categorical set to every choice), until a round gains less than tol. Returns the value at x.
+double local_search(const Acquisition& acq, const std::vector<Coord>& coords, Eigen::VectorXd& x,
+                    double fx) {
+  const auto d = static_cast<Eigen::Index>(coords.size());
+  std::vector<Eigen::Index> cont;
+  for (Eigen::Index k = 0; k < d; ++k) {
+    const Coord& c = coords[static_cast<std::size_t>(k)];
+    if (!c.categorical && c.grid.empty()) cont.push_back(k);
+  }
+  constexpr double kTol = 1e-4;
+  constexpr double kH = 1e-6;
+  for (int round = 0; round < 50; ++round) {
+    const double start = fx;
+    if (!cont.empty()) {
+      Eigen::MatrixXd probe(2 * static_cast<Eigen::Index>(cont.size()), d);
+      std::vector<double> width(cont.size());
+      for (std::size_t j = 0; j < cont.size(); ++j) {
+        const Eigen::Index k = cont[j];
+        const double up = std::min(1.0, x(k) + kH);
+        const double down = std::max(0.0, x(k) - kH);
+        probe.row(static_cast<Eigen::Index>(2 * j)) = x.transpose();
+        probe.row(static_cast<Eigen::Index>(2 * j + 1)) = x.transpose();
+        probe(static_cast<Eigen::Index>(2 * j), k) = up;
+        probe(static_cast<Eigen::Index>(2 * j + 1), k) = down;
+        width[j] = up - down;
+      }
+      const Eigen::VectorXd v = acq(probe);
+      Eigen::VectorXd g = Eigen::VectorXd::Zero(d);
+      for (std::size_t j = 0; j < cont.size(); ++j) {
+        const auto r = static_cast<Eigen::Index>(2 * j);
+        if (width[j] > 0.0 && std::isfinite(v(r)) && std::isfinite(v(r + 1))) {
+          g(cont[j]) = (v(r) - v(r + 1)) / width[j];
+        }
+      }
+      const double gmax = g.lpNorm<Eigen::Infinity>();
+      if (gmax > 0.0) {
+        // Steps of at most 0.2, 0.1, ... of the box along the gradient, projected; the first
+        // that gains is taken.
+        for (double t = 0.2 / gmax; t * gmax > 1e-7; t *= 0.5) {
+          Eigen::VectorXd y = x;
+          for (Eigen::Index k : cont) y(k) = std::clamp(x(k) + t * g(k), 0.0, 1.0);
+          const double fy = acq(Eigen::MatrixXd(y.transpose()))(0);
+          if (fy > fx) {
+            x = y;
+            fx = fy;
+            break;
+          }
+        }
+      }
+    }
+    for (Eigen::Index k = 0; k < d; ++k) {
+      const Coord& c = coords[static_cast<std::size_t>(k)];
+      if (c.categorical) {
+        Eigen::MatrixXd probe(c.choices, d);
+        for (int i = 0; i < c.choices; ++i) {
+          probe.row(i) = x.transpose();
+          probe(i, k) = i;
+        }
+        const Eigen::VectorXd v = acq(probe);
+        Eigen::Index arg = 0;
+        if (v.maxCoeff(&arg) > fx) {
+          x(k) = static_cast<double>(arg);
+          fx = v(arg);
+        }
+      } else if (!c.grid.empty()) {
+        const std::size_t at = nearest(c.grid, x(k));
+        std::vector<std::size_t> cand;
+        for (std::size_t step = 1; step < c.grid.size(); step *= 2) {
+          if (at >= step) cand.push_back(at - step);
+          if (at + step < c.grid.size()) cand.push_back(at + step);
+        }
+        if (cand.empty()) continue;
+        Eigen::MatrixXd probe(static_cast<Eigen::Index>(cand.size()), d);
+        for (std::size_t i = 0; i < cand.size(); ++i) {
+          probe.row(static_cast<Eigen::Index>(i)) = x.transpose();
+          probe(static_cast<Eigen::Index>(i), k) = c.grid[cand[i]];
+        }
+        const Eigen::VectorXd v = acq(probe);
+        Eigen::Index arg = 0;
+        if (v.maxCoeff(&arg) > fx) {
+          x(k) = c.grid[cand[static_cast<std::size_t>(arg)]];
+          fx = v(arg);
+        }
+      }
+    }
+    if (fx - start < kTol) break;
+  }
+  return fx;
+}
+
+// A uniform point of the cube, discrete coordinates on their grid.
+void random_point(const std::vector<Coord>& coords, Rng& rng, Eigen::MatrixXd& m, Eigen::Index r) {
+  for (std::size_t k = 0; k < coords.size(); ++k) {
+    const Coord& c = coords[k];
+    const auto i = static_cast<Eigen::Index>(k);
+    if (c.categorical) {
+      m(r, i) = static_cast<double>(rng.below(static_cast<std::uint64_t>(c.choices)));
+    } else if (!c.grid.empty()) {
+      m(r, i) = c.grid[nearest(c.grid, rng.uniform())];  // uniform in the cube, snapped
+    } else {
+      m(r, i) = rng.uniform();
+    }
+  }
+}
+
+}  // namespace
+
+Result<TrialParams> GpSampler::sample(const SearchSpace& space, const std::vector<Trial>& finished,
+                                      const std::vector<Trial>& pending, Rng& rng) {
+  const std::vector<Coord> coords = coords_of(space);
+  const auto d = static_cast<Eigen::Index>(coords.size());
+  // Rows of the objective GP (complete trials) and of the constraint GP (complete + violated).
+  std::vector<double> obj_rows;
+  std::vector<double> obj_y;
+  std::vector<double> con_rows;
+  std::vector<double> con_c;
+  std::vector<double> row(coords.size());
+  for (const Trial& t : finished) {
+    const bool complete = usable_complete(t);
+    if (!complete && !violated(t)) continue;
+    if (!unit_point(coords, t, row.data())) continue;
+    con_rows.insert(con_rows.end(), row.begin(), row.end());
+    con_c.push_back(complete ? -1.0 : 1.0);
+    if (complete) {
+      obj_rows.insert(obj_rows.end(), row.begin(), row.end());
+      const double v = t.values.front();
+      obj_y.push_back(m_direction == Direction::Minimize ? -v : v);  // maximised
+    }
+  }
+  const auto n_con = static_cast<Eigen::Index>(con_c.size());
+  if (d == 0 || n_con < std::max(1, m_cfg.n_startup_trials)) {
+    return m_random.sample(space, finished, pending, rng);
+  }
+  std::vector<char> categorical(coords.size());
+  for (std::size_t k = 0; k < coords.size(); ++k) categorical[k] = coords[k].categorical ? 1 : 0;
+  auto matrix = [d](const std::vector<double>& rows) {
+    const Eigen::Index n = static_cast<Eigen::Index>(rows.size()) / std::max<Eigen::Index>(d, 1);
+    return Eigen::MatrixXd(
+        Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            rows.data(), n, d));
+  };
+  if (m_objective_fit.inv_sq_lengthscales.size() != d) m_objective_fit = gp::Hyper{};
+  if (m_constraint_fit.inv_sq_lengthscales.size() != d) m_constraint_fit = gp::Hyper{};
+
+  Acquisition acq;
+  gp::Regressor objective;
+  Eigen::MatrixXd x_obj;
+  Eigen::VectorXd y_std;
+  Eigen::Index best_row = -1;
+  if (!obj_y.empty()) {
+    x_obj = matrix(obj_rows);
+    double mean = 0.0;
+    double sd = 0.0;
+    y_std = standardise(
+        Eigen::Map<const Eigen::VectorXd>(obj_y.data(), static_cast<Eigen::Index>(obj_y.size())),
+        mean, sd);
+    const gp::Hyper* start =
+        m_objective_fit.inv_sq_lengthscales.size() == d ? &m_objective_fit : nullptr;
+    m_objective_fit = gp::fit_hyper(x_obj, y_std, categorical, start);
+    acq.best = y_std.maxCoeff(&best_row);
+    // Constant liar: running trials join at the worst observed value (fit unchanged).
+    Eigen::MatrixXd x_all = x_obj;
+    Eigen::VectorXd y_all = y_std;
+    if (m_cfg.constant_liar && !pending.empty()) {
+      std::vector<double> lie_rows;
+      for (const Trial& t : pending) {
+        if (unit_point(coords, t, row.data()))
+          lie_rows.insert(lie_rows.end(), row.begin(), row.end());
+      }
+      const Eigen::MatrixXd x_lie = matrix(lie_rows);
+      if (x_lie.rows() > 0) {
+        x_all.conservativeResize(x_obj.rows() + x_lie.rows(), d);
+        x_all.bottomRows(x_lie.rows()) = x_lie;
+        y_all.conservativeResize(x_all.rows());
+        y_all.tail(x_lie.rows()).setConstant(y_std.minCoeff());
+      }
+    }
+    if (objective.condition(x_all, y_all, categorical, m_objective_fit)) acq.objective = &objective;
+  }
+  gp::Regressor constraint;
+  const bool any_violated = std::any_of(con_c.begin(), con_c.end(), [](double c) { return c > 0; });
+  if (any_violated) {
+    double mean = 0.0;
+    double sd = 0.0;
+    const Eigen::VectorXd c_std =
+        standardise(Eigen::Map<const Eigen::VectorXd>(con_c.data(), n_con), mean, sd);
+    acq.threshold = -mean / std::max(1e-10, sd);
+    const Eigen::MatrixXd x_con = matrix(con_rows);
+    const gp::Hyper* start =
+        m_constraint_fit.inv_sq_lengthscales.size() == d ? &m_constraint_fit : nullptr;
+    m_constraint_fit = gp::fit_hyper(x_con, c_std, categorical, start);
+    if (constraint.condition(x_con, c_std, categorical, m_constraint_fit))
+      acq.constraint = &constraint;
+  }
+  if (acq.objective == nullptr && acq.constraint == nullptr) {
+    return m_random.sample(space, finished, pending, rng);
+  }
+
+  // Preliminary random points, then local searches from the best trial and the best points.
+  constexpr Eigen::Index kPreliminary = 2048;
+  constexpr int kLocal = 10;
+  Eigen::MatrixXd pre(kPreliminary, d);
+  for (Eigen::Index i = 0; i < kPreliminary; ++i) random_point(coords, rng, pre, i);
+  const Eigen::VectorXd pre_v = acq(pre);
+  std::vector<Eigen::Index> order(static_cast<std::size_t>(kPreliminary));
+  std::iota(order.begin(), order.end(), Eigen::Index{0});
+  std::partial_sort(order.begin(), order.begin() + kLocal, order.end(),
+                    [&](Eigen::Index a, Eigen::Index b) {
+                      const double va = std::isfinite(pre_v(a)) ? pre_v(a) : -kInf;
+                      const double vb = std::isfinite(pre_v(b)) ? pre_v(b) : -kInf;
+                      return va > vb || (va == vb && a < b);
+                    });
+  std::vector<Eigen::VectorXd> starts;
+  if (best_row >= 0) starts.emplace_back(x_obj.row(best_row).transpose());
+  for (int i = 0; i < kLocal && static_cast<int>(starts.size()) < kLocal; ++i) {
+    starts.emplace_back(pre.row(order[static_cast<std::size_t>(i)]).transpose());
+  }
+  Eigen::VectorXd best_x = starts.front();
+  double best_v = -kInf;
+  for (Eigen::VectorXd x : starts) {
+    double fx = acq(Eigen::MatrixXd(x.transpose()))(0);
+    if (!std::isfinite(fx)) fx = -kInf;
+    fx = local_search(acq, coords, x, fx);
+    if (fx > best_v) {
+      best_v = fx;
+      best_x = x;
+    }
+  }
+
+  TrialParams out;
+  for (std::size_t k = 0; k < coords.size(); ++k) {
+    const Coord& c = coords[k];
+    const double u = best_x(static_cast<Eigen::Index>(k));
+    out[c.param->name] =
+        c.categorical ? c.param->from_internal(u)
+                      : c.param->from_internal(c.lo + std::clamp(u, 0.0, 1.0) * (c.hi - c.lo));
+  }
+  // The rest (conditional, single-valued): drawn independently, in order (what a condition
+  // names is decided before it).
+  for (const Param& p : space.params) {
+    if (out.count(p.name) == 0 && space.active(p, out)) out[p.name] = p.from_unit(rng.uniform());
+  }
+  return out;
+}
+
+}  // namespace shardscope::search

@@ -1,0 +1,103 @@
+// Gaussian-process sampler (`sampler = "gp"`), after Optuna's GPSampler (optuna/_gp): a GP with
+// a Matern-5/2 ARD kernel on the unit cube (each parameter's internal range, log applied, ints
+// and stepped floats widened by half a step, mapped to [0, 1]; a categorical is its choice index
+// with the Hamming distance, Optuna's categorical distance: 0 for the same choice, 1 otherwise,
+// scaled by its own length scale). Objective values are standardised (maximised); the kernel
+// hyperparameters (inverse squared length scales, kernel scale, noise variance above 1e-6)
+// maximise the log marginal likelihood plus Optuna's default log prior, by L-BFGS on their
+// logs from two starts (the previous call's fit and all ones; the better wins). Linear algebra
+// is Eigen's (LLT).
+//
+// The next point maximises log expected improvement over the best feasible value: 2048 random
+// points, then a local search from the best trial and the best of them (projected gradient
+// ascent on the continuous coordinates with finite differences, a neighbour search over each
+// int/stepped float's grid, every choice of a categorical), the best end point wins.
+// Constraints: infeasible and oom trials (the memory estimate or the run said the config does not
+// fit) are the constraint value +1, complete trials -1; a second GP on that value gives the
+// probability of feasibility P(c <= 0), and the acquisition is log EI + log P. Running trials
+// (pending) join the objective GP at the worst observed value (a constant liar), with the
+// hyperparameters fitted on the finished trials only. Pruned and failed trials are not
+// modelled. Conditional parameters (with `when`) are drawn independently (RandomSampler).
+#pragma once
+
+#include <Eigen/Dense>
+#include <utility>
+#include <vector>
+
+#include "search/sampler.h"
+
+namespace shardscope::search {
+namespace gp {
+
+/// Kernel hyperparameters, Optuna's parametrisation: k(a, b) = kernel_scale *
+/// matern52(sum_k d_k(a, b)^2 * inv_sq_lengthscales[k]), plus noise_var on the diagonal.
+struct Hyper {
+  Eigen::VectorXd inv_sq_lengthscales;  // (dims) 1 / l_k^2
+  double kernel_scale = 1.0;
+  double noise_var = 1.0;
+};
+
+/// Matern-5/2 as a function of the scaled squared distance r2:
+/// (1 + sqrt(5 r2) + 5/3 r2) exp(-sqrt(5 r2)).
+double matern52(double r2);
+
+/// The kernel matrix (rows of a) x (rows of b), noise not included. `categorical[k]` != 0: the
+/// distance in dimension k is 0 for equal values, 1 otherwise.
+Eigen::MatrixXd kernel(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
+                       const std::vector<char>& categorical, const Hyper& h);
+
+/// Optuna's default log prior (prior.py, constants dropped): -sum(0.1 / r + 0.1 r) over the
+/// inverse squared length scales r, Gamma(2, 1) on kernel_scale, Gamma(1.1, 30) on noise_var.
+double log_prior(const Hyper& h);
+
+/// A GP conditioned on data with fixed hyperparameters.
+class Regressor {
+ public:
+  /// Factorises K + noise_var I; false when it is not positive definite.
+  bool condition(Eigen::MatrixXd x, Eigen::VectorXd y, std::vector<char> categorical, Hyper h);
+  /// log p(y | x, hyperparameters), the -n/2 log(2 pi) included.
+  double log_marginal_likelihood() const;
+  /// Posterior mean and variance (clamped at 0) of f at each row of q.
+  void posterior(const Eigen::MatrixXd& q, Eigen::VectorXd& mean, Eigen::VectorXd& var) const;
+  const Hyper& hyper() const { return m_h; }
+  Eigen::Index size() const { return m_x.rows(); }
+
+ private:
+  Eigen::MatrixXd m_x;
+  Eigen::VectorXd m_y;
+  std::vector<char> m_categorical;
+  Hyper m_h;
+  Eigen::LLT<Eigen::MatrixXd> m_llt;
+  Eigen::VectorXd m_alpha;  // (K + noise I)^-1 y
+};
+
+/// Hyperparameters maximising log marginal likelihood + log_prior for (x, y), by L-BFGS on
+/// (log r, log kernel_scale, log(noise_var - min_noise)) from `start` (when given and of the
+/// right size) and from all ones; the better end point wins.
+Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                const std::vector<char>& categorical, const Hyper* start, double min_noise = 1e-6);
+
+/// log E[max(0, f - best)] for f ~ N(mean, var) (Ament et al. 2023's stable form, as Optuna).
+double log_ei(double mean, double var, double best);
+/// log Phi(z), stable for very negative z.
+double log_ndtr(double z);
+
+}  // namespace gp
+
+class GpSampler : public Sampler {
+ public:
+  GpSampler(SamplerConfig cfg, Direction direction)
+      : m_cfg(std::move(cfg)), m_direction(direction) {}
+  Result<TrialParams> sample(const SearchSpace& space, const std::vector<Trial>& finished,
+                             const std::vector<Trial>& pending, Rng& rng) override;
+
+ private:
+  SamplerConfig m_cfg;
+  Direction m_direction;
+  RandomSampler m_random;
+  // The last fits, warm starts for the next call (cleared when the dimensions change).
+  gp::Hyper m_objective_fit;
+  gp::Hyper m_constraint_fit;
+};
+
+}  // namespace shardscope::search
