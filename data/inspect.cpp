@@ -227,7 +227,7 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
         n / out.histogram.width, static_cast<std::int64_t>(out.histogram.counts.size()) - 1);
     ++out.histogram.counts[static_cast<std::size_t>(bin)];
   }
-  if (chat && m_exp.data.pack && role == "train" && !out.cancelled) {
+  if (chat && m_exp.data.pack && role == "train" && !out.cancelled && !loaded.empty()) {
     const PackPlan plan{m_exp.train.batch_size, m_exp.train.max_steps,
                         std::max(1, spec::launch_world_size(m_exp.launch)), m_exp.train.seed,
                         m_exp.data.shuffle};

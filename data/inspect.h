@@ -80,7 +80,8 @@ struct FileInspection {
   std::int64_t refused = 0;             // lines the trainer refuses
   std::vector<ListedLine> refused_listed;
   /// data.pack over the loaded samples with the trainer's plan (train file); absent when not
-  /// packing. The trainer's hello.pack_efficiency, once no line is refused or over seq_len.
+  /// packing or no sample loads. The trainer's hello.pack_efficiency, once no line is refused or
+  /// over seq_len.
   std::optional<double> pack_efficiency;
   // Images of every tokenized line (over seq_len included):
   std::map<std::int64_t, std::int64_t> images_per_sample;  // images -> lines

@@ -82,7 +82,8 @@ def write_toml(path, model, train, extra=""):
     with open(path, "w") as f:
         f.write(f'[model]\narch = "qwen2_vl"\npath = "{model}"\n'
                 f'[data]\nformat = "chat"\ntrain_path = "{train}"\n{extra}'
-                '[train]\nbatch_size = 2\nmax_steps = 1\nckpt_at_end = false\nthreads = 1\n')
+                '[train]\nbatch_size = 2\nmax_steps = 1\nckpt_at_end = false\nthreads = 1\n'
+                '[launch]\nnproc_per_node = 1\n')  # the packing plan's world: the one process below
 
 
 def main():
