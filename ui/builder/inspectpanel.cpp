@@ -203,6 +203,8 @@ void InspectPanel::inspect() {
 void InspectPanel::showLine(std::int64_t line, bool eval) {
   if (m_thread != nullptr) return;
   const std::string path = eval ? m_exp.data.eval_path : m_exp.data.train_path;
+  m_sampleFile->setCurrentIndex(eval ? 1 : 0);
+  m_sampleLine->setValue(static_cast<int>(std::min<std::int64_t>(line, m_sampleLine->maximum())));
   m_status->setText(tr("Reading line %1 of %2...").arg(line).arg(escaped(path)));
   const spec::Experiment exp = m_exp;
   startJob([this, exp, path, line] {
@@ -333,12 +335,11 @@ void InspectPanel::lineClicked(int row) {
   const auto* line = m_lines->item(row, 1);
   if (file == nullptr || line == nullptr) return;
   const bool eval = file->text() == QLatin1String("eval");
-  m_sampleFile->setCurrentIndex(eval ? 1 : 0);
-  m_sampleLine->setValue(line->text().toInt());
   showLine(line->text().toLongLong(), eval);
 }
 
 void InspectPanel::showSample(const Result<data::SampleView>& result) {
+  m_progress->setValue(1000);
   m_sample->images.clear();
   m_thumbnails = 0;
   m_lossText.clear();
