@@ -122,8 +122,11 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
   const bool chat = m_exp.data.format == "chat";
   const auto seq_len = m_exp.data.seq_len;
   const std::string base = std::filesystem::absolute(path, ec).parent_path().string();
-  std::vector<std::int64_t> lengths;  // every tokenized line, for the histogram
-  std::vector<std::int64_t> loaded;   // the samples the trainer packs (chat, within seq_len)
+  // Tokenized lines by length (as many entries as distinct lengths, not as lines), and the
+  // lengths of the samples the trainer packs (chat within seq_len: the plan needs each, in order).
+  std::map<std::int64_t, std::int64_t> by_length;
+  std::int64_t tokenized = 0;
+  std::vector<std::int64_t> loaded;
   auto refuse = [&](const JsonlPosition& where, std::string kind, std::string reason) {
     ++out.refused;
     if (static_cast<std::int64_t>(out.refused_listed.size()) < options.max_listed)
@@ -206,26 +209,26 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
         }
         out.tokens += length;
         out.loss_tokens += loss;
-        lengths.push_back(length);
+        ++by_length[length];
+        ++tokenized;
         return true;
       });
   if (!scanned) return scanned.error();
   if (!out.cancelled) out.bytes_read = out.bytes_total;
   if (options.progress) options.progress(out.bytes_read, out.bytes_total);
-  if (!lengths.empty()) {
-    out.min_tokens = *std::min_element(lengths.begin(), lengths.end());
-    out.max_tokens = *std::max_element(lengths.begin(), lengths.end());
-    out.mean_tokens = static_cast<double>(out.tokens) / static_cast<double>(lengths.size());
+  if (tokenized > 0) {
+    out.min_tokens = by_length.begin()->first;
+    out.max_tokens = by_length.rbegin()->first;
+    out.mean_tokens = static_cast<double>(out.tokens) / static_cast<double>(tokenized);
   }
   const auto bins = std::max<std::int64_t>(1, options.histogram_bins);
   const auto top = std::max(seq_len, out.max_tokens + 1);
   out.histogram.width = std::max<std::int64_t>(1, (top + bins - 1) / bins);
-  out.histogram.counts.assign(
-      static_cast<std::size_t>((top + out.histogram.width - 1) / out.histogram.width), 0);
-  for (auto n : lengths) {
-    const auto bin = std::min<std::int64_t>(
-        n / out.histogram.width, static_cast<std::int64_t>(out.histogram.counts.size()) - 1);
-    ++out.histogram.counts[static_cast<std::size_t>(bin)];
+  const auto last = (top + out.histogram.width - 1) / out.histogram.width - 1;
+  out.histogram.counts.assign(static_cast<std::size_t>(last + 1), 0);
+  for (const auto& [n, count] : by_length) {
+    const auto bin = std::min<std::int64_t>(n / out.histogram.width, last);
+    out.histogram.counts[static_cast<std::size_t>(bin)] += count;
   }
   if (chat && m_exp.data.pack && role == "train" && !out.cancelled && !loaded.empty()) {
     const PackPlan plan{m_exp.train.batch_size, m_exp.train.max_steps,

@@ -6,9 +6,10 @@
 // parse_token_record, pack_efficiency), so they are the trainer's. Torch-free and Qt-free: the
 // CLI (`shardscope-cli data inspect`) and the builder's Inspect data panel run it.
 //
-// A file is streamed one line at a time (scan_jsonl); what is kept grows with the sample count
-// (one length each, for the histogram and the packing plan), never with the file's bytes, and the
-// lists keep at most InspectOptions::max_listed entries (their counts are whole).
+// A file is streamed one line at a time (scan_jsonl); what is kept is a count per distinct token
+// length (the histogram), the length of each sample the trainer packs (chat data with data.pack:
+// its plan needs each, 8 bytes a sample) and lists of at most InspectOptions::max_listed entries
+// (their counts are whole), never the file's bytes.
 #pragma once
 
 #include <atomic>
