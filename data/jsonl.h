@@ -28,4 +28,15 @@ using JsonlVisitor =
 /// the read with "data/train.jsonl:12: not a JSON object (...)"; blank lines are skipped.
 Result<std::int64_t> read_jsonl(const std::string& path, const JsonlVisitor& visit);
 
+/// Called once per non-blank line with its record, or with `record` null and `error` saying why
+/// the line is not a JSON object (read_jsonl's words, without the "path:line: " prefix). Return
+/// false to stop reading.
+using JsonlScanVisitor = std::function<bool(const nlohmann::json* record, const std::string& error,
+                                            const JsonlPosition& where)>;
+
+/// Reads a JSON Lines file one line at a time (memory bounded by the longest line), bad lines
+/// included: read_jsonl reads through it. Returns the non-blank lines visited; fails only when
+/// the file cannot be opened or read.
+Result<std::int64_t> scan_jsonl(const std::string& path, const JsonlScanVisitor& visit);
+
 }  // namespace shardscope::data

@@ -36,33 +36,38 @@ Result<std::vector<std::int64_t>> read_ids(const nlohmann::json& record, const c
 
 }  // namespace
 
+Result<TokenSample> parse_token_record(const nlohmann::json& rec, std::int64_t vocab_size) {
+  if (!rec.contains("input_ids"))
+    return fail("input_ids: missing (data.format = \"tokens\" needs {\"input_ids\": [...]})");
+  auto ids = read_ids(rec, "input_ids", vocab_size, false);
+  if (!ids) return ids.error();
+  TokenSample s;
+  s.input_ids = std::move(*ids);
+  if (rec.contains("labels")) {
+    auto labels = read_ids(rec, "labels", vocab_size, true);
+    if (!labels) return labels.error();
+    if (labels->size() != s.input_ids.size()) {
+      return fail("labels: " + std::to_string(labels->size()) + " labels for " +
+                  std::to_string(s.input_ids.size()) + " input_ids; give one label per token");
+    }
+    s.labels = std::move(*labels);
+  } else {
+    s.labels = s.input_ids;
+  }
+  return s;
+}
+
 Result<std::vector<TokenSample>> load_token_samples(const std::string& path, std::int64_t seq_len,
                                                     std::int64_t vocab_size) {
   std::vector<TokenSample> samples;
   auto read =
       read_jsonl(path, [&](const nlohmann::json& rec, const JsonlPosition&) -> Result<void> {
-        if (!rec.contains("input_ids"))
-          return fail("input_ids: missing (data.format = \"tokens\" needs {\"input_ids\": [...]})");
-        auto ids = read_ids(rec, "input_ids", vocab_size, false);
-        if (!ids) return ids.error();
-        TokenSample s;
-        s.input_ids = std::move(*ids);
-        if (rec.contains("labels")) {
-          auto labels = read_ids(rec, "labels", vocab_size, true);
-          if (!labels) return labels.error();
-          if (labels->size() != s.input_ids.size()) {
-            return fail("labels: " + std::to_string(labels->size()) + " labels for " +
-                        std::to_string(s.input_ids.size()) +
-                        " input_ids; give one label per token");
-          }
-          s.labels = std::move(*labels);
-        } else {
-          s.labels = s.input_ids;
-        }
+        auto s = parse_token_record(rec, vocab_size);
+        if (!s) return s.error();
         const auto T = static_cast<std::size_t>(seq_len);
-        s.input_ids.resize(T, 0);
-        s.labels.resize(T, -100);
-        samples.push_back(std::move(s));
+        s->input_ids.resize(T, 0);
+        s->labels.resize(T, -100);
+        samples.push_back(std::move(*s));
         return {};
       });
   if (!read) return read.error();

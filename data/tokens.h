@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "spec/result.h"
 
 namespace shardscope::data {
@@ -18,6 +20,10 @@ struct TokenSample {
   std::vector<std::int64_t> input_ids;  // (T)
   std::vector<std::int64_t> labels;     // (T), -100 = no loss
 };
+
+/// One record, unpadded: input_ids, and labels (default: the ids); errors name the field. The
+/// loader and the data inspector (data/inspect.h) read a line with it.
+Result<TokenSample> parse_token_record(const nlohmann::json& record, std::int64_t vocab_size);
 
 /// Reads and pads/truncates every sample; errors name file:line and the field.
 Result<std::vector<TokenSample>> load_token_samples(const std::string& path, std::int64_t seq_len,

@@ -25,6 +25,7 @@ void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
 void addTagNoteVerbs(CLI::App& app, Globals& g);   // app/cli/cmd_tag_note.cpp
 void addSamplesVerb(CLI::App& app, Globals& g);    // app/cli/cmd_samples.cpp
 void addCleanVerbs(CLI::App& app, Globals& g);     // app/cli/cmd_clean.cpp
+void addDataVerb(CLI::App& app, Globals& g);       // app/cli/cmd_data.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   addTagNoteVerbs(app, g);
   addSamplesVerb(app, g);
   addCleanVerbs(app, g);
+  addDataVerb(app, g);
 
   try {
     app.parse(argc, argv);

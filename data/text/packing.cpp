@@ -4,6 +4,8 @@
 #include <numeric>
 #include <string>
 
+#include "data/tokens.h"
+
 namespace shardscope::data {
 
 Result<PackedRows> pack_rows(const std::vector<std::int64_t>& lengths, std::int64_t seq_len) {
@@ -48,6 +50,44 @@ void split_rows(PackedRows& packed, std::size_t count) {
     most->erase(most->begin() + half, most->end());
     packed.rows.insert(most + 1, std::move(rest));
   }
+}
+
+std::vector<std::int64_t> rank_samples(SampleOrder& order, std::int64_t base, std::int64_t batch,
+                                       int rank, int world) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t k = rank; k < batch; k += world) out.push_back(order.at(base + k));
+  return out;
+}
+
+std::vector<std::vector<std::int64_t>> step_shares(SampleOrder& order, std::int64_t base,
+                                                   std::int64_t batch, int world) {
+  std::vector<std::vector<std::int64_t>> shares;
+  shares.reserve(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) shares.push_back(rank_samples(order, base, batch, r, world));
+  return shares;
+}
+
+Result<double> pack_efficiency(const std::vector<std::int64_t>& lengths, std::int64_t seq_len,
+                               const PackPlan& plan) {
+  const auto n = static_cast<std::int64_t>(lengths.size());
+  if (n == 0 || plan.batch_size < 1 || plan.world < 1) return 1.0;
+  SampleOrder order(n, plan.seed, plan.shuffle);
+  const auto batch = plan.batch_size;
+  const auto steps = std::min(plan.max_steps, (n + batch - 1) / batch);
+  double tokens = 0;
+  double slots = 0;
+  std::vector<std::int64_t> part;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    for (const auto& share : step_shares(order, step * batch, batch, plan.world)) {
+      part.clear();
+      for (auto i : share) part.push_back(lengths[static_cast<std::size_t>(i)]);
+      auto rows = pack_rows(part, seq_len);
+      if (!rows) return rows.error();
+      tokens += static_cast<double>(rows->tokens);
+      slots += static_cast<double>(rows->rows.size()) * static_cast<double>(rows->seq_len);
+    }
+  }
+  return slots > 0 ? tokens / slots : 1.0;
 }
 
 }  // namespace shardscope::data

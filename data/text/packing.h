@@ -35,4 +35,31 @@ Result<PackedRows> pack_rows(const std::vector<std::int64_t>& lengths, std::int6
 /// gets a row.
 void split_rows(PackedRows& packed, std::size_t count);
 
+class SampleOrder;
+
+/// Samples of rank r of W for the step starting at global offset `base`: base + r + k W.
+std::vector<std::int64_t> rank_samples(SampleOrder& order, std::int64_t base, std::int64_t batch,
+                                       int rank, int world);
+
+/// Samples of each rank for the step at global offset `base` (rank_samples for every rank).
+std::vector<std::vector<std::int64_t>> step_shares(SampleOrder& order, std::int64_t base,
+                                                   std::int64_t batch, int world);
+
+/// How a run takes its samples, for pack_efficiency: train.batch_size, train.max_steps, the world
+/// size, train.seed and data.shuffle.
+struct PackPlan {
+  std::int64_t batch_size = 8;
+  std::int64_t max_steps = 100;
+  int world = 1;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+};
+
+/// data.pack's efficiency over a run's first epoch (or its steps, if fewer): every rank's share
+/// of each step packed on its own (pack_rows), real tokens over row slots (rows x seq_len). The
+/// trainer's `hello.pack_efficiency` and the data inspector's figure are this function. `lengths`
+/// holds each sample's tokens (each 1 to seq_len, else pack_rows' error).
+Result<double> pack_efficiency(const std::vector<std::int64_t>& lengths, std::int64_t seq_len,
+                               const PackPlan& plan);
+
 }  // namespace shardscope::data

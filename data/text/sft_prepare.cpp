@@ -65,6 +65,29 @@ Result<PreparedSample> SftPreparer::prepare(const SftSample& sample) const {
   return out;
 }
 
+Result<void> check_sample_length(const PreparedSample& sample, std::int64_t max_tokens) {
+  const auto T = static_cast<std::int64_t>(sample.input_ids.size());
+  if (max_tokens > 0 && T > max_tokens) {
+    return fail(
+        at_line(sample.where) + "the sample has " + std::to_string(T) +
+        " tokens (images expanded), more than data.seq_len = " + std::to_string(max_tokens) +
+        "; raise data.seq_len, shorten the conversation or use smaller images");
+  }
+  return ok();
+}
+
+Result<void> check_sample_vocab(const PreparedSample& sample, std::int64_t vocab_size) {
+  for (auto id : sample.input_ids) {
+    if (vocab_size > 0 && id >= vocab_size) {
+      return fail(at_line(sample.where) + "token id " + std::to_string(id) +
+                  " is outside the model's vocabulary (" + std::to_string(vocab_size) +
+                  "); the tokenizer does not belong to this model: use the model's own "
+                  "tokenizer.json");
+    }
+  }
+  return ok();
+}
+
 Result<std::vector<PreparedSample>> load_prepared_sft(const std::string& path,
                                                       const SftPreparer& preparer,
                                                       std::int64_t max_tokens,
@@ -76,21 +99,8 @@ Result<std::vector<PreparedSample>> load_prepared_sft(const std::string& path,
   for (const auto& s : *samples) {
     auto p = preparer.prepare(s);
     if (!p) return p.error();
-    const auto T = static_cast<std::int64_t>(p->input_ids.size());
-    if (max_tokens > 0 && T > max_tokens) {
-      return fail(
-          at_line(s.where) + "the sample has " + std::to_string(T) +
-          " tokens (images expanded), more than data.seq_len = " + std::to_string(max_tokens) +
-          "; raise data.seq_len, shorten the conversation or use smaller images");
-    }
-    for (auto id : p->input_ids) {
-      if (vocab_size > 0 && id >= vocab_size) {
-        return fail(at_line(s.where) + "token id " + std::to_string(id) +
-                    " is outside the model's vocabulary (" + std::to_string(vocab_size) +
-                    "); the tokenizer does not belong to this model: use the model's own "
-                    "tokenizer.json");
-      }
-    }
+    if (auto r = check_sample_length(*p, max_tokens); !r) return r.error();
+    if (auto r = check_sample_vocab(*p, vocab_size); !r) return r.error();
     out.push_back(std::move(*p));
   }
   if (out.empty()) return fail(path + ": no samples; add at least one JSONL line");

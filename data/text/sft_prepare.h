@@ -45,6 +45,12 @@ class SftPreparer {
   std::int64_t m_pad_id = 0;
 };
 
+/// data.seq_len: a sample longer than `max_tokens` (0 = no limit) is refused, naming its line and
+/// the fix. load_prepared_sft and the data inspector (data/inspect.h) both ask this.
+Result<void> check_sample_length(const PreparedSample& sample, std::int64_t max_tokens);
+/// Every id below `vocab_size` (0 = unchecked), else an error naming the line and the fix.
+Result<void> check_sample_vocab(const PreparedSample& sample, std::int64_t vocab_size);
+
 /// Reads and prepares every line of an SFT JSONL file. A sample longer than `max_tokens`
 /// (0 = no limit) is an error naming its line; ids must be below `vocab_size` (0 = unchecked).
 Result<std::vector<PreparedSample>> load_prepared_sft(const std::string& path,

@@ -226,22 +226,8 @@ double gemm_peak_flops() {
   return 2.0 * n * n * n / best;
 }
 
-/// Samples of rank r of W for a step starting at global offset `base`: base + r + k W.
-std::vector<std::int64_t> rank_samples(data::SampleOrder& order, std::int64_t base,
-                                       std::int64_t batch, int rank, int world) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t k = rank; k < batch; k += world) out.push_back(order.at(base + k));
-  return out;
-}
-
-/// Samples of each rank for the step at global offset `base` (rank_samples for every rank).
-std::vector<std::vector<std::int64_t>> step_shares(data::SampleOrder& order, std::int64_t base,
-                                                   std::int64_t batch, int world) {
-  std::vector<std::vector<std::int64_t>> shares;
-  shares.reserve(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) shares.push_back(rank_samples(order, base, batch, r, world));
-  return shares;
-}
+using data::rank_samples;
+using data::step_shares;
 
 /// data.pack: the rows of one rank's share of a step (positions into `share`).
 data::PackedRows pack_share(const Dataset& samples, const std::vector<std::int64_t>& share,
@@ -255,21 +241,18 @@ data::PackedRows pack_share(const Dataset& samples, const std::vector<std::int64
 }
 
 /// data.pack's efficiency over the run's first epoch (or its steps, if fewer): real tokens over
-/// row slots (rows x seq_len), every rank's rows counted.
+/// row slots (rows x seq_len), every rank's rows counted (data::pack_efficiency, which the data
+/// inspector shows too).
 double pack_efficiency(const Dataset& samples, const spec::Experiment& exp, int world) {
-  data::SampleOrder order(samples.size(), exp.train.seed, exp.data.shuffle);
-  const auto batch = exp.train.batch_size;
-  const auto steps = std::min(exp.train.max_steps, (samples.size() + batch - 1) / batch);
-  double tokens = 0;
-  double slots = 0;
-  for (std::int64_t step = 0; step < steps; ++step) {
-    for (const auto& share : step_shares(order, step * batch, batch, world)) {
-      const auto rows = pack_share(samples, share, exp.data.seq_len);
-      tokens += static_cast<double>(rows.tokens);
-      slots += static_cast<double>(rows.rows.size()) * static_cast<double>(rows.seq_len);
-    }
-  }
-  return slots > 0 ? tokens / slots : 1.0;
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(samples.size()));
+  for (std::int64_t i = 0; i < samples.size(); ++i)
+    lengths[static_cast<std::size_t>(i)] = samples.length(i);
+  const data::PackPlan plan{exp.train.batch_size, exp.train.max_steps, world, exp.train.seed,
+                            exp.data.shuffle};
+  auto efficiency = data::pack_efficiency(lengths, exp.data.seq_len, plan);
+  SHARD_CHECK_OK(efficiency, ErrorKind::data,
+                 "the loader refuses samples longer than data.seq_len");
+  return *efficiency;
 }
 
 spec::PhasesEvent phases_event(std::int64_t step, const PhaseTimes& t) {

@@ -26,6 +26,7 @@
 #include "backend/store/runstore.h"
 #include "spec/field_catalog.h"
 #include "ui/builder/buildercontroller.h"
+#include "ui/builder/inspectpanel.h"
 #include "ui/builder/memorychart.h"
 #include "ui/builder/previewpanel.h"
 #include "ui/builder/searcheditor.h"
@@ -118,6 +119,7 @@ BuilderPanel::BuilderPanel(QWidget* parent)
 
   m_memory = new MemoryChart(this);
   m_preview = new PreviewPanel(this);
+  m_inspect = new InspectPanel(this);
   m_toml = new QPlainTextEdit(this);
   m_toml->setReadOnly(true);
   m_toml->setFont(QFont(QStringLiteral("monospace"), 8));
@@ -127,6 +129,7 @@ BuilderPanel::BuilderPanel(QWidget* parent)
   m_right = right;
   right->addTab(m_memory, tr("Memory per rank"));
   right->addTab(m_preview, tr("Model && data"));
+  right->addTab(m_inspect, tr("Inspect data"));
   right->addTab(m_toml, tr("TOML"));
   m_tunePage = buildAutotune();
   right->addTab(m_tunePage, tr("Autotune"));
@@ -378,6 +381,7 @@ void BuilderPanel::refreshNow() {
   const auto& exp = m_controller->experiment();
   m_memory->setExperiment(exp);
   m_preview->setExperiment(exp);
+  m_inspect->setExperiment(exp);
   m_toml->setPlainText(m_controller->tomlText());
   m_command->setText(m_controller->commandLine());
   m_command->setCursorPosition(0);

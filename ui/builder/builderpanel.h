@@ -37,6 +37,7 @@ namespace shardscope::ui {
 
 class BuilderController;
 class CandidateTable;
+class InspectPanel;
 class MemoryChart;
 class PreviewPanel;
 class SearchEditor;
@@ -59,6 +60,10 @@ class BuilderPanel : public QWidget {
   QPushButton* launchButton() const { return m_launch; }
   MemoryChart* memoryChart() const { return m_memory; }
   PreviewPanel* previewPanel() const { return m_preview; }
+  /// The Inspect data tab (data/inspect.h on a thread).
+  InspectPanel* inspectPanel() const { return m_inspect; }
+  /// The right-hand tabs (memory, model and data, inspect data, TOML, autotune).
+  QTabWidget* sideTabs() const { return m_right; }
   SearchEditor* searchEditor() const { return m_search; }
   QTabWidget* sections() const { return m_tabs; }
   QPushButton* autotuneButton() const { return m_autotune; }
@@ -134,6 +139,7 @@ class BuilderPanel : public QWidget {
   QLabel* m_commandNote = nullptr;  // "not saved yet": Launch saves to the file the command names
   MemoryChart* m_memory = nullptr;
   PreviewPanel* m_preview = nullptr;
+  InspectPanel* m_inspect = nullptr;
   SearchEditor* m_search = nullptr;
   QTimer* m_refresh = nullptr;
   QTabWidget* m_right = nullptr;

@@ -1,7 +1,9 @@
 # The experiment builder panel: forms generated from spec's field catalogue,
-# validation beside each field, memory panel, model/data preview, [search] editor, templates.
+# validation beside each field, memory panel, model/data preview, the data inspector, [search]
+# editor, templates.
 target_sources(shardscope_ui PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/buildercontroller.cpp ${CMAKE_CURRENT_LIST_DIR}/buildercontroller.h
+  ${CMAKE_CURRENT_LIST_DIR}/inspectpanel.cpp ${CMAKE_CURRENT_LIST_DIR}/inspectpanel.h
   ${CMAKE_CURRENT_LIST_DIR}/memorychart.cpp ${CMAKE_CURRENT_LIST_DIR}/memorychart.h
   ${CMAKE_CURRENT_LIST_DIR}/previewpanel.cpp ${CMAKE_CURRENT_LIST_DIR}/previewpanel.h
   ${CMAKE_CURRENT_LIST_DIR}/searcheditor.cpp ${CMAKE_CURRENT_LIST_DIR}/searcheditor.h
