@@ -3,11 +3,15 @@
 since it last passed, and tidying units that share compile flags together as one "group" unit.
 
 Cache: a unit's key hashes clang-tidy's version, .clang-tidy (and the unit's own folder's, when it
-has one), the unit's compile command, the
-contents of the unit and of every project header it includes (the compiler's -MM list), and what
-identifies its system include directories (a new LibTorch or Qt invalidates). Paths inside the
-clone enter the key relative to it, so a clone in another folder (CI's) finds what this machine
-passed. A passing
+has one), the unit's compile command, and the path and contents of the unit and of every header it
+includes, the system's (Qt, LibTorch, libpq) included (the compiler's -M list): a Debian point
+release that changes no header the unit reads changes no key, and one that does re-tidies exactly
+the units that read it. clang-tidy's version enters without the "Host CPU" line of its --version,
+which names the machine's processor (the key must hold on another machine). Paths inside the clone
+enter the key relative to it, so a clone in another folder (CI's) finds what this machine passed.
+The key of the format before (the whole --version text, project headers only, system include
+folders by their packages' versions) is still read: a unit whose old key passed on this machine
+is taken as passed and its new key cached, so the change of format re-tidies nothing here. A passing
 unit stores its key in the cache directory (--cache, else $SHARDSCOPE_TIDY_CACHE, else
 ${XDG_CACHE_HOME:-~/.cache}/shardscope/tidy: outside the clone, so a machine pays once per change).
 A failing unit is never cached.
@@ -34,7 +38,7 @@ declarations of one function meet (readability-inconsistent-declaration-paramete
 
 Record: the keys of passing units can be written to a file in the repository (--write-record), and
 a run reads them (--record) beside its cache. The keys name no machine (paths inside the clone are
-relative; system headers enter by their packages' versions), so a fresh machine re-tidies only the
+relative; system headers enter by their contents), so a fresh machine re-tidies only the
 units whose inputs changed since the record was written: the everyday path lints what a change
 touched, and a change of clang-tidy, .clang-tidy, the flags or a package re-tidies all it affects.
 
@@ -77,7 +81,7 @@ def source_index(entry, args):
 
 
 def dependency_command(args):
-    """The compile command turned into a dependency listing (-MM: project headers only)."""
+    """The compile command turned into a dependency listing (-M: every header, the system's too)."""
     out, skip = [], False
     for a in args:
         if skip:
@@ -89,7 +93,7 @@ def dependency_command(args):
         if a == "-c":
             continue
         out.append(a)
-    return out + ["-MM", "-E", "-o", os.devnull]
+    return out + ["-M", "-E", "-o", os.devnull]
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -151,33 +155,66 @@ def system_dirs_stamp(args):
     return "\n".join(stamps)
 
 
-def unit_key(entry, base_key):
-    """(cache key, the unit's project files as real paths); the key is None when the compiler
-    cannot list the unit's inputs (then the unit always runs). Paths inside the clone enter the
-    key relative to it, so the same sources key alike in any folder."""
+def portable_version(text):
+    """clang-tidy's --version without its "Host CPU" line, which names this machine's processor
+    (icelake-client on one machine, "(unknown)" on another with the same clang-tidy)."""
+    return "".join(ln for ln in text.splitlines(True) if not ln.strip().startswith("Host CPU"))
+
+
+_DIGESTS = {}
+
+
+def digest(path):
+    """sha256 of a file's bytes, read once per run (a system header is shared by many units)."""
+    if path not in _DIGESTS:
+        with open(path, "rb") as fh:
+            _DIGESTS[path] = hashlib.sha256(fh.read()).digest()
+    return _DIGESTS[path]
+
+
+def system_dirs(args):
+    """The unit's -isystem folders, as real paths."""
+    return [os.path.realpath(args[i + 1]) for i, a in enumerate(args)
+            if a == "-isystem" and i + 1 < len(args)]
+
+
+def unit_key(entry, base_key, old_base_key=None):
+    """(cache key, the unit's project files as real paths, the key in the format before); the keys
+    are None when the compiler cannot list the unit's inputs (then the unit always runs). Paths
+    inside the clone enter the key relative to it, so the same sources key alike in any folder."""
     args = command_of(entry)
     with tempfile.NamedTemporaryFile("r", suffix=".d") as dep:
         cmd = dependency_command(args) + ["-MF", dep.name]
         r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
         if r.returncode != 0:
-            return None, set()
+            return None, set(), None
         text = dep.read().replace("\\\n", " ")
-    files = sorted(set(text.split(":", 1)[1].split())) if ":" in text else []
-    h = hashlib.sha256(base_key.encode())
+    files = sorted({os.path.realpath(os.path.join(entry["directory"], f))
+                    for f in (text.split(":", 1)[1].split() if ":" in text else [])})
+    # What -MM listed (the format before): the clone's own files, not its -isystem folders'.
+    isystem = system_dirs(args)
+    project = [f for f in files if f.startswith(ROOT + os.sep) and
+               not any(f.startswith(d + os.sep) for d in isystem)]
     config = nearest_config(os.path.join(entry["directory"], entry["file"]))
+    config_text = b""
     if config:  # a folder's own .clang-tidy (search/'s naming rules) changes what passes
         with open(config, "rb") as fh:
-            h.update(fh.read())
-    h.update(portable(" ".join(args)).encode())
-    h.update(system_dirs_stamp(args).encode())
-    paths = set()
-    for f in files:
-        path = os.path.join(entry["directory"], f)
-        paths.add(os.path.realpath(path))
-        h.update(portable(os.path.realpath(path)).encode())
-        with open(path, "rb") as fh:
-            h.update(hashlib.sha256(fh.read()).digest())
-    return h.hexdigest(), paths
+            config_text = fh.read()
+    command = portable(" ".join(args)).encode()
+    new = hashlib.sha256(b"v2\n" + base_key.encode())
+    new.update(config_text)
+    new.update(command)
+    for path in files:
+        new.update(portable(path).encode())
+        new.update(digest(path))
+    old = hashlib.sha256((old_base_key if old_base_key is not None else base_key).encode())
+    old.update(config_text)
+    old.update(command)
+    old.update(system_dirs_stamp(args).encode())
+    for path in project:
+        old.update(portable(path).encode())
+        old.update(digest(path))
+    return new.hexdigest(), set(project), old.hexdigest()
 
 
 def nearest_config(path):
@@ -397,14 +434,17 @@ def read_record(path):
         return {ln.strip() for ln in f if ln.strip() and not ln.startswith("#")}
 
 
-def compute_keys(opt, db, base_key, units, pool):
-    """unit -> (key, project files) for units in the compile database and without --fix."""
+def compute_keys(opt, db, base_key, old_base_key, units, pool):
+    """(unit -> (key, project files), unit -> the key in the format before) for units in the
+    compile database and without --fix."""
     def key(unit):
         entry = db.get(os.path.realpath(unit))
         if entry is None or opt.fix:
-            return unit, (None, set())
-        return unit, unit_key(entry, base_key)
-    return dict(pool.map(key, units))
+            return unit, (None, set(), None)
+        return unit, unit_key(entry, base_key, old_base_key)
+    both = dict(pool.map(key, units))
+    return ({u: (k, files) for u, (k, files, _) in both.items()},
+            {u: old for u, (_, _, old) in both.items()})
 
 
 def parse_args():
@@ -431,20 +471,33 @@ def main():
         db = {os.path.realpath(os.path.join(e["directory"], e["file"])): e for e in json.load(f)}
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True, text=True).stdout
     with open(os.path.join(ROOT, ".clang-tidy")) as f:
-        base_key = version + f.read()
+        config = f.read()
+    base_key = portable_version(version) + config
+    old_base_key = version + config
     os.makedirs(opt.cache, exist_ok=True)
 
     jobs = max(1, opt.jobs)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        keys = compute_keys(opt, db, base_key, opt.units, pool)
+        keys, old_keys = compute_keys(opt, db, base_key, old_base_key, opt.units, pool)
         tidy = Tidy(opt, db, keys)
         missing = [u for u in opt.units if os.path.realpath(u) not in db]
         for unit in missing:
             print(f"tidy: {unit}: not in {opt.build_dir}/compile_commands.json (re-run cmake)")
         tidy.failed.extend(missing)
         recorded = read_record(opt.record)
-        cached = [u for u in opt.units if keys[u][0] and
-                  (keys[u][0] in recorded or os.path.exists(os.path.join(opt.cache, keys[u][0])))]
+
+        def passed_as(key):
+            return key and (key in recorded or os.path.exists(os.path.join(opt.cache, key)))
+
+        cached = []
+        for u in opt.units:
+            if passed_as(keys[u][0]):
+                cached.append(u)
+            elif keys[u][0] and passed_as(old_keys[u]):
+                # It passed with these very inputs under the format before: the new key is cached
+                # (and so recorded), nothing is tidied again.
+                open(os.path.join(opt.cache, keys[u][0]), "w").close()
+                cached.append(u)
         todo = [u for u in dict.fromkeys(opt.units) if u not in cached and u not in missing]
         tasks = plan_tasks(todo, db, 1 if opt.fix else opt.group_size)
         try:

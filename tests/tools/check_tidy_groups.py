@@ -6,7 +6,11 @@ not compile as one unit (two units with the same static helper, grouped with a t
 into the unit the error is in and a group of the rest, and passes; units that define main() are
 never grouped; a dirty group caches none of its units; a clean re-run caches every unit and the
 next run skips them all. Keys name no folder: the same sources in another folder hit the cache,
-and a written record alone skips them, except a unit changed since.
+and a written record alone skips them, except a unit changed since. System headers enter the key
+by their contents: changing one re-tidies only the units that include it, and a change to their
+folder that no unit reads re-tidies none; clang-tidy's "Host CPU" (the machine's processor) is
+not in the key. A record of keys in the format before (system folders by their packages'
+versions) still skips the units it covers, and their new keys are cached.
 
 Usage: check_tidy_groups.py SOURCE_DIR
 """
@@ -124,6 +128,7 @@ def main():
         expect(rc == 0 and "8 unchanged" in out and "0 tidied" in out,
                "the next run skips every unit", out)
     relocated(source_dir)
+    system_headers(source_dir)
     return 0
 
 
@@ -158,6 +163,61 @@ def relocated(source_dir):
         rc, out = tidy(two, two, build, os.path.join(top, "empty2"), 8, ["--record", record])
         expect(rc == 0 and "7 unchanged" in out and "1 tidied" in out,
                "a changed unit is tidied again: the record does not cover it", out)
+
+
+def system_headers(source_dir):
+    """System headers (an -isystem folder outside the clone) key by content, and the format
+    before still counts."""
+    with tempfile.TemporaryDirectory() as top:
+        root, sysdir = os.path.join(top, "clone"), os.path.join(top, "sys", "include")
+        cache, record = os.path.join(top, "cache"), os.path.join(top, "tidy-passed.txt")
+        build = clean_project(root, source_dir)
+        write(sysdir, "sysdep.h", "#pragma once\ninline int sysdep() { return 1; }\n")
+        write(root, "src/f.cpp", "#include <sysdep.h>\nint f_value() { return sysdep(); }\n")
+        db_path = os.path.join(build, "compile_commands.json")
+        with open(db_path) as f:
+            db = json.load(f)
+        for entry in db:
+            entry["command"] = entry["command"].replace(" -std=", f" -isystem {sysdir} -std=")
+        with open(db_path, "w") as f:
+            json.dump(db, f)
+        rc, out = tidy(root, root, build, cache, 8, ["--write-record", record])
+        expect(rc == 0 and "8 passing units" in out, "a clean run with a system header", out)
+        write(sysdir, "unrelated.h", "#pragma once\n")
+        rc, out = tidy(root, root, build, os.path.join(top, "e1"), 8, ["--record", record])
+        expect(rc == 0 and "8 unchanged" in out,
+               "a new file in a system folder that no unit includes re-tidies nothing", out)
+        write(sysdir, "sysdep.h", "#pragma once\n// 2\ninline int sysdep() { return 2; }\n")
+        rc, out = tidy(root, root, build, os.path.join(top, "e2"), 8, ["--record", record])
+        expect(rc == 0 and "7 unchanged" in out and "1 tidied" in out,
+               "a changed system header re-tidies only the unit that includes it", out)
+        # The format before: the keys tidy_cached.py computes for it, alone in a record.
+        sys.path.insert(0, os.path.join(root, "scripts"))
+        import tidy_cached  # noqa: E402 (the clone's copy: its ROOT is `root`)
+        version = subprocess.run(["clang-tidy", "--version"], capture_output=True,
+                                 text=True).stdout
+        with open(os.path.join(root, ".clang-tidy")) as f:
+            config = f.read()
+        one = "Debian LLVM version 14.0.6\n  Optimized build.\n  Host CPU: icelake-client\n"
+        other = one.replace("icelake-client", "(unknown)")
+        expect(tidy_cached.portable_version(one) == tidy_cached.portable_version(other) ==
+               "Debian LLVM version 14.0.6\n  Optimized build.\n" and
+               "Host CPU" not in tidy_cached.portable_version(version),
+               "the key's clang-tidy version names no processor", version)
+        old_record = os.path.join(top, "old-format.txt")
+        new_keys = set()
+        with open(old_record, "w") as f:
+            for entry in db:
+                new, _, old = tidy_cached.unit_key(
+                    entry, tidy_cached.portable_version(version) + config, version + config)
+                new_keys.add(new)
+                f.write(old + "\n")
+        migrated = os.path.join(top, "e3")
+        rc, out = tidy(root, root, build, migrated, 8, ["--record", old_record])
+        expect(rc == 0 and "8 unchanged" in out and "0 tidied" in out,
+               "a record in the format before still skips every unit it covers", out)
+        expect(set(os.listdir(migrated)) == new_keys,
+               "and the units' keys in the new format are cached", out)
 
 
 if __name__ == "__main__":
