@@ -524,11 +524,11 @@ CREATE TABLE verdicts(
 
 // kSteps[i] takes a database from version i to i + 1.
 constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {
-    kVersion1, kVersion2, kVersion3, kVersion4, kVersion5,
-    kVersion6, kVersion7, kVersion8, kVersion9, kVersion10, kVersion11};
+    kVersion1, kVersion2, kVersion3, kVersion4,  kVersion5, kVersion6,
+    kVersion7, kVersion8, kVersion9, kVersion10, kVersion11};
 constexpr std::array<std::string_view, kRunSchemaVersion> kPgSteps = {
-    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4, kPgVersion5,
-    kPgVersion6, kPgVersion7, kPgVersion8, kPgVersion9, kPgVersion10, kPgVersion11};
+    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4,  kPgVersion5, kPgVersion6,
+    kPgVersion7, kPgVersion8, kPgVersion9, kPgVersion10, kPgVersion11};
 
 std::string_view stepSql(const Db& db, int from) {
   const auto i = static_cast<std::size_t>(from);

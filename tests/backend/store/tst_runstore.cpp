@@ -939,9 +939,9 @@ void TestRunStore::schemaTenAssetOpensWithItsArchivedRun() {
 }
 
 // Schema 11: a run log of schema 10 opens with its runs and no verdicts; a verdict is stored per
-// (run, probe, step) with who and when, replaced by a later mark, cleared by nullopt; the counts and
-// the good rate follow (none while nothing is marked); a mark on a run not in the run log, with no
-// probe or a negative step is refused; deleting the run takes its verdicts.
+// (run, probe, step) with who and when, replaced by a later mark, cleared by nullopt; the counts
+// and the good rate follow (none while nothing is marked); a mark on a run not in the run log, with
+// no probe or a negative step is refused; deleting the run takes its verdicts.
 void TestRunStore::schemaElevenStoresVerdicts() {
   const QString path = spec("v11.db");
   {
@@ -993,9 +993,9 @@ void TestRunStore::schemaElevenStoresVerdicts() {
   QVERIFY(!(*store)->setVerdict(id, "cat", -1, Verdict::good, "alice").get());
 
   VERIFY_OK((*store)->deleteRun(id).get());
-  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM verdicts WHERE run_id = " +
-                                       std::to_string(id)),
-           0);
+  QCOMPARE(
+      countRows(reader->db(), "SELECT count(*) FROM verdicts WHERE run_id = " + std::to_string(id)),
+      0);
 }
 
 // The asset written by schema 11 (store_crash_writer --make-asset 11, see assets/README.md) opens
