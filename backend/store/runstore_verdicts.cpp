@@ -115,7 +115,7 @@ Result<std::optional<Verdict>> parseVerdict(const QString& word) {
 
 QString verdictAuthor() {
   for (const char* name : {"USER", "USERNAME"}) {
-    const QString who = qEnvironmentVariable(name);
+    QString who = qEnvironmentVariable(name);
     if (!who.isEmpty()) return who;
   }
   return QStringLiteral("unknown");

@@ -85,7 +85,7 @@ quint64 SamplesDelegate::pixelKey(const QStyleOptionViewItem& option, const QMod
       mix(quint64(thumb.cacheKey()));
   } else {
     mix(qHash(index.data(SamplesModel::ScoresRole).toString()));
-    mix(quint64(index.data(SamplesModel::VerdictRole).toInt() + 2));
+    mix(quint64(index.data(SamplesModel::VerdictRole).toInt()) + 2);
   }
   mix(quint64(option.rect.width()) << 32 | quint64(option.rect.height()));
   const QStyle::State states = QStyle::State_Selected | QStyle::State_MouseOver |

@@ -69,7 +69,7 @@ class SamplesDelegate : public QStyledItemDelegate {
                    const QModelIndex& index) const;
 
   mutable QCache<quint64, Cached> m_cache{4000};
-  mutable QCache<quint64, CachedPixels> m_pixels{96 * 1024};  // cost: KiB of pixels
+  mutable QCache<quint64, CachedPixels> m_pixels{qsizetype(96) * 1024};  // cost: KiB of pixels
   mutable qint64 m_built = 0;
   mutable qint64 m_rendered = 0;
   bool m_pixelCache = true;
