@@ -10,6 +10,10 @@
 
 namespace shardscope::spec {
 
+/// The objective read from people's verdicts on a trial's probe answers (good / marked, schema 11
+/// of the run log; backend/store/verdicts.h), maximized. The only `probes.` objective.
+inline constexpr std::string_view kGoodRateObjective = "probes.good_rate";
+
 enum class SamplerKind { tpe, random, grid, qmc, cmaes, nsga2, gp };
 enum class PrunerKind { none, median, percentile, asha, hyperband };
 

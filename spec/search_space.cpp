@@ -299,6 +299,17 @@ Result<void> parse_objectives(const toml::table& s, SearchSpace& space, const Ct
       return ctx.err("search.objectives.\"" + std::string(key.str()) + "\"",
                      "must be \"minimize\" or \"maximize\"");
     }
+    const std::string_view name = key.str();
+    if (name.rfind("probes.", 0) == 0 && name != kGoodRateObjective) {
+      return ctx.err("search.objectives.\"" + std::string(name) + "\"",
+                     "is not an objective of the probes: the one there is \"" +
+                         std::string(kGoodRateObjective) +
+                         "\" (good / marked of people's verdicts on the answers)");
+    }
+    if (name == kGoodRateObjective && d != "maximize") {
+      return ctx.err("search.objectives.\"" + std::string(name) + "\"",
+                     "must be \"maximize\": it is the share of answers marked good");
+    }
     space.objectives.push_back(
         {std::string(key.str()), d == "minimize" ? Direction::Minimize : Direction::Maximize});
   }

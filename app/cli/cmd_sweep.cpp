@@ -4,11 +4,13 @@
 // a killed sweep left running). This verb only reads the arguments, wires the loop to the run log
 // and this process's event loop, and prints a line per event and the best trial at the end; exit
 // 0 when the study finished (even with failed trials), 1 on an error, 2 on bad input, 3 when no
-// trial completed, 4 when the user stopped it.
+// trial completed (a search by verdicts, probes.good_rate, whose complete trials wait for marks is
+// no failure: exit 0), 4 when the user stopped it.
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "app/cli/cli_common.h"
 #include "backend/sweep/sweeploop.h"
+#include "spec/search_names.h"
 
 namespace shardscope::cli {
 
@@ -145,6 +148,18 @@ void runSweep(const SweepArgs& a, const Globals& g) {
   std::fflush(stdout);
   if (outcome.stopped) throw VerbExit{kExitStopped};  // `sweep` again continues it
   if (summary.best) return;
+  // A search by people's verdicts: complete trials have no value until their answers are marked.
+  const auto& objectives = study.space().objectives;
+  const bool byVerdicts = std::any_of(objectives.begin(), objectives.end(), [](const auto& o) {
+    return o.metric == spec::kGoodRateObjective;
+  });
+  if (byVerdicts && c.complete > 0) {
+    std::printf(
+        "no trial has a value yet: %s is read from verdicts; mark the trials' answers in the "
+        "Samples view or with `shardscope-cli verdict RUN PROBE STEP good|bad`\n",
+        std::string(spec::kGoodRateObjective).c_str());
+    return;
+  }
   // Nothing to show for the sweep: a failure for scripts (docs/cli.md, exit 3), with the one
   // reason when every trial was refused by the memory check before it started.
   const int ended = c.complete + c.pruned + c.failed + c.infeasible + c.oom;

@@ -13,6 +13,7 @@
 #include "backend/store/runrecords.h"
 #include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
+#include "backend/store/verdicts.h"
 #include "spec/result.h"
 
 namespace shardscope::backend {
@@ -111,6 +112,13 @@ class RunReader {
   [[nodiscard]] Result<QHash<qint64, QString>> allNotes(TagOwner owner);
   /// The note of one run or study ('' when it has none); nullopt when it is not in the run log.
   [[nodiscard]] Result<std::optional<QString>> note(TagOwner owner, qint64 id);
+
+  /// Run `runId`'s verdicts on its probe answers (schema v11), by step then probe.
+  [[nodiscard]] Result<std::vector<VerdictRecord>> verdicts(qint64 runId);
+  /// Run `runId`'s verdicts counted (zero when it has none).
+  [[nodiscard]] Result<VerdictCounts> verdictCounts(qint64 runId);
+  /// The counts of every run that has a verdict, in one statement (the runs table).
+  [[nodiscard]] Result<QHash<qint64, VerdictCounts>> verdictCounts();
 
   /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();

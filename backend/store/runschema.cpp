@@ -288,6 +288,20 @@ constexpr std::string_view kVersion10 = R"sql(
 ALTER TABLE runs ADD COLUMN archived_at REAL;
 )sql";
 
+// Version 11 (human verdicts as data): a person's mark on one probe's answer (eval.probes) at one
+// step of one run: 'good' or 'bad' (a cleared mark has no row), who marked it and when (unix
+// seconds). A trial's good rate (good / marked) can be a search objective (probes.good_rate).
+constexpr std::string_view kVersion11 = R"sql(
+CREATE TABLE verdicts(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  probe TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  verdict TEXT NOT NULL CHECK(verdict IN ('good','bad')),
+  who TEXT NOT NULL DEFAULT '',
+  marked_at REAL NOT NULL,
+  PRIMARY KEY(run_id, probe, step)) WITHOUT ROWID;
+)sql";
+
 // ------------------------------------------------------------------------------- PostgreSQL
 // The same versions on a PostgreSQL server. Integers are BIGINT, times DOUBLE PRECISION, ids
 // identity columns; JSON columns stay TEXT (queries cast to jsonb where they look inside).
@@ -497,13 +511,24 @@ constexpr std::string_view kPgVersion10 = R"sql(
 ALTER TABLE runs ADD COLUMN archived_at DOUBLE PRECISION;
 )sql";
 
+constexpr std::string_view kPgVersion11 = R"sql(
+CREATE TABLE verdicts(
+  run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  probe TEXT NOT NULL,
+  step BIGINT NOT NULL,
+  verdict TEXT NOT NULL CHECK(verdict IN ('good','bad')),
+  who TEXT NOT NULL DEFAULT '',
+  marked_at DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY(run_id, probe, step));
+)sql";
+
 // kSteps[i] takes a database from version i to i + 1.
 constexpr std::array<std::string_view, kRunSchemaVersion> kSteps = {
-    kVersion1, kVersion2, kVersion3, kVersion4, kVersion5,
-    kVersion6, kVersion7, kVersion8, kVersion9, kVersion10};
+    kVersion1, kVersion2, kVersion3, kVersion4,  kVersion5, kVersion6,
+    kVersion7, kVersion8, kVersion9, kVersion10, kVersion11};
 constexpr std::array<std::string_view, kRunSchemaVersion> kPgSteps = {
-    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4, kPgVersion5,
-    kPgVersion6, kPgVersion7, kPgVersion8, kPgVersion9, kPgVersion10};
+    kPgVersion1, kPgVersion2, kPgVersion3, kPgVersion4,  kPgVersion5, kPgVersion6,
+    kPgVersion7, kPgVersion8, kPgVersion9, kPgVersion10, kPgVersion11};
 
 std::string_view stepSql(const Db& db, int from) {
   const auto i = static_cast<std::size_t>(from);

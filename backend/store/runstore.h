@@ -22,6 +22,7 @@
 #include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
 #include "backend/store/storewriter.h"
+#include "backend/store/verdicts.h"
 #include "spec/result.h"
 #include "spec/status.h"
 
@@ -185,6 +186,17 @@ class RunStore : public QObject {
   /// params, metrics, events, log lines, anomalies, lease, offsets and tag links. Its files are
   /// the caller's (backend/lifecycle/runcleanup.h). Refuses a running run, naming the fix.
   Pending<void> deleteRun(qint64 runId);
+
+  // Verdicts (schema v11; verdicts.h, runstore_verdicts.cpp). Announces runsChanged.
+  /// Marks probe `probe`'s answer at `step` of run `runId` good or bad (replacing an earlier mark,
+  /// stamped with `who` and now), or with nullopt clears it. Fails when the run is not in the run
+  /// log, the probe is empty or the step negative.
+  Pending<void> setVerdict(qint64 runId, const QString& probe, qint64 step,
+                           std::optional<Verdict> verdict, const QString& who);
+  /// When run `runId` is a complete trial of a study with the objective probes.good_rate: writes
+  /// its good rate as the verdicts stand (null while none) into its objective values, as
+  /// setVerdict does with every mark. Nothing for other runs.
+  Pending<void> refreshGoodRate(qint64 runId);
 
   /// Waits until every write queued before the call is committed.
   void flush();

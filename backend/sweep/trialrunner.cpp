@@ -9,7 +9,10 @@
 // Objective values, in the order of search.objectives: a metric `eval.X` is X at the last `eval`
 // event that reported it (shardtrain's rule: the last evaluation wins); otherwise, or when no
 // evaluation reported it, the `done` event's objective: element i when it holds one value per
-// objective, its only value when there is one objective.
+// objective, its only value when there is one objective. probes.good_rate
+// (spec::kGoodRateObjective) comes from neither: it is people's verdicts on the trial's probe
+// answers, which the run log writes into the trial's values once it is complete and again with
+// every mark (RunStore::refreshGoodRate), so the trial completes with it unknown (null) until then.
 #include "backend/sweep/trialrunner.h"
 
 #include <QDir>
@@ -19,8 +22,10 @@
 #include <QLoggingCategory>
 #include <QTimer>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string_view>
 
 #include "backend/lifecycle/runlifecycle.h"
@@ -29,6 +34,7 @@
 #include "spec/estimate.h"
 #include "spec/events.h"
 #include "spec/experiment_query.h"
+#include "spec/search_names.h"
 
 Q_LOGGING_CATEGORY(lcTrialRunner, "shardscope.search.trialrunner")
 
@@ -606,6 +612,17 @@ Result<void> TrialRunner::recordOutcome(Running& trial, TrialOutcome& outcome) {
       qCWarning(lcTrialRunner) << "trial" << outcome.number << r.message().c_str();
     }
   }
+  const bool byVerdicts =
+      std::any_of(m_space.objectives.begin(), m_space.objectives.end(),
+                  [](const search::Objective& o) { return o.metric == spec::kGoodRateObjective; });
+  if (byVerdicts && outcome.state == TrialState::Complete) {
+    // The good rate as marked so far (none yet: null), in one transaction with the count, so a
+    // mark made while the trial ended is not overwritten by a stale value.
+    if (auto r = m_store.refreshGoodRate(trial.runId).get(); !r) {
+      if (!r.error().permanent) return r.error();
+      qCWarning(lcTrialRunner) << "trial" << outcome.number << r.message().c_str();
+    }
+  }
   return ok();
 }
 
@@ -673,6 +690,10 @@ Result<void> TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
   }
   for (std::size_t i = 0; i < m_space.objectives.size(); ++i) {
     const QString name = QString::fromStdString(m_space.objectives[i].metric);
+    if (m_space.objectives[i].metric == spec::kGoodRateObjective) {
+      outcome.values.push_back(std::numeric_limits<double>::quiet_NaN());  // recordOutcome's
+      continue;
+    }
     const auto value = objectiveValue(trial, i, done->objective);
     if (!value) {
       outcome.values.clear();

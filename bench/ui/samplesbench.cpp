@@ -87,19 +87,20 @@ void scrollPages(QTableView* view, QScrollBar* bar, int pages, std::vector<doubl
 
 }  // namespace
 
-void samplesFigures(int probes, int columns) {
-  std::printf("\n== Samples view: %d probes x %d columns, %d words per answer, 1400x800 ==\n",
-              probes, columns, kWords);
-  const ui::SamplesDelta delta = makeDelta(probes, columns);
-  ui::RunLog runLog;  // not opened: the delivery is handed to the model as the worker would
-  std::vector<double> fill;
-  std::vector<double> downCold;
-  std::vector<double> downWarm;
-  std::vector<double> acrossCold;
-  std::vector<double> acrossWarm;
+// One configuration's figures: fills and pages over 3 repeats, each in a fresh panel (empty
+// caches), with the delegate's pixel cache on or off (off: each cell painted from its laid-out
+// text every frame, as before the cache).
+struct Figures {
+  std::vector<double> fill, downCold, downWarm, acrossCold, acrossWarm, still;
   qint64 layouts = 0;
+  qint64 rendered = 0;
+};
+
+Figures measure(ui::RunLog& runLog, const ui::SamplesDelta& delta, bool pixelCache) {
+  Figures f;
   for (int r = 0; r < 3; ++r) {
     ui::SamplesPanel panel(runLog);
+    panel.delegate()->setPixelCacheEnabled(pixelCache);
     panel.resize(1400, 800);
     panel.show();
     QCoreApplication::processEvents();
@@ -108,12 +109,30 @@ void samplesFigures(int probes, int columns) {
     t.start();
     panel.model()->apply(delta);
     panel.view()->viewport()->grab();
-    fill.push_back(msSince(t));
+    f.fill.push_back(msSince(t));
     QTableView* view = panel.view();
-    scrollPages(view, view->verticalScrollBar(), 10, downCold, downWarm);
-    scrollPages(view, view->horizontalScrollBar(), 5, acrossCold, acrossWarm);
-    layouts = panel.delegate()->layoutsBuilt();
+    scrollPages(view, view->verticalScrollBar(), 10, f.downCold, f.downWarm);
+    scrollPages(view, view->horizontalScrollBar(), 5, f.acrossCold, f.acrossWarm);
+    // The same page painted again, nothing changed (a hover, a live update elsewhere).
+    for (int i = 0; i < 10; ++i) {
+      QElapsedTimer still;
+      still.start();
+      view->viewport()->grab();
+      f.still.push_back(msSince(still));
+    }
+    f.layouts = panel.delegate()->layoutsBuilt();
+    f.rendered = panel.delegate()->cellsRendered();
   }
+  return f;
+}
+
+void samplesFigures(int probes, int columns) {
+  std::printf("\n== Samples view: %d probes x %d columns, %d words per answer, 1400x800 ==\n",
+              probes, columns, kWords);
+  const ui::SamplesDelta delta = makeDelta(probes, columns);
+  ui::RunLog runLog;  // not opened: the delivery is handed to the model as the worker would
+  const Figures cached = measure(runLog, delta, true);
+  const Figures layoutOnly = measure(runLog, delta, false);
   // Peer: the same view and model with Qt's plain delegate (each cell's text, elided, no
   // highlights, no scores), on the same machine in the same process.
   std::vector<double> plainDown;
@@ -130,24 +149,38 @@ void samplesFigures(int probes, int columns) {
     panel.view()->viewport()->grab();
     scrollPages(panel.view(), panel.view()->verticalScrollBar(), 10, plainDown, plainUp);
   }
-  std::printf(
-      "fill (delivery -> model -> first painted frame): median %.1f ms of 3 (%.1f, %.1f, %.1f)\n",
-      median(fill), fill[0], fill[1], fill[2]);
-  std::printf("page down, text laid out the first time: median %.1f ms, max %.1f ms (%zu pages)\n",
-              median(downCold), *std::max_element(downCold.begin(), downCold.end()),
-              downCold.size());
-  std::printf("page up again, from cached layouts: median %.1f ms, max %.1f ms\n", median(downWarm),
-              *std::max_element(downWarm.begin(), downWarm.end()));
-  std::printf("page right: median %.1f ms, max %.1f ms; page left: median %.1f ms, max %.1f ms\n",
-              median(acrossCold), *std::max_element(acrossCold.begin(), acrossCold.end()),
-              median(acrossWarm), *std::max_element(acrossWarm.begin(), acrossWarm.end()));
-  std::printf("text layouts built in the last repeat: %lld (target: a frame < 16 ms)\n",
-              static_cast<long long>(layouts));
+  const auto maxOf = [](const std::vector<double>& v) {
+    return *std::max_element(v.begin(), v.end());
+  };
+  for (const auto& [name, f] : {std::pair<const char*, const Figures&>{"pixel cache", cached},
+                                {"layouts only (no pixel cache)", layoutOnly}}) {
+    std::printf("-- %s --\n", name);
+    std::printf(
+        "fill (delivery -> model -> first painted frame): median %.1f ms of 3 (%.1f, %.1f, %.1f)\n",
+        median(f.fill), f.fill[0], f.fill[1], f.fill[2]);
+    std::printf("page down, painted the first time: median %.1f ms, max %.1f ms (%zu pages)\n",
+                median(f.downCold), maxOf(f.downCold), f.downCold.size());
+    std::printf("page up again, over pages painted before: median %.1f ms, max %.1f ms\n",
+                median(f.downWarm), maxOf(f.downWarm));
+    std::printf("page right: median %.1f ms, max %.1f ms; page left: median %.1f ms, max %.1f ms\n",
+                median(f.acrossCold), maxOf(f.acrossCold), median(f.acrossWarm),
+                maxOf(f.acrossWarm));
+    std::printf("the same page again, unchanged: median %.1f ms, max %.1f ms\n", median(f.still),
+                maxOf(f.still));
+    std::printf(
+        "last repeat: %lld text layouts built, %lld cells painted afresh (target: a frame "
+        "< 16 ms)\n",
+        static_cast<long long>(f.layouts), static_cast<long long>(f.rendered));
+  }
   std::printf(
       "peer, Qt's plain delegate (text only): page down median %.1f ms, up %.1f ms; ratios "
-      "Samples / plain: down %.2f, up %.2f\n",
-      median(plainDown), median(plainUp), median(downCold) / median(plainDown),
-      median(downWarm) / median(plainUp));
+      "Samples (pixel cache) / plain: down %.2f, up %.2f; pixel cache / layouts only: down %.2f, "
+      "up %.2f, same page %.2f\n",
+      median(plainDown), median(plainUp), median(cached.downCold) / median(plainDown),
+      median(cached.downWarm) / median(plainUp),
+      median(cached.downCold) / median(layoutOnly.downCold),
+      median(cached.downWarm) / median(layoutOnly.downWarm),
+      median(cached.still) / median(layoutOnly.still));
 }
 
 }  // namespace shardscope::bench

@@ -5,7 +5,8 @@
 // no result: the trials it left running are reattached and keep their own result (attempt 0),
 // and only a trial whose process is really gone is failed as lost and retried; two sweeps on one
 // study never take more than n_trials numbers; `sweep --set` overrides the experiment and refuses
-// to change an existing study's search space.
+// to change an existing study's search space; a sweep steered by people's verdicts
+// (probes.good_rate) stores each trial's good rate as marked from outside through the CLI.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -157,6 +158,75 @@ class TestCliSweep : public QObject {
     QVERIFY2(r.out.contains(
                  QStringLiteral("best trial %1:").arg(s["best"].toObject()["number"].toInt())),
              qPrintable(r.out));
+  }
+
+  // search.objectives = {"probes.good_rate" = "maximize"}: the trials complete with no value (no
+  // answer is marked yet); marks made afterwards through `shardscope-cli verdict` become each
+  // trial's value (good / marked) in the study, a cleared mark takes it back, and the best trial
+  // is the one people liked most. A `probes.` objective other than good_rate, or good_rate
+  // minimized, is refused naming the field.
+  void sweepSteeredByVerdicts() {
+    QTemporaryDir dir;
+    QVERIFY(writeQuadTrial(dir.path(), 2, 0.01));
+    const QString db = dir.filePath("runs.db");
+    const auto withObjective = [](const QString& objectives) {
+      QString text = experiment(2, 1, "\"none\"");
+      return text.replace("objectives = {objective = \"minimize\"}", objectives);
+    };
+    QVERIFY(write(dir.filePath("bad.toml"),
+                  withObjective("objectives = {\"probes.good_rate\" = \"minimize\"}")));
+    Run refused = cli({"--db", db, "sweep", dir.filePath("bad.toml")});
+    QVERIFY2(refused.exitCode != 0 &&
+                 refused.err.contains("search.objectives.\"probes.good_rate\"") &&
+                 refused.err.contains("maximize"),
+             qPrintable(refused.out + refused.err));
+    QVERIFY(write(dir.filePath("other.toml"),
+                  withObjective("objectives = {\"probes.bleu\" = \"maximize\"}")));
+    refused = cli({"--db", db, "sweep", dir.filePath("other.toml")});
+    QVERIFY2(refused.exitCode != 0 && refused.err.contains("probes.good_rate"),
+             qPrintable(refused.out + refused.err));
+
+    QVERIFY(write(dir.filePath("exp.toml"),
+                  withObjective("objectives = {\"probes.good_rate\" = \"maximize\"}")));
+    const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QJsonArray trials = show(db)["trials"].toArray();
+    QCOMPARE(trials.size(), 2);
+    QString runs[2];
+    for (const auto& t : trials) {
+      const QJsonObject o = t.toObject();
+      QCOMPARE(o["status"].toString(), "complete");
+      QVERIFY2(o["values"].toArray()[0].isNull(), "a trial with no verdict has no value yet");
+      runs[o["number"].toInt()] = QString::number(o["run_id"].toInteger());
+    }
+
+    // From outside: trial 0 gets one good and one bad mark, trial 1 one good.
+    const auto mark = [&db](const QString& run, const QString& probe, const QString& step,
+                            const QString& verdict) {
+      return cli({"--db", db, "verdict", run, probe, step, verdict});
+    };
+    QCOMPARE(mark(runs[0], "p1", "1", "good").exitCode, 0);
+    const Run second = mark(runs[0], "p2", "1", "bad");
+    QCOMPARE(second.exitCode, 0);
+    QVERIFY2(second.out.contains("good 1, bad 1, good_rate 0.50"), qPrintable(second.out));
+    QCOMPARE(mark(runs[1], "p1", "2", "good").exitCode, 0);
+    const Run wrong = mark(runs[1], "p1", "2", "fine");
+    QCOMPARE(wrong.exitCode, 2);
+    QVERIFY2(wrong.err.contains("'fine' is not one of good, bad, clear"), qPrintable(wrong.err));
+
+    QJsonObject study = show(db);
+    std::map<int, double> told;
+    for (const auto& t : study["trials"].toArray())
+      told[t.toObject()["number"].toInt()] = t.toObject()["values"].toArray()[0].toDouble(-1);
+    QCOMPARE(told[0], 0.5);
+    QCOMPARE(told[1], 1.0);
+    QCOMPARE(study["best"].toObject()["number"].toInt(), 1);
+
+    QCOMPARE(mark(runs[1], "p1", "2", "clear").exitCode, 0);
+    for (const auto& t : show(db)["trials"].toArray()) {
+      const QJsonObject o = t.toObject();
+      if (o["number"].toInt() == 1) QVERIFY(o["values"].toArray()[0].isNull());
+    }
   }
 
   // A kill -9 of the sweep leaves its running trials' processes alive (their own sessions).

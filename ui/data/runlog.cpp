@@ -66,6 +66,10 @@ void RunLog::editTags(const QList<qint64>& runIds, const QStringList& add,
       m_worker, [w = m_worker, runIds, add, remove] { w->editTags(runIds, add, remove); });
 }
 
+void RunLog::setVerdicts(const QVector<VerdictEdit>& edits) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, edits] { w->setVerdicts(edits); });
+}
+
 void RunLog::setNote(qint64 runId, const QString& note) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, runId, note] { w->setNote(runId, note); });
 }

@@ -56,6 +56,9 @@ class RunLog : public RunLogSignals {
   void editTags(const QList<qint64>& runIds, const QStringList& add, const QStringList& remove);
   /// Replaces a run's note ("" clears it); edited() says how it went.
   void setNote(qint64 runId, const QString& note);
+  /// Marks answers good or bad, or clears their marks (written in the worker's thread, schema 11);
+  /// edited() says how it went, and the Samples view gets the runs' verdicts again.
+  void setVerdicts(const QVector<VerdictEdit>& edits);
   void refresh();
   /// Re-reads everything watched now, then emits synced(token): the summaries that read
   /// delivers (sweepLoaded, runsLoaded) arrive before it (streamed curves may follow), so a record

@@ -1,6 +1,7 @@
 // RunLogWorker's reads for the Samples view: the watched runs' `sample` events, read on from the
 // last event row seen of each run (rank 0), their probe images' thumbnails, and the step of each
-// run's best value of the watched objective.
+// run's best value of the watched objective, and their verdicts (delivered whole when they
+// changed: a few hundred rows at most, read again on every refresh).
 #include <QDir>
 #include <QImageReader>
 
@@ -40,6 +41,7 @@ void RunLogWorker::watchSamples(const QList<qint64>& runIds, const QString& obje
   m_sampleAfter.clear();
   m_sampleAttempt.clear();
   m_sampleBest.clear();
+  m_sampleVerdicts.clear();
   m_samplesReset = true;
   loadSamples();
 }
@@ -61,6 +63,41 @@ std::optional<qint64> RunLogWorker::bestSampleStep(qint64 runId) {
     }
   }
   return best;
+}
+
+bool RunLogWorker::readVerdicts(qint64 runId, RunSamples& chunk) {
+  auto marks = m_reader->verdicts(runId);
+  if (!marks) {
+    report(marks.error());
+    return false;
+  }
+  QHash<AnswerKey, backend::Verdict> verdicts;
+  for (const auto& mark : *marks) verdicts.insert({mark.probe, mark.step}, mark.verdict);
+  const auto seen = m_sampleVerdicts.constFind(runId);
+  const bool moved = chunk.reset || seen == m_sampleVerdicts.constEnd() || *seen != verdicts;
+  if (!moved) return false;
+  m_sampleVerdicts.insert(runId, verdicts);
+  chunk.verdictsChanged = true;
+  chunk.verdicts = std::move(verdicts);
+  return true;
+}
+
+void RunLogWorker::setVerdicts(const QVector<VerdictEdit>& edits) {
+  backend::RunStore* store = writer();
+  if (store == nullptr) return;
+  const QString who = backend::verdictAuthor();
+  for (const VerdictEdit& edit : edits) {
+    if (auto r = store->setVerdict(edit.runId, edit.probe, edit.step, edit.verdict, who).get();
+        !r) {
+      emit edited(false, QString::fromStdString(r.message()));
+      return;
+    }
+  }
+  const QString what = edits.isEmpty() || !edits.front().verdict
+                           ? tr("cleared")
+                           : QString::fromLatin1(backend::verdictName(*edits.front().verdict));
+  emit edited(true, tr("%n answer(s) marked %1", nullptr, int(edits.size())).arg(what));
+  refresh();
 }
 
 void RunLogWorker::loadSamples() {
@@ -102,12 +139,13 @@ void RunLogWorker::loadSamples() {
       }
       chunk.samples.append(cellOf(std::get<spec::SampleEvent>(event->body), runDir));
     }
-    if (!chunk.reset && rows->empty()) continue;
+    const bool verdictsMoved = readVerdicts(runId, chunk);
+    if (!chunk.reset && rows->empty() && !verdictsMoved) continue;
     const auto best = bestSampleStep(runId);
     const bool bestMoved = !m_sampleBest.contains(runId) || m_sampleBest.value(runId) != best;
     m_sampleBest[runId] = best;
     chunk.bestStep = best;
-    if (!chunk.reset && chunk.samples.isEmpty() && !bestMoved) continue;
+    if (!chunk.reset && chunk.samples.isEmpty() && !bestMoved && !verdictsMoved) continue;
     for (const auto& cell : chunk.samples) {
       for (const QString& path : cell.images) {
         if (m_thumbnailsSent.contains(path)) continue;

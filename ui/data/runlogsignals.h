@@ -45,7 +45,7 @@ class RunLogSignals : public QObject {
   /// New probe answers of the watched runs.
   void samplesLoaded(const shardscope::ui::SamplesDelta& delta);
   void failed(const QString& message);
-  /// A tag or note edit ended: ok, and what to tell the user.
+  /// A tag, note or verdict edit ended: ok, and what to tell the user.
   void edited(bool ok, const QString& message);
   /// Every tag of the run log by name (with each runs list): what a tag editor completes from.
   void knownTagsLoaded(const QStringList& names);

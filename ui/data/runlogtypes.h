@@ -16,17 +16,19 @@
 #include <vector>
 
 #include "backend/store/runrecords.h"
+#include "backend/store/verdicts.h"
 
 namespace shardscope::ui {
 
 /// One row of the run table: the stored run plus what the table derives from its metrics.
 struct RunSummary {
   backend::RunRecord record;
-  qint64 lastStep = -1;   ///< highest step of rank 0's "loss" (-1: no step yet)
-  QString host;           ///< where it runs ("local" when the launcher was local)
-  QStringList tags;       ///< its tags by name (schema 9)
-  QStringList tagColors;  ///< each tag's "#rrggbb", in the order of tags
-  QString note;           ///< its note (plain text or Markdown); "" when none
+  qint64 lastStep = -1;             ///< highest step of rank 0's "loss" (-1: no step yet)
+  QString host;                     ///< where it runs ("local" when the launcher was local)
+  QStringList tags;                 ///< its tags by name (schema 9)
+  QStringList tagColors;            ///< each tag's "#rrggbb", in the order of tags
+  QString note;                     ///< its note (plain text or Markdown); "" when none
+  backend::VerdictCounts verdicts;  ///< people's marks on its probe answers (schema 11)
   /// A running run's progress: the bytes of its ranks' events files stored so far (-1 when it
   /// is not running). No change for a while is a stall (ui/notifier.h).
   qint64 eventBytes = -1;

@@ -180,6 +180,8 @@ void RunLogWorker::loadRuns() {
   if (!known) return report(known.error());
   auto notes = m_reader->allNotes(backend::TagOwner::run);
   if (!notes) return report(notes.error());
+  auto verdicts = m_reader->verdictCounts();
+  if (!verdicts) return report(verdicts.error());
   QHash<QString, QString> colors;
   QStringList names;
   for (const auto& tag : *known) {
@@ -194,6 +196,7 @@ void RunLogWorker::loadRuns() {
     row.tags = tags->value(run.id);
     for (const QString& tag : std::as_const(row.tags)) row.tagColors.append(colors.value(tag));
     row.note = notes->value(run.id);
+    row.verdicts = verdicts->value(run.id);
     if (run.status == spec::RunStatus::running) loadProgress(row);
     out.append(std::move(row));
   }

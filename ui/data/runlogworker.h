@@ -77,6 +77,9 @@ class RunLogWorker : public RunLogSignals {
   /// RunStore it opens on the first one.
   void editTags(const QList<qint64>& runIds, const QStringList& add, const QStringList& remove);
   void setNote(qint64 runId, const QString& note);
+  /// See RunLog::setVerdicts: each mark through the same RunStore, then a refresh (the Samples
+  /// view gets the run's verdicts again, the runs table its counts).
+  void setVerdicts(const QVector<VerdictEdit>& edits);
   /// refresh(), then synced(token): what that read delivered is in before synced arrives.
   void sync(quint64 token);
 
@@ -110,6 +113,9 @@ class RunLogWorker : public RunLogSignals {
   void loadSamples();
   /// The step of run `runId`'s best m_sampleObjective value (rank 0); nullopt without one.
   std::optional<qint64> bestSampleStep(qint64 runId);
+  /// Reads run `runId`'s verdicts into `chunk` when they differ from those last delivered (or the
+  /// chunk resets the run); true when they were put in.
+  bool readVerdicts(qint64 runId, RunSamples& chunk);
   /// A digest of what a sweepLoaded shows: the trials' ids, statuses, objectives and the study.
   static quint64 sweepPrint(const SweepData& sweep);
   void report(const Error& error);
@@ -186,6 +192,7 @@ class RunLogWorker : public RunLogSignals {
   QHash<qint64, qint64> m_sampleAfter;
   QHash<qint64, int> m_sampleAttempt;
   QHash<qint64, std::optional<qint64>> m_sampleBest;
+  QHash<qint64, QHash<AnswerKey, backend::Verdict>> m_sampleVerdicts;  // run -> delivered marks
   QSet<QString> m_thumbnailsSent;
   bool m_samplesReset = false;
 };

@@ -152,9 +152,17 @@ QVariant RunTableModel::display(const RunSummary& run, int column) const {
       if (it->checkpoints > 0) text += tr(" (ckpt %1)").arg(backend::humanBytes(it->checkpoints));
       return text;
     }
+    case VerdictsCol:
+      return verdictsText(run.verdicts);
     default:
       return {};
   }
+}
+
+QString RunTableModel::verdictsText(const backend::VerdictCounts& counts) {
+  const auto rate = counts.goodRate();
+  if (!rate) return {};
+  return tr("%1 good · %2 bad (%3%)").arg(counts.good).arg(counts.bad).arg(qRound(*rate * 100));
 }
 
 QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {
@@ -170,6 +178,8 @@ QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {
       return run.lastStep;
     case DiskCol:
       return diskBytes(r.id);
+    case VerdictsCol:
+      return run.verdicts.goodRate().value_or(-1.0);
     default:
       return display(run, column);
   }
@@ -196,6 +206,8 @@ bool RunTableModel::lessThan(int left, int right, int column) const {
       return a->lastStep < b->lastStep;
     case DiskCol:
       return diskBytes(x.id) < diskBytes(y.id);
+    case VerdictsCol:
+      return a->verdicts.goodRate().value_or(-1.0) < b->verdicts.goodRate().value_or(-1.0);
     default:
       return QString::compare(display(*a, column).toString(), display(*b, column).toString()) < 0;
   }
@@ -255,9 +267,9 @@ qint64 RunTableModel::totalDiskBytes() const {
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const QStringList names = {tr("Status"),     tr("Name"),      tr("Tags"),
-                                    tr("Parameters"), tr("Objective"), tr("Duration"),
-                                    tr("Host"),       tr("Step"),      tr("Disk")};
+  static const QStringList names = {tr("Status"),    tr("Name"),     tr("Tags"), tr("Parameters"),
+                                    tr("Objective"), tr("Duration"), tr("Host"), tr("Step"),
+                                    tr("Disk"),      tr("Verdicts")};
   return names.value(section);
 }
 

@@ -1,6 +1,7 @@
 // RunTableModel: the run table's rows (one per run) with a status icon, the tags (TagsDelegate
 // draws them as coloured chips), the parameters in one line, the objective, the duration, the
-// host, the last step and the disk use (checkpoints apart). Sort roles give numbers.
+// host, the last step, the disk use (checkpoints apart) and the people's verdicts on its probe
+// answers (good and bad counts, good rate). Sort roles give numbers.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -26,6 +27,7 @@ class RunTableModel : public QAbstractTableModel {
     HostCol,
     StepCol,
     DiskCol,
+    VerdictsCol,
     Count
   };
   /// Qt::UserRole + 1 on any cell: the run id; SortRole: the value to sort by.
@@ -57,6 +59,8 @@ class RunTableModel : public QAbstractTableModel {
   /// The measured bytes of a run (-1 until measured) and of every run shown now.
   qint64 diskBytes(qint64 runId) const;
   qint64 totalDiskBytes() const;
+  /// "2 good · 1 bad (67%)"; "" when nothing is marked.
+  static QString verdictsText(const backend::VerdictCounts& counts);
   /// "1 h 02 min", "3 min 20 s", "12 s"; "" when it never started.
   static QString durationText(const backend::RunRecord& run, double now);
 

@@ -4,6 +4,8 @@
 #include <QImage>
 #include <QPainter>
 
+#include <algorithm>
+
 #include "ui/samples/samplesmodel.h"
 
 namespace shardscope::ui {
@@ -17,6 +19,9 @@ QFont smaller(QFont font) {
 }  // namespace
 
 SamplesDelegate::SamplesDelegate(QObject* parent) : QStyledItemDelegate(parent) {}
+
+QColor SamplesDelegate::goodColor() { return {0x2e, 0x7d, 0x32}; }
+QColor SamplesDelegate::badColor() { return {0xc6, 0x28, 0x28}; }
 
 int SamplesDelegate::rowHeight(const QFont& font) const {
   const QFontMetrics text(font);
@@ -60,8 +65,73 @@ QTextLayout& SamplesDelegate::layoutFor(quint64 key, const QString& text,
   return m_cache.object(cacheKey)->layout;
 }
 
+void SamplesDelegate::setPixelCacheEnabled(bool on) {
+  m_pixelCache = on;
+  if (!on) m_pixels.clear();
+}
+
+quint64 SamplesDelegate::pixelKey(const QStyleOptionViewItem& option, const QModelIndex& index,
+                                  QString& text) const {
+  // Each part folded in as boost::hash_combine does, so equal parts in other places do not cancel.
+  quint64 key = index.data(SamplesModel::LayoutKeyRole).toULongLong();
+  const auto mix = [&key](quint64 part) {
+    key ^= part + 0x9E3779B97F4A7C15ull + (key << 6) + (key >> 2);
+  };
+  text = index.data(Qt::DisplayRole).toString();
+  mix(qHash(text));
+  mix(quint64(index.column() == 0));
+  if (index.column() == 0) {
+    for (const QImage& thumb : index.data(SamplesModel::ThumbnailsRole).value<QList<QImage>>())
+      mix(quint64(thumb.cacheKey()));
+  } else {
+    mix(qHash(index.data(SamplesModel::ScoresRole).toString()));
+    mix(quint64(index.data(SamplesModel::VerdictRole).toInt()) + 2);
+  }
+  mix(quint64(option.rect.width()) << 32 | quint64(option.rect.height()));
+  const QStyle::State states = QStyle::State_Selected | QStyle::State_MouseOver |
+                               QStyle::State_HasFocus | QStyle::State_Active |
+                               QStyle::State_Enabled;
+  mix(quint64((option.state & states).toInt()));
+  mix(quint64(option.palette.cacheKey()));
+  mix(qHash(option.font.key()));
+  const qreal dpr = option.widget ? option.widget->devicePixelRatioF() : qApp->devicePixelRatio();
+  mix(quint64(qRound(dpr * 100)));
+  return key;
+}
+
 void SamplesDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option,
                             const QModelIndex& index) const {
+  if (option.rect.isEmpty()) return;
+  if (!m_pixelCache) {
+    ++m_rendered;
+    paintCell(painter, option, index);
+    return;
+  }
+  QString text;
+  const quint64 key = pixelKey(option, index, text);
+  if (CachedPixels* hit = m_pixels.object(key); hit != nullptr && hit->text == text) {
+    painter->drawPixmap(option.rect.topLeft(), hit->pixels);
+    return;
+  }
+  const qreal dpr = option.widget ? option.widget->devicePixelRatioF() : qApp->devicePixelRatio();
+  QPixmap pixels(option.rect.size() * dpr);
+  pixels.setDevicePixelRatio(dpr);
+  pixels.fill(Qt::transparent);
+  {
+    QPainter cell(&pixels);
+    QStyleOptionViewItem local = option;
+    local.rect = QRect(QPoint(0, 0), option.rect.size());
+    cell.setFont(painter->font());
+    paintCell(&cell, local, index);
+  }
+  ++m_rendered;
+  painter->drawPixmap(option.rect.topLeft(), pixels);
+  const int kib = std::max(1, int(qint64(pixels.width()) * pixels.height() * 4 / 1024));
+  m_pixels.insert(key, new CachedPixels{text, std::move(pixels)}, kib);
+}
+
+void SamplesDelegate::paintCell(QPainter* painter, const QStyleOptionViewItem& option,
+                                const QModelIndex& index) const {
   QStyleOptionViewItem panel = option;
   initStyleOption(&panel, index);
   panel.text.clear();
@@ -131,6 +201,18 @@ void SamplesDelegate::paintAnswer(QPainter* painter, const QStyleOptionViewItem&
   const QRect scores(area.left(), area.bottom() - scoresHeight + 1, area.width(), scoresHeight);
   painter->drawText(scores, Qt::AlignLeft | Qt::AlignVCenter,
                     index.data(SamplesModel::ScoresRole).toString());
+  // A person's mark: a coloured edge on the left and a tick or cross at the scores' right.
+  const int verdict = index.data(SamplesModel::VerdictRole).toInt();
+  if (verdict == 0) return;
+  const QColor color = verdict > 0 ? goodColor() : badColor();
+  painter->fillRect(
+      QRect(option.rect.left(), option.rect.top(), kVerdictEdge, option.rect.height()), color);
+  painter->setPen(color);
+  QFont bold = small;
+  bold.setBold(true);
+  painter->setFont(bold);
+  painter->drawText(scores, Qt::AlignRight | Qt::AlignVCenter,
+                    verdict > 0 ? tr("✓ good") : tr("✗ bad"));
 }
 
 }  // namespace shardscope::ui

@@ -53,6 +53,7 @@ void SamplesModel::setRuns(const QList<qint64>& runIds, bool trials) {
   m_grid.clear();
   m_rowChanged.clear();
   m_rowWrong.clear();
+  m_verdicts.clear();
   endResetModel();
 }
 
@@ -69,9 +70,11 @@ void SamplesModel::apply(const SamplesDelta& delta) {
     m_best.clear();
     m_probes.clear();
     m_probeRow.clear();
+    m_verdicts.clear();
   }
   for (const RunSamples& run : delta.runs) {
     m_names[run.runId] = run.name;
+    if (run.verdictsChanged) m_verdicts.insert(run.runId, run.verdicts);
     m_best[run.runId] = run.bestStep;
     auto& steps = m_answers[run.runId];
     if (run.reset) steps.clear();
@@ -210,6 +213,13 @@ void SamplesModel::format(const Cell& cell) const {
   cell.key = key;
 }
 
+backend::VerdictCounts SamplesModel::verdictCounts(qint64 runId) const {
+  backend::VerdictCounts counts;
+  for (const backend::Verdict v : m_verdicts.value(runId))
+    ++(v == backend::Verdict::good ? counts.good : counts.bad);
+  return counts;
+}
+
 bool SamplesModel::rowChanged(int row) const { return m_rowChanged.value(row, false); }
 bool SamplesModel::rowWrong(int row) const { return m_rowWrong.value(row, false); }
 
@@ -232,6 +242,7 @@ int SamplesModel::columnCount(const QModelIndex& parent) const {
 
 QVariant SamplesModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= m_rows) return {};
+  if (role == ProbeRole) return m_probes[index.row()].id;
   if (index.column() == 0) {
     const Probe& p = m_probes[index.row()];
     switch (role) {
@@ -261,6 +272,13 @@ QVariant SamplesModel::data(const QModelIndex& index, int role) const {
   if (role == StepRole) return cell->sample ? cell->sample->step : qint64(-1);
   if (cell->sample == nullptr) return {};
   const SampleCell& s = *cell->sample;
+  if (role == VerdictRole) {
+    const auto run = m_verdicts.constFind(m_columns[index.column() - 1].run);
+    if (run == m_verdicts.constEnd()) return 0;
+    const auto mark = run->constFind({s.probe, s.step});
+    if (mark == run->constEnd()) return 0;
+    return *mark == backend::Verdict::good ? 1 : -1;
+  }
   switch (role) {
     case Qt::DisplayRole:
       return s.text;

@@ -5,6 +5,8 @@
 // left (changedFormat) and those that differ from the reference (wrongFormat), as format ranges
 // computed once per cell and kept (the delegate lays them out). It takes the run-log worker's
 // deltas (SamplesDelta) as they come, so a live run's new answers appear in place.
+// Each answer also carries the people's verdict on it (good, bad or none; schema 11), delivered
+// with the answers and replaced whole when a mark changes.
 // SamplesFilter hides the probes whose answers never changed, or that are never wrong.
 #pragma once
 
@@ -38,6 +40,8 @@ class SamplesModel : public QAbstractTableModel {
     LayoutKeyRole,     ///< quint64: changes whenever the cell's text or formats change
     StepRole,          ///< qint64: the step the cell's answer is of (-1: none)
     RunRole,           ///< qint64: the run of the column
+    VerdictRole,       ///< int: +1 marked good, -1 marked bad, 0 unmarked (answer cells)
+    ProbeRole,         ///< QString: the row's probe id (any column)
   };
 
   explicit SamplesModel(QObject* parent = nullptr);
@@ -56,6 +60,8 @@ class SamplesModel : public QAbstractTableModel {
   /// Whether some answer of probe `row` changed from its left neighbour / is wrong.
   bool rowChanged(int row) const;
   bool rowWrong(int row) const;
+  /// The marks on run `runId`'s answers counted (all its steps, shown or not).
+  backend::VerdictCounts verdictCounts(qint64 runId) const;
 
   /// How changed words and words not in the reference are drawn (both: both).
   static QTextCharFormat changedFormat();
@@ -114,6 +120,7 @@ class SamplesModel : public QAbstractTableModel {
   QVector<Cell> m_grid;       // m_rows x m_columns.size(), row-major
   QVector<bool> m_rowChanged;
   QVector<bool> m_rowWrong;
+  QHash<qint64, QHash<AnswerKey, backend::Verdict>> m_verdicts;  // run -> (probe, step) -> mark
 };
 
 /// Shows only probes whose answer changed (from some column to the next) and/or is wrong.

@@ -1,10 +1,13 @@
 #include "ui/samples/samplespanel.h"
 
+#include <QAction>
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QMenu>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -26,7 +29,7 @@ SamplesPanel::SamplesPanel(RunLog& runLog, QWidget* parent)
   m_view->setModel(m_filter);
   m_view->setItemDelegate(m_delegate);
   m_view->setWordWrap(false);
-  m_view->setSelectionMode(QAbstractItemView::ContiguousSelection);
+  m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
   m_view->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
   m_view->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
   // Fixed sizes: a view of hundreds of rows and dozens of columns never measures its cells.
@@ -67,6 +70,79 @@ SamplesPanel::SamplesPanel(RunLog& runLog, QWidget* parent)
     updateSummary();
   });
   connect(&m_runLog, &RunLog::samplesLoaded, this, &SamplesPanel::onSamples);
+  makeVerdictActions();
+}
+
+void SamplesPanel::makeVerdictActions() {
+  m_menu = new QMenu(this);
+  m_menu->setObjectName(QStringLiteral("samplesVerdictMenu"));
+  m_markGood = m_menu->addAction(tr("Mark &good"));
+  m_markGood->setShortcut(Qt::Key_G);
+  m_markBad = m_menu->addAction(tr("Mark &bad"));
+  m_markBad->setShortcut(Qt::Key_B);
+  m_clearMark = m_menu->addAction(tr("&Clear the mark"));
+  m_clearMark->setShortcut(Qt::Key_0);
+  // The menu shows the keys; the table takes them itself (eventFilter), so they act only while it
+  // has the focus, and never reach its keyboard search.
+  for (QAction* action : {m_markGood, m_markBad, m_clearMark})
+    action->setShortcutContext(Qt::WidgetShortcut);
+  m_view->installEventFilter(this);
+  connect(m_markGood, &QAction::triggered, this, [this] { markSelected(backend::Verdict::good); });
+  connect(m_markBad, &QAction::triggered, this, [this] { markSelected(backend::Verdict::bad); });
+  connect(m_clearMark, &QAction::triggered, this, [this] { markSelected(std::nullopt); });
+  m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+    const QModelIndex index = m_view->indexAt(at);
+    if (!index.isValid() || index.column() == 0) return;
+    if (!m_view->selectionModel()->isSelected(index)) m_view->setCurrentIndex(index);
+    m_menu->popup(m_view->viewport()->mapToGlobal(at));
+  });
+}
+
+bool SamplesPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched != m_view || event->type() != QEvent::KeyPress)
+    return QWidget::eventFilter(watched, event);
+  const auto* key = static_cast<QKeyEvent*>(event);
+  if ((key->modifiers() & ~Qt::KeypadModifier) != Qt::NoModifier) return false;
+  switch (key->key()) {
+    case Qt::Key_G:
+      return markSelected(backend::Verdict::good);
+    case Qt::Key_B:
+      return markSelected(backend::Verdict::bad);
+    case Qt::Key_0:
+      return markSelected(std::nullopt);
+    default:
+      return false;
+  }
+}
+
+bool SamplesPanel::markSelected(std::optional<backend::Verdict> verdict) {
+  QVector<VerdictEdit> edits;
+  for (const QModelIndex& index : m_view->selectionModel()->selectedIndexes()) {
+    if (index.column() == 0) continue;
+    const qint64 step = index.data(SamplesModel::StepRole).toLongLong();
+    if (step < 0 || !index.data(Qt::DisplayRole).isValid()) continue;  // no answer there
+    edits.append({index.data(SamplesModel::RunRole).toLongLong(),
+                  index.data(SamplesModel::ProbeRole).toString(), step, verdict});
+  }
+  if (edits.isEmpty()) return false;
+  m_runLog.setVerdicts(edits);
+  return true;
+}
+
+QString SamplesPanel::verdictSummary() const {
+  backend::VerdictCounts total;
+  for (qint64 run : m_model->runs()) {
+    const auto counts = m_model->verdictCounts(run);
+    total.good += counts.good;
+    total.bad += counts.bad;
+  }
+  const auto rate = total.goodRate();
+  if (!rate) return {};
+  return tr("Marked: %1 good, %2 bad (good rate %3%).")
+      .arg(total.good)
+      .arg(total.bad)
+      .arg(qRound(*rate * 100));
 }
 
 void SamplesPanel::setRuns(const QList<qint64>& runIds, const QString& objectiveKey,
@@ -135,9 +211,13 @@ void SamplesPanel::updateSummary() {
   const int columns = m_model->columnCount() - 1;
   const QString across = m_model->trialsMode() ? tr("%n trial(s)", nullptr, columns)
                                                : tr("%n evaluation(s)", nullptr, columns);
-  m_summary->setText(tr("%1 of %n probe(s) shown, across %2", nullptr, probes)
-                         .arg(m_filter->rowCount())
-                         .arg(across));
+  QString text = tr("%1 of %n probe(s) shown, across %2.", nullptr, probes)
+                     .arg(m_filter->rowCount())
+                     .arg(across);
+  const QString marks = verdictSummary();
+  text += marks.isEmpty() ? tr(" Mark the selected answers good (G) or bad (B); 0 clears.")
+                          : " " + marks;
+  m_summary->setText(text);
 }
 
 }  // namespace shardscope::ui

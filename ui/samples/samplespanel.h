@@ -5,14 +5,21 @@
 // column to its left and those not in the reference highlighted, and its scores under it.
 // Filters keep the probes whose answer changed, or is wrong. The answers come from the run log's
 // worker thread (RunLog::watchSamples), so a live run's new evaluations appear as they land.
+// A person marks the selected answers good (G), bad (B) or clears the marks (0), or through the
+// context menu; the marks are written to the run log through RunLog's worker (schema 11) and come
+// back with the answers, so they survive a reload; the summary counts those of the shown runs.
 #pragma once
 
 #include <QWidget>
 
+#include <optional>
+
 #include "ui/data/samplesdata.h"
 
+class QAction;
 class QCheckBox;
 class QLabel;
+class QMenu;
 class QTableView;
 
 namespace shardscope::ui {
@@ -44,6 +51,14 @@ class SamplesPanel : public QWidget {
   QCheckBox* changedFilter() const { return m_changed; }
   QCheckBox* wrongFilter() const { return m_wrong; }
   QLabel* summary() const { return m_summary; }
+  /// The answer cells' context menu and its actions (mark good, bad, clear the mark).
+  QMenu* verdictMenu() const { return m_menu; }
+  QAction* markGoodAction() const { return m_markGood; }
+  QAction* markBadAction() const { return m_markBad; }
+  QAction* clearMarkAction() const { return m_clearMark; }
+  /// Marks the selected answer cells (nullopt: clears their marks); false when none is selected.
+  bool markSelected(std::optional<backend::Verdict> verdict);
+
   /// True once the shown runs' answers were read at least once.
   bool isLoaded() const { return m_loaded; }
 
@@ -51,11 +66,18 @@ class SamplesPanel : public QWidget {
   /// Answers of the shown runs arrived (the first read, or new ones).
   void loaded();
 
+ protected:
+  /// The table's keys G, B and 0: mark the selected answers (see markSelected).
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void watch(const QList<qint64>& runIds, bool trials, const QString& objectiveKey, bool minimize);
   void onSamples(const SamplesDelta& delta);
   void updateSummary();
   void focusPending();
+  void makeVerdictActions();
+  /// "Marked: 2 good, 1 bad (good rate 67%)" over the shown runs; "" when none is marked.
+  QString verdictSummary() const;
 
   RunLog& m_runLog;
   SamplesModel* m_model = nullptr;
@@ -65,6 +87,10 @@ class SamplesPanel : public QWidget {
   QCheckBox* m_changed = nullptr;
   QCheckBox* m_wrong = nullptr;
   QLabel* m_summary = nullptr;
+  QMenu* m_menu = nullptr;
+  QAction* m_markGood = nullptr;
+  QAction* m_markBad = nullptr;
+  QAction* m_clearMark = nullptr;
   QString m_objective;
   bool m_minimize = true;
   qint64 m_focusRun = -1;  // a trial whose column to select once it is there

@@ -223,6 +223,13 @@ INSERT INTO tags(id, name, color) VALUES (1, 'best', '#3aa55d');
 INSERT INTO run_tags(run_id, tag_id) VALUES (1, 1);
 )sql";
 
+// Added in runs-v11.db (schema 11 and later): two verdicts on demo-1's probe answers at step 2.
+constexpr const char* kAssetRowsV11 = R"sql(
+INSERT INTO verdicts(run_id, probe, step, verdict, who, marked_at) VALUES
+  (1, 'cat', 2, 'good', 'alice', 1760000400.0),
+  (1, 'sum', 2, 'bad', 'alice', 1760000401.0);
+)sql";
+
 // A run log of schema `version` with one of everything, for tests/backend/store/assets/. The v2
 // rows hold a duplicate metric key that schema 3 and later refuse: only assets 2 carry them.
 int makeAsset(int version, const QString& path) {
@@ -236,6 +243,9 @@ int makeAsset(int version, const QString& path) {
   }
   if (version >= 10) {
     if (auto r = db->exec(kAssetRowsV10); !r) return die(r.message());
+  }
+  if (version >= 11) {
+    if (auto r = db->exec(kAssetRowsV11); !r) return die(r.message());
   }
   if (auto r = db->exec("PRAGMA wal_checkpoint(TRUNCATE)"); !r) return die(r.message());
   if (auto r = db->exec("VACUUM"); !r) return die(r.message());

@@ -101,6 +101,8 @@ class TestRunStore : public QObject {
   void schemaNineAddsTagsAndNotesKeepingRows();
   void schemaTenArchivesAndDeletesRuns();
   void schemaTenAssetOpensWithItsArchivedRun();
+  void schemaElevenStoresVerdicts();
+  void schemaElevenAssetOpensWithItsVerdicts();
   void tagsAndNotesOfRunsAndStudies();
   void badTagsAndNotesAreRefusedWhole();
   void studies();
@@ -934,6 +936,92 @@ void TestRunStore::schemaTenAssetOpensWithItsArchivedRun() {
   QCOMPARE(*reader->metricCount((*kept)->id), 3);
   QCOMPARE(*reader->tags(TagOwner::run, (*kept)->id), QStringList{"best"});
   QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
+}
+
+// Schema 11: a run log of schema 10 opens with its runs and no verdicts; a verdict is stored per
+// (run, probe, step) with who and when, replaced by a later mark, cleared by nullopt; the counts
+// and the good rate follow (none while nothing is marked); a mark on a run not in the run log, with
+// no probe or a negative step is refused; deleting the run takes its verdicts.
+void TestRunStore::schemaElevenStoresVerdicts() {
+  const QString path = spec("v11.db");
+  {
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(migrateRunSchema(*db, 10));
+    VERIFY_OK(
+        db->exec("INSERT INTO runs(name, status, run_dir, location, params, created_at) "
+                 "VALUES ('old', 'complete', '/tmp/old', '{}', '{}', 1)"));
+  }
+  auto store = RunStore::open(path);  // migrates 10 -> 11
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto old = reader->runByName("old");
+  VERIFY_OK(old);
+  QVERIFY(old->has_value());
+  const qint64 id = (*old)->id;
+  QVERIFY(reader->verdicts(id)->empty());
+  QVERIFY(!reader->verdictCounts(id)->goodRate().has_value());
+
+  VERIFY_OK((*store)->setVerdict(id, "cat", 10, Verdict::good, "alice").get());
+  VERIFY_OK((*store)->setVerdict(id, "sum", 10, Verdict::bad, "alice").get());
+  VERIFY_OK((*store)->setVerdict(id, "cat", 20, Verdict::bad, "alice").get());
+  VERIFY_OK((*store)->setVerdict(id, "cat", 20, Verdict::good, "bob").get());  // replaces
+  auto marks = reader->verdicts(id);
+  VERIFY_OK(marks);
+  QCOMPARE(marks->size(), std::size_t(3));
+  QCOMPARE((*marks)[2].probe, "cat");
+  QCOMPARE((*marks)[2].step, 20);
+  QVERIFY((*marks)[2].verdict == Verdict::good);
+  QCOMPARE((*marks)[2].who, "bob");
+  QVERIFY((*marks)[2].markedAt > 1.7e9);
+  auto counts = reader->verdictCounts(id);
+  VERIFY_OK(counts);
+  QCOMPARE(counts->good, 2);
+  QCOMPARE(counts->bad, 1);
+  QCOMPARE(counts->goodRate().value_or(-1), 2.0 / 3.0);
+  VERIFY_OK((*store)->setVerdict(id, "sum", 10, std::nullopt, "alice").get());  // clears
+  QCOMPARE(reader->verdictCounts(id)->goodRate().value_or(-1), 1.0);
+  QCOMPARE(reader->verdictCounts()->value(id).good, 2);
+
+  auto missing = (*store)->setVerdict(9999, "cat", 10, Verdict::good, "alice").get();
+  QVERIFY(!missing);
+  QVERIFY2(missing.message().find("run 9999 is not in the run log") != std::string::npos,
+           missing.message().c_str());
+  QVERIFY(!(*store)->setVerdict(id, "", 10, Verdict::good, "alice").get());
+  QVERIFY(!(*store)->setVerdict(id, "cat", -1, Verdict::good, "alice").get());
+
+  VERIFY_OK((*store)->deleteRun(id).get());
+  QCOMPARE(
+      countRows(reader->db(), "SELECT count(*) FROM verdicts WHERE run_id = " + std::to_string(id)),
+      0);
+}
+
+// The asset written by schema 11 (store_crash_writer --make-asset 11, see assets/README.md) opens
+// through every later version with demo-1's two verdicts (good on probe cat at step 2, bad on
+// probe sum at step 2), which count as a good rate of 0.5.
+void TestRunStore::schemaElevenAssetOpensWithItsVerdicts() {
+  if (onPostgres()) QSKIP("the asset is a SQLite file (schemaElevenStoresVerdicts runs here)");
+  const QString asset =
+      shardscope::testing::sourceDir() + "/tests/backend/store/assets/runs-v11.db";
+  const QString path = m_dir.filePath("v11-asset.db");
+  QVERIFY(QFile::copy(asset, path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto demo = reader->runByName("demo-1");
+  VERIFY_OK(demo);
+  auto marks = reader->verdicts((*demo)->id);
+  VERIFY_OK(marks);
+  QCOMPARE(marks->size(), std::size_t(2));
+  QCOMPARE((*marks)[0].probe, "cat");
+  QCOMPARE((*marks)[0].who, "alice");
+  QCOMPARE(reader->verdictCounts((*demo)->id)->goodRate().value_or(-1), 0.5);
+  QCOMPARE((*reader->runByName("demo-2"))->archivedAt.value_or(0), 1760000300.0);
 }
 
 // Tags added, removed and listed for runs and studies; colours by default from the palette and

@@ -4,7 +4,9 @@
 // window shows the newest run's answers: one row per probe, one column per evaluation, the
 // changed words and the words not in the reference highlighted (in the model's format ranges and
 // on screen), the filters, a new evaluation ingested while the view is open, and a click on a
-// trial in Compare's optimisation history opening the trials as columns with that one selected.
+// trial in Compare's optimisation history opening the trials as columns with that one selected;
+// answers marked good and bad by a person with the keyboard and the context menu, counted and
+// kept across a reload of the run log; an unchanged cell repainted from its cached pixels.
 #include <qcustomplot.h>
 
 #include <QCheckBox>
@@ -12,6 +14,8 @@
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QImage>
+#include <QLabel>
+#include <QMenu>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -24,6 +28,8 @@
 #include "spec/events.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/mainwindow.h"
+#include "ui/runs/runspanel.h"
+#include "ui/runs/runtablemodel.h"
 #include "ui/samples/samplesdelegate.h"
 #include "ui/samples/samplesmodel.h"
 #include "ui/samples/samplespanel.h"
@@ -120,6 +126,38 @@ class TestSamplesView : public QObject {
     return model()->index(row(probe), column).data(role);
   }
 
+  // A main window on the run log, showing the probed run's `rows` probes in the Samples view.
+  void openWindow(int rows) {
+    m_window.reset();
+    m_window = std::make_unique<MainWindow>(nullptr, 50);
+    m_window->resize(1400, 900);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    m_window->openRunLog(m_dir.filePath("runs.db"));
+    QTRY_VERIFY_WITH_TIMEOUT(model()->runs() == QList<qint64>{m_runId} && panel()->isLoaded() &&
+                                 model()->rowCount() == rows,
+                             kWaitMs);
+    m_window->dock(QStringLiteral("samples"))->raise();
+    QTRY_VERIFY(panel()->view()->isVisible() && panel()->view()->width() > 400);
+  }
+
+  // The view's index of the model's cell (probe, column).
+  QModelIndex shown(const QString& probe, int column) const {
+    return panel()->filter()->mapFromSource(model()->index(row(probe), column));
+  }
+
+  // Whether the viewport's pixels hold `color` in the first pixels of `index`'s cell (its edge).
+  bool edgeHas(const QModelIndex& index, const QColor& color) const {
+    QTableView* view = panel()->view();
+    const QImage shot = view->viewport()->grab().toImage();
+    const QRect cell = view->visualRect(index);
+    const qreal dpr = shot.devicePixelRatio();
+    for (int y = cell.top() + 2; y < cell.bottom() - 2; ++y)
+      for (int x = cell.left(); x < cell.left() + SamplesDelegate::kVerdictEdge; ++x)
+        if (shot.pixelColor(int(x * dpr), int(y * dpr)) == color) return true;
+    return false;
+  }
+
   // A sweep of two trials with probe answers at steps 10 and 20 and eval.loss there: trial A is
   // best at step 20, trial B at step 10.
   void makeSweep() {
@@ -175,16 +213,7 @@ class TestSamplesView : public QObject {
                  m_seq),
            m_stream);
 
-    m_window = std::make_unique<MainWindow>(nullptr, 50);
-    m_window->resize(1400, 900);
-    m_window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
-    m_window->openRunLog(m_dir.filePath("runs.db"));
-    QTRY_VERIFY_WITH_TIMEOUT(model()->runs() == QList<qint64>{m_runId} && panel()->isLoaded() &&
-                                 model()->rowCount() == 3,
-                             kWaitMs);
-    m_window->dock(QStringLiteral("samples"))->raise();
-    QTRY_VERIFY(panel()->view()->isVisible() && panel()->view()->width() > 400);
+    openWindow(3);
   }
 
   void oneRowPerProbeOneColumnPerEvaluation() {
@@ -310,6 +339,68 @@ class TestSamplesView : public QObject {
     panel()->wrongFilter()->setChecked(true);
     QCOMPARE(panel()->view()->model()->rowCount(), 2);  // cat (steps 10, 20) and now sum
     panel()->wrongFilter()->setChecked(false);
+  }
+
+  // A person marks two answers: cat at step 10 good with the G key on the selected cell, sum at
+  // step 20 bad through the cell's context menu (a real right click's event, a click on the menu's
+  // item). The marks go to the run log through the worker and come back: the cells' verdicts, a
+  // green and a red edge on screen, the summary's and the runs table's counts. A new window on
+  // the same run log (a reload) shows them again. A repaint of unchanged cells is a blit.
+  void marksSurviveAReloadAndCount() {
+    QTableView* view = panel()->view();
+    view->setFocus();
+    view->setCurrentIndex(shown("cat", 1));
+    QTest::keyClick(view, Qt::Key_G);
+    QTRY_COMPARE_WITH_TIMEOUT(at("cat", 1, SamplesModel::VerdictRole).toInt(), 1, kWaitMs);
+
+    const QModelIndex sum20 = shown("sum", 2);
+    view->scrollTo(sum20);
+    const QPoint point = view->visualRect(sum20).center();
+    QContextMenuEvent menuEvent(QContextMenuEvent::Mouse, point,
+                                view->viewport()->mapToGlobal(point));
+    QApplication::sendEvent(view->viewport(), &menuEvent);
+    QMenu* menu = panel()->verdictMenu();
+    QTRY_VERIFY(menu->isVisible());
+    QVERIFY(view->selectionModel()->isSelected(sum20));
+    QVERIFY(QTest::qWaitForWindowExposed(menu));
+    QTest::mouseClick(menu, Qt::LeftButton, Qt::NoModifier,
+                      menu->actionGeometry(panel()->markBadAction()).center());
+    QTRY_COMPARE_WITH_TIMEOUT(at("sum", 2, SamplesModel::VerdictRole).toInt(), -1, kWaitMs);
+    QCOMPARE(at("cat", 1, SamplesModel::VerdictRole).toInt(), 1);  // untouched
+    QCOMPARE(at("cat", 2, SamplesModel::VerdictRole).toInt(), 0);
+    QVERIFY2(panel()->summary()->text().contains("Marked: 1 good, 1 bad (good rate 50%)"),
+             qPrintable(panel()->summary()->text()));
+    view->clearSelection();
+    view->setCurrentIndex({});
+    QVERIFY(edgeHas(shown("cat", 1), SamplesDelegate::goodColor()));
+    QVERIFY(edgeHas(shown("sum", 2), SamplesDelegate::badColor()));
+    QVERIFY(!edgeHas(shown("cat", 2), SamplesDelegate::goodColor()));
+    // The runs table counts the run's marks.
+    RunTableModel* runs = m_window->runsPanel()->model();
+    QTRY_COMPARE_WITH_TIMEOUT(
+        runs->index(runs->rowOf(m_runId), RunTableModel::VerdictsCol).data().toString(),
+        QStringLiteral("1 good · 1 bad (50%)"), kWaitMs);
+
+    // Unchanged cells repaint from their pixels: no cell is painted afresh, no text laid out.
+    view->viewport()->grab();
+    const qint64 rendered = panel()->delegate()->cellsRendered();
+    const qint64 built = panel()->delegate()->layoutsBuilt();
+    view->viewport()->grab();
+    QCOMPARE(panel()->delegate()->cellsRendered(), rendered);
+    QCOMPARE(panel()->delegate()->layoutsBuilt(), built);
+
+    // Reloaded: a new window reads the marks back from the run log.
+    openWindow(3);
+    QTRY_COMPARE_WITH_TIMEOUT(at("cat", 1, SamplesModel::VerdictRole).toInt(), 1, kWaitMs);
+    QCOMPARE(at("sum", 2, SamplesModel::VerdictRole).toInt(), -1);
+    QVERIFY2(panel()->summary()->text().contains("Marked: 1 good, 1 bad"),
+             qPrintable(panel()->summary()->text()));
+
+    // 0 clears the selected mark.
+    panel()->view()->setFocus();
+    panel()->view()->setCurrentIndex(shown("sum", 2));
+    QTest::keyClick(panel()->view(), Qt::Key_0);
+    QTRY_COMPARE_WITH_TIMEOUT(at("sum", 2, SamplesModel::VerdictRole).toInt(), 0, kWaitMs);
   }
 
   // A click on trial B's point in Compare's optimisation history: the Samples view shows the
