@@ -253,8 +253,8 @@ QJsonObject RunLifecycle::replannedParams(QJsonObject params, const spec::Replan
                            .arg(oomAttempt)
                            .arg(oomAttempt + 1)
                            .arg(QString::fromStdString(plan.change));
-  const QString before = params.value(QLatin1String("replan")).toString();
-  params[QStringLiteral("replan")] =
+  const QString before = params.value(QLatin1String(kReplanParam)).toString();
+  params[QLatin1String(kReplanParam)] =
       before.isEmpty() ? step : before + QStringLiteral(" | ") + step;
   return params;
 }

@@ -343,7 +343,7 @@ Result<std::vector<StudyTrial>> Study::trials(bool withCurves) {
     t.status = run.status;
     t.attempt = run.attempt;
     t.error = run.error;
-    t.replan = run.params.value(QLatin1String("replan")).toString();
+    t.replan = run.params.value(QLatin1String(backend::kReplanParam)).toString();
     t.trial.number = run.trialNumber.value_or(0);
     t.trial.state = trialStateOf(run.status);
     t.trial.params = paramsFromJson(m_space, run.params);

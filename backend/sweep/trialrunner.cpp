@@ -232,7 +232,7 @@ std::vector<std::string> TrialRunner::planOf(qint64 runId) const {
   auto reader = m_store.reader();
   if (!reader) return plan;
   auto run = reader->run(runId);
-  if (!run || !*run || !(*run)->params.contains(QLatin1String("replan"))) return plan;
+  if (!run || !*run || !(*run)->params.contains(QLatin1String(kReplanParam))) return plan;
   // The fields a replan set (RunLifecycle::replannedParams): never a searched one.
   for (const char* field : spec::kReplanFields) {
     const QJsonValue value = (*run)->params.value(QLatin1String(field));

@@ -221,9 +221,10 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       if (!run->record.error.isEmpty()) return run->record.error;
       // A run replanned after running out of memory (search.on_oom, run --replan-on-oom): which
       // plan ran and why (RunLifecycle::replannedParams).
-      if (index.column() == StatusCol && run->record.params.contains(QLatin1String("replan"))) {
+      if (index.column() == StatusCol &&
+          run->record.params.contains(QLatin1String(backend::kReplanParam))) {
         return tr("Replanned after running out of memory: %1")
-            .arg(run->record.params.value(QLatin1String("replan")).toString());
+            .arg(run->record.params.value(QLatin1String(backend::kReplanParam)).toString());
       }
       if (index.column() == NameCol && !run->note.isEmpty()) return run->note;
       if (index.column() == DiskCol && m_disk.contains(run->record.id)) {
