@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <utility>
 
 namespace shardscope::spec {
 
@@ -120,7 +121,12 @@ Result<Replan> next_plan(const Experiment& ran, const std::vector<std::string>& 
         continue;
       }
       plan.change = joined;
-      for (const auto& [field, value] : set) plan.overrides.push_back(field + "=" + value);
+      for (const auto& [field, value] : set) {
+        std::string o = field;
+        o += '=';
+        o += value;
+        plan.overrides.push_back(std::move(o));
+      }
       return plan;
     }
   }
