@@ -522,6 +522,18 @@ Result<void> parse_scalars(const toml::table& s, SearchSpace& space, const Ctx& 
   if (!t) return t.error();
   if (!g) return g.error();
   if (!resume) return resume.error();
+  if (const toml::node* oom = s.get("on_oom")) {
+    const std::string text = oom->value_or(std::string());
+    if (text == "replan") {
+      space.on_oom = OnOom::replan;
+    } else if (text == "record") {
+      space.on_oom = OnOom::record;
+    } else {
+      return ctx.err("search.on_oom",
+                     "must be \"replan\" (retry an out-of-memory trial in a plan that fits, the "
+                     "default) or \"record\" (end it oom)");
+    }
+  }
   if (*t < 0.0) return ctx.err("search.timeout_s", "must be >= 0 (0 = no limit)");
   if (*g < 0.0) return ctx.err("search.stop_grace_s", "must be >= 0");
   space.seed = static_cast<std::uint64_t>(*seed);
@@ -543,7 +555,7 @@ Result<SearchSpace> parse_section(const toml::table& s, const Ctx& ctx) {
   if (auto r = check_keys(
           s,
           {"name", "sampler", "seed", "n_trials", "timeout_s", "concurrency", "stop_grace_s",
-           "retry_from_checkpoint", "objectives", "pruner", "program", "space"},
+           "retry_from_checkpoint", "on_oom", "objectives", "pruner", "program", "space"},
           "search", ctx);
       !r) {
     return r.error();

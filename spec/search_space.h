@@ -27,6 +27,10 @@ using TrialParams = std::map<std::string, ParamValue>;
 
 enum class ParamType { Float, Int, Categorical, Bool };
 enum class Direction { Minimize, Maximize };
+/// search.on_oom: what a sweep does with a shardtrain trial that ran out of memory. replan: it runs
+/// again with the same values in the next plan of the ladder that fits (spec/replan.h); record:
+/// it ends `oom`.
+enum class OnOom { replan, record };
 
 /// `when = {"lora.enabled" = true}`: the parameter is active when `param` has `value`.
 struct Condition {
@@ -117,6 +121,7 @@ struct SearchSpace {
   double stop_grace_s = 30.0;         // SIGTERM -> SIGKILL delay for a pruned run (default 30)
   bool retry_from_checkpoint = true;  // a retry resumes from the failed attempt's newest
                                       // sharded checkpoint (default true; not after oom/config)
+  OnOom on_oom = OnOom::replan;       // an oom trial: replanned (default) or recorded
   std::vector<Objective> objectives;  // default: `objective`, minimize
   PrunerConfig pruner;                // default none
   std::vector<std::string> program;   // trial program argv; empty = shardtrain

@@ -700,6 +700,8 @@ void MainWindow::applyClone() {
   QStringList refused;
   int set = 0;
   for (auto it = m_cloneParams.constBegin(); it != m_cloneParams.constEnd(); ++it) {
+    // A replanned run's history is no field; the plan's own fields (its micro-batch) are.
+    if (it.key() == QLatin1String(backend::kReplanParam)) continue;
     const QJsonValue v = it.value();
     const QString text = v.isDouble() ? QString::number(v.toDouble(), 'g', 17)
                          : v.isBool() ? QString::fromLatin1(v.toBool() ? "true" : "false")

@@ -78,6 +78,11 @@ void showVerb(const Globals& g, const std::string& runArg) {
             << "world_size: " << run.worldSize << '\n';
   if (run.objective) std::cout << "objective:  " << *run.objective << '\n';
   if (!run.error.isEmpty()) std::cout << "error:      " << run.error.toStdString() << '\n';
+  // Which plan a run replanned after running out of memory ran, and why (its params).
+  if (run.params.contains(QLatin1String(backend::kReplanParam)))
+    std::cout << "replan:     "
+              << run.params.value(QLatin1String(backend::kReplanParam)).toString().toStdString()
+              << '\n';
   if (o["mem_estimate"].isDouble())
     std::cout << "estimate:   " << o["mem_estimate"].toInteger() << " bytes per rank\n";
   const QJsonObject metrics = o["metrics"].toObject();

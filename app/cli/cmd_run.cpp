@@ -26,6 +26,7 @@ struct RunArgs {
   std::string experiment;
   std::vector<std::string> overrides;
   bool detach = false;
+  bool replanOnOom = false;  // an attempt that runs out of memory runs again in the next plan
 };
 
 // Loads and validates through the lifecycle (the demo's data is written first when it is
@@ -130,13 +131,38 @@ int follow(const Globals& g, RunStore& store, backend::RunHandle& handle, const 
   return exitCodeFor(outcome.status);
 }
 
+// --replan-on-oom: while the run's last attempt ran out of memory, its next attempt runs in the
+// next plan of the ladder that fits (RunLifecycle::startReplannedAttempt), followed here like the
+// first; returns the exit code of the last attempt followed. `code` is the first one's.
+int replanWhileOom(const Globals& g, RunStore& store, const RunRecord& run, int code,
+                   qint64 maxSteps, const spec::NotifySection& notify, const QString& notifyDir,
+                   bool attached) {
+  for (;;) {
+    auto reader = orExit(store.reader());
+    const auto last = orExit(reader.run(run.id));
+    if (!last || last->status != spec::RunStatus::oom) return code;
+    auto replanned = backend::RunLifecycle::startReplannedAttempt(store, run.id);
+    if (!replanned) {
+      std::cerr << replanned.message() << '\n';
+      return code;
+    }
+    backend::ReplannedRun& next = *replanned;
+    std::cerr << "run " << run.name.toStdString() << " ran out of memory: attempt "
+              << next.run.attempt << " replans it, " << next.change.toStdString() << " (in "
+              << next.run.runDir.toStdString() << ")\n";
+    code = follow(g, store, *next.handle, next.run, maxSteps, attached, notify, notifyDir,
+                  [&] { orExit(store.setRunLocation(run.id, next.location).get()); });
+  }
+}
+
 void runVerb(const Globals& g, const RunArgs& args) {
   const spec::Experiment exp = loadForRun(g, args);
   const backend::RunLifecycle life = lifecycle(g);
   auto store = openStore(g);
   const QString path = QString::fromStdString(args.experiment);
   if (args.detach) {
-    const backend::StartedRun run = orExit(life.startDetached(*store, exp, path, args.overrides));
+    const backend::StartedRun run =
+        orExit(life.startDetached(*store, exp, path, args.overrides, args.replanOnOom));
     if (!run.warning.empty()) std::cerr << "warning: " << run.warning << '\n';
     if (g.json) {
       printJson({{"id", run.id}, {"name", run.name}, {"run_dir", run.runDir}});
@@ -151,9 +177,12 @@ void runVerb(const Globals& g, const RunArgs& args) {
             << run.runDir.toStdString() << '\n';
   // The location is recorded once this process holds the lease: before that, a concurrent `ls`
   // could take the run for an orphan.
-  throw VerbExit{follow(g, *store, *launched.handle, run, exp.train.max_steps, true, exp.notify,
-                        QFileInfo(path).absolutePath(),
-                        [&] { orExit(store->setRunLocation(run.id, launched.location).get()); })};
+  const int code = follow(g, *store, *launched.handle, run, exp.train.max_steps, true, exp.notify,
+                          QFileInfo(path).absolutePath(),
+                          [&] { orExit(store->setRunLocation(run.id, launched.location).get()); });
+  if (!args.replanOnOom) throw VerbExit{code};
+  throw VerbExit{replanWhileOom(g, *store, run, code, exp.train.max_steps, exp.notify,
+                                QFileInfo(path).absolutePath(), true)};
 }
 
 // `resume RUN`: the run's next attempt from its newest complete checkpoint, detached (a
@@ -172,7 +201,7 @@ void resumeVerb(const Globals& g, const std::string& runArg) {
   throw VerbExit{kExitOk};
 }
 
-void superviseVerb(const Globals& g, const std::string& runArg) {
+void superviseVerb(const Globals& g, const std::string& runArg, bool replanOnOom) {
   auto store = openStore(g);
   auto reader = orExit(store->reader());
   const RunRecord run = findRun(reader, runArg);
@@ -181,7 +210,9 @@ void superviseVerb(const Globals& g, const std::string& runArg) {
   std::cerr << "supervising " << run.name.toStdString() << " (id " << run.id << ") as pid "
             << ::getpid() << std::endl;
   const auto [notify, notifyDir] = recordedNotify(reader, run);
-  throw VerbExit{follow(g, *store, *handle, run, 0, false, notify, notifyDir)};
+  const int code = follow(g, *store, *handle, run, 0, false, notify, notifyDir);
+  if (!replanOnOom) throw VerbExit{code};
+  throw VerbExit{replanWhileOom(g, *store, run, code, 0, notify, notifyDir, false)};
 }
 
 }  // namespace
@@ -196,6 +227,10 @@ void addRunVerbs(CLI::App& app, Globals& g) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_flag("--detach", args->detach,
                 "Print only the run id and leave a supervisor that follows the run");
+  run->add_flag("--replan-on-oom", args->replanOnOom,
+                "An attempt that runs out of memory runs again from the start in the next plan "
+                "that fits: half the micro-batch (same global batch), then activation "
+                "checkpointing, then offloading (docs/cli.md)");
   run->callback([&g, args] { runVerb(g, *args); });
 
   auto resumeArg = std::make_shared<std::string>();
@@ -209,7 +244,11 @@ void addRunVerbs(CLI::App& app, Globals& g) {
       app.add_subcommand("supervise", "Follow a started run to its end (used by run --detach)");
   supervise->group("");  // hidden from --help
   supervise->add_option("RUN", *runArg, "Run id or name")->required();
-  supervise->callback([&g, runArg] { superviseVerb(g, *runArg); });
+  auto superviseReplan = std::make_shared<bool>(false);
+  supervise->add_flag("--replan-on-oom", *superviseReplan,
+                      "Replan an attempt that runs out of memory (run --detach --replan-on-oom)");
+  supervise->callback(
+      [&g, runArg, superviseReplan] { superviseVerb(g, *runArg, *superviseReplan); });
 }
 
 }  // namespace shardscope::cli

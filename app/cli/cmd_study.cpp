@@ -58,7 +58,8 @@ QJsonObject trialJson(const StudyTrial& t) {
                      {"attempt", t.attempt},
                      {"values", valuesJson(t.trial.values)},
                      {"params", search::paramsToJson(t.trial.params)},
-                     {"error", t.error}};
+                     {"error", t.error},
+                     {"replan", t.replan.isEmpty() ? QJsonValue() : QJsonValue(t.replan)}};
 }
 
 std::string paramsText(const search::TrialParams& params) {
@@ -286,6 +287,11 @@ void printSummary(const Study& study, const search::StudySummary& s) {
   }
   for (const auto& p : s.importance) {
     std::printf("importance: %-24s %.3f\n", p.name.c_str(), p.importance);
+  }
+  for (const auto& t : s.trials) {
+    if (t.replan.isEmpty()) continue;
+    std::cout << "replanned:  trial " << t.trial.number << " (" << spec::to_string(t.status)
+              << "): " << t.replan.toStdString() << '\n';
   }
 }
 

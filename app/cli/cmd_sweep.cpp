@@ -64,6 +64,13 @@ void printEvents(backend::SweepLoop& loop) {
                          paramsText(params).c_str());
                      std::fflush(stdout);
                    });
+  QObject::connect(&loop, &backend::SweepLoop::trialReplanned,
+                   [](qint64 number, qint64, int attempt, const QString& change) {
+                     std::printf("trial %lld ran out of memory: attempt %d replans it, %s\n",
+                                 static_cast<long long>(number), attempt,
+                                 change.toStdString().c_str());
+                     std::fflush(stdout);
+                   });
   QObject::connect(&loop, &backend::SweepLoop::trialEnded, [](const backend::TrialOutcome& o) {
     const std::string state = o.stopped ? "stopped" : search::trialStateName(o.state);
     std::printf("trial %lld %s%s%s\n", static_cast<long long>(o.number), state.c_str(),

@@ -128,6 +128,9 @@ int main(int argc, char** argv) {
                    &shardscope::app::RunControl::stop);
   QObject::connect(&window, &shardscope::ui::MainWindow::launchRequested, &control,
                    &shardscope::app::RunControl::launch);
+  QObject::connect(window.builderPanel()->controller(),
+                   &shardscope::ui::BuilderController::replanOnOomChanged, &control,
+                   &shardscope::app::RunControl::setReplanOnOom);
   QObject::connect(&window, &shardscope::ui::MainWindow::resumeRequested, &control,
                    &shardscope::app::RunControl::resume);
   QObject::connect(&window, &shardscope::ui::MainWindow::trialRequested, &control,

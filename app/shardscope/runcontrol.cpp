@@ -15,7 +15,7 @@ namespace shardscope::app {
 namespace {
 
 // Runs in the control thread: the run (or the sweep) is started and handed to its own process.
-QString launchText(const backend::RunLifecycle& life, const QString& path) {
+QString launchText(const backend::RunLifecycle& life, const QString& path, bool replanOnOom) {
   // Read once: a [search] makes it a sweep (its own process reads it then), else a run.
   spec::LoadOptions noPaths;
   noPaths.check_paths = false;
@@ -51,12 +51,14 @@ QString launchText(const backend::RunLifecycle& life, const QString& path) {
   if (!store) {
     return QObject::tr("Could not start %1: %2").arg(path, QString::fromStdString(store.message()));
   }
-  auto run = life.startDetached(**store, *exp, path, {});
+  auto run = life.startDetached(**store, *exp, path, {}, replanOnOom);
   if (!run) {
     return QObject::tr("Could not start %1: %2").arg(path, QString::fromStdString(run.message()));
   }
   if (!run->warning.empty()) qCWarning(lcRunControl, "%s", run->warning.c_str());
-  return QObject::tr("Started run %1 of %2").arg(run->name, path);
+  return replanOnOom ? QObject::tr("Started run %1 of %2 (replanned if it runs out of memory)")
+                           .arg(run->name, path)
+                     : QObject::tr("Started run %1 of %2").arg(run->name, path);
 }
 
 }  // namespace
@@ -154,10 +156,12 @@ void RunControl::resume(qint64 runId, const QString& runName) {
 
 void RunControl::launch(const QString& experimentPath) {
   QMetaObject::invokeMethod(m_context, [this, experimentPath] {
-    const QString text = launchText(m_lifecycle, experimentPath);
+    const QString text = launchText(m_lifecycle, experimentPath, m_replanOnOom.load());
     say(text);
   });
 }
+
+void RunControl::setReplanOnOom(bool on) { m_replanOnOom = on; }
 
 void RunControl::autotune(const QString& experimentPath, const QString& study,
                           const QString& objective, double budgetMinutes, int steps, int warmup) {

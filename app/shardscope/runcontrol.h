@@ -10,6 +10,8 @@
 #include <QObject>
 #include <QThread>
 
+#include <atomic>
+
 #include "backend/lifecycle/runlifecycle.h"
 
 namespace shardscope::app {
@@ -26,6 +28,9 @@ class RunControl : public QObject {
   void stop(qint64 runId, const QString& runName);
   /// Starts the experiment file as a detached run in this run log (a sweep when it has [search]).
   void launch(const QString& experimentPath);
+  /// The builder's Launch option: runs launched from now replan an attempt that runs out of
+  /// memory (RunLifecycle::startDetached's replanOnOom; a sweep follows search.on_oom).
+  void setReplanOnOom(bool on);
   /// Resumes a stopped or failed run from its newest checkpoint (a new attempt, detached).
   void resume(qint64 runId, const QString& runName);
   /// Pauses, resumes or stops the sweep of study `studyId` (named `name` in messages).
@@ -61,6 +66,7 @@ class RunControl : public QObject {
   QObject* m_context = nullptr;  // lives in m_thread; owns the handles being stopped
   backend::RunLifecycle m_lifecycle;
   int m_graceS;
+  std::atomic<bool> m_replanOnOom{false};
 };
 
 }  // namespace shardscope::app

@@ -149,10 +149,11 @@ Result<void> RunLifecycle::stop(QObject* context, qint64 runId, int graceS) cons
   return ok();
 }
 
-Result<qint64> RunLifecycle::spawnSupervisor(const RunRecord& run) const {
+Result<qint64> RunLifecycle::spawnSupervisor(const RunRecord& run, bool replanOnOom) const {
   const QString id = QString::number(run.id);
-  auto pid = spawnDetached({m_settings.supervisor, QStringLiteral("supervise"), id},
-                           QDir(run.runDir).filePath("supervisor.log"));
+  QStringList argv{m_settings.supervisor, QStringLiteral("supervise"), id};
+  if (replanOnOom) argv << QStringLiteral("--replan-on-oom");
+  auto pid = spawnDetached(argv, QDir(run.runDir).filePath("supervisor.log"));
   if (!pid) return fail("the supervisor of run " + id.toStdString() + ": " + pid.message());
   return pid;
 }

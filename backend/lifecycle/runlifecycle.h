@@ -23,6 +23,7 @@
 #include "backend/store/runrecords.h"
 #include "backend/store/runstore.h"
 #include "spec/experiment.h"
+#include "spec/replan.h"
 #include "spec/result.h"
 #include "spec/status.h"
 
@@ -74,6 +75,15 @@ struct LaunchedRun {
   RunRecord run;
   std::unique_ptr<RunHandle> handle;
   QJsonObject location;  ///< handle->location().toJson(), for RunStore::setRunLocation
+};
+
+/// A run's next attempt in another plan after it ran out of memory
+/// (RunLifecycle::startReplannedAttempt).
+struct ReplannedRun {
+  RunRecord run;  ///< as the new attempt starts (attempt, run directory, params)
+  std::unique_ptr<RunHandle> handle;
+  QJsonObject location;  ///< handle->location().toJson(), for RunStore::setRunLocation
+  QString change;        ///< what the plan changed (spec::Replan::change)
 };
 
 /// What one attempt of a run gets besides its experiment (RunLifecycle::startAttempt).
@@ -211,9 +221,12 @@ class RunLifecycle {
   /// launch(), then records the location, starts the supervisor and waits (supervisorWaitMs)
   /// until it holds the run's lease: once this returns no other process takes it for an orphan.
   /// Starts nothing when the supervisor is not an executable.
+  /// `replanOnOom`: the supervisor replans an attempt that runs out of memory
+  /// (startReplannedAttempt; `supervise RUN --replan-on-oom`).
   [[nodiscard]] Result<StartedRun> startDetached(RunStore& store, const spec::Experiment& exp,
                                                  const QString& experimentPath,
-                                                 const std::vector<std::string>& overrides) const;
+                                                 const std::vector<std::string>& overrides,
+                                                 bool replanOnOom = false) const;
 
   /// Resumes run `runId` (outside a sweep; it ended stopped, failed or oom) from the newest
   /// complete sharded checkpoint of its last attempt: a new attempt of the same run, in a fresh
@@ -221,6 +234,20 @@ class RunLifecycle {
   /// --resume CKPT`, followed by a new supervisor. Its curve goes on from the checkpoint's step.
   /// Fails, starting nothing, when the run has no complete checkpoint (start it again instead).
   [[nodiscard]] Result<StartedRun> resumeDetached(RunStore& store, qint64 runId) const;
+
+  /// A run's parameters once attempt `oomAttempt` ran out of memory and the next runs `plan`
+  /// (RunStore::beginReplannedAttempt): `params` with the plan's fields (numbers and booleans as
+  /// JSON) and `replan`, the history of its plans ("attempt 0 ran out of memory; attempt 1:
+  /// CHANGE", several joined with " | "). The runs table, Compare and `study show` read it.
+  [[nodiscard]] static QJsonObject replannedParams(QJsonObject params, const spec::Replan& plan,
+                                                   int oomAttempt);
+  /// `run --replan-on-oom` (and the builder's Launch option): run `runId` (outside a sweep), whose
+  /// last attempt ran out of memory, runs again from the start in the next plan of the ladder that
+  /// fits (spec::next_plan on its trial.toml, held against budget the host check finds): a new
+  /// attempt of the same run in `<run dir>-replan-<attempt>`, its params saying which plan runs
+  /// and why. The caller follows the handle and records the location. Fails, starting nothing,
+  /// when no plan is left (the error says why each was passed over).
+  [[nodiscard]] static Result<ReplannedRun> startReplannedAttempt(RunStore& store, qint64 runId);
 
   /// Starts `<supervisor> sweep EXP [--name STUDY]` in its own session, the run log in its
   /// environment (kDbEnvironmentVariable, never the command line), its output
@@ -251,7 +278,9 @@ class RunLifecycle {
 
   /// Starts `<supervisor> supervise RUN` (SHARDSCOPE_DB) in its own session (double fork, a child
   /// of init) with its output appended to `<run dir>/supervisor.log`; returns its pid.
-  [[nodiscard]] Result<qint64> spawnSupervisor(const RunRecord& run) const;
+  /// `replanOnOom` adds --replan-on-oom.
+  [[nodiscard]] Result<qint64> spawnSupervisor(const RunRecord& run,
+                                               bool replanOnOom = false) const;
 
   /// For each live run (not final, started) of this host (RunRecord::host) that no live process
   /// follows (no lease, a dead holder on this machine, or a stale heartbeat), starts a

@@ -15,6 +15,7 @@
 #include "backend/launch/programlauncher.h"
 #include "backend/lifecycle/demodata.h"
 #include "backend/lifecycle/runlifecycle.h"
+#include "backend/ssh/hostcheck.h"
 #include "spec/experiment_query.h"
 #include "spec/search_space.h"
 
@@ -164,14 +165,15 @@ Result<LaunchedRun> RunLifecycle::launch(RunStore& store, const spec::Experiment
 
 Result<StartedRun> RunLifecycle::startDetached(RunStore& store, const spec::Experiment& exp,
                                                const QString& experimentPath,
-                                               const std::vector<std::string>& overrides) const {
+                                               const std::vector<std::string>& overrides,
+                                               bool replanOnOom) const {
   if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
   auto launched = launch(store, exp, experimentPath, overrides);
   if (!launched) return launched.error();
   const RunRecord& run = launched->run;
   if (auto r = store.setRunLocation(run.id, launched->location).get(); !r) return r.error();
   store.flush();
-  auto supervisor = spawnSupervisor(run);
+  auto supervisor = spawnSupervisor(run, replanOnOom);
   if (!supervisor) return supervisor.error();
   StartedRun started{run.id, run.name, run.runDir, *supervisor, {}};
   started.warning = waitForSupervisor(store, run.id, *supervisor);
@@ -230,6 +232,77 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
   StartedRun started{runId, run.name, run.runDir, *supervisor, {}};
   started.warning = waitForSupervisor(store, runId, *supervisor);
   return started;
+}
+
+QJsonObject RunLifecycle::replannedParams(QJsonObject params, const spec::Replan& plan,
+                                          int oomAttempt) {
+  for (const std::string& o : plan.overrides) {
+    const QString text = QString::fromStdString(o);
+    const qsizetype eq = text.indexOf(QLatin1Char('='));
+    const QString field = text.left(eq);
+    const QString value = text.mid(eq + 1);
+    bool number = false;
+    const qint64 n = value.toLongLong(&number);
+    if (value == QLatin1String("true") || value == QLatin1String("false")) {
+      params[field] = value == QLatin1String("true");
+    } else {
+      params[field] = number ? QJsonValue(n) : QJsonValue(value);
+    }
+  }
+  const QString step = QStringLiteral("attempt %1 ran out of memory; attempt %2: %3")
+                           .arg(oomAttempt)
+                           .arg(oomAttempt + 1)
+                           .arg(QString::fromStdString(plan.change));
+  const QString before = params.value(QLatin1String(kReplanParam)).toString();
+  params[QLatin1String(kReplanParam)] =
+      before.isEmpty() ? step : before + QStringLiteral(" | ") + step;
+  return params;
+}
+
+Result<ReplannedRun> RunLifecycle::startReplannedAttempt(RunStore& store, qint64 runId) {
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  auto found = reader->run(runId);
+  if (!found) return found.error();
+  if (!*found) return fail("run " + std::to_string(runId) + " is not in the run log");
+  const RunRecord before = **found;
+  const std::string label = "run " + before.name.toStdString();
+  if (before.studyId) return fail(label + " is a trial of a sweep: search.on_oom replans it");
+  auto ran = spec::load_experiment(QDir(before.runDir).filePath("trial.toml").toStdString(), {},
+                                   spec::LoadOptions{false});
+  if (!ran) return fail(label + ": " + ran.message());
+  spec::DeviceBudget budget;  // unknown (0 bytes): every plan fits
+  if (ran->launch.device_memory_gib > 0 || ran->launch.kind == spec::LaunchKind::slurm) {
+    if (auto b = spec::device_budget(*ran, {})) budget = *b;
+  } else if (auto detected = detectMemory(ran->launch)) {
+    if (auto b = spec::device_budget(*ran, *detected)) budget = *b;
+  }
+  auto plan = spec::next_plan(*ran, {}, budget);
+  if (!plan) return fail(label + " ran out of memory and is not replanned: " + plan.message());
+  const QJsonObject params = replannedParams(before.params, *plan, before.attempt);
+  auto attempt = store.beginReplannedAttempt(runId, params).get();
+  if (!attempt) return attempt.error();
+  QString base = before.runDir;
+  if (const qsizetype cut = base.lastIndexOf(QStringLiteral("-replan-")); cut > 0)
+    base.truncate(cut);
+  ReplannedRun out;
+  out.run = before;
+  out.run.attempt = *attempt;
+  out.run.params = params;
+  out.run.status = spec::RunStatus::running;
+  out.run.error.clear();
+  out.run.runDir = base + QStringLiteral("-replan-%1").arg(*attempt);
+  out.change = QString::fromStdString(plan->change);
+  const auto failRun = [&](const std::string& why) -> Error {
+    (void)store.setRunStatus(runId, spec::RunStatus::failed, QString::fromStdString(why)).get();
+    return fail(label + ": " + why);
+  };
+  if (auto r = store.setRunDir(runId, out.run.runDir).get(); !r) return failRun(r.message());
+  auto handle = startAttempt(store, out.run, plan->experiment);
+  if (!handle) return failRun(handle.message());
+  out.location = (*handle)->location().toJson();
+  out.handle = std::move(*handle);
+  return out;
 }
 
 Result<spec::Experiment> RunLifecycle::experimentForTrial(const spec::Experiment& base,

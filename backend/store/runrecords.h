@@ -105,6 +105,11 @@ struct NewRun {
   int worldSize = 0;
 };
 
+/// The key of a run's params that says which plans it ran in after running out of memory, and
+/// why (RunLifecycle::replannedParams; search.on_oom, run --replan-on-oom): no experiment field,
+/// so neither a clone nor a plot axis takes it.
+inline constexpr char kReplanParam[] = "replan";
+
 /// One run (a trial) as the store knows it.
 struct RunRecord {
   qint64 id = 0;

@@ -159,6 +159,12 @@ class RunStore : public QObject {
   /// checkpoint's step. Returns the new attempt; fails naming the run when it is a trial (its
   /// sweep retries it), still running, or complete.
   Pending<int> beginResumedAttempt(qint64 runId);
+  /// Starts the next attempt of a run (a trial or not) whose attempt ran out of memory, in another
+  /// plan (spec/replan.h): attempt + 1, running, error, objectives and end time cleared, an empty
+  /// curve (the plan starts over), and `params` as its parameters (the sampled values or
+  /// overrides, the plan's fields and its `replan` description), so the run log says which plan
+  /// ran and why. Returns the new attempt; fails naming the run when it is not running or oom.
+  Pending<int> beginReplannedAttempt(qint64 runId, const QJsonObject& params);
   /// Ends a queued or running trial with a final `status`, its objective values (one per
   /// objective; may be empty) and `error`, in one transaction; fails naming the trial when it
   /// already ended (a second tell).

@@ -373,6 +373,44 @@ RunStore::Pending<int> RunStore::beginResumedAttempt(qint64 runId) {
   });
 }
 
+RunStore::Pending<int> RunStore::beginReplannedAttempt(qint64 runId, const QJsonObject& params) {
+  return submit<int>(1, [runId, params](WriteContext& context) -> Result<int> {
+    auto stmt = context.statement("SELECT attempt, status FROM runs WHERE id = ?1");
+    if (!stmt) return stmt.error();
+    Statement& select = **stmt;
+    if (auto r = select.bindInt64(1, runId); !r) return r.error();
+    auto row = select.step();
+    if (!row) return row.error();
+    if (!*row) {
+      select.reset();
+      return fail("run " + std::to_string(runId) + " is not in the run log");
+    }
+    const int attempt = static_cast<int>(select.columnInt64(0));
+    const std::string status = select.columnText(1);
+    select.reset();
+    // The monitor may have recorded the attempt's end (oom) before its follower replans it.
+    if (status != "running" && status != "oom") {
+      return fail("run " + std::to_string(runId) + " is " + status +
+                  ": only a run that ran out of memory is replanned");
+    }
+    auto update = context.statement(
+        "UPDATE runs SET status = 'running', attempt = attempt + 1, error = '', objective = NULL, "
+        "objective_values = NULL, params = ?2, started_at = ?3, ended_at = NULL WHERE id = ?1");
+    if (!update) return update.error();
+    if (auto r = (*update)->bindInt64(1, runId); !r) return r.error();
+    if (auto r = (*update)->bindText(2, storesql::compactJson(params)); !r) return r.error();
+    if (auto r = (*update)->bindDouble(3, spec::unix_time_now()); !r) return r.error();
+    if (auto r = execute(**update); !r) return r.error();
+    if (auto r = runWithId(context, "DELETE FROM params WHERE run_id = ?1", runId); !r)
+      return r.error();
+    if (auto r = storesql::insertParams(context, runId, params); !r) return r.error();
+    if (auto r = trimRetriedCurve(context, runId, attempt, false); !r) return r.error();
+    context.changes().runs = true;
+    context.changes().studies = true;
+    return attempt + 1;
+  });
+}
+
 RunStore::Pending<void> RunStore::setStudyControl(qint64 studyId, StudyControl control) {
   return submit<void>(1, [studyId, control](WriteContext& context) -> Result<void> {
     auto stmt =

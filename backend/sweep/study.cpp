@@ -197,7 +197,8 @@ Study& Study::operator=(Study&&) noexcept = default;
 Study::~Study() = default;
 
 bool Study::overridableOnExistingStudy(const std::string& key) {
-  return key == "search.concurrency" || key == "search.timeout_s" || key == "search.stop_grace_s";
+  return key == "search.concurrency" || key == "search.timeout_s" || key == "search.stop_grace_s" ||
+         key == "search.on_oom";
 }
 
 Result<void> Study::checkOverrides(const spec::Experiment& effective,
@@ -215,7 +216,8 @@ Result<void> Study::checkOverrides(const spec::Experiment& effective,
     message += before.empty() ? std::string("(unset)") : before;
     message +=
         "; an existing study's search space is fixed (only search.concurrency, "
-        "search.timeout_s and search.stop_grace_s may change): drop the override, or "
+        "search.timeout_s, search.stop_grace_s and search.on_oom may change): drop the override, "
+        "or "
         "start a new study with --name";
     return fail(message);
   }
@@ -341,6 +343,7 @@ Result<std::vector<StudyTrial>> Study::trials(bool withCurves) {
     t.status = run.status;
     t.attempt = run.attempt;
     t.error = run.error;
+    t.replan = run.params.value(QLatin1String(backend::kReplanParam)).toString();
     t.trial.number = run.trialNumber.value_or(0);
     t.trial.state = trialStateOf(run.status);
     t.trial.params = paramsFromJson(m_space, run.params);

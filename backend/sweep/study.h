@@ -60,6 +60,9 @@ struct StudyTrial {
   spec::RunStatus status = spec::RunStatus::queued;  // the run's own status
   int attempt = 0;
   QString error;  // why it failed (empty otherwise)
+  /// Its plans after running out of memory (search.on_oom = "replan"): the `replan` entry of its
+  /// run's params (RunLifecycle::replannedParams); empty when it ran in the experiment's plan.
+  QString replan;
 };
 
 /// Trials per state.

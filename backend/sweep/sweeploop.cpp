@@ -27,6 +27,7 @@ search::SearchSpace sweepSpace(const Study& study, const search::SearchSpace& ef
     if (key == "search.concurrency") space.concurrency = effective.concurrency;
     if (key == "search.timeout_s") space.timeout_s = effective.timeout_s;
     if (key == "search.stop_grace_s") space.stop_grace_s = effective.stop_grace_s;
+    if (key == "search.on_oom") space.on_oom = effective.on_oom;
   }
   return space;
 }
@@ -122,6 +123,7 @@ SweepLoop::SweepLoop(RunStore& store, search::Study study, const SweepInput& inp
     fill();
   });
   connect(&m_control, &SweepControl::trialRequestHandled, this, &SweepLoop::trialRequestHandled);
+  connect(&m_runner, &TrialRunner::trialReplanned, this, &SweepLoop::trialReplanned);
   m_runner.setPruneCallback(
       [this](qint64 number, qint64 step, double value) { return judge(number, step, value); });
   connect(&m_scheduler, &Scheduler::trialFinished, this, [this](const TrialOutcome& outcome) {

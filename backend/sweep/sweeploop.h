@@ -101,6 +101,8 @@ class SweepLoop : public QObject {
  signals:
   /// A trial was asked for and queued (`attempt` > 0: a retry of a failed or lost trial).
   void trialStarting(qint64 number, int attempt, const shardscope::search::TrialParams& params);
+  /// A trial ran out of memory and runs again in another plan (TrialRunner::trialReplanned).
+  void trialReplanned(qint64 number, qint64 runId, int attempt, const QString& change);
   /// A trial ended (stopped by the user, or the state the study recorded).
   void trialEnded(const shardscope::backend::TrialOutcome& outcome);
   /// A trial could not even be recorded (the run log refused it).

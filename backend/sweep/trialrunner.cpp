@@ -34,6 +34,7 @@
 #include "spec/estimate.h"
 #include "spec/events.h"
 #include "spec/experiment_query.h"
+#include "spec/replan.h"
 #include "spec/search_names.h"
 
 Q_LOGGING_CATEGORY(lcTrialRunner, "shardscope.search.trialrunner")
@@ -178,9 +179,12 @@ struct TrialRunner::Running {
   std::map<std::string, double> lastEval;       // "eval.loss" -> value at the last evaluation
   std::map<std::int64_t, double> intermediate;  // step -> first objective's eval value
   bool pruned = false;
-  bool stopped = false;  // TrialRunner::stop: the user's stop, not a failure
-  int recordTries = 0;   // tries to judge and record its end that the run log could not take
-  bool ended = false;    // its monitor has finished: evals are read, no longer reported
+  bool stopped = false;        // TrialRunner::stop: the user's stop, not a failure
+  int recordTries = 0;         // tries to judge and record its end that the run log could not take
+  bool ended = false;          // its monitor has finished: evals are read, no longer reported
+  search::TrialParams params;  // its sampled values
+  std::optional<spec::Experiment> exp;  // as launched, in its current plan (shardtrain trials)
+  QString startError;    // why its replanned attempt did not start (then it has no follower)
   bool spawned = false;  // its launcher started its ranks (launch() got that far)
 };
 
@@ -218,14 +222,34 @@ bool TrialRunner::runsHere() const {
   return programTrials() || !m_base || m_base->launch.kind == spec::LaunchKind::local;
 }
 
-Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params) const {
+Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params,
+                                                    const std::vector<std::string>& plan) const {
   if (!m_base) return fail(m_baseError);
   // The trial's values on the parsed experiment (which holds the sweep's own overrides).
   std::vector<std::string> overrides;
   if (!programTrials()) {  // a program's parameters are its own, not experiment fields
     for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
+    overrides.insert(overrides.end(), plan.begin(), plan.end());
   }
   return RunLifecycle::experimentForTrial(*m_base, overrides, programTrials(), m_options.trainer);
+}
+
+Result<std::vector<std::string>> TrialRunner::planOf(qint64 runId) const {
+  std::vector<std::string> plan;
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  auto run = reader->run(runId);
+  if (!run) return run.error();
+  if (!*run || !(*run)->params.contains(QLatin1String(kReplanParam))) return plan;
+  // The fields a replan set (RunLifecycle::replannedParams): never a searched one.
+  for (const char* field : spec::kReplanFields) {
+    const QJsonValue value = (*run)->params.value(QLatin1String(field));
+    if (value.isUndefined() || m_space.index_of(field) >= 0) continue;
+    plan.push_back(std::string(field) + "=" +
+                   (value.isBool() ? std::string(value.toBool() ? "true" : "false")
+                                   : std::to_string(value.toInteger())));
+  }
+  return plan;
 }
 
 Result<spec::DeviceBudget> TrialRunner::budgetOf(const spec::Experiment& exp) const {
@@ -284,7 +308,39 @@ Result<qint64> TrialRunner::start(qint64 number, const search::TrialParams& para
 
 void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialParams& params,
                                int tries) {
-  auto exp = experimentFor(params);
+  // Refused by the run log before a rank started, with an error that may pass: the attempt has
+  // not begun, so it waits (holding its slot and the asker's lease) instead of failing and using
+  // one of the study's retries. False: it may not wait (any more).
+  const auto waited = [&](const Error& error) {
+    if (error.permanent || tries >= kMaxLaunchTries) return false;
+    const int delayMs = std::min(kLaunchRetryMs << std::min(tries, 10), kMaxLaunchRetryMs);
+    qCWarning(lcTrialRunner).noquote()
+        << "trial" << number << "waits for the run log to launch:" << error.message.c_str()
+        << QStringLiteral("(try %1; the next in %2 s)").arg(tries + 1).arg(delayMs / 1000.0);
+    m_waiting[number] = Waiting{runId, params, tries + 1, false};
+    QTimer::singleShot(delayMs, this, [this, number] {
+      const auto it = m_waiting.find(number);
+      if (it == m_waiting.end()) return;
+      Waiting waiting = std::move(it->second);
+      m_waiting.erase(it);
+      if (waiting.stopped) {
+        finishEarly(number, waiting.runId, TrialState::Failed,
+                    QStringLiteral("stopped by the user before it launched"), true);
+        return;
+      }
+      launchOrWait(number, waiting.runId, waiting.params, waiting.tries);
+    });
+    return true;
+  };
+  // A replanned trial launches in its plan, never in the first one because the run log that
+  // holds the plan could not be read.
+  auto plan = planOf(runId);
+  if (!plan) {
+    if (!waited(plan.error()))
+      finishEarly(number, runId, TrialState::Failed, QString::fromStdString(plan.message()));
+    return;
+  }
+  auto exp = experimentFor(params, *plan);
   if (!exp) {
     finishEarly(number, runId, TrialState::Failed, QString::fromStdString(exp.message()));
     return;
@@ -296,31 +352,11 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
   auto trial = std::make_unique<Running>();
   trial->number = number;
   trial->runId = runId;
+  trial->params = params;
+  if (!programTrials()) trial->exp = *exp;
   if (auto launched = launch(*trial, *exp, params); !launched) {
-    // Refused by the run log before a rank started, with an error that may pass: the attempt
-    // has not begun, so it waits (holding its slot and the asker's lease) instead of failing
-    // and using one of the study's retries.
-    if (!trial->spawned && !launched.error().permanent && tries < kMaxLaunchTries) {
-      const int delayMs = std::min(kLaunchRetryMs << std::min(tries, 10), kMaxLaunchRetryMs);
-      qCWarning(lcTrialRunner).noquote()
-          << "trial" << number << "waits for the run log to launch:" << launched.message().c_str()
-          << QStringLiteral("(try %1; the next in %2 s)").arg(tries + 1).arg(delayMs / 1000.0);
-      m_waiting[number] = Waiting{runId, params, tries + 1, false};
-      QTimer::singleShot(delayMs, this, [this, number] {
-        const auto it = m_waiting.find(number);
-        if (it == m_waiting.end()) return;
-        Waiting waiting = std::move(it->second);
-        m_waiting.erase(it);
-        if (waiting.stopped) {
-          finishEarly(number, waiting.runId, TrialState::Failed,
-                      QStringLiteral("stopped by the user before it launched"), true);
-          return;
-        }
-        launchOrWait(number, waiting.runId, waiting.params, waiting.tries);
-      });
-      return;
-    }
-    finishEarly(number, runId, TrialState::Failed, QString::fromStdString(launched.message()));
+    if (trial->spawned || !waited(launched.error()))
+      finishEarly(number, runId, TrialState::Failed, QString::fromStdString(launched.message()));
     return;
   }
   if (tries > 0) {
@@ -440,6 +476,13 @@ Result<void> TrialRunner::attach(qint64 number, qint64 runId) {
   // needs no argv, so the attach is the lifecycle's, as for a shardtrain trial.
   auto handle = RunLifecycle::attach(**run, std::max(0, int(std::ceil(m_space.stop_grace_s))));
   if (!handle) return handle.error();
+  if (!programTrials()) {  // what it runs, in its plan, for a replan (search.on_oom)
+    spec::LoadOptions noPaths;
+    noPaths.check_paths = false;
+    auto ran = spec::load_experiment(
+        QDir((*run)->runDir).filePath(QStringLiteral("trial.toml")).toStdString(), {}, noPaths);
+    if (ran) trial->exp = std::move(*ran);
+  }
   if (auto followed = follow(*trial, std::move(*handle)); !followed) return followed;
   // What it evaluated while nobody followed it is history, already judged by the dead sweep.
   readEvals(*trial, false);
@@ -549,13 +592,16 @@ void TrialRunner::onMonitorFinished(qint64 number) {
   outcome.number = number;
   outcome.runId = running.runId;
   outcome.intermediate = running.intermediate;
-  outcome.ranks = running.follower->ranks();
+  if (running.follower) outcome.ranks = running.follower->ranks();
   // The verdict and its record need the run log. One it cannot reach now (a lost server, a full
   // disk) is waited for, with a backoff, before the trial is reported ended: a result recorded
   // as failed or not at all while the sweep prints it complete would be lost.
   std::string unreachable;
   if (auto judged = judge(running, outcome); !judged) {
     unreachable = judged.message();
+  } else if (outcome.state == TrialState::Oom && m_space.on_oom == spec::OnOom::replan &&
+             running.exp && !running.pruned && !running.stopped && replan(running, outcome)) {
+    return;  // the same trial goes on in its next plan
   } else if (auto recorded = recordOutcome(running, outcome); !recorded) {
     unreachable = recorded.message();
   }
@@ -585,6 +631,53 @@ void TrialRunner::onMonitorFinished(qint64 number) {
                                          .data()
                                   << outcome.error;
   emit trialFinished(outcome);
+}
+
+bool TrialRunner::replan(Running& trial, TrialOutcome& outcome) {
+  std::vector<std::string> searched;
+  for (const search::Param& p : m_space.params) searched.push_back(p.name);
+  auto budget = budgetOf(*trial.exp);
+  auto plan = spec::next_plan(*trial.exp, searched, budget ? *budget : spec::DeviceBudget{});
+  const auto notReplanned = [&](const std::string& why) {
+    outcome.error += (outcome.error.isEmpty() ? QString() : QStringLiteral("; ")) +
+                     QStringLiteral("not replanned: ") + QString::fromStdString(why);
+    qCInfo(lcTrialRunner).noquote() << "trial" << trial.number << "not replanned:" << why.c_str();
+    return false;
+  };
+  if (!plan) return notReplanned(plan.message());
+  auto reader = m_store.reader();
+  if (!reader) return notReplanned(reader.message());
+  auto run = reader->run(trial.runId);
+  if (!run || !*run) return notReplanned(run ? "the run is not in the run log" : run.message());
+  const int oomAttempt = (*run)->attempt;
+  const QJsonObject params = RunLifecycle::replannedParams((*run)->params, *plan, oomAttempt);
+  auto attempt = m_store.beginReplannedAttempt(trial.runId, params).get();
+  if (!attempt) return notReplanned(attempt.message());
+  // The attempt that ran out of memory is over: a fresh follower, reader and history.
+  const QString change = QString::fromStdString(plan->change);
+  qCInfo(lcTrialRunner).noquote() << "trial" << trial.number << "ran out of memory; attempt"
+                                  << *attempt << "runs" << change;
+  QObject::disconnect(&trial.evalTimer, nullptr, this, nullptr);
+  trial.follower.reset();
+  trial.evalOffset = 0;
+  trial.lastEval.clear();
+  trial.intermediate.clear();
+  trial.recordTries = 0;
+  trial.ended = false;
+  trial.exp = plan->experiment;
+  if (auto launched = launch(trial, *trial.exp, trial.params); !launched) {
+    outcome.state = TrialState::Failed;
+    outcome.intermediate.clear();
+    outcome.ranks.clear();
+    trial.follower.reset();
+    trial.startError = QStringLiteral("its replanned attempt %1 (%2) did not start: %3")
+                           .arg(*attempt)
+                           .arg(change, QString::fromStdString(launched.message()));
+    outcome.error = trial.startError;
+    return false;
+  }
+  emit trialReplanned(trial.number, trial.runId, *attempt, change);
+  return true;
 }
 
 // Stores the judged outcome: the run's status, error and objectives. An error that may pass
@@ -642,6 +735,10 @@ std::optional<double> TrialRunner::objectiveValue(const Running& trial, std::siz
 // The trial's verdict (see the top of this file).
 Result<void> TrialRunner::judge(Running& trial, TrialOutcome& outcome) {
   outcome.state = TrialState::Failed;
+  if (!trial.follower) {  // a replanned attempt that did not start
+    outcome.error = trial.startError;
+    return ok();
+  }
   if (trial.pruned) {
     outcome.state = TrialState::Pruned;
     return ok();

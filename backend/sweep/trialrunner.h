@@ -134,6 +134,9 @@ class TrialRunner : public QObject {
  signals:
   void trialStarted(qint64 number, qint64 runId);
   void trialFinished(const shardscope::backend::TrialOutcome& outcome);
+  /// Trial `number`'s attempt `attempt - 1` ran out of memory and attempt `attempt` runs again
+  /// with the same values in another plan (search.on_oom = "replan"); `change` says what changed.
+  void trialReplanned(qint64 number, qint64 runId, int attempt, const QString& change);
   /// Trial `number`'s run wrote no event for `silentS` seconds while its ranks live.
   void trialStalled(qint64 number, qint64 runId, double silentS);
 
@@ -148,7 +151,12 @@ class TrialRunner : public QObject {
   };
 
   Result<qint64> createRun(qint64 number, const search::TrialParams& params);
-  Result<spec::Experiment> experimentFor(const search::TrialParams& params) const;
+  /// The experiment of a trial with `params`, in the plan `plan` ("field=value" overrides).
+  Result<spec::Experiment> experimentFor(const search::TrialParams& params,
+                                         const std::vector<std::string>& plan = {}) const;
+  /// The plan a replan recorded on run `runId` (its params' plan fields), for a retry of it.
+  /// The run log's error when it cannot be read now.
+  Result<std::vector<std::string>> planOf(qint64 runId) const;
   std::optional<QString> infeasibility(const spec::Experiment& exp) const;
   /// The per-rank budget `exp`'s trial is held against (budgetFor's rules); the detection of
   /// the target host's memory runs once per launch target.
@@ -163,6 +171,10 @@ class TrialRunner : public QObject {
   Result<void> follow(Running& trial, std::unique_ptr<RunHandle> handle);
   void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
+  /// search.on_oom = "replan": starts the trial's next attempt in the next plan that fits
+  /// (spec::next_plan); true when it runs. False, with why in `outcome.error`, when no plan is
+  /// left or the attempt could not start (then `outcome` is the trial's end).
+  bool replan(Running& trial, TrialOutcome& outcome);
   /// The trial's verdict into `outcome`; an error (that may pass) when the run log cannot be
   /// read now.
   Result<void> judge(Running& trial, TrialOutcome& outcome);

@@ -69,6 +69,24 @@ class TestSearchSchema : public QObject {
                                       "tpe, random, grid, qmc, cmaes, nsga2, gp"));
   }
 
+  // search.on_oom: "replan" by default, "record" keeps an out-of-memory trial's end; anything
+  // else is refused naming the field and both values.
+  void onOomReplansByDefault() {
+    auto s = spaceOf({});
+    QVERIFY2(s.ok(), s.ok() ? "" : s.message().c_str());
+    QVERIFY(s->on_oom == OnOom::replan);
+    auto record = spaceOf({"search.on_oom=\"record\""});
+    QVERIFY2(record.ok(), record.ok() ? "" : record.message().c_str());
+    QVERIFY(record->on_oom == OnOom::record);
+    auto bad = parse_search_space(
+        "[search]\non_oom = \"retry\"\n[search.space.\"lora.enabled\"]\ntype = \"bool\"\n",
+        "exp.toml");
+    QVERIFY(!bad.ok());
+    QVERIFY2(bad.message().rfind("exp.toml: search.on_oom: must be \"replan\"", 0) == 0 &&
+                 bad.message().find("\"record\"") != std::string::npos,
+             bad.message().c_str());
+  }
+
   // Loading the experiment validates [search] like every other section: a bad value is refused
   // at the line that holds it (not at sweep time), with the field and the fix.
   void loadRefusesBadSearchAtItsLine() {

@@ -309,6 +309,12 @@ void BuilderController::requestLaunch() {
   emit launchRequested(m_path);
 }
 
+void BuilderController::setReplanOnOom(bool on) {
+  if (on == m_replanOnOom) return;
+  m_replanOnOom = on;
+  emit replanOnOomChanged(on);
+}
+
 }  // namespace shardscope::ui
 
 namespace shardscope::ui {

@@ -70,6 +70,11 @@ class BuilderController : public QObject {
   int issueCount() const;
   /// False while any validation message stands.
   bool launchAllowed() const { return m_launchAllowed; }
+  /// The Launch option "Replan on out-of-memory": a run (not a sweep: search.on_oom) whose attempt
+  /// runs out of memory runs again in the next plan that fits (shardscope-cli run
+  /// --replan-on-oom). Off by default.
+  bool replanOnOom() const { return m_replanOnOom; }
+  void setReplanOnOom(bool on);
   /// Runs validation now (normally debounced after edits).
   void validateNow();
 
@@ -94,6 +99,7 @@ class BuilderController : public QObject {
   void editRejected(const QString& path, const QString& message);
   void issuesChanged();
   void launchAllowedChanged(bool allowed);
+  void replanOnOomChanged(bool on);
   /// The user asked to run the saved experiment file `path` (an unsaved experiment is saved
   /// first, to $XDG_DATA_HOME/shardscope/experiments).
   void launchRequested(const QString& path);
@@ -114,6 +120,7 @@ class BuilderController : public QObject {
   QTimer m_validateTimer;
   QMap<QString, QStringList> m_issues;
   bool m_launchAllowed = true;
+  bool m_replanOnOom = false;
 };
 
 }  // namespace shardscope::ui

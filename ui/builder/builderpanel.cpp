@@ -204,9 +204,18 @@ QWidget* BuilderPanel::buildToolbar() {
   m_autotune->setToolTip(
       tr("Measure short runs of the sharding and batching setups that fit and find the fastest "
          "(shardscope-cli autotune); the options are on the Autotune tab"));
+  m_replanOnOom = new QCheckBox(tr("Replan on out-of-memory"), bar);
+  m_replanOnOom->setChecked(m_controller->replanOnOom());
+  m_replanOnOom->setToolTip(
+      tr("A run whose attempt runs out of memory runs again from the start in the next plan "
+         "that fits, with the same global batch and loss: half the micro-batch, then activation "
+         "checkpointing, then offloading the optimizer, then the parameters (shardscope-cli run "
+         "--replan-on-oom). A sweep follows search.on_oom instead"));
   row->addStretch();
   row->addWidget(m_autotune);
+  row->addWidget(m_replanOnOom);
   row->addWidget(m_launch);
+  connect(m_replanOnOom, &QCheckBox::toggled, m_controller, &BuilderController::setReplanOnOom);
   auto* stack = m_controller->undoStack();
   connect(undo, &QPushButton::clicked, stack, &QUndoStack::undo);
   connect(redo, &QPushButton::clicked, stack, &QUndoStack::redo);

@@ -19,6 +19,7 @@
 
 #include "ui/data/runlogtypes.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -58,6 +59,7 @@ class BuilderPanel : public QWidget {
   /// Beside the command, while the experiment has no file: Launch saves it there first.
   QLabel* commandNote() const { return m_commandNote; }
   QPushButton* launchButton() const { return m_launch; }
+  QCheckBox* replanOnOomBox() const { return m_replanOnOom; }
   MemoryChart* memoryChart() const { return m_memory; }
   PreviewPanel* previewPanel() const { return m_preview; }
   /// The Inspect data tab (data/inspect.h on a thread).
@@ -132,6 +134,7 @@ class BuilderPanel : public QWidget {
   QTabWidget* m_tabs = nullptr;
   QComboBox* m_templates = nullptr;
   QPushButton* m_launch = nullptr;
+  QCheckBox* m_replanOnOom = nullptr;
   QLabel* m_summary = nullptr;
   QLabel* m_searchMessage = nullptr;
   QPlainTextEdit* m_toml = nullptr;

@@ -68,7 +68,7 @@ struct Setting {
 };
 
 using S = search::SearchSpace;
-constexpr std::array<Setting, 37> kSettings = {{
+constexpr std::array<Setting, 38> kSettings = {{
     {"name", Kind::Text, 0, "study name; default: the experiment file's stem",
      [](const S& s) { return QString::fromStdString(s.name); }},
     {"seed", Kind::BigInt, 0, "sampler seed (default 0)",
@@ -84,6 +84,12 @@ constexpr std::array<Setting, 37> kSettings = {{
     {"retry_from_checkpoint", Kind::Flag, 0,
      "a retried trial resumes from its failed attempt's newest sharded checkpoint (true)",
      [](const S& s) { return flag(s.retry_from_checkpoint); }},
+    {"on_oom", Kind::Text, 0,
+     "an out-of-memory trial: replan (default; again with the same values, half the "
+     "micro-batch, then checkpointing, then offload) or record (it ends oom)",
+     [](const S& s) {
+       return s.on_oom == spec::OnOom::record ? QStringLiteral("record") : QStringLiteral("replan");
+     }},
     {"program", Kind::List, 0, "trial program argv, comma-separated; empty = shardtrain",
      [](const S& s) { return joined(s.program); }},
     {"objectives", Kind::Objectives, 0,

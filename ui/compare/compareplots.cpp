@@ -121,11 +121,13 @@ QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize) {
   return best;
 }
 
+bool isAxisParam(const QString& key) { return key != QLatin1String(backend::kReplanParam); }
+
 QStringList paramNames(const SweepData& sweep) {
   QStringList names;
   for (const SweepTrial& trial : sweep.trials) {
     for (const QString& key : trial.params.keys()) {
-      if (!names.contains(key)) names.append(key);
+      if (isAxisParam(key) && !names.contains(key)) names.append(key);
     }
   }
   names.sort();

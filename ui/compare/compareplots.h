@@ -20,6 +20,9 @@ class TrialLines;
 QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize);
 /// Parameter names that occur in any trial, sorted.
 QStringList paramNames(const SweepData& sweep);
+/// Whether a params key is a plot axis: every one but a replanned run's history
+/// (backend::kReplanParam), which the config diff shows instead.
+bool isAxisParam(const QString& key);
 /// A parameter value as a number: numbers as they are, booleans 0/1, other values the index of
 /// their text in `categories` (appended when new).
 double paramNumber(const QJsonValue& value, QStringList& categories);

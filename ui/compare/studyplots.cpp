@@ -58,7 +58,7 @@ search::SearchSpace inferSpace(const QVector<TrialPoint>& trials, bool minimize)
   QStringList names;
   for (const TrialPoint& t : trials) {
     for (const QString& key : t.params.keys())
-      if (!names.contains(key)) names.append(key);
+      if (compare::isAxisParam(key) && !names.contains(key)) names.append(key);
   }
   names.sort();
   for (const QString& name : names) {

@@ -204,7 +204,7 @@ void StudyViews::fillChoosers() {
   QStringList params;
   for (const TrialPoint& t : std::as_const(m_trials)) {
     for (const QString& key : t.params.keys())
-      if (!params.contains(key)) params.append(key);
+      if (compare::isAxisParam(key) && !params.contains(key)) params.append(key);
   }
   params.sort();
   const QString keepX = m_contourX->currentText();

@@ -231,6 +231,13 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       return index.column() == StatusCol ? QVariant(statusIcon(run->record.status)) : QVariant();
     case Qt::ToolTipRole:
       if (!run->record.error.isEmpty()) return run->record.error;
+      // A run replanned after running out of memory (search.on_oom, run --replan-on-oom): which
+      // plan ran and why (RunLifecycle::replannedParams).
+      if (index.column() == StatusCol &&
+          run->record.params.contains(QLatin1String(backend::kReplanParam))) {
+        return tr("Replanned after running out of memory: %1")
+            .arg(run->record.params.value(QLatin1String(backend::kReplanParam)).toString());
+      }
       if (index.column() == NameCol && !run->note.isEmpty()) return run->note;
       if (index.column() == DiskCol && m_disk.contains(run->record.id)) {
         const Disk d = m_disk.value(run->record.id);

@@ -3,7 +3,11 @@
 //   - a prune is a graceful stop of both ranks at one step boundary, with a checkpoint;
 //   - a stop agreed right after a periodic checkpoint does not write that step again;
 //   - a trial whose rank is SIGKILLed mid-run is retried from its newest sharded checkpoint and
-//     its curve goes on from that step.
+//     its curve goes on from that step;
+//   - a trial that runs out of memory at micro-batch 4 (the counting allocator's host limit, as
+//     shard_error_oom) is replanned at micro-batch 2 (search.on_oom = "replan", the default) and
+//     completes with the very losses of a trial started at micro-batch 2; the study counts it as
+//     a complete trial of its values.
 // Every wait has a generous deadline; nothing asserts a duration. Cost: about 5 trainer starts of
 // 2 ranks and a few dozen steps of a 2-layer hidden-32 model (seconds on one idle core).
 #include <signal.h>
@@ -11,6 +15,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QSignalSpy>
+#include <QStringList>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -18,6 +23,8 @@
 #include <map>
 
 #include "backend/lifecycle/demodata.h"
+#include "backend/lifecycle/runlifecycle.h"
+#include "backend/sweep/study.h"
 #include "backend/sweep/trialrunner.h"
 #include "spec/events.h"
 #include "tests/support/verify_ok.h"
@@ -84,6 +91,7 @@ class TestTrialRunnerShardtrain : public QObject {
   void pruneStopsBothRanksAtOneStepWithACheckpoint();
   void stopRightAfterACheckpointWritesItOnce();
   void killedRankResumesFromTheCheckpoint();
+  void oomTrialCompletesInTheNextPlan();
 
  private:
   std::unique_ptr<TrialRunner> makeRunner(qint64 studyId, std::vector<std::string> overrides);
@@ -295,6 +303,174 @@ void TestTrialRunnerShardtrain::killedRankResumesFromTheCheckpoint() {
     QCOMPARE(p.step, i + 1);
     if (p.step <= k) QCOMPARE(p.value, attempt0.at(p.step));  // attempt 0's, kept
   }
+}
+
+namespace {
+
+// The highest mem.peak any step reported on `rank` of run `runId` (0: none).
+double peakOf(RunReader& reader, qint64 runId, int rank) {
+  auto points = reader.metricOfRuns({runId}, QStringLiteral("mem.peak"), rank);
+  double peak = 0;
+  if (points && points->contains(runId)) {
+    for (const auto& p : points->value(runId)) peak = std::max(peak, p.value);
+  }
+  return peak;
+}
+
+std::vector<std::pair<qint64, double>> lossesOf(RunReader& reader, qint64 runId) {
+  std::vector<std::pair<qint64, double>> out;
+  auto curve = reader.metric(runId, QStringLiteral("loss"));
+  if (curve) {
+    for (const auto& p : *curve) out.emplace_back(p.step, p.value);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Calibration (as shard_error_oom): a trial at micro-batch 2 (the reference) and one at 4 measure
+// each rank's peak of live tensor bytes; the limit lies between. Then a study's trial at
+// micro-batch 4 under that limit runs out of memory, is replanned with the same value of train.lr
+// at micro-batch 2 (2 accumulation steps: the same global batch of 8), and completes: its
+// losses and objective are the reference's, exactly (fp32, the same samples and reduction
+// order), the run says which plan ran and why, and the study counts one complete trial.
+void TestTrialRunnerShardtrain::oomTrialCompletesInTheNextPlan() {
+  // Rows of 256 tokens, so that a step's activations dominate every rank's peak (rank 0's start
+  // holds more than a step of the default 32-token rows); no evaluation (the objective is done's).
+  {
+    QFile data(m_dir.filePath("tiny-data/long.jsonl"));
+    QVERIFY(data.open(QIODevice::WriteOnly));
+    const int strides[] = {1, 2, 3, 5, 7};
+    for (int i = 0; i < 64; ++i) {  // arithmetic progressions modulo the vocabulary, as ranks.py
+      QStringList ids;
+      for (int k = 0; k < 256; ++k)
+        ids << QString::number((i * 37 + 11 + strides[i % 5] * k) % 256);
+      data.write(("{\"input_ids\": [" + ids.join(", ") + "]}\n").toUtf8());
+    }
+  }
+  const std::vector<std::string> shape = {"train.max_steps=4",
+                                          "train.mem_every=1",
+                                          "train.ckpt_every=0",
+                                          "eval.every=0",
+                                          "data.seq_len=256",
+                                          "model.tiny_max_seq_len=256",
+                                          "data.train_path=\"tiny-data/long.jsonl\"",
+                                          "data.eval_path=\"tiny-data/long.jsonl\""};
+  const auto with = [&](const std::string& mbs) {
+    std::vector<std::string> o = shape;
+    o.push_back("train.micro_batch_size=" + mbs);
+    return o;
+  };
+  const qint64 calibration = makeStudy("replan-calibration");
+  auto two = makeRunner(calibration, with("2"));
+  const TrialOutcome reference = wait(*two, 0);
+  QVERIFY2(reference.state == TrialState::Complete, qPrintable(reference.error));
+  auto four = makeRunner(calibration, with("4"));
+  const TrialOutcome big = wait(*four, 1);
+  QVERIFY2(big.state == TrialState::Complete, qPrintable(big.error));
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  const double peak2 =
+      std::max(peakOf(*reader, reference.runId, 0), peakOf(*reader, reference.runId, 1));
+  const double peak4 = std::min(peakOf(*reader, big.runId, 0), peakOf(*reader, big.runId, 1));
+  QVERIFY2(peak2 > 0 && peak4 > peak2 * 1.05,
+           qPrintable(QStringLiteral("peaks: micro-batch 2 %1, 4 %2 bytes: the activations must "
+                                     "dominate")
+                          .arg(peak2)
+                          .arg(peak4)));
+  const auto limit = static_cast<qint64>((peak2 + peak4) / 2);
+
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto exp = spec::load_experiment(m_experiment.toStdString(), {}, noPaths);
+  VERIFY_OK(exp);
+  search::Study::CreateOptions create;
+  create.name = QStringLiteral("replan");
+  auto study = search::Study::create(*m_store, *exp, create);
+  VERIFY_OK(study);
+  QCOMPARE(int(study->space().on_oom), int(spec::OnOom::replan));  // the default
+  auto runner = makeRunner(study->id(), with("4"));
+  QSignalSpy replanned(runner.get(), &TrialRunner::trialReplanned);
+  qputenv("SHARDSCOPE_HOST_MEMORY_LIMIT", QByteArray::number(limit));
+  const TrialOutcome outcome = wait(*runner, 0);
+  qunsetenv("SHARDSCOPE_HOST_MEMORY_LIMIT");
+  QVERIFY2(outcome.state == TrialState::Complete, qPrintable(outcome.error));
+  QCOMPARE(replanned.count(), 1);
+  QCOMPARE(replanned.at(0).at(2).toInt(), 1);
+  const QString change = replanned.at(0).at(3).toString();
+  QCOMPARE(change, QStringLiteral("train.micro_batch_size 4 -> 2 (gradient accumulation 1 -> 2)"));
+
+  // Attempt 0 ran out of memory on some rank; attempt 1 completed at micro-batch 2.
+  auto run = reader->run(outcome.runId);
+  VERIFY_OK(run);
+  QCOMPARE((*run)->status, spec::RunStatus::complete);
+  QCOMPARE((*run)->attempt, 1);
+  QCOMPARE((*run)->params.value("train.micro_batch_size").toInteger(), 2);
+  QCOMPARE((*run)->params.value("train.lr").toDouble(), 1e-2);
+  QCOMPARE((*run)->params.value("replan").toString(),
+           QStringLiteral("attempt 0 ran out of memory; attempt 1: ") + change);
+  bool oom = false;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto events = reader->events(outcome.runId, rank);
+    VERIFY_OK(events);
+    for (const EventRow& row : *events) {
+      if (row.attempt == 0 && row.kind == QLatin1String("error") &&
+          row.json.contains("\"kind\":\"oom\""))
+        oom = true;
+    }
+  }
+  QVERIFY2(oom, "attempt 0 has no oom error event");
+  QVERIFY(QFileInfo((*run)->runDir).fileName().endsWith(QLatin1String("-retry-1")));
+
+  // The same losses and objective as the run started at micro-batch 2, bit for bit.
+  const auto losses = lossesOf(*reader, outcome.runId);
+  QCOMPARE(losses.size(), std::size_t{4});
+  QCOMPARE(losses, lossesOf(*reader, reference.runId));
+  QCOMPARE(outcome.values, reference.values);
+
+  // The study: one complete trial of its values, none oom.
+  auto summary = study->summary();
+  VERIFY_OK(summary);
+  QCOMPARE(summary->counts.complete, 1);
+  QCOMPARE(summary->counts.oom, 0);
+  QCOMPARE(summary->trials.size(), std::size_t{1});
+  const search::StudyTrial& trial = summary->trials.front();
+  QCOMPARE(trial.trial.params, (search::TrialParams{{"train.lr", 1e-2}}));
+  QCOMPARE(trial.trial.values, reference.values);
+  QCOMPARE(trial.replan, (*run)->params.value("replan").toString());
+
+  // One run (run --replan-on-oom, the builder's Launch option): the same ladder through
+  // RunLifecycle::startReplannedAttempt, the same losses.
+  RunLifecycle::Settings settings;
+  settings.dbPath = m_store->path();
+  settings.runsRoot = m_dir.filePath("single");
+  const RunLifecycle life(settings);
+  std::vector<std::string> single = with("4");
+  single.push_back("train.lr=1e-2");
+  single.push_back("launch.trainer=\"" + m_shardtrain.toStdString() + "\"");
+  auto singleExp = spec::load_experiment(m_experiment.toStdString(), single, noPaths);
+  VERIFY_OK(singleExp);
+  qputenv("SHARDSCOPE_HOST_MEMORY_LIMIT", QByteArray::number(limit));
+  auto launched = life.launch(*m_store, *singleExp, m_experiment, single);
+  VERIFY_OK(launched);
+  auto first = RunLifecycle::follow(*m_store, *launched->handle, launched->run.id, {});
+  VERIFY_OK(first);
+  QCOMPARE(first->status, spec::RunStatus::oom);
+  auto again = RunLifecycle::startReplannedAttempt(*m_store, launched->run.id);
+  VERIFY_OK(again);
+  QCOMPARE(again->change, change);
+  QCOMPARE(again->run.attempt, 1);
+  auto second = RunLifecycle::follow(*m_store, *again->handle, launched->run.id, {});
+  qunsetenv("SHARDSCOPE_HOST_MEMORY_LIMIT");
+  VERIFY_OK(second);
+  QCOMPARE(second->status, spec::RunStatus::complete);
+  auto singleRun = reader->run(launched->run.id);
+  VERIFY_OK(singleRun);
+  QCOMPARE((*singleRun)->params.value("train.micro_batch_size").toInteger(), 2);
+  QCOMPARE((*singleRun)->params.value("replan").toString(),
+           QStringLiteral("attempt 0 ran out of memory; attempt 1: ") + change);
+  QVERIFY((*singleRun)->runDir.endsWith(QLatin1String("-replan-1")));
+  QCOMPARE(lossesOf(*reader, launched->run.id), lossesOf(*reader, reference.runId));
 }
 
 QTEST_GUILESS_MAIN(TestTrialRunnerShardtrain)

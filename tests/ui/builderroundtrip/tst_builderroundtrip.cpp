@@ -146,6 +146,7 @@ const QMap<QString, QString> kSearchTyped = {
     {"timeout_s", "7200"},
     {"stop_grace_s", "12.5"},
     {"retry_from_checkpoint", "false"},
+    {"on_oom", "record"},
     {"program", "python3, objective.py"},
     {"objectives", "eval.accuracy=maximize, eval.loss=minimize"},
     {"sampler", "nsga2"},
@@ -240,6 +241,7 @@ const QList<QPair<QString, SearchGetter>>& searchMembers() {
       {"stop_grace_s", [](const S& s) { return text(s.stop_grace_s); }},
       {"retry_from_checkpoint",
        [](const S& s) { return QString::number(s.retry_from_checkpoint); }},
+      {"on_oom", [](const S& s) { return QString::number(int(s.on_oom)); }},
       {"objectives",
        [](const S& s) {
          QStringList o;
