@@ -371,21 +371,21 @@ Result<QHash<qint64, RunFigures>> RunReader::runFigures(const QList<qint64>& run
     // Kind 0: rank 0's mfu per step, averaged per run. Kind 1: per rank the mean share of its
     // steps (the wall joined on the exposed time's run, step and rank: the metrics key), then
     // averaged per run over its ranks.
-    const std::string sql =
+    std::string sql =
         "SELECT f.run_id, f.kind, avg(f.value) FROM ("
         "SELECT m.run_id AS run_id, 0 AS kind, m.value AS value FROM metrics m "
         "JOIN metric_keys k ON k.id = m.key_id WHERE k.name = ?1 AND m.rank = 0 "
-        "AND m.value IS NOT NULL AND m.run_id IN " +
-        in +
+        "AND m.value IS NOT NULL AND m.run_id IN ";
+    sql += in;
+    sql +=
         " UNION ALL "
         "SELECT e.run_id, 1, avg(e.value / w.value) FROM metrics e "
         "JOIN metric_keys ke ON ke.id = e.key_id JOIN metric_keys kw ON kw.name = ?3 "
         "JOIN metrics w ON w.run_id = e.run_id AND w.key_id = kw.id AND w.step = e.step "
         "AND w.rank = e.rank WHERE ke.name = ?2 AND e.value IS NOT NULL AND w.value > 0 "
-        "AND e.run_id IN " +
-        in +
-        " GROUP BY e.run_id, e.rank"
-        ") f GROUP BY f.run_id, f.kind";
+        "AND e.run_id IN ";
+    sql += in;
+    sql += " GROUP BY e.run_id, e.rank) f GROUP BY f.run_id, f.kind";
     auto stmt = m_db.prepare(sql);
     if (!stmt) return stmt.error();
     if (auto r = stmt->bindText(1, "mfu"); !r) return r.error();
