@@ -8,10 +8,12 @@
 // figure; choosing objective again draws what it drew before.
 #include <qcustomplot.h>
 #include <QComboBox>
+#include <QDir>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "tests/support/paths.h"
 #include "tests/ui/runlogfixture.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/triallines.h"
@@ -213,6 +215,11 @@ class TestCompareColour : public QObject {
       QCOMPARE(scaleLabel(panel.parallelPlot()), c.name);
       // Drawn as a user sees it: the low end's colour is on screen in the history.
       const QImage image = history->toPixmap().toImage();
+      // For a human to look at: the whole panel, coloured (build/tests/artifacts).
+      const QString artifacts = testing::binaryDir() + "/tests/artifacts";
+      QDir().mkpath(artifacts);
+      (void)panel.grab().save(artifacts + "/compare-colour-" +
+                              QString(c.item).section(' ', 0, 0).toLower() + ".png");
       bool seen = false;
       for (int y = 0; y < image.height() && !seen; ++y)
         for (int x = 0; x < image.width() && !seen; ++x) seen = image.pixelColor(x, y) == low;
