@@ -359,6 +359,53 @@ Result<QHash<qint64, std::vector<MetricPoint>>> RunReader::metricOfRuns(const QL
   return out;
 }
 
+Result<QHash<qint64, RunFigures>> RunReader::runFigures(const QList<qint64>& runIds) {
+  constexpr qsizetype kRunsPerStatement = 500;  // as metricOfRuns
+  QHash<qint64, RunFigures> out;
+  for (qsizetype first = 0; first < runIds.size(); first += kRunsPerStatement) {
+    const QList<qint64> part = runIds.mid(first, kRunsPerStatement);
+    std::string in = "(";
+    for (qsizetype i = 0; i < part.size(); ++i)
+      in += (i == 0 ? "?" : ", ?") + std::to_string(i + 4);
+    in += ")";
+    // Kind 0: rank 0's mfu per step, averaged per run. Kind 1: per rank the mean share of its
+    // steps (the wall joined on the exposed time's run, step and rank: the metrics key), then
+    // averaged per run over its ranks.
+    std::string sql =
+        "SELECT f.run_id, f.kind, avg(f.value) FROM ("
+        "SELECT m.run_id AS run_id, 0 AS kind, m.value AS value FROM metrics m "
+        "JOIN metric_keys k ON k.id = m.key_id WHERE k.name = ?1 AND m.rank = 0 "
+        "AND m.value IS NOT NULL AND m.run_id IN ";
+    sql += in;
+    sql +=
+        " UNION ALL "
+        "SELECT e.run_id, 1, avg(e.value / w.value) FROM metrics e "
+        "JOIN metric_keys ke ON ke.id = e.key_id JOIN metric_keys kw ON kw.name = ?3 "
+        "JOIN metrics w ON w.run_id = e.run_id AND w.key_id = kw.id AND w.step = e.step "
+        "AND w.rank = e.rank WHERE ke.name = ?2 AND e.value IS NOT NULL AND w.value > 0 "
+        "AND e.run_id IN ";
+    sql += in;
+    sql += " GROUP BY e.run_id, e.rank) f GROUP BY f.run_id, f.kind";
+    auto stmt = m_db.prepare(sql);
+    if (!stmt) return stmt.error();
+    if (auto r = stmt->bindText(1, "mfu"); !r) return r.error();
+    if (auto r = stmt->bindText(2, "phase.comm_exposed"); !r) return r.error();
+    if (auto r = stmt->bindText(3, "phase.wall"); !r) return r.error();
+    for (qsizetype i = 0; i < part.size(); ++i) {
+      if (auto r = stmt->bindInt64(static_cast<int>(i + 4), part[i]); !r) return r.error();
+    }
+    for (;;) {
+      auto row = stmt->step();
+      if (!row) return row.error();
+      if (!*row) break;
+      if (stmt->columnIsNull(2)) continue;
+      RunFigures& figures = out[stmt->columnInt64(0)];
+      (stmt->columnInt64(1) == 0 ? figures.mfu : figures.exposedShare) = stmt->columnDouble(2);
+    }
+  }
+  return out;
+}
+
 Result<qint64> RunReader::metricCount(qint64 runId) {
   return singleInt(m_db, "SELECT count(*) FROM metrics WHERE run_id = ?1", runId);
 }

@@ -32,6 +32,14 @@ struct MetricExtremes {
   double lowest = 0;
 };
 
+/// A run's figures over its steps, for colouring trials (nullopt: the run has none).
+struct RunFigures {
+  std::optional<double> mfu;  ///< mean `mfu` of rank 0's steps
+  /// Per rank the mean over its steps of phase.comm_exposed / phase.wall (steps with a
+  /// positive wall), averaged over the ranks that have phases.
+  std::optional<double> exposedShare;
+};
+
 class RunReader {
  public:
   /// Opens `path` (a file, or a postgresql:// URL) read-only; the run log must exist
@@ -53,6 +61,9 @@ class RunReader {
   /// steps > afterStep. Runs without the metric are absent.
   [[nodiscard]] Result<QHash<qint64, std::vector<MetricPoint>>> metricOfRuns(
       const QList<qint64>& runIds, const QString& key, int rank, qint64 afterStep = -1);
+  /// The figures of each of `runIds` (runs with neither are absent), in one statement per
+  /// 500 runs.
+  [[nodiscard]] Result<QHash<qint64, RunFigures>> runFigures(const QList<qint64>& runIds);
   [[nodiscard]] Result<qint64> metricCount(qint64 runId);
   /// The highest step of metric `key` per run (runs without it are absent), in one statement.
   [[nodiscard]] Result<QHash<qint64, qint64>> lastSteps(const QString& key);

@@ -270,6 +270,23 @@ void replotFigures() {
         "%d series x %d points: smoothed replot, weight unchanged, median %.2f ms, max %.2f ms, "
         "%.2fx the raw replot\n",
         series, per, still, stillMax, still / raw);
+    // A live run: 100 new steps per series before each replot, smoothing on (the EMA goes on
+    // from its last point instead of starting again).
+    int next = per;
+    const auto [live, liveMax] = timedReplots(plot, [&plot, &next, series](int) {
+      QVector<double> xs(100);
+      QVector<double> ys(100);
+      for (int i = 0; i < 100; ++i) {
+        xs[i] = next + i;
+        ys[i] = 2.0 + 0.2 * std::sin((next + i) * 0.37);
+      }
+      next += 100;
+      for (int s = 0; s < series; ++s) plot.appendPoints(QString("s%1").arg(s), xs, ys);
+    });
+    std::printf(
+        "%d series x %d points: 100 points appended per series + smoothed replot, median %.2f "
+        "ms, max %.2f ms\n",
+        series, per, live, liveMax);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QTableWidget>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -52,6 +53,7 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
       m_experiment(new QComboBox(this)),
       m_direction(new QComboBox(this)),
       m_sliceParam(new QComboBox(this)),
+      m_colourBy(new QComboBox(this)),
       m_summary(new QLabel(this)),
       m_history(new QCustomPlot(this)),
       m_intermediate(new QCustomPlot(this)),
@@ -64,6 +66,15 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   m_direction->setToolTip(tr("Whether a lower or a higher objective is better"));
   m_experiment->setToolTip(tr("The sweep (runs of one experiment) to compare"));
   m_sliceParam->setToolTip(tr("The parameter on the slice plot's x axis"));
+  // The figures the plots can colour trials by; the data is the figure's key in TrialFigures.
+  m_colourBy->setObjectName(QStringLiteral("colourBy"));
+  m_colourBy->addItem(tr("objective"), QString());
+  m_colourBy->addItem(tr("exposed communication share"), QStringLiteral("exposed"));
+  m_colourBy->addItem(tr("MFU"), QStringLiteral("mfu"));
+  m_colourBy->setToolTip(
+      tr("What the history, parallel coordinates and slice colour trials by: the objective, or "
+         "the mean over each trial's steps of its exposed-communication share (ranks averaged) "
+         "or MFU; trials without it are grey"));
   m_progress->setObjectName(QStringLiteral("curveProgress"));
   m_progress->setFormat(tr("curves %v / %m"));
   m_progress->setToolTip(tr("Trials whose intermediate values have been read from the run log"));
@@ -83,6 +94,8 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   bar->addWidget(m_direction);
   bar->addWidget(new QLabel(tr("Slice by"), this));
   bar->addWidget(m_sliceParam);
+  bar->addWidget(new QLabel(tr("Colour by"), this));
+  bar->addWidget(m_colourBy);
   bar->addWidget(m_summary, 1);
   bar->addWidget(m_progress);
   auto* savePage = new QPushButton(tr("Save page…"), this);
@@ -155,6 +168,25 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   });
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
   connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
+  connect(&runLog, &RunLog::trialFiguresLoaded, this, &ComparePanel::onFigures);
+  connect(m_colourBy, &QComboBox::currentIndexChanged, this, [this] {
+    updateColouring();
+    if (m_colouring.byFigure()) {
+      requestFigures();  // drawn when they arrive
+    } else {
+      redraw();
+      emit colouringDrawn();
+    }
+  });
+  m_history->setMouseTracking(true);
+  connect(m_history, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+    const qint64 run = trialAtHistory(event->pos());
+    if (run < 0) {
+      QToolTip::hideText();
+    } else {
+      QToolTip::showText(event->globalPosition().toPoint(), trialTip(run), m_history);
+    }
+  });
   connect(m_views, &compare::StudyViews::overlayRunsChanged, this, &ComparePanel::requestOverlay);
   connect(m_views, &compare::StudyViews::analysed, this, &ComparePanel::updateLoaded);
   connect(m_experiment, &QComboBox::currentIndexChanged, this, [this] {
@@ -258,6 +290,7 @@ void ComparePanel::onSweep(const SweepData& sweep) {
     m_curvesComplete = sweep.experimentId < 0;
     m_curvesDone = m_curvesTotal = 0;
     m_study.lossCurves.clear();
+    m_figures = {};
   }
   m_sweep = sweep;
   m_stack->setCurrentWidget(m_sweep.experimentId < 0 ? static_cast<QWidget*>(m_empty) : m_content);
@@ -291,6 +324,7 @@ void ComparePanel::onSweep(const SweepData& sweep) {
   };
   fillCombos();
   adoptStudyDirection();
+  updateColouring();
   if (!sameSweep || m_diffA->currentIndex() < 0) {
     // Default diff: the first two trials, so the table is never empty.
     m_filling = true;
@@ -312,7 +346,46 @@ void ComparePanel::onSweep(const SweepData& sweep) {
     emit summaryDrawn();
   }
   requestOverlay();  // the ticked trials may have changed with the summaries
+  requestFigures();  // trials came or moved on: their figures too
   updateLoaded();
+}
+
+void ComparePanel::requestFigures() {
+  if (!m_colouring.byFigure() || m_sweep.experimentId < 0) return;
+  QList<qint64> runs;
+  runs.reserve(m_sweep.trials.size());
+  for (const SweepTrial& trial : std::as_const(m_sweep.trials)) runs.append(trial.runId);
+  m_runLog.loadTrialFigures(m_sweep.experimentId, runs);
+}
+
+void ComparePanel::onFigures(const TrialFigures& figures) {
+  if (figures.experimentId != m_sweep.experimentId || !m_summaryDrawn) return;  // an old sweep's
+  m_figures = figures;
+  updateColouring();
+  if (!m_colouring.byFigure()) return;  // back to the objective meanwhile
+  redraw();
+  emit colouringDrawn();
+}
+
+void ComparePanel::updateColouring() {
+  const QString figure = m_colourBy->currentData().toString();
+  m_colouring = {};
+  if (figure.isEmpty()) return;
+  const bool mfu = figure == QLatin1String("mfu");
+  m_colouring.name = mfu ? tr("MFU") : tr("exposed communication share");
+  if (m_figures.experimentId == m_sweep.experimentId)
+    m_colouring.values = mfu ? m_figures.mfu : m_figures.exposedShare;
+}
+
+QString ComparePanel::trialTip(qint64 runId) const {
+  const int index = m_trialIndex.value(runId, -1);
+  if (index < 0) return {};
+  const SweepTrial& trial = m_sweep.trials[index];
+  QString text = tr("%1: objective %2")
+                     .arg(trial.name, trial.objective ? QString::number(*trial.objective, 'g', 5)
+                                                      : QStringLiteral("—"));
+  if (m_colouring.byFigure()) text += QLatin1Char('\n') + m_colouring.describe(runId);
+  return text;
 }
 
 // A study says which way is better (its first objective's direction).
@@ -449,14 +522,14 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
   const auto mark = [&lap](const char* name) {
     if (lap) lap(QString::fromLatin1(name));
   };
-  compare::drawHistory(m_history, m_sweep, m_minimize);
+  compare::drawHistory(m_history, m_sweep, m_minimize, m_colouring);
   mark("history");
   m_intermediateLines =
       compare::drawIntermediate(m_intermediate, m_sweep, m_minimize, &m_dimmed, &m_bestTrial);
   mark("intermediate");
-  m_parallelLines = compare::drawParallel(m_parallel, m_sweep, m_minimize);
+  m_parallelLines = compare::drawParallel(m_parallel, m_sweep, m_minimize, m_colouring);
   mark("parallel");
-  m_slicePoints = compare::drawSlice(m_slice, m_sweep, m_sliceParam->currentText());
+  m_slicePoints = compare::drawSlice(m_slice, m_sweep, m_sliceParam->currentText(), m_colouring);
   mark("slice");
   const compare::History h = compare::history(m_sweep, m_minimize);
   m_summary->setText(m_sweep.experimentId < 0

@@ -20,6 +20,7 @@
 
 #include "spec/result.h"
 #include "ui/compare/studyplots.h"
+#include "ui/compare/trialcolours.h"
 #include "ui/data/runlogtypes.h"
 
 class QComboBox;
@@ -98,6 +99,13 @@ class ComparePanel : public QWidget {
   /// The trial (its run id) whose point in the optimisation history is within a few pixels of
   /// `at` (the history plot's coordinates); -1: none.
   qint64 trialAtHistory(const QPoint& at) const;
+  /// What the history, parallel coordinates and slice colour trials by (the "Colour by" combo).
+  QComboBox* colourPicker() const { return m_colourBy; }
+  /// The colouring drawn now: by objective (name empty), or by a figure with its values.
+  const compare::TrialColouring& colouring() const { return m_colouring; }
+  /// The history's tooltip for a trial: its name, objective and, coloured by a figure, its
+  /// value or that it has none (drawn grey).
+  QString trialTip(qint64 runId) const;
 
  signals:
   /// isLoaded() became true.
@@ -106,10 +114,18 @@ class ComparePanel : public QWidget {
   void summaryDrawn();
   /// A click on a trial's point in the optimisation history: that trial (its run id).
   void trialActivated(qint64 runId);
+  /// The plots were drawn with colouring() (after a choice in the combo, once its figures
+  /// arrived, or a new sweep).
+  void colouringDrawn();
 
  private:
   void onSweep(const SweepData& sweep);
   void onCurves(const SweepCurves& curves);
+  /// Asks the run log for the shown sweep's figures when the colouring needs them.
+  void requestFigures();
+  void onFigures(const TrialFigures& figures);
+  /// m_colouring from the combo and the figures last read.
+  void updateColouring();
   void mergeIntermediate(const SweepCurves& curves);
   void mergeOverlay(const SweepCurves& curves);
   void adoptStudyDirection();
@@ -131,6 +147,7 @@ class ComparePanel : public QWidget {
   QComboBox* m_experiment = nullptr;
   QComboBox* m_direction = nullptr;
   QComboBox* m_sliceParam = nullptr;
+  QComboBox* m_colourBy = nullptr;
   QComboBox* m_diffA = nullptr;
   QComboBox* m_diffB = nullptr;
   QLabel* m_summary = nullptr;
@@ -146,6 +163,8 @@ class ComparePanel : public QWidget {
   compare::StudyViews* m_views = nullptr;
   QProgressBar* m_progress = nullptr;
   compare::StudyInfo m_study;
+  compare::TrialColouring m_colouring;
+  TrialFigures m_figures;  // the shown sweep's, as last read (experimentId -1: none)
   compare::TrialListModel* m_diffModel = nullptr;      // the two diff combos' trials
   QHash<qint64, int> m_trialIndex;                     // run id -> index in m_sweep.trials
   compare::TrialLines* m_intermediateLines = nullptr;  // line i: trial i (owned by the plot)

@@ -1,10 +1,13 @@
 #include "ui/compare/compareplots.h"
 
 #include <qcustomplot.h>
+#include <QHash>
+#include <QMap>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "ui/compare/parallellabels.h"
 #include "ui/compare/triallines.h"
@@ -146,6 +149,46 @@ double paramNumber(const QJsonValue& value, QStringList& categories) {
   return double(index);
 }
 
+namespace {
+
+// The history's dots coloured by a figure: one graph per colour (a handful of shades, and the
+// grey of the trials without it), the first named by the figure in the legend.
+void addFigureDots(QCustomPlot* plot, const SweepData& sweep, const TrialColouring& colouring,
+                   qsizetype points) {
+  const int shades = points > kAntialiasedTrials ? 32 : 64;
+  QMap<QRgb, std::pair<QVector<double>, QVector<double>>> byColour;
+  for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
+    const SweepTrial& trial = sweep.trials[i];
+    if (!trial.objective) continue;  // as history()
+    auto& [xs, ys] = byColour[colouring.colour(trial.runId, shades).rgb()];
+    xs.append(double(trial.trialNumber.value_or(i)));
+    ys.append(*trial.objective);
+  }
+  bool named = false;
+  for (auto it = byColour.cbegin(); it != byColour.cend(); ++it) {
+    QCPGraph* dots = plot->addGraph();
+    dots->setLineStyle(QCPGraph::lsNone);
+    dots->setScatterStyle(discStyle(QColor(it.key()), 7, points));
+    dots->setData(it->first, it->second);
+    const bool grey = it.key() == QColor(kNoFigure).rgb();
+    if (grey) {
+      dots->setName(QObject::tr("no %1 (grey)").arg(colouring.name));
+    } else if (!named) {
+      dots->setName(QObject::tr("objective, coloured by %1").arg(colouring.name));
+      named = true;
+    } else {
+      dots->removeFromLegend();
+    }
+  }
+}
+
+}  // namespace
+
+void setPlotTitle(QCustomPlot* plot, const QString& title) {
+  if (auto* text = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0)))
+    text->setText(title);
+}
+
 History history(const SweepData& sweep, bool minimize) {
   History h;
   for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
@@ -158,7 +201,8 @@ History history(const SweepData& sweep, bool minimize) {
   return h;
 }
 
-void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
+void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize,
+                 const TrialColouring& colouring) {
   resetPlot(plot);
   const History h = history(sweep, minimize);
   plot->xAxis->setLabel(QObject::tr("trial"));
@@ -167,11 +211,16 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
                             : QObject::tr("objective (%1)").arg(sweep.objectiveKey));
   if (h.objectives.isEmpty())
     placeholder(plot, QObject::tr("No finished trial with an objective yet"));
-  QCPGraph* dots = plot->addGraph();
-  dots->setName(QObject::tr("objective"));
-  dots->setLineStyle(QCPGraph::lsNone);
-  dots->setScatterStyle(discStyle(CurvePlot::seriesColor(0), 7, h.objectives.size()));
-  dots->setData(h.trialNumbers, h.objectives, true);
+  if (colouring.byFigure()) {
+    addFigureDots(plot, sweep, colouring, h.objectives.size());
+  } else {
+    QCPGraph* dots = plot->addGraph();
+    dots->setName(QObject::tr("objective"));
+    dots->setLineStyle(QCPGraph::lsNone);
+    dots->setScatterStyle(discStyle(CurvePlot::seriesColor(0), 7, h.objectives.size()));
+    dots->setData(h.trialNumbers, h.objectives, true);
+  }
+  setFigureScale(plot, colouring);
   QCPGraph* best = plot->addGraph();
   best->setName(minimize ? QObject::tr("best so far (min)") : QObject::tr("best so far (max)"));
   best->setLineStyle(QCPGraph::lsStepLeft);
@@ -297,7 +346,8 @@ QVector<ParallelAxisLabels> axisLabels(const QStringList& axes,
 
 }  // namespace
 
-int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
+int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize,
+                 const TrialColouring& colouring) {
   resetPlot(plot);
   plot->setAutoAddPlottableToLegend(false);  // no legend; and adding is quadratic
   plot->setNotAntialiasedElements(sweep.trials.size() > kAntialiasedTrials ? QCP::aePlottables
@@ -348,7 +398,10 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
     for (qsizetype a = 0; a < n; ++a) line.ys.append(norm(a, raw[t][a]));
     double goodness = norm(n - 1, raw[t][n - 1]);
     if (many) goodness = std::round(goodness * kShades) / kShades;  // runs of one pen: one call
-    line.pen = QPen(rankColor(minimize ? goodness : 1.0 - goodness), many ? 0.0 : 1.8);
+    const QColor colour = colouring.byFigure()
+                              ? colouring.colour(done[t]->runId, many ? kShades : 64)
+                              : rankColor(minimize ? goodness : 1.0 - goodness);
+    line.pen = QPen(colour, many ? 0.0 : 1.8);
     lines->addLine(std::move(line));
   }
   // The axes are the grid's vertical lines (a tick each); their names and value ranges are
@@ -363,11 +416,16 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize) {
   plot->yAxis->setTickLabels(false);
   plot->yAxis->setLabel(QObject::tr("min → max per axis"));
   if (done.isEmpty()) placeholder(plot, QObject::tr("No finished trial with an objective yet"));
+  setPlotTitle(plot, colouring.byFigure()
+                         ? QObject::tr("Parallel coordinates (colour: %1)").arg(colouring.name)
+                         : QObject::tr("Parallel coordinates (blue = best)"));
+  setFigureScale(plot, colouring);
   plot->replot();
   return static_cast<int>(done.size());
 }
 
-int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param) {
+int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param,
+              const TrialColouring& colouring) {
   resetPlot(plot);
   plot->setAutoAddPlottableToLegend(false);
   plot->legend->setVisible(false);
@@ -382,25 +440,36 @@ int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param) {
   }
   plot->xAxis->setLabel(param);
   plot->yAxis->setLabel(QObject::tr("objective"));
-  // Later trials darker: one graph per shade (kShades of them), not one per point, so 10,000
-  // trials stay a handful of plottables.
+  // Later trials darker (or the figure's colour): one graph per shade (kShades of them), not
+  // one per point, so 10,000 trials stay a handful of plottables.
   constexpr int kShades = 16;
-  QVector<QVector<double>> shadeXs(kShades);
-  QVector<QVector<double>> shadeYs(kShades);
+  struct Group {
+    QColor colour;
+    QVector<double> xs, ys;
+  };
+  QVector<Group> groups;  // in the order of their first trial: the darker, later ones on top
+  QHash<QRgb, qsizetype> groupOf;
   const double n = std::max<double>(1, double(sweep.trials.size()));
   for (qsizetype i = 0; i < xs.size(); ++i) {
     const int shade = std::clamp(int(order[i] / n * kShades), 0, kShades - 1);
-    shadeXs[shade].append(xs[i]);
-    shadeYs[shade].append(ys[i]);
+    const qint64 runId = sweep.trials[qsizetype(order[i])].runId;
+    const QColor colour = colouring.byFigure() ? colouring.colour(runId, kShades * 2)
+                                               : rankColor(1.0 - (shade + 1.0) / kShades);
+    auto at = groupOf.constFind(colour.rgb());
+    if (at == groupOf.constEnd()) {
+      at = groupOf.insert(colour.rgb(), groups.size());
+      groups.append({colour, {}, {}});
+    }
+    groups[*at].xs.append(xs[i]);
+    groups[*at].ys.append(ys[i]);
   }
-  for (int shade = 0; shade < kShades; ++shade) {
-    if (shadeXs[shade].isEmpty()) continue;
+  for (const Group& group : std::as_const(groups)) {
     QCPGraph* graph = plot->addGraph();
     graph->setLineStyle(QCPGraph::lsNone);
-    const double t = (shade + 1.0) / kShades;
-    graph->setScatterStyle(discStyle(rankColor(1.0 - t), 8, xs.size()));
-    graph->setData(shadeXs[shade], shadeYs[shade]);  // sorts by x once
+    graph->setScatterStyle(discStyle(group.colour, 8, xs.size()));
+    graph->setData(group.xs, group.ys);  // sorts by x once
   }
+  setFigureScale(plot, colouring);
   if (!categories.isEmpty()) {
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     for (qsizetype c = 0; c < categories.size(); ++c) ticker->addTick(double(c), categories[c]);

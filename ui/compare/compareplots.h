@@ -8,6 +8,7 @@
 #include <QStringList>
 #include <QVector>
 
+#include "ui/compare/trialcolours.h"
 #include "ui/data/runlogtypes.h"
 
 class QCustomPlot;
@@ -36,7 +37,10 @@ struct History {
 };
 History history(const SweepData& sweep, bool minimize);
 
-void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize);
+/// `colouring` by a figure: each trial's dot in its colour on the figure scale (under the plot),
+/// grey without the figure; by objective: one colour.
+void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize,
+                 const TrialColouring& colouring = {});
 /// The index in `sweep.trials` of the complete trial with the best objective (-1: none).
 int bestTrial(const SweepData& sweep, bool minimize);
 /// Draws every trial's intermediate values as one TrialLines plottable (line i = trial i; pruned
@@ -50,10 +54,15 @@ void appendIntermediate(TrialLines* lines, int index, const SeriesChunk& chunk);
 /// Above this many trials the intermediate values and parallel coordinates are drawn without
 /// antialiasing: thousands of antialiased polylines take seconds per replot.
 constexpr int kAntialiasedTrials = 300;
-/// Returns how many trials were drawn (one polyline each, all in one TrialLines plottable).
-int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize);
-/// Returns how many points were drawn.
-int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param);
+/// Returns how many trials were drawn (one polyline each, all in one TrialLines plottable),
+/// coloured by objective (blue = best) or by `colouring`'s figure.
+int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize,
+                 const TrialColouring& colouring = {});
+/// Returns how many points were drawn: later trials darker, or coloured by `colouring`'s figure.
+int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param,
+              const TrialColouring& colouring = {});
+/// Sets the title row setupPlot() made.
+void setPlotTitle(QCustomPlot* plot, const QString& title);
 
 /// Empties a plot (graphs, plottables, items) and gives its x axis a plain ticker again.
 void resetPlot(QCustomPlot* plot);

@@ -17,6 +17,7 @@ RunLog::RunLog(int pollMs, QObject* parent)
   qRegisterMetaType<LogSnapshot>();
   qRegisterMetaType<SweepData>();
   qRegisterMetaType<SweepCurves>();
+  qRegisterMetaType<TrialFigures>();
   qRegisterMetaType<QVector<HostSummary>>();
   qRegisterMetaType<AutotuneData>();
   qRegisterMetaType<PhasesDelta>();
@@ -96,6 +97,12 @@ void RunLog::watchSamples(const QList<qint64>& runIds, const QString& objectiveK
 void RunLog::loadExperiment(qint64 experimentId) {
   QMetaObject::invokeMethod(m_worker,
                             [w = m_worker, experimentId] { w->loadExperiment(experimentId); });
+}
+
+void RunLog::loadTrialFigures(qint64 experimentId, const QList<qint64>& runIds) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, experimentId, runIds] {
+    w->loadTrialFigures(experimentId, runIds);
+  });
 }
 
 void RunLog::watchOverlay(const QList<qint64>& runIds) {

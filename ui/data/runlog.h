@@ -34,6 +34,9 @@ class RunLog : public RunLogSignals {
   void watchSweep(qint64 experimentId);
   /// The runs whose "loss" the worker keeps delivering for the Compare overlay.
   void watchOverlay(const QList<qint64>& runIds);
+  /// Reads the figures (mean MFU, mean exposed-communication share) of sweep `experimentId`'s
+  /// trials `runIds` once, in one statement; trialFiguresLoaded() delivers them.
+  void loadTrialFigures(qint64 experimentId, const QList<qint64>& runIds);
   /// The autotune study the worker keeps delivering (autotuneLoaded); "": none.
   void watchAutotune(const QString& studyName);
   /// The run whose phases the worker keeps delivering (phasesLoaded) for the Timeline; -1: none.

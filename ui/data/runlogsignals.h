@@ -32,6 +32,8 @@ class RunLogSignals : public QObject {
   void sweepLoaded(const shardscope::ui::SweepData& sweep);
   /// Curves of the sweep last delivered by sweepLoaded (after it, in batches).
   void sweepCurvesLoaded(const shardscope::ui::SweepCurves& curves);
+  /// The figures of a sweep's trials asked for by loadTrialFigures (read once).
+  void trialFiguresLoaded(const shardscope::ui::TrialFigures& figures);
   void hostsLoaded(const QVector<shardscope::ui::HostSummary>& hosts);
   /// The watched autotune's study as stored now (studyId -1 while it is not in the run log);
   /// delivered when it changed.

@@ -147,6 +147,15 @@ struct SweepData {
   std::optional<AutotuneData> autotune;
 };
 
+/// Figures of a sweep's trials over their steps, which Compare can colour them by (one read of
+/// the run log for the whole sweep: RunLog::loadTrialFigures).
+struct TrialFigures {
+  qint64 experimentId = -1;
+  QHash<qint64, double> mfu;  ///< run id -> mean `mfu` of rank 0's steps
+  QHash<qint64, double>
+      exposedShare;  ///< run id -> mean exposed-communication share, ranks averaged
+};
+
 /// Which curves of a sweep a SweepCurves batch carries.
 enum class CurveSet {
   intermediate,  ///< the objective key of every trial (rank 0)
@@ -181,5 +190,6 @@ Q_DECLARE_METATYPE(shardscope::ui::SeriesChunk)
 Q_DECLARE_METATYPE(shardscope::ui::LogSnapshot)
 Q_DECLARE_METATYPE(shardscope::ui::SweepData)
 Q_DECLARE_METATYPE(shardscope::ui::SweepCurves)
+Q_DECLARE_METATYPE(shardscope::ui::TrialFigures)
 Q_DECLARE_METATYPE(shardscope::ui::HostSummary)
 Q_DECLARE_METATYPE(shardscope::ui::AutotuneData)

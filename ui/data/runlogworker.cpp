@@ -535,6 +535,19 @@ void RunLogWorker::loadExperiment(qint64 experimentId) {
   emit experimentLoaded(e.id, e.name, e.source, e.toml);
 }
 
+void RunLogWorker::loadTrialFigures(qint64 experimentId, const QList<qint64>& runIds) {
+  if (!m_reader) return;
+  auto figures = m_reader->runFigures(runIds);
+  if (!figures) return report(figures.error());
+  TrialFigures out;
+  out.experimentId = experimentId;
+  for (auto it = figures->cbegin(); it != figures->cend(); ++it) {
+    if (it->mfu) out.mfu.insert(it.key(), *it->mfu);
+    if (it->exposedShare) out.exposedShare.insert(it.key(), *it->exposedShare);
+  }
+  emit trialFiguresLoaded(out);
+}
+
 void RunLogWorker::setCurveBatchRows(int rows) { m_curveBatchRows = std::max(1, rows); }
 
 void RunLogWorker::watchOverlay(const QList<qint64>& runIds) {

@@ -65,6 +65,9 @@ class RunLogWorker : public RunLogSignals {
   void watchSamples(const QList<qint64>& runIds, const QString& objectiveKey, bool minimize);
   /// Reads step `step` of run `runId`'s per-unit trace (its run directory's trace/) once.
   void loadUnitStep(qint64 runId, qint64 step);
+  /// Reads the figures of `runIds` (trials of sweep `experimentId`) once (trialFiguresLoaded;
+  /// failed when they cannot be read).
+  void loadTrialFigures(qint64 experimentId, const QList<qint64>& runIds);
   /// Reads one experiment row once (experimentLoaded; failed when it cannot be read).
   void loadExperiment(qint64 experimentId);
   /// Points per batch of streamed sweep curves (default kCurveBatchRows).

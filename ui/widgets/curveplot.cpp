@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "ui/widgets/curvegraph.h"
 #include "ui/widgets/smoothing.h"
 
 Q_LOGGING_CATEGORY(lcCurvePlot, "shardscope.ui.curveplot")
@@ -38,86 +39,6 @@ void styleAxis(QCPAxis* axis) {
 constexpr int kDensePoints = 20000;   // above this, a series is drawn with a thin raster pen
 constexpr int kFaintAlpha = 60;       // the raw curve behind a smoothed one
 const char* const kRawLayer = "raw";  // below "main": the faint raw curves under every smoothed one
-
-// A graph that draws a dense line (more points than pixel columns) as one span per pixel
-// column: from the lowest to the highest point in that column, joined to the previous column's
-// last point, widened by the pen. Every column's min and max are painted, exactly as a stroked
-// polyline would reach them; what goes is the stroking: Qt strokes a 2 px polyline of thousands of
-// jagged points as one path (seconds a replot), while these are a few hundred plain rectangles.
-// A sparse stretch (a gap of more than one column between two points) is stroked as usual.
-class CurveGraph : public QCPGraph {
- public:
-  CurveGraph(QCPAxis* key, QCPAxis* value) : QCPGraph(key, value) {}
-
-  /// The spans per pixel column drawDense() paints for these pixel points (public for tests via
-  /// CurvePlot::denseColumns): x of the column, lowest and highest y.
-  static QVector<QRectF> columnSpans(const QVector<QPointF>& lines, double width) {
-    QVector<QRectF> spans;
-    spans.reserve(lines.size() / 2);
-    bool open = false;  // a column is being gathered
-    int column = 0;
-    double lo = 0, hi = 0, lastY = 0;
-    const auto flush = [&] {
-      if (open) spans.append(QRectF(column, lo - width / 2, 1.0, hi - lo + width));
-    };
-    for (const QPointF& p : lines) {
-      if (!std::isfinite(p.x()) || !std::isfinite(p.y())) {  // a gap in the data
-        flush();
-        open = false;
-        continue;
-      }
-      const int c = int(std::floor(p.x()));
-      if (open && c == column) {
-        lo = std::min(lo, p.y());
-        hi = std::max(hi, p.y());
-      } else {
-        const bool joined = open && c == column + 1;
-        flush();
-        column = c;
-        lo = hi = p.y();
-        if (joined) {  // the step from the last column's last point shows in this one
-          lo = std::min(lo, lastY);
-          hi = std::max(hi, lastY);
-        }
-        open = true;
-      }
-      lastY = p.y();
-    }
-    flush();
-    return spans;
-  }
-
- protected:
-  void drawLinePlot(QCPPainter* painter, const QVector<QPointF>& lines) const override {
-    const QPen pen = painter->pen();
-    const QCPAxis* key = mKeyAxis.data();
-    const QCPAxisRect* rect = key != nullptr ? key->axisRect() : nullptr;
-    const bool dense = rect != nullptr && key->orientation() == Qt::Horizontal &&
-                       pen.style() == Qt::SolidLine && double(lines.size()) > rect->width();
-    if (!dense) {
-      QCPGraph::drawLinePlot(painter, lines);
-      return;
-    }
-    if (pen.color().alpha() == 0) return;
-    const double width = std::max(1.0, pen.widthF());
-    painter->save();
-    painter->setAntialiasing(false);
-    painter->setPen(Qt::NoPen);
-    painter->setBrush(pen.color());
-    const QVector<QRectF> spans = columnSpans(lines, width);
-    painter->drawRects(spans.constData(), int(spans.size()));
-    painter->restore();
-    // Stretches sparser than a column (irregular steps): their segments, stroked.
-    applyDefaultAntialiasingHint(painter);
-    for (qsizetype i = 1; i < lines.size(); ++i) {
-      const QPointF& a = lines[i - 1];
-      const QPointF& b = lines[i];
-      if (std::floor(b.x()) - std::floor(a.x()) > 1.0 && std::isfinite(a.y()) &&
-          std::isfinite(b.y()))
-        painter->drawLine(a, b);
-    }
-  }
-};
 
 // The index of the point of `graph` whose key is nearest `x` (-1: no points).
 int nearestIndex(const QCPGraph* graph, double x) {
@@ -242,30 +163,58 @@ void CurvePlot::applySmoothingTo(const QString& name) {
     raw->setLayer("main");
     if (!m_plot->legend->hasItemWithPlottable(raw)) raw->addToLegend();
   }
-  if (m_smoothing > 0) m_stale[name] = m_stale.value(name) || created;
+  if (m_smoothing > 0) markStale(name, {0, created});
+  if (!m_smoothed.contains(name)) m_ema.remove(name);
   fitPens(name);
+}
+
+void CurvePlot::markStale(const QString& name, Stale stale) {
+  if (const auto it = m_stale.constFind(name); it != m_stale.constEnd()) {
+    stale.from = std::min(stale.from, it->from);
+    stale.keys = stale.keys || it->keys;
+  }
+  m_stale.insert(name, stale);
 }
 
 void CurvePlot::refreshSmoothed() {
   std::vector<double> values;
-  const QHash<QString, bool> stale = std::exchange(m_stale, {});
+  const QHash<QString, Stale> stale = std::exchange(m_stale, {});
   for (auto entry = stale.cbegin(); entry != stale.cend(); ++entry) {
-    QCPGraph* smoothed = m_smoothed.value(entry.key());
+    auto* smoothed = static_cast<CurveGraph*>(m_smoothed.value(entry.key()));
     QCPGraph* raw = m_graphs.value(entry.key());
     if (smoothed == nullptr || raw == nullptr) continue;
     // Same keys as the raw points, in the same (sorted) order; only the values are smoothed.
     // While the slider moves, the keys stay: the values alone are written (a 1M-point copy
-    // is the larger part of the work).
+    // is the larger part of the work); appended points add their own keys only.
     QCPGraphDataContainer* data = smoothed->data().data();
     const QCPGraphDataContainer& points = *raw->data();
-    if (entry.value() || data->size() != points.size()) data->set(points);
-    const auto n = std::size_t(points.size());
-    values.resize(n);
-    const QCPGraphData* from = &*points.constBegin();
-    for (std::size_t i = 0; i < n; ++i) values[i] = from[i].value;
-    smoothEma(values.data(), values.data(), n, m_smoothing);
-    QCPGraphData* to = &*data->begin();
-    for (std::size_t i = 0; i < n; ++i) to[i].value = values[i];
+    const int n = points.size();
+    int from = std::clamp(entry->from, 0, n);
+    if (entry->keys || data->size() < from || data->size() > n) {
+      data->set(points);
+      from = 0;
+    } else if (data->size() < n) {
+      data->add(QVector<QCPGraphData>(points.constBegin() + data->size(), points.constEnd()), true);
+    }
+    EmaState& ema = m_ema[entry.key()];
+    if (from == 0 || ema.count != std::size_t(from)) {
+      ema = EmaState(m_smoothing);
+      from = 0;
+    }
+    const QCPGraphData* in = &*points.constBegin();
+    values.resize(std::size_t(n));
+    for (int i = from; i < n; ++i) values[std::size_t(i)] = in[i].value;
+    double* tail = values.data() + from;
+    if (!smoothEmaAppend(ema, tail, tail, std::size_t(n - from))) {
+      // A flat series that stopped being flat: every point's value changes.
+      for (int i = 0; i < from; ++i) values[std::size_t(i)] = in[i].value;
+      ema = EmaState(m_smoothing);
+      from = 0;
+      (void)smoothEmaAppend(ema, values.data(), values.data(), std::size_t(n));
+    }
+    QCPGraphData* to = n > 0 ? &*data->begin() : nullptr;
+    for (int i = from; i < n; ++i) to[i].value = values[std::size_t(i)];
+    smoothed->pointsChanged(from);
     fitPens(entry.key());
   }
 }
@@ -273,18 +222,26 @@ void CurvePlot::refreshSmoothed() {
 void CurvePlot::setSeries(const QString& name, const QVector<double>& xs,
                           const QVector<double>& ys) {
   const qsizetype n = checkedLength(name, xs, ys);
-  QCPGraph* graph = graphFor(name);
+  auto* graph = static_cast<CurveGraph*>(graphFor(name));
   graph->setData(xs.first(n), ys.first(n));
-  if (m_smoothing > 0) m_stale[name] = true;
+  graph->pointsChanged(0);
+  if (m_smoothing > 0) markStale(name, {0, true});
   fitPens(name);
 }
 
 void CurvePlot::appendPoints(const QString& name, const QVector<double>& xs,
                              const QVector<double>& ys) {
   const qsizetype n = checkedLength(name, xs, ys);
-  QCPGraph* graph = graphFor(name);
+  auto* graph = static_cast<CurveGraph*>(graphFor(name));
+  // Points after the last one (a live run's new steps) leave the earlier ones where they were:
+  // only they are summarised and smoothed; anywhere else, every point may have moved.
+  const int before = graph->dataCount();
+  const bool atEnd =
+      n == 0 || before == 0 ||
+      *std::min_element(xs.cbegin(), xs.cbegin() + n) > (graph->data()->constEnd() - 1)->key;
   graph->addData(xs.first(n), ys.first(n));
-  if (m_smoothing > 0) m_stale[name] = true;
+  graph->pointsChanged(atEnd ? before : 0);
+  if (m_smoothing > 0) markStale(name, atEnd ? Stale{before, false} : Stale{0, true});
   fitPens(name);
 }
 
@@ -315,6 +272,7 @@ void CurvePlot::removeSeries(const QString& name) {
   if (QCPGraph* graph = m_graphs.take(name)) m_plot->removeGraph(graph);
   m_order.removeAll(name);
   m_stale.remove(name);
+  m_ema.remove(name);
   m_styles.remove(name);
   m_colors.remove(name);
 }
@@ -329,6 +287,7 @@ void CurvePlot::clear() {
   m_styles.clear();
   m_order.clear();
   m_stale.clear();
+  m_ema.clear();
   m_hoverText.clear();
   m_nextColor = 0;
 }

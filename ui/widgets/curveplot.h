@@ -4,8 +4,11 @@
 // pointCount, the CSV export and fitting read) and gains a second graph of the same name with
 // their debiased EMA (smoothing.h), drawn on top in the series' colour while the raw one is
 // drawn faint behind it; the smoothed graphs are refreshed before each replot, only for series
-// whose points changed. Hovering shows each series' nearest point at the pointer's x (a dot on
-// the curve and one tooltip listing every series).
+// whose points changed: points appended at the end are smoothed on from where the EMA stood, so a
+// live run's new steps cost what they add, and a replot that changed nothing smooths nothing.
+// Each graph keeps a min/max summary per block of points (curvegraph.h), so a replot of a
+// million points reads about N / 64 values per curve, not N. Hovering shows each series' nearest
+// point at the pointer's x (a dot on the curve and one tooltip listing every series).
 #pragma once
 
 #include <QColor>
@@ -19,6 +22,7 @@
 #include <functional>
 
 #include "spec/result.h"
+#include "ui/widgets/smoothing.h"
 
 class QCPGraph;
 class QCPItemTracer;
@@ -116,9 +120,16 @@ class CurvePlot : public QWidget {
   QHash<QString, Style> m_styles;
   QHash<QString, QCPItemTracer*> m_tracers;  // the hover dots, made on the first hover
   QStringList m_order;
-  // Series whose smoothed graph lags: true when their points changed (the keys are copied
-  // again), false when only the weight did (the values alone are recomputed).
-  QHash<QString, bool> m_stale;
+  // Series whose smoothed graph lags, and from which raw point on: points appended at the end
+  // (a live run) are smoothed on from the EMA's last state (m_ema); a new weight recomputes the
+  // values from the start, keeping the keys; new points elsewhere copy everything again.
+  struct Stale {
+    int from = 0;       // the first raw point whose smoothed value is out of date
+    bool keys = false;  // the keys before `from` changed too (copied again)
+  };
+  void markStale(const QString& name, Stale stale);
+  QHash<QString, Stale> m_stale;
+  QHash<QString, EmaState> m_ema;  // where each smoothed graph's EMA stands (its last point)
   QString m_hoverText;
   std::function<QString(double)> m_xText;
   double m_smoothing = 0.0;

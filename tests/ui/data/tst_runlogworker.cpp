@@ -8,6 +8,7 @@
 // old file lacks. And: the worker follows what another process commits (a sweep the dashboard
 // watches but does not run), on a SQLite file and (tst_runlogworker_pg) on a PostgreSQL server.
 // And: a run log that does not exist yet is created, so the dashboard shows what it launches.
+// And: the figures Compare colours trials by are each run's means over its steps, in one read.
 #include <QFile>
 #include <QProcess>
 #include <QSignalSpy>
@@ -33,6 +34,7 @@ class TestRunLogWorker : public QObject {
   void olderSchemaIsMigratedOnOpen();
   void followsAnotherProcessesCommits();
   void runLogThatDoesNotExistYetIsCreated();
+  void trialFiguresAreMeansOverSteps();
 
  private:
   /// The loss points of the chunks `spy` got since `from`, and whether the first one resets.
@@ -209,4 +211,61 @@ void TestRunLogWorker::olderSchemaIsMigratedOnOpen() {
   auto reader = RunReader::open(path);
   VERIFY_OK(reader);
   QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+}
+
+// Compare's "Colour by": per run the mean `mfu` of rank 0's steps (rank 1's ignored), and per
+// rank the mean of phase.comm_exposed / phase.wall over its steps with a positive wall, averaged
+// over the ranks; a run with neither is absent. Read in one statement on SQLite and PostgreSQL.
+void TestRunLogWorker::trialFiguresAreMeansOverSteps() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = shardscope::testing::storeSpec(dir.path(), "figures.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  NewStudy study;
+  study.name = "figures";
+  study.objectives = {"loss"};
+  study.directions = {"minimize"};
+  auto studyId = (*store)->createStudy(study).get();
+  VERIFY_OK(studyId);
+  qint64 runs[2] = {0, 0};
+  for (qint64& run : runs) {
+    NewTrial trial;
+    trial.studyId = *studyId;
+    trial.worldSize = 2;
+    auto id = (*store)->createTrialRun(trial).get();
+    VERIFY_OK(id);
+    run = id->runId;
+  }
+  const qint64 a = runs[0];
+  const double t = 1.7e9;
+  std::vector<MetricRow> rows{{a, 0, "mfu", 0.2, 0, t},
+                              {a, 1, "mfu", 0.4, 0, t},
+                              {a, 0, "mfu", 0.9, 1, t},
+                              {a, 0, "phase.wall", 0.1, 0, t},
+                              {a, 0, "phase.comm_exposed", 0.01, 0, t},
+                              {a, 1, "phase.wall", 0.2, 0, t},
+                              {a, 1, "phase.comm_exposed", 0.04, 0, t},
+                              {a, 0, "phase.wall", 0.1, 1, t},
+                              {a, 0, "phase.comm_exposed", 0.05, 1, t},
+                              {a, 1, "phase.wall", 0.0, 1, t},
+                              {a, 1, "phase.comm_exposed", 0.02, 1, t},
+                              {runs[1], 0, "loss", 1.0, 0, t}};
+  VERIFY_OK((*store)->appendMetrics(rows).get());
+  (*store)->flush();
+
+  qRegisterMetaType<TrialFigures>();
+  RunLogWorker worker(3600 * 1000);
+  QSignalSpy figures(&worker, &RunLogWorker::trialFiguresLoaded);
+  QSignalSpy failed(&worker, &RunLogWorker::failed);
+  worker.open(path);
+  worker.loadTrialFigures(7, {a, runs[1]});
+  QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+  QCOMPARE(figures.size(), 1);
+  const auto got = figures.at(0).at(0).value<TrialFigures>();
+  QCOMPARE(got.experimentId, qint64(7));
+  QCOMPARE(got.mfu.keys(), QList<qint64>{a});
+  QCOMPARE(got.mfu.value(a), 0.3);
+  QCOMPARE(got.exposedShare.keys(), QList<qint64>{a});
+  QCOMPARE(got.exposedShare.value(a), (0.15 + 0.5) / 2);
 }

@@ -8,10 +8,12 @@
 #include <QTest>
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
+#include "ui/widgets/curvegraph.h"
 #include "ui/widgets/curveplot.h"
 
 using namespace shardscope;
@@ -23,6 +25,7 @@ namespace {
 
 constexpr int kWidth = 800;
 constexpr int kHeight = 500;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kTolerance = 3;  // pixels between where a point should be and where it is drawn
 
 QString artifactDir() {
@@ -228,6 +231,60 @@ class TestCurvePlot : public QObject {
       }
     }
     QVERIFY2(checked > 2 * (data.width() - 4), qPrintable(QString::number(checked)));
+  }
+
+  // The block summary (curvegraph.h) reads whole blocks where they fall in one pixel column:
+  // what it hands the dense drawing gives the same spans as every point in view, in pixels, would
+  // (NaN gaps, a sparse stretch, a block split between columns); after points are appended at
+  // the end and after they are replaced; fitted and zoomed in. It is a few points per column.
+  void blockSummaryGivesTheSameSpansAsEveryPoint() {
+    CurvePlot plot;
+    plot.resize(kWidth, kHeight);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    QVector<double> xs, ys;
+    quint32 seed = 3;
+    const auto add = [&](int count) {
+      for (int i = 0; i < count; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        const double step = xs.isEmpty() ? 0.0 : xs.last() + (xs.size() % 20000 == 0 ? 3000 : 1);
+        xs.append(step);
+        const bool gap = xs.size() % 7919 == 0 || (xs.size() > 30000 && xs.size() < 30100);
+        ys.append(gap ? kNaN : 50 + 20 * (double(seed >> 8) / double(1u << 24) - 0.5));
+      }
+    };
+    add(100003);
+    plot.setSeries("s", xs, ys);
+    auto* graph = dynamic_cast<CurveGraph*>(plot.rawGraph("s"));
+    QVERIFY(graph != nullptr);
+    QCustomPlot* custom = plot.customPlot();
+    const auto allSpans = [&] {
+      QVector<QPointF> pixels;
+      const auto& data = *graph->data();
+      const auto from = data.findBegin(custom->xAxis->range().lower);
+      const auto to = data.findEnd(custom->xAxis->range().upper);
+      for (auto it = from; it != to; ++it)
+        pixels.append(
+            QPointF(custom->xAxis->coordToPixel(it->key), custom->yAxis->coordToPixel(it->value)));
+      return CurvePlot::columnSpans(pixels, 1.0);
+    };
+    const auto check = [&](const char* what) {
+      custom->replot();
+      const QVector<QPointF> reduced = graph->reducedLines();
+      QVERIFY2(reduced.size() < 4 * kWidth + 200, qPrintable(QString::number(reduced.size())));
+      QVERIFY2(CurvePlot::columnSpans(reduced, 1.0) == allSpans(), what);
+    };
+    plot.rescale();
+    check("fitted");
+    add(5000);
+    plot.appendPoints("s", xs.mid(100003), ys.mid(100003));
+    plot.rescale();
+    check("after an append");
+    custom->xAxis->setRange(29000.5, 41000.25);
+    check("zoomed");
+    for (double& y : ys) y = std::isnan(y) ? y : 100 - y;
+    plot.setSeries("s", xs, ys);
+    check("replaced");
   }
 
   void savePngToAMissingFolderNamesIt() {

@@ -5,7 +5,9 @@
 #include <qcustomplot.h>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -133,6 +135,95 @@ class TestSmoothing : public QObject {
     QCOMPARE(plot.drawnGraph("run"), plot.rawGraph("run"));
     QCOMPARE(plot.rawGraph("run")->pen().color(), CurvePlot::seriesColor(0));
     QCOMPARE(plot.customPlot()->legend->itemCount(), 1);
+  }
+
+  // A series smoothed batch by batch (a live run's new steps) equals the whole series smoothed
+  // at once, bit for bit: NaN and inf inside, a flat start that later moves (its points were
+  // written through and must now be smoothed: the append says so and the caller starts again),
+  // batches of one point and of none.
+  void appendedBatchesEqualTheWholeSeries() {
+    const std::vector<double> series{3, 3, 3, 5, kNaN, 4, kInf, 2.5, 2, 2, 7, -1, 0.25, 9};
+    for (const double weight : {0.0, 0.3, 0.6, 0.99, kMaxSmoothing}) {
+      const auto expected = smoothed(series, weight);
+      for (const std::size_t batch : {std::size_t(1), std::size_t(2), std::size_t(5)}) {
+        EmaState state(weight);
+        std::vector<double> out(series.size());
+        std::size_t done = 0;
+        while (done < series.size()) {
+          const std::size_t n = std::min(batch, series.size() - done);
+          QVERIFY(smoothEmaAppend(state, series.data() + done, out.data() + done, 0));
+          if (!smoothEmaAppend(state, series.data() + done, out.data() + done, n)) {
+            QVERIFY(weight > 0);
+            QVERIFY(state.constant);  // only a flat series refuses, and only once
+            state = EmaState(weight);
+            QVERIFY(smoothEmaAppend(state, series.data(), out.data(), done + n));
+          }
+          done += n;
+        }
+        QCOMPARE(state.count, series.size());
+        for (std::size_t i = 0; i < series.size(); ++i) {
+          QVERIFY2(std::memcmp(&out[i], &expected[i], sizeof(double)) == 0,
+                   qPrintable(QString("weight %1, batch %2, point %3: %4 != %5")
+                                  .arg(weight)
+                                  .arg(batch)
+                                  .arg(i)
+                                  .arg(out[i])
+                                  .arg(expected[i])));
+        }
+      }
+    }
+  }
+
+  // CurvePlot smooths appended points on from where the EMA stood: after each append and
+  // replot, the drawn values equal smoothEma over all the points exactly; points inserted
+  // before the end, and a flat start that moves, are handled too; moving the slider recomputes
+  // every value with the new weight (the keys stay).
+  void curvePlotSmoothsAppendsIncrementallyAndRecomputesOnANewWeight() {
+    CurvePlot plot;
+    plot.setSeries("run", {1, 2, 3}, {2, 2, 2});  // flat: written through
+    plot.setSmoothing(0.8);
+    plot.replot();
+    const auto expectSmoothed = [&plot](double weight) {
+      const QCPGraph* raw = plot.rawGraph("run");
+      const QCPGraph* drawn = plot.drawnGraph("run");
+      std::vector<double> values;
+      for (auto it = raw->data()->constBegin(); it != raw->data()->constEnd(); ++it)
+        values.push_back(it->value);
+      const auto expected = smoothed(values, weight);
+      if (drawn->dataCount() != int(values.size())) return false;
+      for (int i = 0; i < drawn->dataCount(); ++i) {
+        const double v = drawn->data()->at(i)->value;
+        if (drawn->data()->at(i)->key != raw->data()->at(i)->key) return false;
+        if (std::memcmp(&v, &expected[std::size_t(i)], sizeof(double)) != 0) return false;
+      }
+      return true;
+    };
+    QVERIFY(expectSmoothed(0.8));
+    plot.appendPoints("run", {4, 5}, {2, 3});  // the flat start moves
+    plot.replot();
+    QVERIFY(expectSmoothed(0.8));
+    quint32 seed = 99;
+    for (int batch = 0; batch < 20; ++batch) {
+      QVector<double> xs, ys;
+      for (int i = 0; i < 37; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        xs.append(6 + batch * 37 + i);
+        ys.append(i == 5 ? kNaN : double(seed >> 8) / double(1u << 24));
+      }
+      plot.appendPoints("run", xs, ys);
+      if (batch % 3 == 0) plot.replot();  // some batches arrive between two replots
+    }
+    plot.replot();
+    QVERIFY(expectSmoothed(0.8));
+    plot.appendPoints("run", {2.5}, {10});  // before the end: everything again
+    plot.replot();
+    QVERIFY(expectSmoothed(0.8));
+    plot.setSmoothing(0.3);
+    plot.replot();
+    QVERIFY(expectSmoothed(0.3));
+    plot.appendPoints("run", {1000}, {4});
+    plot.replot();
+    QVERIFY(expectSmoothed(0.3));
   }
 };
 
