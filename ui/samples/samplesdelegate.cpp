@@ -43,7 +43,17 @@ QTextLayout& SamplesDelegate::layoutFor(quint64 key, const QString& text,
   entry->text = text;
   // A line break in an answer is a line break in the cell (same length: the ranges still fit).
   QString shown = text;
-  shown.replace(QLatin1Char('\n'), QChar::LineSeparator);
+  if (!text.isEmpty() && text.trimmed().isEmpty()) {
+    // White space alone (what a model that has learnt little often answers: "\n\n\n") shows its
+    // characters as marks, one for one, so it is not taken for no answer at all.
+    for (QChar& c : shown) {
+      c = c == QLatin1Char('\n')   ? QChar(0x21B5)   // return arrow
+          : c == QLatin1Char('\t') ? QChar(0x2192)   // rightwards arrow
+                                   : QChar(0x00B7);  // middle dot
+    }
+  } else {
+    shown.replace(QLatin1Char('\n'), QChar::LineSeparator);
+  }
   entry->layout.setText(shown);
   entry->layout.setFont(font);
   QTextOption wrap;

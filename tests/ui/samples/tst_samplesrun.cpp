@@ -34,6 +34,22 @@ using namespace shardscope::ui;
 
 namespace {
 constexpr int kWaitMs = 30000;
+
+// The dark pixels in the top half of `cell` on screen, where the answer is drawn (the scores sit
+// at the bottom).
+int inkAbove(SamplesPanel* panel, const QModelIndex& cell) {
+  QTableView* view = panel->view();
+  const QModelIndex shown = panel->filter()->mapFromSource(cell);
+  view->scrollTo(shown);
+  const QImage shot = view->viewport()->grab().toImage();
+  const QRect rect = view->visualRect(shown);
+  const qreal dpr = shot.devicePixelRatio();
+  int ink = 0;
+  for (int y = rect.top() + 2; y < rect.top() + rect.height() / 2; ++y)
+    for (int x = rect.left() + 8; x < rect.right() - 2; ++x)
+      if (shot.pixelColor(int(x * dpr), int(y * dpr)).lightness() < 128) ++ink;
+  return ink;
+}
 }  // namespace
 
 class TestSamplesRun : public QObject {
@@ -116,6 +132,12 @@ class TestSamplesRun : public QObject {
           for (const QString& w : wrong) QVERIFY2(words.contains(w), qPrintable(what + ": " + w));
           QCOMPARE(red, int(wrong.size()));
         }
+        // Something is drawn in the answer's part of the cell exactly when there is an answer:
+        // one of white space alone shows its characters as marks.
+        QVERIFY2((inkAbove(panel, cell) > 0) == !e.text.empty(),
+                 qPrintable(what + QStringLiteral(": %1 dark pixels for %2 characters")
+                                       .arg(inkAbove(panel, cell))
+                                       .arg(e.text.size())));
         if (column == 2) {  // step 3 against step 2
           const bool changed = e.text != answer.at({probe.toStdString(), 2}).text;
           QCOMPARE(cell.data(SamplesModel::ChangedRole).toBool(), changed);
