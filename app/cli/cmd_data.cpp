@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
+#include "backend/lifecycle/demodata.h"
 #include "data/inspect.h"
 #include "spec/experiment.h"
+#include "spec/experiment_query.h"
 
 namespace shardscope::cli {
 namespace {
@@ -41,15 +43,16 @@ void printHistogram(const data::FileInspection& f, std::int64_t seq_len) {
   const auto& h = f.histogram;
   const auto most = h.counts.empty() ? 0 : *std::max_element(h.counts.begin(), h.counts.end());
   if (most == 0) return;
-  std::cout << "  token lengths (bins of " << h.width << "; '>' past data.seq_len = " << seq_len
-            << "):\n";
+  std::cout << "  token lengths (bins of " << h.width << "; '>': past data.seq_len = " << seq_len
+            << ", '|': the bin holds data.seq_len and longer):\n";
   for (std::size_t i = 0; i < h.counts.size(); ++i) {
     if (h.counts[i] == 0) continue;
     const auto from = static_cast<std::int64_t>(i) * h.width;
     const auto bar = std::max<std::int64_t>(1, h.counts[i] * 40 / most);
-    std::printf("  %c %6lld-%-6lld %7lld %s\n", from + h.width - 1 > seq_len ? '>' : ' ',
-                static_cast<long long>(from), static_cast<long long>(from + h.width - 1),
-                static_cast<long long>(h.counts[i]),
+    const std::int64_t to = from + h.width - 1;
+    const char mark = from > seq_len ? '>' : to > seq_len ? '|' : ' ';
+    std::printf("  %c %6lld-%-6lld %7lld %s\n", mark, static_cast<long long>(from),
+                static_cast<long long>(to), static_cast<long long>(h.counts[i]),
                 std::string(static_cast<std::size_t>(bar), '#').c_str());
   }
 }
@@ -125,8 +128,17 @@ void printSample(const data::SampleView& s) {
 }
 
 void dataInspectVerb(const Globals& g, const DataOptions& o) {
-  auto exp = spec::load_experiment(o.experiment, o.overrides);
+  // The demo's data is made on first use, as `run` makes it (examples/demo.toml): a new user's
+  // first look at it must not be "does not exist".
+  spec::LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto exp = spec::load_experiment(o.experiment, o.overrides, noPaths);
   if (!exp) exitWith(kExitUsage, exp.message());
+  auto written = backend::ensureDemoData(*exp);
+  if (!written) exitWith(kExitError, written.message());
+  if (*written) std::cerr << "wrote the demo's data to " << exp->data.train_path << '\n';
+  if (auto paths = spec::check_experiment_paths(*exp); !paths)
+    exitWith(kExitUsage, paths.message());
   auto inspector = data::DataInspector::open(*exp);
   if (!inspector) exitWith(kExitUsage, o.experiment + ": " + inspector.message());
   if (o.line > 0) {

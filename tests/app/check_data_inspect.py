@@ -204,6 +204,15 @@ def main():
         f.write(f'[data]\nformat = "chat"\ntrain_path = "{os.path.join(demo, "good.jsonl")}"\n')
     refused = run([cli, "data", "inspect", tiny], code=2)
     check('data.format = "chat"' in refused.stderr, refused.stderr)
+    # The bundled demo, as a new user meets it: its data is made on first use, as `run` does.
+    examples = os.path.join(work, "examples")
+    os.makedirs(examples)
+    shutil.copy(os.path.join(source, "examples", "demo.toml"), examples)
+    first = run([cli, "data", "inspect", os.path.join(examples, "demo.toml"), "--json"])
+    made = os.path.join(examples, "demo-data", "train.jsonl")
+    check(os.path.exists(made) and "wrote the demo's data" in first.stderr, first.stderr)
+    demo_train = json.loads(first.stdout)["files"][0]
+    check(demo_train["samples"] == 512 and demo_train["refused"] == 0, f"the demo: {demo_train}")
     print("ok")
 
 
