@@ -23,6 +23,16 @@ namespace shardscope::backend {
 
 namespace {
 
+/// Run `runId` as the run log holds it; an error when it is not there.
+Result<RunRecord> storedRun(RunStore& store, qint64 runId) {
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  auto found = reader->run(runId);
+  if (!found) return found.error();
+  if (!*found) return fail("run " + std::to_string(runId) + " is not in the run log");
+  return std::move(**found);
+}
+
 // A failure of the experiment itself (bad input): the CLI exits 2 on these.
 Error invalid(LoadReport* report, std::string message) {
   if (report) report->invalid = true;
@@ -182,18 +192,17 @@ Result<StartedRun> RunLifecycle::startDetached(RunStore& store, const spec::Expe
 
 Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) const {
   if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
-  auto reader = store.reader();
-  if (!reader) return reader.error();
-  auto found = reader->run(runId);
+  auto found = storedRun(store, runId);
   if (!found) return found.error();
-  if (!*found) return fail("run " + std::to_string(runId) + " is not in the run log");
-  const RunRecord before = **found;
+  const RunRecord before = std::move(*found);
   const std::string label = "run " + before.name.toStdString();
   if (before.studyId) {
     return fail(label +
                 " is a trial of a sweep: its sweep retries it from its checkpoint "
                 "(search.retry_from_checkpoint)");
   }
+  auto reader = store.reader();
+  if (!reader) return reader.error();
   AttemptOptions resume;
   if (auto from = resumeArguments(*reader, before, before.attempt); !from) {
     return from.error();
@@ -260,12 +269,9 @@ QJsonObject RunLifecycle::replannedParams(QJsonObject params, const spec::Replan
 }
 
 Result<ReplannedRun> RunLifecycle::startReplannedAttempt(RunStore& store, qint64 runId) {
-  auto reader = store.reader();
-  if (!reader) return reader.error();
-  auto found = reader->run(runId);
+  auto found = storedRun(store, runId);
   if (!found) return found.error();
-  if (!*found) return fail("run " + std::to_string(runId) + " is not in the run log");
-  const RunRecord before = **found;
+  const RunRecord before = std::move(*found);
   const std::string label = "run " + before.name.toStdString();
   if (before.studyId) return fail(label + " is a trial of a sweep: search.on_oom replans it");
   auto ran = spec::load_experiment(QDir(before.runDir).filePath("trial.toml").toStdString(), {},

@@ -183,6 +183,32 @@ Result<qint64> resumeStep(WriteContext& context, qint64 runId, int failedAttempt
 // after k (the rows past k, which the retry computes again, go); started over, it is a fresh
 // curve. Either way no pruner judges the retry by values it will not reach again. The pruner's
 // rung records (Study's "search.rung", keyed by rung, not by step) go in both cases.
+/// A run's attempt and status, and whether it is a study's trial: what a new attempt of it
+/// (resumed or replanned) is decided on, inside the write that begins it.
+struct AttemptState {
+  int attempt = 0;
+  std::string status;
+  bool trial = false;
+};
+
+Result<AttemptState> attemptState(WriteContext& context, qint64 runId) {
+  auto stmt =
+      context.statement("SELECT attempt, status, study_id IS NOT NULL FROM runs WHERE id = ?1");
+  if (!stmt) return stmt.error();
+  Statement& select = **stmt;
+  if (auto r = select.bindInt64(1, runId); !r) return r.error();
+  auto row = select.step();
+  if (!row) return row.error();
+  if (!*row) {
+    select.reset();
+    return fail("run " + std::to_string(runId) + " is not in the run log");
+  }
+  AttemptState state{static_cast<int>(select.columnInt64(0)), select.columnText(1),
+                     select.columnInt64(2) != 0};
+  select.reset();
+  return state;
+}
+
 Result<void> trimRetriedCurve(WriteContext& context, qint64 runId, int failedAttempt,
                               bool fromCheckpoint) {
   qint64 keepThrough = -1;
@@ -337,21 +363,9 @@ RunStore::Pending<void> RunStore::setStudyStatus(qint64 studyId, StudyStatus sta
 
 RunStore::Pending<int> RunStore::beginResumedAttempt(qint64 runId) {
   return submit<int>(1, [runId](WriteContext& context) -> Result<int> {
-    auto stmt =
-        context.statement("SELECT attempt, status, study_id IS NOT NULL FROM runs WHERE id = ?1");
-    if (!stmt) return stmt.error();
-    Statement& select = **stmt;
-    if (auto r = select.bindInt64(1, runId); !r) return r.error();
-    auto row = select.step();
-    if (!row) return row.error();
-    if (!*row) {
-      select.reset();
-      return fail("run " + std::to_string(runId) + " is not in the run log");
-    }
-    const int attempt = static_cast<int>(select.columnInt64(0));
-    const std::string status = select.columnText(1);
-    const bool trial = select.columnInt64(2) != 0;
-    select.reset();
+    auto state = attemptState(context, runId);
+    if (!state) return state.error();
+    const auto& [attempt, status, trial] = *state;
     if (trial) {
       return fail("run " + std::to_string(runId) +
                   " is a trial of a sweep: its sweep retries it from its checkpoint "
@@ -375,19 +389,10 @@ RunStore::Pending<int> RunStore::beginResumedAttempt(qint64 runId) {
 
 RunStore::Pending<int> RunStore::beginReplannedAttempt(qint64 runId, const QJsonObject& params) {
   return submit<int>(1, [runId, params](WriteContext& context) -> Result<int> {
-    auto stmt = context.statement("SELECT attempt, status FROM runs WHERE id = ?1");
-    if (!stmt) return stmt.error();
-    Statement& select = **stmt;
-    if (auto r = select.bindInt64(1, runId); !r) return r.error();
-    auto row = select.step();
-    if (!row) return row.error();
-    if (!*row) {
-      select.reset();
-      return fail("run " + std::to_string(runId) + " is not in the run log");
-    }
-    const int attempt = static_cast<int>(select.columnInt64(0));
-    const std::string status = select.columnText(1);
-    select.reset();
+    auto state = attemptState(context, runId);
+    if (!state) return state.error();
+    const int attempt = state->attempt;
+    const std::string& status = state->status;
     // The monitor may have recorded the attempt's end (oom) before its follower replans it.
     if (status != "running" && status != "oom") {
       return fail("run " + std::to_string(runId) + " is " + status +
