@@ -2,8 +2,8 @@
 # Times the README's two commands as a newcomer meets them: a fresh clone of HEAD in a new folder,
 # then `scripts/run.sh` (the main job, headless), then `scripts/test.sh` (every test, as CI runs it),
 # and prints one line per step with its seconds and the machine's CPU. Anyone can rerun it.
-#   scripts/time-commands.sh          warm: this machine's ccache, clang-tidy cache and pip cache
-#   scripts/time-commands.sh --cold   cold: an empty ccache, clang-tidy cache and pip cache (Debian
+#   scripts/time-commands.sh          warm: this machine's ccache, clang-tidy, venv and pip caches
+#   scripts/time-commands.sh --cold   cold: empty ccache, clang-tidy, venv and pip caches (Debian
 #                                     packages stay installed: apt is the one cache it cannot empty)
 # Options: --test-only (skip run.sh, as CI does), --run-only (skip test.sh),
 #          --keep (keep the clone and its caches),
@@ -27,7 +27,8 @@ cleanup() { if ((keep)); then echo "kept: $work"; else rm -rf "$work"; fi; }
 trap cleanup EXIT
 git clone -q --no-hardlinks "$root" "$work/clone"
 if ((cold)); then
-  export CCACHE_DIR="$work/ccache" SHARDSCOPE_TIDY_CACHE="$work/tidy" PIP_CACHE_DIR="$work/pip"
+  export CCACHE_DIR="$work/ccache" SHARDSCOPE_TIDY_CACHE="$work/tidy" PIP_CACHE_DIR="$work/pip" \
+    SHARDSCOPE_VENV_CACHE="$work/venvs"
 fi
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 mode=$([[ $cold == 1 ]] && echo cold || echo warm)
