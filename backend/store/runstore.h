@@ -150,7 +150,7 @@ class RunStore : public QObject {
   /// instead of taking a second one. An asker that dies instead leaves a lease of a dead pid:
   /// Study::failLostTrials fails that trial, and it is retried.
   Pending<TrialId> startTrialRun(const NewTrial& trial,
-                                 std::optional<LeaseRecord> askLease = std::nullopt);
+                                 const std::optional<LeaseRecord>& askLease = std::nullopt);
   /// As startTrialRun, but only while the study has fewer than `maxTrials` trial numbers,
   /// counted in the same write transaction: Full once it has them all, so concurrent askers
   /// (slots of one sweep, or several processes) never overshoot search.n_trials.
@@ -158,8 +158,9 @@ class RunStore : public QObject {
   /// number, else Stale: the asker sampled from a history another asker has since extended, and
   /// samples again rather than hand out the same parameters twice. A trial an earlier call with
   /// the same `askLease` took comes back as Started with TrialStart::again (its own parameters).
-  Pending<TrialStart> startTrialRunWithin(const NewTrial& trial, qint64 maxTrials,
-                                          std::optional<LeaseRecord> askLease = std::nullopt);
+  Pending<TrialStart> startTrialRunWithin(
+      const NewTrial& trial, qint64 maxTrials,
+      const std::optional<LeaseRecord>& askLease = std::nullopt);
   /// Claims, in one transaction, the study's lowest-numbered queued (enqueued) trial, else its
   /// lowest-numbered failed trial with attempt < maxAttempt (a retry: attempt + 1, its metrics,
   /// objectives and error cleared). The claimed run becomes running, with `askLease` as its
@@ -168,9 +169,9 @@ class RunStore : public QObject {
   /// With `fromCheckpoint` (search.retry_from_checkpoint) a retry keeps the curve up to the step
   /// of the failed attempt's newest sharded checkpoint (RunReader::resumePoint), where the trial
   /// runner resumes it; otherwise the retry's curve starts empty.
-  Pending<std::optional<TrialId>> claimTrial(qint64 studyId, int maxAttempt,
-                                             bool fromCheckpoint = false,
-                                             std::optional<LeaseRecord> askLease = std::nullopt);
+  Pending<std::optional<TrialId>> claimTrial(
+      qint64 studyId, int maxAttempt, bool fromCheckpoint = false,
+      const std::optional<LeaseRecord>& askLease = std::nullopt);
   /// Starts the next attempt of a run outside a study that ended stopped, failed or oom, to be
   /// resumed from its newest complete sharded checkpoint (RunReader::resumePoint of the attempt
   /// that ended): attempt + 1, running, error and end time cleared, the curve kept up to the

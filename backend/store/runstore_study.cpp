@@ -248,9 +248,10 @@ Result<std::optional<TrialId>> askedBefore(WriteContext& context, qint64 studyId
   std::optional<TrialId> found;
   if (*row) {
     found = TrialId{select.columnInt64(0), select.columnInt64(1)};
-    qCInfo(lcRunStoreStudy, "study %lld trial %lld: taken by an earlier call of this ask, whose "
-           "answer was lost; handed out again", static_cast<long long>(studyId),
-           static_cast<long long>(found->number));
+    qCInfo(lcRunStoreStudy,
+           "study %lld trial %lld: taken by an earlier call of this ask, whose "
+           "answer was lost; handed out again",
+           static_cast<long long>(studyId), static_cast<long long>(found->number));
   }
   select.reset();
   return found;
@@ -590,7 +591,7 @@ RunStore::Pending<void> RunStore::setRunObjectives(qint64 runId, std::vector<dou
 }
 
 RunStore::Pending<TrialId> RunStore::startTrialRun(const NewTrial& trial,
-                                                   std::optional<LeaseRecord> askLease) {
+                                                   const std::optional<LeaseRecord>& askLease) {
   const StoreClock* clock = &this->clock();
   return submit<TrialId>(1, [trial, askLease, clock](WriteContext& context) -> Result<TrialId> {
     if (askLease) {
@@ -605,52 +606,52 @@ RunStore::Pending<TrialId> RunStore::startTrialRun(const NewTrial& trial,
   });
 }
 
-RunStore::Pending<TrialStart> RunStore::startTrialRunWithin(const NewTrial& trial,
-                                                            qint64 maxTrials,
-                                                            std::optional<LeaseRecord> askLease) {
+RunStore::Pending<TrialStart> RunStore::startTrialRunWithin(
+    const NewTrial& trial, qint64 maxTrials, const std::optional<LeaseRecord>& askLease) {
   const StoreClock* clock = &this->clock();
-  return submit<TrialStart>(1, [trial, maxTrials, askLease,
-                                clock](WriteContext& context) -> Result<TrialStart> {
-    TrialStart start;
-    if (askLease) {  // before the count: the earlier call's trial may be the last number
-      auto before = askedBefore(context, trial.studyId, *askLease);
-      if (!before) return before.error();
-      if (*before) {
-        start.id = **before;
-        start.again = true;
+  return submit<TrialStart>(
+      1, [trial, maxTrials, askLease, clock](WriteContext& context) -> Result<TrialStart> {
+        TrialStart start;
+        if (askLease) {  // before the count: the earlier call's trial may be the last number
+          auto before = askedBefore(context, trial.studyId, *askLease);
+          if (!before) return before.error();
+          if (*before) {
+            start.id = **before;
+            start.again = true;
+            return start;
+          }
+        }
+        auto stmt = context.statement("SELECT count(*) FROM runs WHERE study_id = ?1");
+        if (!stmt) return stmt.error();
+        Statement& count = **stmt;
+        if (auto r = count.bindInt64(1, trial.studyId); !r) return r.error();
+        auto row = count.step();
+        if (!row) return row.error();
+        const qint64 taken = *row ? count.columnInt64(0) : 0;
+        count.reset();
+        if (taken >= maxTrials) {
+          start.outcome = TrialStart::Outcome::Full;
+          return start;
+        }
+        if (trial.trialNumber) {
+          auto study = studyForTrial(context, trial.studyId);
+          if (!study) return study.error();
+          if (study->second != *trial.trialNumber) {
+            start.outcome = TrialStart::Outcome::Stale;
+            return start;
+          }
+        }
+        auto id = insertTrial(context, trial, spec::RunStatus::running);
+        if (!id) return id.error();
+        if (auto r = writeAskLease(context, id->runId, askLease, *clock); !r) return r.error();
+        start.id = *id;
         return start;
-      }
-    }
-    auto stmt = context.statement("SELECT count(*) FROM runs WHERE study_id = ?1");
-    if (!stmt) return stmt.error();
-    Statement& count = **stmt;
-    if (auto r = count.bindInt64(1, trial.studyId); !r) return r.error();
-    auto row = count.step();
-    if (!row) return row.error();
-    const qint64 taken = *row ? count.columnInt64(0) : 0;
-    count.reset();
-    if (taken >= maxTrials) {
-      start.outcome = TrialStart::Outcome::Full;
-      return start;
-    }
-    if (trial.trialNumber) {
-      auto study = studyForTrial(context, trial.studyId);
-      if (!study) return study.error();
-      if (study->second != *trial.trialNumber) {
-        start.outcome = TrialStart::Outcome::Stale;
-        return start;
-      }
-    }
-    auto id = insertTrial(context, trial, spec::RunStatus::running);
-    if (!id) return id.error();
-    if (auto r = writeAskLease(context, id->runId, askLease, *clock); !r) return r.error();
-    start.id = *id;
-    return start;
-  });
+      });
 }
 
 RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(
-    qint64 studyId, int maxAttempt, bool fromCheckpoint, std::optional<LeaseRecord> askLease) {
+    qint64 studyId, int maxAttempt, bool fromCheckpoint,
+    const std::optional<LeaseRecord>& askLease) {
   const StoreClock* clock = &this->clock();
   return submit<std::optional<TrialId>>(
       1, [studyId, maxAttempt, fromCheckpoint, askLease, clock](WriteContext& context) {

@@ -13,11 +13,11 @@
 // so no asked trial is ever running without one. An ask whose answer the run log lost (the
 // connection dropped after its COMMIT reached the server) keeps its token, and the next ask of
 // this Study presents it again: the store hands back the trial that token already took (an
-// idempotent ask) instead of taking a second one and leaving the first running for good. A restarted sweep first
-// reattaches the launched ones whose follower died (orphanedTrials()): their ranks outlive the
-// sweep, so it follows them to their own end instead. Samplers keep no hidden state
-// (each replays the trial list), and the random source of trial n is seeded from (seed, n), so
-// nothing else needs to live in setStudyState; the state holds the study's own settings
+// idempotent ask) instead of taking a second one and leaving the first running for good. A
+// restarted sweep first reattaches the launched ones whose follower died (orphanedTrials()): their
+// ranks outlive the sweep, so it follows them to their own end instead. Samplers keep no hidden
+// state (each replays the trial list), and the random source of trial n is seeded from (seed, n),
+// so nothing else needs to live in setStudyState; the state holds the study's own settings
 // (max_retries).
 #pragma once
 

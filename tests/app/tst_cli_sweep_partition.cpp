@@ -333,7 +333,7 @@ class TestCliSweepPartition : public QObject {
     qInfo("the sweep said:\n%s%s", out.constData(), err.constData());
     QVERIFY2(awaitText(proxy.process, proxy.said, "lost-commit", 10000),  // the cut happened
              proxy.said.constData());
-    QVERIFY2(err.contains("cannot ask for a trial"), err.constData());    // and met the ask
+    QVERIFY2(err.contains("cannot ask for a trial"), err.constData());  // and met the ask
     // The next try got the trial the lost one had taken (RunStore::claimTrial's ask lease).
     QVERIFY2(err.contains("trial 2: taken by an earlier call of this ask"), err.constData());
     QVERIFY2(sweep.exitStatus() == QProcess::NormalExit && sweep.exitCode() == 0,

@@ -1590,8 +1590,7 @@ void TestRunStore::askLeaseGoesWithTheTrial() {
 
   auto refused = (*store)->claimTrial(*study, 1, false, lease("study-ask:refused")).get();
   QVERIFY(!refused);
-  QVERIFY2(refused.message().find("lease refused") != std::string::npos,
-           refused.message().c_str());
+  QVERIFY2(refused.message().find("lease refused") != std::string::npos, refused.message().c_str());
   QCOMPARE((*reader->run(first->runId))->status, spec::RunStatus::queued);  // rolled back
   QVERIFY(!*reader->lease(first->runId));
   backend::NewTrial fresh{*study, std::nullopt, "", "", {{"x", 3}}, 1};
