@@ -165,7 +165,8 @@ async def control():
     tasks = set()
     while line := await reader.readline():
         words = line.decode().split()
-        if len(words) >= 3 and words[0] == "lose-commit" and words[1].isdigit() and int(words[1]) > 0:
+        if (len(words) >= 3 and words[0] == "lose-commit" and words[1].isdigit()
+                and int(words[1]) > 0):
             pattern = line.decode().strip().split(None, 2)[2]
             lose = {"pattern": pattern.encode(), "left": int(words[1]) - 1}
             print("armed", flush=True)
@@ -182,7 +183,8 @@ async def control():
                 task.add_done_callback(tasks.discard)
                 continue
         print(f"latency_proxy.py: unknown command {line.decode().strip()!r}; "
-              "the commands are `partition SECONDS [CUT_S]` and `lose-commit NTH PATTERN`", file=sys.stderr, flush=True)
+              "the commands are `partition SECONDS [CUT_S]` and `lose-commit NTH PATTERN`",
+              file=sys.stderr, flush=True)
 
 
 async def main():
