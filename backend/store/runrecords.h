@@ -166,6 +166,9 @@ struct TrialStart {
   };
   Outcome outcome = Outcome::Started;
   TrialId id;  ///< Started only
+  /// Started by an earlier call with the same ask lease, whose answer was lost: the trial's
+  /// parameters are the stored ones, not necessarily this call's.
+  bool again = false;
 };
 
 /// One value of one metric at one step on one rank.

@@ -390,6 +390,15 @@ Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, dou
     }
     outcome.tookOver = true;
   }
+  if (auto r = storesql::writeLease(context, me, clock); !r) return r.error();
+  outcome.acquired = true;
+  return outcome;
+}
+
+}  // namespace
+
+Result<void> storesql::writeLease(WriteContext& context, const LeaseRecord& lease,
+                                  const StoreClock& clock) {
   auto stmt = context.statement(
       "INSERT INTO leases(run_id, pid, host, token, heartbeat, boot_id, beat_mono) VALUES "
       "(?1,?2,?3,?4," +
@@ -399,22 +408,19 @@ Result<LeaseOutcome> takeLease(WriteContext& context, const LeaseRecord& me, dou
       "beat_mono = excluded.beat_mono");
   if (!stmt) return stmt.error();
   Statement& upsert = **stmt;
-  if (auto r = upsert.bindInt64(1, me.runId); !r) return r.error();
-  if (auto r = upsert.bindInt64(2, me.pid); !r) return r.error();
-  if (auto r = upsert.bindText(3, me.host.toStdString()); !r) return r.error();
-  if (auto r = upsert.bindText(4, me.token.toStdString()); !r) return r.error();
-  if (auto r = upsert.bindText(5, clock.bootId().toStdString()); !r) return r.error();
-  if (auto r = upsert.bindDouble(6, clock.monotonicNow()); !r) return r.error();
+  if (auto r = upsert.bindInt64(1, lease.runId); !r) return r;
+  if (auto r = upsert.bindInt64(2, lease.pid); !r) return r;
+  if (auto r = upsert.bindText(3, lease.host.toStdString()); !r) return r;
+  if (auto r = upsert.bindText(4, lease.token.toStdString()); !r) return r;
+  if (auto r = upsert.bindText(5, clock.bootId().toStdString()); !r) return r;
+  if (auto r = upsert.bindDouble(6, clock.monotonicNow()); !r) return r;
   if (!context.db().isPostgres()) {  // the last parameter: PostgreSQL's statement has none
-    if (auto r = upsert.bindDouble(7, clock.wallNow()); !r) return r.error();
+    if (auto r = upsert.bindDouble(7, clock.wallNow()); !r) return r;
   }
-  if (auto r = execute(upsert); !r) return r.error();
+  if (auto r = execute(upsert); !r) return r;
   context.changes().runs = true;
-  outcome.acquired = true;
-  return outcome;
+  return ok();
 }
-
-}  // namespace
 
 bool RunStore::processAlive(qint64 pid) {
   if (pid <= 0) return false;

@@ -137,22 +137,41 @@ class RunStore : public QObject {
   Pending<void> setRunObjectives(qint64 runId, std::vector<double> values);
   /// As createTrialRun, but the run is marked running (asked) in the same transaction, so no
   /// other process mistakes it for an enqueued (queued) trial.
-  Pending<TrialId> startTrialRun(const NewTrial& trial);
+  ///
+  /// The ask lease (startTrialRun, startTrialRunWithin, claimTrial): with `askLease` (the asking
+  /// process's pid and host and a token of this one ask, search::Study::askToken; its runId is
+  /// ignored) the trial's run and that lease are written in ONE transaction, so no trial is ever
+  /// running without its asker's lease (a lease written after, in its own transaction, was lost
+  /// whenever the run log went away between the two, and the trial stayed running for good: no
+  /// sweep fails a trial as lost or adopts it without a lease). A call whose answer is lost (the
+  /// connection drops after the COMMIT reached the server) may have taken a trial: the asker
+  /// calls again with the same lease, and the call first looks, in its transaction, for a
+  /// running trial of the study that holds exactly that lease (pid, host, token) and returns it
+  /// instead of taking a second one. An asker that dies instead leaves a lease of a dead pid:
+  /// Study::failLostTrials fails that trial, and it is retried.
+  Pending<TrialId> startTrialRun(const NewTrial& trial,
+                                 const std::optional<LeaseRecord>& askLease = std::nullopt);
   /// As startTrialRun, but only while the study has fewer than `maxTrials` trial numbers,
   /// counted in the same write transaction: Full once it has them all, so concurrent askers
   /// (slots of one sweep, or several processes) never overshoot search.n_trials.
   /// With trial.trialNumber set, the trial starts only if that is still the study's next free
   /// number, else Stale: the asker sampled from a history another asker has since extended, and
-  /// samples again rather than hand out the same parameters twice.
-  Pending<TrialStart> startTrialRunWithin(const NewTrial& trial, qint64 maxTrials);
+  /// samples again rather than hand out the same parameters twice. A trial an earlier call with
+  /// the same `askLease` took comes back as Started with TrialStart::again (its own parameters).
+  Pending<TrialStart> startTrialRunWithin(
+      const NewTrial& trial, qint64 maxTrials,
+      const std::optional<LeaseRecord>& askLease = std::nullopt);
   /// Claims, in one transaction, the study's lowest-numbered queued (enqueued) trial, else its
   /// lowest-numbered failed trial with attempt < maxAttempt (a retry: attempt + 1, its metrics,
-  /// objectives and error cleared). The claimed run becomes running; nullopt when none.
+  /// objectives and error cleared). The claimed run becomes running, with `askLease` as its
+  /// lease in the same transaction (see startTrialRun); nullopt when none. A trial an earlier
+  /// call with the same `askLease` claimed (or started) is returned again.
   /// With `fromCheckpoint` (search.retry_from_checkpoint) a retry keeps the curve up to the step
   /// of the failed attempt's newest sharded checkpoint (RunReader::resumePoint), where the trial
   /// runner resumes it; otherwise the retry's curve starts empty.
-  Pending<std::optional<TrialId>> claimTrial(qint64 studyId, int maxAttempt,
-                                             bool fromCheckpoint = false);
+  Pending<std::optional<TrialId>> claimTrial(
+      qint64 studyId, int maxAttempt, bool fromCheckpoint = false,
+      const std::optional<LeaseRecord>& askLease = std::nullopt);
   /// Starts the next attempt of a run outside a study that ended stopped, failed or oom, to be
   /// resumed from its newest complete sharded checkpoint (RunReader::resumePoint of the attempt
   /// that ended): attempt + 1, running, error and end time cleared, the curve kept up to the

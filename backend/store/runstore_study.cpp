@@ -228,8 +228,52 @@ Result<void> trimRetriedCurve(WriteContext& context, qint64 runId, int failedAtt
   return ok();
 }
 
+// The running trial of study `studyId` that holds `lease` (its asker's pid, host and the token of
+// one ask): an earlier call of the same ask took it, and its answer was lost (the connection
+// dropped after the COMMIT reached the server). nullopt when none does.
+Result<std::optional<TrialId>> askedBefore(WriteContext& context, qint64 studyId,
+                                           const LeaseRecord& lease) {
+  auto stmt = context.statement(
+      "SELECT r.id, r.trial_number FROM runs r JOIN leases l ON l.run_id = r.id WHERE "
+      "r.study_id = ?1 AND r.status = 'running' AND l.token = ?2 AND l.pid = ?3 AND l.host = ?4 "
+      "ORDER BY r.trial_number LIMIT 1");
+  if (!stmt) return stmt.error();
+  Statement& select = **stmt;
+  if (auto r = select.bindInt64(1, studyId); !r) return r.error();
+  if (auto r = select.bindText(2, lease.token.toStdString()); !r) return r.error();
+  if (auto r = select.bindInt64(3, lease.pid); !r) return r.error();
+  if (auto r = select.bindText(4, lease.host.toStdString()); !r) return r.error();
+  auto row = select.step();
+  if (!row) return row.error();
+  std::optional<TrialId> found;
+  if (*row) {
+    found = TrialId{select.columnInt64(0), select.columnInt64(1)};
+    qCInfo(lcRunStoreStudy,
+           "study %lld trial %lld: taken by an earlier call of this ask, whose "
+           "answer was lost; handed out again",
+           static_cast<long long>(studyId), static_cast<long long>(found->number));
+  }
+  select.reset();
+  return found;
+}
+
+// Writes the asker's `lease` on trial run `runId` (in the transaction that claims or starts it).
+Result<void> writeAskLease(WriteContext& context, qint64 runId,
+                           const std::optional<LeaseRecord>& lease, const StoreClock& clock) {
+  if (!lease) return ok();
+  LeaseRecord mine = *lease;
+  mine.runId = runId;
+  return storesql::writeLease(context, mine, clock);
+}
+
 Result<std::optional<TrialId>> claimOne(WriteContext& context, qint64 studyId, int maxAttempt,
-                                        bool fromCheckpoint) {
+                                        bool fromCheckpoint,
+                                        const std::optional<LeaseRecord>& askLease,
+                                        const StoreClock& clock) {
+  if (askLease) {
+    auto before = askedBefore(context, studyId, *askLease);
+    if (!before || *before) return before;
+  }
   // Enqueued trials first, then failed ones that have retries left; lowest number first.
   auto stmt = context.statement(
       "SELECT id, trial_number, status = 'failed', attempt FROM runs WHERE study_id = ?1 AND "
@@ -266,6 +310,7 @@ Result<std::optional<TrialId>> claimOne(WriteContext& context, qint64 studyId, i
              !r) {
     return r.error();
   }
+  if (auto r = writeAskLease(context, id.runId, askLease, clock); !r) return r.error();
   context.changes().runs = true;
   context.changes().studies = true;
   return std::optional<TrialId>(id);
@@ -545,48 +590,72 @@ RunStore::Pending<void> RunStore::setRunObjectives(qint64 runId, std::vector<dou
   });
 }
 
-RunStore::Pending<TrialId> RunStore::startTrialRun(const NewTrial& trial) {
-  return submit<TrialId>(1, [trial](WriteContext& context) {
-    return insertTrial(context, trial, spec::RunStatus::running);
-  });
-}
-
-RunStore::Pending<TrialStart> RunStore::startTrialRunWithin(const NewTrial& trial,
-                                                            qint64 maxTrials) {
-  return submit<TrialStart>(1, [trial, maxTrials](WriteContext& context) -> Result<TrialStart> {
-    auto stmt = context.statement("SELECT count(*) FROM runs WHERE study_id = ?1");
-    if (!stmt) return stmt.error();
-    Statement& count = **stmt;
-    if (auto r = count.bindInt64(1, trial.studyId); !r) return r.error();
-    auto row = count.step();
-    if (!row) return row.error();
-    const qint64 taken = *row ? count.columnInt64(0) : 0;
-    count.reset();
-    TrialStart start;
-    if (taken >= maxTrials) {
-      start.outcome = TrialStart::Outcome::Full;
-      return start;
-    }
-    if (trial.trialNumber) {
-      auto study = studyForTrial(context, trial.studyId);
-      if (!study) return study.error();
-      if (study->second != *trial.trialNumber) {
-        start.outcome = TrialStart::Outcome::Stale;
-        return start;
-      }
+RunStore::Pending<TrialId> RunStore::startTrialRun(const NewTrial& trial,
+                                                   const std::optional<LeaseRecord>& askLease) {
+  const StoreClock* clock = &this->clock();
+  return submit<TrialId>(1, [trial, askLease, clock](WriteContext& context) -> Result<TrialId> {
+    if (askLease) {
+      auto before = askedBefore(context, trial.studyId, *askLease);
+      if (!before) return before.error();
+      if (*before) return **before;
     }
     auto id = insertTrial(context, trial, spec::RunStatus::running);
     if (!id) return id.error();
-    start.id = *id;
-    return start;
+    if (auto r = writeAskLease(context, id->runId, askLease, *clock); !r) return r.error();
+    return *id;
   });
 }
 
-RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(qint64 studyId, int maxAttempt,
-                                                               bool fromCheckpoint) {
+RunStore::Pending<TrialStart> RunStore::startTrialRunWithin(
+    const NewTrial& trial, qint64 maxTrials, const std::optional<LeaseRecord>& askLease) {
+  const StoreClock* clock = &this->clock();
+  return submit<TrialStart>(
+      1, [trial, maxTrials, askLease, clock](WriteContext& context) -> Result<TrialStart> {
+        TrialStart start;
+        if (askLease) {  // before the count: the earlier call's trial may be the last number
+          auto before = askedBefore(context, trial.studyId, *askLease);
+          if (!before) return before.error();
+          if (*before) {
+            start.id = **before;
+            start.again = true;
+            return start;
+          }
+        }
+        auto stmt = context.statement("SELECT count(*) FROM runs WHERE study_id = ?1");
+        if (!stmt) return stmt.error();
+        Statement& count = **stmt;
+        if (auto r = count.bindInt64(1, trial.studyId); !r) return r.error();
+        auto row = count.step();
+        if (!row) return row.error();
+        const qint64 taken = *row ? count.columnInt64(0) : 0;
+        count.reset();
+        if (taken >= maxTrials) {
+          start.outcome = TrialStart::Outcome::Full;
+          return start;
+        }
+        if (trial.trialNumber) {
+          auto study = studyForTrial(context, trial.studyId);
+          if (!study) return study.error();
+          if (study->second != *trial.trialNumber) {
+            start.outcome = TrialStart::Outcome::Stale;
+            return start;
+          }
+        }
+        auto id = insertTrial(context, trial, spec::RunStatus::running);
+        if (!id) return id.error();
+        if (auto r = writeAskLease(context, id->runId, askLease, *clock); !r) return r.error();
+        start.id = *id;
+        return start;
+      });
+}
+
+RunStore::Pending<std::optional<TrialId>> RunStore::claimTrial(
+    qint64 studyId, int maxAttempt, bool fromCheckpoint,
+    const std::optional<LeaseRecord>& askLease) {
+  const StoreClock* clock = &this->clock();
   return submit<std::optional<TrialId>>(
-      1, [studyId, maxAttempt, fromCheckpoint](WriteContext& context) {
-        return claimOne(context, studyId, maxAttempt, fromCheckpoint);
+      1, [studyId, maxAttempt, fromCheckpoint, askLease, clock](WriteContext& context) {
+        return claimOne(context, studyId, maxAttempt, fromCheckpoint, askLease, *clock);
       });
 }
 

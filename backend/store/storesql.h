@@ -46,6 +46,12 @@ std::string leaseSql(DbKind kind);
 /// The lease of a leaseSql row, its ageS measured by heartbeatAge (storeclock.h).
 LeaseRecord leaseFromRow(const Statement& row, const StoreClock& clock);
 
+/// Writes `lease` as run lease.runId's lease (replacing any other), its heartbeat now: the
+/// server's clock on PostgreSQL, `clock`'s wall clock on SQLite, with `clock`'s boot and
+/// monotonic reading beside it.
+[[nodiscard]] Result<void> writeLease(WriteContext& context, const LeaseRecord& lease,
+                                      const StoreClock& clock);
+
 /// A LIMIT that means "no limit" (SQLite takes -1, PostgreSQL refuses a negative one).
 inline constexpr qint64 kNoLimit = std::numeric_limits<qint64>::max();
 

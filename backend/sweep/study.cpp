@@ -5,7 +5,7 @@
 #include <QJsonArray>
 #include <QLoggingCategory>
 #include <QSysInfo>
-#include <QThread>
+#include <QUuid>
 
 #include <algorithm>
 #include <cmath>
@@ -18,11 +18,6 @@
 #include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcStudy, "shardscope.backend.search.study")
-
-namespace {
-// Tries to store a taken trial's ask lease (about a minute with the backoff).
-constexpr int kAskLeaseTries = 16;
-}  // namespace
 
 namespace shardscope::search {
 namespace {
@@ -388,7 +383,7 @@ Result<std::vector<StudyTrial>> Study::orphanedTrials() {
       continue;
     // No follower's lease yet (the asker's, or none): its sweep died between starting the ranks
     // and following them. Launched (a stored location), it is left running, not lost.
-    if ((!*lease || (*lease)->token == kAskLeaseToken) && !launched(t.runId)) continue;
+    if ((!*lease || isAskLease((*lease)->token)) && !launched(t.runId)) continue;
     out.push_back(std::move(t));
   }
   return out;
@@ -411,7 +406,7 @@ Result<int> Study::failLostTrials() {
     // The asker (an ask lease) or the sweep that runs it (its monitor's lease) is gone.
     if (!*lease || (*lease)->host != host || backend::RunStore::processAlive((*lease)->pid))
       continue;
-    const bool asker = (*lease)->token == kAskLeaseToken;
+    const bool asker = isAskLease((*lease)->token);
     // A sweep killed after starting the ranks, before following them: orphanedTrials' to adopt.
     if (asker && t.status == RunStatus::running && launched(t.runId)) continue;
     const QString why = QStringLiteral("lost: process %1, which %2 trial %3, ended before %4")
@@ -428,33 +423,26 @@ Result<int> Study::failLostTrials() {
   return lost;
 }
 
-Result<void> Study::takeAskLease(qint64 runId, const AskOptions& options) {
-  if (options.ownerPid <= 0) return ok();
-  backend::LeaseRecord lease{runId, options.ownerPid, QSysInfo::machineHostName(),
-                             QString::fromLatin1(kAskLeaseToken), spec::unix_time_now()};
-  // The owner's liveness is judged by its pid (failLostTrials), never by a heartbeat.
-  // The trial is already taken: without its lease no sweep would ever fail it as lost or adopt
-  // it, and it would stay running for good. So a run log that cannot be reached now (a lost
-  // server) is waited for, a minute at most, rather than given up at once.
-  for (int tries = 1;; ++tries) {
-    auto taken = m_store->acquireLease(lease, 1e12).get();
-    if (taken) return ok();
-    if (taken.error().permanent || tries >= kAskLeaseTries) return taken.error();
-    const int delayMs = std::min(200 << std::min(tries - 1, 10), 5000);
-    qCWarning(lcStudy,
-              "%s trial run %lld: its ask lease is not stored: %s (try %d; the next in "
-              "%.1f s)",
-              qPrintable(name()), static_cast<long long>(runId), taken.message().c_str(), tries,
-              delayMs / 1000.0);
-    QThread::msleep(static_cast<unsigned long>(delayMs));
-  }
+bool Study::isAskLease(const QString& token) {
+  return token == QLatin1String(kAskLeaseToken) ||
+         token.startsWith(QLatin1String(kAskLeaseToken) + QLatin1Char(':'));
 }
 
-Result<AskedTrial> Study::claimed(const backend::TrialId& id, const AskOptions& options) {
+std::optional<backend::LeaseRecord> Study::askLease(const AskOptions& options) {
+  if (options.ownerPid <= 0) return std::nullopt;
+  if (m_askToken.isEmpty()) {
+    m_askToken = QLatin1String(kAskLeaseToken) + QLatin1Char(':') +
+                 QUuid::createUuid().toString(QUuid::WithoutBraces);
+  }
+  // The owner's liveness is judged by its pid (failLostTrials), never by a heartbeat.
+  return backend::LeaseRecord{0, options.ownerPid, QSysInfo::machineHostName(), m_askToken,
+                              spec::unix_time_now()};
+}
+
+Result<AskedTrial> Study::stored(const backend::TrialId& id) {
   auto run = m_reader->run(id.runId);
   if (!run) return run.error();
   if (!*run) return fail("run " + std::to_string(id.runId) + " vanished from the run log");
-  if (auto r = takeAskLease(id.runId, options); !r) return r.error();
   AskedTrial asked;
   asked.number = id.number;
   asked.runId = id.runId;
@@ -475,48 +463,25 @@ Result<AskedTrial> Study::ask(const AskOptions& options) {
   return std::move(**asked);
 }
 
-Result<std::optional<AskedTrial>> Study::recoverUnansweredStart(const AskOptions& options) {
-  auto all = trials(false);
-  if (!all) return all.error();
-  const QJsonObject wanted = *m_unansweredStart;
-  for (const StudyTrial& t : *all) {
-    if (t.trial.state != TrialState::Running || paramsToJson(t.trial.params) != wanted) continue;
-    auto lease = m_reader->lease(t.runId);
-    if (!lease) return lease.error();
-    if (*lease || launched(t.runId)) continue;  // another asker's, owned
-    if (auto r = takeAskLease(t.runId, options); !r) return r.error();
-    m_unansweredStart.reset();
-    qCInfo(lcStudy) << name() << "trial" << t.trial.number
-                    << "had started although the run log's answer was lost; it is asked now";
-    AskedTrial asked;
-    asked.number = t.trial.number;
-    asked.runId = t.runId;
-    asked.params = t.trial.params;
-    asked.attempt = t.attempt;
-    return std::optional<AskedTrial>(std::move(asked));
-  }
-  m_unansweredStart.reset();  // it did not start
-  return std::optional<AskedTrial>();
-}
-
 Result<std::optional<AskedTrial>> Study::tryAsk(const AskOptions& options) {
   if (auto lost = failLostTrials(); !lost) return lost.error();
-  if (m_unansweredStart) {
-    auto recovered = recoverUnansweredStart(options);
-    if (!recovered) return recovered.error();
-    if (*recovered) return recovered;
-  }
-  auto claim = m_store->claimTrial(m_record.id, m_maxRetries, m_space.retry_from_checkpoint).get();
-  if (!claim) return claim.error();
-  if (*claim) {
-    auto asked = claimed(**claim, options);
-    if (!asked) return asked.error();
-    return std::optional<AskedTrial>(std::move(*asked));
-  }
-  return askNew(options);
+  const std::optional<backend::LeaseRecord> lease = askLease(options);
+  auto asked = [&]() -> Result<std::optional<AskedTrial>> {
+    auto claim =
+        m_store->claimTrial(m_record.id, m_maxRetries, m_space.retry_from_checkpoint, lease).get();
+    if (!claim) return claim.error();
+    if (!*claim) return askNew(lease);
+    auto trial = stored(**claim);
+    if (!trial) return trial.error();
+    return std::optional<AskedTrial>(std::move(*trial));
+  }();
+  // An answer the run log lost may hide a trial taken with this token: the next try presents it
+  // again (RunStore::claimTrial). Any other end closes the ask.
+  if (asked || asked.error().permanent) m_askToken.clear();
+  return asked;
 }
 
-Result<std::optional<AskedTrial>> Study::askNew(const AskOptions& options) {
+Result<std::optional<AskedTrial>> Study::askNew(const std::optional<backend::LeaseRecord>& lease) {
   // Trial n's draws depend only on (seed, n) and the trials before it: a restarted study
   // proposes what the killed one would have. Two askers reading the same history would draw the
   // same parameters for the same n; the store starts a trial only under the number it was
@@ -546,11 +511,8 @@ Result<std::optional<AskedTrial>> Study::askNew(const AskOptions& options) {
     if (attempt < kAttempts) trial.trialNumber = next;
     // The count above is a hint; the store counts again inside the insert's transaction, so
     // concurrent askers never take more than n_trials numbers.
-    auto started = m_store->startTrialRunWithin(trial, m_space.n_trials).get();
-    if (!started) {
-      if (!started.error().permanent) m_unansweredStart = trial.params;
-      return started.error();
-    }
+    auto started = m_store->startTrialRunWithin(trial, m_space.n_trials, lease).get();
+    if (!started) return started.error();
     switch (started->outcome) {
       case backend::TrialStart::Outcome::Full:
         return std::optional<AskedTrial>();
@@ -559,7 +521,12 @@ Result<std::optional<AskedTrial>> Study::askNew(const AskOptions& options) {
       case backend::TrialStart::Outcome::Started:
         break;
     }
-    if (auto r = takeAskLease(started->id.runId, options); !r) return r.error();
+    if (started->again) {  // an earlier try's trial: its own parameters
+      auto again = stored(started->id);
+      if (!again) return again.error();
+      again->enqueued = false;
+      return std::optional<AskedTrial>(std::move(*again));
+    }
     AskedTrial asked;
     asked.number = started->id.number;
     asked.runId = started->id.runId;

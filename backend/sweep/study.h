@@ -6,13 +6,18 @@
 // Lifecycle of a trial's run: enqueue() -> queued; ask() -> running (a new number, or the
 // lowest queued one, or a failed one with retries left: same number and params, attempt + 1);
 // tell() -> complete / pruned / failed (a non-finite value is failed). A running trial whose
-// asking process (AskOptions::ownerPid, kept as a lease with token kAskLeaseToken) or whose
-// follower (the sweep's RunMonitor lease) is gone from this machine is lost: the next ask()
-// records it failed ("lost"), so it is retried like any failed trial. A restarted sweep first
-// reattaches the launched ones whose follower died (orphanedTrials()): their ranks outlive the
-// sweep, so it follows them to their own end instead. Samplers keep no hidden state
-// (each replays the trial list), and the random source of trial n is seeded from (seed, n), so
-// nothing else needs to live in setStudyState; the state holds the study's own settings
+// asking process (AskOptions::ownerPid, kept as an ask lease: token kAskLeaseToken plus a tag of
+// the one ask) or whose follower (the sweep's RunMonitor lease) is gone from this machine is
+// lost: the next ask() records it failed ("lost"), so it is retried like any failed trial. The
+// ask lease is written in the transaction that claims or starts the trial (RunStore::claimTrial),
+// so no asked trial is ever running without one. An ask whose answer the run log lost (the
+// connection dropped after its COMMIT reached the server) keeps its token, and the next ask of
+// this Study presents it again: the store hands back the trial that token already took (an
+// idempotent ask) instead of taking a second one and leaving the first running for good. A
+// restarted sweep first reattaches the launched ones whose follower died (orphanedTrials()): their
+// ranks outlive the sweep, so it follows them to their own end instead. Samplers keep no hidden
+// state (each replays the trial list), and the random source of trial n is seeded from (seed, n),
+// so nothing else needs to live in setStudyState; the state holds the study's own settings
 // (max_retries).
 #pragma once
 
@@ -89,8 +94,11 @@ class Study {
  public:
   /// Retries of a failed or lost trial when `study create` gives no --max-retries.
   static constexpr int kDefaultMaxRetries = 1;
-  /// The lease token of a trial asked by a process that will tell it itself.
+  /// The lease token of a trial asked by a process that will tell it itself: this alone (an
+  /// older ask), or followed by ':' and the tag of one ask (isAskLease).
   static constexpr const char* kAskLeaseToken = "study-ask";
+  /// True when a lease's token is an asker's (kAskLeaseToken, alone or with an ask's tag).
+  static bool isAskLease(const QString& token);
 
   struct CreateOptions {
     QString name;  // empty: search.name, whose default is the experiment file's stem
@@ -174,11 +182,12 @@ class Study {
                               const std::string& searchToml, const std::string& source,
                               const std::string& experimentToml, const CreateOptions& options);
   Result<StudyTrial> findTrial(std::int64_t number, bool withCurves);
-  Result<std::optional<AskedTrial>> askNew(const AskOptions& options);
-  /// The trial of m_unansweredStart when it did start (running, no lease, not launched).
-  Result<std::optional<AskedTrial>> recoverUnansweredStart(const AskOptions& options);
-  Result<AskedTrial> claimed(const backend::TrialId& id, const AskOptions& options);
-  Result<void> takeAskLease(qint64 runId, const AskOptions& options);
+  Result<std::optional<AskedTrial>> askNew(const std::optional<backend::LeaseRecord>& lease);
+  /// The trial of run `id` as the run log has it (parameters and attempt).
+  Result<AskedTrial> stored(const backend::TrialId& id);
+  /// The lease an ask of `options` writes with its trial (none without an owner), its token
+  /// m_askToken (made on the first try of an ask, kept while the run log's answer is lost).
+  std::optional<backend::LeaseRecord> askLease(const AskOptions& options);
   /// True when run `runId` has a stored location: its ranks were started.
   bool launched(qint64 runId) const;
   Result<void> finish(std::int64_t number, spec::RunStatus status,
@@ -189,10 +198,9 @@ class Study {
   backend::StudyRecord m_record;
   SearchSpace m_space;
   int m_maxRetries = kDefaultMaxRetries;
-  // The parameters of the last trial start the run log did not answer (a connection lost around
-  // its COMMIT): it may have started. The next ask looks for it first, so a started trial is
-  // never left running without an owner.
-  std::optional<QJsonObject> m_unansweredStart;
+  // The ask lease token of the ask under way: empty between asks; kept when the run log's
+  // answer to a claim or start was lost (it may have taken a trial), so the next try finds it.
+  QString m_askToken;
   std::unique_ptr<Sampler> m_sampler;
   std::unique_ptr<Pruner> m_pruner;
 };

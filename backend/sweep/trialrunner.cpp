@@ -417,9 +417,10 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   (void)m_store.setRunStatus(trial.runId, spec::RunStatus::running).get();
   // The asker's lease (Study::tryAsk with an owner) kept the trial from being taken for lost
   // until now; the run monitor's lease replaces it.
-  (void)m_store
-      .releaseLease({trial.runId, 0, {}, QString::fromLatin1(search::Study::kAskLeaseToken), 0})
-      .get();
+  if (auto lease = reader->lease(trial.runId);
+      lease && *lease && search::Study::isAskLease((*lease)->token)) {
+    (void)m_store.releaseLease(**lease).get();
+  }
   if (auto followed = follow(trial, std::move(*handle)); !followed) {
     trial.follower->kill();
     return followed;

@@ -21,6 +21,16 @@ tests drive it; tests/app/tst_cli_sweep_partition.cpp):
                         a real partition outlasts them: the proxy's own TCP stack answers the
                         client meanwhile, so without CUT_S no connection is ever lost.
                         Answers "partitioned", "cut N" (connections) and "healed".
+    lose-commit NTH PATTERN
+                        a lost answer: the NTH transaction (counted over all connections from
+                        now on) that runs a statement whose SQL text contains PATTERN (the rest
+                        of the line, spaces included; a statement prepared from such text counts
+                        each time it runs) is committed on the server, but the client never
+                        hears so: the proxy passes its COMMIT on, drops what the server answers,
+                        and cuts that connection once the answer came, as a network that dies
+                        just after the COMMIT got through would. It reads PostgreSQL's wire
+                        protocol (without TLS) for this. Answers "armed", then "lost-commit"
+                        when it happened. One at a time: a new one replaces an armed one.
 It prints "listening PORT" once it accepts connections.
 """
 import asyncio
@@ -31,14 +41,85 @@ import time
 connected = None
 # Every open connection's two transports, for a partition's cut.
 links = set()
+# The armed lose-commit: {"pattern": bytes, "left": transactions to let pass first}, or None.
+lose = None
 
 
-async def forward(reader, writer, delay_s):
-    """Copies reader to writer, each chunk sent delay_s after it arrived, in order."""
+class Watch:
+    """Follows one connection's client->server PostgreSQL messages for lose-commit: whether the
+    open transaction ran a statement matching the pattern, and when its COMMIT goes by."""
+
+    def __init__(self):
+        self.buffer = b""
+        self.startup = True  # SSL/GSSENC requests and the startup message have no type byte
+        self.prepared = {}   # the SQL text of each prepared statement, by name
+        self.hit = False     # the open transaction ran one
+        self.losing = False  # this connection's COMMIT went to the server: drop the answer
+
+    def feed(self, data):
+        """Takes client bytes; True when they hold the COMMIT whose answer is to be lost."""
+        global lose
+        self.buffer += data
+        fire = False
+        while True:
+            if self.startup:
+                if len(self.buffer) < 8:
+                    break
+                length = int.from_bytes(self.buffer[:4], "big")
+                code = int.from_bytes(self.buffer[4:8], "big")
+                if len(self.buffer) < length:
+                    break
+                self.buffer = self.buffer[length:]
+                if code not in (80877103, 80877104):  # not SSLRequest / GSSENCRequest
+                    self.startup = False
+                continue
+            if len(self.buffer) < 5:
+                break
+            kind = self.buffer[:1]
+            length = int.from_bytes(self.buffer[1:5], "big")
+            if len(self.buffer) < 1 + length:
+                break
+            body = self.buffer[5:1 + length]
+            self.buffer = self.buffer[1 + length:]
+            pattern = lose["pattern"] if lose is not None else None
+            if kind == b"P":  # Parse: name, query
+                name, _, rest = body.partition(b"\0")
+                self.prepared[name] = rest.partition(b"\0")[0]
+            elif kind == b"B":  # Bind: portal, statement (an unnamed one is the last Parse's)
+                statement = body.split(b"\0")[1]
+                if pattern is not None and pattern in self.prepared.get(statement, b""):
+                    self.hit = True
+            elif kind == b"Q":  # a simple query: BEGIN ...; ...; COMMIT; ROLLBACK
+                query = body.partition(b"\0")[0]
+                if pattern is not None and pattern in query:
+                    self.hit = True
+                if b"COMMIT" in query and self.hit and lose is not None:
+                    if lose["left"] > 0:
+                        lose["left"] -= 1
+                    else:
+                        lose = None
+                        fire = True
+                if b"COMMIT" in query or query.strip() == b"ROLLBACK":
+                    self.hit = False
+        return fire
+
+
+async def forward(reader, writer, delay_s, watch=None, answers=None, pair=None):
+    """Copies reader to writer, each chunk sent delay_s after it arrived, in order. With watch
+    (client->server), a chunk holding the COMMIT to lose marks the connection losing; with
+    answers (server->client, that watch), the answer of a losing connection is dropped and the
+    connection (pair's two transports) cut."""
     queue = asyncio.Queue()
 
     async def receive():
         while data := await reader.read(65536):
+            if watch is not None and watch.feed(data):
+                watch.losing = True
+            if answers is not None and answers.losing:
+                for transport in pair:
+                    transport.abort()
+                print("lost-commit", flush=True)
+                break
             queue.put_nowait((time.monotonic() + delay_s, data))
         queue.put_nowait((0.0, b""))
 
@@ -77,12 +158,19 @@ async def partition(seconds, cut_s):
 
 async def control():
     """Reads stdin's commands (--control) until it closes."""
+    global lose
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     tasks = set()
     while line := await reader.readline():
         words = line.decode().split()
+        if (len(words) >= 3 and words[0] == "lose-commit" and words[1].isdigit()
+                and int(words[1]) > 0):
+            pattern = line.decode().strip().split(None, 2)[2]
+            lose = {"pattern": pattern.encode(), "left": int(words[1]) - 1}
+            print("armed", flush=True)
+            continue
         if len(words) in (2, 3) and words[0] == "partition":
             try:
                 seconds = float(words[1])
@@ -95,7 +183,8 @@ async def control():
                 task.add_done_callback(tasks.discard)
                 continue
         print(f"latency_proxy.py: unknown command {line.decode().strip()!r}; "
-              "the one command is `partition SECONDS [CUT_S]`", file=sys.stderr, flush=True)
+              "the commands are `partition SECONDS [CUT_S]` and `lose-commit NTH PATTERN`",
+              file=sys.stderr, flush=True)
 
 
 async def main():
@@ -117,9 +206,11 @@ async def main():
             return
         pair = (client_writer.transport, server_writer.transport)
         links.add(pair)
+        watch = Watch()
         try:
-            await asyncio.gather(forward(client_reader, server_writer, delay_s),
-                                 forward(server_reader, client_writer, delay_s),
+            await asyncio.gather(forward(client_reader, server_writer, delay_s, watch=watch),
+                                 forward(server_reader, client_writer, delay_s, answers=watch,
+                                         pair=pair),
                                  return_exceptions=True)
         finally:
             links.discard(pair)

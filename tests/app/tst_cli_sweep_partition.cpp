@@ -9,7 +9,8 @@
 // before the partition is there unchanged, each trial number is there once and complete, each
 // program ran once, and every stored value is the one its program computed. On the old sweep a
 // trial whose ask lease the partition refused stayed `running` for good: the second sweep ended
-// with 9 of 10 complete.
+// with 9 of 10 complete. lostAskAnswer loses the run log's answer to a trial's claim (or start):
+// the COMMIT reaches the server, its answer never reaches the sweep.
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -25,6 +26,7 @@
 #include <set>
 
 #include "backend/store/runstore.h"
+#include "backend/sweep/study.h"
 #include "backend/sweep/trialrunner.h"
 #include "search/space.h"
 #include "spec/experiment.h"
@@ -129,6 +131,13 @@ struct Proxy {
     const QString proxyPort = QString::fromUtf8(said.mid(10, said.indexOf('\n') - 10).trimmed());
     throughProxy = server.section(':', 0, -2) + ":" + proxyPort + "/" + direct.section('/', -1);
     return true;
+  }
+
+  /// Arms `lose-commit`: the `nth` transaction that runs SQL containing `pattern` commits on the
+  /// server, and its answer never reaches the client (the connection is cut instead).
+  bool loseCommit(int nth, const QByteArray& pattern) {
+    process.write("lose-commit " + QByteArray::number(nth) + " " + pattern + "\n");
+    return awaitText(process, said, "armed", 30000);
   }
 
   /// Cuts the network for `seconds`, dropping its connections `cutS` seconds in; true once the
@@ -270,6 +279,102 @@ class TestCliSweepPartition : public QObject {
     QCOMPARE(*numbers.begin(), 0);
     QCOMPARE(*numbers.rbegin(), kTrials - 1);
     QCOMPARE(after["counts"]["complete"].toInt(), kTrials);
+  }
+
+  // The run log commits a sweep's claim of an enqueued trial (or the start of a sampled one), and
+  // the answer is lost: the proxy passes the COMMIT to the server and cuts the connection instead
+  // of passing the server's answer back. The sweep asks again (the error is not permanent) and
+  // gets the trial its first try took: every trial ends complete once, each program ran once,
+  // and no trial is left running without a lease. On the old sweep the claimed trial had no
+  // lease yet (its lease was a second transaction), the next try claimed another trial, and the
+  // first stayed running for good: the sweep ended with 9 of 10 complete.
+  void lostAskAnswer_data() {
+    QTest::addColumn<bool>("enqueued");
+    QTest::addColumn<QByteArray>("pattern");  // SQL of the transaction whose answer is lost
+    QTest::newRow("claim") << true << QByteArray("ORDER BY status = 'failed', trial_number");
+    QTest::newRow("start") << false << QByteArray("SELECT count(*) FROM runs WHERE study_id");
+  }
+
+  void lostAskAnswer() {
+    using namespace shardscope;
+    QFETCH(bool, enqueued);
+    QFETCH(QByteArray, pattern);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QVERIFY(writeQuadTrial(dir.path(), 2, 0.05));
+    const QString path = dir.filePath("exp.toml");
+    QVERIFY(write(path, QByteArray(kExperiment).replace("%1", QByteArray::number(kTrials))));
+    Proxy proxy;
+    QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "lostanswer")),
+             proxy.said.constData());
+    if (enqueued) {  // every trial enqueued: the sweep claims each one (RunStore::claimTrial)
+      auto store = backend::RunStore::open(proxy.direct);
+      VERIFY_OK(store);
+      search::Study::CreateOptions options;
+      options.name = QStringLiteral("exp");
+      auto study = search::Study::create(**store, path, options);
+      VERIFY_OK(study);
+      for (int i = 0; i < kTrials; ++i) {
+        VERIFY_OK(study->enqueue({{"x", -4.5 + i}, {"y", 4.5 - i}}));
+      }
+    }
+    // The third ask's transaction: two trials run, the sweep is under way.
+    QVERIFY2(proxy.loseCommit(3, pattern), proxy.said.constData());
+
+    QProcess sweep;
+    sweep.setWorkingDirectory(dir.path());
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_LOGGING_RULES", "shardscope.backend.runstore.study.info=true");
+    sweep.setProcessEnvironment(env);
+    sweep.start(kCli, {"--db", proxy.throughProxy, "sweep", path});
+    QVERIFY2(sweep.waitForFinished(120000), "the sweep did not finish within 120 s");
+    const QByteArray out = sweep.readAllStandardOutput();
+    const QByteArray err = sweep.readAllStandardError();
+    qInfo("the sweep said:\n%s%s", out.constData(), err.constData());
+    QVERIFY2(awaitText(proxy.process, proxy.said, "lost-commit", 10000),  // the cut happened
+             proxy.said.constData());
+    QVERIFY2(err.contains("cannot ask for a trial"), err.constData());  // and met the ask
+    // The next try got the trial the lost one had taken (RunStore::claimTrial's ask lease).
+    QVERIFY2(err.contains("trial 2: taken by an earlier call of this ask"), err.constData());
+    QVERIFY2(sweep.exitStatus() == QProcess::NormalExit && sweep.exitCode() == 0,
+             (out + err).constData());
+    QVERIFY2(out.contains("study exp finished: " + QByteArray::number(kTrials) + " complete"),
+             out.constData());
+
+    QString error;
+    const QJsonObject after = show(proxy.direct, &error);
+    QVERIFY2(!after.isEmpty(), qPrintable(error));
+    const std::map<int, double> computed = quadTrialValues(dir.path());
+    std::set<int> numbers;
+    for (const auto& t : after["trials"].toArray()) {
+      const QJsonObject o = t.toObject();
+      const int n = o["number"].toInt();
+      QVERIFY2(numbers.insert(n).second, qPrintable(QString("trial %1 is there twice").arg(n)));
+      QVERIFY2(o["state"].toString() == QLatin1String("complete"),
+               qPrintable(QString("trial %1 ended %2: %3")
+                              .arg(n)
+                              .arg(o["state"].toString(), o["error"].toString())));
+      QCOMPARE(o["attempt"].toInt(), 0);  // no retry was needed
+      QVERIFY2(computed.count(n) == 1, qPrintable(QString("trial %1 never ran").arg(n)));
+      QCOMPARE(o["values"].toArray()[0].toDouble(), computed.at(n));
+    }
+    QCOMPARE(int(numbers.size()), kTrials);
+    // Each trial's program ran once.
+    QCOMPARE(int(shardscope::testing::readAll(dir.filePath("values.txt")).split('\n').size()) - 1,
+             kTrials);
+    // No run of the study is left running, with or without a lease.
+    auto direct = backend::RunStore::open(proxy.direct);
+    VERIFY_OK(direct);
+    auto reader = (*direct)->reader();
+    VERIFY_OK(reader);
+    auto studyRecord = reader->studyByName("exp");
+    VERIFY_OK(studyRecord);
+    QVERIFY(*studyRecord);
+    auto runs = reader->trials((*studyRecord)->id);
+    VERIFY_OK(runs);
+    for (const backend::RunRecord& run : *runs) {
+      QCOMPARE(run.status, spec::RunStatus::complete);
+    }
   }
 
   // A trial whose launch meets the partition (the run log answers nothing between the ask and

@@ -111,6 +111,7 @@ class TestRunStore : public QObject {
   void concurrentWritersGetDistinctTrialNumbers();
   void deletingStudyDeletesItsRuns();
   void claimAndFinishTrials();
+  void askLeaseGoesWithTheTrial();
 
  private:
   QTemporaryDir m_dir;
@@ -1547,6 +1548,105 @@ void TestRunStore::claimAndFinishTrials() {
   QCOMPARE(done.objective.value_or(-1), 0.5);
   QCOMPARE(done.objectiveValues.value_or(std::vector<double>{}), std::vector<double>{0.5});
   QVERIFY(done.endedAt);
+}
+
+// A claimed or started trial and its asker's lease are one transaction: a lease the run log
+// refuses leaves the trial as it was (queued, or not there), never running without a lease. A
+// call made again with the same lease (its answer was lost) gets the trial the first call took,
+// not a second one. On the old store the lease was a separate write after the claim.
+void TestRunStore::askLeaseGoesWithTheTrial() {
+  const QString path = spec("asklease.db");
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto study =
+      (*store)
+          ->createStudy({"lease", std::nullopt, "", {"objective"}, {"minimize"}, "tpe", 1, {}})
+          .get();
+  VERIFY_OK(study);
+  auto first = (*store)->createTrialRun({*study, std::nullopt, "", "", {{"x", 1}}, 1}).get();
+  VERIFY_OK(first);
+  auto second = (*store)->createTrialRun({*study, std::nullopt, "", "", {{"x", 2}}, 1}).get();
+  VERIFY_OK(second);
+  {
+    // A real refusal of the lease's insert, by the database itself.
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(onPostgres()
+                  ? db->exec("CREATE FUNCTION refuse_lease() RETURNS trigger LANGUAGE plpgsql AS "
+                             "$$ BEGIN IF NEW.token = 'study-ask:refused' THEN RAISE EXCEPTION "
+                             "'lease refused'; END IF; RETURN NEW; END $$; CREATE TRIGGER "
+                             "refuse_lease BEFORE INSERT ON leases FOR EACH ROW EXECUTE FUNCTION "
+                             "refuse_lease()")
+                  : db->exec("CREATE TRIGGER refuse_lease BEFORE INSERT ON leases WHEN NEW.token "
+                             "= 'study-ask:refused' BEGIN SELECT RAISE(ABORT, 'lease refused'); "
+                             "END"));
+  }
+  const auto lease = [](const char* token) {
+    return LeaseRecord{0, 4242, "asker-host", QString::fromLatin1(token), 0};
+  };
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  const auto trials = [&] { return int(reader->trials(*study)->size()); };
+
+  auto refused = (*store)->claimTrial(*study, 1, false, lease("study-ask:refused")).get();
+  QVERIFY(!refused);
+  QVERIFY2(refused.message().find("lease refused") != std::string::npos, refused.message().c_str());
+  QCOMPARE((*reader->run(first->runId))->status, spec::RunStatus::queued);  // rolled back
+  QVERIFY(!*reader->lease(first->runId));
+  backend::NewTrial fresh{*study, std::nullopt, "", "", {{"x", 3}}, 1};
+  QVERIFY(!(*store)->startTrialRunWithin(fresh, 10, lease("study-ask:refused")).get());
+  QVERIFY(!(*store)->startTrialRun(fresh, lease("study-ask:refused")).get());
+  QCOMPARE(trials(), 2);  // no trial started without its lease
+
+  // The claim writes the lease; the same call again returns the same trial.
+  auto claimed = (*store)->claimTrial(*study, 1, false, lease("study-ask:one")).get();
+  VERIFY_OK(claimed);
+  QVERIFY(*claimed);
+  QCOMPARE((*claimed)->runId, first->runId);
+  QCOMPARE((*reader->run(first->runId))->status, spec::RunStatus::running);
+  auto held = reader->lease(first->runId);
+  VERIFY_OK(held);
+  QVERIFY(*held);
+  QCOMPARE((*held)->token, "study-ask:one");
+  QCOMPARE((*held)->pid, qint64(4242));
+  QCOMPARE((*held)->host, "asker-host");
+  auto again = (*store)->claimTrial(*study, 1, false, lease("study-ask:one")).get();
+  VERIFY_OK(again);
+  QVERIFY(*again);
+  QCOMPARE((*again)->runId, first->runId);
+  QCOMPARE((*reader->run(second->runId))->status, spec::RunStatus::queued);
+  // Another ask (another token) takes the next trial; a lease of another pid or host is not
+  // this asker's.
+  auto next = (*store)->claimTrial(*study, 1, false, lease("study-ask:two")).get();
+  VERIFY_OK(next);
+  QCOMPARE((*next)->runId, second->runId);
+  LeaseRecord elsewhere = lease("study-ask:one");
+  elsewhere.host = "another-host";
+  QVERIFY(!*(*store)->claimTrial(*study, 1, false, elsewhere).get());
+
+  // A started trial likewise, counted once against n_trials.
+  auto started = (*store)->startTrialRunWithin(fresh, 3, lease("study-ask:three")).get();
+  VERIFY_OK(started);
+  QCOMPARE(started->outcome, TrialStart::Outcome::Started);
+  QVERIFY(!started->again);
+  QCOMPARE((*reader->lease(started->id.runId))->token, "study-ask:three");
+  fresh.params = {{"x", 4}};  // a retry samples again; the first call's trial comes back
+  auto startedAgain = (*store)->startTrialRunWithin(fresh, 3, lease("study-ask:three")).get();
+  VERIFY_OK(startedAgain);
+  QCOMPARE(startedAgain->outcome, TrialStart::Outcome::Started);
+  QVERIFY(startedAgain->again);
+  QCOMPARE(startedAgain->id.runId, started->id.runId);
+  QCOMPARE(trials(), 3);
+  auto plain = (*store)->startTrialRun(fresh, lease("study-ask:four")).get();
+  VERIFY_OK(plain);
+  auto plainAgain = (*store)->startTrialRun(fresh, lease("study-ask:four")).get();
+  VERIFY_OK(plainAgain);
+  QCOMPARE(plainAgain->runId, plain->runId);
+  QCOMPARE(trials(), 4);
+  // Once the trial ended, its token finds nothing: a new ask of that token would take another.
+  VERIFY_OK((*store)->finishTrial(plain->runId, spec::RunStatus::complete, {1.0}).get());
+  QCOMPARE((*store)->startTrialRunWithin(fresh, 4, lease("study-ask:four")).get()->outcome,
+           TrialStart::Outcome::Full);
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)
