@@ -1,10 +1,12 @@
 // The builder's state, undo commands and validation.
 #include "ui/builder/buildercontroller.h"
 
+#include <QCursor>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QLoggingCategory>
 #include <QRegularExpression>
 #include <QSaveFile>
@@ -19,6 +21,17 @@ Q_LOGGING_CATEGORY(lcBuilderController, "shardscope.ui.builder.controller")
 
 namespace shardscope::ui {
 namespace {
+
+// backend::ensureDemoData under a busy cursor: the shapes demo's first open runs
+// `shardtrain make-demo-data` (seconds of drawing PNGs) before the file shows.
+Result<bool> ensureDemoDataBusy(const spec::Experiment& exp) {
+  const bool gui = qobject_cast<QGuiApplication*>(QCoreApplication::instance()) != nullptr &&
+                   backend::isShapesDemo(exp);
+  if (gui) QGuiApplication::setOverrideCursor(QCursor(Qt::WaitCursor));
+  auto written = backend::ensureDemoData(exp);
+  if (gui) QGuiApplication::restoreOverrideCursor();
+  return written;
+}
 
 constexpr int kValidateDelayMs = 150;  // coalesces a burst of edits into one validation
 
@@ -118,7 +131,7 @@ bool BuilderController::openFile(const QString& path, QString* error) {
   }
   // The bundled demo makes its data on first use, as `shardscope-cli run` does, so it validates
   // and launches from a fresh checkout.
-  if (auto written = backend::ensureDemoData(*exp); !written) {
+  if (auto written = ensureDemoDataBusy(*exp); !written) {
     *error = path + QStringLiteral(": ") + QString::fromStdString(written.message());
     return false;
   } else if (*written) {
@@ -155,7 +168,7 @@ bool BuilderController::loadText(const QString& text, const QString& sourceName,
     return false;
   }
   // The demo's data is made on first use, as openFile does.
-  if (auto written = backend::ensureDemoData(*exp); !written) {
+  if (auto written = ensureDemoDataBusy(*exp); !written) {
     *error = sourceName + QStringLiteral(": ") + QString::fromStdString(written.message());
     return false;
   }
@@ -209,7 +222,7 @@ bool BuilderController::openRecorded(qint64 experimentId, const QString& source,
     qCInfo(lcBuilderController) << source << "changed since it ran; showing the recorded copy";
   }
   // The demo's data is made on first use, as openFile does.
-  if (auto written = backend::ensureDemoData(*recorded); !written) {
+  if (auto written = ensureDemoDataBusy(*recorded); !written) {
     *error = label + QStringLiteral(": ") + QString::fromStdString(written.message());
     return false;
   }
