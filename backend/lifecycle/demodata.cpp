@@ -79,7 +79,8 @@ QString demoTrainer(const spec::Experiment& exp) {
   return QStandardPaths::findExecutable(name);
 }
 
-Result<bool> ensureShapesDemoData(const spec::Experiment& exp) {
+Result<bool> ensureShapesDemoData(const spec::Experiment& exp,
+                                  const std::function<void()>& waiting) {
   const QStringList files = shapesDemoFiles(exp);
   const bool complete = std::all_of(files.begin(), files.end(),
                                     [](const QString& f) { return QFileInfo::exists(f); });
@@ -99,8 +100,15 @@ Result<bool> ensureShapesDemoData(const spec::Experiment& exp) {
   QProcess make;
   make.start(trainer, args);
   constexpr int kMakeMs = 10 * 60 * 1000;  // 3,400 PNGs and a model: seconds; a loaded host more
-  if (!make.waitForFinished(kMakeMs) || make.exitStatus() != QProcess::NormalExit ||
-      make.exitCode() != 0) {
+  constexpr int kTickMs = 100;
+  bool finished = false;
+  if (make.waitForStarted()) {
+    for (int waited = 0; !finished && waited < kMakeMs; waited += kTickMs) {
+      finished = make.waitForFinished(kTickMs);
+      if (!finished && waiting) waiting();
+    }
+  }
+  if (!finished || make.exitStatus() != QProcess::NormalExit || make.exitCode() != 0) {
     const QString why = make.error() == QProcess::FailedToStart
                             ? make.errorString()
                             : QString::fromUtf8(make.readAllStandardOutput().right(400) +
@@ -136,8 +144,8 @@ bool isShapesDemo(const spec::Experiment& exp) {
          (exp.eval.probes.empty() || at(exp.eval.probes, "probes.jsonl"));
 }
 
-Result<bool> ensureDemoData(const spec::Experiment& exp) {
-  if (isShapesDemo(exp)) return ensureShapesDemoData(exp);
+Result<bool> ensureDemoData(const spec::Experiment& exp, const std::function<void()>& waiting) {
+  if (isShapesDemo(exp)) return ensureShapesDemoData(exp, waiting);
   if (!isDemo(exp) || QFileInfo::exists(QString::fromStdString(exp.data.train_path))) return false;
   auto written = writeDemoData(exp);
   if (!written) return fail(written.message());

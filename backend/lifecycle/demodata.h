@@ -3,6 +3,8 @@
 // (written by the trainer's `shardtrain make-demo-data`, which this runs).
 #pragma once
 
+#include <functional>
+
 #include "spec/experiment.h"
 #include "spec/result.h"
 
@@ -27,7 +29,9 @@ bool isShapesDemo(const spec::Experiment& exp);
 /// folder) and its data is missing: the token demo's data.train_path; any of the shapes demo's
 /// files (then `shardtrain make-demo-data DIR --train 3000 --eval 400`, same bytes every time,
 /// with the trainer of launch.trainer: a bare name is looked for beside this program, then on
-/// PATH). True when it wrote them.
-[[nodiscard]] Result<bool> ensureDemoData(const spec::Experiment& exp);
+/// PATH). True when it wrote them. `waiting`, when given, is called about every 100 ms while
+/// make-demo-data runs (seconds): a window repaints and says why it waits.
+[[nodiscard]] Result<bool> ensureDemoData(const spec::Experiment& exp,
+                                          const std::function<void()>& waiting = {});
 
 }  // namespace shardscope::backend

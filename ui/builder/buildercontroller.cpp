@@ -1,6 +1,7 @@
 // The builder's state, undo commands and validation.
 #include "ui/builder/buildercontroller.h"
 
+#include <QApplication>
 #include <QCursor>
 #include <QDateTime>
 #include <QDir>
@@ -8,10 +9,13 @@
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QLoggingCategory>
+#include <QProgressDialog>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QStandardPaths>
 #include <QUndoCommand>
+
+#include <memory>
 
 #include "backend/lifecycle/demodata.h"
 #include "search/space.h"
@@ -22,14 +26,36 @@ Q_LOGGING_CATEGORY(lcBuilderController, "shardscope.ui.builder.controller")
 namespace shardscope::ui {
 namespace {
 
-// backend::ensureDemoData under a busy cursor: the shapes demo's first open runs
-// `shardtrain make-demo-data` (seconds of drawing PNGs) before the file shows.
+// backend::ensureDemoData with the window told why it waits: the shapes demo's first open runs
+// `shardtrain make-demo-data` (seconds to a minute of drawing PNGs) before the file shows; a busy
+// dialog says so and the window keeps painting (a new user saw a frozen window with the file
+// dialog's ghost in it).
 Result<bool> ensureDemoDataBusy(const spec::Experiment& exp) {
-  const bool gui = qobject_cast<QGuiApplication*>(QCoreApplication::instance()) != nullptr &&
-                   backend::isShapesDemo(exp);
-  if (gui) QGuiApplication::setOverrideCursor(QCursor(Qt::WaitCursor));
-  auto written = backend::ensureDemoData(exp);
-  if (gui) QGuiApplication::restoreOverrideCursor();
+  if (qobject_cast<QApplication*>(QCoreApplication::instance()) == nullptr ||
+      !backend::isShapesDemo(exp))
+    return backend::ensureDemoData(exp);
+  // Made on the first tick, so only while make-demo-data really runs (not when the data is there).
+  std::unique_ptr<QProgressDialog> busy;
+  auto written = backend::ensureDemoData(exp, [&busy, &exp] {
+    if (!busy) {
+      busy = std::make_unique<QProgressDialog>(
+          QCoreApplication::translate(
+              "BuilderController",
+              "Making the shapes demo's data on first use (shardtrain make-demo-data: 3,400 "
+              "images, a tiny Qwen2-VL and six probes, in %1). This takes from seconds to a "
+              "minute.")
+              .arg(QFileInfo(QString::fromStdString(exp.data.train_path)).absolutePath()),
+          QString(), 0, 0);
+      busy->setWindowTitle(QCoreApplication::translate("BuilderController", "Shapes demo"));
+      busy->setWindowModality(Qt::ApplicationModal);
+      busy->setMinimumDuration(0);
+      busy->setObjectName(QStringLiteral("demoDataProgress"));
+      busy->show();
+      QGuiApplication::setOverrideCursor(QCursor(Qt::WaitCursor));
+    }
+    QCoreApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
+  });
+  if (busy) QGuiApplication::restoreOverrideCursor();
   return written;
 }
 
