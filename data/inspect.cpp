@@ -122,10 +122,13 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
   const bool chat = m_exp.data.format == "chat";
   const auto seq_len = m_exp.data.seq_len;
   const std::string base = std::filesystem::absolute(path, ec).parent_path().string();
-  // Tokenized lines by length (as many entries as distinct lengths, not as lines), and the
-  // lengths of the samples the trainer packs (chat within seq_len: the plan needs each, in order).
+  // Tokenized lines by length (as many entries as distinct lengths, not as lines), and, only when
+  // the packing efficiency is computed (chat train data with data.pack), the lengths of the
+  // samples the trainer packs (chat within seq_len: the plan needs each, in order). Without
+  // packing nothing grows with the file (a 1 GB file kept 8 bytes a line here for nothing).
   std::map<std::int64_t, std::int64_t> by_length;
   std::int64_t tokenized = 0;
+  const bool plan_packing = chat && m_exp.data.pack && role == "train";
   std::vector<std::int64_t> loaded;
   auto refuse = [&](const JsonlPosition& where, std::string kind, std::string reason) {
     ++out.refused;
@@ -181,7 +184,7 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
               out.over_listed.push_back({where.line, "over_seq_len", fits.message(), length});
           } else {
             loss = loss_tokens(*prepared);
-            loaded.push_back(length);
+            if (plan_packing) loaded.push_back(length);
             ++out.samples;
           }
         } else {
@@ -230,7 +233,7 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
     const auto bin = std::min<std::int64_t>(n / out.histogram.width, last);
     out.histogram.counts[static_cast<std::size_t>(bin)] += count;
   }
-  if (chat && m_exp.data.pack && role == "train" && !out.cancelled && !loaded.empty()) {
+  if (plan_packing && !out.cancelled && !loaded.empty()) {
     const PackPlan plan{m_exp.train.batch_size, m_exp.train.max_steps,
                         std::max(1, spec::launch_world_size(m_exp.launch)), m_exp.train.seed,
                         m_exp.data.shuffle};

@@ -134,8 +134,10 @@ CLI::App* add_generate(CLI::App& app, TrainOptions& gen) {
 
 // `make-demo-data`: the shapes VQA set and its tiny model.
 CLI::App* add_make_demo_data(CLI::App& app, MakeDemoDataOptions& demo) {
-  auto* cmd = app.add_subcommand("make-demo-data",
-                                 "Write the shapes VQA set and a tiny Qwen2-VL folder (DIR/model)");
+  auto* cmd =
+      app.add_subcommand("make-demo-data",
+                         "Write the shapes VQA set, its probes (DIR/probes.jsonl) and a tiny "
+                         "Qwen2-VL folder (DIR/model)");
   cmd->add_option("dir", demo.dir, "Output folder")->required();
   cmd->add_option("--train", demo.train, "Training samples")->capture_default_str();
   cmd->add_option("--eval", demo.eval, "Evaluation samples (other images)")->capture_default_str();

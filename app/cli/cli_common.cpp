@@ -5,11 +5,13 @@
 #include <QJsonDocument>
 
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include "app/cli/verbexit.h"
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/store/db.h"
+#include "spec/search_names.h"
 
 namespace shardscope::cli {
 
@@ -97,6 +99,30 @@ QJsonObject runToJson(const RunRecord& run) {
   o["ended_at"] = optionalNumber(run.endedAt);
   o["archived_at"] = optionalNumber(run.archivedAt);
   return o;
+}
+
+std::string objectiveValuesText(const std::vector<double>& values,
+                                const std::vector<spec::Objective>& objectives) {
+  std::string list;
+  bool waiting = false;
+  bool known = false;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::string item;
+    if (std::isnan(values[i]) && i < objectives.size() &&
+        objectives[i].metric == spec::kGoodRateObjective) {
+      waiting = true;
+      item = "?";
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.6g", values[i]);
+      item = buf;
+      known = true;
+    }
+    list += (list.empty() ? "" : ",") + item;
+  }
+  if (!waiting) return list;
+  const std::string note = "(" + std::string(spec::kGoodRateObjective) + ": waiting for verdicts)";
+  return known ? list + " " + note : note;
 }
 
 void printJson(const QJsonObject& object) {

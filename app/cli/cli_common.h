@@ -8,12 +8,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/cli/verbexit.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/runstore.h"
 #include "spec/result.h"
+#include "spec/search_space.h"
 
 namespace shardscope::cli {
 
@@ -55,6 +57,12 @@ QString runsRoot(const Globals& g);
 QJsonObject runToJson(const backend::RunRecord& run);
 /// Prints a JSON value compactly on one line to stdout.
 void printJson(const QJsonObject& object);
+/// A trial's objective values as the sweep and `study show` print them: "%.6g" each, joined by
+/// ",". A probes.good_rate value that is not known yet (NaN: no answer of the trial is marked)
+/// is no number: "?" in the list, and " (probes.good_rate: waiting for verdicts)" after it (alone
+/// when it is the only value), never "nan".
+std::string objectiveValuesText(const std::vector<double>& values,
+                                const std::vector<spec::Objective>& objectives);
 /// Exit code for a final status: 0 complete, 3 failed/oom/infeasible, 4 stopped/pruned.
 int exitCodeFor(spec::RunStatus status);
 /// Unwraps a Result or exits 1 with its message.

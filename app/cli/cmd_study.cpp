@@ -17,6 +17,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/launching.h"
 #include "backend/sweep/study.h"
+#include "spec/search_names.h"
 
 namespace shardscope::cli {
 
@@ -275,10 +276,31 @@ void printSummary(const Study& study, const search::StudySummary& s) {
                 << study.name().toStdString() << "`\n";
     }
   }
+  const auto& objectives = study.space().objectives;
   if (s.best) {
-    std::cout << "best:       trial " << s.best->trial.number << " values";
-    for (const double v : s.best->trial.values) std::cout << ' ' << v;
-    std::cout << "  " << paramsText(s.best->trial.params) << '\n';
+    std::cout << "best:       trial " << s.best->trial.number << " values "
+              << objectiveValuesText(s.best->trial.values, objectives) << "  "
+              << paramsText(s.best->trial.params) << '\n';
+  }
+  // A search by verdicts: the complete trials whose answers nobody has marked yet have no value
+  // (not "nan"); say which, and how to give them one.
+  std::string waiting;
+  int nWaiting = 0;
+  for (const auto& t : s.trials) {
+    if (t.trial.state != search::TrialState::Complete) continue;
+    const auto& v = t.trial.values;
+    for (std::size_t i = 0; i < v.size() && i < objectives.size(); ++i) {
+      if (std::isnan(v[i]) && objectives[i].metric == spec::kGoodRateObjective) {
+        waiting += (waiting.empty() ? "" : " ") + std::to_string(t.trial.number);
+        ++nWaiting;
+        break;
+      }
+    }
+  }
+  if (nWaiting > 0) {
+    std::cout << "waiting:    " << nWaiting << " complete trial(s) (" << waiting
+              << "): probes.good_rate waits for verdicts; mark their answers in the Samples "
+                 "view or with `shardscope-cli verdict RUN PROBE STEP good|bad`\n";
   }
   if (study.space().objectives.size() > 1) {
     std::cout << "pareto:     " << s.pareto.size() << " trials:";

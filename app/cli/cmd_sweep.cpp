@@ -43,19 +43,10 @@ std::string paramsText(const search::TrialParams& params) {
   return out;
 }
 
-std::string valuesText(const std::vector<double>& values) {
-  std::string out;
-  for (const double v : values) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    out += (out.empty() ? "" : ",") + std::string(buf);
-  }
-  return out;
-}
-
 // Prints the loop's events, a line each, as docs/cli.md shows them.
 void printEvents(backend::SweepLoop& loop) {
   const QString name = loop.study().name();
+  const std::vector<spec::Objective> objectives = loop.study().space().objectives;
   QObject::connect(&loop, &backend::SweepLoop::trialStarting,
                    [](qint64 number, int attempt, const search::TrialParams& params) {
                      std::printf(
@@ -71,13 +62,15 @@ void printEvents(backend::SweepLoop& loop) {
                                  change.toStdString().c_str());
                      std::fflush(stdout);
                    });
-  QObject::connect(&loop, &backend::SweepLoop::trialEnded, [](const backend::TrialOutcome& o) {
-    const std::string state = o.stopped ? "stopped" : search::trialStateName(o.state);
-    std::printf("trial %lld %s%s%s\n", static_cast<long long>(o.number), state.c_str(),
-                o.values.empty() ? "" : (" " + valuesText(o.values)).c_str(),
-                o.error.isEmpty() ? "" : (": " + o.error.toStdString()).c_str());
-    std::fflush(stdout);
-  });
+  QObject::connect(
+      &loop, &backend::SweepLoop::trialEnded, [objectives](const backend::TrialOutcome& o) {
+        const std::string state = o.stopped ? "stopped" : search::trialStateName(o.state);
+        std::printf(
+            "trial %lld %s%s%s\n", static_cast<long long>(o.number), state.c_str(),
+            o.values.empty() ? "" : (" " + objectiveValuesText(o.values, objectives)).c_str(),
+            o.error.isEmpty() ? "" : (": " + o.error.toStdString()).c_str());
+        std::fflush(stdout);
+      });
   QObject::connect(
       &loop, &backend::SweepLoop::trialRejected, [](qint64 number, const QString& error) {
         std::printf("trial %lld rejected: %s\n", static_cast<long long>(number), qPrintable(error));
@@ -149,7 +142,7 @@ void runSweep(const SweepArgs& a, const Globals& g) {
               c.complete, c.pruned, c.failed, c.infeasible, c.oom);
   if (summary.best) {
     std::printf("best trial %lld: %s  (%s)\n", static_cast<long long>(summary.best->trial.number),
-                valuesText(summary.best->trial.values).c_str(),
+                objectiveValuesText(summary.best->trial.values, study.space().objectives).c_str(),
                 paramsText(summary.best->trial.params).c_str());
   }
   std::fflush(stdout);

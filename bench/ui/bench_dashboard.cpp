@@ -18,11 +18,14 @@
 //      plot (unitviewbench.h; --unit-view-only: this figure alone).
 //   6. the Samples view filled with --probes x --columns answers, and a page scrolled
 //      (samplesbench.h; --samples-only: this figure alone).
+//   7. --inspect EXP.toml (this figure alone, never in the full run): the builder's Inspect data
+//      tab reading the experiment's data, with the GUI thread's tick gaps meanwhile
+//      (inspectbench.h).
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
 //                   [--replot-only] [--timeline-only] [--unit-view-only]
-//                   [--samples-only [--probes N] [--columns C]]
+//                   [--samples-only [--probes N] [--columns C]] [--inspect EXP.toml]
 //                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
 // trial count matches). --pg measures figure 1 on SQLite and then on a PostgreSQL run log of the
@@ -59,6 +62,7 @@
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
 #include "bench/ui/bigrunlog.h"
+#include "bench/ui/inspectbench.h"
 #include "bench/ui/overlaybench.h"
 #include "bench/ui/samplesbench.h"
 #include "bench/ui/spin.h"
@@ -452,13 +456,16 @@ int main(int argc, char** argv) {
   const QCommandLineOption probesOpt("probes", "Probes (rows) in the Samples view.", "N", "300");
   const QCommandLineOption columnsOpt("columns", "Evaluations (columns) in the Samples view.", "C",
                                       "40");
+  const QCommandLineOption inspectOpt("inspect", "Only the Inspect data tab's figure, on EXP.",
+                                      "EXP.toml");
   const QCommandLineOption pgOpt(
       "pg", "First paint on SQLite and on PostgreSQL, side by side (figure 1 only).");
   const QCommandLineOption pgServerOpt(
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
   parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, replotOnly,
-                     unitViewOnly, samplesOnly, probesOpt, columnsOpt, pgOpt, pgServerOpt});
+                     unitViewOnly, samplesOnly, probesOpt, columnsOpt, inspectOpt, pgOpt,
+                     pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -481,6 +488,7 @@ int main(int argc, char** argv) {
     printRatios(*lite, *onServer);
     return 0;
   }
+  if (parser.isSet(inspectOpt)) return bench::inspectFigures(parser.value(inspectOpt)) ? 0 : 1;
   if (parser.isSet(timelineOnly)) {
     timelineFigures();
     return 0;

@@ -109,6 +109,19 @@ nlohmann::ordered_json sample_record(const std::string& image, const std::string
   return oj{{"messages", oj::array({user, assistant})}};
 }
 
+// A probe: the user turn of sample_record without the answer, which becomes the reference.
+nlohmann::ordered_json probe_record(const std::string& id, const std::string& image,
+                                    const std::string& q, const std::string& a) {
+  using oj = nlohmann::ordered_json;
+  oj user = {{"role", "user"},
+             {"content", oj::array({oj{{"type", "image"}, {"image", image}},
+                                    oj{{"type", "text"}, {"text", q}}})}};
+  return oj{{"id", id}, {"messages", oj::array({user})}, {"reference", a}};
+}
+
+// Probe scenes get their own seeds (salted, so never those of a train or eval index).
+constexpr std::uint64_t kProbeSalt = 0x70726F6265730000ULL;  // "probes"
+
 }  // namespace
 
 RgbImage render_shapes(const ShapesScene& scene, int size, std::uint64_t seed) {
@@ -172,6 +185,28 @@ Result<ShapesSummary> make_shapes(const std::string& dir, std::int64_t n_train, 
     }
     out.close();
     if (!out) return fail(path + ": cannot write (" + std::string(std::strerror(errno)) + ")");
+  }
+  summary.probes_path = (fs::path(dir) / "probes.jsonl").string();
+  std::ofstream probes(summary.probes_path, std::ios::binary);
+  for (int k = 0; k < kShapesProbeImages; ++k) {
+    SplitMix rng(image_seed(seed ^ kProbeSalt, k));
+    ShapesScene scene = random_scene(rng);
+    const std::string name = "img/probe-" + std::to_string(k + 1) + ".png";
+    ShapesScene drawn = scene;
+    if (blank_images) drawn.count = 0;
+    auto written =
+        write_png((fs::path(dir) / name).string(), render_shapes(drawn, image_size, rng.next()));
+    if (!written) return written.error();
+    for (int j = 0; j < 2; ++j) {
+      const int type = (2 * k + j) % static_cast<int>(kShapesQuestionTypes.size());
+      auto [q, a] = question(scene, type);
+      const std::string id = std::string(kShapesQuestionTypes[type]) + "-" + std::to_string(k + 1);
+      probes << probe_record(id, name, q, a).dump() << '\n';
+    }
+  }
+  probes.close();
+  if (!probes) {
+    return fail(summary.probes_path + ": cannot write (" + std::string(std::strerror(errno)) + ")");
   }
   return summary;
 }

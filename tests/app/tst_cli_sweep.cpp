@@ -190,6 +190,17 @@ class TestCliSweep : public QObject {
                   withObjective("objectives = {\"probes.good_rate\" = \"maximize\"}")));
     const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml")});
     QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    // The value is unknown until a person marks the answers: the sweep says so, never "nan".
+    for (const char* line : {"trial 0 complete (probes.good_rate: waiting for verdicts)\n",
+                             "trial 1 complete (probes.good_rate: waiting for verdicts)\n"})
+      QVERIFY2(r.out.contains(QLatin1String(line)), qPrintable(r.out));
+    QVERIFY2(!r.out.contains("nan", Qt::CaseInsensitive), qPrintable(r.out));
+    const Run text = cli({"--db", db, "study", "show", "exp"});
+    QVERIFY2(text.exitCode == 0 &&
+                 text.out.contains("waiting:    2 complete trial(s) (0 1): probes.good_rate "
+                                   "waits for verdicts") &&
+                 !text.out.contains("nan", Qt::CaseInsensitive),
+             qPrintable(text.out + text.err));
     QJsonArray trials = show(db)["trials"].toArray();
     QCOMPARE(trials.size(), 2);
     QString runs[2];
@@ -221,6 +232,10 @@ class TestCliSweep : public QObject {
     QCOMPARE(told[0], 0.5);
     QCOMPARE(told[1], 1.0);
     QCOMPARE(study["best"].toObject()["number"].toInt(), 1);
+    const Run marked = cli({"--db", db, "study", "show", "exp"});
+    QVERIFY2(
+        marked.out.contains("best:       trial 1 values 1  ") && !marked.out.contains("waiting:"),
+        qPrintable(marked.out));
 
     QCOMPARE(mark(runs[1], "p1", "2", "clear").exitCode, 0);
     for (const auto& t : show(db)["trials"].toArray()) {

@@ -1,8 +1,9 @@
 // `shardtrain make-demo-data DIR [--train N --eval M --seed S]`: the shapes VQA set
-// (data/image/shapes.h) and, in DIR/model, a tiny Qwen2-VL to train on it from scratch:
-// config.json, a byte-level BPE tokenizer.json written here (the 256 byte tokens, whole-word
-// merges for the set's words, Qwen2-VL's special tokens), preprocessor_config.json and
-// model.safetensors (a seeded random init). Nothing is downloaded; same arguments, same bytes.
+// (data/image/shapes.h) with its probes (DIR/probes.jsonl, eval.probes of the demo) and, in
+// DIR/model, a tiny Qwen2-VL to train on it from scratch: config.json, a byte-level BPE
+// tokenizer.json written here (the 256 byte tokens, whole-word merges for the set's words,
+// Qwen2-VL's special tokens), preprocessor_config.json and model.safetensors (a seeded random
+// init). Nothing is downloaded; same arguments, same bytes.
 #pragma once
 
 #include <cstdint>

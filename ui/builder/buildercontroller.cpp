@@ -1,15 +1,21 @@
 // The builder's state, undo commands and validation.
 #include "ui/builder/buildercontroller.h"
 
+#include <QApplication>
+#include <QCursor>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QLoggingCategory>
+#include <QProgressDialog>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QStandardPaths>
 #include <QUndoCommand>
+
+#include <memory>
 
 #include "backend/lifecycle/demodata.h"
 #include "search/space.h"
@@ -19,6 +25,39 @@ Q_LOGGING_CATEGORY(lcBuilderController, "shardscope.ui.builder.controller")
 
 namespace shardscope::ui {
 namespace {
+
+// backend::ensureDemoData with the window told why it waits: the shapes demo's first open runs
+// `shardtrain make-demo-data` (seconds to a minute of drawing PNGs) before the file shows; a busy
+// dialog says so and the window keeps painting (a new user saw a frozen window with the file
+// dialog's ghost in it).
+Result<bool> ensureDemoDataBusy(const spec::Experiment& exp) {
+  if (qobject_cast<QApplication*>(QCoreApplication::instance()) == nullptr ||
+      !backend::isShapesDemo(exp))
+    return backend::ensureDemoData(exp);
+  // Made on the first tick, so only while make-demo-data really runs (not when the data is there).
+  std::unique_ptr<QProgressDialog> busy;
+  auto written = backend::ensureDemoData(exp, [&busy, &exp] {
+    if (!busy) {
+      busy = std::make_unique<QProgressDialog>(
+          QCoreApplication::translate(
+              "BuilderController",
+              "Making the shapes demo's data on first use (shardtrain make-demo-data: 3,400 "
+              "images, a tiny Qwen2-VL and six probes, in %1). This takes from seconds to a "
+              "minute.")
+              .arg(QFileInfo(QString::fromStdString(exp.data.train_path)).absolutePath()),
+          QString(), 0, 0);
+      busy->setWindowTitle(QCoreApplication::translate("BuilderController", "Shapes demo"));
+      busy->setWindowModality(Qt::ApplicationModal);
+      busy->setMinimumDuration(0);
+      busy->setObjectName(QStringLiteral("demoDataProgress"));
+      busy->show();
+      QGuiApplication::setOverrideCursor(QCursor(Qt::WaitCursor));
+    }
+    QCoreApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
+  });
+  if (busy) QGuiApplication::restoreOverrideCursor();
+  return written;
+}
 
 constexpr int kValidateDelayMs = 150;  // coalesces a burst of edits into one validation
 
@@ -118,7 +157,7 @@ bool BuilderController::openFile(const QString& path, QString* error) {
   }
   // The bundled demo makes its data on first use, as `shardscope-cli run` does, so it validates
   // and launches from a fresh checkout.
-  if (auto written = backend::ensureDemoData(*exp); !written) {
+  if (auto written = ensureDemoDataBusy(*exp); !written) {
     *error = path + QStringLiteral(": ") + QString::fromStdString(written.message());
     return false;
   } else if (*written) {
@@ -155,7 +194,7 @@ bool BuilderController::loadText(const QString& text, const QString& sourceName,
     return false;
   }
   // The demo's data is made on first use, as openFile does.
-  if (auto written = backend::ensureDemoData(*exp); !written) {
+  if (auto written = ensureDemoDataBusy(*exp); !written) {
     *error = sourceName + QStringLiteral(": ") + QString::fromStdString(written.message());
     return false;
   }
@@ -209,7 +248,7 @@ bool BuilderController::openRecorded(qint64 experimentId, const QString& source,
     qCInfo(lcBuilderController) << source << "changed since it ran; showing the recorded copy";
   }
   // The demo's data is made on first use, as openFile does.
-  if (auto written = backend::ensureDemoData(*recorded); !written) {
+  if (auto written = ensureDemoDataBusy(*recorded); !written) {
     *error = label + QStringLiteral(": ") + QString::fromStdString(written.message());
     return false;
   }

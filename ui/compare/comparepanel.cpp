@@ -169,6 +169,15 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
   connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
   connect(&runLog, &RunLog::trialFiguresLoaded, this, &ComparePanel::onFigures);
+  // Each trial's verdict counts, as the runs table's Verdicts column has them (the same read of
+  // the run log, runsLoaded), beside its name in the overlay's list and the diff's choosers.
+  connect(&runLog, &RunLog::runsLoaded, this, [this](const QVector<RunSummary>& runs) {
+    QHash<qint64, backend::VerdictCounts> verdicts;
+    for (const RunSummary& run : runs)
+      if (run.verdicts.marked() > 0) verdicts.insert(run.record.id, run.verdicts);
+    m_diffModel->setVerdicts(verdicts);
+    m_views->setVerdicts(verdicts);
+  });
   connect(m_colourBy, &QComboBox::currentIndexChanged, this, [this] {
     updateColouring();
     if (m_colouring.byFigure()) {

@@ -256,6 +256,10 @@ void StudyViews::fillChoosers() {
 
 QList<qint64> StudyViews::overlayRuns() const { return m_trialModel->checkedRuns(); }
 
+void StudyViews::setVerdicts(const QHash<qint64, backend::VerdictCounts>& verdicts) {
+  m_trialModel->setVerdicts(verdicts);
+}
+
 void StudyViews::setOverlayRuns(const QList<qint64>& runIds) {
   m_filling = true;
   m_trialModel->setCheckedRuns(runIds, false);

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <QFutureWatcher>
+#include <QHash>
 #include <QWidget>
 
+#include "backend/store/verdicts.h"
 #include "ui/compare/studyplots.h"
 #include "ui/compare/trialoverlay.h"
 
@@ -48,6 +50,8 @@ class StudyViews : public QWidget {
   void setOverlayRuns(const QList<qint64>& runIds);
   void setContourParams(const QString& x, const QString& y);
   void setParetoObjectives(int x, int y);
+  /// Every run's verdict counts: the trial list shows them beside each trial's values.
+  void setVerdicts(const QHash<qint64, backend::VerdictCounts>& verdicts);
 
   const QVector<TrialPoint>& trials() const { return m_trials; }
   const ContourData& contour() const { return m_contour; }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ui/data/verdictstext.h"
+
 namespace shardscope::ui::compare {
 
 TrialListModel::TrialListModel(bool checkable, QObject* parent)
@@ -40,6 +42,30 @@ void TrialListModel::setCheckedRuns(const QList<qint64>& runIds, bool notify) {
 
 int TrialListModel::rowOf(qint64 runId) const { return m_rows.value(runId, -1); }
 
+void TrialListModel::setVerdicts(const QHash<qint64, backend::VerdictCounts>& verdicts) {
+  QHash<qint64, backend::VerdictCounts> marked;
+  for (auto it = verdicts.begin(); it != verdicts.end(); ++it)
+    if (it->marked() > 0) marked.insert(it.key(), *it);
+  QVector<int> changed;
+  for (qsizetype row = 0; row < m_entries.size(); ++row) {
+    const qint64 id = m_entries[row].runId;
+    const backend::VerdictCounts was = m_verdicts.value(id);
+    const backend::VerdictCounts now = marked.value(id);
+    if (was.good != now.good || was.bad != now.bad) changed.append(int(row));
+  }
+  m_verdicts = std::move(marked);
+  for (int row : std::as_const(changed))
+    emit dataChanged(index(row), index(row), {Qt::DisplayRole, Qt::ToolTipRole});
+}
+
+QString TrialListModel::displayText(int row) const {
+  if (row < 0 || row >= m_entries.size()) return {};
+  const Entry& entry = m_entries[row];
+  const auto it = m_verdicts.constFind(entry.runId);
+  if (it == m_verdicts.constEnd()) return entry.label;
+  return entry.label + QStringLiteral("  · ") + verdictsText(*it);
+}
+
 int TrialListModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(m_entries.size());
 }
@@ -50,7 +76,7 @@ QVariant TrialListModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
     case Qt::ToolTipRole:
-      return entry.label;
+      return displayText(index.row());
     case RunIdRole:
       return entry.runId;
     case Qt::CheckStateRole:

@@ -1,12 +1,16 @@
 // TrialListModel: a list of trials (a label and a run id each) for the Compare panel's choosers:
 // the config diff's two combo boxes share one, and the overlay's list is a checkable one. One
 // model over a vector instead of 10,000 widget items filled one by one: a sweep of 10,000 trials
-// is set with one reset.
+// is set with one reset. Each row shows its trial's verdict counts after the label (the runs
+// table's counts, from RunLog's runsLoaded: setVerdicts), once any of its answers is marked.
 #pragma once
 
 #include <QAbstractListModel>
+#include <QHash>
 #include <QSet>
 #include <QVector>
+
+#include "backend/store/verdicts.h"
 
 namespace shardscope::ui::compare {
 
@@ -34,6 +38,11 @@ class TrialListModel : public QAbstractListModel {
   void setCheckedRuns(const QList<qint64>& runIds, bool notify);
   /// The row of run `runId`, or -1.
   int rowOf(qint64 runId) const;
+  /// Every run's verdict counts (runs absent: none marked); rows show "label · 2 good · 1 bad
+  /// (67%)". Emits dataChanged for the rows whose counts changed.
+  void setVerdicts(const QHash<qint64, backend::VerdictCounts>& verdicts);
+  /// A row's text: its label, then its verdict counts when any answer is marked.
+  QString displayText(int row) const;
 
   int rowCount(const QModelIndex& parent = QModelIndex()) const override;
   QVariant data(const QModelIndex& index, int role) const override;
@@ -49,6 +58,7 @@ class TrialListModel : public QAbstractListModel {
   QVector<Entry> m_entries;
   QHash<qint64, int> m_rows;  // run id -> row
   QSet<qint64> m_checked;
+  QHash<qint64, backend::VerdictCounts> m_verdicts;  // run id -> marks (only runs with marks)
 };
 
 }  // namespace shardscope::ui::compare

@@ -8,4 +8,5 @@ target_sources(shardscope_ui PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/runfilesworker.h
   ${CMAKE_CURRENT_LIST_DIR}/runlogphases.cpp ${CMAKE_CURRENT_LIST_DIR}/phasesdata.h
   ${CMAKE_CURRENT_LIST_DIR}/runlogsamples.cpp ${CMAKE_CURRENT_LIST_DIR}/samplesdata.h
-  ${CMAKE_CURRENT_LIST_DIR}/sweepsource.cpp ${CMAKE_CURRENT_LIST_DIR}/sweepsource.h)
+  ${CMAKE_CURRENT_LIST_DIR}/sweepsource.cpp ${CMAKE_CURRENT_LIST_DIR}/sweepsource.h
+  ${CMAKE_CURRENT_LIST_DIR}/verdictstext.cpp ${CMAKE_CURRENT_LIST_DIR}/verdictstext.h)

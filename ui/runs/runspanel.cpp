@@ -167,6 +167,10 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
          "template</i> (a tiny model, 2 local ranks, about half a minute), then <b>Launch</b>. "
          "Or open an experiment file (File &gt; Open experiment), or from a terminal: "
          "<code>shardscope-cli run examples/demo.toml</code>.</p>"
+         "<p>To see what a model answers, open <code>examples/shapes-vqa.toml</code> (a tiny "
+         "vision-language model learning to answer questions about drawn shapes, a few minutes; "
+         "its data is made on first open): the <b>Samples</b> tab fills with its answers to six "
+         "probes at each evaluation.</p>"
          "<p>Runs and sweeps show here as they start; their curves below.</p>"),
       this);
   m_empty->setObjectName(QStringLiteral("runsEmptyState"));

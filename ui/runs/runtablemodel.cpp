@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "backend/lifecycle/runcleanup.h"
+#include "ui/data/verdictstext.h"
 
 namespace shardscope::ui {
 
@@ -157,12 +158,6 @@ QVariant RunTableModel::display(const RunSummary& run, int column) const {
     default:
       return {};
   }
-}
-
-QString RunTableModel::verdictsText(const backend::VerdictCounts& counts) {
-  const auto rate = counts.goodRate();
-  if (!rate) return {};
-  return tr("%1 good · %2 bad (%3%)").arg(counts.good).arg(counts.bad).arg(qRound(*rate * 100));
 }
 
 QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {

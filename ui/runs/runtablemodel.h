@@ -59,8 +59,6 @@ class RunTableModel : public QAbstractTableModel {
   /// The measured bytes of a run (-1 until measured) and of every run shown now.
   qint64 diskBytes(qint64 runId) const;
   qint64 totalDiskBytes() const;
-  /// "2 good · 1 bad (67%)"; "" when nothing is marked.
-  static QString verdictsText(const backend::VerdictCounts& counts);
   /// "1 h 02 min", "3 min 20 s", "12 s"; "" when it never started.
   static QString durationText(const backend::RunRecord& run, double now);
 

@@ -39,7 +39,7 @@ SamplesPanel::SamplesPanel(RunLog& runLog, QWidget* parent)
   m_view->horizontalHeader()->setDefaultSectionSize(260);
   m_view->horizontalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
 
-  m_summary = new QLabel(tr("Select a run to see what it answers to its probes."), this);
+  m_summary = new QLabel(noRunText(), this);
   m_summary->setObjectName(QStringLiteral("samplesSummary"));
   m_summary->setWordWrap(true);
   m_changed = new QCheckBox(tr("Changed"), this);
@@ -191,9 +191,18 @@ void SamplesPanel::focusPending() {
   m_view->setCurrentIndex(at);
 }
 
+// What the view says before a run is chosen: where answers come from, and the demo that has some
+// (the tiny token demo the other panels suggest has no probes: a new user saw an empty view).
+QString SamplesPanel::noRunText() {
+  return tr(
+      "Select a run in the Runs table to see what it answers to its probes (eval.probes: "
+      "chat samples answered at every evaluation). The shapes demo has six: open "
+      "examples/shapes-vqa.toml in the Builder (File > Open experiment) and Launch it.");
+}
+
 void SamplesPanel::updateSummary() {
   if (m_model->runs().isEmpty()) {
-    m_summary->setText(tr("Select a run to see what it answers to its probes."));
+    m_summary->setText(noRunText());
     return;
   }
   if (!m_loaded) {
@@ -204,7 +213,8 @@ void SamplesPanel::updateSummary() {
   if (probes == 0) {
     m_summary->setText(
         tr("No probe answers in %n run(s) yet. Set eval.probes to a JSON Lines file of chat "
-           "samples (docs/config.md): each evaluation then records what the model answers.",
+           "samples (docs/config.md): each evaluation then records what the model answers. "
+           "examples/shapes-vqa.toml has six.",
            nullptr, int(m_model->runs().size())));
     return;
   }

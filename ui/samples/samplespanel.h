@@ -74,6 +74,7 @@ class SamplesPanel : public QWidget {
   void watch(const QList<qint64>& runIds, bool trials, const QString& objectiveKey, bool minimize);
   void onSamples(const SamplesDelta& delta);
   void updateSummary();
+  static QString noRunText();
   void focusPending();
   void makeVerdictActions();
   /// "Marked: 2 good, 1 bad (good rate 67%)" over the shown runs; "" when none is marked.

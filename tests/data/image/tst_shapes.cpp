@@ -16,6 +16,7 @@
 #include "data/image/image.h"
 #include "data/image/shapes.h"
 #include "data/jsonl.h"
+#include "data/text/probes.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -93,7 +94,8 @@ class TestShapes : public QObject {
     VERIFY_OK(make_shapes(b, 40, 12, 7, 112));
     VERIFY_OK(make_shapes(c, 40, 12, 8, 112));
     auto ta = tree(a);
-    QCOMPARE(ta.size(), std::size_t{2 + 52});
+    // train.jsonl, eval.jsonl, probes.jsonl, 52 sample images and the probes' images.
+    QCOMPARE(ta.size(), std::size_t{3 + 52 + kShapesProbeImages});
     QVERIFY(ta == tree(b));
     QVERIFY(ta.at("img/000000.png") != tree(c).at("img/000000.png"));  // the seed matters
   }
@@ -216,6 +218,44 @@ class TestShapes : public QObject {
         QCOMPARE(tokens, count);
       }
     }
+  }
+
+  // probes.jsonl: what the trainer's probe reader loads, every question type asked, each answer
+  // the reference of its scene (the drawn image's answers, as for train samples), two probes per
+  // image, and images that are none of the train or eval ones (another seed, other images).
+  void probesAskEveryTypeOnTheirOwnImages() {
+    const std::string dir = m_dir.filePath("probes").toStdString();
+    auto summary = make_shapes(dir, 8, 4, 11, 112);
+    VERIFY_OK(summary);
+    QCOMPARE(summary->probes_path, (fs::path(dir) / "probes.jsonl").string());
+    auto probes = load_probes(summary->probes_path);
+    VERIFY_OK(probes);
+    QCOMPARE(probes->size(), std::size_t{kShapesProbes});
+    std::set<std::string> types;
+    std::map<std::string, int> perImage;
+    std::set<std::string> sampleBytes;
+    for (const auto& rows : {read_samples(summary->train_path), read_samples(summary->eval_path)})
+      for (const Sample& s : rows) sampleBytes.insert(slurp(fs::path(dir) / s.image));
+    std::ifstream in(summary->probes_path);
+    std::string line;
+    for (const Probe& probe : *probes) {
+      QVERIFY(std::getline(in, line));
+      const auto record = nlohmann::json::parse(line);
+      const std::string image = record["messages"][0]["content"][0]["image"].get<std::string>();
+      perImage[image] += 1;
+      QVERIFY2(image.rfind("img/probe-", 0) == 0, image.c_str());
+      QVERIFY2(!sampleBytes.contains(slurp(fs::path(dir) / image)), image.c_str());
+      QVERIFY(probe.reference.has_value() && !probe.reference->empty());
+      const std::string type = probe.id.substr(0, probe.id.find('-'));
+      types.insert(type);
+      QVERIFY2(std::find(kShapesQuestionTypes.begin(), kShapesQuestionTypes.end(), type) !=
+                   kShapesQuestionTypes.end(),
+               probe.id.c_str());
+      QCOMPARE(probe.sample.images.size(), std::size_t{1});
+    }
+    QCOMPARE(types.size(), kShapesQuestionTypes.size());
+    QCOMPARE(perImage.size(), std::size_t{kShapesProbeImages});
+    for (const auto& [image, n] : perImage) QCOMPARE(n, 2);
   }
 
   void refusesTinyImages() {

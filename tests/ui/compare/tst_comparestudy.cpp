@@ -7,6 +7,7 @@
 // plot's data.
 // A sweep outside any study still gets a contour and importance (space inferred from values).
 #include <qcustomplot.h>
+#include <QComboBox>
 #include <QDir>
 #include <QListView>
 #include <QListWidget>
@@ -14,6 +15,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -22,6 +24,7 @@
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/studyviews.h"
 #include "ui/compare/triallines.h"
+#include "ui/compare/triallistmodel.h"
 #include "ui/data/runlog.h"
 #include "ui/widgets/densitylines.h"
 
@@ -355,6 +358,57 @@ class TestCompareStudy : public QObject {
     const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
     QDir().mkpath(artifacts);
     QVERIFY(m_panel->grab().save(artifacts + "/compare-panel.png"));
+  }
+
+  // Marks on trials' answers show as counts beside each trial in the overlay's list and in the
+  // config diff's choosers: marks made here (RunLog, as the Samples view makes them) and one made
+  // from outside (another writer on the same run log, as `shardscope-cli verdict` is).
+  void verdictCountsBesideEachTrial() {
+    const qint64 a = listedRun(0);
+    const qint64 b = listedRun(1);
+    const auto edit = [](qint64 run, const char* probe, qint64 step,
+                         std::optional<backend::Verdict> verdict) {
+      return VerdictEdit{run, QString::fromLatin1(probe), step, verdict};
+    };
+    m_runLog->setVerdicts({edit(a, "p1", 29, backend::Verdict::good),
+                           edit(a, "p2", 29, backend::Verdict::good),
+                           edit(a, "p3", 29, backend::Verdict::bad)});
+    m_runLog->setVerdicts({edit(b, "p1", 29, backend::Verdict::bad)});
+    {
+      auto outside = backend::RunStore::open(m_dir.filePath("study.db"));
+      QVERIFY2(outside, outside ? "" : outside.message().c_str());
+      testing::waitOk((*outside)->setVerdict(b, "p2", 19, backend::Verdict::good, "tester"));
+    }
+    QComboBox* diff = nullptr;
+    for (QComboBox* combo : m_panel->findChildren<QComboBox*>())
+      if (qobject_cast<compare::TrialListModel*>(combo->model()) != nullptr) diff = combo;
+    QVERIFY(diff != nullptr);
+    const auto text = [](const QAbstractItemModel* model, qint64 run) {
+      for (int row = 0; row < model->rowCount(); ++row) {
+        const QModelIndex at = model->index(row, 0);
+        if (at.data(Qt::UserRole).toLongLong() == run) return at.data(Qt::DisplayRole).toString();
+      }
+      return QString();
+    };
+    const QAbstractItemModel* list = views()->trialList()->model();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        text(list, a).endsWith(QString::fromUtf8("  · 2 good · 1 bad (67%)")) &&
+            text(list, b).endsWith(QString::fromUtf8("  · 1 good · 1 bad (50%)")),
+        kWaitMs);
+    QVERIFY2(text(diff->model(), a).endsWith(QString::fromUtf8("2 good · 1 bad (67%)")),
+             qPrintable(text(diff->model(), a)));
+    QVERIFY2(text(diff->model(), b).endsWith(QString::fromUtf8("1 good · 1 bad (50%)")),
+             qPrintable(text(diff->model(), b)));
+    int unmarked = 0;
+    for (int row = 0; row < list->rowCount(); ++row) {
+      const QString shown = list->index(row, 0).data().toString();
+      if (!shown.contains(QLatin1String(" good "))) ++unmarked;
+    }
+    QCOMPARE(unmarked, list->rowCount() - 2);
+    // A cleared mark: the counts follow.
+    m_runLog->setVerdicts({edit(b, "p1", 29, std::nullopt)});
+    QTRY_VERIFY_WITH_TIMEOUT(text(list, b).endsWith(QString::fromUtf8("  · 1 good · 0 bad (100%)")),
+                             kWaitMs);
   }
 
   // A sweep of runs sharing an experiment, without study tables: one objective, so no Pareto
