@@ -28,7 +28,7 @@ using Calibrations = std::map<std::string, Calibration>;
 
 /// What a correction is kept for: the model's architecture and parameter count, the device kind,
 /// the precision mode, the sharding strategy and full / LoRA / QLoRA, e.g.
-/// "tiny 148480 cpu fp32 full_shard full". `params_total` is the estimate's (or, for a run, its
+/// "tiny 49504 cpu fp32 FULL_SHARD full". `params_total` is the estimate's (or, for a run, its
 /// `hello.params_total`: the same count); `gpu` is the device the ranks compute on.
 std::string calibration_key(const Experiment& exp, std::int64_t params_total, bool gpu);
 
