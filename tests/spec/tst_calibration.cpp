@@ -20,15 +20,15 @@ class TestCalibration : public QObject {
  private slots:
   void keyNamesTheKindOfRun() {
     Experiment exp;
-    QCOMPARE(calibration_key(exp, 1000, false), std::string("tiny 1000 cpu fp32 full_shard full"));
-    QCOMPARE(calibration_key(exp, 1000, true), std::string("tiny 1000 cuda fp32 full_shard full"));
+    QCOMPARE(calibration_key(exp, 1000, false), std::string("tiny 1000 cpu fp32 FULL_SHARD full"));
+    QCOMPARE(calibration_key(exp, 1000, true), std::string("tiny 1000 cuda fp32 FULL_SHARD full"));
     exp.lora.enabled = true;
-    QCOMPARE(calibration_key(exp, 1000, false), std::string("tiny 1000 cpu fp32 full_shard lora"));
+    QCOMPARE(calibration_key(exp, 1000, false), std::string("tiny 1000 cpu fp32 FULL_SHARD lora"));
     exp.lora.quantize = "nf4";
     exp.shard.precision = PrecisionMode::bf16_autocast;
     exp.shard.strategy = ShardStrategy::no_shard;
     QCOMPARE(calibration_key(exp, 7, false),
-             std::string("tiny 7 cpu bf16_autocast no_shard qlora"));
+             std::string("tiny 7 cpu bf16_autocast NO_SHARD qlora"));
     // What the correction does not depend on leaves the key alone: the batch, the data, the lr.
     Experiment other = exp;
     other.train.lr = 0.5;
@@ -51,8 +51,9 @@ class TestCalibration : public QObject {
 
   void appliedToTheTotal() {
     Experiment exp;
+    exp.data.train_path = "train.jsonl";  // not read by the estimate
     auto raw = estimate_memory(exp, 1, 1);
-    QVERIFY(raw);
+    QVERIFY2(raw, raw ? "" : raw.message().c_str());
     QCOMPARE(raw->total_raw, raw->total);
     const auto same = calibrated(*raw, {});
     QCOMPARE(same.total, raw->total);
