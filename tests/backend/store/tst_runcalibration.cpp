@@ -2,13 +2,14 @@
 // the completed runs' `hello.mem_estimate` and `mem` peaks become one correction per kind of run
 // (the largest ratio over a run's ranks, the median over runs); a run that is not complete, a
 // run of another strategy, a trial's overrides (its params) and a rank without a figure are each
-// taken as they should be.
+// taken as they should be; the sweep's feasibility check holds the corrected figure.
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "backend/sweep/trialrunner.h"
 #include "spec/calibration.h"
 #include "spec/events.h"
 #include "spec/experiment.h"
@@ -21,8 +22,10 @@ using namespace shardscope::backend;
 namespace {
 
 constexpr std::int64_t kParams = 49504;
+// The demo's tiny model: 49504 parameters, as its hello says.
 constexpr char kToml[] = R"([model]
 arch = "tiny"
+tiny_hidden_size = 32
 [data]
 train_path = "train.jsonl"
 [shard]
@@ -104,6 +107,19 @@ class TestRunCalibration : public QObject {
     const auto full = table->at(spec::calibration_key(*exp, kParams, false));
     QCOMPARE(full.runs, 3);
     QVERIFY(std::abs(full.ratio - 2.2) < 1e-12);
+    // The sweep's feasibility check holds the calibrated figure: a budget between the formulas'
+    // total and the corrected one lets the raw estimate fit and the calibrated one not.
+    auto raw = estimateAgainstBudget(*exp, spec::DeviceBudget{});  // unknown: fits, says need
+    VERIFY_OK(raw);
+    const spec::DeviceBudget budget{raw->need * 3 / 2, "a test budget", false};
+    auto fits = estimateAgainstBudget(*exp, budget);
+    VERIFY_OK(fits);
+    QVERIFY(fits->over.isEmpty());
+    auto over = estimateAgainstBudget(*exp, budget, *table);
+    VERIFY_OK(over);
+    QCOMPARE(over->calibration.runs, 3);
+    QVERIFY2(over->over.contains("(calibrated on 3 runs: x2.20) exceeds the budget"),
+             qPrintable(over->over));
     exp->shard.strategy = spec::ShardStrategy::no_shard;
     const auto noShard = table->at(spec::calibration_key(*exp, kParams, false));
     QCOMPARE(noShard.runs, 1);
