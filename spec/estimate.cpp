@@ -310,6 +310,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   e.host =
       (exp.shard.offload_params ? e.params : 0) + (exp.shard.offload_optimizer ? e.optimizer : 0);
   e.device = e.total - e.host;
+  e.total_raw = e.total;
   return e;
 }
 
@@ -412,33 +413,44 @@ std::string format_estimate(const MemoryEstimate& e) {
       mib(e.vision), static_cast<long long>(e.images_per_row),
       static_cast<long long>(e.image_tokens), mib(e.logits),
       static_cast<long long>(e.loss_chunk_rows), mib(e.total), mib(e.device), mib(e.host));
-  return out + buf;
+  out += buf;
+  if (e.calibration_runs > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  (calibrated on %d run%s: x%.2f; the formulas give %.2f MiB)\n",
+                  e.calibration_runs, e.calibration_runs == 1 ? "" : "s", e.calibration_ratio,
+                  mib(e.total_raw));
+    out += buf;
+  }
+  return out;
 }
 
 std::string estimate_json(const MemoryEstimate& e) {
-  return nlohmann::json{{"world_size", e.world_size},
-                        {"local_world_size", e.local_world_size},
-                        {"shard_size", e.shard_size},
-                        {"micro_batch", e.micro_batch},
-                        {"params_total", e.params_total},
-                        {"params_trainable", e.params_trainable},
-                        {"params", e.params},
-                        {"grads", e.grads},
-                        {"optimizer", e.optimizer},
-                        {"gathered", e.gathered},
-                        {"grad_buffers", e.grad_buffers},
-                        {"activations", e.activations},
-                        {"vision", e.vision},
-                        {"image_tokens", e.image_tokens},
-                        {"images_per_row", e.images_per_row},
-                        {"logits", e.logits},
-                        {"loss_chunk_rows", e.loss_chunk_rows},
-                        {"total", e.total},
-                        {"device", e.device},
-                        {"host", e.host},
-                        {"nf4_params", e.nf4_params},
-                        {"nf4_packed", e.nf4_packed},
-                        {"nf4", e.nf4}}
+  return nlohmann::json{
+      {"world_size", e.world_size},
+      {"local_world_size", e.local_world_size},
+      {"shard_size", e.shard_size},
+      {"micro_batch", e.micro_batch},
+      {"params_total", e.params_total},
+      {"params_trainable", e.params_trainable},
+      {"params", e.params},
+      {"grads", e.grads},
+      {"optimizer", e.optimizer},
+      {"gathered", e.gathered},
+      {"grad_buffers", e.grad_buffers},
+      {"activations", e.activations},
+      {"vision", e.vision},
+      {"image_tokens", e.image_tokens},
+      {"images_per_row", e.images_per_row},
+      {"logits", e.logits},
+      {"loss_chunk_rows", e.loss_chunk_rows},
+      {"total", e.total},
+      {"device", e.device},
+      {"host", e.host},
+      {"nf4_params", e.nf4_params},
+      {"nf4_packed", e.nf4_packed},
+      {"nf4", e.nf4},
+      {"total_raw", e.total_raw},
+      {"calibration", {{"runs", e.calibration_runs}, {"ratio", e.calibration_ratio}}}}
       .dump();
 }
 

@@ -40,6 +40,11 @@ struct MemoryEstimate {
   std::int64_t nf4_params = 0;  // weights stored as NF4 (0 without quantize = "nf4")
   std::int64_t nf4_packed = 0;  // their records' bytes over the whole model, unsharded
   std::int64_t nf4 = 0;         // of params: this rank's shards of the units' "<unit>/nf4" flats
+  // Calibration (spec/calibration.h): total, device and host corrected by what measured runs of
+  // this kind peaked at. Without it (calibration_runs = 0) total_raw equals total.
+  std::int64_t total_raw = 0;      // the formulas' total, before any correction
+  double calibration_ratio = 1.0;  // measured peak / estimate of the runs behind it
+  int calibration_runs = 0;        // completed runs behind the ratio; 0: uncalibrated
 };
 
 /// Rows (label tokens) per chunk of the head's fused linear cross-entropy. `wanted` > 0

@@ -127,6 +127,7 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
             emit autotuneRequested(path, study, objective, minutes, steps, warmup);
           });
   connect(m_runLog, &RunLog::autotuneLoaded, m_builder, &BuilderPanel::showAutotune);
+  connect(m_runLog, &RunLog::calibrationsLoaded, m_builder, &BuilderPanel::showCalibrations);
   connect(m_builder, &BuilderPanel::autotuneStopRequested, this,
           [this](qint64 studyId, const QString& study) {
             emit sweepControlRequested(studyId, study, backend::StudyControl::stop);

@@ -1,22 +1,40 @@
 // `estimate EXP.toml`: validates the experiment for the world size [launch] asks for and prints
 // its shape (world size, micro-batch, accumulation), spec's per-rank memory estimate (the
 // same numbers `shardtrain estimate` and the trainer's `hello` event give) and the budget a sweep
-// holds it against, with the budget's source.
+// holds it against, with the budget's source. The total is calibrated by what the run log's
+// completed runs of the same kind measured (spec/calibration.h); --uncalibrated shows the raw one.
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 
 #include <iostream>
 
 #include "app/cli/cli_common.h"
+#include "backend/store/runreader.h"
 #include "backend/sweep/trialrunner.h"
+#include "spec/calibration.h"
 #include "spec/estimate.h"
 #include "spec/model_shape.h"
 
 namespace shardscope::cli {
 namespace {
 
+// The run log's corrections; none when it does not exist yet (a first estimate needs none) or
+// cannot be read (said on stderr: the figure is then the formulas').
+spec::Calibrations calibrationsOf(const Globals& g) {
+  const QString db = dbPath(g);
+  if (!db.startsWith(QLatin1String("postgres")) && !QFileInfo::exists(db)) return {};
+  auto reader = backend::RunReader::open(db);
+  auto table = reader ? reader->memoryCalibrations() : Result<spec::Calibrations>(reader.error());
+  if (!table) {
+    std::cerr << "warning: " << table.message() << "; the estimate is uncalibrated\n";
+    return {};
+  }
+  return *table;
+}
+
 void estimateVerb(const Globals& g, const std::string& path,
-                  const std::vector<std::string>& overrides) {
+                  const std::vector<std::string>& overrides, bool uncalibrated) {
   spec::LoadOptions options;
   options.check_paths = false;  // the estimate does not read the data
   auto exp = spec::load_experiment(path, overrides, options);
@@ -25,21 +43,30 @@ void estimateVerb(const Globals& g, const std::string& path,
   if (!valid) exitWith(kExitUsage, path + ": " + valid.message());
   const int world = spec::launch_world_size(exp->launch);
   // A model folder the estimate cannot read is as bad as a bad field: nothing could start.
-  auto estimate = spec::estimate_memory(*exp, world, exp->launch.nproc_per_node);
-  if (!estimate) exitWith(kExitUsage, path + ": " + estimate.message());
+  auto raw = spec::estimate_memory(*exp, world, exp->launch.nproc_per_node);
+  if (!raw) exitWith(kExitUsage, path + ": " + raw.message());
   auto budget = backend::budgetFor(*exp);
   if (!budget) exitWith(kExitUsage, path + ": " + budget.message());
-  const qint64 need = spec::budgeted_bytes(*estimate, *budget);
+  const spec::Calibration calibration =
+      uncalibrated ? spec::Calibration{}
+                   : spec::find_calibration(calibrationsOf(g), *exp, *raw, budget->gpu);
+  const spec::MemoryEstimate estimate = spec::calibrated(*raw, calibration);
+  const qint64 need = spec::budgeted_bytes(estimate, *budget);
   QJsonObject o{
       {"world_size", world},
       {"nnodes", exp->launch.nnodes},
       {"nproc_per_node", exp->launch.nproc_per_node},
       {"micro_batch_size", qint64(spec::micro_batch_size_for(exp->train, world))},
       {"grad_accumulation_steps", qint64(spec::grad_accumulation_steps(exp->train, world))},
-      {"params_total", qint64(estimate->params_total)},
-      {"mem_per_rank", qint64(estimate->total)},
+      {"params_total", qint64(estimate.params_total)},
+      {"mem_per_rank", qint64(estimate.total)},
       {"memory",
-       QJsonDocument::fromJson(QByteArray::fromStdString(spec::estimate_json(*estimate))).object()},
+       QJsonDocument::fromJson(QByteArray::fromStdString(spec::estimate_json(estimate))).object()},
+      {"calibration",
+       QJsonObject{{"runs", calibration.runs},
+                   {"ratio", calibration.ratio},
+                   {"total_raw", qint64(estimate.total_raw)},
+                   {"text", QString::fromStdString(spec::format_calibration(calibration))}}},
       {"budget", QJsonObject{{"bytes", qint64(budget->bytes)},
                              {"source", QString::fromStdString(budget->source)},
                              {"gpu", budget->gpu},
@@ -52,8 +79,11 @@ void estimateVerb(const Globals& g, const std::string& path,
             << exp->launch.nproc_per_node << ")\n"
             << "micro_batch_size: " << o["micro_batch_size"].toInteger() << '\n'
             << "grad_accumulation_steps: " << o["grad_accumulation_steps"].toInteger() << '\n'
-            << "params_total: " << estimate->params_total << '\n'
-            << spec::format_estimate(*estimate) << spec::format_budget(*estimate, *budget);
+            << "params_total: " << estimate.params_total << '\n'
+            << spec::format_estimate(estimate) << spec::format_budget(estimate, *budget)
+            << (uncalibrated ? std::string("uncalibrated (--uncalibrated): the formulas' figure")
+                             : spec::format_calibration(calibration))
+            << '\n';
 }
 
 }  // namespace
@@ -67,7 +97,11 @@ void addEstimateVerb(CLI::App& app, Globals& g) {
       ->type_name("K=V")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  est->callback([&g, path, overrides] { estimateVerb(g, *path, *overrides); });
+  auto uncalibrated = std::make_shared<bool>(false);
+  est->add_flag("--uncalibrated", *uncalibrated,
+                "The formulas' figure, without the run log's correction from measured runs");
+  est->callback(
+      [&g, path, overrides, uncalibrated] { estimateVerb(g, *path, *overrides, *uncalibrated); });
 }
 
 }  // namespace shardscope::cli

@@ -14,6 +14,7 @@
 #include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
 #include "backend/store/verdicts.h"
+#include "spec/calibration.h"
 #include "spec/result.h"
 
 namespace shardscope::backend {
@@ -130,6 +131,13 @@ class RunReader {
   [[nodiscard]] Result<VerdictCounts> verdictCounts(qint64 runId);
   /// The counts of every run that has a verdict, in one statement (the runs table).
   [[nodiscard]] Result<QHash<qint64, VerdictCounts>> verdictCounts();
+
+  /// The estimate's corrections by spec::calibration_key, from the run log's completed runs: per
+  /// run (its current attempt) the largest over its ranks of measured peak (`mem.cuda_peak` on
+  /// CUDA, else `mem.peak`, the highest of its `mem` events) over `hello.mem_estimate`, then a
+  /// robust mean per key (spec::robust_calibration). A run without a hello estimate or a mem
+  /// event, or whose experiment no longer parses, is left out. Two statements in all.
+  [[nodiscard]] Result<spec::Calibrations> memoryCalibrations();
 
   /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();

@@ -135,19 +135,26 @@ Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp) {
 }
 
 Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
-                                          const spec::DeviceBudget& budget) {
+                                          const spec::DeviceBudget& budget,
+                                          const spec::Calibrations& calibrations) {
   const int local = exp.launch.nproc_per_node;
-  auto estimate = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local);
-  if (!estimate) return fail("memory estimate: " + estimate.message());
+  auto raw = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local);
+  if (!raw) return fail("memory estimate: " + raw.message());
+  const auto calibration = spec::find_calibration(calibrations, exp, *raw, budget.gpu);
+  const auto estimate = spec::calibrated(*raw, calibration);
   BudgetCheck check;
-  check.need = spec::budgeted_bytes(*estimate, budget);
+  check.need = spec::budgeted_bytes(estimate, budget);
+  check.calibration = calibration;
   if (budget.bytes <= 0 || check.need <= budget.bytes) return check;
+  const QString how = calibration.runs > 0 ? QStringLiteral(" (%1)").arg(QString::fromStdString(
+                                                 spec::format_calibration(calibration)))
+                                           : QString();
   check.over = QStringLiteral(
-                   "memory estimate %1 MiB per rank%2 exceeds the budget of %3 MiB per rank (%4); "
-                   "lower train.micro_batch_size or data.seq_len, enable "
+                   "memory estimate %1 MiB per rank%2%5 exceeds the budget of %3 MiB per rank "
+                   "(%4); lower train.micro_batch_size or data.seq_len, enable "
                    "shard.activation_checkpointing, or search a smaller range")
                    .arg(mib(check.need), budget.gpu ? QStringLiteral(" on the device") : QString(),
-                        mib(budget.bytes), QString::fromStdString(budget.source));
+                        mib(budget.bytes), QString::fromStdString(budget.source), how);
   return check;
 }
 
@@ -271,7 +278,13 @@ std::optional<QString> TrialRunner::infeasibility(const spec::Experiment& exp) c
   if (programTrials()) return std::nullopt;  // a program's memory is its own business
   auto budget = budgetOf(exp);
   if (!budget) return QString::fromStdString(budget.message());
-  auto check = estimateAgainstBudget(exp, *budget);
+  // What the run log's completed runs measured corrects the estimate; a run log that cannot
+  // answer leaves it raw (the launch itself reports a broken run log).
+  spec::Calibrations calibrations;
+  if (auto reader = m_store.reader()) {
+    if (auto table = reader->memoryCalibrations()) calibrations = std::move(*table);
+  }
+  auto check = estimateAgainstBudget(exp, *budget, calibrations);
   if (!check) return QString::fromStdString(check.message());
   if (check->over.isEmpty()) return std::nullopt;
   return check->over;

@@ -24,6 +24,7 @@
 #include "backend/store/runstore.h"
 #include "search/space.h"
 #include "search/trial.h"
+#include "spec/calibration.h"
 #include "spec/estimate.h"
 #include "spec/experiment.h"
 #include "spec/result.h"
@@ -51,13 +52,17 @@ Result<spec::DeviceBudget> budgetFor(const spec::Experiment& exp);
 struct BudgetCheck {
   qint64 need = 0;  ///< the estimate's bytes per rank that the budget holds (budgeted_bytes)
   QString over;     ///< why it does not fit (an infeasible trial's error); empty: it fits
+  spec::Calibration calibration;  ///< the correction applied to the estimate (runs 0: none)
 };
 
 /// Holds the per-rank memory estimate of `exp` (at the world shape [launch] asks for) against
 /// `budget`: the one check that keeps a sweep's trial and an autotune candidate from starting.
 /// A budget of 0 bytes (unknown) holds nothing: everything fits. Errors are the estimate's.
+/// `calibrations` (RunReader::memoryCalibrations): the correction of `exp`'s kind of run, when
+/// they hold one, is applied to the estimate first (the check holds what runs measured).
 Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
-                                          const spec::DeviceBudget& budget);
+                                          const spec::DeviceBudget& budget,
+                                          const spec::Calibrations& calibrations = {});
 
 /// The run-log status of a trial state.
 spec::RunStatus runStatusOf(search::TrialState state);

@@ -582,6 +582,10 @@ void BuilderPanel::checkTuneProcess() {
   endTuning();
 }
 
+void BuilderPanel::showCalibrations(const MemoryCalibrations& calibrations) {
+  m_memory->setCalibrations(calibrations.table);
+}
+
 void BuilderPanel::showAutotune(const AutotuneData& autotune) {
   if (autotune.name != m_tune.name || m_tune.name.isEmpty()) return;
   if (autotune.studyId < 0) return;  // not recorded yet

@@ -103,6 +103,9 @@ class BuilderPanel : public QWidget {
   void autotuneFailed(const QString& study, const QString& message);
   /// The run log's record of a watched autotune (ignored unless it is this panel's).
   void showAutotune(const shardscope::ui::AutotuneData& autotune);
+  /// The run log's corrections of the estimate (RunLog::calibrationsLoaded): the memory panel
+  /// states the corrected peak and says how many runs it rests on.
+  void showCalibrations(const shardscope::ui::MemoryCalibrations& calibrations);
 
  signals:
   /// Start an autotune of the saved file `path`, recorded as study `study`.

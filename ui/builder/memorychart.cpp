@@ -88,6 +88,14 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   m_budgetLabel->position->setCoords(0.99, 0);
   m_budgetLabel->setPadding(QMargins(0, kLabelPad, 0, 0));
   m_budgetLabel->setColor(Qt::red);
+  // The calibrated peak (runs of this kind measured more, or less, than the bars' formulas): a
+  // dark dotted line across the bars, labelled at its left end.
+  m_calibratedLine = new QCPItemStraightLine(m_plot);
+  m_calibratedLine->setPen(QPen(QColor(0x30, 0x30, 0x30), 2, Qt::DotLine));
+  m_calibratedLine->setVisible(false);
+  m_calibratedLabel = new QCPItemText(m_plot);
+  m_calibratedLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+  m_calibratedLabel->setVisible(false);
   connect(m_plot, &QCustomPlot::afterLayout, this, &MemoryChart::fitRange);
 
   m_budget = new QDoubleSpinBox(this);
@@ -164,7 +172,19 @@ void MemoryChart::applyBudget(const spec::Experiment& exp) {
 
 double MemoryChart::budgetBytes() const { return m_budget->value() * kGiB; }
 
+void MemoryChart::setCalibrations(const spec::Calibrations& calibrations) {
+  if (calibrations == m_calibrations) return;
+  m_calibrations = calibrations;
+  if (m_shown) setExperiment(spec::Experiment(*m_shown));
+}
+
+std::int64_t MemoryChart::peakBytes() const {
+  return spec::calibrated_bytes(stackBytes(0), m_calibration);
+}
+
 void MemoryChart::setExperiment(const spec::Experiment& exp) {
+  m_shown = exp;
+  m_calibration = {};
   applyBudget(exp);
   m_perRank.fill(0);
   m_ranks = 0;
@@ -181,7 +201,11 @@ void MemoryChart::setExperiment(const spec::Experiment& exp) {
     m_ranks = e.world_size;
     m_nf4 = e.nf4;
     m_nf4Packed = e.nf4_packed;
-    m_budgeted = spec::budgeted_bytes(e, spec::DeviceBudget{0, {}, m_budgetGpu});
+    // What completed runs of this kind measured corrects the peak (the bars keep the formulas'
+    // terms; the status states the corrected peak and the budget holds it).
+    m_calibration = spec::find_calibration(m_calibrations, exp, e, m_budgetGpu);
+    m_budgeted = spec::budgeted_bytes(spec::calibrated(e, m_calibration),
+                                      spec::DeviceBudget{0, {}, m_budgetGpu});
     // estimate_memory's total is a peak: params + optimizer + the larger of two moments, the
     // head's backward (gathered units, activations, logits, accumulation buffers) and the end of
     // backward (sharded grads, the root unit still gathered, grad buffers). The bars show the
@@ -213,7 +237,7 @@ std::int64_t MemoryChart::stackBytes(int rank) const {
 }
 
 std::int64_t MemoryChart::budgetedBytes() const {
-  return m_ranks > 0 ? std::min(m_budgeted, stackBytes(0)) : 0;
+  return m_ranks > 0 ? std::min(m_budgeted, peakBytes()) : 0;
 }
 
 bool MemoryChart::overBudget() const {
@@ -224,7 +248,7 @@ QString MemoryChart::statusText() const { return m_status->text(); }
 
 void MemoryChart::replot() {
   const int shown = std::min(m_ranks, kMaxBars);
-  const double total = static_cast<double>(stackBytes(0));
+  const double total = static_cast<double>(peakBytes());
   const double budget = budgetBytes();
   const bool toScale = total > 0 && budget < total * kOffScale;
   const auto [scale, unit] = axisUnit(toScale ? std::max(total, budget) : total);
@@ -252,9 +276,23 @@ void MemoryChart::replot() {
   // The unit alone: "bytes per rank (MiB)" was longer than the axis is high in the Builder, and
   // drew cut ("bytes per rank (M"); the tab says "Memory per rank".
   m_plot->yAxis->setLabel(unit);
-  m_highest = (toScale ? std::max(total, budget) : std::max(total, 1.0)) / scale;
+  // The bars keep the formulas' terms: a correction below 1 states a peak under their top.
+  const double top = std::max(total, static_cast<double>(stackBytes(0)));
+  m_highest = (toScale ? std::max(top, budget) : std::max(top, 1.0)) / scale;
   m_headroom = toScale ? 1.15 : 1.3;
   fitRange();
+  const bool calibrated = m_calibration.runs > 0 && shown > 0;
+  m_calibratedLine->setVisible(calibrated);
+  m_calibratedLabel->setVisible(calibrated);
+  if (calibrated) {
+    m_calibratedLine->point1->setCoords(-1, total / scale);
+    m_calibratedLine->point2->setCoords(1, total / scale);
+    m_calibratedLabel->position->setCoords(-0.65, total / scale);
+    m_calibratedLabel->setText(
+        tr("peak %1, %2")
+            .arg(formatBytes(total),
+                 QString::fromStdString(spec::format_calibration(m_calibration))));
+  }
   m_budgetLine->setVisible(toScale);
   m_budgetLine->point1->setCoords(-1, budget / scale);
   m_budgetLine->point2->setCoords(1, budget / scale);
@@ -274,6 +312,10 @@ void MemoryChart::replot() {
                .arg(formatBytes(budget))
                .arg(over ? tr(": OVER BUDGET") : QString())
                .arg(m_headMoment ? tr("the head's backward") : tr("the end of backward"));
+    if (m_calibration.runs > 0)
+      text += tr("; %1 (the formulas give %2)")
+                  .arg(QString::fromStdString(spec::format_calibration(m_calibration)),
+                       formatBytes(double(stackBytes(0))));
     if (m_nf4Packed > 0)
       text += tr("; base in NF4: %1 packed, %2 per rank")
                   .arg(formatBytes(m_nf4Packed), formatBytes(m_nf4));

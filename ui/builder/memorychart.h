@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "spec/calibration.h"
 #include "spec/estimate.h"
 #include "spec/experiment.h"
 
@@ -35,6 +36,13 @@ class MemoryChart : public QWidget {
 
   /// Recomputes the estimate for launch.nnodes x launch.nproc_per_node ranks and replots.
   void setExperiment(const spec::Experiment& exp);
+  /// The run log's corrections (RunLog::calibrationsLoaded): the experiment's kind of run, when
+  /// they hold it, has its peak corrected by what completed runs measured; replots.
+  void setCalibrations(const spec::Calibrations& calibrations);
+  /// The correction applied to the shown experiment (runs 0: none, the formulas' figure).
+  spec::Calibration calibration() const { return m_calibration; }
+  /// The peak per rank the panel states: the stack's top, corrected.
+  std::int64_t peakBytes() const;
   /// Sets the budget by hand (the source reads "entered here" until the next experiment).
   void setBudgetGiB(double gib);
   double budgetBytes() const;
@@ -66,6 +74,8 @@ class MemoryChart : public QWidget {
   std::array<QCPBars*, CategoryCount> m_bars{};
   QCPItemStraightLine* m_budgetLine = nullptr;
   QCPItemText* m_budgetLabel = nullptr;
+  QCPItemStraightLine* m_calibratedLine = nullptr;  // the calibrated peak, when runs measured it
+  QCPItemText* m_calibratedLabel = nullptr;
   QDoubleSpinBox* m_budget = nullptr;
   QLabel* m_status = nullptr;
   QLabel* m_budgetSource = nullptr;
@@ -74,6 +84,9 @@ class MemoryChart : public QWidget {
   QString m_budgetError;        // device_budget's error (Slurm without launch.device_memory_gib)
   bool m_budgetGpu = true;      // the budget holds device bytes (else the total)
   std::int64_t m_budgeted = 0;  // the bytes the budget holds, per rank
+  spec::Calibrations m_calibrations;            // the run log's, by calibration_key
+  spec::Calibration m_calibration;              // the shown experiment's
+  std::optional<spec::Experiment> m_shown;      // re-estimated when the corrections change
   std::optional<spec::DetectedMemory> m_local;  // this machine, for launch.gpus = m_localGpus
   std::vector<int> m_localGpus;
   int m_ranks = 0;

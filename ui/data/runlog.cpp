@@ -15,6 +15,7 @@ RunLog::RunLog(int pollMs, QObject* parent)
   qRegisterMetaType<QVector<backend::StudyRecord>>();
   qRegisterMetaType<QVector<SeriesChunk>>();
   qRegisterMetaType<LogSnapshot>();
+  qRegisterMetaType<MemoryCalibrations>();
   qRegisterMetaType<SweepData>();
   qRegisterMetaType<SweepCurves>();
   qRegisterMetaType<TrialFigures>();

@@ -53,6 +53,9 @@ class RunLogSignals : public QObject {
   void knownTagsLoaded(const QStringList& names);
   /// Every study as stored (with each runs list, just before it): what tells a sweep's end.
   void studiesLoaded(const QVector<shardscope::backend::StudyRecord>& studies);
+  /// The estimate's corrections from the completed runs (every kind of run), delivered when the
+  /// set of completed runs changed.
+  void calibrationsLoaded(const shardscope::ui::MemoryCalibrations& calibrations);
   /// The read asked for by sync(token) has been delivered.
   void synced(quint64 token);
 };

@@ -17,6 +17,7 @@
 
 #include "backend/store/runrecords.h"
 #include "backend/store/verdicts.h"
+#include "spec/calibration.h"
 
 namespace shardscope::ui {
 
@@ -182,8 +183,15 @@ struct HostSummary {
   bool trusted = false;
 };
 
+/// The estimate's corrections the run log's completed runs make (RunReader::memoryCalibrations),
+/// by spec::calibration_key: what the builder's memory panel applies.
+struct MemoryCalibrations {
+  spec::Calibrations table;
+};
+
 }  // namespace shardscope::ui
 
+Q_DECLARE_METATYPE(shardscope::ui::MemoryCalibrations)
 Q_DECLARE_METATYPE(shardscope::ui::RunSummary)
 Q_DECLARE_METATYPE(shardscope::backend::StudyRecord)
 Q_DECLARE_METATYPE(shardscope::ui::SeriesChunk)

@@ -95,6 +95,7 @@ void RunLogWorker::open(const QString& path) {
   m_pollTimer->start(m_pollMs);
   emit opened(true, path);
   m_dataVersion = -1;
+  m_calibrationsSent = false;  // another run log: its own corrections
   m_sweepPrint = 0;
   m_overlayEnded.clear();
   m_phasesReset = true;  // another run log's run of the same id: read it whole
@@ -154,6 +155,7 @@ void RunLogWorker::refresh() {
   loadRuns();
   loadHosts();
   loadAutotune();
+  loadCalibrations();
   loadLog();
   loadSeries();
   loadOverlay();
@@ -205,6 +207,21 @@ void RunLogWorker::loadRuns() {
   if (!studies) return report(studies.error());
   emit studiesLoaded(QVector<backend::StudyRecord>(studies->begin(), studies->end()));
   emit runsLoaded(out);
+}
+
+// Read again only when a run completed (or a completed one was retried, or deleted): the query
+// reads every completed run's hello and mem events.
+void RunLogWorker::loadCalibrations() {
+  if (!m_reader) return;
+  QList<QPair<qint64, int>> complete;
+  for (const auto& run : m_runs)
+    if (run.status == spec::RunStatus::complete) complete.append({run.id, run.attempt});
+  if (m_calibrationsSent && complete == m_calibratedRuns) return;
+  auto table = m_reader->memoryCalibrations();
+  if (!table) return report(table.error());
+  m_calibratedRuns = std::move(complete);
+  m_calibrationsSent = true;
+  emit calibrationsLoaded(MemoryCalibrations{std::move(*table)});
 }
 
 // A running run's stored events bytes (every rank's read offset) and whether a live follower

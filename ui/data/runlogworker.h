@@ -112,6 +112,7 @@ class RunLogWorker : public RunLogSignals {
   void loadOverlay();
   void loadHosts();
   void loadAutotune();
+  void loadCalibrations();
   void loadPhases();
   void loadSamples();
   /// The step of run `runId`'s best m_sampleObjective value (rank 0); nullopt without one.
@@ -140,6 +141,9 @@ class RunLogWorker : public RunLogSignals {
   int m_watchGeneration = 0;  // of the watchRuns call m_watchedRuns came from
   QHash<qint64, QHash<QString, QHash<int, qint64>>> m_seen;
   QHash<qint64, qint64> m_estimates;  // run -> mem_estimate of rank 0's hello (0: none)
+  // The completed runs (id, attempt) the last calibrationsLoaded was read from.
+  QList<QPair<qint64, int>> m_calibratedRuns;
+  bool m_calibrationsSent = false;
   qint64 m_logRun = -1;
   int m_logRank = 0;
   int m_logLimit = 2000;
