@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/store/db.h"
+#include "backend/store/rungroups.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
@@ -130,6 +131,16 @@ class RunReader {
   [[nodiscard]] Result<VerdictCounts> verdictCounts(qint64 runId);
   /// The counts of every run that has a verdict, in one statement (the runs table).
   [[nodiscard]] Result<QHash<qint64, VerdictCounts>> verdictCounts();
+
+  /// Every group of the run log by name, with its run counts (schema v12).
+  [[nodiscard]] Result<std::vector<GroupRecord>> groups();
+  /// Group `name`; nullopt when the run log has none of that name.
+  [[nodiscard]] Result<std::optional<GroupRecord>> group(const QString& name);
+  /// The ids of group `groupId`'s runs, ascending.
+  [[nodiscard]] Result<std::vector<qint64>> groupRuns(qint64 groupId);
+  /// The groups of every run that is in any, each list by name, in one statement (the runs
+  /// table reads them all at once).
+  [[nodiscard]] Result<QHash<qint64, QStringList>> allGroups();
 
   /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();
