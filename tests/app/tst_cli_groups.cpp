@@ -48,7 +48,7 @@ class TstCliGroups : public QObject, clitest::OnRunLog {
     const QJsonObject json = clitest::json(cli({"--json", "group", "show", "lr/1e-4"}).out);
     QCOMPARE(json["group"].toString(), QStringLiteral("lr/1e-4"));
     QCOMPARE(json["runs"].toArray().size(), 1);
-    QCOMPARE(json["runs"].toArray()[0]["name"].toString(), QStringLiteral("exp-1"));
+    QCOMPARE(json["runs"].toArray().at(0).toObject()["name"].toString(), QStringLiteral("exp-1"));
     const QJsonArray groups =
         clitest::json(cli({"--json", "group", "list"}).out)["groups"].toArray();
     QCOMPARE(groups.size(), 2);
