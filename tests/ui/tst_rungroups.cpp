@@ -4,7 +4,8 @@
 // grouped by group under a parent that shows the count, collapsed with the mouse and kept
 // collapsed and selected through a refresh, the group opened in Compare from the parent row's
 // context menu (its two runs of different experiments as trials, the parameter plots over the one
-// parameter both have), and the group still there after the window is opened again.
+// parameter both have), the group still there after the window is opened again, and one run
+// taken out of it through the context menu's Remove from group.
 #include <QAbstractItemView>
 #include <QApplication>
 #include <QComboBox>
@@ -224,6 +225,35 @@ class TestRunGroups : public QObject {
     QCOMPARE(groupsOf(runs, m_solo), QStringList{"pair"});
     runs->filterEdit()->setText("group:pair");
     QCOMPARE(testing::visibleRunNames(runs), (QStringList{"solo", "sweep-1"}));
+  }
+
+  void removeOneRunFromTheGroup() {
+    RunsPanel* runs = m_window->runsPanel();
+    runs->selectRuns({m_solo});
+    const QModelIndex cell =
+        runs->view()->selectionModel()->selectedRows(RunTableModel::NameCol).first();
+    const QPoint at = runs->view()->visualRect(cell).center();
+    // The context menu's Remove from group lists the selected runs' groups.
+    QStringList offered;
+    QTimer::singleShot(0, runs, [&offered] {
+      auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+      if (menu == nullptr) return;
+      for (QAction* action : menu->actions()) {
+        if (action->text() != "Remove from group" || action->menu() == nullptr) continue;
+        for (QAction* group : action->menu()->actions()) {
+          offered << group->text();
+          if (group->text() == "pair (1 run)") group->trigger();
+        }
+      }
+      menu->close();
+    });
+    QContextMenuEvent event(QContextMenuEvent::Mouse, at,
+                            runs->view()->viewport()->mapToGlobal(at));
+    QApplication::sendEvent(runs->view()->viewport(), &event);
+    QCOMPARE(offered, QStringList{"pair (1 run)"});
+    QTRY_COMPARE_WITH_TIMEOUT(groupsOf(runs, m_solo), QStringList{}, kWaitMs);
+    QCOMPARE(testing::visibleRunNames(runs), QStringList{"sweep-1"});  // filter: group:pair
+    QCOMPARE(groupsOf(runs, m_fixture.trialIds[1]), QStringList{"pair"});
   }
 };
 
