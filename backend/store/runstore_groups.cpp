@@ -149,7 +149,8 @@ RunStore::Pending<void> RunStore::deleteGroup(const QString& name) {
 RunStore::Pending<void> RunStore::editGroup(const QString& name, QList<qint64> add,
                                             QList<qint64> remove, GroupMissing missing) {
   const double now = clock().wallNow();
-  return submit<void>(static_cast<std::size_t>(std::max<qsizetype>(1, add.size() + remove.size())),
+  const auto rows = static_cast<std::size_t>(std::max<qsizetype>(1, add.size() + remove.size()));
+  return submit<void>(rows,
                       [name, add = std::move(add), remove = std::move(remove), missing,
                        now](WriteContext& context) -> Result<void> {
                         if (auto r = checkGroupName(name); !r) return r;
