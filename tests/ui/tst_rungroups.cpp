@@ -255,6 +255,31 @@ class TestRunGroups : public QObject {
     QCOMPARE(testing::visibleRunNames(runs), QStringList{"sweep-1"});  // filter: group:pair
     QCOMPARE(groupsOf(runs, m_fixture.trialIds[1]), QStringList{"pair"});
   }
+
+  // Grouped by tag, a run with two tags is a row under each; selecting it selects both rows and
+  // it counts once.
+  void groupRowsByTagWithARunUnderTwo() {
+    RunsPanel* runs = m_window->runsPanel();
+    runs->filterEdit()->clear();
+    const qint64 trial = m_fixture.trialIds[1];
+    testing::waitOk(m_fixture.store->editTags(backend::TagOwner::run, trial, {"best", "x"}, {}));
+    testing::waitOk(m_fixture.store->editTags(backend::TagOwner::run, m_solo, {"best"}, {}));
+    QTRY_COMPARE_WITH_TIMEOUT(runs->model()->runById(m_solo)->tags, QStringList{"best"}, kWaitMs);
+    runs->groupBy()->setCurrentIndex(runs->groupBy()->findText("tag"));
+    QAbstractItemModel* model = runs->view()->model();
+    QCOMPARE(model->rowCount(), 3);
+    QCOMPARE(model->index(0, 0).data().toString(), QString("tag best · 2 runs"));
+    QCOMPARE(model->index(1, 0).data().toString(), QString("tag x · 1 run"));
+    QCOMPARE(model->index(2, 0).data().toString(), QString("no tag · 9 runs"));
+    runs->selectRuns({trial});
+    QCOMPARE(runs->view()->selectionModel()->selectedRows().size(), qsizetype(2));
+    QCOMPARE(runs->selectedRunIds(), QList<qint64>{trial});
+    QCOMPARE(runs->currentRunId(), trial);
+    // Back to the flat table: the same run selected, one row.
+    runs->groupBy()->setCurrentIndex(runs->groupBy()->findText("none"));
+    QCOMPARE(runs->view()->model()->rowCount(), 11);
+    QCOMPARE(runs->selectedRunIds(), QList<qint64>{trial});
+  }
 };
 
 QTEST_MAIN(TestRunGroups)

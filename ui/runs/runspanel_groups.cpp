@@ -86,7 +86,15 @@ void RunsPanel::applyGroupBy() {
   }
   m_view->setRootIsDecorated(by != RunGroupModel::GroupBy::none);
   m_selected = keep;
-  onRegrouped();
+  if (by != RunGroupModel::GroupBy::none) {
+    onRegrouped();
+    return;
+  }
+  // Flat again: the same runs selected, on the proxy's rows.
+  const bool restoring = std::exchange(m_restoring, true);
+  selectRuns(keep);
+  m_restoring = restoring;
+  onSelectionChanged();
 }
 
 void RunsPanel::onRegrouped() {
