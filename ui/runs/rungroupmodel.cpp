@@ -91,7 +91,10 @@ void RunGroupModel::onDataChanged(const QModelIndex& topLeft, const QModelIndex&
                      index(bottomRight.row(), bottomRight.column()), roles);
     return;
   }
-  QVector<Bucket> now = buckets();
+  // A change that leaves the first column alone (a disk figure) is no new list of runs: their
+  // sweeps, groups and tags only come with a whole list (RunTableModel::setRuns), so the buckets
+  // stand; a grouping pass per cell would be quadratic in a table of 10,000 runs.
+  QVector<Bucket> now = topLeft.column() > 0 ? m_buckets : buckets();
   const bool same = std::equal(
       now.cbegin(), now.cend(), m_buckets.cbegin(), m_buckets.cend(),
       [](const Bucket& a, const Bucket& b) { return a.name == b.name && a.rows == b.rows; });
