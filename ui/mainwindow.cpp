@@ -103,6 +103,11 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
   connect(m_runs, &RunsPanel::cloneRequested, this, &MainWindow::cloneIntoBuilder);
   connect(m_runs, &RunsPanel::trialRequested, this, &MainWindow::trialRequested);
   connect(m_runs, &RunsPanel::resumeRequested, this, &MainWindow::resumeRequested);
+  // A group of runs opens in Compare as a sweep does (its runs, of any studies).
+  connect(m_runs, &RunsPanel::compareGroupRequested, this, [this, compare](qint64 groupId) {
+    m_compare->showSweep(groupSweepId(groupId));
+    compare->raise();
+  });
   connect(m_runs, &RunsPanel::message, this,
           [this](const QString& text) { statusBar()->showMessage(text, 8000); });
   connect(m_builder->controller(), &BuilderController::launchRequested, this,

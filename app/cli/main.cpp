@@ -23,6 +23,7 @@ void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
 void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
 void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
 void addTagNoteVerbs(CLI::App& app, Globals& g);   // app/cli/cmd_tag_note.cpp
+void addGroupVerb(CLI::App& app, Globals& g);      // app/cli/cmd_group.cpp
 void addSamplesVerb(CLI::App& app, Globals& g);    // app/cli/cmd_samples.cpp
 void addCleanVerbs(CLI::App& app, Globals& g);     // app/cli/cmd_clean.cpp
 void addDataVerb(CLI::App& app, Globals& g);       // app/cli/cmd_data.cpp
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
   addAutotuneVerb(app, g);
   addWhyVerb(app, g);
   addTagNoteVerbs(app, g);
+  addGroupVerb(app, g);
   addSamplesVerb(app, g);
   addCleanVerbs(app, g);
   addDataVerb(app, g);

@@ -179,13 +179,16 @@ class Parser {
     const QString field = key.toLower();
     if (field == "tag") {
       term.kind = Kind::tag;
+    } else if (field == "group") {
+      term.kind = Kind::group;
     } else if (field == "status") {
       term.kind = Kind::status;
     } else if (field == "name") {
       term.kind = Kind::name;
     } else {
       fail(error, start, key.size(),
-           "unknown field: use tag:, status: or name:, or compare a parameter or metric with "
+           "unknown field: use tag:, group:, status: or name:, or compare a parameter or metric "
+           "with "
            "< <= > >= = !=");
       return false;
     }
@@ -299,6 +302,8 @@ bool matchTerm(const RunQuery::Term& term, const RunFacts& run) {
       return run.name.contains(term.text, Qt::CaseInsensitive);
     case Kind::tag:
       return run.tags.contains(term.text, Qt::CaseInsensitive);
+    case Kind::group:
+      return run.groups.contains(term.text, Qt::CaseInsensitive);
     case Kind::status:
       return run.status == term.text;
     case Kind::value:

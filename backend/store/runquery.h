@@ -3,7 +3,7 @@
 //
 //   query   := term*                       terms are ANDed
 //   term    := ['-'] (field | compare | word)   '-' negates the term
-//   field   := ('tag' | 'status' | 'name') ':' value
+//   field   := ('tag' | 'group' | 'status' | 'name') ':' value
 //   compare := key op number               op: < <= > >= = !=
 //            | key ('=' | '!=') value      a text comparison
 //   key     := a parameter ("train.lr"), else a metric's last value ("loss"); "best.KEY" is the
@@ -11,9 +11,9 @@
 //   word    := a name, parameter or host fragment (any case), as the filter box always took
 //   value   := a bare word, or "double quoted" (\" and \\ inside)
 //
-// Examples: `tag:best status:complete`, `-tag:draft lr`, `train.lr>1e-4 loss<1.6`,
-// `best.eval.loss<=2 name:"sweep 3"`. A bad query fails with the character position, the token
-// and what was expected there. Bounded for any input: at most kMaxQueryChars characters and
+// Examples: `tag:best status:complete`, `group:baseline`, `-tag:draft lr`, `train.lr>1e-4
+// loss<1.6`, `best.eval.loss<=2 name:"sweep 3"`. A bad query fails with the character position, the
+// token and what was expected there. Bounded for any input: at most kMaxQueryChars characters and
 // kMaxQueryTerms terms are read, one pass, no recursion.
 #pragma once
 
@@ -33,6 +33,7 @@ struct RunFacts {
   QString name;
   QString status;  ///< spec::to_string of its status
   QStringList tags;
+  QStringList groups;  ///< the groups it is in (schema v12)
   /// Parameters by dotted key ("train.lr"), numbers as numbers, other values as text.
   QHash<QString, QVariant> params;
   QHash<QString, double> last;  ///< metric -> its last value (rank 0)
@@ -54,7 +55,7 @@ inline constexpr int kMaxQueryTerms = 64;
 class RunQuery {
  public:
   enum class Op { lt, le, gt, ge, eq, ne };
-  enum class Kind { word, tag, status, name, value };
+  enum class Kind { word, tag, group, status, name, value };
   enum class Source { any, param, last, best };
   struct Term {
     Kind kind = Kind::word;

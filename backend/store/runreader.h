@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/store/db.h"
+#include "backend/store/rungroups.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/runtags.h"
 #include "backend/store/storeclock.h"
@@ -138,6 +139,16 @@ class RunReader {
   /// robust mean per key (spec::robust_calibration). A run without a hello estimate or a mem
   /// event, or whose experiment no longer parses, is left out. Two statements in all.
   [[nodiscard]] Result<spec::Calibrations> memoryCalibrations();
+
+  /// Every group of the run log by name, with its run counts (schema v12).
+  [[nodiscard]] Result<std::vector<GroupRecord>> groups();
+  /// Group `name`; nullopt when the run log has none of that name.
+  [[nodiscard]] Result<std::optional<GroupRecord>> group(const QString& name);
+  /// The ids of group `groupId`'s runs, ascending.
+  [[nodiscard]] Result<std::vector<qint64>> groupRuns(qint64 groupId);
+  /// The groups of every run that is in any, each list by name, in one statement (the runs
+  /// table reads them all at once).
+  [[nodiscard]] Result<QHash<qint64, QStringList>> allGroups();
 
   /// "ok" when the run log is sound (SQLite: PRAGMA integrity_check).
   [[nodiscard]] Result<std::string> integrityCheck();

@@ -11,7 +11,7 @@
 namespace shardscope::backend {
 
 /// The version this build writes.
-inline constexpr int kRunSchemaVersion = 11;
+inline constexpr int kRunSchemaVersion = 12;
 
 /// The version stored in `db` (0 for an empty file).
 [[nodiscard]] Result<int> runSchemaVersion(Db& db);

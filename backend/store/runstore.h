@@ -6,6 +6,7 @@
 // most one of each kind per notifyIntervalMs.
 #pragma once
 
+#include <QList>
 #include <QObject>
 #include <QString>
 #include <QTimer>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "backend/guithread.h"
+#include "backend/store/rungroups.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runrecords.h"
 #include "backend/store/runtags.h"
@@ -222,6 +224,22 @@ class RunStore : public QObject {
   /// its good rate as the verdicts stand (null while none) into its objective values, as
   /// setVerdict does with every mark. Nothing for other runs.
   Pending<void> refreshGoodRate(qint64 runId);
+
+  // Groups of runs (schema v12; rungroups.h, runstore_groups.cpp). All announce runsChanged.
+  /// What editGroup does when the group does not exist.
+  enum class GroupMissing { fail, create };
+  /// Creates the empty group `name`; its id. Fails on a bad name (checkGroupName) or one taken.
+  Pending<qint64> createGroup(const QString& name);
+  /// Renames group `from` to `to`, keeping its runs. Fails when `from` is not in the run log or
+  /// `to` is taken or not a name.
+  Pending<void> renameGroup(const QString& from, const QString& to);
+  /// Deletes group `name`: its runs stay, only their membership goes.
+  Pending<void> deleteGroup(const QString& name);
+  /// Adds the runs `add` to group `name` and takes the runs `remove` out of it, in one
+  /// transaction (a run already in it, or not in it, is no error). A missing group is made when
+  /// `missing` says create; else it fails, as it does naming a run of `add` not in the run log.
+  Pending<void> editGroup(const QString& name, QList<qint64> add, QList<qint64> remove,
+                          GroupMissing missing = GroupMissing::fail);
 
   /// Waits until every write queued before the call is committed.
   void flush();

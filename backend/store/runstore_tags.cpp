@@ -102,24 +102,28 @@ Result<void> removeTag(WriteContext& context, TagOwner owner, qint64 id, const Q
 
 }  // namespace
 
-Result<void> checkTagName(const QString& name) {
-  const std::string shown = name.toStdString();
-  if (name.isEmpty()) return fail("a tag needs a name (letters, digits and _ - . /)");
+Result<void> checkLabelName(const char* what, const QString& name) {
+  const std::string shown = std::string(what) + " '" + name.toStdString() + "'";
+  if (name.isEmpty()) {
+    return fail(std::string("a ") + what + " needs a name (letters, digits and _ - . /)");
+  }
   if (name.size() > kTagNameMax) {
-    return fail("tag '" + shown + "' is longer than " + std::to_string(kTagNameMax) +
+    return fail(shown + " is longer than " + std::to_string(kTagNameMax) +
                 " characters: shorten it");
   }
   if (!name.front().isLetterOrNumber()) {
-    return fail("tag '" + shown + "' must start with a letter or a digit");
+    return fail(shown + " must start with a letter or a digit");
   }
   for (const QChar c : name) {
     if (!tagChar(c)) {
-      return fail("tag '" + shown + "' holds '" + QString(c).toStdString() +
-                  "': a tag has only letters, digits and _ - . /");
+      return fail(shown + " holds '" + QString(c).toStdString() + "': a " + what +
+                  " has only letters, digits and _ - . /");
     }
   }
   return ok();
 }
+
+Result<void> checkTagName(const QString& name) { return checkLabelName("tag", name); }
 
 Result<void> checkTagColor(const QString& color) {
   bool valid = color.size() == 7 && color.front() == '#';

@@ -31,6 +31,9 @@ inline constexpr int kNoteMaxBytes = 64 * 1024;
 /// letter or digit (so `+name`, `-name` and `tag:name` read unambiguously). The error names the
 /// tag and the rule.
 [[nodiscard]] Result<void> checkTagName(const QString& name);
+/// Checks the name of a tag or a group (`what`, as messages say it): 1..64 characters, letters,
+/// digits and `_ - . /`, starting with a letter or digit. checkTagName and checkGroupName.
+[[nodiscard]] Result<void> checkLabelName(const char* what, const QString& name);
 /// Checks a colour: "#rrggbb" (hex digits, either case).
 [[nodiscard]] Result<void> checkTagColor(const QString& color);
 /// The colour a new tag gets: one of a fixed palette of readable colours, picked by the name's

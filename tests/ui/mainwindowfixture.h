@@ -5,8 +5,8 @@
 #include <QAbstractItemModel>
 #include <QString>
 #include <QStringList>
-#include <QTableView>
 #include <QTest>
+#include <QTreeView>
 
 #include <memory>
 

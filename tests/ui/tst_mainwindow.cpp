@@ -21,10 +21,10 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QSysInfo>
-#include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTreeView>
 
 #include <optional>
 
@@ -246,7 +246,7 @@ class TestMainWindow : public QObject {
   void logShowsTheCurrentOfSeveralSelectedRuns() {
     RunsPanel* runs = m_window->runsPanel();
     LogView* log = m_window->plotsPanel()->logView();
-    QTableView* view = runs->view();
+    QTreeView* view = runs->view();
     const auto rect = [view](qint64 id) {
       for (int row = 0; row < view->model()->rowCount(); ++row) {
         const QModelIndex index = view->model()->index(row, 0);

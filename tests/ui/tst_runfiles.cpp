@@ -17,10 +17,10 @@
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QStatusBar>
-#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <QTreeView>
 
 #include "tests/ui/mainwindowfixture.h"
 #include "tests/ui/runlogfixture.h"

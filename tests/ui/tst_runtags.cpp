@@ -12,10 +12,10 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QStandardPaths>
-#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTextBrowser>
+#include <QTreeView>
 
 #include "tests/ui/mainwindowfixture.h"
 #include "tests/ui/runlogfixture.h"

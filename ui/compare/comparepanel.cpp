@@ -65,6 +65,7 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   m_direction->addItem(tr("maximize"), false);
   m_direction->setToolTip(tr("Whether a lower or a higher objective is better"));
   m_experiment->setToolTip(tr("The sweep (runs of one experiment) to compare"));
+  m_sliceParam->setObjectName(QStringLiteral("sliceParam"));
   m_sliceParam->setToolTip(tr("The parameter on the slice plot's x axis"));
   // The figures the plots can colour trials by; the data is the figure's key in TrialFigures.
   m_colourBy->setObjectName(QStringLiteral("colourBy"));

@@ -133,6 +133,13 @@ QStringList paramNames(const SweepData& sweep) {
       if (isAxisParam(key) && !names.contains(key)) names.append(key);
     }
   }
+  // A group's runs may come from different experiments: an axis is a parameter they all share.
+  if (groupOfSweep(sweep.experimentId) >= 0) {
+    names.removeIf([&sweep](const QString& key) {
+      return std::any_of(sweep.trials.cbegin(), sweep.trials.cend(),
+                         [&key](const SweepTrial& trial) { return !trial.params.contains(key); });
+    });
+  }
   names.sort();
   return names;
 }

@@ -19,7 +19,8 @@ class TrialLines;
 
 /// The running best of `objectives` (each entry the best of the entries up to it).
 QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize);
-/// Parameter names that occur in any trial, sorted.
+/// Parameter names that occur in any trial, sorted; for a group of runs (groupOfSweep), those
+/// that every run has.
 QStringList paramNames(const SweepData& sweep);
 /// Whether a params key is a plot axis: every one but a replanned run's history
 /// (backend::kReplanParam), which the config diff shows instead.

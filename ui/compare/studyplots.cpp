@@ -111,10 +111,19 @@ void setAxisTicks(QCPAxis* axis, const ParamAxis& p, double lo, double hi) {
 
 QVector<TrialPoint> finishedTrials(const SweepData& sweep, const StudyInfo& study) {
   const bool isStudy = study.studyId >= 0 && study.experimentId == sweep.experimentId;
+  // A group's runs may come from different experiments: the contour and the importance are over
+  // the parameters they all share (paramNames), as the parallel coordinates and slice are.
+  const bool group = groupOfSweep(sweep.experimentId) >= 0;
+  const QStringList shared = group ? paramNames(sweep) : QStringList();
   QVector<TrialPoint> out;
   for (const SweepTrial& trial : sweep.trials) {
     if (trial.status != spec::RunStatus::complete) continue;
     TrialPoint point{trial.runId, trial.name, trial.params, {}};
+    if (group) {
+      for (const QString& key : trial.params.keys()) {
+        if (!shared.contains(key)) point.params.remove(key);
+      }
+    }
     if (isStudy && study.objectiveValues.contains(trial.runId)) {
       point.values = study.objectiveValues.value(trial.runId);
     } else if (trial.objective) {

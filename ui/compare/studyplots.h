@@ -42,7 +42,8 @@ struct TrialPoint {
   std::vector<double> values;  ///< one per objective; size 1 for a sweep outside a study
 };
 
-/// The finished trials of `sweep` (complete, with every objective value finite).
+/// The finished trials of `sweep` (complete, with every objective value finite); a group's with
+/// only the parameters every run of the group has (paramNames).
 QVector<TrialPoint> finishedTrials(const SweepData& sweep, const StudyInfo& study);
 
 /// Indices into `points` of the non-dominated ones (minimize/maximize per axis).

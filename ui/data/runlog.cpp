@@ -68,6 +68,11 @@ void RunLog::editTags(const QList<qint64>& runIds, const QStringList& add,
       m_worker, [w = m_worker, runIds, add, remove] { w->editTags(runIds, add, remove); });
 }
 
+void RunLog::editGroup(const QString& name, const QList<qint64>& add, const QList<qint64>& remove) {
+  QMetaObject::invokeMethod(m_worker,
+                            [w = m_worker, name, add, remove] { w->editGroup(name, add, remove); });
+}
+
 void RunLog::setVerdicts(const QVector<VerdictEdit>& edits) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, edits] { w->setVerdicts(edits); });
 }

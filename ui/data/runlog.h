@@ -59,6 +59,10 @@ class RunLog : public RunLogSignals {
   void editTags(const QList<qint64>& runIds, const QStringList& add, const QStringList& remove);
   /// Replaces a run's note ("" clears it); edited() says how it went.
   void setNote(qint64 runId, const QString& note);
+  /// Adds the runs `add` to group `name` (made when new) and takes the runs `remove` out of it
+  /// (written in the worker's thread, schema 12); edited() says how it went, and the runs come
+  /// again with their groups.
+  void editGroup(const QString& name, const QList<qint64>& add, const QList<qint64>& remove);
   /// Marks answers good or bad, or clears their marks (written in the worker's thread, schema 11);
   /// edited() says how it went, and the Samples view gets the runs' verdicts again.
   void setVerdicts(const QVector<VerdictEdit>& edits);

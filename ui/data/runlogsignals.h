@@ -51,6 +51,9 @@ class RunLogSignals : public QObject {
   void edited(bool ok, const QString& message);
   /// Every tag of the run log by name (with each runs list): what a tag editor completes from.
   void knownTagsLoaded(const QStringList& names);
+  /// Every group of runs by name (schema 12), with each one's id in the same order: what "Add to
+  /// group" offers (with each runs list, just before it).
+  void knownGroupsLoaded(const QStringList& names, const QList<qint64>& ids);
   /// Every study as stored (with each runs list, just before it): what tells a sweep's end.
   void studiesLoaded(const QVector<shardscope::backend::StudyRecord>& studies);
   /// The estimate's corrections from the completed runs (every kind of run), delivered when the

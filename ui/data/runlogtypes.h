@@ -28,6 +28,7 @@ struct RunSummary {
   QString host;                     ///< where it runs ("local" when the launcher was local)
   QStringList tags;                 ///< its tags by name (schema 9)
   QStringList tagColors;            ///< each tag's "#rrggbb", in the order of tags
+  QStringList groups;               ///< the groups it is in, by name (schema 12)
   QString note;                     ///< its note (plain text or Markdown); "" when none
   backend::VerdictCounts verdicts;  ///< people's marks on its probe answers (schema 11)
   /// A running run's progress: the bytes of its ranks' events files stored so far (-1 when it
@@ -134,13 +135,25 @@ struct SweepStudy {
   bool autotune = false;   ///< the study is an autotune's record (candidates, no sweep)
 };
 
+/// Compare's sweeps are keyed by one id: an experiment's id, or for a user's group of runs
+/// (schema 12) kGroupSweepBase + its group id, far above any experiment id, so "-1: none" and
+/// every other test of an id keep their meaning.
+inline constexpr qint64 kGroupSweepBase = qint64(1) << 48;
+inline qint64 groupSweepId(qint64 groupId) { return kGroupSweepBase + groupId; }
+/// The group id of a sweep id made by groupSweepId; -1 when it is an experiment's.
+inline qint64 groupOfSweep(qint64 sweepId) {
+  return sweepId > kGroupSweepBase ? sweepId - kGroupSweepBase : -1;
+}
+
 /// The runs of one experiment or sweep, in creation order: the summaries, read by indexed
 /// queries only (no scan of the metrics); curves follow as SweepCurves.
 struct SweepData {
   qint64 experimentId = -1;      ///< -1: no sweep in the run log
   QString objectiveKey;          ///< the metric read as intermediate values ("eval.loss")
-  QList<qint64> experimentIds;   ///< every experiment that has runs, oldest first
-  QHash<qint64, QString> names;  ///< experiment id -> its study's name (absent: no study)
+  QList<qint64> experimentIds;   ///< every experiment that has runs, oldest first, then every
+                                 ///< group that has runs (groupSweepId), by name
+  QHash<qint64, QString> names;  ///< experiment id -> its study's name (absent: no study);
+                                 ///< group sweep id -> "group NAME"
   SweepStudy study;
   QVector<SweepTrial> trials;
   /// The sweep is an autotune's: every candidate (those never started too) and the winner. Its

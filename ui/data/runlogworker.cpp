@@ -184,6 +184,10 @@ void RunLogWorker::loadRuns() {
   if (!notes) return report(notes.error());
   auto verdicts = m_reader->verdictCounts();
   if (!verdicts) return report(verdicts.error());
+  auto groups = m_reader->allGroups();
+  if (!groups) return report(groups.error());
+  auto knownGroups = m_reader->groups();
+  if (!knownGroups) return report(knownGroups.error());
   QHash<QString, QString> colors;
   QStringList names;
   for (const auto& tag : *known) {
@@ -191,6 +195,13 @@ void RunLogWorker::loadRuns() {
     names.append(tag.name);
   }
   emit knownTagsLoaded(names);
+  QStringList groupNames;
+  QList<qint64> groupIds;
+  for (const auto& group : *knownGroups) {
+    groupNames.append(group.name);
+    groupIds.append(group.id);
+  }
+  emit knownGroupsLoaded(groupNames, groupIds);
   QVector<RunSummary> out;
   out.reserve(static_cast<qsizetype>(m_runs.size()));
   for (const auto& run : m_runs) {
@@ -198,6 +209,7 @@ void RunLogWorker::loadRuns() {
     row.tags = tags->value(run.id);
     for (const QString& tag : std::as_const(row.tags)) row.tagColors.append(colors.value(tag));
     row.note = notes->value(run.id);
+    row.groups = groups->value(run.id);
     row.verdicts = verdicts->value(run.id);
     if (run.status == spec::RunStatus::running) loadProgress(row);
     out.append(std::move(row));
@@ -280,6 +292,22 @@ void RunLogWorker::setNote(qint64 runId, const QString& note) {
     return;
   }
   emit edited(true, note.isEmpty() ? tr("Note cleared") : tr("Note saved"));
+  refresh();
+}
+
+void RunLogWorker::editGroup(const QString& name, const QList<qint64>& add,
+                             const QList<qint64>& remove) {
+  backend::RunStore* store = writer();
+  if (store == nullptr) return;
+  if (auto r = store->editGroup(name, add, remove, backend::RunStore::GroupMissing::create).get();
+      !r) {
+    emit edited(false, QString::fromStdString(r.message()));
+    return;
+  }
+  const auto count = add.isEmpty() ? remove.size() : add.size();
+  const QString runs = count == 1 ? tr("1 run") : tr("%1 runs").arg(count);
+  emit edited(true, add.isEmpty() ? tr("%1 taken out of group %2").arg(runs, name)
+                                  : tr("%1 added to group %2").arg(runs, name));
   refresh();
 }
 
@@ -456,6 +484,7 @@ void RunLogWorker::loadSweep() {
     SweepData none;
     none.experimentIds = m_sweepSource.sweepIds(m_runs);
     m_curveSweep = -1;
+    m_curveMembers.clear();
     m_curveQueue.clear();
     emit sweepLoaded(none);
     return;
@@ -465,6 +494,8 @@ void RunLogWorker::loadSweep() {
   const quint64 print = sweepPrint(*sweep);
   if (print == m_sweepPrint && id == m_curveSweep) return;  // nothing it shows has changed
   m_sweepPrint = print;
+  m_curveMembers.clear();
+  for (const SweepTrial& trial : std::as_const(sweep->trials)) m_curveMembers.insert(trial.runId);
   if (id != m_curveSweep || sweep->objectiveKey != m_curveKey) {
     // Another sweep or key: every curve is delivered afresh.
     m_curveSweep = id;
@@ -484,7 +515,7 @@ void RunLogWorker::queueSweepCurves() {
   if (!last) return report(last.error());
   QList<qint64> queue;
   for (const auto& run : m_runs) {
-    if (!run.experimentId || *run.experimentId != m_curveSweep) continue;
+    if (!m_curveMembers.contains(run.id)) continue;
     if (last->value(run.id, -1) > m_curveSeen.value(run.id, -1)) queue.append(run.id);
   }
   m_curveLast = std::move(*last);

@@ -80,6 +80,7 @@ class RunLogWorker : public RunLogSignals {
   /// RunStore it opens on the first one.
   void editTags(const QList<qint64>& runIds, const QStringList& add, const QStringList& remove);
   void setNote(qint64 runId, const QString& note);
+  void editGroup(const QString& name, const QList<qint64>& add, const QList<qint64>& remove);
   /// See RunLog::setVerdicts: each mark through the same RunStore, then a refresh (the Samples
   /// view gets the run's verdicts again, the runs table its counts).
   void setVerdicts(const QVector<VerdictEdit>& edits);
@@ -152,6 +153,7 @@ class RunLogWorker : public RunLogSignals {
   // The sweep whose curves stream, its key, and per run the last step delivered (absent: none
   // yet, so its first chunk resets); the runs still to read in this pass.
   qint64 m_curveSweep = -1;
+  QSet<qint64> m_curveMembers;  // the runs of m_curveSweep (an experiment's or a group's)
   QString m_curveKey;
   QHash<qint64, qint64> m_curveSeen;
   QList<qint64> m_curveQueue;

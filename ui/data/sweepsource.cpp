@@ -97,7 +97,23 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   const auto perExperiment = studyPerExperiment(*studies);
   for (auto it = perExperiment.cbegin(); it != perExperiment.cend(); ++it)
     data.names.insert(it.key(), it.value()->name);
-  const backend::StudyRecord* study = perExperiment.value(id, nullptr);
+  // The user's groups of runs (schema 12) are sweeps too, listed after the experiments.
+  auto groups = reader.groups();
+  if (!groups) return groups.error();
+  for (const auto& group : *groups) {
+    if (group.runs == 0) continue;
+    data.experimentIds.append(groupSweepId(group.id));
+    data.names.insert(groupSweepId(group.id), QStringLiteral("group ") + group.name);
+  }
+  QSet<qint64> groupMembers;
+  if (const qint64 groupId = groupOfSweep(id); groupId >= 0) {
+    auto members = reader.groupRuns(groupId);
+    if (!members) return members.error();
+    groupMembers = QSet<qint64>(members->begin(), members->end());
+  }
+  // A group is no study: its runs may come from several, or none.
+  const backend::StudyRecord* study =
+      groupOfSweep(id) >= 0 ? nullptr : perExperiment.value(id, nullptr);
   QHash<qint64, int> candidateOfRun;  // an autotune's: run id -> candidate number
   if (study != nullptr) {
     data.study = {study->id,         study->name,
@@ -114,7 +130,9 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   }
   std::vector<const backend::RunRecord*> members;
   for (const auto& run : runs) {
-    if (run.experimentId && *run.experimentId == id) members.push_back(&run);
+    if (groupOfSweep(id) >= 0 ? groupMembers.contains(run.id)
+                              : run.experimentId && *run.experimentId == id)
+      members.push_back(&run);
   }
   // listRuns() is newest first; a history reads oldest first.
   std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {

@@ -1,9 +1,10 @@
 // SweepSource: where the Compare panel's trials come from. Trials are grouped by the runs'
 // experiment_id; when a study (schema v3) names that experiment, its name, objectives and the
-// trial numbers come with them. Runs in the worker thread, on its RunReader.
-// load() reads summaries only (the run rows and the study rows, no metric scan), so the Compare
-// panel paints at once; readCurves() then reads the trials' intermediate values, many runs a
-// statement.
+// trial numbers come with them. A user's group of runs (schema 12, groupSweepId) is a sweep as
+// well: its runs, of any experiments and studies, with no study. Runs in the worker thread, on its
+// RunReader. load() reads summaries only (the run rows and the study rows, no metric scan), so the
+// Compare panel paints at once; readCurves() then reads the trials' intermediate values, many runs
+// a statement.
 #pragma once
 
 #include <QList>

@@ -9,9 +9,9 @@
 #include <QLoggingCategory>
 #include <QMenu>
 #include <QSortFilterProxyModel>
-#include <QTableView>
 #include <QTextBrowser>
 #include <QToolBar>
+#include <QTreeView>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 
 #include "backend/store/runquery.h"
 #include "ui/data/runlog.h"
+#include "ui/runs/rungroupmodel.h"
 #include "ui/runs/runtablemodel.h"
 #include "ui/runs/tagdialogs.h"
 #include "ui/runs/tagsdelegate.h"
@@ -36,6 +37,7 @@ backend::RunFacts factsOf(const RunSummary& run) {
   facts.name = r.name;
   facts.status = QString::fromLatin1(spec::to_string(r.status).data());
   facts.tags = run.tags;
+  facts.groups = run.groups;
   facts.params = run.values;  // the experiment's, for the keys the query names
   for (auto it = r.params.begin(); it != r.params.end(); ++it)
     facts.params.insert(it.key(), it.value().toVariant());
@@ -76,7 +78,7 @@ class RunFilterProxy : public QSortFilterProxyModel {
 RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     : QWidget(parent),
       m_model(new RunTableModel(this)),
-      m_view(new QTableView(this)),
+      m_view(new QTreeView(this)),
       m_runLog(runLog) {
   auto* proxy = new RunFilterProxy(this);
   m_proxy = proxy;
@@ -86,9 +88,11 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
 
   auto* bar = new QToolBar(this);
   m_filter = new QLineEdit(this);
-  m_filter->setPlaceholderText(tr("Filter: name, tag:best, status:oom, train.lr>1e-4, loss<1.6"));
+  m_filter->setPlaceholderText(
+      tr("Filter: name, tag:best, group:base, status:oom, train.lr>1e-4, loss<1.6"));
   m_filter->setToolTip(
-      tr("Words match the name, parameters or host. tag:NAME, status:STATUS, name:TEXT; "
+      tr("Words match the name, parameters or host. tag:NAME, group:NAME, status:STATUS, "
+         "name:TEXT; "
          "KEY<VALUE (< <= > >= = !=) compares a parameter (train.lr) or a metric's last value "
          "(loss; best.loss: its lowest); -TERM negates; terms are ANDed."));
   m_filter->setClearButtonEnabled(true);
@@ -129,6 +133,10 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   bar->addAction(m_clone);
   setupFileActions();
   bar->addWidget(m_showArchived);
+  setupGroupActions();
+  bar->addSeparator();
+  bar->addWidget(new QLabel(tr("Group by"), this));
+  bar->addWidget(m_groupBy);
   connect(m_showArchived, &QCheckBox::toggled, this, [this](bool on) {
     static_cast<RunFilterProxy*>(m_proxy)->showArchived = on;
     m_proxy->invalidate();
@@ -141,6 +149,16 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     QMenu menu(this);
     menu.addActions({m_editTags, m_editNote});
     menu.addSeparator();
+    m_compareGroupName = groupAt(at);
+    m_compareGroup->setEnabled(!m_compareGroupName.isEmpty());
+    m_compareGroup->setText(m_compareGroupName.isEmpty()
+                                ? tr("Compare group")
+                                : tr("Compare group %1").arg(m_compareGroupName));
+    fillRemoveFromGroup();
+    menu.addAction(m_addToGroup);
+    menu.addMenu(m_removeFromGroup);
+    menu.addAction(m_compareGroup);
+    menu.addSeparator();
     menu.addActions({m_stop, m_prune, m_resume, m_clone});
     menu.addSeparator();
     menu.addActions({m_archive, m_unarchive, m_keepBest, m_delete});
@@ -151,14 +169,17 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
   m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
   m_view->setAlternatingRowColors(true);
-  m_view->verticalHeader()->hide();
+  m_view->setAllColumnsShowFocus(true);
+  // Flat until rows are grouped (applyGroupBy).
+  m_view->setRootIsDecorated(false);
+  m_view->setItemsExpandable(true);
   // Rows of one height, and columns sized from the rows in view: with 10,000 runs, measuring
   // every row's text (the default) took most of the table's first paint.
-  m_view->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-  m_view->horizontalHeader()->setResizeContentsPrecision(0);
-  m_view->horizontalHeader()->setStretchLastSection(false);
-  m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  m_view->horizontalHeader()->setSectionResizeMode(RunTableModel::ParamsCol, QHeaderView::Stretch);
+  m_view->setUniformRowHeights(true);
+  m_view->header()->setResizeContentsPrecision(0);
+  m_view->header()->setStretchLastSection(false);
+  m_view->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_view->header()->setSectionResizeMode(RunTableModel::ParamsCol, QHeaderView::Stretch);
 
   // An empty run log says how to start, in place of an empty table.
   m_empty = new QLabel(
@@ -198,17 +219,7 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
   connect(&runLog, &RunLog::edited, this,
           [this](bool, const QString& text) { emit message(text); });
   connect(m_statusFilter, &QComboBox::currentIndexChanged, this, &RunsPanel::applyStatusFilter);
-  connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-          &RunsPanel::onSelectionChanged);
-  // Clicking another of the selected runs (ctrl+click keeps the set) moves the log to it.
-  connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this, [this] {
-    if (m_restoring) return;
-    showNote();
-    const qint64 current = currentRunId();
-    if (current == m_current) return;
-    m_current = current;
-    emit selectionChanged(m_selected);
-  });
+  connectSelection();
   connect(&runLog, &RunLog::runsLoaded, this, &RunsPanel::onRunsLoaded);
   connect(m_stop, &QAction::triggered, this, [this] {
     for (qint64 id : selectedRunIds()) {
@@ -241,6 +252,20 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     }
   });
   updateActions();
+}
+
+void RunsPanel::connectSelection() {
+  connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          &RunsPanel::onSelectionChanged);
+  // Clicking another of the selected runs (ctrl+click keeps the set) moves the log to it.
+  connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this, [this] {
+    if (m_restoring) return;
+    showNote();
+    const qint64 current = currentRunId();
+    if (current == m_current) return;
+    m_current = current;
+    emit selectionChanged(m_selected);
+  });
 }
 
 bool RunsPanel::resumable(const RunSummary& run) {
@@ -339,30 +364,41 @@ void RunsPanel::onRunsLoaded(const QVector<RunSummary>& runs) {
 QList<qint64> RunsPanel::selectedRunIds() const {
   QList<qint64> ids;
   const auto rows = m_view->selectionModel()->selectedRows();
-  for (const QModelIndex& index : rows)
-    ids.append(index.data(RunTableModel::RunIdRole).toLongLong());
+  for (const QModelIndex& index : rows) {
+    const QVariant id = index.data(RunTableModel::RunIdRole);
+    // Grouped, a run in two buckets is one run; a parent row is none.
+    if (id.isValid() && !ids.contains(id.toLongLong())) ids.append(id.toLongLong());
+  }
   return ids;
 }
 
 void RunsPanel::selectRuns(const QList<qint64>& runIds) {
   // One announcement for the new selection and its current run, after both are set.
   const bool restoring = std::exchange(m_restoring, true);
+  // Putting a selection back never scrolls to it: that would open a parent the user closed.
+  const bool autoScroll = m_view->hasAutoScroll();
+  if (restoring) m_view->setAutoScroll(false);
+  // The view's rows of a run: the proxy's, or grouped, one under each bucket it is in.
+  const auto rowsOf = [this](qint64 id) {
+    if (m_view->model() == m_groups) return m_groups->indexesOfRun(id);
+    const int row = m_model->rowOf(id);
+    const QModelIndex index =
+        row < 0 ? QModelIndex() : m_proxy->mapFromSource(m_model->index(row, 0));
+    return index.isValid() ? QModelIndexList{index} : QModelIndexList{};
+  };
   QItemSelection selection;
   for (qint64 id : runIds) {
-    const int row = m_model->rowOf(id);
-    if (row < 0) continue;
-    const QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
-    if (index.isValid()) selection.select(index, index);
+    for (const QModelIndex& index : rowsOf(id)) selection.select(index, index);
   }
   m_view->selectionModel()->select(selection,
                                    QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   if (!selection.isEmpty()) {
     // The first run given is the one the log shows: current, without touching the selection.
-    const int row = m_model->rowOf(runIds.first());
-    const QModelIndex first = m_proxy->mapFromSource(m_model->index(std::max(row, 0), 0));
-    if (row >= 0 && first.isValid())
-      m_view->selectionModel()->setCurrentIndex(first, QItemSelectionModel::NoUpdate);
+    const QModelIndexList first = rowsOf(runIds.first());
+    if (!first.isEmpty())
+      m_view->selectionModel()->setCurrentIndex(first.first(), QItemSelectionModel::NoUpdate);
   }
+  m_view->setAutoScroll(autoScroll);
   m_restoring = restoring;
   onSelectionChanged();
 }
@@ -410,6 +446,7 @@ void RunsPanel::updateActions() {
   m_clone->setEnabled(ids.size() == 1);
   m_editTags->setEnabled(!ids.isEmpty());
   m_editNote->setEnabled(!ids.isEmpty());
+  m_addToGroup->setEnabled(!ids.isEmpty());
   updateFileActions(ids);
 }
 

@@ -7,12 +7,15 @@
 // current run's note is shown rendered (Markdown) below the table. Disk use is measured in the
 // background (RunFiles) into the Disk column and a total; Delete (after a confirmation naming the
 // bytes), Archive and "Keep the best N checkpoints" of a sweep are in the context menu
-// (runspanel_files.cpp).
+// (runspanel_files.cpp). Groups (schema 12): "Add to group..." and "Remove from group" in the
+// context menu act on the selected runs; "Group by" shows the rows under collapsible parents by
+// sweep, group or tag (RunGroupModel), and "Compare group" opens a group in Compare.
 #pragma once
 
 #include <QAction>
 #include <QHash>
 #include <QPointer>
+#include <QSet>
 #include <QWidget>
 
 #include "ui/data/runlogtypes.h"
@@ -22,8 +25,9 @@ class QComboBox;
 class QMessageBox;
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QSortFilterProxyModel;
-class QTableView;
+class QTreeView;
 class QTextBrowser;
 
 namespace shardscope::ui {
@@ -31,6 +35,8 @@ namespace shardscope::ui {
 class NoteDialog;
 class RunFiles;
 class RunLog;
+class GroupDialog;
+class RunGroupModel;
 class RunTableModel;
 class TagEditDialog;
 
@@ -43,7 +49,20 @@ class RunsPanel : public QWidget {
   /// True once the first list of runs arrived.
   bool isLoaded() const { return m_loaded; }
   RunTableModel* model() const { return m_model; }
-  QTableView* view() const { return m_view; }
+  /// The table: a tree, flat unless rows are grouped (groupBy()).
+  QTreeView* view() const { return m_view; }
+  /// "Group by": none, sweep, group or tag.
+  QComboBox* groupBy() const { return m_groupBy; }
+  RunGroupModel* groupModel() const { return m_groups; }
+  /// Opens GroupDialog for the selected runs (non-blocking); accepted, they join the group.
+  QAction* addToGroupAction() const { return m_addToGroup; }
+  /// The dialog addToGroupAction opened, while it is open.
+  GroupDialog* groupDialog() const;
+  /// The groups of the selected runs, one action each: takes them out of that group.
+  QMenu* removeFromGroupMenu() const { return m_removeFromGroup; }
+  /// Opens in Compare the group whose parent row was right-clicked (grouped by group), else the
+  /// one group every selected run is in; disabled when there is none.
+  QAction* compareGroupAction() const { return m_compareGroup; }
   /// Shown instead of the table while the run log has no run: how to start one.
   QLabel* emptyState() const { return m_empty; }
   QLineEdit* filterEdit() const { return m_filter; }
@@ -101,6 +120,8 @@ class RunsPanel : public QWidget {
   void resumeRequested(qint64 runId, const QString& runName);
   /// The user asked for a new run like this one: the builder opens it for editing.
   void cloneRequested(qint64 runId, const QJsonObject& params);
+  /// The user asked to compare group `groupId`'s runs (Compare opens it as a sweep).
+  void compareGroupRequested(qint64 groupId);
   /// What a tag or note edit did, or why it failed (for the status bar).
   void message(const QString& text);
 
@@ -113,6 +134,16 @@ class RunsPanel : public QWidget {
   void openNoteEditor();
   void showNote();
   void updateActions();
+  void setupGroupActions();
+  void applyGroupBy();
+  /// After the rows were regrouped: parents span the row, stay collapsed as the user left them,
+  /// and the selection is put back.
+  void onRegrouped();
+  void openGroupDialog();
+  void fillRemoveFromGroup();
+  /// The group compareGroupAction acts on ("" when none), from the row under `at` (viewport).
+  QString groupAt(const QPoint& at) const;
+  void connectSelection();
   // runspanel_files.cpp
   void setupFileActions();
   void measureChanged(const QVector<RunSummary>& runs);
@@ -126,7 +157,17 @@ class RunsPanel : public QWidget {
   RunTableModel* m_model = nullptr;
   QSortFilterProxyModel* m_proxy = nullptr;
   QLabel* m_empty = nullptr;
-  QTableView* m_view = nullptr;
+  QTreeView* m_view = nullptr;
+  RunGroupModel* m_groups = nullptr;
+  QComboBox* m_groupBy = nullptr;
+  QAction* m_addToGroup = nullptr;
+  QMenu* m_removeFromGroup = nullptr;
+  QAction* m_compareGroup = nullptr;
+  QString m_compareGroupName;  // what m_compareGroup opens
+  QPointer<GroupDialog> m_groupDialog;
+  QHash<QString, qint64> m_groupIds;      // the run log's groups: name -> id
+  QStringList m_groupNames;               // ... by name
+  QHash<int, QSet<QString>> m_collapsed;  // per Group by choice: the parents the user closed
   QLineEdit* m_filter = nullptr;
   QComboBox* m_statusFilter = nullptr;
   QAction* m_stop = nullptr;

@@ -230,6 +230,14 @@ INSERT INTO verdicts(run_id, probe, step, verdict, who, marked_at) VALUES
   (1, 'sum', 2, 'bad', 'alice', 1760000401.0);
 )sql";
 
+// Added in runs-v12.db (schema 12 and later): the group baseline holding demo-1 and demo-2, and
+// the empty group later.
+constexpr const char* kAssetRowsV12 = R"sql(
+INSERT INTO run_groups(id, name, created_at) VALUES
+  (1, 'baseline', 1760000500.0), (2, 'later', 1760000501.0);
+INSERT INTO run_group_members(group_id, run_id) VALUES (1, 1), (1, 2);
+)sql";
+
 // A run log of schema `version` with one of everything, for tests/backend/store/assets/. The v2
 // rows hold a duplicate metric key that schema 3 and later refuse: only assets 2 carry them.
 int makeAsset(int version, const QString& path) {
@@ -246,6 +254,9 @@ int makeAsset(int version, const QString& path) {
   }
   if (version >= 11) {
     if (auto r = db->exec(kAssetRowsV11); !r) return die(r.message());
+  }
+  if (version >= 12) {
+    if (auto r = db->exec(kAssetRowsV12); !r) return die(r.message());
   }
   if (auto r = db->exec("PRAGMA wal_checkpoint(TRUNCATE)"); !r) return die(r.message());
   if (auto r = db->exec("VACUUM"); !r) return die(r.message());

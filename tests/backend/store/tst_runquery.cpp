@@ -25,6 +25,11 @@ RunFacts run(const QString& name, const QString& status, QStringList tags, doubl
   return r;
 }
 
+RunFacts inGroups(RunFacts r, QStringList groups) {
+  r.groups = std::move(groups);
+  return r;
+}
+
 // The names of the runs `query` keeps, in order.
 QStringList kept(const QString& text, const QList<RunFacts>& runs) {
   auto query = RunQuery::parse(text);
@@ -42,9 +47,10 @@ class TestRunQuery : public QObject {
   Q_OBJECT
 
   QList<RunFacts> m_runs = {
-      run("exp-1", "complete", {"best", "baseline"}, 1e-4, 1.5, 1.4),
+      inGroups(run("exp-1", "complete", {"best", "baseline"}, 1e-4, 1.5, 1.4),
+               {"ablation", "lr/small"}),
       run("exp-2", "oom", {"draft"}, 3e-4, std::nullopt, std::nullopt),
-      run("sweep-3", "complete", {}, 1e-3, 1.7, 1.55),
+      inGroups(run("sweep-3", "complete", {}, 1e-3, 1.7, 1.55), {"ablation"}),
       run("Sweep 4", "running", {"draft", "best"}, 5e-5, 2.1, 1.2),
   };
 
@@ -66,6 +72,12 @@ class TestRunQuery : public QObject {
     QTest::newRow("tag any case") << "TAG:Best" << QStringList{"exp-1", "Sweep 4"};
     QTest::newRow("not tag") << "-tag:draft" << QStringList{"exp-1", "sweep-3"};
     QTest::newRow("two tags ANDed") << "tag:best tag:draft" << QStringList{"Sweep 4"};
+    QTest::newRow("group") << "group:ablation" << QStringList{"exp-1", "sweep-3"};
+    QTest::newRow("group any case, slash") << "GROUP:LR/Small" << QStringList{"exp-1"};
+    QTest::newRow("not group") << "-group:ablation" << QStringList{"exp-2", "Sweep 4"};
+    // A group's name is matched whole, never as a fragment, and a tag is no group.
+    QTest::newRow("group whole name") << "group:abl" << QStringList{};
+    QTest::newRow("tag is no group") << "group:best" << QStringList{};
     QTest::newRow("status") << "status:oom" << QStringList{"exp-2"};
     QTest::newRow("status any case") << "status:COMPLETE" << QStringList{"exp-1", "sweep-3"};
     QTest::newRow("not status") << "-status:complete" << QStringList{"exp-2", "Sweep 4"};
@@ -106,7 +118,8 @@ class TestRunQuery : public QObject {
     QTest::addColumn<int>("position");
     QTest::addColumn<QString>("message");
     QTest::newRow("unknown field")
-        << "exp colour:red" << 4 << "at 5, 'colour': unknown field: use tag:, status: or name:";
+        << "exp colour:red" << 4
+        << "at 5, 'colour': unknown field: use tag:, group:, status: or name:";
     QTest::newRow("bad status") << "status:oomm" << 7 << "at 8, 'oomm': not a status: queued";
     QTest::newRow("double op") << "loss>>1" << 4 << "at 5, '>>': not a comparison";
     QTest::newRow("text with <") << "loss<low" << 5

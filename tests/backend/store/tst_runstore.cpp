@@ -103,6 +103,8 @@ class TestRunStore : public QObject {
   void schemaTenAssetOpensWithItsArchivedRun();
   void schemaElevenStoresVerdicts();
   void schemaElevenAssetOpensWithItsVerdicts();
+  void schemaTwelveGroupsRuns();
+  void schemaTwelveAssetOpensWithItsGroups();
   void tagsAndNotesOfRunsAndStudies();
   void badTagsAndNotesAreRefusedWhole();
   void studies();
@@ -1023,6 +1025,113 @@ void TestRunStore::schemaElevenAssetOpensWithItsVerdicts() {
   QCOMPARE((*marks)[0].who, "alice");
   QCOMPARE(reader->verdictCounts((*demo)->id)->goodRate().value_or(-1), 0.5);
   QCOMPARE((*reader->runByName("demo-2"))->archivedAt.value_or(0), 1760000300.0);
+}
+
+// Schema 12: a run log of schema 11 opens with its runs and no groups; a group is created, filled,
+// emptied, renamed and deleted, and a run can be in several; deleting a group leaves its runs,
+// deleting a run takes it out of its groups; a bad or taken name, a missing group and a run not in
+// the run log are refused with messages that name them, and a refused edit changes nothing.
+void TestRunStore::schemaTwelveGroupsRuns() {
+  const QString path = spec("v12.db");
+  {
+    auto db = Db::open(path);
+    VERIFY_OK(db);
+    VERIFY_OK(migrateRunSchema(*db, 11));
+    VERIFY_OK(
+        db->exec("INSERT INTO runs(name, status, run_dir, location, params, created_at) "
+                 "VALUES ('old', 'complete', '/tmp/old', '{}', '{}', 1)"));
+  }
+  auto store = RunStore::open(path);  // migrates 11 -> 12
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  QVERIFY(reader->groups()->empty());
+  const qint64 old = (*reader->runByName("old"))->id;
+  auto second = (*store)->createRun({std::nullopt, "new", "", {}, 1}).get();
+  VERIFY_OK(second);
+
+  auto made = (*store)->createGroup("baseline").get();
+  VERIFY_OK(made);
+  VERIFY_OK((*store)->editGroup("baseline", {old, *second}, {}).get());
+  VERIFY_OK((*store)->editGroup("baseline", {old}, {}).get());  // already in: no error
+  VERIFY_OK((*store)->editGroup("lr/1e-4", {old}, {}, RunStore::GroupMissing::create).get());
+  auto groups = reader->groups();
+  VERIFY_OK(groups);
+  QCOMPARE(groups->size(), std::size_t(2));
+  QCOMPARE((*groups)[0].name, "baseline");
+  QCOMPARE((*groups)[0].id, *made);
+  QCOMPARE((*groups)[0].runs, 2);
+  QVERIFY((*groups)[0].createdAt > 1.7e9);
+  QCOMPARE((*groups)[1].name, "lr/1e-4");
+  QCOMPARE(*reader->groupRuns(*made), (std::vector<qint64>{old, *second}));
+  QCOMPARE(reader->allGroups()->value(old), QStringList({"baseline", "lr/1e-4"}));
+  QCOMPARE(reader->allGroups()->value(*second), QStringList({"baseline"}));
+
+  VERIFY_OK((*store)->editGroup("baseline", {}, {*second}).get());
+  QCOMPARE(*reader->groupRuns(*made), (std::vector<qint64>{old}));
+  VERIFY_OK((*store)->renameGroup("baseline", "base").get());
+  QVERIFY(!reader->group("baseline")->has_value());
+  QCOMPARE((*reader->group("base"))->runs, 1);
+
+  // Refusals name what is wrong and change nothing.
+  auto taken = (*store)->createGroup("base").get();
+  QVERIFY(!taken);
+  QVERIFY2(taken.message().find("group 'base' already exists") != std::string::npos,
+           taken.message().c_str());
+  auto clash = (*store)->renameGroup("base", "lr/1e-4").get();
+  QVERIFY2(!clash && clash.message().find("'lr/1e-4' already exists") != std::string::npos,
+           clash.message().c_str());
+  auto bad = (*store)->createGroup("-x").get();
+  QVERIFY2(!bad && bad.message().find("group '-x' must start with a letter or a digit") !=
+                       std::string::npos,
+           bad.message().c_str());
+  auto missing = (*store)->editGroup("nope", {old}, {}).get();
+  QVERIFY2(!missing && missing.message().find("no group 'nope'") != std::string::npos,
+           missing.message().c_str());
+  QVERIFY(!reader->group("nope")->has_value());
+  auto noRun = (*store)->editGroup("base", {*second, 9999}, {}).get();
+  QVERIFY2(!noRun && noRun.message().find("run 9999 is not in the run log") != std::string::npos,
+           noRun.message().c_str());
+  QCOMPARE((*reader->group("base"))->runs, 1);  // the whole edit was refused
+
+  // Deleting a group keeps its runs; deleting a run takes it out of its groups.
+  VERIFY_OK((*store)->deleteGroup("base").get());
+  QVERIFY(!reader->group("base")->has_value());
+  QVERIFY(reader->runByName("old")->has_value());
+  QVERIFY(!(*store)->deleteGroup("base").get());
+  VERIFY_OK((*store)->deleteRun(old).get());
+  QCOMPARE((*reader->group("lr/1e-4"))->runs, 0);
+  QCOMPARE(countRows(reader->db(), "SELECT count(*) FROM run_group_members"), 0);
+}
+
+// The asset written by schema 12 (store_crash_writer --make-asset 12, see assets/README.md) opens
+// through every later version with the group baseline (demo-1 and demo-2, one of them archived)
+// and the empty group later.
+void TestRunStore::schemaTwelveAssetOpensWithItsGroups() {
+  if (onPostgres()) QSKIP("the asset is a SQLite file (schemaTwelveGroupsRuns runs here)");
+  const QString asset =
+      shardscope::testing::sourceDir() + "/tests/backend/store/assets/runs-v12.db";
+  const QString path = m_dir.filePath("v12-asset.db");
+  QVERIFY(QFile::copy(asset, path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  auto store = RunStore::open(path);
+  VERIFY_OK(store);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  QCOMPARE(*runSchemaVersion(reader->db()), kRunSchemaVersion);
+  auto groups = reader->groups();
+  VERIFY_OK(groups);
+  QCOMPARE(groups->size(), std::size_t(2));
+  QCOMPARE((*groups)[0].name, "baseline");
+  QCOMPARE((*groups)[0].runs, 2);
+  QCOMPARE((*groups)[1].name, "later");
+  QCOMPARE((*groups)[1].runs, 0);
+  const qint64 demo1 = (*reader->runByName("demo-1"))->id;
+  const qint64 demo2 = (*reader->runByName("demo-2"))->id;
+  QCOMPARE(*reader->groupRuns((*groups)[0].id), (std::vector<qint64>{demo1, demo2}));
+  QCOMPARE(reader->verdictCounts(demo1)->goodRate().value_or(-1), 0.5);
+  QCOMPARE(QString::fromStdString(*reader->integrityCheck()), "ok");
 }
 
 // Tags added, removed and listed for runs and studies; colours by default from the palette and
