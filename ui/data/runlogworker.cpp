@@ -1,5 +1,6 @@
 #include "ui/data/runlogworker.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -15,6 +16,7 @@
 #include "backend/store/db.h"
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "backend/store/runusage.h"
 #include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcRunLogWorker, "shardscope.ui.runlogworker")
@@ -182,6 +184,9 @@ void RunLogWorker::loadRuns() {
   if (!notes) return report(notes.error());
   auto verdicts = m_reader->verdictCounts();
   if (!verdicts) return report(verdicts.error());
+  auto usage =
+      backend::runUsage(*m_reader, m_runs, double(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
+  if (!usage) return report(usage.error());
   QHash<QString, QString> colors;
   QStringList names;
   for (const auto& tag : *known) {
@@ -197,6 +202,8 @@ void RunLogWorker::loadRuns() {
     for (const QString& tag : std::as_const(row.tags)) row.tagColors.append(colors.value(tag));
     row.note = notes->value(run.id);
     row.verdicts = verdicts->value(run.id);
+    row.usage = usage->value(run.id);
+    row.priceHost = backend::usageHost(run);
     if (run.status == spec::RunStatus::running) loadProgress(row);
     out.append(std::move(row));
   }

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "backend/store/runquery.h"
+#include "backend/store/runusage.h"
 #include "ui/data/runlog.h"
 #include "ui/runs/runtablemodel.h"
 #include "ui/runs/tagdialogs.h"
@@ -78,6 +79,7 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
       m_model(new RunTableModel(this)),
       m_view(new QTableView(this)),
       m_runLog(runLog) {
+  m_model->setPrices(backend::loadHostPrices());
   auto* proxy = new RunFilterProxy(this);
   m_proxy = proxy;
   m_proxy->setSourceModel(m_model);
@@ -143,6 +145,7 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     menu.addSeparator();
     menu.addActions({m_stop, m_prune, m_resume, m_clone});
     menu.addSeparator();
+    menu.addAction(m_checkpoints);
     menu.addActions({m_archive, m_unarchive, m_keepBest, m_delete});
     menu.exec(m_view->viewport()->mapToGlobal(at));
   });
@@ -404,6 +407,7 @@ void RunsPanel::updateActions() {
     return run != nullptr && resumable(*run);
   }));
   m_clone->setEnabled(ids.size() == 1);
+  m_checkpoints->setEnabled(!ids.isEmpty());
   m_editTags->setEnabled(!ids.isEmpty());
   m_editNote->setEnabled(!ids.isEmpty());
   updateFileActions(ids);
