@@ -482,8 +482,10 @@ Result<std::vector<EventRow>> RunReader::eventsOfKinds(qint64 runId, int rank,
   std::string sql =
       "SELECT id, run_id, rank, seq, kind, json, file_offset, attempt FROM events WHERE "
       "run_id = ?1 AND rank = ?2 AND kind IN (";
-  for (qsizetype i = 0; i < kinds.size(); ++i)
-    sql += (i == 0 ? "?" : ", ?") + std::to_string(i + 3);
+  for (qsizetype i = 0; i < kinds.size(); ++i) {
+    sql += i == 0 ? "?" : ", ?";
+    sql += std::to_string(i + 3);
+  }
   sql += ") ORDER BY attempt, file_offset";
   auto stmt = m_db.prepare(sql);
   if (!stmt) return stmt.error();

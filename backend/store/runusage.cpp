@@ -99,7 +99,7 @@ QString hoursText(double hours) {
 }
 
 QString usageHost(const RunRecord& run) {
-  const QString host = run.location.value("host").toString();
+  QString host = run.location.value("host").toString();
   if (!host.isEmpty()) return host;
   const QJsonArray hosts = run.location.value("hosts").toArray();
   if (!hosts.isEmpty()) return hosts.first().toString();

@@ -497,23 +497,30 @@ QString hoursLabel(const SweepData& sweep) {
 }
 
 QVector<qsizetype> costParetoFront(const SweepData& sweep, bool minimize) {
-  QVector<qsizetype> order;
+  // (hours, objective, index) of each started trial with a finite objective.
+  struct Point {
+    double hours;
+    double value;
+    qsizetype index;
+  };
+  QVector<Point> points;
   for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
     const SweepTrial& t = sweep.trials[i];
-    if (t.objective && std::isfinite(*t.objective) && t.started) order.append(i);
+    const double value = t.objective.value_or(qQNaN());
+    if (t.started && std::isfinite(value)) points.append({t.usage.hours, value, i});
   }
   const auto better = [minimize](double a, double b) { return minimize ? a < b : a > b; };
-  std::sort(order.begin(), order.end(), [&](qsizetype a, qsizetype b) {
-    const SweepTrial& x = sweep.trials[a];
-    const SweepTrial& y = sweep.trials[b];
-    if (x.usage.hours != y.usage.hours) return x.usage.hours < y.usage.hours;
-    return better(*x.objective, *y.objective);
+  std::sort(points.begin(), points.end(), [&](const Point& x, const Point& y) {
+    if (x.hours != y.hours) return x.hours < y.hours;
+    return better(x.value, y.value);
   });
   // Cheapest first: a trial is on the front when it beats every cheaper one.
   QVector<qsizetype> front;
-  for (const qsizetype i : std::as_const(order)) {
-    const double value = *sweep.trials[i].objective;
-    if (front.isEmpty() || better(value, *sweep.trials[front.last()].objective)) front.append(i);
+  double best = qQNaN();
+  for (const Point& p : std::as_const(points)) {
+    if (!front.isEmpty() && !better(p.value, best)) continue;
+    front.append(p.index);
+    best = p.value;
   }
   return front;
 }
@@ -539,7 +546,7 @@ CostPareto drawCostPareto(QCustomPlot* plot, const SweepData& sweep, bool minimi
   QVector<double> fx, fy;
   for (const qsizetype i : front) {
     fx.append(sweep.trials[i].usage.hours);
-    fy.append(*sweep.trials[i].objective);
+    fy.append(sweep.trials[i].objective.value_or(qQNaN()));
   }
   QCPGraph* line = plot->addGraph();
   line->setLineStyle(QCPGraph::lsStepLeft);
