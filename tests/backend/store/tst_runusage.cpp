@@ -76,6 +76,11 @@ class TestRunUsage : public QObject {
     QCOMPARE(backend::usageOf(run, false, {}, 1000 + 900).hours, 1.0);
     run.startedAt.reset();
     QCOMPARE(backend::usageOf(run, false, {}, 1000 + 900).hours, 0.0);
+    // As the runs table and `ls` print them: a short CPU run is not "0.000".
+    QCOMPARE(backend::hoursText(12.34), QString("12.3"));
+    QCOMPARE(backend::hoursText(1.25), QString("1.250"));
+    QCOMPARE(backend::hoursText(0.00031), QString("0.00031"));
+    QCOMPARE(backend::hoursText(0), QString("0.000"));
   }
 
   // A resumed run on 2 GPU ranks: attempt 0 ran 30 min (its events), attempt 1 one hour (its
