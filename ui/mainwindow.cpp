@@ -108,6 +108,14 @@ MainWindow::MainWindow(QWidget* parent, int pollMs)
     m_compare->showSweep(groupSweepId(groupId));
     compare->raise();
   });
+  connect(m_runs, &RunsPanel::resumeFromCheckpointRequested, this,
+          &MainWindow::resumeFromCheckpointRequested);
+  connect(m_runs, &RunsPanel::samplesAtStepRequested, this, [this](qint64 runId, qint64 step) {
+    selectRunsInCode({runId});
+    m_samplesFromCompare = false;
+    m_samples->showStep(runId, step);
+    if (QDockWidget* d = dock(QStringLiteral("samples"))) d->raise();
+  });
   connect(m_runs, &RunsPanel::message, this,
           [this](const QString& text) { statusBar()->showMessage(text, 8000); });
   connect(m_builder->controller(), &BuilderController::launchRequested, this,
@@ -254,6 +262,7 @@ void MainWindow::buildMenus() {
   m_runs->cloneAction()->setShortcut(QKeySequence(tr("Ctrl+D")));
   run->addAction(m_runs->stopAction());
   run->addAction(m_runs->cloneAction());
+  run->addAction(m_runs->checkpointsAction());
   QAction* filter = run->addAction(tr("&Filter runs"), this, [this] {
     dock(QStringLiteral("runs"))->raise();
     m_runs->filterEdit()->setFocus();
@@ -585,11 +594,19 @@ void MainWindow::finishImport() {
 }
 
 void MainWindow::openSettings() {
-  SettingsDialog dialog(m_notifier->settings(), this);
+  QStringList hosts;
+  for (int row = 0; row < m_runs->model()->rowCount(); ++row) {
+    if (const RunSummary* run = m_runs->model()->runAt(row)) hosts << run->priceHost;
+  }
+  hosts.removeDuplicates();
+  hosts.sort();
+  SettingsDialog dialog(m_notifier->settings(), m_runs->model()->prices(), hosts, this);
   if (dialog.exec() != QDialog::Accepted) return;
   const NotifySettings settings = dialog.settings();
   settings.save();
   m_notifier->setSettings(settings);
+  backend::saveHostPrices(dialog.prices());
+  m_runs->model()->setPrices(dialog.prices());
 }
 
 void MainWindow::openRunLog(const QString& path) {
@@ -707,7 +724,9 @@ void MainWindow::applyClone() {
   int set = 0;
   for (auto it = m_cloneParams.constBegin(); it != m_cloneParams.constEnd(); ++it) {
     // A replanned run's history is no field; the plan's own fields (its micro-batch) are.
-    if (it.key() == QLatin1String(backend::kReplanParam)) continue;
+    if (it.key() == QLatin1String(backend::kReplanParam) ||
+        it.key() == QLatin1String(backend::kResumedFromParam))
+      continue;
     const QJsonValue v = it.value();
     const QString text = v.isDouble() ? QString::number(v.toDouble(), 'g', 17)
                          : v.isBool() ? QString::fromLatin1(v.toBool() ? "true" : "false")

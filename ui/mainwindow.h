@@ -98,6 +98,9 @@ class MainWindow : public QMainWindow {
                       shardscope::backend::TrialRequest request);
   /// Resume a stopped or failed run from its newest checkpoint (RunsPanel::resumeRequested).
   void resumeRequested(qint64 runId, const QString& runName);
+  /// A new run from run `runId`'s sharded checkpoint of `step` (the Checkpoints dialog's Resume
+  /// from here).
+  void resumeFromCheckpointRequested(qint64 runId, const QString& runName, qint64 step);
   /// Pause, resume or stop the sweep of study `studyId` (the Sweep menu, on the current run's).
   void sweepControlRequested(qint64 studyId, const QString& name,
                              shardscope::backend::StudyControl control);

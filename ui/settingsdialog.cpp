@@ -5,13 +5,17 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QTableWidget>
 #include <QVBoxLayout>
 
 namespace shardscope::ui {
 
-SettingsDialog::SettingsDialog(const NotifySettings& settings, QWidget* parent) : QDialog(parent) {
+SettingsDialog::SettingsDialog(const NotifySettings& settings, const backend::HostPrices& prices,
+                               const QStringList& hosts, QWidget* parent)
+    : QDialog(parent) {
   setWindowTitle(tr("Settings"));
   setObjectName(QStringLiteral("settingsDialog"));
   auto* kinds = new QGroupBox(tr("Desktop notifications"), this);
@@ -60,12 +64,45 @@ SettingsDialog::SettingsDialog(const NotifySettings& settings, QWidget* parent) 
   commandsForm->addRow(tr("Run stalled"), m_stallCommand);
   commandsForm->addRow(tr("Sweep ended"), m_sweepEndCommand);
 
+  auto* cost = new QGroupBox(tr("Price per device-hour"), this);
+  auto* costLayout = new QVBoxLayout(cost);
+  auto* costHelp = new QLabel(
+      tr("Per host (\"local\" for runs on this machine's local launcher): the runs table's "
+         "Cost is a run's GPU-hours (CPU-hours for CPU runs) times its host's price. Leave it "
+         "empty for no cost."),
+      cost);
+  costHelp->setWordWrap(true);
+  m_prices = new QTableWidget(cost);
+  m_prices->setObjectName(QStringLiteral("hostPrices"));
+  m_prices->setColumnCount(2);
+  m_prices->setHorizontalHeaderLabels({tr("Host"), tr("Price per hour")});
+  m_prices->verticalHeader()->hide();
+  m_prices->horizontalHeader()->setStretchLastSection(true);
+  QStringList rows = hosts;
+  rows.prepend(QStringLiteral("local"));
+  for (auto it = prices.begin(); it != prices.end(); ++it) rows << it.key();
+  rows.removeAll(QString());
+  rows.removeDuplicates();
+  m_prices->setRowCount(int(rows.size()));
+  for (int row = 0; row < rows.size(); ++row) {
+    auto* host = new QTableWidgetItem(rows[row]);
+    host->setFlags(Qt::ItemIsEnabled);
+    m_prices->setItem(row, 0, host);
+    const auto it = prices.find(rows[row]);
+    m_prices->setItem(
+        row, 1, new QTableWidgetItem(it == prices.end() ? QString() : QString::number(it.value())));
+  }
+  m_prices->setMaximumHeight(140);
+  costLayout->addWidget(costHelp);
+  costLayout->addWidget(m_prices);
+
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(kinds);
   layout->addWidget(commands);
+  layout->addWidget(cost);
   layout->addWidget(buttons);
   resize(560, sizeHint().height());
 }
@@ -79,6 +116,19 @@ NotifySettings SettingsDialog::settings() const {
   out.endCommand = m_endCommand->text().trimmed();
   out.stallCommand = m_stallCommand->text().trimmed();
   out.sweepEndCommand = m_sweepEndCommand->text().trimmed();
+  return out;
+}
+
+backend::HostPrices SettingsDialog::prices() const {
+  backend::HostPrices out;
+  for (int row = 0; row < m_prices->rowCount(); ++row) {
+    const QTableWidgetItem* host = m_prices->item(row, 0);
+    const QTableWidgetItem* price = m_prices->item(row, 1);
+    if (host == nullptr || price == nullptr) continue;
+    bool ok = false;
+    const double value = price->text().trimmed().toDouble(&ok);
+    if (ok && value > 0) out.insert(host->text(), value);
+  }
   return out;
 }
 

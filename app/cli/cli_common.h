@@ -85,5 +85,7 @@ void addStopVerb(CLI::App& app, Globals& g);
 void addExportVerb(CLI::App& app, Globals& g);
 void addEstimateVerb(CLI::App& app, Globals& g);
 void addHostsVerb(CLI::App& app, Globals& g);
+/// `resume RUN --from STEP` (app/cli/cmd_checkpoints.cpp): a new run from that checkpoint.
+[[noreturn]] void resumeFromCheckpoint(const Globals& g, const std::string& runArg, qint64 step);
 
 }  // namespace shardscope::cli

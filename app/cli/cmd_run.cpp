@@ -234,10 +234,21 @@ void addRunVerbs(CLI::App& app, Globals& g) {
   run->callback([&g, args] { runVerb(g, *args); });
 
   auto resumeArg = std::make_shared<std::string>();
+  auto resumeFrom = std::make_shared<qint64>(-1);
   CLI::App* resume = app.add_subcommand(
-      "resume", "Resume a stopped or failed run from its newest checkpoint, detached");
+      "resume",
+      "Resume a stopped or failed run from its newest checkpoint, detached; with --from STEP, "
+      "start a new run from that checkpoint of it");
   resume->add_option("RUN", *resumeArg, "Run id or name")->required();
-  resume->callback([&g, resumeArg] { resumeVerb(g, *resumeArg); });
+  resume
+      ->add_option("--from", *resumeFrom,
+                   "A new run from the sharded checkpoint of this step (`checkpoints RUN` "
+                   "lists them); the run itself is left as it is")
+      ->type_name("STEP");
+  resume->callback([&g, resumeArg, resumeFrom] {
+    if (*resumeFrom >= 0) resumeFromCheckpoint(g, *resumeArg, *resumeFrom);
+    resumeVerb(g, *resumeArg);
+  });
 
   auto runArg = std::make_shared<std::string>();
   CLI::App* supervise =

@@ -16,17 +16,18 @@
 using namespace shardscope::cli;
 
 namespace shardscope::cli {
-void addStudyVerb(CLI::App& app, Globals& g);      // app/cli/cmd_study.cpp
-void addSweepVerb(CLI::App& app, Globals& g);      // app/cli/cmd_sweep.cpp
-void addExportToVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_export_to.cpp
-void addImportVerb(CLI::App& app, Globals& g);     // app/cli/cmd_import.cpp
-void addAutotuneVerb(CLI::App& app, Globals& g);   // app/cli/cmd_autotune.cpp
-void addWhyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_why.cpp
-void addTagNoteVerbs(CLI::App& app, Globals& g);   // app/cli/cmd_tag_note.cpp
-void addGroupVerb(CLI::App& app, Globals& g);      // app/cli/cmd_group.cpp
-void addSamplesVerb(CLI::App& app, Globals& g);    // app/cli/cmd_samples.cpp
-void addCleanVerbs(CLI::App& app, Globals& g);     // app/cli/cmd_clean.cpp
-void addDataVerb(CLI::App& app, Globals& g);       // app/cli/cmd_data.cpp
+void addStudyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_study.cpp
+void addSweepVerb(CLI::App& app, Globals& g);        // app/cli/cmd_sweep.cpp
+void addExportToVerbs(CLI::App& app, Globals& g);    // app/cli/cmd_export_to.cpp
+void addImportVerb(CLI::App& app, Globals& g);       // app/cli/cmd_import.cpp
+void addAutotuneVerb(CLI::App& app, Globals& g);     // app/cli/cmd_autotune.cpp
+void addWhyVerb(CLI::App& app, Globals& g);          // app/cli/cmd_why.cpp
+void addTagNoteVerbs(CLI::App& app, Globals& g);     // app/cli/cmd_tag_note.cpp
+void addGroupVerb(CLI::App& app, Globals& g);        // app/cli/cmd_group.cpp
+void addSamplesVerb(CLI::App& app, Globals& g);      // app/cli/cmd_samples.cpp
+void addCleanVerbs(CLI::App& app, Globals& g);       // app/cli/cmd_clean.cpp
+void addDataVerb(CLI::App& app, Globals& g);         // app/cli/cmd_data.cpp
+void addCheckpointVerbs(CLI::App& app, Globals& g);  // app/cli/cmd_checkpoints.cpp
 }  // namespace shardscope::cli
 
 int main(int argc, char** argv) {
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   addSamplesVerb(app, g);
   addCleanVerbs(app, g);
   addDataVerb(app, g);
+  addCheckpointVerbs(app, g);
 
   try {
     app.parse(argc, argv);

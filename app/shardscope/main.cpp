@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
                    &shardscope::app::RunControl::setReplanOnOom);
   QObject::connect(&window, &shardscope::ui::MainWindow::resumeRequested, &control,
                    &shardscope::app::RunControl::resume);
+  QObject::connect(&window, &shardscope::ui::MainWindow::resumeFromCheckpointRequested, &control,
+                   &shardscope::app::RunControl::resumeFromCheckpoint);
   QObject::connect(&window, &shardscope::ui::MainWindow::trialRequested, &control,
                    &shardscope::app::RunControl::requestTrial);
   QObject::connect(&window, &shardscope::ui::MainWindow::sweepControlRequested, &control,

@@ -154,6 +154,18 @@ void RunControl::resume(qint64 runId, const QString& runName) {
   });
 }
 
+void RunControl::resumeFromCheckpoint(qint64 runId, const QString& runName, qint64 step) {
+  QMetaObject::invokeMethod(m_context, [this, runId, runName, step] {
+    auto store = backend::RunStore::open(m_lifecycle.settings().dbPath);
+    auto started = store ? m_lifecycle.startFromCheckpoint(**store, runId, step)
+                         : Result<backend::StartedRun>(store.error());
+    say(started ? tr("Started %1 from step %2 of %3").arg(started->name).arg(step).arg(runName)
+                : tr("Could not start a run from step %1 of %2: %3")
+                      .arg(step)
+                      .arg(runName, QString::fromStdString(started.message())));
+  });
+}
+
 void RunControl::launch(const QString& experimentPath) {
   QMetaObject::invokeMethod(m_context, [this, experimentPath] {
     const QString text = launchText(m_lifecycle, experimentPath, m_replanOnOom.load());

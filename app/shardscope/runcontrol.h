@@ -33,6 +33,9 @@ class RunControl : public QObject {
   void setReplanOnOom(bool on);
   /// Resumes a stopped or failed run from its newest checkpoint (a new attempt, detached).
   void resume(qint64 runId, const QString& runName);
+  /// Starts a new run from run `runId`'s sharded checkpoint of `step`, detached
+  /// (RunLifecycle::startFromCheckpoint).
+  void resumeFromCheckpoint(qint64 runId, const QString& runName, qint64 step);
   /// Pauses, resumes or stops the sweep of study `studyId` (named `name` in messages).
   void steerSweep(qint64 studyId, const QString& name, backend::StudyControl control);
   /// Prunes or stops one running trial of a sweep.

@@ -180,6 +180,31 @@ Result<RunDisk> RunCleaner::measureFolder(const RunFolder& folder) {
   return disk;
 }
 
+Result<qint64> RunCleaner::measurePath(const RunFolder& folder) {
+  if (folder.host.isEmpty()) {
+    const QFileInfo info(folder.path);
+    if (!info.exists()) return qint64(-1);
+    if (!info.isDir()) return info.size();
+    return walkLocal(folder.path).bytes;
+  }
+  auto ssh = session(folder.host);
+  if (!ssh) return ssh.error();
+  const std::string q = shellQuote(str(folder.path));
+  auto result =
+      (*ssh)->exec("if [ -e " + q + " ]; then find " + q +
+                       " -type f -printf '%s\\n' | awk '{t+=$1} END {printf \"%d\\n\", t}'; "
+                       "else echo -1; fi",
+                   120000);
+  if (!result) return result.error();
+  std::istringstream words(result->out);
+  qint64 bytes = 0;
+  if (result->exitStatus != 0 || !(words >> bytes)) {
+    return fail(str(folder.host) + ": cannot measure " + str(folder.path) + " (exit " +
+                std::to_string(result->exitStatus) + "): " + result->err);
+  }
+  return bytes;
+}
+
 Result<void> RunCleaner::removeFolder(const RunFolder& folder, const QString& sub) {
   if (const QString why = unsafeRunFolder(folder.path); !why.isEmpty()) return fail(str(why));
   const QString path = sub.isEmpty() ? folder.path : folder.path + '/' + sub;

@@ -84,6 +84,9 @@ class RunCleaner {
   /// Removes the run's sharded checkpoints (every `ckpt/` of its reachable folders); returns the
   /// bytes freed. A running run is refused (its trainer may be writing one).
   [[nodiscard]] Result<qint64> removeCheckpoints(const RunRecord& run);
+  /// The bytes of the regular files under `folder` (a file: its size); -1 when it does not
+  /// exist. An error names the host when it cannot be asked.
+  [[nodiscard]] Result<qint64> measurePath(const RunFolder& folder);
 
  private:
   Result<SshSession*> session(const QString& alias);

@@ -213,10 +213,12 @@ class RunLifecycle {
   /// and marks it running. The caller records the location once a follower holds the lease.
   /// `experimentId`: the experiment row the run belongs to (autotune's candidates share one, so
   /// they compare as one sweep); none: a row of its own is recorded from `exp`.
+  /// `attempt`: what its first attempt gets besides `exp` (startFromCheckpoint's `--resume`).
   [[nodiscard]] Result<LaunchedRun> launch(RunStore& store, const spec::Experiment& exp,
                                            const QString& experimentPath,
                                            const std::vector<std::string>& overrides,
-                                           std::optional<qint64> experimentId = {}) const;
+                                           std::optional<qint64> experimentId = {},
+                                           const AttemptOptions& attempt = {}) const;
 
   /// launch(), then records the location, starts the supervisor and waits (supervisorWaitMs)
   /// until it holds the run's lease: once this returns no other process takes it for an orphan.
@@ -226,7 +228,19 @@ class RunLifecycle {
   [[nodiscard]] Result<StartedRun> startDetached(RunStore& store, const spec::Experiment& exp,
                                                  const QString& experimentPath,
                                                  const std::vector<std::string>& overrides,
-                                                 bool replanOnOom = false) const;
+                                                 bool replanOnOom = false,
+                                                 std::optional<qint64> experimentId = {},
+                                                 const AttemptOptions& attempt = {}) const;
+
+  /// "Resume from here": a NEW run (NAME-<n>, the same experiment row) that starts from run
+  /// `runId`'s sharded checkpoint of step `step` (listCheckpoints: any attempt's, still on
+  /// disk), detached like startDetached: its trial.toml is the source run's, its ranks get
+  /// `--resume <that checkpoint's folder>`, so its first step is step + 1; its params are the
+  /// source's plus kResumedFromParam ("NAME@STEP"). The source run is left as it is (it may still
+  /// run). An SSH run's checkpoint path is the remote one: the new run must reach it there (the
+  /// same hosts, or a shared file system).
+  [[nodiscard]] Result<StartedRun> startFromCheckpoint(RunStore& store, qint64 runId,
+                                                       qint64 step) const;
 
   /// Resumes run `runId` (outside a sweep; it ended stopped, failed or oom) from the newest
   /// complete sharded checkpoint of its last attempt: a new attempt of the same run, in a fresh

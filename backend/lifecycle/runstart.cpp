@@ -13,6 +13,7 @@
 
 #include "backend/launch/launchers.h"
 #include "backend/launch/programlauncher.h"
+#include "backend/lifecycle/checkpoints.h"
 #include "backend/lifecycle/demodata.h"
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/ssh/hostcheck.h"
@@ -152,13 +153,14 @@ Result<RunRecord> RunLifecycle::createRun(RunStore& store, const spec::Experimen
 Result<LaunchedRun> RunLifecycle::launch(RunStore& store, const spec::Experiment& exp,
                                          const QString& experimentPath,
                                          const std::vector<std::string>& overrides,
-                                         std::optional<qint64> experimentId) const {
+                                         std::optional<qint64> experimentId,
+                                         const AttemptOptions& attempt) const {
   // The launcher kind is checked before a run row exists for it.
   if (auto launcher = makeLauncher(QString::fromUtf8(spec::to_string(exp.launch.kind))); !launcher)
     return launcher.error();
   auto run = createRun(store, exp, experimentPath, overrides, experimentId);
   if (!run) return run.error();
-  auto handle = startAttempt(store, *run, exp);
+  auto handle = startAttempt(store, *run, exp, attempt);
   if (!handle) {
     (void)store
         .setRunStatus(run->id, spec::RunStatus::failed, QString::fromStdString(handle.message()))
@@ -176,9 +178,10 @@ Result<LaunchedRun> RunLifecycle::launch(RunStore& store, const spec::Experiment
 Result<StartedRun> RunLifecycle::startDetached(RunStore& store, const spec::Experiment& exp,
                                                const QString& experimentPath,
                                                const std::vector<std::string>& overrides,
-                                               bool replanOnOom) const {
+                                               bool replanOnOom, std::optional<qint64> experimentId,
+                                               const AttemptOptions& attempt) const {
   if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
-  auto launched = launch(store, exp, experimentPath, overrides);
+  auto launched = launch(store, exp, experimentPath, overrides, experimentId, attempt);
   if (!launched) return launched.error();
   const RunRecord& run = launched->run;
   if (auto r = store.setRunLocation(run.id, launched->location).get(); !r) return r.error();
@@ -241,6 +244,47 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
   StartedRun started{runId, run.name, run.runDir, *supervisor, {}};
   started.warning = waitForSupervisor(store, runId, *supervisor);
   return started;
+}
+
+Result<StartedRun> RunLifecycle::startFromCheckpoint(RunStore& store, qint64 runId,
+                                                     qint64 step) const {
+  if (auto checked = checkSupervisor(m_settings.supervisor); !checked) return checked.error();
+  auto found = storedRun(store, runId);
+  if (!found) return found.error();
+  const RunRecord source = std::move(*found);
+  const std::string label = "run " + source.name.toStdString();
+  auto reader = store.reader();
+  if (!reader) return reader.error();
+  RunCleaner cleaner;
+  auto all = listCheckpoints(*reader, cleaner, source);
+  if (!all) return all.error();
+  auto point = findCheckpoint(*all, source, step);
+  if (!point) return point.error();
+  const QString trial = QDir(source.runDir).filePath(QStringLiteral("trial.toml"));
+  auto shape = spec::load_experiment(trial.toStdString(), {}, spec::LoadOptions{false});
+  if (!shape) return fail(label + ": " + shape.message());
+  auto exp = prepareForRun(std::move(*shape));
+  if (!exp) return fail(label + ": " + exp.message());
+  QString path = trial;
+  if (source.experimentId) {
+    auto recorded = reader->experiment(*source.experimentId);
+    if (recorded && *recorded && !(*recorded)->source.isEmpty()) path = (*recorded)->source;
+  }
+  // The new run's params: its source's (it trains the same trial.toml), and where it starts.
+  std::vector<std::string> params;
+  for (auto it = source.params.begin(); it != source.params.end(); ++it) {
+    if (it.key() == QLatin1String(kResumedFromParam)) continue;
+    const QJsonValue v = it.value();
+    const QString text = v.isDouble() ? QString::number(v.toDouble(), 'g', 17)
+                         : v.isBool() ? QString::fromLatin1(v.toBool() ? "true" : "false")
+                                      : v.toString();
+    params.push_back((it.key() + '=' + text).toStdString());
+  }
+  params.push_back(std::string(kResumedFromParam) + '=' + source.name.toStdString() + '@' +
+                   std::to_string(point->step));
+  AttemptOptions attempt;
+  attempt.extraArgs = {QStringLiteral("--resume"), point->path};
+  return startDetached(store, *exp, path, params, false, source.experimentId, attempt);
 }
 
 QJsonObject RunLifecycle::replannedParams(QJsonObject params, const spec::Replan& plan,

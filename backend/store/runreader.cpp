@@ -475,6 +475,35 @@ Result<std::vector<EventRow>> RunReader::events(qint64 runId, int rank, qint64 a
   return rows;
 }
 
+Result<std::vector<EventRow>> RunReader::eventsOfKinds(qint64 runId, int rank,
+                                                       const QStringList& kinds) {
+  std::vector<EventRow> rows;
+  if (kinds.isEmpty()) return rows;
+  std::string sql =
+      "SELECT id, run_id, rank, seq, kind, json, file_offset, attempt FROM events WHERE "
+      "run_id = ?1 AND rank = ?2 AND kind IN (";
+  for (qsizetype i = 0; i < kinds.size(); ++i) {
+    sql += i == 0 ? "?" : ", ?";
+    sql += std::to_string(i + 3);
+  }
+  sql += ") ORDER BY attempt, file_offset";
+  auto stmt = m_db.prepare(sql);
+  if (!stmt) return stmt.error();
+  if (auto r = stmt->bindInt64(1, runId); !r) return r.error();
+  if (auto r = stmt->bindInt64(2, rank); !r) return r.error();
+  for (qsizetype i = 0; i < kinds.size(); ++i) {
+    if (auto r = stmt->bindText(static_cast<int>(i + 3), kinds[i].toStdString()); !r)
+      return r.error();
+  }
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    rows.push_back(eventFromRow(*stmt));
+  }
+  return rows;
+}
+
 Result<qint64> RunReader::eventCount(qint64 runId, int rank) {
   return singleInt(m_db,
                    "SELECT count(*) FROM events WHERE run_id = ?1 AND rank = ?2 AND " +

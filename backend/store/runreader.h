@@ -79,6 +79,10 @@ class RunReader {
   /// Events of one rank of every attempt, in (attempt, file) order; afterId: only rows with a
   /// larger id. The other per-rank readers below see the run's current attempt only.
   [[nodiscard]] Result<std::vector<EventRow>> events(qint64 runId, int rank, qint64 afterId = 0);
+  /// Events of one rank of every attempt whose kind is one of `kinds` ("ckpt", "eval"), in
+  /// (attempt, file) order, in one statement (the checkpoint browser).
+  [[nodiscard]] Result<std::vector<EventRow>> eventsOfKinds(qint64 runId, int rank,
+                                                            const QStringList& kinds);
   [[nodiscard]] Result<qint64> eventCount(qint64 runId, int rank);
   /// The highest seq stored for a rank (-1 when none).
   [[nodiscard]] Result<qint64> maxSeq(qint64 runId, int rank);

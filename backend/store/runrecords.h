@@ -109,6 +109,9 @@ struct NewRun {
 /// why (RunLifecycle::replannedParams; search.on_oom, run --replan-on-oom): no experiment field,
 /// so neither a clone nor a plot axis takes it.
 inline constexpr char kReplanParam[] = "replan";
+/// The params key of a run started from another run's checkpoint ("NAME@STEP": that run and the
+/// checkpoint's step; RunLifecycle::startFromCheckpoint).
+inline constexpr char kResumedFromParam[] = "resumed_from";
 
 /// One run (a trial) as the store knows it.
 struct RunRecord {

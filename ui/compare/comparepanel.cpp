@@ -504,6 +504,15 @@ void ComparePanel::updateLoaded() {
   if (became) emit loaded();
 }
 
+bool ComparePanel::showsCostPareto() const {
+  return m_sliceParam->currentData().toString() == QLatin1String("usage");
+}
+
+void ComparePanel::showCostPareto() {
+  const int at = m_sliceParam->findData(QStringLiteral("usage"));
+  if (at >= 0) m_sliceParam->setCurrentIndex(at);
+}
+
 void ComparePanel::fillCombos() {
   m_filling = true;
   m_experiment->clear();
@@ -513,9 +522,17 @@ void ComparePanel::fillCombos() {
   }
   m_experiment->setCurrentIndex(m_experiment->findData(m_sweep.experimentId));
   const QString param = m_sliceParam->currentText();
+  const bool cost = showsCostPareto();
   m_sliceParam->clear();
   m_sliceParam->addItems(compare::paramNames(m_sweep));
-  if (const int at = m_sliceParam->findText(param); at >= 0) m_sliceParam->setCurrentIndex(at);
+  // The cost view: the objective against each trial's device-hours, the Pareto front joined.
+  m_sliceParam->addItem(tr("%1 (Pareto front)").arg(compare::hoursLabel(m_sweep)),
+                        QStringLiteral("usage"));
+  if (cost) {
+    m_sliceParam->setCurrentIndex(m_sliceParam->count() - 1);
+  } else if (const int at = m_sliceParam->findText(param); at >= 0) {
+    m_sliceParam->setCurrentIndex(at);
+  }
   const qint64 keepA = m_diffA->currentData().toLongLong();
   const qint64 keepB = m_diffB->currentData().toLongLong();
   QVector<compare::TrialListModel::Entry> entries;
@@ -539,7 +556,16 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
   mark("intermediate");
   m_parallelLines = compare::drawParallel(m_parallel, m_sweep, m_minimize, m_colouring);
   mark("parallel");
-  m_slicePoints = compare::drawSlice(m_slice, m_sweep, m_sliceParam->currentText(), m_colouring);
+  if (showsCostPareto()) {
+    const QString hours = compare::hoursLabel(m_sweep);
+    compare::setPlotTitle(m_slice, tr("Objective vs %1 (red: the Pareto front)").arg(hours));
+    m_costPareto = compare::drawCostPareto(m_slice, m_sweep, m_minimize, hours);
+    m_slicePoints = m_costPareto.points;
+  } else {
+    compare::setPlotTitle(m_slice, tr("Slice"));
+    m_costPareto = {};
+    m_slicePoints = compare::drawSlice(m_slice, m_sweep, m_sliceParam->currentText(), m_colouring);
+  }
   mark("slice");
   const compare::History h = compare::history(m_sweep, m_minimize);
   m_summary->setText(m_sweep.experimentId < 0

@@ -19,6 +19,7 @@
 #include <functional>
 
 #include "spec/result.h"
+#include "ui/compare/compareplots.h"
 #include "ui/compare/studyplots.h"
 #include "ui/compare/trialcolours.h"
 #include "ui/data/runlogtypes.h"
@@ -84,6 +85,15 @@ class ComparePanel : public QWidget {
   compare::TrialLines* intermediateLines() const { return m_intermediateLines; }
   QCustomPlot* parallelPlot() const { return m_parallel; }
   QCustomPlot* slicePlot() const { return m_slice; }
+  /// The "Slice by" combo: the parameters, then the cost view (objective against GPU-hours,
+  /// the Pareto front joined).
+  QComboBox* slicePicker() const { return m_sliceParam; }
+  /// Puts the slice plot in its cost mode (what choosing "GPU-hours (Pareto front)" does).
+  void showCostPareto();
+  /// The slice plot shows objective against device-hours.
+  bool showsCostPareto() const;
+  /// What the cost mode drew last (zeros when it is not shown).
+  compare::CostPareto costPareto() const { return m_costPareto; }
   /// Contour, importance, Pareto front and loss overlay.
   compare::StudyViews* studyViews() const { return m_views; }
   /// Milliseconds each step of the last summary draw took (bench_dashboard prints them).
@@ -183,6 +193,7 @@ class ComparePanel : public QWidget {
   QList<qint64> m_overlayWatched;  // runs whose train loss the overlay asked the run log for
   int m_parallelLines = 0;
   int m_slicePoints = 0;
+  compare::CostPareto m_costPareto;
   static constexpr int kCurveReplotMs = 100;
 };
 

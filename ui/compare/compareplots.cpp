@@ -124,7 +124,10 @@ QVector<double> bestSoFar(const QVector<double>& objectives, bool minimize) {
   return best;
 }
 
-bool isAxisParam(const QString& key) { return key != QLatin1String(backend::kReplanParam); }
+bool isAxisParam(const QString& key) {
+  return key != QLatin1String(backend::kReplanParam) &&
+         key != QLatin1String(backend::kResumedFromParam);
+}
 
 QStringList paramNames(const SweepData& sweep) {
   QStringList names;
@@ -488,6 +491,82 @@ int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param,
   plot->yAxis->scaleRange(1.15, plot->yAxis->range().center());
   plot->replot();
   return static_cast<int>(xs.size());
+}
+
+QString hoursLabel(const SweepData& sweep) {
+  bool gpu = false;
+  bool cpu = false;
+  for (const SweepTrial& t : sweep.trials) {
+    if (t.started) (t.usage.gpu ? gpu : cpu) = true;
+  }
+  if (gpu && cpu) return QObject::tr("Device-hours");
+  return cpu ? QObject::tr("CPU-hours") : QObject::tr("GPU-hours");
+}
+
+QVector<qsizetype> costParetoFront(const SweepData& sweep, bool minimize) {
+  // (hours, objective, index) of each started trial with a finite objective.
+  struct Point {
+    double hours;
+    double value;
+    qsizetype index;
+  };
+  QVector<Point> points;
+  for (qsizetype i = 0; i < sweep.trials.size(); ++i) {
+    const SweepTrial& t = sweep.trials[i];
+    const double value = t.objective.value_or(qQNaN());
+    if (t.started && std::isfinite(value)) points.append({t.usage.hours, value, i});
+  }
+  const auto better = [minimize](double a, double b) { return minimize ? a < b : a > b; };
+  std::sort(points.begin(), points.end(), [&](const Point& x, const Point& y) {
+    if (x.hours != y.hours) return x.hours < y.hours;
+    return better(x.value, y.value);
+  });
+  // Cheapest first: a trial is on the front when it beats every cheaper one.
+  QVector<qsizetype> front;
+  double best = qQNaN();
+  for (const Point& p : std::as_const(points)) {
+    if (!front.isEmpty() && !better(p.value, best)) continue;
+    front.append(p.index);
+    best = p.value;
+  }
+  return front;
+}
+
+CostPareto drawCostPareto(QCustomPlot* plot, const SweepData& sweep, bool minimize,
+                          const QString& hoursLabel) {
+  resetPlot(plot);
+  plot->setAutoAddPlottableToLegend(false);
+  plot->legend->setVisible(false);
+  plot->xAxis->setLabel(hoursLabel);
+  plot->yAxis->setLabel(QObject::tr("objective"));
+  QVector<double> xs, ys;
+  for (const SweepTrial& t : sweep.trials) {
+    if (!t.objective || !std::isfinite(*t.objective) || !t.started) continue;
+    xs.append(t.usage.hours);
+    ys.append(*t.objective);
+  }
+  QCPGraph* all = plot->addGraph();
+  all->setLineStyle(QCPGraph::lsNone);
+  all->setScatterStyle(discStyle(QColor(70, 110, 170), 8, xs.size()));
+  all->setData(xs, ys);
+  const QVector<qsizetype> front = costParetoFront(sweep, minimize);
+  QVector<double> fx, fy;
+  for (const qsizetype i : front) {
+    fx.append(sweep.trials[i].usage.hours);
+    fy.append(sweep.trials[i].objective.value_or(qQNaN()));
+  }
+  QCPGraph* line = plot->addGraph();
+  line->setLineStyle(QCPGraph::lsStepLeft);
+  line->setPen(QPen(QColor(200, 40, 40), 2));
+  line->setScatterStyle(
+      QCPScatterStyle(QCPScatterStyle::ssCircle, QColor(200, 40, 40), QColor(200, 40, 40), 9));
+  line->setData(fx, fy, true);
+  if (xs.isEmpty()) placeholder(plot, QObject::tr("No finished trial has device-hours yet"));
+  plot->rescaleAxes();
+  plot->xAxis->scaleRange(1.15, plot->xAxis->range().center());
+  plot->yAxis->scaleRange(1.15, plot->yAxis->range().center());
+  plot->replot();
+  return {static_cast<int>(xs.size()), static_cast<int>(front.size())};
 }
 
 }  // namespace shardscope::ui::compare

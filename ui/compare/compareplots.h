@@ -62,6 +62,22 @@ int drawParallel(QCustomPlot* plot, const SweepData& sweep, bool minimize,
 /// Returns how many points were drawn: later trials darker, or coloured by `colouring`'s figure.
 int drawSlice(QCustomPlot* plot, const SweepData& sweep, const QString& param,
               const TrialColouring& colouring = {});
+/// What drawCostPareto drew: trials with an objective and device-hours, and those on the front.
+struct CostPareto {
+  int points = 0;
+  int front = 0;
+};
+/// Compare's "Slice by" GPU-hours: each started trial's objective (y) against its device-hours
+/// (x: ranks x wall time, SweepTrial::usage), and the Pareto front (no other trial both cheaper and
+/// at least as good) joined by a red step line. `hoursLabel` names the axis (GPU-hours, CPU-hours).
+CostPareto drawCostPareto(QCustomPlot* plot, const SweepData& sweep, bool minimize,
+                          const QString& hoursLabel);
+/// The indices (in sweep.trials) of the cost Pareto front, cheapest first.
+QVector<qsizetype> costParetoFront(const SweepData& sweep, bool minimize);
+/// "GPU-hours" when every started trial ran on GPUs, "CPU-hours" when none did, else
+/// "Device-hours".
+QString hoursLabel(const SweepData& sweep);
+
 /// Sets the title row setupPlot() made.
 void setPlotTitle(QCustomPlot* plot, const QString& title);
 

@@ -1,5 +1,6 @@
 #include "ui/data/runfiles.h"
 
+#include <QCoreApplication>
 #include <QLoggingCategory>
 
 #include "ui/data/runfilesworker.h"
@@ -14,6 +15,8 @@ RunFiles::RunFiles(QObject* parent) : QObject(parent), m_worker(new RunFilesWork
   connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
   connect(m_worker, &RunFilesWorker::measured, this, &RunFiles::measured);
   connect(m_worker, &RunFilesWorker::done, this, &RunFiles::done);
+  connect(m_worker, &RunFilesWorker::checkpointsListed, this, &RunFiles::checkpointsListed);
+  connect(m_worker, &RunFilesWorker::exported, this, &RunFiles::exported);
   m_thread.start();
 }
 
@@ -42,6 +45,19 @@ void RunFiles::setArchived(const QList<qint64>& runIds, bool archived) {
 void RunFiles::keepBestCheckpoints(qint64 studyId, int keep) {
   QMetaObject::invokeMethod(m_worker,
                             [w = m_worker, studyId, keep] { w->keepBest(studyId, keep); });
+}
+
+void RunFiles::listCheckpoints(const backend::RunRecord& run) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, run] { w->listCheckpoints(run); });
+}
+
+void RunFiles::exportCheckpoint(const backend::RunRecord& run,
+                                const backend::CheckpointInfo& checkpoint,
+                                backend::ExportFormat format, const QString& dir) {
+  const QString trainerDir = QCoreApplication::applicationDirPath();
+  QMetaObject::invokeMethod(m_worker, [=, w = m_worker] {
+    w->exportCheckpoint(run, checkpoint, format, dir, trainerDir);
+  });
 }
 
 }  // namespace shardscope::ui

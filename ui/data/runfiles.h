@@ -9,6 +9,7 @@
 #include <QThread>
 #include <QVector>
 
+#include "backend/lifecycle/checkpoints.h"
 #include "backend/store/runrecords.h"
 
 namespace shardscope::ui {
@@ -33,6 +34,14 @@ class RunFiles : public QObject {
   void setArchived(const QList<qint64>& runIds, bool archived);
   /// Keeps the checkpoints of study `studyId`'s best `keep` trials, removes the others'.
   void keepBestCheckpoints(qint64 studyId, int keep);
+  /// Lists run `run`'s checkpoints with their bytes (backend::listCheckpoints);
+  /// checkpointsListed() delivers them.
+  void listCheckpoints(const backend::RunRecord& run);
+  /// Writes a sharded checkpoint as a Hugging Face folder or a PEFT adapter into new folder `dir`
+  /// (backend::exportCheckpoint, with the trainer beside this executable first); exported() says
+  /// how it went.
+  void exportCheckpoint(const backend::RunRecord& run, const backend::CheckpointInfo& checkpoint,
+                        backend::ExportFormat format, const QString& dir);
 
  signals:
   /// A run's bytes (checkpoints apart); `error` is why it could not be measured ("" when it was).
@@ -40,6 +49,12 @@ class RunFiles : public QObject {
   /// What a delete, archive or clean-up did (for the status bar); `ok` false when any part
   /// failed or was left.
   void done(bool ok, const QString& message);
+  /// A run's checkpoints, oldest first; `error` is why they could not be listed ("" when they
+  /// were).
+  void checkpointsListed(qint64 runId, const QVector<backend::CheckpointInfo>& checkpoints,
+                         const QString& error);
+  /// An export ended: the folder written, or why not (`error`, "" when it worked).
+  void exported(qint64 runId, qint64 step, const QString& dir, const QString& error);
 
  private:
   QThread m_thread;

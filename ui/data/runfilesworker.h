@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "backend/lifecycle/checkpoints.h"
 #include "backend/lifecycle/runcleanup.h"
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
@@ -99,9 +100,34 @@ class RunFilesWorker : public QObject {
     enqueue(again);
   }
 
+  void listCheckpoints(const backend::RunRecord& run) {
+    auto reader = backend::RunReader::open(m_path);
+    if (!reader) {
+      emit checkpointsListed(run.id, {}, QString::fromStdString(reader.message()));
+      return;
+    }
+    auto all = backend::listCheckpoints(*reader, m_cleaner, run);
+    if (!all) {
+      emit checkpointsListed(run.id, {}, QString::fromStdString(all.message()));
+      return;
+    }
+    emit checkpointsListed(run.id, QVector<backend::CheckpointInfo>(all->begin(), all->end()), {});
+  }
+
+  void exportCheckpoint(const backend::RunRecord& run, const backend::CheckpointInfo& checkpoint,
+                        backend::ExportFormat format, const QString& dir,
+                        const QString& trainerDir) {
+    auto written = backend::exportCheckpoint(run, checkpoint, format, dir, trainerDir);
+    emit exported(run.id, checkpoint.step, written ? *written : QString(),
+                  written ? QString() : QString::fromStdString(written.message()));
+  }
+
  signals:
   void measured(qint64 runId, qint64 bytes, qint64 checkpointBytes, const QString& error);
   void done(bool ok, const QString& message);
+  void checkpointsListed(qint64 runId, const QVector<backend::CheckpointInfo>& checkpoints,
+                         const QString& error);
+  void exported(qint64 runId, qint64 step, const QString& dir, const QString& error);
 
  private:
   void scheduleNext() {

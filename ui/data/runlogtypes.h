@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/store/runrecords.h"
+#include "backend/store/runusage.h"
 #include "backend/store/verdicts.h"
 #include "spec/calibration.h"
 
@@ -31,6 +32,10 @@ struct RunSummary {
   QStringList groups;               ///< the groups it is in, by name (schema 12)
   QString note;                     ///< its note (plain text or Markdown); "" when none
   backend::VerdictCounts verdicts;  ///< people's marks on its probe answers (schema 11)
+  /// Its device-hours (backend/store/runusage.h), as of the read.
+  backend::RunUsage usage;
+  /// The host its price per device-hour is looked up by (backend::usageHost).
+  QString priceHost;
   /// A running run's progress: the bytes of its ranks' events files stored so far (-1 when it
   /// is not running). No change for a while is a stall (ui/notifier.h).
   qint64 eventBytes = -1;
@@ -84,6 +89,9 @@ struct SweepTrial {
   QVector<double> values;             ///< ... and the objective key's value at each
   std::optional<qint64> trialNumber;  ///< its number in the study (0-based), when a study's
   std::optional<std::vector<double>> objectiveValues;  ///< one per study objective
+  /// Its device-hours (backend/store/runusage.h); hours 0 when it never started.
+  backend::RunUsage usage;
+  bool started = false;  ///< it has a started_at (its usage is known)
 };
 
 /// One configuration an autotune considered, as its study's state records it

@@ -1,5 +1,6 @@
 #include "ui/data/runlogworker.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -15,6 +16,7 @@
 #include "backend/store/db.h"
 #include "backend/store/runschema.h"
 #include "backend/store/runstore.h"
+#include "backend/store/runusage.h"
 #include "spec/experiment_query.h"
 
 Q_LOGGING_CATEGORY(lcRunLogWorker, "shardscope.ui.runlogworker")
@@ -188,6 +190,9 @@ void RunLogWorker::loadRuns() {
   if (!groups) return report(groups.error());
   auto knownGroups = m_reader->groups();
   if (!knownGroups) return report(knownGroups.error());
+  auto usage =
+      backend::runUsage(*m_reader, m_runs, double(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
+  if (!usage) return report(usage.error());
   QHash<QString, QString> colors;
   QStringList names;
   for (const auto& tag : *known) {
@@ -211,6 +216,8 @@ void RunLogWorker::loadRuns() {
     row.note = notes->value(run.id);
     row.groups = groups->value(run.id);
     row.verdicts = verdicts->value(run.id);
+    row.usage = usage->value(run.id);
+    row.priceHost = backend::usageHost(run);
     if (run.status == spec::RunStatus::running) loadProgress(row);
     out.append(std::move(row));
   }

@@ -1,5 +1,6 @@
 #include "ui/data/sweepsource.h"
 
+#include <QDateTime>
 #include <QJsonArray>
 #include <QMap>
 #include <QSet>
@@ -9,6 +10,7 @@
 #include <limits>
 
 #include "backend/store/runstore.h"
+#include "backend/store/runusage.h"
 #include "backend/sweep/autotune.h"
 
 namespace shardscope::ui {
@@ -145,6 +147,12 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
   if (data.autotune && keys->contains(data.autotune->objective))
     data.objectiveKey = data.autotune->objective;
   data.trials.reserve(static_cast<qsizetype>(members.size()));
+  std::vector<backend::RunRecord> memberRuns;
+  memberRuns.reserve(members.size());
+  for (const auto* run : members) memberRuns.push_back(*run);
+  auto usage =
+      backend::runUsage(reader, memberRuns, double(QDateTime::currentMSecsSinceEpoch()) / 1000.0);
+  if (!usage) return usage.error();
   for (const auto* run : members) {
     SweepTrial trial{run->id,        run->name, run->status, run->params, run->objective,
                      run->createdAt, {},        {},          {},          {}};
@@ -154,6 +162,8 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
     }
     if (const auto it = candidateOfRun.constFind(run->id); it != candidateOfRun.cend())
       trial.trialNumber = *it;
+    trial.usage = usage->value(run->id);
+    trial.started = run->startedAt.has_value();
     data.trials.append(std::move(trial));
   }
   return data;

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "backend/store/runquery.h"
+#include "backend/store/runusage.h"
 #include "ui/data/runlog.h"
 #include "ui/runs/rungroupmodel.h"
 #include "ui/runs/runtablemodel.h"
@@ -80,6 +81,7 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
       m_model(new RunTableModel(this)),
       m_view(new QTreeView(this)),
       m_runLog(runLog) {
+  m_model->setPrices(backend::loadHostPrices());
   auto* proxy = new RunFilterProxy(this);
   m_proxy = proxy;
   m_proxy->setSourceModel(m_model);
@@ -161,6 +163,7 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     menu.addSeparator();
     menu.addActions({m_stop, m_prune, m_resume, m_clone});
     menu.addSeparator();
+    menu.addAction(m_checkpoints);
     menu.addActions({m_archive, m_unarchive, m_keepBest, m_delete});
     menu.exec(m_view->viewport()->mapToGlobal(at));
   });
@@ -444,6 +447,7 @@ void RunsPanel::updateActions() {
     return run != nullptr && resumable(*run);
   }));
   m_clone->setEnabled(ids.size() == 1);
+  m_checkpoints->setEnabled(!ids.isEmpty());
   m_editTags->setEnabled(!ids.isEmpty());
   m_editNote->setEnabled(!ids.isEmpty());
   m_addToGroup->setEnabled(!ids.isEmpty());

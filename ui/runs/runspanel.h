@@ -32,6 +32,7 @@ class QTextBrowser;
 
 namespace shardscope::ui {
 
+class CheckpointsDialog;
 class NoteDialog;
 class RunFiles;
 class RunLog;
@@ -85,6 +86,12 @@ class RunsPanel : public QWidget {
   QAction* unarchiveAction() const { return m_unarchive; }
   /// Asks for N, then keeps the checkpoints of the best N trials of the current run's sweep.
   QAction* keepBestAction() const { return m_keepBest; }
+  /// Opens the Checkpoints dialog of the current run (CheckpointsDialog, non-blocking).
+  QAction* checkpointsAction() const { return m_checkpoints; }
+  /// The dialog checkpointsAction opened last, while it is open.
+  CheckpointsDialog* checkpointsDialog() const;
+  /// Opens the Checkpoints dialog of run `runId` (listed in the table); nullptr when it is not.
+  CheckpointsDialog* openCheckpoints(qint64 runId);
   /// "Show archived": archived runs are listed too.
   QCheckBox* showArchived() const { return m_showArchived; }
   /// The confirmation deleteAction opened, while it is open (its text names the bytes).
@@ -118,6 +125,10 @@ class RunsPanel : public QWidget {
                       shardscope::backend::TrialRequest request);
   /// The user asked to resume a stopped or failed run (outside a sweep) from its checkpoint.
   void resumeRequested(qint64 runId, const QString& runName);
+  /// The user asked for a new run from run `runId`'s sharded checkpoint of `step`.
+  void resumeFromCheckpointRequested(qint64 runId, const QString& runName, qint64 step);
+  /// The user asked for run `runId`'s probe answers at `step` (the Samples panel).
+  void samplesAtStepRequested(qint64 runId, qint64 step);
   /// The user asked for a new run like this one: the builder opens it for editing.
   void cloneRequested(qint64 runId, const QJsonObject& params);
   /// The user asked to compare group `groupId`'s runs (Compare opens it as a sweep).
@@ -180,6 +191,8 @@ class RunsPanel : public QWidget {
   QAction* m_archive = nullptr;
   QAction* m_unarchive = nullptr;
   QAction* m_keepBest = nullptr;
+  QAction* m_checkpoints = nullptr;
+  QPointer<CheckpointsDialog> m_checkpointsDialog;
   QCheckBox* m_showArchived = nullptr;
   QLabel* m_diskTotal = nullptr;
   RunFiles* m_files = nullptr;

@@ -13,6 +13,7 @@
 #include "backend/lifecycle/runcleanup.h"
 #include "ui/data/runfiles.h"
 #include "ui/data/runlog.h"
+#include "ui/runs/checkpointsdialog.h"
 #include "ui/runs/runspanel.h"
 #include "ui/runs/runtablemodel.h"
 
@@ -56,6 +57,12 @@ void RunsPanel::setupFileActions() {
   connect(m_unarchive, &QAction::triggered, this,
           [this] { m_files->setArchived(selectedRunIds(), false); });
   connect(m_keepBest, &QAction::triggered, this, &RunsPanel::askKeepBest);
+  m_checkpoints = new QAction(tr("Checkpoints..."), this);
+  m_checkpoints->setObjectName(QStringLiteral("checkpointsAction"));
+  m_checkpoints->setToolTip(
+      tr("The current run's checkpoints: step, kind, size, evaluation; resume from one, export "
+         "one, or open its samples"));
+  connect(m_checkpoints, &QAction::triggered, this, [this] { openCheckpoints(currentRunId()); });
   connect(m_files, &RunFiles::measured, this, &RunsPanel::onMeasured);
   connect(m_files, &RunFiles::done, this, [this](bool, const QString& text) {
     emit message(text);
@@ -72,6 +79,23 @@ void RunsPanel::setupFileActions() {
     if (!running.isEmpty()) m_files->measure(running);
   });
   timer->start(kRemeasureRunningMs);
+}
+
+CheckpointsDialog* RunsPanel::checkpointsDialog() const { return m_checkpointsDialog; }
+
+CheckpointsDialog* RunsPanel::openCheckpoints(qint64 runId) {
+  const RunSummary* run = m_model->runById(runId);
+  if (run == nullptr) return nullptr;
+  m_files->setPath(m_runLog.path());
+  if (m_checkpointsDialog) m_checkpointsDialog->close();
+  auto* dialog = new CheckpointsDialog(*m_files, run->record, this);
+  connect(dialog, &CheckpointsDialog::resumeFromRequested, this,
+          &RunsPanel::resumeFromCheckpointRequested);
+  connect(dialog, &CheckpointsDialog::samplesRequested, this, &RunsPanel::samplesAtStepRequested);
+  connect(dialog, &CheckpointsDialog::message, this, &RunsPanel::message);
+  m_checkpointsDialog = dialog;
+  dialog->show();
+  return dialog;
 }
 
 void RunsPanel::measureChanged(const QVector<RunSummary>& runs) {

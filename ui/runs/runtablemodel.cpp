@@ -98,7 +98,9 @@ void RunTableModel::setRuns(const QVector<RunSummary>& runs) {
                  [](const auto& a, const auto& b) { return a.record.id == b.record.id; });
   if (sameIds) {
     m_runs = runs;
+    updateUsageHeader();
     if (!m_runs.isEmpty()) emit dataChanged(index(0, 0), index(rowCount() - 1, Count - 1));
+    emit headerDataChanged(Qt::Horizontal, UsageCol, UsageCol);
     return;
   }
   // Runs only ever appear (newest first), so rebuilding keeps ids; the view's selection model
@@ -108,6 +110,7 @@ void RunTableModel::setRuns(const QVector<RunSummary>& runs) {
   m_rows.clear();
   m_rows.reserve(m_runs.size());
   for (int row = 0; row < m_runs.size(); ++row) m_rows.insert(m_runs[row].record.id, row);
+  updateUsageHeader();
   endResetModel();
 }
 
@@ -155,9 +158,41 @@ QVariant RunTableModel::display(const RunSummary& run, int column) const {
     }
     case VerdictsCol:
       return verdictsText(run.verdicts);
+    case UsageCol: {
+      if (!r.startedAt) return QString();
+      const double h = run.usage.hours;
+      QString text = backend::hoursText(h);
+      if (m_mixedDevices) text += run.usage.gpu ? tr(" GPU") : tr(" CPU");
+      return text;
+    }
+    case CostCol: {
+      const auto c = cost(run);
+      return c ? QString::number(*c, 'f', 2) : QString();
+    }
     default:
       return {};
   }
+}
+
+void RunTableModel::setPrices(const backend::HostPrices& prices) {
+  m_prices = prices;
+  if (!m_runs.isEmpty()) emit dataChanged(index(0, CostCol), index(rowCount() - 1, CostCol));
+}
+
+std::optional<double> RunTableModel::cost(const RunSummary& run) const {
+  if (!run.record.startedAt) return std::nullopt;
+  return backend::usageCost(run.usage, run.priceHost, m_prices);
+}
+
+void RunTableModel::updateUsageHeader() {
+  bool gpu = false;
+  bool cpu = false;
+  for (const auto& run : m_runs) {
+    if (!run.record.startedAt) continue;
+    (run.usage.gpu ? gpu : cpu) = true;
+  }
+  m_mixedDevices = gpu && cpu;
+  m_usageHeader = m_mixedDevices ? tr("Device-hours") : cpu ? tr("CPU-hours") : tr("GPU-hours");
 }
 
 QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {
@@ -175,6 +210,10 @@ QVariant RunTableModel::sortValue(const RunSummary& run, int column) const {
       return diskBytes(r.id);
     case VerdictsCol:
       return run.verdicts.goodRate().value_or(-1.0);
+    case UsageCol:
+      return r.startedAt ? run.usage.hours : -1.0;
+    case CostCol:
+      return cost(run).value_or(-1.0);
     default:
       return display(run, column);
   }
@@ -203,6 +242,9 @@ bool RunTableModel::lessThan(int left, int right, int column) const {
       return diskBytes(x.id) < diskBytes(y.id);
     case VerdictsCol:
       return a->verdicts.goodRate().value_or(-1.0) < b->verdicts.goodRate().value_or(-1.0);
+    case UsageCol:
+    case CostCol:
+      return sortValue(*a, column).toDouble() < sortValue(*b, column).toDouble();
     default:
       return QString::compare(display(*a, column).toString(), display(*b, column).toString()) < 0;
   }
@@ -238,10 +280,25 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
         const Disk d = m_disk.value(run->record.id);
         return tr("%1 bytes, of which %2 in checkpoints (ckpt/)").arg(d.bytes).arg(d.checkpoints);
       }
+      if (index.column() == CostCol) {
+        if (const auto c = cost(*run)) {
+          return tr("%1 %2 x %3 per hour on %4")
+              .arg(QString::number(run->usage.hours, 'f', 3),
+                   run->usage.gpu ? tr("GPU-hours") : tr("CPU-hours"),
+                   QString::number(m_prices.value(run->priceHost)), run->priceHost);
+        }
+        return tr("No price per hour is set for %1 (Settings)").arg(run->priceHost);
+      }
+      if (index.column() == UsageCol) {
+        return tr("%1 ranks x the wall time of every attempt, on %2")
+            .arg(run->record.worldSize)
+            .arg(run->usage.gpu ? tr("GPUs") : tr("CPUs"));
+      }
       return index.column() == ParamsCol ? paramsSummary(run->record.params) : QVariant();
     case Qt::TextAlignmentRole:
       if (index.column() == ObjectiveCol || index.column() == StepCol ||
-          index.column() == DurationCol || index.column() == DiskCol) {
+          index.column() == DurationCol || index.column() == DiskCol ||
+          index.column() == UsageCol || index.column() == CostCol) {
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
       }
       return {};
@@ -272,6 +329,8 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
   static const QStringList names = {tr("Status"),    tr("Name"),     tr("Tags"), tr("Parameters"),
                                     tr("Objective"), tr("Duration"), tr("Host"), tr("Step"),
                                     tr("Disk"),      tr("Verdicts")};
+  if (section == UsageCol) return usageHeader();
+  if (section == CostCol) return tr("Cost");
   return names.value(section);
 }
 

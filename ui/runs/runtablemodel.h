@@ -9,6 +9,8 @@
 #include <QIcon>
 #include <QVector>
 
+#include <optional>
+
 #include "ui/data/runlogtypes.h"
 
 namespace shardscope::ui {
@@ -28,6 +30,8 @@ class RunTableModel : public QAbstractTableModel {
     StepCol,
     DiskCol,
     VerdictsCol,
+    UsageCol,  ///< device-hours; the header says GPU-hours, CPU-hours or Device-hours (mixed)
+    CostCol,   ///< device-hours x the price set for the run's host ("" when none is)
     Count
   };
   /// Qt::UserRole + 1 on any cell: the run id; SortRole: the value to sort by.
@@ -59,6 +63,14 @@ class RunTableModel : public QAbstractTableModel {
   /// The measured bytes of a run (-1 until measured) and of every run shown now.
   qint64 diskBytes(qint64 runId) const;
   qint64 totalDiskBytes() const;
+  /// Prices per device-hour by host (Settings); the Cost cells follow.
+  void setPrices(const backend::HostPrices& prices);
+  const backend::HostPrices& prices() const { return m_prices; }
+  /// UsageCol's header: "GPU-hours" when every run that has hours ran on GPUs, "CPU-hours" when
+  /// none did, "Device-hours" for a mix (each cell then names its device).
+  QString usageHeader() const { return m_usageHeader; }
+  /// A run's cost (nullopt when no price is set for its host).
+  std::optional<double> cost(const RunSummary& run) const;
   /// "1 h 02 min", "3 min 20 s", "12 s"; "" when it never started.
   static QString durationText(const backend::RunRecord& run, double now);
 
@@ -70,6 +82,7 @@ class RunTableModel : public QAbstractTableModel {
  private:
   QVariant display(const RunSummary& run, int column) const;
   QVariant sortValue(const RunSummary& run, int column) const;
+  void updateUsageHeader();
 
   QVector<RunSummary> m_runs;
   QHash<qint64, int> m_rows;  // run id -> row, so lookups stay O(1) with 10,000 runs
@@ -79,6 +92,9 @@ class RunTableModel : public QAbstractTableModel {
   };
   QHash<qint64, Disk> m_disk;  // run id -> measured bytes (kept across setRuns)
   double m_now = 0;
+  backend::HostPrices m_prices;
+  QString m_usageHeader = QStringLiteral("GPU-hours");  // usageHeader(), as of setRuns
+  bool m_mixedDevices = false;  // runs on GPUs and on CPUs: each Usage cell names its device
 };
 
 }  // namespace shardscope::ui

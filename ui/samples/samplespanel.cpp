@@ -154,7 +154,15 @@ void SamplesPanel::setRuns(const QList<qint64>& runIds, const QString& objective
 void SamplesPanel::showTrials(const QList<qint64>& runIds, qint64 focusRunId,
                               const QString& objectiveKey, bool minimize) {
   m_focusRun = focusRunId;
+  m_focusStep = -1;
   watch(runIds, true, objectiveKey, minimize);
+  focusPending();
+}
+
+void SamplesPanel::showStep(qint64 runId, qint64 step) {
+  m_focusRun = runId;
+  m_focusStep = step;
+  watch({runId}, false, {}, true);
   focusPending();
 }
 
@@ -182,7 +190,7 @@ void SamplesPanel::onSamples(const SamplesDelta& delta) {
 
 void SamplesPanel::focusPending() {
   if (m_focusRun < 0) return;
-  const int column = m_model->columnOf(m_focusRun);
+  const int column = m_model->columnOf(m_focusRun, m_focusStep);
   if (column < 0 || m_model->rowCount() == 0) return;
   m_focusRun = -1;
   const QModelIndex at = m_filter->index(0, column);

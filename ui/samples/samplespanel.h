@@ -44,6 +44,10 @@ class SamplesPanel : public QWidget {
   void showTrials(const QList<qint64>& runIds, qint64 focusRunId, const QString& objectiveKey = {},
                   bool minimize = true);
 
+  /// Run `runId` alone, its steps as columns, with the column of `step` selected and scrolled to
+  /// once its answers are there (the Checkpoints dialog's Open samples at this step).
+  void showStep(qint64 runId, qint64 step);
+
   QTableView* view() const { return m_view; }
   SamplesModel* model() const { return m_model; }
   SamplesFilter* filter() const { return m_filter; }
@@ -94,7 +98,8 @@ class SamplesPanel : public QWidget {
   QAction* m_clearMark = nullptr;
   QString m_objective;
   bool m_minimize = true;
-  qint64 m_focusRun = -1;  // a trial whose column to select once it is there
+  qint64 m_focusRun = -1;   // a trial whose column to select once it is there
+  qint64 m_focusStep = -1;  // and its step's column (showStep); -1: its only or last
   bool m_loaded = false;
 };
 
