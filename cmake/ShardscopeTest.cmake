@@ -10,8 +10,15 @@ if(TARGET Qt6::Test)
   set_target_properties(Qt6::Test PROPERTIES INTERFACE_COMPILE_DEFINITIONS "${_qt_test_defs}")
 endif()
 
-# shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [TIMEOUT s] [XVFB] [DBUS]
-#                     [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
+# CTest's slots are half-cores: scripts/test.sh, asan.sh and fuzz.sh run `ctest -j` with two
+# slots per core (`ctest -j4` on 2 cores). A test holds two slots for each core it keeps busy
+# (PROCESSORS n: n cores, default 1), and one when it mostly WAITS (on a server, a daemon, a
+# child's timeout or a sleep; docs/build-and-tests.md says how that was measured). So tests that
+# compute never ask the cores for more than they have, and tests that wait no longer hold a core
+# each: with a slot per core, the suite kept this 2-core machine about three quarters idle.
+
+# shardscope_add_test(NAME SOURCES... LIBS... LABELS... [PROCESSORS n] [WAITS] [TIMEOUT s] [XVFB]
+#                     [DBUS] [FIXTURES_REQUIRED f...] [ENVIRONMENT k=v...] [DEPENDS target...])
 # One Qt Test executable per tested unit, registered with CTest. Every test runs offscreen (XVFB:
 # on a real X server, tests/ui/xvfb_run.sh, which fails when Xvfb is missing; DBUS: on a private
 # session bus of its own, dbus-run-session, from scripts/setup.sh --tests) and
@@ -23,7 +30,7 @@ endif()
 # program the test runs through ENVIRONMENT (SHARDSCOPE_TEST_CLI=$<TARGET_FILE:shardscope-cli>).
 # The test reads them with tests/support/paths.h, which fails naming a variable that is missing.
 function(shardscope_add_test name)
-  cmake_parse_arguments(T "XVFB;DBUS" "PROCESSORS;TIMEOUT"
+  cmake_parse_arguments(T "XVFB;DBUS;WAITS" "PROCESSORS;TIMEOUT"
                         "SOURCES;LIBS;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
   if(NOT T_LABELS)
     message(FATAL_ERROR "shardscope_add_test(${name}): give LABELS (unit, integration, gui, reference, slow, cuda-build)")
@@ -55,14 +62,14 @@ function(shardscope_add_test name)
   _shardscope_test_properties(${name})
 endfunction()
 
-# shardscope_add_pg_test(TARGET [TIMEOUT s] [LABELS...]): TARGET (a test added above) once more as
+# shardscope_add_pg_test(TARGET [TIMEOUT s] [WAITS] [LABELS...]): TARGET (a test added above) once more as
 # TARGET_pg, against a throwaway PostgreSQL server that tests/support/with_postgres.py starts on
 # loopback and stops (SHARDSCOPE_TEST_DB names it; tests/support/teststore.h makes each test's
 # database there). Labelled `postgres`; a server that cannot start fails the test. It gets the
 # paths TARGET's test gets: SHARDSCOPE_TEST_SOURCE_DIR, SHARDSCOPE_TEST_BINARY_DIR and the
 # test's ENVIRONMENT.
 function(shardscope_add_pg_test target)
-  cmake_parse_arguments(T "" "TIMEOUT" "LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(T "WAITS" "TIMEOUT" "LABELS;ARGS" ${ARGN})
   add_test(NAME ${target}_pg
            COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/support/with_postgres.py
                    $<TARGET_FILE:${target}> ${T_ARGS})
@@ -71,14 +78,15 @@ function(shardscope_add_pg_test target)
     set(timeout ${T_TIMEOUT})
   endif()
   get_target_property(environment ${target} SHARDSCOPE_TEST_ENVIRONMENT)
+  shardscope_test_slots(slots 1 "${T_WAITS}")
   set_tests_properties(${target}_pg PROPERTIES LABELS "postgres;integration;${T_LABELS}"
-                                               TIMEOUT ${timeout} ENVIRONMENT "${environment}")
+                       PROCESSORS ${slots} TIMEOUT ${timeout} ENVIRONMENT "${environment}")
 endfunction()
 
 # shardscope_add_script_test(NAME COMMAND... LABELS... [...same options]): a test that runs a
 # command (a Python or shell checker) rather than a Qt Test executable.
 function(shardscope_add_script_test name)
-  cmake_parse_arguments(T "WILL_FAIL" "PROCESSORS;TIMEOUT;PASS_REGULAR_EXPRESSION"
+  cmake_parse_arguments(T "WILL_FAIL;WAITS" "PROCESSORS;TIMEOUT;PASS_REGULAR_EXPRESSION"
                         "COMMAND;LABELS;FIXTURES_REQUIRED;ENVIRONMENT;DEPENDS" ${ARGN})
   add_test(NAME ${name} COMMAND ${T_COMMAND} WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
   _shardscope_test_properties(${name})
@@ -128,14 +136,26 @@ function(shardscope_reference_python var)
   endif()
 endfunction()
 
+# shardscope_test_slots(VAR CORES WAITS): the CTest slots (PROCESSORS) of a test that keeps CORES
+# cores busy, or that mostly waits when WAITS is true (see above).
+function(shardscope_test_slots var cores waits)
+  if(waits)
+    set(${var} 1 PARENT_SCOPE)
+  else()
+    math(EXPR slots "2 * ${cores}")
+    set(${var} ${slots} PARENT_SCOPE)
+  endif()
+endfunction()
+
 macro(_shardscope_test_properties name)
   if(NOT T_PROCESSORS)
     set(T_PROCESSORS 1)
   endif()
+  shardscope_test_slots(_slots ${T_PROCESSORS} "${T_WAITS}")
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" PROCESSORS ${T_PROCESSORS}
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" PROCESSORS ${_slots}
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OMP_NUM_THREADS=1;MKL_NUM_THREADS=1;SHARDSCOPE_THREAD_CHECKS=1;${T_ENVIRONMENT}")
   if(T_FIXTURES_REQUIRED)

@@ -11,4 +11,4 @@ source scripts/sanitizer-env.sh
 cmake --preset asan >/dev/null
 cmake --build build-asan -j "$(getconf _NPROCESSORS_ONLN)"
 cd build-asan
-ctest -j2 --output-on-failure --timeout 3600 "$@"
+ctest -j "$(( 2 * $(getconf _NPROCESSORS_ONLN) ))" --output-on-failure --timeout 3600 "$@"

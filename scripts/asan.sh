@@ -19,4 +19,8 @@ for label in unit integration; do
     exit 1
   fi
 done
-ctest -L '^(unit|integration)$' -j2 --output-on-failure --timeout 900 "$@"
+"$root/scripts/ctest-costs.sh" seed "$root/build-asan-ci"
+status=0
+ctest -L '^(unit|integration)$' -j "$(( 2 * $(getconf _NPROCESSORS_ONLN) ))" --output-on-failure --timeout 900 "$@" || status=$?
+"$root/scripts/ctest-costs.sh" keep "$root/build-asan-ci"
+exit "$status"

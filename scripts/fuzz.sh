@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (preset `fuzz`: clang, ASan, UBSan) into build-fuzz/ and runs each
-# for $SHARDSCOPE_FUZZ_SECONDS seconds (default 60), two at a time. Fails on any crash, leak,
+# for $SHARDSCOPE_FUZZ_SECONDS seconds (default 60), one per core at a time. Fails on any crash, leak,
 # UB report, hang or out-of-memory; scripts/test.sh runs it in CI. Needs clang and libFuzzer
 # (scripts/setup.sh --tests). Arguments go to ctest (e.g. -R fuzz_events).
 set -euo pipefail
@@ -17,7 +17,7 @@ cd build-fuzz
 stamp=$(mktemp)
 trap 'rm -f "$stamp"' EXIT
 status=0
-ctest -L '^fuzz$' -j2 --output-on-failure "$@" || status=$?
+ctest -L '^fuzz$' -j "$(( 2 * $(getconf _NPROCESSORS_ONLN) ))" --output-on-failure "$@" || status=$?
 # A failure's verdict and input, repeated at the end: a CI log that keeps only its tail still
 # says what broke and holds the input (base64; inputs are at most 4 KiB) to replay it here.
 if ((status != 0)); then

@@ -27,7 +27,11 @@ if [[ ${CI:-} == true ]]; then
   done
 fi
 status=0
-(cd build && ctest -j2 --output-on-failure --timeout 900 "$@") || status=$?
+# Two CTest slots per core: a test holds two per core it keeps busy and one when it mostly
+# waits (cmake/ShardscopeTest.cmake), so waiting tests run beside computing ones.
+scripts/ctest-costs.sh seed build
+(cd build && ctest -j "$(( 2 * $(getconf _NPROCESSORS_ONLN) ))" --output-on-failure --timeout 900 "$@") || status=$?
+scripts/ctest-costs.sh keep build
 t3=$SECONDS
 # The sanitizer steps: libFuzzer on every parser ($SHARDSCOPE_FUZZ_SECONDS each, default 60),
 # then the unit and integration tests under ASan + UBSan (about 15 minutes). They run with the
