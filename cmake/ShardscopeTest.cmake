@@ -161,4 +161,9 @@ macro(_shardscope_test_properties name)
   if(T_FIXTURES_REQUIRED)
     set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${T_FIXTURES_REQUIRED}")
   endif()
+  # The Slurm fixture is one node with few CPUs: its tests take turns, so none waits in the
+  # queue behind another test's jobs.
+  if("slurm" IN_LIST T_FIXTURES_REQUIRED)
+    set_tests_properties(${name} PROPERTIES RESOURCE_LOCK slurm)
+  endif()
 endmacro()
