@@ -10,10 +10,10 @@
 #include <QComboBox>
 #include <QDir>
 #include <QStandardPaths>
-#include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTreeView>
 
 #include "backend/store/db.h"
 #include "backend/store/runusage.h"
@@ -91,7 +91,7 @@ class TestCost : public QObject {
       QCOMPARE(cell(m_runs[i], RunTableModel::UsageCol), hours[i]);
       QCOMPARE(cell(m_runs[i], RunTableModel::CostCol), costs[i]);
     }
-    QTableView* view = m_window->runsPanel()->view();
+    QTreeView* view = m_window->runsPanel()->view();
     view->scrollTo(view->model()->index(0, RunTableModel::CostCol));
     QTest::qWait(50);
     const QString artifacts = testing::binaryDir() + "/tests/artifacts";
