@@ -72,10 +72,12 @@ QStringList shapesDemoFiles(const spec::Experiment& exp) {
 // (the build tree and the package put shardtrain next to shardscope and shardscope-cli), else on
 // PATH; empty when there is none.
 QString demoTrainer(const spec::Experiment& exp) {
-  const QString name = QString::fromStdString(exp.launch.trainer);
+  QString name = QString::fromStdString(exp.launch.trainer);
   if (name.contains(QLatin1Char('/'))) return name;
-  const QString beside = QDir(QCoreApplication::applicationDirPath()).filePath(name);
-  if (QCoreApplication::instance() != nullptr && QFileInfo(beside).isExecutable()) return beside;
+  if (QCoreApplication::instance() != nullptr) {
+    QString beside = QDir(QCoreApplication::applicationDirPath()).filePath(name);
+    if (QFileInfo(beside).isExecutable()) return beside;
+  }
   return QStandardPaths::findExecutable(name);
 }
 
