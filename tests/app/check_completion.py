@@ -38,7 +38,7 @@ def main():
         script = generate(completion_py, cli, tmp)
         f = "_shardscope_cli"
         cases = {
-            ("shardscope-cli", "exp"): ["export", "export-run", "export-study"],
+            ("shardscope-cli", "exp"): ["export", "export-checkpoint", "export-run", "export-study"],
             ("shardscope-cli", "study", "c"): ["create"],
             ("shardscope-cli", "export-study", "quad", "--to", ""): ["optuna", "tensorboard"],
             ("shardscope-cli", "export", "r", "--format", "j"): ["json"],
