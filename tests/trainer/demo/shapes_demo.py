@@ -84,7 +84,8 @@ def launch(tool, verb, run_dir, data_dir, overrides, extra=(), world=2):
     (in VERB-rank-N files of the run directory)."""
     os.makedirs(run_dir, exist_ok=True)
     sets = [f"model.path={data_dir}/model", f"data.train_path={data_dir}/train.jsonl",
-            f"data.eval_path={data_dir}/eval.jsonl"] + overrides
+            f"data.eval_path={data_dir}/eval.jsonl",
+            f"eval.probes={data_dir}/probes.jsonl"] + overrides
     port = str(free_port())
     procs = []
     for rank in range(world):
