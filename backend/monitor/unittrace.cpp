@@ -9,6 +9,7 @@
 #include <QRegularExpression>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 
 namespace shardscope::backend {
@@ -40,6 +41,16 @@ class FileReader {
                   "\": not a shardtrain per-unit trace, or one written before step-relative "
                   "times (record it again with this shardtrain)");
     return v.toDouble();
+  }
+  /// The record's step: a whole number a step counter can hold (a double out of qint64's range
+  /// would make the conversion undefined).
+  Result<qint64> stepOf(const QJsonObject& o, qint64 line) const {
+    auto v = number(o, "step", line);
+    if (!v) return v.error();
+    if (!(*v >= 0 && *v <= 9e15) || std::trunc(*v) != *v)
+      return fail(where(m_path, line) + ": \"step\" is " + std::to_string(*v) +
+                  ", want a whole number from 0 (a step counter)");
+    return static_cast<qint64>(*v);
   }
   UnitTraceRank& rankOf(qint64 step) {
     auto& s = m_into.steps[step];
@@ -73,7 +84,7 @@ Result<void> FileReader::record(const QJsonObject& o, qint64 line) {
   if (unit.isEmpty() || phase.isEmpty())
     return fail(where(m_path, line) + ": a \"" + op.toStdString() +
                 "\" record without \"unit\" or \"phase\"");
-  auto step = number(o, "step", line);
+  auto step = stepOf(o, line);
   if (!step) return step.error();
   auto ms = number(o, "ms", line);
   if (!ms) return ms.error();
@@ -91,16 +102,16 @@ Result<void> FileReader::record(const QJsonObject& o, qint64 line) {
     if (!end) return end.error();
     span.kind = phase == QLatin1String("forward") ? UnitSpanKind::forward : UnitSpanKind::backward;
     span.end = *end;
-    rankOf(static_cast<qint64>(*step)).spans.push_back(span);
+    rankOf(*step).spans.push_back(span);
     return ok();
   }
-  const QString key = QString::number(static_cast<qint64>(*step)) + u'/' + QString::number(micro) +
-                      u'/' + op + u'/' + unit + u'/' + phase;
+  const QString key = QString::number(*step) + u'/' + QString::number(micro) + u'/' + op + u'/' +
+                      unit + u'/' + phase;
   const QString stage = o.value(QLatin1String("stage")).toString();
   if (stage == QLatin1String("issue")) {
     m_issued[key].push_back({*ms, o.value(QLatin1String("bytes")).toInteger()});
     // The forward order of units: the first rank's forward gathers.
-    auto& s = m_into.steps[static_cast<qint64>(*step)];
+    auto& s = m_into.steps[*step];
     if (op == QLatin1String("all_gather") && !s.units.contains(unit)) s.units.append(unit);
     return ok();
   }
@@ -119,7 +130,7 @@ Result<void> FileReader::record(const QJsonObject& o, qint64 line) {
   span.waitFrom = *ms;
   span.end = *done;
   span.bytes = issued.bytes;
-  rankOf(static_cast<qint64>(*step)).spans.push_back(span);
+  rankOf(*step).spans.push_back(span);
   return ok();
 }
 

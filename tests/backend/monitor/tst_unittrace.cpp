@@ -120,6 +120,23 @@ class TestUnitTrace : public QObject {
              trace.message().c_str());
   }
 
+  void aStepNoCounterHoldsIsRefused() {
+    // 1e300 (or -1, or 2.5) is no step: refused by name, not converted to a qint64 (undefined
+    // for a double out of its range; the fuzzer found it).
+    for (const char* step : {"1e300", "-1", "2.5"}) {
+      const QByteArray bytes = QByteArray(
+                                   "{\"op\":\"compute\",\"unit\":\"root\",\"phase\":"
+                                   "\"forward\",\"step\":") +
+                               step + ",\"micro\":0,\"ms\":1,\"end_ms\":2}\n";
+      QTemporaryDir tmp;
+      auto trace = readUnitTrace(runDir(tmp, bytes));
+      QVERIFY(!trace.ok());
+      QVERIFY2(trace.message().find("rank-1.jsonl:1: \"step\" is ") != std::string::npos &&
+                   trace.message().find("want a whole number from 0") != std::string::npos,
+               trace.message().c_str());
+    }
+  }
+
   void aWaitWithoutItsIssueIsRefused() {
     QByteArray bytes =
         "{\"op\":\"reduce_scatter\",\"stage\":\"wait\",\"unit\":\"layers.0\",\"phase\":"
