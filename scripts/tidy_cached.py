@@ -8,10 +8,12 @@ includes, the system's (Qt, LibTorch, libpq) included (the compiler's -M list): 
 release that changes no header the unit reads changes no key, and one that does re-tidies exactly
 the units that read it. clang-tidy's version enters without the "Host CPU" line of its --version,
 which names the machine's processor (the key must hold on another machine). Paths inside the clone
-enter the key relative to it, so a clone in another folder (CI's) finds what this machine passed.
-The key of the format before (the whole --version text, project headers only, system include
-folders by their packages' versions) is still read: a unit whose old key passed on this machine
-is taken as passed and its new key cached, so the change of format re-tidies nothing here. A passing
+(and in its venv, also where .venv links into the venv cache) enter the key relative to it, and the
+files enter in the order of those names, so a clone in another folder (CI's /check, before /usr
+where this machine's /work sorts after it) finds what this machine passed. The key of the format
+before (the files in the order of their real paths) is still read: a unit whose old key passed on
+this machine is taken as passed and its new key cached, so the change of format re-tidies nothing
+here. A passing
 unit stores its key in the cache directory (--cache, else $SHARDSCOPE_TIDY_CACHE, else
 ${XDG_CACHE_HOME:-~/.cache}/shardscope/tidy: outside the clone, so a machine pays once per change).
 A failing unit is never cached.
@@ -99,60 +101,19 @@ def dependency_command(args):
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
+# The clone's venv (LibTorch's headers) may be a link into scripts/setup.sh's venv cache: its files'
+# real paths then lie outside the clone, and stand for @ROOT@/.venv.
+VENV = os.path.join(ROOT, ".venv")
+VENV_REAL = os.path.realpath(VENV)
+
+
 def portable(text):
-    """`text` with the clone's own folder written as @ROOT@: a key must not depend on where the
-    clone lies, or CI's fresh clone in another folder would find nothing its machine had passed."""
+    """`text` with the clone's own folder written as @ROOT@ (and its venv, wherever the link
+    .venv points, as @ROOT@/.venv): a key must not depend on where the clone lies, or CI's fresh
+    clone in another folder would find nothing its machine had passed."""
+    if VENV_REAL != VENV:
+        text = text.replace(VENV_REAL + os.sep, "@ROOT@/.venv/")
     return text.replace(ROOT + os.sep, "@ROOT@/").replace(ROOT, "@ROOT@")
-
-
-_DPKG_VERSIONS = {}
-
-
-def debian_versions(d):
-    """The Debian packages that own folder `d`, with their versions ("" when dpkg knows none).
-    Unlike a modification time, the same on every machine with the same packages: a key recorded
-    on one machine (--record) holds on a fresh one."""
-    if d not in _DPKG_VERSIONS:
-        owners = ""
-        if shutil.which("dpkg-query"):
-            r = subprocess.run(["dpkg-query", "-S", d], capture_output=True, text=True)
-            names = sorted({n.strip().split(":")[0] for line in r.stdout.splitlines()
-                            if line.endswith(": " + d) for n in line.rsplit(": ", 1)[0].split(",")})
-            if names:
-                r = subprocess.run(["dpkg-query", "-W", "-f", "${Package}=${Version}\n", *names],
-                                   capture_output=True, text=True)
-                owners = ",".join(sorted(r.stdout.split()))
-        _DPKG_VERSIONS[d] = owners
-    return _DPKG_VERSIONS[d]
-
-
-def package_stamp(d):
-    """What identifies the headers of a system include folder. Inside the clone (the venv's
-    LibTorch) a fresh clone has fresh modification times, so there the Python package's installed
-    version (its .dist-info folder's name) stands for them; elsewhere (Debian's Qt, toml++) the
-    Debian packages that own the folder, with their versions (its modification time where dpkg
-    knows none)."""
-    real = os.path.realpath(d)
-    if not real.startswith(ROOT + os.sep):
-        return f"{d}:{debian_versions(real) or os.stat(d).st_mtime_ns}"
-    parts = real.split(os.sep)
-    if "site-packages" in parts:
-        i = parts.index("site-packages")
-        site, package = os.sep.join(parts[:i + 1]), parts[i + 1] if i + 1 < len(parts) else ""
-        infos = sorted(n for n in os.listdir(site)
-                       if n.endswith(".dist-info") and n.split("-")[0].lower() == package.lower())
-        if infos:
-            return f"{portable(d)}:{','.join(infos)}"
-    return f"{portable(d)}:{os.stat(d).st_mtime_ns}"
-
-
-def system_dirs_stamp(args):
-    stamps = []
-    for i, a in enumerate(args):
-        d = args[i + 1] if a == "-isystem" and i + 1 < len(args) else None
-        if d and os.path.isdir(d):
-            stamps.append(package_stamp(d))
-    return "\n".join(stamps)
 
 
 def portable_version(text):
@@ -178,7 +139,7 @@ def system_dirs(args):
             if a == "-isystem" and i + 1 < len(args)]
 
 
-def unit_key(entry, base_key, old_base_key=None):
+def unit_key(entry, base_key):
     """(cache key, the unit's project files as real paths, the key in the format before); the keys
     are None when the compiler cannot list the unit's inputs (then the unit always runs). Paths
     inside the clone enter the key relative to it, so the same sources key alike in any folder."""
@@ -191,7 +152,7 @@ def unit_key(entry, base_key, old_base_key=None):
         text = dep.read().replace("\\\n", " ")
     files = sorted({os.path.realpath(os.path.join(entry["directory"], f))
                     for f in (text.split(":", 1)[1].split() if ":" in text else [])})
-    # What -MM listed (the format before): the clone's own files, not its -isystem folders'.
+    # The clone's own files, not its -isystem folders': what a failing unit's findings can name.
     isystem = system_dirs(args)
     project = [f for f in files if f.startswith(ROOT + os.sep) and
                not any(f.startswith(d + os.sep) for d in isystem)]
@@ -201,17 +162,19 @@ def unit_key(entry, base_key, old_base_key=None):
         with open(config, "rb") as fh:
             config_text = fh.read()
     command = portable(" ".join(args)).encode()
-    new = hashlib.sha256(b"v2\n" + base_key.encode())
+    # The files in the order of their portable names: ordered by real path, a clone in /check or
+    # /tmp (before /usr) would hash Qt's headers before its own and one in /work after them.
+    new = hashlib.sha256(b"v3\n" + base_key.encode())
     new.update(config_text)
     new.update(command)
-    for path in files:
-        new.update(portable(path).encode())
+    for name, path in sorted((portable(path), path) for path in files):
+        new.update(name.encode())
         new.update(digest(path))
-    old = hashlib.sha256((old_base_key if old_base_key is not None else base_key).encode())
+    # The format before (v2): the same inputs ordered by real path.
+    old = hashlib.sha256(b"v2\n" + base_key.encode())
     old.update(config_text)
     old.update(command)
-    old.update(system_dirs_stamp(args).encode())
-    for path in project:
+    for path in files:
         old.update(portable(path).encode())
         old.update(digest(path))
     return new.hexdigest(), set(project), old.hexdigest()
@@ -434,14 +397,14 @@ def read_record(path):
         return {ln.strip() for ln in f if ln.strip() and not ln.startswith("#")}
 
 
-def compute_keys(opt, db, base_key, old_base_key, units, pool):
+def compute_keys(opt, db, base_key, units, pool):
     """(unit -> (key, project files), unit -> the key in the format before) for units in the
     compile database and without --fix."""
     def key(unit):
         entry = db.get(os.path.realpath(unit))
         if entry is None or opt.fix:
             return unit, (None, set(), None)
-        return unit, unit_key(entry, base_key, old_base_key)
+        return unit, unit_key(entry, base_key)
     both = dict(pool.map(key, units))
     return ({u: (k, files) for u, (k, files, _) in both.items()},
             {u: old for u, (_, _, old) in both.items()})
@@ -473,12 +436,11 @@ def main():
     with open(os.path.join(ROOT, ".clang-tidy")) as f:
         config = f.read()
     base_key = portable_version(version) + config
-    old_base_key = version + config
     os.makedirs(opt.cache, exist_ok=True)
 
     jobs = max(1, opt.jobs)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        keys, old_keys = compute_keys(opt, db, base_key, old_base_key, opt.units, pool)
+        keys, old_keys = compute_keys(opt, db, base_key, opt.units, pool)
         tidy = Tidy(opt, db, keys)
         missing = [u for u in opt.units if os.path.realpath(u) not in db]
         for unit in missing:

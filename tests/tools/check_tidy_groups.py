@@ -5,12 +5,13 @@ analyzer's) are reported at the original file:line exactly as in per-unit mode; 
 not compile as one unit (two units with the same static helper, grouped with a third) is split
 into the unit the error is in and a group of the rest, and passes; units that define main() are
 never grouped; a dirty group caches none of its units; a clean re-run caches every unit and the
-next run skips them all. Keys name no folder: the same sources in another folder hit the cache,
-and a written record alone skips them, except a unit changed since. System headers enter the key
+next run skips them all. Keys name no folder: the same sources in another folder (on the other side
+of /usr, with its .venv a link elsewhere) hit the cache, and a written record alone skips them,
+except a unit changed since. System headers enter the key
 by their contents: changing one re-tidies only the units that include it, and a change to their
 folder that no unit reads re-tidies none; clang-tidy's "Host CPU" (the machine's processor) is
-not in the key. A record of keys in the format before (system folders by their packages'
-versions) still skips the units it covers, and their new keys are cached.
+not in the key. A record of keys in the format before (files in the order of their real paths)
+still skips the units it covers, and their new keys are cached.
 
 Usage: check_tidy_groups.py SOURCE_DIR
 """
@@ -142,24 +143,49 @@ def clean_project(root, source_dir):
     return build
 
 
+def with_venv(root, build, venv_dir):
+    """f.cpp includes <venvdep.h> from `venv_dir` (the folder the clone's .venv is, or links to)
+    through -isystem ROOT/.venv/include, as the trainer's units include LibTorch's headers."""
+    write(venv_dir, "include/venvdep.h", "#pragma once\ninline int venvdep() { return 3; }\n")
+    if os.path.realpath(venv_dir) != os.path.join(root, ".venv"):
+        os.symlink(venv_dir, os.path.join(root, ".venv"))
+    write(root, "src/f.cpp", "#include <venvdep.h>\nint f_value() { return venvdep(); }\n")
+    db_path = os.path.join(build, "compile_commands.json")
+    with open(db_path) as f:
+        db = json.load(f)
+    for entry in db:
+        entry["command"] = entry["command"].replace(
+            " -std=", f" -isystem {os.path.join(root, '.venv', 'include')} -std=")
+    with open(db_path, "w") as f:
+        json.dump(db, f)
+
+
 def relocated(source_dir):
     """Keys name no folder: the same project in another folder (CI's fresh clone) finds what the
-    first one passed, in the shared cache and in a record written by the first."""
-    with tempfile.TemporaryDirectory() as top:
-        one, two = os.path.join(top, "one"), os.path.join(top, "elsewhere", "two")
+    first one passed, in the shared cache and in a record written by the first. The two clones lie
+    on either side of /usr (where <string> is): /tmp and /var/tmp, as CI's /check and this
+    machine's /work do; the second's .venv links into a venv cache elsewhere, as scripts/setup.sh
+    makes it."""
+    with tempfile.TemporaryDirectory() as top, \
+            tempfile.TemporaryDirectory(dir="/var/tmp") as after:
+        one, two = os.path.join(top, "one"), os.path.join(after, "elsewhere", "two")
+        expect(one < "/usr" < two, f"the clones lie on either side of /usr: {one}, {two}", "")
         cache, record = os.path.join(top, "cache"), os.path.join(top, "tidy-passed.txt")
         build = clean_project(one, source_dir)
+        with_venv(one, build, os.path.join(one, ".venv"))
         rc, out = tidy(one, one, build, cache, 8, ["--write-record", record])
         expect(rc == 0 and "0 unchanged" in out and "8 passing units" in out,
                "a clean run writes the record of its 8 units", out)
         build = clean_project(two, source_dir)
+        with_venv(two, build, os.path.join(top, "venv-cache", "3f2a"))
         rc, out = tidy(two, two, build, cache, 8)
         expect(rc == 0 and "8 unchanged" in out,
                "the same sources in another folder hit the first folder's cache", out)
         rc, out = tidy(two, two, build, os.path.join(top, "empty"), 8, ["--record", record])
         expect(rc == 0 and "8 unchanged" in out,
                "with an empty cache, the committed record alone skips them", out)
-        write(two, "src/f.cpp", "int f_value() { return 7; }\n")
+        write(two, "src/c.cpp",
+              "static int helper() { return 7; }\nint c_value() { return helper(); }\n")
         rc, out = tidy(two, two, build, os.path.join(top, "empty2"), 8, ["--record", record])
         expect(rc == 0 and "7 unchanged" in out and "1 tidied" in out,
                "a changed unit is tidied again: the record does not cover it", out)
@@ -209,7 +235,7 @@ def system_headers(source_dir):
         with open(old_record, "w") as f:
             for entry in db:
                 new, _, old = tidy_cached.unit_key(
-                    entry, tidy_cached.portable_version(version) + config, version + config)
+                    entry, tidy_cached.portable_version(version) + config)
                 new_keys.add(new)
                 f.write(old + "\n")
         migrated = os.path.join(top, "e3")
