@@ -8,12 +8,16 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 namespace shardscope::backend {
 
 namespace {
 
 constexpr char kPriceGroup[] = "cost/price_per_hour";
+
+// Up to this many runs, runUsage reads only theirs (by id); beyond, every run in one pass.
+constexpr std::size_t kFewRuns = 200;
 
 // The dashboard's organisation and application name (app/shardscope/main.cpp sets both), so
 // that any process reads the dashboard's settings.
@@ -44,11 +48,24 @@ RunUsage usageOf(const RunRecord& run, bool gpu, const std::vector<AttemptSpan>&
 
 Result<QHash<qint64, RunUsage>> runUsage(RunReader& reader, const std::vector<RunRecord>& runs,
                                          double now) {
+  if (runs.empty()) return QHash<qint64, RunUsage>{};
+  // Only `runs` when they are few (`show RUN`, a sweep's members): their ids, which the run log
+  // itself numbered, written into the statement; every run otherwise (the runs table).
+  std::string only;
+  if (runs.size() <= kFewRuns) {
+    only = " AND r.id IN (";
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (i > 0) only += ',';
+      only += std::to_string(runs[i].id);
+    }
+    only += ")";
+  }
   // Each run's current attempt's rank-0 hello, through the events index (run, attempt, rank,
   // kind): one lookup per run, never a scan of the events.
   auto devices = reader.db().prepare(
       "SELECT r.id, (SELECT e.json FROM events e WHERE e.run_id = r.id AND e.attempt = r.attempt "
-      "AND e.rank = 0 AND e.kind = 'hello' ORDER BY e.seq LIMIT 1) FROM runs r");
+      "AND e.rank = 0 AND e.kind = 'hello' ORDER BY e.seq LIMIT 1) FROM runs r WHERE 1 = 1" +
+      only);
   if (!devices) return devices.error();
   QHash<qint64, bool> gpu;
   for (;;) {
@@ -63,7 +80,8 @@ Result<QHash<qint64, RunUsage>> runUsage(RunReader& reader, const std::vector<Ru
   auto spans = reader.db().prepare(
       "SELECT e.run_id, e.attempt, e.kind, e.json FROM runs r JOIN events e ON e.run_id = r.id "
       "AND e.attempt < r.attempt AND e.rank = 0 AND e.kind IN ('hello', 'done', 'error') "
-      "WHERE r.attempt > 0 ORDER BY e.run_id, e.attempt, e.file_offset");
+      "WHERE r.attempt > 0" +
+      only + " ORDER BY e.run_id, e.attempt, e.file_offset");
   if (!spans) return spans.error();
   std::map<std::pair<qint64, int>, AttemptSpan> earlier;
   for (;;) {

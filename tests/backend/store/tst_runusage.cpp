@@ -120,6 +120,17 @@ class TestRunUsage : public QObject {
       if (run.id == a) QCOMPARE(backend::usageHost(run), QString("local"));
       if (run.id == b) QCOMPARE(backend::usageHost(run), QString());
     }
+    // One run alone (`show RUN`) reads only that run, with the same figures.
+    for (const RunRecord& run : *runs) {
+      if (run.id != a) continue;
+      auto one = backend::runUsage(*reader, {run}, 1e9);
+      QVERIFY2(one, one ? "" : one.message().c_str());
+      QCOMPARE(one->size(), 1);
+      QCOMPARE(one->value(a).hours, 3.0);
+      QVERIFY(one->value(a).gpu);
+    }
+    auto none = backend::runUsage(*reader, {}, 1e9);
+    QVERIFY(none && none->isEmpty());
   }
 
   void pricesPerHost() {
