@@ -39,8 +39,11 @@ inline void expect_clear_error(const std::string& message, std::string_view must
 /// temporary folder (kept for the next input), returned as a path.
 inline std::string as_file(const std::uint8_t* data, std::size_t size, const std::string& name) {
   static const std::filesystem::path dir = [] {
-    auto d =
-        std::filesystem::temp_directory_path() / ("shardscope-fuzz-" + std::to_string(::getpid()));
+    // The pid padded to ten digits: the path has the same length in every process, so a fixed
+    // seed's run does not depend on how many digits this one's pid has.
+    char folder[48];
+    std::snprintf(folder, sizeof folder, "shardscope-fuzz-%010ld", static_cast<long>(::getpid()));
+    auto d = std::filesystem::temp_directory_path() / folder;
     std::filesystem::create_directories(d);
     return d;
   }();
