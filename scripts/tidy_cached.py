@@ -107,11 +107,12 @@ VENV = os.path.join(ROOT, ".venv")
 VENV_REAL = os.path.realpath(VENV)
 
 
-def portable(text):
+def portable(text, venv=True):
     """`text` with the clone's own folder written as @ROOT@ (and its venv, wherever the link
     .venv points, as @ROOT@/.venv): a key must not depend on where the clone lies, or CI's fresh
-    clone in another folder would find nothing its machine had passed."""
-    if VENV_REAL != VENV:
+    clone in another folder would find nothing its machine had passed. venv=False: the format
+    before, which left a linked venv's real paths as they were."""
+    if venv and VENV_REAL != VENV:
         text = text.replace(VENV_REAL + os.sep, "@ROOT@/.venv/")
     return text.replace(ROOT + os.sep, "@ROOT@/").replace(ROOT, "@ROOT@")
 
@@ -170,12 +171,12 @@ def unit_key(entry, base_key):
     for name, path in sorted((portable(path), path) for path in files):
         new.update(name.encode())
         new.update(digest(path))
-    # The format before (v2): the same inputs ordered by real path.
+    # The format before (v2): the same inputs ordered by real path, a linked venv's unmapped.
     old = hashlib.sha256(b"v2\n" + base_key.encode())
     old.update(config_text)
     old.update(command)
     for path in files:
-        old.update(portable(path).encode())
+        old.update(portable(path, venv=False).encode())
         old.update(digest(path))
     return new.hexdigest(), set(project), old.hexdigest()
 
