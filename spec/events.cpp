@@ -95,6 +95,21 @@ struct Encoder {
     out["kind"] = to_string(e.kind);
     out["message"] = e.message;
     out["hint"] = e.hint;
+    if (e.memory) {
+      const OomMemory& m = *e.memory;
+      Json memory = {{"device", m.device},
+                     {"request", m.request},
+                     {"allocated", m.allocated},
+                     {"peak", m.peak}};
+      for (auto [key, value] :
+           {std::pair{"limit", &m.limit}, std::pair{"reserved", &m.reserved},
+            std::pair{"largest_free", &m.largest_free}, std::pair{"capacity", &m.capacity},
+            std::pair{"device_free", &m.device_free}}) {
+        if (*value) memory[key] = **value;
+      }
+      if (m.snapshot) memory["snapshot"] = *m.snapshot;
+      out["memory"] = memory;
+    }
   }
   void operator()(const SysEvent& e) const {
     out["step"] = e.step;
@@ -382,6 +397,36 @@ ErrorEvent read_error(Reader& r) {
   }
   e.message = r.text("message");
   e.hint = r.text("hint", false);
+  if (r.field(r.root(), "", "memory", false)) {
+    if (const Json* memory = r.object("memory")) {
+      OomMemory m;
+      if (const Json* d = r.field(*memory, "memory", "device", true); d && d->is_string())
+        m.device = d->get<std::string>();
+      if (!r.failed() && m.device != "cpu" && m.device != "cuda")
+        r.set_error("memory", "device", "expected \"cpu\" or \"cuda\", got \"" + m.device + "\"");
+      m.request = r.integer_in(*memory, "memory", "request");
+      m.allocated = r.integer_in(*memory, "memory", "allocated");
+      m.peak = r.integer_in(*memory, "memory", "peak");
+      for (auto [key, slot] :
+           {std::pair{"limit", &m.limit}, std::pair{"reserved", &m.reserved},
+            std::pair{"largest_free", &m.largest_free}, std::pair{"capacity", &m.capacity},
+            std::pair{"device_free", &m.device_free}}) {
+        if (r.field(*memory, "memory", key, false)) *slot = r.integer_in(*memory, "memory", key);
+      }
+      if (const Json* snap = r.field(*memory, "memory", "snapshot", false)) {
+        if (snap->is_string())
+          m.snapshot = snap->get<std::string>();
+        else
+          r.set_error("memory", "snapshot", "expected a path (a string), got " + preview(*snap));
+      }
+      for (auto [key, value] : {std::pair{"request", m.request},
+                                std::pair{"allocated", m.allocated}, std::pair{"peak", m.peak}}) {
+        if (value < 0)
+          r.set_error("memory", key, "expected bytes >= 0, got " + std::to_string(value));
+      }
+      e.memory = m;
+    }
+  }
   return e;
 }
 

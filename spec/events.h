@@ -107,11 +107,29 @@ struct DoneEvent {
   std::optional<std::int64_t> steps;
 };
 
+/// `error.memory`: the allocator's view at the moment an allocation was refused (kind oom only;
+/// absent when the allocator said nothing, and from older trainers), in bytes.
+struct OomMemory {
+  std::string device;          // "cpu" (the counting allocator) or "cuda" (the caching allocator)
+  std::int64_t request = 0;    // the allocation that failed (CUDA: rounded to the block size)
+  std::int64_t allocated = 0;  // live tensor bytes when it failed (the request not included)
+  std::int64_t peak = 0;       // max of allocated since the last reset (CUDA: since the start)
+  std::optional<std::int64_t> limit;         // CPU: SHARDSCOPE_HOST_MEMORY_LIMIT
+  std::optional<std::int64_t> reserved;      // CUDA: bytes the caching allocator holds
+  std::optional<std::int64_t> largest_free;  // CUDA: largest free block of its segments
+  std::optional<std::int64_t> capacity;      // CUDA: the device's memory (or the allowed part)
+  std::optional<std::int64_t> device_free;   // CUDA: what the driver still had free
+  std::optional<std::string> snapshot;       // CUDA, trace.memory_on_oom: the pickled allocator
+                                             // history, relative to the run directory
+  bool operator==(const OomMemory&) const = default;
+};
+
 /// `error`: why this rank fails, with what to do about it; a `done` may not follow.
 struct ErrorEvent {
   ErrorKind kind = ErrorKind::internal;
   std::string message;
   std::string hint;
+  std::optional<OomMemory> memory;  // kind oom: the allocator's view (see OomMemory)
 };
 
 /// `phases`: where one rank's wall time of an optimizer step went, in seconds (every rank,

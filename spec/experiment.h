@@ -187,6 +187,8 @@ struct EvalSection {
 struct TraceSection {
   std::int64_t every_n_steps = 0;  // one step in N recorded in detail; 0 = none (--trace: all)
   std::int64_t max_mib = 64;       // per rank: records stop once the file reaches this size
+  bool memory_on_oom = false;      // CUDA: record the caching allocator's history, and on an oom
+                               // write its snapshot to memory/rank-N.pickle in the run directory
 
   bool operator==(const TraceSection&) const = default;
 };

@@ -123,6 +123,7 @@ using TR = TraceSection;
 const Field<TR> kTraceFields[] = {
     {"every_n_steps", &TR::every_n_steps, "one step in N traced per unit; 0 = none"},
     {"max_mib", &TR::max_mib, "per rank: trace records stop at this file size (MiB)"},
+    {"memory_on_oom", &TR::memory_on_oom, "CUDA: allocator history; on oom a snapshot file"},
 };
 
 using LN = LaunchSection;

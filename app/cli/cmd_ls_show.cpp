@@ -11,6 +11,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/launching.h"
+#include "backend/monitor/oommemory.h"
 #include "backend/store/runusage.h"
 
 namespace shardscope::cli {
@@ -113,6 +114,19 @@ QJsonValue memEstimate(backend::RunReader& reader, qint64 runId) {
   return v.isDouble() && v.toInteger() > 0 ? QJsonValue(v.toInteger()) : QJsonValue();
 }
 
+// Each rank's allocator view at its oom (backend/monitor/oommemory.h): [{rank, device, request,
+// allocated, peak, limit | reserved, largest_free, ..., snapshot}], empty without one.
+QJsonArray oomMemory(backend::RunReader& reader, const backend::RunRecord& run) {
+  QJsonArray out;
+  for (const auto& [rank, memory] :
+       orExit(backend::oomMemoryOfRun(reader, run.id, std::max(run.worldSize, 1)))) {
+    QJsonObject o = backend::oomMemoryToJson(memory, run.runDir);
+    o["rank"] = rank;
+    out.append(o);
+  }
+  return out;
+}
+
 void showVerb(const Globals& g, const std::string& runArg) {
   auto reader = openReader(g);
   const auto run = findRun(reader, runArg);
@@ -120,6 +134,7 @@ void showVerb(const Globals& g, const std::string& runArg) {
   QJsonObject o = runToJson(run);
   o["metrics"] = lastMetrics(reader, run.id);
   o["mem_estimate"] = memEstimate(reader, run.id);
+  o["oom_memory"] = oomMemory(reader, run);
   const auto usage =
       orExit(backend::runUsage(reader, {run}, QDateTime::currentMSecsSinceEpoch() / 1000.0));
   o["usage"] = usageJson(usage.value(run.id), run, backend::loadHostPrices());
@@ -133,7 +148,11 @@ void showVerb(const Globals& g, const std::string& runArg) {
             << "run_dir:    " << run.runDir.toStdString() << '\n'
             << "world_size: " << run.worldSize << '\n';
   if (run.objective) std::cout << "objective:  " << *run.objective << '\n';
-  if (!run.error.isEmpty()) std::cout << "error:      " << run.error.toStdString() << '\n';
+  // An oom's allocator lines continue the error, indented under it.
+  if (!run.error.isEmpty())
+    std::cout << "error:      "
+              << QString(run.error).replace('\n', QStringLiteral("\n            ")).toStdString()
+              << '\n';
   // Which plan a run replanned after running out of memory ran, and why (its params).
   if (run.params.contains(QLatin1String(backend::kReplanParam)))
     std::cout << "replan:     "
@@ -143,6 +162,15 @@ void showVerb(const Globals& g, const std::string& runArg) {
             << costText(o["usage"].toObject()) << '\n';
   if (o["mem_estimate"].isDouble())
     std::cout << "estimate:   " << o["mem_estimate"].toInteger() << " bytes per rank\n";
+  // Every rank that ran out of memory, with what its allocator saw (the error names one).
+  for (const auto& [rank, memory] :
+       orExit(backend::oomMemoryOfRun(reader, run.id, std::max(run.worldSize, 1)))) {
+    std::cout << "oom:        rank " << rank << ": " << backend::oomMemoryText(memory).toStdString()
+              << '\n';
+    if (memory.snapshot)
+      std::cout << "            " << backend::oomSnapshotLine(memory, run.runDir).toStdString()
+                << '\n';
+  }
   const QJsonObject metrics = o["metrics"].toObject();
   for (auto it = metrics.begin(); it != metrics.end(); ++it) {
     const QJsonObject m = it.value().toObject();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/launch/rankfiles.h"
+#include "backend/monitor/oommemory.h"
 
 Q_LOGGING_CATEGORY(lcRunMonitor, "shardscope.backend.runmonitor")
 
@@ -29,12 +30,17 @@ std::optional<T> payloadOf(const std::optional<EventRow>& row) {
   return std::nullopt;
 }
 
-QString errorText(int rank, const spec::ErrorEvent& error) {
+// The rank's error, then (an oom) its allocator's figures and snapshot on lines of their own.
+QString errorText(int rank, const spec::ErrorEvent& error, const QString& runDir) {
   QString text = QString("rank %1: %2: %3")
                      .arg(rank)
                      .arg(QString::fromUtf8(spec::to_string(error.kind)))
                      .arg(QString::fromStdString(error.message));
   if (!error.hint.empty()) text += QString(" (%1)").arg(QString::fromStdString(error.hint));
+  if (error.memory) {
+    text += "\n" + oomMemoryText(*error.memory);
+    if (error.memory->snapshot) text += "\n" + oomSnapshotLine(*error.memory, runDir);
+  }
   return text;
 }
 
@@ -428,7 +434,7 @@ RunMonitor::Failure RunMonitor::describeDeath(const RankState& rank,
                                               const EventStream& stream) const {
   Failure failure;
   if (stream.lastError) {
-    failure.error = errorText(rank.rank, *stream.lastError);
+    failure.error = errorText(rank.rank, *stream.lastError, m_handle.location().runDir);
     if (stream.lastError->kind == spec::ErrorKind::oom) failure.status = spec::RunStatus::oom;
     return failure;
   }
@@ -505,7 +511,8 @@ RunMonitor::Failure RunMonitor::finalOutcome() const {
   // oom wins: a peer that lost its partner to an oom reports peer_lost, not the cause.
   for (const EventStream& stream : m_streams) {
     if (stream.lastError && stream.lastError->kind == spec::ErrorKind::oom) {
-      return {spec::RunStatus::oom, errorText(stream.rank, *stream.lastError)};
+      return {spec::RunStatus::oom,
+              errorText(stream.rank, *stream.lastError, m_handle.location().runDir)};
     }
   }
   if (m_failure) return *m_failure;
@@ -513,9 +520,10 @@ RunMonitor::Failure RunMonitor::finalOutcome() const {
   for (const EventStream& stream : m_streams) {
     if (!stream.done) continue;  // not reached: a rank without done is m_failure
     if (stream.done->status == spec::DoneStatus::failed) {
-      return {spec::RunStatus::failed, stream.lastError
-                                           ? errorText(stream.rank, *stream.lastError)
-                                           : QString("rank %1 reported failed").arg(stream.rank)};
+      return {spec::RunStatus::failed,
+              stream.lastError
+                  ? errorText(stream.rank, *stream.lastError, m_handle.location().runDir)
+                  : QString("rank %1 reported failed").arg(stream.rank)};
     }
     if (stream.done->status == spec::DoneStatus::stopped) outcome.status = spec::RunStatus::stopped;
   }

@@ -28,6 +28,11 @@ still leaves the checks done so far):
                         images: fp32 ids on the device equal the CPU's; bf16 agreement and
                         tokens/s reported
   oom                   a too-large batch ends with exit 1 and an `error` of kind oom naming bytes
+  oom_forensics         the same run's `error.memory`: on CUDA the caching allocator's view (the
+                        request past the largest free block and what the device could give,
+                        reserved >= allocated) and, with trace.memory_on_oom, a pickled snapshot
+                        memory/rank-0.pickle that pickle loads with its segments; on the CPU the
+                        counting allocator's figures and the log's "no allocator history" line
   hybrid_one_gpu        (CUDA) 4 Gloo ranks on the one GPU: every strategy, HYBRID_SHARD in groups
                         of 2, against 1 rank to 1e-5; their checkpoint resumed on 2 CPU ranks
   multi_gpu             (--multi) the multi-GPU proof on every GPU when there are several;
@@ -46,6 +51,7 @@ import argparse
 import json
 import math
 import os
+import pickle
 import platform
 import re
 import shutil
@@ -734,7 +740,8 @@ class GpuCheck:
                              "model.tiny_layers": 1, "data.seq_len": seq, "data.train_path": data,
                              "train.batch_size": batch, "train.max_steps": 2,
                              "train.lr_warmup_steps": 0,
-                             "train.loss_chunk_tokens": batch * (seq - 1)})
+                             "train.loss_chunk_tokens": batch * (seq - 1),
+                             "trace.memory_on_oom": True})
         run = self.runner.train("oom", cfg, 1, timeout=self.timeout(90), rlimit_as=limit)
         c.runs.append(run.dir)
         c.figures.update(batch=batch, seq_len=seq, vocab=vocab, address_space_limit=limit,
@@ -747,6 +754,60 @@ class GpuCheck:
                                             f"{run.failure()}")
         c.expect(BYTES_RE.search(err.get("message") or ""),
                  f"the oom message names no byte count: {err.get('message')!r}")
+        self.record(c)
+        self.check_oom_forensics(run, err, batch * (seq - 1) * vocab * 4)
+
+    def check_oom_forensics(self, run, err, logits_bytes):
+        """The oom run's `error.memory` (issue 37, item 4) and, on CUDA, its snapshot file."""
+        c = Check("oom_forensics")
+        c.runs.append(run.dir)
+        m = err.get("memory") or {}
+        c.figures.update(memory=m)
+        c.expect(m.get("device") == ("cuda" if self.cuda else "cpu"),
+                 f"error.memory.device {m.get('device')!r}: the oom event carries no allocator "
+                 f"view of this device ({err!r})")
+        request, allocated, peak = (m.get(k, -1) for k in ("request", "allocated", "peak"))
+        c.expect(request > 0 and allocated >= 0 and peak >= allocated,
+                 f"request {request}, allocated {allocated}, peak {peak}")
+        if self.cuda:
+            reserved, largest = m.get("reserved", -1), m.get("largest_free", -1)
+            free, capacity = m.get("device_free", -1), m.get("capacity", -1)
+            c.expect(request >= logits_bytes, f"request {request} < the logits' {logits_bytes}")
+            c.expect(reserved >= allocated >= 0, f"reserved {reserved} < allocated {allocated}")
+            c.expect(0 <= largest < request, f"largest free block {largest} vs request {request}")
+            c.expect(capacity > 0 and 0 <= free <= capacity and
+                     request > free + reserved - allocated,
+                     f"request {request} would have fit: device free {free} of {capacity}, "
+                     f"reserved {reserved}, allocated {allocated}")
+            c.expect(m.get("snapshot") == "memory/rank-0.pickle",
+                     f"error.memory.snapshot {m.get('snapshot')!r}, want memory/rank-0.pickle")
+            path = os.path.join(run.dir, "memory", "rank-0.pickle")
+            try:
+                with open(path, "rb") as f:
+                    snap = pickle.load(f)  # what https://pytorch.org/memory_viz reads
+                c.figures.update(snapshot_bytes=os.path.getsize(path),
+                                 snapshot_segments=len(snap.get("segments", [])),
+                                 snapshot_trace_entries=sum(len(t) for t in
+                                                            snap.get("device_traces", [])))
+                c.expect(isinstance(snap, dict) and "segments" in snap and
+                         "device_traces" in snap, f"{path}: keys {list(snap)[:8]}")
+                c.expect(c.figures["snapshot_trace_entries"] > 0,
+                         f"{path}: no allocator history (device_traces empty)")
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as e:
+                c.expect(False, f"{path}: {e}")
+        else:
+            # No SHARDSCOPE_HOST_MEMORY_LIMIT (an address-space limit refused the mapping), except
+            # under AddressSanitizer, where the runner sets it instead.
+            limit = m.get("limit")
+            c.expect(request >= logits_bytes or (limit is not None and
+                                                 request > limit - allocated),
+                     f"request {request} (logits {logits_bytes}, limit {limit}, allocated "
+                     f"{allocated})")
+            c.expect("snapshot" not in m, f"a CPU oom names a snapshot: {m.get('snapshot')!r}")
+            log = os.path.join(run.dir, "rank-0.log")
+            with open(log, errors="replace") as f:
+                said = "no allocator history on the CPU" in f.read()
+            c.expect(said, f"{log} does not say trace.memory_on_oom has no history on the CPU")
         self.record(c)
 
     # ------------------------------------------------------------------ driver
@@ -820,7 +881,7 @@ class GpuCheck:
             self.check_qwen2vl()
         if self.room(["generate"], 40):
             self.check_generate()
-        if self.room(["oom"], 15):
+        if self.room(["oom", "oom_forensics"], 15):
             self.check_oom()
         if self.room(["peer_lost_gpu"], 120 if self.cuda else 1):
             self.check_peer_lost()

@@ -84,6 +84,14 @@ class TestEvents : public QObject {
         0.8,
         1.2};
     SampleEvent bare{10, "2", "Say hello.", {}, "hello", 1, {}, {}, {}, {}};
+    // An oom with the allocator's view: the counting allocator's (CPU), then the caching
+    // allocator's with the history snapshot trace.memory_on_oom wrote (CUDA).
+    ErrorEvent oomCpu{ErrorKind::oom, "CPU out of memory", "lower train.micro_batch_size",
+                      OomMemory{"cpu", 4194304, 3145728, 3670016, 6291456}};
+    ErrorEvent oomCuda{
+        ErrorKind::oom, "CUDA out of memory", "lower train.micro_batch_size",
+        OomMemory{"cuda", 2147483648, 79456894976, 80530636800, std::nullopt, 81604378624,
+                  1073741824, 85045870592, 524288000, "memory/rank-0.pickle"}};
     const std::vector<Event> events{
         {{1, 0, 0, 1732280000.125}, hello},    {{1, 0, 1, 1732280001.5}, step},
         {{1, 0, 2, 1732280002.0}, eval},       {{1, 1, 3, 1732280002.25}, mem},
@@ -93,7 +101,8 @@ class TestEvents : public QObject {
         {{1, 0, 10, 1732280007.0}, helloCuda}, {{1, 0, 11, 1732280007.5}, memCuda},
         {{1, 1, 12, 1732280008.0}, phases},    {{1, 0, 13, 1732280008.5}, sys},
         {{1, 0, 14, 1732280009.0}, sysGpu},    {{1, 0, 15, 1732280009.5}, sample},
-        {{1, 0, 16, 1732280010.0}, bare}};
+        {{1, 0, 16, 1732280010.0}, bare},      {{1, 1, 17, 1732280011.0}, oomCpu},
+        {{1, 0, 18, 1732280011.5}, oomCuda}};
     const auto golden = goldenLines();
     QCOMPARE(golden.size(), static_cast<qsizetype>(events.size()));
     for (std::size_t i = 0; i < events.size(); ++i) {
@@ -166,6 +175,15 @@ class TestEvents : public QObject {
     auto bare = std::get<SampleEvent>(parseOrFail(golden[16]).body);
     QVERIFY(!bare.reference.has_value());  // no reference: no scores
     QVERIFY(!bare.exact_match.has_value() && !bare.cer.has_value());
+    QVERIFY(!err.memory.has_value());  // not an oom, and older trainers: no allocator view
+    auto oomCpu = std::get<ErrorEvent>(parseOrFail(golden[17]).body);
+    QCOMPARE(oomCpu.memory->device, std::string("cpu"));
+    QCOMPARE(*oomCpu.memory->limit, 6291456LL);
+    QVERIFY(!oomCpu.memory->largest_free.has_value() && !oomCpu.memory->snapshot.has_value());
+    auto oomCuda = std::get<ErrorEvent>(parseOrFail(golden[18]).body);
+    QCOMPARE(*oomCuda.memory->largest_free, 1073741824LL);
+    QCOMPARE(*oomCuda.memory->snapshot, std::string("memory/rank-0.pickle"));
+    QVERIFY(!oomCuda.memory->limit.has_value());
   }
 
   void errorsNameTheField_data() {
@@ -213,6 +231,18 @@ class TestEvents : public QObject {
         << QByteArray(R"({"v":1,"ev":"error","rank":0,"seq":0,"t":1,"kind":"boom","message":"m"})")
         << "error.kind: expected oom, peer_lost, config, data, io, disk_full or internal, got "
            "\"boom\"";
+    QTest::newRow("oom memory with a huge request")
+        << QByteArray(
+               R"({"v":1,"ev":"error","rank":0,"seq":0,"t":1,"kind":"oom","message":"m","memory":{"device":"cpu","request":1e300,"allocated":0,"peak":0}})")
+        << "error.memory.request: expected an integer, got 1e+300";
+    QTest::newRow("oom memory on a tpu")
+        << QByteArray(
+               R"({"v":1,"ev":"error","rank":0,"seq":0,"t":1,"kind":"oom","message":"m","memory":{"device":"tpu","request":1,"allocated":0,"peak":0}})")
+        << "error.memory.device: expected \"cpu\" or \"cuda\", got \"tpu\"";
+    QTest::newRow("oom memory negative")
+        << QByteArray(
+               R"({"v":1,"ev":"error","rank":0,"seq":0,"t":1,"kind":"oom","message":"m","memory":{"device":"cpu","request":-1,"allocated":0,"peak":0}})")
+        << "error.memory.request: expected bytes >= 0, got -1";
     QTest::newRow("bad ckpt kind")
         << QByteArray(
                R"({"v":1,"ev":"ckpt","rank":0,"seq":0,"t":1,"step":1,"path":"p","kind":"zip"})")

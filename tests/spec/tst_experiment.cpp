@@ -303,6 +303,9 @@ class TestExperiment : public QObject {
         {"inline.toml:4:", "eval.probe_max_new_tokens: must be >= 1 (got 0)"});
     row("trace every negative", d + "[trace]\nevery_n_steps = -1\n",
         {"inline.toml:4:", "trace.every_n_steps: must be >= 0 (got -1)"});
+    row("memory on oom quoted", d + "[trace]\nmemory_on_oom = \"yes\"\n",
+        {"inline.toml:4:", "trace.memory_on_oom: expected a boolean, got a string",
+         "true or false"});
     row("trace bound zero", d + "[trace]\nmax_mib = 0\n",
         {"inline.toml:4:", "trace.max_mib: must be >= 1 (got 0)"});
     row("notify stall negative", d + "[notify]\nstall_after_min = -1\n",
@@ -724,7 +727,7 @@ class TestExperiment : public QObject {
     const std::string h = config_hash(e);
     QCOMPARE(h, sha256_hex(write_experiment_toml(e)));
     QCOMPARE(QString::fromStdString(h),  // a QString: a failure prints the new value
-             QString("c5a54f4d6f74a75c06f5e01dbf11180cd26b95696e0dc50971fba81809a8ce95"));
+             QString("e60854d733800736875a1b7c598a6e85fcba00054c7948069168b7884079e961"));
     // The same settings in another order and spelling hash the same.
     auto a =
         parseInline(kData + "[train]\nlr = 1e-3\nseed = 7\n[shard]\nstrategy = \"NO_SHARD\"\n");

@@ -11,6 +11,11 @@
 namespace shardscope::trainer {
 namespace {
 
+OomMemoryReader& oom_reader_slot() {
+  static OomMemoryReader reader;
+  return reader;
+}
+
 std::unique_ptr<spec::EventWriter>& writer_slot() {
   static std::unique_ptr<spec::EventWriter> writer = std::make_unique<spec::EventWriter>(0, stdout);
   return writer;
@@ -23,7 +28,9 @@ int report(spec::ErrorKind kind, const std::string& message, const std::string& 
                where.c_str(), message.c_str());
   if (!hint.empty()) std::fprintf(stderr, "shardtrain: hint: %s\n", hint.c_str());
   std::fflush(stderr);
-  events().write(spec::ErrorEvent{kind, message, hint});
+  spec::ErrorEvent event{kind, message, hint, std::nullopt};
+  if (kind == spec::ErrorKind::oom && oom_reader_slot()) event.memory = oom_reader_slot()();
+  events().write(event);
   return kind == spec::ErrorKind::config ? kExitConfig : kExitFailed;
 }
 
@@ -55,6 +62,8 @@ void report_and_exit(spec::ErrorKind kind, const std::string& message, const std
 }
 
 spec::EventWriter& events() { return *writer_slot(); }
+
+void set_oom_memory_reader(OomMemoryReader reader) { oom_reader_slot() = std::move(reader); }
 
 void set_event_rank(int rank) { writer_slot() = std::make_unique<spec::EventWriter>(rank, stdout); }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +48,12 @@ void set_event_rank(int rank);
 /// and ends the process at once with its exit code.
 [[noreturn]] void report_and_exit(spec::ErrorKind kind, const std::string& message,
                                   const std::string& hint);
+
+/// What an allocator saw when it refused an allocation (trainer/run/memory.h on the host,
+/// trainer/dist/oom_watch.h on CUDA): every `error` event of kind oom carries it as `memory`.
+/// Set once, before training; nullopt (or no reader) leaves the field out.
+using OomMemoryReader = std::function<std::optional<spec::OomMemory>()>;
+void set_oom_memory_reader(OomMemoryReader reader);
 
 /// Runs `body`, turning any exception into an `error` event, a stderr line and an exit code.
 int run_guarded(const std::function<int()>& body);

@@ -29,6 +29,22 @@ c10::Allocator* g_inner = nullptr;
 // so a rank on a shared node fails with an `oom` error instead of being killed by the kernel.
 std::int64_t g_limit = 0;
 
+// The last refused allocation, as host_oom_memory() reports it.
+std::mutex g_oom_mutex;
+std::optional<spec::OomMemory> g_oom;
+
+// `held`: the live bytes the refusal was decided on (read once: another thread may allocate).
+void note_refusal(std::int64_t request, std::int64_t held) {
+  spec::OomMemory m;
+  m.device = "cpu";
+  m.request = request;
+  m.allocated = held;
+  m.peak = std::max(g_peak.load(std::memory_order_relaxed), m.allocated);
+  if (g_limit > 0) m.limit = g_limit;
+  const std::lock_guard lock(g_oom_mutex);
+  g_oom = m;
+}
+
 // Each block carries its size in a header in front of the data, so the data pointer is also the
 // deleter's context (LibTorch's raw_allocate() requires that) and freeing needs no lookup table.
 // 64 bytes keep the data 64-byte aligned, like the default CPU allocator.
@@ -141,14 +157,17 @@ class CountingAllocator final : public c10::Allocator {
   c10::DataPtr allocate(std::size_t n) override {
     const auto total = n + kHeader;
     const auto bytes = static_cast<std::int64_t>(n);
-    if (g_limit > 0 && g_live.load(std::memory_order_relaxed) + bytes > g_limit) {
+    if (const auto held = g_live.load(std::memory_order_relaxed);
+        g_limit > 0 && held + bytes > g_limit) {
+      note_refusal(bytes, held);
       TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", n,
-                       " bytes with ", g_live.load(std::memory_order_relaxed),
+                       " bytes with ", held,
                        " bytes of tensors held, over SHARDSCOPE_HOST_MEMORY_LIMIT=", g_limit);
     }
     auto* base = static_cast<char*>(total >= kLargeBlock ? large_block(total, bytes)
                                                          : g_inner->raw_allocate(total));
     if (!base) {
+      note_refusal(bytes, g_live.load(std::memory_order_relaxed));
       // c10's out-of-memory error, as CUDA's caching allocator raises it: the rank reports an
       // `error` of kind oom naming what was asked and what was held.
       TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", n,
@@ -201,6 +220,11 @@ void install_counting_allocator() {
 MemoryStats memory_stats() {
   const auto live = g_live.load();
   return {live, live + block_cache().cached(), g_peak.load(), current_rss_bytes()};
+}
+
+std::optional<spec::OomMemory> host_oom_memory() {
+  const std::lock_guard lock(g_oom_mutex);
+  return g_oom;
 }
 
 void reset_peak_memory() { g_peak.store(g_live.load()); }

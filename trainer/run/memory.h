@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+
+#include "spec/events.h"
 
 namespace shardscope::trainer {
 
@@ -22,5 +25,9 @@ void install_counting_allocator();
 MemoryStats memory_stats();
 void reset_peak_memory();
 std::int64_t current_rss_bytes();
+/// The counting allocator's view when it last refused an allocation (over the limit, or a
+/// mapping the system refused): the request, what was held and the peak then, and the limit;
+/// nullopt when it never refused one. The `error` event of kind oom carries it.
+std::optional<spec::OomMemory> host_oom_memory();
 
 }  // namespace shardscope::trainer

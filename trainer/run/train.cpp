@@ -32,6 +32,7 @@
 #include "trainer/dist/comm_env.h"
 #include "trainer/dist/device.h"
 #include "trainer/dist/nccl_backend.h"
+#include "trainer/dist/oom_watch.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/rendezvous.h"
 #include "trainer/model/dense.h"
@@ -869,6 +870,22 @@ int run_train(const TrainOptions& options) {
   const bool nccl = device.is_cuda() &&
                     dist::use_nccl(exp->shard.backend, *rdzv, dist::cuda_device_count(), &staged);
   if (!staged.empty() && rdzv->rank == 0) events().write(spec::LogEvent{"info", staged});
+  // An oom's `error` event carries the allocator's view: the caching allocator's on CUDA (its
+  // observer, with the history snapshot trace.memory_on_oom asks for), else the counting one's.
+  const std::string snapshot =
+      exp->trace.memory_on_oom ? "memory/rank-" + std::to_string(rdzv->rank) + ".pickle" : "";
+  if (device.is_cuda()) dist::watch_cuda_oom(device, options.run_dir, snapshot);
+  set_oom_memory_reader([] {
+    if (auto cuda = dist::cuda_oom_memory()) return cuda;
+    return host_oom_memory();
+  });
+  if (exp->trace.memory_on_oom && !(device.is_cuda() && dist::cuda_memory_history_available()) &&
+      rdzv->rank == 0) {
+    const std::string why =
+        "trace.memory_on_oom: there is no allocator history on the CPU (only CUDA's caching "
+        "allocator records one); an oom error carries the counting allocator's figures";
+    report(spec::LogEvent{"warn", why});
+  }
   SHARD_CHECK(
       exp->shard.backend != "nccl" || device.is_cuda(), ErrorKind::config,
       "shard.backend = \"nccl\" needs CUDA, but this rank computes on the CPU (shard.device "

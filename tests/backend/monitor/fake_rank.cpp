@@ -89,7 +89,12 @@ int main(int argc, char** argv) {
       return 3;
     }
     if (mode == "oom" && step == at) {
-      emit(spec::ErrorEvent{spec::ErrorKind::oom, "CUDA out of memory", "lower the batch size"});
+      // With the caching allocator's view and the snapshot trace.memory_on_oom names.
+      emit(
+          spec::ErrorEvent{spec::ErrorKind::oom, "CUDA out of memory", "lower the batch size",
+                           spec::OomMemory{"cuda", 2147483648, 1073741824, 1610612736, std::nullopt,
+                                           1610612736, 268435456, 4294967296, 536870912,
+                                           "memory/rank-" + std::to_string(rank) + ".pickle"}});
       std::fprintf(stderr, "rank %d: CUDA out of memory\n", rank);
       return 1;
     }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/monitor/oommemory.h"
 #include "backend/monitor/runmonitor.h"
 #include "tests/backend/monitor/dirrunhandle.h"
 #include "tests/backend/monitor/monitortest.h"
@@ -244,6 +245,14 @@ void TestRunMonitor::oomIsItsOwnStatus() {
   const QString error = finished.at(0).at(1).toString();
   QVERIFY2(error.contains("rank 1: oom: CUDA out of memory (lower the batch size)"),
            qPrintable(error));
+  // The event's allocator view, read back: a line of figures, the snapshot under the run dir.
+  QVERIFY2(error.contains("\ncuda allocator: request 2.0 GiB, allocated 1.0 GiB, reserved 1.5 GiB, "
+                          "largest free block 256.0 MiB, peak 1.5 GiB, device 512.0 MiB free of "
+                          "4.0 GiB"),
+           qPrintable(error));
+  QVERIFY2(error.endsWith("\nmemory snapshot: " + m_dir->path() +
+                          "/memory/rank-1.pickle, open with https://pytorch.org/memory_viz"),
+           qPrintable(error));
   QCOMPARE(handle.stopCalls(), 1);  // the hanging rank 0 was stopped...
   waitForRanksToEnd();
   QCOMPARE((*m_store->reader()->run(runId))->status, spec::RunStatus::oom);
@@ -251,6 +260,15 @@ void TestRunMonitor::oomIsItsOwnStatus() {
   VERIFY_OK(done);
   QVERIFY(done->has_value());
   QVERIFY((*done)->json.contains("\"stopped\""));
+  auto reader = m_store->reader();
+  VERIFY_OK(reader);
+  auto views = oomMemoryOfRun(*reader, runId, 2);  // what `show` prints per rank
+  VERIFY_OK(views);
+  QCOMPARE(views->size(), std::size_t(1));
+  QCOMPARE(views->front().rank, 1);
+  QCOMPARE(*views->front().memory.largest_free, 268435456LL);
+  QCOMPARE(oomMemoryToJson(views->front().memory, m_dir->path())["snapshot"].toString(),
+           m_dir->path() + "/memory/rank-1.pickle");
   checkRowsEqualLines(runId, 2);
 }
 

@@ -114,6 +114,7 @@ const QMap<QString, QString> kTyped = {
     {"eval.probe_max_new_tokens", "48"},
     {"trace.every_n_steps", "100"},
     {"trace.max_mib", "32"},
+    {"trace.memory_on_oom", "true"},
     {"launch.kind", "slurm"},
     {"launch.nnodes", "2"},
     {"launch.nproc_per_node", "4"},
