@@ -56,6 +56,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -75,6 +76,7 @@
 #include "ui/data/sweepsource.h"
 #include "ui/mainwindow.h"
 #include "ui/timeline/timelineview.h"
+#include "ui/widgets/curvegraph.h"
 #include "ui/widgets/curveplot.h"
 #include "ui/widgets/smoothing.h"
 
@@ -217,6 +219,13 @@ std::pair<double, double> timedReplots(ui::CurvePlot& plot,
   return {median(ms), *std::max_element(ms.begin(), ms.end())};
 }
 
+// The CPU time this thread has used, in ms (the wall time less what the load takes).
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+
 // The load average over the last minute (/proc/loadavg), printed beside the figures.
 double loadAverage() {
   QFile file(QStringLiteral("/proc/loadavg"));
@@ -233,6 +242,7 @@ double loadAverage() {
 struct DragFigures {
   double tickMedian = 0;
   double tickMax = 0;
+  double tickCpu = 0;  // the median tick's GUI-thread CPU time
   double longestBusy = 0;
   double settle = 0;
   bool exact = false;  // the drawn curves equal smoothEma of the last weight, bit for bit
@@ -264,14 +274,17 @@ DragFigures dragSlider(ui::CurvePlot& plot, bool background) {
   };
   constexpr int kTicks = 30;
   std::vector<double> ticks;
+  std::vector<double> tickCpu;
   double lastTick = 0;  // when the last tick began, and ended
   double lastTickEnd = 0;
   for (int t = 0; t < kTicks; ++t) {
     const double frame = 16.0 * t;
     eventsUntil([&] { return now() >= frame; });
     lastTick = now();
+    const double cpu0 = threadCpuMs();
     plot.setSmoothing(0.6 + 0.01 * t);
     plot.replot();
+    tickCpu.push_back(threadCpuMs() - cpu0);
     lastTickEnd = now();
     ticks.push_back(lastTickEnd - lastTick);
     f.longestBusy = std::max(f.longestBusy, ticks.back());
@@ -281,6 +294,7 @@ DragFigures dragSlider(ui::CurvePlot& plot, bool background) {
   f.settle = std::max(0.0, lastDrawn - lastTickEnd);
   QObject::disconnect(drawn);
   f.tickMedian = median(ticks);
+  f.tickCpu = median(tickCpu);
   f.tickMax = *std::max_element(ticks.begin(), ticks.end());
   f.exact = true;
   for (const QString& name : plot.seriesNames()) {
@@ -318,8 +332,67 @@ void replotFigures() {
     plot.rescale();
     QCoreApplication::processEvents();
     const auto [raw, rawMax] = timedReplots(plot, [](int) {});
-    std::printf("%d series x %d points: replot median %.2f ms, max %.2f ms (target < 16 ms)\n",
-                series, per, raw, rawMax);
+    // Where a replot's time goes, in the GUI thread's own CPU time (the machine's load adds
+    // its waits to the wall time above): every curve reduced again (as before the reduced
+    // points were kept), its spans painted, and the rest of a replot (axes, grid, legend, the
+    // buffers put on screen).
+    {
+      QCustomPlot* cp = plot.customPlot();
+      plot.setReuseLines(false);
+      std::vector<double> reduce, paint, empty, full;
+      for (int rep = 0; rep < 15; ++rep) {
+        double t = threadCpuMs();
+        std::vector<QVector<QRectF>> spans;
+        for (int g = 0; g < cp->graphCount(); ++g) {
+          spans.push_back(ui::CurveGraph::columnSpans(
+              static_cast<ui::CurveGraph*>(cp->graph(g))->reducedLines(), 1.0));
+        }
+        reduce.push_back(threadCpuMs() - t);
+        QImage image(cp->size(), QImage::Format_ARGB32_Premultiplied);
+        image.fill(Qt::white);
+        QCPPainter painter(&image);
+        painter.setPen(Qt::NoPen);
+        t = threadCpuMs();
+        for (int g = 0; g < cp->graphCount(); ++g) {
+          painter.setBrush(cp->graph(g)->pen().color());
+          painter.drawRects(spans[std::size_t(g)].constData(), int(spans[std::size_t(g)].size()));
+        }
+        paint.push_back(threadCpuMs() - t);
+        painter.end();
+        for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(false);
+        t = threadCpuMs();
+        cp->replot();
+        empty.push_back(threadCpuMs() - t);
+        for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(true);
+        t = threadCpuMs();
+        cp->replot();
+        full.push_back(threadCpuMs() - t);
+      }
+      plot.setReuseLines(true);
+      std::printf(
+          "%d series x %d points: a replot's GUI-thread CPU (medians of 15, every curve reduced "
+          "again): %.2f ms, of which reducing the points %.2f ms, painting the spans %.2f ms, "
+          "the rest (axes, legend, buffers) %.2f ms\n",
+          series, per, median(full), median(reduce), median(paint), median(empty));
+    }
+    // A pan by one pixel each replot: every curve reduced again (nothing to reuse).
+    {
+      const QCPRange range = plot.customPlot()->xAxis->range();
+      const double pixel = range.size() / plot.customPlot()->axisRect()->width();
+      const auto [pan, panMax] = timedReplots(plot, [&plot, range, pixel](int r) {
+        plot.customPlot()->xAxis->setRange(range.lower + pixel * (r % 2),
+                                           range.upper + pixel * (r % 2));
+      });
+      plot.customPlot()->xAxis->setRange(range);
+      std::printf(
+          "%d series x %d points: replot panned by a pixel, median %.2f ms, max %.2f ms (target < "
+          "16 ms)\n",
+          series, per, pan, panMax);
+    }
+    std::printf(
+        "%d series x %d points: replot, nothing changed (each curve's reduced points reused), "
+        "median %.2f ms, max %.2f ms (target < 16 ms)\n",
+        series, per, raw, rawMax);
     // Smoothing on: every replot recomputes each series' EMA (the weight moves a little each
     // time, as while the slider is dragged) and draws the smoothed curve over the faint raw one.
     // (On the GUI thread, as before the background passes: the figure of the old path.)
@@ -360,13 +433,18 @@ void replotFigures() {
     // background passes (now), in this one run.
     for (const bool background : {false, true}) {
       const double load = loadAverage();
+      plot.setReuseLines(background);  // before: every curve reduced again at every replot
       const DragFigures d = dragSlider(plot, background);
       std::printf(
           "%d series x %d points: slider drag (30 ticks, one per 16 ms frame), %s: tick median "
-          "%.2f ms, max %.2f ms; GUI thread busy at most %.2f ms at once; last weight drawn "
+          "%.2f ms (GUI-thread CPU %.2f ms), max %.2f ms; GUI thread busy at most %.2f ms at once; "
+          "last weight drawn "
           "%.1f ms after the last tick; exact %s (load %.1f)\n",
-          series, per, background ? "now (background passes)" : "before (EMA on the GUI thread)",
-          d.tickMedian, d.tickMax, d.longestBusy, d.settle, d.exact ? "yes" : "NO", load);
+          series, per,
+          background ? "now (background passes, reduced points reused)"
+                     : "before (EMA on the GUI thread, every curve reduced again)",
+          d.tickMedian, d.tickCpu, d.tickMax, d.longestBusy, d.settle, d.exact ? "yes" : "NO",
+          load);
     }
     // Smoothing on, nothing changed (a pan, a repaint): the two curves drawn, no EMA.
     const auto [still, stillMax] = timedReplots(plot, [](int) {});

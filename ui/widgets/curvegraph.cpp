@@ -43,7 +43,44 @@ QVector<QRectF> CurveGraph::columnSpans(const QVector<QPointF>& lines, double wi
   return spans;
 }
 
-void CurveGraph::pointsChanged(int from) { m_summarized = std::clamp(from, 0, m_summarized); }
+void CurveGraph::pointsChanged(int from) {
+  m_summarized = std::clamp(from, 0, m_summarized);
+  ++m_version;
+}
+
+void CurveGraph::setReuseLines(bool on) {
+  m_reuseLines = on;
+  m_linesValid = false;
+  m_lines.clear();
+}
+
+CurveGraph::LinesKey CurveGraph::linesKey(const QCPAxis& keyAxis, const QCPAxis& valueAxis) const {
+  LinesKey key;
+  key.data = mDataContainer.data();
+  key.size = key.data != nullptr ? key.data->size() : 0;
+  key.version = m_version;
+  key.keyRange = keyAxis.range();
+  key.valueRange = valueAxis.range();
+  if (const QCPAxisRect* rect = keyAxis.axisRect(); rect != nullptr) key.rect = rect->rect();
+  key.keyScale = keyAxis.scaleType();
+  key.valueScale = valueAxis.scaleType();
+  key.keyReversed = keyAxis.rangeReversed();
+  key.valueReversed = valueAxis.rangeReversed();
+  return key;
+}
+
+QVector<QPointF> CurveGraph::reducedLines() const {
+  const QCPAxis* keyAxis = mKeyAxis.data();
+  const QCPAxis* valueAxis = mValueAxis.data();
+  if (!m_reuseLines || keyAxis == nullptr || valueAxis == nullptr) return computeReducedLines();
+  const LinesKey key = linesKey(*keyAxis, *valueAxis);
+  if (!m_linesValid || !(key == m_linesKey)) {
+    m_lines = computeReducedLines();
+    m_linesKey = key;
+    m_linesValid = true;
+  }
+  return m_lines;  // implicitly shared: no copy
+}
 
 void CurveGraph::updateSummary() const {
   const QCPGraphDataContainer* container = mDataContainer.data();
@@ -72,7 +109,7 @@ void CurveGraph::updateSummary() const {
   m_summarized = n;
 }
 
-QVector<QPointF> CurveGraph::reducedLines() const {
+QVector<QPointF> CurveGraph::computeReducedLines() const {
   QVector<QPointF> out;
   const QCPAxis* keyAxis = mKeyAxis.data();
   const QCPAxis* valueAxis = mValueAxis.data();

@@ -146,7 +146,8 @@ void CurvePlot::setAxisLabels(const QString& xLabel, const QString& yLabel) {
 
 QCPGraph* CurvePlot::graphFor(const QString& name) {
   if (QCPGraph* graph = m_graphs.value(name)) return graph;
-  QCPGraph* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+  auto* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+  graph->setReuseLines(m_reuseLines);
   graph->setName(name);
   m_colors.insert(name, seriesColor(m_nextColor++));
   graph->setPen(
@@ -190,7 +191,9 @@ void CurvePlot::applySmoothingTo(const QString& name) {
   QCPGraph* smoothed = m_smoothed.value(name);
   const bool created = m_smoothing > 0 && smoothed == nullptr;
   if (created) {
-    smoothed = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+    auto* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+    graph->setReuseLines(m_reuseLines);
+    smoothed = graph;
     smoothed->setName(name);
     smoothed->setLineStyle(QCPGraph::lsLine);
     smoothed->setAdaptiveSampling(true);
@@ -296,6 +299,14 @@ void CurvePlot::refreshSmoothed() {
     fitPens(entry.key());
   }
   startPass();
+}
+
+void CurvePlot::setReuseLines(bool on) {
+  m_reuseLines = on;
+  for (QCPGraph* graph : std::as_const(m_graphs))
+    static_cast<CurveGraph*>(graph)->setReuseLines(on);
+  for (QCPGraph* graph : std::as_const(m_smoothed))
+    static_cast<CurveGraph*>(graph)->setReuseLines(on);
 }
 
 bool CurvePlot::isSmoothingPending() const { return m_pass != nullptr || !m_deferred.isEmpty(); }

@@ -77,6 +77,9 @@ class CurvePlot : public QWidget {
   /// again, together) is smoothed on a worker thread (default: on). Off: every replot after a
   /// new weight smooths every point on the GUI thread first (the way before; benches compare).
   void setBackgroundSmoothing(bool on) { m_background = on; }
+  /// Whether each curve keeps its reduced points between replots that changed neither its
+  /// points nor the axes (CurveGraph::setReuseLines; default: on; off for benches' "before").
+  void setReuseLines(bool on);
   /// Points from which a new weight is smoothed in the background.
   static constexpr int kBackgroundPoints = 100'000;
   /// Whether some smoothed curve still shows an earlier weight's (or, for a curve whose points
@@ -163,6 +166,7 @@ class CurvePlot : public QWidget {
   std::shared_ptr<SmoothPass> m_pass;  // the pass running, if any
   QFutureWatcher<void>* m_passWatcher = nullptr;
   bool m_background = true;
+  bool m_reuseLines = true;
   QString m_hoverText;
   std::function<QString(double)> m_xText;
   double m_smoothing = 0.0;
