@@ -311,8 +311,21 @@ void CurvePlot::setReuseLines(bool on) {
 
 bool CurvePlot::isSmoothingPending() const { return m_pass != nullptr || !m_deferred.isEmpty(); }
 
+void CurvePlot::finishSmoothing() {
+  const bool background = std::exchange(m_background, false);  // no new pass meanwhile
+  while (m_pass != nullptr) {
+    m_passWatcher->waitForFinished();
+    onPassDone();
+  }
+  // What no pass brought to this weight: smoothed here.
+  for (auto it = m_deferred.cbegin(); it != m_deferred.cend(); ++it)
+    markStale(it.key(), {0, false});
+  refreshSmoothed();
+  m_background = background;
+}
+
 void CurvePlot::startPass() {
-  if (m_pass != nullptr || m_deferred.isEmpty()) return;
+  if (!m_background || m_pass != nullptr || m_deferred.isEmpty()) return;
   auto pass = std::make_shared<SmoothPass>();
   pass->weight = m_smoothing;
   for (auto it = m_deferred.cbegin(); it != m_deferred.cend(); ++it) {
@@ -335,8 +348,9 @@ void CurvePlot::startPass() {
 }
 
 void CurvePlot::onPassDone() {
+  // A finished signal of a pass finishSmoothing() took already: the pass now running is not done.
+  if (m_pass == nullptr || !m_passWatcher->future().isFinished()) return;
   const std::shared_ptr<SmoothPass> pass = std::exchange(m_pass, nullptr);
-  if (pass == nullptr) return;
   for (SmoothPass::Series& s : pass->series) {
     // Taken only for the weight now chosen and the points it read (a newer generation: they
     // were replaced since; the next pass smooths them).
@@ -519,6 +533,7 @@ void CurvePlot::rescale() {
 void CurvePlot::replot() { m_plot->replot(); }
 
 Result<void> CurvePlot::savePng(const QString& path, int width, int height) {
+  finishSmoothing();
   if (width <= 0 || height <= 0) {
     return fail(path.toStdString() + ": PNG size " + std::to_string(width) + "x" +
                 std::to_string(height) + " must be positive");

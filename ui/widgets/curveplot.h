@@ -85,6 +85,9 @@ class CurvePlot : public QWidget {
   /// Whether some smoothed curve still shows an earlier weight's (or, for a curve whose points
   /// were replaced, the raw) values: a background pass is running or about to start.
   bool isSmoothingPending() const;
+  /// Brings every smoothed curve to the current weight now, on this thread (waiting for a
+  /// pass that runs): before a picture is saved, which must show the weight chosen.
+  void finishSmoothing();
 
   /// The hover read-out at plot x `x`: one line per series, its nearest point by x ("name: y
   /// at x", with the raw value beside a smoothed one); the dots are placed, not replotted.
