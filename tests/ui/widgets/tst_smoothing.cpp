@@ -233,7 +233,8 @@ class TestSmoothing : public QObject {
   // weights, each applied and replotted as PlotsPanel does, smooths in background passes; the
   // curves drawn once they settle are the last weight's, bit for bit, with the points a live
   // run appended meanwhile and a series whose points were replaced meanwhile; a curve newly
-  // smoothed shows its points as they are until its pass arrives. Off, the same weight is
+  // smoothed shows its points as they are until its pass arrives; finishSmoothing() (before a
+  // picture is saved) gives the chosen weight's curves at once. Off, the same weight is
   // smoothed before the replot returns.
   void curvePlotSmoothsABurstOfWeightsInTheBackground() {
     CurvePlot plot;
@@ -309,6 +310,19 @@ class TestSmoothing : public QObject {
     settle();
     QVERIFY(drawnIs("a", 0.7));
     QVERIFY(drawnIs("b", 0.7));
+
+    // Saving a picture first brings the curves to the weight chosen, waiting for the pass.
+    plot.setSmoothing(0.4);
+    plot.replot();
+    QVERIFY(plot.isSmoothingPending());
+    plot.finishSmoothing();
+    QVERIFY(!plot.isSmoothingPending());
+    QVERIFY(drawnIs("a", 0.4));
+    QVERIFY(drawnIs("b", 0.4));
+    plot.setSmoothing(0.45);  // not replotted yet: smoothed there and then
+    plot.finishSmoothing();
+    QVERIFY(drawnIs("a", 0.45));
+    QVERIFY(drawnIs("b", 0.45));
 
     // Off: the EMA on the GUI thread, done when the replot returns.
     plot.setBackgroundSmoothing(false);
