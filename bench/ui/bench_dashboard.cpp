@@ -53,9 +53,9 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -308,7 +308,8 @@ DragFigures dragSlider(ui::CurvePlot& plot, bool background) {
     ui::smoothEma(values.data(), values.data(), values.size(), plot.smoothing());
     f.exact = f.exact && shown->size() == raw->size();
     for (int i = 0; f.exact && i < shown->size(); ++i)
-      f.exact = std::memcmp(&shown->at(i)->value, &values[std::size_t(i)], sizeof(double)) == 0;
+      f.exact = std::bit_cast<quint64>(shown->at(i)->value) ==
+                std::bit_cast<quint64>(values[std::size_t(i)]);
   }
   return f;
 }
@@ -343,6 +344,7 @@ void replotFigures() {
       for (int rep = 0; rep < 15; ++rep) {
         double t = threadCpuMs();
         std::vector<QVector<QRectF>> spans;
+        spans.reserve(std::size_t(cp->graphCount()));
         for (int g = 0; g < cp->graphCount(); ++g) {
           spans.push_back(ui::CurveGraph::columnSpans(
               static_cast<ui::CurveGraph*>(cp->graph(g))->reducedLines(), 1.0));
