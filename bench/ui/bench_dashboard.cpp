@@ -242,7 +242,8 @@ double loadAverage() {
 struct DragFigures {
   double tickMedian = 0;
   double tickMax = 0;
-  double tickCpu = 0;  // the median tick's GUI-thread CPU time
+  double tickCpu = 0;     // the median tick's GUI-thread CPU time
+  double tickMaxCpu = 0;  // the slowest tick's
   double longestBusy = 0;
   double settle = 0;
   bool exact = false;  // the drawn curves equal smoothEma of the last weight, bit for bit
@@ -295,7 +296,9 @@ DragFigures dragSlider(ui::CurvePlot& plot, bool background) {
   QObject::disconnect(drawn);
   f.tickMedian = median(ticks);
   f.tickCpu = median(tickCpu);
-  f.tickMax = *std::max_element(ticks.begin(), ticks.end());
+  const auto slowest = std::max_element(ticks.begin(), ticks.end());
+  f.tickMax = *slowest;
+  f.tickMaxCpu = tickCpu[std::size_t(slowest - ticks.begin())];
   f.exact = true;
   for (const QString& name : plot.seriesNames()) {
     const QCPGraph* rawGraph = plot.rawGraph(name);
@@ -439,14 +442,15 @@ void replotFigures() {
       const DragFigures d = dragSlider(plot, background);
       std::printf(
           "%d series x %d points: slider drag (30 ticks, one per 16 ms frame), %s: tick median "
-          "%.2f ms (GUI-thread CPU %.2f ms), max %.2f ms; GUI thread busy at most %.2f ms at once; "
+          "%.2f ms (GUI-thread CPU %.2f ms), max %.2f ms (CPU %.2f ms); GUI thread busy at most "
+          "%.2f ms at once; "
           "last weight drawn "
           "%.1f ms after the last tick; exact %s (load %.1f)\n",
           series, per,
           background ? "now (background passes, reduced points reused)"
                      : "before (EMA on the GUI thread, every curve reduced again)",
-          d.tickMedian, d.tickCpu, d.tickMax, d.longestBusy, d.settle, d.exact ? "yes" : "NO",
-          load);
+          d.tickMedian, d.tickCpu, d.tickMax, d.tickMaxCpu, d.longestBusy, d.settle,
+          d.exact ? "yes" : "NO", load);
     }
     // Smoothing on, nothing changed (a pan, a repaint): the two curves drawn, no EMA.
     const auto [still, stillMax] = timedReplots(plot, [](int) {});
