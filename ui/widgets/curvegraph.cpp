@@ -82,6 +82,50 @@ QVector<QPointF> CurveGraph::reducedLines() const {
   return m_lines;  // implicitly shared: no copy
 }
 
+namespace {
+
+CurveGraph::Block summaryOf(const QCPGraphData* begin, const QCPGraphData* end) {
+  CurveGraph::Block block;
+  block.lo = std::numeric_limits<double>::infinity();
+  block.hi = -block.lo;
+  for (const QCPGraphData* p = begin; p != end; ++p) {
+    if (!std::isfinite(p->value)) {
+      block.finite = false;
+      break;
+    }
+    block.lo = std::min(block.lo, p->value);
+    block.hi = std::max(block.hi, p->value);
+  }
+  return block;
+}
+
+}  // namespace
+
+std::vector<CurveGraph::Block> CurveGraph::summarize(const QCPGraphDataContainer& data) {
+  const int blocks = data.size() / kBlock;
+  std::vector<Block> summary(std::size_t(std::max(blocks, 0)));
+  if (blocks <= 0) return summary;
+  const QCPGraphData* points = &*data.constBegin();
+  for (int b = 0; b < blocks; ++b) {
+    const QCPGraphData* begin = points + std::ptrdiff_t(b) * kBlock;
+    summary[std::size_t(b)] = summaryOf(begin, begin + kBlock);
+  }
+  return summary;
+}
+
+void CurveGraph::adoptData(QSharedPointer<QCPGraphDataContainer> data, std::vector<Block> summary) {
+  setData(std::move(data));
+  ++m_version;
+  m_summaryOf = mDataContainer.data();
+  const int n = mDataContainer->size();
+  if (summary.size() == std::size_t(n / kBlock)) {
+    m_blocks = std::move(summary);
+    m_summarized = n;
+  } else {
+    m_summarized = 0;  // not its summary: made again at the next draw
+  }
+}
+
 void CurveGraph::updateSummary() const {
   const QCPGraphDataContainer* container = mDataContainer.data();
   const int n = container->size();
@@ -92,19 +136,8 @@ void CurveGraph::updateSummary() const {
   if (n == 0) return;
   const QCPGraphData* data = &*container->constBegin();
   for (int b = m_summarized / kBlock; b < blocks; ++b) {
-    Block block;
-    block.lo = std::numeric_limits<double>::infinity();
-    block.hi = -block.lo;
-    const QCPGraphData* end = data + std::ptrdiff_t(b + 1) * kBlock;
-    for (const QCPGraphData* p = data + std::ptrdiff_t(b) * kBlock; p != end; ++p) {
-      if (!std::isfinite(p->value)) {
-        block.finite = false;
-        break;
-      }
-      block.lo = std::min(block.lo, p->value);
-      block.hi = std::max(block.hi, p->value);
-    }
-    m_blocks[std::size_t(b)] = block;
+    const QCPGraphData* begin = data + std::ptrdiff_t(b) * kBlock;
+    m_blocks[std::size_t(b)] = summaryOf(begin, begin + kBlock);
   }
   m_summarized = n;
 }

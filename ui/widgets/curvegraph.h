@@ -42,6 +42,18 @@ class CurveGraph : public QCPGraph {
   /// columnSpans() of these equals columnSpans() of every point in pixels.
   QVector<QPointF> reducedLines() const;
 
+  /// Min and max of a block of kBlock points.
+  struct Block {
+    double lo = 0;
+    double hi = 0;
+    bool finite = true;  // every value of the block is finite
+  };
+  /// The block summary of `data` (its whole blocks), as a draw would make it: for points made
+  /// on another thread, so the GUI thread need not read them all again (adoptData).
+  static std::vector<Block> summarize(const QCPGraphDataContainer& data);
+  /// Takes `data` as the graph's points, with summarize(data) as their summary.
+  void adoptData(QSharedPointer<QCPGraphDataContainer> data, std::vector<Block> summary);
+
   /// Whether reducedLines() reuses its last result while the points (as pointsChanged() and
   /// growth tell), the axes' ranges, scales and the axis rect are the same (default: on; off,
   /// every replot reduces every point again: the way before, for benches).
@@ -52,11 +64,6 @@ class CurveGraph : public QCPGraph {
   void drawLinePlot(QCPPainter* painter, const QVector<QPointF>& lines) const override;
 
  private:
-  struct Block {
-    double lo = 0;
-    double hi = 0;
-    bool finite = true;  // every value of the block is finite
-  };
   /// Summarises the blocks that changed since the last call (pointsChanged(), growth).
   void updateSummary() const;
   /// Paints `lines` (pixels, in line order) as spans per column and strokes the sparse gaps.

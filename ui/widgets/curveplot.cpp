@@ -79,6 +79,7 @@ struct CurvePlot::SmoothPass {
     QSharedPointer<QCPGraphDataContainer> points;    // the raw points (dropped once read)
     QSharedPointer<QCPGraphDataContainer> smoothed;  // the same keys, the EMA of the values
     EmaState ema;                                    // where the EMA stands at the last point
+    std::vector<CurveGraph::Block> summary;          // the smoothed points' block summary
   };
   double weight = 0.0;
   std::vector<Series> series;
@@ -97,6 +98,7 @@ struct CurvePlot::SmoothPass {
       s.smoothed = QSharedPointer<QCPGraphDataContainer>::create(points);
       QCPGraphData* to = n > 0 ? &*s.smoothed->begin() : nullptr;  // detaches: a copy of its own
       for (int i = 0; i < n; ++i) to[i].value = values[std::size_t(i)];
+      s.summary = CurveGraph::summarize(*s.smoothed);  // not on the GUI thread either
       s.points.reset();
     }
   }
@@ -362,8 +364,7 @@ void CurvePlot::onPassDone() {
     const QCPGraph* raw = m_graphs.value(s.name);
     if (smoothed == nullptr || raw == nullptr) continue;
     const int n = s.smoothed->size();
-    smoothed->setData(s.smoothed);
-    smoothed->pointsChanged(0);
+    smoothed->adoptData(s.smoothed, std::move(s.summary));
     m_ema.insert(s.name, s.ema);
     m_deferred.erase(deferred);
     // Points appended while it ran: smoothed on from its last point at the next replot.

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "ui/widgets/curvegraph.h"
 #include "ui/widgets/curveplot.h"
 #include "ui/widgets/smoothing.h"
 
@@ -300,6 +301,13 @@ class TestSmoothing : public QObject {
     QVERIFY(drawnIs("a", 0.9));
     QVERIFY(drawnIs("b", 0.9));
     QCOMPARE(plot.pointCount("a"), 150'500);
+    // The block summary the pass made on its thread is the one the graph makes itself.
+    auto* drawn = dynamic_cast<CurveGraph*>(plot.drawnGraph("b"));
+    QVERIFY(drawn != nullptr);
+    plot.replot();
+    const QVector<QRectF> passSpans = CurvePlot::columnSpans(drawn->reducedLines(), 1.0);
+    drawn->pointsChanged(0);
+    QCOMPARE(CurvePlot::columnSpans(drawn->reducedLines(), 1.0), passSpans);
 
     // Points replaced while a pass runs: the pass's curve for the old points is dropped.
     plot.setSmoothing(0.7);
