@@ -8,7 +8,9 @@
 //      (what `--screenshot` waits for);
 //   2. replot time of 1M points in the dashboard's curve plot (< 16 ms), as one series and as
 //      four of 250k; beside it, smoothing + replot (the EMA of every point recomputed, the
-//      smoothed curve drawn over the faint raw one) and its ratio to the raw replot;
+//      smoothed curve drawn over the faint raw one) and its ratio to the raw replot, and the
+//      smoothing slider dragged, the EMA on the GUI thread (before) against background passes
+//      (now) in the same run (--smoothing-only: this figure alone);
 //   3. the Compare overlay of every trial's train and eval curves at --trials x --steps (first
 //      paint, replot p50/p99 of a still and a panned view; overlaybench.h).
 //   4. the Timeline's replot (layout of its bars and paint) at 10,000 steps x 8 ranks, fitted
@@ -24,7 +26,7 @@
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
-//                   [--replot-only] [--timeline-only] [--unit-view-only]
+//                   [--replot-only] [--smoothing-only] [--timeline-only] [--unit-view-only]
 //                   [--samples-only [--probes N] [--columns C]] [--inspect EXP.toml]
 //                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
@@ -51,8 +53,10 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -72,6 +76,7 @@
 #include "ui/data/sweepsource.h"
 #include "ui/mainwindow.h"
 #include "ui/timeline/timelineview.h"
+#include "ui/widgets/curvegraph.h"
 #include "ui/widgets/curveplot.h"
 #include "ui/widgets/smoothing.h"
 
@@ -214,6 +219,104 @@ std::pair<double, double> timedReplots(ui::CurvePlot& plot,
   return {median(ms), *std::max_element(ms.begin(), ms.end())};
 }
 
+// The CPU time this thread has used, in ms (the wall time less what the load takes).
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+
+// The load average over the last minute (/proc/loadavg), printed beside the figures.
+double loadAverage() {
+  QFile file(QStringLiteral("/proc/loadavg"));
+  if (!file.open(QIODevice::ReadOnly)) return -1;
+  return file.readLine().split(' ').value(0).toDouble();
+}
+
+// A drag of the smoothing slider as a user makes it: a new weight every 16 ms frame (30 ticks,
+// 0.60 .. 0.89), each applied as PlotsPanel applies it (setSmoothing, then replot), the GUI
+// thread's events handled for the rest of each frame (a background pass's curves taken, their
+// replot). What the user feels: how long a tick holds the GUI thread, the longest the thread is
+// busy at once (a tick or one event's handling), and how long after the last tick the last
+// weight's curves are drawn.
+struct DragFigures {
+  double tickMedian = 0;
+  double tickMax = 0;
+  double tickCpu = 0;     // the median tick's GUI-thread CPU time
+  double tickMaxCpu = 0;  // the slowest tick's
+  double longestBusy = 0;
+  double settle = 0;
+  bool exact = false;  // the drawn curves equal smoothEma of the last weight, bit for bit
+};
+
+DragFigures dragSlider(ui::CurvePlot& plot, bool background) {
+  DragFigures f;
+  plot.setBackgroundSmoothing(background);
+  plot.setSmoothing(0.5);
+  plot.replot();
+  spinUntil([&plot] { return !plot.isSmoothingPending(); }, 60000);
+  QCoreApplication::processEvents();
+  QElapsedTimer clock;
+  clock.start();
+  const auto now = [&clock] { return double(clock.nsecsElapsed()) / 1e6; };
+  double lastDrawn = -1;  // when the last replot with no pass pending ended
+  const QMetaObject::Connection drawn =
+      QObject::connect(plot.customPlot(), &QCustomPlot::afterReplot, &plot, [&] {
+        if (!plot.isSmoothingPending()) lastDrawn = now();
+      });
+  // Handles the GUI thread's events until `done`, timing each batch.
+  const auto eventsUntil = [&](const std::function<bool()>& done) {
+    while (!done()) {
+      const double t0 = now();
+      QCoreApplication::processEvents(QEventLoop::AllEvents);
+      f.longestBusy = std::max(f.longestBusy, now() - t0);
+      if (now() - t0 < 0.05) QThread::usleep(200);
+    }
+  };
+  constexpr int kTicks = 30;
+  std::vector<double> ticks;
+  std::vector<double> tickCpu;
+  double lastTick = 0;  // when the last tick began, and ended
+  double lastTickEnd = 0;
+  for (int t = 0; t < kTicks; ++t) {
+    const double frame = 16.0 * t;
+    eventsUntil([&] { return now() >= frame; });
+    lastTick = now();
+    const double cpu0 = threadCpuMs();
+    plot.setSmoothing(0.6 + 0.01 * t);
+    plot.replot();
+    tickCpu.push_back(threadCpuMs() - cpu0);
+    lastTickEnd = now();
+    ticks.push_back(lastTickEnd - lastTick);
+    f.longestBusy = std::max(f.longestBusy, ticks.back());
+  }
+  eventsUntil([&] { return !plot.isSmoothingPending() && lastDrawn >= lastTick; });
+  // The GUI-thread path draws the last weight in the last tick itself: 0.
+  f.settle = std::max(0.0, lastDrawn - lastTickEnd);
+  QObject::disconnect(drawn);
+  f.tickMedian = median(ticks);
+  f.tickCpu = median(tickCpu);
+  const auto slowest = std::max_element(ticks.begin(), ticks.end());
+  f.tickMax = *slowest;
+  f.tickMaxCpu = tickCpu[std::size_t(slowest - ticks.begin())];
+  f.exact = true;
+  for (const QString& name : plot.seriesNames()) {
+    const QCPGraph* rawGraph = plot.rawGraph(name);
+    const QCPGraph* drawnGraph = plot.drawnGraph(name);
+    if (rawGraph == nullptr || drawnGraph == nullptr) continue;
+    const QSharedPointer<QCPGraphDataContainer> raw = rawGraph->data();
+    const QSharedPointer<QCPGraphDataContainer> shown = drawnGraph->data();
+    std::vector<double> values(std::size_t(raw->size()));
+    for (int i = 0; i < raw->size(); ++i) values[std::size_t(i)] = raw->at(i)->value;
+    ui::smoothEma(values.data(), values.data(), values.size(), plot.smoothing());
+    f.exact = f.exact && shown->size() == raw->size();
+    for (int i = 0; f.exact && i < shown->size(); ++i)
+      f.exact = std::bit_cast<quint64>(shown->at(i)->value) ==
+                std::bit_cast<quint64>(values[std::size_t(i)]);
+  }
+  return f;
+}
+
 void replotFigures() {
   std::printf("\n== replot of 1M points (CurvePlot = QCustomPlot, 1200x800, offscreen) ==\n");
   for (const int series : {1, 4}) {
@@ -233,12 +336,75 @@ void replotFigures() {
     plot.rescale();
     QCoreApplication::processEvents();
     const auto [raw, rawMax] = timedReplots(plot, [](int) {});
-    std::printf("%d series x %d points: replot median %.2f ms, max %.2f ms (target < 16 ms)\n",
-                series, per, raw, rawMax);
+    // Where a replot's time goes, in the GUI thread's own CPU time (the machine's load adds
+    // its waits to the wall time above): every curve reduced again (as before the reduced
+    // points were kept), its spans painted, and the rest of a replot (axes, grid, legend, the
+    // buffers put on screen).
+    {
+      QCustomPlot* cp = plot.customPlot();
+      plot.setReuseLines(false);
+      std::vector<double> reduce, paint, empty, full;
+      for (int rep = 0; rep < 15; ++rep) {
+        double t = threadCpuMs();
+        std::vector<QVector<QRectF>> spans;
+        spans.reserve(std::size_t(cp->graphCount()));
+        for (int g = 0; g < cp->graphCount(); ++g) {
+          spans.push_back(ui::CurveGraph::columnSpans(
+              static_cast<ui::CurveGraph*>(cp->graph(g))->reducedLines(), 1.0));
+        }
+        reduce.push_back(threadCpuMs() - t);
+        QImage image(cp->size(), QImage::Format_ARGB32_Premultiplied);
+        image.fill(Qt::white);
+        QCPPainter painter(&image);
+        painter.setPen(Qt::NoPen);
+        t = threadCpuMs();
+        for (int g = 0; g < cp->graphCount(); ++g) {
+          painter.setBrush(cp->graph(g)->pen().color());
+          painter.drawRects(spans[std::size_t(g)].constData(), int(spans[std::size_t(g)].size()));
+        }
+        paint.push_back(threadCpuMs() - t);
+        painter.end();
+        for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(false);
+        t = threadCpuMs();
+        cp->replot();
+        empty.push_back(threadCpuMs() - t);
+        for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(true);
+        t = threadCpuMs();
+        cp->replot();
+        full.push_back(threadCpuMs() - t);
+      }
+      plot.setReuseLines(true);
+      std::printf(
+          "%d series x %d points: a replot's GUI-thread CPU (medians of 15, every curve reduced "
+          "again): %.2f ms, of which reducing the points %.2f ms, painting the spans %.2f ms, "
+          "the rest (axes, legend, buffers) %.2f ms\n",
+          series, per, median(full), median(reduce), median(paint), median(empty));
+    }
+    // A pan by one pixel each replot: every curve reduced again (nothing to reuse).
+    {
+      const QCPRange range = plot.customPlot()->xAxis->range();
+      const double pixel = range.size() / plot.customPlot()->axisRect()->width();
+      const auto [pan, panMax] = timedReplots(plot, [&plot, range, pixel](int r) {
+        plot.customPlot()->xAxis->setRange(range.lower + pixel * (r % 2),
+                                           range.upper + pixel * (r % 2));
+      });
+      plot.customPlot()->xAxis->setRange(range);
+      std::printf(
+          "%d series x %d points: replot panned by a pixel, median %.2f ms, max %.2f ms (target < "
+          "16 ms)\n",
+          series, per, pan, panMax);
+    }
+    std::printf(
+        "%d series x %d points: replot, nothing changed (each curve's reduced points reused), "
+        "median %.2f ms, max %.2f ms (target < 16 ms)\n",
+        series, per, raw, rawMax);
     // Smoothing on: every replot recomputes each series' EMA (the weight moves a little each
     // time, as while the slider is dragged) and draws the smoothed curve over the faint raw one.
+    // (On the GUI thread, as before the background passes: the figure of the old path.)
+    plot.setBackgroundSmoothing(false);
     const auto [smoothed, smoothedMax] =
         timedReplots(plot, [&plot](int r) { plot.setSmoothing(0.6 + 0.001 * (r % 2)); });
+    plot.setBackgroundSmoothing(true);
     // Before: the same two curves per series as plain QCPGraphs (each 1M-point line stroked
     // with a cosmetic pen), with the EMA recomputed into the smoothed graphs' values each time.
     {
@@ -265,9 +431,27 @@ void replotFigures() {
           series, per, peerMs, smoothed, peerMs / smoothed);
     }
     std::printf(
-        "%d series x %d points: smoothing + replot median %.2f ms, max %.2f ms (target < 16 "
-        "ms), %.2fx the raw replot, on %s\n",
+        "%d series x %d points: smoothing + replot on the GUI thread median %.2f ms, max %.2f ms "
+        "(target < 16 ms), %.2fx the raw replot, on %s\n",
         series, per, smoothed, smoothedMax, smoothed / raw, qPrintable(bench::cpuModel()));
+    // The slider dragged: the EMA on the GUI thread at each tick (before) against the
+    // background passes (now), in this one run.
+    for (const bool background : {false, true}) {
+      const double load = loadAverage();
+      plot.setReuseLines(background);  // before: every curve reduced again at every replot
+      const DragFigures d = dragSlider(plot, background);
+      std::printf(
+          "%d series x %d points: slider drag (30 ticks, one per 16 ms frame), %s: tick median "
+          "%.2f ms (GUI-thread CPU %.2f ms), max %.2f ms (CPU %.2f ms); GUI thread busy at most "
+          "%.2f ms at once; "
+          "last weight drawn "
+          "%.1f ms after the last tick; exact %s (load %.1f)\n",
+          series, per,
+          background ? "now (background passes, reduced points reused)"
+                     : "before (EMA on the GUI thread, every curve reduced again)",
+          d.tickMedian, d.tickCpu, d.tickMax, d.tickMaxCpu, d.longestBusy, d.settle,
+          d.exact ? "yes" : "NO", load);
+    }
     // Smoothing on, nothing changed (a pan, a repaint): the two curves drawn, no EMA.
     const auto [still, stillMax] = timedReplots(plot, [](int) {});
     std::printf(
@@ -451,6 +635,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption timelineOnly("timeline-only", "Only the Timeline's figure.");
   const QCommandLineOption replotOnly("replot-only",
                                       "Only the 1M-point replot figures (raw and smoothed).");
+  const QCommandLineOption smoothingOnly(
+      "smoothing-only", "Only the 1M-point replot figures, without the jagged curves' peer.");
   const QCommandLineOption unitViewOnly("unit-view-only", "Only the per-unit view's figure.");
   const QCommandLineOption samplesOnly("samples-only", "Only the Samples view's figure.");
   const QCommandLineOption probesOpt("probes", "Probes (rows) in the Samples view.", "N", "300");
@@ -464,8 +650,8 @@ int main(int argc, char** argv) {
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
   parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, replotOnly,
-                     unitViewOnly, samplesOnly, probesOpt, columnsOpt, inspectOpt, pgOpt,
-                     pgServerOpt});
+                     smoothingOnly, unitViewOnly, samplesOnly, probesOpt, columnsOpt, inspectOpt,
+                     pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -501,6 +687,11 @@ int main(int argc, char** argv) {
   const int columns = parser.value(columnsOpt).toInt();
   if (parser.isSet(samplesOnly)) {
     bench::samplesFigures(probes, columns);
+    return 0;
+  }
+  if (parser.isSet(smoothingOnly)) {
+    std::printf("CPU: %s, load average %.1f\n", qPrintable(bench::cpuModel()), loadAverage());
+    replotFigures();
     return 0;
   }
   if (parser.isSet(replotOnly)) {

@@ -43,7 +43,88 @@ QVector<QRectF> CurveGraph::columnSpans(const QVector<QPointF>& lines, double wi
   return spans;
 }
 
-void CurveGraph::pointsChanged(int from) { m_summarized = std::clamp(from, 0, m_summarized); }
+void CurveGraph::pointsChanged(int from) {
+  m_summarized = std::clamp(from, 0, m_summarized);
+  ++m_version;
+}
+
+void CurveGraph::setReuseLines(bool on) {
+  m_reuseLines = on;
+  m_linesValid = false;
+  m_lines.clear();
+}
+
+CurveGraph::LinesKey CurveGraph::linesKey(const QCPAxis& keyAxis, const QCPAxis& valueAxis) const {
+  LinesKey key;
+  key.data = mDataContainer.data();
+  key.size = key.data != nullptr ? key.data->size() : 0;
+  key.version = m_version;
+  key.keyRange = keyAxis.range();
+  key.valueRange = valueAxis.range();
+  if (const QCPAxisRect* rect = keyAxis.axisRect(); rect != nullptr) key.rect = rect->rect();
+  key.keyScale = keyAxis.scaleType();
+  key.valueScale = valueAxis.scaleType();
+  key.keyReversed = keyAxis.rangeReversed();
+  key.valueReversed = valueAxis.rangeReversed();
+  return key;
+}
+
+QVector<QPointF> CurveGraph::reducedLines() const {
+  const QCPAxis* keyAxis = mKeyAxis.data();
+  const QCPAxis* valueAxis = mValueAxis.data();
+  if (!m_reuseLines || keyAxis == nullptr || valueAxis == nullptr) return computeReducedLines();
+  const LinesKey key = linesKey(*keyAxis, *valueAxis);
+  if (!m_linesValid || !(key == m_linesKey)) {
+    m_lines = computeReducedLines();
+    m_linesKey = key;
+    m_linesValid = true;
+  }
+  return m_lines;  // implicitly shared: no copy
+}
+
+namespace {
+
+CurveGraph::Block summaryOf(const QCPGraphData* begin, const QCPGraphData* end) {
+  CurveGraph::Block block;
+  block.lo = std::numeric_limits<double>::infinity();
+  block.hi = -block.lo;
+  for (const QCPGraphData* p = begin; p != end; ++p) {
+    if (!std::isfinite(p->value)) {
+      block.finite = false;
+      break;
+    }
+    block.lo = std::min(block.lo, p->value);
+    block.hi = std::max(block.hi, p->value);
+  }
+  return block;
+}
+
+}  // namespace
+
+std::vector<CurveGraph::Block> CurveGraph::summarize(const QCPGraphDataContainer& data) {
+  const int blocks = data.size() / kBlock;
+  std::vector<Block> summary(std::size_t(std::max(blocks, 0)));
+  if (blocks <= 0) return summary;
+  const QCPGraphData* points = &*data.constBegin();
+  for (int b = 0; b < blocks; ++b) {
+    const QCPGraphData* begin = points + std::ptrdiff_t(b) * kBlock;
+    summary[std::size_t(b)] = summaryOf(begin, begin + kBlock);
+  }
+  return summary;
+}
+
+void CurveGraph::adoptData(QSharedPointer<QCPGraphDataContainer> data, std::vector<Block> summary) {
+  setData(std::move(data));
+  ++m_version;
+  m_summaryOf = mDataContainer.data();
+  const int n = mDataContainer->size();
+  if (summary.size() == std::size_t(n / kBlock)) {
+    m_blocks = std::move(summary);
+    m_summarized = n;
+  } else {
+    m_summarized = 0;  // not its summary: made again at the next draw
+  }
+}
 
 void CurveGraph::updateSummary() const {
   const QCPGraphDataContainer* container = mDataContainer.data();
@@ -55,24 +136,13 @@ void CurveGraph::updateSummary() const {
   if (n == 0) return;
   const QCPGraphData* data = &*container->constBegin();
   for (int b = m_summarized / kBlock; b < blocks; ++b) {
-    Block block;
-    block.lo = std::numeric_limits<double>::infinity();
-    block.hi = -block.lo;
-    const QCPGraphData* end = data + std::ptrdiff_t(b + 1) * kBlock;
-    for (const QCPGraphData* p = data + std::ptrdiff_t(b) * kBlock; p != end; ++p) {
-      if (!std::isfinite(p->value)) {
-        block.finite = false;
-        break;
-      }
-      block.lo = std::min(block.lo, p->value);
-      block.hi = std::max(block.hi, p->value);
-    }
-    m_blocks[std::size_t(b)] = block;
+    const QCPGraphData* begin = data + std::ptrdiff_t(b) * kBlock;
+    m_blocks[std::size_t(b)] = summaryOf(begin, begin + kBlock);
   }
   m_summarized = n;
 }
 
-QVector<QPointF> CurveGraph::reducedLines() const {
+QVector<QPointF> CurveGraph::computeReducedLines() const {
   QVector<QPointF> out;
   const QCPAxis* keyAxis = mKeyAxis.data();
   const QCPAxis* valueAxis = mValueAxis.data();

@@ -7,9 +7,14 @@
 // block of kBlock points (its block summary), so a column that holds whole blocks reads their
 // summaries, and a replot of a million points reads about N / kBlock + kBlock x columns values.
 // A sparse stretch (a gap of more than one column between two points) is stroked as usual.
+// The reduced points are kept between replots: a replot that changed neither the graph's points
+// nor its axes (the other curves' points changed, the smoothing slider moved, a repaint) reads
+// none of its data again.
 #pragma once
 
 #include <qcustomplot.h>
+
+#include <QRect>
 
 #include <vector>
 
@@ -37,16 +42,28 @@ class CurveGraph : public QCPGraph {
   /// columnSpans() of these equals columnSpans() of every point in pixels.
   QVector<QPointF> reducedLines() const;
 
- protected:
-  void draw(QCPPainter* painter) override;
-  void drawLinePlot(QCPPainter* painter, const QVector<QPointF>& lines) const override;
-
- private:
+  /// Min and max of a block of kBlock points.
   struct Block {
     double lo = 0;
     double hi = 0;
     bool finite = true;  // every value of the block is finite
   };
+  /// The block summary of `data` (its whole blocks), as a draw would make it: for points made
+  /// on another thread, so the GUI thread need not read them all again (adoptData).
+  static std::vector<Block> summarize(const QCPGraphDataContainer& data);
+  /// Takes `data` as the graph's points, with summarize(data) as their summary.
+  void adoptData(QSharedPointer<QCPGraphDataContainer> data, std::vector<Block> summary);
+
+  /// Whether reducedLines() reuses its last result while the points (as pointsChanged() and
+  /// growth tell), the axes' ranges, scales and the axis rect are the same (default: on; off,
+  /// every replot reduces every point again: the way before, for benches).
+  void setReuseLines(bool on);
+
+ protected:
+  void draw(QCPPainter* painter) override;
+  void drawLinePlot(QCPPainter* painter, const QVector<QPointF>& lines) const override;
+
+ private:
   /// Summarises the blocks that changed since the last call (pointsChanged(), growth).
   void updateSummary() const;
   /// Paints `lines` (pixels, in line order) as spans per column and strokes the sparse gaps.
@@ -57,6 +74,29 @@ class CurveGraph : public QCPGraph {
   mutable std::vector<Block> m_blocks;
   mutable int m_summarized = 0;  // points the summary is valid for
   mutable const QCPGraphDataContainer* m_summaryOf = nullptr;
+  // The last reducedLines() and what it was computed for.
+  struct LinesKey {
+    const QCPGraphDataContainer* data = nullptr;
+    int size = -1;
+    quint64 version = 0;  // pointsChanged() calls
+    QCPRange keyRange, valueRange;
+    QRect rect;
+    QCPAxis::ScaleType keyScale = QCPAxis::stLinear, valueScale = QCPAxis::stLinear;
+    bool keyReversed = false, valueReversed = false;
+    bool operator==(const LinesKey& o) const {
+      return data == o.data && size == o.size && version == o.version && keyRange == o.keyRange &&
+             valueRange == o.valueRange && rect == o.rect && keyScale == o.keyScale &&
+             valueScale == o.valueScale && keyReversed == o.keyReversed &&
+             valueReversed == o.valueReversed;
+    }
+  };
+  LinesKey linesKey(const QCPAxis& keyAxis, const QCPAxis& valueAxis) const;
+  QVector<QPointF> computeReducedLines() const;
+  quint64 m_version = 0;
+  bool m_reuseLines = true;
+  mutable bool m_linesValid = false;
+  mutable LinesKey m_linesKey;
+  mutable QVector<QPointF> m_lines;
 };
 
 }  // namespace shardscope::ui

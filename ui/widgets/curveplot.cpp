@@ -2,7 +2,10 @@
 
 #include <qcustomplot.h>
 #include <QFileInfo>
+#include <QFutureWatcher>
 #include <QLoggingCategory>
+#include <QPromise>
+#include <QThreadPool>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -65,6 +68,42 @@ qsizetype checkedLength(const QString& name, const QVector<double>& xs, const QV
 
 }  // namespace
 
+// A background pass: the deferred series' points as they were when it started (implicitly
+// shared copies of the raw containers: O(1) here, and the GUI thread's next change to a raw
+// graph detaches from them), smoothed with one weight into new containers the GUI thread then
+// takes whole (a pointer swap).
+struct CurvePlot::SmoothPass {
+  struct Series {
+    QString name;
+    quint64 generation = 0;
+    QSharedPointer<QCPGraphDataContainer> points;    // the raw points (dropped once read)
+    QSharedPointer<QCPGraphDataContainer> smoothed;  // the same keys, the EMA of the values
+    EmaState ema;                                    // where the EMA stands at the last point
+    std::vector<CurveGraph::Block> summary;          // the smoothed points' block summary
+  };
+  double weight = 0.0;
+  std::vector<Series> series;
+
+  // On the worker: exactly what refreshSmoothed computes from a fresh EmaState.
+  void run() {
+    std::vector<double> values;
+    for (Series& s : series) {
+      const QCPGraphDataContainer& points = *s.points;
+      const int n = points.size();
+      values.resize(std::size_t(n));
+      const QCPGraphData* in = n > 0 ? &*points.constBegin() : nullptr;
+      for (int i = 0; i < n; ++i) values[std::size_t(i)] = in[i].value;
+      s.ema = EmaState(weight);
+      (void)smoothEmaAppend(s.ema, values.data(), values.data(), std::size_t(n));  // fresh: all
+      s.smoothed = QSharedPointer<QCPGraphDataContainer>::create(points);
+      QCPGraphData* to = n > 0 ? &*s.smoothed->begin() : nullptr;  // detaches: a copy of its own
+      for (int i = 0; i < n; ++i) to[i].value = values[std::size_t(i)];
+      s.summary = CurveGraph::summarize(*s.smoothed);  // not on the GUI thread either
+      s.points.reset();
+    }
+  }
+};
+
 CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -91,6 +130,8 @@ CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(
   m_plot->installEventFilter(this);
   connect(m_plot, &QCustomPlot::mouseMove, this, &CurvePlot::onMouseMove);
   connect(m_plot, &QCustomPlot::beforeReplot, this, &CurvePlot::refreshSmoothed);
+  m_passWatcher = new QFutureWatcher<void>(this);
+  connect(m_passWatcher, &QFutureWatcher<void>::finished, this, &CurvePlot::onPassDone);
 }
 
 QColor CurvePlot::seriesColor(int index) {
@@ -107,7 +148,8 @@ void CurvePlot::setAxisLabels(const QString& xLabel, const QString& yLabel) {
 
 QCPGraph* CurvePlot::graphFor(const QString& name) {
   if (QCPGraph* graph = m_graphs.value(name)) return graph;
-  QCPGraph* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+  auto* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+  graph->setReuseLines(m_reuseLines);
   graph->setName(name);
   m_colors.insert(name, seriesColor(m_nextColor++));
   graph->setPen(
@@ -151,7 +193,9 @@ void CurvePlot::applySmoothingTo(const QString& name) {
   QCPGraph* smoothed = m_smoothed.value(name);
   const bool created = m_smoothing > 0 && smoothed == nullptr;
   if (created) {
-    smoothed = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+    auto* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
+    graph->setReuseLines(m_reuseLines);
+    smoothed = graph;
     smoothed->setName(name);
     smoothed->setLineStyle(QCPGraph::lsLine);
     smoothed->setAdaptiveSampling(true);
@@ -164,7 +208,10 @@ void CurvePlot::applySmoothingTo(const QString& name) {
     if (!m_plot->legend->hasItemWithPlottable(raw)) raw->addToLegend();
   }
   if (m_smoothing > 0) markStale(name, {0, created});
-  if (!m_smoothed.contains(name)) m_ema.remove(name);
+  if (!m_smoothed.contains(name)) {
+    m_ema.remove(name);
+    m_deferred.remove(name);
+  }
   fitPens(name);
 }
 
@@ -179,16 +226,52 @@ void CurvePlot::markStale(const QString& name, Stale stale) {
 void CurvePlot::refreshSmoothed() {
   std::vector<double> values;
   const QHash<QString, Stale> stale = std::exchange(m_stale, {});
+  // Whether a series' EMA starts again from its first point (a new weight, points replaced or
+  // added before the end) rather than going on from where it stood.
+  const auto whole = [this](const QString& name, const Stale& entry, int n) {
+    const QCPGraph* smoothed = m_smoothed.value(name);
+    const auto ema = m_ema.constFind(name);
+    return entry.keys || entry.from <= 0 || smoothed->dataCount() < entry.from ||
+           smoothed->dataCount() > n || ema == m_ema.constEnd() ||
+           ema->count != std::size_t(entry.from);
+  };
+  // Those series together: over kBackgroundPoints, a background pass smooths them.
+  qint64 wholePoints = 0;
+  for (auto entry = stale.cbegin(); entry != stale.cend() && m_background; ++entry) {
+    const QCPGraph* raw = m_graphs.value(entry.key());
+    if (raw == nullptr || !m_smoothed.contains(entry.key())) continue;
+    if (whole(entry.key(), *entry, raw->dataCount())) wholePoints += raw->dataCount();
+  }
+  const bool background = m_background && wholePoints >= kBackgroundPoints;
   for (auto entry = stale.cbegin(); entry != stale.cend(); ++entry) {
     auto* smoothed = static_cast<CurveGraph*>(m_smoothed.value(entry.key()));
     QCPGraph* raw = m_graphs.value(entry.key());
     if (smoothed == nullptr || raw == nullptr) continue;
+    const QCPGraphDataContainer& points = *raw->data();
+    const int n = points.size();
+    if (whole(entry.key(), *entry, n)) {
+      if (background) {
+        // The curve keeps its smoothed points (an earlier weight's) until the pass's arrive;
+        // points replaced are drawn as they are meanwhile (the smoothed keys must be theirs).
+        const bool replaced = entry->keys || smoothed->dataCount() > n;
+        if (replaced) {
+          smoothed->setData(QSharedPointer<QCPGraphDataContainer>::create(points));
+          smoothed->pointsChanged(0);
+        }
+        if (replaced || !m_deferred.contains(entry.key()))
+          m_deferred.insert(entry.key(), m_nextGeneration++);
+        m_ema.remove(entry.key());
+        fitPens(entry.key());
+        continue;
+      }
+      m_deferred.remove(entry.key());
+    } else if (m_deferred.contains(entry.key())) {
+      continue;  // points appended: smoothed on from where the pass ends, when it arrives
+    }
     // Same keys as the raw points, in the same (sorted) order; only the values are smoothed.
     // While the slider moves, the keys stay: the values alone are written (a 1M-point copy
     // is the larger part of the work); appended points add their own keys only.
     QCPGraphDataContainer* data = smoothed->data().data();
-    const QCPGraphDataContainer& points = *raw->data();
-    const int n = points.size();
     int from = std::clamp(entry->from, 0, n);
     if (entry->keys || data->size() < from || data->size() > n) {
       data->set(points);
@@ -217,6 +300,80 @@ void CurvePlot::refreshSmoothed() {
     smoothed->pointsChanged(from);
     fitPens(entry.key());
   }
+  startPass();
+}
+
+void CurvePlot::setReuseLines(bool on) {
+  m_reuseLines = on;
+  for (QCPGraph* graph : std::as_const(m_graphs))
+    static_cast<CurveGraph*>(graph)->setReuseLines(on);
+  for (QCPGraph* graph : std::as_const(m_smoothed))
+    static_cast<CurveGraph*>(graph)->setReuseLines(on);
+}
+
+bool CurvePlot::isSmoothingPending() const { return m_pass != nullptr || !m_deferred.isEmpty(); }
+
+void CurvePlot::finishSmoothing() {
+  const bool background = std::exchange(m_background, false);  // no new pass meanwhile
+  while (m_pass != nullptr) {
+    m_passWatcher->waitForFinished();
+    onPassDone();
+  }
+  // What no pass brought to this weight: smoothed here.
+  for (auto it = m_deferred.cbegin(); it != m_deferred.cend(); ++it)
+    markStale(it.key(), {0, false});
+  refreshSmoothed();
+  m_background = background;
+}
+
+void CurvePlot::startPass() {
+  if (!m_background || m_pass != nullptr || m_deferred.isEmpty()) return;
+  auto pass = std::make_shared<SmoothPass>();
+  pass->weight = m_smoothing;
+  for (auto it = m_deferred.cbegin(); it != m_deferred.cend(); ++it) {
+    const QCPGraph* raw = m_graphs.value(it.key());
+    if (raw == nullptr) continue;
+    SmoothPass::Series series;
+    series.name = it.key();
+    series.generation = it.value();
+    series.points = QSharedPointer<QCPGraphDataContainer>::create(*raw->data());
+    pass->series.push_back(std::move(series));
+  }
+  m_pass = pass;
+  auto promise = std::make_shared<QPromise<void>>();
+  m_passWatcher->setFuture(promise->future());
+  QThreadPool::globalInstance()->start([promise, pass] {
+    promise->start();
+    pass->run();
+    promise->finish();
+  });
+}
+
+void CurvePlot::onPassDone() {
+  // A finished signal of a pass finishSmoothing() took already: the pass now running is not done.
+  if (m_pass == nullptr || !m_passWatcher->future().isFinished()) return;
+  const std::shared_ptr<SmoothPass> pass = std::exchange(m_pass, nullptr);
+  for (SmoothPass::Series& s : pass->series) {
+    // Taken only for the weight now chosen and the points it read (a newer generation: they
+    // were replaced since; the next pass smooths them).
+    const auto deferred = m_deferred.constFind(s.name);
+    if (deferred == m_deferred.constEnd() || *deferred != s.generation ||
+        pass->weight != m_smoothing)
+      continue;
+    auto* smoothed = static_cast<CurveGraph*>(m_smoothed.value(s.name));
+    const QCPGraph* raw = m_graphs.value(s.name);
+    if (smoothed == nullptr || raw == nullptr) continue;
+    const int n = s.smoothed->size();
+    smoothed->adoptData(s.smoothed, std::move(s.summary));
+    m_ema.insert(s.name, s.ema);
+    m_deferred.erase(deferred);
+    // Points appended while it ran: smoothed on from its last point at the next replot.
+    if (raw->dataCount() != n) markStale(s.name, {n, false});
+    fitPens(s.name);
+  }
+  startPass();  // the weight chosen meanwhile, if any: the latest only
+  if (!isSmoothingPending()) emit smoothingSettled();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void CurvePlot::setSeries(const QString& name, const QVector<double>& xs,
@@ -273,6 +430,7 @@ void CurvePlot::removeSeries(const QString& name) {
   m_order.removeAll(name);
   m_stale.remove(name);
   m_ema.remove(name);
+  m_deferred.remove(name);
   m_styles.remove(name);
   m_colors.remove(name);
 }
@@ -288,6 +446,7 @@ void CurvePlot::clear() {
   m_order.clear();
   m_stale.clear();
   m_ema.clear();
+  m_deferred.clear();
   m_hoverText.clear();
   m_nextColor = 0;
 }
@@ -375,6 +534,7 @@ void CurvePlot::rescale() {
 void CurvePlot::replot() { m_plot->replot(); }
 
 Result<void> CurvePlot::savePng(const QString& path, int width, int height) {
+  finishSmoothing();
   if (width <= 0 || height <= 0) {
     return fail(path.toStdString() + ": PNG size " + std::to_string(width) + "x" +
                 std::to_string(height) + " must be positive");

@@ -9,6 +9,10 @@
 // Each graph keeps a min/max summary per block of points (curvegraph.h), so a replot of a
 // million points reads about N / 64 values per curve, not N. Hovering shows each series' nearest
 // point at the pointer's x (a dot on the curve and one tooltip listing every series).
+// A new weight (the slider dragged) over many points is smoothed off the GUI thread: one
+// background pass at a time, for the latest weight only (the weights chosen while it ran are
+// skipped), and each curve keeps its previous smoothed points until the pass's arrive, so a
+// replot during a drag costs a replot, not an EMA of every point.
 #pragma once
 
 #include <QColor>
@@ -20,6 +24,7 @@
 #include <QWidget>
 
 #include <functional>
+#include <memory>
 
 #include "spec/result.h"
 #include "ui/widgets/smoothing.h"
@@ -28,6 +33,8 @@ class QCPGraph;
 class QCPItemTracer;
 class QCustomPlot;
 class QMouseEvent;
+template <typename T>
+class QFutureWatcher;
 
 namespace shardscope::ui {
 
@@ -66,6 +73,21 @@ class CurvePlot : public QWidget {
   /// Smoothing weight, 0 (off) .. kMaxSmoothing (smoothing.h); the stored points never change.
   void setSmoothing(double weight);
   double smoothing() const { return m_smoothing; }
+  /// Whether a new weight over kBackgroundPoints points or more (all series whose EMA starts
+  /// again, together) is smoothed on a worker thread (default: on). Off: every replot after a
+  /// new weight smooths every point on the GUI thread first (the way before; benches compare).
+  void setBackgroundSmoothing(bool on) { m_background = on; }
+  /// Whether each curve keeps its reduced points between replots that changed neither its
+  /// points nor the axes (CurveGraph::setReuseLines; default: on; off for benches' "before").
+  void setReuseLines(bool on);
+  /// Points from which a new weight is smoothed in the background.
+  static constexpr int kBackgroundPoints = 100'000;
+  /// Whether some smoothed curve still shows an earlier weight's (or, for a curve whose points
+  /// were replaced, the raw) values: a background pass is running or about to start.
+  bool isSmoothingPending() const;
+  /// Brings every smoothed curve to the current weight now, on this thread (waiting for a
+  /// pass that runs): before a picture is saved, which must show the weight chosen.
+  void finishSmoothing();
 
   /// The hover read-out at plot x `x`: one line per series, its nearest point by x ("name: y
   /// at x", with the raw value beside a smoothed one); the dots are placed, not replotted.
@@ -95,10 +117,19 @@ class CurvePlot : public QWidget {
   /// The QCustomPlot inside, for what this class does not wrap (and for pixel tests).
   QCustomPlot* customPlot() const { return m_plot; }
 
+ signals:
+  /// A background pass has brought every smoothed curve to the current weight (the replot
+  /// that draws them is queued).
+  void smoothingSettled();
+
  private:
   QCPGraph* graphFor(const QString& name);
   /// Brings every smoothed graph whose series changed up to date (before each replot).
   void refreshSmoothed();
+  /// Starts a background pass over the deferred series, unless one is running.
+  void startPass();
+  /// A pass is done: its curves replace the drawn ones where still current; the next starts.
+  void onPassDone();
   /// Gives series `name` its smoothed graph (smoothing on) or removes it (off), with the pens.
   void applySmoothingTo(const QString& name);
   void onMouseMove(QMouseEvent* event);
@@ -130,6 +161,15 @@ class CurvePlot : public QWidget {
   void markStale(const QString& name, Stale stale);
   QHash<QString, Stale> m_stale;
   QHash<QString, EmaState> m_ema;  // where each smoothed graph's EMA stands (its last point)
+  // Series whose whole EMA awaits a background pass, each with the generation its points and
+  // weight were deferred at (a pass's result for an older generation is dropped).
+  QHash<QString, quint64> m_deferred;
+  quint64 m_nextGeneration = 1;
+  struct SmoothPass;                   // curveplot.cpp
+  std::shared_ptr<SmoothPass> m_pass;  // the pass running, if any
+  QFutureWatcher<void>* m_passWatcher = nullptr;
+  bool m_background = true;
+  bool m_reuseLines = true;
   QString m_hoverText;
   std::function<QString(double)> m_xText;
   double m_smoothing = 0.0;

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "ui/widgets/curveplot.h"
+
 namespace shardscope::ui {
 
 namespace {
@@ -77,6 +79,8 @@ bool paintVector(const QString& suffix, const QString& path, int width, int heig
 Result<void> savePlot(QCustomPlot* plot, const QString& path, int width, int height) {
   auto format = checkedFormat(path, width, height);
   if (!format) return format.error();
+  // A smoothing weight still being computed in the background: the picture shows it.
+  if (auto* curves = qobject_cast<CurvePlot*>(plot->parentWidget())) curves->finishSmoothing();
   if (*format == QLatin1String("png")) return written(path, plot->savePng(path, width, height));
   if (*format == QLatin1String("pdf")) return written(path, plot->savePdf(path, width, height));
   QSvgGenerator svg;
@@ -98,6 +102,7 @@ Result<void> savePage(QWidget* page, const QString& path, int width, int height)
   const QSize before = page->size();
   const QSize laidOut = QSize(width, height).expandedTo(page->minimumSizeHint());
   page->resize(laidOut);
+  for (CurvePlot* curves : page->findChildren<CurvePlot*>()) curves->finishSmoothing();
   // Every plot redrawn at its new size now: a plot paints from a buffer a replot fills.
   for (QCustomPlot* plot : page->findChildren<QCustomPlot*>())
     plot->replot(QCustomPlot::rpImmediateRefresh);

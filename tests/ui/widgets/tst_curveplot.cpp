@@ -236,7 +236,8 @@ class TestCurvePlot : public QObject {
   // The block summary (curvegraph.h) reads whole blocks where they fall in one pixel column:
   // what it hands the dense drawing gives the same spans as every point in view, in pixels, would
   // (NaN gaps, a sparse stretch, a block split between columns); after points are appended at
-  // the end and after they are replaced; fitted and zoomed in. It is a few points per column.
+  // the end and after they are replaced; fitted and zoomed in. It is a few points per column,
+  // kept between replots that change neither the points nor the axes.
   void blockSummaryGivesTheSameSpansAsEveryPoint() {
     CurvePlot plot;
     plot.resize(kWidth, kHeight);
@@ -285,6 +286,18 @@ class TestCurvePlot : public QObject {
     for (double& y : ys) y = std::isnan(y) ? y : 100 - y;
     plot.setSeries("s", xs, ys);
     check("replaced");
+    custom->yAxis->setRange(35, 70);
+    check("value axis moved");
+    // Nothing changed: the reduced points are reused (the same shared data), not read again;
+    // reduced again on request, they are the same.
+    custom->replot();
+    QCOMPARE(graph->reducedLines().constData(), graph->reducedLines().constData());
+    const QVector<QPointF> kept = graph->reducedLines();
+    graph->setReuseLines(false);
+    QVERIFY(graph->reducedLines().constData() != kept.constData());
+    QCOMPARE(CurvePlot::columnSpans(graph->reducedLines(), 1.0),
+             CurvePlot::columnSpans(kept, 1.0));  // NaN breaks compare unequal as points
+    graph->setReuseLines(true);
   }
 
   void savePngToAMissingFolderNamesIt() {

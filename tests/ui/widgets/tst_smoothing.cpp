@@ -1,16 +1,20 @@
 // The plots' smoothing (ui/widgets/smoothing.h): TensorBoard's debiased exponential moving
 // average on known values, its handling of NaN and inf, flat series and weights out of range; and
 // in CurvePlot, that a smoothed series keeps its points as given (irregular steps too) and draws
-// their EMA by point, with the raw curve faint behind it.
+// their EMA by point, with the raw curve faint behind it; and that a burst of weights over many
+// points, smoothed in background passes, ends on the last weight's curves exactly.
 #include <qcustomplot.h>
+#include <QSignalSpy>
 #include <QTest>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
+#include "ui/widgets/curvegraph.h"
 #include "ui/widgets/curveplot.h"
 #include "ui/widgets/smoothing.h"
 
@@ -224,6 +228,117 @@ class TestSmoothing : public QObject {
     plot.appendPoints("run", {1000}, {4});
     plot.replot();
     QVERIFY(expectSmoothed(0.3));
+  }
+
+  // The slider dragged over many points (CurvePlot::kBackgroundPoints and more): a burst of
+  // weights, each applied and replotted as PlotsPanel does, smooths in background passes; the
+  // curves drawn once they settle are the last weight's, bit for bit, with the points a live
+  // run appended meanwhile and a series whose points were replaced meanwhile; a curve newly
+  // smoothed shows its points as they are until its pass arrives; finishSmoothing() (before a
+  // picture is saved) gives the chosen weight's curves at once. Off, the same weight is
+  // smoothed before the replot returns.
+  void curvePlotSmoothsABurstOfWeightsInTheBackground() {
+    CurvePlot plot;
+    plot.resize(800, 500);
+    plot.show();
+    quint32 seed = 7;
+    const auto series = [&seed](int n, int from) {
+      QVector<double> xs(n), ys(n);
+      for (int i = 0; i < n; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        xs[i] = from + i;
+        ys[i] = i == 1000 ? kNaN : 1.0 / (1.0 + 1e-4 * i) + double(seed >> 8) / double(1u << 24);
+      }
+      return std::pair{xs, ys};
+    };
+    const auto [xa, ya] = series(150'000, 0);
+    const auto [xb, yb] = series(40'000, 0);  // below the threshold alone; together, above
+    plot.setSeries("a", xa, ya);
+    plot.setSeries("b", xb, yb);
+    // Drawn values equal smoothEma(weight) of the raw points (weight < 0: the raw values).
+    const auto drawnIs = [&plot](const QString& name, double weight) {
+      const QCPGraph* raw = plot.rawGraph(name);
+      const QCPGraph* drawn = plot.drawnGraph(name);
+      if (raw == nullptr || drawn == nullptr || drawn == raw) return false;
+      std::vector<double> values;
+      for (auto it = raw->data()->constBegin(); it != raw->data()->constEnd(); ++it)
+        values.push_back(it->value);
+      const auto expected = weight < 0 ? values : smoothed(values, weight);
+      if (drawn->dataCount() != int(values.size())) return false;
+      for (int i = 0; i < drawn->dataCount(); ++i) {
+        const double v = drawn->data()->at(i)->value;
+        if (drawn->data()->at(i)->key != raw->data()->at(i)->key) return false;
+        if (std::memcmp(&v, &expected[std::size_t(i)], sizeof(double)) != 0) return false;
+      }
+      return true;
+    };
+    const auto settle = [&plot] {
+      QTRY_VERIFY_WITH_TIMEOUT(!plot.isSmoothingPending(), 60000);
+      plot.replot();  // points appended while a pass ran are smoothed on here
+    };
+    QSignalSpy settled(&plot, &CurvePlot::smoothingSettled);
+    plot.setSmoothing(0.5);
+    plot.replot();
+    QVERIFY(plot.isSmoothingPending());
+    QVERIFY(drawnIs("a", -1));  // newly smoothed: its points as they are, until the pass
+    settle();
+    QVERIFY(!settled.isEmpty());
+    QVERIFY(drawnIs("a", 0.5));
+    QVERIFY(drawnIs("b", 0.5));
+
+    // A drag: twenty weights with no event handled between them, a live run's points appended
+    // on the way; the curves keep the last settled weight's values meanwhile.
+    for (int tick = 1; tick <= 20; ++tick) {
+      plot.setSmoothing(0.5 + 0.02 * tick);
+      plot.replot();
+      if (tick == 10) {
+        const auto [xs, ys] = series(500, 150'000);
+        plot.appendPoints("a", xs, ys);
+      }
+    }
+    QVERIFY(plot.isSmoothingPending());
+    settle();
+    QVERIFY(drawnIs("a", 0.9));
+    QVERIFY(drawnIs("b", 0.9));
+    QCOMPARE(plot.pointCount("a"), 150'500);
+    // The block summary the pass made on its thread is the one the graph makes itself.
+    auto* drawn = dynamic_cast<CurveGraph*>(plot.drawnGraph("b"));
+    QVERIFY(drawn != nullptr);
+    plot.replot();
+    const QVector<QRectF> passSpans = CurvePlot::columnSpans(drawn->reducedLines(), 1.0);
+    drawn->pointsChanged(0);
+    QCOMPARE(CurvePlot::columnSpans(drawn->reducedLines(), 1.0), passSpans);
+
+    // Points replaced while a pass runs: the pass's curve for the old points is dropped.
+    plot.setSmoothing(0.7);
+    plot.replot();
+    const auto [xc, yc] = series(120'000, 10);
+    plot.setSeries("a", xc, yc);
+    plot.replot();
+    settle();
+    QVERIFY(drawnIs("a", 0.7));
+    QVERIFY(drawnIs("b", 0.7));
+
+    // Saving a picture first brings the curves to the weight chosen, waiting for the pass.
+    plot.setSmoothing(0.4);
+    plot.replot();
+    QVERIFY(plot.isSmoothingPending());
+    plot.finishSmoothing();
+    QVERIFY(!plot.isSmoothingPending());
+    QVERIFY(drawnIs("a", 0.4));
+    QVERIFY(drawnIs("b", 0.4));
+    plot.setSmoothing(0.45);  // not replotted yet: smoothed there and then
+    plot.finishSmoothing();
+    QVERIFY(drawnIs("a", 0.45));
+    QVERIFY(drawnIs("b", 0.45));
+
+    // Off: the EMA on the GUI thread, done when the replot returns.
+    plot.setBackgroundSmoothing(false);
+    plot.setSmoothing(0.2);
+    plot.replot();
+    QVERIFY(!plot.isSmoothingPending());
+    QVERIFY(drawnIs("a", 0.2));
+    QVERIFY(drawnIs("b", 0.2));
   }
 };
 
