@@ -1,6 +1,6 @@
 // Tests backend/sweep/pbtloop.cpp with the real trainer: population-based training of the tiny
 // demo model, a population of 4 on 2-rank shardtrain trials (Gloo, CPU), local launcher, a real
-// SQLite run log; 2 segments of 3 steps.
+// SQLite run log (PostgreSQL in the _pg variant); 2 segments of 3 steps.
 //   - exploit copies the right checkpoint: the bottom member's second segment resumes from the
 //     step-3 checkpoint in the best member's run folder;
 //   - its first loss (step 4) equals, exactly, the best member's own step-4 loss: both start from
@@ -24,6 +24,7 @@
 #include "backend/sweep/pbtloop.h"
 #include "backend/sweep/study.h"
 #include "spec/events.h"
+#include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -123,7 +124,7 @@ void TestPbtLoop::populationExploitsExploresAndResumesAKilledSegment() {
   VERIFY_OK(input);
   VERIFY_OK(PbtLoop::check(*input));
   VERIFY_OK(writeDemoData(input->experiment, 64));
-  auto store = RunStore::open(dir.filePath("runs.db"));
+  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
   VERIFY_OK(store);
   auto opened = SweepLoop::openStudy(**store, *input, {}, 1);
   VERIFY_OK(opened);
