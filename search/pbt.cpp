@@ -45,7 +45,9 @@ ParamValue pbt_explore(const Param& p, const ParamValue& value, const PbtConfig&
                        ? std::get<double>(value)
                        : static_cast<double>(std::get<std::int64_t>(value));
   double scaled = std::clamp(x * config.factors[pick], p.low, p.high);
-  // On a log scale from_internal takes the log; a grid value rounds to the nearest step.
+  // A continuous float is the product itself (no round trip through the log scale).
+  if (p.type == ParamType::Float && p.step <= 0.0) return scaled;
+  // A grid value rounds to its nearest step (from_internal takes the internal coordinate).
   if (p.log) scaled = std::log(scaled);
   return p.from_internal(scaled);
 }
