@@ -4,9 +4,12 @@
 #include <QJsonArray>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
+#include "app/cli/launching.h"
 #include "backend/sweep/pbtloop.h"
+#include "backend/sweep/pbtreplay.h"
 
 namespace shardscope::cli {
 
@@ -124,6 +127,74 @@ void runPbtSweep(backend::RunStore& store, backend::SweptStudy opened,
   if (!loop.lineage().bestMember(minimizing(loop.study()))) {
     exitWith(kExitFailed, "no segment completed");
   }
+}
+
+namespace {
+
+// Follows one segment's ranks to their end, recording the location once the lease is held;
+// exits with the run's code unless it completed.
+void followSegment(const Globals& g, backend::RunStore& store, backend::LaunchedRun& launched,
+                   const backend::PbtSegment& s) {
+  std::printf("pbt-replay: run %s (id %lld) segment %d, steps %lld-%lld: %s\n",
+              qPrintable(launched.run.name), static_cast<long long>(launched.run.id), s.segment,
+              static_cast<long long>(s.startStep + 1), static_cast<long long>(s.endStep),
+              valuesText(s.params).c_str());
+  std::fflush(stdout);
+  backend::FollowOptions options;
+  options.maxSteps = s.endStep;
+  const qint64 id = launched.run.id;
+  options.onFollowing = [&] { orExit(store.setRunLocation(id, launched.location).get()); };
+  const auto outcome = orExit(followRun(store, *launched.handle, id, options, true));
+  if (!outcome.followed)
+    exitWith(kExitError, "run " + std::to_string(id) + " is followed elsewhere");
+  if (outcome.status != spec::RunStatus::complete) {
+    std::printf("pbt-replay: segment %d ended %s\n", s.segment,
+                std::string(spec::to_string(outcome.status)).c_str());
+    throw VerbExit{exitCodeFor(outcome.status)};
+  }
+  (void)g;
+}
+
+void pbtReplayVerb(const Globals& g, const std::string& name) {
+  auto store = openStore(g);
+  const search::Study study = orExit(search::Study::open(*store, QString::fromStdString(name)));
+  if (!study.space().pbt) exitWith(kExitUsage, "study " + name + " has no [search.pbt]");
+  const auto schedule = lineageOf(study).bestSchedule(minimizing(study));
+  if (schedule.empty()) exitWith(kExitFailed, "study " + name + " has no complete segment yet");
+  const QString path = study.record().state.value(QLatin1String("source")).toString();
+  const backend::RunLifecycle life = lifecycle(g);
+  const search::PbtConfig& pbt = *study.space().pbt;
+  printSchedule(schedule);
+  std::optional<qint64> runId;
+  for (const backend::PbtSegment& s : schedule) {
+    const auto overrides = backend::pbtSegmentOverrides(pbt, s, true);
+    backend::LoadReport report;
+    auto exp = life.loadForRun(path, overrides, &report);
+    if (!exp) exitWith(report.invalid ? kExitUsage : kExitError, exp.message());
+    backend::LaunchedRun launched = runId
+                                        ? orExit(backend::startNextSegment(*store, *runId, *exp, s))
+                                        : orExit(life.launch(*store, *exp, path, overrides));
+    runId = launched.run.id;
+    followSegment(g, *store, launched, s);
+  }
+  auto reader = orExit(store->reader());
+  const auto final = orExit(reader.run(*runId));
+  std::printf("pbt-replay: run %s (id %lld) complete", qPrintable(final->name),
+              static_cast<long long>(*runId));
+  if (final->objective) std::printf(", objective %.6g", *final->objective);
+  std::printf("\n");
+}
+
+}  // namespace
+
+void addPbtReplayVerb(CLI::App& app, Globals& g) {
+  auto name = std::make_shared<std::string>();
+  auto* verb =
+      app.add_subcommand("pbt-replay",
+                         "Run the best member's schedule of a PBT study as one run (one attempt a "
+                         "segment, each resuming the last's checkpoint with the segment's values)");
+  verb->add_option("STUDY", *name, "A study of an experiment with [search.pbt]")->required();
+  verb->callback([name, &g] { pbtReplayVerb(g, *name); });
 }
 
 }  // namespace shardscope::cli

@@ -1,6 +1,7 @@
 // Population-based training in the CLI: `sweep` of an experiment with [search.pbt] runs
 // backend::PbtLoop (runPbtSweep), and `study show` prints its lineage and the best member's
-// parameter schedule (printPbtLineage, pbtJson).
+// parameter schedule (printPbtLineage, pbtJson); `pbt-replay STUDY` runs that schedule as one
+// run (backend/sweep/pbtreplay.h).
 #pragma once
 
 #include <QJsonObject>

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backend/lifecycle/runlifecycle.h"
+#include "backend/sweep/pbtreplay.h"
 #include "search/pbt.h"
 
 Q_LOGGING_CATEGORY(lcPbtLoop, "shardscope.backend.pbtloop")
@@ -134,10 +135,7 @@ Result<void> PbtLoop::start() {
 
 void PbtLoop::startSegment(PbtSegment row) {
   TrialRunner::Segment segment;
-  // The segment's end is the run's: its checkpoint there is the end-of-run one.
-  segment.overrides = {"train.max_steps=" + std::to_string(row.endStep),
-                       "train.ckpt_every=" + std::to_string(m_config.interval_steps),
-                       "train.ckpt_at_end=true"};
+  segment.overrides = pbtSegmentOverrides(m_config, row, false);  // the runner applies the values
   segment.resumeFrom = row.fromCheckpoint;
   m_runner.setSegment(row.trial, segment);
   emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
