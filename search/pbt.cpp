@@ -66,17 +66,17 @@ std::vector<PbtNext> pbt_decide(const SearchSpace& space, const std::vector<Tria
     if (!va || !vb) return va.has_value() && !vb.has_value();
     return minimize ? *va < *vb : *va > *vb;
   });
-  const int withValue = static_cast<int>(std::count_if(
+  const int with_value = static_cast<int>(std::count_if(
       values.begin(), values.end(), [](const std::optional<double>& v) { return v.has_value(); }));
   const int q = pbt_quantile_count(config, n);
-  const int top = std::max(1, std::min(q, withValue));
+  const int top = std::max(1, std::min(q, with_value));
   // The bottom q, and every member without a value (it has no checkpoint to go on from).
-  const int bottomFrom = std::min(n - q, withValue);
+  const int bottom_from = std::min(n - q, with_value);
   std::vector<PbtNext> next(static_cast<std::size_t>(n));
   for (int m = 0; m < n; ++m) {
     next[static_cast<std::size_t>(m)] = PbtNext{m, params[static_cast<std::size_t>(m)], false};
   }
-  for (int rank = std::max(bottomFrom, top); rank < n; ++rank) {
+  for (int rank = std::max(bottom_from, top); rank < n; ++rank) {
     const int m = order[static_cast<std::size_t>(rank)];
     Rng rng = stream(seed, 2, static_cast<std::uint64_t>(segment), static_cast<std::uint64_t>(m));
     const int source = order[static_cast<std::size_t>(rng.below(static_cast<std::uint64_t>(top)))];

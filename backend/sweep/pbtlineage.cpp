@@ -77,7 +77,8 @@ QJsonObject PbtLineage::toJson() const {
 PbtLineage PbtLineage::fromJson(const search::SearchSpace& space, const QJsonObject& json) {
   PbtLineage lineage;
   lineage.population = json.value(QLatin1String("population")).toInt();
-  for (const QJsonValue& v : json.value(QLatin1String("segments")).toArray()) {
+  const QJsonArray rows = json.value(QLatin1String("segments")).toArray();
+  for (const auto& v : rows) {
     const QJsonObject row = v.toObject();
     PbtSegment s;
     s.member = row.value(QLatin1String("member")).toInt();

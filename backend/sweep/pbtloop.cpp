@@ -133,7 +133,7 @@ Result<void> PbtLoop::start() {
   return ok();
 }
 
-void PbtLoop::startSegment(PbtSegment row) {
+void PbtLoop::startSegment(const PbtSegment& row) {
   TrialRunner::Segment segment;
   segment.overrides = pbtSegmentOverrides(m_config, row, false);  // the runner applies the values
   segment.resumeFrom = row.fromCheckpoint;

@@ -67,7 +67,7 @@ class PbtLoop : public QObject {
   void ended();
 
  private:
-  void startSegment(PbtSegment row);
+  void startSegment(const PbtSegment& row);
   void onFinished(const TrialOutcome& outcome);
   /// Every member finished segment `segment`: exploit and explore into the next one.
   Result<void> advance(int segment);

@@ -31,12 +31,13 @@ std::vector<std::string> pbtSegmentOverrides(const search::PbtConfig& config,
                                              const PbtSegment& segment, bool withValues) {
   std::vector<std::string> out;
   if (withValues) {
-    for (const auto& [name, value] : segment.params) out.push_back(name + "=" + tomlValue(value));
+    for (const auto& [name, value] : segment.params)
+      out.emplace_back(name + "=" + tomlValue(value));
   }
   // The segment's end is the run's: its checkpoint there is the end-of-run one.
-  out.push_back("train.max_steps=" + std::to_string(segment.endStep));
-  out.push_back("train.ckpt_every=" + std::to_string(config.interval_steps));
-  out.push_back("train.ckpt_at_end=true");
+  out.emplace_back("train.max_steps=" + std::to_string(segment.endStep));
+  out.emplace_back("train.ckpt_every=" + std::to_string(config.interval_steps));
+  out.emplace_back("train.ckpt_at_end=true");
   return out;
 }
 
