@@ -123,7 +123,7 @@ class TestCliPbt : public QObject, clitest::OnRunLog {
     // One curve, steps 1-6, the chain's losses exactly.
     const auto replayed = lossOf(*reader, runId);
     QCOMPARE(int(replayed.size()), 6);
-    for (const QJsonValue& v : schedule) {
+    for (const auto& v : schedule) {
       const QJsonObject s = v.toObject();
       const auto original = lossOf(*reader, s.value("run").toInteger());
       for (qint64 step = s.value("start_step").toInteger() + 1;

@@ -28,6 +28,7 @@ SearchSpace space(double resample) {
 
 std::vector<TrialParams> population(const SearchSpace& s, int n) {
   std::vector<TrialParams> out;
+  out.reserve(std::size_t(n));
   for (int m = 0; m < n; ++m) out.push_back(pbt_initial(s, s.seed, m));
   return out;
 }

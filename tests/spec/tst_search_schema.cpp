@@ -220,7 +220,10 @@ class TestSearchSchema : public QObject {
          "exp.toml: search.pbt.period: unknown key; the known keys are population"},
     };
     for (const auto& [body, expected] : cases) {
-      auto s = parse_search_space(kPbtSpace + "[search.pbt]\n" + body, "exp.toml");
+      std::string text = kPbtSpace;
+      text += "[search.pbt]\n";
+      text += body;
+      auto s = parse_search_space(text, "exp.toml");
       QVERIFY2(!s.ok(), body.c_str());
       QVERIFY2(s.message().rfind(expected, 0) == 0, (body + " -> " + s.message()).c_str());
     }
