@@ -14,6 +14,7 @@ using spec::Objective;
 using spec::Param;
 using spec::ParamType;
 using spec::ParamValue;
+using spec::PbtConfig;
 using spec::PrunerConfig;
 using spec::SamplerConfig;
 using spec::SearchSpace;

@@ -545,6 +545,126 @@ Result<void> parse_scalars(const toml::table& s, SearchSpace& space, const Ctx& 
   return ok();
 }
 
+Result<std::vector<double>> pbt_factors(const toml::table& t, const std::vector<double>& fallback,
+                                        const Ctx& ctx) {
+  const std::string f = "search.pbt.factors";
+  const toml::node* n = t.get("factors");
+  if (n == nullptr) return fallback;
+  const toml::array* a = n->as_array();
+  if (a == nullptr || a->empty() || a->size() > 64) {
+    return ctx.err(f, "must be a list of 1 to 64 numbers, e.g. [0.8, 1.2]");
+  }
+  std::vector<double> out;
+  for (const toml::node& e : *a) {
+    auto v = e.value<double>();
+    if (!v || e.is_boolean()) return ctx.err(f, "every element must be a number, e.g. [0.8, 1.2]");
+    if (!std::isfinite(*v) || *v <= 0.0) {
+      return ctx.err(f, "every factor must be finite and > 0 (got " + num(*v) + ")");
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+// `mutable`: names of kPbtMutable, each a numeric parameter of the space, once.
+Result<std::vector<std::string>> pbt_mutable(const toml::table& t, const SearchSpace& space,
+                                             const Ctx& ctx) {
+  const std::string f = "search.pbt.mutable";
+  std::vector<std::string_view> known(kPbtMutable.begin(), kPbtMutable.end());
+  const toml::array* a = t.get_as<toml::array>("mutable");
+  if (a == nullptr || a->empty()) {
+    return ctx.err(f,
+                   "must be a non-empty list of the parameters that may change mid-run, some of " +
+                       keys_of(known));
+  }
+  std::vector<std::string> out;
+  for (const toml::node& e : *a) {
+    const std::string name = e.value_or(std::string());
+    if (!e.is_string() || std::find(known.begin(), known.end(), name) == known.end()) {
+      return ctx.err(f, "\"" + name + "\" cannot change mid-run; use some of " + keys_of(known));
+    }
+    if (std::find(out.begin(), out.end(), name) != out.end()) {
+      return ctx.err(f, "\"" + name + "\" is listed twice");
+    }
+    const int i = space.index_of(name);
+    if (i < 0 || !space.params[static_cast<std::size_t>(i)].numeric()) {
+      return ctx.err(f, "\"" + name +
+                            "\" is not a float or int parameter of the search space; add " +
+                            param_field(name) + " with its range");
+    }
+    if (!space.params[static_cast<std::size_t>(i)].when.empty()) {
+      return ctx.err(f, "\"" + name +
+                            "\" has a `when` condition; a mutable parameter must be "
+                            "active in every trial");
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+// [search.pbt]: read after the space, whose parameters `mutable` names.
+Result<void> parse_pbt(const toml::table& s, SearchSpace& space, const Ctx& ctx) {
+  const toml::node* n = s.get("pbt");
+  if (n == nullptr) return ok();
+  const toml::table* t = n->as_table();
+  if (t == nullptr) return ctx.err("search.pbt", "must be a table ([search.pbt])");
+  if (auto r = check_keys(*t,
+                          {"population", "interval_steps", "quantile", "factors", "mutable",
+                           "resample_probability"},
+                          "search.pbt", ctx);
+      !r) {
+    return r;
+  }
+  PbtConfig c;
+  const std::string f = "search.pbt.";
+  auto pop = get_int(*t, "population", c.population, 2, f + "population", ctx, 1024);
+  if (!pop) return pop.error();
+  if (!t->contains("interval_steps")) {
+    return ctx.err(f + "interval_steps",
+                   "missing; set the steps each segment trains before exploit and explore, e.g. "
+                   "interval_steps = 50");
+  }
+  auto iv = get_int(*t, "interval_steps", 1, 1, f + "interval_steps", ctx,
+                    std::numeric_limits<std::int64_t>::max());
+  if (!iv) return iv.error();
+  auto q = get_number(*t, "quantile", c.quantile, f + "quantile", ctx);
+  if (!q) return q.error();
+  if (!(*q > 0.0 && *q <= 0.5)) {
+    return ctx.err(f + "quantile", "must be in (0, 0.5] (got " + num(*q) + "), e.g. 0.25");
+  }
+  auto rp = get_number(*t, "resample_probability", c.resample_probability,
+                       f + "resample_probability", ctx);
+  if (!rp) return rp.error();
+  if (*rp < 0.0 || *rp > 1.0) {
+    return ctx.err(f + "resample_probability", "must be in [0, 1] (got " + num(*rp) + ")");
+  }
+  auto factors = pbt_factors(*t, c.factors, ctx);
+  if (!factors) return factors.error();
+  auto mut = pbt_mutable(*t, space, ctx);
+  if (!mut) return mut.error();
+  if (!space.program.empty()) {
+    return ctx.err("search.pbt",
+                   "needs shardtrain trials (a segment resumes from a sharded "
+                   "checkpoint); remove search.program or [search.pbt]");
+  }
+  if (space.pruner.type != "none") {
+    return ctx.err("search.pbt",
+                   "replaces the pruner (the bottom quantile is replaced at every "
+                   "interval); remove search.pruner");
+  }
+  if (space.objectives.size() != 1) {
+    return ctx.err("search.pbt", "ranks trials on one objective; keep one in search.objectives");
+  }
+  c.population = static_cast<int>(*pop);
+  c.interval_steps = *iv;
+  c.quantile = *q;
+  c.resample_probability = *rp;
+  c.factors = std::move(*factors);
+  c.mutable_params = std::move(*mut);
+  space.pbt = std::move(c);
+  return ok();
+}
+
 std::string stem_of(const std::string& path) {
   std::string base = path.substr(path.find_last_of("/\\") + 1);
   const auto dot = base.find_last_of('.');
@@ -555,7 +675,7 @@ Result<SearchSpace> parse_section(const toml::table& s, const Ctx& ctx) {
   if (auto r = check_keys(
           s,
           {"name", "sampler", "seed", "n_trials", "timeout_s", "concurrency", "stop_grace_s",
-           "retry_from_checkpoint", "on_oom", "objectives", "pruner", "program", "space"},
+           "retry_from_checkpoint", "on_oom", "objectives", "pruner", "program", "space", "pbt"},
           "search", ctx);
       !r) {
     return r.error();
@@ -579,6 +699,7 @@ Result<SearchSpace> parse_section(const toml::table& s, const Ctx& ctx) {
     space.params.push_back(std::move(*p));
   }
   if (auto r = order_params(space.params, ctx); !r) return r.error();
+  if (auto r = parse_pbt(s, space, ctx); !r) return r.error();
   return space;
 }
 

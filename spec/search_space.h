@@ -7,6 +7,7 @@
 // equal share), categoricals to their index; `from_unit` maps [0,1] there.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -110,6 +111,28 @@ struct PrunerConfig {
   int bootstrap_count = 0;                   // asha: rung size before promotions start
 };
 
+/// The fields population-based training may change between segments of a trial (`[search.pbt]
+/// mutable`): what a resumed trainer reads again from its configuration at every step or, for the
+/// LoRA dropout, at every forward. Each must also be a numeric parameter of the search space.
+inline constexpr std::array<std::string_view, 4> kPbtMutable{
+    "train.lr", "train.weight_decay", "lora.dropout", "train.lr_warmup_steps"};
+
+/// `[search.pbt]`: population-based training. `population` trials train side by side in segments
+/// of `interval_steps` optimizer steps; after each segment the bottom `quantile` of them go on
+/// from the sharded checkpoint of one of the top `quantile` (exploit) with their `mutable` values
+/// perturbed (explore): each multiplied by one of `factors`, or, with `resample_probability`,
+/// drawn again from its parameter's range.
+struct PbtConfig {
+  int population = 4;                        // trials trained side by side (>= 2)
+  std::int64_t interval_steps = 0;           // steps per segment; required (>= 1)
+  double quantile = 0.25;                    // bottom/top fraction, in (0, 0.5]; at least 1 each
+  std::vector<double> factors = {0.8, 1.2};  // explore: a mutable value times one of these (> 0)
+  std::vector<std::string> mutable_params;   // names of kPbtMutable; required, not empty
+  double resample_probability = 0.25;        // explore: chance to redraw instead, in [0, 1]
+
+  bool operator==(const PbtConfig&) const = default;
+};
+
 /// The parsed [search] section.
 struct SearchSpace {
   std::string name;                   // default: the experiment file's stem
@@ -126,6 +149,7 @@ struct SearchSpace {
   PrunerConfig pruner;                // default none
   std::vector<std::string> program;   // trial program argv; empty = shardtrain
   std::vector<Param> params;          // ordered so a conditional comes after what it names
+  std::optional<PbtConfig> pbt;       // [search.pbt]: population-based training; none = a search
 
   /// Index of a parameter in `params`, or -1.
   int index_of(std::string_view name) const;

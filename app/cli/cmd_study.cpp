@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/cmd_pbt.h"
 #include "app/cli/launching.h"
 #include "backend/sweep/study.h"
 #include "spec/search_names.h"
@@ -323,9 +324,12 @@ void showVerb(const Globals& g, const StudyArgs& a) {
                               : orExit(Study::open(*store, QString::fromStdString(a.name)));
   const auto summary = orExit(study.summary());
   if (g.json) {
-    printJson(summaryJson(study, summary));
+    QJsonObject json = summaryJson(study, summary);
+    if (study.space().pbt) json.insert(QStringLiteral("pbt"), pbtJson(study));
+    printJson(json);
   } else {
     printSummary(study, summary);
+    printPbtLineage(study);
   }
 }
 

@@ -1,11 +1,12 @@
 // `sweep EXP.toml [--set k=v ...] [--name NAME] [--max-retries N]`: runs the experiment's
 // [search] study to its end through backend::SweepLoop (backend/sweep/sweeploop.h: ask -> run
 // the trial -> record, pruning, the user's control, continuing a study and reattaching the trials
-// a killed sweep left running). This verb only reads the arguments, wires the loop to the run log
-// and this process's event loop, and prints a line per event and the best trial at the end; exit
-// 0 when the study finished (even with failed trials), 1 on an error, 2 on bad input, 3 when no
-// trial completed (a search by verdicts, probes.good_rate, whose complete trials wait for marks is
-// no failure: exit 0), 4 when the user stopped it.
+// a killed sweep left running; with [search.pbt], backend::PbtLoop: cmd_pbt.h). This verb only
+// reads the arguments, wires the loop to the run log and this process's event loop, and prints a
+// line per event and the best trial at the end; exit 0 when the study finished (even with failed
+// trials), 1 on an error, 2 on bad input, 3 when no trial completed (a search by verdicts,
+// probes.good_rate, whose complete trials wait for marks is no failure: exit 0), 4 when the user
+// stopped it.
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/cmd_pbt.h"
 #include "backend/sweep/sweeploop.h"
 #include "spec/search_names.h"
 
@@ -123,6 +125,7 @@ void runSweep(const SweepArgs& a, const Globals& g) {
   options.runsRoot = runsRoot(g);
   const QString trainer = QDir(QCoreApplication::applicationDirPath()).filePath("shardtrain");
   if (QFileInfo(trainer).isExecutable()) options.trainer = trainer;
+  if (input.space.pbt) return runPbtSweep(*store, std::move(opened), input, options);
   SweepLoop loop(*store, std::move(opened.study), input, options);
   const Study& study = loop.study();
   std::printf("study %s: %lld trials, %d at once (%s sampler)\n", qPrintable(study.name()),

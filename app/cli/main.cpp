@@ -18,6 +18,7 @@ using namespace shardscope::cli;
 namespace shardscope::cli {
 void addStudyVerb(CLI::App& app, Globals& g);        // app/cli/cmd_study.cpp
 void addSweepVerb(CLI::App& app, Globals& g);        // app/cli/cmd_sweep.cpp
+void addPbtReplayVerb(CLI::App& app, Globals& g);    // app/cli/cmd_pbt.cpp
 void addExportToVerbs(CLI::App& app, Globals& g);    // app/cli/cmd_export_to.cpp
 void addImportVerb(CLI::App& app, Globals& g);       // app/cli/cmd_import.cpp
 void addAutotuneVerb(CLI::App& app, Globals& g);     // app/cli/cmd_autotune.cpp
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   addHostsVerb(app, g);
   addStudyVerb(app, g);
   addSweepVerb(app, g);
+  addPbtReplayVerb(app, g);
   addExportToVerbs(app, g);
   addImportVerb(app, g);
   addAutotuneVerb(app, g);

@@ -186,6 +186,12 @@ class RunStore : public QObject {
   /// overrides, the plan's fields and its `replan` description), so the run log says which plan
   /// ran and why. Returns the new attempt; fails naming the run when it is not running or oom.
   Pending<int> beginReplannedAttempt(qint64 runId, const QJsonObject& params);
+  /// Starts the next attempt of a complete run outside a study that goes on from its end with
+  /// other values (`pbt-replay`: the next segment of a PBT schedule): attempt + 1, running, error,
+  /// objectives and end time cleared, the curve kept up to the attempt's newest sharded
+  /// checkpoint (its end), and `params` as its parameters. Returns the new attempt; fails naming
+  /// the run when it is a trial or not complete.
+  Pending<int> beginNextSegment(qint64 runId, const QJsonObject& params);
   /// Ends a queued or running trial with a final `status`, its objective values (one per
   /// objective; may be empty) and `error`, in one transaction; fails naming the trial when it
   /// already ended (a second tell).

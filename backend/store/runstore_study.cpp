@@ -461,6 +461,37 @@ RunStore::Pending<int> RunStore::beginReplannedAttempt(qint64 runId, const QJson
   });
 }
 
+RunStore::Pending<int> RunStore::beginNextSegment(qint64 runId, const QJsonObject& params) {
+  return submit<int>(1, [runId, params](WriteContext& context) -> Result<int> {
+    auto state = attemptState(context, runId);
+    if (!state) return state.error();
+    const auto& [attempt, status, trial] = *state;
+    if (trial) {
+      return fail("run " + std::to_string(runId) +
+                  " is a trial of a sweep: its segments are the study's trials");
+    }
+    if (status != "complete") {
+      return fail("run " + std::to_string(runId) + " is " + status +
+                  ": only a complete run goes on with its next segment");
+    }
+    auto update = context.statement(
+        "UPDATE runs SET status = 'running', attempt = attempt + 1, error = '', objective = NULL, "
+        "objective_values = NULL, params = ?2, started_at = ?3, ended_at = NULL WHERE id = ?1");
+    if (!update) return update.error();
+    if (auto r = (*update)->bindInt64(1, runId); !r) return r.error();
+    if (auto r = (*update)->bindText(2, storesql::compactJson(params)); !r) return r.error();
+    if (auto r = (*update)->bindDouble(3, spec::unix_time_now()); !r) return r.error();
+    if (auto r = execute(**update); !r) return r.error();
+    if (auto r = runWithId(context, "DELETE FROM params WHERE run_id = ?1", runId); !r)
+      return r.error();
+    if (auto r = storesql::insertParams(context, runId, params); !r) return r.error();
+    // The curve goes on: it is kept up to the checkpoint the next segment resumes from.
+    if (auto r = trimRetriedCurve(context, runId, attempt, true); !r) return r.error();
+    context.changes().runs = true;
+    return attempt + 1;
+  });
+}
+
 RunStore::Pending<void> RunStore::setStudyControl(qint64 studyId, StudyControl control) {
   return submit<void>(1, [studyId, control](WriteContext& context) -> Result<void> {
     auto stmt =

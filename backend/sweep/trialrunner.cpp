@@ -230,13 +230,17 @@ bool TrialRunner::runsHere() const {
 }
 
 Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& params,
-                                                    const std::vector<std::string>& plan) const {
+                                                    const std::vector<std::string>& plan,
+                                                    const Segment* segment) const {
   if (!m_base) return fail(m_baseError);
   // The trial's values on the parsed experiment (which holds the sweep's own overrides).
   std::vector<std::string> overrides;
   if (!programTrials()) {  // a program's parameters are its own, not experiment fields
     for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
     overrides.insert(overrides.end(), plan.begin(), plan.end());
+    if (segment != nullptr) {
+      overrides.insert(overrides.end(), segment->overrides.begin(), segment->overrides.end());
+    }
   }
   return RunLifecycle::experimentForTrial(*m_base, overrides, programTrials(), m_options.trainer);
 }
@@ -353,7 +357,8 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
       finishEarly(number, runId, TrialState::Failed, QString::fromStdString(plan.message()));
     return;
   }
-  auto exp = experimentFor(params, *plan);
+  const auto segment = m_segments.find(number);
+  auto exp = experimentFor(params, *plan, segment == m_segments.end() ? nullptr : &segment->second);
   if (!exp) {
     finishEarly(number, runId, TrialState::Failed, QString::fromStdString(exp.message()));
     return;
@@ -408,17 +413,13 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
       options.extraArgs << QString::fromStdString(arg);
     }
   } else {
-    // A retry of a crashed trial resumes from its failed attempt's newest complete sharded
-    // checkpoint (the stored location is still that attempt's until this one starts).
-    if (m_space.retry_from_checkpoint && attempt.attempt > 0) {
-      auto resume = RunLifecycle::resumeArguments(*reader, attempt, attempt.attempt - 1);
-      if (!resume) return resume.error();
-      if (!resume->isEmpty()) {
-        qCInfo(lcTrialRunner).noquote() << "run" << attempt.id << "attempt" << attempt.attempt
-                                        << "resumes from" << resume->back();
-      }
-      options.extraArgs << *resume;
+    auto resume = resumeArgumentsOf(*reader, trial.number, attempt);
+    if (!resume) return resume.error();
+    if (!resume->isEmpty()) {
+      qCInfo(lcTrialRunner).noquote() << "run" << attempt.id << "attempt" << attempt.attempt
+                                      << "resumes from" << resume->back();
     }
+    options.extraArgs << *resume;
     options.environment.insert(QStringLiteral("SHARDSCOPE_RUN_DIR"), runDir);
   }
   auto handle = RunLifecycle::startAttempt(m_store, attempt, exp, options);
@@ -441,6 +442,21 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   qCInfo(lcTrialRunner) << "trial" << trial.number << "run" << trial.runId << "started in"
                         << runDir;
   return ok();
+}
+
+Result<QStringList> TrialRunner::resumeArgumentsOf(RunReader& reader, qint64 number,
+                                                   const RunRecord& attempt) const {
+  // A retry of a crashed trial resumes from its failed attempt's newest complete sharded
+  // checkpoint (the stored location is still that attempt's until this one starts).
+  if (m_space.retry_from_checkpoint && attempt.attempt > 0) {
+    auto resume = RunLifecycle::resumeArguments(reader, attempt, attempt.attempt - 1);
+    if (!resume) return resume.error();
+    if (!resume->isEmpty()) return resume;
+  }
+  // A segment that has no checkpoint of its own yet starts where its source ended.
+  const auto segment = m_segments.find(number);
+  if (segment == m_segments.end() || segment->second.resumeFrom.isEmpty()) return QStringList();
+  return QStringList{QStringLiteral("--resume"), segment->second.resumeFrom};
 }
 
 // Follows a started or reattached trial (the follower takes the run's lease) and reads its evals.

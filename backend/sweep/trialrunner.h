@@ -99,6 +99,16 @@ class TrialRunner : public QObject {
   ~TrialRunner() override;
 
   void setPruneCallback(PruneCallback callback) { m_prune = std::move(callback); }
+  /// One segment of a longer training (population-based training, pbtloop.h).
+  struct Segment {
+    /// "dotted.key=value" applied after the trial's values (its last step, its checkpoints).
+    std::vector<std::string> overrides;
+    /// The sharded checkpoint folder its first attempt resumes from (empty: from scratch). A
+    /// retry resumes from its failed attempt's newest checkpoint, else from this one.
+    QString resumeFrom;
+  };
+  /// Makes trial `number` a segment (shardtrain trials; before start() or attach()).
+  void setSegment(qint64 number, Segment segment) { m_segments[number] = std::move(segment); }
   /// Trials followed from now on report trialStalled after `seconds` without an event while
   /// their ranks live (RunMonitor's stall); 0: never.
   void setStallAfter(double seconds) { m_stallAfterS = seconds; }
@@ -158,7 +168,13 @@ class TrialRunner : public QObject {
   Result<qint64> createRun(qint64 number, const search::TrialParams& params);
   /// The experiment of a trial with `params`, in the plan `plan` ("field=value" overrides).
   Result<spec::Experiment> experimentFor(const search::TrialParams& params,
-                                         const std::vector<std::string>& plan = {}) const;
+                                         const std::vector<std::string>& plan = {},
+                                         const Segment* segment = nullptr) const;
+  /// The --resume arguments of an attempt of trial `number` (run `attempt`): a retry's from its
+  /// failed attempt's newest checkpoint (search.retry_from_checkpoint), a segment's from its
+  /// source when that gives none.
+  Result<QStringList> resumeArgumentsOf(RunReader& reader, qint64 number,
+                                        const RunRecord& attempt) const;
   /// The plan a replan recorded on run `runId` (its params' plan fields), for a retry of it.
   /// The run log's error when it cannot be read now.
   Result<std::vector<std::string>> planOf(qint64 runId) const;
@@ -211,6 +227,7 @@ class TrialRunner : public QObject {
   double m_stallAfterS = 0;
   std::map<qint64, std::unique_ptr<Running>> m_trials;  // by trial number
   std::map<qint64, Waiting> m_waiting;                  // launches waiting for the run log
+  std::map<qint64, Segment> m_segments;                 // trials that are segments, by number
 };
 
 }  // namespace shardscope::backend

@@ -150,7 +150,106 @@ class TestSearchSchema : public QObject {
              exp.message().c_str());
   }
 
+  // [search.pbt]: population-based training's settings are read once into the typed space, the
+  // defaults filled in; the canonical [search] text of a loaded experiment keeps the table.
+  void pbtReadsItsSettings() {
+    const std::string text =
+        kPbtSpace +
+        "[search.pbt]\npopulation = 6\ninterval_steps = 5\nquantile = 0.5\n"
+        "factors = [0.5, 2]\nmutable = [\"train.weight_decay\", \"train.lr\"]\n"
+        "resample_probability = 0\n";
+    auto s = parse_search_space(text, "exp.toml");
+    QVERIFY2(s.ok(), s.ok() ? "" : s.message().c_str());
+    QVERIFY(s->pbt.has_value());
+    QCOMPARE(s->pbt->population, 6);
+    QCOMPARE(s->pbt->interval_steps, std::int64_t{5});
+    QCOMPARE(s->pbt->quantile, 0.5);
+    QCOMPARE(s->pbt->factors, (std::vector<double>{0.5, 2.0}));
+    QCOMPARE(s->pbt->mutable_params, (std::vector<std::string>{"train.weight_decay", "train.lr"}));
+    QCOMPARE(s->pbt->resample_probability, 0.0);
+    auto defaults = parse_search_space(kPbtSpace +
+                                           "[search.pbt]\ninterval_steps = 3\nmutable = "
+                                           "[\"train.lr\"]\n",
+                                       "exp.toml");
+    QVERIFY2(defaults.ok(), defaults.ok() ? "" : defaults.message().c_str());
+    QCOMPARE(defaults->pbt->population, 4);
+    QCOMPARE(defaults->pbt->quantile, 0.25);
+    QCOMPARE(defaults->pbt->factors, (std::vector<double>{0.8, 1.2}));
+    QCOMPARE(defaults->pbt->resample_probability, 0.25);
+    QVERIFY(!parse_search_space(kPbtSpace, "exp.toml")->pbt.has_value());
+    // Through the experiment loader: its canonical [search] text keeps [search.pbt].
+    auto exp = parse_experiment(
+        "[model]\narch = \"tiny\"\n[data]\ntrain_path = \"t.jsonl\"\nformat = \"tokens\"\n" + text,
+        "exp.toml", {}, noPaths());
+    QVERIFY2(exp.ok(), exp.ok() ? "" : exp.message().c_str());
+    auto again = parse_search_space(exp->search.toml, "exp.toml");
+    QVERIFY2(again.ok(), again.ok() ? "" : again.message().c_str());
+    QVERIFY(again->pbt == s->pbt);
+  }
+
+  // Each bad [search.pbt] value is refused naming its key and what to write instead.
+  void pbtRefusesBadSettingsByKey() {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"population = 1\ninterval_steps = 3\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.population: must be >= 2 (got 1)"},
+        {"population = 4294967298\ninterval_steps = 3\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.population: must be <= 1024"},
+        {"mutable = [\"train.lr\"]\n", "exp.toml: search.pbt.interval_steps: missing; set"},
+        {"interval_steps = 0\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.interval_steps: must be >= 1 (got 0)"},
+        {"interval_steps = 1e300\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.interval_steps: must be an integer"},
+        {"interval_steps = 3\nquantile = 0.75\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.quantile: must be in (0, 0.5] (got 0.75)"},
+        {"interval_steps = 3\nfactors = [1.2, 0]\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.factors: every factor must be finite and > 0 (got 0)"},
+        {"interval_steps = 3\nfactors = []\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.factors: must be a list of 1 to 64 numbers"},
+        {"interval_steps = 3\nresample_probability = 1.5\nmutable = [\"train.lr\"]\n",
+         "exp.toml: search.pbt.resample_probability: must be in [0, 1] (got 1.5)"},
+        {"interval_steps = 3\n", "exp.toml: search.pbt.mutable: must be a non-empty list"},
+        {"interval_steps = 3\nmutable = [\"train.batch_size\"]\n",
+         "exp.toml: search.pbt.mutable: \"train.batch_size\" cannot change mid-run; use some of "
+         "train.lr, train.weight_decay, lora.dropout, train.lr_warmup_steps"},
+        {"interval_steps = 3\nmutable = [\"lora.dropout\"]\n",
+         "exp.toml: search.pbt.mutable: \"lora.dropout\" is not a float or int parameter of the "
+         "search space; add search.space.\"lora.dropout\""},
+        {"interval_steps = 3\nmutable = [\"train.lr\", \"train.lr\"]\n",
+         "exp.toml: search.pbt.mutable: \"train.lr\" is listed twice"},
+        {"interval_steps = 3\nmutable = [\"train.lr\"]\nperiod = 4\n",
+         "exp.toml: search.pbt.period: unknown key; the known keys are population"},
+    };
+    for (const auto& [body, expected] : cases) {
+      std::string text = kPbtSpace;
+      text += "[search.pbt]\n";
+      text += body;
+      auto s = parse_search_space(text, "exp.toml");
+      QVERIFY2(!s.ok(), body.c_str());
+      QVERIFY2(s.message().rfind(expected, 0) == 0, (body + " -> " + s.message()).c_str());
+    }
+    // PBT replaces a pruner and resumes shardtrain checkpoints: a program trial cannot take it.
+    auto pruned =
+        parse_search_space("[search]\npruner = \"median\"\n" + kPbtSpace.substr(9) +
+                               "[search.pbt]\ninterval_steps = 3\nmutable = [\"train.lr\"]\n",
+                           "exp.toml");
+    QVERIFY(!pruned.ok());
+    QVERIFY2(pruned.message().rfind("exp.toml: search.pbt: replaces the pruner", 0) == 0,
+             pruned.message().c_str());
+    auto program =
+        parse_search_space("[search]\nprogram = [\"obj.py\"]\n" + kPbtSpace.substr(9) +
+                               "[search.pbt]\ninterval_steps = 3\nmutable = [\"train.lr\"]\n",
+                           "exp.toml");
+    QVERIFY(!program.ok());
+    QVERIFY2(program.message().rfind("exp.toml: search.pbt: needs shardtrain trials", 0) == 0,
+             program.message().c_str());
+  }
+
  private:
+  inline static const std::string kPbtSpace =
+      "[search]\n[search.space.\"train.lr\"]\ntype = \"float\"\nlow = 1e-4\nhigh = 1e-1\n"
+      "log = true\n[search.space.\"train.weight_decay\"]\ntype = \"float\"\nlow = 0.0\n"
+      "high = 0.1\n";
+
   static LoadOptions noPaths() {
     LoadOptions options;
     options.check_paths = false;

@@ -1,0 +1,284 @@
+// The population-based training loop (see pbtloop.h).
+#include "backend/sweep/pbtloop.h"
+
+#include <QLoggingCategory>
+#include <QTimer>
+
+#include <algorithm>
+#include <utility>
+
+#include "backend/lifecycle/runlifecycle.h"
+#include "backend/sweep/pbtreplay.h"
+#include "search/pbt.h"
+
+Q_LOGGING_CATEGORY(lcPbtLoop, "shardscope.backend.pbtloop")
+
+namespace shardscope::backend {
+
+namespace {
+
+TrialRunner::Options runnerOptions(const search::Study& study, const SweepInput& input,
+                                   const SweepLoop::Options& options) {
+  TrialRunner::Options o;
+  o.studyId = study.id();
+  o.runsRoot = options.runsRoot;
+  o.overrides = input.overrides;
+  o.experiment = input.experiment;
+  o.trainer = options.trainer;
+  return o;
+}
+
+const QString kComplete = QStringLiteral("complete");
+const QString kFailed = QStringLiteral("failed");
+const QString kRunning = QStringLiteral("running");
+
+}  // namespace
+
+Result<void> PbtLoop::check(const SweepInput& input) {
+  const std::string& src = input.experiment.source;
+  if (!input.space.pbt)
+    return shardscope::fail(src + ": search.pbt: missing; this is no PBT study");
+  const std::int64_t interval = input.space.pbt->interval_steps;
+  const spec::Experiment& exp = input.experiment;
+  if (exp.train.max_steps < interval) {
+    return shardscope::fail(src + ": train.max_steps (" + std::to_string(exp.train.max_steps) +
+                            ") is below search.pbt.interval_steps (" + std::to_string(interval) +
+                            "); raise train.max_steps or lower the interval");
+  }
+  if (exp.eval.every <= 0 || interval % exp.eval.every != 0) {
+    return shardscope::fail(src + ": eval.every (" + std::to_string(exp.eval.every) +
+                            ") must be > 0 and divide search.pbt.interval_steps (" +
+                            std::to_string(interval) +
+                            ") so that every segment ends on an evaluation; set eval.every = " +
+                            std::to_string(interval));
+  }
+  const std::string& metric = input.space.objectives.front().metric;
+  if (metric.rfind("eval.", 0) != 0) {
+    return shardscope::fail(src +
+                            ": search.objectives: PBT ranks members on an evaluation metric "
+                            "(\"eval.loss\", ...), not \"" +
+                            metric + "\"");
+  }
+  return ok();
+}
+
+PbtLoop::PbtLoop(RunStore& store, search::Study study, const SweepInput& input,
+                 const SweepLoop::Options& options, QObject* parent)
+    : QObject(parent),
+      m_store(store),
+      m_study(std::move(study)),
+      m_runner(store, input.experimentPath, m_study.space(),
+               runnerOptions(m_study, input, options)),
+      m_scheduler(m_runner),
+      m_config(m_study.space().pbt.value_or(search::PbtConfig{})),
+      m_maxSteps(input.experiment.train.max_steps) {
+  const std::int64_t interval = std::max<std::int64_t>(1, m_config.interval_steps);
+  m_segments = static_cast<int>((m_maxSteps + interval - 1) / interval);
+  m_minimize = m_study.space().objectives.empty() ||
+               m_study.space().objectives.front().direction == search::Direction::Minimize;
+  connect(&m_runner, &TrialRunner::trialStarted, this, [this](qint64 number, qint64 runId) {
+    const int n = m_config.population;
+    PbtSegment* row = m_lineage.at(int(number / n), int(number % n));
+    if (row == nullptr) return;
+    if (!row->runId) {
+      row->runId = runId;
+      if (auto r = save(); !r) fail(r.message());
+    }
+    emit segmentLaunched(row->segment, row->member, runId);
+  });
+  connect(&m_scheduler, &Scheduler::trialFinished, this, &PbtLoop::onFinished);
+  connect(&m_scheduler, &Scheduler::trialRejected, this, [this](qint64 number, const QString& e) {
+    TrialOutcome outcome;
+    outcome.number = number;
+    outcome.state = search::TrialState::Failed;
+    outcome.error = e;
+    onFinished(outcome);
+  });
+}
+
+PbtLoop::~PbtLoop() = default;
+
+Result<void> PbtLoop::start() {
+  if (!m_study.space().pbt) return shardscope::fail("study has no [search.pbt]");
+  if (m_study.record().status != StudyStatus::running) {
+    if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::running).get(); !r) return r;
+  }
+  m_lineage = PbtLineage::fromJson(m_study.space(),
+                                   m_study.record().state.value(QLatin1String("pbt")).toObject());
+  if (!m_lineage.segments.empty()) {
+    const bool unfinished = std::any_of(m_lineage.segments.begin(), m_lineage.segments.end(),
+                                        [](const PbtSegment& s) { return s.state == kRunning; });
+    if (unfinished) {
+      return shardscope::fail("study " + m_study.name().toStdString() +
+                              ": its PBT driver ended with segments running; continuing it is "
+                              "not supported: start a new study (search.name)");
+    }
+    QTimer::singleShot(0, this, [this] { emit ended(); });
+    return ok();
+  }
+  m_lineage.population = m_config.population;
+  std::vector<PbtSegment> first;
+  for (int m = 0; m < m_config.population; ++m) {
+    PbtSegment row;
+    row.member = m;
+    row.segment = 0;
+    row.trial = m;
+    row.endStep = std::min<qint64>(m_config.interval_steps, m_maxSteps);
+    row.params = search::pbt_initial(m_study.space(), m_study.space().seed, m);
+    first.push_back(row);
+  }
+  m_lineage.segments = first;
+  if (auto r = save(); !r) return r;
+  for (PbtSegment& row : first) startSegment(row);
+  return ok();
+}
+
+void PbtLoop::startSegment(const PbtSegment& row) {
+  TrialRunner::Segment segment;
+  segment.overrides = pbtSegmentOverrides(m_config, row, false);  // the runner applies the values
+  segment.resumeFrom = row.fromCheckpoint;
+  m_runner.setSegment(row.trial, segment);
+  emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
+  m_scheduler.enqueue(row.trial, row.params);
+}
+
+void PbtLoop::onFinished(const TrialOutcome& outcome) {
+  const int n = m_config.population;
+  PbtSegment* row = m_lineage.at(int(outcome.number / n), int(outcome.number % n));
+  if (row == nullptr) return;
+  if (outcome.runId) row->runId = outcome.runId;
+  const bool complete = outcome.state == search::TrialState::Complete && !outcome.values.empty();
+  if (!complete && !outcome.stopped && m_error.empty()) {
+    // A failed segment (a killed rank) runs again as the study retries any trial.
+    auto claimed =
+        m_store
+            .claimTrial(m_study.id(), m_study.maxRetries(), m_study.space().retry_from_checkpoint)
+            .get();
+    if (!claimed) return fail(claimed.message());
+    if (*claimed) {
+      PbtSegment* retried = m_lineage.at(int((*claimed)->number / n), int((*claimed)->number % n));
+      if (retried != nullptr) {
+        auto reader = m_store.reader();
+        auto run = reader ? reader->run((*claimed)->runId)
+                          : Result<std::optional<RunRecord>>(reader.error());
+        const int attempt = run && *run ? (**run).attempt : 0;
+        qCInfo(lcPbtLoop) << "segment" << retried->segment << "member" << retried->member
+                          << "runs again, attempt" << attempt;
+        emit segmentRetried(retried->segment, retried->member, attempt);
+        m_scheduler.enqueue(retried->trial, retried->params, (*claimed)->runId);
+        return;
+      }
+    }
+  }
+  row->state = complete ? kComplete : kFailed;
+  if (complete) row->value = outcome.values.front();
+  if (auto r = save(); !r) return fail(r.message());
+  emit segmentEnded(*row);
+  const int segment = row->segment;
+  const bool segmentDone = std::none_of(
+      m_lineage.segments.begin(), m_lineage.segments.end(),
+      [&](const PbtSegment& s) { return s.segment == segment && s.state == kRunning; });
+  if (segmentDone && m_error.empty() && !outcome.stopped && segment + 1 < m_segments) {
+    if (auto r = advance(segment); !r) return fail(r.message());
+    return;
+  }
+  if (m_scheduler.idle() && !m_ended) {
+    m_ended = true;
+    emit ended();
+  }
+}
+
+Result<void> PbtLoop::advance(int segment) {
+  const int n = m_config.population;
+  std::vector<search::TrialParams> params;
+  std::vector<std::optional<double>> values;
+  for (int m = 0; m < n; ++m) {
+    const PbtSegment* row = m_lineage.at(segment, m);
+    params.push_back(row->params);
+    values.push_back(row->value);
+  }
+  if (std::none_of(values.begin(), values.end(), [](const auto& v) { return v.has_value(); })) {
+    return shardscope::fail("every member failed segment " + std::to_string(segment) +
+                            "; see their runs' errors");
+  }
+  const auto next = search::pbt_decide(m_study.space(), params, values, m_minimize,
+                                       m_study.space().seed, segment);
+  std::vector<PbtSegment> rows;
+  for (int m = 0; m < n; ++m) {
+    const PbtSegment& source = *m_lineage.at(segment, next[static_cast<std::size_t>(m)].source);
+    auto checkpoint = checkpointOf(source.runId);
+    if (!checkpoint) return checkpoint.error();
+    if (checkpoint->second != source.endStep) {
+      return shardscope::fail(
+          "segment " + std::to_string(segment) + " of member " + std::to_string(source.member) +
+          " (run " + std::to_string(source.runId) + ") has its newest checkpoint at step " +
+          std::to_string(checkpoint->second) + ", not at its end step " +
+          std::to_string(source.endStep));
+    }
+    PbtSegment row;
+    row.member = m;
+    row.segment = segment + 1;
+    row.trial = qint64(segment + 1) * n + m;
+    row.startStep = checkpoint->second;
+    row.endStep = std::min<qint64>(row.startStep + m_config.interval_steps, m_maxSteps);
+    row.fromMember = source.member;
+    row.fromRunId = source.runId;
+    row.fromCheckpoint = checkpoint->first;
+    row.exploited = next[static_cast<std::size_t>(m)].exploited;
+    row.params = next[static_cast<std::size_t>(m)].params;
+    rows.push_back(row);
+  }
+  m_lineage.segments.insert(m_lineage.segments.end(), rows.begin(), rows.end());
+  if (auto r = save(); !r) return r;
+  for (const PbtSegment& row : rows) {
+    if (row.exploited) {
+      qCInfo(lcPbtLoop) << "segment" << row.segment << "member" << row.member << "exploits member"
+                        << row.fromMember << "at step" << row.startStep;
+    }
+    startSegment(row);
+  }
+  return ok();
+}
+
+Result<std::pair<QString, qint64>> PbtLoop::checkpointOf(qint64 runId) {
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  auto run = reader->run(runId);
+  if (!run) return run.error();
+  if (!*run) return shardscope::fail("run " + std::to_string(runId) + " is not in the run log");
+  auto point = reader->resumePoint(runId, (**run).attempt);
+  if (!point) return point.error();
+  auto args = RunLifecycle::resumeArguments(*reader, **run, (**run).attempt);
+  if (!args) return args.error();
+  if (!*point || args->size() != 2) {
+    return shardscope::fail("run " + (**run).name.toStdString() +
+                            " wrote no sharded checkpoint; PBT needs one at every segment's end "
+                            "(train.ckpt_every)");
+  }
+  return std::pair<QString, qint64>{args->back(), (*point)->step};
+}
+
+Result<void> PbtLoop::save() {
+  QJsonObject state = m_study.record().state;
+  state.insert(QStringLiteral("pbt"), m_lineage.toJson());
+  return m_store.setStudyState(m_study.id(), state).get();
+}
+
+void PbtLoop::fail(const std::string& error) {
+  qCWarning(lcPbtLoop) << "study" << m_study.name() << error.c_str();
+  if (m_error.empty()) m_error = error;
+  m_runner.stopAll();
+  if (m_scheduler.idle() && !m_ended) {
+    m_ended = true;
+    QTimer::singleShot(0, this, [this] { emit ended(); });
+  }
+}
+
+Result<search::StudySummary> PbtLoop::finish() {
+  if (!m_error.empty()) return shardscope::fail(m_error);
+  if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::complete).get(); !r)
+    return r.error();
+  return m_study.summary();
+}
+
+}  // namespace shardscope::backend

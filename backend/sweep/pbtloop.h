@@ -1,0 +1,92 @@
+// PbtLoop: population-based training over a study ([search.pbt]). search.pbt.population members
+// train side by side in segments of interval_steps optimizer steps; each segment of each member
+// is one trial of the study (number segment * population + member, its own run and folder),
+// started through the TrialRunner with train.max_steps at the segment's end and a sharded
+// checkpoint every interval_steps, resuming from a checkpoint folder (`--resume`). Once every
+// member finished a segment, search/pbt.h decides: the bottom quantile go on from the checkpoint
+// of a member in the top quantile (any world size: the trainer's resume reshards) with explored
+// values; the others from their own. A segment that fails (a killed rank) is retried as the
+// study retries any trial (--max-retries): from its failed attempt's newest checkpoint, or from
+// its source's. The lineage (pbtlineage.h) is written to the study's state after every change.
+//
+// Use: SweepLoop::readInput -> prepareData -> openStudy -> PbtLoop -> start -> the event loop
+// runs until ended() -> finish.
+#pragma once
+
+#include <QObject>
+#include <QString>
+
+#include <string>
+
+#include "backend/sweep/pbtlineage.h"
+#include "backend/sweep/scheduler.h"
+#include "backend/sweep/study.h"
+#include "backend/sweep/sweeploop.h"
+#include "backend/sweep/trialrunner.h"
+#include "spec/result.h"
+
+namespace shardscope::backend {
+
+class PbtLoop : public QObject {
+  Q_OBJECT
+ public:
+  /// The checks of an experiment before a PBT study starts: [search.pbt] present, train.max_steps
+  /// at least one interval, eval.every > 0 dividing interval_steps (a segment ends on an
+  /// evaluation), an eval.X objective. Errors name the field and the fix.
+  [[nodiscard]] static Result<void> check(const SweepInput& input);
+
+  /// `study` must hold [search.pbt]. `store` must outlive the loop.
+  PbtLoop(RunStore& store, search::Study study, const SweepInput& input,
+          const SweepLoop::Options& options, QObject* parent = nullptr);
+  ~PbtLoop() override;
+
+  const search::Study& study() const { return m_study; }
+  const PbtLineage& lineage() const { return m_lineage; }
+  /// Segments of every member (the last may be shorter than interval_steps).
+  int segmentCount() const { return m_segments; }
+
+  /// Starts the first segment of every member (or, on a study that has a lineage, the segments
+  /// it had not finished).
+  [[nodiscard]] Result<void> start();
+  /// Once ended(): the study's end recorded (complete, or left running after an error) and its
+  /// summary; an error of the loop (every member failed a segment, the run log refused the
+  /// lineage) is returned here.
+  [[nodiscard]] Result<search::StudySummary> finish();
+
+ signals:
+  /// A segment was queued: `from` is the member whose checkpoint it starts from (-1: none).
+  void segmentStarting(int segment, int member, int from,
+                       const shardscope::search::TrialParams& params);
+  /// A segment's ranks were launched as run `runId` (each attempt).
+  void segmentLaunched(int segment, int member, qint64 runId);
+  /// A segment ended (after its retries).
+  void segmentEnded(const shardscope::backend::PbtSegment& segment);
+  /// A failed segment runs again (attempt `attempt`).
+  void segmentRetried(int segment, int member, int attempt);
+  /// Nothing runs and nothing is left to start.
+  void ended();
+
+ private:
+  void startSegment(const PbtSegment& row);
+  void onFinished(const TrialOutcome& outcome);
+  /// Every member finished segment `segment`: exploit and explore into the next one.
+  Result<void> advance(int segment);
+  /// The newest sharded checkpoint of run `runId` and its step.
+  Result<std::pair<QString, qint64>> checkpointOf(qint64 runId);
+  Result<void> save();
+  void fail(const std::string& error);
+
+  RunStore& m_store;
+  search::Study m_study;
+  TrialRunner m_runner;
+  Scheduler m_scheduler;
+  search::PbtConfig m_config;
+  qint64 m_maxSteps = 0;
+  int m_segments = 0;
+  bool m_minimize = true;
+  PbtLineage m_lineage;
+  std::string m_error;
+  bool m_ended = false;
+};
+
+}  // namespace shardscope::backend

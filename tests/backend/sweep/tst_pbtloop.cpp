@@ -1,0 +1,239 @@
+// Tests backend/sweep/pbtloop.cpp with the real trainer: population-based training of the tiny
+// demo model, a population of 4 on 2-rank shardtrain trials (Gloo, CPU), local launcher, a real
+// SQLite run log (PostgreSQL in the _pg variant); 2 segments of 3 steps.
+//   - exploit copies the right checkpoint: the bottom member's second segment resumes from the
+//     step-3 checkpoint in the best member's run folder;
+//   - its first loss (step 4) equals, exactly, the best member's own step-4 loss: both start from
+//     the same weights and the same batch, and the explored learning rate acts only after the
+//     step's loss (fp32, 2 ranks each);
+//   - the lineage in the study's state is complete (every segment: its run, its source run and
+//     checkpoint, its step range, its values and its objective) and reads back from a fresh open;
+//   - a segment whose rank is SIGKILLed as it launches is retried inside PBT (attempt 1), from its
+//     source's checkpoint (its own failed attempt wrote none), and ends complete.
+// Nothing asserts a duration. Cost: 9 trainer starts of 2 ranks, 3 steps each.
+#include <signal.h>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "backend/launch/launcher.h"
+#include "backend/lifecycle/demodata.h"
+#include "backend/sweep/pbtloop.h"
+#include "backend/sweep/study.h"
+#include "spec/events.h"
+#include "tests/support/teststore.h"
+#include "tests/support/verify_ok.h"
+
+using namespace shardscope;
+using namespace shardscope::backend;
+
+namespace {
+
+constexpr int kDeadlineMs = 600000;
+
+const char* kTinyPbt = R"([experiment]
+name = "tiny-pbt"
+[model]
+arch = "tiny"
+tiny_vocab_size = 256
+tiny_hidden_size = 32
+tiny_layers = 2
+tiny_heads = 4
+[data]
+train_path = "tiny-data/train.jsonl"
+eval_path = "tiny-data/train.jsonl"
+format = "tokens"
+seq_len = 32
+[train]
+max_steps = 6
+batch_size = 8
+ckpt_at_end = false
+[eval]
+every = 3
+batches = 1
+[launch]
+nproc_per_node = 2
+[search]
+name = "pbt"
+seed = 5
+concurrency = 4
+objectives = {"eval.loss" = "minimize"}
+[search.space."train.lr"]
+type = "float"
+low = 1e-3
+high = 3e-1
+log = true
+[search.pbt]
+population = 4
+interval_steps = 3
+quantile = 0.25
+factors = [0.5, 2.0]
+mutable = ["train.lr"]
+resample_probability = 0.0
+)";
+
+std::map<qint64, double> lossOf(RunReader& reader, qint64 runId) {
+  std::map<qint64, double> out;
+  auto points = reader.metric(runId, QStringLiteral("loss"));
+  if (points) {
+    for (const auto& p : *points) out[p.step] = p.value;
+  }
+  return out;
+}
+
+// Rank 0's "resumed from ..." message in the newest attempt of run `runId` (empty: none).
+QString resumedFrom(RunReader& reader, qint64 runId, int attempt) {
+  auto events = reader.events(runId, 0);
+  if (!events) return {};
+  for (const EventRow& row : *events) {
+    if (row.attempt != attempt) continue;
+    auto event = spec::parse_event(std::string_view(row.json.constData(), size_t(row.json.size())));
+    if (!event) continue;
+    if (const auto* log = std::get_if<spec::LogEvent>(&event->body)) {
+      if (log->message.rfind("resumed from ", 0) == 0) return QString::fromStdString(log->message);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestPbtLoop : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void populationExploitsExploresAndResumesAKilledSegment();
+};
+
+void TestPbtLoop::populationExploitsExploresAndResumesAKilledSegment() {
+  const QString shardtrain = qEnvironmentVariable("SHARDSCOPE_SHARDTRAIN");
+  QVERIFY2(QFileInfo(shardtrain).isExecutable(),
+           "SHARDSCOPE_SHARDTRAIN names no shardtrain (build the shardtrain target)");
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = dir.filePath("tiny-pbt.toml");
+  {
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(kTinyPbt);
+  }
+  auto input = SweepLoop::readInput(path, {});
+  VERIFY_OK(input);
+  VERIFY_OK(PbtLoop::check(*input));
+  VERIFY_OK(writeDemoData(input->experiment, 64));
+  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
+  VERIFY_OK(store);
+  auto opened = SweepLoop::openStudy(**store, *input, {}, 1);
+  VERIFY_OK(opened);
+  SweepLoop::Options options;
+  options.runsRoot = dir.filePath("runs");
+  options.trainer = shardtrain;
+  PbtLoop loop(**store, std::move(opened->study), *input, options);
+  QCOMPARE(loop.segmentCount(), 2);
+
+  // Segment 1 of member 2 loses rank 1 the moment its first attempt launches.
+  qint64 killedRun = 0;
+  connect(&loop, &PbtLoop::segmentLaunched, this, [&](int segment, int member, qint64 runId) {
+    if (segment != 1 || member != 2 || killedRun != 0) return;
+    auto reader = (*store)->reader();
+    auto run = reader ? reader->run(runId) : Result<std::optional<RunRecord>>(reader.error());
+    if (!run || !*run) return;
+    auto location = RunLocation::fromJson((**run).location);
+    if (!location || location->pids.size() != 2) return;
+    if (::kill(pid_t(location->pids[1]), SIGKILL) == 0) killedRun = runId;
+  });
+  QSignalSpy retried(&loop, &PbtLoop::segmentRetried);
+  QSignalSpy ended(&loop, &PbtLoop::ended);
+  VERIFY_OK(loop.start());
+  QVERIFY(ended.wait(kDeadlineMs));
+  auto summary = loop.finish();
+  VERIFY_OK(summary);
+
+  // The lineage, as a fresh open of the study reads it from the run log.
+  auto study = search::Study::open(**store, QStringLiteral("pbt"));
+  VERIFY_OK(study);
+  const PbtLineage lineage = PbtLineage::fromJson(
+      study->space(), study->record().state.value(QLatin1String("pbt")).toObject());
+  QCOMPARE(lineage.population, 4);
+  QCOMPARE(int(lineage.segments.size()), 8);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  int exploited = 0;
+  for (const PbtSegment& s : lineage.segments) {
+    const QString at = QStringLiteral("segment %1 member %2").arg(s.segment).arg(s.member);
+    QVERIFY2(s.state == QLatin1String("complete") && s.value && s.runId > 0, qPrintable(at));
+    QCOMPARE(s.trial, qint64(s.segment) * 4 + s.member);
+    QCOMPARE(s.startStep, qint64(s.segment) * 3);
+    QCOMPARE(s.endStep, qint64(s.segment + 1) * 3);
+    QVERIFY2(s.params.count("train.lr") == 1, qPrintable(at));
+    auto run = reader->run(s.runId);
+    VERIFY_OK(run);
+    QCOMPARE((**run).status, spec::RunStatus::complete);
+    if (s.segment == 0) {
+      QCOMPARE(s.fromMember, -1);
+      QVERIFY(s.fromCheckpoint.isEmpty());
+      continue;
+    }
+    const PbtSegment* source = lineage.at(0, s.fromMember);
+    QVERIFY(source != nullptr);
+    QCOMPARE(s.fromRunId, source->runId);
+    // Exploit copies the source's step-3 checkpoint, from the source's own folder.
+    auto sourceRun = reader->run(source->runId);
+    VERIFY_OK(sourceRun);
+    QCOMPARE(s.fromCheckpoint, (**sourceRun).runDir + QStringLiteral("/ckpt/step-000003"));
+    QVERIFY2(QFileInfo(s.fromCheckpoint + QStringLiteral("/meta.json")).exists(),
+             qPrintable(s.fromCheckpoint));
+    const int attempt = (**run).attempt;
+    QCOMPARE(resumedFrom(*reader, s.runId, attempt),
+             QStringLiteral("resumed from %1 at step 3").arg(s.fromCheckpoint));
+    const double lr = std::get<double>(s.params.at("train.lr"));
+    const double sourceLr = std::get<double>(source->params.at("train.lr"));
+    if (!s.exploited) {
+      QCOMPARE(s.fromMember, s.member);
+      QCOMPARE(lr, sourceLr);
+      continue;
+    }
+    ++exploited;
+    // The worst member of segment 0 takes the best one's checkpoint with lr times 0.5 or 2.
+    for (int m = 0; m < 4; ++m) {
+      QVERIFY(*lineage.at(0, m)->value >= *source->value);
+      QVERIFY(*lineage.at(0, m)->value <= *lineage.at(0, s.member)->value);
+    }
+    QVERIFY2(qFuzzyCompare(lr, sourceLr * 0.5) || qFuzzyCompare(lr, sourceLr * 2.0),
+             qPrintable(QStringLiteral("%1 from %2").arg(lr).arg(sourceLr)));
+    // The continued trial's first loss is the source member's own loss at that step, exactly.
+    const PbtSegment* sourceGoesOn = lineage.at(1, s.fromMember);
+    QVERIFY(sourceGoesOn != nullptr && !sourceGoesOn->exploited);
+    const auto mine = lossOf(*reader, s.runId);
+    const auto theirs = lossOf(*reader, sourceGoesOn->runId);
+    QVERIFY(mine.count(4) == 1 && theirs.count(4) == 1);
+    QCOMPARE(mine.begin()->first, qint64(4));
+    QCOMPARE(mine.at(4), theirs.at(4));  // exact: the same weights, batch and ranks
+  }
+  QCOMPARE(exploited, 1);
+
+  // The killed segment ran again inside PBT, from its source's checkpoint, and completed.
+  QVERIFY2(killedRun > 0, "segment 1 of member 2 launched");
+  QCOMPARE(retried.count(), 1);
+  QCOMPARE(retried.first().at(0).toInt(), 1);
+  QCOMPARE(retried.first().at(1).toInt(), 2);
+  QCOMPARE(retried.first().at(2).toInt(), 1);
+  QCOMPARE(lineage.at(1, 2)->runId, killedRun);
+  auto killed = reader->run(killedRun);
+  VERIFY_OK(killed);
+  QCOMPARE((**killed).attempt, 1);
+  QCOMPARE(lossOf(*reader, killedRun).begin()->first, qint64(4));
+
+  // The best member's schedule: one segment per interval, its values at each.
+  const auto schedule = lineage.bestSchedule(true);
+  QCOMPARE(int(schedule.size()), 2);
+  QCOMPARE(schedule[0].segment, 0);
+  QCOMPARE(schedule[1].segment, 1);
+  QCOMPARE(schedule[0].member, schedule[1].fromMember);
+}
+
+QTEST_GUILESS_MAIN(TestPbtLoop)
+#include "tst_pbtloop.moc"
