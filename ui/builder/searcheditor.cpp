@@ -7,6 +7,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
 #include <QLoggingCategory>
@@ -236,6 +237,21 @@ QString settingToml(Kind kind, const QString& text) {
   }
 }
 
+// [search.pbt] as TOML, every key written (the parser requires interval_steps and mutable).
+QString pbtToml(const search::PbtConfig& pbt) {
+  QStringList factors;
+  for (const double f : pbt.factors) factors << number(f);
+  QStringList mutables;
+  for (const auto& m : pbt.mutable_params) mutables << quoted(QString::fromStdString(m));
+  return QStringLiteral(
+             "\n[search.pbt]\npopulation = %1\ninterval_steps = %2\nquantile = %3\n"
+             "factors = [%4]\nmutable = [%5]\nresample_probability = %6\n")
+      .arg(pbt.population)
+      .arg(pbt.interval_steps)
+      .arg(number(pbt.quantile), factors.join(QStringLiteral(", ")),
+           mutables.join(QStringLiteral(", ")), number(pbt.resample_probability));
+}
+
 // The defaults the parser gives a sampler and pruner of these types (cmaes starts with one
 // random trial, median fixes the percentile): a setting equal to them is not written.
 search::SearchSpace defaultsFor(const QString& sampler, const QString& pruner) {
@@ -268,7 +284,12 @@ SearchEditor::SearchEditor(QWidget* parent) : QWidget(parent) {
   buttons->addWidget(remove);
   buttons->addStretch();
   auto* layout = new QVBoxLayout(this);
+  m_pbtNote = new QLabel(this);
+  m_pbtNote->setObjectName(QStringLiteral("search.pbt"));
+  m_pbtNote->setWordWrap(true);
+  m_pbtNote->hide();
   layout->addWidget(m_enabled);
+  layout->addWidget(m_pbtNote);
   layout->addWidget(buildSettings());
   layout->addWidget(m_table, 1);
   layout->addLayout(buttons);
@@ -406,6 +427,18 @@ bool SearchEditor::setToml(const QString& text) {
   }
   m_loading = true;
   m_enabled->setChecked(!text.trimmed().isEmpty());
+  m_pbt = space.pbt;
+  m_pbtNote->setVisible(m_pbt.has_value());
+  if (m_pbt) {
+    QStringList mutables;
+    for (const auto& m : m_pbt->mutable_params) mutables << QString::fromStdString(m);
+    m_pbtNote->setText(
+        tr("Population-based training ([search.pbt]): %1 members, segments of %2 steps, "
+           "changing %3. It is kept as the file has it; edit it in the file (docs/config.md).")
+            .arg(m_pbt->population)
+            .arg(m_pbt->interval_steps)
+            .arg(mutables.join(QStringLiteral(", "))));
+  }
   for (const Setting& s : kSettings) setSettingText(QLatin1String(s.key), s.get(space));
   m_table->setRowCount(0);
   for (const auto& p : space.params) {
@@ -463,7 +496,9 @@ QString SearchEditor::toml() const {
                               : QStringLiteral("{ ") + items.join(", ") + QStringLiteral(" }");
     out += name + QStringLiteral(" = ") + value + QLatin1Char('\n');
   }
-  return out + tableToml();
+  out += tableToml();
+  if (m_pbt) out += pbtToml(*m_pbt);
+  return out;
 }
 
 QString SearchEditor::tableToml() const {

@@ -9,7 +9,12 @@
 #include <QMap>
 #include <QWidget>
 
+#include <optional>
+
+#include "spec/search_space.h"
+
 class QCheckBox;
+class QLabel;
 class QTableWidget;
 
 namespace shardscope::ui {
@@ -54,6 +59,10 @@ class SearchEditor : public QWidget {
 
   QCheckBox* m_enabled = nullptr;
   QTableWidget* m_table = nullptr;
+  /// The opened file's [search.pbt], written back as it was: the editor has no widgets for
+  /// population-based training, and saving must not drop it (m_pbtNote says so).
+  std::optional<spec::PbtConfig> m_pbt;
+  QLabel* m_pbtNote = nullptr;
   QMap<QString, QWidget*> m_settings;
   bool m_loading = false;
 };

@@ -12,6 +12,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
@@ -569,6 +570,36 @@ class TestBuilderRoundTrip : public QObject {
       }
     }
     QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join('\n')));
+  }
+
+  // c. A population-based training file (examples/demo-pbt.toml) opened and saved keeps its
+  // [search.pbt] exactly, and the editor says it is there (it has no widgets for it).
+  void savingKeepsPopulationBasedTraining() {
+    const QString example = shardscope::testing::sourceDir() + "/examples/demo-pbt.toml";
+    BuilderPanel panel;
+    QString error;
+    QVERIFY2(panel.controller()->openFile(example, &error), qPrintable(error));
+    panel.refreshNow();
+    const search::SearchSpace before = searchOf(readFile(example));
+    QVERIFY(before.pbt.has_value());
+    auto* note = panel.findChild<QLabel*>("search.pbt");
+    QVERIFY(note != nullptr);
+    QVERIFY2(!note->isHidden() && note->text().contains("4 members") &&
+                 note->text().contains("segments of 15 steps"),
+             qPrintable(note->text()));
+    QTemporaryDir dir;
+    const QString saved = dir.filePath("pbt.toml");
+    QVERIFY2(panel.controller()->saveFile(saved, &error), qPrintable(error));
+    const search::SearchSpace after = searchOf(readFile(saved));
+    QVERIFY2(after.pbt.has_value(), "saving dropped [search.pbt]");
+    QVERIFY(*after.pbt == *before.pbt);
+    QStringList diffs = searchDiffs(after, before);
+    QVERIFY2(diffs.isEmpty(), qPrintable(diffs.join('\n')));
+    // A file without it shows no note and writes none.
+    QVERIFY2(panel.controller()->openFile(kFixture, &error), qPrintable(error));
+    panel.refreshNow();
+    QVERIFY(note->isHidden());
+    QVERIFY(!panel.searchEditor()->toml().contains("[search.pbt]"));
   }
 
  private:
