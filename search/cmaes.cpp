@@ -225,12 +225,12 @@ CmaState CmaEsSampler::replay(const SearchSpace& space, const std::vector<Trial>
   for (const Trial& t : pending) ordered[t.number] = &t;
   std::map<int, std::vector<const Trial*>> generations;
   std::int64_t index = 0;
-  const Trial* best = nullptr;  // the best complete startup trial (startAtBest)
+  const Trial* best = nullptr;  // the best complete startup trial (start_at_best)
   for (const auto& [number, t] : ordered) {
     const std::int64_t k = index++ - m_cfg.n_startup_trials;
     if (k >= 0) {
       generations[static_cast<int>(k / state.lambda)].push_back(t);
-    } else if (m_startAtBest && t->state == TrialState::Complete &&
+    } else if (m_start_at_best && t->state == TrialState::Complete &&
                rank_key(*t, m_direction).first == 0 &&
                (best == nullptr || rank_key(*t, m_direction) < rank_key(*best, m_direction))) {
       best = t;

@@ -368,7 +368,8 @@ def optuna_auto_side(names, first, seeds, budgets, cache, gp_trials=50):
     function, sampler and seed the true value of the best observed trial at each budget, kept in
     the JSON file `cache` (both are deterministic for a seed). Optuna's GP runs `gp_trials`
     trials only (its budgets above are not run: at 100 trials it takes minutes a run on a loaded
-    machine), unless the cache holds a longer run."""
+    machine; a longer run in the cache is read up to `gp_trials` too, so every function has the
+    same budgets)."""
     try:
         import scipy  # noqa: F401
         kinds = ("tpe", "gp")
@@ -395,7 +396,7 @@ def optuna_auto_side(names, first, seeds, budgets, cache, gp_trials=50):
                         with open(cache, "w") as f:
                             json.dump(stored, f)
                 out.setdefault((name, kind), []).append(
-                    {int(b): v for b, v in stored[key].items()})
+                    {int(b): v for b, v in stored[key].items() if int(b) in upto})
     return out
 
 
