@@ -225,10 +225,22 @@ CmaState CmaEsSampler::replay(const SearchSpace& space, const std::vector<Trial>
   for (const Trial& t : pending) ordered[t.number] = &t;
   std::map<int, std::vector<const Trial*>> generations;
   std::int64_t index = 0;
+  const Trial* best = nullptr;  // the best complete startup trial (start_at_best)
   for (const auto& [number, t] : ordered) {
     const std::int64_t k = index++ - m_cfg.n_startup_trials;
-    if (k >= 0) generations[static_cast<int>(k / state.lambda)].push_back(t);
+    if (k >= 0) {
+      generations[static_cast<int>(k / state.lambda)].push_back(t);
+    } else if (m_start_at_best && t->state == TrialState::Complete &&
+               rank_key(*t, m_direction).first == 0 &&
+               (best == nullptr || rank_key(*t, m_direction) < rank_key(*best, m_direction))) {
+      best = t;
+    }
   }
+  if (best != nullptr) {
+    std::vector<double> x = unit_point(space, dims, *best);
+    if (x.size() == dims.size()) state.mean = std::move(x);
+  }
+  const std::vector<double> start = state.mean;
   for (int g = 0;; ++g) {
     auto it = generations.find(g);
     if (it == generations.end() || static_cast<int>(it->second.size()) < state.lambda) break;
@@ -241,7 +253,12 @@ CmaState CmaEsSampler::replay(const SearchSpace& space, const std::vector<Trial>
       return rank_key(*a, m_direction) < rank_key(*b, m_direction);
     });
     std::vector<std::vector<double>> ranked;
+    // The start (a startup trial may finish later and move it; later generations follow from
+    // generation 0's memo) and the members.
     std::string key;
+    if (g == 0) {
+      for (double v : start) key.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
     for (const Trial* t : members) {
       std::vector<double> x = unit_point(space, dims, *t);
       if (x.size() != dims.size()) continue;

@@ -10,6 +10,9 @@
 // k / lambda. A generation updates the strategy once none of its trials is running; a new trial
 // is drawn from the newest strategy. Failed, pruned, infeasible and oom trials rank after every
 // complete one (in that order), so they count as the worst members of their generation.
+// Started at the best (`start_at_best`, for a stored sampler = "auto" choice of CMA-ES after the
+// GP, the benchmark's auto@N:cmaes): the strategy's mean starts at the best complete one of the
+// startup trials instead of the box's centre.
 #pragma once
 
 #include <string>
@@ -47,8 +50,8 @@ struct CmaState {
 
 class CmaEsSampler : public Sampler {
  public:
-  explicit CmaEsSampler(SamplerConfig cfg, Direction direction)
-      : m_cfg(std::move(cfg)), m_direction(direction) {}
+  explicit CmaEsSampler(SamplerConfig cfg, Direction direction, bool start_at_best = false)
+      : m_cfg(std::move(cfg)), m_direction(direction), m_start_at_best(start_at_best) {}
   Result<TrialParams> sample(const SearchSpace& space, const std::vector<Trial>& finished,
                              const std::vector<Trial>& pending, Rng& rng) override;
   /// Indices into space.params of the parameters CMA-ES drives (unconditional float/int).
@@ -60,6 +63,7 @@ class CmaEsSampler : public Sampler {
  private:
   SamplerConfig m_cfg;
   Direction m_direction;
+  bool m_start_at_best = false;
   RandomSampler m_random;
   // Memo of the replay, checked against the trials on every call (not state of its own):
   // generation g's key (its members' numbers, states, values and points) and the state after it.

@@ -1,7 +1,7 @@
 // Samplers: propose the next trial's parameters from the finished and pending trials.
 // random, grid (every point once), qmc (scrambled Sobol), tpe, cmaes (continuous spaces), gp
-// (Gaussian process) and nsga2 (several objectives) live behind one interface; make_sampler picks
-// one from SearchSpace::sampler.
+// (Gaussian process), nsga2 (several objectives) and auto (gp, then tpe: autosampler.h)
+// live behind one interface; make_sampler picks one from SearchSpace::sampler.
 #pragma once
 
 #include <memory>
@@ -62,9 +62,9 @@ class QmcSampler : public Sampler {
   std::vector<std::uint32_t> m_shift;      // (dims) digital shift
 };
 
-/// The sampler SearchSpace::sampler names, or an error (grid on a continuous space, tpe, cmaes or
-/// gp with several objectives, cmaes without a float/int parameter, qmc over more than
-/// QmcSampler::kMaxDims parameters).
+/// The sampler SearchSpace::sampler names (auto: with auto_choice()'s rule), or an error (grid on a
+/// continuous space, tpe, cmaes or gp with several objectives, cmaes without a float/int parameter,
+/// qmc over more than QmcSampler::kMaxDims parameters).
 Result<std::unique_ptr<Sampler>> make_sampler(const SearchSpace& space);
 
 }  // namespace shardscope::search

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "search/autosampler.h"
 #include "search/cmaes.h"
 #include "search/gp.h"
 #include "search/nsga2.h"
@@ -221,6 +222,8 @@ Result<std::unique_ptr<Sampler>> make_sampler(const SearchSpace& space) {
   // Every kind has its case (-Wswitch, warnings are errors): a name registered in
   // spec/search_names.h cannot lack its sampler.
   switch (*kind) {
+    case spec::SamplerKind::auto_:
+      return std::unique_ptr<Sampler>(std::make_unique<AutoSampler>(space, auto_choice(space)));
     case spec::SamplerKind::random:
       return std::unique_ptr<Sampler>(std::make_unique<RandomSampler>());
     case spec::SamplerKind::grid: {

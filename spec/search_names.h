@@ -14,7 +14,7 @@ namespace shardscope::spec {
 /// of the run log; backend/store/verdicts.h), maximized. The only `probes.` objective.
 inline constexpr std::string_view kGoodRateObjective = "probes.good_rate";
 
-enum class SamplerKind { tpe, random, grid, qmc, cmaes, nsga2, gp };
+enum class SamplerKind { auto_, tpe, random, grid, qmc, cmaes, nsga2, gp };
 enum class PrunerKind { none, median, percentile, asha, hyperband };
 
 /// One registered name: what `[search] sampler = "NAME"` (or `pruner`) says, and a line for menus.
@@ -25,9 +25,12 @@ struct SearchName {
   std::string_view summary;
 };
 
-/// Every sampler, the default (tpe) first.
-inline constexpr std::array<SearchName<SamplerKind>, 7> kSamplers{{
-    {SamplerKind::tpe, "tpe", "Tree-structured Parzen Estimator, one objective (the default)"},
+/// Every sampler, the default (auto) first.
+inline constexpr std::array<SearchName<SamplerKind>, 8> kSamplers{{
+    {SamplerKind::auto_, "auto",
+     "the default: gp for the first 50 trials, then tpe (tpe from the start for a conditional "
+     "or large space, nsga2 for several objectives)"},
+    {SamplerKind::tpe, "tpe", "Tree-structured Parzen Estimator, one objective"},
     {SamplerKind::random, "random", "independent uniform draws"},
     {SamplerKind::grid, "grid", "every combination of the grid, in order"},
     {SamplerKind::qmc, "qmc", "scrambled Sobol points, up to 21 parameters"},

@@ -77,7 +77,7 @@ struct Objective {
 
 /// `sampler = "tpe"` or `[search.sampler] type = "tpe" ...`.
 struct SamplerConfig {
-  std::string type = "tpe";         // a name of kSamplers (spec/search_names.h)
+  std::string type = "auto";        // a name of kSamplers (spec/search_names.h)
   int n_startup_trials = 10;        // tpe, gp (default 10), cmaes (default 1): random first
   int n_ei_candidates = 24;         // tpe: candidates drawn from l(x) per suggestion
   int n_ei_candidates_numeric = 0;  // tpe: the same for a group without a categorical; 0 = above
@@ -136,7 +136,7 @@ struct PbtConfig {
 /// The parsed [search] section.
 struct SearchSpace {
   std::string name;                   // default: the experiment file's stem
-  SamplerConfig sampler;              // default tpe
+  SamplerConfig sampler;              // default auto
   std::uint64_t seed = 0;             // sampler seed
   std::int64_t n_trials = 100;        // trials to finish (default 100)
   double timeout_s = 0.0;             // wall-clock budget, 0 = none

@@ -96,8 +96,8 @@ void createVerb(const Globals& g, const StudyArgs& a) {
     return;
   }
   std::cout << "created study " << study.name().toStdString() << " (id " << study.id()
-            << "): sampler " << study.space().sampler.type << ", n_trials "
-            << study.space().n_trials << ", max retries " << study.maxRetries() << '\n';
+            << "): sampler " << study.samplerText() << ", n_trials " << study.space().n_trials
+            << ", max retries " << study.maxRetries() << '\n';
 }
 
 void askVerb(const Globals& g, const StudyArgs& a) {
@@ -236,6 +236,10 @@ QJsonObject summaryJson(const Study& study, const search::StudySummary& s) {
       {"name", study.name()},
       {"status", backend::studyStatusName(study.record().status)},
       {"sampler", QString::fromStdString(study.space().sampler.type)},
+      // sampler = "auto": which sampler proposes which trials (null for any other sampler).
+      {"auto", study.autoChoice().has_value()
+                   ? QJsonValue(search::autoChoiceJson(*study.autoChoice()))
+                   : QJsonValue()},
       {"n_trials", static_cast<qint64>(study.space().n_trials)},
       {"max_retries", study.maxRetries()},
       {"sweep_process", study.record().sweepPid > 0
@@ -261,7 +265,7 @@ void printSummary(const Study& study, const search::StudySummary& s) {
   const search::StudyCounts& c = s.counts;
   std::cout << "study:      " << study.name().toStdString() << " (id " << study.id() << ", "
             << backend::studyStatusName(study.record().status).toStdString() << ")\n"
-            << "sampler:    " << study.space().sampler.type << '\n'
+            << "sampler:    " << study.samplerText() << '\n'
             << "trials:     " << s.trials.size() << " of " << study.space().n_trials << " ("
             << c.complete << " complete, " << c.running << " running, " << c.queued << " queued, "
             << c.pruned << " pruned, " << c.failed << " failed, " << c.infeasible + c.oom

@@ -128,9 +128,11 @@ void runSweep(const SweepArgs& a, const Globals& g) {
   if (input.space.pbt) return runPbtSweep(*store, std::move(opened), input, options);
   SweepLoop loop(*store, std::move(opened.study), input, options);
   const Study& study = loop.study();
-  std::printf("study %s: %lld trials, %d at once (%s sampler)\n", qPrintable(study.name()),
-              static_cast<long long>(study.space().n_trials), loop.slotCount(),
-              study.space().sampler.type.c_str());
+  std::printf(
+      "study %s: %lld trials, %d at once (%s sampler%s)\n", qPrintable(study.name()),
+      static_cast<long long>(study.space().n_trials), loop.slotCount(),
+      study.space().sampler.type.c_str(),
+      study.autoChoice().has_value() ? (": " + search::describe(*study.autoChoice())).c_str() : "");
   std::fflush(stdout);
   printEvents(loop);
   QObject::connect(&loop, &SweepLoop::ended, [] { QCoreApplication::quit(); });

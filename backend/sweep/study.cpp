@@ -55,6 +55,42 @@ Result<SearchSpace> spaceOf(const spec::Experiment& exp) {
 
 }  // namespace
 
+QJsonObject autoChoiceJson(const AutoChoice& choice) {
+  QString then;
+  for (const auto& n : spec::kSamplers) {
+    if (n.kind == choice.then) then = QString::fromUtf8(n.name.data(), qsizetype(n.name.size()));
+  }
+  return QJsonObject{{"gp_trials", static_cast<qint64>(choice.gp_trials)},
+                     {"then", then},
+                     {"reason", QString::fromStdString(choice.reason)}};
+}
+
+Result<std::optional<AutoChoice>> storedAutoChoice(const QJsonObject& state) {
+  const QJsonValue value = state.value("auto");
+  if (value.isUndefined() || value.isNull()) return std::optional<AutoChoice>();
+  const QJsonObject o = value.toObject();
+  AutoChoice c;
+  // A double from JSON is range-checked before the cast (1e300 would not fit an integer).
+  const double n = o.value("gp_trials").toDouble(-1.0);
+  if (!value.isObject() || !(n >= 0.0 && n <= 1e9) || n != std::floor(n)) {
+    return fail(
+        "the study's state: auto.gp_trials must be a whole number from 0 to 1e9; the run log "
+        "was changed by hand, create the study again");
+  }
+  c.gp_trials = static_cast<std::int64_t>(n);
+  const std::string then = o.value("then").toString().toStdString();
+  const auto kind = spec::kind_of(spec::kSamplers, then);
+  if (!kind || (*kind != spec::SamplerKind::tpe && *kind != spec::SamplerKind::cmaes &&
+                *kind != spec::SamplerKind::nsga2)) {
+    return fail("the study's state: auto.then is \"" + then +
+                "\", not tpe, cmaes or nsga2; the run log was changed by hand, create the "
+                "study again");
+  }
+  c.then = *kind;
+  c.reason = o.value("reason").toString().toStdString();
+  return std::optional<AutoChoice>(std::move(c));
+}
+
 QJsonObject paramsToJson(const TrialParams& params) {
   QJsonObject out;
   for (const auto& [name, value] : params) {
@@ -187,6 +223,10 @@ Study::Study(backend::RunStore& store, backend::RunReader reader, backend::Study
   m_pruner = make_pruner(m_space.pruner);
 }
 
+std::string Study::samplerText() const {
+  return m_auto ? m_space.sampler.type + ": " + describe(*m_auto) : m_space.sampler.type;
+}
+
 Study::Study(Study&&) noexcept = default;
 Study& Study::operator=(Study&&) noexcept = default;
 Study::~Study() = default;
@@ -253,6 +293,8 @@ Result<Study> Study::create(backend::RunStore& store, SearchSpace space,
   // error, and the study keeps it.
   auto sampler = make_sampler(space);
   if (!sampler) return fail(source + ": " + sampler.message());
+  std::optional<AutoChoice> choice;
+  if (const auto* made = dynamic_cast<const AutoSampler*>(sampler->get())) choice = made->choice();
   if (options.maxRetries < 0) {
     return fail("--max-retries: " + std::to_string(options.maxRetries) +
                 " is negative; give 0 (never retry) or more");
@@ -276,6 +318,7 @@ Result<Study> Study::create(backend::RunStore& store, SearchSpace space,
   study.sampler = QString::fromStdString(space.sampler.type);
   study.seed = static_cast<qint64>(space.seed);
   study.state = QJsonObject{{"max_retries", options.maxRetries}, {"source", absolute}};
+  if (choice) study.state.insert("auto", autoChoiceJson(*choice));
   auto id = store.createStudy(study).get();
   if (!id) return id.error();
   qCInfo(lcStudy) << "created study" << name << "from" << absolute;
@@ -286,6 +329,7 @@ Result<Study> Study::create(backend::RunStore& store, SearchSpace space,
   if (!*record) return fail(studyLabel(name) + " vanished from the run log after its creation");
   Study created(store, std::move(*reader), **record, std::move(space));
   created.m_sampler = std::move(*sampler);
+  created.m_auto = std::move(choice);
   return created;
 }
 
@@ -307,9 +351,30 @@ Result<Study> Study::open(backend::RunStore& store, const QString& name) {
   auto space =
       spec::stored_search_space((*record)->config.toStdString(), source.empty() ? "study" : source);
   if (!space) return fail(studyLabel(name) + ": its stored search space: " + space.message());
+  // The sampler the study was created with: its column, not the text's default (a study made
+  // before "auto" became the default, with no sampler in its text, goes on with tpe).
+  const std::string column = (*record)->sampler.toStdString();
+  if (spec::kind_of(spec::kSamplers, column) && column != space->sampler.type) {
+    space->sampler.type = column;
+  }
+  auto choice = storedAutoChoice((*record)->state);
+  if (!choice) return fail(studyLabel(name) + ": " + choice.message());
   Study study(store, std::move(*reader), **record, std::move(*space));
+  if (study.m_space.sampler.type == "auto" && *choice) {
+    if (((*choice)->then == spec::SamplerKind::nsga2) != (study.m_space.objectives.size() > 1)) {
+      return fail(studyLabel(name) +
+                  ": the study's state: auto.then does not fit the study's objectives (nsga2 is "
+                  "for several, tpe and cmaes for one); the run log was changed by hand, create "
+                  "the study again");
+    }
+    study.m_sampler = std::make_unique<AutoSampler>(study.m_space, **choice);
+    study.m_auto = std::move(*choice);
+    return study;
+  }
   auto sampler = make_sampler(study.m_space);
   if (!sampler) return fail(studyLabel(name) + ": " + sampler.message());
+  if (const auto* made = dynamic_cast<const AutoSampler*>(sampler->get()))
+    study.m_auto = made->choice();
   study.m_sampler = std::move(*sampler);
   return study;
 }

@@ -18,7 +18,10 @@
 // ranks outlive the sweep, so it follows them to their own end instead. Samplers keep no hidden
 // state (each replays the trial list), and the random source of trial n is seeded from (seed, n),
 // so nothing else needs to live in setStudyState; the state holds the study's own settings
-// (max_retries).
+// (max_retries) and, for sampler = "auto", the choice made when the study was created ("auto":
+// gp_trials, then, reason), which a resumed study keeps even if the rule has changed since.
+// The sampler is the one the study's `sampler` column names: a study created before "auto" was
+// the default, with no sampler in its text, stays "tpe".
 #pragma once
 
 #include <QJsonObject>
@@ -32,6 +35,7 @@
 
 #include "backend/store/runreader.h"
 #include "backend/store/runstore.h"
+#include "search/autosampler.h"
 #include "search/importance.h"
 #include "search/pruner.h"
 #include "search/sampler.h"
@@ -134,6 +138,12 @@ class Study {
   const QString& name() const { return m_record.name; }
   const backend::StudyRecord& record() const { return m_record; }
   const SearchSpace& space() const { return m_space; }
+  /// sampler = "auto": the choice the study stored (which sampler proposes which trials);
+  /// empty for any other sampler.
+  const std::optional<AutoChoice>& autoChoice() const { return m_auto; }
+  /// The sampler in words: its name, and for auto the choice ("auto: gp for trials 0-49, then
+  /// tpe (a space of 2 parameters)").
+  std::string samplerText() const;
   int maxRetries() const { return m_maxRetries; }
 
   /// The next trial: a queued (enqueued) one, else a failed one with retries left, else a new
@@ -203,7 +213,14 @@ class Study {
   QString m_askToken;
   std::unique_ptr<Sampler> m_sampler;
   std::unique_ptr<Pruner> m_pruner;
+  std::optional<AutoChoice> m_auto;
 };
+
+/// The study state's form of an auto choice: {"gp_trials": N, "then": "cmaes", "reason": ...}.
+QJsonObject autoChoiceJson(const AutoChoice& choice);
+/// The auto choice in a study's state (its "auto" object); nullopt when it has none, an error
+/// naming the field when it is malformed.
+Result<std::optional<AutoChoice>> storedAutoChoice(const QJsonObject& state);
 
 /// Values of `params` as the run log stores them (numbers, strings, bools).
 QJsonObject paramsToJson(const TrialParams& params);

@@ -1,7 +1,10 @@
 // bench_search: our samplers on standard test functions, and TPE's time per suggestion.
 // Driven by bench_search.py, which runs Optuna on the same functions in the same script.
-//   bench_search run --func NAME --sampler tpe|random|cmaes|gp|TABLE --seeds A B --trials N
-//       (TABLE: a TOML inline table, e.g. '{type = "tpe", n_ei_candidates = 48}')
+//   bench_search run --func NAME --sampler auto|tpe|random|cmaes|gp|TABLE|auto@N:S --seeds A B
+//       --trials N
+//       (TABLE: a TOML inline table, e.g. '{type = "tpe", n_ei_candidates = 48}'; auto@N:S:
+//       sampler = "auto" with another switch, the GP for N trials then S (tpe, cmaes), to
+//       measure the rule)
 //       one line per seed: "NAME SEED TRUE_VALUE_OF_BEST_OBSERVED"
 //   bench_search eval --func NAME k=v...   the noise-free value at one point
 //   bench_search speed [--sampler S] [--reps R] N...   ms per suggestion with N finished
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "search/autosampler.h"
 #include "search/sampler.h"
 #include "search/space.h"
 
@@ -193,9 +197,10 @@ const Function* find(const std::string& name) {
 }
 
 SearchSpace space_of(const Function& fn, const std::string& sampler) {
-  // A name ("tpe") or an inline table ("{type = \"tpe\", n_ei_candidates = 48}").
-  const std::string value =
-      sampler.find('{') == std::string::npos ? "\"" + sampler + "\"" : sampler;
+  // A name ("tpe"), an inline table ("{type = \"tpe\", n_ei_candidates = 48}") or auto@N:S.
+  const std::string value = sampler.rfind("auto@", 0) == 0           ? "\"auto\""
+                            : sampler.find('{') == std::string::npos ? "\"" + sampler + "\""
+                                                                     : sampler;
   auto s = parse_search_space("[search]\nsampler = " + value + "\n" + fn.space, fn.name);
   if (!s) {
     std::fprintf(stderr, "bench_search: %s\n", s.message().c_str());
@@ -204,10 +209,29 @@ SearchSpace space_of(const Function& fn, const std::string& sampler) {
   return *s;
 }
 
+// The sampler `name` stands for: make_sampler's, or for auto@N:S an AutoSampler with that switch.
+std::unique_ptr<Sampler> sampler_for(const SearchSpace& space, const std::string& name) {
+  if (name.rfind("auto@", 0) == 0) {
+    const std::size_t colon = name.find(':');
+    AutoChoice choice;
+    choice.gp_trials = std::atoll(name.substr(5, colon - 5).c_str());
+    const std::string then = colon == std::string::npos ? "tpe" : name.substr(colon + 1);
+    choice.then =
+        then == "cmaes" ? shardscope::spec::SamplerKind::cmaes : shardscope::spec::SamplerKind::tpe;
+    return std::make_unique<AutoSampler>(space, choice);
+  }
+  auto made = make_sampler(space);
+  if (!made) {
+    std::fprintf(stderr, "bench_search: %s\n", made.message().c_str());
+    std::exit(2);
+  }
+  return std::move(*made);
+}
+
 // One optimisation run; returns the noise-free value of the best observed trial.
 double optimise(const Function& fn, const std::string& sampler_name, std::uint64_t seed, int n) {
   const SearchSpace space = space_of(fn, sampler_name);
-  auto sampler = make_sampler(space).value();
+  auto sampler = sampler_for(space, sampler_name);
   Rng rng(seed);
   std::vector<Trial> done;
   double best_obs = INFINITY;
@@ -232,7 +256,7 @@ double optimise(const Function& fn, const std::string& sampler_name, std::uint64
 // Every proposal of one run, printed as it is made.
 void trace(const Function& fn, const std::string& sampler_name, std::uint64_t seed, int n) {
   const SearchSpace space = space_of(fn, sampler_name);
-  auto sampler = make_sampler(space).value();
+  auto sampler = sampler_for(space, sampler_name);
   Rng rng(seed);
   std::vector<Trial> done;
   for (int i = 0; i < n; ++i) {
@@ -333,7 +357,7 @@ int cmd_speed(int argc, char** argv) {
     std::vector<Trial> done;
     done.reserve(static_cast<std::size_t>(n) + static_cast<std::size_t>(reps));
     for (int i = 0; i < n; ++i) finished_trial(done, random, rng);
-    auto sampler = make_sampler(space).value();
+    auto sampler = sampler_for(space, sampler_name);
     (void)sampler->sample(space, done, {}, rng);  // first call: fills the caches
     std::clock_t c0 = std::clock();
     for (int r = 0; r < reps; ++r) (void)sampler->sample(space, done, {}, rng);

@@ -363,6 +363,100 @@ def gp_quality(tool, seeds, names, budgets=(20, 50)):
         print("opt gp: not run (Optuna's GPSampler needs scipy, which .venv lacks)")
 
 
+def optuna_auto_side(names, first, seeds, budgets, cache, gp_trials=50):
+    """Optuna's TPE (multivariate, group) and GPSampler (with scipy) on seeds first..: per
+    function, sampler and seed the true value of the best observed trial at each budget, kept in
+    the JSON file `cache` (both are deterministic for a seed). Optuna's GP runs `gp_trials`
+    trials only (its budgets above are not run: at 100 trials it takes minutes a run on a loaded
+    machine; a longer run in the cache is read up to `gp_trials` too, so every function has the
+    same budgets)."""
+    try:
+        import scipy  # noqa: F401
+        kinds = ("tpe", "gp")
+    except ImportError:
+        kinds = ("tpe",)
+    stored = {}
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            stored = json.load(f)
+    out = {}
+    for name in names:
+        for kind in kinds:
+            upto = [b for b in budgets if kind != "gp" or b <= gp_trials]
+            for s in range(first, first + seeds):
+                key = f"{kind}/{name}/{s}/{max(budgets)}"
+                if key not in stored:
+                    key = f"{kind}/{name}/{s}/{max(upto)}"
+                if key not in stored:
+                    sampler = (optuna.samplers.GPSampler(seed=s) if kind == "gp" else
+                               optuna.samplers.TPESampler(seed=s, multivariate=True, group=True))
+                    got = optuna_checkpoints(name, s, sampler, upto)
+                    stored[key] = {str(b): v for b, v in got.items()}
+                    if cache:
+                        with open(cache, "w") as f:
+                            json.dump(stored, f)
+                out.setdefault((name, kind), []).append(
+                    {int(b): v for b, v in stored[key].items() if int(b) in upto})
+    return out
+
+
+def ours_or_none(tool, name, sampler, seeds, n_trials, first):
+    """ours(), or None when our sampler refuses the space (cmaes without a numeric parameter)."""
+    try:
+        return ours(tool, name, sampler, seeds, n_trials, first)
+    except subprocess.CalledProcessError:
+        return None
+
+
+def geo_mean(values):
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(statistics.mean(math.log(v) for v in values)) if values else math.nan
+
+
+def auto_table(tool, names, first, seeds, cache, ours_samplers, budgets=(20, 50, 100),
+               with_optuna=True):
+    """`sampler = "auto"` (and our other samplers) beside Optuna's TPE and GPSampler at 20, 50
+    and 100 trials: mean normalised regret (by our random search's mean regret at that budget),
+    then per budget the geometric mean over the functions of auto's ratio to each of Optuna's."""
+    theirs = optuna_auto_side(names, first, seeds, budgets, cache) if with_optuna else {}
+    opt_kinds = sorted({k for (_, k) in theirs}, reverse=True)  # tpe, gp
+    print(f"\n== auto at 20/50/100 trials: mean normalised regret, seeds {first}-"
+          f"{first + seeds - 1} ==")
+    head = " ".join(f"{s[:12]:>12}" for s in ours_samplers)
+    head += "".join(f" {'opt ' + k:>8}" for k in opt_kinds)
+    head += "".join(f" {'/opt ' + k:>9}" for k in opt_kinds)
+    print(f"{'function':18} {'budget':>6} {head}")
+    ratios = {(b, k): [] for b in budgets for k in opt_kinds}
+    for name in names:
+        opt = FUNCS[name][2]
+        for b in budgets:
+            norm = statistics.mean(v - opt for v in ours(tool, name, "random", seeds, b, first))
+            norm = norm or 1.0
+            row = []
+            for smp in ours_samplers:
+                vals = ours_or_none(tool, name, smp, seeds, b, first)
+                row.append(statistics.mean((v - opt) / norm for v in vals) if vals else math.nan)
+            cells = " ".join(f"{v:12.4f}" for v in row)
+            for k in opt_kinds:
+                runs = theirs[(name, k)]
+                their = (statistics.mean((r[b] - opt) / norm for r in runs)
+                         if all(b in r for r in runs) else math.nan)  # opt gp: to 50 trials
+                cells += f" {their:8.4f}"
+                theirs[(name, k, b)] = their
+            for k in opt_kinds:
+                their = theirs[(name, k, b)]
+                ratio = row[0] / their if their > 0 else math.nan
+                if not math.isnan(ratio):
+                    ratios[(b, k)].append(ratio)
+                cells += f" {ratio:9.3f}"
+            print(f"{name:18} {b:6} {cells}", flush=True)
+    for b in budgets:
+        for k in opt_kinds:
+            if ratios[(b, k)]:
+                print(f"geometric mean of {ours_samplers[0]} / optuna {k} at {b:3} trials: "
+                      f"{geo_mean(ratios[(b, k)]):.3f} over {len(ratios[(b, k)])} functions")
+
+
 def gp_speed(tool):
     print("\n== GP sampler: CPU ms per suggestion, Hartmann-6, 100 finished trials ==")
     out = subprocess.run([tool, "speed", "--sampler", "gp", "--reps", "10", "100"], check=True,
@@ -393,7 +487,17 @@ def main():
                          "regret at 20 and 50 trials, beside Optuna's GPSampler and TPE")
     ap.add_argument("--tune-seeds", type=int, metavar="FIRST",
                     help="tuning probe: our side only, --seeds seeds from FIRST, no Optuna")
+    ap.add_argument("--auto", action="store_true",
+                    help="sampler = \"auto\" (and --ours) at 20/50/100 trials beside Optuna's "
+                         "TPE and GPSampler")
+    ap.add_argument("--ours", nargs="*", default=["auto", "gp", "tpe", "cmaes"],
+                    help="with --auto: our samplers, the first compared (names or TOML tables)")
+    ap.add_argument("--no-optuna", action="store_true", help="with --auto: our side only")
     args = ap.parse_args()
+    if args.auto:
+        auto_table(args.tool, args.only, args.first_seed, args.seeds, args.optuna_cache,
+                   args.ours, with_optuna=not args.no_optuna)
+        return
     if args.gp_speed:
         gp_speed(args.tool)
         gp_quality(args.tool, args.seeds, args.only)

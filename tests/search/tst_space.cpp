@@ -103,8 +103,8 @@ class TestSpace : public QObject {
 
   void defaultsAndHeaderlessText() {
     const SearchSpace s = parse_ok("[space.x]\ntype = \"float\"\nlow = -1\nhigh = 1\n");
-    QCOMPARE(s.name, std::string("demo"));  // the file's stem
-    QCOMPARE(s.sampler.type, std::string("tpe"));
+    QCOMPARE(s.name, std::string("demo"));          // the file's stem
+    QCOMPARE(s.sampler.type, std::string("auto"));  // the default (#32)
     QCOMPARE(s.concurrency, 1);
     QCOMPARE(s.stop_grace_s, 30.0);
     QVERIFY(s.retry_from_checkpoint);

@@ -66,7 +66,7 @@ class TestSearchSchema : public QObject {
         "exp.toml");
     QVERIFY(!s.ok());
     QCOMPARE(s.message(), std::string("exp.toml: search.sampler: unknown sampler \"bogus\"; use "
-                                      "tpe, random, grid, qmc, cmaes, nsga2, gp"));
+                                      "auto, tpe, random, grid, qmc, cmaes, nsga2, gp"));
   }
 
   // search.on_oom: "replan" by default, "record" keeps an out-of-memory trial's end; anything

@@ -95,7 +95,7 @@ constexpr std::array<Setting, 38> kSettings = {{
      [](const S& s) { return joined(s.program); }},
     {"objectives", Kind::Objectives, 0,
      "metric=minimize|maximize, comma-separated; default objective=minimize", &objectivesText},
-    {"sampler", Kind::Choice, 0, "random, grid, qmc, tpe (default), cmaes, nsga2 or gp",
+    {"sampler", Kind::Choice, 0, "auto (default), random, grid, qmc, tpe, cmaes, nsga2 or gp",
      [](const S& s) { return QString::fromStdString(s.sampler.type); }},
     {"sampler.n_startup_trials", Kind::Integer, 0, "tpe, gp (10), cmaes (1): random trials first",
      [](const S& s) { return QString::number(s.sampler.n_startup_trials); }},

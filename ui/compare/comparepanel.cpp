@@ -76,6 +76,10 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
       tr("What the history, parallel coordinates and slice colour trials by: the objective, or "
          "the mean over each trial's steps of its exposed-communication share (ranks averaged) "
          "or MFU; trials without it are grey"));
+  m_summary->setObjectName(QStringLiteral("sweepSummary"));
+  // A long summary (auto's choice) is cut at the bar's width, not widening the window; the
+  // tooltip has it whole.
+  m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   m_progress->setObjectName(QStringLiteral("curveProgress"));
   m_progress->setFormat(tr("curves %v / %m"));
   m_progress->setToolTip(tr("Trials whose intermediate values have been read from the run log"));
@@ -568,13 +572,21 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
   }
   mark("slice");
   const compare::History h = compare::history(m_sweep, m_minimize);
-  m_summary->setText(m_sweep.experimentId < 0
-                         ? tr("No sweep in this run log yet")
-                         : tr("%1 trials, %2 with an objective; best %3")
-                               .arg(m_sweep.trials.size())
-                               .arg(h.objectives.size())
-                               .arg(h.best.isEmpty() ? QStringLiteral("—")
-                                                     : QString::number(h.best.last(), 'g', 5)));
+  QString summary = m_sweep.experimentId < 0
+                        ? tr("No sweep in this run log yet")
+                        : tr("%1 trials, %2 with an objective; best %3")
+                              .arg(m_sweep.trials.size())
+                              .arg(h.objectives.size())
+                              .arg(h.best.isEmpty() ? QStringLiteral("—")
+                                                    : QString::number(h.best.last(), 'g', 5));
+  // The study's sampler; for auto, which one proposes which trials (the switch point).
+  if (m_sweep.experimentId >= 0 && !m_sweep.study.sampler.isEmpty()) {
+    summary += m_sweep.study.samplerChoice.isEmpty()
+                   ? tr("; sampler %1").arg(m_sweep.study.sampler)
+                   : tr("; sampler %1: %2").arg(m_sweep.study.sampler, m_sweep.study.samplerChoice);
+  }
+  m_summary->setText(summary);
+  m_summary->setToolTip(summary);
 }
 
 qint64 ComparePanel::trialAtHistory(const QPoint& at) const {

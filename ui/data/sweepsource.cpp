@@ -12,6 +12,7 @@
 #include "backend/store/runstore.h"
 #include "backend/store/runusage.h"
 #include "backend/sweep/autotune.h"
+#include "backend/sweep/study.h"
 
 namespace shardscope::ui {
 
@@ -123,6 +124,9 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
                   study->directions, study->status == backend::StudyStatus::running,
                   study->sweepPid,   study->sweepHost,
                   study->sampler,    study->kind == backend::StudyKind::autotune};
+    // A malformed stored choice shows as none here; opening the study names the field.
+    if (auto choice = search::storedAutoChoice(study->state); choice && *choice)
+      data.study.samplerChoice = QString::fromStdString(search::describe(**choice));
     if (data.study.autotune) {
       data.autotune = autotuneFromStudy(*study);
       for (const AutotuneCandidate& c : std::as_const(data.autotune->candidates)) {

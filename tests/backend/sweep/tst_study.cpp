@@ -366,6 +366,85 @@ class TstStudy : public QObject {
     same.search.toml = "[search]\nseed = 11\n";
     QVERIFY(opened->checkOverrides(same, {"search.seed=11"}));
   }
+
+  // sampler = "auto" (the default): the study stores the choice in its state; a resumed study
+  // reads it back from there (here one written as an older rule might have chosen), and a
+  // malformed one is refused naming the field. On SQLite and PostgreSQL (tst_study_pg).
+  void autoChoiceIsStoredAndKeptOnResume() {
+    QString exp;
+    auto s = store("objectives = {objective = \"minimize\"}", &exp);
+    {
+      Study study = create(*s, exp);
+      QCOMPARE(study.space().sampler.type, std::string("auto"));
+      QCOMPARE(study.record().sampler, QStringLiteral("auto"));
+      QVERIFY(study.autoChoice().has_value());
+      QCOMPARE(study.autoChoice()->gp_trials, kAutoGpTrials);
+      QVERIFY(study.autoChoice()->then == spec::SamplerKind::tpe);
+      for (int i = 0; i < 3; ++i) {
+        auto asked = study.ask();
+        QVERIFY2(asked, asked ? "" : asked.message().c_str());
+        QVERIFY(study.tell(asked->number, {sphere(asked->params)}));
+      }
+    }
+    auto other = backend::RunStore::open(s->path());  // a second store on the same run log
+    QVERIFY2(other, other ? "" : other.message().c_str());
+    auto opened = Study::open(**other, "s");
+    QVERIFY2(opened, opened ? "" : opened.message().c_str());
+    const QJsonObject stored = opened->record().state.value("auto").toObject();
+    QCOMPARE(stored.value("gp_trials").toInteger(), kAutoGpTrials);
+    QCOMPARE(stored.value("then").toString(), QStringLiteral("tpe"));
+    QCOMPARE(stored.value("reason").toString(), QStringLiteral("a space of 2 parameters"));
+    QVERIFY(opened->autoChoice().has_value());
+    QVERIFY(opened->autoChoice()->then == spec::SamplerKind::tpe);
+
+    // The stored choice wins over the rule: a resumed study goes on with what it was given.
+    QJsonObject state = opened->record().state;
+    state.insert("auto", autoChoiceJson(AutoChoice{2, spec::SamplerKind::cmaes, "an older rule"}));
+    QVERIFY((*other)->setStudyState(opened->id(), state).get());
+    auto resumed = Study::open(**other, "s");
+    QVERIFY2(resumed, resumed ? "" : resumed.message().c_str());
+    QVERIFY(resumed->autoChoice().has_value());
+    QCOMPARE(resumed->autoChoice()->gp_trials, std::int64_t(2));
+    QVERIFY(resumed->autoChoice()->then == spec::SamplerKind::cmaes);
+    QCOMPARE(resumed->autoChoice()->reason, std::string("an older rule"));
+    auto asked = resumed->ask();
+    QVERIFY2(asked, asked ? "" : asked.message().c_str());
+    QCOMPARE(asked->number, std::int64_t(3));
+
+    // Malformed: a number no integer holds, a sampler that cannot follow the GP.
+    state.insert("auto", QJsonObject{{"gp_trials", 1e300}, {"then", "tpe"}});
+    QVERIFY((*other)->setStudyState(opened->id(), state).get());
+    auto huge = Study::open(**other, "s");
+    QVERIFY(!huge);
+    QVERIFY2(huge.message().find("auto.gp_trials") != std::string::npos, huge.message().c_str());
+    state.insert("auto", QJsonObject{{"gp_trials", 5}, {"then", "grid"}});
+    QVERIFY((*other)->setStudyState(opened->id(), state).get());
+    auto grid = Study::open(**other, "s");
+    QVERIFY(!grid);
+    QVERIFY2(grid.message().find("auto.then is \"grid\"") != std::string::npos,
+             grid.message().c_str());
+  }
+
+  // A study created before auto was the default: its text names no sampler and its column says
+  // tpe; it goes on with tpe (no auto choice), as it was created.
+  void aStudyFromBeforeAutoStaysTpe() {
+    QString exp;
+    auto s = store("objectives = {objective = \"minimize\"}", &exp);
+    backend::NewStudy old;
+    old.name = "before-auto";
+    old.config = experiment("objectives = {objective = \"minimize\"}");
+    old.objectives = {"objective"};
+    old.directions = {"minimize"};
+    old.sampler = "tpe";
+    old.seed = 11;
+    old.state = QJsonObject{{"max_retries", 1}, {"source", exp}};
+    auto id = s->createStudy(old).get();
+    QVERIFY2(id, id ? "" : id.message().c_str());
+    auto opened = Study::open(*s, "before-auto");
+    QVERIFY2(opened, opened ? "" : opened.message().c_str());
+    QCOMPARE(opened->space().sampler.type, std::string("tpe"));
+    QVERIFY(opened->autoChoice() == std::nullopt);
+  }
 };
 
 }  // namespace

@@ -1,0 +1,63 @@
+// sampler = "auto", the default: a Gaussian process (GpSampler, its own n_startup_trials random
+// ones first) proposes the first trials, then TPE, as the search benchmark found best
+// (bench/search/README.md, "sampler = auto"): on its functions at 20-100 trials, GP then TPE
+// beat GP alone, TPE alone, CMA-ES alone and GP then CMA-ES; the GP lost to TPE on the spaces of
+// more than 6 parameters and on the conditional one (it draws parameters with `when` at random),
+// so those get TPE from the start; several objectives get NSGA-II. The choice is a function of
+// the space alone (auto_choice); a study stores it when it is created and keeps it when resumed
+// (backend/sweep/study.cpp), so a later change of the rule never switches a running study. A
+// stored choice may also name cmaes after the GP (the benchmark's auto@N:cmaes): CMA-ES then
+// starts at the best GP trial.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "search/gp.h"
+#include "search/sampler.h"
+#include "spec/search_names.h"
+
+namespace shardscope::search {
+
+/// What sampler = "auto" does in one space.
+struct AutoChoice {
+  /// The GP proposes trials 0 .. gp_trials - 1 (by count of trials asked); 0 = none.
+  std::int64_t gp_trials = 0;
+  /// The sampler after them (or from the start): tpe, cmaes or nsga2.
+  spec::SamplerKind then = spec::SamplerKind::tpe;
+  /// Why, in words ("a space of 3 parameters").
+  std::string reason;
+};
+
+/// Trials the GP proposes before the switch to TPE (the benchmark's choice; docs/config.md).
+inline constexpr std::int64_t kAutoGpTrials = 50;
+/// More parameters than this make a space "large": TPE from the start.
+inline constexpr int kAutoMaxGpParams = 6;
+
+/// The rule: several objectives -> nsga2 from the start; a parameter with `when` or more than
+/// kAutoMaxGpParams parameters -> tpe from the start; else gp for the first kAutoGpTrials, then
+/// tpe.
+AutoChoice auto_choice(const SearchSpace& space);
+
+/// "gp for trials 0-49, then tpe (a space of 3 parameters)", "tpe (a large space of 8
+/// parameters)".
+std::string describe(const AutoChoice& choice);
+
+class AutoSampler : public Sampler {
+ public:
+  /// `choice` from auto_choice() or as a study stored it; `then` must be tpe, cmaes or nsga2.
+  AutoSampler(const SearchSpace& space, AutoChoice choice);
+  Result<TrialParams> sample(const SearchSpace& space, const std::vector<Trial>& finished,
+                             const std::vector<Trial>& pending, Rng& rng) override;
+  const AutoChoice& choice() const { return m_choice; }
+  /// The sampler that proposes the next trial once `asked` trials (finished and running) exist.
+  spec::SamplerKind proposer(std::int64_t asked) const;
+
+ private:
+  AutoChoice m_choice;
+  std::unique_ptr<GpSampler> m_gp;
+  std::unique_ptr<Sampler> m_then;
+};
+
+}  // namespace shardscope::search
