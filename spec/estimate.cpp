@@ -223,6 +223,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   std::int64_t all_gathered = 0;
   std::int64_t trainable_padded = 0;
   std::int64_t max_flat_padded = 0;
+  std::int64_t max_unit_flat_padded = 0;  // of the units besides the root
   for (std::size_t u = 0; u < flats.size(); ++u) {
     const auto& unit = flats[u];
     for (const auto& f : unit.flats) {
@@ -239,6 +240,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
           e.optimizer += 8 * f.shard;
           trainable_padded += f.padded;
           max_flat_padded = std::max(max_flat_padded, f.padded);
+          if (u > 0) max_unit_flat_padded = std::max(max_unit_flat_padded, f.padded);
           break;
       }
     }
@@ -326,18 +328,28 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   // What every micro-step after the first carries: the sharded gradients being summed (reduced
   // every micro-step), or the unsharded accumulation buffers (reduce_every_microstep = false).
   const auto carried = micro_steps > 1 ? (accum > 0 ? accum : e.grads) : 0;
-  // Gradients are freed after each optimizer step, so the peak is the largest of three moments:
+  // Gradients are freed after each optimizer step, so the peak is the largest of these moments:
   // the head's forward (every saved activation and the logits, with only the root gathered: a
-  // freeing strategy released every other unit after its forward); the first block's backward
-  // (every saved activation, the hidden states' gradient, lm_head's weight gradient, the units
-  // gathered for backward, the block's gradients in flight); and the end of backward (every
-  // sharded gradient, the root still gathered, its gradient being reduced).
+  // freeing strategy released every other unit after its forward); the backward of each block,
+  // from the last (the units gathered for backward, lm_head's weight gradient, the block's
+  // gradients in flight; after j blocks, j blocks' saved tensors released, the engine's two
+  // reductions in flight holding their units' unsharded gradients, and j units' sharded
+  // gradients, already in `carried` after the first micro-step; the hidden states' gradient
+  // until the last block's backward is done); and the end of backward (every sharded gradient,
+  // the root still gathered, its gradient being reduced).
   const auto head_gathered = frees ? root_gathered * p_bytes : e.gathered;
   const auto head_forward = head_gathered + e.activations + e.vision + e.logits + carried;
-  const auto first_block =
-      e.gathered + e.activations + e.vision + rows_bytes + head_grad + block_backward + carried;
+  const auto per_block = ac ? tokens * C * a_bytes : block;
+  const auto unit_grad = max_unit_flat_padded * p_bytes;
+  const auto unit_shard_grad = carried > 0 ? 0 : max_unit_flat_padded / e.shard_size * 4;
+  std::int64_t in_backward = 0;
+  for (std::int64_t j = 0; j < std::max<std::int64_t>(1, dims.num_layers); ++j)
+    in_backward = std::max(in_backward, e.gathered + e.activations - j * per_block + e.vision +
+                                            head_grad + block_backward + carried +
+                                            std::min<std::int64_t>(j, 2) * unit_grad +
+                                            j * unit_shard_grad + (j == 0 ? rows_bytes : 0));
   const auto backward_end = e.grads + root_gathered * p_bytes + e.grad_buffers;
-  e.total = e.params + e.optimizer + std::max({head_forward, first_block, backward_end});
+  e.total = e.params + e.optimizer + std::max({head_forward, in_backward, backward_end});
   // A CPU run's rank 0 measures its GEMM peak before training, beside the state alone ("auto"
   // included: on a GPU the state and activations are far above it, so the max does not move).
   if (exp.shard.device != "cuda") {
