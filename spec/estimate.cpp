@@ -350,11 +350,17 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
                                             j * unit_shard_grad + (j == 0 ? rows_bytes : 0));
   const auto backward_end = e.grads + root_gathered * p_bytes + e.grad_buffers;
   e.total = e.params + e.optimizer + std::max({head_forward, in_backward, backward_end});
+  e.peak_moment = in_backward >= std::max(head_forward, backward_end) ? "backward"
+                  : head_forward >= backward_end                      ? "head_forward"
+                                                                      : "backward_end";
   // A CPU run's rank 0 measures its GEMM peak before training, beside the state alone ("auto"
   // included: on a GPU the state and activations are far above it, so the max does not move).
   if (exp.shard.device != "cuda") {
     e.probe = kProbeBytes;
-    e.total = std::max(e.total, e.params + e.optimizer + e.probe);
+    if (e.params + e.optimizer + e.probe > e.total) {
+      e.total = e.params + e.optimizer + e.probe;
+      e.peak_moment = "probe";
+    }
   }
   // Offloaded state lives in host memory; everything else on the compute device.
   e.host =
@@ -432,7 +438,7 @@ std::string format_budget(const MemoryEstimate& e, const DeviceBudget& budget) {
 
 std::string format_estimate(const MemoryEstimate& e) {
   auto mib = [](std::int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
-  char buf[1024];
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "memory per rank (world %d, %d per node, shards of %d, micro-batch %lld):\n"
                 "  params        %10.2f MiB  %s\n",
@@ -458,13 +464,13 @@ std::string format_estimate(const MemoryEstimate& e) {
       "  activations   %10.2f MiB  saved for backward (text stack)\n"
       "  vision        %10.2f MiB  vision tower and merger, %lld x %lld image tokens a row\n"
       "  logits        %10.2f MiB  head's fused loss, %lld tokens a chunk\n"
-      "  probe         %10.2f MiB  rank 0's MFU GEMM before training (CPU; with the state alone)\n"
-      "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
+      "  probe         %10.2f MiB  rank 0's MFU GEMM before training, beside the state alone\n"
+      "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded), at %s\n",
       mib(e.grads), mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers), mib(e.activations),
       mib(e.vision), static_cast<long long>(e.images_per_row),
       static_cast<long long>(e.image_tokens), mib(e.logits),
       static_cast<long long>(e.loss_chunk_rows), mib(e.probe), mib(e.total), mib(e.device),
-      mib(e.host));
+      mib(e.host), e.peak_moment.c_str());
   out += buf;
   if (e.calibration_runs > 0) {
     std::snprintf(buf, sizeof buf,
@@ -496,6 +502,7 @@ std::string estimate_json(const MemoryEstimate& e) {
       {"logits", e.logits},
       {"loss_chunk_rows", e.loss_chunk_rows},
       {"probe", e.probe},
+      {"peak_moment", e.peak_moment},
       {"total", e.total},
       {"device", e.device},
       {"host", e.host},
