@@ -294,7 +294,12 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
       tokens *
       ((frozen_base ? kBlockActCFrozen : kBlockActC) * C + kBlockActKV * KV + kBlockActI * I) *
       a_bytes;
-  e.activations = ac ? dims.num_layers * tokens * C * a_bytes + block : dims.num_layers * block;
+  // Under autocast to a narrower dtype every Linear saves its weight's cast for backward: a
+  // block's q/k/v/o and MLP weights in the compute dtype.
+  const bool casts = prec.autocast && a_bytes < p_bytes;
+  const auto block_casts = casts ? (C * (2 * C + 2 * KV) + 3 * C * I) * a_bytes : 0;
+  e.activations = ac ? dims.num_layers * tokens * C * a_bytes + block + block_casts
+                     : dims.num_layers * (block + block_casts);
   e.activations += tokens * C * a_bytes;  // the final norm's input
   // The first block's backward: its gradients in flight beside every saved tensor.
   const auto block_backward =
@@ -305,7 +310,8 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
     // Vision tokens per forward: every row's images at their largest.
     const auto patches = e.micro_batch * e.images_per_row * e.image_tokens * merge2;
     const auto E = v.embed_dim;
-    const auto vblock = patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes;
+    const auto vblock = patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes +
+                        (casts ? (4 * E * E + 2 * E * v.mlp_hidden()) * a_bytes : 0);
     e.vision = ac ? v.depth * patches * E * a_bytes + vblock : v.depth * vblock;
     // The pixel values (fp32 patches), and the patch embedding's and merger's saved tensors.
     e.vision += patches * v.patch_dim() * 4 + patches * kMergerActE * E * a_bytes;
@@ -339,8 +345,10 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   // the root still gathered, its gradient being reduced).
   const auto head_gathered = frees ? root_gathered * p_bytes : e.gathered;
   const auto head_forward = head_gathered + e.activations + e.vision + e.logits + carried;
-  const auto per_block = ac ? tokens * C * a_bytes : block;
-  const auto unit_grad = max_unit_flat_padded * p_bytes;
+  const auto per_block = ac ? tokens * C * a_bytes : block + block_casts;
+  // With one rank a shard (NO_SHARD, a single rank) the reduction's buffer becomes the gradient:
+  // counted once, with the units' sharded gradients.
+  const auto unit_grad = e.shard_size > 1 ? max_unit_flat_padded * p_bytes : 0;
   const auto unit_shard_grad = carried > 0 ? 0 : max_unit_flat_padded / e.shard_size * 4;
   std::int64_t in_backward = 0;
   for (std::int64_t j = 0; j < std::max<std::int64_t>(1, dims.num_layers); ++j)
