@@ -20,26 +20,40 @@ std::string format_number(double v) {
   return buf;
 }
 
-// Saved-for-backward elements per token of one Qwen2 block, in the compute dtype: C-sized
-// tensors (norm inputs and outputs, q/k/v, rotary products, attention output, residuals) and
-// I-sized ones (gate, SiLU, up, their product). Calibrated against the counting allocator.
-constexpr std::int64_t kBlockActC = 16;
+// Saved-for-backward elements per token of one Qwen2 block in the compute dtype, counted on the
+// counting allocator (bench/memory/estimate_vs_peak.py): C-sized tensors (norm inputs and
+// outputs, q, rotary q, attention output, residuals), KV-sized ones (k and v after rotary, K / H
+// of C wide) and I-sized ones (gate, SiLU, up, their product). With LoRA the base is frozen: its
+// Linears keep no input for a weight gradient, so a block saves two C-sized tensors fewer (the
+// same with adapters on q/k/v/o or on q/v alone).
+constexpr std::int64_t kBlockActC = 9;
+constexpr std::int64_t kBlockActCFrozen = 7;
+constexpr std::int64_t kBlockActKV = 2;
 constexpr std::int64_t kBlockActI = 4;
-// Bytes per logit of one chunk of the fused linear cross-entropy besides the compute dtype's
-// logits: the fp32 log-softmax, which becomes the gradient in place, and its cast for the GEMMs.
-constexpr std::int64_t kChunkLogitBytes = 8;
-// Saved-for-backward elements per patch of one vision block (E-sized: LayerNorm inputs and
-// outputs, qkv, rotary q and k, attention output, residuals; M-sized: fc1's output, the
-// activation's input and output), and of the merger per patch (E-sized: ln_q's input and output,
-// mlp.0's input; its GELU's input and output and mlp.2's input, merge^2 x E each per token).
-constexpr std::int64_t kVisionActE = 14;
+// The first block's backward, usually the step's peak: its MLP's gradients in flight (3 I-sized
+// tensors, and 2 C-sized ones when the base trains) while it has released one I-sized and one
+// C-sized saved tensor.
+constexpr std::int64_t kBackwardI = 3 - 1;
+constexpr std::int64_t kBackwardC = 2 - 1;
+constexpr std::int64_t kBackwardCFrozen = 0 - 1;
+// Bytes per logit of one chunk of the fused linear cross-entropy (trainer/model/text_layers.cpp),
+// held together while the log-softmax is computed: the logits in the compute dtype, their fp32
+// copy (none when the compute dtype is fp32) and the fp32 log-softmax.
+constexpr std::int64_t chunk_logit_bytes(std::int64_t a_bytes) {
+  return a_bytes + 4 + (a_bytes == 4 ? 0 : 4);
+}
+// Saved-for-backward elements per patch of one vision block, LoRA or not (E-sized: LayerNorm
+// inputs and outputs, rotary q and k, attention output, residuals, qkv's output as three; M-sized:
+// fc1's output, the activation's input and output), and of the patch embedding and the merger
+// (E-sized per patch: patch_embed's output, ln_q's output, the GELU's input and output).
+constexpr std::int64_t kVisionActE = 11;
 constexpr std::int64_t kVisionActM = 3;
-constexpr std::int64_t kMergerActE = 6;
-// With LoRA the base is frozen: its Linears keep no input for a weight gradient and its norms no
-// normalised output, so a block saves about 11/20 of what full training saves (fitted to the
-// counting allocator on the 55M Qwen2-VL of the shard_memory_vl test: 0.50-0.62 over 3 runs).
-constexpr std::int64_t kFrozenShareNum = 11;
-constexpr std::int64_t kFrozenShareDen = 20;
+constexpr std::int64_t kMergerActE = 4;
+// The trainer's MFU probe (trainer/run/train.cpp, gemm_peak_flops): on a CPU run, rank 0 times a
+// 512^3 fp32 GEMM before training, holding its three matrices, dense()'s new result and oneDNN's
+// packed operand (129 KiB, measured), beside the parameters and optimizer state alone.
+constexpr std::int64_t kProbeN = 512;
+constexpr std::int64_t kProbeBytes = 4 * kProbeN * kProbeN * 4 + 132096;
 // Packed rows (data.pack) hold several image samples: at most a row of seq_len over one image's
 // tokens plus the fewest other tokens a chat sample has (the template's <|im_start|>, role,
 // newline and <|im_end|> of a user and an assistant turn, the vision start and end, a one-token
@@ -209,6 +223,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   std::int64_t all_gathered = 0;
   std::int64_t trainable_padded = 0;
   std::int64_t max_flat_padded = 0;
+  std::int64_t max_unit_flat_padded = 0;  // of the units besides the root
   for (std::size_t u = 0; u < flats.size(); ++u) {
     const auto& unit = flats[u];
     for (const auto& f : unit.flats) {
@@ -225,6 +240,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
           e.optimizer += 8 * f.shard;
           trainable_padded += f.padded;
           max_flat_padded = std::max(max_flat_padded, f.padded);
+          if (u > 0) max_unit_flat_padded = std::max(max_unit_flat_padded, f.padded);
           break;
       }
     }
@@ -273,23 +289,32 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   const auto I = dims.intermediate_size;
   const bool ac = exp.shard.activation_checkpointing;
   const bool frozen_base = exp.lora.enabled;
-  const auto share = [&](std::int64_t bytes) {
-    return frozen_base ? bytes * kFrozenShareNum / kFrozenShareDen : bytes;
-  };
-  const auto block = share(tokens * (kBlockActC * C + kBlockActI * I) * a_bytes);
-  e.activations = ac ? dims.num_layers * tokens * C * a_bytes + block : dims.num_layers * block;
-  e.activations += 3 * tokens * C * a_bytes;  // embedding output and the final norm
+  const auto KV = C * dims.num_kv_heads / std::max<std::int64_t>(1, dims.num_heads);
+  const auto block =
+      tokens *
+      ((frozen_base ? kBlockActCFrozen : kBlockActC) * C + kBlockActKV * KV + kBlockActI * I) *
+      a_bytes;
+  // Under autocast to a narrower dtype every Linear saves its weight's cast for backward: a
+  // block's q/k/v/o and MLP weights in the compute dtype.
+  const bool casts = prec.autocast && a_bytes < p_bytes;
+  const auto block_casts = casts ? (C * (2 * C + 2 * KV) + 3 * C * I) * a_bytes : 0;
+  e.activations = ac ? dims.num_layers * tokens * C * a_bytes + block + block_casts
+                     : dims.num_layers * (block + block_casts);
+  e.activations += tokens * C * a_bytes;  // the final norm's input
+  // The first block's backward: its gradients in flight beside every saved tensor.
+  const auto block_backward =
+      tokens * (kBackwardI * I + (frozen_base ? kBackwardCFrozen : kBackwardC) * C) * a_bytes;
   if (facts->has_vision && e.image_tokens > 0) {
     const auto& v = facts->vision;
     const auto merge2 = v.spatial_merge_size * v.spatial_merge_size;
     // Vision tokens per forward: every row's images at their largest.
     const auto patches = e.micro_batch * e.images_per_row * e.image_tokens * merge2;
     const auto E = v.embed_dim;
-    const auto vblock = share(patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes);
+    const auto vblock = patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes +
+                        (casts ? (4 * E * E + 2 * E * v.mlp_hidden()) * a_bytes : 0);
     e.vision = ac ? v.depth * patches * E * a_bytes + vblock : v.depth * vblock;
-    // The pixel values (fp32 patches), patch_embed's output, and the merger's saved tensors.
-    e.vision +=
-        patches * v.patch_dim() * 4 + patches * E * a_bytes + patches * kMergerActE * E * a_bytes;
+    // The pixel values (fp32 patches), and the patch embedding's and merger's saved tensors.
+    e.vision += patches * v.patch_dim() * 4 + patches * kMergerActE * E * a_bytes;
   }
   // The head's fused linear cross-entropy (trainer/model/text_layers.cpp): one chunk of logits
   // at a time, the label rows' hidden states and their gradient (every row counted: the estimate
@@ -297,15 +322,54 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   // (plus its cast to the parameter dtype) when the head trains. No (tokens x vocab) tensor.
   const auto head_rows = e.micro_batch * (exp.data.seq_len - 1);
   e.loss_chunk_rows = loss_chunk_rows(head_rows, dims.vocab_size, C, exp.train.loss_chunk_tokens);
-  e.logits = e.loss_chunk_rows * dims.vocab_size * (a_bytes + kChunkLogitBytes) +
-             2 * head_rows * C * a_bytes +
-             (head_trainable ? dims.vocab_size * C * (4 + (p_bytes == 4 ? 0 : p_bytes)) : 0);
-  // Gradients are freed after each optimizer step, so the peak is the larger of two moments:
-  // the head's backward (every saved activation, the logits, the gathered units) and the end of
-  // backward (every sharded gradient, the root still gathered, its gradient being reduced).
-  const auto head_backward = e.gathered + e.activations + e.vision + e.logits + accum;
+  // lm_head's weight gradient, accumulated in fp32 (plus its cast to the parameter dtype) when
+  // the head trains: made at the head's forward, held to the end of backward.
+  const auto head_grad =
+      head_trainable ? dims.vocab_size * C * (4 + (p_bytes == 4 ? 0 : p_bytes)) : 0;
+  const auto rows_bytes = head_rows * C * a_bytes;
+  // At the head's forward: one chunk's logits, the label rows' hidden states (normed, then
+  // selected) and their gradient, and lm_head's weight gradient.
+  e.logits =
+      e.loss_chunk_rows * dims.vocab_size * chunk_logit_bytes(a_bytes) + 3 * rows_bytes + head_grad;
+  // What every micro-step after the first carries: the sharded gradients being summed (reduced
+  // every micro-step), or the unsharded accumulation buffers (reduce_every_microstep = false).
+  const auto carried = micro_steps > 1 ? (accum > 0 ? accum : e.grads) : 0;
+  // Gradients are freed after each optimizer step, so the peak is the largest of these moments:
+  // the head's forward (every saved activation and the logits, with only the root gathered: a
+  // freeing strategy released every other unit after its forward); the backward of each block,
+  // from the last (the units gathered for backward, lm_head's weight gradient, the block's
+  // gradients in flight; after j blocks, j blocks' saved tensors released, the engine's two
+  // reductions in flight holding their units' unsharded gradients, and j units' sharded
+  // gradients, already in `carried` after the first micro-step; the hidden states' gradient
+  // until the last block's backward is done); and the end of backward (every sharded gradient,
+  // the root still gathered, its gradient being reduced).
+  const auto head_gathered = frees ? root_gathered * p_bytes : e.gathered;
+  const auto head_forward = head_gathered + e.activations + e.vision + e.logits + carried;
+  const auto per_block = ac ? tokens * C * a_bytes : block + block_casts;
+  // With one rank a shard (NO_SHARD, a single rank) the reduction's buffer becomes the gradient:
+  // counted once, with the units' sharded gradients.
+  const auto unit_grad = e.shard_size > 1 ? max_unit_flat_padded * p_bytes : 0;
+  const auto unit_shard_grad = carried > 0 ? 0 : max_unit_flat_padded / e.shard_size * 4;
+  std::int64_t in_backward = 0;
+  for (std::int64_t j = 0; j < std::max<std::int64_t>(1, dims.num_layers); ++j)
+    in_backward = std::max(in_backward, e.gathered + e.activations - j * per_block + e.vision +
+                                            head_grad + block_backward + carried +
+                                            std::min<std::int64_t>(j, 2) * unit_grad +
+                                            j * unit_shard_grad + (j == 0 ? rows_bytes : 0));
   const auto backward_end = e.grads + root_gathered * p_bytes + e.grad_buffers;
-  e.total = e.params + e.optimizer + std::max(head_backward, backward_end);
+  e.total = e.params + e.optimizer + std::max({head_forward, in_backward, backward_end});
+  e.peak_moment = in_backward >= std::max(head_forward, backward_end) ? "backward"
+                  : head_forward >= backward_end                      ? "head_forward"
+                                                                      : "backward_end";
+  // A CPU run's rank 0 measures its GEMM peak before training, beside the state alone ("auto"
+  // included: on a GPU the state and activations are far above it, so the max does not move).
+  if (exp.shard.device != "cuda") {
+    e.probe = kProbeBytes;
+    if (e.params + e.optimizer + e.probe > e.total) {
+      e.total = e.params + e.optimizer + e.probe;
+      e.peak_moment = "probe";
+    }
+  }
   // Offloaded state lives in host memory; everything else on the compute device.
   e.host =
       (exp.shard.offload_params ? e.params : 0) + (exp.shard.offload_optimizer ? e.optimizer : 0);
@@ -382,7 +446,7 @@ std::string format_budget(const MemoryEstimate& e, const DeviceBudget& budget) {
 
 std::string format_estimate(const MemoryEstimate& e) {
   auto mib = [](std::int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
-  char buf[1024];
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "memory per rank (world %d, %d per node, shards of %d, micro-batch %lld):\n"
                 "  params        %10.2f MiB  %s\n",
@@ -408,11 +472,13 @@ std::string format_estimate(const MemoryEstimate& e) {
       "  activations   %10.2f MiB  saved for backward (text stack)\n"
       "  vision        %10.2f MiB  vision tower and merger, %lld x %lld image tokens a row\n"
       "  logits        %10.2f MiB  head's fused loss, %lld tokens a chunk\n"
-      "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded)\n",
+      "  probe         %10.2f MiB  rank 0's MFU GEMM before training, beside the state alone\n"
+      "  total         %10.2f MiB  (device %.2f MiB, host %.2f MiB offloaded), at %s\n",
       mib(e.grads), mib(e.optimizer), mib(e.gathered), mib(e.grad_buffers), mib(e.activations),
       mib(e.vision), static_cast<long long>(e.images_per_row),
       static_cast<long long>(e.image_tokens), mib(e.logits),
-      static_cast<long long>(e.loss_chunk_rows), mib(e.total), mib(e.device), mib(e.host));
+      static_cast<long long>(e.loss_chunk_rows), mib(e.probe), mib(e.total), mib(e.device),
+      mib(e.host), e.peak_moment.c_str());
   out += buf;
   if (e.calibration_runs > 0) {
     std::snprintf(buf, sizeof buf,
@@ -443,6 +509,8 @@ std::string estimate_json(const MemoryEstimate& e) {
       {"images_per_row", e.images_per_row},
       {"logits", e.logits},
       {"loss_chunk_rows", e.loss_chunk_rows},
+      {"probe", e.probe},
+      {"peak_moment", e.peak_moment},
       {"total", e.total},
       {"device", e.device},
       {"host", e.host},

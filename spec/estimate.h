@@ -33,7 +33,13 @@ struct MemoryEstimate {
   std::int64_t logits = 0;           // the head's loss: one chunk of logits, hidden-state rows and
                                      // their gradient, lm_head's fp32 weight gradient
   std::int64_t loss_chunk_rows = 0;  // tokens per chunk of the fused linear cross-entropy
+  std::int64_t probe = 0;  // rank 0's MFU GEMM before training (not on CUDA): beside the state only
   std::int64_t total = 0;
+  // The moment that makes the peak: "head_forward" (the head's loss, only the root gathered),
+  // "backward" (a block's backward: the units gathered for it, the gradients in flight),
+  // "backward_end" (every sharded gradient, the root's being reduced), or "probe" (rank 0's MFU
+  // GEMM before training, beside the state alone).
+  std::string peak_moment = "backward";
   std::int64_t device = 0;  // of the total, on the compute device (GPU)
   std::int64_t host = 0;    // of the total, in host memory: offload_params / offload_optimizer
   // QLoRA (lora.quantize = "nf4"): the base weights held as NF4 records instead of fp32 masters.

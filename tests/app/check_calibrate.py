@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The estimate calibrates on measured runs: three real runs of the demo (the tiny model, FULL_SHARD
 on 2 CPU ranks, through shardtrain) in a fresh run log, then `estimate --json` states a peak per
-rank within 10% of what each run measured, where the formulas' figure (`--uncalibrated`, and
-`estimate` before any run) is not: the demo's tiny model is dominated by what the formulas do not
-model (the allocator's blocks, the libraries' workspaces), so its raw estimate is far under.
+rank within 10% of what each run measured, and `--uncalibrated` gives the formulas' figure. The
+formulas now count the demo's peak themselves (rank 0's MFU probe was its missing 2 MiB; the
+formulas' own check is tst_estimate_peak), so the correction is close to x1.00 and the raw figure
+is within 10% too: the test no longer asserts that it is off, only that the two agree.
 
   check_calibrate.py CLI SOURCE_DIR WORK_DIR
 """
@@ -67,7 +68,7 @@ def main():
     assert after["memory"]["total"] == after["mem_per_rank"], after["memory"]
     for run, peak in peaks.items():
         assert abs(after["mem_per_rank"] - peak) <= 0.10 * peak, (run, after["mem_per_rank"], peak)
-        assert abs(raw - peak) > 0.10 * peak, (run, raw, peak)
+        assert abs(raw - peak) <= 0.10 * peak, (run, raw, peak)
 
     plain = json.loads(cli(binary, db, "--json", "estimate", exp, *overrides, "--uncalibrated"))
     assert plain["mem_per_rank"] == raw and plain["calibration"]["runs"] == 0, plain

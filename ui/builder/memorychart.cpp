@@ -206,20 +206,24 @@ void MemoryChart::setExperiment(const spec::Experiment& exp) {
     m_calibration = spec::find_calibration(m_calibrations, exp, e, m_budgetGpu);
     m_budgeted = spec::budgeted_bytes(spec::calibrated(e, m_calibration),
                                       spec::DeviceBudget{0, {}, m_budgetGpu});
-    // estimate_memory's total is a peak: params + optimizer + the larger of two moments, the
-    // head's backward (gathered units, activations, logits, accumulation buffers) and the end of
-    // backward (sharded grads, the root unit still gathered, grad buffers). The bars show the
-    // moment that makes the peak, so each stack equals the estimate's total.
+    // estimate_memory's total is a peak: params + optimizer + the largest of its moments
+    // (spec/estimate.h, peak_moment). The bars show the moment that makes the peak, so each
+    // stack equals the estimate's total: at the end of backward the sharded grads, the root
+    // still gathered and the grad buffers; else the gathered units (at most what the peak
+    // leaves beside the activations: the head's forward holds the root alone), the activations
+    // and the rest (logits, gradients in flight, the MFU probe).
     const std::int64_t peak = e.total - e.params - e.optimizer;
     const std::int64_t activations = e.activations + e.vision;
-    const std::int64_t headOther = peak - e.gathered - activations;
-    const std::int64_t endRoot = peak - e.grads - e.grad_buffers;
-    const bool head = headOther >= e.logits || endRoot < 0;
+    const bool head = e.peak_moment != "backward_end";
     m_headMoment = head;
+    m_moment = QString::fromStdString(e.peak_moment);
     if (head) {
-      m_perRank = {e.params, 0, e.optimizer, e.gathered, activations, headOther};
+      const std::int64_t gathered =
+          std::min(e.gathered, std::max<std::int64_t>(0, peak - activations));
+      m_perRank = {e.params, 0, e.optimizer, gathered, activations, peak - gathered - activations};
     } else {
-      m_perRank = {e.params, e.grads, e.optimizer, endRoot, 0, e.grad_buffers};
+      m_perRank = {e.params, e.grads,       e.optimizer, peak - e.grads - e.grad_buffers,
+                   0,        e.grad_buffers};
     }
   }
   replot();
@@ -311,7 +315,10 @@ void MemoryChart::replot() {
                     QLatin1Char('%'))
                .arg(formatBytes(budget))
                .arg(over ? tr(": OVER BUDGET") : QString())
-               .arg(m_headMoment ? tr("the head's backward") : tr("the end of backward"));
+               .arg(m_moment == QLatin1String("head_forward")   ? tr("the head's forward")
+                    : m_moment == QLatin1String("backward_end") ? tr("the end of backward")
+                    : m_moment == QLatin1String("probe")        ? tr("rank 0's MFU probe")
+                                                                : tr("a block's backward"));
     if (m_calibration.runs > 0)
       text += tr("; %1 (the formulas give %2)")
                   .arg(QString::fromStdString(spec::format_calibration(m_calibration)),

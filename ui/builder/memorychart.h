@@ -94,7 +94,8 @@ class MemoryChart : public QWidget {
   std::int64_t m_nf4 = 0;        // of the params bar: the NF4 base's shards (lora.quantize)
   std::int64_t m_nf4Packed = 0;  // the NF4 base's records over the whole model
   QString m_error;
-  bool m_headMoment = true;  // the peak is at the head's backward (else at the end of backward)
+  bool m_headMoment = true;  // the peak is before the end of backward (else at its end)
+  QString m_moment;          // spec::MemoryEstimate::peak_moment
 };
 
 /// "1.50 GiB", "12.0 MiB", "640 B".
