@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The estimate calibrates on measured runs: three real runs of the demo (the tiny model, FULL_SHARD
 on 2 CPU ranks, through shardtrain) in a fresh run log, then `estimate --json` states a peak per
-rank within 10% of what each run measured, and `--uncalibrated` gives the formulas' figure. The
-formulas now count the demo's peak themselves (rank 0's MFU probe was its missing 2 MiB; the
-formulas' own check is tst_estimate_peak), so the correction is close to x1.00 and the raw figure
-is within 10% too: the test no longer asserts that it is off, only that the two agree.
+rank within 10% of what each run measured, where the formulas' figure (`--uncalibrated`, and
+`estimate` before any run) is not. The formulas count the demo's peak themselves now (its rank
+0's MFU probe included; their own check is tst_estimate_peak), so the runs here are told the
+GEMM peak (SHARDSCOPE_PEAK_FLOPS, as a user who knows it does): rank 0 skips its probe, its peak
+is the state and the step alone, and the formulas' figure, which must assume the probe, is about
+40% over. The correction must bring it within 10%.
 
   check_calibrate.py CLI SOURCE_DIR WORK_DIR
 """
@@ -20,7 +22,9 @@ STEPS = 20  # two mem events a run (mem_every = 10): a few seconds of training
 
 
 def cli(binary, db, *args):
-    out = subprocess.run([binary, "--db", db, *args], capture_output=True, text=True, timeout=240)
+    env = dict(os.environ, SHARDSCOPE_PEAK_FLOPS="1e11")  # no MFU probe in the runs
+    out = subprocess.run([binary, "--db", db, *args], capture_output=True, text=True, timeout=240,
+                         env=env)
     assert out.returncode == 0, (args, out.stdout, out.stderr)
     return out.stdout
 
@@ -68,7 +72,7 @@ def main():
     assert after["memory"]["total"] == after["mem_per_rank"], after["memory"]
     for run, peak in peaks.items():
         assert abs(after["mem_per_rank"] - peak) <= 0.10 * peak, (run, after["mem_per_rank"], peak)
-        assert abs(raw - peak) <= 0.10 * peak, (run, raw, peak)
+        assert abs(raw - peak) > 0.10 * peak, (run, raw, peak)
 
     plain = json.loads(cli(binary, db, "--json", "estimate", exp, *overrides, "--uncalibrated"))
     assert plain["mem_per_rank"] == raw and plain["calibration"]["runs"] == 0, plain
