@@ -30,7 +30,7 @@ const char* const kNames[] = {"params",
                               "optimizer",
                               "gathered",
                               "activations (text + vision)",
-                              "logits + grad buffers"};
+                              "logits, grad buffers, MFU probe"};
 const QColor kColors[] = {QColor(0x4c, 0x72, 0xb0), QColor(0x55, 0xa8, 0x68),
                           QColor(0xdd, 0x84, 0x52), QColor(0x81, 0x72, 0xb3),
                           QColor(0x93, 0x78, 0x60), QColor(0x8c, 0x8c, 0x8c)};
@@ -214,10 +214,15 @@ void MemoryChart::setExperiment(const spec::Experiment& exp) {
     // and the rest (logits, gradients in flight, the MFU probe).
     const std::int64_t peak = e.total - e.params - e.optimizer;
     const std::int64_t activations = e.activations + e.vision;
-    const bool head = e.peak_moment != "backward_end";
+    // A moment with units gathered and activations saved (not the end of backward, not rank 0's
+    // probe before training).
+    const bool head = e.peak_moment != "backward_end" && e.peak_moment != "probe";
     m_headMoment = head;
     m_moment = QString::fromStdString(e.peak_moment);
-    if (head) {
+    if (e.peak_moment == "probe") {
+      // Before training: the state beside rank 0's GEMM, no unit gathered, nothing saved.
+      m_perRank = {e.params, 0, e.optimizer, 0, 0, peak};
+    } else if (head) {
       const std::int64_t gathered =
           std::min(e.gathered, std::max<std::int64_t>(0, peak - activations));
       m_perRank = {e.params, 0, e.optimizer, gathered, activations, peak - gathered - activations};

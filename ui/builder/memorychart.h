@@ -94,7 +94,8 @@ class MemoryChart : public QWidget {
   std::int64_t m_nf4 = 0;        // of the params bar: the NF4 base's shards (lora.quantize)
   std::int64_t m_nf4Packed = 0;  // the NF4 base's records over the whole model
   QString m_error;
-  bool m_headMoment = true;  // the peak is before the end of backward (else at its end)
+  bool m_headMoment = true;  // the peak holds gathered units and activations (not the end of
+                             // backward, not rank 0's MFU probe)
   QString m_moment;          // spec::MemoryEstimate::peak_moment
 };
 
