@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/store/runreader.h"
+#include "spec/estimate.h"
 #include "spec/events.h"
 #include "spec/experiment.h"
 
@@ -25,6 +26,8 @@ namespace {
 // One rank of one run: what it was told to expect and the most it held.
 struct RankMemory {
   std::int64_t estimate = 0;
+  int worldSize = 0;
+  int localWorldSize = 0;
   std::int64_t paramsTotal = 0;
   bool gpu = false;
   std::int64_t peak = 0;
@@ -63,6 +66,8 @@ void noteEvent(RankMemory& rank, const std::string& json) {
   if (!event) return;
   if (const auto* hello = std::get_if<spec::HelloEvent>(&event->body)) {
     rank.estimate = hello->mem_estimate;
+    rank.worldSize = hello->world_size;
+    rank.localWorldSize = hello->local_world_size;
     rank.paramsTotal = hello->params_total;
     rank.gpu = hello->device && hello->device->type == "cuda";
   } else if (const auto* mem = std::get_if<spec::MemEvent>(&event->body)) {
@@ -120,6 +125,18 @@ Result<spec::Calibrations> RunReader::memoryCalibrations() {
     if (!exp) {
       qCDebug(lcRunCalibration) << "left out:" << exp.message().c_str();
       continue;
+    }
+    // A run estimated by other formulas (a shardtrain from before a change of spec/estimate.cpp)
+    // measured a ratio to a figure these formulas no longer give: applied to today's figure it
+    // would correct what is already right. The run counts only when these formulas, for its
+    // experiment and world, say what its hello said (a model they cannot read now is kept).
+    if (first->worldSize > 0) {
+      auto now = spec::estimate_memory(*exp, first->worldSize, std::max(1, first->localWorldSize));
+      if (now && now->total != first->estimate) {
+        qCDebug(lcRunCalibration) << "left out run" << id << ": estimated" << first->estimate
+                                  << "by other formulas (now" << now->total << ")";
+        continue;
+      }
     }
     ratios[spec::calibration_key(*exp, first->paramsTotal, first->gpu)].push_back(ratio);
   }
