@@ -6,6 +6,7 @@
 #include <QHash>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLocale>
 #include <QRegularExpression>
 
 #include <algorithm>
@@ -48,7 +49,8 @@ class FileReader {
     auto v = number(o, "step", line);
     if (!v) return v.error();
     if (!(*v >= 0 && *v <= 9e15) || std::trunc(*v) != *v)
-      return fail(where(m_path, line) + ": \"step\" is " + std::to_string(*v) +
+      return fail(where(m_path, line) + ": \"step\" is " +
+                  QString::number(*v, 'g', QLocale::FloatingPointShortest).toStdString() +
                   ", want a whole number from 0 (a step counter)");
     return static_cast<qint64>(*v);
   }
