@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -184,6 +185,7 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
               out.over_listed.push_back({where.line, "over_seq_len", fits.message(), length});
           } else {
             loss = loss_tokens(*prepared);
+            out.bound.add(length, visual_tokens(*prepared));
             if (plan_packing) loaded.push_back(length);
             ++out.samples;
           }
@@ -233,6 +235,7 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
     const auto bin = std::min<std::int64_t>(n / out.histogram.width, last);
     out.histogram.counts[static_cast<std::size_t>(bin)] += count;
   }
+  if (out.bound.samples > 0) out.bound.source = describe_bound(path, out.bound);
   if (plan_packing && !out.cancelled && !loaded.empty()) {
     const PackPlan plan{m_exp.train.batch_size, m_exp.train.max_steps,
                         std::max(1, spec::launch_world_size(m_exp.launch)), m_exp.train.seed,
@@ -242,6 +245,35 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
     out.pack_efficiency = *efficiency;
   }
   return out;
+}
+
+Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp) {
+  if (exp.data.format != "chat") return std::optional<spec::DataBound>();
+  // A sweep asks once a trial: the bound depends on the file, the model's tokenizer and image
+  // processor, and data.seq_len (which lines load), so a file unchanged since (same size and
+  // modification time) is not read again.
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(exp.data.train_path, ec);
+  const auto mtime = std::filesystem::last_write_time(exp.data.train_path, ec);
+  const std::string key = exp.data.train_path + '\n' + exp.model.path + '\n' +
+                          std::to_string(exp.data.seq_len) + '\n' + std::to_string(size) + '\n' +
+                          std::to_string(static_cast<long long>(mtime.time_since_epoch().count()));
+  static std::mutex mutex;
+  static std::map<std::string, spec::DataBound> cache;
+  if (!ec) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end())
+      return std::optional<spec::DataBound>(it->second);
+  }
+  auto inspector = DataInspector::open(exp);
+  if (!inspector) return inspector.error();
+  auto file = inspector->inspect_file(exp.data.train_path, "train");
+  if (!file) return file.error();
+  if (!ec) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    cache[key] = file->bound;
+  }
+  return std::optional<spec::DataBound>(file->bound);
 }
 
 Result<SampleView> DataInspector::sample(const std::string& path, std::int64_t line) const {

@@ -89,6 +89,9 @@ struct FileInspection {
   std::int64_t images = 0;
   std::int64_t visual_tokens = 0;         // summed over the images
   std::vector<ImageStat> largest_images;  // by tokens, largest first
+  /// Chat data: what the loaded samples hold that the memory estimate's rows depend on (the
+  /// trainer's hello.data_bound for the train file). Empty (no samples) for other formats.
+  spec::DataBound bound;
   bool cancelled = false;
   std::int64_t bytes_read = 0;
   std::int64_t bytes_total = 0;
@@ -150,6 +153,12 @@ class DataInspector {
   std::optional<SftPreparer> m_preparer;  // chat data; tokens data when the model has one
   std::int64_t m_vocab = 0;               // the model's vocabulary (0: unchecked)
 };
+
+/// What data.train_path's chat samples hold that the memory estimate's rows depend on, read as
+/// the trainer loads them (one pass, images decoded; lines the trainer refuses are left out: it
+/// would not start on them). nullopt when data.format is not "chat" (the estimate then bounds
+/// rows by data.seq_len); errors are the inspector's (an unreadable file, model or tokenizer).
+Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp);
 
 /// The inspection as JSON (`data inspect --json`; docs/cli.md lists the fields).
 nlohmann::json inspection_to_json(const Inspection& inspection);

@@ -182,8 +182,16 @@ int shard_size_of(ShardStrategy s, int world, int local) {
 
 }  // namespace
 
-Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
-                                       int local_world_size) {
+void DataBound::add(std::int64_t tokens, std::int64_t visual_tokens) {
+  ++samples;
+  longest = std::max(longest, tokens);
+  most_visual_tokens = std::max(most_visual_tokens, visual_tokens);
+  if (visual_tokens > 0 && (shortest_with_image == 0 || tokens < shortest_with_image))
+    shortest_with_image = tokens;
+}
+
+Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size, int local_world_size,
+                                       const DataBound* data) {
   auto valid = validate_for_world(exp, world_size, local_world_size);
   if (!valid) return valid.error();
   MemoryEstimate e;
@@ -271,7 +279,18 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   e.micro_batch = exp.train.micro_batch_size > 0
                       ? exp.train.micro_batch_size
                       : std::max<std::int64_t>(1, exp.train.batch_size / dp);
-  const auto micro_steps = std::max<std::int64_t>(1, exp.train.batch_size / dp / e.micro_batch);
+  const bool from_data = data != nullptr && data->samples > 0 && exp.data.format == "chat";
+  // A rank's samples a step; packed, they take fewer rows: with the data known, at least
+  // seq_len / longest samples share a row, so they need at most ceil(share / that) rows.
+  const auto share = std::max<std::int64_t>(1, exp.train.batch_size / dp);
+  auto rows = share;
+  if (from_data && exp.data.pack) {
+    const auto per_row =
+        std::max<std::int64_t>(1, exp.data.seq_len / std::max<std::int64_t>(1, data->longest));
+    rows = (share + per_row - 1) / per_row;
+  }
+  const auto micro_steps = std::max<std::int64_t>(
+      1, rows < share ? (rows + e.micro_batch - 1) / e.micro_batch : share / e.micro_batch);
   // The largest flat's unsharded gradient (param dtype), its reduce-dtype copy and its reduced
   // shard; micro-steps without reduction keep every unit's unsharded gradient.
   e.grad_buffers = max_flat_padded * (p_bytes + r_bytes) + max_flat_padded / e.shard_size * r_bytes;
@@ -279,12 +298,24 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   if (micro_steps > 1 && !exp.shard.reduce_every_microstep) accum = trainable_padded * r_bytes;
   e.grad_buffers += accum;
 
+  // A row: what data.seq_len admits (seq_len tokens; packed, as many images as fit), or what
+  // the data holds. The trainer pads a micro-batch to its longest row, so the peak's rows are the
+  // longest sample's (packed: a full row, holding as many image samples as the shortest fits).
+  e.row_tokens = exp.data.seq_len;
   e.image_tokens = facts->image_tokens;
   e.images_per_row =
       exp.data.pack && e.image_tokens > 0
           ? std::max<std::int64_t>(1, exp.data.seq_len / (e.image_tokens + kChatTokensBesideImage))
           : 1;
-  const auto tokens = e.micro_batch * exp.data.seq_len;
+  if (from_data) {
+    if (!exp.data.pack) e.row_tokens = std::clamp<std::int64_t>(data->longest, 1, exp.data.seq_len);
+    e.image_tokens = facts->has_vision ? std::min(data->most_visual_tokens, e.row_tokens) : 0;
+    e.images_per_row = exp.data.pack && data->shortest_with_image > 0
+                           ? std::max<std::int64_t>(1, exp.data.seq_len / data->shortest_with_image)
+                           : 1;
+    e.rows_from = data->source.empty() ? std::string("the data") : data->source;
+  }
+  const auto tokens = e.micro_batch * e.row_tokens;
   const auto C = dims.hidden_size;
   const auto I = dims.intermediate_size;
   const bool ac = exp.shard.activation_checkpointing;
@@ -308,7 +339,8 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
     const auto& v = facts->vision;
     const auto merge2 = v.spatial_merge_size * v.spatial_merge_size;
     // Vision tokens per forward: every row's images at their largest.
-    const auto patches = e.micro_batch * e.images_per_row * e.image_tokens * merge2;
+    const auto row_image_tokens = std::min(e.images_per_row * e.image_tokens, e.row_tokens);
+    const auto patches = e.micro_batch * row_image_tokens * merge2;
     const auto E = v.embed_dim;
     const auto vblock = patches * (kVisionActE * E + kVisionActM * v.mlp_hidden()) * a_bytes +
                         (casts ? (4 * E * E + 2 * E * v.mlp_hidden()) * a_bytes : 0);
@@ -320,7 +352,7 @@ Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size,
   // at a time, the label rows' hidden states and their gradient (every row counted: the estimate
   // does not know how many carry a label), and lm_head's weight gradient accumulated in fp32
   // (plus its cast to the parameter dtype) when the head trains. No (tokens x vocab) tensor.
-  const auto head_rows = e.micro_batch * (exp.data.seq_len - 1);
+  const auto head_rows = e.micro_batch * (e.row_tokens - 1);
   e.loss_chunk_rows = loss_chunk_rows(head_rows, dims.vocab_size, C, exp.train.loss_chunk_tokens);
   // lm_head's weight gradient, accumulated in fp32 (plus its cast to the parameter dtype) when
   // the head trains: made at the head's forward, held to the end of backward.
@@ -480,6 +512,8 @@ std::string format_estimate(const MemoryEstimate& e) {
       static_cast<long long>(e.loss_chunk_rows), mib(e.probe), mib(e.total), mib(e.device),
       mib(e.host), e.peak_moment.c_str());
   out += buf;
+  out += "  rows          " + std::to_string(e.row_tokens) + " tokens, bounded by " + e.rows_from +
+         "\n";
   if (e.calibration_runs > 0) {
     std::snprintf(buf, sizeof buf,
                   "  (calibrated on %d run%s: x%.2f; the formulas give %.2f MiB)\n",
@@ -507,6 +541,8 @@ std::string estimate_json(const MemoryEstimate& e) {
       {"vision", e.vision},
       {"image_tokens", e.image_tokens},
       {"images_per_row", e.images_per_row},
+      {"row_tokens", e.row_tokens},
+      {"rows_from", e.rows_from},
       {"logits", e.logits},
       {"loss_chunk_rows", e.loss_chunk_rows},
       {"probe", e.probe},

@@ -13,6 +13,27 @@
 
 namespace shardscope::spec {
 
+/// What chat training data holds that the estimate's terms depend on: read from the samples the
+/// trainer loads (the trainer's own, or the data inspector's, data/inspect.h). Without it the
+/// estimate bounds what data.seq_len admits: every row seq_len tokens, and one image at the
+/// image processor's largest size a sample. The trainer pads each micro-batch to its longest row,
+/// so the longest sample (packed: a full row) is the peak's.
+struct DataBound {
+  std::int64_t samples = 0;              // loaded samples
+  std::int64_t longest = 0;              // tokens of the longest sample (images expanded)
+  std::int64_t most_visual_tokens = 0;   // <|image_pad|> tokens of the sample with the most
+  std::int64_t shortest_with_image = 0;  // tokens of the shortest sample with an image; 0: none
+  std::string source;                    // where it was read, for people (not in events)
+
+  /// Counts one loaded sample of `tokens` tokens, `visual_tokens` of them image tokens.
+  void add(std::int64_t tokens, std::int64_t visual_tokens);
+  bool operator==(const DataBound& o) const {
+    return samples == o.samples && longest == o.longest &&
+           most_visual_tokens == o.most_visual_tokens &&
+           shortest_with_image == o.shortest_with_image;
+  }
+};
+
 struct MemoryEstimate {
   int world_size = 1;
   int local_world_size = 1;
@@ -21,15 +42,19 @@ struct MemoryEstimate {
   std::int64_t params_total = 0;  // parameter count of the model
   std::int64_t params_trainable = 0;
   // Bytes per rank.
-  std::int64_t params = 0;           // fp32 master shards, padded (plus the NF4 base's shards)
-  std::int64_t grads = 0;            // fp32 sharded gradients (trainable flats)
-  std::int64_t optimizer = 0;        // AdamW exp_avg + exp_avg_sq (fp32, sharded)
-  std::int64_t gathered = 0;         // full units in the param dtype at the peak (NF4 dequantized)
-  std::int64_t grad_buffers = 0;     // unsharded gradients being reduced, accumulation buffers
-  std::int64_t activations = 0;      // tensors saved for backward (text blocks, embedding, norm)
-  std::int64_t vision = 0;           // the vision tower's and merger's saved tensors, pixel values
-  std::int64_t image_tokens = 0;     // merged image tokens per sample the vision term assumes
-  std::int64_t images_per_row = 1;   // image samples a row holds (data.pack: as many as fit)
+  std::int64_t params = 0;          // fp32 master shards, padded (plus the NF4 base's shards)
+  std::int64_t grads = 0;           // fp32 sharded gradients (trainable flats)
+  std::int64_t optimizer = 0;       // AdamW exp_avg + exp_avg_sq (fp32, sharded)
+  std::int64_t gathered = 0;        // full units in the param dtype at the peak (NF4 dequantized)
+  std::int64_t grad_buffers = 0;    // unsharded gradients being reduced, accumulation buffers
+  std::int64_t activations = 0;     // tensors saved for backward (text blocks, embedding, norm)
+  std::int64_t vision = 0;          // the vision tower's and merger's saved tensors, pixel values
+  std::int64_t image_tokens = 0;    // merged image tokens per sample the vision term assumes
+  std::int64_t images_per_row = 1;  // image samples a row holds (data.pack: as many as fit)
+  std::int64_t row_tokens = 0;      // tokens of a row the text terms assume
+  // What the rows and images are bounded by: "data.seq_len", or the data read (DataBound's
+  // source: "train.jsonl: 120 samples, the longest 69 tokens").
+  std::string rows_from = "data.seq_len";
   std::int64_t logits = 0;           // the head's loss: one chunk of logits, hidden-state rows and
                                      // their gradient, lm_head's fp32 weight gradient
   std::int64_t loss_chunk_rows = 0;  // tokens per chunk of the fused linear cross-entropy
@@ -63,8 +88,11 @@ struct MemoryEstimate {
 std::int64_t loss_chunk_rows(std::int64_t rows, std::int64_t vocab, std::int64_t hidden,
                              std::int64_t wanted, std::int64_t free_bytes = 0);
 
-/// The estimate for a world shape (validated with validate_for_world first).
-Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size, int local_world_size);
+/// The estimate for a world shape (validated with validate_for_world first). `data`, for chat
+/// data (ignored for other formats), bounds the rows and images by what the data holds instead
+/// of what data.seq_len admits.
+Result<MemoryEstimate> estimate_memory(const Experiment& exp, int world_size, int local_world_size,
+                                       const DataBound* data = nullptr);
 
 /// What the memory of the target hosts is known to be (each caller detects what it can reach).
 struct DetectedMemory {

@@ -45,6 +45,11 @@ struct Encoder {
     }
     if (e.flops_per_token) out["flops_per_token"] = number(*e.flops_per_token);
     if (e.pack_efficiency) out["pack_efficiency"] = number(*e.pack_efficiency);
+    if (e.data_bound)
+      out["data_bound"] = {{"samples", e.data_bound->samples},
+                           {"longest", e.data_bound->longest},
+                           {"most_visual_tokens", e.data_bound->most_visual_tokens},
+                           {"shortest_with_image", e.data_bound->shortest_with_image}};
   }
   void operator()(const StepEvent& e) const {
     out["step"] = e.step;
@@ -295,6 +300,19 @@ HelloEvent read_hello(Reader& r) {
       e.pack_efficiency = f->get<double>();
     else
       r.set_error("", "pack_efficiency", "expected a number in (0, 1], got " + preview(*f));
+  }
+  if (const Json* bound = r.object("data_bound", false)) {
+    DataBound d;
+    d.samples = r.integer_in(*bound, "data_bound", "samples");
+    d.longest = r.integer_in(*bound, "data_bound", "longest");
+    d.most_visual_tokens = r.integer_in(*bound, "data_bound", "most_visual_tokens");
+    d.shortest_with_image = r.integer_in(*bound, "data_bound", "shortest_with_image");
+    // Token counts of loaded samples: none is negative, and none exceeds the longest.
+    if (d.samples < 0 || d.longest < 0 || d.most_visual_tokens < 0 || d.shortest_with_image < 0 ||
+        d.most_visual_tokens > d.longest || d.shortest_with_image > d.longest)
+      r.set_error("data_bound", "longest",
+                  "expected token counts from 0 with none above the longest sample's");
+    e.data_bound = d;
   }
   return e;
 }

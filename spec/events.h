@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "spec/estimate.h"
 #include "spec/result.h"
 #include "spec/status.h"
 
@@ -53,6 +54,10 @@ struct HelloEvent {
   /// data.pack: real tokens over row slots (rows x seq_len) of the run's first epoch, in (0, 1].
   /// Absent when samples are not packed (and from older trainers).
   std::optional<double> pack_efficiency;
+  /// Chat data: what the loaded training samples hold that mem_estimate was bounded by (the
+  /// longest sample, the most image tokens, the shortest with an image), so a reader recomputes
+  /// the same figure. Absent for other formats (and from older trainers).
+  std::optional<DataBound> data_bound;
 };
 
 /// `step`: one optimizer step finished (rank 0 only).

@@ -113,4 +113,25 @@ std::int64_t loss_tokens(const PreparedSample& sample) {
   return n;
 }
 
+std::int64_t visual_tokens(const PreparedSample& sample) {
+  std::int64_t n = 0;
+  for (const auto& image : sample.images) n += image.num_tokens();
+  return n;
+}
+
+spec::DataBound data_bound_of(const std::vector<PreparedSample>& samples,
+                              const std::string& source) {
+  spec::DataBound bound;
+  for (const auto& s : samples)
+    bound.add(static_cast<std::int64_t>(s.input_ids.size()), visual_tokens(s));
+  bound.source = describe_bound(source, bound);
+  return bound;
+}
+
+std::string describe_bound(const std::string& path, const spec::DataBound& bound) {
+  return std::filesystem::path(path).filename().string() + ": " + std::to_string(bound.samples) +
+         (bound.samples == 1 ? " sample" : " samples") + ", the longest " +
+         std::to_string(bound.longest) + " tokens";
+}
+
 }  // namespace shardscope::data

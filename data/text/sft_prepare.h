@@ -13,6 +13,7 @@
 #include "data/jsonl.h"
 #include "data/text/sft.h"
 #include "data/text/tokenizer.h"
+#include "spec/estimate.h"
 #include "spec/result.h"
 
 namespace shardscope::data {
@@ -60,5 +61,15 @@ Result<std::vector<PreparedSample>> load_prepared_sft(const std::string& path,
 
 /// Loss tokens of a sample: positions t >= 1 whose label is not -100.
 std::int64_t loss_tokens(const PreparedSample& sample);
+
+/// The sample's <|image_pad|> tokens, over all its images.
+std::int64_t visual_tokens(const PreparedSample& sample);
+
+/// What loaded samples hold that the memory estimate's rows depend on (spec::DataBound); the
+/// trainer's hello and the data inspector both count with it. `source` names the file for people.
+spec::DataBound data_bound_of(const std::vector<PreparedSample>& samples,
+                              const std::string& source);
+/// "train.jsonl: 120 samples, the longest 69 tokens": where a bound came from, for people.
+std::string describe_bound(const std::string& path, const spec::DataBound& bound);
 
 }  // namespace shardscope::data

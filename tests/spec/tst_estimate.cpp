@@ -405,6 +405,75 @@ class TestEstimate : public QObject {
     QVERIFY(contains(format_budget(*e, *budget), "fits"));
   }
 
+  // Chat data's samples bound the rows: the longest sample (the trainer pads a micro-batch to its
+  // longest row) and the most image tokens one sample has, instead of seq_len tokens and one
+  // image at the processor's largest size; packed, a full row with as many image samples as the
+  // shortest fits. Other formats ignore the bound.
+  void theDataBoundsTheRows() {
+    auto exp = experiment("qwen2_vl", kSource + "/examples/models/qwen2-vl-2b");
+    exp.lora.enabled = true;
+    exp.data.pack = false;  // one sample a row, padded to the micro-batch's longest
+    auto seq = estimate_memory(exp, 8, 8);
+    VERIFY_OK(seq);
+    QCOMPARE(seq->row_tokens, std::int64_t{2048});
+    QCOMPARE(seq->rows_from, std::string("data.seq_len"));
+    DataBound bound;
+    bound.add(300, 0);
+    bound.add(512, 256);
+    bound.add(400, 320);
+    bound.source = "train.jsonl: 3 samples, the longest 512 tokens";
+    QCOMPARE(bound.samples, std::int64_t{3});
+    QCOMPARE(bound.longest, std::int64_t{512});
+    QCOMPARE(bound.most_visual_tokens, std::int64_t{320});
+    QCOMPARE(bound.shortest_with_image, std::int64_t{400});
+    auto data = estimate_memory(exp, 8, 8, &bound);
+    VERIFY_OK(data);
+    QCOMPARE(data->row_tokens, std::int64_t{512});
+    QCOMPARE(data->image_tokens, std::int64_t{320});
+    QCOMPARE(data->images_per_row, std::int64_t{1});
+    QCOMPARE(data->rows_from, bound.source);
+    // The states do not depend on the data; what scales with a row's tokens does, by 512/2048
+    // (the text stack's saved tensors are linear in tokens, with checkpointing too).
+    QCOMPARE(data->params, seq->params);
+    QCOMPARE(data->optimizer, seq->optimizer);
+    QCOMPARE(data->activations * 4, seq->activations);
+    QVERIFY(data->vision > 0 && data->vision < seq->vision);  // 320 of 1280 image tokens
+    QVERIFY(data->total < seq->total);
+    QVERIFY2(contains(format_estimate(*data), "512 tokens, bounded by train.jsonl: 3 samples"),
+             format_estimate(*data).c_str());
+    QVERIFY(contains(estimate_json(*data), "\"row_tokens\":512"));
+
+    exp.data.pack = true;  // a row: seq_len tokens, 2048 / 400 = 5 image samples of 320 at most
+    auto packed = estimate_memory(exp, 8, 8, &bound);
+    VERIFY_OK(packed);
+    QCOMPARE(packed->row_tokens, std::int64_t{2048});
+    QCOMPARE(packed->images_per_row, std::int64_t{5});
+    QCOMPARE(packed->activations, seq->activations);
+    QVERIFY(packed->vision > data->vision);
+
+    // Packed, a rank's 4 samples of at most 512 tokens share one row of 2048: one micro-step, as
+    // with 1 sample, so full fine-tuning carries no gradients between micro-steps. Without the
+    // data, 4 rows and 4 micro-steps are assumed.
+    exp.lora.enabled = false;
+    exp.train.batch_size = 8;
+    auto one = estimate_memory(exp, 8, 8, &bound);
+    exp.train.batch_size = 32;
+    auto four = estimate_memory(exp, 8, 8, &bound);
+    auto four_seq = estimate_memory(exp, 8, 8);
+    VERIFY_OK(one);
+    VERIFY_OK(four);
+    VERIFY_OK(four_seq);
+    QCOMPARE(four->total, one->total);
+    QVERIFY(four_seq->total > four->total);
+
+    exp.data.pack = false;
+    exp.data.format = "tokens";  // not chat: the bound is not the trainer's, so it is ignored
+    auto tokens = estimate_memory(exp, 8, 8, &bound);
+    VERIFY_OK(tokens);
+    QCOMPARE(tokens->row_tokens, std::int64_t{2048});
+    QCOMPARE(tokens->rows_from, std::string("data.seq_len"));
+  }
+
   void deviceMemoryGibIsValidated() {
     auto exp =
         parse_experiment(kData + "[launch]\ndevice_memory_gib = -1\n", "neg.toml", {}, kNoPaths);

@@ -118,6 +118,20 @@ class TestEvents : public QObject {
     }
   }
 
+  // hello.data_bound (chat data: what the estimate's rows were bounded by) reads and writes back.
+  void helloCarriesTheDataBound() {
+    const QByteArray line =
+        R"({"v":1,"ev":"hello","rank":0,"seq":0,"t":1.0,"world_size":2,"local_world_size":2,"config_hash":"x","versions":{},"params":{"total":1,"trainable":1},"mem_estimate":4096,"data_bound":{"samples":16,"longest":69,"most_visual_tokens":36,"shortest_with_image":66}})";
+    const Event event = parseOrFail(line);
+    const auto& hello = std::get<HelloEvent>(event.body);
+    QVERIFY(hello.data_bound.has_value());
+    QCOMPARE(hello.data_bound->samples, std::int64_t{16});
+    QCOMPARE(hello.data_bound->longest, std::int64_t{69});
+    QCOMPARE(hello.data_bound->most_visual_tokens, std::int64_t{36});
+    QCOMPARE(hello.data_bound->shortest_with_image, std::int64_t{66});
+    QCOMPARE(QByteArray::fromStdString(encode_event(parseOrFail(line))), line);
+  }
+
   void readsTypedFields() {
     const auto golden = goldenLines();
     auto hello = std::get<HelloEvent>(parseOrFail(golden[0]).body);
@@ -224,6 +238,15 @@ class TestEvents : public QObject {
         << QByteArray(
                R"({"v":1,"ev":"hello","rank":0,"seq":0,"t":1,"world_size":1,"local_world_size":1,"config_hash":"x","versions":{},"params":{"total":1,"trainable":1},"mem_estimate":0,"pack_efficiency":1.5})")
         << "hello.pack_efficiency: expected a number in (0, 1], got 1.5";
+    QTest::newRow("data bound longer than its longest")
+        << QByteArray(
+               R"({"v":1,"ev":"hello","rank":0,"seq":0,"t":1,"world_size":1,"local_world_size":1,"config_hash":"x","versions":{},"params":{"total":1,"trainable":1},"mem_estimate":0,"data_bound":{"samples":2,"longest":10,"most_visual_tokens":11,"shortest_with_image":5}})")
+        << "hello.data_bound.longest: expected token counts from 0 with none above the longest "
+           "sample's";
+    QTest::newRow("data bound of 1e300 samples")
+        << QByteArray(
+               R"({"v":1,"ev":"hello","rank":0,"seq":0,"t":1,"world_size":1,"local_world_size":1,"config_hash":"x","versions":{},"params":{"total":1,"trainable":1},"mem_estimate":0,"data_bound":{"samples":1e300,"longest":10,"most_visual_tokens":1,"shortest_with_image":5}})")
+        << "hello.data_bound.samples: expected an integer, got 1e+300";
     QTest::newRow("bad done status")
         << QByteArray(R"({"v":1,"ev":"done","rank":0,"seq":0,"t":1,"status":"ok"})")
         << "done.status: expected complete, stopped or failed";

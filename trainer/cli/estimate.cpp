@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "data/inspect.h"
 #include "spec/estimate.h"
 #include "trainer/base/fatal.h"
 #include "trainer/dist/device.h"
@@ -35,7 +36,10 @@ int run_estimate(const EstimateOptions& options) {
       options.local_world_size > 0 ? options.local_world_size : exp->launch.nproc_per_node;
   const int world =
       options.world_size > 0 ? options.world_size : exp->launch.nnodes * exp->launch.nproc_per_node;
-  auto estimate = spec::estimate_memory(*exp, world, local);
+  // Chat data bounds the rows by what its samples hold, as the trainer's hello does.
+  auto bound = data::train_data_bound(*exp);
+  SHARD_CHECK_OK(bound, spec::ErrorKind::data, "fix the data file or model.path's tokenizer");
+  auto estimate = spec::estimate_memory(*exp, world, local, *bound ? &**bound : nullptr);
   SHARD_CHECK_OK(estimate, spec::ErrorKind::config,
                  "fix the experiment file, the model folder or the world shape");
   auto budget = spec::device_budget(*exp, detect_here(*exp));

@@ -842,8 +842,9 @@ std::int64_t vocab_size_of(const spec::ModelSection& m, const model::Model& buil
   return static_cast<const model::Qwen2VLModel&>(built).config().text.vocab_size;
 }
 
-std::int64_t estimate_total(const spec::Experiment& exp, const dist::Rendezvous& r) {
-  auto e = spec::estimate_memory(exp, r.world_size, r.local_world_size);
+std::int64_t estimate_total(const spec::Experiment& exp, const dist::Rendezvous& r,
+                            const std::optional<spec::DataBound>& bound) {
+  auto e = spec::estimate_memory(exp, r.world_size, r.local_world_size, bound ? &*bound : nullptr);
   return e ? e->total : 0;
 }
 
@@ -978,6 +979,9 @@ int run_train(const TrainOptions& options) {
       device.is_cuda() ? std::to_string(device_info.major) + "." + std::to_string(device_info.minor)
                        : std::string()};
   const bool packs = exp->data.pack && !samples.chat.empty();
+  // Chat data: the estimate bounds rows by what the loaded samples hold, and says so in hello.
+  std::optional<spec::DataBound> bound;
+  if (exp->data.format == "chat") bound = data::data_bound_of(samples.chat, exp->data.train_path);
   report(spec::HelloEvent{
       rdzv->world_size,
       rdzv->local_world_size,
@@ -987,11 +991,12 @@ int run_train(const TrainOptions& options) {
        {"backend", groups.world.backend_name()}},
       model.params_total(),
       model.params_trainable(),
-      estimate_total(*exp, *rdzv),
+      estimate_total(*exp, *rdzv, bound),
       summary,
       model.flops_per_token(exp->data.seq_len),
       packs ? std::optional<double>(pack_efficiency(samples, *exp, rdzv->world_size))
-            : std::nullopt});
+            : std::nullopt,
+      bound});
   {
     const auto& t = exp->train;
     char lr[32];
