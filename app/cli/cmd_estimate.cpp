@@ -1,17 +1,21 @@
 // `estimate EXP.toml`: validates the experiment for the world size [launch] asks for and prints
 // its shape (world size, micro-batch, accumulation), spec's per-rank memory estimate (the
 // same numbers `shardtrain estimate` and the trainer's `hello` event give) and the budget a sweep
-// holds it against, with the budget's source. The total is calibrated by what the run log's
-// completed runs of the same kind measured (spec/calibration.h); --uncalibrated shows the raw one.
+// holds it against, with the budget's source. Chat data's rows are bounded by what its samples
+// hold (read as the trainer reads them; --no-data: by data.seq_len). The total is calibrated by
+// what the run log's completed runs of the same kind measured (spec/calibration.h);
+// --uncalibrated shows the raw one.
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 
 #include <iostream>
+#include <optional>
 
 #include "app/cli/cli_common.h"
 #include "backend/store/runreader.h"
 #include "backend/sweep/trialrunner.h"
+#include "data/inspect.h"
 #include "spec/calibration.h"
 #include "spec/estimate.h"
 #include "spec/model_shape.h"
@@ -33,17 +37,33 @@ spec::Calibrations calibrationsOf(const Globals& g) {
   return *table;
 }
 
+// Chat data bounds the rows by what its samples hold (the trainer's hello does the same); data
+// that cannot be read yet (not made, on another host) leaves the data.seq_len bound, said on
+// stderr.
+std::optional<spec::DataBound> dataBoundOf(const spec::Experiment& exp) {
+  if (exp.data.format != "chat") return std::nullopt;
+  auto bound = data::train_data_bound(exp);
+  if (!bound) {
+    std::cerr << "note: rows bounded by data.seq_len, the data not read: " << bound.message()
+              << '\n';
+    return std::nullopt;
+  }
+  return *bound;
+}
+
 void estimateVerb(const Globals& g, const std::string& path,
-                  const std::vector<std::string>& overrides, bool uncalibrated) {
+                  const std::vector<std::string>& overrides, bool uncalibrated, bool noData) {
   spec::LoadOptions options;
-  options.check_paths = false;  // the estimate does not read the data
+  options.check_paths = false;  // data that is not there yet leaves the seq_len bound
   auto exp = spec::load_experiment(path, overrides, options);
   if (!exp) exitWith(kExitUsage, exp.message());
   auto valid = spec::validate_for_launch(*exp);
   if (!valid) exitWith(kExitUsage, path + ": " + valid.message());
   const int world = spec::launch_world_size(exp->launch);
+  const auto bound = noData ? std::nullopt : dataBoundOf(*exp);
   // A model folder the estimate cannot read is as bad as a bad field: nothing could start.
-  auto raw = spec::estimate_memory(*exp, world, exp->launch.nproc_per_node);
+  auto raw =
+      spec::estimate_memory(*exp, world, exp->launch.nproc_per_node, bound ? &*bound : nullptr);
   if (!raw) exitWith(kExitUsage, path + ": " + raw.message());
   auto budget = backend::budgetFor(*exp);
   if (!budget) exitWith(kExitUsage, path + ": " + budget.message());
@@ -100,8 +120,13 @@ void addEstimateVerb(CLI::App& app, Globals& g) {
   auto uncalibrated = std::make_shared<bool>(false);
   est->add_flag("--uncalibrated", *uncalibrated,
                 "The formulas' figure, without the run log's correction from measured runs");
-  est->callback(
-      [&g, path, overrides, uncalibrated] { estimateVerb(g, *path, *overrides, *uncalibrated); });
+  auto noData = std::make_shared<bool>(false);
+  est->add_flag("--no-data", *noData,
+                "Bound the rows by data.seq_len without reading chat data (as the trainer does "
+                "not: it bounds them by the samples it loads)");
+  est->callback([&g, path, overrides, uncalibrated, noData] {
+    estimateVerb(g, *path, *overrides, *uncalibrated, *noData);
+  });
 }
 
 }  // namespace shardscope::cli

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct RankMemory {
   std::int64_t paramsTotal = 0;
   bool gpu = false;
   std::int64_t peak = 0;
+  std::optional<spec::DataBound> bound;  // what the estimate's rows were bounded by (chat data)
 };
 
 // A completed run: its experiment and the dotted overrides it ran with (a trial's values, a
@@ -70,6 +72,7 @@ void noteEvent(RankMemory& rank, const std::string& json) {
     rank.localWorldSize = hello->local_world_size;
     rank.paramsTotal = hello->params_total;
     rank.gpu = hello->device && hello->device->type == "cuda";
+    rank.bound = hello->data_bound;
   } else if (const auto* mem = std::get_if<spec::MemEvent>(&event->body)) {
     rank.peak = std::max(rank.peak, mem->cuda_peak ? *mem->cuda_peak : mem->peak);
   }
@@ -131,7 +134,8 @@ Result<spec::Calibrations> RunReader::memoryCalibrations() {
     // would correct what is already right. The run counts only when these formulas, for its
     // experiment and world, say what its hello said (a model they cannot read now is kept).
     if (first->worldSize > 0) {
-      auto now = spec::estimate_memory(*exp, first->worldSize, std::max(1, first->localWorldSize));
+      auto now = spec::estimate_memory(*exp, first->worldSize, std::max(1, first->localWorldSize),
+                                       first->bound ? &*first->bound : nullptr);
       if (now && now->total != first->estimate) {
         qCDebug(lcRunCalibration) << "left out run" << id << ": estimated" << first->estimate
                                   << "by other formulas (now" << now->total << ")";

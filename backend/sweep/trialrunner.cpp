@@ -31,6 +31,7 @@
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/ssh/hostcheck.h"
 #include "backend/sweep/study.h"
+#include "data/inspect.h"
 #include "spec/estimate.h"
 #include "spec/events.h"
 #include "spec/experiment_query.h"
@@ -138,7 +139,13 @@ Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
                                           const spec::DeviceBudget& budget,
                                           const spec::Calibrations& calibrations) {
   const int local = exp.launch.nproc_per_node;
-  auto raw = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local);
+  // Chat data bounds the rows by what its samples hold, as the trainer's hello (whose figure the
+  // calibration's ratios were measured against) does; data this machine cannot read (a remote
+  // host's path) leaves the data.seq_len bound.
+  auto bound = data::train_data_bound(exp);
+  if (!bound) qCDebug(lcTrialRunner) << "rows bounded by data.seq_len:" << bound.message().c_str();
+  const spec::DataBound* rows = bound && *bound ? &**bound : nullptr;
+  auto raw = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local, rows);
   if (!raw) return fail("memory estimate: " + raw.message());
   const auto calibration = spec::find_calibration(calibrations, exp, *raw, budget.gpu);
   const auto estimate = spec::calibrated(*raw, calibration);
