@@ -5,6 +5,8 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "backend/lifecycle/runlifecycle.h"
@@ -105,17 +107,7 @@ Result<void> PbtLoop::start() {
   }
   m_lineage = PbtLineage::fromJson(m_study.space(),
                                    m_study.record().state.value(QLatin1String("pbt")).toObject());
-  if (!m_lineage.segments.empty()) {
-    const bool unfinished = std::any_of(m_lineage.segments.begin(), m_lineage.segments.end(),
-                                        [](const PbtSegment& s) { return s.state == kRunning; });
-    if (unfinished) {
-      return shardscope::fail("study " + m_study.name().toStdString() +
-                              ": its PBT driver ended with segments running; continuing it is "
-                              "not supported: start a new study (search.name)");
-    }
-    QTimer::singleShot(0, this, [this] { emit ended(); });
-    return ok();
-  }
+  if (!m_lineage.segments.empty()) return resume();
   m_lineage.population = m_config.population;
   std::vector<PbtSegment> first;
   for (int m = 0; m < m_config.population; ++m) {
@@ -133,11 +125,99 @@ Result<void> PbtLoop::start() {
   return ok();
 }
 
-void PbtLoop::startSegment(const PbtSegment& row) {
+Result<void> PbtLoop::resume() {
+  const std::string label = "study " + m_study.name().toStdString();
+  if (m_lineage.population != m_config.population) {
+    return shardscope::fail(label + ": its lineage has " + std::to_string(m_lineage.population) +
+                            " members but search.pbt.population is " +
+                            std::to_string(m_config.population) +
+                            "; continue it with the population it started with, or start a new "
+                            "study (search.name)");
+  }
+  auto trials = m_study.trials();
+  if (!trials) return trials.error();
+  std::map<qint64, search::StudyTrial> byNumber;
+  for (search::StudyTrial& t : *trials) byNumber[t.trial.number] = std::move(t);
+  auto orphans = m_study.orphanedTrials();
+  if (!orphans) return orphans.error();
+  std::set<qint64> orphaned;
+  for (const search::StudyTrial& t : *orphans) orphaned.insert(t.trial.number);
+
+  std::vector<TrialOutcome> endedMeanwhile;  // segments whose trial ended while no driver ran
+  bool running = false;
+  for (const PbtSegment& row : m_lineage.segments) {
+    if (row.state != kRunning) continue;
+    running = true;
+    prepareSegment(row);
+    const auto found = byNumber.find(row.trial);
+    if (found == byNumber.end()) {  // never recorded: it starts as it would have
+      emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
+      m_scheduler.enqueue(row.trial, row.params);
+      continue;
+    }
+    const search::StudyTrial& t = found->second;
+    if (t.status == spec::RunStatus::queued) {  // recorded, never launched
+      emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
+      m_scheduler.enqueue(row.trial, row.params, t.runId);
+      continue;
+    }
+    TrialOutcome outcome;
+    outcome.number = row.trial;
+    outcome.runId = t.runId;
+    outcome.state = t.trial.state;
+    outcome.values = t.trial.values;
+    outcome.error = t.error;
+    if (t.trial.state == search::TrialState::Running) {
+      if (orphaned.count(row.trial) == 0) {
+        return shardscope::fail(label + ": segment " + std::to_string(row.segment) + " of member " +
+                                std::to_string(row.member) + " (run " + std::to_string(t.runId) +
+                                ") is followed by a live process: another sweep runs this study");
+      }
+      // Its ranks outlive the dead driver: follow them to their end. Gone, it is retried.
+      auto attached = m_runner.attach(row.trial, t.runId);
+      if (attached) {
+        qCInfo(lcPbtLoop) << "segment" << row.segment << "member" << row.member << "run" << t.runId
+                          << "reattached";
+        continue;
+      }
+      outcome.state = search::TrialState::Failed;
+      outcome.error =
+          QStringLiteral("lost: its PBT driver ended and it could not be reattached: ") +
+          QString::fromStdString(attached.message());
+      if (auto r = m_store.setRunStatus(t.runId, spec::RunStatus::failed, outcome.error).get(); !r)
+        return r;
+    }
+    endedMeanwhile.push_back(std::move(outcome));
+  }
+  if (!running) {
+    // Every recorded segment ended: the driver died before the next one was decided, or after
+    // the last one.
+    const int last = m_lineage.segments.back().segment;
+    if (last + 1 < m_segments) return advance(last);
+    QTimer::singleShot(0, this, [this] {
+      if (!m_ended) {
+        m_ended = true;
+        emit ended();
+      }
+    });
+    return ok();
+  }
+  // Recorded as if this process had followed them (a failed one is retried there).
+  QTimer::singleShot(0, this, [this, outcomes = std::move(endedMeanwhile)] {
+    for (const TrialOutcome& outcome : outcomes) onFinished(outcome);
+  });
+  return ok();
+}
+
+void PbtLoop::prepareSegment(const PbtSegment& row) {
   TrialRunner::Segment segment;
   segment.overrides = pbtSegmentOverrides(m_config, row, false);  // the runner applies the values
   segment.resumeFrom = row.fromCheckpoint;
   m_runner.setSegment(row.trial, segment);
+}
+
+void PbtLoop::startSegment(const PbtSegment& row) {
+  prepareSegment(row);
   emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
   m_scheduler.enqueue(row.trial, row.params);
 }

@@ -7,7 +7,9 @@
 // of a member in the top quantile (any world size: the trainer's resume reshards) with explored
 // values; the others from their own. A segment that fails (a killed rank) is retried as the
 // study retries any trial (--max-retries): from its failed attempt's newest checkpoint, or from
-// its source's. The lineage (pbtlineage.h) is written to the study's state after every change.
+// its source's. The lineage (pbtlineage.h) is written to the study's state after every change,
+// so a study whose driver was killed goes on from it when swept again (resume()): the segments
+// that completed are kept, the ones left running are reattached or retried.
 //
 // Use: SweepLoop::readInput -> prepareData -> openStudy -> PbtLoop -> start -> the event loop
 // runs until ended() -> finish.
@@ -45,8 +47,8 @@ class PbtLoop : public QObject {
   /// Segments of every member (the last may be shorter than interval_steps).
   int segmentCount() const { return m_segments; }
 
-  /// Starts the first segment of every member (or, on a study that has a lineage, the segments
-  /// it had not finished).
+  /// Starts the first segment of every member; on a study that has a lineage (its driver was
+  /// killed), goes on with the segments it had not finished (resume()).
   [[nodiscard]] Result<void> start();
   /// Once ended(): the study's end recorded (complete, or left running after an error) and its
   /// summary; an error of the loop (every member failed a segment, the run log refused the
@@ -67,6 +69,16 @@ class PbtLoop : public QObject {
   void ended();
 
  private:
+  /// start() of a study whose lineage the run log holds (its driver was killed, or it ended):
+  /// the segments that completed are kept; each one left running goes on. Never recorded or
+  /// never launched: it starts; its ranks alive (the driver's follower is gone): they are
+  /// reattached and followed to their end; ended meanwhile: recorded as if followed here; gone:
+  /// recorded failed and retried as any failed segment (from its newest checkpoint, else its
+  /// source's). With none left running, the next segment is decided, or the loop ends.
+  Result<void> resume();
+  /// Makes trial row.trial the segment `row` for the runner (its last step, its checkpoints, its
+  /// source's checkpoint).
+  void prepareSegment(const PbtSegment& row);
   void startSegment(const PbtSegment& row);
   void onFinished(const TrialOutcome& outcome);
   /// Every member finished segment `segment`: exploit and explore into the next one.
