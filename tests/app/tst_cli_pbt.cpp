@@ -20,6 +20,7 @@
 #include "backend/sweep/study.h"
 #include "tests/app/clirunlog.h"
 #include "tests/app/clitest.h"
+#include "tests/support/experiment.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 #include "tests/support/verify_ok.h"
@@ -28,20 +29,8 @@ using namespace shardscope;
 
 namespace {
 
-const char* kTinyPbt = R"([experiment]
-name = "demo"  # the demo: `sweep` writes its data on first use
-[model]
-arch = "tiny"
-tiny_vocab_size = 256
-tiny_hidden_size = 32
-tiny_layers = 2
-tiny_heads = 4
-[data]
-train_path = "demo-data/train.jsonl"
-eval_path = "demo-data/train.jsonl"
-format = "tokens"
-seq_len = 32
-[train]
+// Named "demo": `sweep` writes its data (demo-data/) on first use.
+const QByteArray kTinyPbt = testing::tinyDemoExperiment("demo", "demo-data") + R"([train]
 max_steps = 6
 batch_size = 8
 ckpt_at_end = false
