@@ -142,7 +142,7 @@ Result<void> PbtLoop::checkNoOtherDriver() {
   if (!reader) return reader.error();
   // `study adopt` holds the stamp until this process is started and then hands it over: a stamp
   // of another live process that stays through two of its renewals is a driver's.
-  QDeadlineTimer handOver(2 * RunStore::kSweepStampMs);
+  QDeadlineTimer handOver(qint64(2) * RunStore::kSweepStampMs);
   for (;;) {
     auto study = reader->study(m_study.id());
     if (!study) return study.error();
