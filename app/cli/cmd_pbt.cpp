@@ -109,6 +109,12 @@ void runPbtSweep(backend::RunStore& store, backend::SweptStudy opened,
                                  valuesText(params).c_str());
                      std::fflush(stdout);
                    });
+  QObject::connect(&loop, &backend::PbtLoop::segmentReattached,
+                   [](int segment, int member, qint64 runId) {
+                     std::printf("segment %d member %d reattached (run %lld)\n", segment, member,
+                                 static_cast<long long>(runId));
+                     std::fflush(stdout);
+                   });
   QObject::connect(&loop, &backend::PbtLoop::segmentRetried, [](int segment, int member, int n) {
     std::printf("segment %d member %d failed: attempt %d runs it again\n", segment, member, n);
     std::fflush(stdout);

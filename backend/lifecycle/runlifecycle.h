@@ -203,6 +203,18 @@ class RunLifecycle {
       RunStore& store, const RunRecord& run, const spec::Experiment& exp,
       const AttemptOptions& options = {});
 
+  /// Starts the next attempt of stored run `run` (run.attempt already begun in the run log:
+  /// RunStore::beginResumedAttempt, beginReplannedAttempt or beginNextSegment; run.params as it
+  /// recorded them) in a fresh sibling folder `<run dir>-<kind>-<number>` (the run directory
+  /// without an earlier `-<kind>-N`): each attempt has its own folder, as its event files count
+  /// bytes and seq from 0. Records that folder, starts the ranks (startAttempt) and returns them
+  /// with the run as it now runs; the caller records the location. On an error the run is
+  /// recorded failed and the message names it. `resumeDetached` (`-resume-`),
+  /// `startReplannedAttempt` (`-replan-`) and `pbt-replay` (`-segment-`) go through here.
+  [[nodiscard]] static Result<LaunchedRun> startAttemptInSibling(
+      RunStore& store, RunRecord run, const QString& kind, int number, const spec::Experiment& exp,
+      const AttemptOptions& options = {});
+
   /// `--resume PATH` for a new attempt of `run`: the newest complete sharded checkpoint of its
   /// attempt `from`, in that attempt's folder (run.location must still be that attempt's; a
   /// remote path for SSH and Slurm). Empty when that attempt wrote none.

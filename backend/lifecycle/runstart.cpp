@@ -222,22 +222,17 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
     return launcher.error();
   auto attempt = store.beginResumedAttempt(runId).get();
   if (!attempt) return attempt.error();
-  // Each attempt has its own folder (its event files count bytes and seq from 0).
-  QString base = before.runDir;
-  if (const qsizetype cut = base.lastIndexOf(QStringLiteral("-resume-")); cut > 0)
-    base.truncate(cut);
-  RunRecord run = before;
-  run.attempt = *attempt;
-  run.runDir = base + QStringLiteral("-resume-%1").arg(*attempt);
-  const auto failRun = [&](const std::string& why) -> Error {
-    (void)store.setRunStatus(runId, spec::RunStatus::failed, QString::fromStdString(why)).get();
-    return fail(label + ": " + why);
-  };
-  if (auto r = store.setRunDir(runId, run.runDir).get(); !r) return failRun(r.message());
-  auto handle = startAttempt(store, run, *exp, resume);
-  if (!handle) return failRun(handle.message());
-  if (auto r = store.setRunLocation(runId, (*handle)->location().toJson()).get(); !r)
-    return failRun(r.message());
+  RunRecord next = before;
+  next.attempt = *attempt;
+  auto launched = startAttemptInSibling(store, std::move(next), QStringLiteral("resume"), *attempt,
+                                        *exp, resume);
+  if (!launched) return launched.error();
+  const RunRecord& run = launched->run;
+  if (auto r = store.setRunLocation(runId, launched->location).get(); !r) {
+    (void)store.setRunStatus(runId, spec::RunStatus::failed, QString::fromStdString(r.message()))
+        .get();
+    return fail(label + ": " + r.message());
+  }
   store.flush();
   auto supervisor = spawnSupervisor(run);
   if (!supervisor) return supervisor.error();
@@ -332,26 +327,43 @@ Result<ReplannedRun> RunLifecycle::startReplannedAttempt(RunStore& store, qint64
   const QJsonObject params = replannedParams(before.params, *plan, before.attempt);
   auto attempt = store.beginReplannedAttempt(runId, params).get();
   if (!attempt) return attempt.error();
-  QString base = before.runDir;
-  if (const qsizetype cut = base.lastIndexOf(QStringLiteral("-replan-")); cut > 0)
-    base.truncate(cut);
+  RunRecord next = before;
+  next.attempt = *attempt;
+  next.params = params;
+  auto launched = startAttemptInSibling(store, std::move(next), QStringLiteral("replan"), *attempt,
+                                        plan->experiment);
+  if (!launched) return launched.error();
   ReplannedRun out;
-  out.run = before;
-  out.run.attempt = *attempt;
-  out.run.params = params;
-  out.run.status = spec::RunStatus::running;
-  out.run.error.clear();
-  out.run.runDir = base + QStringLiteral("-replan-%1").arg(*attempt);
+  out.run = std::move(launched->run);
+  out.handle = std::move(launched->handle);
+  out.location = std::move(launched->location);
   out.change = QString::fromStdString(plan->change);
+  return out;
+}
+
+Result<LaunchedRun> RunLifecycle::startAttemptInSibling(RunStore& store, RunRecord run,
+                                                        const QString& kind, int number,
+                                                        const spec::Experiment& exp,
+                                                        const AttemptOptions& options) {
+  const qint64 runId = run.id;
+  const std::string label = "run " + run.name.toStdString();
+  const QString suffix = QLatin1Char('-') + kind + QLatin1Char('-');
+  QString base = run.runDir;
+  if (const qsizetype cut = base.lastIndexOf(suffix); cut > 0) base.truncate(cut);
+  run.runDir = base + suffix + QString::number(number);
+  run.status = spec::RunStatus::running;
+  run.error.clear();
   const auto failRun = [&](const std::string& why) -> Error {
     (void)store.setRunStatus(runId, spec::RunStatus::failed, QString::fromStdString(why)).get();
     return fail(label + ": " + why);
   };
-  if (auto r = store.setRunDir(runId, out.run.runDir).get(); !r) return failRun(r.message());
-  auto handle = startAttempt(store, out.run, plan->experiment);
+  if (auto r = store.setRunDir(runId, run.runDir).get(); !r) return failRun(r.message());
+  auto handle = startAttempt(store, run, exp, options);
   if (!handle) return failRun(handle.message());
+  LaunchedRun out;
   out.location = (*handle)->location().toJson();
   out.handle = std::move(*handle);
+  out.run = std::move(run);
   return out;
 }
 

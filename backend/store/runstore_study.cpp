@@ -380,6 +380,27 @@ Result<bool> takeSweepStamp(WriteContext& context, qint64 studyId, qint64 pid,
   return true;
 }
 
+// Starts attempt `attempt` + 1 of run `runId` with `params` as its parameters (the row's and
+// the params table's): running, error, objectives and end time cleared, the curve trimmed to the
+// checkpoint the attempt resumes from (`keepCurve`) or emptied. The callers check the run's state.
+Result<int> beginAttemptWithParams(WriteContext& context, qint64 runId, int attempt,
+                                   const QJsonObject& params, bool keepCurve) {
+  auto update = context.statement(
+      "UPDATE runs SET status = 'running', attempt = attempt + 1, error = '', objective = NULL, "
+      "objective_values = NULL, params = ?2, started_at = ?3, ended_at = NULL WHERE id = ?1");
+  if (!update) return update.error();
+  if (auto r = (*update)->bindInt64(1, runId); !r) return r.error();
+  if (auto r = (*update)->bindText(2, storesql::compactJson(params)); !r) return r.error();
+  if (auto r = (*update)->bindDouble(3, spec::unix_time_now()); !r) return r.error();
+  if (auto r = execute(**update); !r) return r.error();
+  if (auto r = runWithId(context, "DELETE FROM params WHERE run_id = ?1", runId); !r)
+    return r.error();
+  if (auto r = storesql::insertParams(context, runId, params); !r) return r.error();
+  if (auto r = trimRetriedCurve(context, runId, attempt, keepCurve); !r) return r.error();
+  context.changes().runs = true;
+  return attempt + 1;
+}
+
 }  // namespace
 
 RunStore::Pending<qint64> RunStore::createStudy(const NewStudy& study) {
@@ -436,28 +457,15 @@ RunStore::Pending<int> RunStore::beginReplannedAttempt(qint64 runId, const QJson
   return submit<int>(1, [runId, params](WriteContext& context) -> Result<int> {
     auto state = attemptState(context, runId);
     if (!state) return state.error();
-    const int attempt = state->attempt;
-    const std::string& status = state->status;
     // The monitor may have recorded the attempt's end (oom) before its follower replans it.
-    if (status != "running" && status != "oom") {
-      return fail("run " + std::to_string(runId) + " is " + status +
+    if (state->status != "running" && state->status != "oom") {
+      return fail("run " + std::to_string(runId) + " is " + state->status +
                   ": only a run that ran out of memory is replanned");
     }
-    auto update = context.statement(
-        "UPDATE runs SET status = 'running', attempt = attempt + 1, error = '', objective = NULL, "
-        "objective_values = NULL, params = ?2, started_at = ?3, ended_at = NULL WHERE id = ?1");
-    if (!update) return update.error();
-    if (auto r = (*update)->bindInt64(1, runId); !r) return r.error();
-    if (auto r = (*update)->bindText(2, storesql::compactJson(params)); !r) return r.error();
-    if (auto r = (*update)->bindDouble(3, spec::unix_time_now()); !r) return r.error();
-    if (auto r = execute(**update); !r) return r.error();
-    if (auto r = runWithId(context, "DELETE FROM params WHERE run_id = ?1", runId); !r)
-      return r.error();
-    if (auto r = storesql::insertParams(context, runId, params); !r) return r.error();
-    if (auto r = trimRetriedCurve(context, runId, attempt, false); !r) return r.error();
-    context.changes().runs = true;
-    context.changes().studies = true;
-    return attempt + 1;
+    // The plan starts over: an empty curve.
+    auto next = beginAttemptWithParams(context, runId, state->attempt, params, false);
+    if (next) context.changes().studies = true;
+    return next;
   });
 }
 
@@ -474,21 +482,8 @@ RunStore::Pending<int> RunStore::beginNextSegment(qint64 runId, const QJsonObjec
       return fail("run " + std::to_string(runId) + " is " + status +
                   ": only a complete run goes on with its next segment");
     }
-    auto update = context.statement(
-        "UPDATE runs SET status = 'running', attempt = attempt + 1, error = '', objective = NULL, "
-        "objective_values = NULL, params = ?2, started_at = ?3, ended_at = NULL WHERE id = ?1");
-    if (!update) return update.error();
-    if (auto r = (*update)->bindInt64(1, runId); !r) return r.error();
-    if (auto r = (*update)->bindText(2, storesql::compactJson(params)); !r) return r.error();
-    if (auto r = (*update)->bindDouble(3, spec::unix_time_now()); !r) return r.error();
-    if (auto r = execute(**update); !r) return r.error();
-    if (auto r = runWithId(context, "DELETE FROM params WHERE run_id = ?1", runId); !r)
-      return r.error();
-    if (auto r = storesql::insertParams(context, runId, params); !r) return r.error();
     // The curve goes on: it is kept up to the checkpoint the next segment resumes from.
-    if (auto r = trimRetriedCurve(context, runId, attempt, true); !r) return r.error();
-    context.changes().runs = true;
-    return attempt + 1;
+    return beginAttemptWithParams(context, runId, attempt, params, true);
   });
 }
 

@@ -1,10 +1,16 @@
 // The population-based training loop (see pbtloop.h).
 #include "backend/sweep/pbtloop.h"
 
+#include <QCoreApplication>
+#include <QDeadlineTimer>
 #include <QLoggingCategory>
+#include <QSysInfo>
+#include <QThread>
 #include <QTimer>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "backend/lifecycle/runlifecycle.h"
@@ -96,26 +102,64 @@ PbtLoop::PbtLoop(RunStore& store, search::Study study, const SweepInput& input,
   });
 }
 
-PbtLoop::~PbtLoop() = default;
+PbtLoop::~PbtLoop() {
+  if (!m_stampTimer.isActive()) return;
+  if (auto r = m_store
+                   .clearSweepStamp(m_study.id(), QCoreApplication::applicationPid(),
+                                    QSysInfo::machineHostName())
+                   .get();
+      !r)
+    qCWarning(lcPbtLoop) << r.message().c_str();
+}
 
 Result<void> PbtLoop::start() {
   if (!m_study.space().pbt) return shardscope::fail("study has no [search.pbt]");
+  if (auto r = checkNoOtherDriver(); !r) return r;
   if (m_study.record().status != StudyStatus::running) {
     if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::running).get(); !r) return r;
   }
   m_lineage = PbtLineage::fromJson(m_study.space(),
                                    m_study.record().state.value(QLatin1String("pbt")).toObject());
-  if (!m_lineage.segments.empty()) {
-    const bool unfinished = std::any_of(m_lineage.segments.begin(), m_lineage.segments.end(),
-                                        [](const PbtSegment& s) { return s.state == kRunning; });
-    if (unfinished) {
-      return shardscope::fail("study " + m_study.name().toStdString() +
-                              ": its PBT driver ended with segments running; continuing it is "
-                              "not supported: start a new study (search.name)");
+  auto started = m_lineage.segments.empty() ? startFirstSegments() : resume();
+  if (!started) return started;
+  // Stamped as SweepControl stamps a sweep (`study adopt` hands its own stamp over to this one).
+  const qint64 pid = QCoreApplication::applicationPid();
+  const QString host = QSysInfo::machineHostName();
+  if (auto r = m_store.stampSweep(m_study.id(), pid, host).get(); !r) return r;
+  m_stampTimer.setInterval(RunStore::kSweepStampMs);
+  connect(&m_stampTimer, &QTimer::timeout, this, [this, pid, host] {
+    // Not waited for: a slow disk must not stall the loop; a failure only logs.
+    (void)m_store.stampSweep(m_study.id(), pid, host);
+  });
+  m_stampTimer.start();
+  return ok();
+}
+
+Result<void> PbtLoop::checkNoOtherDriver() {
+  const qint64 pid = QCoreApplication::applicationPid();
+  const QString host = QSysInfo::machineHostName();
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  // `study adopt` holds the stamp until this process is started and then hands it over: a stamp
+  // of another live process that stays through two of its renewals is a driver's.
+  QDeadlineTimer handOver(qint64(2) * RunStore::kSweepStampMs);
+  for (;;) {
+    auto study = reader->study(m_study.id());
+    if (!study) return study.error();
+    if (!*study || (*study)->sweepPid == pid ||
+        !RunStore::sweepAlive(**study, host, RunStore::kSweepStaleS))
+      return ok();
+    if (handOver.hasExpired()) {
+      return shardscope::fail("study " + m_study.name().toStdString() + " is driven by process " +
+                              std::to_string((*study)->sweepPid) + " on " +
+                              (*study)->sweepHost.toStdString() +
+                              ": one process drives a PBT study; it goes on there");
     }
-    QTimer::singleShot(0, this, [this] { emit ended(); });
-    return ok();
+    QThread::msleep(100);
   }
+}
+
+Result<void> PbtLoop::startFirstSegments() {
   m_lineage.population = m_config.population;
   std::vector<PbtSegment> first;
   for (int m = 0; m < m_config.population; ++m) {
@@ -133,11 +177,118 @@ Result<void> PbtLoop::start() {
   return ok();
 }
 
-void PbtLoop::startSegment(const PbtSegment& row) {
+Result<void> PbtLoop::resume() {
+  const std::string label = "study " + m_study.name().toStdString();
+  if (m_lineage.population != m_config.population) {
+    return shardscope::fail(label + ": its lineage has " + std::to_string(m_lineage.population) +
+                            " members but search.pbt.population is " +
+                            std::to_string(m_config.population) +
+                            "; continue it with the population it started with, or start a new "
+                            "study (search.name)");
+  }
+  auto trials = m_study.trials();
+  if (!trials) return trials.error();
+  std::map<qint64, search::StudyTrial> byNumber;
+  for (search::StudyTrial& t : *trials) byNumber[t.trial.number] = std::move(t);
+  auto orphans = m_study.orphanedTrials();
+  if (!orphans) return orphans.error();
+  std::set<qint64> orphaned;
+  for (const search::StudyTrial& t : *orphans) orphaned.insert(t.trial.number);
+
+  // A segment whose follower lives (its lease's holder): another process drives the study.
+  // Checked before anything starts.
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  const QString host = QSysInfo::machineHostName();
+  for (const PbtSegment& row : m_lineage.segments) {
+    const auto found = byNumber.find(row.trial);
+    if (row.state != kRunning || found == byNumber.end() ||
+        found->second.status != spec::RunStatus::running || orphaned.count(row.trial) != 0)
+      continue;
+    auto lease = reader->lease(found->second.runId);
+    if (!lease) return lease.error();
+    if (*lease && ((*lease)->host != host || RunStore::processAlive((*lease)->pid))) {
+      return shardscope::fail(label + ": segment " + std::to_string(row.segment) + " of member " +
+                              std::to_string(row.member) + " (run " +
+                              std::to_string(found->second.runId) + ") is followed by process " +
+                              std::to_string((*lease)->pid) + " on " +
+                              (*lease)->host.toStdString() + ": another sweep drives this study");
+    }
+  }
+
+  std::vector<TrialOutcome> endedMeanwhile;  // segments whose trial ended while no driver ran
+  bool running = false;
+  for (const PbtSegment& row : m_lineage.segments) {
+    if (row.state != kRunning) continue;
+    running = true;
+    prepareSegment(row);
+    const auto found = byNumber.find(row.trial);
+    if (found == byNumber.end()) {  // never recorded: it starts as it would have
+      emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
+      m_scheduler.enqueue(row.trial, row.params);
+      continue;
+    }
+    const search::StudyTrial& t = found->second;
+    // Recorded (or claimed for a retry) and never launched: it starts now as that attempt.
+    if (t.status == spec::RunStatus::queued ||
+        (t.status == spec::RunStatus::running && orphaned.count(row.trial) == 0)) {
+      emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
+      m_scheduler.enqueue(row.trial, row.params, t.runId);
+      continue;
+    }
+    TrialOutcome outcome;
+    outcome.number = row.trial;
+    outcome.runId = t.runId;
+    outcome.state = t.trial.state;
+    outcome.values = t.trial.values;
+    outcome.error = t.error;
+    if (t.trial.state == search::TrialState::Running) {
+      // Its ranks outlive the dead driver: follow them to their end. Gone, it is retried.
+      auto attached = m_runner.attach(row.trial, t.runId);
+      if (attached) {
+        qCInfo(lcPbtLoop) << "segment" << row.segment << "member" << row.member << "run" << t.runId
+                          << "reattached";
+        emit segmentReattached(row.segment, row.member, t.runId);
+        continue;
+      }
+      outcome.state = search::TrialState::Failed;
+      outcome.error =
+          QStringLiteral("lost: its PBT driver ended and it could not be reattached: ") +
+          QString::fromStdString(attached.message());
+      if (auto r = m_store.setRunStatus(t.runId, spec::RunStatus::failed, outcome.error).get(); !r)
+        return r;
+    }
+    endedMeanwhile.push_back(std::move(outcome));
+  }
+  if (!running) {
+    // Every recorded segment ended: the driver died before the next one was decided, or after
+    // the last one.
+    const int last = m_lineage.segments.back().segment;
+    if (last + 1 < m_segments) return advance(last);
+    QTimer::singleShot(0, this, [this] {
+      if (!m_ended) {
+        m_ended = true;
+        emit ended();
+      }
+    });
+    return ok();
+  }
+  // Recorded as if this process had followed them (a failed one is retried there).
+  QTimer::singleShot(0, this, [this, outcomes = std::move(endedMeanwhile)] {
+    for (const TrialOutcome& outcome : outcomes) onFinished(outcome);
+  });
+  return ok();
+}
+
+void PbtLoop::prepareSegment(const PbtSegment& row) {
   TrialRunner::Segment segment;
   segment.overrides = pbtSegmentOverrides(m_config, row, false);  // the runner applies the values
   segment.resumeFrom = row.fromCheckpoint;
   m_runner.setSegment(row.trial, segment);
+}
+
+void PbtLoop::startSegment(const PbtSegment& row) {
+  prepareSegment(row);
   emit segmentStarting(row.segment, row.member, row.fromMember, row.params);
   m_scheduler.enqueue(row.trial, row.params);
 }

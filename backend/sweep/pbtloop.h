@@ -7,7 +7,9 @@
 // of a member in the top quantile (any world size: the trainer's resume reshards) with explored
 // values; the others from their own. A segment that fails (a killed rank) is retried as the
 // study retries any trial (--max-retries): from its failed attempt's newest checkpoint, or from
-// its source's. The lineage (pbtlineage.h) is written to the study's state after every change.
+// its source's. The lineage (pbtlineage.h) is written to the study's state after every change,
+// so a study whose driver was killed goes on from it when swept again (resume()): the segments
+// that completed are kept, the ones left running are reattached or retried.
 //
 // Use: SweepLoop::readInput -> prepareData -> openStudy -> PbtLoop -> start -> the event loop
 // runs until ended() -> finish.
@@ -15,6 +17,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QTimer>
 
 #include <string>
 
@@ -45,8 +48,8 @@ class PbtLoop : public QObject {
   /// Segments of every member (the last may be shorter than interval_steps).
   int segmentCount() const { return m_segments; }
 
-  /// Starts the first segment of every member (or, on a study that has a lineage, the segments
-  /// it had not finished).
+  /// Starts the first segment of every member; on a study that has a lineage (its driver was
+  /// killed), goes on with the segments it had not finished (resume()).
   [[nodiscard]] Result<void> start();
   /// Once ended(): the study's end recorded (complete, or left running after an error) and its
   /// summary; an error of the loop (every member failed a segment, the run log refused the
@@ -59,6 +62,8 @@ class PbtLoop : public QObject {
                        const shardscope::search::TrialParams& params);
   /// A segment's ranks were launched as run `runId` (each attempt).
   void segmentLaunched(int segment, int member, qint64 runId);
+  /// A segment a killed driver left running whose ranks still run is followed again (resume()).
+  void segmentReattached(int segment, int member, qint64 runId);
   /// A segment ended (after its retries).
   void segmentEnded(const shardscope::backend::PbtSegment& segment);
   /// A failed segment runs again (attempt `attempt`).
@@ -67,6 +72,22 @@ class PbtLoop : public QObject {
   void ended();
 
  private:
+  /// Fails when another live process drives the study (its sweep stamp, RunStore::stampSweep),
+  /// after waiting a moment for `study adopt`'s hand-over of its own stamp to this process.
+  Result<void> checkNoOtherDriver();
+  /// start() of a new study: the first segment of every member, drawn at random.
+  Result<void> startFirstSegments();
+  /// start() of a study whose lineage the run log holds (its driver was killed, or it ended):
+  /// the segments that completed are kept; each one left running goes on. Never recorded or
+  /// never launched: it starts; its ranks alive (the driver's follower is gone): they are
+  /// reattached and followed to their end; ended meanwhile: recorded as if followed here; gone:
+  /// recorded failed and retried as any failed segment (from its newest checkpoint, else its
+  /// source's). With none left running, the next segment is decided, or the loop ends. Refused,
+  /// starting nothing, while a live process follows one of its segments (another driver).
+  Result<void> resume();
+  /// Makes trial row.trial the segment `row` for the runner (its last step, its checkpoints, its
+  /// source's checkpoint).
+  void prepareSegment(const PbtSegment& row);
   void startSegment(const PbtSegment& row);
   void onFinished(const TrialOutcome& outcome);
   /// Every member finished segment `segment`: exploit and explore into the next one.
@@ -87,6 +108,9 @@ class PbtLoop : public QObject {
   PbtLineage m_lineage;
   std::string m_error;
   bool m_ended = false;
+  /// Renews the study's sweep stamp (RunStore::stampSweep) while this process drives it, so that
+  /// `study show`, the dashboard and `study adopt` see a live driver.
+  QTimer m_stampTimer;
 };
 
 }  // namespace shardscope::backend

@@ -59,28 +59,13 @@ Result<LaunchedRun> startNextSegment(RunStore& store, qint64 runId, const spec::
   const QJsonObject params = search::paramsToJson(segment.params);
   auto attempt = store.beginNextSegment(runId, params).get();
   if (!attempt) return attempt.error();
-  QString base = before.runDir;
-  if (const qsizetype cut = base.lastIndexOf(QStringLiteral("-segment-")); cut > 0)
-    base.truncate(cut);
-  LaunchedRun out;
-  out.run = before;
-  out.run.attempt = *attempt;
-  out.run.params = params;
-  out.run.status = spec::RunStatus::running;
-  out.run.error.clear();
-  out.run.runDir = base + QStringLiteral("-segment-%1").arg(segment.segment);
-  const auto failRun = [&](const std::string& why) -> Error {
-    (void)store.setRunStatus(runId, spec::RunStatus::failed, QString::fromStdString(why)).get();
-    return fail(label + ": " + why);
-  };
-  if (auto r = store.setRunDir(runId, out.run.runDir).get(); !r) return failRun(r.message());
+  RunRecord next = before;
+  next.attempt = *attempt;
+  next.params = params;
   AttemptOptions options;
   options.extraArgs = *resume;
-  auto handle = RunLifecycle::startAttempt(store, out.run, exp, options);
-  if (!handle) return failRun(handle.message());
-  out.location = (*handle)->location().toJson();
-  out.handle = std::move(*handle);
-  return out;
+  return RunLifecycle::startAttemptInSibling(store, std::move(next), QStringLiteral("segment"),
+                                             segment.segment, exp, options);
 }
 
 }  // namespace shardscope::backend

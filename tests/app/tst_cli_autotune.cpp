@@ -18,6 +18,7 @@
 #include <set>
 
 #include "tests/app/clitest.h"
+#include "tests/support/files.h"
 
 using clitest::cli;
 using clitest::documentedFields;
@@ -26,6 +27,8 @@ using clitest::Run;
 using clitest::sortedKeys;
 
 namespace {
+
+using shardscope::testing::writeText;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -66,11 +69,6 @@ device_memory_gib = %1
       .arg(gib);
 }
 
-bool write(const QString& path, const QString& text) {
-  QFile f(path);
-  return f.open(QIODevice::WriteOnly) && f.write(text.toUtf8()) == text.toUtf8().size();
-}
-
 // The per-rank estimate `estimate --json` gives for `exp` with `overrides` (a CPU run's budget
 // holds the total).
 qint64 estimateOf(const QString& exp, const QStringList& overrides) {
@@ -92,7 +90,7 @@ class TestCliAutotune : public QObject {
   void winnerFitsAndNothingOverTheBudgetRan() {
     QTemporaryDir dir;
     const QString exp = dir.filePath("exp.toml");
-    QVERIFY(write(exp, experiment("0")));
+    QVERIFY(writeText(exp, experiment("0")));
     const qint64 start = estimateOf(exp, kStart);
     QStringList noShard = kStart;
     noShard[0] = "shard.strategy=NO_SHARD";
@@ -100,7 +98,7 @@ class TestCliAutotune : public QObject {
     QVERIFY2(start > 0 && unsharded > start,
              qPrintable(QString("%1 %2").arg(start).arg(unsharded)));
     const qint64 budget = (start + unsharded) / 2;
-    QVERIFY(write(exp, experiment(QString::number(double(budget) / kGiB, 'g', 17))));
+    QVERIFY(writeText(exp, experiment(QString::number(double(budget) / kGiB, 'g', 17))));
 
     const QString db = dir.filePath("runs.db");
     const QString winnerPath = dir.filePath("winner.toml");
@@ -192,7 +190,7 @@ class TestCliAutotune : public QObject {
   void tableListsEveryCandidate() {
     QTemporaryDir dir;
     const QString exp = dir.filePath("exp.toml");
-    QVERIFY(write(exp, experiment("0")));
+    QVERIFY(writeText(exp, experiment("0")));
     const Run r = cli({"--db", dir.filePath("runs.db"), "autotune", exp, "--steps", "3", "--warmup",
                        "1", "--objective", "mfu"},
                       QProcessEnvironment::systemEnvironment(), 240000);

@@ -3,37 +3,34 @@
 // best schedule, and `pbt-replay`, which runs that schedule as one run: attempt 0 trains steps 1-3
 // with the first segment's values, attempt 1 resumes its step-3 checkpoint with the second's and
 // trains steps 4-6. Its loss curve is, exactly, the best member's chain of segments' (the same
-// seeds, data order, values and world size; fp32 on CPU). Cost: 6 trainer starts of 3 steps.
-#include <QFile>
+// seeds, data order, values and world size; fp32 on CPU). Then a driver SIGKILLed mid-study, with
+// the ranks of the segment it ran, is swept again: the study goes on from its lineage and ends
+// with every segment of both members complete. Cost: 6 + about 5 trainer starts of 3 steps.
+#include <signal.h>
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QTest>
 
 #include <map>
+#include <set>
+#include <utility>
 
+#include "backend/launch/launcher.h"
 #include "backend/store/runstore.h"
+#include "backend/sweep/study.h"
 #include "tests/app/clirunlog.h"
 #include "tests/app/clitest.h"
+#include "tests/support/experiment.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 
 namespace {
 
-const char* kTinyPbt = R"([experiment]
-name = "demo"  # the demo: `sweep` writes its data on first use
-[model]
-arch = "tiny"
-tiny_vocab_size = 256
-tiny_hidden_size = 32
-tiny_layers = 2
-tiny_heads = 4
-[data]
-train_path = "demo-data/train.jsonl"
-eval_path = "demo-data/train.jsonl"
-format = "tokens"
-seq_len = 32
-[train]
+// Named "demo": `sweep` writes its data (demo-data/) on first use.
+const QByteArray kTinyPbt = testing::tinyDemoExperiment("demo", "demo-data") + R"([train]
 max_steps = 6
 batch_size = 8
 ckpt_at_end = false
@@ -77,11 +74,7 @@ class TestCliPbt : public QObject, clitest::OnRunLog {
 
   void sweepShowsTheLineageAndReplaysTheBestSchedule() {
     const QString exp = m_dir.filePath("tiny-pbt.toml");
-    {
-      QFile file(exp);
-      QVERIFY(file.open(QIODevice::WriteOnly));
-      file.write(kTinyPbt);
-    }
+    QVERIFY(testing::writeAll(exp, kTinyPbt));
     const auto sweep = cli({"sweep", exp});
     QVERIFY2(sweep.exitCode == 0, qPrintable(sweep.out + sweep.err));
     QVERIFY2(sweep.out.contains("population-based training, 2 members, 2 segments of 3 steps"),
@@ -133,6 +126,104 @@ class TestCliPbt : public QObject, clitest::OnRunLog {
         QCOMPARE(replayed.at(step), original.at(step));
       }
     }
+  }
+
+  // `sweep` is SIGKILLed (from outside, as a crash would) once a member's first segment completed
+  // and another segment's ranks run; those ranks are SIGKILLed too (really gone). `sweep` again
+  // continues the study: the segments that completed are kept as they were, the killed one is
+  // retried inside PBT (attempt 1), and the lineage ends complete: 2 members, 2 segments each.
+  void killedDriverContinuesTheStudy() {
+    const QString exp = m_dir.filePath("tiny-pbt-killed.toml");
+    QVERIFY(testing::writeAll(
+        exp, QByteArray(kTinyPbt).replace("name = \"pbt\"", "name = \"pbt-killed\"")));
+    QProcess driver;
+    driver.start(clitest::kCli, {"--db", m_db, "sweep", exp});
+    QVERIFY(driver.waitForStarted());
+    QString seen;
+    qint64 killedRun = 0;
+    QList<qint64> ranks;
+    // A complete segment, and a launched one whose ranks all run.
+    const auto midStudy = [&] {
+      seen += QString::fromUtf8(driver.readAllStandardOutput());
+      if (!seen.contains(QRegularExpression("segment 0 member \\d complete"))) return false;
+      auto store = backend::RunStore::open(m_db);
+      if (!store) return false;
+      auto study = search::Study::open(**store, QStringLiteral("pbt-killed"));
+      auto trials =
+          study ? study->trials() : Result<std::vector<search::StudyTrial>>(study.error());
+      if (!trials) return false;
+      auto reader = (*store)->reader();
+      if (!reader) return false;
+      for (const search::StudyTrial& t : *trials) {
+        if (t.status != spec::RunStatus::running) continue;
+        auto run = reader->run(t.runId);
+        if (!run || !*run) continue;
+        auto location = backend::RunLocation::fromJson((**run).location);
+        if (!location || location->pids.size() != 2) continue;
+        if (!testing::alive(location->pids[0]) || !testing::alive(location->pids[1])) continue;
+        killedRun = t.runId;
+        ranks = {location->pids[0], location->pids[1]};
+        return true;
+      }
+      return false;
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(midStudy(), qPrintable(seen), 180000);
+    ::kill(static_cast<pid_t>(driver.processId()), SIGKILL);
+    QVERIFY(driver.waitForFinished(30000));
+    for (const qint64 pid : ranks) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    QTRY_VERIFY_WITH_TIMEOUT(!testing::alive(ranks[0]) && !testing::alive(ranks[1]), 30000);
+
+    const auto lineageNow = [&] {
+      const auto show = cli({"--json", "study", "show", "pbt-killed"});
+      return clitest::json(show.out).value("pbt").toObject();
+    };
+    std::map<std::pair<int, int>, QJsonObject> completeBefore;  // (segment, member) -> row
+    for (const auto& v : lineageNow().value("segments").toArray()) {
+      const QJsonObject row = v.toObject();
+      if (row.value("state").toString() == "complete")
+        completeBefore[{row.value("segment").toInt(), row.value("member").toInt()}] = row;
+    }
+    QVERIFY(!completeBefore.empty());
+
+    const auto again = cli({"sweep", exp});
+    QVERIFY2(again.exitCode == 0, qPrintable(again.out + again.err));
+    QVERIFY2(again.out.contains("continuing study pbt-killed"), qPrintable(again.out));
+    QVERIFY2(again.out.contains(QRegularExpression("segment \\d member \\d failed: attempt 1 runs "
+                                                   "it again")),
+             qPrintable(again.out));
+
+    const QJsonObject pbt = lineageNow();
+    QCOMPARE(pbt.value("population").toInt(), 2);
+    const QJsonArray segments = pbt.value("segments").toArray();
+    QCOMPARE(segments.size(), 4);
+    std::set<std::pair<int, int>> rows;
+    for (const auto& v : segments) {
+      const QJsonObject row = v.toObject();
+      const std::pair<int, int> key{row.value("segment").toInt(), row.value("member").toInt()};
+      rows.insert(key);
+      QCOMPARE(row.value("state").toString(), QStringLiteral("complete"));
+      QVERIFY(row.value("value").isDouble());
+      QVERIFY(row.value("run").toInteger() > 0);
+      if (key.first == 1) {  // the next segment starts from a segment-0 run's checkpoint
+        QVERIFY(row.value("from_run").toInteger() > 0);
+        QVERIFY(!row.value("from_checkpoint").toString().isEmpty());
+      }
+      if (completeBefore.count(key) != 0) QCOMPARE(row, completeBefore.at(key));
+    }
+    QCOMPARE(int(rows.size()), 4);
+
+    // One trial per segment, none doubled; the killed one ran again and completed.
+    const auto show = cli({"--json", "study", "show", "pbt-killed"});
+    QCOMPARE(clitest::json(show.out).value("trials").toArray().size(), 4);
+    auto store = backend::RunStore::open(m_db);
+    VERIFY_OK(store);
+    auto reader = (*store)->reader();
+    VERIFY_OK(reader);
+    auto killed = reader->run(killedRun);
+    VERIFY_OK(killed);
+    QVERIFY(killed->has_value());
+    QCOMPARE((**killed).status, spec::RunStatus::complete);
+    QCOMPARE((**killed).attempt, 1);
   }
 };
 

@@ -22,11 +22,14 @@
 
 #include "backend/store/runreader.h"
 #include "tests/support/experiment.h"
+#include "tests/support/files.h"
 #include "tests/support/paths.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 namespace {
+
+using shardscope::testing::writeText;
 
 const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
 
@@ -60,11 +63,6 @@ low = -5.0
 high = 5.0
 )";
 
-bool write(const QString& path, const QString& text) {
-  QFile f(path);
-  return f.open(QIODevice::WriteOnly) && f.write(text.toUtf8()) == text.toUtf8().size();
-}
-
 }  // namespace
 
 class TestCliSharedStudy : public QObject {
@@ -79,7 +77,7 @@ class TestCliSharedStudy : public QObject {
     for (const QString& home : homes) {
       QVERIFY(QDir().mkpath(home + "/data"));
       QVERIFY(shardscope::testing::writeQuadTrial(home, kTrialSteps, kTrialSleepS));
-      QVERIFY(write(home + "/exp.toml", kExperiment));
+      QVERIFY(writeText(home + "/exp.toml", kExperiment));
     }
     QProcess create;
     create.start(kCli, {"--db", db, "study", "create", "exp", homes[0] + "/exp.toml"});

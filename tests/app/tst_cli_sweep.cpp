@@ -23,12 +23,15 @@
 #include <set>
 
 #include "tests/support/experiment.h"
+#include "tests/support/files.h"
 #include "tests/support/paths.h"
 #include "tests/support/process.h"
 
 using shardscope::testing::alive;
 
 namespace {
+
+using shardscope::testing::writeText;
 
 using shardscope::testing::quadTrialValues;
 using shardscope::testing::writeQuadTrial;
@@ -93,11 +96,6 @@ Run cli(const QStringList& args, int timeoutMs = 180000) {
   return r;
 }
 
-bool write(const QString& path, const QString& text) {
-  QFile f(path);
-  return f.open(QIODevice::WriteOnly) && f.write(text.toUtf8()) == text.toUtf8().size();
-}
-
 QJsonObject show(const QString& db, const QString& study = "exp") {
   const Run r = cli({"--db", db, "study", "show", study, "--json"});
   return QJsonDocument::fromJson(r.out.toUtf8()).object();
@@ -117,7 +115,7 @@ class TestCliSweep : public QObject {
   void sweepRunsPrunesAndNamesTheBest() {
     QTemporaryDir dir;
     QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
-    QVERIFY(write(dir.filePath("exp.toml"), experiment(14, 2)));
+    QVERIFY(writeText(dir.filePath("exp.toml"), experiment(14, 2)));
     const QString db = dir.filePath("runs.db");
     const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml")});
     QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
@@ -173,21 +171,21 @@ class TestCliSweep : public QObject {
       QString text = experiment(2, 1, "\"none\"");
       return text.replace("objectives = {objective = \"minimize\"}", objectives);
     };
-    QVERIFY(write(dir.filePath("bad.toml"),
-                  withObjective("objectives = {\"probes.good_rate\" = \"minimize\"}")));
+    QVERIFY(writeText(dir.filePath("bad.toml"),
+                      withObjective("objectives = {\"probes.good_rate\" = \"minimize\"}")));
     Run refused = cli({"--db", db, "sweep", dir.filePath("bad.toml")});
     QVERIFY2(refused.exitCode != 0 &&
                  refused.err.contains("search.objectives.\"probes.good_rate\"") &&
                  refused.err.contains("maximize"),
              qPrintable(refused.out + refused.err));
-    QVERIFY(write(dir.filePath("other.toml"),
-                  withObjective("objectives = {\"probes.bleu\" = \"maximize\"}")));
+    QVERIFY(writeText(dir.filePath("other.toml"),
+                      withObjective("objectives = {\"probes.bleu\" = \"maximize\"}")));
     refused = cli({"--db", db, "sweep", dir.filePath("other.toml")});
     QVERIFY2(refused.exitCode != 0 && refused.err.contains("probes.good_rate"),
              qPrintable(refused.out + refused.err));
 
-    QVERIFY(write(dir.filePath("exp.toml"),
-                  withObjective("objectives = {\"probes.good_rate\" = \"maximize\"}")));
+    QVERIFY(writeText(dir.filePath("exp.toml"),
+                      withObjective("objectives = {\"probes.good_rate\" = \"maximize\"}")));
     const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml")});
     QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
     // The value is unknown until a person marks the answers: the sweep says so, never "nan".
@@ -250,7 +248,7 @@ class TestCliSweep : public QObject {
   void killedSweepReattachesLiveTrials() {
     QTemporaryDir dir;
     QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
-    QVERIFY(write(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
+    QVERIFY(writeText(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
 
     // First sweep: slow trials (about 4 s each); SIGKILL once 2 trials are told and 2 more
@@ -338,7 +336,7 @@ class TestCliSweep : public QObject {
   void steeredFromAnotherProcess() {
     QTemporaryDir dir;
     QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
-    QVERIFY(write(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
+    QVERIFY(writeText(dir.filePath("exp.toml"), experiment(8, 2, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
     QProcess sweep;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -404,7 +402,7 @@ class TestCliSweep : public QObject {
   void twoSweepsKeepTheTrialBudget() {
     QTemporaryDir dir;
     QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
-    QVERIFY(write(dir.filePath("exp.toml"), experiment(9, 2, "{type = \"none\"}")));
+    QVERIFY(writeText(dir.filePath("exp.toml"), experiment(9, 2, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
     QVERIFY(cli({"--db", db, "study", "create", "exp", dir.filePath("exp.toml")}).exitCode == 0);
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -442,7 +440,7 @@ class TestCliSweep : public QObject {
   void runLogsInOneFolderKeepTheirRunsApart() {
     QTemporaryDir dir;
     QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
-    QVERIFY(write(dir.filePath("exp.toml"), experiment(2, 1, "{type = \"none\"}")));
+    QVERIFY(writeText(dir.filePath("exp.toml"), experiment(2, 1, "{type = \"none\"}")));
     QStringList all;
     for (const char* log : {"a.db", "b.db", "runs.db"}) {
       const QString db = dir.filePath(log);
@@ -466,7 +464,7 @@ class TestCliSweep : public QObject {
   void setOverridesTheExperiment() {
     QTemporaryDir dir;
     QVERIFY(writeQuadTrial(dir.path(), kTrialSteps, kTrialSleepS));
-    QVERIFY(write(dir.filePath("exp.toml"), experiment(20, 1, "{type = \"none\"}")));
+    QVERIFY(writeText(dir.filePath("exp.toml"), experiment(20, 1, "{type = \"none\"}")));
     const QString db = dir.filePath("runs.db");
     const Run r = cli({"--db", db, "sweep", dir.filePath("exp.toml"), "--set", "search.n_trials=3",
                        "--set", "search.space.x.high=-4.0"});

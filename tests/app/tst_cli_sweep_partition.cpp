@@ -31,11 +31,14 @@
 #include "search/space.h"
 #include "spec/experiment.h"
 #include "tests/support/experiment.h"
+#include "tests/support/files.h"
 #include "tests/support/paths.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
 namespace {
+
+using shardscope::testing::writeAll;
 
 using shardscope::testing::quadTrialValues;
 using shardscope::testing::writeQuadTrial;
@@ -72,11 +75,6 @@ type = "float"
 low = -5.0
 high = 5.0
 )";
-
-bool write(const QString& path, const QByteArray& text) {
-  QFile f(path);
-  return f.open(QIODevice::WriteOnly) && f.write(text) == text.size();
-}
 
 // `study show exp --json` (the study is named after exp.toml) on `db`, and what the CLI said when
 // it failed.
@@ -165,8 +163,8 @@ class TestCliSweepPartition : public QObject {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     QVERIFY(writeQuadTrial(dir.path(), 10, 0.1));  // about 1 s a trial
-    QVERIFY(write(dir.filePath("exp.toml"),
-                  QByteArray(kExperiment).replace("%1", QByteArray::number(kTrials))));
+    QVERIFY(writeAll(dir.filePath("exp.toml"),
+                     QByteArray(kExperiment).replace("%1", QByteArray::number(kTrials))));
     Proxy proxy;
     QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "partition")),
              proxy.said.constData());
@@ -303,7 +301,7 @@ class TestCliSweepPartition : public QObject {
     QVERIFY(dir.isValid());
     QVERIFY(writeQuadTrial(dir.path(), 2, 0.05));
     const QString path = dir.filePath("exp.toml");
-    QVERIFY(write(path, QByteArray(kExperiment).replace("%1", QByteArray::number(kTrials))));
+    QVERIFY(writeAll(path, QByteArray(kExperiment).replace("%1", QByteArray::number(kTrials))));
     Proxy proxy;
     QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "lostanswer")),
              proxy.said.constData());
@@ -388,7 +386,7 @@ class TestCliSweepPartition : public QObject {
     QVERIFY(dir.isValid());
     QVERIFY(writeQuadTrial(dir.path(), 3, 0.05));
     const QString path = dir.filePath("exp.toml");
-    QVERIFY(write(path, QByteArray(kExperiment).replace("%1", "1")));
+    QVERIFY(writeAll(path, QByteArray(kExperiment).replace("%1", "1")));
     Proxy proxy;
     QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "launch")),
              proxy.said.constData());

@@ -18,6 +18,7 @@
 #include <QTest>
 
 #include "tests/app/clitest.h"
+#include "tests/support/files.h"
 #include "tests/support/paths.h"
 
 using clitest::cli;
@@ -25,6 +26,8 @@ using clitest::json;
 using clitest::Run;
 
 namespace {
+
+using shardscope::testing::writeText;
 
 const QString kShardtrain = shardscope::testing::binaryDir() + "/bin/shardtrain";
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -78,11 +81,6 @@ choices = [%3]
       .arg(choices);
 }
 
-bool write(const QString& path, const QString& text) {
-  QFile f(path);
-  return f.open(QIODevice::WriteOnly) && f.write(text.toUtf8()) == text.toUtf8().size();
-}
-
 // `shardtrain estimate --json` of `exp` with one override: the per-rank device bytes.
 qint64 deviceEstimate(const QString& exp, const QString& set) {
   QProcess p;
@@ -114,13 +112,13 @@ class TestCliSweepVl : public QObject {
   void theTrialOverTheBudgetIsInfeasibleAndNeverStarted() {
     // The estimates of the three micro-batches, with a budget far above all of them.
     const QString probe = m_dir.filePath("probe.toml");
-    QVERIFY(write(probe, experiment("1000", 3, "1, 2, 8")));
+    QVERIFY(writeText(probe, experiment("1000", 3, "1, 2, 8")));
     const qint64 two = deviceEstimate(probe, "train.micro_batch_size=2");
     const qint64 eight = deviceEstimate(probe, "train.micro_batch_size=8");
     QVERIFY2(two > 0 && eight > two, qPrintable(QString("estimates %1 %2").arg(two).arg(eight)));
     const double budget = (static_cast<double>(two) + static_cast<double>(eight)) / 2 / kGiB;
     const QString exp = m_dir.filePath("sweep.toml");
-    QVERIFY(write(exp, experiment(QString::number(budget, 'g', 10), 3, "1, 2, 8")));
+    QVERIFY(writeText(exp, experiment(QString::number(budget, 'g', 10), 3, "1, 2, 8")));
     const QString db = m_dir.filePath("runs.db");
     const Run r = cli({"--db", db, "sweep", exp}, QProcessEnvironment::systemEnvironment(), 400000);
     QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
@@ -159,7 +157,7 @@ class TestCliSweepVl : public QObject {
 
   void everyTrialInfeasibleExits3WithOneLine() {
     const QString exp = m_dir.filePath("tiny-budget.toml");
-    QVERIFY(write(exp, experiment("0.0001", 2, "1, 2")));
+    QVERIFY(writeText(exp, experiment("0.0001", 2, "1, 2")));
     const QString db = m_dir.filePath("tiny.db");
     const Run r = cli({"--db", db, "sweep", exp});
     QCOMPARE(r.exitCode, 3);
@@ -172,7 +170,7 @@ class TestCliSweepVl : public QObject {
 
   void failedTrialsExit3() {
     const QString exp = m_dir.filePath("failing.toml");
-    QVERIFY(write(exp, experiment("1000", 1, "1")));
+    QVERIFY(writeText(exp, experiment("1000", 1, "1")));
     const Run r = cli({"--db", m_dir.filePath("failing.db"), "sweep", exp, "--set",
                        "launch.trainer=\"/bin/false\"", "--max-retries", "0"});
     QCOMPARE(r.exitCode, 3);
@@ -200,7 +198,7 @@ class TestCliSweepVl : public QObject {
     const QString exp = m_dir.filePath("bad.toml");
     QString body = experiment("1000", 1, "1");
     body.replace("path = \"data/model\"", "path = \"bad\"");
-    QVERIFY(write(exp, body));
+    QVERIFY(writeText(exp, body));
     const Run cliEstimate = cli({"estimate", exp});
     QCOMPARE(cliEstimate.exitCode, 2);
     QProcess trainer;
@@ -224,7 +222,7 @@ class TestCliSweepVl : public QObject {
     const QString exp = m_dir.filePath("slurm.toml");
     QString text = experiment("0", 1, "1");
     text.replace("kind = \"local\"", "kind = \"slurm\"");
-    QVERIFY(write(exp, text));
+    QVERIFY(writeText(exp, text));
     const Run r = cli({"--db", m_dir.filePath("slurm.db"), "sweep", exp});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains("launch.device_memory_gib: required for launch.kind = \"slurm\""),

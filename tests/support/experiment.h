@@ -126,4 +126,17 @@ inline std::map<int, double> quadTrialValues(const QString& dir) {
   return computed;
 }
 
+/// The start of an experiment on the demo's tiny model as the shardtrain trial and PBT tests train
+/// it: [experiment] `name`, [model] (vocabulary 256, hidden size 32, 2 layers, 4 heads) and [data]
+/// (`dataDir`/train.jsonl of 32-token lines, also the evaluation set: what
+/// backend/lifecycle/demodata.h writes, or `sweep` for an experiment named "demo"). The caller
+/// appends [train] and what follows.
+inline QByteArray tinyDemoExperiment(const QByteArray& name, const QByteArray& dataDir) {
+  const QByteArray data = "\"" + dataDir + "/train.jsonl\"\n";
+  return "[experiment]\nname = \"" + name +
+         "\"\n[model]\narch = \"tiny\"\ntiny_vocab_size = 256\ntiny_hidden_size = 32\n"
+         "tiny_layers = 2\ntiny_heads = 4\n[data]\ntrain_path = " +
+         data + "eval_path = " + data + "format = \"tokens\"\nseq_len = 32\n";
+}
+
 }  // namespace shardscope::testing

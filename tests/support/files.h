@@ -19,4 +19,9 @@ inline bool writeAll(const QString& path, const QByteArray& data) {
   return file.open(QIODevice::WriteOnly | QIODevice::Truncate) && file.write(data) == data.size();
 }
 
+/// writeAll of `text` in UTF-8 (an experiment's TOML, a script).
+inline bool writeText(const QString& path, const QString& text) {
+  return writeAll(path, text.toUtf8());
+}
+
 }  // namespace shardscope::testing

@@ -24,6 +24,7 @@
 #include "backend/sweep/pbtloop.h"
 #include "backend/sweep/study.h"
 #include "spec/events.h"
+#include "tests/support/experiment.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
@@ -34,20 +35,7 @@ namespace {
 
 constexpr int kDeadlineMs = 600000;
 
-const char* kTinyPbt = R"([experiment]
-name = "tiny-pbt"
-[model]
-arch = "tiny"
-tiny_vocab_size = 256
-tiny_hidden_size = 32
-tiny_layers = 2
-tiny_heads = 4
-[data]
-train_path = "tiny-data/train.jsonl"
-eval_path = "tiny-data/train.jsonl"
-format = "tokens"
-seq_len = 32
-[train]
+const QByteArray kTinyPbt = testing::tinyDemoExperiment("tiny-pbt", "tiny-data") + R"([train]
 max_steps = 6
 batch_size = 8
 ckpt_at_end = false

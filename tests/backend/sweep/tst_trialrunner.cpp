@@ -23,6 +23,7 @@
 #include "backend/sweep/scheduler.h"
 #include "backend/sweep/trialrunner.h"
 #include "spec/events.h"
+#include "tests/support/experiment.h"
 #include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
@@ -511,20 +512,7 @@ void TestTrialRunner::shardtrainTrialObjectiveFromEval() {
   const QString path = m_dir.filePath("tiny.toml");
   QFile file(path);
   QVERIFY(file.open(QIODevice::WriteOnly));
-  file.write(R"([experiment]
-name = "demo"
-[model]
-arch = "tiny"
-tiny_vocab_size = 256
-tiny_hidden_size = 32
-tiny_layers = 2
-tiny_heads = 4
-[data]
-train_path = "tiny-data/train.jsonl"
-eval_path = "tiny-data/train.jsonl"
-format = "tokens"
-seq_len = 32
-[train]
+  file.write(testing::tinyDemoExperiment("demo", "tiny-data") + R"([train]
 max_steps = 6
 batch_size = 8
 ckpt_at_end = false

@@ -27,6 +27,7 @@
 #include "backend/sweep/study.h"
 #include "backend/sweep/trialrunner.h"
 #include "spec/events.h"
+#include "tests/support/experiment.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -39,20 +40,7 @@ constexpr int kDeadlineMs = 120000;
 
 // Long enough that a trial never ends by itself before the test stops or kills it; each test
 // sets what it needs through the runner's overrides.
-const char* kTinyExperiment = R"([experiment]
-name = "tiny"
-[model]
-arch = "tiny"
-tiny_vocab_size = 256
-tiny_hidden_size = 32
-tiny_layers = 2
-tiny_heads = 4
-[data]
-train_path = "tiny-data/train.jsonl"
-eval_path = "tiny-data/train.jsonl"
-format = "tokens"
-seq_len = 32
-[train]
+const QByteArray kTinyExperiment = testing::tinyDemoExperiment("tiny", "tiny-data") + R"([train]
 max_steps = 100000
 batch_size = 8
 ckpt_at_end = false
