@@ -80,6 +80,9 @@ class CurvePlot : public QWidget {
   /// Whether each curve keeps its reduced points between replots that changed neither its
   /// points nor the axes (CurveGraph::setReuseLines; default: on; off for benches' "before").
   void setReuseLines(bool on);
+  /// Whether each curve reduces again only what a change touched, off its min/max pyramid
+  /// (CurveGraph::setIncremental; default: on; off for benches' "before").
+  void setIncrementalLines(bool on);
   /// Points from which a new weight is smoothed in the background.
   static constexpr int kBackgroundPoints = 100'000;
   /// Whether some smoothed curve still shows an earlier weight's (or, for a curve whose points
@@ -170,6 +173,7 @@ class CurvePlot : public QWidget {
   QFutureWatcher<void>* m_passWatcher = nullptr;
   bool m_background = true;
   bool m_reuseLines = true;
+  bool m_incrementalLines = true;
   QString m_hoverText;
   std::function<QString(double)> m_xText;
   double m_smoothing = 0.0;
