@@ -319,6 +319,24 @@ DragFigures dragSlider(ui::CurvePlot& plot, bool background) {
   return f;
 }
 
+// Both axes fitted to every curve's points, as PlotsPanel::fitAxes does before each replot of a
+// live run (QCPGraph's value range: every point read; CurveGraph's: off its pyramid).
+void fitLikePlotsPanel(QCustomPlot& cp) {
+  QCPRange keys, values;
+  for (int g = 0; g < cp.graphCount(); ++g) {
+    bool found = false;
+    const QCPRange k = cp.graph(g)->getKeyRange(found);
+    if (found)
+      keys = g == 0 ? k : QCPRange(std::min(keys.lower, k.lower), std::max(keys.upper, k.upper));
+    const QCPRange v = cp.graph(g)->getValueRange(found);
+    if (found)
+      values =
+          g == 0 ? v : QCPRange(std::min(values.lower, v.lower), std::max(values.upper, v.upper));
+  }
+  cp.xAxis->setRange(keys);
+  cp.yAxis->setRange(values.lower - 0.03 * values.size(), values.upper + 0.03 * values.size());
+}
+
 // appendOnly: only the live run's append and the pan, before and now (--append-only).
 void replotFigures(bool appendOnly = false) {
   std::printf("\n== replot of 1M points (CurvePlot = QCustomPlot, 1200x800, offscreen) ==\n");
@@ -490,9 +508,32 @@ void replotFigures(bool appendOnly = false) {
     // pyramid; with the axes unchanged, only the last pixel column on), in this one run: wall
     // time and the GUI thread's own CPU time, medians and worst of 20 (a 21st first).
     // Axes fixed: the x range ends 4000 steps past the last point, so the new points land in
-    // the last columns; auto-ranged: it ends at the last point, as PlotsPanel::fitAxes sets it
-    // at every replot, so every column moves a little at each append.
+    // the last columns; auto-ranged: both axes fitted to every curve, as PlotsPanel::fitAxes
+    // does before every replot (x ends at the last point: every column moves a little).
     const QCPRange yRange = plot.customPlot()->yAxis->range();
+    // Every curve (raw and smoothed) reduced from the start alone, GUI-thread CPU, median of 15:
+    // the part of a pan or an auto-ranged append the pyramid changes.
+    for (const bool incremental : {false, true}) {
+      QCustomPlot* cp = plot.customPlot();
+      plot.setIncrementalLines(incremental);
+      plot.setReuseLines(false);
+      std::vector<double> cpu;
+      qsizetype lines = 0;
+      for (int rep = 0; rep < 15; ++rep) {
+        const double t = threadCpuMs();
+        lines = 0;
+        for (int g = 0; g < cp->graphCount(); ++g)
+          lines += static_cast<ui::CurveGraph*>(cp->graph(g))->reducedLines().size();
+        cpu.push_back(threadCpuMs() - t);
+      }
+      plot.setReuseLines(true);
+      std::printf(
+          "%d series x %d points, %d curves reduced from the start, %s: GUI-thread CPU median "
+          "%.2f ms (%lld reduced points)\n",
+          series, per, cp->graphCount(),
+          incremental ? "now (pyramid, columns found by their keys)" : "before (64-point blocks)",
+          median(cpu), static_cast<long long>(lines));
+    }
     for (const char* what : {"append, axes fixed", "append, x auto-ranged", "pan by a pixel"}) {
       const bool autoRange = std::strcmp(what, "append, x auto-ranged") == 0;
       const bool pan = std::strcmp(what, "pan by a pixel") == 0;
@@ -523,7 +564,7 @@ void replotFigures(bool appendOnly = false) {
           } else {
             next += 100;
             for (int s = 0; s < series; ++s) plot.appendPoints(QString("s%1").arg(s), xs, ys);
-            if (autoRange) cp->xAxis->setRange(0, next - 1);
+            if (autoRange) fitLikePlotsPanel(*cp);
           }
           plot.replot();
           cpu.push_back(threadCpuMs() - cpu0);

@@ -1,6 +1,7 @@
 #include "ui/widgets/curvegraph.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -200,6 +201,13 @@ void CurveGraph::updateSummary() const {
   m_levelsFrom = std::numeric_limits<int>::max();
 }
 
+namespace {
+static_assert(std::has_single_bit(unsigned(CurveGraph::kBlock)) &&
+              std::has_single_bit(unsigned(CurveGraph::kFanout)));
+constexpr int kBlockShift = std::countr_zero(unsigned(CurveGraph::kBlock));
+constexpr int kFanoutShift = std::countr_zero(unsigned(CurveGraph::kFanout));
+}  // namespace
+
 CurveGraph::Block CurveGraph::rangeSummary(int begin, int end) const {
   const QCPGraphData* data = &*mDataContainer->constBegin();
   Block out;
@@ -208,14 +216,16 @@ CurveGraph::Block CurveGraph::rangeSummary(int begin, int end) const {
   const int levels = int(m_levels.size());
   int i = begin;
   while (i < end) {
-    // The largest block that starts at i and ends by `end`; none: the point alone.
+    // The largest block that starts at i and ends by `end`; none: the point alone. (Sizes are
+    // powers of two: masks and shifts, not divisions, on this path of every column.)
     int level = -1;
-    int size = 1;
-    for (int l = 0, s = kBlock; l < levels; ++l, s *= kFanout) {
-      if (i % s != 0 || i + s > end) break;
+    int shift = 0;
+    for (int l = 0, sh = kBlockShift; l < levels; ++l, sh += kFanoutShift) {
+      if ((i & ((1 << sh) - 1)) != 0 || i + (1 << sh) > end) break;
       level = l;
-      size = s;
+      shift = sh;
     }
+    const int size = 1 << shift;
     double lo = 0;
     double hi = 0;
     if (level < 0) {
@@ -225,7 +235,7 @@ CurveGraph::Block CurveGraph::rangeSummary(int begin, int end) const {
         return out;
       }
     } else {
-      const Block& block = m_levels[std::size_t(level)][std::size_t(i / size)];
+      const Block& block = m_levels[std::size_t(level)][std::size_t(i >> shift)];
       if (!block.finite) {
         out.finite = false;
         return out;
@@ -238,6 +248,20 @@ CurveGraph::Block CurveGraph::rangeSummary(int begin, int end) const {
     i += size;
   }
   return out;
+}
+
+QCPRange CurveGraph::getValueRange(bool& foundRange, QCP::SignDomain inSignDomain,
+                                   const QCPRange& inKeyRange) const {
+  if (m_incremental && inSignDomain == QCP::sdBoth && inKeyRange == QCPRange() &&
+      !mDataContainer->isEmpty()) {
+    updateSummary();
+    const Block all = rangeSummary(0, mDataContainer->size());
+    if (all.finite) {  // else QCPGraph's pass, which leaves NaN out
+      foundRange = true;
+      return {all.lo, all.hi};
+    }
+  }
+  return QCPGraph::getValueRange(foundRange, inSignDomain, inKeyRange);
 }
 
 QVector<QPointF> CurveGraph::computeReducedLines() const {
@@ -331,6 +355,7 @@ QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& r
     return QPointF(keyAxis->coordToPixel(data[index].key),
                    valueAxis->coordToPixel(data[index].value));
   };
+  const bool linearKeys = keyAxis->scaleType() == QCPAxis::stLinear && !keyAxis->rangeReversed();
   int i = std::max(resume.index, from);
   m_lastStart = i;
   while (i < to) {
@@ -339,22 +364,45 @@ QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& r
       addPoint(i++);
       continue;
     }
-    // The last point in column c: galloping from i, then bisection (the column of the sorted
-    // keys is monotonic), so a column costs about 2 log2 of its points mapped to pixels.
     int inside = i;  // the last index known to lie in column c
-    int outside = to;
-    for (int step = 1;; step *= 2) {
-      const int probe = inside + step;
-      if (probe >= to) break;
-      if (columnOf(probe) != c) {
-        outside = probe;
-        break;
+    if (linearKeys) {
+      // The first point past column c, found among the keys by comparison (the key where the
+      // next column starts, galloping from i, then bisection), then checked against the pixel
+      // mapping itself at the boundary (rounding): a column maps about 4 points to pixels.
+      const double next = keyAxis->pixelToCoord(c + 1);
+      int below = i;  // a key known to lie before `next`
+      int end = to;
+      for (int step = 1;; step *= 2) {
+        const int probe = below + step;
+        if (probe >= to) break;
+        if (data[probe].key >= next) {
+          end = probe;
+          break;
+        }
+        below = probe;
       }
-      inside = probe;
-    }
-    while (outside - inside > 1) {
-      const int mid = inside + (outside - inside) / 2;
-      (columnOf(mid) == c ? inside : outside) = mid;
+      int j = int(std::partition_point(data + below + 1, data + end,
+                                       [next](const QCPGraphData& p) { return p.key < next; }) -
+                  data);
+      while (j - 1 > i && columnOf(j - 1) != c) --j;
+      while (j < to && columnOf(j) == c) ++j;
+      inside = j - 1;
+    } else {
+      // Galloping from i, then bisection on the column itself (monotonic in the sorted keys).
+      int outside = to;
+      for (int step = 1;; step *= 2) {
+        const int probe = inside + step;
+        if (probe >= to) break;
+        if (columnOf(probe) != c) {
+          outside = probe;
+          break;
+        }
+        inside = probe;
+      }
+      while (outside - inside > 1) {
+        const int mid = inside + (outside - inside) / 2;
+        (columnOf(mid) == c ? inside : outside) = mid;
+      }
     }
     const Block range = rangeSummary(i, inside + 1);
     if (range.finite) {

@@ -69,6 +69,11 @@ class CurveGraph : public QCPGraph {
   /// Off: the way before, for benches: every change to the points reduces them from the start,
   /// walking the 64-point blocks and reading every point of a block that straddles two columns.
   void setIncremental(bool on);
+  /// As QCPGraph's, but for every point of finite values in any sign off the pyramid (its top
+  /// blocks and the trailing points), not a pass over every point: PlotsPanel fits its axes
+  /// to every curve before each replot of a live run.
+  QCPRange getValueRange(bool& foundRange, QCP::SignDomain inSignDomain = QCP::sdBoth,
+                         const QCPRange& inKeyRange = QCPRange()) const override;
   /// The first point the last reduction read: the axes' lower end for one from the start, the
   /// last pixel column's first point for one that went on (for tests and benches).
   int lastReductionStart() const { return m_lastStart; }
