@@ -358,6 +358,7 @@ QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& r
   const bool linearKeys = keyAxis->scaleType() == QCPAxis::stLinear && !keyAxis->rangeReversed();
   int i = std::max(resume.index, from);
   m_lastStart = i;
+  int lastWidth = 1;  // points in the last column
   while (i < to) {
     const double c = columnOf(i);
     if (!std::isfinite(c)) {
@@ -370,23 +371,32 @@ QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& r
       // next column starts, galloping from i, then bisection), then checked against the pixel
       // mapping itself at the boundary (rounding): a column maps about 4 points to pixels.
       const double next = keyAxis->pixelToCoord(c + 1);
-      int below = i;  // a key known to lie before `next`
-      int end = to;
-      for (int step = 1;; step *= 2) {
-        const int probe = below + step;
-        if (probe >= to) break;
-        if (data[probe].key >= next) {
-          end = probe;
-          break;
+      // First guess: as many points as the last column had (regular steps: right or off by
+      // one), then galloping away from it; data[low] lies before `next`, data[high] (or the
+      // view's end) past it.
+      int low = i;
+      int high = std::clamp(i + lastWidth, i + 1, to);
+      if (high < to && data[high].key < next) {
+        low = high;
+        for (int step = 1;; step *= 2) {
+          high = std::min(to, low + step);
+          if (high == to || data[high].key >= next) break;
+          low = high;
         }
-        below = probe;
+      } else {
+        low = high - 1;
+        for (int step = 1; low > i && data[low].key >= next; step *= 2) {
+          high = low;
+          low = std::max(i, high - step);
+        }
       }
-      int j = int(std::partition_point(data + below + 1, data + end,
+      int j = int(std::partition_point(data + low + 1, data + high,
                                        [next](const QCPGraphData& p) { return p.key < next; }) -
                   data);
       while (j - 1 > i && columnOf(j - 1) != c) --j;
       while (j < to && columnOf(j) == c) ++j;
       inside = j - 1;
+      lastWidth = j - i;
     } else {
       // Galloping from i, then bisection on the column itself (monotonic in the sorted keys).
       int outside = to;
