@@ -374,7 +374,7 @@ QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& r
       // First guess: as many points as the last column had (regular steps: right or off by
       // one), then galloping away from it; data[low] lies before `next`, data[high] (or the
       // view's end) past it.
-      int low = i;
+      int low = 0;
       int high = std::clamp(i + lastWidth, i + 1, to);
       if (high < to && data[high].key < next) {
         low = high;
