@@ -1,8 +1,9 @@
 // The plots' smoothing (ui/widgets/smoothing.h): TensorBoard's debiased exponential moving
 // average on known values, its handling of NaN and inf, flat series and weights out of range; and
 // in CurvePlot, that a smoothed series keeps its points as given (irregular steps too) and draws
-// their EMA by point, with the raw curve faint behind it; and that a burst of weights over many
-// points, smoothed in background passes, ends on the last weight's curves exactly.
+// their EMA by point, with the raw curve faint behind it; that a burst of weights over many
+// points, smoothed in background passes, ends on the last weight's curves exactly; and that a live
+// run's appends, reduced on from each curve's last pixel column, draw what a fresh graph would.
 #include <qcustomplot.h>
 #include <QSignalSpy>
 #include <QTest>
