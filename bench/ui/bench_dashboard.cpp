@@ -26,7 +26,8 @@
 // The third figure, event-loop latency during a live 4-trial sweep, is bench_live's.
 //
 //   bench_dashboard [--db FILE] [--trials N] [--steps S] [--skip-first-paint] [--overlay-only]
-//                   [--replot-only] [--smoothing-only] [--timeline-only] [--unit-view-only]
+//                   [--replot-only] [--smoothing-only] [--append-only] [--timeline-only]
+//                   [--unit-view-only]
 //                   [--samples-only [--probes N] [--columns C]] [--inspect EXP.toml]
 //                   [--pg [--pg-server URL]]
 // --db keeps the big run log between invocations (it is made once, ~1 min, and reused when its
@@ -56,6 +57,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -317,7 +319,26 @@ DragFigures dragSlider(ui::CurvePlot& plot, bool background) {
   return f;
 }
 
-void replotFigures() {
+// Both axes fitted to every curve's points, as PlotsPanel::fitAxes does before each replot of a
+// live run (QCPGraph's value range: every point read; CurveGraph's: off its pyramid).
+void fitLikePlotsPanel(QCustomPlot& cp) {
+  QCPRange keys, values;
+  for (int g = 0; g < cp.graphCount(); ++g) {
+    bool found = false;
+    const QCPRange k = cp.graph(g)->getKeyRange(found);
+    if (found)
+      keys = g == 0 ? k : QCPRange(std::min(keys.lower, k.lower), std::max(keys.upper, k.upper));
+    const QCPRange v = cp.graph(g)->getValueRange(found);
+    if (found)
+      values =
+          g == 0 ? v : QCPRange(std::min(values.lower, v.lower), std::max(values.upper, v.upper));
+  }
+  cp.xAxis->setRange(keys);
+  cp.yAxis->setRange(values.lower - 0.03 * values.size(), values.upper + 0.03 * values.size());
+}
+
+// appendOnly: only the live run's append and the pan, before and now (--append-only).
+void replotFigures(bool appendOnly = false) {
   std::printf("\n== replot of 1M points (CurvePlot = QCustomPlot, 1200x800, offscreen) ==\n");
   for (const int series : {1, 4}) {
     ui::CurvePlot plot;
@@ -335,146 +356,257 @@ void replotFigures() {
     }
     plot.rescale();
     QCoreApplication::processEvents();
-    const auto [raw, rawMax] = timedReplots(plot, [](int) {});
-    // Where a replot's time goes, in the GUI thread's own CPU time (the machine's load adds
-    // its waits to the wall time above): every curve reduced again (as before the reduced
-    // points were kept), its spans painted, and the rest of a replot (axes, grid, legend, the
-    // buffers put on screen).
+    int next = per;
+    if (appendOnly) {
+      plot.setSmoothing(0.6);
+      plot.finishSmoothing();
+    } else {
+      const auto [raw, rawMax] = timedReplots(plot, [](int) {});
+      // Where a replot's time goes, in the GUI thread's own CPU time (the machine's load adds
+      // its waits to the wall time above): every curve reduced again (as before the reduced
+      // points were kept), its spans painted, and the rest of a replot (axes, grid, legend, the
+      // buffers put on screen).
+      {
+        QCustomPlot* cp = plot.customPlot();
+        plot.setReuseLines(false);
+        std::vector<double> reduce, paint, empty, full;
+        for (int rep = 0; rep < 15; ++rep) {
+          double t = threadCpuMs();
+          std::vector<QVector<QRectF>> spans;
+          spans.reserve(std::size_t(cp->graphCount()));
+          for (int g = 0; g < cp->graphCount(); ++g) {
+            spans.push_back(ui::CurveGraph::columnSpans(
+                static_cast<ui::CurveGraph*>(cp->graph(g))->reducedLines(), 1.0));
+          }
+          reduce.push_back(threadCpuMs() - t);
+          QImage image(cp->size(), QImage::Format_ARGB32_Premultiplied);
+          image.fill(Qt::white);
+          QCPPainter painter(&image);
+          painter.setPen(Qt::NoPen);
+          t = threadCpuMs();
+          for (int g = 0; g < cp->graphCount(); ++g) {
+            painter.setBrush(cp->graph(g)->pen().color());
+            painter.drawRects(spans[std::size_t(g)].constData(), int(spans[std::size_t(g)].size()));
+          }
+          paint.push_back(threadCpuMs() - t);
+          painter.end();
+          for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(false);
+          t = threadCpuMs();
+          cp->replot();
+          empty.push_back(threadCpuMs() - t);
+          for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(true);
+          t = threadCpuMs();
+          cp->replot();
+          full.push_back(threadCpuMs() - t);
+        }
+        plot.setReuseLines(true);
+        std::printf(
+            "%d series x %d points: a replot's GUI-thread CPU (medians of 15, every curve reduced "
+            "again): %.2f ms, of which reducing the points %.2f ms, painting the spans %.2f ms, "
+            "the rest (axes, legend, buffers) %.2f ms\n",
+            series, per, median(full), median(reduce), median(paint), median(empty));
+      }
+      // A pan by one pixel each replot: every curve reduced again (nothing to reuse).
+      {
+        const QCPRange range = plot.customPlot()->xAxis->range();
+        const double pixel = range.size() / plot.customPlot()->axisRect()->width();
+        const auto [pan, panMax] = timedReplots(plot, [&plot, range, pixel](int r) {
+          plot.customPlot()->xAxis->setRange(range.lower + pixel * (r % 2),
+                                             range.upper + pixel * (r % 2));
+        });
+        plot.customPlot()->xAxis->setRange(range);
+        std::printf(
+            "%d series x %d points: replot panned by a pixel, median %.2f ms, max %.2f ms (target "
+            "< "
+            "16 ms)\n",
+            series, per, pan, panMax);
+      }
+      std::printf(
+          "%d series x %d points: replot, nothing changed (each curve's reduced points reused), "
+          "median %.2f ms, max %.2f ms (target < 16 ms)\n",
+          series, per, raw, rawMax);
+      // Smoothing on: every replot recomputes each series' EMA (the weight moves a little each
+      // time, as while the slider is dragged) and draws the smoothed curve over the faint raw one.
+      // (On the GUI thread, as before the background passes: the figure of the old path.)
+      plot.setBackgroundSmoothing(false);
+      const auto [smoothed, smoothedMax] =
+          timedReplots(plot, [&plot](int r) { plot.setSmoothing(0.6 + 0.001 * (r % 2)); });
+      plot.setBackgroundSmoothing(true);
+      // Before: the same two curves per series as plain QCPGraphs (each 1M-point line stroked
+      // with a cosmetic pen), with the EMA recomputed into the smoothed graphs' values each time.
+      {
+        auto peer = plainPeer(plot);
+        std::vector<double> values;
+        int r = 0;
+        const double peerMs = fewMs(
+            [&] {
+              const double w = 0.6 + 0.001 * (r++ % 2);
+              for (int g = 1; g < peer->graphCount(); g += 2) {
+                const QCPGraphDataContainer& points = *peer->graph(g - 1)->data();
+                values.resize(std::size_t(points.size()));
+                for (int i = 0; i < points.size(); ++i)
+                  values[std::size_t(i)] = points.at(i)->value;
+                ui::smoothEma(values.data(), values.data(), values.size(), w);
+                auto* to = &*peer->graph(g)->data()->begin();
+                for (std::size_t i = 0; i < values.size(); ++i) to[i].value = values[i];
+              }
+              peer->replot();
+            },
+            10);
+        std::printf(
+            "%d series x %d points: smoothing + replot before (plain QCPGraph peer) %.2f ms, now "
+            "%.2f ms: %.1fx faster\n",
+            series, per, peerMs, smoothed, peerMs / smoothed);
+      }
+      std::printf(
+          "%d series x %d points: smoothing + replot on the GUI thread median %.2f ms, max %.2f ms "
+          "(target < 16 ms), %.2fx the raw replot, on %s\n",
+          series, per, smoothed, smoothedMax, smoothed / raw, qPrintable(bench::cpuModel()));
+      // The slider dragged: the EMA on the GUI thread at each tick (before) against the
+      // background passes (now), in this one run.
+      for (const bool background : {false, true}) {
+        const double load = loadAverage();
+        plot.setReuseLines(background);  // before: every curve reduced again at every replot
+        const DragFigures d = dragSlider(plot, background);
+        std::printf(
+            "%d series x %d points: slider drag (30 ticks, one per 16 ms frame), %s: tick median "
+            "%.2f ms (GUI-thread CPU %.2f ms), max %.2f ms (CPU %.2f ms); GUI thread busy at most "
+            "%.2f ms at once; "
+            "last weight drawn "
+            "%.1f ms after the last tick; exact %s (load %.1f)\n",
+            series, per,
+            background ? "now (background passes, reduced points reused)"
+                       : "before (EMA on the GUI thread, every curve reduced again)",
+            d.tickMedian, d.tickCpu, d.tickMax, d.tickMaxCpu, d.longestBusy, d.settle,
+            d.exact ? "yes" : "NO", load);
+      }
+      // Smoothing on, nothing changed (a pan, a repaint): the two curves drawn, no EMA.
+      const auto [still, stillMax] = timedReplots(plot, [](int) {});
+      std::printf(
+          "%d series x %d points: smoothed replot, weight unchanged, median %.2f ms, max %.2f ms, "
+          "%.2fx the raw replot\n",
+          series, per, still, stillMax, still / raw);
+      // A live run: 100 new steps per series before each replot, smoothing on (the EMA goes on
+      // from its last point instead of starting again).
+      const auto [live, liveMax] = timedReplots(plot, [&plot, &next, series](int) {
+        QVector<double> xs(100);
+        QVector<double> ys(100);
+        for (int i = 0; i < 100; ++i) {
+          xs[i] = next + i;
+          ys[i] = 2.0 + 0.2 * std::sin((next + i) * 0.37);
+        }
+        next += 100;
+        for (int s = 0; s < series; ++s) plot.appendPoints(QString("s%1").arg(s), xs, ys);
+      });
+      std::printf(
+          "%d series x %d points: 100 points appended per series + smoothed replot, median %.2f "
+          "ms, max %.2f ms\n",
+          series, per, live, liveMax);
+    }
+    // The same append, and a pan, before (every curve reduced again from its first point,
+    // walking 64-point blocks: CurvePlot::setIncrementalLines(false)) against now (the min/max
+    // pyramid; with the axes unchanged, only the last pixel column on), in this one run: wall
+    // time and the GUI thread's own CPU time, medians and worst of 20 (a 21st first).
+    // Axes fixed: the x range ends 4000 steps past the last point, so the new points land in
+    // the last columns; auto-ranged: both axes fitted to every curve, as PlotsPanel::fitAxes
+    // does before every replot (x ends at the last point: every column moves a little).
+    const QCPRange yRange = plot.customPlot()->yAxis->range();
+    // The append alone, no replot: the raw points added and the smoothed ones smoothed on from
+    // the EMA's last state (CurvePlot::finishSmoothing runs what a replot runs first). O(new):
+    // the same for 1 x 1M as for one of 4 x 250k.
     {
+      std::vector<double> cpu;
+      for (int r = 0; r < 21; ++r) {
+        QVector<double> xs(100);
+        QVector<double> ys(100);
+        for (int i = 0; i < 100; ++i) {
+          xs[i] = next + i;
+          ys[i] = 2.0 + 0.2 * std::sin((next + i) * 0.37);
+        }
+        next += 100;
+        const double t = threadCpuMs();
+        for (int s = 0; s < series; ++s) plot.appendPoints(QString("s%1").arg(s), xs, ys);
+        plot.finishSmoothing();
+        cpu.push_back(threadCpuMs() - t);
+      }
+      cpu.erase(cpu.begin());
+      std::printf(
+          "%d series x %d points: 100 points appended per series and smoothed on, no replot: "
+          "GUI-thread CPU median %.3f ms, max %.3f ms (%.3f ms a series)\n",
+          series, per, median(cpu), *std::max_element(cpu.begin(), cpu.end()),
+          median(cpu) / series);
+      plot.replot();
+    }
+    // Every curve (raw and smoothed) reduced from the start alone, GUI-thread CPU, median of 15:
+    // the part of a pan or an auto-ranged append the pyramid changes.
+    for (const bool incremental : {false, true}) {
       QCustomPlot* cp = plot.customPlot();
+      plot.setIncrementalLines(incremental);
       plot.setReuseLines(false);
-      std::vector<double> reduce, paint, empty, full;
+      std::vector<double> cpu;
+      qsizetype lines = 0;
       for (int rep = 0; rep < 15; ++rep) {
-        double t = threadCpuMs();
-        std::vector<QVector<QRectF>> spans;
-        spans.reserve(std::size_t(cp->graphCount()));
-        for (int g = 0; g < cp->graphCount(); ++g) {
-          spans.push_back(ui::CurveGraph::columnSpans(
-              static_cast<ui::CurveGraph*>(cp->graph(g))->reducedLines(), 1.0));
-        }
-        reduce.push_back(threadCpuMs() - t);
-        QImage image(cp->size(), QImage::Format_ARGB32_Premultiplied);
-        image.fill(Qt::white);
-        QCPPainter painter(&image);
-        painter.setPen(Qt::NoPen);
-        t = threadCpuMs();
-        for (int g = 0; g < cp->graphCount(); ++g) {
-          painter.setBrush(cp->graph(g)->pen().color());
-          painter.drawRects(spans[std::size_t(g)].constData(), int(spans[std::size_t(g)].size()));
-        }
-        paint.push_back(threadCpuMs() - t);
-        painter.end();
-        for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(false);
-        t = threadCpuMs();
-        cp->replot();
-        empty.push_back(threadCpuMs() - t);
-        for (int g = 0; g < cp->graphCount(); ++g) cp->graph(g)->setVisible(true);
-        t = threadCpuMs();
-        cp->replot();
-        full.push_back(threadCpuMs() - t);
+        const double t = threadCpuMs();
+        lines = 0;
+        for (int g = 0; g < cp->graphCount(); ++g)
+          lines += static_cast<ui::CurveGraph*>(cp->graph(g))->reducedLines().size();
+        cpu.push_back(threadCpuMs() - t);
       }
       plot.setReuseLines(true);
       std::printf(
-          "%d series x %d points: a replot's GUI-thread CPU (medians of 15, every curve reduced "
-          "again): %.2f ms, of which reducing the points %.2f ms, painting the spans %.2f ms, "
-          "the rest (axes, legend, buffers) %.2f ms\n",
-          series, per, median(full), median(reduce), median(paint), median(empty));
+          "%d series x %d points, %d curves reduced from the start, %s: GUI-thread CPU median "
+          "%.2f ms (%lld reduced points)\n",
+          series, per, cp->graphCount(),
+          incremental ? "now (pyramid, columns found by their keys)" : "before (64-point blocks)",
+          median(cpu), static_cast<long long>(lines));
     }
-    // A pan by one pixel each replot: every curve reduced again (nothing to reuse).
-    {
-      const QCPRange range = plot.customPlot()->xAxis->range();
-      const double pixel = range.size() / plot.customPlot()->axisRect()->width();
-      const auto [pan, panMax] = timedReplots(plot, [&plot, range, pixel](int r) {
-        plot.customPlot()->xAxis->setRange(range.lower + pixel * (r % 2),
-                                           range.upper + pixel * (r % 2));
-      });
-      plot.customPlot()->xAxis->setRange(range);
-      std::printf(
-          "%d series x %d points: replot panned by a pixel, median %.2f ms, max %.2f ms (target < "
-          "16 ms)\n",
-          series, per, pan, panMax);
-    }
-    std::printf(
-        "%d series x %d points: replot, nothing changed (each curve's reduced points reused), "
-        "median %.2f ms, max %.2f ms (target < 16 ms)\n",
-        series, per, raw, rawMax);
-    // Smoothing on: every replot recomputes each series' EMA (the weight moves a little each
-    // time, as while the slider is dragged) and draws the smoothed curve over the faint raw one.
-    // (On the GUI thread, as before the background passes: the figure of the old path.)
-    plot.setBackgroundSmoothing(false);
-    const auto [smoothed, smoothedMax] =
-        timedReplots(plot, [&plot](int r) { plot.setSmoothing(0.6 + 0.001 * (r % 2)); });
-    plot.setBackgroundSmoothing(true);
-    // Before: the same two curves per series as plain QCPGraphs (each 1M-point line stroked
-    // with a cosmetic pen), with the EMA recomputed into the smoothed graphs' values each time.
-    {
-      auto peer = plainPeer(plot);
-      std::vector<double> values;
-      int r = 0;
-      const double peerMs = fewMs(
-          [&] {
-            const double w = 0.6 + 0.001 * (r++ % 2);
-            for (int g = 1; g < peer->graphCount(); g += 2) {
-              const QCPGraphDataContainer& points = *peer->graph(g - 1)->data();
-              values.resize(std::size_t(points.size()));
-              for (int i = 0; i < points.size(); ++i) values[std::size_t(i)] = points.at(i)->value;
-              ui::smoothEma(values.data(), values.data(), values.size(), w);
-              auto* to = &*peer->graph(g)->data()->begin();
-              for (std::size_t i = 0; i < values.size(); ++i) to[i].value = values[i];
+    for (const char* what : {"append, axes fixed", "append, x auto-ranged", "pan by a pixel"}) {
+      const bool autoRange = std::strcmp(what, "append, x auto-ranged") == 0;
+      const bool pan = std::strcmp(what, "pan by a pixel") == 0;
+      for (const bool incremental : {false, true}) {
+        plot.setIncrementalLines(incremental);
+        const double load = loadAverage();
+        QCustomPlot* cp = plot.customPlot();
+        cp->yAxis->setRange(yRange);
+        if (!autoRange && !pan) cp->xAxis->setRange(0, next + 4000);
+        plot.replot();
+        const QCPRange range = cp->xAxis->range();
+        const double pixel = range.size() / cp->axisRect()->width();
+        std::vector<double> wall, cpu;
+        for (int r = 0; r < 21; ++r) {
+          QVector<double> xs(100);
+          QVector<double> ys(100);
+          if (!pan) {
+            for (int i = 0; i < 100; ++i) {
+              xs[i] = next + i;
+              ys[i] = 2.0 + 0.2 * std::sin((next + i) * 0.37);
             }
-            peer->replot();
-          },
-          10);
-      std::printf(
-          "%d series x %d points: smoothing + replot before (plain QCPGraph peer) %.2f ms, now "
-          "%.2f ms: %.1fx faster\n",
-          series, per, peerMs, smoothed, peerMs / smoothed);
-    }
-    std::printf(
-        "%d series x %d points: smoothing + replot on the GUI thread median %.2f ms, max %.2f ms "
-        "(target < 16 ms), %.2fx the raw replot, on %s\n",
-        series, per, smoothed, smoothedMax, smoothed / raw, qPrintable(bench::cpuModel()));
-    // The slider dragged: the EMA on the GUI thread at each tick (before) against the
-    // background passes (now), in this one run.
-    for (const bool background : {false, true}) {
-      const double load = loadAverage();
-      plot.setReuseLines(background);  // before: every curve reduced again at every replot
-      const DragFigures d = dragSlider(plot, background);
-      std::printf(
-          "%d series x %d points: slider drag (30 ticks, one per 16 ms frame), %s: tick median "
-          "%.2f ms (GUI-thread CPU %.2f ms), max %.2f ms (CPU %.2f ms); GUI thread busy at most "
-          "%.2f ms at once; "
-          "last weight drawn "
-          "%.1f ms after the last tick; exact %s (load %.1f)\n",
-          series, per,
-          background ? "now (background passes, reduced points reused)"
-                     : "before (EMA on the GUI thread, every curve reduced again)",
-          d.tickMedian, d.tickCpu, d.tickMax, d.tickMaxCpu, d.longestBusy, d.settle,
-          d.exact ? "yes" : "NO", load);
-    }
-    // Smoothing on, nothing changed (a pan, a repaint): the two curves drawn, no EMA.
-    const auto [still, stillMax] = timedReplots(plot, [](int) {});
-    std::printf(
-        "%d series x %d points: smoothed replot, weight unchanged, median %.2f ms, max %.2f ms, "
-        "%.2fx the raw replot\n",
-        series, per, still, stillMax, still / raw);
-    // A live run: 100 new steps per series before each replot, smoothing on (the EMA goes on
-    // from its last point instead of starting again).
-    int next = per;
-    const auto [live, liveMax] = timedReplots(plot, [&plot, &next, series](int) {
-      QVector<double> xs(100);
-      QVector<double> ys(100);
-      for (int i = 0; i < 100; ++i) {
-        xs[i] = next + i;
-        ys[i] = 2.0 + 0.2 * std::sin((next + i) * 0.37);
+          }
+          QElapsedTimer timer;
+          timer.start();
+          const double cpu0 = threadCpuMs();
+          if (pan) {
+            cp->xAxis->setRange(range.lower + pixel * (r % 2), range.upper + pixel * (r % 2));
+          } else {
+            next += 100;
+            for (int s = 0; s < series; ++s) plot.appendPoints(QString("s%1").arg(s), xs, ys);
+            if (autoRange) fitLikePlotsPanel(*cp);
+          }
+          plot.replot();
+          cpu.push_back(threadCpuMs() - cpu0);
+          wall.push_back(double(timer.nsecsElapsed()) / 1e6);
+        }
+        wall.erase(wall.begin());
+        cpu.erase(cpu.begin());
+        std::printf(
+            "%d series x %d points, smoothed (%d curves): %s, %s: wall median %.2f ms, max %.2f "
+            "ms; GUI-thread CPU median %.2f ms, max %.2f ms (target < 16 ms; load %.1f)\n",
+            series, per, 2 * series, what,
+            incremental ? "now (pyramid, last column on)" : "before (reduced from the start)",
+            median(wall), *std::max_element(wall.begin(), wall.end()), median(cpu),
+            *std::max_element(cpu.begin(), cpu.end()), load);
       }
-      next += 100;
-      for (int s = 0; s < series; ++s) plot.appendPoints(QString("s%1").arg(s), xs, ys);
-    });
-    std::printf(
-        "%d series x %d points: 100 points appended per series + smoothed replot, median %.2f "
-        "ms, max %.2f ms\n",
-        series, per, live, liveMax);
+    }
   }
 }
 
@@ -635,6 +767,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption timelineOnly("timeline-only", "Only the Timeline's figure.");
   const QCommandLineOption replotOnly("replot-only",
                                       "Only the 1M-point replot figures (raw and smoothed).");
+  const QCommandLineOption appendOnly(
+      "append-only", "Only a live run's append and a pan, before and now (wall and CPU).");
   const QCommandLineOption smoothingOnly(
       "smoothing-only", "Only the 1M-point replot figures, without the jagged curves' peer.");
   const QCommandLineOption unitViewOnly("unit-view-only", "Only the per-unit view's figure.");
@@ -650,8 +784,8 @@ int main(int argc, char** argv) {
       "pg-server",
       "PostgreSQL server for --pg (default: $SHARDSCOPE_TEST_DB, else a throwaway one).", "URL");
   parser.addOptions({dbOpt, trialsOpt, stepsOpt, skipFirst, overlayOnly, timelineOnly, replotOnly,
-                     smoothingOnly, unitViewOnly, samplesOnly, probesOpt, columnsOpt, inspectOpt,
-                     pgOpt, pgServerOpt});
+                     smoothingOnly, appendOnly, unitViewOnly, samplesOnly, probesOpt, columnsOpt,
+                     inspectOpt, pgOpt, pgServerOpt});
   parser.process(app);
   QTemporaryDir tmp;
   const int trials = parser.value(trialsOpt).toInt();
@@ -687,6 +821,11 @@ int main(int argc, char** argv) {
   const int columns = parser.value(columnsOpt).toInt();
   if (parser.isSet(samplesOnly)) {
     bench::samplesFigures(probes, columns);
+    return 0;
+  }
+  if (parser.isSet(appendOnly)) {
+    std::printf("CPU: %s, load average %.1f\n", qPrintable(bench::cpuModel()), loadAverage());
+    replotFigures(true);
     return 0;
   }
   if (parser.isSet(smoothingOnly)) {

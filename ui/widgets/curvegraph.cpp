@@ -1,6 +1,7 @@
 #include "ui/widgets/curvegraph.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -45,11 +46,18 @@ QVector<QRectF> CurveGraph::columnSpans(const QVector<QPointF>& lines, double wi
 
 void CurveGraph::pointsChanged(int from) {
   m_summarized = std::clamp(from, 0, m_summarized);
+  m_changedFrom = std::min(m_changedFrom, std::max(from, 0));
   ++m_version;
 }
 
 void CurveGraph::setReuseLines(bool on) {
   m_reuseLines = on;
+  m_linesValid = false;
+  m_lines.clear();
+}
+
+void CurveGraph::setIncremental(bool on) {
+  m_incremental = on;
   m_linesValid = false;
   m_lines.clear();
 }
@@ -74,12 +82,26 @@ QVector<QPointF> CurveGraph::reducedLines() const {
   const QCPAxis* valueAxis = mValueAxis.data();
   if (!m_reuseLines || keyAxis == nullptr || valueAxis == nullptr) return computeReducedLines();
   const LinesKey key = linesKey(*keyAxis, *valueAxis);
-  if (!m_linesValid || !(key == m_linesKey)) {
+  if (m_linesValid && key == m_linesKey) return m_lines;  // implicitly shared: no copy
+  // The same axes and container, changed only from the last pixel column's first point on (a
+  // live run's points appended): the columns before it stand; the reduction goes on from it.
+  LinesKey sameView = key;
+  sameView.size = m_linesKey.size;
+  sameView.version = m_linesKey.version;
+  // Growth and shrinking say so by themselves; a new lower end starts afresh (inside).
+  const int changed = std::min({m_changedFrom, m_linesKey.size, key.size});
+  const bool goOn = m_incremental && m_linesValid && sameView == m_linesKey &&
+                    changed >= m_resume.index && m_resume.from >= 0;
+  if (goOn) {
+    m_lines.resize(m_resume.size);  // detaches from a copy still drawn, if any
+    m_lines = computeReducedLines(std::move(m_lines), m_resume);
+  } else {
     m_lines = computeReducedLines();
-    m_linesKey = key;
-    m_linesValid = true;
   }
-  return m_lines;  // implicitly shared: no copy
+  m_linesKey = key;
+  m_linesValid = true;
+  m_changedFrom = std::numeric_limits<int>::max();
+  return m_lines;
 }
 
 namespace {
@@ -95,6 +117,21 @@ CurveGraph::Block summaryOf(const QCPGraphData* begin, const QCPGraphData* end) 
     }
     block.lo = std::min(block.lo, p->value);
     block.hi = std::max(block.hi, p->value);
+  }
+  return block;
+}
+
+CurveGraph::Block merged(const CurveGraph::Block* begin, const CurveGraph::Block* end) {
+  CurveGraph::Block block;
+  block.lo = std::numeric_limits<double>::infinity();
+  block.hi = -block.lo;
+  for (const CurveGraph::Block* b = begin; b != end; ++b) {
+    if (!b->finite) {
+      block.finite = false;
+      break;
+    }
+    block.lo = std::min(block.lo, b->lo);
+    block.hi = std::max(block.hi, b->hi);
   }
   return block;
 }
@@ -116,10 +153,13 @@ std::vector<CurveGraph::Block> CurveGraph::summarize(const QCPGraphDataContainer
 void CurveGraph::adoptData(QSharedPointer<QCPGraphDataContainer> data, std::vector<Block> summary) {
   setData(std::move(data));
   ++m_version;
+  m_changedFrom = 0;
   m_summaryOf = mDataContainer.data();
   const int n = mDataContainer->size();
+  m_levelsFrom = 0;
   if (summary.size() == std::size_t(n / kBlock)) {
-    m_blocks = std::move(summary);
+    m_levels.resize(1);
+    m_levels[0] = std::move(summary);
     m_summarized = n;
   } else {
     m_summarized = 0;  // not its summary: made again at the next draw
@@ -132,22 +172,269 @@ void CurveGraph::updateSummary() const {
   if (container != m_summaryOf || n < m_summarized) m_summarized = 0;
   m_summaryOf = container;
   const int blocks = n / kBlock;
-  m_blocks.resize(std::size_t(blocks));
-  if (n == 0) return;
-  const QCPGraphData* data = &*container->constBegin();
-  for (int b = m_summarized / kBlock; b < blocks; ++b) {
-    const QCPGraphData* begin = data + std::ptrdiff_t(b) * kBlock;
-    m_blocks[std::size_t(b)] = summaryOf(begin, begin + kBlock);
+  if (m_levels.empty()) m_levels.emplace_back();
+  m_levels[0].resize(std::size_t(blocks));
+  if (n > 0) {
+    const QCPGraphData* data = &*container->constBegin();
+    for (int b = m_summarized / kBlock; b < blocks; ++b) {
+      const QCPGraphData* begin = data + std::ptrdiff_t(b) * kBlock;
+      m_levels[0][std::size_t(b)] = summaryOf(begin, begin + kBlock);
+    }
+  }
+  // The levels above, from the first block below that changed.
+  std::size_t dirty = std::size_t(std::min(m_summarized / kBlock, m_levelsFrom));
+  for (std::size_t level = 1;; ++level) {
+    const std::size_t count = m_levels[level - 1].size() / kFanout;
+    if (count == 0) {
+      m_levels.resize(level);
+      break;
+    }
+    if (m_levels.size() <= level) m_levels.emplace_back();
+    dirty /= kFanout;
+    std::vector<Block>& blocksHere = m_levels[level];
+    blocksHere.resize(count);
+    const Block* below = m_levels[level - 1].data();
+    for (std::size_t b = dirty; b < count; ++b)
+      blocksHere[b] = merged(below + b * kFanout, below + (b + 1) * kFanout);
   }
   m_summarized = n;
+  m_levelsFrom = std::numeric_limits<int>::max();
+}
+
+namespace {
+static_assert(std::has_single_bit(unsigned(CurveGraph::kBlock)) &&
+              std::has_single_bit(unsigned(CurveGraph::kFanout)));
+constexpr int kBlockShift = std::countr_zero(unsigned(CurveGraph::kBlock));
+constexpr int kFanoutShift = std::countr_zero(unsigned(CurveGraph::kFanout));
+}  // namespace
+
+CurveGraph::Block CurveGraph::rangeSummary(int begin, int end) const {
+  const QCPGraphData* data = &*mDataContainer->constBegin();
+  Block out;
+  out.lo = std::numeric_limits<double>::infinity();
+  out.hi = -out.lo;
+  const int levels = int(m_levels.size());
+  int i = begin;
+  while (i < end) {
+    // The largest block that starts at i and ends by `end`; none: the point alone. (Sizes are
+    // powers of two: masks and shifts, not divisions, on this path of every column.)
+    int level = -1;
+    int shift = 0;
+    for (int l = 0, sh = kBlockShift; l < levels; ++l, sh += kFanoutShift) {
+      if ((i & ((1 << sh) - 1)) != 0 || i + (1 << sh) > end) break;
+      level = l;
+      shift = sh;
+    }
+    const int size = 1 << shift;
+    double lo = 0;
+    double hi = 0;
+    if (level < 0) {
+      lo = hi = data[i].value;
+      if (!std::isfinite(lo)) {
+        out.finite = false;
+        return out;
+      }
+    } else {
+      const Block& block = m_levels[std::size_t(level)][std::size_t(i >> shift)];
+      if (!block.finite) {
+        out.finite = false;
+        return out;
+      }
+      lo = block.lo;
+      hi = block.hi;
+    }
+    out.lo = std::min(out.lo, lo);
+    out.hi = std::max(out.hi, hi);
+    i += size;
+  }
+  return out;
+}
+
+QCPRange CurveGraph::getValueRange(bool& foundRange, QCP::SignDomain inSignDomain,
+                                   const QCPRange& inKeyRange) const {
+  if (m_incremental && inSignDomain == QCP::sdBoth && inKeyRange == QCPRange() &&
+      !mDataContainer->isEmpty()) {
+    updateSummary();
+    const Block all = rangeSummary(0, mDataContainer->size());
+    if (all.finite) {  // else QCPGraph's pass, which leaves NaN out
+      foundRange = true;
+      return {all.lo, all.hi};
+    }
+  }
+  return QCPGraph::getValueRange(foundRange, inSignDomain, inKeyRange);
 }
 
 QVector<QPointF> CurveGraph::computeReducedLines() const {
+  if (!m_incremental) return computeReducedLinesByBlocks();
+  m_resume = Resume();  // from the start; where a later reduction may go on from, kept
+  QVector<QPointF> out;
+  const QCPAxis* keyAxis = mKeyAxis.data();
+  if (keyAxis != nullptr && !mDataContainer->isEmpty()) {
+    out.reserve(int(std::min<qsizetype>(mDataContainer->size(),
+                                        4 * qsizetype(keyAxis->axisRect()->width()) + 16)));
+  }
+  return computeReducedLines(std::move(out), m_resume);
+}
+
+QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& resume) const {
+  const QCPAxis* keyAxis = mKeyAxis.data();
+  const QCPAxis* valueAxis = mValueAxis.data();
+  if (keyAxis == nullptr || valueAxis == nullptr || mDataContainer->isEmpty()) {
+    resume = Resume();
+    return {};
+  }
+  updateSummary();
+  const QCPGraphData* data = &*mDataContainer->constBegin();
+  // As QCPGraph::getLines: the points in the key range and one beyond each end.
+  const int from =
+      int(mDataContainer->findBegin(keyAxis->range().lower) - mDataContainer->constBegin());
+  const int to =
+      int(mDataContainer->findEnd(keyAxis->range().upper) - mDataContainer->constBegin());
+  if (resume.from != from) {  // a fresh reduction
+    resume = Resume();
+    resume.from = from;
+    resume.index = from;
+    out.clear();
+  }
+  // The run of points being gathered: its pixel column, first and last point (pixels), count,
+  // and lowest and highest value (data coordinates: pixels follow monotonically).
+  bool open = false;
+  int column = 0;
+  int count = 0;
+  QPointF first, last;
+  double lo = 0, hi = 0;
+  bool broken = resume.broken;  // the last point written breaks the line
+  const auto flush = [&] {
+    if (!open) return;
+    out.append(first);
+    if (count > 1) {
+      out.append(QPointF(first.x(), valueAxis->coordToPixel(lo)));
+      out.append(QPointF(first.x(), valueAxis->coordToPixel(hi)));
+      out.append(last);
+    }
+    open = false;
+    broken = false;
+  };
+  // Adds a run of consecutive points from index `at` in pixel column c: its first and last
+  // point (pixels), its lowest and highest value, how many points. A new column is where a
+  // later reduction may go on from.
+  const auto addRun = [&](int at, int c, const QPointF& p0, const QPointF& p1, double low,
+                          double high, int points) {
+    if (!open || c != column) {
+      flush();
+      resume.index = at;
+      resume.size = out.size();
+      resume.broken = broken;
+      open = true;
+      column = c;
+      count = 0;
+      first = p0;
+      lo = low;
+      hi = high;
+    }
+    lo = std::min(lo, low);
+    hi = std::max(hi, high);
+    last = p1;
+    count += points;
+  };
+  const auto addPoint = [&](int k) {
+    const double value = data[k].value;
+    const QPointF p(keyAxis->coordToPixel(data[k].key), valueAxis->coordToPixel(value));
+    if (!std::isfinite(p.x()) || !std::isfinite(p.y())) {
+      flush();
+      if (!broken) out.append(p);
+      broken = true;
+      return;
+    }
+    addRun(k, int(std::floor(p.x())), p, p, value, value, 1);
+  };
+  const auto columnOf = [&](int index) {
+    return std::floor(keyAxis->coordToPixel(data[index].key));
+  };
+  const auto pixelOf = [&](int index) {
+    return QPointF(keyAxis->coordToPixel(data[index].key),
+                   valueAxis->coordToPixel(data[index].value));
+  };
+  const bool linearKeys = keyAxis->scaleType() == QCPAxis::stLinear && !keyAxis->rangeReversed();
+  int i = std::max(resume.index, from);
+  m_lastStart = i;
+  int lastWidth = 1;  // points in the last column
+  while (i < to) {
+    const double c = columnOf(i);
+    if (!std::isfinite(c)) {
+      addPoint(i++);
+      continue;
+    }
+    int inside = i;  // the last index known to lie in column c
+    if (linearKeys) {
+      // The first point past column c, found among the keys by comparison (the key where the
+      // next column starts, galloping from i, then bisection), then checked against the pixel
+      // mapping itself at the boundary (rounding): a column maps about 4 points to pixels.
+      const double next = keyAxis->pixelToCoord(c + 1);
+      // First guess: as many points as the last column had (regular steps: right or off by
+      // one), then galloping away from it; data[low] lies before `next`, data[high] (or the
+      // view's end) past it.
+      int low = 0;
+      int high = std::clamp(i + lastWidth, i + 1, to);
+      if (high < to && data[high].key < next) {
+        low = high;
+        for (int step = 1;; step *= 2) {
+          high = std::min(to, low + step);
+          if (high == to || data[high].key >= next) break;
+          low = high;
+        }
+      } else {
+        low = high - 1;
+        for (int step = 1; low > i && data[low].key >= next; step *= 2) {
+          high = low;
+          low = std::max(i, high - step);
+        }
+      }
+      int j = int(std::partition_point(data + low + 1, data + high,
+                                       [next](const QCPGraphData& p) { return p.key < next; }) -
+                  data);
+      while (j - 1 > i && columnOf(j - 1) != c) --j;
+      while (j < to && columnOf(j) == c) ++j;
+      inside = j - 1;
+      lastWidth = j - i;
+    } else {
+      // Galloping from i, then bisection on the column itself (monotonic in the sorted keys).
+      int outside = to;
+      for (int step = 1;; step *= 2) {
+        const int probe = inside + step;
+        if (probe >= to) break;
+        if (columnOf(probe) != c) {
+          outside = probe;
+          break;
+        }
+        inside = probe;
+      }
+      while (outside - inside > 1) {
+        const int mid = inside + (outside - inside) / 2;
+        (columnOf(mid) == c ? inside : outside) = mid;
+      }
+    }
+    const Block range = rangeSummary(i, inside + 1);
+    if (range.finite) {
+      addRun(i, int(c), pixelOf(i), pixelOf(inside), range.lo, range.hi, inside - i + 1);
+    } else {
+      for (int k = i; k <= inside; ++k) addPoint(k);  // the line breaks inside the column
+    }
+    i = inside + 1;
+  }
+  flush();
+  return out;
+}
+
+QVector<QPointF> CurveGraph::computeReducedLinesByBlocks() const {
   QVector<QPointF> out;
   const QCPAxis* keyAxis = mKeyAxis.data();
   const QCPAxis* valueAxis = mValueAxis.data();
   if (keyAxis == nullptr || valueAxis == nullptr || mDataContainer->isEmpty()) return out;
   updateSummary();
+  constexpr int kOldBlock = kBlock * kFanout;  // 64 points: the pyramid's second level
+  const std::vector<Block> none;
+  const std::vector<Block>& blocks = m_levels.size() > 1 ? m_levels[1] : none;
   const QCPGraphData* data = &*mDataContainer->constBegin();
   // As QCPGraph::getLines: the points in the key range and one beyond each end.
   const int from =
@@ -201,16 +488,16 @@ QVector<QPointF> CurveGraph::computeReducedLines() const {
     // A whole block of finite values: its summary where it lies in one column; where it spans
     // columns, its pieces found by bisection on the (monotonic) column of the keys and their
     // values scanned, so only a few points per column are mapped to pixels.
-    if (i % kBlock == 0 && i + kBlock <= to && m_blocks[std::size_t(i / kBlock)].finite) {
-      const Block& block = m_blocks[std::size_t(i / kBlock)];
-      const int end = i + kBlock;
+    if (i % kOldBlock == 0 && i + kOldBlock <= to && blocks[std::size_t(i / kOldBlock)].finite) {
+      const Block& block = blocks[std::size_t(i / kOldBlock)];
+      const int end = i + kOldBlock;
       const double x0 = keyAxis->coordToPixel(data[i].key);
       const double x1 = keyAxis->coordToPixel(data[end - 1].key);
       if (std::isfinite(x0) && std::isfinite(x1)) {
         if (std::floor(x0) == std::floor(x1)) {
           addRun(int(std::floor(x0)), QPointF(x0, valueAxis->coordToPixel(data[i].value)),
                  QPointF(x1, valueAxis->coordToPixel(data[end - 1].value)), block.lo, block.hi,
-                 kBlock);
+                 kOldBlock);
         } else {
           for (int j = i; j < end;) {
             const double c = columnOf(j);

@@ -150,6 +150,7 @@ QCPGraph* CurvePlot::graphFor(const QString& name) {
   if (QCPGraph* graph = m_graphs.value(name)) return graph;
   auto* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
   graph->setReuseLines(m_reuseLines);
+  graph->setIncremental(m_incrementalLines);
   graph->setName(name);
   m_colors.insert(name, seriesColor(m_nextColor++));
   graph->setPen(
@@ -195,6 +196,7 @@ void CurvePlot::applySmoothingTo(const QString& name) {
   if (created) {
     auto* graph = new CurveGraph(m_plot->xAxis, m_plot->yAxis);
     graph->setReuseLines(m_reuseLines);
+    graph->setIncremental(m_incrementalLines);
     smoothed = graph;
     smoothed->setName(name);
     smoothed->setLineStyle(QCPGraph::lsLine);
@@ -284,19 +286,21 @@ void CurvePlot::refreshSmoothed() {
       ema = EmaState(m_smoothing);
       from = 0;
     }
-    const QCPGraphData* in = &*points.constBegin();
-    values.resize(std::size_t(n));
-    for (int i = from; i < n; ++i) values[std::size_t(i)] = in[i].value;
-    double* tail = values.data() + from;
-    if (!smoothEmaAppend(ema, tail, tail, std::size_t(n - from))) {
+    // values[k] holds point from + k: an append reads and writes its new points only (sizing
+    // the buffer to every point cost a 2 MB clear per 250k-point curve at each append).
+    const QCPGraphData* in = n > 0 ? &*points.constBegin() : nullptr;
+    values.resize(std::size_t(n - from));
+    for (int i = from; i < n; ++i) values[std::size_t(i - from)] = in[i].value;
+    if (!smoothEmaAppend(ema, values.data(), values.data(), values.size())) {
       // A flat series that stopped being flat: every point's value changes.
-      for (int i = 0; i < from; ++i) values[std::size_t(i)] = in[i].value;
+      values.resize(std::size_t(n));
+      for (int i = 0; i < n; ++i) values[std::size_t(i)] = in[i].value;
       ema = EmaState(m_smoothing);
       from = 0;
       (void)smoothEmaAppend(ema, values.data(), values.data(), std::size_t(n));
     }
     QCPGraphData* to = n > 0 ? &*data->begin() : nullptr;
-    for (int i = from; i < n; ++i) to[i].value = values[std::size_t(i)];
+    for (int i = from; i < n; ++i) to[i].value = values[std::size_t(i - from)];
     smoothed->pointsChanged(from);
     fitPens(entry.key());
   }
@@ -309,6 +313,14 @@ void CurvePlot::setReuseLines(bool on) {
     static_cast<CurveGraph*>(graph)->setReuseLines(on);
   for (QCPGraph* graph : std::as_const(m_smoothed))
     static_cast<CurveGraph*>(graph)->setReuseLines(on);
+}
+
+void CurvePlot::setIncrementalLines(bool on) {
+  m_incrementalLines = on;
+  for (QCPGraph* graph : std::as_const(m_graphs))
+    static_cast<CurveGraph*>(graph)->setIncremental(on);
+  for (QCPGraph* graph : std::as_const(m_smoothed))
+    static_cast<CurveGraph*>(graph)->setIncremental(on);
 }
 
 bool CurvePlot::isSmoothingPending() const { return m_pass != nullptr || !m_deferred.isEmpty(); }

@@ -6,8 +6,9 @@
 // drawn faint behind it; the smoothed graphs are refreshed before each replot, only for series
 // whose points changed: points appended at the end are smoothed on from where the EMA stood, so a
 // live run's new steps cost what they add, and a replot that changed nothing smooths nothing.
-// Each graph keeps a min/max summary per block of points (curvegraph.h), so a replot of a
-// million points reads about N / 64 values per curve, not N. Hovering shows each series' nearest
+// Each graph keeps a min/max pyramid of its points (curvegraph.h), so a replot of a million
+// points reads a few dozen values per pixel column, not N, and one after a live run's append
+// with the axes unchanged reduces only from the last column on. Hovering shows each series' nearest
 // point at the pointer's x (a dot on the curve and one tooltip listing every series).
 // A new weight (the slider dragged) over many points is smoothed off the GUI thread: one
 // background pass at a time, for the latest weight only (the weights chosen while it ran are
@@ -80,6 +81,9 @@ class CurvePlot : public QWidget {
   /// Whether each curve keeps its reduced points between replots that changed neither its
   /// points nor the axes (CurveGraph::setReuseLines; default: on; off for benches' "before").
   void setReuseLines(bool on);
+  /// Whether each curve reduces again only what a change touched, off its min/max pyramid
+  /// (CurveGraph::setIncremental; default: on; off for benches' "before").
+  void setIncrementalLines(bool on);
   /// Points from which a new weight is smoothed in the background.
   static constexpr int kBackgroundPoints = 100'000;
   /// Whether some smoothed curve still shows an earlier weight's (or, for a curve whose points
@@ -170,6 +174,7 @@ class CurvePlot : public QWidget {
   QFutureWatcher<void>* m_passWatcher = nullptr;
   bool m_background = true;
   bool m_reuseLines = true;
+  bool m_incrementalLines = true;
   QString m_hoverText;
   std::function<QString(double)> m_xText;
   double m_smoothing = 0.0;

@@ -238,6 +238,45 @@ class TestCurvePlot : public QObject {
   // (NaN gaps, a sparse stretch, a block split between columns); after points are appended at
   // the end and after they are replaced; fitted and zoomed in. It is a few points per column,
   // kept between replots that change neither the points nor the axes.
+  // The value range PlotsPanel fits its axes to, read off the pyramid, is QCPGraph's (a pass
+  // over every point), after appends too; with a NaN or an inf it is QCPGraph's own.
+  void valueRangeOffThePyramidIsQCPGraphs() {
+    CurvePlot plot;
+    QVector<double> xs, ys;
+    quint32 seed = 5;
+    const auto add = [&](int count) {
+      for (int i = 0; i < count; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        xs.append(xs.size());
+        ys.append(-3 + 1e-5 * xs.size() + double(seed >> 8) / double(1u << 24));
+      }
+    };
+    add(100'003);
+    plot.setSeries("s", xs, ys);
+    auto* graph = dynamic_cast<CurveGraph*>(plot.rawGraph("s"));
+    QVERIFY(graph != nullptr);
+    const auto same = [graph] {
+      bool found = false;
+      bool foundAll = false;
+      const QCPRange range = graph->getValueRange(found);
+      const QCPRange all = graph->QCPGraph::getValueRange(foundAll);
+      return found && foundAll && range == all;
+    };
+    QVERIFY(same());
+    for (const int n : {1, 7, 64, 4095, 30'000}) {
+      const qsizetype before = xs.size();
+      add(n);
+      ys.last() = 50 + n;  // a new highest point, at the end
+      plot.appendPoints("s", xs.mid(before), ys.mid(before));
+      QVERIFY(same());
+    }
+    for (const double odd : {kNaN, std::numeric_limits<double>::infinity()}) {
+      ys[500] = odd;
+      plot.setSeries("s", xs, ys);
+      QVERIFY(same());
+    }
+  }
+
   void blockSummaryGivesTheSameSpansAsEveryPoint() {
     CurvePlot plot;
     plot.resize(kWidth, kHeight);

@@ -1,8 +1,9 @@
 // The plots' smoothing (ui/widgets/smoothing.h): TensorBoard's debiased exponential moving
 // average on known values, its handling of NaN and inf, flat series and weights out of range; and
 // in CurvePlot, that a smoothed series keeps its points as given (irregular steps too) and draws
-// their EMA by point, with the raw curve faint behind it; and that a burst of weights over many
-// points, smoothed in background passes, ends on the last weight's curves exactly.
+// their EMA by point, with the raw curve faint behind it; that a burst of weights over many
+// points, smoothed in background passes, ends on the last weight's curves exactly; and that a live
+// run's appends, reduced on from each curve's last pixel column, draw what a fresh graph would.
 #include <qcustomplot.h>
 #include <QSignalSpy>
 #include <QTest>
@@ -339,6 +340,126 @@ class TestSmoothing : public QObject {
     QVERIFY(!plot.isSmoothingPending());
     QVERIFY(drawnIs("a", 0.2));
     QVERIFY(drawnIs("b", 0.2));
+  }
+  // A live run's points appended to smoothed curves: each curve's reduced points, gone on from
+  // its last pixel column while the axes stand, equal those of a fresh graph over the same
+  // points and axes (every pixel column, point for point, NaN breaks included); an append that
+  // moves the auto-ranged x axis, a zoomed view and points past the view's end too.
+  void appendedPointsReduceAsAFreshGraphWould() {
+    CurvePlot plot;
+    plot.resize(800, 500);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    plot.setBackgroundSmoothing(false);
+    QCustomPlot* cp = plot.customPlot();
+    quint32 seed = 11;
+    int next = 0;
+    int lastBatch = 0;  // points in the last append
+    // n points from step `from` on, noisy, a NaN every 4999th, a spike every 997th.
+    const auto batch = [&seed](int n, int from) {
+      QVector<double> xs(n), ys(n);
+      for (int i = 0; i < n; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        const int step = from + i;
+        xs[i] = step;
+        ys[i] = step % 4999 == 4998
+                    ? kNaN
+                    : 2.0 / (1.0 + 1e-4 * step) + double(seed >> 8) / double(1u << 24) +
+                          (step % 997 == 0 ? 3.0 : 0.0);
+      }
+      return std::pair{xs, ys};
+    };
+    const auto append = [&](int n) {
+      for (const char* name : {"a", "b"}) {  // two series, the same steps, other noise
+        const auto [xs, ys] = batch(n, next);
+        plot.appendPoints(name, xs, ys);
+      }
+      next += n;
+      lastBatch = n;
+    };
+    for (const char* name : {"a", "b"}) {
+      const auto [xs, ys] = batch(60'000, 0);
+      plot.setSeries(name, xs, ys);
+    }
+    next = 60'000;
+    plot.setSmoothing(0.6);
+    plot.setRanges(0, 70'000, -1, 8);
+    // Equal as points, NaN to NaN; a message naming the first difference otherwise.
+    const auto same = [](const QVector<QPointF>& got, const QVector<QPointF>& want) -> QString {
+      const auto eq = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+      for (qsizetype i = 0; i < std::min(got.size(), want.size()); ++i) {
+        if (!eq(got[i].x(), want[i].x()) || !eq(got[i].y(), want[i].y()))
+          return QStringLiteral("point %1 of %2: (%3, %4), a fresh graph (%5, %6)")
+              .arg(i)
+              .arg(want.size())
+              .arg(got[i].x())
+              .arg(got[i].y())
+              .arg(want[i].x())
+              .arg(want[i].y());
+      }
+      if (got.size() != want.size())
+        return QStringLiteral("%1 points, a fresh graph %2").arg(got.size()).arg(want.size());
+      return {};
+    };
+    // Replots, then checks every curve (raw and smoothed) against a fresh graph; `goneOn`: the
+    // reduction went on from the last column before the append (a few hundred points before the
+    // new ones at most), not from the axes' lower end.
+    const auto check = [&](const char* what, bool goneOn) {
+      plot.replot();
+      for (const QString& name : {QStringLiteral("a"), QStringLiteral("b")}) {
+        for (QCPGraph* g : {plot.rawGraph(name), plot.drawnGraph(name)}) {
+          auto* graph = dynamic_cast<CurveGraph*>(g);
+          QVERIFY(graph != nullptr);
+          const QVector<QPointF> got = graph->reducedLines();  // what the replot drew
+          QVERIFY2(got.size() > 800, what);                    // dense: reduced per column
+          const int start = graph->lastReductionStart();
+          QVERIFY2(goneOn == (start > graph->dataCount() - lastBatch - 1000),
+                   qPrintable(QStringLiteral("%1: %2 started at point %3 of %4")
+                                  .arg(what, name)
+                                  .arg(start)
+                                  .arg(graph->dataCount())));
+          auto* fresh = new CurveGraph(cp->xAxis, cp->yAxis);
+          fresh->setData(graph->data());  // the same container
+          const QString diff = same(got, fresh->reducedLines());
+          cp->removeGraph(fresh);
+          QVERIFY2(diff.isEmpty(), qPrintable(QStringLiteral("%1, %2: %3").arg(what, name, diff)));
+        }
+      }
+    };
+    check("first", false);
+    append(100);
+    check("100 appended", true);
+    for (int n : {1, 7, 64, 333, 2, 4998}) {  // across blocks, columns and a NaN
+      append(n);
+      check("a batch appended", true);
+    }
+    // The x axis auto-ranged to the last point (PlotsPanel::fitAxes): every column moves.
+    append(100);
+    cp->xAxis->setRange(0, next - 1);
+    check("auto-ranged", false);
+    append(100);  // past the view's end: the point just beyond it changes
+    check("past the end", true);
+    append(100);
+    cp->xAxis->setRange(0, next - 1);
+    check("auto-ranged again", false);
+    // Zoomed into the middle, then appended past the view (findBegin from a later point).
+    cp->xAxis->setRange(20'000.5, next + 500.25);
+    check("zoomed", false);
+    append(250);
+    check("zoomed, appended", true);
+    // The value axis moved: all again; then on as before.
+    cp->yAxis->setRange(0.5, 3.5);
+    check("value axis moved", false);
+    append(40);
+    check("appended after", true);
+    // Before: every change from the start, equal too.
+    plot.setIncrementalLines(false);
+    append(100);
+    plot.replot();
+    auto* raw = dynamic_cast<CurveGraph*>(plot.rawGraph("a"));
+    const QVector<QPointF> byBlocks = raw->reducedLines();
+    plot.setIncrementalLines(true);
+    QVERIFY(same(raw->reducedLines(), byBlocks).isEmpty());
   }
 };
 
