@@ -59,6 +59,10 @@ class Regressor {
   double log_marginal_likelihood() const;
   /// Posterior mean and variance (clamped at 0) of f at each row of q.
   void posterior(const Eigen::MatrixXd& q, Eigen::VectorXd& mean, Eigen::VectorXd& var) const;
+  /// Posterior mean and variance (not clamped) at one point x and their gradients with respect
+  /// to x's non-categorical coordinates (0 in the categorical ones).
+  void posterior_grad(const Eigen::VectorXd& x, double& mean, double& var, Eigen::VectorXd& dmean,
+                      Eigen::VectorXd& dvar) const;
   const Hyper& hyper() const { return m_h; }
   Eigen::Index size() const { return m_x.rows(); }
 
@@ -81,6 +85,8 @@ Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
 double log_ei(double mean, double var, double best);
 /// log Phi(z), stable for very negative z.
 double log_ndtr(double z);
+/// d log_ei / d mean and d log_ei / d var at (mean, var, best); var > 0.
+void log_ei_grad(double mean, double var, double best, double& d_mean, double& d_var);
 
 }  // namespace gp
 
