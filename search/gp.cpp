@@ -232,6 +232,38 @@ void Regressor::posterior(const Eigen::MatrixXd& q, Eigen::VectorXd& mean,
   var = (m_h.kernel_scale - v.colwise().squaredNorm().array()).cwiseMax(0.0).matrix().transpose();
 }
 
+void Regressor::posterior_grad(const Eigen::VectorXd& x, double& mean, double& var,
+                               Eigen::VectorXd& dmean, Eigen::VectorXd& dvar) const {
+  const Eigen::Index n = m_x.rows();
+  const Eigen::Index d = m_x.cols();
+  Eigen::VectorXd kvec(n);
+  Eigen::VectorXd dr2(n);  // d k_i / d r2_i
+  for (Eigen::Index i = 0; i < n; ++i) {
+    double s = 0.0;
+    for (Eigen::Index k = 0; k < d; ++k) {
+      s += sqd(x(k), m_x(i, k), m_categorical[static_cast<std::size_t>(k)] != 0) *
+           m_h.inv_sq_lengthscales(k);
+    }
+    kvec(i) = m_h.kernel_scale * matern52(s);
+    dr2(i) = m_h.kernel_scale * matern52_deriv(s);
+  }
+  const Eigen::VectorXd w = m_llt.solve(kvec);  // C^-1 k
+  mean = kvec.dot(m_alpha);
+  var = m_h.kernel_scale - kvec.dot(w);
+  // d k_i / d x_k = dr2_i * 2 r_k (x_k - X_ik); d var = -2 w^T dk.
+  const Eigen::VectorXd a = dr2.cwiseProduct(m_alpha);
+  const Eigen::VectorXd b = dr2.cwiseProduct(w);
+  dmean = Eigen::VectorXd::Zero(d);
+  dvar = Eigen::VectorXd::Zero(d);
+  for (Eigen::Index k = 0; k < d; ++k) {
+    if (m_categorical[static_cast<std::size_t>(k)] != 0) continue;
+    const Eigen::VectorXd diff = (x(k) - m_x.col(k).array()).matrix();
+    const double two_r = 2.0 * m_h.inv_sq_lengthscales(k);
+    dmean(k) = two_r * a.dot(diff);
+    dvar(k) = -2.0 * two_r * b.dot(diff);
+  }
+}
+
 Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
                 const std::vector<char>& categorical, const Hyper* start, double min_noise) {
   const Eigen::Index d = x.cols();
@@ -292,6 +324,18 @@ double log_ei(double mean, double var, double best) {
     out = -0.5 * z * z - 0.5 * kLog2Pi + log_one_minus_tail(-M_SQRT1_2 * z);
   }
   return out + std::log(sigma);
+}
+
+void log_ei_grad(double mean, double var, double best, double& d_mean, double& d_var) {
+  const double sigma = std::sqrt(var);
+  const double z = (mean - best) / sigma;
+  // log_ei = log sigma + log h(z), h(z) = z Phi(z) + phi(z), h'(z) = Phi(z).
+  const double log_h = log_ei(mean, var, best) - std::log(sigma);
+  const double log_phi = -0.5 * z * z - 0.5 * kLog2Pi;
+  const double dz = std::exp(log_ndtr(z) - log_h);  // d log h / dz
+  d_mean = dz / sigma;
+  // d/d sigma = 1/sigma - dz z / sigma = phi(z) / (h(z) sigma); d sigma / d var = 1 / (2 sigma).
+  d_var = std::exp(log_phi - log_h) / sigma / (2.0 * sigma);
 }
 
 }  // namespace gp
@@ -386,6 +430,38 @@ struct Acquisition {
     }
     return out;
   }
+
+  // The value at one point x (as operator()) and its gradient in the non-categorical
+  // coordinates.
+  double value_grad(const Eigen::VectorXd& x, Eigen::VectorXd& g) const {
+    constexpr double kMinVar = 1e-12;  // below it, no gradient through the variance
+    g = Eigen::VectorXd::Zero(x.size());
+    double out = 0.0;
+    double mean = 0.0;
+    double var = 0.0;
+    Eigen::VectorXd dmean;
+    Eigen::VectorXd dvar;
+    if (objective != nullptr) {
+      objective->posterior_grad(x, mean, var, dmean, dvar);
+      out += gp::log_ei(mean, std::max(var, 0.0), best);
+      double a = 0.0;
+      double b = 0.0;
+      gp::log_ei_grad(mean, std::max(var, kMinVar), best, a, b);
+      g += a * dmean;
+      if (var > kMinVar) g += b * dvar;
+    }
+    if (constraint != nullptr) {
+      constraint->posterior_grad(x, mean, var, dmean, dvar);
+      const double sigma = std::sqrt(std::max(var, 1e-300));
+      const double u = (threshold - mean) / sigma;
+      const double lp = gp::log_ndtr(u);
+      out += lp;
+      const double dl = std::exp(-0.5 * u * u - 0.5 * std::log(2.0 * M_PI) - lp);
+      g -= (dl / sigma) * dmean;
+      if (var > kMinVar) g -= (dl * u / (2.0 * var)) * dvar;
+    }
+    return out;
+  }
 };
 
 // Index of the grid value nearest u.
@@ -397,11 +473,70 @@ std::size_t nearest(const std::vector<double>& grid, double u) {
   return i;
 }
 
-// Local search from x: rounds of (projected gradient ascent on the continuous coordinates, with
-// central differences; each discrete numeric coordinate moved by +-1, 2, 4, ... grid steps; each
-// categorical set to every choice), until a round gains less than tol. Returns the value at x.
-double local_search(const Acquisition& acq, const std::vector<Coord>& coords, Eigen::VectorXd& x,
-                    double fx) {
+// Gradient ascent on the continuous coordinates `cont` of x, from value fx, preconditioned as
+// Optuna's (in z = x / l, l the objective's length scale, so that every coordinate looks alike):
+// projected steps with Barzilai-Borwein lengths and an Armijo backtrack, until the projected
+// gradient in z is below 1e-2 (Optuna's pgtol), no step gains, or 200 steps. Returns the value.
+double ascend(const Acquisition& acq, const std::vector<Eigen::Index>& cont,
+              const Eigen::VectorXd& lsq, Eigen::VectorXd& x, double fx) {
+  Eigen::VectorXd g;
+  const double f0 = acq.value_grad(x, g);
+  if (!std::isfinite(f0) || !g.allFinite()) return fx;
+  fx = f0;
+  double scale = 0.0;
+  for (Eigen::Index k : cont) scale = std::max(scale, lsq(k) * std::abs(g(k)));
+  if (!(scale > 0.0)) return fx;
+  double t = 0.1 / scale;  // the first step moves at most 0.1 of the box
+  Eigen::VectorXd y = x;
+  Eigen::VectorXd gy;
+  for (int it = 0; it < 200; ++it) {
+    double pg = 0.0;  // projected gradient in z (inf-norm)
+    for (Eigen::Index k : cont) {
+      const double l = std::sqrt(lsq(k));
+      const double z = x(k) / l;
+      pg = std::max(pg, std::abs(std::clamp(z + g(k) * l, 0.0, 1.0 / l) - z));
+    }
+    if (pg < 1e-2) break;
+    bool moved = false;
+    double fy = -kInf;
+    for (int ls = 0; ls < 30; ++ls) {
+      double gain = 0.0;
+      for (Eigen::Index k : cont) {
+        y(k) = std::clamp(x(k) + t * lsq(k) * g(k), 0.0, 1.0);
+        gain += g(k) * (y(k) - x(k));
+      }
+      if (!(gain > 0.0)) break;
+      fy = acq.value_grad(y, gy);
+      if (std::isfinite(fy) && gy.allFinite() && fy >= fx + 1e-4 * gain) {
+        moved = true;
+        break;
+      }
+      t *= 0.5;
+    }
+    if (!moved) break;
+    double ss = 0.0;
+    double sy = 0.0;
+    for (Eigen::Index k : cont) {
+      const double sk = y(k) - x(k);
+      ss += sk * sk / lsq(k);
+      sy -= sk * (gy(k) - g(k));
+    }
+    t = sy > 0.0 ? std::clamp(ss / sy, 1e-12, 1e12) : t * 2.0;
+    const double gained = fy - fx;
+    x = y;
+    g = gy;
+    fx = fy;
+    if (gained < 1e-12) break;
+  }
+  return fx;
+}
+
+// Local search from x: rounds of (gradient ascent on the continuous coordinates; each discrete
+// numeric coordinate set to every grid value when it has at most 16, else moved by +-1, 2, 4, ...
+// grid steps; each categorical set to every choice), until a round gains less than tol (1e-4,
+// Optuna's). Returns the value at x.
+double local_search(const Acquisition& acq, const std::vector<Coord>& coords,
+                    const Eigen::VectorXd& lsq, Eigen::VectorXd& x, double fx) {
   const auto d = static_cast<Eigen::Index>(coords.size());
   std::vector<Eigen::Index> cont;
   for (Eigen::Index k = 0; k < d; ++k) {
@@ -409,46 +544,9 @@ double local_search(const Acquisition& acq, const std::vector<Coord>& coords, Ei
     if (!c.categorical && c.grid.empty()) cont.push_back(k);
   }
   constexpr double kTol = 1e-4;
-  constexpr double kH = 1e-6;
   for (int round = 0; round < 50; ++round) {
     const double start = fx;
-    if (!cont.empty()) {
-      Eigen::MatrixXd probe(2 * static_cast<Eigen::Index>(cont.size()), d);
-      std::vector<double> width(cont.size());
-      for (std::size_t j = 0; j < cont.size(); ++j) {
-        const Eigen::Index k = cont[j];
-        const double up = std::min(1.0, x(k) + kH);
-        const double down = std::max(0.0, x(k) - kH);
-        probe.row(static_cast<Eigen::Index>(2 * j)) = x.transpose();
-        probe.row(static_cast<Eigen::Index>(2 * j + 1)) = x.transpose();
-        probe(static_cast<Eigen::Index>(2 * j), k) = up;
-        probe(static_cast<Eigen::Index>(2 * j + 1), k) = down;
-        width[j] = up - down;
-      }
-      const Eigen::VectorXd v = acq(probe);
-      Eigen::VectorXd g = Eigen::VectorXd::Zero(d);
-      for (std::size_t j = 0; j < cont.size(); ++j) {
-        const auto r = static_cast<Eigen::Index>(2 * j);
-        if (width[j] > 0.0 && std::isfinite(v(r)) && std::isfinite(v(r + 1))) {
-          g(cont[j]) = (v(r) - v(r + 1)) / width[j];
-        }
-      }
-      const double gmax = g.lpNorm<Eigen::Infinity>();
-      if (gmax > 0.0) {
-        // Steps of at most 0.2, 0.1, ... of the box along the gradient, projected; the first
-        // that gains is taken.
-        for (double t = 0.2 / gmax; t * gmax > 1e-7; t *= 0.5) {
-          Eigen::VectorXd y = x;
-          for (Eigen::Index k : cont) y(k) = std::clamp(x(k) + t * g(k), 0.0, 1.0);
-          const double fy = acq(Eigen::MatrixXd(y.transpose()))(0);
-          if (fy > fx) {
-            x = y;
-            fx = fy;
-            break;
-          }
-        }
-      }
-    }
+    if (!cont.empty()) fx = ascend(acq, cont, lsq, x, fx);
     for (Eigen::Index k = 0; k < d; ++k) {
       const Coord& c = coords[static_cast<std::size_t>(k)];
       if (c.categorical) {
@@ -466,9 +564,15 @@ double local_search(const Acquisition& acq, const std::vector<Coord>& coords, Ei
       } else if (!c.grid.empty()) {
         const std::size_t at = nearest(c.grid, x(k));
         std::vector<std::size_t> cand;
-        for (std::size_t step = 1; step < c.grid.size(); step *= 2) {
-          if (at >= step) cand.push_back(at - step);
-          if (at + step < c.grid.size()) cand.push_back(at + step);
+        if (c.grid.size() <= 16) {
+          for (std::size_t i = 0; i < c.grid.size(); ++i) {
+            if (i != at) cand.push_back(i);
+          }
+        } else {
+          for (std::size_t step = 1; step < c.grid.size(); step *= 2) {
+            if (at >= step) cand.push_back(at - step);
+            if (at + step < c.grid.size()) cand.push_back(at + step);
+          }
         }
         if (cand.empty()) continue;
         Eigen::MatrixXd probe(static_cast<Eigen::Index>(cand.size()), d);
@@ -597,31 +701,57 @@ Result<TrialParams> GpSampler::sample(const SearchSpace& space, const std::vecto
     return m_random.sample(space, finished, pending, rng);
   }
 
-  // Preliminary random points, then local searches from the best trial and the best points.
+  // Preliminary random points, then local searches (Optuna's optimize_acqf_mixed): from the
+  // best of them, from the best trial, and from points of the rest drawn without replacement
+  // with probability proportional to exp(acquisition - its maximum) (Optuna's roulette).
   constexpr Eigen::Index kPreliminary = 2048;
   constexpr int kLocal = 10;
   Eigen::MatrixXd pre(kPreliminary, d);
   for (Eigen::Index i = 0; i < kPreliminary; ++i) random_point(coords, rng, pre, i);
   const Eigen::VectorXd pre_v = acq(pre);
-  std::vector<Eigen::Index> order(static_cast<std::size_t>(kPreliminary));
-  std::iota(order.begin(), order.end(), Eigen::Index{0});
-  std::partial_sort(order.begin(), order.begin() + kLocal, order.end(),
-                    [&](Eigen::Index a, Eigen::Index b) {
-                      const double va = std::isfinite(pre_v(a)) ? pre_v(a) : -kInf;
-                      const double vb = std::isfinite(pre_v(b)) ? pre_v(b) : -kInf;
-                      return va > vb || (va == vb && a < b);
-                    });
-  std::vector<Eigen::VectorXd> starts;
-  if (best_row >= 0) starts.emplace_back(x_obj.row(best_row).transpose());
-  for (int i = 0; i < kLocal && static_cast<int>(starts.size()) < kLocal; ++i) {
-    starts.emplace_back(pre.row(order[static_cast<std::size_t>(i)]).transpose());
+  Eigen::Index max_i = 0;
+  double max_v = -kInf;
+  for (Eigen::Index i = 0; i < kPreliminary; ++i) {
+    if (std::isfinite(pre_v(i)) && pre_v(i) > max_v) {
+      max_v = pre_v(i);
+      max_i = i;
+    }
   }
+  std::vector<Eigen::VectorXd> starts;
+  starts.emplace_back(pre.row(max_i).transpose());
+  if (best_row >= 0) starts.emplace_back(x_obj.row(best_row).transpose());
+  if (std::isfinite(max_v)) {
+    std::vector<double> weight(static_cast<std::size_t>(kPreliminary), 0.0);
+    double total = 0.0;
+    for (Eigen::Index i = 0; i < kPreliminary; ++i) {
+      if (i == max_i || !std::isfinite(pre_v(i))) continue;
+      weight[static_cast<std::size_t>(i)] = std::exp(pre_v(i) - max_v);
+      total += weight[static_cast<std::size_t>(i)];
+    }
+    while (static_cast<int>(starts.size()) < kLocal && total > 0.0) {
+      double u = rng.uniform() * total;
+      std::size_t pick = weight.size();
+      for (std::size_t i = 0; i < weight.size(); ++i) {
+        if (weight[i] <= 0.0) continue;
+        pick = i;
+        u -= weight[i];
+        if (u <= 0.0) break;
+      }
+      if (pick == weight.size()) break;
+      starts.emplace_back(pre.row(static_cast<Eigen::Index>(pick)).transpose());
+      total -= weight[pick];
+      weight[pick] = 0.0;
+    }
+  }
+  // The preconditioner: the objective's squared length scales (the constraint's without one).
+  const gp::Hyper& shape = acq.objective != nullptr ? m_objective_fit : m_constraint_fit;
+  const Eigen::VectorXd lsq = shape.inv_sq_lengthscales.cwiseInverse();
   Eigen::VectorXd best_x = starts.front();
   double best_v = -kInf;
   for (Eigen::VectorXd x : starts) {
     double fx = acq(Eigen::MatrixXd(x.transpose()))(0);
     if (!std::isfinite(fx)) fx = -kInf;
-    fx = local_search(acq, coords, x, fx);
+    fx = local_search(acq, coords, lsq, x, fx);
     if (fx > best_v) {
       best_v = fx;
       best_x = x;

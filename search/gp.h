@@ -8,10 +8,14 @@
 // logs from two starts (the previous call's fit and all ones; the better wins). Linear algebra
 // is Eigen's (LLT).
 //
-// The next point maximises log expected improvement over the best feasible value: 2048 random
-// points, then a local search from the best trial and the best of them (projected gradient
-// ascent on the continuous coordinates with finite differences, a neighbour search over each
-// int/stepped float's grid, every choice of a categorical), the best end point wins.
+// The next point maximises log expected improvement over the best feasible value, as Optuna's
+// optimize_acqf_mixed: 2048 random points (discrete coordinates on their grid), then local
+// searches from the best of them, from the best trial and from 8 more of them drawn with
+// probability exp(acquisition - its maximum). A local search alternates gradient ascent on the
+// continuous coordinates (the exact gradient, in x / l with l the objective's length scales;
+// projected Barzilai-Borwein steps, Armijo backtracking, until the projected gradient is below
+// 1e-2) with a search over each int/stepped float's grid (every value when it has at most 16,
+// else +-1, 2, 4, ... steps) and over every choice of a categorical; the best end point wins.
 // Constraints: infeasible and oom trials (the memory estimate or the run said the config does not
 // fit) are the constraint value +1, complete trials -1; a second GP on that value gives the
 // probability of feasibility P(c <= 0), and the acquisition is log EI + log P. Running trials
@@ -59,6 +63,10 @@ class Regressor {
   double log_marginal_likelihood() const;
   /// Posterior mean and variance (clamped at 0) of f at each row of q.
   void posterior(const Eigen::MatrixXd& q, Eigen::VectorXd& mean, Eigen::VectorXd& var) const;
+  /// Posterior mean and variance (not clamped) at one point x and their gradients with respect
+  /// to x's non-categorical coordinates (0 in the categorical ones).
+  void posterior_grad(const Eigen::VectorXd& x, double& mean, double& var, Eigen::VectorXd& dmean,
+                      Eigen::VectorXd& dvar) const;
   const Hyper& hyper() const { return m_h; }
   Eigen::Index size() const { return m_x.rows(); }
 
@@ -81,6 +89,8 @@ Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
 double log_ei(double mean, double var, double best);
 /// log Phi(z), stable for very negative z.
 double log_ndtr(double z);
+/// d log_ei / d mean and d log_ei / d var at (mean, var, best); var > 0.
+void log_ei_grad(double mean, double var, double best, double& d_mean, double& d_var);
 
 }  // namespace gp
 

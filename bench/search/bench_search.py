@@ -16,6 +16,11 @@ Optuna at 1,000. A benchmark, not a test: it prints figures.
       trials, beside Optuna's GPSampler when scipy is importable (Optuna's GP fits with scipy,
       which requirements-test.txt lacks: PYTHONPATH=DIR with `pip install --target DIR scipy`)
       and TPE)
+  .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --auto
+      [--seeds 5] [--first-seed 0] [--optuna-cache FILE] [--ours auto gp old:auto old:gp]
+      [--peer-tool OTHER/bench_search] [--no-optuna]
+      (sampler = "auto" and --ours at 20/50/100 trials beside Optuna's TPE and GPSampler; an
+      "old:S" runs S with --peer-tool, e.g. bench_search built at an earlier commit)
 """
 import argparse
 import json
@@ -136,7 +141,16 @@ def optuna_run(name, seed, n_trials):
     return best_true
 
 
+# --peer-tool: another bench_search (e.g. built at an earlier commit in a second build dir);
+# with --auto, a name "old:S" in --ours runs sampler S with it, beside this tree's.
+PEER_TOOL = None
+
+
 def ours(tool, name, sampler, seeds, n_trials, first=0):
+    if sampler.startswith("old:"):
+        if PEER_TOOL is None:
+            raise SystemExit(f"{sampler}: give --peer-tool, the bench_search to run it with")
+        tool, sampler = PEER_TOOL, sampler[4:]
     out = subprocess.run([tool, "run", "--func", name, "--sampler", sampler, "--seeds", str(first),
                           str(first + seeds), "--trials", str(n_trials)], check=True,
                          capture_output=True, text=True).stdout.split()
@@ -462,6 +476,11 @@ def gp_speed(tool):
     out = subprocess.run([tool, "speed", "--sampler", "gp", "--reps", "10", "100"], check=True,
                          capture_output=True, text=True).stdout.split()
     print(f"ours at   100: {float(out[1]):9.1f} ms fixed {float(out[2]):9.1f} ms growing")
+    if PEER_TOOL is not None:
+        out = subprocess.run([PEER_TOOL, "speed", "--sampler", "gp", "--reps", "10", "100"],
+                             check=True, capture_output=True, text=True).stdout.split()
+        print(f"peer at  100: {float(out[1]):9.1f} ms fixed {float(out[2]):9.1f} ms growing "
+              f"(--peer-tool)")
     theirs = optuna_gp_speed(100, 10)
     if theirs is None:
         print("optuna GPSampler: not run (needs scipy, which .venv lacks)")
@@ -493,7 +512,12 @@ def main():
     ap.add_argument("--ours", nargs="*", default=["auto", "gp", "tpe", "cmaes"],
                     help="with --auto: our samplers, the first compared (names or TOML tables)")
     ap.add_argument("--no-optuna", action="store_true", help="with --auto: our side only")
+    ap.add_argument("--peer-tool", help="another bench_search binary (e.g. an earlier commit's): "
+                    "with --auto, --ours names \"old:S\" run S with it; with --gp-speed, its "
+                    "time per suggestion is printed too")
     args = ap.parse_args()
+    global PEER_TOOL
+    PEER_TOOL = args.peer_tool
     if args.auto:
         auto_table(args.tool, args.only, args.first_seed, args.seeds, args.optuna_cache,
                    args.ours, with_optuna=not args.no_optuna)

@@ -12,6 +12,8 @@
 //   mll V     (log marginal likelihood, -N/2 log(2 pi) included)
 //   prior V   (gp::log_prior)
 //   post M    then M lines: MEAN VAR LOG_EI (log EI over the largest Y)
+//   grad M    then M lines: D values, d LOG_EI / d x at each query point (posterior_grad and
+//             log_ei_grad; 0 in categorical dimensions)
 //   fit R_1 .. R_D SCALE NOISE  (gp::fit_hyper from all ones)
 #include <cstdio>
 #include <fstream>
@@ -99,6 +101,20 @@ int main(int argc, char** argv) {
   std::printf("post %ld\n", static_cast<long>(m));
   for (Eigen::Index i = 0; i < m; ++i) {
     std::printf("%.17g %.17g %.17g\n", mean(i), var(i), gp::log_ei(mean(i), var(i), best));
+  }
+  std::printf("grad %ld\n", static_cast<long>(m));
+  for (Eigen::Index i = 0; i < m; ++i) {
+    double mu = 0.0;
+    double v = 0.0;
+    Eigen::VectorXd dmean;
+    Eigen::VectorXd dvar;
+    r.posterior_grad(q.row(i).transpose(), mu, v, dmean, dvar);
+    double a = 0.0;
+    double b = 0.0;
+    gp::log_ei_grad(mu, v, best, a, b);
+    const Eigen::VectorXd g = a * dmean + b * dvar;
+    for (Eigen::Index k = 0; k < d; ++k) std::printf("%s%.17g", k > 0 ? " " : "", g(k));
+    std::printf("\n");
   }
   const gp::Hyper fit = gp::fit_hyper(x, y, cat, nullptr);
   std::printf("fit");

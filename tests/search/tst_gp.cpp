@@ -1,8 +1,8 @@
 // Tests search/gp.cpp: the GP's building blocks (an exact fit through noise-free data, the
-// fitted hyperparameters at a stationary point), and the sampler: lower regret than random on a
-// 2-D quadratic in 20 trials on fixed seeds, the infeasible region avoided, int and categorical
-// parameters on their grids and the categorical optimum found, running trials not proposed
-// twice (constant liar), conditional parameters drawn, several objectives refused.
+// fitted hyperparameters at a stationary point, log EI's gradient), and the sampler: lower regret
+// than random on a 2-D quadratic in 20 trials on fixed seeds, the infeasible region avoided, int
+// and categorical parameters on their grids and the categorical optimum found, running trials not
+// proposed twice (constant liar), conditional parameters drawn, several objectives refused.
 // (tests/search/reference_gp.py checks the same blocks against Optuna's GP.)
 #include <QtTest>
 
@@ -132,6 +132,30 @@ class TstGp : public QObject {
     QVERIFY(std::isfinite(a) && std::isfinite(b) && b < a);
     QVERIFY(std::abs(gp::log_ndtr(0.0) - std::log(0.5)) < 1e-15);
     QVERIFY(std::isfinite(gp::log_ndtr(-60.0)));
+  }
+
+  // log_ei_grad equals central differences of log_ei in mean and in var, on both sides of the
+  // asymptotic branch (z = -25) and where EI is large; the local search climbs this gradient.
+  void logEiGradientMatchesDifferences() {
+    for (const double z : {3.0, 0.0, -5.0, -24.0, -26.0, -40.0}) {
+      const double var = 0.49;
+      const double mean = z * std::sqrt(var);  // best = 0
+      double d_mean = 0.0;
+      double d_var = 0.0;
+      gp::log_ei_grad(mean, var, 0.0, d_mean, d_var);
+      const double h = 1e-6;
+      const double fd_mean =
+          (gp::log_ei(mean + h, var, 0.0) - gp::log_ei(mean - h, var, 0.0)) / (2.0 * h);
+      const double fd_var =
+          (gp::log_ei(mean, var + h, 0.0) - gp::log_ei(mean, var - h, 0.0)) / (2.0 * h);
+      QVERIFY2(
+          std::abs(d_mean - fd_mean) <= 1e-5 * std::max(1.0, std::abs(fd_mean)),
+          qPrintable(
+              QStringLiteral("z %1: d mean %2, differences %3").arg(z).arg(d_mean).arg(fd_mean)));
+      QVERIFY2(std::abs(d_var - fd_var) <= 1e-5 * std::max(1.0, std::abs(fd_var)),
+               qPrintable(
+                   QStringLiteral("z %1: d var %2, differences %3").arg(z).arg(d_var).arg(fd_var)));
+    }
   }
 
   // 20 trials (10 random, then 10 from the GP) on fixed seeds: the GP's best is lower than
