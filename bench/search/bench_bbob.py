@@ -6,7 +6,7 @@ prints figures (with --check it also checks them, for the CTest smoke test).
   .venv/bin/python bench/search/bench_bbob.py --tool build/bin/bench_search
       [--functions 1-24] [--dims 2 5 10] [--instances 1-5] [--budgets 20 50 100] [--seeds 3]
       [--first-seed 0] [--samplers tpe gp cmaes random auto optuna-tpe optuna-gp ...]
-      [--optuna-cache F] [--json F] [-j 2]
+      [--optuna-gp-trials 50] [--optuna-cache F] [--json F] [-j 2] [--check]
 
 The problems come from cocoex (`coco-experiment`, requirements-test.txt): 24 functions on
 [-5, 5]^d, instances as COCO numbers them. f_opt is read through cocoex: the problem's optimum
