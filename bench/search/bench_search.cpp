@@ -17,6 +17,10 @@
 //   bench_search trace --func NAME --seeds A B --trials N [--sampler S]
 //       every proposal, one line each ("SEED TRIAL k=v ..." with %.17g floats): a diff of two
 //       builds' traces proves a speed change left the proposals identical
+//   bench_search ask --dim D --low L --high H --sampler S --seed N --trials N
+//       ask/tell over stdio, for functions evaluated elsewhere (bench_bbob.py: COCO's bbob):
+//       the box [L, H]^D as floats x0..x{D-1}; per trial one line "x0 x1 ..." (%.17g) on
+//       stdout, then one value read from stdin (the objective, minimised); S as for run
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -325,6 +329,60 @@ int cmd_eval(int argc, char** argv) {
   return 0;
 }
 
+// Ask/tell over stdio: the function lives in the driving script (COCO's bbob via cocoex), the
+// proposals come from the same sampler->sample path as optimise(). Exits 3 on a malformed or
+// missing value, naming the trial.
+int cmd_ask(int argc, char** argv) {
+  int dim = 2;
+  double low = -5.0;
+  double high = 5.0;
+  std::string sampler_name = "tpe";
+  std::uint64_t seed = 0;
+  int trials = 100;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--dim")
+      dim = std::atoi(argv[i + 1]);
+    else if (k == "--low")
+      low = std::strtod(argv[i + 1], nullptr);
+    else if (k == "--high")
+      high = std::strtod(argv[i + 1], nullptr);
+    else if (k == "--sampler")
+      sampler_name = argv[i + 1];
+    else if (k == "--seed")
+      seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (k == "--trials")
+      trials = std::atoi(argv[i + 1]);
+  }
+  if (dim < 1 || dim > 1000 || !(low < high)) {
+    std::fprintf(stderr, "bench_search ask: --dim must be 1-1000 and --low below --high\n");
+    return 2;
+  }
+  const Function fn{"ask", box(dim, low, high), nullptr};
+  const SearchSpace space = space_of(fn, sampler_name);
+  auto sampler = sampler_for(space, sampler_name);
+  Rng rng(seed);
+  std::vector<Trial> done;
+  for (int i = 0; i < trials; ++i) {
+    Trial t;
+    t.number = i;
+    t.state = TrialState::Complete;
+    t.params = sampler->sample(space, done, {}, rng).value();
+    const auto x = xs(t.params, dim);
+    for (std::size_t j = 0; j < x.size(); ++j) std::printf(j ? " %.17g" : "%.17g", x[j]);
+    std::printf("\n");
+    std::fflush(stdout);
+    double value = 0.0;
+    if (std::scanf("%lf", &value) != 1 || !std::isfinite(value)) {
+      std::fprintf(stderr, "bench_search ask: trial %d: expected a finite value on stdin\n", i);
+      return 3;
+    }
+    t.values = {value};
+    done.push_back(std::move(t));
+  }
+  return 0;
+}
+
 // CPU time (not wall: the machine is shared) per suggestion with n finished random trials on
 // Hartmann-6 (multivariate TPE). Two figures per n: "fixed", the history stays n (what Optuna's
 // side measures, and where our sampler's caches see no change between calls), and "growing",
@@ -450,11 +508,13 @@ int main(int argc, char** argv) {
   if (cmd == "eval" && argc > 3) return cmd_eval(argc, argv);
   if (cmd == "speed") return cmd_speed(argc, argv);
   if (cmd == "pareto") return cmd_pareto(argc, argv);
+  if (cmd == "ask") return cmd_ask(argc, argv);
   if (cmd == "list") {
     for (const Function& f : functions()) std::printf("%s\n", f.name.c_str());
     return 0;
   }
-  std::fprintf(stderr,
-               "usage: bench_search run|trace|eval|speed|pareto|list ... (see bench_search.py)\n");
+  std::fprintf(
+      stderr,
+      "usage: bench_search run|trace|eval|speed|pareto|ask|list ... (see bench_search.py)\n");
   return 2;
 }
