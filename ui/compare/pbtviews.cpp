@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <variant>
 
 #include "ui/compare/compareplots.h"
@@ -258,14 +259,24 @@ void PbtViews::drawSchedule() {
       if (const auto v = numeric(data.best.back().params, param))
         graph->addData(double(data.best.back().endStep), *v);
     }
-    graph->rescaleAxes();
-    const QCPRange r = y->range();
-    if (y->scaleType() == QCPAxis::stLogarithmic) {
-      y->setRange(r.lower / 1.5, r.upper * 1.5);
+    // The value range from the data (QCustomPlot's rescale widens a flat line to +-1, which
+    // squashes a learning rate to nothing): a margin around it, a flat line centred.
+    double low = std::numeric_limits<double>::infinity();
+    double high = -low;
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+      low = std::min(low, it->value);
+      high = std::max(high, it->value);
+    }
+    if (low > high) {
+      low = 0;
+      high = 1;
+    }
+    if (y->scaleType() == QCPAxis::stLogarithmic && low > 0) {
+      const double pad = high > low ? std::pow(high / low, 0.15) : 2.0;
+      y->setRange(low / pad, high * pad);
     } else {
-      const double pad =
-          r.size() > 0 ? r.size() * 0.15 : std::max(std::abs(r.center()) * 0.1, 1e-3);
-      y->setRange(r.lower - pad, r.upper + pad);
+      const double pad = high > low ? (high - low) * 0.15 : std::max(std::abs(low) * 0.5, 1e-3);
+      y->setRange(low - pad, high + pad);
     }
     m_params.append(param);
     m_graphs.append(graph);
