@@ -569,6 +569,12 @@ void SearchEditor::updatePbtNote() {
                                   : m_pbtInterval->text().trimmed())
                          .arg(mutables.isEmpty() ? tr("nothing yet") : mutables.join(", ")));
   m_pbtNote->setVisible(m_pbtBox->isChecked());
+  // PBT draws its first values from the seed and runs population x segments trials: the sampler
+  // and n_trials are not used (kept, and written, for when it is switched off).
+  for (auto it = m_settings.cbegin(); it != m_settings.cend(); ++it) {
+    if (it.key().startsWith(QLatin1String("sampler")) || it.key() == QLatin1String("n_trials"))
+      it.value()->setEnabled(!m_pbtBox->isChecked());
+  }
 }
 
 // Each key as its widget has it, in spec's order; an emptied field is left out (the parser then

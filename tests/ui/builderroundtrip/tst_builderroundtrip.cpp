@@ -11,6 +11,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
 #include <QGroupBox>
 #include <QLabel>
@@ -656,8 +657,12 @@ class TestBuilderRoundTrip : public QObject {
     auto* note = panel.findChild<QLabel*>("search.pbt");
     QVERIFY2(note->text() == "6 members, segments of 30 steps, changing train.lr",
              qPrintable(note->text()));
+    // The sampler and n_trials do not apply while PBT is on.
+    QVERIFY(!panel.searchEditor()->setting("sampler")->isEnabled());
+    QVERIFY(!panel.searchEditor()->setting("n_trials")->isEnabled());
     // Off: a plain search is saved; on again: the edited values come back.
     box->setChecked(false);
+    QVERIFY(panel.searchEditor()->setting("sampler")->isEnabled());
     QVERIFY2(panel.controller()->saveFile(saved, &error), qPrintable(error));
     QVERIFY(!searchOf(readFile(saved)).pbt.has_value());
     box->setChecked(true);
@@ -665,6 +670,11 @@ class TestBuilderRoundTrip : public QObject {
     const search::SearchSpace again = searchOf(readFile(saved));
     QVERIFY(again.pbt.has_value());
     QVERIFY(*again.pbt == *after.pbt);
+    // As a user sees it: the search tab with the group (tests/artifacts/builder-pbt.png).
+    panel.resize(1400, 900);
+    const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
+    QDir().mkpath(artifacts);
+    QVERIFY(panel.grab().save(artifacts + "/builder-pbt.png"));
   }
 
  private:
