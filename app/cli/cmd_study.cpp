@@ -264,10 +264,17 @@ QJsonObject summaryJson(const Study& study, const search::StudySummary& s) {
 void printSummary(const Study& study, const search::StudySummary& s) {
   const search::StudyCounts& c = s.counts;
   std::cout << "study:      " << study.name().toStdString() << " (id " << study.id() << ", "
-            << backend::studyStatusName(study.record().status).toStdString() << ")\n"
-            << "sampler:    " << study.samplerText() << '\n'
-            << "trials:     " << s.trials.size() << " of " << study.space().n_trials << " ("
-            << c.complete << " complete, " << c.running << " running, " << c.queued << " queued, "
+            << backend::studyStatusName(study.record().status).toStdString() << ")\n";
+  // Population-based training uses neither the sampler nor n_trials: say what applies.
+  if (const auto& pbt = study.space().pbt) {
+    std::cout << "search:     population-based training: " << pbt->population
+              << " members, segments of " << pbt->interval_steps << " steps\n"
+              << "trials:     " << s.trials.size() << " segment runs (";
+  } else {
+    std::cout << "sampler:    " << study.samplerText() << '\n'
+              << "trials:     " << s.trials.size() << " of " << study.space().n_trials << " (";
+  }
+  std::cout << c.complete << " complete, " << c.running << " running, " << c.queued << " queued, "
             << c.pruned << " pruned, " << c.failed << " failed, " << c.infeasible + c.oom
             << " infeasible/oom)\n";
   const backend::StudyRecord& record = study.record();

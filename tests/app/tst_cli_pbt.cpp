@@ -91,6 +91,11 @@ class TestCliPbt : public QObject, clitest::OnRunLog {
     const auto text = cli({"study", "show", "pbt"});
     QVERIFY2(text.out.contains(QRegularExpression("exploits member \\d \\(run \\d+\\) at step 3")),
              qPrintable(text.out));
+    // What applies to PBT instead of the unused sampler and trial budget.
+    QVERIFY2(text.out.contains("search:     population-based training: 2 members, segments of 3 "
+                               "steps\ntrials:     4 segment runs ("),
+             qPrintable(text.out));
+    QVERIFY2(!text.out.contains("sampler:"), qPrintable(text.out));
 
     const auto replay = cli({"pbt-replay", "pbt"});
     QVERIFY2(replay.exitCode == 0, qPrintable(replay.out + replay.err));

@@ -17,6 +17,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 
@@ -237,21 +238,6 @@ QString settingToml(Kind kind, const QString& text) {
   }
 }
 
-// [search.pbt] as TOML, every key written (the parser requires interval_steps and mutable).
-QString pbtToml(const search::PbtConfig& pbt) {
-  QStringList factors;
-  for (const double f : pbt.factors) factors << number(f);
-  QStringList mutables;
-  for (const auto& m : pbt.mutable_params) mutables << quoted(QString::fromStdString(m));
-  return QStringLiteral(
-             "\n[search.pbt]\npopulation = %1\ninterval_steps = %2\nquantile = %3\n"
-             "factors = [%4]\nmutable = [%5]\nresample_probability = %6\n")
-      .arg(pbt.population)
-      .arg(pbt.interval_steps)
-      .arg(number(pbt.quantile), factors.join(QStringLiteral(", ")),
-           mutables.join(QStringLiteral(", ")), number(pbt.resample_probability));
-}
-
 // The defaults the parser gives a sampler and pruner of these types (cmaes starts with one
 // random trial, median fixes the percentile): a setting equal to them is not written.
 search::SearchSpace defaultsFor(const QString& sampler, const QString& pruner) {
@@ -284,13 +270,9 @@ SearchEditor::SearchEditor(QWidget* parent) : QWidget(parent) {
   buttons->addWidget(remove);
   buttons->addStretch();
   auto* layout = new QVBoxLayout(this);
-  m_pbtNote = new QLabel(this);
-  m_pbtNote->setObjectName(QStringLiteral("search.pbt"));
-  m_pbtNote->setWordWrap(true);
-  m_pbtNote->hide();
   layout->addWidget(m_enabled);
-  layout->addWidget(m_pbtNote);
   layout->addWidget(buildSettings());
+  layout->addWidget(buildPbt());
   layout->addWidget(m_table, 1);
   layout->addLayout(buttons);
 
@@ -412,6 +394,7 @@ void SearchEditor::addParam(const QString& name, const QString& type) {
 }
 
 void SearchEditor::emitEdited() {
+  if (m_pbtNote != nullptr) updatePbtNote();
   if (!m_loading) emit edited(toml());
 }
 
@@ -427,18 +410,7 @@ bool SearchEditor::setToml(const QString& text) {
   }
   m_loading = true;
   m_enabled->setChecked(!text.trimmed().isEmpty());
-  m_pbt = space.pbt;
-  m_pbtNote->setVisible(m_pbt.has_value());
-  if (m_pbt) {
-    QStringList mutables;
-    for (const auto& m : m_pbt->mutable_params) mutables << QString::fromStdString(m);
-    m_pbtNote->setText(
-        tr("Population-based training ([search.pbt]): %1 members, segments of %2 steps, "
-           "changing %3. It is kept as the file has it; edit it in the file (docs/config.md).")
-            .arg(m_pbt->population)
-            .arg(m_pbt->interval_steps)
-            .arg(mutables.join(QStringLiteral(", "))));
-  }
+  setPbt(space.pbt);
   for (const Setting& s : kSettings) setSettingText(QLatin1String(s.key), s.get(space));
   m_table->setRowCount(0);
   for (const auto& p : space.params) {
@@ -497,7 +469,141 @@ QString SearchEditor::toml() const {
     out += name + QStringLiteral(" = ") + value + QLatin1Char('\n');
   }
   out += tableToml();
-  if (m_pbt) out += pbtToml(*m_pbt);
+  out += pbtToml();
+  return out;
+}
+
+QWidget* SearchEditor::buildPbt() {
+  m_pbtBox = new QGroupBox(tr("Population-based training ([search.pbt])"), this);
+  m_pbtBox->setObjectName(QStringLiteral("search.pbt.enabled"));
+  m_pbtBox->setCheckable(true);
+  m_pbtBox->setChecked(false);
+  m_pbtBox->setToolTip(
+      tr("<b>search.pbt</b><br>Train search.pbt.population trials side by side in segments; after "
+         "each, the bottom quantile go on from a top trial's sharded checkpoint with perturbed "
+         "values (the sampler and n_trials are then not used; docs/config.md)"));
+  auto* form = new QFormLayout(m_pbtBox);
+  m_pbtNote = new QLabel(m_pbtBox);
+  m_pbtNote->setObjectName(QStringLiteral("search.pbt"));
+  m_pbtNote->setWordWrap(true);
+  form->addRow(m_pbtNote);
+  const auto named = [](QWidget* w, const char* key, const QString& doc) {
+    w->setObjectName(QStringLiteral("search.pbt.") + QLatin1String(key));
+    w->setToolTip(QStringLiteral("<b>search.pbt.%1</b><br>%2").arg(QLatin1String(key), doc));
+    return w;
+  };
+  m_pbtPopulation = new QSpinBox(m_pbtBox);
+  m_pbtPopulation->setRange(2, std::numeric_limits<int>::max());
+  form->addRow(tr("population"),
+               named(m_pbtPopulation, "population", tr("trials trained side by side (>= 2)")));
+  m_pbtInterval = new QLineEdit(m_pbtBox);
+  m_pbtInterval->setPlaceholderText(tr("required, e.g. 100"));
+  form->addRow(tr("interval_steps"),
+               named(m_pbtInterval, "interval_steps",
+                     tr("optimizer steps per segment (>= 1; train.max_steps a multiple of it)")));
+  m_pbtQuantile = new QLineEdit(m_pbtBox);
+  form->addRow(tr("quantile"),
+               named(m_pbtQuantile, "quantile",
+                     tr("the bottom and top fraction of the population, in (0, 0.5]")));
+  m_pbtFactors = new QLineEdit(m_pbtBox);
+  m_pbtFactors->setPlaceholderText(tr("comma-separated, e.g. 0.8, 1.2"));
+  form->addRow(tr("factors"), named(m_pbtFactors, "factors",
+                                    tr("explore: a mutable value times one of these (> 0)")));
+  auto* mutables = new QWidget(m_pbtBox);
+  auto* row = new QHBoxLayout(mutables);
+  row->setContentsMargins(0, 0, 0, 0);
+  for (const std::string_view name : spec::kPbtMutable) {  // spec's one list of them
+    const QString param = QString::fromUtf8(name.data(), qsizetype(name.size()));
+    auto* box = new QCheckBox(param, mutables);
+    box->setObjectName(QStringLiteral("search.pbt.mutable.") + param);
+    box->setToolTip(
+        tr("<b>search.pbt.mutable</b><br>%1 may change between segments (it must also be a "
+           "numeric parameter of the space)")
+            .arg(param));
+    connect(box, &QCheckBox::toggled, this, &SearchEditor::emitEdited);
+    row->addWidget(box);
+    m_pbtMutable.insert(param, box);
+  }
+  row->addStretch();
+  form->addRow(tr("mutable"), mutables);
+  m_pbtResample = new QLineEdit(m_pbtBox);
+  form->addRow(tr("resample_probability"),
+               named(m_pbtResample, "resample_probability",
+                     tr("explore: the chance to draw a value again from its range instead, in "
+                        "[0, 1]")));
+  connect(m_pbtBox, &QGroupBox::toggled, this, &SearchEditor::emitEdited);
+  connect(m_pbtPopulation, &QSpinBox::valueChanged, this, &SearchEditor::emitEdited);
+  for (QLineEdit* edit : {m_pbtInterval, m_pbtQuantile, m_pbtFactors, m_pbtResample})
+    connect(edit, &QLineEdit::editingFinished, this, &SearchEditor::emitEdited);
+  return m_pbtBox;
+}
+
+void SearchEditor::setPbt(const std::optional<spec::PbtConfig>& pbt) {
+  // Off: the defaults spec gives, so switching it on starts from them.
+  const spec::PbtConfig c = pbt.value_or(spec::PbtConfig{});
+  m_pbtBox->setChecked(pbt.has_value());
+  m_pbtPopulation->setValue(c.population);
+  m_pbtInterval->setText(c.interval_steps > 0 ? QString::number(c.interval_steps) : QString());
+  m_pbtQuantile->setText(number(c.quantile));
+  QStringList factors;
+  for (const double f : c.factors) factors << number(f);
+  m_pbtFactors->setText(factors.join(QStringLiteral(", ")));
+  for (auto it = m_pbtMutable.begin(); it != m_pbtMutable.end(); ++it) {
+    it.value()->setChecked(std::find(c.mutable_params.begin(), c.mutable_params.end(),
+                                     it.key().toStdString()) != c.mutable_params.end());
+  }
+  m_pbtResample->setText(number(c.resample_probability));
+  m_pbtOrder.clear();
+  for (const auto& m : c.mutable_params) m_pbtOrder << QString::fromStdString(m);
+  updatePbtNote();
+}
+
+void SearchEditor::updatePbtNote() {
+  QStringList mutables;
+  for (auto it = m_pbtMutable.cbegin(); it != m_pbtMutable.cend(); ++it)
+    if (it.value()->isChecked()) mutables << it.key();
+  m_pbtNote->setText(tr("%1 members, segments of %2 steps, changing %3")
+                         .arg(m_pbtPopulation->value())
+                         .arg(m_pbtInterval->text().trimmed().isEmpty()
+                                  ? QStringLiteral("?")
+                                  : m_pbtInterval->text().trimmed())
+                         .arg(mutables.isEmpty() ? tr("nothing yet") : mutables.join(", ")));
+  m_pbtNote->setVisible(m_pbtBox->isChecked());
+  // PBT draws its first values from the seed and runs population x segments trials: the sampler
+  // and n_trials are not used (kept, and written, for when it is switched off).
+  for (auto it = m_settings.cbegin(); it != m_settings.cend(); ++it) {
+    if (it.key().startsWith(QLatin1String("sampler")) || it.key() == QLatin1String("n_trials"))
+      it.value()->setEnabled(!m_pbtBox->isChecked());
+  }
+}
+
+// Each key as its widget has it, in spec's order; an emptied field is left out (the parser then
+// names a required one, or takes the default).
+QString SearchEditor::pbtToml() const {
+  if (!m_pbtBox->isChecked()) return {};
+  QString out = QStringLiteral("\n[search.pbt]\npopulation = %1\n").arg(m_pbtPopulation->value());
+  const auto line = [&out](const char* key, const QString& value) {
+    if (!value.isEmpty()) out += QLatin1String(key) + QStringLiteral(" = ") + value + '\n';
+  };
+  line("interval_steps", m_pbtInterval->text().trimmed());
+  line("quantile", m_pbtQuantile->text().trimmed());
+  QStringList factors;
+  for (const QString& f : m_pbtFactors->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+    factors << f.trimmed();
+  if (!factors.isEmpty()) line("factors", QStringLiteral("[%1]").arg(factors.join(", ")));
+  // The opened file's order first (a round trip changes nothing), then spec's.
+  QStringList order = m_pbtOrder;
+  for (const std::string_view name : spec::kPbtMutable) {
+    const QString param = QString::fromUtf8(name.data(), qsizetype(name.size()));
+    if (!order.contains(param)) order << param;
+  }
+  QStringList mutables;
+  for (const QString& param : std::as_const(order)) {
+    const QCheckBox* box = m_pbtMutable.value(param);
+    if (box != nullptr && box->isChecked()) mutables << quoted(param);
+  }
+  line("mutable", QStringLiteral("[%1]").arg(mutables.join(", ")));
+  line("resample_probability", m_pbtResample->text().trimmed());
   return out;
 }
 

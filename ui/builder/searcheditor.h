@@ -14,7 +14,10 @@
 #include "spec/search_space.h"
 
 class QCheckBox;
+class QGroupBox;
 class QLabel;
+class QLineEdit;
+class QSpinBox;
 class QTableWidget;
 
 namespace shardscope::ui {
@@ -43,6 +46,10 @@ class SearchEditor : public QWidget {
   static QStringList settingKeys();
   /// The editor of a setting (QLineEdit, QSpinBox, QCheckBox or QComboBox), or nullptr.
   QWidget* setting(const QString& key) const { return m_settings.value(key); }
+  /// The "population-based training" switch ([search.pbt] written or not) and its settings
+  /// editors, objectName "search.pbt.<key>"; mutable is one checkbox per spec::kPbtMutable name
+  /// ("search.pbt.mutable.<name>").
+  QGroupBox* pbtBox() const { return m_pbtBox; }
   /// The text a setting's widget shows (numbers as typed, booleans "true"/"false").
   QString settingText(const QString& key) const;
 
@@ -55,14 +62,25 @@ class SearchEditor : public QWidget {
   QWidget* makeEditor(int index);
   void setSettingText(const QString& key, const QString& text);
   QString tableToml() const;
+  QWidget* buildPbt();
+  /// [search.pbt] as the PBT widgets describe it ("" when the switch is off).
+  QString pbtToml() const;
+  void setPbt(const std::optional<spec::PbtConfig>& pbt);
+  void updatePbtNote();
   void emitEdited();
 
   QCheckBox* m_enabled = nullptr;
   QTableWidget* m_table = nullptr;
-  /// The opened file's [search.pbt], written back as it was: the editor has no widgets for
-  /// population-based training, and saving must not drop it (m_pbtNote says so).
-  std::optional<spec::PbtConfig> m_pbt;
+  // [search.pbt]: the switch (a checkable group), a one-line summary and an editor per key.
+  QGroupBox* m_pbtBox = nullptr;
   QLabel* m_pbtNote = nullptr;
+  QSpinBox* m_pbtPopulation = nullptr;
+  QLineEdit* m_pbtInterval = nullptr;
+  QLineEdit* m_pbtQuantile = nullptr;
+  QLineEdit* m_pbtFactors = nullptr;
+  QLineEdit* m_pbtResample = nullptr;
+  QMap<QString, QCheckBox*> m_pbtMutable;  // spec::kPbtMutable name -> its box
+  QStringList m_pbtOrder;                  // the opened file's mutable order, kept on saving
   QMap<QString, QWidget*> m_settings;
   bool m_loading = false;
 };

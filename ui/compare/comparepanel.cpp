@@ -24,6 +24,7 @@
 #include <algorithm>
 
 #include "ui/compare/compareplots.h"
+#include "ui/compare/pbtviews.h"
 #include "ui/compare/studyviews.h"
 #include "ui/compare/triallines.h"
 #include "ui/compare/triallistmodel.h"
@@ -60,6 +61,7 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
       m_parallel(new QCustomPlot(this)),
       m_slice(new QCustomPlot(this)),
       m_views(new compare::StudyViews(this)),
+      m_pbt(new compare::PbtViews(this)),
       m_progress(new QProgressBar(this)) {
   m_direction->addItem(tr("minimize"), true);
   m_direction->addItem(tr("maximize"), false);
@@ -116,8 +118,11 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   grid->addWidget(m_parallel, 0, 2);
   grid->addWidget(m_slice, 0, 3);
   grid->addWidget(m_views, 1, 0, 1, 4);
+  // A PBT study's lineage and best schedule: a row of its own, shown for such a study only.
+  grid->addWidget(m_pbt, 2, 0, 1, 4);
   grid->setRowStretch(0, 1);
   grid->setRowStretch(1, 1);
+  grid->setRowStretch(2, 1);
   for (QCustomPlot* plot : {m_history, m_intermediate, m_parallel, m_slice})
     plot->setMinimumHeight(120);
   m_experiment->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -171,6 +176,9 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
     if ((event->pos() - m_historyPress).manhattanLength() > 3) return;
     if (const qint64 run = trialAtHistory(event->pos()); run >= 0) emit trialActivated(run);
   });
+  // A click on a segment of the lineage: it and the checkpoint's source side by side in the diff.
+  connect(m_pbt, &compare::PbtViews::segmentClicked, this,
+          [this](qint64 run, qint64 from) { setDiffRuns(run, from > 0 ? from : run); });
   connect(&runLog, &RunLog::sweepLoaded, this, &ComparePanel::onSweep);
   connect(&runLog, &RunLog::sweepCurvesLoaded, this, &ComparePanel::onCurves);
   connect(&runLog, &RunLog::trialFiguresLoaded, this, &ComparePanel::onFigures);
@@ -354,6 +362,8 @@ void ComparePanel::onSweep(const SweepData& sweep) {
   lap(QStringLiteral("diff"));
   m_views->setData(m_sweep, m_study, m_minimize);
   lap(QStringLiteral("study views"));
+  m_pbt->setData(m_sweep);
+  lap(QStringLiteral("pbt"));
   updateProgress();
   if (!m_summaryDrawn || !sameSweep) {
     m_summaryDrawn = true;
@@ -579,8 +589,13 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
                               .arg(h.objectives.size())
                               .arg(h.best.isEmpty() ? QStringLiteral("—")
                                                     : QString::number(h.best.last(), 'g', 5));
-  // The study's sampler; for auto, which one proposes which trials (the switch point).
-  if (m_sweep.experimentId >= 0 && !m_sweep.study.sampler.isEmpty()) {
+  // The study's sampler; for auto, which one proposes which trials (the switch point). A PBT
+  // study uses none: its population and segments instead.
+  if (m_sweep.pbt) {
+    summary += tr("; population-based training: %1 members, segments of %2 steps")
+                   .arg(m_sweep.pbt->lineage.population)
+                   .arg(m_sweep.pbt->intervalSteps);
+  } else if (m_sweep.experimentId >= 0 && !m_sweep.study.sampler.isEmpty()) {
     summary += m_sweep.study.samplerChoice.isEmpty()
                    ? tr("; sampler %1").arg(m_sweep.study.sampler)
                    : tr("; sampler %1: %2").arg(m_sweep.study.sampler, m_sweep.study.samplerChoice);

@@ -36,6 +36,7 @@ namespace shardscope::ui {
 class CandidateTable;
 class RunLog;
 namespace compare {
+class PbtViews;
 class StudyViews;
 class TrialLines;
 class TrialListModel;
@@ -96,6 +97,8 @@ class ComparePanel : public QWidget {
   compare::CostPareto costPareto() const { return m_costPareto; }
   /// Contour, importance, Pareto front and loss overlay.
   compare::StudyViews* studyViews() const { return m_views; }
+  /// A population-based training study's lineage and best schedule (hidden for another sweep).
+  compare::PbtViews* pbtViews() const { return m_pbt; }
   /// Milliseconds each step of the last summary draw took (bench_dashboard prints them).
   const QList<QPair<QString, double>>& drawTimings() const { return m_timings; }
   /// Writes the whole page (plots, study views and tables, as shown) to `path` (.png, .svg or
@@ -171,6 +174,7 @@ class ComparePanel : public QWidget {
   QTableWidget* m_diff = nullptr;
   CandidateTable* m_candidates = nullptr;
   compare::StudyViews* m_views = nullptr;
+  compare::PbtViews* m_pbt = nullptr;
   QProgressBar* m_progress = nullptr;
   compare::StudyInfo m_study;
   compare::TrialColouring m_colouring;

@@ -18,6 +18,7 @@
 #include "backend/store/runrecords.h"
 #include "backend/store/runusage.h"
 #include "backend/store/verdicts.h"
+#include "backend/sweep/pbtlineage.h"
 #include "spec/calibration.h"
 
 namespace shardscope::ui {
@@ -156,6 +157,18 @@ inline qint64 groupOfSweep(qint64 sweepId) {
   return sweepId > kGroupSweepBase ? sweepId - kGroupSweepBase : -1;
 }
 
+/// A population-based training study's lineage as Compare shows it: the study's state "pbt"
+/// (backend::PbtLineage), the parameters [search.pbt] lets change, and the best member's chain.
+struct PbtData {
+  backend::PbtLineage lineage;
+  qint64 intervalSteps = 0;   ///< [search.pbt] interval_steps: steps per segment
+  QStringList mutableParams;  ///< [search.pbt] mutable, in its order
+  QStringList logParams;      ///< those of them searched on a log scale
+  /// The best member's chain of segments, first first (PbtLineage::bestSchedule in the study's
+  /// direction): the best trial's parameter schedule. Empty until a segment is complete.
+  std::vector<backend::PbtSegment> best;
+};
+
 /// The runs of one experiment or sweep, in creation order: the summaries, read by indexed
 /// queries only (no scan of the metrics); curves follow as SweepCurves.
 struct SweepData {
@@ -170,6 +183,8 @@ struct SweepData {
   /// The sweep is an autotune's: every candidate (those never started too) and the winner. Its
   /// runs are the trials above (numbered by candidate), ranked by the measured value.
   std::optional<AutotuneData> autotune;
+  /// The sweep is a population-based training study's (its segments are the trials above).
+  std::optional<PbtData> pbt;
 };
 
 /// Figures of a sweep's trials over their steps, which Compare can colour them by (one read of

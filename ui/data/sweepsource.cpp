@@ -127,6 +127,7 @@ Result<SweepData> ExperimentSweepSource::load(backend::RunReader& reader,
     // A malformed stored choice shows as none here; opening the study names the field.
     if (auto choice = search::storedAutoChoice(study->state); choice && *choice)
       data.study.samplerChoice = QString::fromStdString(search::describe(**choice));
+    data.pbt = pbtFromStudy(*study);
     if (data.study.autotune) {
       data.autotune = autotuneFromStudy(*study);
       for (const AutotuneCandidate& c : std::as_const(data.autotune->candidates)) {
@@ -204,6 +205,28 @@ Result<QVector<SeriesChunk>> readCurves(backend::RunReader& reader, const QList<
 }  // namespace shardscope::ui
 
 namespace shardscope::ui {
+
+std::optional<PbtData> pbtFromStudy(const backend::StudyRecord& study) {
+  const QJsonValue stored = study.state.value(QLatin1String("pbt"));
+  if (!stored.isObject()) return std::nullopt;
+  // The experiment as stored with the study: its [search] names the parameters (a malformed one
+  // shows no lineage here; opening the study names the field).
+  auto space = search::parse_search_space(study.config.toStdString());
+  if (!space || !space->pbt) return std::nullopt;
+  PbtData data;
+  data.lineage = backend::PbtLineage::fromJson(*space, stored.toObject());
+  data.intervalSteps = space->pbt->interval_steps;
+  for (const std::string& name : space->pbt->mutable_params) {
+    const QString param = QString::fromStdString(name);
+    data.mutableParams.append(param);
+    const int at = space->index_of(name);
+    if (at >= 0 && space->params[std::size_t(at)].log) data.logParams.append(param);
+  }
+  const bool minimize = space->objectives.empty() ||
+                        space->objectives.front().direction == search::Direction::Minimize;
+  data.best = data.lineage.bestSchedule(minimize);
+  return data;
+}
 
 AutotuneData autotuneFromStudy(const backend::StudyRecord& study) {
   const auto number = [](const QJsonValue& v) {

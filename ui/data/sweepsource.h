@@ -53,6 +53,10 @@ class ExperimentSweepSource final : public SweepSource {
                                                       const QString& key,
                                                       const QHash<qint64, qint64>& afterSteps);
 
+/// The lineage of a population-based training study (its state "pbt", read with the space its
+/// stored experiment declares); none for another study.
+std::optional<PbtData> pbtFromStudy(const backend::StudyRecord& study);
+
 /// The autotune study `study` records (its state: backend::Autotuner's).
 AutotuneData autotuneFromStudy(const backend::StudyRecord& study);
 

@@ -11,7 +11,9 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -573,7 +575,7 @@ class TestBuilderRoundTrip : public QObject {
   }
 
   // c. A population-based training file (examples/demo-pbt.toml) opened and saved keeps its
-  // [search.pbt] exactly, and the editor says it is there (it has no widgets for it).
+  // [search.pbt] exactly, and the editor says what it holds.
   void savingKeepsPopulationBasedTraining() {
     const QString example = shardscope::testing::sourceDir() + "/examples/demo-pbt.toml";
     BuilderPanel panel;
@@ -600,6 +602,79 @@ class TestBuilderRoundTrip : public QObject {
     panel.refreshNow();
     QVERIFY(note->isHidden());
     QVERIFY(!panel.searchEditor()->toml().contains("[search.pbt]"));
+  }
+
+  // d. The [search.pbt] widgets as a user edits them: population, interval, quantile, factors,
+  // the mutable checkboxes and the resample probability typed or ticked, the saved file parses
+  // to exactly the new values; the switch off saves no [search.pbt], on again the values are back.
+  void editingPopulationBasedTrainingSavesIt() {
+    const QString example = shardscope::testing::sourceDir() + "/examples/demo-pbt.toml";
+    BuilderPanel panel;
+    panel.show();
+    QString error;
+    QVERIFY2(panel.controller()->openFile(example, &error), qPrintable(error));
+    panel.refreshNow();
+    panel.sections()->setCurrentIndex(panel.sections()->count() - 1);  // the search tab
+    auto* box = panel.findChild<QGroupBox*>("search.pbt.enabled");
+    QVERIFY(box != nullptr);
+    QVERIFY(box->isChecked());
+    // One checkbox per name spec allows, ticked as the file has them.
+    for (const std::string_view name : spec::kPbtMutable) {
+      auto* tick = panel.findChild<QCheckBox*>(
+          "search.pbt.mutable." + QString::fromUtf8(name.data(), qsizetype(name.size())));
+      QVERIFY2(tick != nullptr, name.data());
+      QCOMPARE(tick->isChecked(), name == "train.lr" || name == "train.weight_decay");
+    }
+    const QList<std::pair<const char*, const char*>> typed = {{"population", "6"},
+                                                              {"interval_steps", "30"},
+                                                              {"quantile", "0.5"},
+                                                              {"factors", "0.5, 2"},
+                                                              {"resample_probability", "0"}};
+    for (const auto& [key, value] : typed) {
+      QWidget* w = panel.findChild<QWidget*>(QStringLiteral("search.pbt.") + key);
+      QVERIFY2(w != nullptr, key);
+      QVERIFY2(enter(w, value), key);
+    }
+    toggleTo(panel.findChild<QCheckBox*>("search.pbt.mutable.train.weight_decay"), false);
+    spec::PbtConfig want;
+    want.population = 6;
+    want.interval_steps = 30;
+    want.quantile = 0.5;
+    want.factors = {0.5, 2.0};
+    want.mutable_params = {"train.lr"};
+    want.resample_probability = 0.0;
+    QTemporaryDir dir;
+    const QString saved = dir.filePath("pbt.toml");
+    QVERIFY2(panel.controller()->saveFile(saved, &error), qPrintable(error));
+    const search::SearchSpace after = searchOf(readFile(saved));
+    QVERIFY2(after.pbt.has_value(), "saving dropped [search.pbt]");
+    QCOMPARE(after.pbt->population, want.population);
+    QCOMPARE(after.pbt->interval_steps, want.interval_steps);
+    QCOMPARE(after.pbt->quantile, want.quantile);
+    QCOMPARE(after.pbt->factors, want.factors);
+    QCOMPARE(after.pbt->mutable_params, want.mutable_params);
+    QCOMPARE(after.pbt->resample_probability, want.resample_probability);
+    auto* note = panel.findChild<QLabel*>("search.pbt");
+    QVERIFY2(note->text() == "6 members, segments of 30 steps, changing train.lr",
+             qPrintable(note->text()));
+    // The sampler and n_trials do not apply while PBT is on.
+    QVERIFY(!panel.searchEditor()->setting("sampler")->isEnabled());
+    QVERIFY(!panel.searchEditor()->setting("n_trials")->isEnabled());
+    // Off: a plain search is saved; on again: the edited values come back.
+    box->setChecked(false);
+    QVERIFY(panel.searchEditor()->setting("sampler")->isEnabled());
+    QVERIFY2(panel.controller()->saveFile(saved, &error), qPrintable(error));
+    QVERIFY(!searchOf(readFile(saved)).pbt.has_value());
+    box->setChecked(true);
+    QVERIFY2(panel.controller()->saveFile(saved, &error), qPrintable(error));
+    const search::SearchSpace again = searchOf(readFile(saved));
+    QVERIFY(again.pbt.has_value());
+    QVERIFY(*again.pbt == *after.pbt);
+    // As a user sees it: the search tab with the group (tests/artifacts/builder-pbt.png).
+    panel.resize(1400, 900);
+    const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
+    QDir().mkpath(artifacts);
+    QVERIFY(panel.grab().save(artifacts + "/builder-pbt.png"));
   }
 
  private:
