@@ -36,12 +36,17 @@ int run_estimate(const EstimateOptions& options) {
       options.local_world_size > 0 ? options.local_world_size : exp->launch.nproc_per_node;
   const int world =
       options.world_size > 0 ? options.world_size : exp->launch.nnodes * exp->launch.nproc_per_node;
-  // Chat data bounds the rows by what its samples hold, as the trainer's hello does.
-  auto bound = data::train_data_bound(*exp);
-  SHARD_CHECK_OK(bound, spec::ErrorKind::data, "fix the data file or model.path's tokenizer");
-  auto estimate = spec::estimate_memory(*exp, world, local, *bound ? &**bound : nullptr);
+  // The configuration and the model folder first (a configuration error), then chat data bounds
+  // the rows by what its samples hold, as the trainer's hello does (a data error).
+  auto estimate = spec::estimate_memory(*exp, world, local);
   SHARD_CHECK_OK(estimate, spec::ErrorKind::config,
                  "fix the experiment file, the model folder or the world shape");
+  auto bound = data::train_data_bound(*exp);
+  SHARD_CHECK_OK(bound, spec::ErrorKind::data, "fix the data file or model.path's tokenizer");
+  if (*bound) {
+    estimate = spec::estimate_memory(*exp, world, local, &**bound);
+    SHARD_CHECK_OK(estimate, spec::ErrorKind::config, "fix the experiment file");
+  }
   auto budget = spec::device_budget(*exp, detect_here(*exp));
   SHARD_CHECK_OK(budget, spec::ErrorKind::config, "fix the experiment file");
   if (options.json) {
