@@ -112,17 +112,19 @@ ComparePanel::ComparePanel(RunLog& runLog, QWidget* parent)
   bar->addWidget(savePage);
   auto* plots = new QWidget(this);
   auto* grid = new QGridLayout(plots);
+  m_grid = grid;
   grid->setContentsMargins(0, 0, 0, 0);
   grid->addWidget(m_history, 0, 0);
   grid->addWidget(m_intermediate, 0, 1);
   grid->addWidget(m_parallel, 0, 2);
   grid->addWidget(m_slice, 0, 3);
   grid->addWidget(m_views, 1, 0, 1, 4);
-  // A PBT study's lineage and best schedule: a row of its own, shown for such a study only.
+  // A PBT study's lineage and best schedule: a row of its own, shown for such a study only (an
+  // empty row with a stretch would still take a third of the height: onSweep sets it).
   grid->addWidget(m_pbt, 2, 0, 1, 4);
   grid->setRowStretch(0, 1);
   grid->setRowStretch(1, 1);
-  grid->setRowStretch(2, 1);
+  grid->setRowStretch(2, 0);
   for (QCustomPlot* plot : {m_history, m_intermediate, m_parallel, m_slice})
     plot->setMinimumHeight(120);
   m_experiment->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -363,6 +365,7 @@ void ComparePanel::onSweep(const SweepData& sweep) {
   m_views->setData(m_sweep, m_study, m_minimize);
   lap(QStringLiteral("study views"));
   m_pbt->setData(m_sweep);
+  m_grid->setRowStretch(2, m_sweep.pbt ? 1 : 0);
   lap(QStringLiteral("pbt"));
   updateProgress();
   if (!m_summaryDrawn || !sameSweep) {

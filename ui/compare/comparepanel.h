@@ -24,6 +24,7 @@
 #include "ui/compare/trialcolours.h"
 #include "ui/data/runlogtypes.h"
 
+class QGridLayout;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
@@ -175,6 +176,7 @@ class ComparePanel : public QWidget {
   CandidateTable* m_candidates = nullptr;
   compare::StudyViews* m_views = nullptr;
   compare::PbtViews* m_pbt = nullptr;
+  QGridLayout* m_grid = nullptr;  // the plots' grid: row 2, the PBT views, stretches when shown
   QProgressBar* m_progress = nullptr;
   compare::StudyInfo m_study;
   compare::TrialColouring m_colouring;
