@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -302,8 +303,11 @@ class TestProcessGroup : public QObject {
   void peerThatLeavesIsReported_data() {
     QTest::addColumn<QString>("mode");
     QTest::addColumn<QString>("cause");
+    // A peer that exits is seen at the first collective, or, when it is gone before the survivor
+    // finished connecting (a loaded machine), at the connection: both are its loss.
     QTest::newRow("exit") << "exit"
-                          << "rank 0: all_gather_into_tensor failed";
+                          << "rank 0: (all_gather_into_tensor failed|Gloo could not connect to "
+                             "its peers)";
     QTest::newRow("hang") << "hang"
                           << "Timed out";
   }
@@ -320,7 +324,8 @@ class TestProcessGroup : public QObject {
     auto errors = eventsOf<ErrorEvent>(survivor);
     QCOMPARE(errors.size(), std::size_t{1});
     QCOMPARE(errors[0].kind, ErrorKind::peer_lost);
-    QVERIFY2(QString::fromStdString(errors[0].message).contains(cause), errors[0].message.c_str());
+    QVERIFY2(QString::fromStdString(errors[0].message).contains(QRegularExpression(cause)),
+             errors[0].message.c_str());
     QVERIFY(!errors[0].hint.empty());
     QVERIFY(eventsOf<DoneEvent>(survivor).empty());
     QVERIFY(survivor.stderrText.contains("hint:"));
