@@ -106,6 +106,64 @@ QVector<QPointF> CurveGraph::reducedLines() const {
 
 namespace {
 
+// The reduced line being written: consecutive points of one pixel column gathered into a run
+// (its first point, lowest, highest and last: four points, or the one), a point off the axes
+// breaking the line. Lowest and highest are data values: pixels follow them monotonically.
+class ColumnRuns {
+ public:
+  ColumnRuns(QVector<QPointF>& out, const QCPAxis& valueAxis, bool broken)
+      : m_out(out), m_valueAxis(valueAxis), m_broken(broken) {}
+
+  /// Adds a run of consecutive points in pixel column c: its first and last point (pixels), its
+  /// lowest and highest value, how many points. True when they open a new run, after the last
+  /// one was written: where a later reduction may go on from.
+  bool add(int c, const QPointF& p0, const QPointF& p1, double low, double high, int points) {
+    const bool opens = !m_open || c != m_column;
+    if (opens) {
+      flush();
+      m_open = true;
+      m_column = c;
+      m_count = 0;
+      m_first = p0;
+      m_lo = low;
+      m_hi = high;
+    }
+    m_lo = std::min(m_lo, low);
+    m_hi = std::max(m_hi, high);
+    m_last = p1;
+    m_count += points;
+    return opens;
+  }
+  /// A point that cannot be drawn: the line breaks there (once).
+  void breakAt(const QPointF& p) {
+    flush();
+    if (!m_broken) m_out.append(p);
+    m_broken = true;
+  }
+  void flush() {
+    if (!m_open) return;
+    m_out.append(m_first);
+    if (m_count > 1) {
+      m_out.append(QPointF(m_first.x(), m_valueAxis.coordToPixel(m_lo)));
+      m_out.append(QPointF(m_first.x(), m_valueAxis.coordToPixel(m_hi)));
+      m_out.append(m_last);
+    }
+    m_open = false;
+    m_broken = false;
+  }
+  bool broken() const { return m_broken; }
+
+ private:
+  QVector<QPointF>& m_out;
+  const QCPAxis& m_valueAxis;
+  bool m_open = false;
+  int m_column = 0;
+  int m_count = 0;
+  QPointF m_first, m_last;
+  double m_lo = 0, m_hi = 0;
+  bool m_broken;  // the last point written breaks the line (nothing to break again)
+};
+
 CurveGraph::Block summaryOf(const QCPGraphData* begin, const QCPGraphData* end) {
   CurveGraph::Block block;
   block.lo = std::numeric_limits<double>::infinity();
@@ -296,54 +354,21 @@ QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& r
     resume.index = from;
     out.clear();
   }
-  // The run of points being gathered: its pixel column, first and last point (pixels), count,
-  // and lowest and highest value (data coordinates: pixels follow monotonically).
-  bool open = false;
-  int column = 0;
-  int count = 0;
-  QPointF first, last;
-  double lo = 0, hi = 0;
-  bool broken = resume.broken;  // the last point written breaks the line
-  const auto flush = [&] {
-    if (!open) return;
-    out.append(first);
-    if (count > 1) {
-      out.append(QPointF(first.x(), valueAxis->coordToPixel(lo)));
-      out.append(QPointF(first.x(), valueAxis->coordToPixel(hi)));
-      out.append(last);
-    }
-    open = false;
-    broken = false;
-  };
-  // Adds a run of consecutive points from index `at` in pixel column c: its first and last
-  // point (pixels), its lowest and highest value, how many points. A new column is where a
-  // later reduction may go on from.
+  ColumnRuns runs(out, *valueAxis, resume.broken);
+  // A new column is where a later reduction may go on from.
   const auto addRun = [&](int at, int c, const QPointF& p0, const QPointF& p1, double low,
                           double high, int points) {
-    if (!open || c != column) {
-      flush();
+    if (runs.add(c, p0, p1, low, high, points)) {
       resume.index = at;
       resume.size = out.size();
-      resume.broken = broken;
-      open = true;
-      column = c;
-      count = 0;
-      first = p0;
-      lo = low;
-      hi = high;
+      resume.broken = runs.broken();
     }
-    lo = std::min(lo, low);
-    hi = std::max(hi, high);
-    last = p1;
-    count += points;
   };
   const auto addPoint = [&](int k) {
     const double value = data[k].value;
     const QPointF p(keyAxis->coordToPixel(data[k].key), valueAxis->coordToPixel(value));
     if (!std::isfinite(p.x()) || !std::isfinite(p.y())) {
-      flush();
-      if (!broken) out.append(p);
-      broken = true;
+      runs.breakAt(p);
       return;
     }
     addRun(k, int(std::floor(p.x())), p, p, value, value, 1);
@@ -422,7 +447,7 @@ QVector<QPointF> CurveGraph::computeReducedLines(QVector<QPointF> out, Resume& r
     }
     i = inside + 1;
   }
-  flush();
+  runs.flush();
   return out;
 }
 
@@ -443,43 +468,9 @@ QVector<QPointF> CurveGraph::computeReducedLinesByBlocks() const {
       int(mDataContainer->findEnd(keyAxis->range().upper) - mDataContainer->constBegin());
   out.reserve(
       int(std::min<qsizetype>(to - from, 4 * qsizetype(keyAxis->axisRect()->width()) + 16)));
-  // The run of points being gathered: its pixel column, first and last point (pixels), count,
-  // and lowest and highest value (data coordinates: pixels follow monotonically).
-  bool open = false;
-  int column = 0;
-  int count = 0;
-  QPointF first, last;
-  double lo = 0, hi = 0;
-  bool broken = true;  // the last point written breaks the line (nothing to break again)
-  const auto flush = [&] {
-    if (!open) return;
-    out.append(first);
-    if (count > 1) {
-      out.append(QPointF(first.x(), valueAxis->coordToPixel(lo)));
-      out.append(QPointF(first.x(), valueAxis->coordToPixel(hi)));
-      out.append(last);
-    }
-    open = false;
-    broken = false;
-  };
-  // Adds a run of consecutive points in pixel column c: its first and last point (pixels), its
-  // lowest and highest value, how many points.
+  ColumnRuns runs(out, *valueAxis, true);
   const auto addRun = [&](int c, const QPointF& p0, const QPointF& p1, double low, double high,
-                          int points) {
-    if (!open || c != column) {
-      flush();
-      open = true;
-      column = c;
-      count = 0;
-      first = p0;
-      lo = low;
-      hi = high;
-    }
-    lo = std::min(lo, low);
-    hi = std::max(hi, high);
-    last = p1;
-    count += points;
-  };
+                          int points) { runs.add(c, p0, p1, low, high, points); };
   const auto columnOf = [&](int index) {
     return std::floor(keyAxis->coordToPixel(data[index].key));
   };
@@ -530,14 +521,12 @@ QVector<QPointF> CurveGraph::computeReducedLinesByBlocks() const {
     const QPointF p(keyAxis->coordToPixel(data[i].key), valueAxis->coordToPixel(value));
     ++i;
     if (!std::isfinite(p.x()) || !std::isfinite(p.y())) {
-      flush();
-      if (!broken) out.append(p);
-      broken = true;
+      runs.breakAt(p);
       continue;
     }
     addRun(int(std::floor(p.x())), p, p, value, value, 1);
   }
-  flush();
+  runs.flush();
   return out;
 }
 
