@@ -13,7 +13,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -22,6 +21,7 @@
 
 #include "tests/support/experiment.h"
 #include "tests/support/paths.h"
+#include "tests/support/process.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/data/runlog.h"
 #include "ui/widgets/candidatetable.h"
@@ -38,26 +38,9 @@ const QString kShardtrain =
 constexpr int kWaitMs = 60000;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-struct Cli {
-  int exitCode = -1;
-  QByteArray out;
-  QByteArray err;
-};
+using Cli = shardscope::testing::ProgramRun;
 
-Cli cli(const QStringList& args) {
-  QProcess p;
-  p.start(kCli, args);
-  Cli r;
-  if (!p.waitForFinished(240000)) {
-    p.kill();
-    p.waitForFinished();
-    return r;
-  }
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput();
-  r.err = p.readAllStandardError();
-  return r;
-}
+Cli cli(const QStringList& args) { return shardscope::testing::runProgram(kCli, args); }
 
 qint64 estimate(const QString& exp, const QString& strategy) {
   const Cli r = cli({"--json", "estimate", exp, "--set", "shard.strategy=" + strategy, "--set",

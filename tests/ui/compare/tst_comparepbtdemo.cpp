@@ -10,7 +10,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -18,6 +17,7 @@
 #include <tuple>
 
 #include "tests/support/paths.h"
+#include "tests/support/process.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/pbtviews.h"
 #include "ui/data/runlog.h"
@@ -31,26 +31,10 @@ const QString kCli =
     shardscope::testing::envPath("SHARDSCOPE_TEST_CLI", "the shardscope-cli executable");
 constexpr int kWaitMs = 60000;
 
-struct Cli {
-  int exitCode = -1;
-  QByteArray out;
-  QByteArray err;
-};
+using Cli = shardscope::testing::ProgramRun;
 
 Cli cli(const QString& cwd, const QStringList& args) {
-  QProcess p;
-  p.setWorkingDirectory(cwd);
-  p.start(kCli, args);
-  Cli r;
-  if (!p.waitForFinished(240000)) {
-    p.kill();
-    p.waitForFinished();
-    return r;
-  }
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput();
-  r.err = p.readAllStandardError();
-  return r;
+  return shardscope::testing::runProgram(kCli, args, cwd);
 }
 
 }  // namespace
