@@ -27,11 +27,6 @@ struct DataBound {
 
   /// Counts one loaded sample of `tokens` tokens, `visual_tokens` of them image tokens.
   void add(std::int64_t tokens, std::int64_t visual_tokens);
-  bool operator==(const DataBound& o) const {
-    return samples == o.samples && longest == o.longest &&
-           most_visual_tokens == o.most_visual_tokens &&
-           shortest_with_image == o.shortest_with_image;
-  }
 };
 
 struct MemoryEstimate {
