@@ -255,6 +255,8 @@ bool MemoryChart::overBudget() const {
 
 QString MemoryChart::statusText() const { return m_status->text(); }
 
+QString MemoryChart::statusToolTip() const { return m_status->toolTip(); }
+
 void MemoryChart::replot() {
   const int shown = std::min(m_ranks, kMaxBars);
   const double total = static_cast<double>(peakBytes());
@@ -308,8 +310,16 @@ void MemoryChart::replot() {
   m_budgetLabel->setText(toScale ? tr("budget %1").arg(formatBytes(budget))
                                  : tr("budget %1 (far above the bars)").arg(formatBytes(budget)));
   QString text;
+  QString tip;
   if (!m_error.isEmpty()) {
-    text = tr("No estimate: %1").arg(m_error);
+    // The first reason only, with a count: a word-wrapped list of every error raised the
+    // builder's minimum height with each one, and the main window grew past the screen. The
+    // form marks every field; the tooltip has the whole list.
+    const QStringList reasons = m_error.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    text = tr("No estimate: %1").arg(reasons.value(0));
+    if (reasons.size() > 1)
+      text += tr(" (and %n more: hover for all)", nullptr, int(reasons.size()) - 1);
+    tip = m_error;
   } else if (!m_budgetError.isEmpty()) {
     text = tr("No budget: %1").arg(m_budgetError);
   } else {
@@ -333,6 +343,7 @@ void MemoryChart::replot() {
                   .arg(formatBytes(m_nf4Packed), formatBytes(m_nf4));
   }
   m_status->setText(text);
+  m_status->setToolTip(tip);
   m_status->setStyleSheet(over || !m_error.isEmpty() || !m_budgetError.isEmpty()
                               ? QStringLiteral("color: #b92b27;")
                               : QString());

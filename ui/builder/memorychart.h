@@ -59,6 +59,8 @@ class MemoryChart : public QWidget {
   bool overBudget() const;
   /// "Estimate: 1.2 MiB per rank ..." or the reason there is none.
   QString statusText() const;
+  /// Every reason there is no estimate, one a line (the status shows the first).
+  QString statusToolTip() const;
   QCustomPlot* plot() const { return m_plot; }
   /// The budget line's label (its text and where it is drawn).
   QCPItemText* budgetLabel() const { return m_budgetLabel; }

@@ -424,6 +424,29 @@ class TestBuilderPanel : public QObject {
              qPrintable(other.memoryChart()->statusText()));
   }
 
+  // Every reason there is no estimate used to be listed, word-wrapped, under the chart: each one
+  // raised the Builder's minimum height, and a stored experiment with two errors made the main
+  // window taller than the 1000 px it was given (tst_plotsview, on a loaded machine).
+  void manyReasonsKeepTheStatusOneReasonLong() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("old.toml");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("[search]\nobjective = \"eval.loss\"\n");  // no data.train_path, an unknown key
+    f.close();
+    BuilderPanel panel;
+    QString error;
+    QVERIFY2(panel.controller()->openFile(path, &error), qPrintable(error));
+    settle(panel);
+    const QString status = panel.memoryChart()->statusText();
+    const QString tip = panel.memoryChart()->statusToolTip();
+    QVERIFY2(status.startsWith("No estimate: ") && status.contains("and 1 more: hover for all"),
+             qPrintable(status));
+    QVERIFY2(!status.contains("search.objective") && !status.contains('\n'), qPrintable(status));
+    QVERIFY2(tip.contains("data.train_path") && tip.contains("search.objective"), qPrintable(tip));
+  }
+
   void modelPickerShowsParameterCounts() {
     BuilderPanel panel;
     QString error;
