@@ -26,6 +26,24 @@ if [[ ${CI:-} == true ]]; then
     fi
   done
 fi
+# The sanitizer steps (below) run with the full suite (no CTest arguments) and always in CI;
+# SHARDSCOPE_SANITIZERS=1 adds them to a subset, =0 leaves them out.
+sanitizers=${SHARDSCOPE_SANITIZERS:-$(($# == 0))}
+if [[ ${CI:-} == true ]]; then sanitizers=1; fi
+prebuild=""
+if [[ $sanitizers == 1 ]]; then
+  # Their two trees cost about 20 minutes of compiling when ccache is cold (a first run), and the
+  # tests leave part of the cores idle while they wait on servers, daemons and timeouts: so both
+  # trees build beside the tests at the lowest priority, where a test keeps its share of the CPU.
+  # Warm, both builds are ccache hits. fuzz.sh and asan.sh build again (a no-op when this
+  # finished), so a failure here is reported there, with its compiler output.
+  nice -n 19 bash -c 'source scripts/sanitizer-env.sh
+    cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j "$(getconf _NPROCESSORS_ONLN)"
+    cmake --preset asan-ci >/dev/null && cmake --build build-asan-ci -j "$(getconf _NPROCESSORS_ONLN)"' \
+    >build/sanitizer-trees.log 2>&1 &
+  prebuild=$!
+  trap '[[ -n $prebuild ]] && kill "$prebuild" 2>/dev/null || true' EXIT
+fi
 status=0
 # Two CTest slots per core: a test holds two per core it keeps busy and one when it mostly
 # waits (cmake/ShardscopeTest.cmake), so waiting tests run beside computing ones.
@@ -34,13 +52,15 @@ scripts/ctest-costs.sh seed build
 scripts/ctest-costs.sh keep build
 t3=$SECONDS
 # The sanitizer steps: libFuzzer on every parser ($SHARDSCOPE_FUZZ_SECONDS each, default 60),
-# then the unit and integration tests under ASan + UBSan (about 15 minutes). They run with the
-# full suite (no CTest arguments) and always in CI, where a missing clang or libFuzzer fails
-# their configure step; SHARDSCOPE_SANITIZERS=1 adds them to a subset, =0 leaves them out.
-sanitizers=${SHARDSCOPE_SANITIZERS:-$(($# == 0))}
-if [[ ${CI:-} == true ]]; then sanitizers=1; fi
+# then the unit and integration tests under ASan + UBSan (about 15 minutes); in CI a missing
+# clang or libFuzzer fails their configure step.
 if [[ $sanitizers == 1 ]]; then
   step "fuzz"
+  pre=$SECONDS
+  wait "$prebuild" || echo "test.sh: building the sanitizer trees beside the tests failed" \
+    "(build/sanitizer-trees.log); fuzz.sh and asan.sh build them again"
+  prebuild=""
+  echo "test.sh: the sanitizer trees built beside the tests; $((SECONDS - pre)) s more after them"
   scripts/fuzz.sh || status=1
   t4=$SECONDS
   step "asan"
