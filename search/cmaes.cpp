@@ -1,4 +1,5 @@
-// CMA-ES: the strategy update (Hansen's tutorial, eqs. 39-47 with positive weights only), a
+// CMA-ES: the strategy update (Hansen's tutorial, eqs. 39-47, with the active covariance update
+// of eqs. 46-53: negative weights for the worst lambda - mu points), a
 // Jacobi eigensolver for C = B D^2 B^T, and the replay of the strategy from the trial list.
 #include "search/cmaes.h"
 
@@ -100,23 +101,45 @@ CmaState CmaState::initial(int dims, int lambda, double sigma0) {
   s.dims = dims;
   s.lambda = lambda > 1 ? lambda : 4 + static_cast<int>(std::floor(3.0 * std::log(n)));
   s.mu = s.lambda / 2;
+  // w'_i = ln((lambda + 1) / 2) - ln i: positive for the best mu, negative for the rest.
+  std::vector<double> prime;
+  for (int i = 0; i < s.lambda; ++i) {
+    prime.push_back(std::log((s.lambda + 1) / 2.0) - std::log(i + 1.0));
+  }
   double sum = 0.0;
-  for (int i = 0; i < s.mu; ++i) {
-    s.weights.push_back(std::log((s.lambda + 1) / 2.0) - std::log(i + 1.0));
-    sum += s.weights.back();
-  }
   double sq = 0.0;
-  for (double& w : s.weights) {
-    w /= sum;
-    sq += w * w;
+  double neg_sum = 0.0;
+  double neg_sq = 0.0;
+  for (int i = 0; i < s.lambda; ++i) {
+    const double w = prime[static_cast<std::size_t>(i)];
+    if (i < s.mu) {
+      sum += w;
+      sq += w * w;
+    } else {
+      neg_sum += w;
+      neg_sq += w * w;
+    }
   }
-  s.mu_eff = 1.0 / sq;
+  s.mu_eff = sum * sum / sq;
+  const double mu_eff_minus = neg_sq > 0.0 ? neg_sum * neg_sum / neg_sq : 0.0;
   s.c_sigma = (s.mu_eff + 2.0) / (n + s.mu_eff + 5.0);
   s.d_sigma = 1.0 + 2.0 * std::max(0.0, std::sqrt((s.mu_eff - 1.0) / (n + 1.0)) - 1.0) + s.c_sigma;
   s.c_c = (4.0 + s.mu_eff / n) / (n + 4.0 + 2.0 * s.mu_eff / n);
   s.c_1 = 2.0 / ((n + 1.3) * (n + 1.3) + s.mu_eff);
-  s.c_mu = std::min(1.0 - s.c_1,
+  s.c_mu = std::min(1.0 - s.c_1 - 1e-8,
                     2.0 * (s.mu_eff - 2.0 + 1.0 / s.mu_eff) / ((n + 2.0) * (n + 2.0) + s.mu_eff));
+  // Positive weights sum to 1; the negative ones to -alpha_min (eqs. 50-53).
+  const double alpha_min =
+      std::min({1.0 + s.c_1 / s.c_mu, 1.0 + 2.0 * mu_eff_minus / (s.mu_eff + 2.0),
+                (1.0 - s.c_1 - s.c_mu) / (n * s.c_mu)});
+  for (int i = 0; i < s.lambda; ++i) {
+    const double w = prime[static_cast<std::size_t>(i)];
+    if (i < s.mu) {
+      s.weights.push_back(w / sum);
+    } else {
+      s.active.push_back(neg_sum < 0.0 ? alpha_min * w / -neg_sum : 0.0);
+    }
+  }
   s.chi_n = std::sqrt(n) * (1.0 - 1.0 / (4.0 * n) + 1.0 / (21.0 * n * n));
   s.mean.assign(static_cast<std::size_t>(dims), 0.5);
   s.sigma = sigma0 > 0.0 ? sigma0 : 1.0 / 6.0;
@@ -167,6 +190,7 @@ void CmaState::update(const std::vector<std::vector<double>>& ranked) {
       y_w[j] += weights[i] / wsum * ys[i][j];
     }
   }
+  const std::vector<double> old_mean = mean;
   for (std::size_t j = 0; j < n; ++j) mean[j] += sigma * y_w[j];
   // C^{-1/2} y_w = B D^{-1} B^T y_w.
   std::vector<double> bt(n, 0.0);
@@ -189,11 +213,32 @@ void CmaState::update(const std::vector<std::vector<double>>& ranked) {
   const double cc = std::sqrt(c_c * (2.0 - c_c) * mu_eff);
   for (std::size_t i = 0; i < n; ++i) p_c[i] = (1.0 - c_c) * p_c[i] + (h_sigma ? cc * y_w[i] : 0.0);
   const double delta = h_sigma ? 0.0 : c_c * (2.0 - c_c);
-  const double keep = 1.0 + c_1 * delta - c_1 - c_mu;
+  // The worst points (past mu) with the active weights, each rescaled by n / |C^{-1/2} y|^2 (eq.
+  // 46) so that a long step cannot shrink C by much.
+  const std::size_t worst = std::min(ranked.size(), static_cast<std::size_t>(lambda)) - parents;
+  std::vector<std::vector<double>> ws(worst, std::vector<double>(n));
+  std::vector<double> w_io(worst);
+  double active_sum = 0.0;
+  for (std::size_t i = 0; i < worst; ++i) {
+    std::vector<double> proj(n, 0.0);  // D^{-1} B^T y
+    for (std::size_t j = 0; j < n; ++j) {
+      ws[i][j] = (ranked[parents + i][j] - old_mean[j]) / sigma;
+    }
+    double norm2 = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      for (std::size_t j = 0; j < n; ++j) proj[k] += basis[j * n + k] * ws[i][j];
+      proj[k] /= scale[k];
+      norm2 += proj[k] * proj[k];
+    }
+    w_io[i] = active[i] * static_cast<double>(n) / (norm2 + 1e-8);
+    active_sum += active[i];
+  }
+  const double keep = 1.0 + c_1 * delta - c_1 - c_mu * (1.0 + active_sum);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
       double rank_mu = 0.0;
       for (std::size_t k = 0; k < parents; ++k) rank_mu += weights[k] / wsum * ys[k][i] * ys[k][j];
+      for (std::size_t k = 0; k < worst; ++k) rank_mu += w_io[k] * ws[k][i] * ws[k][j];
       const double c = keep * cov[i * n + j] + c_1 * p_c[i] * p_c[j] + c_mu * rank_mu;
       cov[i * n + j] = c;
       cov[j * n + i] = c;

@@ -1,5 +1,7 @@
 // CMA-ES sampler: (mu/mu_w, lambda)-CMA-ES (Hansen, "The CMA Evolution Strategy: A Tutorial",
-// 2016) with the default strategy parameters, over the unconditional float/int parameters in the
+// 2016) with the default strategy parameters and its active covariance update (the worst
+// lambda - mu points of a generation get negative weights, eqs. 50-53, as Optuna's cmaes
+// backend does), over the unconditional float/int parameters in the
 // unit box (each parameter's internal range, log applied, mapped to [0, 1]). Candidates outside
 // the box are redrawn (up to 100 times) and then clipped, as Optuna's cmaes backend does.
 // Categorical and conditional parameters are drawn independently (RandomSampler).
@@ -28,6 +30,7 @@ struct CmaState {
   int lambda = 0;               // population size
   int mu = 0;                   // parents
   std::vector<double> weights;  // (mu) positive recombination weights, sum 1
+  std::vector<double> active;   // (lambda - mu) negative weights of the worst, for C only
   double mu_eff = 0.0;
   double c_sigma = 0.0, d_sigma = 0.0, c_c = 0.0, c_1 = 0.0, c_mu = 0.0, chi_n = 0.0;
   std::vector<double> mean;     // (dims)
@@ -44,7 +47,8 @@ struct CmaState {
   /// One draw m + sigma * B * D * z inside [0,1]^dims (redrawn, then clipped).
   std::vector<double> sample(Rng& rng) const;
   /// The update from one generation: `ranked` holds its points, best first (any count >= 1;
-  /// the first min(mu, count) are recombined with renormalised weights).
+  /// the first min(mu, count) are recombined with renormalised weights; points past mu get the
+  /// active (negative) weights in the covariance update).
   void update(const std::vector<std::vector<double>>& ranked);
 };
 
