@@ -93,6 +93,45 @@ std::vector<double> unit_point(const SearchSpace& space, const std::vector<int>&
   return x;
 }
 
+// The warm start from the complete startup trials (at least one): the mean at the best; sigma
+// and C from the spread of the best max(1, floor(10%)) about their mean, with a prior 0.1^2 I
+// (the cmaes package's get_warm_start_mgd, gamma = alpha = 0.1).
+void warm_start(const SearchSpace& space, const std::vector<int>& dims,
+                std::vector<const Trial*> startup, Direction direction, CmaState& state) {
+  std::stable_sort(startup.begin(), startup.end(), [direction](const Trial* a, const Trial* b) {
+    return rank_key(*a, direction) < rank_key(*b, direction);
+  });
+  const auto n = static_cast<std::size_t>(state.dims);
+  const std::size_t top = std::max<std::size_t>(1, startup.size() / 10);
+  std::vector<std::vector<double>> xs;
+  std::vector<double> centre(n, 0.0);
+  for (std::size_t i = 0; i < top; ++i) {
+    xs.push_back(unit_point(space, dims, *startup[i]));
+    for (std::size_t j = 0; j < n; ++j) centre[j] += xs.back()[j] / static_cast<double>(top);
+  }
+  constexpr double kAlpha = 0.1;
+  Matrix sigma_m(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double c = i == j ? kAlpha * kAlpha : 0.0;
+      for (const auto& x : xs)
+        c += (x[i] - centre[i]) * (x[j] - centre[j]) / static_cast<double>(top);
+      sigma_m[i * n + j] = c;
+    }
+  }
+  // det(Sigma) from its eigenvalues (positive: the prior is), in logs.
+  Matrix vecs;
+  std::vector<double> vals;
+  jacobi_eigen(sigma_m, state.dims, vecs, vals);
+  double log_det = 0.0;
+  for (double v : vals) log_det += std::log(std::max(v, 1e-300));
+  const double sigma0 = std::exp(log_det / (2.0 * static_cast<double>(n)));
+  for (double& c : sigma_m) c /= sigma0 * sigma0;
+  state.mean = xs.front();
+  state.sigma = sigma0;
+  state.set_covariance(std::move(sigma_m));
+}
+
 }  // namespace
 
 CmaState CmaState::initial(int dims, int lambda, double sigma0) {
@@ -154,6 +193,14 @@ CmaState CmaState::initial(int dims, int lambda, double sigma0) {
   }
   s.scale.assign(static_cast<std::size_t>(dims), 1.0);
   return s;
+}
+
+void CmaState::set_covariance(std::vector<double> c) {
+  cov = std::move(c);
+  std::vector<double> vals;
+  jacobi_eigen(cov, dims, basis, vals);
+  scale.resize(static_cast<std::size_t>(dims));
+  for (std::size_t i = 0; i < scale.size(); ++i) scale[i] = std::sqrt(std::max(vals[i], 1e-20));
 }
 
 std::vector<double> CmaState::sample(Rng& rng) const {
@@ -270,22 +317,20 @@ CmaState CmaEsSampler::replay(const SearchSpace& space, const std::vector<Trial>
   for (const Trial& t : pending) ordered[t.number] = &t;
   std::map<int, std::vector<const Trial*>> generations;
   std::int64_t index = 0;
-  const Trial* best = nullptr;  // the best complete startup trial (start_at_best)
+  std::vector<const Trial*> startup;  // the complete startup trials (start_at_best)
   for (const auto& [number, t] : ordered) {
     const std::int64_t k = index++ - m_cfg.n_startup_trials;
     if (k >= 0) {
       generations[static_cast<int>(k / state.lambda)].push_back(t);
-    } else if (m_start_at_best && t->state == TrialState::Complete &&
-               rank_key(*t, m_direction).first == 0 &&
-               (best == nullptr || rank_key(*t, m_direction) < rank_key(*best, m_direction))) {
-      best = t;
+    } else if (m_start_at_best && rank_key(*t, m_direction).first == 0 &&
+               unit_point(space, dims, *t).size() == dims.size()) {
+      startup.push_back(t);
     }
   }
-  if (best != nullptr) {
-    std::vector<double> x = unit_point(space, dims, *best);
-    if (x.size() == dims.size()) state.mean = std::move(x);
-  }
+  if (!startup.empty()) warm_start(space, dims, std::move(startup), m_direction, state);
   const std::vector<double> start = state.mean;
+  const double start_sigma = state.sigma;
+  const std::vector<double> start_cov = state.cov;
   for (int g = 0;; ++g) {
     auto it = generations.find(g);
     if (it == generations.end() || static_cast<int>(it->second.size()) < state.lambda) break;
@@ -303,6 +348,8 @@ CmaState CmaEsSampler::replay(const SearchSpace& space, const std::vector<Trial>
     std::string key;
     if (g == 0) {
       for (double v : start) key.append(reinterpret_cast<const char*>(&v), sizeof v);
+      key.append(reinterpret_cast<const char*>(&start_sigma), sizeof start_sigma);
+      for (double v : start_cov) key.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
     for (const Trial* t : members) {
       std::vector<double> x = unit_point(space, dims, *t);

@@ -12,9 +12,11 @@
 // k / lambda. A generation updates the strategy once none of its trials is running; a new trial
 // is drawn from the newest strategy. Failed, pruned, infeasible and oom trials rank after every
 // complete one (in that order), so they count as the worst members of their generation.
-// Started at the best (`start_at_best`, for a stored sampler = "auto" choice of CMA-ES after the
-// GP, the benchmark's auto@N:cmaes): the strategy's mean starts at the best complete one of the
-// startup trials instead of the box's centre.
+// Warm-started (`start_at_best`, for a stored sampler = "auto" choice of CMA-ES after the GP,
+// the benchmark's auto@N:cmaes), as Optuna's warm start (WS-CMA-ES, Nomura et al. 2021, in the
+// cmaes package) estimates its start from the top 10% of the source trials: the mean starts at the
+// best complete startup trial, and sigma and C from the spread of the best 10% of them
+// (Sigma = 0.1^2 I + their covariance; sigma0 = det(Sigma)^(1/2n), C = Sigma / sigma0^2).
 #pragma once
 
 #include <string>
@@ -44,6 +46,8 @@ struct CmaState {
 
   /// Hansen's defaults for `dims` dimensions; lambda 0 = 4 + floor(3 ln dims).
   static CmaState initial(int dims, int lambda, double sigma0);
+  /// Sets C (row-major, symmetric positive definite) and its eigen-decomposition B, D.
+  void set_covariance(std::vector<double> c);
   /// One draw m + sigma * B * D * z inside [0,1]^dims (redrawn, then clipped).
   std::vector<double> sample(Rng& rng) const;
   /// The update from one generation: `ranked` holds its points, best first (any count >= 1;
