@@ -141,9 +141,9 @@ CmaState CmaState::initial(int dims, int lambda, double sigma0) {
   s.lambda = lambda > 1 ? lambda : 4 + static_cast<int>(std::floor(3.0 * std::log(n)));
   s.mu = s.lambda / 2;
   // w'_i = ln((lambda + 1) / 2) - ln i: positive for the best mu, negative for the rest.
-  std::vector<double> prime;
-  for (int i = 0; i < s.lambda; ++i) {
-    prime.push_back(std::log((s.lambda + 1) / 2.0) - std::log(i + 1.0));
+  std::vector<double> prime(static_cast<std::size_t>(s.lambda));
+  for (std::size_t i = 0; i < prime.size(); ++i) {
+    prime[i] = std::log((s.lambda + 1) / 2.0) - std::log(static_cast<double>(i) + 1.0);
   }
   double sum = 0.0;
   double sq = 0.0;
