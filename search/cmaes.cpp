@@ -1,4 +1,5 @@
-// CMA-ES: the strategy update (Hansen's tutorial, eqs. 39-47 with positive weights only), a
+// CMA-ES: the strategy update (Hansen's tutorial, eqs. 39-47, with the active covariance update
+// of eqs. 46-53: negative weights for the worst lambda - mu points), a
 // Jacobi eigensolver for C = B D^2 B^T, and the replay of the strategy from the trial list.
 #include "search/cmaes.h"
 
@@ -92,6 +93,45 @@ std::vector<double> unit_point(const SearchSpace& space, const std::vector<int>&
   return x;
 }
 
+// The warm start from the complete startup trials (at least one): the mean at the best; sigma
+// and C from the spread of the best max(1, floor(10%)) about their mean, with a prior 0.1^2 I
+// (the cmaes package's get_warm_start_mgd, gamma = alpha = 0.1).
+void warm_start(const SearchSpace& space, const std::vector<int>& dims,
+                std::vector<const Trial*> startup, Direction direction, CmaState& state) {
+  std::stable_sort(startup.begin(), startup.end(), [direction](const Trial* a, const Trial* b) {
+    return rank_key(*a, direction) < rank_key(*b, direction);
+  });
+  const auto n = static_cast<std::size_t>(state.dims);
+  const std::size_t top = std::max<std::size_t>(1, startup.size() / 10);
+  std::vector<std::vector<double>> xs;
+  std::vector<double> centre(n, 0.0);
+  for (std::size_t i = 0; i < top; ++i) {
+    xs.push_back(unit_point(space, dims, *startup[i]));
+    for (std::size_t j = 0; j < n; ++j) centre[j] += xs.back()[j] / static_cast<double>(top);
+  }
+  constexpr double kAlpha = 0.1;
+  Matrix sigma_m(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double c = i == j ? kAlpha * kAlpha : 0.0;
+      for (const auto& x : xs)
+        c += (x[i] - centre[i]) * (x[j] - centre[j]) / static_cast<double>(top);
+      sigma_m[i * n + j] = c;
+    }
+  }
+  // det(Sigma) from its eigenvalues (positive: the prior is), in logs.
+  Matrix vecs;
+  std::vector<double> vals;
+  jacobi_eigen(sigma_m, state.dims, vecs, vals);
+  double log_det = 0.0;
+  for (double v : vals) log_det += std::log(std::max(v, 1e-300));
+  const double sigma0 = std::exp(log_det / (2.0 * static_cast<double>(n)));
+  for (double& c : sigma_m) c /= sigma0 * sigma0;
+  state.mean = xs.front();
+  state.sigma = sigma0;
+  state.set_covariance(std::move(sigma_m));
+}
+
 }  // namespace
 
 CmaState CmaState::initial(int dims, int lambda, double sigma0) {
@@ -100,23 +140,45 @@ CmaState CmaState::initial(int dims, int lambda, double sigma0) {
   s.dims = dims;
   s.lambda = lambda > 1 ? lambda : 4 + static_cast<int>(std::floor(3.0 * std::log(n)));
   s.mu = s.lambda / 2;
+  // w'_i = ln((lambda + 1) / 2) - ln i: positive for the best mu, negative for the rest.
+  std::vector<double> prime(static_cast<std::size_t>(s.lambda));
+  for (std::size_t i = 0; i < prime.size(); ++i) {
+    prime[i] = std::log((s.lambda + 1) / 2.0) - std::log(static_cast<double>(i) + 1.0);
+  }
   double sum = 0.0;
-  for (int i = 0; i < s.mu; ++i) {
-    s.weights.push_back(std::log((s.lambda + 1) / 2.0) - std::log(i + 1.0));
-    sum += s.weights.back();
-  }
   double sq = 0.0;
-  for (double& w : s.weights) {
-    w /= sum;
-    sq += w * w;
+  double neg_sum = 0.0;
+  double neg_sq = 0.0;
+  for (int i = 0; i < s.lambda; ++i) {
+    const double w = prime[static_cast<std::size_t>(i)];
+    if (i < s.mu) {
+      sum += w;
+      sq += w * w;
+    } else {
+      neg_sum += w;
+      neg_sq += w * w;
+    }
   }
-  s.mu_eff = 1.0 / sq;
+  s.mu_eff = sum * sum / sq;
+  const double mu_eff_minus = neg_sq > 0.0 ? neg_sum * neg_sum / neg_sq : 0.0;
   s.c_sigma = (s.mu_eff + 2.0) / (n + s.mu_eff + 5.0);
   s.d_sigma = 1.0 + 2.0 * std::max(0.0, std::sqrt((s.mu_eff - 1.0) / (n + 1.0)) - 1.0) + s.c_sigma;
   s.c_c = (4.0 + s.mu_eff / n) / (n + 4.0 + 2.0 * s.mu_eff / n);
   s.c_1 = 2.0 / ((n + 1.3) * (n + 1.3) + s.mu_eff);
-  s.c_mu = std::min(1.0 - s.c_1,
+  s.c_mu = std::min(1.0 - s.c_1 - 1e-8,
                     2.0 * (s.mu_eff - 2.0 + 1.0 / s.mu_eff) / ((n + 2.0) * (n + 2.0) + s.mu_eff));
+  // Positive weights sum to 1; the negative ones to -alpha_min (eqs. 50-53).
+  const double alpha_min =
+      std::min({1.0 + s.c_1 / s.c_mu, 1.0 + 2.0 * mu_eff_minus / (s.mu_eff + 2.0),
+                (1.0 - s.c_1 - s.c_mu) / (n * s.c_mu)});
+  for (int i = 0; i < s.lambda; ++i) {
+    const double w = prime[static_cast<std::size_t>(i)];
+    if (i < s.mu) {
+      s.weights.push_back(w / sum);
+    } else {
+      s.active.push_back(neg_sum < 0.0 ? alpha_min * w / -neg_sum : 0.0);
+    }
+  }
   s.chi_n = std::sqrt(n) * (1.0 - 1.0 / (4.0 * n) + 1.0 / (21.0 * n * n));
   s.mean.assign(static_cast<std::size_t>(dims), 0.5);
   s.sigma = sigma0 > 0.0 ? sigma0 : 1.0 / 6.0;
@@ -131,6 +193,14 @@ CmaState CmaState::initial(int dims, int lambda, double sigma0) {
   }
   s.scale.assign(static_cast<std::size_t>(dims), 1.0);
   return s;
+}
+
+void CmaState::set_covariance(std::vector<double> c) {
+  cov = std::move(c);
+  std::vector<double> vals;
+  jacobi_eigen(cov, dims, basis, vals);
+  scale.resize(static_cast<std::size_t>(dims));
+  for (std::size_t i = 0; i < scale.size(); ++i) scale[i] = std::sqrt(std::max(vals[i], 1e-20));
 }
 
 std::vector<double> CmaState::sample(Rng& rng) const {
@@ -167,6 +237,7 @@ void CmaState::update(const std::vector<std::vector<double>>& ranked) {
       y_w[j] += weights[i] / wsum * ys[i][j];
     }
   }
+  const std::vector<double> old_mean = mean;
   for (std::size_t j = 0; j < n; ++j) mean[j] += sigma * y_w[j];
   // C^{-1/2} y_w = B D^{-1} B^T y_w.
   std::vector<double> bt(n, 0.0);
@@ -189,11 +260,32 @@ void CmaState::update(const std::vector<std::vector<double>>& ranked) {
   const double cc = std::sqrt(c_c * (2.0 - c_c) * mu_eff);
   for (std::size_t i = 0; i < n; ++i) p_c[i] = (1.0 - c_c) * p_c[i] + (h_sigma ? cc * y_w[i] : 0.0);
   const double delta = h_sigma ? 0.0 : c_c * (2.0 - c_c);
-  const double keep = 1.0 + c_1 * delta - c_1 - c_mu;
+  // The worst points (past mu) with the active weights, each rescaled by n / |C^{-1/2} y|^2 (eq.
+  // 46) so that a long step cannot shrink C by much.
+  const std::size_t worst = std::min(ranked.size(), static_cast<std::size_t>(lambda)) - parents;
+  std::vector<std::vector<double>> ws(worst, std::vector<double>(n));
+  std::vector<double> w_io(worst);
+  double active_sum = 0.0;
+  for (std::size_t i = 0; i < worst; ++i) {
+    std::vector<double> proj(n, 0.0);  // D^{-1} B^T y
+    for (std::size_t j = 0; j < n; ++j) {
+      ws[i][j] = (ranked[parents + i][j] - old_mean[j]) / sigma;
+    }
+    double norm2 = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      for (std::size_t j = 0; j < n; ++j) proj[k] += basis[j * n + k] * ws[i][j];
+      proj[k] /= scale[k];
+      norm2 += proj[k] * proj[k];
+    }
+    w_io[i] = active[i] * static_cast<double>(n) / (norm2 + 1e-8);
+    active_sum += active[i];
+  }
+  const double keep = 1.0 + c_1 * delta - c_1 - c_mu * (1.0 + active_sum);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j <= i; ++j) {
       double rank_mu = 0.0;
       for (std::size_t k = 0; k < parents; ++k) rank_mu += weights[k] / wsum * ys[k][i] * ys[k][j];
+      for (std::size_t k = 0; k < worst; ++k) rank_mu += w_io[k] * ws[k][i] * ws[k][j];
       const double c = keep * cov[i * n + j] + c_1 * p_c[i] * p_c[j] + c_mu * rank_mu;
       cov[i * n + j] = c;
       cov[j * n + i] = c;
@@ -225,22 +317,20 @@ CmaState CmaEsSampler::replay(const SearchSpace& space, const std::vector<Trial>
   for (const Trial& t : pending) ordered[t.number] = &t;
   std::map<int, std::vector<const Trial*>> generations;
   std::int64_t index = 0;
-  const Trial* best = nullptr;  // the best complete startup trial (start_at_best)
+  std::vector<const Trial*> startup;  // the complete startup trials (start_at_best)
   for (const auto& [number, t] : ordered) {
     const std::int64_t k = index++ - m_cfg.n_startup_trials;
     if (k >= 0) {
       generations[static_cast<int>(k / state.lambda)].push_back(t);
-    } else if (m_start_at_best && t->state == TrialState::Complete &&
-               rank_key(*t, m_direction).first == 0 &&
-               (best == nullptr || rank_key(*t, m_direction) < rank_key(*best, m_direction))) {
-      best = t;
+    } else if (m_start_at_best && rank_key(*t, m_direction).first == 0 &&
+               unit_point(space, dims, *t).size() == dims.size()) {
+      startup.push_back(t);
     }
   }
-  if (best != nullptr) {
-    std::vector<double> x = unit_point(space, dims, *best);
-    if (x.size() == dims.size()) state.mean = std::move(x);
-  }
+  if (!startup.empty()) warm_start(space, dims, std::move(startup), m_direction, state);
   const std::vector<double> start = state.mean;
+  const double start_sigma = state.sigma;
+  const std::vector<double> start_cov = state.cov;
   for (int g = 0;; ++g) {
     auto it = generations.find(g);
     if (it == generations.end() || static_cast<int>(it->second.size()) < state.lambda) break;
@@ -258,6 +348,8 @@ CmaState CmaEsSampler::replay(const SearchSpace& space, const std::vector<Trial>
     std::string key;
     if (g == 0) {
       for (double v : start) key.append(reinterpret_cast<const char*>(&v), sizeof v);
+      key.append(reinterpret_cast<const char*>(&start_sigma), sizeof start_sigma);
+      for (double v : start_cov) key.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
     for (const Trial* t : members) {
       std::vector<double> x = unit_point(space, dims, *t);

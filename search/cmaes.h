@@ -1,5 +1,7 @@
 // CMA-ES sampler: (mu/mu_w, lambda)-CMA-ES (Hansen, "The CMA Evolution Strategy: A Tutorial",
-// 2016) with the default strategy parameters, over the unconditional float/int parameters in the
+// 2016) with the default strategy parameters and its active covariance update (the worst
+// lambda - mu points of a generation get negative weights, eqs. 50-53, as Optuna's cmaes
+// backend does), over the unconditional float/int parameters in the
 // unit box (each parameter's internal range, log applied, mapped to [0, 1]). Candidates outside
 // the box are redrawn (up to 100 times) and then clipped, as Optuna's cmaes backend does.
 // Categorical and conditional parameters are drawn independently (RandomSampler).
@@ -10,9 +12,11 @@
 // k / lambda. A generation updates the strategy once none of its trials is running; a new trial
 // is drawn from the newest strategy. Failed, pruned, infeasible and oom trials rank after every
 // complete one (in that order), so they count as the worst members of their generation.
-// Started at the best (`start_at_best`, for a stored sampler = "auto" choice of CMA-ES after the
-// GP, the benchmark's auto@N:cmaes): the strategy's mean starts at the best complete one of the
-// startup trials instead of the box's centre.
+// Warm-started (`start_at_best`, for a stored sampler = "auto" choice of CMA-ES after the GP,
+// the benchmark's auto@N:cmaes), as Optuna's warm start (WS-CMA-ES, Nomura et al. 2021, in the
+// cmaes package) estimates its start from the top 10% of the source trials: the mean starts at the
+// best complete startup trial, and sigma and C from the spread of the best 10% of them
+// (Sigma = 0.1^2 I + their covariance; sigma0 = det(Sigma)^(1/2n), C = Sigma / sigma0^2).
 #pragma once
 
 #include <string>
@@ -28,6 +32,7 @@ struct CmaState {
   int lambda = 0;               // population size
   int mu = 0;                   // parents
   std::vector<double> weights;  // (mu) positive recombination weights, sum 1
+  std::vector<double> active;   // (lambda - mu) negative weights of the worst, for C only
   double mu_eff = 0.0;
   double c_sigma = 0.0, d_sigma = 0.0, c_c = 0.0, c_1 = 0.0, c_mu = 0.0, chi_n = 0.0;
   std::vector<double> mean;     // (dims)
@@ -41,10 +46,13 @@ struct CmaState {
 
   /// Hansen's defaults for `dims` dimensions; lambda 0 = 4 + floor(3 ln dims).
   static CmaState initial(int dims, int lambda, double sigma0);
+  /// Sets C (row-major, symmetric positive definite) and its eigen-decomposition B, D.
+  void set_covariance(std::vector<double> c);
   /// One draw m + sigma * B * D * z inside [0,1]^dims (redrawn, then clipped).
   std::vector<double> sample(Rng& rng) const;
   /// The update from one generation: `ranked` holds its points, best first (any count >= 1;
-  /// the first min(mu, count) are recombined with renormalised weights).
+  /// the first min(mu, count) are recombined with renormalised weights; points past mu get the
+  /// active (negative) weights in the covariance update).
   void update(const std::vector<std::vector<double>>& ranked);
 };
 

@@ -28,7 +28,7 @@ struct SearchName {
 /// Every sampler, the default (auto) first.
 inline constexpr std::array<SearchName<SamplerKind>, 8> kSamplers{{
     {SamplerKind::auto_, "auto",
-     "the default: gp for the first 50 trials, then tpe (tpe from the start for a conditional "
+     "the default: gp for the first 100 trials, then tpe (tpe from the start for a conditional "
      "or large space, nsga2 for several objectives)"},
     {SamplerKind::tpe, "tpe", "Tree-structured Parzen Estimator, one objective"},
     {SamplerKind::random, "random", "independent uniform draws"},

@@ -141,7 +141,7 @@ class Study {
   /// sampler = "auto": the choice the study stored (which sampler proposes which trials);
   /// empty for any other sampler.
   const std::optional<AutoChoice>& autoChoice() const { return m_auto; }
-  /// The sampler in words: its name, and for auto the choice ("auto: gp for trials 0-49, then
+  /// The sampler in words: its name, and for auto the choice ("auto: gp for trials 0-99, then
   /// tpe (a space of 2 parameters)").
   std::string samplerText() const;
   int maxRetries() const { return m_maxRetries; }

@@ -91,7 +91,7 @@ class TestAutoSampler : public QObject {
     QCOMPARE(small.gp_trials, kAutoGpTrials);
     QVERIFY(small.then == SamplerKind::tpe);
     QCOMPARE(describe(small),
-             std::string("gp for trials 0-49, then tpe (a space of 6 parameters)"));
+             std::string("gp for trials 0-99, then tpe (a space of 6 parameters)"));
     const AutoChoice categorical = auto_choice(parse("[search]\n" + floats(2) + kCategorical));
     QCOMPARE(categorical.gp_trials, kAutoGpTrials);
     QVERIFY(categorical.then == SamplerKind::tpe);
@@ -178,7 +178,7 @@ class TestAutoSampler : public QObject {
     QCOMPARE(text_of(*got), text_of(*want));
   }
 
-  // The default switch: the GP proposes trial 49, TPE trial 50; a large space TPE from trial 0.
+  // The default switch: the GP proposes trial 99, TPE trial 100; a large space TPE from trial 0.
   void defaultSwitchPoint() {
     const SearchSpace small = parse("[search]\n" + floats(2) + kCategorical);
     AutoSampler a(small, auto_choice(small));

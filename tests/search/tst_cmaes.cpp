@@ -82,6 +82,48 @@ class TstCmaEs : public QObject {
     QVERIFY(std::abs(sum - 1.0) < 1e-12);
     QVERIFY(s.mu_eff > 3.1 && s.mu_eff < 3.3);  // 3.17 for lambda 10
     QCOMPARE(s.sigma, 1.0 / 6.0);
+    // The active update's weights for the worst lambda - mu: negative, growing in size, summing
+    // to -alpha_min (-1.75834 for n = lambda = 10, as the cmaes package computes it).
+    QCOMPARE(s.active.size(), std::size_t(5));
+    double neg = 0.0;
+    for (std::size_t i = 0; i < s.active.size(); ++i) {
+      QVERIFY(s.active[i] < 0.0);
+      if (i > 0) QVERIFY(s.active[i] < s.active[i - 1]);
+      neg += s.active[i];
+    }
+    QVERIFY2(std::abs(neg + 1.7583412769) < 1e-8, qPrintable(QString::number(neg, 'g', 12)));
+  }
+
+  // start_at_best: the mean at the best startup trial, sigma and C from the best 10% of them
+  // about their mean with the prior 0.1^2 I. Top two at (0.3, 0.3) and (0.5, 0.3): Sigma =
+  // diag(0.02, 0.01), sigma0 = det^(1/4) = 0.118921, C = diag(1.41421, 0.707107).
+  void warmStartFromTheTopTrials() {
+    const SearchSpace space = box_space(2, 0.0, 1.0);
+    std::vector<Trial> trials;
+    for (int k = 0; k < 20; ++k) {
+      Trial t;
+      t.number = k;
+      t.state = TrialState::Complete;
+      const double x = k == 0 ? 0.3 : k == 1 ? 0.5 : 0.9;
+      const double y = k < 2 ? 0.3 : 0.05 * k;
+      t.params[xname(0)] = x;
+      t.params[xname(1)] = y;
+      t.values = {k == 0 ? 0.0 : k == 1 ? 1.0 : 2.0 + k};
+      trials.push_back(t);
+    }
+    SamplerConfig cfg = space.sampler;
+    cfg.n_startup_trials = 20;
+    const CmaState s = CmaEsSampler(cfg, Direction::Minimize, true).replay(space, trials, {});
+    QCOMPARE(s.generation, 0);
+    QVERIFY(std::abs(s.mean[0] - 0.3) < 1e-12 && std::abs(s.mean[1] - 0.3) < 1e-12);
+    QVERIFY2(std::abs(s.sigma - std::pow(2e-4, 0.25)) < 1e-9, qPrintable(QString::number(s.sigma)));
+    QVERIFY(std::abs(s.cov[0] - std::sqrt(2.0)) < 1e-9 &&
+            std::abs(s.cov[3] - std::sqrt(0.5)) < 1e-9);
+    QVERIFY(std::abs(s.cov[1]) < 1e-12);
+    // Without start_at_best: the box's centre, sigma0 1/6, C = I.
+    const CmaState plain = CmaEsSampler(cfg, Direction::Minimize).replay(space, trials, {});
+    QCOMPARE(plain.mean, std::vector<double>({0.5, 0.5}));
+    QCOMPARE(plain.sigma, 1.0 / 6.0);
   }
 
   void convergesOnSphere() {

@@ -142,7 +142,7 @@ struct SweepStudy {
   QString sweepHost;       ///< that process's machine
   QString sampler;         ///< a name of spec::kSamplers; empty for an autotune's record
   bool autotune = false;   ///< the study is an autotune's record (candidates, no sweep)
-  /// sampler = "auto": the choice the study stored, in words ("gp for trials 0-49, then tpe (a
+  /// sampler = "auto": the choice the study stored, in words ("gp for trials 0-99, then tpe (a
   /// space of 2 parameters)"); empty for any other sampler.
   QString samplerChoice;
 };

@@ -77,7 +77,7 @@ class TestCompareAuto : public QObject {
     QVERIFY(summary != nullptr);
     QTRY_VERIFY_WITH_TIMEOUT(summary->text().startsWith(QStringLiteral("6 trials")), kWaitMs);
     QVERIFY2(summary->text().endsWith(QStringLiteral(
-                 "; sampler auto: gp for trials 0-49, then tpe (a space of 2 parameters)")),
+                 "; sampler auto: gp for trials 0-99, then tpe (a space of 2 parameters)")),
              qPrintable(summary->text()));
     QCOMPARE(summary->toolTip(), summary->text());
     // Seen as a user sees it: the label is on screen, inside the panel, with its text.
