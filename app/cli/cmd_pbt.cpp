@@ -124,12 +124,26 @@ void runPbtSweep(backend::RunStore& store, backend::SweptStudy opened,
                 valueText(s.value).c_str());
     std::fflush(stdout);
   });
+  const QString name = loop.study().name();
+  QObject::connect(&loop, &backend::PbtLoop::controlChanged, [name](backend::StudyControl c) {
+    const char* what = c == backend::StudyControl::pause ? "paused: no new segment"
+                       : c == backend::StudyControl::stop
+                           ? "stopped: the running segments are told to stop"
+                           : "resumed";
+    std::printf("study %s %s\n", qPrintable(name), what);
+    std::fflush(stdout);
+  });
   QObject::connect(&loop, &backend::PbtLoop::ended, [] { QCoreApplication::quit(); });
   orExit(loop.start());
   QCoreApplication::exec();
   orExit(loop.finish());
   printSchedule(loop.lineage().bestSchedule(minimizing(loop.study())));
   std::fflush(stdout);
+  if (loop.stopped()) {
+    std::printf("study %s stopped by the user\n", qPrintable(name));
+    std::fflush(stdout);
+    throw VerbExit{kExitStopped};
+  }
   if (!loop.lineage().bestMember(minimizing(loop.study()))) {
     exitWith(kExitFailed, "no segment completed");
   }

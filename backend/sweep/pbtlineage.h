@@ -29,7 +29,7 @@ struct PbtSegment {
   bool exploited = false;       ///< it took another member's checkpoint and explored values
   search::TrialParams params;   ///< its values
   std::optional<double> value;  ///< the objective at its end (none: not complete)
-  QString state = QStringLiteral("running");  ///< running, complete or failed
+  QString state = QStringLiteral("running");  ///< running, complete, failed or stopped
 };
 
 /// Every segment, by (segment, member).

@@ -37,6 +37,7 @@ TrialRunner::Options runnerOptions(const search::Study& study, const SweepInput&
 const QString kComplete = QStringLiteral("complete");
 const QString kFailed = QStringLiteral("failed");
 const QString kRunning = QStringLiteral("running");
+const QString kStopped = QStringLiteral("stopped");
 
 }  // namespace
 
@@ -77,7 +78,8 @@ PbtLoop::PbtLoop(RunStore& store, search::Study study, const SweepInput& input,
                runnerOptions(m_study, input, options)),
       m_scheduler(m_runner),
       m_config(m_study.space().pbt.value_or(search::PbtConfig{})),
-      m_maxSteps(input.experiment.train.max_steps) {
+      m_maxSteps(input.experiment.train.max_steps),
+      m_control(store, m_study.id(), m_runner) {
   const std::int64_t interval = std::max<std::int64_t>(1, m_config.interval_steps);
   m_segments = static_cast<int>((m_maxSteps + interval - 1) / interval);
   m_minimize = m_study.space().objectives.empty() ||
@@ -93,6 +95,7 @@ PbtLoop::PbtLoop(RunStore& store, search::Study study, const SweepInput& input,
     emit segmentLaunched(row->segment, row->member, runId);
   });
   connect(&m_scheduler, &Scheduler::trialFinished, this, &PbtLoop::onFinished);
+  connect(&m_control, &SweepControl::controlChanged, this, &PbtLoop::onControl);
   connect(&m_scheduler, &Scheduler::trialRejected, this, [this](qint64 number, const QString& e) {
     TrialOutcome outcome;
     outcome.number = number;
@@ -102,37 +105,29 @@ PbtLoop::PbtLoop(RunStore& store, search::Study study, const SweepInput& input,
   });
 }
 
-PbtLoop::~PbtLoop() {
-  if (!m_stampTimer.isActive()) return;
-  if (auto r = m_store
-                   .clearSweepStamp(m_study.id(), QCoreApplication::applicationPid(),
-                                    QSysInfo::machineHostName())
-                   .get();
-      !r)
-    qCWarning(lcPbtLoop) << r.message().c_str();
-}
+// The sweep stamp is cleared by m_control's destructor.
+PbtLoop::~PbtLoop() = default;
 
 Result<void> PbtLoop::start() {
   if (!m_study.space().pbt) return shardscope::fail("study has no [search.pbt]");
   if (auto r = checkNoOtherDriver(); !r) return r;
+  m_lineage = PbtLineage::fromJson(m_study.space(),
+                                   m_study.record().state.value(QLatin1String("pbt")).toObject());
+  for (const PbtSegment& row : m_lineage.segments) {
+    if (row.state != kStopped) continue;
+    return shardscope::fail("study " + m_study.name().toStdString() +
+                            " was stopped by the user at segment " + std::to_string(row.segment) +
+                            ": a stopped PBT study does not go on (its stopped segments have no "
+                            "end checkpoint); start a new study (search.name)");
+  }
   if (m_study.record().status != StudyStatus::running) {
     if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::running).get(); !r) return r;
   }
-  m_lineage = PbtLineage::fromJson(m_study.space(),
-                                   m_study.record().state.value(QLatin1String("pbt")).toObject());
   auto started = m_lineage.segments.empty() ? startFirstSegments() : resume();
   if (!started) return started;
-  // Stamped as SweepControl stamps a sweep (`study adopt` hands its own stamp over to this one).
-  const qint64 pid = QCoreApplication::applicationPid();
-  const QString host = QSysInfo::machineHostName();
-  if (auto r = m_store.stampSweep(m_study.id(), pid, host).get(); !r) return r;
-  m_stampTimer.setInterval(RunStore::kSweepStampMs);
-  connect(&m_stampTimer, &QTimer::timeout, this, [this, pid, host] {
-    // Not waited for: a slow disk must not stall the loop; a failure only logs.
-    (void)m_store.stampSweep(m_study.id(), pid, host);
-  });
-  m_stampTimer.start();
-  return ok();
+  // The user's control from now on, and the study stamped as this process's, as for a sweep
+  // (`study adopt` hands its own stamp over to this one).
+  return m_control.start();
 }
 
 Result<void> PbtLoop::checkNoOtherDriver() {
@@ -299,8 +294,15 @@ void PbtLoop::onFinished(const TrialOutcome& outcome) {
   if (row == nullptr) return;
   if (outcome.runId) row->runId = outcome.runId;
   const bool complete = outcome.state == search::TrialState::Complete && !outcome.values.empty();
-  if (!complete && !outcome.stopped && m_error.empty()) {
-    // A failed segment (a killed rank) runs again as the study retries any trial.
+  if (!complete && !outcome.stopped && m_error.empty() && !m_stopping) {
+    // A failed segment (a killed rank) runs again as the study retries any trial; paused, once
+    // the user resumes.
+    if (m_control.control() == StudyControl::pause) {
+      qCInfo(lcPbtLoop) << "segment" << row->segment << "member" << row->member
+                        << "failed; its retry waits for the resume";
+      m_heldRetries.push_back(outcome);
+      return;
+    }
     auto claimed =
         m_store
             .claimTrial(m_study.id(), m_study.maxRetries(), m_study.space().retry_from_checkpoint)
@@ -321,7 +323,9 @@ void PbtLoop::onFinished(const TrialOutcome& outcome) {
       }
     }
   }
-  row->state = complete ? kComplete : kFailed;
+  // Stopped with the study: `stopped`; one segment stopped alone (`study stop-trial`) ends
+  // without a result, as a failed one, and the study goes on without it.
+  row->state = complete ? kComplete : (outcome.stopped && m_stopping ? kStopped : kFailed);
   if (complete) row->value = outcome.values.front();
   if (auto r = save(); !r) return fail(r.message());
   emit segmentEnded(*row);
@@ -329,14 +333,86 @@ void PbtLoop::onFinished(const TrialOutcome& outcome) {
   const bool segmentDone = std::none_of(
       m_lineage.segments.begin(), m_lineage.segments.end(),
       [&](const PbtSegment& s) { return s.segment == segment && s.state == kRunning; });
-  if (segmentDone && m_error.empty() && !outcome.stopped && segment + 1 < m_segments) {
+  if (segmentDone && m_error.empty() && !m_stopping && segment + 1 < m_segments) {
+    if (m_control.control() == StudyControl::pause) {
+      qCInfo(lcPbtLoop).nospace() << "every member finished segment " << segment
+                                  << "; the next one waits for the resume";
+      m_heldAdvance = segment;
+      return;
+    }
     if (auto r = advance(segment); !r) return fail(r.message());
     return;
   }
-  if (m_scheduler.idle() && !m_ended) {
-    m_ended = true;
-    emit ended();
+  endIfIdle();
+}
+
+void PbtLoop::onControl(StudyControl control) {
+  emit controlChanged(control);
+  if (m_ended || m_stopping) return;
+  switch (control) {
+    case StudyControl::pause:
+      // The running segments finish their interval (their checkpoints stay); nothing starts.
+      m_scheduler.setHeld(true);
+      return;
+    case StudyControl::run: {
+      m_scheduler.setHeld(false);
+      std::vector<TrialOutcome> retries;
+      retries.swap(m_heldRetries);
+      for (const TrialOutcome& outcome : retries) onFinished(outcome);
+      if (m_heldAdvance) {
+        const int segment = *m_heldAdvance;
+        m_heldAdvance.reset();
+        if (auto r = advance(segment); !r) return fail(r.message());
+      }
+      endIfIdle();
+      return;
+    }
+    case StudyControl::stop:
+      stopStudy();
+      return;
   }
+}
+
+void PbtLoop::stopStudy() {
+  // SweepControl has told the running segments to stop (TrialRunner::stopAll): each is recorded
+  // as it ends (onFinished). What never started ends here.
+  m_stopping = true;
+  m_heldAdvance.reset();
+  std::vector<PbtSegment*> ended;
+  for (const Scheduler::Queued& queued : m_scheduler.takeQueued()) {
+    const int n = m_config.population;
+    PbtSegment* row = m_lineage.at(int(queued.number / n), int(queued.number % n));
+    if (row == nullptr) continue;
+    row->state = kStopped;
+    if (queued.runId) {  // a retry the study had claimed: its run ends as the user asked
+      if (auto r = m_store
+                       .setRunStatus(*queued.runId, spec::RunStatus::stopped,
+                                     QStringLiteral("stopped by the user before it launched"))
+                       .get();
+          !r)
+        qCWarning(lcPbtLoop) << r.message().c_str();
+    }
+    ended.push_back(row);
+  }
+  for (const TrialOutcome& outcome : m_heldRetries) {  // failed, their retry never started
+    const int n = m_config.population;
+    PbtSegment* row = m_lineage.at(int(outcome.number / n), int(outcome.number % n));
+    if (row == nullptr) continue;
+    row->state = kFailed;
+    ended.push_back(row);
+  }
+  m_heldRetries.clear();
+  if (auto r = save(); !r) return fail(r.message());
+  for (const PbtSegment* row : ended) emit segmentEnded(*row);
+  endIfIdle();
+}
+
+void PbtLoop::endIfIdle() {
+  if (m_ended || !m_scheduler.idle()) return;
+  // Paused with a next segment or a retry to start: it waits for the resume (or a stop).
+  if (!m_stopping && m_error.empty() && (m_heldAdvance || !m_heldRetries.empty())) return;
+  m_ended = true;
+  emit ended();
 }
 
 Result<void> PbtLoop::advance(int segment) {
@@ -427,8 +503,8 @@ void PbtLoop::fail(const std::string& error) {
 
 Result<search::StudySummary> PbtLoop::finish() {
   if (!m_error.empty()) return shardscope::fail(m_error);
-  if (auto r = m_store.setStudyStatus(m_study.id(), StudyStatus::complete).get(); !r)
-    return r.error();
+  const StudyStatus status = m_stopping ? StudyStatus::stopped : StudyStatus::complete;
+  if (auto r = m_store.setStudyStatus(m_study.id(), status).get(); !r) return r.error();
   return m_study.summary();
 }
 

@@ -9,7 +9,14 @@
 // study retries any trial (--max-retries): from its failed attempt's newest checkpoint, or from
 // its source's. The lineage (pbtlineage.h) is written to the study's state after every change,
 // so a study whose driver was killed goes on from it when swept again (resume()): the segments
-// that completed are kept, the ones left running are reattached or retried.
+// that completed are kept, the ones left running are reattached or retried. The user steers it
+// as any sweep, through SweepControl (`study pause|resume|stop`, the dashboard's buttons): paused,
+// it starts no segment (the running ones finish their interval and keep their checkpoints; the
+// next segment, or a retry, waits for the resume); stopped, its running segments are stopped as
+// a sweep's trials are (SIGTERM, SIGKILL after search.stop_grace_s), those that never started
+// are dropped, every one of them is recorded `stopped` in the lineage and the study ends
+// `stopped`. A stopped PBT study does not go on when swept again (its stopped segments have no
+// end checkpoint): resume() refuses it.
 //
 // Use: SweepLoop::readInput -> prepareData -> openStudy -> PbtLoop -> start -> the event loop
 // runs until ended() -> finish.
@@ -17,13 +24,15 @@
 
 #include <QObject>
 #include <QString>
-#include <QTimer>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/sweep/pbtlineage.h"
 #include "backend/sweep/scheduler.h"
 #include "backend/sweep/study.h"
+#include "backend/sweep/sweepcontrol.h"
 #include "backend/sweep/sweeploop.h"
 #include "backend/sweep/trialrunner.h"
 #include "spec/result.h"
@@ -47,13 +56,17 @@ class PbtLoop : public QObject {
   const PbtLineage& lineage() const { return m_lineage; }
   /// Segments of every member (the last may be shorter than interval_steps).
   int segmentCount() const { return m_segments; }
+  /// The user's pause, resume or stop as it reached this driver (SweepControl::control()).
+  StudyControl control() const { return m_control.control(); }
+  /// The user stopped the study (finish() records it `stopped`).
+  bool stopped() const { return m_stopping; }
 
   /// Starts the first segment of every member; on a study that has a lineage (its driver was
   /// killed), goes on with the segments it had not finished (resume()).
   [[nodiscard]] Result<void> start();
-  /// Once ended(): the study's end recorded (complete, or left running after an error) and its
-  /// summary; an error of the loop (every member failed a segment, the run log refused the
-  /// lineage) is returned here.
+  /// Once ended(): the study's end recorded (complete, stopped by the user, or left running after
+  /// an error) and its summary; an error of the loop (every member failed a segment, the run log
+  /// refused the lineage) is returned here.
   [[nodiscard]] Result<search::StudySummary> finish();
 
  signals:
@@ -68,7 +81,10 @@ class PbtLoop : public QObject {
   void segmentEnded(const shardscope::backend::PbtSegment& segment);
   /// A failed segment runs again (attempt `attempt`).
   void segmentRetried(int segment, int member, int attempt);
-  /// Nothing runs and nothing is left to start.
+  /// The user paused, resumed or stopped the study (SweepControl::controlChanged). On stop the
+  /// running segments were told to stop.
+  void controlChanged(shardscope::backend::StudyControl control);
+  /// Nothing runs and nothing is left to start (or the user stopped the study and nothing runs).
   void ended();
 
  private:
@@ -96,6 +112,12 @@ class PbtLoop : public QObject {
   Result<std::pair<QString, qint64>> checkpointOf(qint64 runId);
   Result<void> save();
   void fail(const std::string& error);
+  /// The user's pause (hold), resume (what was held goes on) or stop.
+  void onControl(StudyControl control);
+  /// The user stopped the study: segments that never started are dropped and recorded stopped.
+  void stopStudy();
+  /// ended() once nothing runs, nothing waits and nothing is held for a resume.
+  void endIfIdle();
 
   RunStore& m_store;
   search::Study m_study;
@@ -108,9 +130,15 @@ class PbtLoop : public QObject {
   PbtLineage m_lineage;
   std::string m_error;
   bool m_ended = false;
-  /// Renews the study's sweep stamp (RunStore::stampSweep) while this process drives it, so that
-  /// `study show`, the dashboard and `study adopt` see a live driver.
-  QTimer m_stampTimer;
+  /// The user's control, as a sweep's (its pause, resume and stop, and the per-trial requests);
+  /// it also stamps the study as driven by this process (RunStore::stampSweep), so that `study
+  /// show`, the dashboard and `study adopt` see a live driver.
+  SweepControl m_control;
+  bool m_stopping = false;  ///< the user stopped the study: nothing more starts
+  /// While paused: the segment every member finished, whose next one waits for the resume.
+  std::optional<int> m_heldAdvance;
+  /// While paused: failed segments whose retry waits for the resume.
+  std::vector<TrialOutcome> m_heldRetries;
 };
 
 }  // namespace shardscope::backend

@@ -36,8 +36,19 @@ void Scheduler::enqueue(qint64 number, search::TrialParams params, std::optional
   dispatch();
 }
 
+void Scheduler::setHeld(bool held) {
+  m_held = held;
+  if (!held) dispatch();
+}
+
+std::deque<Scheduler::Queued> Scheduler::takeQueued() {
+  std::deque<Queued> taken;
+  taken.swap(m_queue);
+  return taken;
+}
+
 void Scheduler::dispatch() {
-  while (!m_queue.empty() && m_runner.running() < m_slots) {
+  while (!m_held && !m_queue.empty() && m_runner.running() < m_slots) {
     Queued next = std::move(m_queue.front());
     m_queue.pop_front();
     const qint64 number = next.number;

@@ -1,7 +1,8 @@
 // Scheduler: runs up to N trials at once through a TrialRunner. The slots are
 // min(search.concurrency, cores here / ranks per trial) for trials on this machine (at least
 // one), and search.concurrency for trials elsewhere (ssh, Slurm: the cluster places them; we
-// only keep N queued or running). Trials wait in a FIFO queue until a slot frees.
+// only keep N queued or running). Trials wait in a FIFO queue until a slot frees (or, held,
+// until released).
 #pragma once
 
 #include <QObject>
@@ -33,6 +34,17 @@ class Scheduler : public QObject {
   /// already made for it (Study::ask), else the runner creates one.
   void enqueue(qint64 number, search::TrialParams params,
                std::optional<qint64> runId = std::nullopt);
+  /// Held (a paused study's driver): queued trials wait even with a slot free; released, they
+  /// start as slots allow.
+  void setHeld(bool held);
+  bool held() const { return m_held; }
+  /// Empties the queue (a stopped study's driver): the trials that never started, first first.
+  struct Queued {
+    qint64 number = 0;
+    search::TrialParams params;
+    std::optional<qint64> runId;
+  };
+  std::deque<Queued> takeQueued();
 
  signals:
   /// A trial ended (the runner's outcome); its slot is free already.
@@ -48,11 +60,7 @@ class Scheduler : public QObject {
 
   TrialRunner& m_runner;
   int m_slots = 1;
-  struct Queued {
-    qint64 number = 0;
-    search::TrialParams params;
-    std::optional<qint64> runId;
-  };
+  bool m_held = false;
   std::deque<Queued> m_queue;
 };
 

@@ -5,7 +5,11 @@
 // trains steps 4-6. Its loss curve is, exactly, the best member's chain of segments' (the same
 // seeds, data order, values and world size; fp32 on CPU). Then a driver SIGKILLed mid-study, with
 // the ranks of the segment it ran, is swept again: the study goes on from its lineage and ends
-// with every segment of both members complete. Cost: 6 + about 5 trainer starts of 3 steps.
+// with every segment of both members complete. And `study stop` of a running PBT study, whose
+// running segment's ranks are held (SIGSTOP) until the driver has printed that it was told: the
+// driver exits 4, the study is `stopped`, and its lineage holds both members' first segments,
+// none running (the queued one dropped, the running one stopped). Cost: 6 + about 5 trainer
+// starts of 3 steps, and 1 held one.
 #include <signal.h>
 #include <QJsonArray>
 #include <QRegularExpression>
@@ -229,6 +233,70 @@ class TestCliPbt : public QObject, clitest::OnRunLog {
     QVERIFY(killed->has_value());
     QCOMPARE((**killed).status, spec::RunStatus::complete);
     QCOMPARE((**killed).attempt, 1);
+  }
+
+  void studyStopEndsThePbtDriver() {
+    const QString exp = m_dir.filePath("tiny-pbt-stop.toml");
+    QVERIFY(testing::writeAll(
+        exp, QByteArray(kTinyPbt).replace("name = \"pbt\"", "name = \"pbt-stop\"")));
+    QProcess driver;
+    driver.start(clitest::kCli, {"--db", m_db, "sweep", exp});
+    QVERIFY(driver.waitForStarted());
+    QString seen;
+    QList<qint64> ranks;
+    // A segment whose ranks all run: held where they are.
+    const auto running = [&] {
+      seen += QString::fromUtf8(driver.readAllStandardOutput());
+      auto store = backend::RunStore::open(m_db);
+      if (!store) return false;
+      auto study = search::Study::open(**store, QStringLiteral("pbt-stop"));
+      auto trials =
+          study ? study->trials() : Result<std::vector<search::StudyTrial>>(study.error());
+      auto reader = (*store)->reader();
+      if (!trials || !reader) return false;
+      for (const search::StudyTrial& t : *trials) {
+        if (t.status != spec::RunStatus::running) continue;
+        auto run = reader->run(t.runId);
+        if (!run || !*run) continue;
+        auto location = backend::RunLocation::fromJson((**run).location);
+        if (!location || location->pids.size() != 2) continue;
+        if (!testing::alive(location->pids[0]) || !testing::alive(location->pids[1])) continue;
+        ranks = {location->pids[0], location->pids[1]};
+        for (const qint64 pid : ranks) ::kill(static_cast<pid_t>(pid), SIGSTOP);
+        return true;
+      }
+      return false;
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(running(), qPrintable(seen), 180000);
+    const auto stop = cli({"study", "stop", "pbt-stop"});
+    QVERIFY2(stop.exitCode == 0, qPrintable(stop.out + stop.err));
+    const auto told = [&] {
+      seen += QString::fromUtf8(driver.readAllStandardOutput());
+      return seen.contains("study pbt-stop stopped: the running segments are told to stop");
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(told(), qPrintable(seen), 60000);
+    for (const qint64 pid : ranks) ::kill(static_cast<pid_t>(pid), SIGCONT);
+    QVERIFY(driver.waitForFinished(120000));
+    seen += QString::fromUtf8(driver.readAllStandardOutput());
+    QCOMPARE(driver.exitCode(), 4);
+    QVERIFY2(seen.contains("study pbt-stop stopped by the user"), qPrintable(seen));
+    for (const qint64 pid : ranks) QVERIFY(!testing::alive(pid));
+
+    const auto show = cli({"--json", "study", "show", "pbt-stop"});
+    QVERIFY2(show.exitCode == 0, qPrintable(show.err));
+    const QJsonObject study = clitest::json(show.out);
+    QCOMPARE(study.value("status").toString(), QStringLiteral("stopped"));
+    const QJsonArray segments = study.value("pbt").toObject().value("segments").toArray();
+    QCOMPARE(segments.size(), 2);
+    int stopped = 0;
+    for (const auto& v : segments) {
+      const QJsonObject row = v.toObject();
+      QCOMPARE(row.value("segment").toInt(), 0);
+      const QString state = row.value("state").toString();
+      QVERIFY2(state == "stopped" || state == "complete", qPrintable(state));
+      if (state == "stopped") ++stopped;
+    }
+    QVERIFY(stopped >= 1);
   }
 };
 

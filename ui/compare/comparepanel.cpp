@@ -457,10 +457,24 @@ void ComparePanel::mergeIntermediate(const SweepCurves& curves) {
       trial.steps += chunk.steps;
       trial.values += chunk.values;
     }
-    if (m_intermediateLines != nullptr && index < m_intermediateLines->lineCount())
-      compare::appendIntermediate(m_intermediateLines, index, chunk);
-    if (m_intermediateLines != nullptr && index == m_bestTrial)  // its bold copy on top
-      compare::appendIntermediate(m_intermediateLines, m_intermediateLines->lineCount() - 1, chunk);
+    if (m_intermediateLines != nullptr && m_sweep.pbt) {
+      // A PBT member's line runs across its segments' trials: drawn again from all of them.
+      const int line = compare::intermediateLine(m_sweep, index);
+      if (line >= 0 && line < m_intermediateLines->lineCount()) {
+        QVector<double> xs;
+        QVector<double> ys;
+        compare::intermediatePoints(m_sweep, line, xs, ys);
+        m_intermediateLines->setPoints(line, xs, ys, true);
+        if (line == m_bestLine)  // its bold copy on top
+          m_intermediateLines->setPoints(m_intermediateLines->lineCount() - 1, xs, ys, true);
+      }
+    } else if (m_intermediateLines != nullptr) {
+      if (index < m_intermediateLines->lineCount())
+        compare::appendIntermediate(m_intermediateLines, index, chunk);
+      if (index == m_bestLine)  // its bold copy on top
+        compare::appendIntermediate(m_intermediateLines, m_intermediateLines->lineCount() - 1,
+                                    chunk);
+    }
     m_curvesChanged = true;
   }
   m_curvesDone = curves.done;
@@ -568,8 +582,11 @@ void ComparePanel::redraw(const std::function<void(const QString&)>& lap) {
   };
   compare::drawHistory(m_history, m_sweep, m_minimize, m_colouring);
   mark("history");
-  m_intermediateLines =
-      compare::drawIntermediate(m_intermediate, m_sweep, m_minimize, &m_dimmed, &m_bestTrial);
+  // A PBT study's has a line per member (across its segments), none pruned.
+  compare::setPlotTitle(m_intermediate, m_sweep.pbt ? tr("Intermediate values (a line per member)")
+                                                    : tr("Intermediate values (pruned dimmed)"));
+  m_intermediateLines = compare::drawIntermediate(m_intermediate, m_sweep, m_minimize, &m_dimmed,
+                                                  &m_bestTrial, &m_bestLine);
   mark("intermediate");
   m_parallelLines = compare::drawParallel(m_parallel, m_sweep, m_minimize, m_colouring);
   mark("parallel");

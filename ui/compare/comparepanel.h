@@ -82,8 +82,8 @@ class ComparePanel : public QWidget {
   CandidateTable* candidateTable() const { return m_candidates; }
   QCustomPlot* historyPlot() const { return m_history; }
   QCustomPlot* intermediatePlot() const { return m_intermediate; }
-  /// The intermediate values' one plottable: line i is trial i of sweep(), the last line the
-  /// best trial again (bold).
+  /// The intermediate values' one plottable: line i is trial i of sweep() (for a PBT study:
+  /// member i, across its segments), the last line the best trial (member) again (bold).
   compare::TrialLines* intermediateLines() const { return m_intermediateLines; }
   QCustomPlot* parallelPlot() const { return m_parallel; }
   QCustomPlot* slicePlot() const { return m_slice; }
@@ -196,6 +196,7 @@ class ComparePanel : public QWidget {
   bool m_filling = false;
   int m_dimmed = 0;
   int m_bestTrial = -1;
+  int m_bestLine = -1;             // the intermediate values' line drawn again bold (last)
   QList<qint64> m_overlayWatched;  // runs whose train loss the overlay asked the run log for
   int m_parallelLines = 0;
   int m_slicePoints = 0;

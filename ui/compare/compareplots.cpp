@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <utility>
+#include <vector>
 
 #include "ui/compare/parallellabels.h"
 #include "ui/compare/triallines.h"
@@ -247,17 +248,19 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize,
 
 namespace {
 
-// The best trial once more on top, bold and dark (the last line: the panel extends it with its
-// trial's streamed points), named in the legend, with the grey of the pruned when `namePruned`.
-void addBestLine(QCustomPlot* plot, TrialLines* lines, const SweepTrial& best, bool namePruned) {
+// The best trial (or PBT member) once more on top, bold and dark (the last line: the panel
+// extends it with its streamed points), named `name` in the legend, with the grey of the pruned
+// when `namePruned`.
+void addBestLine(QCustomPlot* plot, TrialLines* lines, const QVector<double>& xs,
+                 const QVector<double>& ys, const QString& name, bool namePruned) {
   const QPen pen(QColor(0x10, 0x2a, 0x6b), 2.6);
   TrialLines::Line line;
   line.pen = pen;
-  line.xs = best.steps;
-  line.ys = best.values;
+  line.xs = xs;
+  line.ys = ys;
   lines->addLine(std::move(line));
   QCPGraph* entry = plot->addGraph();
-  entry->setName(QObject::tr("best: %1").arg(best.name));
+  entry->setName(QObject::tr("best: %1").arg(name));
   entry->setPen(pen);
   entry->addToLegend();
   if (!namePruned) return;
@@ -267,16 +270,96 @@ void addBestLine(QCustomPlot* plot, TrialLines* lines, const SweepTrial& best, b
   grey->addToLegend();
 }
 
+// A population-based training study's intermediate values: one line per member running across
+// its segments (one trial each), as Ray Tune's PBT plots show a population; the best member (the
+// end of the best chain, PbtData::best) once more on top.
+TrialLines* drawMemberLines(QCustomPlot* plot, const SweepData& sweep, bool minimize, int* best,
+                            int* bestLine) {
+  const int population = std::max(1, sweep.pbt->lineage.population);
+  const bool legend = population <= kLegendTrials;
+  auto* lines = new TrialLines(plot->xAxis, plot->yAxis);
+  for (int member = 0; member < population; ++member) {
+    TrialLines::Line line;
+    line.pen = QPen(CurvePlot::seriesColor(member), 1.8);
+    intermediatePoints(sweep, member, line.xs, line.ys);
+    if (legend) {
+      QCPGraph* entry = plot->addGraph();
+      entry->setName(QObject::tr("member %1").arg(member));
+      entry->setPen(line.pen);
+      entry->addToLegend();
+    }
+    lines->addLine(std::move(line));
+  }
+  const int top = bestTrial(sweep, minimize);
+  int member = top >= 0 ? intermediateLine(sweep, top) : -1;
+  if (!sweep.pbt->best.empty()) member = sweep.pbt->best.back().member;
+  if (member >= 0 && member < population) {
+    QVector<double> xs;
+    QVector<double> ys;
+    intermediatePoints(sweep, member, xs, ys);
+    addBestLine(plot, lines, xs, ys, QObject::tr("member %1").arg(member), false);
+  } else {
+    member = -1;
+  }
+  plot->legend->setVisible(!sweep.trials.isEmpty());
+  if (sweep.trials.isEmpty()) placeholder(plot, QObject::tr("No segments yet"));
+  if (best != nullptr) *best = top;
+  if (bestLine != nullptr) *bestLine = member;
+  return lines;
+}
+
 }  // namespace
 
+int intermediateLine(const SweepData& sweep, int index) {
+  if (index < 0 || index >= sweep.trials.size()) return -1;
+  if (!sweep.pbt) return index;
+  const SweepTrial& trial = sweep.trials[index];
+  const int population = std::max(1, sweep.pbt->lineage.population);
+  if (trial.trialNumber) return int(*trial.trialNumber % population);
+  for (const backend::PbtSegment& s : sweep.pbt->lineage.segments) {
+    if (s.runId == trial.runId) return s.member;
+  }
+  return -1;
+}
+
+void intermediatePoints(const SweepData& sweep, int line, QVector<double>& xs,
+                        QVector<double>& ys) {
+  xs.clear();
+  ys.clear();
+  std::vector<std::pair<double, double>> points;
+  for (int i = 0; i < int(sweep.trials.size()); ++i) {
+    if (intermediateLine(sweep, i) != line) continue;
+    const SweepTrial& trial = sweep.trials[i];
+    for (qsizetype k = 0; k < std::min(trial.steps.size(), trial.values.size()); ++k)
+      points.emplace_back(trial.steps[k], trial.values[k]);
+  }
+  // A member's segments cover successive step ranges: in step order, its curve runs across them.
+  std::stable_sort(points.begin(), points.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  xs.reserve(qsizetype(points.size()));
+  ys.reserve(qsizetype(points.size()));
+  for (const auto& [x, y] : points) {
+    xs.append(x);
+    ys.append(y);
+  }
+}
+
 TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool minimize, int* dimmed,
-                             int* best) {
+                             int* best, int* bestLine) {
   resetPlot(plot);
   const bool many = sweep.trials.size() > kAntialiasedTrials;
   plot->setNotAntialiasedElements(many ? QCP::aePlottables : QCP::aeNone);
   plot->xAxis->setLabel(QObject::tr("step"));
   plot->yAxis->setLabel(sweep.objectiveKey);
   plot->setAutoAddPlottableToLegend(false);
+  if (sweep.pbt) {
+    TrialLines* lines = drawMemberLines(plot, sweep, minimize, best, bestLine);
+    plot->rescaleAxes();
+    plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());
+    plot->replot();
+    if (dimmed != nullptr) *dimmed = 0;
+    return lines;
+  }
   const bool legend = sweep.trials.size() <= kLegendTrials;
   auto* lines = new TrialLines(plot->xAxis, plot->yAxis);
   int pruned = 0;
@@ -305,7 +388,10 @@ TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool min
     lines->addLine(std::move(line));
   }
   const int top = bestTrial(sweep, minimize);
-  if (top >= 0) addBestLine(plot, lines, sweep.trials[top], !legend);
+  if (top >= 0) {
+    const SweepTrial& t = sweep.trials[top];
+    addBestLine(plot, lines, t.steps, t.values, t.name, !legend);
+  }
   plot->legend->setVisible(!sweep.trials.isEmpty());
   if (sweep.trials.isEmpty()) placeholder(plot, QObject::tr("No trials"));
   plot->rescaleAxes();
@@ -313,6 +399,7 @@ TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool min
   plot->replot();
   if (dimmed != nullptr) *dimmed = pruned;
   if (best != nullptr) *best = top;
+  if (bestLine != nullptr) *bestLine = top;
   return lines;
 }
 

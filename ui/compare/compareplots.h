@@ -1,7 +1,7 @@
 // Drawing of the Compare panel's plots from a SweepData, as free functions over a QCustomPlot so
 // the panel's controller stays small. Trials without an objective (pruned, failed, running) are
 // left out of the history, slice and parallel coordinates; the intermediate values show every
-// trial, pruned ones dimmed.
+// trial, pruned ones dimmed (a population-based training study's: one line per member).
 #pragma once
 
 #include <QJsonValue>
@@ -46,10 +46,20 @@ void drawHistory(QCustomPlot* plot, const SweepData& sweep, bool minimize,
 int bestTrial(const SweepData& sweep, bool minimize);
 /// Draws every trial's intermediate values as one TrialLines plottable (line i = trial i; pruned
 /// ones grey with a cross at their end; the best trial once more as the last line, bold) and
-/// returns it, so streamed points can be added with appendIntermediate(). `dimmed` (optional)
-/// receives how many trials were drawn dimmed, `best` the best trial's index (-1: none).
+/// returns it, so streamed points can be added with appendIntermediate(). A population-based
+/// training study (sweep.pbt) has one line per member instead (line m = member m), running
+/// across its segments' trials at their global steps (intermediateLine, intermediatePoints), the
+/// best member (PbtData::best's end) bold on top. `dimmed` (optional) receives how many trials
+/// were drawn dimmed, `best` the best trial's index (-1: none), `bestLine` the line drawn again
+/// bold (-1: none).
 TrialLines* drawIntermediate(QCustomPlot* plot, const SweepData& sweep, bool minimize,
-                             int* dimmed = nullptr, int* best = nullptr);
+                             int* dimmed = nullptr, int* best = nullptr, int* bestLine = nullptr);
+/// The line of the intermediate values that holds trial `index`'s points: its own (index), or
+/// for a PBT study its member's (-1: none).
+int intermediateLine(const SweepData& sweep, int index);
+/// Every point of line `line` of the intermediate values: the points of the trials on it
+/// (intermediateLine) in step order.
+void intermediatePoints(const SweepData& sweep, int line, QVector<double>& xs, QVector<double>& ys);
 /// Adds points to trial `index`'s line (reset: replaces them); its pruned cross follows its end.
 void appendIntermediate(TrialLines* lines, int index, const SeriesChunk& chunk);
 /// Above this many trials the intermediate values and parallel coordinates are drawn without

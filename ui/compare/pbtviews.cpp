@@ -19,6 +19,7 @@ const QColor kBest(0x2c, 0x6f, 0xbb);   // the best member's chain (Compare's "b
 const QColor kOther(0xa9, 0xbc, 0xd0);  // every other segment
 const QColor kFailed(0xd6, 0x27, 0x28);
 const QColor kRunning(0xcc, 0xcc, 0xcc);
+const QColor kStopped(0x80, 0x80, 0x80);  // stopped by the user with the study
 const QColor kExploit(0xf0, 0x8a, 0x24);  // an exploit arrow off the best chain
 
 // Bars stop this fraction of a segment short of each end, so two segments of one lane read as
@@ -161,6 +162,7 @@ void PbtViews::drawLineage() {
     QColor colour = best ? kBest : kOther;
     if (s.state == QLatin1String("failed")) colour = kFailed;
     if (s.state == QLatin1String("running")) colour = kRunning;
+    if (s.state == QLatin1String("stopped")) colour = kStopped;
     QPen pen(colour, best ? 9 : 6);
     pen.setCapStyle(Qt::FlatCap);
     bar->setPen(pen);

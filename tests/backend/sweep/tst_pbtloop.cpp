@@ -10,7 +10,17 @@
 //     checkpoint, its step range, its values and its objective) and reads back from a fresh open;
 //   - a segment whose rank is SIGKILLed as it launches is retried inside PBT (attempt 1), from its
 //     source's checkpoint (its own failed attempt wrote none), and ends complete.
-// Nothing asserts a duration. Cost: 9 trainer starts of 2 ranks, 3 steps each.
+// The user steers it as any sweep (SweepControl, the run log's study control), on 1-rank trials of
+// a population of 2 (2 segments of 2 steps); a segment's ranks are held with SIGSTOP until the
+// driver has seen the request, so no race decides the outcome:
+//   - paused before segment 0 ends, the next segment is held: no segment 1 starts and no run is
+//     made while paused; resumed, the study goes on from the segment-0 checkpoints and ends with
+//     a complete lineage;
+//   - stopped while both members' first segments run, each is stopped (SIGTERM), recorded
+//     `stopped` with its run, the study ends `stopped` with no rank left, and a new driver of it
+//     is refused.
+// Nothing asserts a duration. Cost: 9 trainer starts of 2 ranks, 3 steps each; 6 of 1 rank, 2
+// steps.
 #include <signal.h>
 #include <QDir>
 #include <QFile>
@@ -19,12 +29,17 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <map>
+#include <vector>
+
 #include "backend/launch/launcher.h"
 #include "backend/lifecycle/demodata.h"
 #include "backend/sweep/pbtloop.h"
 #include "backend/sweep/study.h"
 #include "spec/events.h"
 #include "tests/support/experiment.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 #include "tests/support/teststore.h"
 #include "tests/support/verify_ok.h"
 
@@ -63,6 +78,55 @@ mutable = ["train.lr"]
 resample_probability = 0.0
 )";
 
+// A population of 2 on 1-rank trials, 2 segments of 2 steps: the cheapest PBT study.
+QByteArray tinyPair(const char* name) {
+  return testing::tinyDemoExperiment("tiny-pair", "tiny-data") + R"([train]
+max_steps = 4
+batch_size = 8
+ckpt_at_end = false
+[eval]
+every = 2
+batches = 1
+[launch]
+nproc_per_node = 1
+threads_per_rank = 1
+[search]
+name = ")" +
+         QByteArray(name) +
+         R"("
+seed = 11
+concurrency = 2
+stop_grace_s = 20
+objectives = {"eval.loss" = "minimize"}
+[search.space."train.lr"]
+type = "float"
+low = 1e-3
+high = 3e-1
+log = true
+[search.pbt]
+population = 2
+interval_steps = 2
+quantile = 0.5
+mutable = ["train.lr"]
+)";
+}
+
+// The pids of run `runId`'s ranks (empty until its location is stored).
+QList<qint64> ranksOf(RunStore& store, qint64 runId) {
+  auto reader = store.reader();
+  auto run = reader ? reader->run(runId) : Result<std::optional<RunRecord>>(reader.error());
+  if (!run || !*run) return {};
+  auto location = RunLocation::fromJson((**run).location);
+  if (!location) return {};
+  QList<qint64> pids;
+  for (const auto pid : location->pids) pids.append(qint64(pid));
+  return pids;
+}
+
+void signalAll(const QList<qint64>& pids, int signal) {
+  for (const qint64 pid : pids) ::kill(pid_t(pid), signal);
+}
+
 std::map<qint64, double> lossOf(RunReader& reader, qint64 runId) {
   std::map<qint64, double> out;
   auto points = reader.metric(runId, QStringLiteral("loss"));
@@ -70,6 +134,16 @@ std::map<qint64, double> lossOf(RunReader& reader, qint64 runId) {
     for (const auto& p : *points) out[p.step] = p.value;
   }
   return out;
+}
+
+// The step of run `runId`'s newest sharded checkpoint (-1: none).
+qint64 checkpointStep(RunStore& store, qint64 runId) {
+  auto reader = store.reader();
+  if (!reader) return -1;
+  auto run = reader->run(runId);
+  if (!run || !*run) return -1;
+  auto point = reader->resumePoint(runId, (**run).attempt);
+  return point && *point ? (**point).step : -1;
 }
 
 // Rank 0's "resumed from ..." message in the newest attempt of run `runId` (empty: none).
@@ -94,6 +168,11 @@ class TestPbtLoop : public QObject {
 
  private slots:
   void populationExploitsExploresAndResumesAKilledSegment();
+  void pauseHoldsTheNextSegmentAndResumeGoesOn();
+  void stopEndsTheStudyWithItsLineage();
+
+ private:
+  QString m_shardtrain = qEnvironmentVariable("SHARDSCOPE_SHARDTRAIN");
 };
 
 void TestPbtLoop::populationExploitsExploresAndResumesAKilledSegment() {
@@ -221,6 +300,159 @@ void TestPbtLoop::populationExploitsExploresAndResumesAKilledSegment() {
   QCOMPARE(schedule[0].segment, 0);
   QCOMPARE(schedule[1].segment, 1);
   QCOMPARE(schedule[0].member, schedule[1].fromMember);
+}
+
+void TestPbtLoop::pauseHoldsTheNextSegmentAndResumeGoesOn() {
+  QVERIFY2(QFileInfo(m_shardtrain).isExecutable(),
+           "SHARDSCOPE_SHARDTRAIN names no shardtrain (build the shardtrain target)");
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = dir.filePath("tiny-pair.toml");
+  QVERIFY(testing::writeAll(path, tinyPair("pbt-pause")));
+  auto input = SweepLoop::readInput(path, {});
+  VERIFY_OK(input);
+  VERIFY_OK(PbtLoop::check(*input));
+  VERIFY_OK(writeDemoData(input->experiment, 64));
+  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
+  VERIFY_OK(store);
+  auto opened = SweepLoop::openStudy(**store, *input, {}, 1);
+  VERIFY_OK(opened);
+  SweepLoop::Options options;
+  options.runsRoot = dir.filePath("runs");
+  options.trainer = m_shardtrain;
+  PbtLoop loop(**store, std::move(opened->study), *input, options);
+  QCOMPARE(loop.segmentCount(), 2);
+  const qint64 studyId = loop.study().id();
+
+  // Member 0's first segment is held (SIGSTOP) as it launches, until the pause has reached the
+  // driver: segment 0 cannot end before it.
+  QList<qint64> held;
+  connect(&loop, &PbtLoop::segmentLaunched, this, [&](int segment, int member, qint64 runId) {
+    if (segment != 0 || member != 0 || !held.isEmpty()) return;
+    held = ranksOf(**store, runId);
+    signalAll(held, SIGSTOP);
+  });
+  QSignalSpy starting(&loop, &PbtLoop::segmentStarting);
+  QSignalSpy segmentEnded(&loop, &PbtLoop::segmentEnded);
+  std::vector<StudyControl> controls;
+  connect(&loop, &PbtLoop::controlChanged, this, [&](StudyControl c) { controls.push_back(c); });
+  QSignalSpy ended(&loop, &PbtLoop::ended);
+  VERIFY_OK(loop.start());
+  QTRY_VERIFY_WITH_TIMEOUT(!held.isEmpty(), kDeadlineMs);
+  VERIFY_OK((*store)->setStudyControl(studyId, StudyControl::pause).get());
+  QTRY_VERIFY_WITH_TIMEOUT(loop.control() == StudyControl::pause, kDeadlineMs);
+  QCOMPARE(segmentEnded.count(), 0);
+  signalAll(held, SIGCONT);
+
+  // Both first segments finish their interval; the next one is decided by nobody yet. The
+  // decision would come in the same call as the last segmentEnded: none came.
+  QTRY_VERIFY_WITH_TIMEOUT(segmentEnded.count() == 2, kDeadlineMs);
+  QCOMPARE(starting.count(), 2);
+  QCOMPARE(ended.count(), 0);
+  QCOMPARE(int(loop.lineage().segments.size()), 2);
+  auto study = search::Study::open(**store, QStringLiteral("pbt-pause"));
+  VERIFY_OK(study);
+  auto trials = study->trials();
+  VERIFY_OK(trials);
+  QCOMPARE(int(trials->size()), 2);  // no run of segment 1 while paused
+  for (const PbtSegment& s : loop.lineage().segments) {
+    QCOMPARE(s.state, QStringLiteral("complete"));
+    auto point = checkpointStep(**store, s.runId);
+    QCOMPARE(point, qint64(2));  // its end checkpoint stays for the next segment
+  }
+
+  // Resumed: segment 1 starts from the segment-0 checkpoints and the study completes.
+  VERIFY_OK((*store)->setStudyControl(studyId, StudyControl::run).get());
+  QVERIFY(ended.wait(kDeadlineMs));
+  VERIFY_OK(loop.finish());
+  QVERIFY(controls == std::vector<StudyControl>({StudyControl::pause, StudyControl::run}));
+  study = search::Study::open(**store, QStringLiteral("pbt-pause"));
+  VERIFY_OK(study);
+  QCOMPARE(study->record().status, StudyStatus::complete);
+  const PbtLineage lineage = PbtLineage::fromJson(
+      study->space(), study->record().state.value(QLatin1String("pbt")).toObject());
+  QCOMPARE(int(lineage.segments.size()), 4);
+  for (const PbtSegment& s : lineage.segments) {
+    const QString at = QStringLiteral("segment %1 member %2").arg(s.segment).arg(s.member);
+    QVERIFY2(s.state == QLatin1String("complete") && s.value && s.runId > 0, qPrintable(at));
+    if (s.segment == 0) continue;
+    const PbtSegment* source = lineage.at(0, s.fromMember);
+    QVERIFY2(source != nullptr, qPrintable(at));
+    QCOMPARE(s.fromRunId, source->runId);
+    QCOMPARE(s.startStep, qint64(2));
+    QVERIFY2(s.fromCheckpoint.endsWith(QStringLiteral("/ckpt/step-000002")),
+             qPrintable(s.fromCheckpoint));
+  }
+}
+
+void TestPbtLoop::stopEndsTheStudyWithItsLineage() {
+  QVERIFY2(QFileInfo(m_shardtrain).isExecutable(),
+           "SHARDSCOPE_SHARDTRAIN names no shardtrain (build the shardtrain target)");
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString path = dir.filePath("tiny-pair.toml");
+  QVERIFY(testing::writeAll(path, tinyPair("pbt-stop")));
+  auto input = SweepLoop::readInput(path, {});
+  VERIFY_OK(input);
+  VERIFY_OK(writeDemoData(input->experiment, 64));
+  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
+  VERIFY_OK(store);
+  SweepLoop::Options options;
+  options.runsRoot = dir.filePath("runs");
+  options.trainer = m_shardtrain;
+  QList<qint64> ranks;
+  {
+    auto opened = SweepLoop::openStudy(**store, *input, {}, 1);
+    VERIFY_OK(opened);
+    PbtLoop loop(**store, std::move(opened->study), *input, options);
+    // Both members' first segments are held (SIGSTOP) as they launch, until the stop has
+    // reached the driver: both are running when it is told.
+    int launched = 0;
+    connect(&loop, &PbtLoop::segmentLaunched, this, [&](int, int, qint64 runId) {
+      const QList<qint64> pids = ranksOf(**store, runId);
+      signalAll(pids, SIGSTOP);
+      ranks += pids;
+      ++launched;
+    });
+    QSignalSpy ended(&loop, &PbtLoop::ended);
+    VERIFY_OK(loop.start());
+    QTRY_VERIFY_WITH_TIMEOUT(launched == 2, kDeadlineMs);
+    QCOMPARE(ranks.size(), 2);
+    VERIFY_OK((*store)->setStudyControl(loop.study().id(), StudyControl::stop).get());
+    QTRY_VERIFY_WITH_TIMEOUT(loop.control() == StudyControl::stop, kDeadlineMs);
+    signalAll(ranks, SIGCONT);  // the SIGTERM waiting for them arrives
+    QVERIFY(ended.count() == 1 || ended.wait(kDeadlineMs));
+    VERIFY_OK(loop.finish());
+    QVERIFY(loop.stopped());
+  }
+  for (const qint64 pid : ranks) QVERIFY2(!testing::alive(pid), qPrintable(QString::number(pid)));
+
+  // Every member's segment is recorded with its run, stopped; the study ended stopped.
+  auto study = search::Study::open(**store, QStringLiteral("pbt-stop"));
+  VERIFY_OK(study);
+  QCOMPARE(study->record().status, StudyStatus::stopped);
+  const PbtLineage lineage = PbtLineage::fromJson(
+      study->space(), study->record().state.value(QLatin1String("pbt")).toObject());
+  QCOMPARE(int(lineage.segments.size()), 2);
+  auto reader = (*store)->reader();
+  VERIFY_OK(reader);
+  for (const PbtSegment& s : lineage.segments) {
+    QCOMPARE(s.segment, 0);
+    QCOMPARE(s.state, QStringLiteral("stopped"));
+    QVERIFY(s.runId > 0);
+    auto run = reader->run(s.runId);
+    VERIFY_OK(run);
+    QCOMPARE((**run).status, spec::RunStatus::stopped);
+  }
+
+  // A stopped PBT study does not go on: a new driver says so and starts nothing.
+  auto again = SweepLoop::openStudy(**store, *input, {}, 1);
+  VERIFY_OK(again);
+  PbtLoop loop(**store, std::move(again->study), *input, options);
+  auto refused = loop.start();
+  QVERIFY(!refused);
+  QVERIFY2(QString::fromStdString(refused.message()).contains("was stopped by the user"),
+           refused.message().c_str());
 }
 
 QTEST_GUILESS_MAIN(TestPbtLoop)

@@ -4,8 +4,9 @@
 // The lineage view draws one bar per segment and one edge per continuation (the exploits
 // marked, the best member's chain flagged), the best trial's schedule has one step plot per
 // mutable parameter whose steps are the stored values, a hover names a segment's run and a click
-// puts the segment and its source side by side in the diff. A screenshot goes to
-// tests/artifacts/compare-pbt.png.
+// puts the segment and its source side by side in the diff. The intermediate values have one
+// line per member running across its segments (each segment's evaluations at their global
+// steps), the best member's again on top. A screenshot goes to tests/artifacts/compare-pbt.png.
 #include <qcustomplot.h>
 #include <QDir>
 #include <QLabel>
@@ -23,6 +24,7 @@
 #include "tests/ui/runlogfixture.h"
 #include "ui/compare/comparepanel.h"
 #include "ui/compare/pbtviews.h"
+#include "ui/compare/triallines.h"
 #include "ui/data/runlog.h"
 
 using namespace shardscope;
@@ -75,6 +77,9 @@ const std::map<std::pair<int, int>, Row> kRows = {
     {{2, 2}, {2, false, 0.024, 0.08, 1.2}},
 };
 
+// A segment's evaluation half-way through it.
+double midValue(const Row& r) { return r.value + 0.5; }
+
 // The study as PbtLoop leaves it: a run per segment, the lineage in the study's state.
 backend::PbtLineage writeStudy(backend::RunStore& store) {
   using testing::waitOk;
@@ -110,6 +115,8 @@ backend::PbtLineage writeStudy(backend::RunStore& store) {
       std::vector<backend::MetricRow> rows;
       for (int s = start + 1; s <= start + kInterval; ++s)
         rows.push_back({runId, s, "loss", r.value + 0.1 * (start + kInterval - s), 0, 1.7e9 + s});
+      // Two evaluations a segment, at global steps: mid-way and at its end (the objective).
+      rows.push_back({runId, start + kInterval / 2, "eval.loss", midValue(r), 0, 1.7e9 + start});
       rows.push_back({runId, start + kInterval, "eval.loss", r.value, 0, 1.7e9 + start});
       waitOk(store.appendMetrics(rows));
       waitOk(store.setRunObjectives(runId, {r.value}));
@@ -233,6 +240,34 @@ class TestComparePbt : public QObject {
       QCOMPARE(diff->item(row, 2)->text(), source);
     }
     QVERIFY(lrRow);
+
+    // The intermediate values: a line per member across its 3 segments (6 evaluations at their
+    // global steps, in step order), then the best member's (member 1, the best chain's end) again.
+    compare::TrialLines* lines = panel.intermediateLines();
+    QVERIFY(lines != nullptr);
+    QCOMPARE(lines->lineCount(), kPopulation + 1);
+    for (int member = 0; member <= kPopulation; ++member) {
+      const int shown = member < kPopulation ? member : 1;
+      QVector<double> xs;
+      QVector<double> ys;
+      for (int segment = 0; segment < kSegments; ++segment) {
+        const Row& r = kRows.at({segment, shown});
+        xs << segment * kInterval + kInterval / 2 << (segment + 1) * kInterval;
+        ys << midValue(r) << r.value;
+      }
+      QCOMPARE(lines->line(member).xs, xs);
+      QCOMPARE(lines->line(member).ys, ys);
+    }
+    auto* intermediate = panel.intermediatePlot();
+    QStringList legend;
+    for (int i = 0; i < intermediate->legend->itemCount(); ++i) {
+      if (auto* item = qobject_cast<QCPPlottableLegendItem*>(intermediate->legend->item(i)))
+        legend << item->plottable()->name();
+    }
+    QCOMPARE(legend, QStringList({"member 0", "member 1", "member 2", "best: member 1"}));
+    auto* title = qobject_cast<QCPTextElement*>(intermediate->plotLayout()->element(0, 0));
+    QVERIFY(title != nullptr);
+    QCOMPARE(title->text(), QStringLiteral("Intermediate values (a line per member)"));
 
     const QString artifacts = shardscope::testing::binaryDir() + "/tests/artifacts";
     QDir().mkpath(artifacts);
