@@ -4,6 +4,7 @@
 #include <qcustomplot.h>
 
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLoggingCategory>
@@ -306,7 +307,9 @@ void MemoryChart::estimate() {
                            .arg(exp.data.seq_len)
                            .arg(m_rows->longest)
                      : tr("rows bounded by the data: longest %1 tokens").arg(m_rows->longest);
-    m_rowsText += QStringLiteral(" (%1)").arg(QString::fromStdString(m_rows->source));
+    m_rowsText += tr(" (%1 samples of %2)")
+                      .arg(m_rows->samples)
+                      .arg(QFileInfo(QString::fromStdString(exp.data.train_path)).fileName());
   } else {
     m_rowsText = seqLen + tr(": no sample of data.train_path loads");
   }

@@ -76,8 +76,8 @@ class MemoryChart : public QWidget {
   /// True when the bars show the head's backward (activations held), false for backward's end.
   bool headMoment() const { return m_headMoment; }
   /// What the rows are bounded by, for people: "rows bounded by the data: longest 412 tokens
-  /// (train.jsonl: 120 samples)", "rows bounded by data.seq_len = 2048", with the reason when the
-  /// data could not be read, or that it is being read.
+  /// (120 samples of train.jsonl)", "rows bounded by data.seq_len = 2048" with the reason when
+  /// the data could not be read, or that it is being read.
   QString rowsText() const { return m_rowsText; }
   /// The bound the shown estimate took (nullopt: data.seq_len).
   const std::optional<spec::DataBound>& dataBound() const { return m_rows; }
