@@ -29,7 +29,7 @@ void assertOffGuiThread(const char* what) {
   if (checksEnabled() && onGuiThread()) {
     qFatal(
         "shardscope: %s on the GUI thread; post it to a worker thread (the dashboard's GUI "
-        "thread never writes the run log or drives a launcher)",
+        "thread never writes the run log, drives a launcher or reads training data)",
         what);
   }
 }

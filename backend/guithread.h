@@ -1,6 +1,7 @@
-// The dashboard's rule: its GUI thread never runs a run-log write or a launcher, so a slow
-// disk or an unreachable host cannot freeze the window. Store writes and launchers call
-// assertOffGuiThread(); in the CLI (no QGuiApplication) it never fires.
+// The dashboard's rule: its GUI thread never runs a run-log write, a launcher or a pass over
+// training data, so a slow disk, an unreachable host or a large file cannot freeze the window.
+// Store writes, launchers and trainDataBound (backend/databound.h) call assertOffGuiThread(); in
+// the CLI (no QGuiApplication) it never fires.
 #pragma once
 
 namespace shardscope::backend {

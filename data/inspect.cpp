@@ -247,7 +247,8 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
   return out;
 }
 
-Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp) {
+Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp,
+                                                        const std::atomic<bool>* cancel) {
   if (exp.data.format != "chat") return std::optional<spec::DataBound>();
   // A sweep asks once a trial: the bound depends on the file, the model's tokenizer and image
   // processor, and data.seq_len (which lines load), so a file unchanged since (same size and
@@ -267,8 +268,11 @@ Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& 
   }
   auto inspector = DataInspector::open(exp);
   if (!inspector) return inspector.error();
-  auto file = inspector->inspect_file(exp.data.train_path, "train");
+  InspectOptions options;
+  options.cancel = cancel;
+  auto file = inspector->inspect_file(exp.data.train_path, "train", options);
   if (!file) return file.error();
+  if (file->cancelled) return fail(exp.data.train_path + ": reading the data was cancelled");
   if (!ec) {
     const std::lock_guard<std::mutex> lock(mutex);
     cache[key] = file->bound;

@@ -158,7 +158,10 @@ class DataInspector {
 /// the trainer loads them (one pass, images decoded; lines the trainer refuses are left out: it
 /// would not start on them). nullopt when data.format is not "chat" (the estimate then bounds
 /// rows by data.seq_len); errors are the inspector's (an unreadable file, model or tokenizer).
-Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp);
+/// Cached per file (its path, size and modification time), model folder and data.seq_len.
+/// `cancel`, set from another thread, stops the pass at its next line: an error, nothing cached.
+Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp,
+                                                        const std::atomic<bool>* cancel = nullptr);
 
 /// The inspection as JSON (`data inspect --json`; docs/cli.md lists the fields).
 nlohmann::json inspection_to_json(const Inspection& inspection);

@@ -57,7 +57,7 @@ bool enable(Experiment& exp, bool ShardSection::*flag, const char* field, Step& 
 }  // namespace
 
 Result<Replan> next_plan(const Experiment& ran, const std::vector<std::string>& searched,
-                         const DeviceBudget& budget) {
+                         const DeviceBudget& budget, const DataBound* data) {
   using Rung = std::function<bool(Experiment&, Step&)>;
   struct Named {
     const char* field;
@@ -109,7 +109,7 @@ Result<Replan> next_plan(const Experiment& ran, const std::vector<std::string>& 
         continue;
       }
       const int world = launch_world_size(candidate.launch);
-      auto estimate = estimate_memory(candidate, world, candidate.launch.nproc_per_node);
+      auto estimate = estimate_memory(candidate, world, candidate.launch.nproc_per_node, data);
       if (!estimate) {
         plan.skipped.push_back(joined + ": memory estimate: " + estimate.message());
         continue;

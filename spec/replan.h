@@ -9,9 +9,11 @@
 //   3. shard.offload_optimizer = true,
 //   4. shard.offload_params = true.
 // A plan the memory estimate says does not fit the budget is passed over (the next rung is tried
-// on top of it); a rung whose field is searched (a parameter of the study's space) is never taken;
-// a plan that fails validation is passed over. The ladder reads only the experiment as it ran, so
-// the next plan after an out-of-memory is a function of that experiment alone.
+// on top of it); chat data's rows are bounded as the caller's memory check bounded them (by the
+// data's samples when it read them, else by data.seq_len). A rung whose field is searched (a
+// parameter of the study's space) is never taken; a plan that fails validation is passed over.
+// The ladder reads only the experiment as it ran and that bound, so the next plan after an
+// out-of-memory is a function of those alone.
 #pragma once
 
 #include <array>
@@ -40,9 +42,12 @@ struct Replan {
 
 /// The next plan after `ran` (the experiment as launched: its world shape is [launch]'s) ran out
 /// of memory. `searched`: the dotted fields a study samples (never changed). `budget`: the
-/// per-rank budget the estimate is held against (0 bytes: every plan fits). No plan left:
-/// an error saying why each was passed over (for the run's error).
+/// per-rank budget the estimate is held against (0 bytes: every plan fits). `data`: what the
+/// run's chat data holds (the bound its memory check used; estimate_memory's), so a plan is held
+/// against the figure the check and `shardscope-cli estimate` give; nullptr: rows bounded by
+/// data.seq_len. No rung changes data.seq_len or the data, so one bound serves every plan. No
+/// plan left: an error saying why each was passed over (for the run's error).
 Result<Replan> next_plan(const Experiment& ran, const std::vector<std::string>& searched,
-                         const DeviceBudget& budget);
+                         const DeviceBudget& budget, const DataBound* data = nullptr);
 
 }  // namespace shardscope::spec

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "backend/databound.h"
 #include "backend/launch/launchers.h"
 #include "backend/launch/programlauncher.h"
 #include "backend/lifecycle/checkpoints.h"
@@ -322,7 +323,10 @@ Result<ReplannedRun> RunLifecycle::startReplannedAttempt(RunStore& store, qint64
   } else if (auto detected = detectMemory(ran->launch)) {
     if (auto b = spec::device_budget(*ran, *detected)) budget = *b;
   }
-  auto plan = spec::next_plan(*ran, {}, budget);
+  // Chat rows bounded by the data's samples, as the run's hello and `estimate` bound them (data
+  // this machine cannot read: by data.seq_len).
+  const auto rows = rowsBoundOf(*ran);
+  auto plan = spec::next_plan(*ran, {}, budget, rows ? &*rows : nullptr);
   if (!plan) return fail(label + " ran out of memory and is not replanned: " + plan.message());
   const QJsonObject params = replannedParams(before.params, *plan, before.attempt);
   auto attempt = store.beginReplannedAttempt(runId, params).get();

@@ -28,10 +28,10 @@
 #include <limits>
 #include <string_view>
 
+#include "backend/databound.h"
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/ssh/hostcheck.h"
 #include "backend/sweep/study.h"
-#include "data/inspect.h"
 #include "spec/estimate.h"
 #include "spec/events.h"
 #include "spec/experiment_query.h"
@@ -142,14 +142,15 @@ Result<BudgetCheck> estimateAgainstBudget(const spec::Experiment& exp,
   // Chat data bounds the rows by what its samples hold, as the trainer's hello (whose figure the
   // calibration's ratios were measured against) does; data this machine cannot read (a remote
   // host's path) leaves the data.seq_len bound.
-  auto bound = data::train_data_bound(exp);
-  if (!bound) qCDebug(lcTrialRunner) << "rows bounded by data.seq_len:" << bound.message().c_str();
-  const spec::DataBound* rows = bound && *bound ? &**bound : nullptr;
-  auto raw = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local, rows);
+  BudgetCheck check;
+  std::string why;
+  check.rows = rowsBoundOf(exp, &why);
+  if (!why.empty()) qCDebug(lcTrialRunner) << "rows bounded by data.seq_len:" << why.c_str();
+  auto raw = spec::estimate_memory(exp, spec::launch_world_size(exp.launch), local,
+                                   check.rows ? &*check.rows : nullptr);
   if (!raw) return fail("memory estimate: " + raw.message());
   const auto calibration = spec::find_calibration(calibrations, exp, *raw, budget.gpu);
   const auto estimate = spec::calibrated(*raw, calibration);
-  BudgetCheck check;
   check.need = spec::budgeted_bytes(estimate, budget);
   check.calibration = calibration;
   if (budget.bytes <= 0 || check.need <= budget.bytes) return check;
@@ -200,6 +201,10 @@ struct TrialRunner::Running {
   std::optional<spec::Experiment> exp;  // as launched, in its current plan (shardtrain trials)
   QString startError;    // why its replanned attempt did not start (then it has no follower)
   bool spawned = false;  // its launcher started its ranks (launch() got that far)
+  // What its memory check bounded the estimate's rows by (BudgetCheck::rows), held against every
+  // plan of its replan ladder; read once (a reattached trial's at its first replan).
+  std::optional<spec::DataBound> rows;
+  bool rowsRead = false;
 };
 
 TrialRunner::TrialRunner(RunStore& store, const QString& experimentPath, search::SearchSpace space,
@@ -285,7 +290,8 @@ Result<spec::DeviceBudget> TrialRunner::budgetOf(const spec::Experiment& exp) co
   return spec::device_budget(exp, it->second);
 }
 
-std::optional<QString> TrialRunner::infeasibility(const spec::Experiment& exp) const {
+std::optional<QString> TrialRunner::infeasibility(const spec::Experiment& exp,
+                                                  std::optional<spec::DataBound>* rows) const {
   if (programTrials()) return std::nullopt;  // a program's memory is its own business
   auto budget = budgetOf(exp);
   if (!budget) return QString::fromStdString(budget.message());
@@ -297,6 +303,7 @@ std::optional<QString> TrialRunner::infeasibility(const spec::Experiment& exp) c
   }
   auto check = estimateAgainstBudget(exp, *budget, calibrations);
   if (!check) return QString::fromStdString(check.message());
+  if (rows != nullptr) *rows = check->rows;
   if (check->over.isEmpty()) return std::nullopt;
   return check->over;
 }
@@ -370,7 +377,8 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
     finishEarly(number, runId, TrialState::Failed, QString::fromStdString(exp.message()));
     return;
   }
-  if (auto why = infeasibility(*exp)) {
+  std::optional<spec::DataBound> rows;
+  if (auto why = infeasibility(*exp, &rows)) {
     finishEarly(number, runId, TrialState::Infeasible, *why);
     return;
   }
@@ -378,6 +386,8 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
   trial->number = number;
   trial->runId = runId;
   trial->params = params;
+  trial->rows = std::move(rows);
+  trial->rowsRead = !programTrials();
   if (!programTrials()) trial->exp = *exp;
   if (auto launched = launch(*trial, *exp, params); !launched) {
     if (trial->spawned || !waited(launched.error()))
@@ -674,7 +684,13 @@ bool TrialRunner::replan(Running& trial, TrialOutcome& outcome) {
   std::vector<std::string> searched;
   for (const search::Param& p : m_space.params) searched.push_back(p.name);
   auto budget = budgetOf(*trial.exp);
-  auto plan = spec::next_plan(*trial.exp, searched, budget ? *budget : spec::DeviceBudget{});
+  if (!trial.rowsRead) {  // reattached: its memory check ran in the sweep that launched it
+    trial.rows = rowsBoundOf(*trial.exp);
+    trial.rowsRead = true;
+  }
+  // The plans are estimated as the trial's memory check estimated it (the same rows).
+  auto plan = spec::next_plan(*trial.exp, searched, budget ? *budget : spec::DeviceBudget{},
+                              trial.rows ? &*trial.rows : nullptr);
   const auto notReplanned = [&](const std::string& why) {
     outcome.error += (outcome.error.isEmpty() ? QString() : QStringLiteral("; ")) +
                      QStringLiteral("not replanned: ") + QString::fromStdString(why);

@@ -53,6 +53,10 @@ struct BudgetCheck {
   qint64 need = 0;  ///< the estimate's bytes per rank that the budget holds (budgeted_bytes)
   QString over;     ///< why it does not fit (an infeasible trial's error); empty: it fits
   spec::Calibration calibration;  ///< the correction applied to the estimate (runs 0: none)
+  /// What the estimate's rows were bounded by: chat data's samples (backend/databound.h), or
+  /// nullopt for data.seq_len (other formats, data this machine cannot read). A trial holds it
+  /// against the plans of its replan ladder, so they are estimated as this check estimated.
+  std::optional<spec::DataBound> rows;
 };
 
 /// Holds the per-rank memory estimate of `exp` (at the world shape [launch] asks for) against
@@ -178,7 +182,10 @@ class TrialRunner : public QObject {
   /// The plan a replan recorded on run `runId` (its params' plan fields), for a retry of it.
   /// The run log's error when it cannot be read now.
   Result<std::vector<std::string>> planOf(qint64 runId) const;
-  std::optional<QString> infeasibility(const spec::Experiment& exp) const;
+  /// Why `exp` cannot start (its estimate over its budget, or no budget); `rows` gets the bound
+  /// the estimate took when it was made (BudgetCheck::rows), for the trial's replans.
+  std::optional<QString> infeasibility(const spec::Experiment& exp,
+                                       std::optional<spec::DataBound>* rows = nullptr) const;
   /// The per-rank budget `exp`'s trial is held against (budgetFor's rules); the detection of
   /// the target host's memory runs once per launch target.
   Result<spec::DeviceBudget> budgetOf(const spec::Experiment& exp) const;

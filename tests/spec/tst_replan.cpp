@@ -2,7 +2,9 @@
 // an out-of-memory halves the micro-batch (the global batch and the accumulation say so), then
 // turns on activation checkpointing, then the offloads, in that order; a plan the estimate says
 // does not fit the budget is passed over; a searched field is never changed; with nothing left
-// the error says why each plan was passed over.
+// the error says why each plan was passed over; chat data's rows are bounded as the caller's
+// memory check bounded them (the data's samples), so a plan the data.seq_len bound would refuse
+// runs.
 #include <QTest>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include "spec/estimate.h"
 #include "spec/experiment.h"
 #include "spec/replan.h"
+#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope::spec;
@@ -50,6 +53,31 @@ std::int64_t need(const Experiment& exp) {
 }
 
 DeviceBudget budget(std::int64_t bytes) { return DeviceBudget{bytes, "the test's budget", false}; }
+
+// Chat data on Qwen2-VL-2B's published config.json (no weights: the estimate reads config.json):
+// LoRA, 2 ranks of 4 unpacked samples of up to 2048 tokens.
+Experiment chat(std::int64_t micro_batch) {
+  const std::string model =
+      (shardscope::testing::sourceDir() + "/examples/models/qwen2-vl-2b").toStdString();
+  const std::string text = "[model]\narch = \"qwen2_vl\"\npath = \"" + model +
+                           "\"\n[data]\ntrain_path = \"train.jsonl\"\nformat = \"chat\"\n"
+                           "seq_len = 2048\npack = false\n[train]\nbatch_size = 8\n"
+                           "micro_batch_size = " +
+                           std::to_string(micro_batch) +
+                           "\n[lora]\nenabled = true\n[shard]\nprecision = \"bf16\"\n"
+                           "[launch]\nnproc_per_node = 2\n";
+  LoadOptions noPaths;
+  noPaths.check_paths = false;
+  auto exp = parse_experiment(text, "chat.toml", {}, noPaths);
+  if (!exp) qFatal("%s", exp.message().c_str());
+  return *exp;
+}
+
+std::int64_t need(const Experiment& exp, const DataBound* data) {
+  auto e = estimate_memory(exp, 2, 2, data);
+  if (!e) qFatal("%s", e.message().c_str());
+  return budgeted_bytes(*e, DeviceBudget{1, "test", false});
+}
 
 }  // namespace
 
@@ -139,6 +167,30 @@ class TestReplan : public QObject {
                              "shard.activation_checkpointing = true", "exceeds"}) {
       QVERIFY2(why.find(part) != std::string::npos, why.c_str());
     }
+  }
+
+  // Short chat samples (the longest 256 of data.seq_len's 2048 tokens) and a budget that holds
+  // micro-batch 2 by the data's bound: the plan the trial's memory check bounded the same way
+  // halves the micro-batch and runs, where the data.seq_len bound would pass it over.
+  void theDataBoundLetsAPlanRunThatSeqLenWouldSkip() {
+    DataBound data;
+    data.add(120, 0);
+    data.add(256, 64);
+    data.source = "train.jsonl: 2 samples, the longest 256 tokens";
+    const std::int64_t fits = need(chat(2), &data);
+    QVERIFY2(need(chat(2), nullptr) > fits, "the seq_len bound must need more than the data's");
+    const Experiment ran = chat(4);
+    auto bySeqLen = next_plan(ran, {}, budget(fits));
+    QVERIFY(!bySeqLen ||
+            bySeqLen->overrides != std::vector<std::string>{"train.micro_batch_size=2"});
+    const std::string why = bySeqLen ? bySeqLen->skipped.at(0) : bySeqLen.message();
+    QVERIFY2(why.find("train.micro_batch_size 4 -> 2") != std::string::npos &&
+                 why.find("exceeds") != std::string::npos,
+             why.c_str());
+    auto byData = next_plan(ran, {}, budget(fits), &data);
+    VERIFY_OK(byData);
+    QCOMPARE(byData->overrides, std::vector<std::string>{"train.micro_batch_size=2"});
+    QVERIFY(byData->skipped.empty());
   }
 };
 

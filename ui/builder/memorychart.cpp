@@ -4,13 +4,18 @@
 #include <qcustomplot.h>
 
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLoggingCategory>
 #include <QSignalBlocker>
+#include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <string>
+#include <utility>
 
+#include "backend/databound.h"
 #include "backend/ssh/hostcheck.h"
 #include "spec/estimate.h"
 
@@ -44,6 +49,23 @@ std::pair<double, QString> axisUnit(double bytes) {
   if (bytes >= 1024.0 * 1024.0) return {1024.0 * 1024.0, QStringLiteral("MiB")};
   if (bytes >= 1024.0) return {1024.0, QStringLiteral("KiB")};
   return {1.0, QStringLiteral("B")};
+}
+
+// The fields the data's bound depends on (backend::trainDataBound reads the file with the model's
+// tokenizer and image processor; data.seq_len decides which lines load); empty: not chat data,
+// whose rows are data.seq_len's. The file's size and modification time are the worker's to check.
+QString boundKey(const spec::Experiment& exp) {
+  if (exp.data.format != "chat") return {};
+  return QString::fromStdString(exp.data.train_path + '\n' + exp.model.path + '\n' +
+                                exp.model.arch + '\n' + std::to_string(exp.model.tiny_vocab_size) +
+                                '\n' + std::to_string(exp.data.seq_len));
+}
+
+bool sameBound(const std::optional<spec::DataBound>& a, const std::optional<spec::DataBound>& b) {
+  if (!a || !b) return !a && !b;
+  return a->samples == b->samples && a->longest == b->longest &&
+         a->most_visual_tokens == b->most_visual_tokens &&
+         a->shortest_with_image == b->shortest_with_image && a->source == b->source;
 }
 
 }  // namespace
@@ -120,6 +142,16 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   connect(m_budget, &QDoubleSpinBox::valueChanged, this, [this] { replot(); });
 }
 
+MemoryChart::~MemoryChart() {
+  // The worker's answer is queued to this object: stop it at its next line and wait, so none
+  // outlives it.
+  if (m_boundThread != nullptr) {
+    m_boundStop->store(true);
+    m_boundThread->wait();
+    delete m_boundThread;
+  }
+}
+
 // The top of the y axis: the highest bar or line ends below the budget's label, at the data
 // area's height as last laid out (afterLayout calls this again, before each draw).
 void MemoryChart::fitRange() {
@@ -184,15 +216,103 @@ std::int64_t MemoryChart::peakBytes() const {
 
 void MemoryChart::setExperiment(const spec::Experiment& exp) {
   m_shown = exp;
-  m_calibration = {};
   applyBudget(exp);
+  // Chat data: the worker reads the file, or finds it unchanged since it last did (its size and
+  // modification time); meanwhile the bound it last read for the same fields stands.
+  if (!boundKey(exp).isEmpty()) requestBound(exp);
+  estimate();
+}
+
+void MemoryChart::requestBound(const spec::Experiment& exp) {
+  const QString key = boundKey(exp);
+  if (m_boundThread != nullptr) {  // one read at a time: the newest request waits
+    // A read of other fields' data (another file, data.seq_len) is no longer wanted: it stops at
+    // its next line, unrecorded.
+    if (key != m_boundJob) m_boundStop->store(true);
+    m_boundNext = exp;
+    return;
+  }
+  m_boundJob = key;
+  m_boundStop = std::make_shared<std::atomic<bool>>(false);
+  const std::shared_ptr<std::atomic<bool>> stop = m_boundStop;
+  m_boundThread = QThread::create([this, exp, key, stop] {
+    auto bound = backend::trainDataBound(exp, stop.get());
+    if (stop->load()) return;  // stopped: its answer may be a partial read
+    std::optional<spec::DataBound> value;
+    QString error;
+    if (bound) {
+      value = *bound;
+    } else {
+      error = QString::fromStdString(bound.message());
+    }
+    QMetaObject::invokeMethod(
+        this, [this, key, value, error] { boundRead(key, value, error); }, Qt::QueuedConnection);
+  });
+  connect(m_boundThread, &QThread::finished, this, [this] {
+    m_boundThread->wait();
+    m_boundThread->deleteLater();
+    m_boundThread = nullptr;
+    if (m_boundNext) {
+      spec::Experiment next = std::move(*m_boundNext);
+      m_boundNext.reset();
+      requestBound(next);
+      return;
+    }
+    emit dataBoundRead();
+  });
+  m_boundThread->start(QThread::LowPriority);
+}
+
+void MemoryChart::boundRead(const QString& key, const std::optional<spec::DataBound>& bound,
+                            const QString& error) {
+  const auto known = m_bounds.find(key);
+  const bool same = known != m_bounds.end() && known->second.error == error &&
+                    sameBound(known->second.bound, bound);
+  m_bounds[key] = KnownBound{bound, error};
+  qCDebug(lcMemoryChart) << "data bound of" << key << (bound ? bound->longest : -1) << error;
+  if (!same && m_shown && boundKey(*m_shown) == key) estimate();
+}
+
+void MemoryChart::estimate() {
+  const spec::Experiment& exp = *m_shown;
+  m_calibration = {};
   m_perRank.fill(0);
   m_ranks = 0;
   m_nf4 = 0;
   m_nf4Packed = 0;
   m_error.clear();
   const int world = spec::launch_world_size(exp.launch);
-  auto est = spec::estimate_memory(exp, world, exp.launch.nproc_per_node);
+  // The rows: the data's longest sample when the worker has read it, else data.seq_len's.
+  const QString key = boundKey(exp);
+  std::optional<KnownBound> known;
+  if (const auto it = m_bounds.find(key); !key.isEmpty() && it != m_bounds.end())
+    known = it->second;
+  m_rows.reset();
+  if (known) m_rows = known->bound;
+  auto est =
+      spec::estimate_memory(exp, world, exp.launch.nproc_per_node, m_rows ? &*m_rows : nullptr);
+  const QString seqLen = tr("rows bounded by data.seq_len = %1").arg(exp.data.seq_len);
+  if (key.isEmpty()) {
+    m_rowsText =
+        seqLen + tr(" (data.format = \"%1\")").arg(QString::fromStdString(exp.data.format));
+  } else if (!known) {
+    m_rowsText = seqLen + tr(" until data.train_path is read");
+  } else if (!known->error.isEmpty()) {
+    m_rowsText = seqLen + tr(": the data could not be read: %1").arg(known->error);
+  } else if (est && est->rows_from != "data.seq_len") {
+    // Packed, a row is data.seq_len tokens; the data bounds the image samples a row holds.
+    m_rowsText = exp.data.pack
+                     ? tr("packed rows of data.seq_len = %1, their samples bounded by "
+                          "the data: longest %2 tokens")
+                           .arg(exp.data.seq_len)
+                           .arg(m_rows->longest)
+                     : tr("rows bounded by the data: longest %1 tokens").arg(m_rows->longest);
+    m_rowsText += tr(" (%1 samples of %2)")
+                      .arg(m_rows->samples)
+                      .arg(QFileInfo(QString::fromStdString(exp.data.train_path)).fileName());
+  } else {
+    m_rowsText = seqLen + tr(": no sample of data.train_path loads");
+  }
   if (!est) {
     m_error = QString::fromStdString(est.message());
     qCDebug(lcMemoryChart) << "no estimate:" << m_error;
@@ -341,6 +461,7 @@ void MemoryChart::replot() {
     if (m_nf4Packed > 0)
       text += tr("; base in NF4: %1 packed, %2 per rank")
                   .arg(formatBytes(m_nf4Packed), formatBytes(m_nf4));
+    text += QStringLiteral("; ") + m_rowsText;
   }
   m_status->setText(text);
   m_status->setToolTip(tip);

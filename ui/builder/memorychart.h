@@ -2,12 +2,20 @@
 // one stacked bar per rank (params, grads, optimizer, gathered, activations, other), with the
 // device budget as a line; everything turns red when a rank is over the budget. A QLoRA base
 // (lora.quantize = "nf4") is part of the params bar, named in its legend entry and the status.
+// Chat data bounds the rows by its longest sample, as `shardscope-cli estimate` and the sweep's
+// memory check do (backend/databound.h): the file is read on a worker thread of the panel's, never
+// on the GUI thread, once per file (its size and modification time), model folder and
+// data.seq_len; until it is read, and when it cannot be, the rows are bounded by data.seq_len and
+// the status says so and why.
 #pragma once
 
 #include <QVector>
 #include <QWidget>
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -21,6 +29,7 @@ class QCPItemStraightLine;
 class QCPItemText;
 class QDoubleSpinBox;
 class QLabel;
+class QThread;
 
 namespace shardscope::ui {
 
@@ -33,8 +42,10 @@ class MemoryChart : public QWidget {
   enum Category { Params, Grads, Optimizer, Gathered, Activations, Other, CategoryCount };
 
   explicit MemoryChart(QWidget* parent = nullptr);
+  ~MemoryChart() override;
 
-  /// Recomputes the estimate for launch.nnodes x launch.nproc_per_node ranks and replots.
+  /// Recomputes the estimate for launch.nnodes x launch.nproc_per_node ranks and replots. Chat
+  /// data: asks the worker for the data's bound (a file already read shows its bound at once).
   void setExperiment(const spec::Experiment& exp);
   /// The run log's corrections (RunLog::calibrationsLoaded): the experiment's kind of run, when
   /// they hold it, has its peak corrected by what completed runs measured; replots.
@@ -66,11 +77,36 @@ class MemoryChart : public QWidget {
   QCPItemText* budgetLabel() const { return m_budgetLabel; }
   /// True when the bars show the head's backward (activations held), false for backward's end.
   bool headMoment() const { return m_headMoment; }
+  /// What the rows are bounded by, for people: "rows bounded by the data: longest 412 tokens
+  /// (120 samples of train.jsonl)", "rows bounded by data.seq_len = 2048" with the reason when
+  /// the data could not be read, or that it is being read.
+  QString rowsText() const { return m_rowsText; }
+  /// The bound the shown estimate took (nullopt: data.seq_len).
+  const std::optional<spec::DataBound>& dataBound() const { return m_rows; }
+  /// The worker is reading the data, or has a request waiting.
+  bool isReadingData() const { return m_boundThread != nullptr; }
+
+ signals:
+  /// The worker answered for the shown experiment's data (the bound, or why there is none) and
+  /// the estimate took it.
+  void dataBoundRead();
 
  private:
   void replot();
   void fitRange();
   void applyBudget(const spec::Experiment& exp);
+  /// Estimates m_shown with the bound known for its data (none yet: data.seq_len).
+  void estimate();
+  /// Reads (or, unchanged, looks up) the bound of `exp`'s data on the worker thread.
+  void requestBound(const spec::Experiment& exp);
+  void boundRead(const QString& key, const std::optional<spec::DataBound>& bound,
+                 const QString& error);
+
+  // The data bound of one key (boundKey: the fields that change it) as the worker last read it.
+  struct KnownBound {
+    std::optional<spec::DataBound> bound;
+    QString error;  // why the data could not be read (the seq_len bound is used)
+  };
 
   QCustomPlot* m_plot = nullptr;
   std::array<QCPBars*, CategoryCount> m_bars{};
@@ -99,6 +135,13 @@ class MemoryChart : public QWidget {
   bool m_headMoment = true;  // the peak holds gathered units and activations (not the end of
                              // backward, not rank 0's MFU probe)
   QString m_moment;          // spec::MemoryEstimate::peak_moment
+  std::map<QString, KnownBound> m_bounds;          // by boundKey
+  std::optional<spec::DataBound> m_rows;           // the shown estimate's bound
+  QString m_rowsText;                              // rowsText()
+  QThread* m_boundThread = nullptr;                // the worker reading a bound
+  QString m_boundJob;                              // the boundKey it reads
+  std::shared_ptr<std::atomic<bool>> m_boundStop;  // set to stop it (other fields, or closing)
+  std::optional<spec::Experiment> m_boundNext;     // asked for while the worker was busy
 };
 
 /// "1.50 GiB", "12.0 MiB", "640 B".
