@@ -33,7 +33,7 @@ fi
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 mode=$([[ $cold == 1 ]] && echo cold || echo warm)
 say() {
-  local line="$(date +%F) $mode, $(getconf _NPROCESSORS_ONLN) cores ($cpu), $(git -C "$root" rev-parse --short HEAD): $*"
+  local line="$(date +%F) $mode, $(getconf _NPROCESSORS_ONLN) cores ($cpu), $(git -C "$work/clone" rev-parse --short HEAD): $*"
   echo "$line"
   if [[ -n $out ]]; then echo "$line" >>"$out"; fi
 }
