@@ -324,13 +324,19 @@ void TestPbtLoop::pauseHoldsTheNextSegmentAndResumeGoesOn() {
   QCOMPARE(loop.segmentCount(), 2);
   const qint64 studyId = loop.study().id();
 
-  // Member 0's first segment is held (SIGSTOP) as it launches, until the pause has reached the
-  // driver: segment 0 cannot end before it.
+  // Both first segments are held (SIGSTOP) as they launch, until the pause has reached the
+  // driver: no segment can end before it. (Holding member 0 alone let member 1's segment end
+  // first on a loaded machine.)
   QList<qint64> held;
-  connect(&loop, &PbtLoop::segmentLaunched, this, [&](int segment, int member, qint64 runId) {
-    if (segment != 0 || member != 0 || !held.isEmpty()) return;
-    held = ranksOf(**store, runId);
-    signalAll(held, SIGSTOP);
+  int heldSegments = 0;
+  bool everyRankKnown = true;
+  connect(&loop, &PbtLoop::segmentLaunched, this, [&](int segment, int, qint64 runId) {
+    if (segment != 0) return;
+    const QList<qint64> ranks = ranksOf(**store, runId);
+    everyRankKnown = everyRankKnown && !ranks.isEmpty();
+    signalAll(ranks, SIGSTOP);
+    held += ranks;
+    ++heldSegments;
   });
   QSignalSpy starting(&loop, &PbtLoop::segmentStarting);
   QSignalSpy segmentEnded(&loop, &PbtLoop::segmentEnded);
@@ -338,7 +344,8 @@ void TestPbtLoop::pauseHoldsTheNextSegmentAndResumeGoesOn() {
   connect(&loop, &PbtLoop::controlChanged, this, [&](StudyControl c) { controls.push_back(c); });
   QSignalSpy ended(&loop, &PbtLoop::ended);
   VERIFY_OK(loop.start());
-  QTRY_VERIFY_WITH_TIMEOUT(!held.isEmpty(), kDeadlineMs);
+  QTRY_VERIFY_WITH_TIMEOUT(heldSegments == 2, kDeadlineMs);
+  QVERIFY(everyRankKnown);
   VERIFY_OK((*store)->setStudyControl(studyId, StudyControl::pause).get());
   QTRY_VERIFY_WITH_TIMEOUT(loop.control() == StudyControl::pause, kDeadlineMs);
   QCOMPARE(segmentEnded.count(), 0);
