@@ -20,6 +20,7 @@ using spec::SamplerConfig;
 using spec::SearchSpace;
 using spec::TrialParams;
 
+using spec::experiment_override;
 using spec::format_value;
 using spec::parse_search_space;
 using spec::program_arguments;

@@ -3,8 +3,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <concepts>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +28,81 @@ std::string preview(const Json& v) {
   std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
   return text.size() > 80 ? text.substr(0, 80) + "..." : text;
 }
+
+template <class E, class Event>
+concept event_of = std::same_as<std::remove_const_t<E>, Event>;
+
+// The plain fields of the flat events, each named once for the encoder and the reader, in the
+// order both take them (the order of the keys of a line, and which of two errors is reported):
+// `f(key, member)` for each, with members of a const event when encoding.
+template <event_of<StepEvent> E, class F>
+void fields(E& e, F&& f) {
+  f("step", e.step);
+  f("loss", e.loss);
+  f("lr", e.lr);
+  f("grad_norm", e.grad_norm);
+  f("tokens_per_s", e.tokens_per_s);
+  f("mfu", e.mfu);
+}
+template <event_of<MemEvent> E, class F>
+void fields(E& e, F&& f) {
+  f("step", e.step);
+  f("allocated", e.allocated);
+  f("reserved", e.reserved);
+  f("peak", e.peak);
+  f("rss", e.rss);
+  f("cuda_allocated", e.cuda_allocated);
+  f("cuda_reserved", e.cuda_reserved);
+  f("cuda_peak", e.cuda_peak);
+}
+template <event_of<CkptEvent> E, class F>
+void fields(E& e, F&& f) {
+  f("step", e.step);
+  f("path", e.path);
+  f("kind", e.kind);
+}
+template <event_of<LogEvent> E, class F>
+void fields(E& e, F&& f) {
+  f("level", e.level);
+  f("message", e.message);
+}
+template <event_of<PhasesEvent> E, class F>
+void fields(E& e, F&& f) {
+  f("step", e.step);
+  f("wall", e.wall);
+  f("data", e.data);
+  f("forward", e.forward);
+  f("backward", e.backward);
+  f("optimizer", e.optimizer);
+  f("comm_exposed", e.comm_exposed);
+  f("comm_total", e.comm_total);
+  f("copy", e.copy);
+  f("other", e.other);
+}
+template <event_of<SysEvent> E, class F>
+void fields(E& e, F&& f) {
+  f("step", e.step);
+  f("cpu", e.cpu);
+  f("rss", e.rss);
+  f("load1", e.load1);
+}
+
+// Writes one plain field: a float through number(), an absent optional not at all.
+struct Put {
+  Json& out;
+  template <class T>
+  void operator()(const char* key, const T& value) const {
+    if constexpr (std::is_same_v<T, double>) {
+      out[key] = number(value);
+    } else {
+      out[key] = value;
+    }
+  }
+  template <class T>
+  void operator()(const char* key, const std::optional<T>& value) const {
+    if (value) (*this)(key, *value);
+  }
+};
 
 struct Encoder {
   Json& out;
@@ -52,12 +130,7 @@ struct Encoder {
                            {"shortest_with_image", e.data_bound->shortest_with_image}};
   }
   void operator()(const StepEvent& e) const {
-    out["step"] = e.step;
-    out["loss"] = number(e.loss);
-    out["lr"] = number(e.lr);
-    out["grad_norm"] = number(e.grad_norm);
-    out["tokens_per_s"] = number(e.tokens_per_s);
-    out["mfu"] = number(e.mfu);
+    fields(e, Put{out});
     out["comm_bytes"] = {{"all_gather", e.all_gather_bytes},
                          {"reduce_scatter", e.reduce_scatter_bytes}};
   }
@@ -66,25 +139,9 @@ struct Encoder {
     out["metrics"] = Json::object();
     for (const auto& [name, value] : e.metrics) out["metrics"][name] = number(value);
   }
-  void operator()(const MemEvent& e) const {
-    out["step"] = e.step;
-    out["allocated"] = e.allocated;
-    out["reserved"] = e.reserved;
-    out["peak"] = e.peak;
-    out["rss"] = e.rss;
-    if (e.cuda_allocated) out["cuda_allocated"] = *e.cuda_allocated;
-    if (e.cuda_reserved) out["cuda_reserved"] = *e.cuda_reserved;
-    if (e.cuda_peak) out["cuda_peak"] = *e.cuda_peak;
-  }
-  void operator()(const CkptEvent& e) const {
-    out["step"] = e.step;
-    out["path"] = e.path;
-    out["kind"] = e.kind;
-  }
-  void operator()(const LogEvent& e) const {
-    out["level"] = e.level;
-    out["message"] = e.message;
-  }
+  void operator()(const MemEvent& e) const { fields(e, Put{out}); }
+  void operator()(const CkptEvent& e) const { fields(e, Put{out}); }
+  void operator()(const LogEvent& e) const { fields(e, Put{out}); }
   void operator()(const DoneEvent& e) const {
     out["status"] = to_string(e.status);
     if (e.objective_is_array || e.objective.size() > 1) {
@@ -117,10 +174,7 @@ struct Encoder {
     }
   }
   void operator()(const SysEvent& e) const {
-    out["step"] = e.step;
-    out["cpu"] = number(e.cpu);
-    out["rss"] = e.rss;
-    out["load1"] = number(e.load1);
+    fields(e, Put{out});
     if (e.gpu) {
       Json gpu = Json::object();
       auto put = [&gpu](const char* key, const std::optional<double>& v) {
@@ -137,18 +191,7 @@ struct Encoder {
       out["gpu"] = gpu;
     }
   }
-  void operator()(const PhasesEvent& e) const {
-    out["step"] = e.step;
-    out["wall"] = number(e.wall);
-    out["data"] = number(e.data);
-    out["forward"] = number(e.forward);
-    out["backward"] = number(e.backward);
-    out["optimizer"] = number(e.optimizer);
-    out["comm_exposed"] = number(e.comm_exposed);
-    out["comm_total"] = number(e.comm_total);
-    out["copy"] = number(e.copy);
-    out["other"] = number(e.other);
-  }
+  void operator()(const PhasesEvent& e) const { fields(e, Put{out}); }
   void operator()(const SampleEvent& e) const {
     out["step"] = e.step;
     out["probe"] = e.probe;
@@ -257,6 +300,21 @@ class Reader {
   std::string m_error;
 };
 
+// Reads one plain field: required, except an optional, which is read when the line has it.
+struct Get {
+  Reader& r;
+  void operator()(const char* key, std::int64_t& value) const { value = r.integer(key); }
+  void operator()(const char* key, double& value) const { value = r.real(key); }
+  void operator()(const char* key, std::string& value) const { value = r.text(key); }
+  template <class T>
+  void operator()(const char* key, std::optional<T>& value) const {
+    if (!r.field(r.root(), "", key, false)) return;
+    T read{};
+    (*this)(key, read);
+    value = read;
+  }
+};
+
 HelloEvent read_hello(Reader& r) {
   HelloEvent e;
   e.world_size = r.int32("world_size");
@@ -319,12 +377,7 @@ HelloEvent read_hello(Reader& r) {
 
 StepEvent read_step(Reader& r) {
   StepEvent e;
-  e.step = r.integer("step");
-  e.loss = r.real("loss");
-  e.lr = r.real("lr");
-  e.grad_norm = r.real("grad_norm");
-  e.tokens_per_s = r.real("tokens_per_s");
-  e.mfu = r.real("mfu");
+  fields(e, Get{r});
   if (const Json* comm = r.object("comm_bytes")) {
     e.all_gather_bytes = r.integer_in(*comm, "comm_bytes", "all_gather");
     e.reduce_scatter_bytes = r.integer_in(*comm, "comm_bytes", "reduce_scatter");
@@ -345,24 +398,13 @@ EvalEvent read_eval(Reader& r) {
 
 MemEvent read_mem(Reader& r) {
   MemEvent e;
-  e.step = r.integer("step");
-  e.allocated = r.integer("allocated");
-  e.reserved = r.integer("reserved");
-  e.peak = r.integer("peak");
-  e.rss = r.integer("rss");
-  for (auto [key, slot] :
-       {std::pair{"cuda_allocated", &e.cuda_allocated},
-        std::pair{"cuda_reserved", &e.cuda_reserved}, std::pair{"cuda_peak", &e.cuda_peak}}) {
-    if (r.field(r.root(), "", key, false)) *slot = r.integer(key);
-  }
+  fields(e, Get{r});
   return e;
 }
 
 CkptEvent read_ckpt(Reader& r) {
   CkptEvent e;
-  e.step = r.integer("step");
-  e.path = r.text("path");
-  e.kind = r.text("kind");
+  fields(e, Get{r});
   if (!r.failed() && e.kind != "sharded" && e.kind != "full" && e.kind != "adapter") {
     r.set_error("", "kind", "expected sharded, full or adapter, got \"" + e.kind + "\"");
   }
@@ -371,8 +413,7 @@ CkptEvent read_ckpt(Reader& r) {
 
 LogEvent read_log(Reader& r) {
   LogEvent e;
-  e.level = r.text("level");
-  e.message = r.text("message");
+  fields(e, Get{r});
   return e;
 }
 
@@ -450,25 +491,13 @@ ErrorEvent read_error(Reader& r) {
 
 PhasesEvent read_phases(Reader& r) {
   PhasesEvent e;
-  e.step = r.integer("step");
-  e.wall = r.real("wall");
-  e.data = r.real("data");
-  e.forward = r.real("forward");
-  e.backward = r.real("backward");
-  e.optimizer = r.real("optimizer");
-  e.comm_exposed = r.real("comm_exposed");
-  e.comm_total = r.real("comm_total");
-  e.copy = r.real("copy");
-  e.other = r.real("other");
+  fields(e, Get{r});
   return e;
 }
 
 SysEvent read_sys(Reader& r) {
   SysEvent e;
-  e.step = r.integer("step");
-  e.cpu = r.real("cpu");
-  e.rss = r.integer("rss");
-  e.load1 = r.real("load1");
+  fields(e, Get{r});
   if (r.field(r.root(), "", "gpu", false)) {
     if (const Json* gpu = r.object("gpu")) {
       GpuSample g;

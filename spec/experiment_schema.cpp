@@ -190,14 +190,6 @@ constexpr EnumName<LrSchedule> kSchedules[] = {{LrSchedule::constant, "constant"
 constexpr EnumName<LaunchKind> kKinds[] = {
     {LaunchKind::local, "local"}, {LaunchKind::ssh, "ssh"}, {LaunchKind::slurm, "slurm"}};
 
-template <class E>
-std::string_view canonical(std::span<const EnumName<E>> names, E value) {
-  for (const auto& n : names) {
-    if (n.value == value) return n.name;
-  }
-  return "?";
-}
-
 template <class S>
 bool has_key(std::span<const Field<S>> fields, std::string_view key) {
   return std::any_of(fields.begin(), fields.end(), [&](const auto& f) { return f.key == key; });
@@ -359,25 +351,13 @@ std::string lower(std::string_view s) {
 
 namespace shardscope::spec {
 
-std::string_view to_string(ShardStrategy v) {
-  return detail::canonical<ShardStrategy>(detail::kStrategies, v);
-}
-std::string_view to_string(WrapPolicy v) {
-  return detail::canonical<WrapPolicy>(detail::kWrapPolicies, v);
-}
-std::string_view to_string(BackwardPrefetch v) {
-  return detail::canonical<BackwardPrefetch>(detail::kPrefetches, v);
-}
-std::string_view to_string(PrecisionMode v) {
-  return detail::canonical<PrecisionMode>(detail::kPrecisions, v);
-}
-std::string_view to_string(DType v) { return detail::canonical<DType>(detail::kDTypes, v); }
-std::string_view to_string(LrSchedule v) {
-  return detail::canonical<LrSchedule>(detail::kSchedules, v);
-}
-std::string_view to_string(LaunchKind v) {
-  return detail::canonical<LaunchKind>(detail::kKinds, v);
-}
+std::string_view to_string(ShardStrategy v) { return name_of(detail::kStrategies, v); }
+std::string_view to_string(WrapPolicy v) { return name_of(detail::kWrapPolicies, v); }
+std::string_view to_string(BackwardPrefetch v) { return name_of(detail::kPrefetches, v); }
+std::string_view to_string(PrecisionMode v) { return name_of(detail::kPrecisions, v); }
+std::string_view to_string(DType v) { return name_of(detail::kDTypes, v); }
+std::string_view to_string(LrSchedule v) { return name_of(detail::kSchedules, v); }
+std::string_view to_string(LaunchKind v) { return name_of(detail::kKinds, v); }
 
 bool Experiment::operator==(const Experiment& other) const {
   return experiment == other.experiment && model == other.model && data == other.data &&

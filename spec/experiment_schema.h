@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "spec/enum_names.h"
 #include "spec/experiment.h"
 
 namespace shardscope::spec::detail {
@@ -65,12 +66,7 @@ bool is_field(std::string_view section, std::string_view key);
 /// Every "section.key" of the schema.
 std::vector<std::string> all_field_paths();
 
-/// A spelling of an enum value: `canonical` ones are what to_string returns.
-template <class E>
-struct EnumName {
-  E value;
-  std::string_view name;
-};
+using spec::EnumName;  // the first spelling of a value is what to_string returns
 std::span<const EnumName<ShardStrategy>> enum_names(ShardStrategy);
 std::span<const EnumName<WrapPolicy>> enum_names(WrapPolicy);
 std::span<const EnumName<BackwardPrefetch>> enum_names(BackwardPrefetch);

@@ -880,4 +880,21 @@ std::vector<std::string> program_arguments(const SearchSpace& space, const Trial
   return out;
 }
 
+std::string experiment_override(const std::string& name, const ParamValue& value) {
+  std::string literal = format_value(value);
+  if (const auto* d = std::get_if<double>(&value);
+      d && std::isfinite(*d) && literal.find_first_of(".eE") == std::string::npos) {
+    literal += ".0";
+  }
+  if (const auto* s = std::get_if<std::string>(&value)) {
+    literal = "\"";
+    for (const char c : *s) {
+      if (c == '"' || c == '\\') literal += '\\';
+      literal += c;
+    }
+    literal += '"';
+  }
+  return name + "=" + literal;
+}
+
 }  // namespace shardscope::spec

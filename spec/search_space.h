@@ -176,5 +176,9 @@ bool same_value(const ParamValue& a, const ParamValue& b);
 std::string format_value(const ParamValue& v);
 /// `--<dotted.name>=<value>` for every active parameter, in space order.
 std::vector<std::string> program_arguments(const SearchSpace& space, const TrialParams& params);
+/// `<name>=<value>` as an experiment override (`--set`): the value a TOML literal, a float with
+/// 17 digits and a decimal point (so a float field never receives a TOML integer), a string
+/// quoted.
+std::string experiment_override(const std::string& name, const ParamValue& value);
 
 }  // namespace shardscope::spec

@@ -1,54 +1,36 @@
 #include "spec/status.h"
 
 #include <array>
-#include <utility>
+
+#include "spec/enum_names.h"
 
 namespace shardscope::spec {
 namespace {
 
-template <class E, std::size_t N>
-using Names = std::array<std::pair<E, std::string_view>, N>;
-
-constexpr Names<RunStatus, 8> kRunStatus{{{RunStatus::queued, "queued"},
-                                          {RunStatus::running, "running"},
-                                          {RunStatus::complete, "complete"},
-                                          {RunStatus::stopped, "stopped"},
-                                          {RunStatus::pruned, "pruned"},
-                                          {RunStatus::failed, "failed"},
-                                          {RunStatus::oom, "oom"},
-                                          {RunStatus::infeasible, "infeasible"}}};
-constexpr Names<ErrorKind, 7> kErrorKind{{{ErrorKind::oom, "oom"},
-                                          {ErrorKind::peer_lost, "peer_lost"},
-                                          {ErrorKind::config, "config"},
-                                          {ErrorKind::data, "data"},
-                                          {ErrorKind::io, "io"},
-                                          {ErrorKind::disk_full, "disk_full"},
-                                          {ErrorKind::internal, "internal"}}};
-constexpr Names<DoneStatus, 3> kDoneStatus{{{DoneStatus::complete, "complete"},
-                                            {DoneStatus::stopped, "stopped"},
-                                            {DoneStatus::failed, "failed"}}};
-
-template <class E, std::size_t N>
-std::string_view name_of(const Names<E, N>& names, E value) {
-  for (const auto& [e, name] : names) {
-    if (e == value) return name;
-  }
-  return "unknown";
-}
-
-template <class E, std::size_t N>
-std::optional<E> value_of(const Names<E, N>& names, std::string_view name) {
-  for (const auto& [e, n] : names) {
-    if (n == name) return e;
-  }
-  return std::nullopt;
-}
+constexpr std::array<EnumName<RunStatus>, 8> kRunStatus{{{RunStatus::queued, "queued"},
+                                                         {RunStatus::running, "running"},
+                                                         {RunStatus::complete, "complete"},
+                                                         {RunStatus::stopped, "stopped"},
+                                                         {RunStatus::pruned, "pruned"},
+                                                         {RunStatus::failed, "failed"},
+                                                         {RunStatus::oom, "oom"},
+                                                         {RunStatus::infeasible, "infeasible"}}};
+constexpr std::array<EnumName<ErrorKind>, 7> kErrorKind{{{ErrorKind::oom, "oom"},
+                                                         {ErrorKind::peer_lost, "peer_lost"},
+                                                         {ErrorKind::config, "config"},
+                                                         {ErrorKind::data, "data"},
+                                                         {ErrorKind::io, "io"},
+                                                         {ErrorKind::disk_full, "disk_full"},
+                                                         {ErrorKind::internal, "internal"}}};
+constexpr std::array<EnumName<DoneStatus>, 3> kDoneStatus{{{DoneStatus::complete, "complete"},
+                                                           {DoneStatus::stopped, "stopped"},
+                                                           {DoneStatus::failed, "failed"}}};
 
 }  // namespace
 
-std::string_view to_string(RunStatus status) { return name_of(kRunStatus, status); }
-std::string_view to_string(ErrorKind kind) { return name_of(kErrorKind, kind); }
-std::string_view to_string(DoneStatus status) { return name_of(kDoneStatus, status); }
+std::string_view to_string(RunStatus status) { return name_of(kRunStatus, status, "unknown"); }
+std::string_view to_string(ErrorKind kind) { return name_of(kErrorKind, kind, "unknown"); }
+std::string_view to_string(DoneStatus status) { return name_of(kDoneStatus, status, "unknown"); }
 std::optional<RunStatus> parse_run_status(std::string_view name) {
   return value_of(kRunStatus, name);
 }
@@ -63,7 +45,7 @@ std::string error_kind_names() {
   std::string out;
   for (std::size_t i = 0; i < kErrorKind.size(); ++i) {
     if (i > 0) out += i + 1 == kErrorKind.size() ? " or " : ", ";
-    out += kErrorKind[i].second;
+    out += kErrorKind[i].name;
   }
   return out;
 }

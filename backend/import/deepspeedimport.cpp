@@ -251,64 +251,73 @@ bool tableEntries(ImportContext& ctx, const QString& key, const QJsonValue& v) {
   return true;
 }
 
+// Walks a {type, params} table (optimizer, scheduler): `onType(key, value)` for its type,
+// `onParam(key, name, value)` for each entry of a non-empty params table; any other key is unknown.
+template <class OnType, class OnParam>
+void walkTypedTable(ImportContext& ctx, const QString& section, const QJsonObject& table,
+                    OnType onType, OnParam onParam) {
+  const QJsonObject params = table.value(QStringLiteral("params")).toObject();
+  for (auto it = table.begin(); it != table.end(); ++it) {
+    const QString key = section + QLatin1Char('.') + it.key();
+    if (it.key() == QLatin1String("type")) {
+      onType(key, it.value());
+    } else if (it.key() != QLatin1String("params")) {
+      ctx.unknown(key, it.value());
+    } else if (tableEntries(ctx, key, it.value())) {
+      for (auto p = params.begin(); p != params.end(); ++p) {
+        onParam(key + QLatin1Char('.') + p.key(), p.key(), p.value());
+      }
+    }
+  }
+}
+
 void importOptimizer(ImportContext& ctx, const QJsonObject& opt) {
   const QString type = asString(opt.value(QStringLiteral("type"))).value_or(QString());
   const QJsonObject params = opt.value(QStringLiteral("params")).toObject();
   const bool adamw = type.compare(QLatin1String("AdamW"), Qt::CaseInsensitive) == 0 ||
                      (type.compare(QLatin1String("Adam"), Qt::CaseInsensitive) == 0 &&
                       asBool(params.value(QStringLiteral("adam_w_mode"))).value_or(true));
-  for (auto it = opt.begin(); it != opt.end(); ++it) {
-    const QString key = QStringLiteral("optimizer.") + it.key();
-    if (it.key() == QLatin1String("type")) {
-      if (adamw) {
-        ctx.ignore(key, it.value(), QStringLiteral("AdamW: the trainer's optimizer"));
-      } else {
-        ctx.unsupported(key, it.value(), QStringLiteral("the optimizer is AdamW (train.adam_*)"));
-      }
-      continue;
-    }
-    if (it.key() != QLatin1String("params")) {
-      ctx.unknown(key, it.value());
-      continue;
-    }
-    if (!tableEntries(ctx, key, it.value())) continue;
-    for (auto p = params.begin(); p != params.end(); ++p) {
-      const QString pk = key + QLatin1Char('.') + p.key();
-      const QJsonValue v = p.value();
-      if (p.key() == QLatin1String("lr")) {
-        mapNumber(ctx, pk, v, QStringLiteral("train.lr"), false);
-      } else if (p.key() == QLatin1String("weight_decay")) {
-        mapNumber(ctx, pk, v, QStringLiteral("train.weight_decay"), false);
-      } else if (p.key() == QLatin1String("eps")) {
-        mapNumber(ctx, pk, v, QStringLiteral("train.adam_eps"), false);
-      } else if (p.key() == QLatin1String("betas")) {
-        const QJsonArray b = v.toArray();
-        if (isAuto(v)) {
-          ctx.unsupported(pk, v, kAuto.arg(QStringLiteral("train.adam_beta1/2")));
-        } else if (b.size() != 2 || !asNumber(b[0]) || !asNumber(b[1])) {
-          ctx.badValue(pk, v, QStringLiteral("[beta1, beta2]"));
+  walkTypedTable(
+      ctx, QStringLiteral("optimizer"), opt,
+      [&](const QString& key, const QJsonValue& value) {
+        if (adamw) {
+          ctx.ignore(key, value, QStringLiteral("AdamW: the trainer's optimizer"));
         } else {
-          ctx.map(pk, v,
-                  {{"train.adam_beta1", tomlDouble(*asNumber(b[0]))},
-                   {"train.adam_beta2", tomlDouble(*asNumber(b[1]))}});
+          ctx.unsupported(key, value, QStringLiteral("the optimizer is AdamW (train.adam_*)"));
         }
-      } else if (p.key() == QLatin1String("adam_w_mode") ||
-                 p.key() == QLatin1String("torch_adam")) {
-        ctx.ignore(pk, v, adamw ? QStringLiteral("AdamW") : QStringLiteral("see optimizer.type"));
-      } else if (p.key() == QLatin1String("amsgrad") ||
-                 p.key() == QLatin1String("bias_correction")) {
-        const bool isDefault = (p.key() == QLatin1String("amsgrad")) == isOff(v);
-        if (isDefault) {
-          ctx.ignore(pk, v, QStringLiteral("as the trainer's AdamW"));
+      },
+      [&](const QString& pk, const QString& name, const QJsonValue& v) {
+        if (name == QLatin1String("lr")) {
+          mapNumber(ctx, pk, v, QStringLiteral("train.lr"), false);
+        } else if (name == QLatin1String("weight_decay")) {
+          mapNumber(ctx, pk, v, QStringLiteral("train.weight_decay"), false);
+        } else if (name == QLatin1String("eps")) {
+          mapNumber(ctx, pk, v, QStringLiteral("train.adam_eps"), false);
+        } else if (name == QLatin1String("betas")) {
+          const QJsonArray b = v.toArray();
+          if (isAuto(v)) {
+            ctx.unsupported(pk, v, kAuto.arg(QStringLiteral("train.adam_beta1/2")));
+          } else if (b.size() != 2 || !asNumber(b[0]) || !asNumber(b[1])) {
+            ctx.badValue(pk, v, QStringLiteral("[beta1, beta2]"));
+          } else {
+            ctx.map(pk, v,
+                    {{"train.adam_beta1", tomlDouble(*asNumber(b[0]))},
+                     {"train.adam_beta2", tomlDouble(*asNumber(b[1]))}});
+          }
+        } else if (name == QLatin1String("adam_w_mode") || name == QLatin1String("torch_adam")) {
+          ctx.ignore(pk, v, adamw ? QStringLiteral("AdamW") : QStringLiteral("see optimizer.type"));
+        } else if (name == QLatin1String("amsgrad") || name == QLatin1String("bias_correction")) {
+          const bool isDefault = (name == QLatin1String("amsgrad")) == isOff(v);
+          if (isDefault) {
+            ctx.ignore(pk, v, QStringLiteral("as the trainer's AdamW"));
+          } else {
+            ctx.unsupported(
+                pk, v, QStringLiteral("the trainer's AdamW has bias correction and no amsgrad"));
+          }
         } else {
-          ctx.unsupported(pk, v,
-                          QStringLiteral("the trainer's AdamW has bias correction and no amsgrad"));
+          ctx.unsupported(pk, v, QStringLiteral("an option of another optimizer; AdamW only"));
         }
-      } else {
-        ctx.unsupported(pk, v, QStringLiteral("an option of another optimizer; AdamW only"));
-      }
-    }
-  }
+      });
 }
 
 void importScheduler(ImportContext& ctx, const QJsonObject& sched, double lr) {
@@ -316,75 +325,67 @@ void importScheduler(ImportContext& ctx, const QJsonObject& sched, double lr) {
   const QJsonObject params = sched.value(QStringLiteral("params")).toObject();
   const bool known = type == QLatin1String("WarmupLR") || type == QLatin1String("WarmupDecayLR") ||
                      type == QLatin1String("WarmupCosineLR");
-  for (auto it = sched.begin(); it != sched.end(); ++it) {
-    const QString key = QStringLiteral("scheduler.") + it.key();
-    if (it.key() == QLatin1String("type")) {
-      const QString schedule = type == QLatin1String("WarmupLR") ? QStringLiteral("\"constant\"")
-                               : type == QLatin1String("WarmupDecayLR")
-                                   ? QStringLiteral("\"linear\"")
-                                   : QStringLiteral("\"cosine\"");
-      if (known) {
-        // WarmupLR and WarmupDecayLR warm up logarithmically unless warmup_type says linear:
-        // other learning rates during warmup, so the nearest schedule is not the same run.
-        const bool logWarmup =
-            type != QLatin1String("WarmupCosineLR") &&
-            asString(params.value(QStringLiteral("warmup_type"))).value_or(QStringLiteral("log")) !=
-                QLatin1String("linear") &&
-            asNumber(params.value(QStringLiteral("warmup_num_steps"))).value_or(1000) > 0;
-        if (logWarmup) {
-          ctx.mapNearest(key, it.value(), {{"train.lr_schedule", schedule}},
-                         QStringLiteral("DeepSpeed warms up logarithmically (warmup_type log, its "
-                                        "default); Shardscope's warmup is linear: set "
-                                        "warmup_type linear to accept it"));
+  walkTypedTable(
+      ctx, QStringLiteral("scheduler"), sched,
+      [&](const QString& key, const QJsonValue& value) {
+        const QString schedule = type == QLatin1String("WarmupLR") ? QStringLiteral("\"constant\"")
+                                 : type == QLatin1String("WarmupDecayLR")
+                                     ? QStringLiteral("\"linear\"")
+                                     : QStringLiteral("\"cosine\"");
+        if (known) {
+          // WarmupLR and WarmupDecayLR warm up logarithmically unless warmup_type says linear:
+          // other learning rates during warmup, so the nearest schedule is not the same run.
+          const bool logWarmup =
+              type != QLatin1String("WarmupCosineLR") &&
+              asString(params.value(QStringLiteral("warmup_type")))
+                      .value_or(QStringLiteral("log")) != QLatin1String("linear") &&
+              asNumber(params.value(QStringLiteral("warmup_num_steps"))).value_or(1000) > 0;
+          if (logWarmup) {
+            ctx.mapNearest(
+                key, value, {{"train.lr_schedule", schedule}},
+                QStringLiteral("DeepSpeed warms up logarithmically (warmup_type log, its "
+                               "default); Shardscope's warmup is linear: set "
+                               "warmup_type linear to accept it"));
+          } else {
+            ctx.map(key, value, {{"train.lr_schedule", schedule}});
+          }
         } else {
-          ctx.map(key, it.value(), {{"train.lr_schedule", schedule}});
+          ctx.unsupported(key, value,
+                          QStringLiteral("schedules are constant, linear and cosine after a linear "
+                                         "warmup (WarmupLR, WarmupDecayLR, WarmupCosineLR)"));
         }
-      } else {
-        ctx.unsupported(key, it.value(),
-                        QStringLiteral("schedules are constant, linear and cosine after a linear "
-                                       "warmup (WarmupLR, WarmupDecayLR, WarmupCosineLR)"));
-      }
-      continue;
-    }
-    if (it.key() != QLatin1String("params")) {
-      ctx.unknown(key, it.value());
-      continue;
-    }
-    if (!tableEntries(ctx, key, it.value())) continue;
-    for (auto p = params.begin(); p != params.end(); ++p) {
-      const QString pk = key + QLatin1Char('.') + p.key();
-      const QJsonValue v = p.value();
-      const QString n = p.key();
-      if (!known) {
-        ctx.unsupported(pk, v, QStringLiteral("a parameter of an unsupported scheduler"));
-      } else if (n == QLatin1String("warmup_num_steps")) {
-        mapNumber(ctx, pk, v, QStringLiteral("train.lr_warmup_steps"), true);
-      } else if (n == QLatin1String("total_num_steps")) {
-        mapNumber(ctx, pk, v, QStringLiteral("train.max_steps"), true);
-      } else if (n == QLatin1String("warmup_max_lr")) {
-        mapNumber(ctx, pk, v, QStringLiteral("train.lr"), false);
-      } else if (n == QLatin1String("warmup_min_lr") || n == QLatin1String("warmup_min_ratio")) {
-        offOrUnsupported(ctx, pk, v, QStringLiteral("the warmup starts from 0"));
-      } else if (n == QLatin1String("cos_min_ratio")) {
-        const auto r = asNumber(v);
-        if (!r || lr <= 0) {
-          ctx.unsupported(pk, v, QStringLiteral("set train.lr_min = cos_min_ratio x train.lr"));
+      },
+      [&](const QString& pk, const QString& name, const QJsonValue& v) {
+        if (!known) {
+          ctx.unsupported(pk, v, QStringLiteral("a parameter of an unsupported scheduler"));
+        } else if (name == QLatin1String("warmup_num_steps")) {
+          mapNumber(ctx, pk, v, QStringLiteral("train.lr_warmup_steps"), true);
+        } else if (name == QLatin1String("total_num_steps")) {
+          mapNumber(ctx, pk, v, QStringLiteral("train.max_steps"), true);
+        } else if (name == QLatin1String("warmup_max_lr")) {
+          mapNumber(ctx, pk, v, QStringLiteral("train.lr"), false);
+        } else if (name == QLatin1String("warmup_min_lr") ||
+                   name == QLatin1String("warmup_min_ratio")) {
+          offOrUnsupported(ctx, pk, v, QStringLiteral("the warmup starts from 0"));
+        } else if (name == QLatin1String("cos_min_ratio")) {
+          const auto r = asNumber(v);
+          if (!r || lr <= 0) {
+            ctx.unsupported(pk, v, QStringLiteral("set train.lr_min = cos_min_ratio x train.lr"));
+          } else {
+            ctx.map(pk, v, {{"train.lr_min", tomlDouble(*r * lr)}}, QStringLiteral("ratio x lr"));
+          }
+        } else if (name == QLatin1String("warmup_type")) {
+          if (asString(v) == QStringLiteral("linear")) {
+            ctx.ignore(pk, v, QStringLiteral("linear, as Shardscope's warmup"));
+          } else {
+            ctx.unsupported(pk, v, QStringLiteral("the warmup is linear"));
+          }
+        } else if (name == QLatin1String("last_batch_iteration")) {
+          ctx.ignore(pk, v, QStringLiteral("resume restores the step"));
         } else {
-          ctx.map(pk, v, {{"train.lr_min", tomlDouble(*r * lr)}}, QStringLiteral("ratio x lr"));
+          ctx.unknown(pk, v);
         }
-      } else if (n == QLatin1String("warmup_type")) {
-        if (asString(v) == QStringLiteral("linear")) {
-          ctx.ignore(pk, v, QStringLiteral("linear, as Shardscope's warmup"));
-        } else {
-          ctx.unsupported(pk, v, QStringLiteral("the warmup is linear"));
-        }
-      } else if (n == QLatin1String("last_batch_iteration")) {
-        ctx.ignore(pk, v, QStringLiteral("resume restores the step"));
-      } else {
-        ctx.unknown(pk, v);
-      }
-    }
-  }
+      });
 }
 
 // fp16 / bf16 (bfloat16) tables.

@@ -18,6 +18,18 @@ namespace shardscope::backend {
 
 namespace {
 
+// The bytes [begin, end) of `chunk`'s file, with none of its rows yet.
+FileChunk bytesOf(const FileChunk& chunk, qint64 begin, qint64 end) {
+  FileChunk part;
+  part.runId = chunk.runId;
+  part.attempt = chunk.attempt;
+  part.rank = chunk.rank;
+  part.file = chunk.file;
+  part.startOffset = begin;
+  part.endOffset = end;
+  return part;
+}
+
 // How a truncation's anomaly starts: restoreStreams finds the file's base by it.
 QString truncationNote(const QString& fileName) { return fileName + " shrank"; }
 
@@ -366,13 +378,7 @@ Result<void> RunMonitor::ingestLineByLine(const FileChunk& chunk) {
     const qint64 begin = starts[i];
     const qint64 end = i + 1 < starts.size() ? starts[i + 1] : chunk.endOffset;
     auto inLine = [&](qint64 offset) { return offset >= begin && offset < end; };
-    FileChunk line;
-    line.runId = chunk.runId;
-    line.attempt = chunk.attempt;
-    line.rank = chunk.rank;
-    line.file = chunk.file;
-    line.startOffset = begin;
-    line.endOffset = end;
+    FileChunk line = bytesOf(chunk, begin, end);
     for (const EventRow& row : chunk.events)
       if (inLine(row.offset)) line.events.push_back(row);
     for (const MetricRow& row : chunk.metrics)
@@ -385,13 +391,7 @@ Result<void> RunMonitor::ingestLineByLine(const FileChunk& chunk) {
     if (stored) continue;
     if (!stored.error().permanent) return stored.error();  // may pass: the next poll retries
     // Refused alone: kept verbatim as a log line, with an anomaly that says why.
-    FileChunk aside;
-    aside.runId = line.runId;
-    aside.attempt = line.attempt;
-    aside.rank = line.rank;
-    aside.file = line.file;
-    aside.startOffset = begin;
-    aside.endOffset = end;
+    FileChunk aside = bytesOf(chunk, begin, end);
     for (const EventRow& row : line.events)
       aside.logs.push_back(
           {row.runId, row.rank, line.file, row.offset, QString::fromUtf8(row.json)});

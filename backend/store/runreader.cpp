@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "backend/store/storesql.h"
+#include "spec/enum_names.h"
 
 Q_LOGGING_CATEGORY(lcRunReader, "shardscope.backend.runreader")
 
@@ -17,84 +18,54 @@ namespace shardscope::backend {
 
 QString rankFileName(RankFile file) { return file == RankFile::events ? "events" : "log"; }
 
-QString anomalyKindName(Anomaly::Kind kind) {
-  switch (kind) {
-    case Anomaly::Kind::gap:
-      return "gap";
-    case Anomaly::Kind::repeat:
-      return "repeat";
-    case Anomaly::Kind::malformed:
-      break;
-  }
-  return "malformed";
+namespace {
+
+using spec::EnumName;
+
+constexpr EnumName<Anomaly::Kind> kAnomalyKinds[] = {{Anomaly::Kind::gap, "gap"},
+                                                     {Anomaly::Kind::repeat, "repeat"},
+                                                     {Anomaly::Kind::malformed, "malformed"}};
+constexpr EnumName<StudyStatus> kStudyStatuses[] = {{StudyStatus::running, "running"},
+                                                    {StudyStatus::complete, "complete"},
+                                                    {StudyStatus::stopped, "stopped"}};
+constexpr EnumName<StudyKind> kStudyKinds[] = {{StudyKind::search, "search"},
+                                               {StudyKind::autotune, "autotune"}};
+constexpr EnumName<StudyControl> kStudyControls[] = {
+    {StudyControl::run, "run"}, {StudyControl::pause, "pause"}, {StudyControl::stop, "stop"}};
+constexpr EnumName<TrialRequest> kTrialRequests[] = {
+    {TrialRequest::none, ""}, {TrialRequest::prune, "prune"}, {TrialRequest::stop, "stop"}};
+
+template <class Names, class E>
+QString nameOf(const Names& names, E value) {
+  const std::string_view name = spec::name_of(names, value);
+  return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
 }
 
-QString studyStatusName(StudyStatus status) {
-  switch (status) {
-    case StudyStatus::running:
-      return "running";
-    case StudyStatus::complete:
-      return "complete";
-    case StudyStatus::stopped:
-      break;
-  }
-  return "stopped";
+template <class Names>
+auto valueOf(const Names& names, const QString& name) {
+  return spec::value_of(names, name.toStdString());
 }
 
+}  // namespace
+
+QString anomalyKindName(Anomaly::Kind kind) { return nameOf(kAnomalyKinds, kind); }
+
+QString studyStatusName(StudyStatus status) { return nameOf(kStudyStatuses, status); }
 std::optional<StudyStatus> parseStudyStatus(const QString& name) {
-  for (const StudyStatus s : {StudyStatus::running, StudyStatus::complete, StudyStatus::stopped}) {
-    if (studyStatusName(s) == name) return s;
-  }
-  return std::nullopt;
+  return valueOf(kStudyStatuses, name);
 }
 
-QString studyKindName(StudyKind kind) {
-  return kind == StudyKind::autotune ? QStringLiteral("autotune") : QStringLiteral("search");
-}
+QString studyKindName(StudyKind kind) { return nameOf(kStudyKinds, kind); }
+std::optional<StudyKind> parseStudyKind(const QString& name) { return valueOf(kStudyKinds, name); }
 
-std::optional<StudyKind> parseStudyKind(const QString& name) {
-  for (const StudyKind k : {StudyKind::search, StudyKind::autotune}) {
-    if (studyKindName(k) == name) return k;
-  }
-  return std::nullopt;
-}
-
-QString studyControlName(StudyControl control) {
-  switch (control) {
-    case StudyControl::run:
-      return "run";
-    case StudyControl::pause:
-      return "pause";
-    case StudyControl::stop:
-      break;
-  }
-  return "stop";
-}
-
+QString studyControlName(StudyControl control) { return nameOf(kStudyControls, control); }
 std::optional<StudyControl> parseStudyControl(const QString& name) {
-  for (const StudyControl c : {StudyControl::run, StudyControl::pause, StudyControl::stop}) {
-    if (studyControlName(c) == name) return c;
-  }
-  return std::nullopt;
+  return valueOf(kStudyControls, name);
 }
 
-QString trialRequestName(TrialRequest request) {
-  switch (request) {
-    case TrialRequest::none:
-      return "";
-    case TrialRequest::prune:
-      return "prune";
-    case TrialRequest::stop:
-      break;
-  }
-  return "stop";
-}
-
+QString trialRequestName(TrialRequest request) { return nameOf(kTrialRequests, request); }
 std::optional<TrialRequest> parseTrialRequest(const QString& name) {
-  for (const TrialRequest r : {TrialRequest::none, TrialRequest::prune, TrialRequest::stop}) {
-    if (trialRequestName(r) == name) return r;
-  }
-  return std::nullopt;
+  return valueOf(kTrialRequests, name);
 }
 
 namespace {

@@ -1,8 +1,9 @@
 // The run log's schema and its forward migrations, for both stores: SQLite and PostgreSQL each
-// have their own text of every step (their DDL differs), with the same version numbers and the
-// same tables and columns. Version N is reached from N-1 by one list of statements; a database made
-// by any released version opens through the same path (the assets under tests/backend/store/assets/
-// prove it). Never edit a released step: add the next one.
+// run their own text of every step (their DDL differs; most of PostgreSQL's steps are SQLite's
+// translated to its types), with the same version numbers and the same tables and columns. Version
+// N is reached from N-1 by one list of statements; a database made by any released version opens
+// through the same path (the assets under tests/backend/store/assets/ prove it). Never edit a
+// released step: add the next one.
 #pragma once
 
 #include "backend/store/db.h"

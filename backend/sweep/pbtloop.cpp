@@ -23,17 +23,6 @@ namespace shardscope::backend {
 
 namespace {
 
-TrialRunner::Options runnerOptions(const search::Study& study, const SweepInput& input,
-                                   const SweepLoop::Options& options) {
-  TrialRunner::Options o;
-  o.studyId = study.id();
-  o.runsRoot = options.runsRoot;
-  o.overrides = input.overrides;
-  o.experiment = input.experiment;
-  o.trainer = options.trainer;
-  return o;
-}
-
 const QString kComplete = QStringLiteral("complete");
 const QString kFailed = QStringLiteral("failed");
 const QString kRunning = QStringLiteral("running");
@@ -75,7 +64,7 @@ PbtLoop::PbtLoop(RunStore& store, search::Study study, const SweepInput& input,
       m_store(store),
       m_study(std::move(study)),
       m_runner(store, input.experimentPath, m_study.space(),
-               runnerOptions(m_study, input, options)),
+               sweepRunnerOptions(m_study, input, options)),
       m_scheduler(m_runner),
       m_config(m_study.space().pbt.value_or(search::PbtConfig{})),
       m_maxSteps(input.experiment.train.max_steps),

@@ -1,38 +1,15 @@
 #include "backend/sweep/pbtreplay.h"
 
-#include <cmath>
-
 #include "backend/sweep/study.h"
 
 namespace shardscope::backend {
-
-namespace {
-
-// A value as a TOML literal for a --set override (floats keep a decimal point).
-std::string tomlValue(const search::ParamValue& value) {
-  std::string text = search::format_value(value);
-  if (const auto* d = std::get_if<double>(&value);
-      d && std::isfinite(*d) && text.find_first_of(".eE") == std::string::npos)
-    text += ".0";
-  if (const auto* s = std::get_if<std::string>(&value)) {
-    std::string out = "\"";
-    for (const char c : *s) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    return out + "\"";
-  }
-  return text;
-}
-
-}  // namespace
 
 std::vector<std::string> pbtSegmentOverrides(const search::PbtConfig& config,
                                              const PbtSegment& segment, bool withValues) {
   std::vector<std::string> out;
   if (withValues) {
     for (const auto& [name, value] : segment.params)
-      out.emplace_back(name + "=" + tomlValue(value));
+      out.emplace_back(search::experiment_override(name, value));
   }
   // The segment's end is the run's: its checkpoint there is the end-of-run one.
   out.emplace_back("train.max_steps=" + std::to_string(segment.endStep));

@@ -32,8 +32,10 @@ search::SearchSpace sweepSpace(const Study& study, const search::SearchSpace& ef
   return space;
 }
 
-TrialRunner::Options runnerOptions(const Study& study, const SweepInput& input,
-                                   const SweepLoop::Options& options) {
+}  // namespace
+
+TrialRunner::Options sweepRunnerOptions(const Study& study, const SweepInput& input,
+                                        const SweepLoop::Options& options) {
   TrialRunner::Options o;
   o.studyId = study.id();
   o.runsRoot = options.runsRoot;
@@ -42,8 +44,6 @@ TrialRunner::Options runnerOptions(const Study& study, const SweepInput& input,
   o.trainer = options.trainer;
   return o;
 }
-
-}  // namespace
 
 Result<SweepInput> SweepLoop::readInput(const QString& experimentPath,
                                         std::vector<std::string> overrides) {
@@ -104,7 +104,7 @@ SweepLoop::SweepLoop(RunStore& store, search::Study study, const SweepInput& inp
       m_store(store),
       m_study(std::move(study)),
       m_runner(store, input.experimentPath, sweepSpace(m_study, input.space, input.overrides),
-               runnerOptions(m_study, input, options)),
+               sweepRunnerOptions(m_study, input, options)),
       m_scheduler(m_runner),
       m_control(store, m_study.id(), m_runner),
       m_notify(input.experiment.notify, {QFileInfo(input.experimentPath).absolutePath(),

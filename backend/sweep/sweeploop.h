@@ -149,4 +149,9 @@ class SweepLoop : public QObject {
   bool m_askWaiting = false;  // a retry of the ask is scheduled
 };
 
+/// What a TrialRunner of `study`'s sweep (SweepLoop's or PbtLoop's) is given: the sweep's
+/// experiment and overrides, its runs folder and trainer.
+TrialRunner::Options sweepRunnerOptions(const search::Study& study, const SweepInput& input,
+                                        const SweepLoop::Options& options);
+
 }  // namespace shardscope::backend

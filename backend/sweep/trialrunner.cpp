@@ -51,25 +51,6 @@ constexpr qint64 kReadBytes = qint64{1} << 20;
 
 Error runnerError(const QString& message) { return fail(message.toStdString()); }
 
-// A value as a TOML literal for a --set override: floats keep 17 digits and a decimal point
-// (so a float field never receives a TOML integer), strings are quoted.
-std::string tomlValue(const search::ParamValue& value) {
-  if (const auto* d = std::get_if<double>(&value)) {
-    std::string text = search::format_value(value);
-    if (std::isfinite(*d) && text.find_first_of(".eE") == std::string::npos) text += ".0";
-    return text;
-  }
-  if (const auto* s = std::get_if<std::string>(&value)) {
-    std::string out = "\"";
-    for (const char c : *s) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    return out + "\"";
-  }
-  return search::format_value(value);
-}
-
 QJsonObject paramsJson(const search::TrialParams& params) {
   QJsonObject json;
   for (const auto& [name, value] : params) {
@@ -248,7 +229,8 @@ Result<spec::Experiment> TrialRunner::experimentFor(const search::TrialParams& p
   // The trial's values on the parsed experiment (which holds the sweep's own overrides).
   std::vector<std::string> overrides;
   if (!programTrials()) {  // a program's parameters are its own, not experiment fields
-    for (const auto& [name, value] : params) overrides.push_back(name + "=" + tomlValue(value));
+    for (const auto& [name, value] : params)
+      overrides.push_back(search::experiment_override(name, value));
     overrides.insert(overrides.end(), plan.begin(), plan.end());
     if (segment != nullptr) {
       overrides.insert(overrides.end(), segment->overrides.begin(), segment->overrides.end());

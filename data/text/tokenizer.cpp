@@ -180,15 +180,7 @@ std::vector<BpeSymbol> bpe_merge(const Tokenizer::Impl& impl, std::string_view p
 // The piece's byte-level string, for ignore_merges lookups.
 std::string byte_level_string(const Tokenizer::Impl& impl, std::string_view piece) {
   std::string s;
-  for (char c : piece) {
-    std::uint32_t cp = impl.byte_char[static_cast<unsigned char>(c)];
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
+  for (char c : piece) append_utf8(s, impl.byte_char[static_cast<unsigned char>(c)]);
   return s;
 }
 

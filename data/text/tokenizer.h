@@ -66,4 +66,9 @@ class Tokenizer {
   std::shared_ptr<Impl> m_impl;
 };
 
+/// The character that stands for byte `b` in a byte-level vocabulary, UTF-8 encoded: GPT-2's
+/// byte-to-unicode map (printable Latin-1 bytes stand for themselves, the others for code points
+/// from 256 on), which tokenizer.json files of byte-level BPE models spell their tokens in.
+std::string byte_level_char(unsigned char b);
+
 }  // namespace shardscope::data

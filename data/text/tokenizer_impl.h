@@ -104,4 +104,7 @@ struct Tokenizer::Impl {
       cache;  // piece -> symbols
 };
 
+/// Appends code point `cp` (below 0x10000) to `out` as UTF-8.
+void append_utf8(std::string& out, std::uint32_t cp);
+
 }  // namespace shardscope::data

@@ -22,30 +22,29 @@ Error field_error(const Tokenizer::Impl& impl, const std::string& field, const s
   return fail(impl.origin + ": " + field + ": " + what);
 }
 
-// The GPT-2 byte-to-unicode table: printable Latin-1 bytes stand for themselves, the others
+// The GPT-2 byte-to-unicode map: printable Latin-1 bytes stand for themselves, the others
 // are shifted to code points from 256 on, so every byte is one visible character.
-void build_byte_tables(Tokenizer::Impl& impl) {
+std::uint32_t byte_level_code_point(std::uint32_t b) {
+  auto printable = [](std::uint32_t x) {
+    return (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174;
+  };
+  if (printable(b)) return b;
   std::uint32_t shifted = 0;
+  for (std::uint32_t x = 0; x < b; ++x) shifted += printable(x) ? 0U : 1U;
+  return 256 + shifted;
+}
+
+void build_byte_tables(Tokenizer::Impl& impl) {
   impl.char_byte.fill(-1);
   for (std::uint32_t b = 0; b < 256; ++b) {
-    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
-    impl.byte_char[b] = printable ? b : 256 + shifted++;
+    impl.byte_char[b] = byte_level_code_point(b);
     impl.char_byte[impl.byte_char[b]] = static_cast<std::int16_t>(b);
   }
 }
 
 std::string utf8(std::uint32_t cp) {
   std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  append_utf8(out, cp);
   return out;
 }
 
@@ -337,6 +336,21 @@ Result<void> check_decoder(Tokenizer::Impl& impl, const json& root) {
 }
 
 }  // namespace
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::string byte_level_char(unsigned char b) { return utf8(byte_level_code_point(b)); }
 
 Tokenizer::Tokenizer(std::shared_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 

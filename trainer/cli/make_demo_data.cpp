@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/image/shapes.h"
+#include "data/text/tokenizer.h"
 #include "spec/events.h"
 #include "trainer/base/fatal.h"
 #include "trainer/base/safetensors.h"
@@ -38,27 +39,6 @@ const char* const kWords[] = {
     "is",     "the",      "shape",     "shapes", "in",    "image",  "objects", "How",    "many",
     "there",  "Where",    "red",       "green",  "blue",  "yellow", "purple",  "orange", "circle",
     "square", "triangle", "diamond",   "left",   "right", "top",    "bottom"};
-
-/// The GPT-2 byte-to-unicode character of byte `b`, UTF-8 encoded.
-std::string byte_char(unsigned b) {
-  auto printable = [](unsigned x) {
-    return (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174;
-  };
-  unsigned cp = b;
-  if (!printable(b)) {
-    unsigned shifted = 0;
-    for (unsigned x = 0; x < b; ++x) shifted += printable(x) ? 0U : 1U;
-    cp = 256 + shifted;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
 
 using Merges = std::map<std::pair<std::string, std::string>, std::int64_t>;  // pair -> rank
 
@@ -92,7 +72,8 @@ std::vector<std::string> apply_merges(std::vector<std::string> symbols, const Me
 
 json tokenizer_document() {
   json vocab = json::object();
-  for (unsigned b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
+  for (unsigned b = 0; b < 256; ++b)
+    vocab[data::byte_level_char(static_cast<unsigned char>(b))] = b;
   json merges = json::array();
   Merges ranks;
   std::int64_t id = 256;

@@ -5,25 +5,12 @@
 
 namespace shardscope::ui::compare {
 
-namespace {
-
-QCPRange unite(const std::optional<QCPRange>& range, double v) {
-  return range ? QCPRange(std::min(range->lower, v), std::max(range->upper, v)) : QCPRange(v, v);
-}
-
-bool inDomain(double v, QCP::SignDomain domain) {
-  return domain == QCP::sdBoth || (domain == QCP::sdPositive && v > 0) ||
-         (domain == QCP::sdNegative && v < 0);
-}
-
-}  // namespace
-
 TrialLines::TrialLines(QCPAxis* keyAxis, QCPAxis* valueAxis)
     : QCPAbstractPlottable(keyAxis, valueAxis) {}
 
 int TrialLines::addLine(Line line) {
   m_points += line.xs.size();
-  grow(line, 0);
+  m_bounds.grow(line.xs, line.ys, 0);
   m_lines.append(std::move(line));
   return static_cast<int>(m_lines.size() - 1);
 }
@@ -43,23 +30,13 @@ void TrialLines::setPoints(int index, const QVector<double>& xs, const QVector<d
   }
   // A reset may shrink a line: the bounds then stay as wide as they were until clearLines(),
   // which only costs some empty margin.
-  grow(line, from);
+  m_bounds.grow(line.xs, line.ys, from);
 }
 
 void TrialLines::clearLines() {
   m_lines.clear();
   m_points = 0;
-  m_keys.reset();
-  m_values.reset();
-}
-
-void TrialLines::grow(const Line& line, qsizetype from) {
-  const qsizetype n = std::min(line.xs.size(), line.ys.size());
-  for (qsizetype i = from; i < n; ++i) {
-    if (!std::isfinite(line.xs[i]) || !std::isfinite(line.ys[i])) continue;
-    m_keys = unite(m_keys, line.xs[i]);
-    m_values = unite(m_values, line.ys[i]);
-  }
+  m_bounds.clear();
 }
 
 double TrialLines::selectTest(const QPointF& /*pos*/, bool /*onlySelectable*/,
@@ -68,34 +45,12 @@ double TrialLines::selectTest(const QPointF& /*pos*/, bool /*onlySelectable*/,
 }
 
 QCPRange TrialLines::getKeyRange(bool& foundRange, QCP::SignDomain inSignDomain) const {
-  foundRange = false;
-  if (inSignDomain == QCP::sdBoth) {
-    foundRange = m_keys.has_value();
-    return m_keys.value_or(QCPRange());
-  }
-  std::optional<QCPRange> range;
-  for (const Line& line : m_lines) {
-    for (double x : line.xs)
-      if (std::isfinite(x) && inDomain(x, inSignDomain)) range = unite(range, x);
-  }
-  foundRange = range.has_value();
-  return range.value_or(QCPRange());
+  return m_bounds.keys(foundRange, inSignDomain, m_lines);
 }
 
 QCPRange TrialLines::getValueRange(bool& foundRange, QCP::SignDomain inSignDomain,
                                    const QCPRange& /*inKeyRange*/) const {
-  foundRange = false;
-  if (inSignDomain == QCP::sdBoth) {
-    foundRange = m_values.has_value();
-    return m_values.value_or(QCPRange());
-  }
-  std::optional<QCPRange> range;
-  for (const Line& line : m_lines) {
-    for (double y : line.ys)
-      if (std::isfinite(y) && inDomain(y, inSignDomain)) range = unite(range, y);
-  }
-  foundRange = range.has_value();
-  return range.value_or(QCPRange());
+  return m_bounds.values(foundRange, inSignDomain, m_lines);
 }
 
 // Thin solid lines that share a pen and have no end marker are stroked together, one drawLines()

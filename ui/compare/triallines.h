@@ -9,7 +9,7 @@
 
 #include <QVector>
 
-#include <optional>
+#include "ui/widgets/linebounds.h"
 
 namespace shardscope::ui::compare {
 
@@ -59,13 +59,10 @@ class TrialLines : public QCPAbstractPlottable {
   /// Strokes one line, or appends its segments to `segments` when given (a batch of one pen).
   void drawLine(QCPPainter* painter, const Line& line, const Mapping& map, QVector<QPointF>& pixels,
                 QVector<QLineF>* segments) const;
-  void grow(const Line& line, qsizetype from);
 
   QVector<Line> m_lines;
   qsizetype m_points = 0;
-  // Bounds of every finite point (empty: none yet).
-  std::optional<QCPRange> m_keys;
-  std::optional<QCPRange> m_values;
+  LineBounds m_bounds;
 };
 
 }  // namespace shardscope::ui::compare

@@ -11,11 +11,6 @@ namespace {
 // A channel in [0, 1] as 0..255, rounded.
 int toByte(float v) { return int(std::lround(v * 255.0f)); }
 
-bool inDomain(double v, QCP::SignDomain domain) {
-  return domain == QCP::sdBoth || (domain == QCP::sdPositive && v > 0) ||
-         (domain == QCP::sdNegative && v < 0);
-}
-
 // Coordinates to pixels inside the axis rect (0,0 its top left) for one rasterisation.
 struct Mapping {
   bool linear = true;
@@ -85,7 +80,7 @@ int DensityLines::addGroup(const Group& group) {
 int DensityLines::addLine(int group, const QVector<double>& xs, const QVector<double>& ys) {
   Line line{std::clamp(group, 0, std::max(0, groupCount() - 1)), xs, ys};
   m_points += std::min(xs.size(), ys.size());
-  grow(line, 0);
+  m_bounds.grow(line.xs, line.ys, 0);
   m_lines.append(std::move(line));
   ++m_generation;
   return static_cast<int>(m_lines.size() - 1);
@@ -105,7 +100,7 @@ void DensityLines::setPoints(int index, const QVector<double>& xs, const QVector
     line.ys += ys;
   }
   m_points += std::min(xs.size(), ys.size());
-  grow(line, from);
+  m_bounds.grow(line.xs, line.ys, from);
   ++m_generation;
 }
 
@@ -117,7 +112,7 @@ void DensityLines::setBackdrop(const QColor& color) {
 void DensityLines::clearLines() {
   m_lines.clear();
   m_points = 0;
-  m_hasRange = false;
+  m_bounds.clear();
   ++m_generation;
 }
 
@@ -126,63 +121,18 @@ int DensityLines::linesIn(int group) const {
                                         [group](const Line& l) { return l.group == group; }));
 }
 
-void DensityLines::grow(const Line& line, qsizetype from) {
-  const qsizetype n = std::min(line.xs.size(), line.ys.size());
-  for (qsizetype i = from; i < n; ++i) {
-    const double x = line.xs[i];
-    const double y = line.ys[i];
-    if (!std::isfinite(x) || !std::isfinite(y)) continue;
-    if (!m_hasRange) {
-      m_keys = QCPRange(x, x);
-      m_values = QCPRange(y, y);
-      m_hasRange = true;
-      continue;
-    }
-    m_keys.expand(x);
-    m_values.expand(y);
-  }
-}
-
 double DensityLines::selectTest(const QPointF& /*pos*/, bool /*onlySelectable*/,
                                 QVariant* /*details*/) const {
   return -1;  // a density is not selectable: the plot only drags and zooms
 }
 
 QCPRange DensityLines::getKeyRange(bool& foundRange, QCP::SignDomain inSignDomain) const {
-  foundRange = false;
-  if (inSignDomain == QCP::sdBoth) {
-    foundRange = m_hasRange;
-    return m_keys;
-  }
-  QCPRange range;
-  for (const Line& line : m_lines) {
-    for (double x : line.xs) {
-      if (!std::isfinite(x) || !inDomain(x, inSignDomain)) continue;
-      range = foundRange ? QCPRange(std::min(range.lower, x), std::max(range.upper, x))
-                         : QCPRange(x, x);
-      foundRange = true;
-    }
-  }
-  return range;
+  return m_bounds.keys(foundRange, inSignDomain, m_lines);
 }
 
 QCPRange DensityLines::getValueRange(bool& foundRange, QCP::SignDomain inSignDomain,
                                      const QCPRange& /*inKeyRange*/) const {
-  foundRange = false;
-  if (inSignDomain == QCP::sdBoth) {
-    foundRange = m_hasRange;
-    return m_values;
-  }
-  QCPRange range;
-  for (const Line& line : m_lines) {
-    for (double y : line.ys) {
-      if (!std::isfinite(y) || !inDomain(y, inSignDomain)) continue;
-      range = foundRange ? QCPRange(std::min(range.lower, y), std::max(range.upper, y))
-                         : QCPRange(y, y);
-      foundRange = true;
-    }
-  }
-  return range;
+  return m_bounds.values(foundRange, inSignDomain, m_lines);
 }
 
 DensityLines::View DensityLines::currentView() const {

@@ -17,6 +17,8 @@
 #include <QTimer>
 #include <QVector>
 
+#include "ui/widgets/linebounds.h"
+
 namespace shardscope::ui {
 
 class DensityLines : public QCPAbstractPlottable {
@@ -94,15 +96,12 @@ class DensityLines : public QCPAbstractPlottable {
   void rasteriseLine(const Line& line, int id, const View& view, std::vector<quint16>& counts,
                      std::vector<int>& stamp) const;
   QImage composite(const std::vector<std::vector<quint16>>& counts, QSize size) const;
-  void grow(const Line& line, qsizetype from);
 
   QVector<Group> m_groups;
   QVector<Line> m_lines;
   qsizetype m_points = 0;
   quint64 m_generation = 1;
-  QCPRange m_keys;
-  QCPRange m_values;
-  bool m_hasRange = false;
+  LineBounds m_bounds;
   QColor m_backdrop;
   QImage m_image;
   View m_imageView;

@@ -8,30 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/text/tokenizer.h"
+
 namespace tiny {
 
 inline constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
-/// The GPT-2 byte-to-unicode character of a byte, UTF-8 encoded.
-inline std::string byte_char(unsigned b) {
-  unsigned cp = b;
-  if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174)) {
-    unsigned shifted = 0;
-    for (unsigned x = 0; x < b; ++x) {
-      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174)) ++shifted;
-    }
-    cp = 256 + shifted;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
 
 inline nlohmann::json added(int id, const char* content, bool special) {
   return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
@@ -41,7 +23,9 @@ inline nlohmann::json added(int id, const char* content, bool special) {
 /// The tokenizer.json document; tests edit it to make bad variants.
 inline nlohmann::json document() {
   nlohmann::json vocab = nlohmann::json::object();
-  for (unsigned b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
+  for (unsigned b = 0; b < 256; ++b) {
+    vocab[shardscope::data::byte_level_char(static_cast<unsigned char>(b))] = b;
+  }
   const char* merged[][2] = {{"h", "e"},
                              {"l", "l"},
                              {"he", "ll"},
