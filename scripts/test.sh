@@ -42,7 +42,13 @@ if [[ $sanitizers == 1 ]]; then
     cmake --preset asan-ci >/dev/null && cmake --build build-asan-ci -j "$(getconf _NPROCESSORS_ONLN)"' \
     >build/sanitizer-trees.log 2>&1 &
   prebuild=$!
-  trap '[[ -n $prebuild ]] && kill "$prebuild" 2>/dev/null || true' EXIT
+  # Interrupted, the builds stop with the script (the shell, cmake and ninja below it).
+  kill_tree() {
+    local child
+    for child in $(pgrep -P "$1" || true); do kill_tree "$child"; done
+    kill "$1" 2>/dev/null || true
+  }
+  trap '[[ -n $prebuild ]] && kill_tree "$prebuild"; true' EXIT
 fi
 status=0
 # Two CTest slots per core: a test holds two per core it keeps busy and one when it mostly
