@@ -247,6 +247,12 @@ Result<FileInspection> DataInspector::inspect_file(const std::string& path, cons
   return out;
 }
 
+std::string bound_key(const spec::Experiment& exp) {
+  if (exp.data.format != "chat") return {};
+  return exp.data.train_path + '\n' + exp.model.path + '\n' + exp.model.arch + '\n' +
+         std::to_string(exp.model.tiny_vocab_size) + '\n' + std::to_string(exp.data.seq_len);
+}
+
 Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp,
                                                         const std::atomic<bool>* cancel) {
   if (exp.data.format != "chat") return std::optional<spec::DataBound>();
@@ -256,8 +262,7 @@ Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& 
   std::error_code ec;
   const auto size = std::filesystem::file_size(exp.data.train_path, ec);
   const auto mtime = std::filesystem::last_write_time(exp.data.train_path, ec);
-  const std::string key = exp.data.train_path + '\n' + exp.model.path + '\n' +
-                          std::to_string(exp.data.seq_len) + '\n' + std::to_string(size) + '\n' +
+  const std::string key = bound_key(exp) + '\n' + std::to_string(size) + '\n' +
                           std::to_string(static_cast<long long>(mtime.time_since_epoch().count()));
   static std::mutex mutex;
   static std::map<std::string, spec::DataBound> cache;

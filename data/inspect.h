@@ -158,10 +158,15 @@ class DataInspector {
 /// the trainer loads them (one pass, images decoded; lines the trainer refuses are left out: it
 /// would not start on them). nullopt when data.format is not "chat" (the estimate then bounds
 /// rows by data.seq_len); errors are the inspector's (an unreadable file, model or tokenizer).
-/// Cached per file (its path, size and modification time), model folder and data.seq_len.
+/// Cached per bound_key and the file's size and modification time.
 /// `cancel`, set from another thread, stops the pass at its next line: an error, nothing cached.
 Result<std::optional<spec::DataBound>> train_data_bound(const spec::Experiment& exp,
                                                         const std::atomic<bool>* cancel = nullptr);
+
+/// The experiment's fields train_data_bound's answer depends on besides the file's bytes (the
+/// file, the model's tokenizer and image processor, data.seq_len), one string; empty when
+/// data.format is not "chat".
+std::string bound_key(const spec::Experiment& exp);
 
 /// The inspection as JSON (`data inspect --json`; docs/cli.md lists the fields).
 nlohmann::json inspection_to_json(const Inspection& inspection);

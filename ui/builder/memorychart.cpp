@@ -17,6 +17,7 @@
 
 #include "backend/databound.h"
 #include "backend/ssh/hostcheck.h"
+#include "data/inspect.h"
 #include "spec/estimate.h"
 
 Q_LOGGING_CATEGORY(lcMemoryChart, "shardscope.ui.builder.memory")
@@ -51,14 +52,10 @@ std::pair<double, QString> axisUnit(double bytes) {
   return {1.0, QStringLiteral("B")};
 }
 
-// The fields the data's bound depends on (backend::trainDataBound reads the file with the model's
-// tokenizer and image processor; data.seq_len decides which lines load); empty: not chat data,
-// whose rows are data.seq_len's. The file's size and modification time are the worker's to check.
+// The fields the data's bound depends on (data::bound_key); empty: not chat data, whose rows are
+// data.seq_len's. The file's size and modification time are the worker's to check.
 QString boundKey(const spec::Experiment& exp) {
-  if (exp.data.format != "chat") return {};
-  return QString::fromStdString(exp.data.train_path + '\n' + exp.model.path + '\n' +
-                                exp.model.arch + '\n' + std::to_string(exp.model.tiny_vocab_size) +
-                                '\n' + std::to_string(exp.data.seq_len));
+  return QString::fromStdString(data::bound_key(exp));
 }
 
 bool sameBound(const std::optional<spec::DataBound>& a, const std::optional<spec::DataBound>& b) {
