@@ -7,6 +7,11 @@
 // trial is infeasible: exit 3 and one line that says so, with the estimate and the budget's
 // source. Trials that fail for another reason also end the sweep with exit 3 ("no trial
 // completed"); Slurm without launch.device_memory_gib is refused (exit 2) naming the field.
+// A chat trial at micro-batch 4 that runs out of memory (the counting allocator's host limit,
+// between the measured peaks of micro-batch 2 and 4) is replanned at micro-batch 2 with its
+// sampled value, because the ladder holds each plan against the rows the chat samples bound (69
+// tokens), not data.seq_len's 2048 (where every smaller micro-batch exceeds the budget); it
+// completes with the very losses of a run started at micro-batch 2.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -16,6 +21,9 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <algorithm>
+#include <limits>
 
 #include "tests/app/clitest.h"
 #include "tests/support/files.h"
@@ -87,6 +95,68 @@ qint64 deviceEstimate(const QString& exp, const QString& set) {
   p.start(kShardtrain, {"estimate", exp, "--json", "--set", set});
   if (!p.waitForFinished(60000) || p.exitCode() != 0) return -1;
   return json(QString::fromUtf8(p.readAllStandardOutput()))["device"].toInteger();
+}
+
+// The replan experiment: unpacked chat rows (the data bounds them at 69 tokens, far below
+// data.seq_len), a fixed micro-batch of 4 and one sampled value of train.lr.
+QString replanExperiment(const QString& budget) {
+  return QStringLiteral(R"([experiment]
+name = "vl-replan"
+
+[model]
+arch = "qwen2_vl"
+path = "data/model"
+
+[data]
+train_path = "data/train.jsonl"
+format = "chat"
+seq_len = 2048
+pack = false
+
+[train]
+max_steps = 2
+batch_size = 8
+micro_batch_size = 4
+lr = 1e-3
+log_every = 1
+mem_every = 1
+ckpt_at_end = false
+threads = 1
+
+[lora]
+enabled = true
+r = 4
+alpha = 8
+target_modules = ["q_proj", "v_proj", "qkv"]
+
+[launch]
+kind = "local"
+nproc_per_node = 2
+device_memory_gib = %1
+
+[search]
+sampler = "grid"
+n_trials = 1
+concurrency = 1
+objectives = {objective = "minimize"}
+
+[search.space."train.lr"]
+type = "categorical"
+choices = [1e-3]
+)")
+      .arg(budget);
+}
+
+// The values of the field `key` of every `ev` event in a run folder's events-rank-N.jsonl.
+QList<double> eventValues(const QString& runDir, int rank, const QString& ev, const QString& key) {
+  QFile file(runDir + QStringLiteral("/events-rank-%1.jsonl").arg(rank));
+  QList<double> values;
+  if (!file.open(QIODevice::ReadOnly)) return values;
+  while (!file.atEnd()) {
+    const QJsonObject o = QJsonDocument::fromJson(file.readLine()).object();
+    if (o["ev"].toString() == ev && o.contains(key)) values << o[key].toDouble();
+  }
+  return values;
 }
 
 QJsonArray trials(const QString& db) {
@@ -216,6 +286,90 @@ class TestCliSweepVl : public QObject {
     const Run none = cli({"estimate", exp});
     QCOMPARE(none.exitCode, 2);
     QVERIFY2(none.err.contains(m_dir.filePath("bad/config.json")), qPrintable(none.err));
+  }
+
+  void aChatTrialOutOfMemoryIsReplannedWithinTheDataBound() {
+    // The estimates: micro-batch 4 with the rows the chat samples bound, and micro-batch 1 with
+    // data.seq_len's rows (--no-data), the smallest plan the ladder would hold without the bound.
+    const QString probe = m_dir.filePath("replan-probe.toml");
+    QVERIFY(writeText(probe, replanExperiment("1000")));
+    const auto estimate = [&](const QStringList& extra) {
+      const Run r = cli(QStringList{"estimate", probe, "--json", "--uncalibrated"} + extra);
+      return r.exitCode == 0 ? json(r.out)["mem_per_rank"].toInteger() : qint64(-1);
+    };
+    const qint64 bounded4 = estimate({"--set", "train.micro_batch_size=4"});
+    const qint64 unbounded1 = estimate({"--set", "train.micro_batch_size=1", "--no-data"});
+    QVERIFY2(bounded4 > 0 && unbounded1 > 2 * bounded4,
+             qPrintable(QString("estimates %1 %2").arg(bounded4).arg(unbounded1)));
+    const double budget = (static_cast<double>(bounded4) + static_cast<double>(unbounded1)) / 2;
+
+    // The measured peaks of micro-batch 2 (the reference) and 4, each rank's, in a run log of
+    // their own (so that the sweep's estimate is the formulas', uncalibrated).
+    const QString refDb = m_dir.filePath("replan-reference.db");
+    const auto runAt = [&](int micro) -> QString {
+      const Run r = cli({"--db", refDb, "run", probe, "--set",
+                         QStringLiteral("train.micro_batch_size=%1").arg(micro)},
+                        QProcessEnvironment::systemEnvironment(), 300000);
+      if (r.exitCode != 0) {
+        qWarning("%s", qPrintable(r.out + r.err));
+        return {};
+      }
+      // The reference's run is the log's first (id 1), micro-batch 4's its second.
+      const Run show = cli({"--db", refDb, "--json", "show", micro == 2 ? "1" : "2"});
+      return json(show.out)["run_dir"].toString();
+    };
+    const QString two = runAt(2);
+    const QString four = runAt(4);
+    QVERIFY(!two.isEmpty() && !four.isEmpty());
+    double peak2 = 0;
+    double peak4 = std::numeric_limits<double>::max();
+    for (int rank = 0; rank < 2; ++rank) {
+      for (double p : eventValues(two, rank, "mem", "peak")) peak2 = std::max(peak2, p);
+      const QList<double> p4 = eventValues(four, rank, "mem", "peak");
+      QVERIFY(!p4.isEmpty());
+      peak4 = std::min(peak4, *std::max_element(p4.begin(), p4.end()));
+    }
+    QVERIFY2(peak2 > 0 && peak4 > peak2 * 1.2,
+             qPrintable(QString("peaks: micro-batch 2 %1, 4 %2 bytes").arg(peak2).arg(peak4)));
+    const QList<double> reference = eventValues(two, 0, "step", "loss");
+    QCOMPARE(reference.size(), 2);
+
+    // The sweep under a host limit between the two peaks, with a budget that micro-batch 4 fits
+    // by the data's bound and no micro-batch fits by data.seq_len's.
+    const QString exp = m_dir.filePath("replan.toml");
+    QVERIFY(writeText(exp, replanExperiment(QString::number(budget / kGiB, 'g', 10))));
+    const QString db = m_dir.filePath("replan.db");
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_HOST_MEMORY_LIMIT", QString::number(qint64((peak2 + peak4) / 2)));
+    const Run r = cli({"--db", db, "sweep", exp}, env, 400000);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QVERIFY2(r.out.contains("1 complete, 0 pruned, 0 failed, 0 infeasible"), qPrintable(r.out));
+    const Run show = cli({"--db", db, "study", "show", "replan", "--json"});
+    const QJsonArray all = json(show.out)["trials"].toArray();
+    QCOMPARE(all.size(), 1);
+    const QJsonObject trial = all[0].toObject();
+    QCOMPARE(trial["state"].toString(), QStringLiteral("complete"));
+    QCOMPARE(trial["replan"].toString(),
+             QStringLiteral("attempt 0 ran out of memory; attempt 1: train.micro_batch_size 4 -> 2 "
+                            "(gradient accumulation 1 -> 2)"));
+    const Run run =
+        cli({"--db", db, "--json", "show", QString::number(trial["run_id"].toInteger())});
+    const QString runDir = json(run.out)["run_dir"].toString();
+    QVERIFY2(runDir.endsWith("-retry-1"), qPrintable(run.out));
+    // Attempt 0 ran out of memory on some rank (its folder is the trial's first); attempt 1 has
+    // the reference's losses, exactly.
+    const QString first = runDir.chopped(int(QStringLiteral("-retry-1").size()));
+    bool oom = false;
+    for (int rank = 0; rank < 2; ++rank) {
+      QFile events(first + QStringLiteral("/events-rank-%1.jsonl").arg(rank));
+      if (!events.open(QIODevice::ReadOnly)) continue;
+      while (!events.atEnd()) {
+        const QJsonObject o = QJsonDocument::fromJson(events.readLine()).object();
+        if (o["ev"].toString() == "error" && o["kind"].toString() == "oom") oom = true;
+      }
+    }
+    QVERIFY2(oom, qPrintable(first + ": no oom error event"));
+    QCOMPARE(eventValues(runDir, 0, "step", "loss"), reference);
   }
 
   void slurmWithoutTheFieldIsRefused() {
