@@ -5,17 +5,21 @@
 // collapsed and selected through a refresh, the group opened in Compare from the parent row's
 // context menu (its two runs of different experiments as trials, the parameter plots over the one
 // parameter both have), the group still there after the window is opened again, and one run
-// taken out of it through the context menu's Remove from group.
+// taken out of it through the context menu's Remove from group, then the group renamed and
+// deleted from its parent row's context menu (its run stays).
 #include <QAbstractItemView>
 #include <QApplication>
 #include <QComboBox>
 #include <QContextMenuEvent>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QMessageBox>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -257,6 +261,55 @@ class TestRunGroups : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(groupsOf(runs, m_solo), QStringList{}, kWaitMs);
     QCOMPARE(testing::visibleRunNames(runs), QStringList{"sweep-1"});  // filter: group:pair
     QCOMPARE(groupsOf(runs, m_fixture.trialIds[1]), QStringList{"pair"});
+  }
+
+  // The group's parent row's context menu renames it (a bad name is refused, said in the status
+  // bar, the group unchanged) and deletes it after asking: its run stays, in no group.
+  void renameThenDeleteTheGroup() {
+    RunsPanel* runs = m_window->runsPanel();
+    const qint64 trial = m_fixture.trialIds[1];
+    runs->filterEdit()->clear();
+    runs->groupBy()->setCurrentIndex(runs->groupBy()->findText("group"));
+    QAbstractItemModel* model = runs->view()->model();
+    QCOMPARE(model->index(0, 0).data().toString(), QString("group pair · 1 run"));
+    QSignalSpy said(runs, &RunsPanel::message);
+    const auto rename = [&](const QString& to) {
+      if (!pickFromContextMenu(runs, model->index(0, 0), "Rename group pair...")) return false;
+      QInputDialog* dialog = runs->renameGroupDialog();
+      if (dialog == nullptr || !QTest::qWaitForWindowExposed(dialog)) return false;
+      if (dialog->textValue() != "pair") return false;
+      dialog->setTextValue(to);
+      QTest::mouseClick(dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok),
+                        Qt::LeftButton);
+      return true;
+    };
+    QVERIFY(rename("a:b"));
+    QTRY_VERIFY_WITH_TIMEOUT(!said.isEmpty(), kWaitMs);
+    QVERIFY2(said.last().at(0).toString().contains("holds ':'"),
+             qPrintable(said.last().at(0).toString()));
+    QCOMPARE(groupsOf(runs, trial), QStringList{"pair"});
+    QVERIFY(rename("kept"));
+    QTRY_COMPARE_WITH_TIMEOUT(groupsOf(runs, trial), QStringList{"kept"}, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(model->index(0, 0).data().toString(), QString("group kept · 1 run"),
+                              kWaitMs);
+    QCOMPARE(said.last().at(0).toString(), QString("group pair renamed kept"));
+
+    QVERIFY(pickFromContextMenu(runs, model->index(0, 0), "Delete group kept..."));
+    QMessageBox* box = runs->deleteGroupDialog();
+    QVERIFY(box != nullptr);
+    QVERIFY(QTest::qWaitForWindowExposed(box));
+    QCOMPARE(box->text(), QString("Delete group kept? Its run stays in the run log, in no group."));
+    QTest::mouseClick(box->button(QMessageBox::Yes), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(groupsOf(runs, trial), QStringList{}, kWaitMs);
+    QTRY_COMPARE_WITH_TIMEOUT(model->rowCount(), 1, kWaitMs);
+    QCOMPARE(model->index(0, 0).data().toString(), QString("no group · 11 runs"));
+    QCOMPARE(m_window->runCount(), 11);
+    auto reader = m_fixture.store->reader();
+    QVERIFY(reader);
+    const auto gone = reader->group("kept");
+    QVERIFY(gone && !gone->has_value());
+    // With no group under the cursor (a run in none), the group actions are disabled.
+    QVERIFY(!pickFromContextMenu(runs, model->index(0, 0), "Rename group"));
   }
 
   // Grouped by tag, a run with two tags is a row under each; selecting it selects both rows and

@@ -73,6 +73,14 @@ void RunLog::editGroup(const QString& name, const QList<qint64>& add, const QLis
                             [w = m_worker, name, add, remove] { w->editGroup(name, add, remove); });
 }
 
+void RunLog::renameGroup(const QString& from, const QString& to) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, from, to] { w->renameGroup(from, to); });
+}
+
+void RunLog::deleteGroup(const QString& name) {
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, name] { w->deleteGroup(name); });
+}
+
 void RunLog::setVerdicts(const QVector<VerdictEdit>& edits) {
   QMetaObject::invokeMethod(m_worker, [w = m_worker, edits] { w->setVerdicts(edits); });
 }

@@ -63,6 +63,10 @@ class RunLog : public RunLogSignals {
   /// (written in the worker's thread, schema 12); edited() says how it went, and the runs come
   /// again with their groups.
   void editGroup(const QString& name, const QList<qint64>& add, const QList<qint64>& remove);
+  /// Renames group `from` to `to`, or deletes group `name` (its runs stay, in no group): written
+  /// in the worker's thread; edited() says how it went, and the runs come again with their groups.
+  void renameGroup(const QString& from, const QString& to);
+  void deleteGroup(const QString& name);
   /// Marks answers good or bad, or clears their marks (written in the worker's thread, schema 11);
   /// edited() says how it went, and the Samples view gets the runs' verdicts again.
   void setVerdicts(const QVector<VerdictEdit>& edits);

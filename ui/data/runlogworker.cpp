@@ -318,6 +318,28 @@ void RunLogWorker::editGroup(const QString& name, const QList<qint64>& add,
   refresh();
 }
 
+void RunLogWorker::renameGroup(const QString& from, const QString& to) {
+  backend::RunStore* store = writer();
+  if (store == nullptr) return;
+  if (auto r = store->renameGroup(from, to).get(); !r) {
+    emit edited(false, QString::fromStdString(r.message()));
+    return;
+  }
+  emit edited(true, tr("group %1 renamed %2").arg(from, to));
+  refresh();
+}
+
+void RunLogWorker::deleteGroup(const QString& name) {
+  backend::RunStore* store = writer();
+  if (store == nullptr) return;
+  if (auto r = store->deleteGroup(name).get(); !r) {
+    emit edited(false, QString::fromStdString(r.message()));
+    return;
+  }
+  emit edited(true, tr("group %1 deleted; its runs stay").arg(name));
+  refresh();
+}
+
 void RunLogWorker::setQueryKeys(const QStringList& params, const QStringList& metrics) {
   if (params == m_queryParams && metrics == m_queryMetrics) return;
   m_queryParams = params;

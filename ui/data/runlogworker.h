@@ -81,6 +81,8 @@ class RunLogWorker : public RunLogSignals {
   void editTags(const QList<qint64>& runIds, const QStringList& add, const QStringList& remove);
   void setNote(qint64 runId, const QString& note);
   void editGroup(const QString& name, const QList<qint64>& add, const QList<qint64>& remove);
+  void renameGroup(const QString& from, const QString& to);
+  void deleteGroup(const QString& name);
   /// See RunLog::setVerdicts: each mark through the same RunStore, then a refresh (the Samples
   /// view gets the run's verdicts again, the runs table its counts).
   void setVerdicts(const QVector<VerdictEdit>& edits);

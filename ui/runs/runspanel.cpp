@@ -151,15 +151,11 @@ RunsPanel::RunsPanel(RunLog& runLog, QWidget* parent)
     QMenu menu(this);
     menu.addActions({m_editTags, m_editNote});
     menu.addSeparator();
-    m_compareGroupName = groupAt(at);
-    m_compareGroup->setEnabled(!m_compareGroupName.isEmpty());
-    m_compareGroup->setText(m_compareGroupName.isEmpty()
-                                ? tr("Compare group")
-                                : tr("Compare group %1").arg(m_compareGroupName));
+    aimGroupActions(at);
     fillRemoveFromGroup();
     menu.addAction(m_addToGroup);
     menu.addMenu(m_removeFromGroup);
-    menu.addAction(m_compareGroup);
+    menu.addActions({m_compareGroup, m_renameGroup, m_deleteGroup});
     menu.addSeparator();
     menu.addActions({m_stop, m_prune, m_resume, m_clone});
     menu.addSeparator();

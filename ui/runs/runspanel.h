@@ -9,7 +9,8 @@
 // bytes), Archive and "Keep the best N checkpoints" of a sweep are in the context menu
 // (runspanel_files.cpp). Groups (schema 12): "Add to group..." and "Remove from group" in the
 // context menu act on the selected runs; "Group by" shows the rows under collapsible parents by
-// sweep, group or tag (RunGroupModel), and "Compare group" opens a group in Compare.
+// sweep, group or tag (RunGroupModel); "Compare group" opens a group in Compare, and "Rename
+// group..." and "Delete group..." (its runs stay) act on the group under the cursor.
 #pragma once
 
 #include <QAction>
@@ -22,6 +23,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QInputDialog;
 class QMessageBox;
 class QLabel;
 class QLineEdit;
@@ -64,6 +66,12 @@ class RunsPanel : public QWidget {
   /// Opens in Compare the group whose parent row was right-clicked (grouped by group), else the
   /// one group every selected run is in; disabled when there is none.
   QAction* compareGroupAction() const { return m_compareGroup; }
+  /// Rename and delete the group compareGroupAction would open (a dialog each, non-blocking:
+  /// renameGroupDialog, deleteGroupDialog). Deleting a group keeps its runs.
+  QAction* renameGroupAction() const { return m_renameGroup; }
+  QAction* deleteGroupAction() const { return m_deleteGroup; }
+  QInputDialog* renameGroupDialog() const;
+  QMessageBox* deleteGroupDialog() const;
   /// Shown instead of the table while the run log has no run: how to start one.
   QLabel* emptyState() const { return m_empty; }
   QLineEdit* filterEdit() const { return m_filter; }
@@ -152,6 +160,10 @@ class RunsPanel : public QWidget {
   void onRegrouped();
   void openGroupDialog();
   void fillRemoveFromGroup();
+  /// The context menu's group actions, for the group under `at` (groupAt).
+  void aimGroupActions(const QPoint& at);
+  void askRenameGroup();
+  void confirmDeleteGroup();
   /// The group compareGroupAction acts on ("" when none), from the row under `at` (viewport).
   QString groupAt(const QPoint& at) const;
   void connectSelection();
@@ -174,7 +186,11 @@ class RunsPanel : public QWidget {
   QAction* m_addToGroup = nullptr;
   QMenu* m_removeFromGroup = nullptr;
   QAction* m_compareGroup = nullptr;
-  QString m_compareGroupName;  // what m_compareGroup opens
+  QAction* m_renameGroup = nullptr;
+  QAction* m_deleteGroup = nullptr;
+  QString m_menuGroup;  // the group the context menu's group actions act on ("": none)
+  QPointer<QInputDialog> m_renameGroupDialog;
+  QPointer<QMessageBox> m_deleteGroupDialog;
   QPointer<GroupDialog> m_groupDialog;
   QHash<QString, qint64> m_groupIds;      // the run log's groups: name -> id
   QStringList m_groupNames;               // ... by name

@@ -1,10 +1,14 @@
-// RunsPanel's groups of runs (schema 12): Add to group / Remove from group / Compare group, and
-// the Group by choice that shows the rows under collapsible parents (RunGroupModel).
+// RunsPanel's groups of runs (schema 12): Add to group / Remove from group / Compare, Rename and
+// Delete group, and the Group by choice that shows the rows under collapsible parents
+// (RunGroupModel).
 #include <QComboBox>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QItemSelectionModel>
 #include <QMap>
 #include <QMenu>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTreeView>
 
@@ -32,14 +36,20 @@ void RunsPanel::setupGroupActions() {
   m_removeFromGroup = new QMenu(tr("Remove from group"), this);
   m_compareGroup = new QAction(tr("Compare group"), this);
   m_compareGroup->setToolTip(tr("Open the group's runs in Compare, as a sweep"));
+  m_renameGroup = new QAction(tr("Rename group..."), this);
+  m_renameGroup->setToolTip(tr("Give the group another name; its runs stay in it"));
+  m_deleteGroup = new QAction(tr("Delete group..."), this);
+  m_deleteGroup->setToolTip(tr("Delete the group; its runs stay in the run log"));
 
   connect(m_groupBy, &QComboBox::currentIndexChanged, this, &RunsPanel::applyGroupBy);
   connect(m_groups, &RunGroupModel::regrouped, this, &RunsPanel::onRegrouped);
   connect(m_addToGroup, &QAction::triggered, this, &RunsPanel::openGroupDialog);
   connect(m_compareGroup, &QAction::triggered, this, [this] {
-    const qint64 id = m_groupIds.value(m_compareGroupName, -1);
+    const qint64 id = m_groupIds.value(m_menuGroup, -1);
     if (id >= 0) emit compareGroupRequested(id);
   });
+  connect(m_renameGroup, &QAction::triggered, this, &RunsPanel::askRenameGroup);
+  connect(m_deleteGroup, &QAction::triggered, this, &RunsPanel::confirmDeleteGroup);
   connect(&m_runLog, &RunLog::knownGroupsLoaded, this,
           [this](const QStringList& names, const QList<qint64>& ids) {
             m_groupNames = names;
@@ -67,6 +77,61 @@ void RunsPanel::setupGroupActions() {
 }
 
 GroupDialog* RunsPanel::groupDialog() const { return m_groupDialog.data(); }
+QInputDialog* RunsPanel::renameGroupDialog() const { return m_renameGroupDialog.data(); }
+QMessageBox* RunsPanel::deleteGroupDialog() const { return m_deleteGroupDialog.data(); }
+
+void RunsPanel::aimGroupActions(const QPoint& at) {
+  m_menuGroup = groupAt(at);
+  const bool some = !m_menuGroup.isEmpty();
+  for (QAction* action : {m_compareGroup, m_renameGroup, m_deleteGroup}) action->setEnabled(some);
+  m_compareGroup->setText(some ? tr("Compare group %1").arg(m_menuGroup) : tr("Compare group"));
+  m_renameGroup->setText(some ? tr("Rename group %1...").arg(m_menuGroup) : tr("Rename group..."));
+  m_deleteGroup->setText(some ? tr("Delete group %1...").arg(m_menuGroup) : tr("Delete group..."));
+}
+
+void RunsPanel::askRenameGroup() {
+  if (m_menuGroup.isEmpty()) return;
+  const QString from = m_menuGroup;
+  auto* dialog = new QInputDialog(this);
+  dialog->setObjectName(QStringLiteral("renameGroupDialog"));
+  dialog->setWindowTitle(tr("Rename group"));
+  dialog->setLabelText(tr("New name of group %1:").arg(from));
+  dialog->setTextValue(from);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  m_renameGroupDialog = dialog;
+  // The name is checked by the run log as the Add to group dialog checks it; a refusal (a bad
+  // name, one taken) comes back through RunLog::edited, in the status bar.
+  connect(dialog, &QInputDialog::textValueSelected, this, [this, from](const QString& text) {
+    const QString to = text.trimmed();
+    if (!to.isEmpty() && to != from) m_runLog.renameGroup(from, to);
+  });
+  dialog->open();
+}
+
+void RunsPanel::confirmDeleteGroup() {
+  if (m_menuGroup.isEmpty()) return;
+  const QString name = m_menuGroup;
+  int members = 0;
+  for (int row = 0; row < m_model->rowCount(); ++row) {
+    if (const RunSummary* run = m_model->runAt(row); run && run->groups.contains(name)) ++members;
+  }
+  auto* box = new QMessageBox(
+      QMessageBox::Question, tr("Delete group"),
+      members == 1 ? tr("Delete group %1? Its run stays in the run log, in no group.").arg(name)
+                   : tr("Delete group %1? Its %2 runs stay in the run log, in no group.")
+                         .arg(name)
+                         .arg(members),
+      QMessageBox::Yes | QMessageBox::Cancel, this);
+  box->setObjectName(QStringLiteral("deleteGroupDialog"));
+  box->button(QMessageBox::Yes)->setText(tr("Delete group"));
+  box->setDefaultButton(QMessageBox::Cancel);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  m_deleteGroupDialog = box;
+  connect(box, &QMessageBox::finished, this, [this, box, name] {
+    if (box->clickedButton() == box->button(QMessageBox::Yes)) m_runLog.deleteGroup(name);
+  });
+  box->open();
+}
 
 void RunsPanel::applyGroupBy() {
   const auto by = static_cast<RunGroupModel::GroupBy>(m_groupBy->currentData().toInt());
