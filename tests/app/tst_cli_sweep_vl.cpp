@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "tests/app/clitest.h"
 #include "tests/support/files.h"
@@ -97,54 +98,22 @@ qint64 deviceEstimate(const QString& exp, const QString& set) {
   return json(QString::fromUtf8(p.readAllStandardOutput()))["device"].toInteger();
 }
 
-// The replan experiment: unpacked chat rows (the data bounds them at 69 tokens, far below
-// data.seq_len), a fixed micro-batch of 4 and one sampled value of train.lr.
+// The replan experiment: the sweep's, with unpacked chat rows (the data bounds them at 69
+// tokens, far below data.seq_len), a fixed micro-batch of 4 in a global batch of 8, a `mem`
+// event every step, and one sampled value of train.lr. Empty when an edit found nothing to edit.
 QString replanExperiment(const QString& budget) {
-  return QStringLiteral(R"([experiment]
-name = "vl-replan"
-
-[model]
-arch = "qwen2_vl"
-path = "data/model"
-
-[data]
-train_path = "data/train.jsonl"
-format = "chat"
-seq_len = 2048
-pack = false
-
-[train]
-max_steps = 2
-batch_size = 8
-micro_batch_size = 4
-lr = 1e-3
-log_every = 1
-mem_every = 1
-ckpt_at_end = false
-threads = 1
-
-[lora]
-enabled = true
-r = 4
-alpha = 8
-target_modules = ["q_proj", "v_proj", "qkv"]
-
-[launch]
-kind = "local"
-nproc_per_node = 2
-device_memory_gib = %1
-
-[search]
-sampler = "grid"
-n_trials = 1
-concurrency = 1
-objectives = {objective = "minimize"}
-
-[search.space."train.lr"]
-type = "categorical"
-choices = [1e-3]
-)")
-      .arg(budget);
+  QString text = experiment(budget, 1, "1");
+  const std::pair<QString, QString> edits[] = {
+      {"seq_len = 96\n", "seq_len = 2048\npack = false\n"},
+      {"batch_size = 16\nmicro_batch_size = 1\n", "batch_size = 8\nmicro_batch_size = 4\n"},
+      {"log_every = 1\n", "log_every = 1\nmem_every = 1\n"},
+      {"\"train.micro_batch_size\"]\ntype = \"categorical\"\nchoices = [1]",
+       "\"train.lr\"]\ntype = \"categorical\"\nchoices = [1e-3]"}};
+  for (const auto& [from, to] : edits) {
+    if (!text.contains(from)) return {};
+    text.replace(from, to);
+  }
+  return text;
 }
 
 // The values of the field `key` of every `ev` event in a run folder's events-rank-N.jsonl.
@@ -292,6 +261,7 @@ class TestCliSweepVl : public QObject {
     // The estimates: micro-batch 4 with the rows the chat samples bound, and micro-batch 1 with
     // data.seq_len's rows (--no-data), the smallest plan the ladder would hold without the bound.
     const QString probe = m_dir.filePath("replan-probe.toml");
+    QVERIFY(!replanExperiment("1000").isEmpty());
     QVERIFY(writeText(probe, replanExperiment("1000")));
     const auto estimate = [&](const QStringList& extra) {
       const Run r = cli(QStringList{"estimate", probe, "--json", "--uncalibrated"} + extra);

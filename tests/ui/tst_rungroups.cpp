@@ -279,6 +279,7 @@ class TestRunGroups : public QObject {
       if (dialog == nullptr || !QTest::qWaitForWindowExposed(dialog)) return false;
       if (dialog->textValue() != "pair") return false;
       dialog->setTextValue(to);
+      (void)dialog->grab().save(testing::binaryDir() + "/tests/artifacts/rungroups-rename.png");
       QTest::mouseClick(dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok),
                         Qt::LeftButton);
       return true;
@@ -299,6 +300,7 @@ class TestRunGroups : public QObject {
     QVERIFY(box != nullptr);
     QVERIFY(QTest::qWaitForWindowExposed(box));
     QCOMPARE(box->text(), QString("Delete group kept? Its run stays in the run log, in no group."));
+    (void)box->grab().save(testing::binaryDir() + "/tests/artifacts/rungroups-delete.png");
     QTest::mouseClick(box->button(QMessageBox::Yes), Qt::LeftButton);
     QTRY_COMPARE_WITH_TIMEOUT(groupsOf(runs, trial), QStringList{}, kWaitMs);
     QTRY_COMPARE_WITH_TIMEOUT(model->rowCount(), 1, kWaitMs);
