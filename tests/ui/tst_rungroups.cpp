@@ -263,8 +263,8 @@ class TestRunGroups : public QObject {
     QCOMPARE(groupsOf(runs, m_fixture.trialIds[1]), QStringList{"pair"});
   }
 
-  // The group's parent row's context menu renames it (a bad name is refused, said in the status
-  // bar, the group unchanged) and deletes it after asking: its run stays, in no group.
+  // The group's parent row's context menu renames it (a bad name is refused as it is typed, OK
+  // disabled and the reason shown) and deletes it after asking: its run stays, in no group.
   void renameThenDeleteTheGroup() {
     RunsPanel* runs = m_window->runsPanel();
     const qint64 trial = m_fixture.trialIds[1];
@@ -273,33 +273,39 @@ class TestRunGroups : public QObject {
     QAbstractItemModel* model = runs->view()->model();
     QCOMPARE(model->index(0, 0).data().toString(), QString("group pair · 1 run"));
     QSignalSpy said(runs, &RunsPanel::message);
-    const auto rename = [&](const QString& to) {
-      if (!pickFromContextMenu(runs, model->index(0, 0), "Rename group pair...")) return false;
-      QInputDialog* dialog = runs->renameGroupDialog();
-      if (dialog == nullptr || !QTest::qWaitForWindowExposed(dialog)) return false;
-      if (dialog->textValue() != "pair") return false;
-      dialog->setTextValue(to);
-      (void)dialog->grab().save(testing::binaryDir() + "/tests/artifacts/rungroups-rename.png");
-      QTest::mouseClick(dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok),
-                        Qt::LeftButton);
-      return true;
-    };
-    QVERIFY(rename("a:b"));
-    QTRY_VERIFY_WITH_TIMEOUT(!said.isEmpty(), kWaitMs);
-    QVERIFY2(said.last().at(0).toString().contains("holds ':'"),
-             qPrintable(said.last().at(0).toString()));
-    QCOMPARE(groupsOf(runs, trial), QStringList{"pair"});
-    QVERIFY(rename("kept"));
+    QVERIFY(pickFromContextMenu(runs, model->index(0, 0), "Rename group pair..."));
+    QInputDialog* dialog = runs->renameGroupDialog();
+    QVERIFY(dialog != nullptr);
+    QVERIFY(QTest::qWaitForWindowExposed(dialog));
+    QCOMPARE(dialog->textValue(), QString("pair"));
+    auto* name = dialog->findChild<QLineEdit*>();
+    QPushButton* ok = dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+    QVERIFY(name != nullptr && ok != nullptr);
+    QVERIFY(!ok->isEnabled());  // the same name: nothing to rename
+    name->clear();
+    QTest::keyClicks(name, "a:b");
+    QVERIFY(!ok->isEnabled());
+    QVERIFY2(dialog->labelText().contains("group 'a:b' holds ':'"),
+             qPrintable(dialog->labelText()));
+    QTest::qWait(50);  // the dialog's new size, for the picture
+    (void)dialog->grab().save(testing::binaryDir() + "/tests/artifacts/rungroups-rename.png");
+    name->clear();
+    QTest::keyClicks(name, "kept");
+    QVERIFY(ok->isEnabled());
+    QCOMPARE(dialog->labelText(), QString("New name of group pair:"));
+    QTest::mouseClick(ok, Qt::LeftButton);
     QTRY_COMPARE_WITH_TIMEOUT(groupsOf(runs, trial), QStringList{"kept"}, kWaitMs);
     QTRY_COMPARE_WITH_TIMEOUT(model->index(0, 0).data().toString(), QString("group kept · 1 run"),
                               kWaitMs);
+    QVERIFY(!said.isEmpty());
     QCOMPARE(said.last().at(0).toString(), QString("group pair renamed kept"));
 
     QVERIFY(pickFromContextMenu(runs, model->index(0, 0), "Delete group kept..."));
     QMessageBox* box = runs->deleteGroupDialog();
     QVERIFY(box != nullptr);
     QVERIFY(QTest::qWaitForWindowExposed(box));
-    QCOMPARE(box->text(), QString("Delete group kept? Its run stays in the run log, in no group."));
+    QCOMPARE(box->text(),
+             QString("Delete group kept? Its run stays in the run log; only the group goes."));
     (void)box->grab().save(testing::binaryDir() + "/tests/artifacts/rungroups-delete.png");
     QTest::mouseClick(box->button(QMessageBox::Yes), Qt::LeftButton);
     QTRY_COMPARE_WITH_TIMEOUT(groupsOf(runs, trial), QStringList{}, kWaitMs);

@@ -2,9 +2,11 @@
 // Delete group, and the Group by choice that shows the rows under collapsible parents
 // (RunGroupModel).
 #include <QComboBox>
+#include <QDialogButtonBox>
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QItemSelectionModel>
+#include <QLabel>
 #include <QMap>
 #include <QMenu>
 #include <QMessageBox>
@@ -14,6 +16,7 @@
 
 #include <utility>
 
+#include "backend/store/rungroups.h"
 #include "ui/data/runlog.h"
 #include "ui/runs/groupdialog.h"
 #include "ui/runs/rungroupmodel.h"
@@ -95,17 +98,37 @@ void RunsPanel::askRenameGroup() {
   auto* dialog = new QInputDialog(this);
   dialog->setObjectName(QStringLiteral("renameGroupDialog"));
   dialog->setWindowTitle(tr("Rename group"));
-  dialog->setLabelText(tr("New name of group %1:").arg(from));
   dialog->setTextValue(from);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
   m_renameGroupDialog = dialog;
-  // The name is checked by the run log as the Add to group dialog checks it; a refusal (a bad
-  // name, one taken) comes back through RunLog::edited, in the status bar.
+  // Checked as it is typed, as the Add to group dialog checks a name (and against the groups
+  // known): OK stays disabled, with the reason under the prompt, while it is wrong or unchanged.
+  // A refusal the run log still makes (another window took the name) comes back through
+  // RunLog::edited, in the status bar.
+  const auto check = [this, dialog, from](const QString& text) {
+    const QString to = text.trimmed();
+    QString why;
+    if (auto valid = backend::checkGroupName(to); !valid && !to.isEmpty()) {
+      why = QString::fromStdString(valid.message());
+    } else if (to != from && m_groupIds.contains(to)) {
+      why = tr("group %1 already exists: choose another name").arg(to);
+    }
+    const QString prompt = tr("New name of group %1:").arg(from);
+    dialog->setLabelText(why.isEmpty() ? prompt : prompt + QLatin1Char('\n') + why);
+    dialog->adjustSize();  // the reason wraps under the prompt: the dialog grows to hold it
+    if (auto* buttons = dialog->findChild<QDialogButtonBox*>())
+      buttons->button(QDialogButtonBox::Ok)
+          ->setEnabled(why.isEmpty() && !to.isEmpty() && to != from);
+  };
+  connect(dialog, &QInputDialog::textValueChanged, dialog, check);
   connect(dialog, &QInputDialog::textValueSelected, this, [this, from](const QString& text) {
     const QString to = text.trimmed();
     if (!to.isEmpty() && to != from) m_runLog.renameGroup(from, to);
   });
   dialog->open();
+  if (auto* label = dialog->findChild<QLabel*>()) label->setWordWrap(true);
+  dialog->setMinimumWidth(380);
+  check(from);
 }
 
 void RunsPanel::confirmDeleteGroup() {
@@ -117,10 +140,11 @@ void RunsPanel::confirmDeleteGroup() {
   }
   auto* box = new QMessageBox(
       QMessageBox::Question, tr("Delete group"),
-      members == 1 ? tr("Delete group %1? Its run stays in the run log, in no group.").arg(name)
-                   : tr("Delete group %1? Its %2 runs stay in the run log, in no group.")
-                         .arg(name)
-                         .arg(members),
+      members == 1
+          ? tr("Delete group %1? Its run stays in the run log; only the group goes.").arg(name)
+          : tr("Delete group %1? Its %2 runs stay in the run log; only the group goes.")
+                .arg(name)
+                .arg(members),
       QMessageBox::Yes | QMessageBox::Cancel, this);
   box->setObjectName(QStringLiteral("deleteGroupDialog"));
   box->button(QMessageBox::Yes)->setText(tr("Delete group"));
