@@ -17,6 +17,7 @@
 
 #include "data/image/image.h"
 #include "tests/data/text/tiny_tokenizer.h"
+#include "tests/support/paths.h"
 
 namespace crafted {
 
@@ -37,9 +38,11 @@ inline std::string chat(const std::string& image, const std::string& question,
       .dump();
 }
 
-/// Writes the set into `dir`; `qwen_config` is examples/models/qwen2-vl-2b/config.json. Returns
-/// false when a file cannot be written.
-inline bool write(const std::string& dir, const std::string& qwen_config, Files& files) {
+/// Writes the set into `dir`, with the checkout's examples/models/qwen2-vl-2b/config.json as the
+/// model's. Returns false when a file cannot be written.
+inline bool write(const std::string& dir, Files& files) {
+  const std::string qwen_config =
+      (shardscope::testing::sourceDir() + "/examples/models/qwen2-vl-2b/config.json").toStdString();
   namespace fs = std::filesystem;
   auto put = [&](const std::string& name, const std::string& body) {
     std::ofstream out(dir + "/" + name, std::ios::binary);

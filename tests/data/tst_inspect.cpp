@@ -18,7 +18,6 @@
 #include "data/text/sft_prepare.h"
 #include "spec/experiment.h"
 #include "tests/data/crafted_data.h"
-#include "tests/support/paths.h"
 
 using namespace shardscope;
 
@@ -64,10 +63,7 @@ class TestInspect : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(m_dir.isValid());
-    QVERIFY(crafted::write(
-        m_dir.path().toStdString(),
-        (testing::sourceDir() + "/examples/models/qwen2-vl-2b/config.json").toStdString(),
-        m_files));
+    QVERIFY(crafted::write(m_dir.path().toStdString(), m_files));
     m_train = m_files.train;
     m_good = m_files.good;
   }

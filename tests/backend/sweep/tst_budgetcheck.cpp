@@ -14,7 +14,6 @@
 #include "spec/experiment.h"
 #include "spec/replan.h"
 #include "tests/data/crafted_data.h"
-#include "tests/support/paths.h"
 #include "tests/support/verify_ok.h"
 
 using namespace shardscope;
@@ -43,10 +42,7 @@ class TestBudgetCheck : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(m_dir.isValid());
-    QVERIFY(crafted::write(
-        m_dir.path().toStdString(),
-        (testing::sourceDir() + "/examples/models/qwen2-vl-2b/config.json").toStdString(),
-        m_files));
+    QVERIFY(crafted::write(m_dir.path().toStdString(), m_files));
   }
 
   void theDataBoundGoesFromTheCheckToTheLadder() {

@@ -68,10 +68,7 @@ class TestBuilderMemoryBound : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(m_dir.isValid());
-    QVERIFY(crafted::write(
-        m_dir.path().toStdString(),
-        (testing::sourceDir() + "/examples/models/qwen2-vl-2b/config.json").toStdString(),
-        m_files));
+    QVERIFY(crafted::write(m_dir.path().toStdString(), m_files));
     QFile good(QString::fromStdString(m_files.good));
     QVERIFY(good.open(QIODevice::ReadOnly));
     const QList<QByteArray> lines = good.readAll().split('\n');

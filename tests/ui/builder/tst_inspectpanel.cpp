@@ -59,10 +59,7 @@ class TestInspectPanel : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(m_dir.isValid());
-    QVERIFY(crafted::write(
-        m_dir.path().toStdString(),
-        (testing::sourceDir() + "/examples/models/qwen2-vl-2b/config.json").toStdString(),
-        m_files));
+    QVERIFY(crafted::write(m_dir.path().toStdString(), m_files));
     auto prep = data::SftPreparer::open(m_files.model);
     QVERIFY2(prep.ok(), prep ? "" : prep.message().c_str());
     auto samples = data::load_prepared_sft(m_files.good, *prep, 0, 0);  // lines 1, 2, 9, 7
