@@ -23,7 +23,6 @@
 // steps.
 #include <signal.h>
 #include <QDir>
-#include <QFile>
 #include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -161,6 +160,30 @@ QString resumedFrom(RunReader& reader, qint64 runId, int attempt) {
   return {};
 }
 
+// What each test's PbtLoop runs on: the experiment `text` written to DIR/NAME and read as a sweep
+// reads it, its demo data made, a run log in DIR, and the loop's options (its runs under
+// DIR/runs, the trainer `trainer`).
+struct Bench {
+  SweepInput input;
+  std::unique_ptr<RunStore> store;
+  SweepLoop::Options options;
+};
+
+Result<Bench> makeBench(const QTemporaryDir& dir, const QString& name, const QByteArray& text,
+                        const QString& trainer) {
+  const QString path = dir.filePath(name);
+  if (!testing::writeAll(path, text)) return fail("cannot write " + path.toStdString());
+  auto input = SweepLoop::readInput(path, {});
+  if (!input) return input.error();
+  if (auto data = writeDemoData(input->experiment, 64); !data) return data.error();
+  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
+  if (!store) return store.error();
+  Bench bench{std::move(*input), std::move(*store), {}};
+  bench.options.runsRoot = dir.filePath("runs");
+  bench.options.trainer = trainer;
+  return bench;
+}
+
 }  // namespace
 
 class TestPbtLoop : public QObject {
@@ -181,31 +204,22 @@ void TestPbtLoop::populationExploitsExploresAndResumesAKilledSegment() {
            "SHARDSCOPE_SHARDTRAIN names no shardtrain (build the shardtrain target)");
   QTemporaryDir dir;
   QVERIFY(dir.isValid());
-  const QString path = dir.filePath("tiny-pbt.toml");
-  {
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(kTinyPbt);
-  }
-  auto input = SweepLoop::readInput(path, {});
-  VERIFY_OK(input);
-  VERIFY_OK(PbtLoop::check(*input));
-  VERIFY_OK(writeDemoData(input->experiment, 64));
-  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
-  VERIFY_OK(store);
-  auto opened = SweepLoop::openStudy(**store, *input, {}, 1);
+  auto bench = makeBench(dir, "tiny-pbt.toml", kTinyPbt, shardtrain);
+  VERIFY_OK(bench);
+  const SweepInput& input = bench->input;
+  RunStore& store = *bench->store;
+  const SweepLoop::Options& options = bench->options;
+  VERIFY_OK(PbtLoop::check(input));
+  auto opened = SweepLoop::openStudy(store, input, {}, 1);
   VERIFY_OK(opened);
-  SweepLoop::Options options;
-  options.runsRoot = dir.filePath("runs");
-  options.trainer = shardtrain;
-  PbtLoop loop(**store, std::move(opened->study), *input, options);
+  PbtLoop loop(store, std::move(opened->study), input, options);
   QCOMPARE(loop.segmentCount(), 2);
 
   // Segment 1 of member 2 loses rank 1 the moment its first attempt launches.
   qint64 killedRun = 0;
   connect(&loop, &PbtLoop::segmentLaunched, this, [&](int segment, int member, qint64 runId) {
     if (segment != 1 || member != 2 || killedRun != 0) return;
-    auto reader = (*store)->reader();
+    auto reader = store.reader();
     auto run = reader ? reader->run(runId) : Result<std::optional<RunRecord>>(reader.error());
     if (!run || !*run) return;
     auto location = RunLocation::fromJson((**run).location);
@@ -220,13 +234,13 @@ void TestPbtLoop::populationExploitsExploresAndResumesAKilledSegment() {
   VERIFY_OK(summary);
 
   // The lineage, as a fresh open of the study reads it from the run log.
-  auto study = search::Study::open(**store, QStringLiteral("pbt"));
+  auto study = search::Study::open(store, QStringLiteral("pbt"));
   VERIFY_OK(study);
   const PbtLineage lineage = PbtLineage::fromJson(
       study->space(), study->record().state.value(QLatin1String("pbt")).toObject());
   QCOMPARE(lineage.population, 4);
   QCOMPARE(int(lineage.segments.size()), 8);
-  auto reader = (*store)->reader();
+  auto reader = store.reader();
   VERIFY_OK(reader);
   int exploited = 0;
   for (const PbtSegment& s : lineage.segments) {
@@ -307,20 +321,14 @@ void TestPbtLoop::pauseHoldsTheNextSegmentAndResumeGoesOn() {
            "SHARDSCOPE_SHARDTRAIN names no shardtrain (build the shardtrain target)");
   QTemporaryDir dir;
   QVERIFY(dir.isValid());
-  const QString path = dir.filePath("tiny-pair.toml");
-  QVERIFY(testing::writeAll(path, tinyPair("pbt-pause")));
-  auto input = SweepLoop::readInput(path, {});
-  VERIFY_OK(input);
-  VERIFY_OK(PbtLoop::check(*input));
-  VERIFY_OK(writeDemoData(input->experiment, 64));
-  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
-  VERIFY_OK(store);
-  auto opened = SweepLoop::openStudy(**store, *input, {}, 1);
+  auto bench = makeBench(dir, "tiny-pair.toml", tinyPair("pbt-pause"), m_shardtrain);
+  VERIFY_OK(bench);
+  const SweepInput& input = bench->input;
+  RunStore& store = *bench->store;
+  VERIFY_OK(PbtLoop::check(input));
+  auto opened = SweepLoop::openStudy(store, input, {}, 1);
   VERIFY_OK(opened);
-  SweepLoop::Options options;
-  options.runsRoot = dir.filePath("runs");
-  options.trainer = m_shardtrain;
-  PbtLoop loop(**store, std::move(opened->study), *input, options);
+  PbtLoop loop(store, std::move(opened->study), input, bench->options);
   QCOMPARE(loop.segmentCount(), 2);
   const qint64 studyId = loop.study().id();
 
@@ -332,7 +340,7 @@ void TestPbtLoop::pauseHoldsTheNextSegmentAndResumeGoesOn() {
   bool everyRankKnown = true;
   connect(&loop, &PbtLoop::segmentLaunched, this, [&](int segment, int, qint64 runId) {
     if (segment != 0) return;
-    const QList<qint64> ranks = ranksOf(**store, runId);
+    const QList<qint64> ranks = ranksOf(store, runId);
     everyRankKnown = everyRankKnown && !ranks.isEmpty();
     signalAll(ranks, SIGSTOP);
     held += ranks;
@@ -346,7 +354,7 @@ void TestPbtLoop::pauseHoldsTheNextSegmentAndResumeGoesOn() {
   VERIFY_OK(loop.start());
   QTRY_VERIFY_WITH_TIMEOUT(heldSegments == 2, kDeadlineMs);
   QVERIFY(everyRankKnown);
-  VERIFY_OK((*store)->setStudyControl(studyId, StudyControl::pause).get());
+  VERIFY_OK(store.setStudyControl(studyId, StudyControl::pause).get());
   QTRY_VERIFY_WITH_TIMEOUT(loop.control() == StudyControl::pause, kDeadlineMs);
   QCOMPARE(segmentEnded.count(), 0);
   signalAll(held, SIGCONT);
@@ -357,23 +365,23 @@ void TestPbtLoop::pauseHoldsTheNextSegmentAndResumeGoesOn() {
   QCOMPARE(starting.count(), 2);
   QCOMPARE(ended.count(), 0);
   QCOMPARE(int(loop.lineage().segments.size()), 2);
-  auto study = search::Study::open(**store, QStringLiteral("pbt-pause"));
+  auto study = search::Study::open(store, QStringLiteral("pbt-pause"));
   VERIFY_OK(study);
   auto trials = study->trials();
   VERIFY_OK(trials);
   QCOMPARE(int(trials->size()), 2);  // no run of segment 1 while paused
   for (const PbtSegment& s : loop.lineage().segments) {
     QCOMPARE(s.state, QStringLiteral("complete"));
-    auto point = checkpointStep(**store, s.runId);
+    auto point = checkpointStep(store, s.runId);
     QCOMPARE(point, qint64(2));  // its end checkpoint stays for the next segment
   }
 
   // Resumed: segment 1 starts from the segment-0 checkpoints and the study completes.
-  VERIFY_OK((*store)->setStudyControl(studyId, StudyControl::run).get());
+  VERIFY_OK(store.setStudyControl(studyId, StudyControl::run).get());
   QVERIFY(ended.wait(kDeadlineMs));
   VERIFY_OK(loop.finish());
   QVERIFY(controls == std::vector<StudyControl>({StudyControl::pause, StudyControl::run}));
-  study = search::Study::open(**store, QStringLiteral("pbt-pause"));
+  study = search::Study::open(store, QStringLiteral("pbt-pause"));
   VERIFY_OK(study);
   QCOMPARE(study->record().status, StudyStatus::complete);
   const PbtLineage lineage = PbtLineage::fromJson(
@@ -397,26 +405,21 @@ void TestPbtLoop::stopEndsTheStudyWithItsLineage() {
            "SHARDSCOPE_SHARDTRAIN names no shardtrain (build the shardtrain target)");
   QTemporaryDir dir;
   QVERIFY(dir.isValid());
-  const QString path = dir.filePath("tiny-pair.toml");
-  QVERIFY(testing::writeAll(path, tinyPair("pbt-stop")));
-  auto input = SweepLoop::readInput(path, {});
-  VERIFY_OK(input);
-  VERIFY_OK(writeDemoData(input->experiment, 64));
-  auto store = RunStore::open(testing::storeSpec(dir.path(), QStringLiteral("runs.db")));
-  VERIFY_OK(store);
-  SweepLoop::Options options;
-  options.runsRoot = dir.filePath("runs");
-  options.trainer = m_shardtrain;
+  auto bench = makeBench(dir, "tiny-pair.toml", tinyPair("pbt-stop"), m_shardtrain);
+  VERIFY_OK(bench);
+  const SweepInput& input = bench->input;
+  RunStore& store = *bench->store;
+  const SweepLoop::Options& options = bench->options;
   QList<qint64> ranks;
   {
-    auto opened = SweepLoop::openStudy(**store, *input, {}, 1);
+    auto opened = SweepLoop::openStudy(store, input, {}, 1);
     VERIFY_OK(opened);
-    PbtLoop loop(**store, std::move(opened->study), *input, options);
+    PbtLoop loop(store, std::move(opened->study), input, options);
     // Both members' first segments are held (SIGSTOP) as they launch, until the stop has
     // reached the driver: both are running when it is told.
     int launched = 0;
     connect(&loop, &PbtLoop::segmentLaunched, this, [&](int, int, qint64 runId) {
-      const QList<qint64> pids = ranksOf(**store, runId);
+      const QList<qint64> pids = ranksOf(store, runId);
       signalAll(pids, SIGSTOP);
       ranks += pids;
       ++launched;
@@ -425,7 +428,7 @@ void TestPbtLoop::stopEndsTheStudyWithItsLineage() {
     VERIFY_OK(loop.start());
     QTRY_VERIFY_WITH_TIMEOUT(launched == 2, kDeadlineMs);
     QCOMPARE(ranks.size(), 2);
-    VERIFY_OK((*store)->setStudyControl(loop.study().id(), StudyControl::stop).get());
+    VERIFY_OK(store.setStudyControl(loop.study().id(), StudyControl::stop).get());
     QTRY_VERIFY_WITH_TIMEOUT(loop.control() == StudyControl::stop, kDeadlineMs);
     signalAll(ranks, SIGCONT);  // the SIGTERM waiting for them arrives
     QVERIFY(ended.count() == 1 || ended.wait(kDeadlineMs));
@@ -435,13 +438,13 @@ void TestPbtLoop::stopEndsTheStudyWithItsLineage() {
   for (const qint64 pid : ranks) QVERIFY2(!testing::alive(pid), qPrintable(QString::number(pid)));
 
   // Every member's segment is recorded with its run, stopped; the study ended stopped.
-  auto study = search::Study::open(**store, QStringLiteral("pbt-stop"));
+  auto study = search::Study::open(store, QStringLiteral("pbt-stop"));
   VERIFY_OK(study);
   QCOMPARE(study->record().status, StudyStatus::stopped);
   const PbtLineage lineage = PbtLineage::fromJson(
       study->space(), study->record().state.value(QLatin1String("pbt")).toObject());
   QCOMPARE(int(lineage.segments.size()), 2);
-  auto reader = (*store)->reader();
+  auto reader = store.reader();
   VERIFY_OK(reader);
   for (const PbtSegment& s : lineage.segments) {
     QCOMPARE(s.segment, 0);
@@ -453,9 +456,9 @@ void TestPbtLoop::stopEndsTheStudyWithItsLineage() {
   }
 
   // A stopped PBT study does not go on: a new driver says so and starts nothing.
-  auto again = SweepLoop::openStudy(**store, *input, {}, 1);
+  auto again = SweepLoop::openStudy(store, input, {}, 1);
   VERIFY_OK(again);
-  PbtLoop loop(**store, std::move(again->study), *input, options);
+  PbtLoop loop(store, std::move(again->study), input, options);
   auto refused = loop.start();
   QVERIFY(!refused);
   QVERIFY2(QString::fromStdString(refused.message()).contains("was stopped by the user"),
