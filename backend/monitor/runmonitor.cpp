@@ -88,8 +88,12 @@ int RunMonitor::worldSize() const {
 }
 
 Result<void> RunMonitor::start() {
-  m_lease = {m_runId, ::getpid(), QSysInfo::machineHostName(),
-             QUuid::createUuid().toString(QUuid::WithoutBraces), 0};
+  // A start the run log failed after the lease was taken (restoreStreams) is tried again by the
+  // same holder: a fresh token would find its own live lease and be refused for good.
+  if (m_lease.token.isEmpty()) {
+    m_lease = {m_runId, ::getpid(), QSysInfo::machineHostName(),
+               QUuid::createUuid().toString(QUuid::WithoutBraces), 0};
+  }
   auto outcome = m_store.acquireLease(m_lease, m_options.staleAfterS).get();
   if (!outcome) return outcome.error();
   m_refusedBy.reset();

@@ -54,7 +54,8 @@ class RunMonitor : public QObject {
   ~RunMonitor() override;
 
   /// Takes the lease and starts following from the stored offsets. Fails when another live
-  /// monitor follows the run (the message names its pid and host).
+  /// monitor follows the run (the message names its pid and host). One that failed on the run
+  /// log (an error that may pass) may be called again; it takes the lease as the same holder.
   [[nodiscard]] Result<void> start();
   /// The live monitor that refused us the lease in the last start(), if that was the reason.
   const std::optional<LeaseRecord>& refusedBy() const { return m_refusedBy; }

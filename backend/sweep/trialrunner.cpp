@@ -182,6 +182,10 @@ struct TrialRunner::Running {
   std::optional<spec::Experiment> exp;  // as launched, in its current plan (shardtrain trials)
   QString startError;    // why its replanned attempt did not start (then it has no follower)
   bool spawned = false;  // its launcher started its ranks (launch() got that far)
+  // Its ranks run, but its monitor could not start on the run log yet (an error that may
+  // pass): followLater tries again; followTries counts the tries.
+  bool followPending = false;
+  int followTries = 0;
   // What its memory check bounded the estimate's rows by (BudgetCheck::rows), held against every
   // plan of its replan ladder; read once (a reattached trial's at its first replan).
   std::optional<spec::DataBound> rows;
@@ -380,8 +384,54 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
     qCInfo(lcTrialRunner) << "trial" << number << "launched after" << tries
                           << "tries that the run log refused";
   }
+  const bool followPending = trial->followPending;
   m_trials[number] = std::move(trial);
   emit trialStarted(number, runId);
+  if (followPending) followLater(number);
+}
+
+void TrialRunner::followLater(qint64 number) {
+  const auto unfollowed = m_trials.find(number);
+  if (unfollowed == m_trials.end()) return;
+  int& tries = unfollowed->second->followTries;
+  const int delayMs = std::min(kLaunchRetryMs << std::min(tries, 10), kMaxLaunchRetryMs);
+  ++tries;
+  QTimer::singleShot(delayMs, this, [this, number] {
+    const auto it = m_trials.find(number);
+    if (it == m_trials.end()) return;
+    Running& trial = *it->second;
+    auto started = startFollowing(trial);
+    if (started) {
+      trial.followPending = false;
+      qCInfo(lcTrialRunner) << "trial" << number << "followed after" << trial.followTries
+                            << "tries that the run log refused";
+      return;
+    }
+    if (!started.error().permanent && trial.followTries < kMaxLaunchTries) {
+      qCWarning(lcTrialRunner).noquote()
+          << "trial" << number
+          << "still waits for the run log to follow it:" << started.message().c_str()
+          << QStringLiteral("(try %1)").arg(trial.followTries);
+      followLater(number);
+      return;
+    }
+    // Nobody can follow its ranks: they are killed, and the trial fails with the run log's error
+    // (a retry, when the study has one left, runs it again).
+    trial.follower->kill();
+    TrialOutcome outcome;
+    outcome.number = number;
+    outcome.runId = trial.runId;
+    outcome.state = TrialState::Failed;
+    outcome.error = QStringLiteral("its ranks were killed: the run log could not follow them: %1")
+                        .arg(QString::fromStdString(started.message()));
+    if (auto r = m_store.setRunStatus(trial.runId, spec::RunStatus::failed, outcome.error).get();
+        !r) {
+      qCWarning(lcTrialRunner) << "trial" << number << r.message().c_str();
+    }
+    m_trials.erase(it);
+    qCInfo(lcTrialRunner).noquote() << "trial" << number << "ended: failed" << outcome.error;
+    emit trialFinished(outcome);
+  });
 }
 
 Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
@@ -428,13 +478,17 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
     qCWarning(lcTrialRunner) << "trial" << trial.number << r.message().c_str();
   }
   (void)m_store.setRunStatus(trial.runId, spec::RunStatus::running).get();
-  // The asker's lease (Study::tryAsk with an owner) kept the trial from being taken for lost
-  // until now; the run monitor's lease replaces it.
-  if (auto lease = reader->lease(trial.runId);
-      lease && *lease && search::Study::isAskLease((*lease)->token)) {
-    (void)m_store.releaseLease(**lease).get();
-  }
   if (auto followed = follow(trial, std::move(*handle)); !followed) {
+    if (!followed.error().permanent) {
+      // The ranks have started: killing them for a run log that cannot be reached now would
+      // run the trial again (its program's side effects twice, its attempt spent). They run
+      // on and the caller has the monitor try again (followLater); it reads from the start.
+      trial.followPending = true;
+      qCWarning(lcTrialRunner).noquote()
+          << "trial" << trial.number
+          << "started; its monitor waits for the run log:" << followed.message().c_str();
+      return ok();
+    }
     trial.follower->kill();
     return followed;
   }
@@ -475,7 +529,22 @@ Result<void> TrialRunner::follow(Running& trial, std::unique_ptr<RunHandle> hand
     // Not inside the follower's own signal: onMonitorFinished destroys it.
     QTimer::singleShot(0, this, [this, number] { onMonitorFinished(number); });
   });
+  return startFollowing(trial);
+}
+
+Result<void> TrialRunner::startFollowing(Running& trial) {
+  // The asker's lease (Study::tryAsk with an owner) kept the trial from being taken for lost
+  // until now; the run monitor's lease replaces it (it is released first: the monitor would
+  // find it held by a live process).
+  auto reader = m_store.reader();
+  if (!reader) return reader.error();
+  auto lease = reader->lease(trial.runId);
+  if (!lease) return lease.error();
+  if (*lease && search::Study::isAskLease((*lease)->token)) {
+    if (auto r = m_store.releaseLease(**lease).get(); !r) return r;
+  }
   if (auto started = trial.follower->start(); !started) return started;
+  Running* raw = &trial;
   connect(trial.follower.get(), &RunFollower::filesGrew, this, [this, raw] {
     if (!raw->ended) readEvals(*raw);
   });
@@ -712,6 +781,7 @@ bool TrialRunner::replan(Running& trial, TrialOutcome& outcome) {
     return false;
   }
   emit trialReplanned(trial.number, trial.runId, *attempt, change);
+  if (trial.followPending) followLater(trial.number);
   return true;
 }
 

@@ -197,6 +197,12 @@ class TrialRunner : public QObject {
   void finishEarly(qint64 number, qint64 runId, search::TrialState state, const QString& error,
                    bool stopped = false);
   Result<void> follow(Running& trial, std::unique_ptr<RunHandle> handle);
+  /// Starts the monitor of `trial`'s follower and its eval reads (follow()'s second half).
+  Result<void> startFollowing(Running& trial);
+  /// Tries startFollowing again for a trial whose ranks run unfollowed (the run log refused its
+  /// monitor), with launchOrWait's backoff and limit; past the limit it kills the ranks and the
+  /// trial fails with the run log's error.
+  void followLater(qint64 number);
   void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
   /// search.on_oom = "replan": starts the trial's next attempt in the next plan that fits

@@ -23,6 +23,7 @@
 #include <QTest>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "backend/store/runstore.h"
@@ -144,6 +145,76 @@ struct Proxy {
     process.write("partition " + QByteArray::number(seconds) + " " + QByteArray::number(cutS) +
                   "\n");
     return awaitText(process, said, "partitioned", 30000);
+  }
+};
+
+/// A one-trial study (kExperiment, 3 steps) whose trial 0 has its run on the proxy's run log, and
+/// a trial runner on the proxy, driven directly so that a fault lands on the launch itself.
+struct DirectTrial {
+  QTemporaryDir dir;
+  Proxy proxy;
+  std::unique_ptr<shardscope::backend::RunStore> store;
+  std::optional<shardscope::backend::TrialRunner> runner;
+  qint64 runId = 0;
+  const shardscope::search::TrialParams params{{"x", 0.5}, {"y", -1.5}};
+
+  /// Sets it up on database `name`: empty, or why it could not.
+  QString make(const QString& name) {
+    using namespace shardscope;
+    const QString path = dir.filePath("exp.toml");
+    if (!dir.isValid() || !writeQuadTrial(dir.path(), 3, 0.05) ||
+        !writeAll(path, QByteArray(kExperiment).replace("%1", "1"))) {
+      return QStringLiteral("cannot write the experiment in %1").arg(dir.path());
+    }
+    if (!proxy.start(shardscope::testing::storeSpec(dir.path(), name)))
+      return QString::fromUtf8(proxy.said);
+    auto opened = backend::RunStore::open(proxy.throughProxy);
+    if (!opened) return QString::fromStdString(opened.message());
+    store = std::move(*opened);
+    auto exp = spec::load_experiment(path.toStdString());
+    if (!exp) return QString::fromStdString(exp.message());
+    auto space = search::parse_search_space(exp->search.toml, path.toStdString());
+    if (!space) return QString::fromStdString(space.message());
+    backend::NewStudy study;
+    study.name = name;
+    study.objectives = {"objective"};
+    study.directions = {"minimize"};
+    auto studyId = store->createStudy(study).get();
+    if (!studyId) return QString::fromStdString(studyId.message());
+    backend::NewTrial trial;
+    trial.studyId = *studyId;
+    trial.trialNumber = 0;
+    trial.runDir = dir.filePath("runs/trial-0");
+    trial.params = QJsonObject{{"x", 0.5}, {"y", -1.5}};
+    trial.worldSize = 1;
+    auto created = store->createTrialRun(trial).get();
+    if (!created) return QString::fromStdString(created.message());
+    runId = created->runId;
+    backend::TrialRunner::Options options;
+    options.studyId = *studyId;
+    options.runsRoot = dir.filePath("runs");
+    runner.emplace(*store, path, *space, options);
+    return {};
+  }
+
+  /// Checks what the run log says of the trial's run, read directly: its first attempt (no
+  /// retry used), complete. Empty, or what is wrong.
+  QString firstAttemptComplete() const {
+    using namespace shardscope;
+    auto direct = backend::RunStore::open(proxy.direct);
+    if (!direct) return QString::fromStdString(direct.message());
+    auto reader = (*direct)->reader();
+    if (!reader) return QString::fromStdString(reader.message());
+    auto run = reader->run(runId);
+    if (!run) return QString::fromStdString(run.message());
+    if (!*run) return QStringLiteral("run %1 is not in the run log").arg(runId);
+    if ((*run)->attempt != 0) return QStringLiteral("attempt %1, not 0").arg((*run)->attempt);
+    if ((*run)->status != spec::RunStatus::complete) {
+      return QStringLiteral("run %1 is %2: %3")
+          .arg(runId)
+          .arg(QString::fromUtf8(spec::to_string((*run)->status).data()), (*run)->error);
+    }
+    return {};
   }
 };
 
@@ -382,67 +453,62 @@ class TestCliSweepPartition : public QObject {
   // launched"), and a sweep retried it as attempt 1 or gave it up.
   void launchWaitsOutAPartition() {
     using namespace shardscope;
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    QVERIFY(writeQuadTrial(dir.path(), 3, 0.05));
-    const QString path = dir.filePath("exp.toml");
-    QVERIFY(writeAll(path, QByteArray(kExperiment).replace("%1", "1")));
-    Proxy proxy;
-    QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "launch")),
-             proxy.said.constData());
-    auto store = backend::RunStore::open(proxy.throughProxy);
-    VERIFY_OK(store);
-    auto exp = spec::load_experiment(path.toStdString());
-    VERIFY_OK(exp);
-    auto space = search::parse_search_space(exp->search.toml, path.toStdString());
-    VERIFY_OK(space);
-    backend::NewStudy study;
-    study.name = QStringLiteral("launch");
-    study.objectives = {"objective"};
-    study.directions = {"minimize"};
-    auto studyId = (*store)->createStudy(study).get();
-    VERIFY_OK(studyId);
-    backend::NewTrial trial;
-    trial.studyId = *studyId;
-    trial.trialNumber = 0;
-    trial.runDir = dir.filePath("runs/trial-0");
-    trial.params = QJsonObject{{"x", 0.5}, {"y", -1.5}};
-    trial.worldSize = 1;
-    auto created = (*store)->createTrialRun(trial).get();
-    VERIFY_OK(created);
-    backend::TrialRunner::Options options;
-    options.studyId = *studyId;
-    options.runsRoot = dir.filePath("runs");
-    backend::TrialRunner runner(**store, path, *space, options);
-    QSignalSpy started(&runner, &backend::TrialRunner::trialStarted);
-    QSignalSpy finished(&runner, &backend::TrialRunner::trialFinished);
+    DirectTrial t;
+    const QString made = t.make(QStringLiteral("launch"));
+    QVERIFY2(made.isEmpty(), qPrintable(made));
+    QSignalSpy started(&*t.runner, &backend::TrialRunner::trialStarted);
+    QSignalSpy finished(&*t.runner, &backend::TrialRunner::trialFinished);
 
-    QVERIFY2(proxy.partition(12, 1), proxy.process.readAllStandardError().constData());
-    const search::TrialParams params{{"x", 0.5}, {"y", -1.5}};
-    auto runId = runner.start(0, params, created->runId);
+    QVERIFY2(t.proxy.partition(12, 1), t.proxy.process.readAllStandardError().constData());
+    auto runId = t.runner->start(0, t.params, t.runId);
     VERIFY_OK(runId);
     QTest::qWait(500);
     QVERIFY2(finished.isEmpty(), "the launch failed instead of waiting for the run log");
-    QCOMPARE(runner.running(), 1);  // it holds its slot while it waits
+    QCOMPARE(t.runner->running(), 1);  // it holds its slot while it waits
 
     QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
-    QVERIFY2(awaitText(proxy.process, proxy.said, "healed", 30000), proxy.said.constData());
+    QVERIFY2(awaitText(t.proxy.process, t.proxy.said, "healed", 30000), t.proxy.said.constData());
     QCOMPARE(started.count(), 1);
     const auto outcome = finished.takeFirst().at(0).value<backend::TrialOutcome>();
     QVERIFY2(outcome.state == search::TrialState::Complete, qPrintable(outcome.error));
-    const std::map<int, double> computed = quadTrialValues(dir.path());
+    const std::map<int, double> computed = quadTrialValues(t.dir.path());
     QCOMPARE(int(computed.size()), 1);  // its program ran once
     QCOMPARE(outcome.values.at(0), computed.at(0));
+    const QString stored = t.firstAttemptComplete();
+    QVERIFY2(stored.isEmpty(), qPrintable(stored));
+  }
 
-    auto direct = backend::RunStore::open(proxy.direct);
-    VERIFY_OK(direct);
-    auto reader = (*direct)->reader();
-    VERIFY_OK(reader);
-    auto run = reader->run(created->runId);
-    VERIFY_OK(run);
-    QVERIFY(run->has_value());
-    QCOMPARE((*run)->attempt, 0);  // its first attempt: no retry used
-    QCOMPARE((*run)->status, spec::RunStatus::complete);
+  // The run log loses its answer to the lease a started trial's monitor takes (the COMMIT
+  // reached the server; the connection died before the answer came back), as CI's partition
+  // once did by chance. The trial's program has started: it runs on, the monitor takes the
+  // lease again as the same holder once the run log answers, and the trial ends complete as its
+  // first attempt, its program run once. On the old runner the ranks were killed and the trial
+  // failed; a sweep then ran its program a second time as attempt 1 (and a fresh lease token
+  // would have been refused by the lease the lost answer had stored).
+  void monitorLeaseAnswerLost() {
+    using namespace shardscope;
+    DirectTrial t;
+    const QString made = t.make(QStringLiteral("leaseanswer"));
+    QVERIFY2(made.isEmpty(), qPrintable(made));
+    QSignalSpy finished(&*t.runner, &backend::TrialRunner::trialFinished);
+    // The run was made without an ask, so its first lease is the monitor's.
+    QVERIFY2(t.proxy.loseCommit(1, "INSERT INTO leases"), t.proxy.said.constData());
+    // The monitor's next try holds the lease the lost answer stored: refused by its own lease,
+    // it would wait out the lease's staleness first.
+    QTest::failOnWarning(QRegularExpression("is already followed by process"));
+    auto runId = t.runner->start(0, t.params, t.runId);
+    VERIFY_OK(runId);
+    QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
+    QVERIFY2(awaitText(t.proxy.process, t.proxy.said, "lost-commit", 10000),  // the cut happened
+             t.proxy.said.constData());
+    const auto outcome = finished.takeFirst().at(0).value<backend::TrialOutcome>();
+    QVERIFY2(outcome.state == search::TrialState::Complete, qPrintable(outcome.error));
+    const std::map<int, double> computed = quadTrialValues(t.dir.path());
+    QCOMPARE(int(computed.size()), 1);  // its program ran once
+    QCOMPARE(int(shardscope::testing::readAll(t.dir.filePath("values.txt")).count('\n')), 1);
+    QCOMPARE(outcome.values.at(0), computed.at(0));
+    const QString stored = t.firstAttemptComplete();
+    QVERIFY2(stored.isEmpty(), qPrintable(stored));
   }
 };
 
