@@ -25,7 +25,10 @@ AutoChoice auto_choice(const SearchSpace& space) {
   const std::string of = " of " + std::to_string(n) + " parameters";
   if (conditional > 0) {
     c.reason = "a conditional space: " + std::to_string(conditional) + of + " with `when`";
+  } else if (n > kAutoMaxGpParams && categorical > 0) {
+    c.reason = "a large space" + of + ", " + std::to_string(categorical) + " categorical";
   } else if (n > kAutoMaxGpParams) {
+    c.gp_trials = kAutoLargeGpTrials;
     c.reason = "a large space" + of;
   } else {
     c.gp_trials = kAutoGpTrials;

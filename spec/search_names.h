@@ -28,8 +28,9 @@ struct SearchName {
 /// Every sampler, the default (auto) first.
 inline constexpr std::array<SearchName<SamplerKind>, 8> kSamplers{{
     {SamplerKind::auto_, "auto",
-     "the default: gp for the first 100 trials, then tpe (tpe from the start for a conditional "
-     "or large space, nsga2 for several objectives)"},
+     "the default: gp for the first 100 trials, then tpe (gp for 20 in a space of more than 6 "
+     "numbers; tpe from the start for a conditional or a large categorical space; nsga2 for "
+     "several objectives)"},
     {SamplerKind::tpe, "tpe", "Tree-structured Parzen Estimator, one objective"},
     {SamplerKind::random, "random", "independent uniform draws"},
     {SamplerKind::grid, "grid", "every combination of the grid, in order"},

@@ -1,9 +1,10 @@
 // Tests search/autosampler.cpp (sampler = "auto", the default): the rule (up to 6 parameters
-// -> gp then tpe; a conditional or larger space -> tpe from the start; several objectives ->
-// nsga2), and the switch on real samplers: trial k's values are exactly what the GP, and after
-// the switch TPE or CMA-ES (started at the best GP trial; the benchmark's auto@N:cmaes), propose
-// from the same history and random stream. (A study stores the choice and keeps it when resumed:
-// tests/backend/sweep/ tst_study.cpp.)
+// -> gp then tpe; more than 6 numbers -> gp for 20 then tpe; a conditional space, or a larger one
+// with a categorical -> tpe from the start; several objectives -> nsga2), and the switch on real
+// samplers: trial k's values are exactly what the GP, and after the switch TPE or CMA-ES (started
+// at the best GP trial; the benchmark's auto@N:cmaes), propose from the same history and random
+// stream. (A study stores the choice and keeps it when resumed: tests/backend/sweep/
+// tst_study.cpp.)
 #include <QtTest>
 
 #include <cmath>
@@ -96,7 +97,7 @@ class TestAutoSampler : public QObject {
     QCOMPARE(categorical.gp_trials, kAutoGpTrials);
     QVERIFY(categorical.then == SamplerKind::tpe);
     QCOMPARE(categorical.reason, std::string("a space of 3 parameters, 1 categorical"));
-    // Conditional or large: TPE from the start.
+    // Conditional, or large with a categorical: TPE from the start.
     const AutoChoice conditional = auto_choice(parse(
         "[search]\n" + floats(1) + kCategorical +
         "[search.space.y]\ntype = \"float\"\nlow = 0.0\nhigh = 1.0\nwhen = {kind = \"a\"}\n"));
@@ -105,9 +106,16 @@ class TestAutoSampler : public QObject {
     QCOMPARE(describe(conditional),
              std::string("tpe (a conditional space: 1 of 3 parameters with `when`)"));
     const AutoChoice large = auto_choice(parse("[search]\n" + floats(kAutoMaxGpParams + 1)));
-    QCOMPARE(large.gp_trials, std::int64_t{0});
+    QCOMPARE(large.gp_trials, kAutoLargeGpTrials);
     QVERIFY(large.then == SamplerKind::tpe);
-    QCOMPARE(describe(large), std::string("tpe (a large space of 7 parameters)"));
+    QCOMPARE(describe(large),
+             std::string("gp for trials 0-19, then tpe (a large space of 7 parameters)"));
+    const AutoChoice largeCategorical =
+        auto_choice(parse("[search]\n" + floats(kAutoMaxGpParams) + kCategorical));
+    QCOMPARE(largeCategorical.gp_trials, std::int64_t{0});
+    QVERIFY(largeCategorical.then == SamplerKind::tpe);
+    QCOMPARE(describe(largeCategorical),
+             std::string("tpe (a large space of 7 parameters, 1 categorical)"));
     const AutoChoice two = auto_choice(
         parse("[search]\nobjectives = {a = \"minimize\", b = \"maximize\"}\n" + floats(2)));
     QCOMPARE(two.gp_trials, std::int64_t{0});
@@ -178,7 +186,8 @@ class TestAutoSampler : public QObject {
     QCOMPARE(text_of(*got), text_of(*want));
   }
 
-  // The default switch: the GP proposes trial 99, TPE trial 100; a large space TPE from trial 0.
+  // The default switch: the GP proposes trial 99, TPE trial 100; in a large space of numbers
+  // the GP trial 19, TPE trial 20.
   void defaultSwitchPoint() {
     const SearchSpace small = parse("[search]\n" + floats(2) + kCategorical);
     AutoSampler a(small, auto_choice(small));
@@ -187,7 +196,9 @@ class TestAutoSampler : public QObject {
     QVERIFY(a.proposer(kAutoGpTrials) == SamplerKind::tpe);
     const SearchSpace large = parse("[search]\n" + floats(kAutoMaxGpParams + 1));
     AutoSampler b(large, auto_choice(large));
-    QVERIFY(b.proposer(0) == SamplerKind::tpe);
+    QVERIFY(b.proposer(0) == SamplerKind::gp);
+    QVERIFY(b.proposer(kAutoLargeGpTrials - 1) == SamplerKind::gp);
+    QVERIFY(b.proposer(kAutoLargeGpTrials) == SamplerKind::tpe);
   }
 };
 
