@@ -89,9 +89,22 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
                      }
                      options.onStep(p);
                    });
-  if (auto started = follower.start(); !started) {
+  // A run log that cannot take the monitor's start now (a lost server; an error that may pass)
+  // is waited for: the ranks run on, and the monitor reads their files from the start when it
+  // comes. Returning the error would end this process and leave them unfollowed.
+  for (int tries = 1;; ++tries) {
+    auto started = follower.start();
+    if (started) break;
     if (follower.refused()) return FollowOutcome{false, spec::RunStatus::running};
-    return started.error();
+    if (started.error().permanent || tries >= kMaxFollowTries) return started.error();
+    const int delayMs = std::min(kFollowRetryMs << std::min(tries - 1, 10), kMaxFollowRetryMs);
+    qCWarning(lcLifecycle,
+              "run %lld: its monitor waits for the run log: %s (try %d; the next in %.1f s)",
+              static_cast<long long>(runId), started.message().c_str(), tries, delayMs / 1000.0);
+    QEventLoop wait;
+    QTimer::singleShot(delayMs, &wait, &QEventLoop::quit);
+    wait.exec();
+    if (options.stopRequested && options.stopRequested()) handle.stop();
   }
   if (options.onFollowing) options.onFollowing();
   QString lost;

@@ -45,6 +45,7 @@ using shardscope::testing::quadTrialValues;
 using shardscope::testing::writeQuadTrial;
 
 const QString kCli = shardscope::testing::binaryDir() + "/bin/shardscope-cli";
+const QString kFake = shardscope::testing::binaryDir() + "/tests/bin/faketrainer";
 
 /// How long the network is cut: the 30 s, longer than the run log's TCP and connect
 /// timeouts (10 s each), so connections are lost and new ones fail while it lasts.
@@ -509,6 +510,37 @@ class TestCliSweepPartition : public QObject {
     QCOMPARE(outcome.values.at(0), computed.at(0));
     const QString stored = t.firstAttemptComplete();
     QVERIFY2(stored.isEmpty(), qPrintable(stored));
+  }
+
+  // The same lost answer meets `shardscope-cli run` (2 ranks of the fake trainer, followed in the
+  // foreground): the run is followed once the run log answers and completes; the old command
+  // exited 1 with the run log's error and left its ranks unfollowed.
+  void runOutlivesALostLeaseAnswer() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    shardscope::testing::TinyExperiment experiment;
+    experiment.name = QStringLiteral("leaserun");
+    experiment.trainer = kFake;
+    const QString exp = shardscope::testing::writeExperiment(dir.path(), experiment);
+    QVERIFY(!exp.isEmpty());
+    Proxy proxy;
+    QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "leaserun")),
+             proxy.said.constData());
+    QVERIFY2(proxy.loseCommit(1, "INSERT INTO leases"), proxy.said.constData());
+    QProcess run;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_FAKE_MODE", "--steps 10");
+    run.setProcessEnvironment(env);
+    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", exp});
+    QVERIFY2(run.waitForFinished(120000), "the run did not finish within 120 s");
+    const QByteArray out = run.readAllStandardOutput();
+    const QByteArray err = run.readAllStandardError();
+    QVERIFY2(awaitText(proxy.process, proxy.said, "lost-commit", 10000), proxy.said.constData());
+    QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0,
+             (out + err).constData());
+    QVERIFY2(err.contains("its monitor waits for the run log"), err.constData());  // it met it
+    const QJsonObject o = QJsonDocument::fromJson(out.trimmed().split('\n').last()).object();
+    QCOMPARE(o["status"].toString(), QStringLiteral("complete"));
   }
 };
 
