@@ -198,10 +198,20 @@ struct DirectTrial {
     return {};
   }
 
-  /// Checks what the run log says of the trial's run, read directly: its first attempt (no
-  /// retry used), complete. Empty, or what is wrong.
-  QString firstAttemptComplete() const {
+  /// Checks the trial's end: `outcome` complete with the value its program computed, the program
+  /// run once, and the run log's record (read directly) its first attempt (no retry used),
+  /// complete. Empty, or what is wrong.
+  QString completeOnce(const shardscope::backend::TrialOutcome& outcome) const {
     using namespace shardscope;
+    if (outcome.state != search::TrialState::Complete)
+      return QStringLiteral("the trial ended %1: %2")
+          .arg(QString::fromUtf8(search::trialStateName(outcome.state)), outcome.error);
+    const std::map<int, double> computed = quadTrialValues(dir.path());
+    const int ran = int(shardscope::testing::readAll(dir.filePath("values.txt")).count('\n'));
+    if (ran != 1 || computed.count(0) != 1)
+      return QStringLiteral("its program ran %1 times").arg(ran);
+    if (outcome.values.empty() || outcome.values.front() != computed.at(0))
+      return QStringLiteral("its value is not the one its program computed");
     auto direct = backend::RunStore::open(proxy.direct);
     if (!direct) return QString::fromStdString(direct.message());
     auto reader = (*direct)->reader();
@@ -470,13 +480,8 @@ class TestCliSweepPartition : public QObject {
     QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
     QVERIFY2(awaitText(t.proxy.process, t.proxy.said, "healed", 30000), t.proxy.said.constData());
     QCOMPARE(started.count(), 1);
-    const auto outcome = finished.takeFirst().at(0).value<backend::TrialOutcome>();
-    QVERIFY2(outcome.state == search::TrialState::Complete, qPrintable(outcome.error));
-    const std::map<int, double> computed = quadTrialValues(t.dir.path());
-    QCOMPARE(int(computed.size()), 1);  // its program ran once
-    QCOMPARE(outcome.values.at(0), computed.at(0));
-    const QString stored = t.firstAttemptComplete();
-    QVERIFY2(stored.isEmpty(), qPrintable(stored));
+    const QString end = t.completeOnce(finished.takeFirst().at(0).value<backend::TrialOutcome>());
+    QVERIFY2(end.isEmpty(), qPrintable(end));
   }
 
   // The run log loses its answer to the lease a started trial's monitor takes (the COMMIT
@@ -502,14 +507,8 @@ class TestCliSweepPartition : public QObject {
     QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
     QVERIFY2(awaitText(t.proxy.process, t.proxy.said, "lost-commit", 10000),  // the cut happened
              t.proxy.said.constData());
-    const auto outcome = finished.takeFirst().at(0).value<backend::TrialOutcome>();
-    QVERIFY2(outcome.state == search::TrialState::Complete, qPrintable(outcome.error));
-    const std::map<int, double> computed = quadTrialValues(t.dir.path());
-    QCOMPARE(int(computed.size()), 1);  // its program ran once
-    QCOMPARE(int(shardscope::testing::readAll(t.dir.filePath("values.txt")).count('\n')), 1);
-    QCOMPARE(outcome.values.at(0), computed.at(0));
-    const QString stored = t.firstAttemptComplete();
-    QVERIFY2(stored.isEmpty(), qPrintable(stored));
+    const QString end = t.completeOnce(finished.takeFirst().at(0).value<backend::TrialOutcome>());
+    QVERIFY2(end.isEmpty(), qPrintable(end));
   }
 
   // The same lost answer meets `shardscope-cli run` (2 ranks of the fake trainer, followed in the
