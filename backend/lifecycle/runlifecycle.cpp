@@ -19,6 +19,7 @@
 #include "backend/lifecycle/runfollower.h"
 #include "backend/monitor/runmonitor.h"
 #include "backend/store/db.h"
+#include "backend/store/retrypolicy.h"
 
 Q_LOGGING_CATEGORY(lcLifecycle, "shardscope.backend.lifecycle")
 
@@ -96,8 +97,8 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
     auto started = follower.start();
     if (started) break;
     if (follower.refused()) return FollowOutcome{false, spec::RunStatus::running};
-    if (started.error().permanent || tries >= kMaxFollowTries) return started.error();
-    const int delayMs = std::min(kFollowRetryMs << std::min(tries - 1, 10), kMaxFollowRetryMs);
+    if (started.error().permanent || !kLaunchRetry.mayRetry(tries)) return started.error();
+    const int delayMs = kLaunchRetry.delayMs(tries);
     qCWarning(lcLifecycle,
               "run %lld: its monitor waits for the run log: %s (try %d; the next in %.1f s)",
               static_cast<long long>(runId), started.message().c_str(), tries, delayMs / 1000.0);

@@ -149,15 +149,11 @@ class RunLifecycle {
   [[nodiscard]] static Result<std::unique_ptr<RunHandle>> attach(const RunRecord& run,
                                                                  int graceS = 5);
 
-  static constexpr int kFollowRetryMs = 500;
-  static constexpr int kMaxFollowRetryMs = 10000;
-  static constexpr int kMaxFollowTries = 35;
-
   /// Follows run `runId` with a RunMonitor in this thread's event loop until the run's status is
   /// final (or another process holds its lease: followed = false). An error when the store
   /// fails or the lease is lost to another monitor. A monitor the run log cannot start now (an
-  /// error that may pass) is started again after kFollowRetryMs, doubling to kMaxFollowRetryMs,
-  /// kMaxFollowTries times in all (about 5 minutes), while the ranks run on.
+  /// error that may pass) is started again as kLaunchRetry says (retrypolicy.h: about 5
+  /// minutes), while the ranks run on.
   [[nodiscard]] static Result<FollowOutcome> follow(RunStore& store, RunHandle& handle,
                                                     qint64 runId, const FollowOptions& options);
 

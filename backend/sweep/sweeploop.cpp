@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backend/lifecycle/demodata.h"
+#include "backend/store/retrypolicy.h"
 
 namespace shardscope::backend {
 
@@ -183,11 +184,11 @@ void SweepLoop::fill() {
     search::AskOptions owner;
     owner.ownerPid = QCoreApplication::applicationPid();
     auto asked = m_study.tryAsk(owner);
-    if (!asked && !asked.error().permanent && m_askTries < kMaxAskTries) {
+    if (!asked && !asked.error().permanent && kRecordRetry.mayRetry(m_askTries)) {
       // The run log cannot be reached now: the running trials go on (their monitors retry
       // too), and the ask is tried again later instead of ending the sweep.
-      const int delayMs = std::min(kAskRetryMs << std::min(m_askTries, 10), kMaxAskRetryMs);
       ++m_askTries;
+      const int delayMs = kRecordRetry.delayMs(m_askTries);
       qCWarning(lcSweepLoop, "study %s: cannot ask for a trial: %s (try %d; the next in %.1f s)",
                 qPrintable(m_study.name()), asked.message().c_str(), m_askTries, delayMs / 1000.0);
       if (!m_askWaiting) {

@@ -139,12 +139,8 @@ class SweepLoop : public QObject {
   QElapsedTimer m_clock;
   bool m_stopped = false;  // an error, search.timeout_s or the user's stop: ask no more
   std::string m_error;
-  // Asks the run log could not take in a row (a lost server, a full disk): each waits twice as
-  // long as the one before, from kAskRetryMs up to kMaxAskRetryMs; after kMaxAskTries (about
-  // 10 minutes) the sweep ends with the error.
-  static constexpr int kAskRetryMs = 200;
-  static constexpr int kMaxAskRetryMs = 5000;
-  static constexpr int kMaxAskTries = 125;
+  // Asks the run log could not take in a row (a lost server, a full disk), waited out by
+  // kRecordRetry (retrypolicy.h); past its tries (about 10 minutes) the sweep ends with the error.
   int m_askTries = 0;
   bool m_askWaiting = false;  // a retry of the ask is scheduled
 };

@@ -31,6 +31,7 @@
 #include "backend/databound.h"
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/ssh/hostcheck.h"
+#include "backend/store/retrypolicy.h"
 #include "backend/sweep/study.h"
 #include "spec/estimate.h"
 #include "spec/events.h"
@@ -329,8 +330,8 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
   // not begun, so it waits (holding its slot and the asker's lease) instead of failing and using
   // one of the study's retries. False: it may not wait (any more).
   const auto waited = [&](const Error& error) {
-    if (error.permanent || tries >= kMaxLaunchTries) return false;
-    const int delayMs = std::min(kLaunchRetryMs << std::min(tries, 10), kMaxLaunchRetryMs);
+    if (error.permanent || !kLaunchRetry.mayRetry(tries)) return false;
+    const int delayMs = kLaunchRetry.delayMs(tries + 1);
     qCWarning(lcTrialRunner).noquote()
         << "trial" << number << "waits for the run log to launch:" << error.message.c_str()
         << QStringLiteral("(try %1; the next in %2 s)").arg(tries + 1).arg(delayMs / 1000.0);
@@ -393,10 +394,8 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
 void TrialRunner::followLater(qint64 number) {
   const auto unfollowed = m_trials.find(number);
   if (unfollowed == m_trials.end()) return;
-  int& tries = unfollowed->second->followTries;
-  const int delayMs = std::min(kLaunchRetryMs << std::min(tries, 10), kMaxLaunchRetryMs);
-  ++tries;
-  QTimer::singleShot(delayMs, this, [this, number] {
+  const int tries = ++unfollowed->second->followTries;
+  QTimer::singleShot(kLaunchRetry.delayMs(tries), this, [this, number] {
     const auto it = m_trials.find(number);
     if (it == m_trials.end()) return;
     Running& trial = *it->second;
@@ -407,7 +406,7 @@ void TrialRunner::followLater(qint64 number) {
                             << "tries that the run log refused";
       return;
     }
-    if (!started.error().permanent && trial.followTries < kMaxLaunchTries) {
+    if (!started.error().permanent && kLaunchRetry.mayRetry(trial.followTries)) {
       qCWarning(lcTrialRunner).noquote()
           << "trial" << number
           << "still waits for the run log to follow it:" << started.message().c_str()
@@ -703,10 +702,9 @@ void TrialRunner::onMonitorFinished(qint64 number) {
   } else if (auto recorded = recordOutcome(running, outcome); !recorded) {
     unreachable = recorded.message();
   }
-  if (!unreachable.empty() && running.recordTries < kMaxRecordTries) {
-    const int delayMs =
-        std::min(kRecordRetryMs << std::min(running.recordTries, 10), kMaxRecordRetryMs);
+  if (!unreachable.empty() && kRecordRetry.mayRetry(running.recordTries)) {
     ++running.recordTries;
+    const int delayMs = kRecordRetry.delayMs(running.recordTries);
     qCWarning(lcTrialRunner).noquote()
         << "trial" << number << "ended; its result waits for the run log:" << unreachable.c_str()
         << QStringLiteral("(try %1; the next in %2 s)")

@@ -132,7 +132,7 @@ class TrialRunner : public QObject {
   /// id; trialFinished follows from the event loop, also for a trial that never launched
   /// (infeasible, an invalid configuration, a launch error). A launch that the run log refuses
   /// before any rank starts, with an error that may pass (a lost server, a full disk), is tried
-  /// again with a backoff (kLaunchRetryMs), not counted as a failed attempt; trialStarted
+  /// again with a backoff (kLaunchRetry), not counted as a failed attempt; trialStarted
   /// follows once it launches.
   [[nodiscard]] Result<qint64> start(qint64 number, const search::TrialParams& params,
                                      std::optional<qint64> runId = std::nullopt);
@@ -216,18 +216,10 @@ class TrialRunner : public QObject {
   std::optional<double> objectiveValue(const Running& trial, std::size_t index,
                                        const std::vector<double>& done) const;
 
-  // An ended trial whose verdict or record the run log cannot take now is tried again after
-  // kRecordRetryMs, doubling up to kMaxRecordRetryMs, kMaxRecordTries times (about 10 minutes)
-  // before it is reported failed with the run log's error.
-  static constexpr int kRecordRetryMs = 200;
-  static constexpr int kMaxRecordRetryMs = 5000;
-  static constexpr int kMaxRecordTries = 125;
-  // A launch the run log refused before any rank started is tried again after kLaunchRetryMs,
-  // doubling up to kMaxLaunchRetryMs, kMaxLaunchTries times (about 5 minutes), before the trial
-  // fails with the run log's error: longer than a network partition the sweep's asks outlive.
-  static constexpr int kLaunchRetryMs = 500;
-  static constexpr int kMaxLaunchRetryMs = 10000;
-  static constexpr int kMaxLaunchTries = 35;
+  // The run log's refusals (retrypolicy.h): an ended trial whose verdict or record it cannot
+  // take now is tried again by kRecordRetry (about 10 minutes) before it is reported failed with
+  // the run log's error; a launch refused before any rank started, and a started trial's monitor,
+  // by kLaunchRetry (about 5 minutes), longer than a network partition the sweep's asks outlive.
 
   RunStore& m_store;
   QString m_experimentPath;
