@@ -83,21 +83,20 @@ bool RunLogWorker::readVerdicts(qint64 runId, RunSamples& chunk) {
 }
 
 void RunLogWorker::setVerdicts(const QVector<VerdictEdit>& edits) {
-  backend::RunStore* store = writer();
-  if (store == nullptr) return;
   const QString who = backend::verdictAuthor();
-  for (const VerdictEdit& edit : edits) {
-    if (auto r = store->setVerdict(edit.runId, edit.probe, edit.step, edit.verdict, who).get();
-        !r) {
-      emit edited(false, QString::fromStdString(r.message()));
-      return;
-    }
-  }
   const QString what = edits.isEmpty() || !edits.front().verdict
                            ? tr("cleared")
                            : QString::fromLatin1(backend::verdictName(*edits.front().verdict));
-  emit edited(true, tr("%n answer(s) marked %1", nullptr, int(edits.size())).arg(what));
-  refresh();
+  writeEdit(
+      [&](backend::RunStore& store) -> Result<void> {
+        for (const VerdictEdit& edit : edits) {
+          if (auto r = store.setVerdict(edit.runId, edit.probe, edit.step, edit.verdict, who).get();
+              !r)
+            return r;
+        }
+        return ok();
+      },
+      tr("%n answer(s) marked %1", nullptr, int(edits.size())).arg(what));
 }
 
 void RunLogWorker::loadSamples() {

@@ -272,72 +272,61 @@ backend::RunStore* RunLogWorker::writer() {
   return m_store.get();
 }
 
-void RunLogWorker::editTags(const QList<qint64>& runIds, const QStringList& add,
-                            const QStringList& remove) {
+void RunLogWorker::writeEdit(const std::function<Result<void>(backend::RunStore&)>& write,
+                             const QString& done) {
   backend::RunStore* store = writer();
   if (store == nullptr) return;
-  for (qint64 id : runIds) {
-    if (auto r = store->editTags(backend::TagOwner::run, id, add, remove).get(); !r) {
-      emit edited(false, QString::fromStdString(r.message()));
-      return;
-    }
-  }
-  QStringList parts;
-  for (const QString& tag : add) parts << "+" + tag;
-  for (const QString& tag : remove) parts << "-" + tag;
-  emit edited(
-      true,
-      tr("Tags %1 on %n run(s)", nullptr, static_cast<int>(runIds.size())).arg(parts.join(' ')));
-  refresh();
-}
-
-void RunLogWorker::setNote(qint64 runId, const QString& note) {
-  backend::RunStore* store = writer();
-  if (store == nullptr) return;
-  if (auto r = store->setNote(backend::TagOwner::run, runId, note).get(); !r) {
+  if (auto r = write(*store); !r) {
     emit edited(false, QString::fromStdString(r.message()));
     return;
   }
-  emit edited(true, note.isEmpty() ? tr("Note cleared") : tr("Note saved"));
+  emit edited(true, done);
   refresh();
+}
+
+void RunLogWorker::editTags(const QList<qint64>& runIds, const QStringList& add,
+                            const QStringList& remove) {
+  QStringList parts;
+  for (const QString& tag : add) parts << "+" + tag;
+  for (const QString& tag : remove) parts << "-" + tag;
+  writeEdit(
+      [&](backend::RunStore& store) -> Result<void> {
+        for (qint64 id : runIds) {
+          if (auto r = store.editTags(backend::TagOwner::run, id, add, remove).get(); !r) return r;
+        }
+        return ok();
+      },
+      tr("Tags %1 on %n run(s)", nullptr, static_cast<int>(runIds.size())).arg(parts.join(' ')));
+}
+
+void RunLogWorker::setNote(qint64 runId, const QString& note) {
+  writeEdit(
+      [&](backend::RunStore& store) {
+        return store.setNote(backend::TagOwner::run, runId, note).get();
+      },
+      note.isEmpty() ? tr("Note cleared") : tr("Note saved"));
 }
 
 void RunLogWorker::editGroup(const QString& name, const QList<qint64>& add,
                              const QList<qint64>& remove) {
-  backend::RunStore* store = writer();
-  if (store == nullptr) return;
-  if (auto r = store->editGroup(name, add, remove, backend::RunStore::GroupMissing::create).get();
-      !r) {
-    emit edited(false, QString::fromStdString(r.message()));
-    return;
-  }
   const auto count = add.isEmpty() ? remove.size() : add.size();
   const QString runs = count == 1 ? tr("1 run") : tr("%1 runs").arg(count);
-  emit edited(true, add.isEmpty() ? tr("%1 taken out of group %2").arg(runs, name)
-                                  : tr("%1 added to group %2").arg(runs, name));
-  refresh();
+  writeEdit(
+      [&](backend::RunStore& store) {
+        return store.editGroup(name, add, remove, backend::RunStore::GroupMissing::create).get();
+      },
+      add.isEmpty() ? tr("%1 taken out of group %2").arg(runs, name)
+                    : tr("%1 added to group %2").arg(runs, name));
 }
 
 void RunLogWorker::renameGroup(const QString& from, const QString& to) {
-  backend::RunStore* store = writer();
-  if (store == nullptr) return;
-  if (auto r = store->renameGroup(from, to).get(); !r) {
-    emit edited(false, QString::fromStdString(r.message()));
-    return;
-  }
-  emit edited(true, tr("group %1 renamed %2").arg(from, to));
-  refresh();
+  writeEdit([&](backend::RunStore& store) { return store.renameGroup(from, to).get(); },
+            tr("group %1 renamed %2").arg(from, to));
 }
 
 void RunLogWorker::deleteGroup(const QString& name) {
-  backend::RunStore* store = writer();
-  if (store == nullptr) return;
-  if (auto r = store->deleteGroup(name).get(); !r) {
-    emit edited(false, QString::fromStdString(r.message()));
-    return;
-  }
-  emit edited(true, tr("group %1 deleted; its runs stay").arg(name));
-  refresh();
+  writeEdit([&](backend::RunStore& store) { return store.deleteGroup(name).get(); },
+            tr("group %1 deleted; its runs stay").arg(name));
 }
 
 void RunLogWorker::setQueryKeys(const QStringList& params, const QStringList& metrics) {

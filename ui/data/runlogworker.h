@@ -15,6 +15,7 @@
 #include <QSet>
 #include <QTimer>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -134,6 +135,9 @@ class RunLogWorker : public RunLogSignals {
   qint64 m_dataVersion = -1;  // PRAGMA data_version when last read
   /// The writer of tag and note edits, opened on the first (nullptr until then).
   backend::RunStore* writer();
+  /// One edit through writer(): edited(false, the error) when `write` fails, else
+  /// edited(true, `done`) and a refresh (the runs come again with the change).
+  void writeEdit(const std::function<Result<void>(backend::RunStore&)>& write, const QString& done);
   std::unique_ptr<backend::RunStore> m_store;
   std::vector<backend::RunRecord> m_runs;
   QStringList m_queryParams;
