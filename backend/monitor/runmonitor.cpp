@@ -143,7 +143,9 @@ Result<void> RunMonitor::restoreStreams() {
   m_attempt = (*run)->attempt;
   auto noted = m_reader->anomalies(m_runId, m_attempt);
   if (!noted) return noted.error();
-  m_streams.clear();
+  // Built aside and swapped in whole: a read that fails half way must not leave some ranks
+  // restored and others ahead of the run log.
+  std::vector<EventStream> streams;
   for (int rank = 0; rank < worldSize(); ++rank) {
     EventStream stream;
     stream.rank = rank;
@@ -178,8 +180,10 @@ Result<void> RunMonitor::restoreStreams() {
     stream.done = payloadOf<spec::DoneEvent>(*done);
     stream.lastError = payloadOf<spec::ErrorEvent>(*error);
     for (const LogLine& line : *words) stream.lastLogLines << line.text;
-    m_streams.push_back(std::move(stream));
+    streams.push_back(std::move(stream));
   }
+  m_streams = std::move(streams);
+  m_streamsAhead = false;
   return ok();
 }
 
@@ -294,6 +298,15 @@ void RunMonitor::poll() {
   // handle's signals and a read cut short all land here).
   if (m_storeFailures > 0 && !m_retryAt.hasExpired()) return;
   m_polling = true;
+  // The streams still hold what the refused rows said (a done event, read offsets): nothing is
+  // read or decided from them until they are rebuilt from what the run log has.
+  if (m_streamsAhead) {
+    if (auto r = restoreStreams(); !r) {
+      noteStoreRefusal(r.message());
+      m_polling = false;
+      return;
+    }
+  }
   // Rank states first: a rank seen exited here has written everything the reads below get.
   const QList<RankState> ranks = m_handle.ranks();
   bool caughtUp = true;     // every file read to its current end
@@ -339,6 +352,8 @@ void RunMonitor::poll() {
   if (!stored) {
     noteStoreRefusal(why);
     // The run log refused a chunk (a full disk, another writer): read again from what it has.
+    // If even that read fails (the server is gone), the next poll rebuilds them first.
+    m_streamsAhead = true;
     if (auto r = restoreStreams(); !r) qCWarning(lcRunMonitor, "%s", r.message().c_str());
     m_polling = false;
     return;
@@ -460,7 +475,8 @@ RunMonitor::Failure RunMonitor::describeDeath(const RankState& rank,
 void RunMonitor::decide(const QList<RankState>& ranks, bool caughtUp) {
   const bool anyHello =
       std::any_of(m_streams.begin(), m_streams.end(), [](const auto& s) { return s.hello; });
-  if (m_status == spec::RunStatus::queued && anyHello) setStatus(spec::RunStatus::running, {});
+  if (m_status == spec::RunStatus::queued && anyHello)
+    (void)setStatus(spec::RunStatus::running, {});
   bool allExited = !ranks.isEmpty() && int(ranks.size()) >= int(m_streams.size());
   for (const RankState& rank : ranks) {
     if (rank.phase != RankState::Phase::exited) {
@@ -479,7 +495,7 @@ void RunMonitor::decide(const QList<RankState>& ranks, bool caughtUp) {
       m_failure = describeDeath(rank, stream);
       qCInfo(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId),
              qPrintable(m_failure->error));
-      setStatus(m_failure->status, m_failure->error);
+      (void)setStatus(m_failure->status, m_failure->error);  // finish() stores it for sure
     }
     if (died && !m_stopSent) {
       m_stopSent = true;  // one dead rank stops the others (they would hang in a collective)
@@ -540,7 +556,12 @@ void RunMonitor::finish() {
   if (!m_streams.empty() && m_streams.front().done && !m_streams.front().done->objective.empty()) {
     objective = m_streams.front().done->objective.front();
   }
-  setStatus(outcome.status, outcome.error, objective);
+  // The final status is what every reader of the run log goes by: one the run log may take
+  // later (a lost connection) is retried with the refusals' backoff, the run still followed.
+  if (auto r = setStatus(outcome.status, outcome.error, objective); !r && !r.error().permanent) {
+    noteStoreRefusal(r.message());
+    return;
+  }
   m_finished = true;
   stopFollowing();
   (void)m_store.releaseLease(m_lease).get();
@@ -549,14 +570,17 @@ void RunMonitor::finish() {
   emit finished(outcome.status, outcome.error);
 }
 
-void RunMonitor::setStatus(spec::RunStatus status, const QString& error,
-                           std::optional<double> objective) {
+Result<void> RunMonitor::setStatus(spec::RunStatus status, const QString& error,
+                                   std::optional<double> objective) {
   auto r = m_store.setRunStatus(m_runId, status, error, objective).get();
-  if (!r)
+  if (!r) {
     qCWarning(lcRunMonitor, "run %lld: %s", static_cast<long long>(m_runId), r.message().c_str());
-  if (status == m_status) return;
+    return r;  // m_status stays: a `running` not stored is set again on the next poll
+  }
+  if (status == m_status) return ok();
   m_status = status;
   emit statusChanged(status);
+  return ok();
 }
 
 void RunMonitor::stopFollowing() {

@@ -113,8 +113,9 @@ class RunMonitor : public QObject {
   void decide(const QList<RankState>& ranks, bool caughtUp);
   /// After a poll: an event arrived (re-arm), or the ranks live and the silence is a stall.
   void watchStall(const QList<RankState>& ranks, bool eventsArrived);
-  void setStatus(spec::RunStatus status, const QString& error,
-                 std::optional<double> objective = std::nullopt);
+  /// Stores the run's status; m_status follows only what was stored.
+  Result<void> setStatus(spec::RunStatus status, const QString& error,
+                         std::optional<double> objective = std::nullopt);
   Failure describeDeath(const RankState& rank, const EventStream& stream) const;
   Failure finalOutcome() const;
   void finish();
@@ -139,8 +140,11 @@ class RunMonitor : public QObject {
   bool m_stopSent = false;
   bool m_tookOver = false;
   bool m_polling = false;
-  int m_storeFailures = 0;     // polls in a row whose rows the run log refused
-  QDeadlineTimer m_retryAt;    // while m_storeFailures > 0: no poll before it (the backoff)
+  int m_storeFailures = 0;   // polls in a row whose rows the run log refused
+  QDeadlineTimer m_retryAt;  // while m_storeFailures > 0: no poll before it (the backoff)
+  // The run log refused a poll's rows and could not be read back since: m_streams are ahead of
+  // it (offsets past the refused lines, a done event it never stored).
+  bool m_streamsAhead = false;
   QElapsedTimer m_sinceEvent;  // since the last new event line (or start())
   bool m_stallReported = false;
   // Per rank, the highest seq of an event line kept as a log line (refused for good): the run

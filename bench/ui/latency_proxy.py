@@ -21,6 +21,10 @@ tests drive it; tests/app/tst_cli_sweep_partition.cpp):
                         a real partition outlasts them: the proxy's own TCP stack answers the
                         client meanwhile, so without CUT_S no connection is ever lost.
                         Answers "partitioned", "cut N" (connections) and "healed".
+    refuse SECONDS      the server is down (a restart, a failover): every open connection is cut
+                        at once and for SECONDS each new one is closed as soon as it comes, so
+                        the client's errors come at once, not after its timeouts. Answers
+                        "refusing", "cut N" and "healed".
     lose-commit NTH PATTERN
                         a lost answer: the NTH transaction (counted over all connections from
                         now on) that runs a statement whose SQL text contains PATTERN (the rest
@@ -31,6 +35,11 @@ tests drive it; tests/app/tst_cli_sweep_partition.cpp):
                         just after the COMMIT got through would. It reads PostgreSQL's wire
                         protocol (without TLS) for this. Answers "armed", then "lost-commit"
                         when it happened. One at a time: a new one replaces an armed one.
+    cut-commit NTH PATTERN
+                        a failed write: as lose-commit, but the connection is cut before that
+                        COMMIT reaches the server, so the transaction rolls back and the client
+                        hears of a lost connection. Answers "armed", then "cut-commit". It
+                        replaces an armed lose-commit, and the other way round.
 It prints "listening PORT" once it accepts connections.
 """
 import asyncio
@@ -39,9 +48,12 @@ import time
 
 # Set while the network works; cleared during a partition (--control).
 connected = None
+# Set while the server is down (`refuse`): a new connection is closed at once.
+down = False
 # Every open connection's two transports, for a partition's cut.
 links = set()
-# The armed lose-commit: {"pattern": bytes, "left": transactions to let pass first}, or None.
+# The armed lose-commit or cut-commit: {"pattern": bytes, "left": transactions to let pass
+# first, "cut": whether the COMMIT itself is dropped (cut-commit)}, or None.
 lose = None
 
 
@@ -55,6 +67,7 @@ class Watch:
         self.prepared = {}   # the SQL text of each prepared statement, by name
         self.hit = False     # the open transaction ran one
         self.losing = False  # this connection's COMMIT went to the server: drop the answer
+        self.cut = False     # the fired one is a cut-commit: the COMMIT itself is dropped
 
     def feed(self, data):
         """Takes client bytes; True when they hold the COMMIT whose answer is to be lost."""
@@ -97,6 +110,7 @@ class Watch:
                     if lose["left"] > 0:
                         lose["left"] -= 1
                     else:
+                        self.cut = lose["cut"]
                         lose = None
                         fire = True
                 if b"COMMIT" in query or query.strip() == b"ROLLBACK":
@@ -114,6 +128,11 @@ async def forward(reader, writer, delay_s, watch=None, answers=None, pair=None):
     async def receive():
         while data := await reader.read(65536):
             if watch is not None and watch.feed(data):
+                if watch.cut:  # the COMMIT (and all after it) never reaches the server
+                    for transport in pair:
+                        transport.abort()
+                    print("cut-commit", flush=True)
+                    break
                 watch.losing = True
             if answers is not None and answers.losing:
                 for transport in pair:
@@ -144,15 +163,29 @@ async def partition(seconds, cut_s):
     print("partitioned", flush=True)
     if cut_s is not None and cut_s <= seconds:
         await asyncio.sleep(cut_s)
-        cut = list(links)
-        for pair in cut:
-            for transport in pair:
-                transport.abort()
-        links.difference_update(cut)
-        print(f"cut {len(cut)}", flush=True)
+        cut_all()
         seconds -= cut_s
     await asyncio.sleep(seconds)
     connected.set()
+    print("healed", flush=True)
+
+
+def cut_all():
+    cut = list(links)
+    for pair in cut:
+        for transport in pair:
+            transport.abort()
+    links.difference_update(cut)
+    print(f"cut {len(cut)}", flush=True)
+
+
+async def refuse(seconds):
+    global down
+    down = True
+    print("refusing", flush=True)
+    cut_all()
+    await asyncio.sleep(seconds)
+    down = False
     print("healed", flush=True)
 
 
@@ -165,12 +198,23 @@ async def control():
     tasks = set()
     while line := await reader.readline():
         words = line.decode().split()
-        if (len(words) >= 3 and words[0] == "lose-commit" and words[1].isdigit()
+        if (len(words) >= 3 and words[0] in ("lose-commit", "cut-commit") and words[1].isdigit()
                 and int(words[1]) > 0):
             pattern = line.decode().strip().split(None, 2)[2]
-            lose = {"pattern": pattern.encode(), "left": int(words[1]) - 1}
+            lose = {"pattern": pattern.encode(), "left": int(words[1]) - 1,
+                    "cut": words[0] == "cut-commit"}
             print("armed", flush=True)
             continue
+        if len(words) == 2 and words[0] == "refuse":
+            try:
+                seconds = float(words[1])
+            except ValueError:
+                seconds = -1.0
+            if seconds >= 0:
+                task = asyncio.create_task(refuse(seconds))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                continue
         if len(words) in (2, 3) and words[0] == "partition":
             try:
                 seconds = float(words[1])
@@ -183,7 +227,8 @@ async def control():
                 task.add_done_callback(tasks.discard)
                 continue
         print(f"latency_proxy.py: unknown command {line.decode().strip()!r}; "
-              "the commands are `partition SECONDS [CUT_S]` and `lose-commit NTH PATTERN`",
+              "the commands are `partition SECONDS [CUT_S]`, `refuse SECONDS`, "
+              "`lose-commit NTH PATTERN` and `cut-commit NTH PATTERN`",
               file=sys.stderr, flush=True)
 
 
@@ -198,6 +243,9 @@ async def main():
 
     async def connection(client_reader, client_writer):
         await connected.wait()  # during a partition a new connection reaches nothing
+        if down:  # the server is down: refused at once
+            client_writer.transport.abort()
+            return
         try:
             server_reader, server_writer = await asyncio.open_connection("127.0.0.1", target)
         except OSError as e:
@@ -208,7 +256,8 @@ async def main():
         links.add(pair)
         watch = Watch()
         try:
-            await asyncio.gather(forward(client_reader, server_writer, delay_s, watch=watch),
+            await asyncio.gather(forward(client_reader, server_writer, delay_s, watch=watch,
+                                         pair=pair),
                                  forward(server_reader, client_writer, delay_s, answers=watch,
                                          pair=pair),
                                  return_exceptions=True)

@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 
+#include "backend/launch/rankfiles.h"
 #include "backend/store/runstore.h"
 #include "backend/sweep/study.h"
 #include "backend/sweep/trialrunner.h"
@@ -140,12 +141,26 @@ struct Proxy {
     return awaitText(process, said, "armed", 30000);
   }
 
+  /// Arms `cut-commit`: the `nth` transaction that runs SQL containing `pattern` is cut before
+  /// its COMMIT reaches the server (it rolls back; the client hears of a lost connection).
+  bool cutCommit(int nth, const QByteArray& pattern) {
+    process.write("cut-commit " + QByteArray::number(nth) + " " + pattern + "\n");
+    return awaitText(process, said, "armed", 30000);
+  }
+
   /// Cuts the network for `seconds`, dropping its connections `cutS` seconds in; true once the
   /// proxy says it has.
   bool partition(int seconds, int cutS) {
     process.write("partition " + QByteArray::number(seconds) + " " + QByteArray::number(cutS) +
                   "\n");
     return awaitText(process, said, "partitioned", 30000);
+  }
+
+  /// The server goes down for `seconds`: open connections cut, new ones closed at once; true
+  /// once the proxy says so.
+  bool refuse(int seconds) {
+    process.write("refuse " + QByteArray::number(seconds) + "\n");
+    return awaitText(process, said, "refusing", 30000);
   }
 };
 
@@ -540,6 +555,107 @@ class TestCliSweepPartition : public QObject {
     QVERIFY2(err.contains("its monitor waits for the run log"), err.constData());  // it met it
     const QJsonObject o = QJsonDocument::fromJson(out.trimmed().split('\n').last()).object();
     QCOMPARE(o["status"].toString(), QStringLiteral("complete"));
+  }
+
+  // The run log's server goes down while `shardscope-cli run` (2 ranks of the fake trainer)
+  // follows its ranks, and stays down past their end: the rows of every poll meanwhile are
+  // refused, and so is the monitor's read-back of what the run log has. After the heal every event
+  // line of both ranks is in the run log, done included, and the run is complete. On the old
+  // monitor, streams whose read-back failed stayed ahead of the run log: the next poll found
+  // nothing new, judged the run from the done event it had read, and the lines read in the
+  // partition (the done among them) were never stored; a trial so ended "without a done event" (CI,
+  // stop 49).
+  void runKeepsWhatADownServerMissed() {
+    using namespace shardscope;
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    testing::TinyExperiment experiment;
+    experiment.name = QStringLiteral("partrun");
+    experiment.trainer = kFake;
+    const QString exp = testing::writeExperiment(dir.path(), experiment);
+    QVERIFY(!exp.isEmpty());
+    Proxy proxy;
+    QVERIFY2(proxy.start(testing::storeSpec(dir.path(), "partrun")), proxy.said.constData());
+    QProcess run;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_FAKE_MODE", "--steps 30 --step-ms 150");  // about 4.5 s of steps
+    run.setProcessEnvironment(env);
+    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", exp});
+    auto direct = backend::RunStore::open(proxy.direct);
+    VERIFY_OK(direct);
+    auto reader = (*direct)->reader();
+    VERIFY_OK(reader);
+    // The server goes down once the monitor has stored rank 0's first lines, for longer than
+    // the ranks run on: their last lines, done among them, are read while it is down.
+    qint64 runId = 0;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+          auto runs = reader->listRuns();
+          if (!runs || runs->empty()) return false;
+          runId = runs->front().id;
+          auto stored = reader->eventCount(runId, 0);
+          return stored && *stored > 0;
+        }(),
+        60000);
+    QVERIFY2(proxy.refuse(8), proxy.said.constData());
+    QVERIFY2(run.waitForFinished(120000), "the run did not finish within 120 s");
+    const QByteArray out = run.readAllStandardOutput();
+    const QByteArray err = run.readAllStandardError();
+    QVERIFY2(awaitText(proxy.process, proxy.said, "healed", 30000), proxy.said.constData());
+    QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0,
+             (out + err).constData());
+    QVERIFY2(err.contains("the run log refused its rows"), err.constData());  // it met it
+    auto record = reader->run(runId);
+    VERIFY_OK(record);
+    QVERIFY(record->has_value());
+    QCOMPARE(spec::to_string((*record)->status), std::string_view("complete"));
+    for (int rank = 0; rank < 2; ++rank) {
+      const QByteArray file = testing::readAll(
+          QDir((*record)->runDir).filePath(backend::rankFileName(rank, backend::RankFile::events)));
+      auto stored = reader->eventCount(runId, rank);
+      VERIFY_OK(stored);
+      QCOMPARE(*stored, qint64(file.count('\n')));
+      auto done = reader->lastEvent(runId, rank, "done");
+      VERIFY_OK(done);
+      QVERIFY2(done->has_value(), qPrintable(QStringLiteral("rank %1's done is lost").arg(rank)));
+    }
+  }
+
+  // The connection is lost as the monitor stores a run's final status (the write rolls back):
+  // the status is written again once the run log answers, and the run is complete in the run
+  // log. The old monitor only warned and stopped following: the run stayed `running` for good.
+  void finalStatusOutlivesALostWrite() {
+    using namespace shardscope;
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    testing::TinyExperiment experiment;
+    experiment.name = QStringLiteral("laststatus");
+    experiment.trainer = kFake;
+    const QString exp = testing::writeExperiment(dir.path(), experiment);
+    QVERIFY(!exp.isEmpty());
+    Proxy proxy;
+    QVERIFY2(proxy.start(testing::storeSpec(dir.path(), "laststatus")), proxy.said.constData());
+    // setRunStatus's statement: the first is `running`, the second the final one.
+    QVERIFY2(proxy.cutCommit(2, "objective = coalesce("), proxy.said.constData());
+    QProcess run;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_FAKE_MODE", "--steps 5");
+    run.setProcessEnvironment(env);
+    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", exp});
+    QVERIFY2(run.waitForFinished(120000), "the run did not finish within 120 s");
+    const QByteArray out = run.readAllStandardOutput();
+    const QByteArray err = run.readAllStandardError();
+    QVERIFY2(awaitText(proxy.process, proxy.said, "cut-commit", 10000), proxy.said.constData());
+    QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0,
+             (out + err).constData());
+    auto direct = backend::RunStore::open(proxy.direct);
+    VERIFY_OK(direct);
+    auto reader = (*direct)->reader();
+    VERIFY_OK(reader);
+    auto runs = reader->listRuns();
+    VERIFY_OK(runs);
+    QCOMPARE(runs->size(), std::size_t(1));
+    QCOMPARE(spec::to_string(runs->front().status), std::string_view("complete"));
   }
 };
 
