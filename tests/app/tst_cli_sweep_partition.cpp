@@ -244,6 +244,59 @@ struct DirectTrial {
   }
 };
 
+/// `shardscope-cli run` of the fake trainer (2 ranks, TinyExperiment) on a run log behind the
+/// proxy, followed in the foreground.
+struct ProxiedRun {
+  QTemporaryDir dir;
+  Proxy proxy;
+  QProcess run;
+  QByteArray out;  ///< what it printed, once finish() returned
+  QByteArray err;
+  std::unique_ptr<shardscope::backend::RunStore> direct;  ///< the run log, not through the proxy
+
+  /// Writes experiment `name` and starts the proxy on database `name`: empty, or why not.
+  QString make(const QString& name) {
+    using namespace shardscope;
+    testing::TinyExperiment experiment;
+    experiment.name = name;
+    experiment.trainer = kFake;
+    const QString exp =
+        dir.isValid() ? testing::writeExperiment(dir.path(), experiment) : QString();
+    if (exp.isEmpty()) return QStringLiteral("cannot write the experiment in %1").arg(dir.path());
+    if (!proxy.start(testing::storeSpec(dir.path(), name))) return QString::fromUtf8(proxy.said);
+    auto opened = backend::RunStore::open(proxy.direct);
+    if (!opened) return QString::fromStdString(opened.message());
+    direct = std::move(*opened);
+    m_experiment = exp;
+    return {};
+  }
+
+  /// Starts the command; the fake trainer runs `fakeMode` (SHARDSCOPE_FAKE_MODE).
+  void start(const QString& fakeMode) {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_FAKE_MODE", fakeMode);
+    run.setProcessEnvironment(env);
+    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", m_experiment});
+  }
+
+  /// Waits for the command's end and for the proxy to say `fault` (its fault happened): empty
+  /// when both came and the command exited 0, else what went wrong.
+  QString finish(const QByteArray& fault) {
+    if (!run.waitForFinished(120000)) return QStringLiteral("the run did not finish within 120 s");
+    out = run.readAllStandardOutput();
+    err = run.readAllStandardError();
+    if (!awaitText(proxy.process, proxy.said, fault, 30000))
+      return QStringLiteral("the proxy did not say %1: %2")
+          .arg(QString::fromUtf8(fault), QString::fromUtf8(proxy.said));
+    if (run.exitStatus() != QProcess::NormalExit || run.exitCode() != 0)
+      return QString::fromUtf8(out + err);
+    return {};
+  }
+
+ private:
+  QString m_experiment;
+};
+
 }  // namespace
 
 class TestCliSweepPartition : public QObject {
@@ -530,30 +583,15 @@ class TestCliSweepPartition : public QObject {
   // foreground): the run is followed once the run log answers and completes; the old command
   // exited 1 with the run log's error and left its ranks unfollowed.
   void runOutlivesALostLeaseAnswer() {
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    shardscope::testing::TinyExperiment experiment;
-    experiment.name = QStringLiteral("leaserun");
-    experiment.trainer = kFake;
-    const QString exp = shardscope::testing::writeExperiment(dir.path(), experiment);
-    QVERIFY(!exp.isEmpty());
-    Proxy proxy;
-    QVERIFY2(proxy.start(shardscope::testing::storeSpec(dir.path(), "leaserun")),
-             proxy.said.constData());
-    QVERIFY2(proxy.loseCommit(1, "INSERT INTO leases"), proxy.said.constData());
-    QProcess run;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("SHARDSCOPE_FAKE_MODE", "--steps 10");
-    run.setProcessEnvironment(env);
-    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", exp});
-    QVERIFY2(run.waitForFinished(120000), "the run did not finish within 120 s");
-    const QByteArray out = run.readAllStandardOutput();
-    const QByteArray err = run.readAllStandardError();
-    QVERIFY2(awaitText(proxy.process, proxy.said, "lost-commit", 10000), proxy.said.constData());
-    QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0,
-             (out + err).constData());
-    QVERIFY2(err.contains("its monitor waits for the run log"), err.constData());  // it met it
-    const QJsonObject o = QJsonDocument::fromJson(out.trimmed().split('\n').last()).object();
+    ProxiedRun r;
+    const QString made = r.make(QStringLiteral("leaserun"));
+    QVERIFY2(made.isEmpty(), qPrintable(made));
+    QVERIFY2(r.proxy.loseCommit(1, "INSERT INTO leases"), r.proxy.said.constData());
+    r.start(QStringLiteral("--steps 10"));
+    const QString ended = r.finish("lost-commit");
+    QVERIFY2(ended.isEmpty(), qPrintable(ended));
+    QVERIFY2(r.err.contains("its monitor waits for the run log"), r.err.constData());  // it met it
+    const QJsonObject o = QJsonDocument::fromJson(r.out.trimmed().split('\n').last()).object();
     QCOMPARE(o["status"].toString(), QStringLiteral("complete"));
   }
 
@@ -567,23 +605,11 @@ class TestCliSweepPartition : public QObject {
   // stop 49).
   void runKeepsWhatADownServerMissed() {
     using namespace shardscope;
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    testing::TinyExperiment experiment;
-    experiment.name = QStringLiteral("partrun");
-    experiment.trainer = kFake;
-    const QString exp = testing::writeExperiment(dir.path(), experiment);
-    QVERIFY(!exp.isEmpty());
-    Proxy proxy;
-    QVERIFY2(proxy.start(testing::storeSpec(dir.path(), "partrun")), proxy.said.constData());
-    QProcess run;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("SHARDSCOPE_FAKE_MODE", "--steps 30 --step-ms 150");  // about 4.5 s of steps
-    run.setProcessEnvironment(env);
-    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", exp});
-    auto direct = backend::RunStore::open(proxy.direct);
-    VERIFY_OK(direct);
-    auto reader = (*direct)->reader();
+    ProxiedRun r;
+    const QString made = r.make(QStringLiteral("partrun"));
+    QVERIFY2(made.isEmpty(), qPrintable(made));
+    r.start(QStringLiteral("--steps 30 --step-ms 150"));  // about 4.5 s of steps
+    auto reader = r.direct->reader();
     VERIFY_OK(reader);
     // The server goes down once the monitor has stored rank 0's first lines, for longer than
     // the ranks run on: their last lines, done among them, are read while it is down.
@@ -597,14 +623,10 @@ class TestCliSweepPartition : public QObject {
           return stored && *stored > 0;
         }(),
         60000);
-    QVERIFY2(proxy.refuse(8), proxy.said.constData());
-    QVERIFY2(run.waitForFinished(120000), "the run did not finish within 120 s");
-    const QByteArray out = run.readAllStandardOutput();
-    const QByteArray err = run.readAllStandardError();
-    QVERIFY2(awaitText(proxy.process, proxy.said, "healed", 30000), proxy.said.constData());
-    QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0,
-             (out + err).constData());
-    QVERIFY2(err.contains("the run log refused its rows"), err.constData());  // it met it
+    QVERIFY2(r.proxy.refuse(8), r.proxy.said.constData());
+    const QString ended = r.finish("healed");
+    QVERIFY2(ended.isEmpty(), qPrintable(ended));
+    QVERIFY2(r.err.contains("the run log refused its rows"), r.err.constData());  // it met it
     auto record = reader->run(runId);
     VERIFY_OK(record);
     QVERIFY(record->has_value());
@@ -626,31 +648,15 @@ class TestCliSweepPartition : public QObject {
   // log. The old monitor only warned and stopped following: the run stayed `running` for good.
   void finalStatusOutlivesALostWrite() {
     using namespace shardscope;
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    testing::TinyExperiment experiment;
-    experiment.name = QStringLiteral("laststatus");
-    experiment.trainer = kFake;
-    const QString exp = testing::writeExperiment(dir.path(), experiment);
-    QVERIFY(!exp.isEmpty());
-    Proxy proxy;
-    QVERIFY2(proxy.start(testing::storeSpec(dir.path(), "laststatus")), proxy.said.constData());
+    ProxiedRun r;
+    const QString made = r.make(QStringLiteral("laststatus"));
+    QVERIFY2(made.isEmpty(), qPrintable(made));
     // setRunStatus's statement: the first is `running`, the second the final one.
-    QVERIFY2(proxy.cutCommit(2, "objective = coalesce("), proxy.said.constData());
-    QProcess run;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("SHARDSCOPE_FAKE_MODE", "--steps 5");
-    run.setProcessEnvironment(env);
-    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", exp});
-    QVERIFY2(run.waitForFinished(120000), "the run did not finish within 120 s");
-    const QByteArray out = run.readAllStandardOutput();
-    const QByteArray err = run.readAllStandardError();
-    QVERIFY2(awaitText(proxy.process, proxy.said, "cut-commit", 10000), proxy.said.constData());
-    QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0,
-             (out + err).constData());
-    auto direct = backend::RunStore::open(proxy.direct);
-    VERIFY_OK(direct);
-    auto reader = (*direct)->reader();
+    QVERIFY2(r.proxy.cutCommit(2, "objective = coalesce("), r.proxy.said.constData());
+    r.start(QStringLiteral("--steps 5"));
+    const QString ended = r.finish("cut-commit");
+    QVERIFY2(ended.isEmpty(), qPrintable(ended));
+    auto reader = r.direct->reader();
     VERIFY_OK(reader);
     auto runs = reader->listRuns();
     VERIFY_OK(runs);
