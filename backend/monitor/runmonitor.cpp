@@ -298,8 +298,9 @@ void RunMonitor::poll() {
   // handle's signals and a read cut short all land here).
   if (m_storeFailures > 0 && !m_retryAt.hasExpired()) return;
   m_polling = true;
-  // The streams still hold what the refused rows said (a done event, read offsets): nothing is
-  // read or decided from them until they are rebuilt from what the run log has.
+  // After a refusal the streams still hold what the refused rows said (a done event, read
+  // offsets): nothing is read or decided from them until they are rebuilt from what the run log
+  // has; a rebuild that fails (the server gone) is one more refused try.
   if (m_streamsAhead) {
     if (auto r = restoreStreams(); !r) {
       noteStoreRefusal(r.message());
@@ -351,10 +352,9 @@ void RunMonitor::poll() {
   });
   if (!stored) {
     noteStoreRefusal(why);
-    // The run log refused a chunk (a full disk, another writer): read again from what it has.
-    // If even that read fails (the server is gone), the next poll rebuilds them first.
+    // The run log refused a chunk (a full disk, another writer): the next poll, after the
+    // backoff, reads on from what it has (the poll's first step).
     m_streamsAhead = true;
-    if (auto r = restoreStreams(); !r) qCWarning(lcRunMonitor, "%s", r.message().c_str());
     m_polling = false;
     return;
   }

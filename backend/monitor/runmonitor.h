@@ -142,8 +142,8 @@ class RunMonitor : public QObject {
   bool m_polling = false;
   int m_storeFailures = 0;   // polls in a row whose rows the run log refused
   QDeadlineTimer m_retryAt;  // while m_storeFailures > 0: no poll before it (the backoff)
-  // The run log refused a poll's rows and could not be read back since: m_streams are ahead of
-  // it (offsets past the refused lines, a done event it never stored).
+  // The run log refused a poll's rows and was not read back since: m_streams are ahead of it
+  // (offsets past the refused lines, a done event it never stored). The next poll rebuilds them.
   bool m_streamsAhead = false;
   QElapsedTimer m_sinceEvent;  // since the last new event line (or start())
   bool m_stallReported = false;
