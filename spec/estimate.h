@@ -27,6 +27,8 @@ struct DataBound {
 
   /// Counts one loaded sample of `tokens` tokens, `visual_tokens` of them image tokens.
   void add(std::int64_t tokens, std::int64_t visual_tokens);
+
+  bool operator==(const DataBound&) const = default;
 };
 
 struct MemoryEstimate {

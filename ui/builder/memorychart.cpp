@@ -58,13 +58,6 @@ QString boundKey(const spec::Experiment& exp) {
   return QString::fromStdString(data::bound_key(exp));
 }
 
-bool sameBound(const std::optional<spec::DataBound>& a, const std::optional<spec::DataBound>& b) {
-  if (!a || !b) return !a && !b;
-  return a->samples == b->samples && a->longest == b->longest &&
-         a->most_visual_tokens == b->most_visual_tokens &&
-         a->shortest_with_image == b->shortest_with_image && a->source == b->source;
-}
-
 }  // namespace
 
 QString formatBytes(double bytes) {
@@ -263,8 +256,8 @@ void MemoryChart::requestBound(const spec::Experiment& exp) {
 void MemoryChart::boundRead(const QString& key, const std::optional<spec::DataBound>& bound,
                             const QString& error) {
   const auto known = m_bounds.find(key);
-  const bool same = known != m_bounds.end() && known->second.error == error &&
-                    sameBound(known->second.bound, bound);
+  const bool same =
+      known != m_bounds.end() && known->second.error == error && known->second.bound == bound;
   m_bounds[key] = KnownBound{bound, error};
   qCDebug(lcMemoryChart) << "data bound of" << key << (bound ? bound->longest : -1) << error;
   if (!same && m_shown && boundKey(*m_shown) == key) estimate();
