@@ -7,6 +7,7 @@ prints figures (with --check it also checks them, for the CTest smoke test).
       [--functions 1-24] [--dims 2 5 10] [--instances 1-5] [--budgets 20 50 100] [--seeds 3]
       [--first-seed 0] [--samplers tpe gp cmaes random auto optuna-tpe optuna-gp ...]
       [--optuna-gp-trials 50] [--optuna-cache F] [--json F] [-j 2] [--check]
+      [--peer-tool OTHER/bench_search --samplers auto old:auto ...]
 
 The problems come from cocoex (`coco-experiment`, requirements-test.txt): 24 functions on
 [-5, 5]^d, instances as COCO numbers them. f_opt is read through cocoex: the problem's optimum
@@ -21,7 +22,7 @@ trials span 1e-8 to 1 across functions: an arithmetic mean would be one function
 
 Our samplers: tpe, gp, cmaes, random, auto (bench_search ask --sampler NAME; any name or TOML
 table bench_search run takes). Optuna's: optuna-tpe (TPESampler(multivariate=True)), optuna-gp
-(GPSampler, needs scipy: PYTHONPATH=DIR after `pip install --target DIR scipy`), optuna-cmaes
+(GPSampler; it fits with scipy, in requirements-test.txt), optuna-cmaes
 (CmaEsSampler), optuna-random (RandomSampler); each with seed=SEED. Optuna's results are kept in
 --optuna-cache (deterministic for a seed: a rerun of ours alone costs only ours).
 """
@@ -106,7 +107,9 @@ def random_scale(fid, dim, inst, fopt):
     return statistics.median(float(p(x)) - fopt for x in pts)
 
 
-def run_ours(tool, sampler, fid, dim, inst, seed, n):
+def run_ours(tool, sampler, fid, dim, inst, seed, n, peer_tool=None):
+    if sampler.startswith("old:"):
+        tool, sampler = peer_tool, sampler[4:]
     p = problem(fid, dim, inst)
     proc = subprocess.Popen([tool, "ask", "--dim", str(dim), "--low", str(LOW), "--high", str(HIGH),
                              "--sampler", sampler, "--seed", str(seed), "--trials", str(n)],
@@ -153,13 +156,13 @@ def run_optuna(kind, fid, dim, inst, seed, n):
 
 
 def one_run(task):
-    """Worker: (sampler, fid, dim, inst, seed, n, tool) -> (task, best-so-far list, seconds)."""
-    sampler, fid, dim, inst, seed, n, tool = task
+    """Worker: (sampler, fid, dim, inst, seed, n, tool, peer) -> (task, best-so-far, seconds)."""
+    sampler, fid, dim, inst, seed, n, tool, peer = task
     t0 = time.perf_counter()
     if sampler in THEIRS:
         out = run_optuna(sampler, fid, dim, inst, seed, n)
     else:
-        out = run_ours(tool, sampler, fid, dim, inst, seed, n)
+        out = run_ours(tool, sampler, fid, dim, inst, seed, n, peer)
     return task, out, time.perf_counter() - t0
 
 
@@ -177,6 +180,8 @@ def machine():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tool", required=True, help="build/bin/bench_search")
+    ap.add_argument("--peer-tool", help="another bench_search (e.g. built at an earlier commit): "
+                                        "a sampler named old:S runs S with it, beside this tool's")
     ap.add_argument("--functions", nargs="*", default=["1-24"])
     ap.add_argument("--dims", nargs="*", type=int, default=[2, 5, 10])
     ap.add_argument("--instances", nargs="*", default=["1-5"])
@@ -205,8 +210,11 @@ def main():
             import scipy  # noqa: F401
         except ImportError:
             raise SystemExit("bench_bbob: optuna-gp needs scipy (Optuna's GP fits with it): "
-                             "pip install --target DIR scipy, then PYTHONPATH=DIR; or leave "
+                             "pip install -r requirements-test.txt; or leave "
                              "optuna-gp out of --samplers")
+    if any(s.startswith("old:") for s in args.samplers) and not args.peer_tool:
+        raise SystemExit("bench_bbob: a sampler old:S needs --peer-tool, the bench_search to run "
+                         "it with")
     bad = [s for s in args.samplers if s.startswith("optuna") and s not in THEIRS]
     if bad:
         raise SystemExit(f"bench_bbob: unknown Optuna sampler {bad[0]} (know {' '.join(THEIRS)})")
@@ -246,16 +254,17 @@ def main():
                     runs[(smp, pr, seed)] = got["best"][:m]
                     secs.setdefault(smp, []).append(got["s"] * m / len(got["best"]))
                 else:
-                    tasks.append((smp, pr[0], pr[1], pr[2], seed, m, args.tool))
+                    tasks.append((smp, pr[0], pr[1], pr[2], seed, m, args.tool, args.peer_tool))
     # Slow ones first, so the two workers end together.
-    tasks.sort(key=lambda t: (t[0] != "optuna-gp", t[0] != "gp", -t[2]))
+    tasks.sort(key=lambda t: (t[0] != "optuna-gp", t[0].removeprefix("old:") not in ("gp", "auto"),
+                              -t[2]))
     print(f"bbob: {len(funcs)} functions x dims {args.dims} x instances {insts} x seeds "
           f"{seeds[0]}-{seeds[-1]}; budgets {budgets}; {len(tasks)} runs to do, "
           f"{len(runs)} from the cache", file=sys.stderr, flush=True)
     t_start = time.time()
 
     def done(result, k):
-        (smp, fid, dim, inst, seed, _, _), out, s = result
+        (smp, fid, dim, inst, seed, _, _, _), out, s = result
         pr = (fid, dim, inst)
         runs[(smp, pr, seed)] = out
         secs.setdefault(smp, []).append(s)
