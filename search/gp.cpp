@@ -303,6 +303,68 @@ Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   return h;
 }
 
+double yeo_johnson(double v, double lambda) {
+  constexpr double kTiny = 1e-12;
+  if (v >= 0.0) {
+    return std::abs(lambda) < kTiny ? std::log1p(v) : (std::pow(1.0 + v, lambda) - 1.0) / lambda;
+  }
+  const double l2 = 2.0 - lambda;
+  return std::abs(l2) < kTiny ? -std::log1p(-v) : -(std::pow(1.0 - v, l2) - 1.0) / l2;
+}
+
+double yeo_johnson_llf(const Eigen::VectorXd& y, double lambda) {
+  const auto n = static_cast<double>(y.size());
+  Eigen::VectorXd t(y.size());
+  double jacobian = 0.0;
+  for (Eigen::Index i = 0; i < y.size(); ++i) {
+    t(i) = yeo_johnson(y(i), lambda);
+    jacobian += std::copysign(std::log1p(std::abs(y(i))), y(i));
+  }
+  const double var = (t.array() - t.mean()).square().mean();
+  if (!(var > 0.0) || !std::isfinite(var)) return -kInf;
+  return -0.5 * n * std::log(var) + (lambda - 1.0) * jacobian;
+}
+
+double yeo_johnson_lambda(const Eigen::VectorXd& y) {
+  // The profile likelihood is unimodal in practice (scipy brackets and runs Brent on it); a
+  // golden section on [-2, 2] keeps lambda where the powers stay finite for standardised y.
+  constexpr double kLo = -2.0;
+  constexpr double kHi = 2.0;
+  const double ratio = 0.5 * (std::sqrt(5.0) - 1.0);
+  double a = kLo;
+  double b = kHi;
+  double c = b - ratio * (b - a);
+  double e = a + ratio * (b - a);
+  double fc = yeo_johnson_llf(y, c);
+  double fe = yeo_johnson_llf(y, e);
+  while (b - a > 1e-5) {
+    if (fc >= fe) {
+      b = e;
+      e = c;
+      fe = fc;
+      c = b - ratio * (b - a);
+      fc = yeo_johnson_llf(y, c);
+    } else {
+      a = c;
+      c = e;
+      fc = fe;
+      e = a + ratio * (b - a);
+      fe = yeo_johnson_llf(y, e);
+    }
+  }
+  // A maximum at an end of the interval (a long tail wants lambda past it) is the end itself.
+  double best = 0.5 * (a + b);
+  double best_llf = yeo_johnson_llf(y, best);
+  for (const double end : {kLo, kHi}) {
+    const double v = yeo_johnson_llf(y, end);
+    if (v > best_llf) {
+      best = end;
+      best_llf = v;
+    }
+  }
+  return best;
+}
+
 double log_ndtr(double z) {
   if (z > -20.0) return std::log(0.5 * std::erfc(-z * M_SQRT1_2));
   // Phi(z) = 0.5 erfc(x), x = -z / sqrt 2: erfc(x) ~ exp(-x^2) / (x sqrt(pi)) (1 - 1/(2x^2) + ...).
@@ -659,6 +721,14 @@ Result<TrialParams> GpSampler::sample(const SearchSpace& space, const std::vecto
     y_std = standardise(
         Eigen::Map<const Eigen::VectorXd>(obj_y.data(), static_cast<Eigen::Index>(obj_y.size())),
         mean, sd);
+    if (y_std.size() >= 3 && sd > 1e-10) {
+      // Warped in the minimised sense (the losses' long tail is the bad side), re-standardised.
+      const Eigen::VectorXd loss = -y_std;
+      const double lambda = gp::yeo_johnson_lambda(loss);
+      Eigen::VectorXd w(loss.size());
+      for (Eigen::Index i = 0; i < loss.size(); ++i) w(i) = -gp::yeo_johnson(loss(i), lambda);
+      y_std = standardise(w, mean, sd);
+    }
     const gp::Hyper* start =
         m_objective_fit.inv_sq_lengthscales.size() == d ? &m_objective_fit : nullptr;
     m_objective_fit = gp::fit_hyper(x_obj, y_std, categorical, start);

@@ -2,7 +2,10 @@
 // a Matern-5/2 ARD kernel on the unit cube (each parameter's internal range, log applied, ints
 // and stepped floats widened by half a step, mapped to [0, 1]; a categorical is its choice index
 // with the Hamming distance, Optuna's categorical distance: 0 for the same choice, 1 otherwise,
-// scaled by its own length scale). Objective values are standardised (maximised); the kernel
+// scaled by its own length scale). Objective values are standardised, then warped by a
+// Yeo-Johnson power transform whose lambda (in [-2, 2]) maximises its likelihood on them (in the
+// minimised sense: a long tail of bad values is compressed, the good ones spread), standardised
+// again and maximised (Optuna's GP stops at standardising; the warp is HEBO's idea); the kernel
 // hyperparameters (inverse squared length scales, kernel scale, noise variance above 1e-6)
 // maximise the log marginal likelihood plus Optuna's default log prior, by L-BFGS on their
 // logs from two starts (the previous call's fit and all ones; the better wins). Linear algebra
@@ -84,6 +87,16 @@ class Regressor {
 /// right size) and from all ones; the better end point wins.
 Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
                 const std::vector<char>& categorical, const Hyper* start, double min_noise = 1e-6);
+
+/// The Yeo-Johnson power transform of v (Yeo and Johnson 2000), monotone increasing for every
+/// lambda: ((v + 1)^lambda - 1) / lambda for v >= 0, -((1 - v)^(2 - lambda) - 1) / (2 - lambda)
+/// below (logs at lambda 0 and 2).
+double yeo_johnson(double v, double lambda);
+/// Yeo-Johnson's profile log-likelihood of lambda for the values y (scipy.stats.yeojohnson_llf):
+/// -n/2 log(variance of the transformed values) + (lambda - 1) sum sign(y) log(1 + |y|).
+double yeo_johnson_llf(const Eigen::VectorXd& y, double lambda);
+/// The lambda in [-2, 2] maximising yeo_johnson_llf (golden-section search to 1e-5).
+double yeo_johnson_lambda(const Eigen::VectorXd& y);
 
 /// log E[max(0, f - best)] for f ~ N(mean, var) (Ament et al. 2023's stable form, as Optuna).
 double log_ei(double mean, double var, double best);

@@ -13,9 +13,7 @@ Optuna at 1,000. A benchmark, not a test: it prints figures.
   .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --gp-speed
       [--seeds 5] [--only NAME...]
       (the GP sampler: CPU ms per suggestion at 100 finished trials, then regret at 20 and 50
-      trials, beside Optuna's GPSampler when scipy is importable (Optuna's GP fits with scipy,
-      which requirements-test.txt lacks: PYTHONPATH=DIR with `pip install --target DIR scipy`)
-      and TPE)
+      trials, beside Optuna's GPSampler (it fits with scipy, requirements-test.txt) and TPE)
   .venv/bin/python bench/search/bench_search.py --tool build/bin/bench_search --auto
       [--seeds 5] [--first-seed 0] [--optuna-cache FILE] [--ours auto gp old:auto old:gp]
       [--peer-tool OTHER/bench_search] [--no-optuna]

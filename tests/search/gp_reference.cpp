@@ -15,8 +15,15 @@
 //   grad M    then M lines: D values, d LOG_EI / d x at each query point (posterior_grad and
 //             log_ei_grad; 0 in categorical dimensions)
 //   fit R_1 .. R_D SCALE NOISE  (gp::fit_hyper from all ones)
+//
+//   gp_reference --warp FILE
+// FILE: values N V_1 .. V_N. Prints the Yeo-Johnson output warping's pieces on those values:
+//   lambda L                    (gp::yeo_johnson_lambda)
+//   llf K  then K lines: LAMBDA LLF T_1 .. T_N at fixed lambdas (gp::yeo_johnson_llf and
+//          gp::yeo_johnson of each value)
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -36,11 +43,33 @@ bool expect(std::istream& in, const char* word) {
   return true;
 }
 
+int warp(const char* path) {
+  std::ifstream in(path);
+  Eigen::Index n = 0;
+  if (!in || !expect(in, "values") || !(in >> n) || n < 2) return 2;
+  Eigen::VectorXd v(n);
+  for (Eigen::Index i = 0; i < n; ++i) in >> v(i);
+  if (!in) {
+    std::fprintf(stderr, "gp_reference: %s ends early or holds a non-number\n", path);
+    return 2;
+  }
+  std::printf("lambda %.17g\n", gp::yeo_johnson_lambda(v));
+  const double lambdas[] = {-1.5, 0.0, 0.7, 1.0, 2.0, 2.5};
+  std::printf("llf %zu\n", std::size(lambdas));
+  for (const double l : lambdas) {
+    std::printf("%.17g %.17g", l, gp::yeo_johnson_llf(v, l));
+    for (Eigen::Index i = 0; i < n; ++i) std::printf(" %.17g", gp::yeo_johnson(v(i), l));
+    std::printf("\n");
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--warp") return warp(argv[2]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: gp_reference FILE\n");
+    std::fprintf(stderr, "usage: gp_reference FILE | gp_reference --warp FILE\n");
     return 2;
   }
   std::ifstream in(argv[1]);

@@ -2,7 +2,8 @@
 // fitted hyperparameters at a stationary point, log EI's gradient), and the sampler: lower regret
 // than random on a 2-D quadratic in 20 trials on fixed seeds, the infeasible region avoided, int
 // and categorical parameters on their grids and the categorical optimum found, running trials not
-// proposed twice (constant liar), conditional parameters drawn, several objectives refused.
+// proposed twice (constant liar), conditional parameters drawn, several objectives refused; the
+// output warping (Yeo-Johnson) and its fitted lambda.
 // (tests/search/reference_gp.py checks the same blocks against Optuna's GP.)
 #include <QtTest>
 
@@ -132,6 +133,53 @@ class TstGp : public QObject {
     QVERIFY(std::isfinite(a) && std::isfinite(b) && b < a);
     QVERIFY(std::abs(gp::log_ndtr(0.0) - std::log(0.5)) < 1e-15);
     QVERIFY(std::isfinite(gp::log_ndtr(-60.0)));
+  }
+
+  // The output warping: Yeo-Johnson is the identity at lambda 1, increasing at every lambda
+  // (continuous across 0 and at the log branches), and the fitted lambda undoes a known warp:
+  // values whose Yeo-Johnson transform at lambda 0.5 is a normal sample give back about 0.5;
+  // a long right tail (losses far worse than the rest) gives lambda < 1, a left one > 1.
+  void yeoJohnsonWarp() {
+    for (const double v : {-3.0, -0.5, 0.0, 0.25, 4.0}) QCOMPARE(gp::yeo_johnson(v, 1.0), v);
+    for (const double l : {-2.0, -0.5, 0.0, 0.7, 2.0}) {
+      double last = -INFINITY;
+      for (double v = -4.0; v <= 4.0; v += 0.125) {
+        const double t = gp::yeo_johnson(v, l);
+        QVERIFY2(std::isfinite(t) && t > last,
+                 qPrintable(QString("lambda %1 at %2").arg(l).arg(v)));
+        last = t;
+      }
+      QVERIFY(std::abs(gp::yeo_johnson(1e-9, l) - gp::yeo_johnson(-1e-9, l)) < 1e-8);
+    }
+    QVERIFY(std::abs(gp::yeo_johnson(1e-7, 1e-13) - gp::yeo_johnson(1e-7, 0.0)) < 1e-12);
+    // Normal quantiles at (i + 0.5) / n by bisection on erfc: a sample with no randomness.
+    const int n = 200;
+    Eigen::VectorXd z(n);
+    for (int i = 0; i < n; ++i) {
+      const double p = (i + 0.5) / n;
+      double lo = -10.0;
+      double hi = 10.0;
+      for (int k = 0; k < 100; ++k) {
+        const double mid = 0.5 * (lo + hi);
+        (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+      }
+      z(i) = 0.5 * (lo + hi);
+    }
+    // The inverse of the transform at lambda 0.5 (non-negative branch: (1 + v)^0.5 - 1) / 0.5;
+    // negative branch: -((1 - v)^1.5 - 1) / 1.5).
+    Eigen::VectorXd y(n);
+    for (int i = 0; i < n; ++i) {
+      const double t = z(i) + 1.0;  // shifted so both branches occur
+      y(i) =
+          t >= 0.0 ? std::pow(0.5 * t + 1.0, 2.0) - 1.0 : 1.0 - std::pow(1.0 - 1.5 * t, 1.0 / 1.5);
+    }
+    const double fitted = gp::yeo_johnson_lambda(y);
+    QVERIFY2(std::abs(fitted - 0.5) < 0.05, qPrintable(QString::number(fitted)));
+    QVERIFY(gp::yeo_johnson_llf(y, fitted) >= gp::yeo_johnson_llf(y, 0.5));
+    Eigen::VectorXd tail = z.array().exp();
+    QVERIFY(gp::yeo_johnson_lambda(tail) < 0.5);
+    QVERIFY(gp::yeo_johnson_lambda(-tail) > 1.5);
+    QVERIFY(std::abs(gp::yeo_johnson_lambda(z) - 1.0) < 0.05);
   }
 
   // log_ei_grad equals central differences of log_ei in mean and in var, on both sides of the
