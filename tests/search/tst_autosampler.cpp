@@ -109,7 +109,7 @@ class TestAutoSampler : public QObject {
     QCOMPARE(large.gp_trials, kAutoLargeGpTrials);
     QVERIFY(large.then == SamplerKind::tpe);
     QCOMPARE(describe(large),
-             std::string("gp for trials 0-19, then tpe (a large space of 7 parameters)"));
+             std::string("gp for trials 0-49, then tpe (a large space of 7 parameters)"));
     const AutoChoice largeCategorical =
         auto_choice(parse("[search]\n" + floats(kAutoMaxGpParams) + kCategorical));
     QCOMPARE(largeCategorical.gp_trials, std::int64_t{0});
@@ -187,7 +187,7 @@ class TestAutoSampler : public QObject {
   }
 
   // The default switch: the GP proposes trial 99, TPE trial 100; in a large space of numbers
-  // the GP trial 19, TPE trial 20.
+  // the GP trial 49, TPE trial 50.
   void defaultSwitchPoint() {
     const SearchSpace small = parse("[search]\n" + floats(2) + kCategorical);
     AutoSampler a(small, auto_choice(small));
