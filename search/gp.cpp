@@ -327,13 +327,13 @@ double yeo_johnson_llf(const Eigen::VectorXd& y, double lambda) {
 
 double yeo_johnson_lambda(const Eigen::VectorXd& y) {
   // The profile likelihood is unimodal in practice (scipy brackets and runs Brent on it); a
-  // golden section on [kLo, kHi]. Above 1 the transform would compress the low end, where the
-  // best trials are (the sampler warps losses): a few trials far better than the rest, as on a
-  // linear slope, would flatten the model where it has to be sharp (bbob's f5 at d = 10 lost
-  // three orders of magnitude at 20 trials with lambda up to 2). Below -2 the powers of a long
-  // tail grow large for a small gain.
+  // golden section on [-2, 2] keeps lambda where the powers stay finite for standardised y.
+  // Above 1 the transform compresses the good end of the losses: it helps where most trials sit
+  // on a plateau and a few in a deep well (Hartmann-6, Ackley-5), and costs where a few are far
+  // better than the rest on a smooth slope (bbob's f5; bench/search/README.md, "The GP's output
+  // warping", has both).
   constexpr double kLo = -2.0;
-  constexpr double kHi = 1.0;
+  constexpr double kHi = 2.0;
   const double ratio = 0.5 * (std::sqrt(5.0) - 1.0);
   double a = kLo;
   double b = kHi;

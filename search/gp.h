@@ -3,7 +3,7 @@
 // and stepped floats widened by half a step, mapped to [0, 1]; a categorical is its choice index
 // with the Hamming distance, Optuna's categorical distance: 0 for the same choice, 1 otherwise,
 // scaled by its own length scale). Objective values are standardised, then warped by a
-// Yeo-Johnson power transform whose lambda (in [-2, 1]) maximises its likelihood on them (in the
+// Yeo-Johnson power transform whose lambda (in [-2, 2]) maximises its likelihood on them (in the
 // minimised sense: a long tail of bad values is compressed, the good ones spread), standardised
 // again and maximised (Optuna's GP stops at standardising; the warp is HEBO's idea); the kernel
 // hyperparameters (inverse squared length scales, kernel scale, noise variance above 1e-6)
@@ -95,8 +95,7 @@ double yeo_johnson(double v, double lambda);
 /// Yeo-Johnson's profile log-likelihood of lambda for the values y (scipy.stats.yeojohnson_llf):
 /// -n/2 log(variance of the transformed values) + (lambda - 1) sum sign(y) log(1 + |y|).
 double yeo_johnson_llf(const Eigen::VectorXd& y, double lambda);
-/// The lambda in [-2, 1] maximising yeo_johnson_llf (golden-section search to 1e-5, the ends
-/// included): at most 1, so a transform of losses only ever spreads the low (good) end.
+/// The lambda in [-2, 2] maximising yeo_johnson_llf (golden-section search to 1e-5).
 double yeo_johnson_lambda(const Eigen::VectorXd& y);
 
 /// log E[max(0, f - best)] for f ~ N(mean, var) (Ament et al. 2023's stable form, as Optuna).
