@@ -8,11 +8,12 @@
 // A space of more than 6 numbers gets the GP for its first 50 trials, then TPE (bbob at d = 10:
 // with the GP's output warping, 0.84x / 0.79x the regret of switching at 20 at 50 / 100 trials;
 // the search benchmark's two large functions lose about 1.2x by it, Rosenbrock-10 at 50 trials
-// most); a large one with a categorical parameter TPE from the start (not measured). Several objectives get NSGA-II. The choice is a function of the
-// space alone (auto_choice); a study stores it when it is created and keeps it when
-// resumed (backend/sweep/study.cpp), so a later change of the rule never switches a running study.
-// A stored choice may also name cmaes after the GP (the benchmark's auto@N:cmaes): CMA-ES then
-// starts warm from the GP's trials (CmaEsSampler's start_at_best).
+// most); a large one with a categorical parameter TPE from the start (not measured). Several
+// objectives get NSGA-II. The choice is a function of the space alone (auto_choice); a study stores
+// it when it is created and keeps it when resumed (backend/sweep/study.cpp), so a later change of
+// the rule never switches a running study. A stored choice may also name cmaes after the GP (the
+// benchmark's auto@N:cmaes): CMA-ES then starts warm from the GP's trials (CmaEsSampler's
+// start_at_best).
 #pragma once
 
 #include <cstdint>
