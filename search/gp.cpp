@@ -265,7 +265,8 @@ void Regressor::posterior_grad(const Eigen::VectorXd& x, double& mean, double& v
 }
 
 Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
-                const std::vector<char>& categorical, const Hyper* start, double min_noise) {
+                const std::vector<char>& categorical, const Hyper* start, double min_noise,
+                double* log_posterior) {
   const Eigen::Index d = x.cols();
   auto f = [&](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
     return loss(x, y, categorical, min_noise, theta, grad);
@@ -292,6 +293,7 @@ Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
       best_theta = theta;
     }
   }
+  if (log_posterior != nullptr) *log_posterior = -best;
   if (!std::isfinite(best)) {
     ones.noise_var = 1.0 + min_noise;
     return ones;
@@ -312,17 +314,19 @@ double yeo_johnson(double v, double lambda) {
   return std::abs(l2) < kTiny ? -std::log1p(-v) : -(std::pow(1.0 - v, l2) - 1.0) / l2;
 }
 
+double yeo_johnson_log_jacobian(const Eigen::VectorXd& y, double lambda) {
+  double s = 0.0;
+  for (Eigen::Index i = 0; i < y.size(); ++i) s += std::copysign(std::log1p(std::abs(y(i))), y(i));
+  return (lambda - 1.0) * s;
+}
+
 double yeo_johnson_llf(const Eigen::VectorXd& y, double lambda) {
   const auto n = static_cast<double>(y.size());
   Eigen::VectorXd t(y.size());
-  double jacobian = 0.0;
-  for (Eigen::Index i = 0; i < y.size(); ++i) {
-    t(i) = yeo_johnson(y(i), lambda);
-    jacobian += std::copysign(std::log1p(std::abs(y(i))), y(i));
-  }
+  for (Eigen::Index i = 0; i < y.size(); ++i) t(i) = yeo_johnson(y(i), lambda);
   const double var = (t.array() - t.mean()).square().mean();
   if (!(var > 0.0) || !std::isfinite(var)) return -kInf;
-  return -0.5 * n * std::log(var) + (lambda - 1.0) * jacobian;
+  return -0.5 * n * std::log(var) + yeo_johnson_log_jacobian(y, lambda);
 }
 
 double yeo_johnson_lambda(const Eigen::VectorXd& y) {
@@ -367,6 +371,51 @@ double yeo_johnson_lambda(const Eigen::VectorXd& y) {
     }
   }
   return best;
+}
+
+Eigen::VectorXd standardise(const Eigen::VectorXd& v, double& mean, double& sd) {
+  mean = v.mean();
+  sd = std::sqrt((v.array() - mean).square().mean());
+  return ((v.array() - mean) / std::max(1e-10, sd)).matrix();
+}
+
+ObjectiveFit fit_objective(const Eigen::MatrixXd& x, const Eigen::VectorXd& values,
+                           const std::vector<char>& categorical, const Hyper* raw_start,
+                           const Hyper* warped_start) {
+  const Eigen::Index d = x.cols();
+  const double min_noise = 1e-6;
+  ObjectiveFit out;
+  double mean = 0.0;
+  double sd = 0.0;
+  out.y = standardise(values, mean, sd);
+  if (raw_start != nullptr && raw_start->inv_sq_lengthscales.size() != d) raw_start = nullptr;
+  double evidence = -kInf;
+  out.raw_fit = fit_hyper(x, out.y, categorical, raw_start, min_noise, &evidence);
+  out.hyper = out.raw_fit;
+  if (out.y.size() < 3 || !(sd > 1e-10)) return out;
+  const Eigen::VectorXd loss = -out.y;
+  out.lambda = yeo_johnson_lambda(loss);
+  Eigen::VectorXd w(loss.size());
+  for (Eigen::Index i = 0; i < loss.size(); ++i) w(i) = -yeo_johnson(loss(i), out.lambda);
+  double w_mean = 0.0;
+  double w_sd = 0.0;
+  const Eigen::VectorXd w_std = standardise(w, w_mean, w_sd);
+  if (!(w_sd > 1e-10)) return out;
+  if (warped_start == nullptr || warped_start->inv_sq_lengthscales.size() != d) {
+    warped_start = raw_start != nullptr ? &out.raw_fit : nullptr;
+  }
+  double w_evidence = -kInf;
+  out.warped_fit = fit_hyper(x, w_std, categorical, warped_start, min_noise, &w_evidence);
+  // The density of the standardised values under the warped model: that of w_std times
+  // |d w_std / d y| = yeo_johnson'(loss) / w_sd per value.
+  w_evidence += yeo_johnson_log_jacobian(loss, out.lambda) -
+                static_cast<double>(loss.size()) * std::log(w_sd);
+  if (w_evidence > evidence) {
+    out.y = w_std;
+    out.hyper = out.warped_fit;
+    out.warped = true;
+  }
+  return out;
 }
 
 double log_ndtr(double z) {
@@ -462,13 +511,6 @@ bool unit_point(const std::vector<Coord>& coords, const Trial& t, double* row) {
     row[k] = coords[k].categorical ? x : (x - coords[k].lo) / (coords[k].hi - coords[k].lo);
   }
   return true;
-}
-
-// (values - mean) / max(1e-10, std), Optuna's _standardize_values; mean and std returned.
-Eigen::VectorXd standardise(const Eigen::VectorXd& v, double& mean, double& sd) {
-  mean = v.mean();
-  sd = std::sqrt((v.array() - mean).square().mean());
-  return ((v.array() - mean) / std::max(1e-10, sd)).matrix();
 }
 
 // The acquisition: log EI under the objective GP (when there is one) + log P(feasible) under the
@@ -715,27 +757,20 @@ Result<TrialParams> GpSampler::sample(const SearchSpace& space, const std::vecto
 
   Acquisition acq;
   gp::Regressor objective;
+  gp::Hyper objective_fit;  // the fit the objective's model uses: raw or warped
   Eigen::MatrixXd x_obj;
   Eigen::VectorXd y_std;
   Eigen::Index best_row = -1;
   if (!obj_y.empty()) {
     x_obj = matrix(obj_rows);
-    double mean = 0.0;
-    double sd = 0.0;
-    y_std = standardise(
+    const gp::ObjectiveFit fit = gp::fit_objective(
+        x_obj,
         Eigen::Map<const Eigen::VectorXd>(obj_y.data(), static_cast<Eigen::Index>(obj_y.size())),
-        mean, sd);
-    if (y_std.size() >= 3 && sd > 1e-10) {
-      // Warped in the minimised sense (the losses' long tail is the bad side), re-standardised.
-      const Eigen::VectorXd loss = -y_std;
-      const double lambda = gp::yeo_johnson_lambda(loss);
-      Eigen::VectorXd w(loss.size());
-      for (Eigen::Index i = 0; i < loss.size(); ++i) w(i) = -gp::yeo_johnson(loss(i), lambda);
-      y_std = standardise(w, mean, sd);
-    }
-    const gp::Hyper* start =
-        m_objective_fit.inv_sq_lengthscales.size() == d ? &m_objective_fit : nullptr;
-    m_objective_fit = gp::fit_hyper(x_obj, y_std, categorical, start);
+        categorical, &m_objective_fit, &m_warped_fit);
+    m_objective_fit = fit.raw_fit;
+    if (fit.warped_fit.inv_sq_lengthscales.size() == d) m_warped_fit = fit.warped_fit;
+    objective_fit = fit.hyper;
+    y_std = fit.y;
     acq.best = y_std.maxCoeff(&best_row);
     // Constant liar: running trials join at the worst observed value (fit unchanged).
     Eigen::MatrixXd x_all = x_obj;
@@ -754,7 +789,7 @@ Result<TrialParams> GpSampler::sample(const SearchSpace& space, const std::vecto
         y_all.tail(x_lie.rows()).setConstant(y_std.minCoeff());
       }
     }
-    if (objective.condition(x_all, y_all, categorical, m_objective_fit)) acq.objective = &objective;
+    if (objective.condition(x_all, y_all, categorical, objective_fit)) acq.objective = &objective;
   }
   gp::Regressor constraint;
   const bool any_violated = std::any_of(con_c.begin(), con_c.end(), [](double c) { return c > 0; });
@@ -762,7 +797,7 @@ Result<TrialParams> GpSampler::sample(const SearchSpace& space, const std::vecto
     double mean = 0.0;
     double sd = 0.0;
     const Eigen::VectorXd c_std =
-        standardise(Eigen::Map<const Eigen::VectorXd>(con_c.data(), n_con), mean, sd);
+        gp::standardise(Eigen::Map<const Eigen::VectorXd>(con_c.data(), n_con), mean, sd);
     acq.threshold = -mean / std::max(1e-10, sd);
     const Eigen::MatrixXd x_con = matrix(con_rows);
     const gp::Hyper* start =
@@ -818,7 +853,7 @@ Result<TrialParams> GpSampler::sample(const SearchSpace& space, const std::vecto
     }
   }
   // The preconditioner: the objective's squared length scales (the constraint's without one).
-  const gp::Hyper& shape = acq.objective != nullptr ? m_objective_fit : m_constraint_fit;
+  const gp::Hyper& shape = acq.objective != nullptr ? objective_fit : m_constraint_fit;
   const Eigen::VectorXd lsq = shape.inv_sq_lengthscales.cwiseInverse();
   Eigen::VectorXd best_x = starts.front();
   double best_v = -kInf;

@@ -84,19 +84,48 @@ class Regressor {
 
 /// Hyperparameters maximising log marginal likelihood + log_prior for (x, y), by L-BFGS on
 /// (log r, log kernel_scale, log(noise_var - min_noise)) from `start` (when given and of the
-/// right size) and from all ones; the better end point wins.
+/// right size) and from all ones; the better end point wins. `log_posterior`, when given,
+/// receives that maximum (log marginal likelihood + log_prior, constants dropped): comparable
+/// between fits of the same points.
 Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
-                const std::vector<char>& categorical, const Hyper* start, double min_noise = 1e-6);
+                const std::vector<char>& categorical, const Hyper* start, double min_noise = 1e-6,
+                double* log_posterior = nullptr);
 
 /// The Yeo-Johnson power transform of v (Yeo and Johnson 2000), monotone increasing for every
 /// lambda: ((v + 1)^lambda - 1) / lambda for v >= 0, -((1 - v)^(2 - lambda) - 1) / (2 - lambda)
 /// below (logs at lambda 0 and 2).
 double yeo_johnson(double v, double lambda);
+/// log |d yeo_johnson(v, lambda) / dv| summed over y: (lambda - 1) sum sign(y) log(1 + |y|).
+double yeo_johnson_log_jacobian(const Eigen::VectorXd& y, double lambda);
 /// Yeo-Johnson's profile log-likelihood of lambda for the values y (scipy.stats.yeojohnson_llf):
-/// -n/2 log(variance of the transformed values) + (lambda - 1) sum sign(y) log(1 + |y|).
+/// -n/2 log(variance of the transformed values) + yeo_johnson_log_jacobian(y, lambda).
 double yeo_johnson_llf(const Eigen::VectorXd& y, double lambda);
-/// The lambda in [-2, 2] maximising yeo_johnson_llf (golden-section search to 1e-5).
+/// The lambda in [-2, 2] maximising yeo_johnson_llf: a golden-section search to 1e-5, then its
+/// end point against the interval's two ends (a long tail wants lambda past them).
 double yeo_johnson_lambda(const Eigen::VectorXd& y);
+
+/// (v - mean) / max(1e-10, sd), Optuna's _standardize_values; mean and sd (population) returned.
+Eigen::VectorXd standardise(const Eigen::VectorXd& v, double& mean, double& sd);
+
+/// The objective's model, for values to maximise: a GP fitted on the standardised values, and
+/// one on their Yeo-Johnson warp (lambda by yeo_johnson_lambda on the losses, the negated
+/// values, whose long tail is the bad side; re-standardised). The one under which the values
+/// themselves are likelier is kept: the warped fit's log posterior plus the log Jacobian of
+/// the warp (a warped GP, Snelson et al. 2004). A warp that suits the values' histogram but not
+/// a smooth function of the parameters (bbob's linear slope) loses to the plain fit.
+struct ObjectiveFit {
+  Eigen::VectorXd y;    // what the GP models: the standardised values or their warp
+  Hyper hyper;          // its fit
+  double lambda = 1.0;  // the warp's lambda, fitted whether kept or not
+  bool warped = false;  // y is the warp
+  Hyper raw_fit;        // both fits, warm starts for the next call (warped_fit empty when no
+  Hyper warped_fit;     // warp was tried: fewer than 3 values, or all equal)
+};
+/// Starts: the last call's fits, when given and of the right size (the warped fit falls back
+/// to this call's plain fit when there was a plain start).
+ObjectiveFit fit_objective(const Eigen::MatrixXd& x, const Eigen::VectorXd& values,
+                           const std::vector<char>& categorical, const Hyper* raw_start,
+                           const Hyper* warped_start);
 
 /// log E[max(0, f - best)] for f ~ N(mean, var) (Ament et al. 2023's stable form, as Optuna).
 double log_ei(double mean, double var, double best);
@@ -118,8 +147,10 @@ class GpSampler : public Sampler {
   SamplerConfig m_cfg;
   Direction m_direction;
   RandomSampler m_random;
-  // The last fits, warm starts for the next call (cleared when the dimensions change).
+  // The last fits, warm starts for the next call (cleared when the dimensions change): the
+  // objective's GP on the standardised values and on the warped ones.
   gp::Hyper m_objective_fit;
+  gp::Hyper m_warped_fit;
   gp::Hyper m_constraint_fit;
 };
 

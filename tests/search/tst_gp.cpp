@@ -3,7 +3,8 @@
 // than random on a 2-D quadratic in 20 trials on fixed seeds, the infeasible region avoided, int
 // and categorical parameters on their grids and the categorical optimum found, running trials not
 // proposed twice (constant liar), conditional parameters drawn, several objectives refused; the
-// output warping (Yeo-Johnson) and its fitted lambda.
+// output warping (Yeo-Johnson), its fitted lambda, and the choice between the warped and the
+// plain model by the likelihood of the values.
 // (tests/search/reference_gp.py checks the same blocks against Optuna's GP.)
 #include <QtTest>
 
@@ -136,7 +137,8 @@ class TstGp : public QObject {
   }
 
   // The output warping: Yeo-Johnson is the identity at lambda 1, increasing at every lambda
-  // (continuous across 0 and at the log branches), and the fitted lambda undoes a known warp:
+  // (continuous across 0 and at the log branches), its log Jacobian the log of its derivative,
+  // and the fitted lambda undoes a known warp:
   // values whose Yeo-Johnson transform at lambda 0.5 is a normal sample give back about 0.5;
   // a long right tail (losses far worse than the rest) gives lambda < 1, a left one > 1.
   void yeoJohnsonWarp() {
@@ -152,6 +154,16 @@ class TstGp : public QObject {
       QVERIFY(std::abs(gp::yeo_johnson(1e-9, l) - gp::yeo_johnson(-1e-9, l)) < 1e-8);
     }
     QVERIFY(std::abs(gp::yeo_johnson(1e-7, 1e-13) - gp::yeo_johnson(1e-7, 0.0)) < 1e-12);
+    // Its log Jacobian (the warped model's likelihood uses it) is the log of the derivative.
+    for (const double l : {-1.5, 0.0, 0.6, 1.0, 2.0}) {
+      for (const double v : {-2.5, -0.3, 0.4, 3.0}) {
+        const double h = 1e-6;
+        const double fd = (gp::yeo_johnson(v + h, l) - gp::yeo_johnson(v - h, l)) / (2.0 * h);
+        const Eigen::VectorXd one = Eigen::VectorXd::Constant(1, v);
+        QVERIFY2(std::abs(gp::yeo_johnson_log_jacobian(one, l) - std::log(fd)) < 1e-7,
+                 qPrintable(QString("lambda %1 at %2").arg(l).arg(v)));
+      }
+    }
     // Normal quantiles at (i + 0.5) / n by bisection on erfc: a sample with no randomness.
     const int n = 200;
     Eigen::VectorXd z(n);
@@ -180,6 +192,44 @@ class TstGp : public QObject {
     QVERIFY(gp::yeo_johnson_lambda(tail) < 0.5);
     QVERIFY(gp::yeo_johnson_lambda(-tail) > 1.5);
     QVERIFY(std::abs(gp::yeo_johnson_lambda(z) - 1.0) < 0.05);
+  }
+
+  // The warp is kept only where the values are likelier under it (fit_objective): a linear
+  // function sampled where few points are good has a skewed histogram (lambda far from 1) but
+  // is smoothest unwarped; an exponential of a quadratic bowl is a long tail of losses that the
+  // warp (lambda < 1) turns back into the bowl. The kept model's values and fit are returned,
+  // the other fit too (the next call's warm start).
+  void warpKeptWhereTheValuesAreLikelier() {
+    Rng rng(11);
+    const int n = 30;
+    Eigen::MatrixXd x(n, 2);
+    Eigen::VectorXd slope(n);
+    Eigen::VectorXd bowl(n);
+    for (int i = 0; i < n; ++i) {
+      x(i, 0) = std::pow(rng.uniform(), 4.0);  // most points far from the good end, x0 = 1
+      x(i, 1) = rng.uniform();
+      slope(i) = x(i, 0) + 0.1 * x(i, 1);  // maximised
+    }
+    const std::vector<char> cat{0, 0};
+    const gp::ObjectiveFit linear = gp::fit_objective(x, slope, cat, nullptr, nullptr);
+    QVERIFY2(std::abs(linear.lambda - 1.0) > 0.3, qPrintable(QString::number(linear.lambda)));
+    QVERIFY(!linear.warped);
+    QCOMPARE(linear.hyper.kernel_scale, linear.raw_fit.kernel_scale);
+    QCOMPARE(linear.warped_fit.inv_sq_lengthscales.size(), Eigen::Index{2});
+    QVERIFY(std::abs(linear.y.mean()) < 1e-12 && std::abs(linear.y.norm() - std::sqrt(n)) < 1e-9);
+    for (int i = 0; i < n; ++i) {
+      x(i, 0) = rng.uniform();
+      x(i, 1) = rng.uniform();
+      const double g = std::pow(x(i, 0) - 0.3, 2.0) + std::pow(x(i, 1) - 0.6, 2.0);
+      bowl(i) = -std::exp(8.0 * g);  // maximised: losses exp(8 g), a long bad tail
+    }
+    const gp::ObjectiveFit tail = gp::fit_objective(x, bowl, cat, nullptr, nullptr);
+    QVERIFY2(tail.lambda < 0.5, qPrintable(QString::number(tail.lambda)));
+    QVERIFY(tail.warped);
+    QCOMPARE(tail.hyper.kernel_scale, tail.warped_fit.kernel_scale);
+    // The kept values are the warp, standardised, and in the same order as the bowl's.
+    QVERIFY(std::abs(tail.y.mean()) < 1e-12 && std::abs(tail.y.norm() - std::sqrt(n)) < 1e-9);
+    for (int i = 1; i < n; ++i) QVERIFY((tail.y(i) > tail.y(0)) == (bowl(i) > bowl(0)));
   }
 
   // log_ei_grad equals central differences of log_ei in mean and in var, on both sides of the
