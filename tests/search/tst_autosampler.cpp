@@ -109,7 +109,7 @@ class TestAutoSampler : public QObject {
     QCOMPARE(large.gp_trials, kAutoLargeGpTrials);
     QVERIFY(large.then == SamplerKind::tpe);
     QCOMPARE(describe(large),
-             std::string("gp for trials 0-49, then tpe (a large space of 7 parameters)"));
+             std::string("gp for trials 0-74, then tpe (a large space of 7 parameters)"));
     const AutoChoice largeCategorical =
         auto_choice(parse("[search]\n" + floats(kAutoMaxGpParams) + kCategorical));
     QCOMPARE(largeCategorical.gp_trials, std::int64_t{0});
