@@ -7,7 +7,7 @@
 // conditional space (it draws parameters with `when` at random), which gets TPE from the start.
 // A space of more than 6 numbers gets the GP for its first 75 trials, then TPE (bbob at d = 10,
 // with the warp chosen by likelihood: 0.80x the regret of switching at 50 at 100 trials, the GP
-// throughout 0.76x; on the search benchmark's two large functions the switch at 75 costs 1.1x
+// throughout 0.75x; on the search benchmark's two large functions the switch at 75 costs 1.1x
 // (Styblinski-Tang-8) and 1.5x (Rosenbrock-10) against 50, the GP throughout 1.3x and 2.4x); a
 // large one with a categorical parameter TPE from the start (not measured). Several
 // objectives get NSGA-II. The choice is a function of the space alone (auto_choice); a study stores
