@@ -204,6 +204,10 @@ int main(int argc, char** argv) {
   // A file-size limit (RLIMIT_FSIZE, a quota) makes a write fail with EFBIG, reported as an io
   // error naming the file, instead of killing the process with no word of why.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A write to a socket or pipe whose reader is gone (Gloo's pair to a rank that died, the
+  // launcher's end of stdout) fails with EPIPE, reported as peer_lost or an io error, instead of
+  // killing the rank with no error event (launchers start ranks with SIGPIPE's default).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"shardtrain: the Shardscope trainer (FSDP semantics on LibTorch c10d)",
                "shardtrain"};
   app.set_version_flag("--version", std::string("shardtrain ") + shardscope::kVersion);

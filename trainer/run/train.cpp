@@ -715,13 +715,13 @@ struct Loop {
       last_loss = loss;
       // Real tokens: chat samples without their padding; token rows are seq_len long.
       const double tps = step_tokens / secs;
-      // Events are the run's record: a rank that cannot write them (a full disk) stops rather
-      // than train on unrecorded.
+      // Events are the run's record: a rank that cannot write them (a full disk, a launcher
+      // gone from the other end of its pipe) stops rather than train on unrecorded.
       SHARD_CHECK(events().ok(), ErrorKind::io,
                   "rank " + std::to_string(rdzv.rank) +
                       ": cannot write events to its output: " + events().error(),
-                  "free space where the rank's output goes (the run directory), then resume with "
-                  "--resume auto");
+                  "free space where the rank's output goes (the run directory), or, for a broken "
+                  "pipe, keep its reader (the launcher) running; then resume with --resume auto");
       if (rdzv.rank == 0 && (step % exp.train.log_every == 0 || step == exp.train.max_steps)) {
         const double mfu = peak > 0 ? flops_token * tps / (peak * rdzv.world_size) : 0.0;
         report(spec::StepEvent{step, loss, lr, grad_norm, tps, mfu, comm_bytes(true) - ag0,

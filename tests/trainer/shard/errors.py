@@ -16,7 +16,9 @@
       appear: rank 0 cannot look the peer up in /proc, and must name it from the heartbeats
       every rank writes to the store ("no heartbeat ... from rank 1 (node-b, pid N)").
   --case events_unwritable: one rank whose stdout is /dev/full (a full disk) must stop with exit
-      1 and an io error on stderr naming the events, not train to the end unrecorded.
+      1 and an io error on stderr naming the events, not train to the end unrecorded. The same
+      with stdout a pipe whose reader has gone (a launcher that died): an io error, not death by
+      SIGPIPE (Python's subprocess restores SIGPIPE's default in the child, as launchers do).
   --case invalid_config: configurations that are invalid for the launch shape (batch_size 13 on
       2 ranks; HYBRID_SHARD on one node of 2 ranks; shard.device "cuda" or backend "nccl" with
       this CPU build's LibTorch) make every rank exit 2 with a
@@ -135,6 +137,19 @@ def events_unwritable(args):
     err = proc.stderr.decode(errors="replace")
     print(f"exit {proc.returncode}; stderr: {err.strip()[-300:]}")
     check(proc.returncode == 1, f"exit {proc.returncode}, want 1 (io error)")
+    check("error (io)" in err and "cannot write events" in err,
+          f"stderr does not name the events as an io error: {err[-500:]!r}")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads: every write gets EPIPE (and SIGPIPE, unless ignored)
+    try:
+        proc = subprocess.run([args.shardtrain, "train", config], cwd=run_dir, env=env,
+                              stdout=write_end, stderr=subprocess.PIPE, timeout=300, check=False)
+    finally:
+        os.close(write_end)
+    err = proc.stderr.decode(errors="replace")
+    print(f"stdout a pipe with no reader: exit {proc.returncode}; stderr: {err.strip()[-300:]}")
+    check(proc.returncode == 1,
+          f"exit {proc.returncode}, want 1 (io error; -{signal.SIGPIPE} is death by SIGPIPE)")
     check("error (io)" in err and "cannot write events" in err,
           f"stderr does not name the events as an io error: {err[-500:]!r}")
 
