@@ -414,7 +414,13 @@ def main():
     args = parser.parse_args()
     if args.peer:
         peer(args)
-        return
+        # The rank's work is done, saved and agreed (peer() ends with a barrier and
+        # destroy_process_group()). Skip the interpreter's teardown: PyTorch's background
+        # threads being destroyed there aborted a finished peer now and then ("terminate called
+        # without an active exception", exit -6), failing a comparison that had its results.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     args.lora = args.lora or args.qlora
     ranks.main_guard(lambda: compare(args, args.lora))
 
