@@ -129,7 +129,13 @@ BuilderPanel::BuilderPanel(QWidget* parent)
   m_right = right;
   right->addTab(m_memory, tr("Memory per rank"));
   right->addTab(m_preview, tr("Model && data"));
-  right->addTab(m_inspect, tr("Inspect data"));
+  // Its histogram, two tables and sample view want about 500 px: scrolled, so that the Builder
+  // does not make the window taller than 1000 px (it grew to 1003 once the summary wrapped).
+  auto* inspectScroll = new QScrollArea(this);
+  inspectScroll->setWidgetResizable(true);
+  inspectScroll->setFrameShape(QFrame::NoFrame);
+  inspectScroll->setWidget(m_inspect);
+  right->addTab(inspectScroll, tr("Inspect data"));
   right->addTab(m_toml, tr("TOML"));
   m_tunePage = buildAutotune();
   right->addTab(m_tunePage, tr("Autotune"));
@@ -510,8 +516,18 @@ void BuilderPanel::setTuneMessage(const QString& text, bool error) {
   m_tuneStatus->setStyleSheet(error ? QString::fromLatin1(kErrorStyle) : QString());
 }
 
+void BuilderPanel::showSideTab(const QWidget* content) {
+  for (int i = 0; i < m_right->count(); ++i) {
+    QWidget* page = m_right->widget(i);
+    if (page == content || page->isAncestorOf(content)) {
+      m_right->setCurrentIndex(i);
+      return;
+    }
+  }
+}
+
 void BuilderPanel::requestAutotune() {
-  m_right->setCurrentWidget(m_tunePage);
+  showSideTab(m_tunePage);
   if (m_tuning) return;
   QString why;
   const QString path = m_controller->prepareAutotune(&why);

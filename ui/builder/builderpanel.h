@@ -66,6 +66,9 @@ class BuilderPanel : public QWidget {
   InspectPanel* inspectPanel() const { return m_inspect; }
   /// The right-hand tabs (memory, model and data, inspect data, TOML, autotune).
   QTabWidget* sideTabs() const { return m_right; }
+  /// Brings forward the right-hand tab that holds `content` (a tab's page may be a scroll area
+  /// around it).
+  void showSideTab(const QWidget* content);
   SearchEditor* searchEditor() const { return m_search; }
   QTabWidget* sections() const { return m_tabs; }
   QPushButton* autotuneButton() const { return m_autotune; }

@@ -155,7 +155,7 @@ class TestBuilderMemoryBound : public QObject {
     path->setText(m_short);
     emit path->editingFinished();
     waitRead(panel);
-    panel.sideTabs()->setCurrentWidget(chart);
+    panel.showSideTab(chart);
     const QString artifacts = testing::binaryDir() + "/tests/artifacts";
     QDir().mkpath(artifacts);
     QVERIFY(panel.grab().save(artifacts + "/builder-memory-bound.png"));

@@ -77,7 +77,7 @@ class TestInspectPanel : public QObject {
     // data.seq_len holds lines 1, 2 and 9, not line 7 (200 z's).
     open(panel, m_files.train, m_seqLen, QStringLiteral("crafted"));
     auto* inspect = panel.inspectPanel();
-    panel.sideTabs()->setCurrentWidget(inspect);
+    panel.showSideTab(inspect);
     QSignalSpy done(inspect, &InspectPanel::finished);
     QTest::mouseClick(inspect->inspectButton(), Qt::LeftButton);
     waitDone(inspect, done);
