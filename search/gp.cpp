@@ -383,7 +383,7 @@ ObjectiveFit fit_objective(const Eigen::MatrixXd& x, const Eigen::VectorXd& valu
                            const std::vector<char>& categorical, const Hyper* raw_start,
                            const Hyper* warped_start) {
   const Eigen::Index d = x.cols();
-  const double min_noise = 1e-6;
+  const double min_noise = kMinNoiseVar;
   ObjectiveFit out;
   double mean = 0.0;
   double sd = 0.0;

@@ -36,6 +36,9 @@
 namespace shardscope::search {
 namespace gp {
 
+/// The floor of the noise variance every fit keeps (Optuna's DEFAULT_MINIMUM_NOISE_VAR).
+inline constexpr double kMinNoiseVar = 1e-6;
+
 /// Kernel hyperparameters, Optuna's parametrisation: k(a, b) = kernel_scale *
 /// matern52(sum_k d_k(a, b)^2 * inv_sq_lengthscales[k]), plus noise_var on the diagonal.
 struct Hyper {
@@ -88,8 +91,8 @@ class Regressor {
 /// receives that maximum (log marginal likelihood + log_prior, constants dropped): comparable
 /// between fits of the same points.
 Hyper fit_hyper(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
-                const std::vector<char>& categorical, const Hyper* start, double min_noise = 1e-6,
-                double* log_posterior = nullptr);
+                const std::vector<char>& categorical, const Hyper* start,
+                double min_noise = kMinNoiseVar, double* log_posterior = nullptr);
 
 /// The Yeo-Johnson power transform of v (Yeo and Johnson 2000), monotone increasing for every
 /// lambda: ((v + 1)^lambda - 1) / lambda for v >= 0, -((1 - v)^(2 - lambda) - 1) / (2 - lambda)
