@@ -163,7 +163,7 @@ void followSegment(const Globals& g, backend::RunStore& store, backend::Launched
   backend::FollowOptions options;
   options.maxSteps = s.endStep;
   const qint64 id = launched.run.id;
-  options.onFollowing = [&] { orExit(store.setRunLocation(id, launched.location).get()); };
+  options.location = launched.location;
   const auto outcome = orExit(followRun(store, *launched.handle, id, options, true));
   if (!outcome.followed)
     exitWith(kExitError, "run " + std::to_string(id) + " is followed elsewhere");

@@ -94,11 +94,11 @@ std::pair<spec::NotifySection, QString> recordedNotify(backend::RunReader& reade
 // experiment's [notify] on_stall and on_end commands (waiting for them); returns the exit code.
 int follow(const Globals& g, RunStore& store, backend::RunHandle& handle, const RunRecord& run,
            qint64 maxSteps, bool attached, const spec::NotifySection& notify,
-           const QString& notifyDir, const std::function<void()>& onFollowing = {}) {
+           const QString& notifyDir, const QJsonObject& location = {}) {
   backend::NotifyCommands commands(notify,
                                    {notifyDir, backend::NotifyCommands::Options{}.timeoutMs});
   backend::FollowOptions options;
-  options.onFollowing = onFollowing;
+  options.location = location;
   options.maxSteps = maxSteps;
   if (attached) options.onStep = printProgress;
   if (!notify.on_stall.empty()) {
@@ -151,7 +151,7 @@ int replanWhileOom(const Globals& g, RunStore& store, const RunRecord& run, int 
               << next.run.attempt << " replans it, " << next.change.toStdString() << " (in "
               << next.run.runDir.toStdString() << ")\n";
     code = follow(g, store, *next.handle, next.run, maxSteps, attached, notify, notifyDir,
-                  [&] { orExit(store.setRunLocation(run.id, next.location).get()); });
+                  next.location);
   }
 }
 
@@ -175,11 +175,8 @@ void runVerb(const Globals& g, const RunArgs& args) {
   const RunRecord& run = launched.run;
   std::cerr << "run " << run.name.toStdString() << " (id " << run.id << ") in "
             << run.runDir.toStdString() << '\n';
-  // The location is recorded once this process holds the lease: before that, a concurrent `ls`
-  // could take the run for an orphan.
   const int code = follow(g, *store, *launched.handle, run, exp.train.max_steps, true, exp.notify,
-                          QFileInfo(path).absolutePath(),
-                          [&] { orExit(store->setRunLocation(run.id, launched.location).get()); });
+                          QFileInfo(path).absolutePath(), launched.location);
   if (!args.replanOnOom) throw VerbExit{code};
   throw VerbExit{replanWhileOom(g, *store, run, code, exp.train.max_steps, exp.notify,
                                 QFileInfo(path).absolutePath(), true)};

@@ -107,7 +107,34 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
     wait.exec();
     if (options.stopRequested && options.stopRequested()) handle.stop();
   }
-  if (options.onFollowing) options.onFollowing();
+  // The location is recorded once this process holds the lease: before that, a concurrent `ls`
+  // could take the run for an orphan. A run log that refuses it now (the server went down just
+  // after the monitor's first rows) is asked again while the monitor follows, as the monitor's
+  // own rows are: ending here would leave the ranks running unfollowed.
+  bool locationPending = !options.location.isEmpty();
+  int locationTries = 0;
+  QTimer locationRetry;
+  locationRetry.setSingleShot(true);
+  const auto recordLocation = [&] {
+    auto recorded = store.setRunLocation(runId, options.location).get();
+    ++locationTries;
+    if (recorded || recorded.error().permanent || !kLaunchRetry.mayRetry(locationTries)) {
+      locationPending = false;
+      if (!recorded) {
+        qCWarning(lcLifecycle, "run %lld: its location is not recorded: %s",
+                  static_cast<long long>(runId), recorded.message().c_str());
+      }
+      return;
+    }
+    const int delayMs = kLaunchRetry.delayMs(locationTries);
+    qCWarning(lcLifecycle,
+              "run %lld: the run log did not take its location: %s (try %d; the next in %.1f s)",
+              static_cast<long long>(runId), recorded.message().c_str(), locationTries,
+              delayMs / 1000.0);
+    locationRetry.start(delayMs);
+  };
+  QObject::connect(&locationRetry, &QTimer::timeout, &locationRetry, recordLocation);
+  if (locationPending) recordLocation();
   QString lost;
   QEventLoop loop;
   QObject::connect(&follower, &RunFollower::finished, &loop, &QEventLoop::quit);
@@ -124,6 +151,14 @@ Result<FollowOutcome> RunLifecycle::follow(RunStore& store, RunHandle& handle, q
   }
   if (options.stopAtOnce) handle.stop();
   if (!follower.isFinished()) loop.exec();
+  // A run that ended while its location waited: the run log took the final status, so it
+  // answers again; the location's remaining tries come now.
+  while (locationPending) {
+    QEventLoop wait;
+    QObject::connect(&locationRetry, &QTimer::timeout, &wait, &QEventLoop::quit);
+    if (!locationRetry.isActive()) locationRetry.start(0);
+    wait.exec();
+  }
   if (!lost.isEmpty()) return fail(lost.toStdString());
   return FollowOutcome{true, follower.status()};
 }

@@ -52,7 +52,10 @@ struct FollowOptions {
   /// Polled every 100 ms while following; true asks the ranks for a graceful stop (the CLI's
   /// SIGINT/SIGTERM). Empty: never.
   std::function<bool()> stopRequested;
-  std::function<void()> onFollowing;  ///< called once the lease is held
+  /// The run's location (LaunchedRun::location), recorded (RunStore::setRunLocation) once the
+  /// lease is held; a run log that cannot take it now (a lost server) is asked again while
+  /// the run is followed, never the end of the follow. Empty: nothing recorded.
+  QJsonObject location;
   /// Called once per stall: no event for stallAfterS seconds while every rank lives (0: never).
   double stallAfterS = 0;
   std::function<void(double silentS)> onStall;

@@ -352,13 +352,8 @@ void Autotuner::measure(TuneCandidate& c) {
   c.runName = launched->run.name;
   FollowOptions options;
   options.maxSteps = exp.train.max_steps;
-  const QJsonObject location = launched->location;
-  const qint64 runId = c.runId;
+  options.location = launched->location;
   options.stopRequested = [this] { return stopAsked(); };
-  options.onFollowing = [this, runId, location] {
-    if (auto r = m_store.setRunLocation(runId, location).get(); !r)
-      qCWarning(lcAutotune) << "run" << runId << r.message().c_str();
-  };
   auto followed = m_follow(m_store, *launched->handle, c.runId, options);
   if (!followed) {
     m_error = followed.message();

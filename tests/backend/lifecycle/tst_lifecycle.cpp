@@ -25,6 +25,7 @@
 #include "tests/support/files.h"
 #include "tests/support/paths.h"
 #include "tests/support/process.h"
+#include "tests/support/verify_ok.h"
 
 using namespace shardscope;
 using backend::RunLifecycle;
@@ -289,13 +290,17 @@ class TestLifecycle : public QObject {
     backend::FollowOptions options;
     options.maxSteps = 12;
     qint64 lastStep = 0;
-    bool following = false;
     options.onStep = [&](const backend::FollowProgress& p) { lastStep = p.step; };
-    options.onFollowing = [&] { following = true; };
+    options.location = launched->location;
     auto outcome = RunLifecycle::follow(*m_store, *launched->handle, launched->run.id, options);
     QVERIFY2(outcome.ok(), outcome.ok() ? "" : outcome.message().c_str());
     QVERIFY(outcome->followed);
-    QVERIFY(following);
+    auto reader = m_store->reader();
+    VERIFY_OK(reader);
+    auto followed = reader->run(launched->run.id);
+    VERIFY_OK(followed);
+    QVERIFY(followed->has_value());
+    QCOMPARE((*followed)->location, launched->location);  // recorded once the lease was held
     QCOMPARE(outcome->status, spec::RunStatus::complete);
     QCOMPARE(lastStep, qint64(12));
     // A run without a location has nothing to attach to, and says so.
