@@ -5,6 +5,7 @@
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QFileInfo>
+#include <QLoggingCategory>
 #include <QSaveFile>
 #include <QSysInfo>
 #include <QThread>
@@ -18,12 +19,30 @@
 #include "backend/lifecycle/demodata.h"
 #include "backend/lifecycle/runlifecycle.h"
 #include "backend/ssh/hostcheck.h"
+#include "backend/store/retrypolicy.h"
 #include "spec/experiment_query.h"
 #include "spec/search_space.h"
+
+Q_DECLARE_LOGGING_CATEGORY(lcLifecycle)
 
 namespace shardscope::backend {
 
 namespace {
+
+/// Records a started run's location for its supervisor, which attaches by it. The ranks run
+/// already, so a run log that refuses it now (a lost server) is asked again as a launch is
+/// (kLaunchRetry, about 5 minutes): the first refusal would leave them running unsupervised.
+Result<void> recordLocation(RunStore& store, qint64 runId, const QJsonObject& location) {
+  for (int tries = 1;; ++tries) {
+    auto recorded = store.setRunLocation(runId, location).get();
+    if (recorded || recorded.error().permanent || !kLaunchRetry.mayRetry(tries)) return recorded;
+    const int delayMs = kLaunchRetry.delayMs(tries);
+    qCWarning(lcLifecycle,
+              "run %lld: the run log did not take its location: %s (try %d; the next in %.1f s)",
+              static_cast<long long>(runId), recorded.message().c_str(), tries, delayMs / 1000.0);
+    QThread::msleep(delayMs);
+  }
+}
 
 /// Run `runId` as the run log holds it; an error when it is not there.
 Result<RunRecord> storedRun(RunStore& store, qint64 runId) {
@@ -185,7 +204,7 @@ Result<StartedRun> RunLifecycle::startDetached(RunStore& store, const spec::Expe
   auto launched = launch(store, exp, experimentPath, overrides, experimentId, attempt);
   if (!launched) return launched.error();
   const RunRecord& run = launched->run;
-  if (auto r = store.setRunLocation(run.id, launched->location).get(); !r) return r.error();
+  if (auto r = recordLocation(store, run.id, launched->location); !r) return r.error();
   store.flush();
   auto supervisor = spawnSupervisor(run, replanOnOom);
   if (!supervisor) return supervisor.error();
@@ -229,7 +248,7 @@ Result<StartedRun> RunLifecycle::resumeDetached(RunStore& store, qint64 runId) c
                                         *exp, resume);
   if (!launched) return launched.error();
   const RunRecord& run = launched->run;
-  if (auto r = store.setRunLocation(runId, launched->location).get(); !r) {
+  if (auto r = recordLocation(store, runId, launched->location); !r) {
     (void)store.setRunStatus(runId, spec::RunStatus::failed, QString::fromStdString(r.message()))
         .get();
     return fail(label + ": " + r.message());

@@ -271,12 +271,13 @@ struct ProxiedRun {
     return {};
   }
 
-  /// Starts the command; the fake trainer runs `fakeMode` (SHARDSCOPE_FAKE_MODE).
-  void start(const QString& fakeMode) {
+  /// Starts `run` (with `extra` after the experiment); the fake trainer runs `fakeMode`
+  /// (SHARDSCOPE_FAKE_MODE).
+  void start(const QString& fakeMode, const QStringList& extra = {}) {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert("SHARDSCOPE_FAKE_MODE", fakeMode);
     run.setProcessEnvironment(env);
-    run.start(kCli, {"--db", proxy.throughProxy, "--json", "run", m_experiment});
+    run.start(kCli, QStringList{"--db", proxy.throughProxy, "--json", "run", m_experiment} + extra);
   }
 
   /// Waits for the command's end and for the proxy to say `fault` (its fault happened): empty
@@ -670,6 +671,35 @@ class TestCliSweepPartition : public QObject {
     QCOMPARE(runs->size(), std::size_t(1));
     QCOMPARE(spec::to_string(runs->front().status), std::string_view("complete"));
     QCOMPARE(runs->front().location.value("kind").toString(), QStringLiteral("local"));
+  }
+
+  // The same for `run --detach`, whose supervisor attaches by the location: it is asked again
+  // before the supervisor starts. The old command exited 1 with the ranks running unsupervised.
+  void detachedLocationOutlivesALostWrite() {
+    using namespace shardscope;
+    ProxiedRun r;
+    const QString made = r.make(QStringLiteral("detached"));
+    QVERIFY2(made.isEmpty(), qPrintable(made));
+    QVERIFY2(r.proxy.cutCommit(1, "SET location ="), r.proxy.said.constData());
+    r.start(QStringLiteral("--steps 5"), {"--detach"});
+    const QString ended = r.finish("cut-commit");
+    QVERIFY2(ended.isEmpty(), qPrintable(ended));
+    QVERIFY2(r.err.contains("the run log did not take its location"), r.err.constData());
+    auto reader = r.direct->reader();
+    VERIFY_OK(reader);
+    const qint64 id = QJsonDocument::fromJson(r.out).object().value("id").toInteger();
+    QVERIFY2(id > 0, r.out.constData());
+    // The supervisor follows it to its end.
+    std::optional<backend::RunRecord> last;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+          auto run = reader->run(id);
+          if (run) last = *run;
+          return last && spec::is_final(last->status);
+        }(),
+        60000);
+    QCOMPARE(spec::to_string(last->status), std::string_view("complete"));
+    QCOMPARE(last->location.value("kind").toString(), QStringLiteral("local"));
   }
 
   // The connection is lost as the monitor stores a run's final status (the write rolls back):
