@@ -183,6 +183,7 @@ struct TrialRunner::Running {
   std::optional<spec::Experiment> exp;  // as launched, in its current plan (shardtrain trials)
   QString startError;    // why its replanned attempt did not start (then it has no follower)
   bool spawned = false;  // its launcher started its ranks (launch() got that far)
+  QJsonObject location;  // its attempt's, as launched (recordLocation retries it)
   // Its ranks run, but its monitor could not start on the run log yet (an error that may
   // pass): followLater tries again; followTries counts the tries.
   bool followPending = false;
@@ -391,6 +392,29 @@ void TrialRunner::launchOrWait(qint64 number, qint64 runId, const search::TrialP
   if (followPending) followLater(number);
 }
 
+// A sweep that died finds its trial again by the stored location (Study's lost trials,
+// attach()): one the run log refused (a lost server) is asked again with the launch's backoff,
+// while no later attempt of the trial has launched with its own.
+void TrialRunner::recordLocation(qint64 number, qint64 runId, const QJsonObject& location,
+                                 int tries) {
+  auto recorded = m_store.setRunLocation(runId, location).get();
+  if (recorded) return;
+  if (recorded.error().permanent || !kLaunchRetry.mayRetry(tries)) {
+    qCWarning(lcTrialRunner).noquote()
+        << "trial" << number << "its location is not recorded:" << recorded.message().c_str();
+    return;
+  }
+  const int delayMs = kLaunchRetry.delayMs(tries);
+  qCWarning(lcTrialRunner).noquote()
+      << "trial" << number << "the run log did not take its location:" << recorded.message().c_str()
+      << QStringLiteral("(try %1; the next in %2 s)").arg(tries).arg(delayMs / 1000.0);
+  QTimer::singleShot(delayMs, this, [this, number, runId, location, tries] {
+    const auto it = m_trials.find(number);
+    if (it != m_trials.end() && it->second->location != location) return;  // a later attempt's
+    recordLocation(number, runId, location, tries + 1);
+  });
+}
+
 void TrialRunner::followLater(qint64 number) {
   const auto unfollowed = m_trials.find(number);
   if (unfollowed == m_trials.end()) return;
@@ -473,9 +497,8 @@ Result<void> TrialRunner::launch(Running& trial, const spec::Experiment& exp,
   auto handle = RunLifecycle::startAttempt(m_store, attempt, exp, options);
   if (!handle) return handle.error();
   trial.spawned = true;
-  if (auto r = m_store.setRunLocation(trial.runId, (*handle)->location().toJson()).get(); !r) {
-    qCWarning(lcTrialRunner) << "trial" << trial.number << r.message().c_str();
-  }
+  trial.location = (*handle)->location().toJson();
+  recordLocation(trial.number, trial.runId, trial.location, 1);
   (void)m_store.setRunStatus(trial.runId, spec::RunStatus::running).get();
   if (auto followed = follow(trial, std::move(*handle)); !followed) {
     if (!followed.error().permanent) {

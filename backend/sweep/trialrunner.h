@@ -10,6 +10,7 @@
 // -> tell. Scheduler (scheduler.h) runs up to N trials at once on top of it.
 #pragma once
 
+#include <QJsonObject>
 #include <QObject>
 #include <QString>
 
@@ -203,6 +204,9 @@ class TrialRunner : public QObject {
   /// monitor), with launchOrWait's backoff and limit; past the limit it kills the ranks and the
   /// trial fails with the run log's error.
   void followLater(qint64 number);
+  /// Stores the location of trial `number`'s attempt (run `runId`); a refusal that may pass is
+  /// tried again later (kLaunchRetry), unless a later attempt launched meanwhile.
+  void recordLocation(qint64 number, qint64 runId, const QJsonObject& location, int tries);
   void readEvals(Running& trial, bool judgePrunes = true);
   void onMonitorFinished(qint64 number);
   /// search.on_oom = "replan": starts the trial's next attempt in the next plan that fits

@@ -586,6 +586,39 @@ class TestCliSweepPartition : public QObject {
     QVERIFY2(end.isEmpty(), qPrintable(end));
   }
 
+  // The connection is lost as the runner stores a launched trial's location (the write rolls
+  // back): it is stored on a later try, and the trial ends complete as its first attempt. The old
+  // runner only warned: a sweep that died later found no location and could not reattach it.
+  void trialLocationOutlivesALostWrite() {
+    using namespace shardscope;
+    DirectTrial t;
+    const QString made = t.make(QStringLiteral("triallocation"));
+    QVERIFY2(made.isEmpty(), qPrintable(made));
+    QSignalSpy finished(&*t.runner, &backend::TrialRunner::trialFinished);
+    QVERIFY2(t.proxy.cutCommit(1, "SET location ="), t.proxy.said.constData());
+    auto runId = t.runner->start(0, t.params, t.runId);
+    VERIFY_OK(runId);
+    QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
+    QVERIFY2(awaitText(t.proxy.process, t.proxy.said, "cut-commit", 10000),
+             t.proxy.said.constData());
+    const QString end = t.completeOnce(finished.takeFirst().at(0).value<backend::TrialOutcome>());
+    QVERIFY2(end.isEmpty(), qPrintable(end));
+    auto direct = backend::RunStore::open(t.proxy.direct);
+    VERIFY_OK(direct);
+    auto reader = (*direct)->reader();
+    VERIFY_OK(reader);
+    // The retry may come after the trial's end (it waits 0.5 s; the trial takes about as long).
+    QString kind;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+          auto run = reader->run(t.runId);
+          if (run && *run) kind = (*run)->location.value("kind").toString();
+          return !kind.isEmpty();
+        }(),
+        30000);
+    QCOMPARE(kind, QStringLiteral("program"));
+  }
+
   // The same lost answer meets `shardscope-cli run` (2 ranks of the fake trainer, followed in the
   // foreground): the run is followed once the run log answers and completes; the old command
   // exited 1 with the run log's error and left its ranks unfollowed.
