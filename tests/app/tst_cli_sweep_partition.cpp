@@ -213,6 +213,19 @@ struct DirectTrial {
     return {};
   }
 
+  /// Starts trial 0 and waits for its end and for the proxy to say `fault` (its fault happened):
+  /// empty when both came and the trial ended complete once (completeOnce), else what is wrong.
+  QString runToEnd(const QByteArray& fault) {
+    QSignalSpy finished(&*runner, &shardscope::backend::TrialRunner::trialFinished);
+    auto started = runner->start(0, params, runId);
+    if (!started) return QString::fromStdString(started.message());
+    if (!finished.wait(120000)) return QStringLiteral("the trial did not end within 120 s");
+    if (!awaitText(proxy.process, proxy.said, fault, 10000))
+      return QStringLiteral("the proxy did not say %1: %2")
+          .arg(QString::fromUtf8(fault), QString::fromUtf8(proxy.said));
+    return completeOnce(finished.takeFirst().at(0).value<shardscope::backend::TrialOutcome>());
+  }
+
   /// Checks the trial's end: `outcome` complete with the value its program computed, the program
   /// run once, and the run log's record (read directly) its first attempt (no retry used),
   /// complete. Empty, or what is wrong.
@@ -571,18 +584,12 @@ class TestCliSweepPartition : public QObject {
     DirectTrial t;
     const QString made = t.make(QStringLiteral("leaseanswer"));
     QVERIFY2(made.isEmpty(), qPrintable(made));
-    QSignalSpy finished(&*t.runner, &backend::TrialRunner::trialFinished);
     // The run was made without an ask, so its first lease is the monitor's.
     QVERIFY2(t.proxy.loseCommit(1, "INSERT INTO leases"), t.proxy.said.constData());
     // The monitor's next try holds the lease the lost answer stored: refused by its own lease,
     // it would wait out the lease's staleness first.
     QTest::failOnWarning(QRegularExpression("is already followed by process"));
-    auto runId = t.runner->start(0, t.params, t.runId);
-    VERIFY_OK(runId);
-    QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
-    QVERIFY2(awaitText(t.proxy.process, t.proxy.said, "lost-commit", 10000),  // the cut happened
-             t.proxy.said.constData());
-    const QString end = t.completeOnce(finished.takeFirst().at(0).value<backend::TrialOutcome>());
+    const QString end = t.runToEnd("lost-commit");
     QVERIFY2(end.isEmpty(), qPrintable(end));
   }
 
@@ -594,14 +601,8 @@ class TestCliSweepPartition : public QObject {
     DirectTrial t;
     const QString made = t.make(QStringLiteral("triallocation"));
     QVERIFY2(made.isEmpty(), qPrintable(made));
-    QSignalSpy finished(&*t.runner, &backend::TrialRunner::trialFinished);
     QVERIFY2(t.proxy.cutCommit(1, "SET location ="), t.proxy.said.constData());
-    auto runId = t.runner->start(0, t.params, t.runId);
-    VERIFY_OK(runId);
-    QVERIFY2(finished.wait(120000), "the trial did not end within 120 s");
-    QVERIFY2(awaitText(t.proxy.process, t.proxy.said, "cut-commit", 10000),
-             t.proxy.said.constData());
-    const QString end = t.completeOnce(finished.takeFirst().at(0).value<backend::TrialOutcome>());
+    const QString end = t.runToEnd("cut-commit");
     QVERIFY2(end.isEmpty(), qPrintable(end));
     auto direct = backend::RunStore::open(t.proxy.direct);
     VERIFY_OK(direct);
