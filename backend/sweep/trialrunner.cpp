@@ -400,14 +400,14 @@ void TrialRunner::recordLocation(qint64 number, qint64 runId, const QJsonObject&
   auto recorded = m_store.setRunLocation(runId, location).get();
   if (recorded) return;
   if (recorded.error().permanent || !kLaunchRetry.mayRetry(tries)) {
-    qCWarning(lcTrialRunner).noquote()
-        << "trial" << number << "its location is not recorded:" << recorded.message().c_str();
+    qCWarning(lcTrialRunner, "trial %lld: its location is not recorded: %s",
+              static_cast<long long>(number), recorded.message().c_str());
     return;
   }
   const int delayMs = kLaunchRetry.delayMs(tries);
-  qCWarning(lcTrialRunner).noquote()
-      << "trial" << number << "the run log did not take its location:" << recorded.message().c_str()
-      << QStringLiteral("(try %1; the next in %2 s)").arg(tries).arg(delayMs / 1000.0);
+  qCWarning(lcTrialRunner,
+            "trial %lld: the run log did not take its location: %s (try %d; the next in %.1f s)",
+            static_cast<long long>(number), recorded.message().c_str(), tries, delayMs / 1000.0);
   QTimer::singleShot(delayMs, this, [this, number, runId, location, tries] {
     const auto it = m_trials.find(number);
     if (it != m_trials.end() && it->second->location != location) return;  // a later attempt's
